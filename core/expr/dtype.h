@@ -1,0 +1,44 @@
+// Data types carried by every expression and buffer: a type code, a bit width, and a
+// lane count for vectors (1 for scalars).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace basin {
+
+enum class TypeCode : uint8_t { Int, Float, Bool };
+
+struct DType {
+  TypeCode code = TypeCode::Int;
+  uint8_t bits = 64;
+  uint16_t lanes = 1;
+
+  static constexpr DType i32() { return {TypeCode::Int, 32, 1}; }
+  static constexpr DType i64() { return {TypeCode::Int, 64, 1}; }
+  static constexpr DType f32() { return {TypeCode::Float, 32, 1}; }
+  static constexpr DType f64() { return {TypeCode::Float, 64, 1}; }
+  static constexpr DType boolean() { return {TypeCode::Bool, 1, 1}; }
+  // The type of loop variables, extents and indices.
+  static constexpr DType index() { return i64(); }
+
+  bool is_int() const { return code == TypeCode::Int; }
+  bool is_float() const { return code == TypeCode::Float; }
+  bool is_bool() const { return code == TypeCode::Bool; }
+  bool is_scalar() const { return lanes == 1; }
+  DType element() const { return {code, bits, 1}; }
+  DType with_lanes(int n) const { return {code, bits, static_cast<uint16_t>(n)}; }
+  // Storage size of one element in bytes (bool is stored as one byte).
+  int bytes() const { return code == TypeCode::Bool ? 1 : bits / 8; }
+
+  std::string str() const;
+  // Parses "float32", "f32", "int64", "i32", "bool"; throws ParseError otherwise.
+  static DType parse(const std::string& s);
+
+  friend bool operator==(DType a, DType b) {
+    return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+  }
+  friend bool operator!=(DType a, DType b) { return !(a == b); }
+};
+
+}  // namespace basin

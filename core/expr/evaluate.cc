@@ -1,0 +1,202 @@
+#include "core/expr/evaluate.h"
+
+#include <cmath>
+
+#include "core/util/error.h"
+
+namespace basin {
+
+int64_t wrap_int(int64_t v, int bits) {
+  if (bits >= 64) return v;
+  int s = 64 - bits;
+  return static_cast<int64_t>(static_cast<uint64_t>(v) << s) >> s;
+}
+
+int64_t floordiv_int(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t floormod_int(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+namespace {
+template <typename T>
+T math_t(MathFn f, T a, T b) {
+  switch (f) {
+    case MathFn::exp: return std::exp(a);
+    case MathFn::log: return std::log(a);
+    case MathFn::sqrt: return std::sqrt(a);
+    case MathFn::rsqrt: return T(1) / std::sqrt(a);
+    case MathFn::pow: return std::pow(a, b);
+    case MathFn::sigmoid: return T(1) / (T(1) + std::exp(-a));
+    case MathFn::tanh: return std::tanh(a);
+    case MathFn::erf: return std::erf(a);
+    case MathFn::fabs: return std::fabs(a);
+    case MathFn::floor: return std::floor(a);
+    case MathFn::ceil: return std::ceil(a);
+  }
+  return a;
+}
+}  // namespace
+
+double apply_math(MathFn f, double a, double b, int bits) {
+  if (bits == 32) return math_t<float>(f, static_cast<float>(a), static_cast<float>(b));
+  return math_t<double>(f, a, b);
+}
+
+Value Value::of_int(DType t, int64_t v) {
+  Value r;
+  r.dtype = t;
+  r.i = t.is_bool() ? (v != 0) : wrap_int(v, t.bits);
+  return r;
+}
+
+Value Value::of_float(DType t, double v) {
+  Value r;
+  r.dtype = t;
+  r.f = t.bits == 32 ? static_cast<double>(static_cast<float>(v)) : v;
+  return r;
+}
+
+namespace {
+
+struct Evaluator {
+  const VarValues& vars;
+  const LoadFn& load_fn;
+
+  Value arith(ExprKind k, DType t, const Value& a, const Value& b) {
+    if (t.is_float()) {
+      double x = a.f, y = b.f, r = 0;
+      bool f32 = t.bits == 32;
+      auto rnd = [&](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
+      switch (k) {
+        case ExprKind::Add: r = f32 ? float(x) + float(y) : x + y; break;
+        case ExprKind::Sub: r = f32 ? float(x) - float(y) : x - y; break;
+        case ExprKind::Mul: r = f32 ? float(x) * float(y) : x * y; break;
+        case ExprKind::Div: r = f32 ? float(x) / float(y) : x / y; break;
+        case ExprKind::Min: r = std::fmin(x, y); break;
+        case ExprKind::Max: r = std::fmax(x, y); break;
+        default: BASIN_CHECK(false) << kind_name(k) << " on floats";
+      }
+      return Value::of_float(t, rnd(r));
+    }
+    int64_t x = a.i, y = b.i, r = 0;
+    auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    switch (k) {
+      case ExprKind::Add: r = static_cast<int64_t>(u(x) + u(y)); break;
+      case ExprKind::Sub: r = static_cast<int64_t>(u(x) - u(y)); break;
+      case ExprKind::Mul: r = static_cast<int64_t>(u(x) * u(y)); break;
+      case ExprKind::Div:
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod:
+        if (y == 0) throw RuntimeError("integer division by zero");
+        if (k == ExprKind::Div) r = (x == INT64_MIN && y == -1) ? x : x / y;
+        else if (k == ExprKind::FloorDiv) r = (x == INT64_MIN && y == -1) ? x : floordiv_int(x, y);
+        else r = (y == -1) ? 0 : floormod_int(x, y);
+        break;
+      case ExprKind::Min: r = std::min(x, y); break;
+      case ExprKind::Max: r = std::max(x, y); break;
+      default: BASIN_CHECK(false) << kind_name(k) << " on integers";
+    }
+    return Value::of_int(t, r);
+  }
+
+  bool compare(ExprKind k, const Value& a, const Value& b) {
+    if (a.dtype.is_float()) {
+      double x = a.f, y = b.f;
+      switch (k) {
+        case ExprKind::EQ: return x == y;
+        case ExprKind::NE: return x != y;
+        case ExprKind::LT: return x < y;
+        case ExprKind::LE: return x <= y;
+        case ExprKind::GT: return x > y;
+        default: return x >= y;
+      }
+    }
+    int64_t x = a.i, y = b.i;
+    switch (k) {
+      case ExprKind::EQ: return x == y;
+      case ExprKind::NE: return x != y;
+      case ExprKind::LT: return x < y;
+      case ExprKind::LE: return x <= y;
+      case ExprKind::GT: return x > y;
+      default: return x >= y;
+    }
+  }
+
+  Value eval(const Expr& e) {
+    const ExprNode& n = *e;
+    switch (n.kind) {
+      case ExprKind::IntImm: return Value::of_int(n.dtype, n.ival);
+      case ExprKind::FloatImm: return Value::of_float(n.dtype, n.fval);
+      case ExprKind::Var: {
+        auto it = vars.find(n.ival);
+        if (it == vars.end()) throw RuntimeError("unbound variable '" + n.name + "'");
+        return it->second;
+      }
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul:
+      case ExprKind::Div:
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod:
+      case ExprKind::Min:
+      case ExprKind::Max: return arith(n.kind, n.dtype, eval(n.args[0]), eval(n.args[1]));
+      case ExprKind::EQ:
+      case ExprKind::NE:
+      case ExprKind::LT:
+      case ExprKind::LE:
+      case ExprKind::GT:
+      case ExprKind::GE:
+        return Value::of_int(n.dtype, compare(n.kind, eval(n.args[0]), eval(n.args[1])));
+      case ExprKind::And:
+        return Value::of_int(n.dtype, eval(n.args[0]).i && eval(n.args[1]).i);
+      case ExprKind::Or:
+        return Value::of_int(n.dtype, eval(n.args[0]).i || eval(n.args[1]).i);
+      case ExprKind::Not: return Value::of_int(n.dtype, !eval(n.args[0]).i);
+      case ExprKind::Select: return eval(n.args[0]).i ? eval(n.args[1]) : eval(n.args[2]);
+      case ExprKind::Cast: {
+        Value v = eval(n.args[0]);
+        if (n.dtype.is_float()) return Value::of_float(n.dtype, v.as_double());
+        if (n.dtype.is_bool()) return Value::of_int(n.dtype, v.dtype.is_float() ? v.f != 0 : v.i != 0);
+        if (v.dtype.is_float()) {
+          if (!std::isfinite(v.f)) throw RuntimeError("cast of a non-finite float to an integer");
+          return Value::of_int(n.dtype, static_cast<int64_t>(v.f));
+        }
+        return Value::of_int(n.dtype, v.i);
+      }
+      case ExprKind::Call: {
+        double a = eval(n.args[0]).f;
+        double b = n.args.size() > 1 ? eval(n.args[1]).f : 0.0;
+        return Value::of_float(n.dtype, apply_math(n.fn, a, b, n.dtype.bits));
+      }
+      case ExprKind::Load: {
+        if (!load_fn) throw RuntimeError("load from '" + n.buffer->name + "' needs a buffer");
+        std::vector<int64_t> idx;
+        for (const Expr& a : n.args) idx.push_back(eval(a).i);
+        return load_fn(*n.buffer, idx);
+      }
+    }
+    return {};
+  }
+};
+
+}  // namespace
+
+Value evaluate(const Expr& e, const VarValues& vars, const LoadFn& load) {
+  return Evaluator{vars, load}.eval(e);
+}
+
+int64_t evaluate_int(const Expr& e, const std::unordered_map<int64_t, int64_t>& vars) {
+  VarValues vv;
+  for (auto& [id, v] : vars) vv[id] = Value::of_int(DType::i64(), v);
+  Value r = evaluate(e, vv);
+  return r.dtype.is_float() ? static_cast<int64_t>(r.f) : r.i;
+}
+
+}  // namespace basin

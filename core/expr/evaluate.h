@@ -1,0 +1,39 @@
+// Evaluates an expression at given variable values, with the semantics of expr.h.
+// Used by tests, by constant folding, and (at integer points) by the relaxation.
+#pragma once
+
+#include <functional>
+#include <unordered_map>
+
+#include "core/expr/expr.h"
+
+namespace basin {
+
+// A scalar value: integers and bools in `i`, floats in `f` (rounded to the type).
+struct Value {
+  DType dtype = DType::i64();
+  int64_t i = 0;
+  double f = 0;
+  static Value of_int(DType t, int64_t v);
+  static Value of_float(DType t, double v);
+  double as_double() const { return dtype.is_float() ? f : static_cast<double>(i); }
+};
+
+using VarValues = std::unordered_map<int64_t, Value>;
+// Loads call this (buffer, flat-or-multi indices); without it a Load is an error.
+using LoadFn = std::function<Value(const BufferNode&, const std::vector<int64_t>&)>;
+
+// Throws RuntimeError on integer division by zero, an unbound variable or a Load
+// without a LoadFn.
+Value evaluate(const Expr& e, const VarValues& vars, const LoadFn& load = nullptr);
+// Convenience for integer expressions over integer variables.
+int64_t evaluate_int(const Expr& e, const std::unordered_map<int64_t, int64_t>& vars);
+
+// Integer helpers with the IR's semantics, shared by the evaluator, the simplifier's
+// constant folding and the interpreter.
+int64_t wrap_int(int64_t v, int bits);
+int64_t floordiv_int(int64_t a, int64_t b);  // b != 0
+int64_t floormod_int(int64_t a, int64_t b);  // b != 0
+double apply_math(MathFn f, double a, double b, int bits);
+
+}  // namespace basin
