@@ -1,0 +1,94 @@
+#include "core/ir/ndarray.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "core/util/error.h"
+
+namespace basin {
+
+NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::move(shape)) {
+  BASIN_CHECK(t.is_scalar()) << "NDArray of vector type " << t.str();
+  numel_ = 1;
+  for (int64_t d : shape_) {
+    BASIN_CHECK(d >= 0) << "negative extent in shape " << shape_str(shape_);
+    numel_ *= d;
+  }
+  size_t bytes = (nbytes() + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes == 0 ? 64 : bytes);
+  storage_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+double NDArray::get(int64_t i) const {
+  switch (dtype_.code) {
+    case TypeCode::Float:
+      return dtype_.bits == 32 ? as<float>()[i] : as<double>()[i];
+    case TypeCode::Int:
+      return dtype_.bits == 32 ? as<int32_t>()[i] : static_cast<double>(as<int64_t>()[i]);
+    case TypeCode::Bool: return as<uint8_t>()[i];
+  }
+  return 0;
+}
+
+void NDArray::set(int64_t i, double v) {
+  switch (dtype_.code) {
+    case TypeCode::Float:
+      if (dtype_.bits == 32) as<float>()[i] = static_cast<float>(v);
+      else as<double>()[i] = v;
+      return;
+    case TypeCode::Int:
+      if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(v);
+      else as<int64_t>()[i] = static_cast<int64_t>(v);
+      return;
+    case TypeCode::Bool: as<uint8_t>()[i] = v != 0; return;
+  }
+}
+
+NDArray NDArray::clone() const {
+  NDArray r(dtype_, shape_);
+  if (nbytes()) std::memcpy(r.data(), data(), nbytes());
+  return r;
+}
+
+NDArray NDArray::random(DType t, std::vector<int64_t> shape, double lo, double hi, uint64_t seed) {
+  NDArray r(t, std::move(shape));
+  std::mt19937_64 rng(seed);
+  if (t.is_float()) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    for (int64_t i = 0; i < r.numel(); ++i) r.set(i, d(rng));
+  } else {
+    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(lo), static_cast<int64_t>(hi) - 1);
+    for (int64_t i = 0; i < r.numel(); ++i) r.set(i, static_cast<double>(d(rng)));
+  }
+  return r;
+}
+
+ErrorStats compare_arrays(const NDArray& got, const NDArray& ref) {
+  BASIN_CHECK(got.shape() == ref.shape())
+      << "comparing " << shape_str(got.shape()) << " with " << shape_str(ref.shape());
+  ErrorStats s;
+  double scale = 1e-6;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    double a = got.get(i), b = ref.get(i);
+    double d = (std::isnan(a) != std::isnan(b)) ? std::numeric_limits<double>::infinity()
+               : (std::isnan(a) ? 0.0 : std::fabs(a - b));
+    if (std::isinf(a) && std::isinf(b) && a == b) d = 0;
+    s.max_abs = std::max(s.max_abs, d);
+    if (std::isfinite(b)) scale = std::max(scale, std::fabs(b));
+  }
+  s.max_rel = s.max_abs / scale;
+  return s;
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+}  // namespace basin

@@ -1,0 +1,56 @@
+// Host tensors: a dtype, a shape and 64-byte-aligned contiguous row-major storage.
+// Copies share storage; clone() copies the data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/expr/dtype.h"
+
+namespace basin {
+
+class NDArray {
+ public:
+  NDArray() = default;
+  // Zero-filled.
+  NDArray(DType t, std::vector<int64_t> shape);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_.bytes(); }
+  void* data() { return storage_.get(); }
+  const void* data() const { return storage_.get(); }
+  template <typename T>
+  T* as() { return static_cast<T*>(data()); }
+  template <typename T>
+  const T* as() const { return static_cast<const T*>(data()); }
+  bool defined() const { return storage_ != nullptr || numel_ == 0; }
+
+  // Element access through double, for any dtype (tests, comparisons, printing).
+  double get(int64_t i) const;
+  void set(int64_t i, double v);
+
+  NDArray clone() const;
+  // Uniform random values in [lo, hi) (integers: [lo, hi - 1]), deterministic in seed.
+  static NDArray random(DType t, std::vector<int64_t> shape, double lo, double hi, uint64_t seed);
+
+ private:
+  DType dtype_ = DType::f32();
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  std::shared_ptr<uint8_t> storage_;
+};
+
+// Largest absolute difference between two arrays of equal shape (NaN counts as
+// infinite), and the same divided by the largest magnitude of `ref` (at least 1e-6).
+struct ErrorStats {
+  double max_abs = 0;
+  double max_rel = 0;
+};
+ErrorStats compare_arrays(const NDArray& got, const NDArray& ref);
+
+std::string shape_str(const std::vector<int64_t>& s);
+
+}  // namespace basin

@@ -1,0 +1,15 @@
+// Pass: simplify every expression of a statement with the analyzer, knowing the range
+// of each enclosing loop variable; drop loops of extent 0 and branches whose condition
+// is decided.
+//
+// Requires: nothing. Ensures: the program computes the same values.
+#pragma once
+
+#include "core/expr/analyzer.h"
+#include "core/ir/stmt.h"
+
+namespace basin {
+
+Stmt simplify_stmt(const Stmt& s, Analyzer analyzer = Analyzer());
+
+}  // namespace basin

@@ -1,0 +1,126 @@
+// Loop IR statements: the program form that lowering produces, passes transform,
+// backends compile and the interpreter runs.
+//
+// What a statement means:
+// - For runs its body for var = min, min+1, ..., min+extent-1. The kind is a promise
+//   or a binding, never a change of meaning: parallel, vectorized and unrolled loops
+//   compute what the serial loop computes (iterations of a parallel or vectorized loop
+//   must not depend on each other); GPU kinds bind the loop to blocks, threads or
+//   virtual threads.
+// - Allocate makes a buffer that lives for its body; its contents start undefined (the
+//   interpreter fills floats with NaN so that a read before a write shows).
+// - Store writes value at a flat (or, before flattening, multi-dimensional) index;
+//   every access must be in bounds.
+// - Barrier synchronizes the threads of a GPU block.
+// - Pragma attaches a key/value hint (e.g. "unroll_max_step") to its body.
+// The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/expr/expr.h"
+
+namespace basin {
+
+#define BASIN_STMT_NODES(X) \
+  X(For)                    \
+  X(Allocate)               \
+  X(Store)                  \
+  X(IfThenElse)             \
+  X(Seq)                    \
+  X(Barrier)                \
+  X(Pragma)
+
+enum class StmtKind : uint8_t {
+#define BASIN_X(k) k,
+  BASIN_STMT_NODES(BASIN_X)
+#undef BASIN_X
+};
+const char* stmt_kind_name(StmtKind k);
+
+#define BASIN_FOR_KINDS(X)                                                               \
+  X(Serial, "serial") X(Parallel, "parallel") X(Vectorized, "vectorized")                \
+  X(Unrolled, "unrolled") X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y")               \
+  X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y")           \
+  X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
+
+enum class ForKind : uint8_t {
+#define BASIN_X(k, s) k,
+  BASIN_FOR_KINDS(BASIN_X)
+#undef BASIN_X
+};
+const char* for_kind_name(ForKind k);
+bool is_gpu_thread(ForKind k);  // threadIdx.* (a Barrier must sit inside one)
+bool is_gpu_kind(ForKind k);
+
+struct StmtNode;
+class Stmt {
+ public:
+  Stmt() = default;
+  explicit Stmt(std::shared_ptr<const StmtNode> n) : n_(std::move(n)) {}
+  const StmtNode* get() const { return n_.get(); }
+  const StmtNode* operator->() const { return n_.get(); }
+  const StmtNode& operator*() const { return *n_; }
+  explicit operator bool() const { return n_ != nullptr; }
+  bool defined() const { return n_ != nullptr; }
+  bool same_as(const Stmt& o) const { return n_ == o.n_; }
+  StmtKind kind() const;
+
+ private:
+  std::shared_ptr<const StmtNode> n_;
+};
+
+struct StmtNode {
+  StmtKind kind;
+  // For
+  Var var;
+  Expr min, extent;
+  ForKind for_kind = ForKind::Serial;
+  // Allocate (the buffer it makes) and Store (the buffer it writes)
+  Buffer buffer;
+  // Store
+  std::vector<Expr> indices;
+  Expr value;
+  // IfThenElse
+  Expr cond;
+  // Pragma
+  std::string key;
+  int64_t pragma_value = 0;
+  // For/Allocate/Pragma: {body}; IfThenElse: {then} or {then, else}; Seq: the items
+  std::vector<Stmt> body;
+};
+
+Stmt make_for(Var v, Expr min, Expr extent, ForKind kind, Stmt body);
+Stmt make_allocate(Buffer b, Stmt body);
+Stmt make_store(Buffer b, std::vector<Expr> indices, Expr value);
+Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = Stmt());
+// Flattens nested sequences; a sequence of one statement is that statement.
+Stmt make_seq(std::vector<Stmt> items);
+Stmt make_barrier();
+Stmt make_pragma(std::string key, int64_t value, Stmt body);
+
+// A lowered kernel: buffers in argument order (inputs, then outputs) and its body.
+struct LoweredFunc {
+  std::string name;
+  std::vector<Buffer> params;
+  std::vector<int> output_params;  // indices into params of the outputs
+  Stmt body;
+};
+
+// Rebuilds a statement bottom-up: `expr_fn` rewrites every expression, `stmt_fn` sees
+// each statement after its children were rebuilt and may return a replacement (or a
+// null Stmt to keep it). Unchanged subtrees are returned as is.
+Stmt rewrite_stmt(const Stmt& s, const std::function<Expr(const Expr&)>& expr_fn,
+                  const std::function<Stmt(const Stmt&)>& stmt_fn = nullptr);
+void visit_stmt(const Stmt& s, const std::function<void(const Stmt&)>& pre);
+
+// Structural equality; loop variables bound consistently on both sides compare equal.
+bool structural_equal(const Stmt& a, const Stmt& b);
+
+std::string to_string(const Stmt& s);
+std::string to_string(const LoweredFunc& f);
+std::ostream& operator<<(std::ostream& os, const Stmt& s);
+
+}  // namespace basin

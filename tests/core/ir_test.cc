@@ -1,0 +1,134 @@
+// Loop IR: printer, well-formedness checker, default lowering and the interpreter
+// (exact results, bounds checks, errors).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/ir/interpreter.h"
+#include "core/ir/lower.h"
+#include "core/ir/simplify_stmt.h"
+#include "core/ir/verify.h"
+#include "core/te/tensor.h"
+#include "core/util/error.h"
+
+namespace basin {
+namespace {
+
+using te::Tensor;
+
+LoweredFunc matmul_func(int64_t m, int64_t k, int64_t n, Tensor* a_out = nullptr) {
+  Tensor a = te::placeholder("A", {m, k});
+  Tensor b = te::placeholder("B", {k, n});
+  Tensor c = te::reduce("C", {m, n}, {k}, te::ReduceKind::Sum,
+                        [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+                          return a(i[0], r[0]) * b(r[0], i[1]);
+                        });
+  if (a_out) *a_out = a;
+  return lower_default("matmul", {a, b}, {c});
+}
+
+TEST(LoopIR, LowersMatmulToPlainLoopsWithInit) {
+  LoweredFunc f = matmul_func(3, 5, 7);
+  std::string text = to_string(f);
+  EXPECT_NE(text.find("func matmul(A: float32[3, 5], B: float32[5, 7], C: float32[3, 7])"), std::string::npos) << text;
+  EXPECT_NE(text.find("C[((i0 * 7) + i1)] = 0.0f"), std::string::npos) << text;
+  EXPECT_NE(text.find("for r0 in 0..5"), std::string::npos) << text;
+  EXPECT_TRUE(well_formed_errors(f, {false, true}).empty());
+}
+
+TEST(LoopIR, InterpreterComputesMatmulExactly) {
+  LoweredFunc f = matmul_func(4, 6, 5);
+  NDArray a = NDArray::random(DType::f32(), {4, 6}, -1, 1, 1);
+  NDArray b = NDArray::random(DType::f32(), {6, 5}, -1, 1, 2);
+  NDArray c(DType::f32(), {4, 5});
+  interpret(f, {&a, &b, &c});
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 5; ++j) {
+      float acc = 0;  // the same float32 order of operations as the loop nest
+      for (int k = 0; k < 6; ++k) acc = acc + a.as<float>()[i * 6 + k] * b.as<float>()[k * 5 + j];
+      EXPECT_EQ(c.as<float>()[i * 5 + j], acc);
+    }
+}
+
+TEST(LoopIR, WellFormednessCatchesUnboundVariablesAndBuffers) {
+  Var i("i"), j("j");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
+  Buffer stray = make_buffer("stray", DType::f32(), {Expr(4)});
+  LoweredFunc f{"bad", {out}, {0}, make_for(i, 0, 4, ForKind::Serial, make_store(out, {j}, load(stray, {i})))};
+  auto errs = well_formed_errors(f);
+  ASSERT_EQ(errs.size(), 2u);
+  EXPECT_NE(errs[0].find("'j'"), std::string::npos);
+  EXPECT_NE(errs[1].find("'stray'"), std::string::npos);
+  EXPECT_THROW(verify_well_formed(f), InternalError);
+  LoweredFunc g{"barrier", {out}, {0}, make_seq({make_barrier()})};
+  EXPECT_EQ(well_formed_errors(g).size(), 1u);
+  LoweredFunc h{"twice", {out}, {0}, make_for(i, 0, 2, ForKind::Serial, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, fconst(1))))};
+  EXPECT_EQ(well_formed_errors(h).size(), 1u);
+}
+
+TEST(LoopIR, InterpreterReportsOutOfBoundsAndDivisionByZero) {
+  Var i("i");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
+  LoweredFunc oob{"oob", {out}, {0}, make_for(i, 0, 5, ForKind::Serial, make_store(out, {i}, fconst(1)))};
+  NDArray o(DType::f32(), {4});
+  try {
+    interpret(oob, {&o});
+    FAIL() << "no error";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("out-of-bounds write to 'out' at flat index 4"), std::string::npos) << e.what();
+  }
+  Buffer iout = make_buffer("iout", DType::i64(), {Expr(4)});
+  LoweredFunc dz{"dz", {iout}, {0}, make_for(i, 0, 4, ForKind::Serial, make_store(iout, {i}, floordiv(Expr(8), i)))};
+  NDArray io(DType::i64(), {4});
+  EXPECT_THROW(interpret(dz, {&io}), RuntimeError);
+  NDArray wrong(DType::f64(), {4});
+  EXPECT_THROW(interpret(oob, {&wrong}), RuntimeError);
+}
+
+TEST(LoopIR, UninitializedAllocationReadsAsNaN) {
+  Var i("i");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(2)});
+  Buffer tmp = make_buffer("tmp", DType::f32(), {Expr(2)}, MemScope::Local);
+  LoweredFunc f{"nan", {out}, {0},
+                make_allocate(tmp, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, load(tmp, {i}))))};
+  NDArray o(DType::f32(), {2});
+  interpret(f, {&o});
+  EXPECT_TRUE(std::isnan(o.as<float>()[0]));
+}
+
+TEST(LoopIR, SelectEvaluatesOnlyTheChosenOperand) {
+  // A padded read: the guarded load would be out of bounds if it were evaluated.
+  Tensor x = te::placeholder("x", {4});
+  Tensor p = te::compute("p", {6}, [&](const std::vector<Var>& i) {
+    return select(logical_and(ge(i[0], 1), lt(i[0], 5)), x(i[0] - 1), fconst(0));
+  });
+  LoweredFunc f = lower_default("pad", {x}, {p});
+  NDArray xa = NDArray::random(DType::f32(), {4}, -1, 1, 3);
+  NDArray pa(DType::f32(), {6});
+  interpret(f, {&xa, &pa});
+  EXPECT_EQ(pa.as<float>()[0], 0.0f);
+  EXPECT_EQ(pa.as<float>()[1], xa.as<float>()[0]);
+  EXPECT_EQ(pa.as<float>()[5], 0.0f);
+}
+
+TEST(LoopIR, StructuralEqualityRenamesBoundLoopVariables) {
+  Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
+  Var i("i"), j("j");
+  Stmt a = make_for(i, 0, 4, ForKind::Serial, make_store(out, {i}, fconst(1)));
+  Stmt b = make_for(j, 0, 4, ForKind::Serial, make_store(out, {j}, fconst(1)));
+  Stmt c = make_for(j, 0, 4, ForKind::Parallel, make_store(out, {j}, fconst(1)));
+  EXPECT_TRUE(structural_equal(a, b));
+  EXPECT_FALSE(structural_equal(a, c));
+}
+
+TEST(LoopIR, SimplifyStmtUsesLoopRanges) {
+  Buffer out = make_buffer("out", DType::f32(), {Expr(8)});
+  Var i("i");
+  Stmt s = make_for(i, 0, 4, ForKind::Serial,
+                    make_if(lt(i, 10), make_store(out, {floordiv(i * 2 + 1, 2)}, fconst(1))));
+  Stmt want = make_for(i, 0, 4, ForKind::Serial, make_store(out, {i}, fconst(1)));
+  EXPECT_TRUE(structural_equal(simplify_stmt(s), want)) << simplify_stmt(s);
+}
+
+}  // namespace
+}  // namespace basin
