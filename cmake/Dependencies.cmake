@@ -14,22 +14,32 @@ add_library(basin_torch INTERFACE)
 target_link_libraries(basin_torch INTERFACE ${TORCH_LIBRARIES})
 target_include_directories(basin_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 
-macro(basin_optional NAME VAR)
+# basin_optional(NAME FOUND_VAR "find_package(...)"): option BASIN_WITH_NAME (on by
+# default) and BASIN_HAVE_NAME, true when enabled and found.
+macro(basin_optional NAME VAR CALL)
   option(BASIN_WITH_${NAME} "Build with ${NAME} (on where found)" ON)
   set(BASIN_HAVE_${NAME} OFF)
   if(BASIN_WITH_${NAME})
-    ${ARGN}
+    cmake_language(EVAL CODE "${CALL}")
     if(${VAR})
       set(BASIN_HAVE_${NAME} ON)
     endif()
   endif()
 endmacro()
 
-basin_optional(LLVM LLVM_FOUND find_package(LLVM 16 CONFIG QUIET HINTS /usr/lib/llvm-16/lib/cmake/llvm))
-basin_optional(CUDA CUDAToolkit_FOUND find_package(CUDAToolkit QUIET))
-basin_optional(XGBOOST xgboost_FOUND find_package(xgboost QUIET))
-basin_optional(ONNX ONNX_FOUND find_package(ONNX QUIET))
-basin_optional(MPI MPI_CXX_FOUND find_package(MPI QUIET COMPONENTS CXX))
+basin_optional(LLVM LLVM_FOUND "find_package(LLVM 16 CONFIG QUIET HINTS /usr/lib/llvm-16/lib/cmake/llvm)")
+basin_optional(CUDA CUDAToolkit_FOUND "find_package(CUDAToolkit QUIET)")
+# Debian's xgboost CMake config insists on the xgboost CLI binary; the C API is all we
+# use, so find the library and header directly.
+basin_optional(XGBOOST XGBOOST_FOUND [=[
+  find_library(XGBOOST_LIBRARY xgboost)
+  find_path(XGBOOST_INCLUDE_DIR xgboost/c_api.h)
+  if(XGBOOST_LIBRARY AND XGBOOST_INCLUDE_DIR)
+    set(XGBOOST_FOUND ON)
+  endif()
+]=])
+basin_optional(ONNX ONNX_FOUND "find_package(ONNX QUIET)")
+basin_optional(MPI MPI_CXX_FOUND "find_package(MPI QUIET COMPONENTS CXX)")
 
 set(_basin_on "")
 set(_basin_off "")

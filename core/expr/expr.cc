@@ -271,7 +271,8 @@ Expr call(MathFn f, std::vector<Expr> args) {
     BASIN_CHECK(a.dtype().is_float()) << math_fn_name(f) << " of " << a.dtype().str();
     BASIN_CHECK(a.dtype() == args[0].dtype()) << math_fn_name(f) << " of mixed types";
   }
-  auto n = node(ExprKind::Call, args[0].dtype(), std::move(args));
+  DType t = args[0].dtype();
+  auto n = node(ExprKind::Call, t, std::move(args));
   n->fn = f;
   return finish(std::move(n));
 }
@@ -285,7 +286,8 @@ Expr load(Buffer b, std::vector<Expr> indices) {
     check_defined(i, "Load");
     BASIN_CHECK(i.dtype().is_int()) << "index of type " << i.dtype().str() << " into " << b->name;
   }
-  auto n = node(ExprKind::Load, b->dtype, std::move(indices));
+  DType t = b->dtype;
+  auto n = node(ExprKind::Load, t, std::move(indices));
   n->buffer = std::move(b);
   return finish(std::move(n));
 }

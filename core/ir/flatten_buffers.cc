@@ -5,6 +5,7 @@ namespace basin {
 namespace {
 
 Expr flat_index(const Buffer& b, const std::vector<Expr>& idx) {
+  if (idx.empty()) return Expr(0);  // a rank-0 buffer holds one element
   Expr flat = idx[0];
   for (size_t i = 1; i < idx.size(); ++i) flat = flat * b->shape[i] + idx[i];
   return flat;

@@ -107,6 +107,7 @@ class Compiler {
   // Row-major flat index of a multi-dimensional access.
   static Expr flat_index(const Buffer& b, const std::vector<Expr>& idx) {
     if (idx.size() == 1) return idx[0];
+    if (idx.empty()) return Expr(0);
     Expr flat = idx[0];
     for (size_t i = 1; i < idx.size(); ++i) flat = flat * b->shape[i] + idx[i];
     return flat;

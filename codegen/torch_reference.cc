@@ -1,0 +1,271 @@
+#include "codegen/torch_reference.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "core/util/error.h"
+
+namespace basin::codegen {
+
+namespace {
+
+using TT = torch::Tensor;
+using Fn = std::function<std::vector<TT>(const ops::Attrs&, const std::vector<TT>&)>;
+
+torch::Dtype torch_dtype(DType t) {
+  if (t == DType::f32()) return torch::kFloat32;
+  if (t == DType::f64()) return torch::kFloat64;
+  if (t == DType::i32()) return torch::kInt32;
+  if (t == DType::i64()) return torch::kInt64;
+  if (t.is_bool()) return torch::kBool;
+  throw Error("no LibTorch dtype for " + t.str());
+}
+
+TT to_torch(const NDArray& a) {
+  std::vector<int64_t> shape = a.shape();
+  return torch::from_blob(const_cast<void*>(a.data()), shape, torch::TensorOptions().dtype(torch_dtype(a.dtype()))).clone();
+}
+
+NDArray from_torch(const TT& t, DType want) {
+  TT c = t.contiguous().to(torch_dtype(want));
+  std::vector<int64_t> shape(c.sizes().begin(), c.sizes().end());
+  NDArray a(want, shape);
+  if (a.nbytes()) std::memcpy(a.data(), c.data_ptr(), a.nbytes());
+  return a;
+}
+
+std::vector<int64_t> per_dim(const ops::Attrs& a, const std::string& name, size_t rank) {
+  std::vector<int64_t> v = a.ints(name);
+  if (v.size() == 1) v.assign(rank, v[0]);
+  return v;
+}
+
+std::vector<TT> one(TT t) { return {std::move(t)}; }
+
+Fn unary(std::function<TT(const TT&)> f) {
+  return [f](const ops::Attrs&, const std::vector<TT>& in) { return one(f(in[0])); };
+}
+Fn binary(std::function<TT(const TT&, const TT&)> f) {
+  return [f](const ops::Attrs&, const std::vector<TT>& in) { return one(f(in[0], in[1])); };
+}
+
+Fn conv_nd(int rank) {
+  return [rank](const ops::Attrs& a, const std::vector<TT>& in) {
+    auto s = per_dim(a, "stride", rank), p = per_dim(a, "padding", rank), d = per_dim(a, "dilation", rank);
+    int64_t g = a.i("groups");
+    if (rank == 1) return one(torch::conv1d(in[0], in[1], {}, s, p, d, g));
+    if (rank == 2) return one(torch::conv2d(in[0], in[1], {}, s, p, d, g));
+    return one(torch::conv3d(in[0], in[1], {}, s, p, d, g));
+  };
+}
+
+// Pads one axis with LibTorch's own 1-D edge or reflect padding kernels.
+TT pad_axis(const TT& x, int64_t dim, int64_t before, int64_t after, const std::string& mode) {
+  if (before == 0 && after == 0) return x;
+  TT y = x.movedim(dim, -1).contiguous();
+  std::vector<int64_t> shape(y.sizes().begin(), y.sizes().end());
+  int64_t n = shape.back();
+  TT z = y.reshape({1, -1, n});
+  z = mode == "reflect" ? torch::reflection_pad1d(z, {before, after}) : torch::replication_pad1d(z, {before, after});
+  shape.back() = n + before + after;
+  return z.reshape(shape).movedim(-1, dim);
+}
+
+std::vector<int64_t> all_dims(const TT& x) {
+  std::vector<int64_t> d;
+  for (int64_t i = 0; i < x.dim(); ++i) d.push_back(i);
+  return d;
+}
+
+const std::map<std::string, Fn>& references() {
+  static const std::map<std::string, Fn> m = {
+      {"dense", binary([](const TT& x, const TT& w) { return torch::linear(x, w); })},
+      {"matmul", binary([](const TT& a, const TT& b) { return torch::mm(a, b); })},
+      {"batch_matmul", binary([](const TT& a, const TT& b) { return torch::bmm(a, b); })},
+      {"conv1d", conv_nd(1)},
+      {"conv2d", conv_nd(2)},
+      {"conv3d", conv_nd(3)},
+      {"depthwise_conv2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::conv2d(in[0], in[1], {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                  per_dim(a, "dilation", 2), a.i("channels")));
+       }},
+      {"conv2d_transpose", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::conv_transpose2d(in[0], in[1], {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                            per_dim(a, "output_padding", 2), a.i("groups"), per_dim(a, "dilation", 2)));
+       }},
+      {"max_pool2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::max_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                      per_dim(a, "dilation", 2)));
+       }},
+      {"avg_pool2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::avg_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                      false, a.i("count_include_pad") == 1));
+       }},
+      {"global_avg_pool2d", unary([](const TT& x) { return torch::adaptive_avg_pool2d(x, {1, 1}); })},
+      {"global_max_pool2d", unary([](const TT& x) { return torch::amax(x, {2, 3}, true); })},
+      {"add", binary([](const TT& a, const TT& b) { return torch::add(a, b); })},
+      {"sub", binary([](const TT& a, const TT& b) { return torch::sub(a, b); })},
+      {"mul", binary([](const TT& a, const TT& b) { return torch::mul(a, b); })},
+      {"div", binary([](const TT& a, const TT& b) { return torch::div(a, b); })},
+      {"maximum", binary([](const TT& a, const TT& b) { return torch::maximum(a, b); })},
+      {"minimum", binary([](const TT& a, const TT& b) { return torch::minimum(a, b); })},
+      {"pow", binary([](const TT& a, const TT& b) { return torch::pow(a, b); })},
+      {"relu", unary([](const TT& x) { return torch::relu(x); })},
+      {"relu6", unary([](const TT& x) { return torch::hardtanh(x, 0.0, 6.0); })},
+      {"clip", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(torch::clamp(in[0], a.f("min"), a.f("max"))); }},
+      {"leaky_relu", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(torch::leaky_relu(in[0], a.f("alpha"))); }},
+      {"sigmoid", unary([](const TT& x) { return torch::sigmoid(x); })},
+      {"tanh", unary([](const TT& x) { return torch::tanh(x); })},
+      {"gelu", unary([](const TT& x) { return torch::gelu(x); })},
+      {"silu", unary([](const TT& x) { return torch::silu(x); })},
+      {"hardswish", unary([](const TT& x) { return torch::hardswish(x); })},
+      {"hardsigmoid", unary([](const TT& x) { return torch::hardsigmoid(x); })},
+      {"exp", unary([](const TT& x) { return torch::exp(x); })},
+      {"log", unary([](const TT& x) { return torch::log(x); })},
+      {"sqrt", unary([](const TT& x) { return torch::sqrt(x); })},
+      {"rsqrt", unary([](const TT& x) { return torch::rsqrt(x); })},
+      {"erf", unary([](const TT& x) { return torch::erf(x); })},
+      {"neg", unary([](const TT& x) { return torch::neg(x); })},
+      {"abs", unary([](const TT& x) { return torch::abs(x); })},
+      {"batch_norm", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::batch_norm(in[0], in[1], in[2], in[3], in[4], false, 0.1, a.f("epsilon"), false));
+       }},
+      {"softmax", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(torch::softmax(in[0], a.i("axis"))); }},
+      {"log_softmax", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(torch::log_softmax(in[0], a.i("axis"))); }},
+      {"layer_norm", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         std::vector<int64_t> norm(in[1].sizes().begin(), in[1].sizes().end());
+         return one(torch::layer_norm(in[0], norm, in[1], in[2], a.f("epsilon")));
+       }},
+      {"rms_norm", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // LibTorch 1.13 has no rms_norm: composed from its kernels in float64.
+         TT x = in[0].to(torch::kFloat64);
+         std::vector<int64_t> dims;
+         for (int64_t d = x.dim() - in[1].dim(); d < x.dim(); ++d) dims.push_back(d);
+         TT ms = (x * x).mean(dims, true);
+         return one((x * torch::rsqrt(ms + a.f("epsilon")) * in[1].to(torch::kFloat64)).to(torch::kFloat32));
+       }},
+      {"sum", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         auto ax = a.ints("axes").empty() ? all_dims(in[0]) : a.ints("axes");
+         return one(torch::sum(in[0], ax, a.i("keepdims") == 1));
+       }},
+      {"mean", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         auto ax = a.ints("axes").empty() ? all_dims(in[0]) : a.ints("axes");
+         return one(torch::mean(in[0], ax, a.i("keepdims") == 1));
+       }},
+      {"max", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         auto ax = a.ints("axes").empty() ? all_dims(in[0]) : a.ints("axes");
+         return one(torch::amax(in[0], ax, a.i("keepdims") == 1));
+       }},
+      {"min", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         auto ax = a.ints("axes").empty() ? all_dims(in[0]) : a.ints("axes");
+         return one(torch::amin(in[0], ax, a.i("keepdims") == 1));
+       }},
+      {"reshape", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(in[0].reshape(a.ints("new_shape"))); }},
+      {"transpose", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         std::vector<int64_t> perm = a.ints("perm");
+         if (perm.empty())
+           for (int64_t d = in[0].dim() - 1; d >= 0; --d) perm.push_back(d);
+         return one(in[0].permute(perm));
+       }},
+      {"flatten", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(torch::flatten(in[0], a.i("start_dim"), a.i("end_dim"))); }},
+      {"concat", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(torch::cat(in, a.i("axis"))); }},
+      {"split", [](const ops::Attrs& a, const std::vector<TT>& in) { return torch::split_with_sizes(in[0], a.ints("sizes"), a.i("axis")); }},
+      {"slice", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         TT x = in[0];
+         const auto& st = a.ints("starts");
+         const auto& en = a.ints("ends");
+         for (size_t k = 0; k < st.size(); ++k) {
+           int64_t axis = a.ints("axes").empty() ? static_cast<int64_t>(k) : a.ints("axes")[k];
+           int64_t step = a.ints("steps").empty() ? 1 : a.ints("steps")[k];
+           x = x.slice(axis, st[k], en[k], step);
+         }
+         return one(x);
+       }},
+      {"pad", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         const auto& pads = a.ints("pads");
+         int64_t r = in[0].dim();
+         if (a.s("mode") == "constant") {
+           std::vector<int64_t> tp;  // LibTorch order: last axis first, (before, after) pairs
+           for (int64_t d = r - 1; d >= 0; --d) {
+             tp.push_back(pads[d]);
+             tp.push_back(pads[r + d]);
+           }
+           return one(torch::constant_pad_nd(in[0], tp, a.f("value")));
+         }
+         TT x = in[0];
+         for (int64_t d = 0; d < r; ++d) x = pad_axis(x, d, pads[d], pads[r + d], a.s("mode"));
+         return one(x);
+       }},
+      {"gather", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         int64_t axis = a.i("axis");
+         if (axis < 0) axis += in[0].dim();
+         std::vector<int64_t> shape(in[0].sizes().begin(), in[0].sizes().begin() + axis);
+         shape.insert(shape.end(), in[1].sizes().begin(), in[1].sizes().end());
+         shape.insert(shape.end(), in[0].sizes().begin() + axis + 1, in[0].sizes().end());
+         return one(torch::index_select(in[0], axis, in[1].flatten()).reshape(shape));
+       }},
+      {"embedding", binary([](const TT& w, const TT& idx) { return torch::embedding(w, idx); })},
+      {"broadcast_to", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(in[0].expand(a.ints("new_shape")).contiguous()); }},
+      {"squeeze", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         if (a.ints("axes").empty()) return one(in[0].squeeze());
+         std::vector<int64_t> axes = a.ints("axes");
+         for (auto& x : axes)
+           if (x < 0) x += in[0].dim();
+         std::sort(axes.rbegin(), axes.rend());
+         TT x = in[0];
+         for (int64_t d : axes) x = x.squeeze(d);
+         return one(x);
+       }},
+      {"unsqueeze", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         std::vector<int64_t> axes = a.ints("axes");
+         int64_t r = in[0].dim() + static_cast<int64_t>(axes.size());
+         for (auto& x : axes)
+           if (x < 0) x += r;
+         std::sort(axes.begin(), axes.end());
+         TT x = in[0];
+         for (int64_t d : axes) x = x.unsqueeze(d);
+         return one(x);
+       }},
+      {"resize", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         std::vector<int64_t> size = {a.i("out_height"), a.i("out_width")};
+         if (a.s("mode") == "nearest") return one(torch::upsample_nearest2d(in[0], size, c10::nullopt, c10::nullopt));
+         return one(torch::upsample_bilinear2d(in[0], size, a.i("align_corners") == 1, c10::nullopt, c10::nullopt));
+       }},
+  };
+  return m;
+}
+
+}  // namespace
+
+bool has_torch_reference(const std::string& op) { return references().count(op) != 0; }
+
+std::vector<NDArray> torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& inputs) {
+  auto it = references().find(g.op);
+  if (it == references().end()) throw Error("operator '" + g.op + "' has no LibTorch reference");
+  if (inputs.size() != g.inputs.size())
+    throw Error("operator '" + g.op + "' takes " + std::to_string(g.inputs.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  torch::NoGradGuard no_grad;
+  std::vector<TT> in;
+  for (const NDArray& a : inputs) in.push_back(to_torch(a));
+  std::vector<TT> out;
+  try {
+    out = it->second(g.attrs, in);
+  } catch (const c10::Error& e) {
+    throw Error("LibTorch rejected operator '" + g.op + "': " + e.what_without_backtrace());
+  }
+  if (out.size() != g.outputs.size())
+    throw Error("LibTorch's '" + g.op + "' gave " + std::to_string(out.size()) + " outputs, basin " +
+                std::to_string(g.outputs.size()));
+  std::vector<NDArray> res;
+  for (size_t i = 0; i < out.size(); ++i) res.push_back(from_torch(out[i], g.outputs[i].dtype()));
+  return res;
+}
+
+void set_torch_threads(int n) { torch::set_num_threads(n); }
+
+}  // namespace basin::codegen

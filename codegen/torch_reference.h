@@ -1,0 +1,25 @@
+// The LibTorch executor for single operators: runs an operator of basin's library with
+// LibTorch's own kernels (oneDNN, the system BLAS). It is the numerical reference that
+// every operator is tested against, and the peer that benchmarks time. LibTorch
+// headers stay inside torch_reference.cc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/ir/ndarray.h"
+#include "core/ops/registry.h"
+
+namespace basin::codegen {
+
+// True if `op` has a LibTorch reference.
+bool has_torch_reference(const std::string& op);
+
+// Outputs of g's operator on `inputs` (in g.inputs order), computed by LibTorch.
+// Throws basin::Error if the operator has no reference.
+std::vector<NDArray> torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& inputs);
+
+// Number of threads LibTorch uses (the benchmarks pin it to the cores basin uses).
+void set_torch_threads(int n);
+
+}  // namespace basin::codegen

@@ -1,0 +1,431 @@
+// Data movement: reshape, transpose, flatten, concat, split, slice, pad, gather,
+// embedding, broadcast_to, squeeze, unsqueeze, resize (nearest, bilinear).
+#include <algorithm>
+#include <cmath>
+
+#include "core/ops/op_util.h"
+#include "core/ops/operators.h"
+
+namespace basin::ops {
+
+namespace {
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+Tensor injective(const std::string& name, const std::vector<int64_t>& shape,
+                 const std::function<Expr(const std::vector<Var>&)>& f) {
+  return te::compute(name, shape, f, te::OpPattern::Injective, name);
+}
+
+}  // namespace
+
+Tensor reshape(const Tensor& x, std::vector<int64_t> shape, const std::string& op) {
+  Check c(op);
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1) {
+      c.that(infer < 0, "new_shape", "at most one extent may be -1 in " + ints_str(shape));
+      infer = static_cast<int>(d);
+    } else {
+      c.that(shape[d] > 0, "new_shape", "extents must be positive or -1, got " + ints_str(shape));
+      known *= shape[d];
+    }
+  }
+  if (infer >= 0) {
+    c.that(known > 0 && x.numel() % known == 0, "new_shape",
+           "cannot infer -1 in " + ints_str(shape) + " from " + ints_str(x.shape()));
+    shape[infer] = x.numel() / known;
+  }
+  c.that(product(shape) == x.numel(), "new_shape",
+         ints_str(shape) + " has " + std::to_string(product(shape)) + " elements, the input " + ints_str(x.shape()) +
+             " has " + std::to_string(x.numel()));
+  std::vector<int64_t> os = strides_of(shape), is = strides_of(x.shape());
+  return injective(op, shape, [&](const std::vector<Var>& i) {
+    Expr flat = Expr(0);
+    for (size_t d = 0; d < i.size(); ++d) flat = flat + i[d] * os[d];
+    std::vector<Expr> src;
+    for (size_t d = 0; d < x.shape().size(); ++d) src.push_back(floormod(floordiv(flat, Expr(is[d])), Expr(x.shape()[d])));
+    return x.read(src);
+  });
+}
+
+Tensor transpose(const Tensor& x, std::vector<int64_t> perm) {
+  Check c("transpose");
+  int r = x.ndim();
+  if (perm.empty())
+    for (int d = r - 1; d >= 0; --d) perm.push_back(d);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = static_cast<int>(perm.size()) == r;
+  for (int d = 0; ok && d < r; ++d) ok = sorted[d] == d;
+  c.that(ok, "perm", ints_str(perm) + " is not a permutation of the " + std::to_string(r) + " axes");
+  std::vector<int64_t> shape;
+  for (int64_t p : perm) shape.push_back(x.shape()[p]);
+  return injective("transpose", shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> src(r);
+    for (int d = 0; d < r; ++d) src[perm[d]] = i[d];
+    return x.read(src);
+  });
+}
+
+Tensor flatten(const Tensor& x, int64_t start_attr, int64_t end_attr) {
+  Check c("flatten");
+  int r = x.ndim();
+  int start = c.axis(start_attr, r, "start_dim"), end = c.axis(end_attr, r, "end_dim");
+  c.that(start <= end, "end_dim", "end_dim " + std::to_string(end_attr) + " comes before start_dim " + std::to_string(start_attr));
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start);
+  shape.push_back(product(std::vector<int64_t>(x.shape().begin() + start, x.shape().begin() + end + 1)));
+  shape.insert(shape.end(), x.shape().begin() + end + 1, x.shape().end());
+  return reshape(x, shape, "flatten");
+}
+
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis_attr) {
+  Check c("concat");
+  c.that(!xs.empty(), "sizes", "needs at least one input");
+  int r = xs[0].ndim();
+  int axis = c.axis(axis_attr, r, "axis");
+  std::vector<int64_t> shape = xs[0].shape();
+  std::vector<int64_t> offsets = {0};
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const auto& s = xs[k].shape();
+    bool ok = static_cast<int>(s.size()) == r;
+    for (int d = 0; ok && d < r; ++d) ok = d == axis || s[d] == shape[d];
+    c.that(ok, "shape", "input " + std::to_string(k) + " " + ints_str(s) + " does not match " + ints_str(shape) + " off the axis");
+    offsets.push_back(offsets.back() + s[axis]);
+  }
+  shape[axis] = offsets.back();
+  return injective("concat", shape, [&](const std::vector<Var>& i) {
+    Expr v;
+    for (int k = static_cast<int>(xs.size()) - 1; k >= 0; --k) {
+      std::vector<Expr> idx = as_exprs(i);
+      idx[axis] = i[axis] - offsets[k];
+      Expr read = xs[k].read(idx);
+      v = v.defined() ? select(lt(i[axis], Expr(offsets[k + 1])), read, v) : read;
+    }
+    return v;
+  });
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t axis_attr, const std::vector<int64_t>& sizes) {
+  Check c("split");
+  int axis = c.axis(axis_attr, x.ndim(), "axis");
+  c.that(!sizes.empty(), "sizes", "needs at least one part");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    c.that(s > 0, "sizes", "parts must be positive, got " + ints_str(sizes));
+    total += s;
+  }
+  c.that(total == x.shape()[axis], "sizes",
+         ints_str(sizes) + " sums to " + std::to_string(total) + ", the axis has " + std::to_string(x.shape()[axis]));
+  std::vector<Tensor> outs;
+  int64_t off = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<int64_t> shape = x.shape();
+    shape[axis] = sizes[k];
+    outs.push_back(injective("split" + std::to_string(k), shape, [&](const std::vector<Var>& i) {
+      std::vector<Expr> idx = as_exprs(i);
+      idx[axis] = i[axis] + off;
+      return x.read(idx);
+    }));
+    off += sizes[k];
+  }
+  return outs;
+}
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+             const std::vector<int64_t>& axes_attr, const std::vector<int64_t>& steps_attr) {
+  Check c("slice");
+  int r = x.ndim();
+  c.that(starts.size() == ends.size(), "ends", "starts and ends differ in length");
+  std::vector<int64_t> axes = axes_attr;
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  c.that(axes.size() == starts.size(), "axes", "needs one axis per start, got " + ints_str(axes));
+  std::vector<int64_t> steps = steps_attr.empty() ? std::vector<int64_t>(starts.size(), 1) : steps_attr;
+  c.that(steps.size() == starts.size(), "steps", "needs one step per start, got " + ints_str(steps));
+  std::vector<int> norm = c.axes(axes, r, "axes");
+  std::vector<int64_t> begin(r, 0), step(r, 1), shape = x.shape();
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int a = c.axis(axes[k], r, "axes");
+    int64_t n = x.shape()[a];
+    c.that(steps[k] > 0, "steps", "steps must be positive, got " + ints_str(steps));
+    int64_t s = starts[k] < 0 ? starts[k] + n : starts[k], e = ends[k] < 0 ? ends[k] + n : ends[k];
+    s = std::clamp<int64_t>(s, 0, n);
+    e = std::clamp<int64_t>(e, 0, n);
+    begin[a] = s;
+    step[a] = steps[k];
+    shape[a] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
+  }
+  return injective("slice", shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> idx;
+    for (int d = 0; d < r; ++d) idx.push_back(i[d] * step[d] + begin[d]);
+    return x.read(idx);
+  });
+}
+
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, const std::string& mode) {
+  Check c("pad");
+  int r = x.ndim();
+  c.that(static_cast<int>(pads.size()) == 2 * r, "pads",
+         "needs " + std::to_string(2 * r) + " values (all begins, then all ends), got " + ints_str(pads));
+  c.that(mode == "constant" || mode == "edge" || mode == "reflect", "mode",
+         "'" + mode + "' is not one of constant, edge, reflect");
+  std::vector<int64_t> shape = x.shape();
+  for (int d = 0; d < r; ++d) {
+    c.that(pads[d] >= 0 && pads[r + d] >= 0, "pads", "must be non-negative, got " + ints_str(pads));
+    if (mode == "reflect")
+      c.that(pads[d] < shape[d] && pads[r + d] < shape[d], "pads", "reflect padding must be smaller than the extent");
+    shape[d] += pads[d] + pads[r + d];
+  }
+  return injective("pad", shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> src;
+    Expr inside = bool_imm(true);
+    for (int d = 0; d < r; ++d) {
+      int64_t n = x.shape()[d];
+      Expr s = i[d] - pads[d];
+      if (mode == "edge") s = min(max(s, Expr(0)), Expr(n - 1));
+      else if (mode == "reflect") s = select(lt(s, Expr(0)), Expr(0) - s, select(ge(s, Expr(n)), Expr(2 * (n - 1)) - s, s));
+      else if (pads[d] > 0 || pads[r + d] > 0) inside = logical_and(inside, logical_and(ge(s, Expr(0)), lt(s, Expr(n))));
+      src.push_back(s);
+    }
+    if (mode != "constant") return x.read(src);
+    return select(inside, x.read(src), make_const(x.dtype(), value));
+  });
+}
+
+Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis_attr, const std::string& op) {
+  Check c(op);
+  c.that(indices.dtype().is_int(), "indices", "must be an integer tensor, got " + indices.dtype().str());
+  int axis = c.axis(axis_attr, x.ndim(), "axis");
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + axis);
+  shape.insert(shape.end(), indices.shape().begin(), indices.shape().end());
+  shape.insert(shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+  int ni = indices.ndim();
+  int64_t n = x.shape()[axis];
+  return injective(op, shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> ii(i.begin() + axis, i.begin() + axis + ni);
+    Expr k = cast(DType::index(), indices.read(ii));
+    k = select(lt(k, Expr(0)), k + n, k);  // negative indices count from the end
+    std::vector<Expr> src(i.begin(), i.begin() + axis);
+    src.push_back(k);
+    src.insert(src.end(), i.begin() + axis + ni, i.end());
+    return x.read(src);
+  });
+}
+
+Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) {
+  Check c("broadcast_to");
+  for (int64_t d : shape) c.that(d > 0, "new_shape", "extents must be positive, got " + ints_str(shape));
+  c.that(shape.size() >= x.shape().size() && broadcast_shapes(c, x.shape(), shape) == shape, "new_shape",
+         ints_str(x.shape()) + " does not broadcast to " + ints_str(shape));
+  return te::compute("broadcast_to", shape, [&](const std::vector<Var>& i) { return x.read(broadcast_index(x.shape(), i)); },
+                     te::OpPattern::Broadcast, "broadcast_to");
+}
+
+Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes_attr) {
+  Check c("squeeze");
+  std::vector<int> axes = c.axes(axes_attr, x.ndim(), "axes");
+  std::vector<bool> drop(x.ndim(), axes.empty());
+  for (int a : axes) {
+    c.that(x.shape()[a] == 1, "axes", "axis " + std::to_string(a) + " of " + ints_str(x.shape()) + " is not of extent 1");
+    drop[a] = true;
+  }
+  std::vector<int64_t> shape;
+  for (int d = 0; d < x.ndim(); ++d)
+    if (!(drop[d] && x.shape()[d] == 1)) shape.push_back(x.shape()[d]);
+  return reshape(x, shape, "squeeze");
+}
+
+Tensor unsqueeze(const Tensor& x, const std::vector<int64_t>& axes_attr) {
+  Check c("unsqueeze");
+  c.that(!axes_attr.empty(), "axes", "needs at least one axis");
+  int r = x.ndim() + static_cast<int>(axes_attr.size());
+  std::vector<int> axes = c.axes(axes_attr, r, "axes");
+  std::vector<int64_t> shape;
+  size_t src = 0, k = 0;
+  for (int d = 0; d < r; ++d) {
+    if (k < axes.size() && axes[k] == d) {
+      shape.push_back(1);
+      ++k;
+    } else {
+      shape.push_back(x.shape()[src++]);
+    }
+  }
+  return reshape(x, shape, "unsqueeze");
+}
+
+Tensor resize(const Tensor& x, int64_t oh, int64_t ow, const std::string& mode, bool align_corners) {
+  Check c("resize");
+  c.that(x.ndim() == 4, "x", "expected [N, C, H, W], got " + ints_str(x.shape()));
+  c.that(oh >= 1 && ow >= 1, "out_height", "output extents must be positive");
+  c.that(mode == "nearest" || mode == "bilinear", "mode", "'" + mode + "' is not one of nearest, bilinear");
+  c.that(!(align_corners && mode == "nearest"), "align_corners", "applies only to bilinear resizing");
+  int64_t ih = x.shape()[2], iw = x.shape()[3];
+  DType f = DType::f32();
+  if (mode == "nearest") {
+    // PyTorch's legacy nearest: src = min(floor(dst * (in / out)), in - 1) in float32.
+    auto src = [&](const Var& o, int64_t in, int64_t out) {
+      float scale = static_cast<float>(in) / static_cast<float>(out);
+      Expr s = cast(DType::index(), call(MathFn::floor, {cast(f, o) * make_const(f, scale)}));
+      return min(s, Expr(in - 1));
+    };
+    return injective("resize", {x.shape()[0], x.shape()[1], oh, ow}, [&](const std::vector<Var>& i) {
+      return x(i[0], i[1], src(i[2], ih, oh), src(i[3], iw, ow));
+    });
+  }
+  struct Axis {
+    Expr lo, step, l0, l1;
+  };
+  auto axis = [&](const Var& o, int64_t in, int64_t out) {
+    float scale = align_corners ? (out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f)
+                                : static_cast<float>(in) / static_cast<float>(out);
+    Expr s = align_corners ? cast(f, o) * make_const(f, scale)
+                           : make_const(f, scale) * (cast(f, o) + make_const(f, 0.5)) - make_const(f, 0.5);
+    if (!align_corners) s = select(lt(s, make_const(f, 0)), make_const(f, 0), s);
+    Expr lo = cast(DType::index(), s);
+    Expr step = select(lt(lo, Expr(in - 1)), Expr(1), Expr(0));
+    Expr l1 = s - cast(f, lo);
+    return Axis{lo, step, make_const(f, 1) - l1, l1};
+  };
+  return injective("resize", {x.shape()[0], x.shape()[1], oh, ow}, [&](const std::vector<Var>& i) {
+    Axis h = axis(i[2], ih, oh), w = axis(i[3], iw, ow);
+    auto at = [&](const Expr& y, const Expr& z) { return x(i[0], i[1], y, z); };
+    return h.l0 * (w.l0 * at(h.lo, w.lo) + w.l1 * at(h.lo, w.lo + w.step)) +
+           h.l1 * (w.l0 * at(h.lo + h.step, w.lo) + w.l1 * at(h.lo + h.step, w.lo + w.step));
+  });
+}
+
+namespace {
+
+OpGraph one_input(const Attrs& a, const std::string& op, const std::function<Tensor(const Tensor&, const Check&)>& f) {
+  Check c(op);
+  Tensor x = te::placeholder("x", c.shape(a, "shape"));
+  OpGraph g;
+  g.inputs = {x};
+  g.outputs = {f(x, c)};
+  g.ranges = {{}};
+  return g;
+}
+
+}  // namespace
+
+void register_transform_ops(std::vector<OpDef>& r) {
+  r.push_back({"reshape", "data", "the same elements in a new shape (one extent may be -1)",
+               {p_ints("shape", {4, 6, 5}, "shape of x"), p_ints("new_shape", {10, -1}, "target shape")},
+               [](const Attrs& a) { return one_input(a, "reshape", [&](const Tensor& x, const Check&) { return reshape(x, a.ints("new_shape")); }); }});
+  r.push_back({"transpose", "data", "permutes the axes (default: reverses them)",
+               {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("perm", {1, 2, 0}, "output axis d is input axis perm[d]")},
+               [](const Attrs& a) { return one_input(a, "transpose", [&](const Tensor& x, const Check&) { return transpose(x, a.ints("perm")); }); }});
+  r.push_back({"flatten", "data", "merges the axes start_dim..end_dim into one",
+               {p_ints("shape", {2, 3, 4, 5}, "shape of x"), p_int("start_dim", 1, "first merged axis"), p_int("end_dim", -1, "last merged axis")},
+               [](const Attrs& a) { return one_input(a, "flatten", [&](const Tensor& x, const Check&) { return flatten(x, a.i("start_dim"), a.i("end_dim")); }); }});
+  r.push_back({"concat", "data", "joins inputs along an axis; input k has extent sizes[k] there",
+               {p_ints("shape", {2, 3, 4}, "shape of the inputs (the axis extent is taken from sizes)"),
+                p_int("axis", 1, "the joined axis"), p_ints("sizes", {3, 1, 5}, "extent of each input along the axis")},
+               [](const Attrs& a) {
+                 Check c("concat");
+                 std::vector<int64_t> shape = c.shape(a, "shape");
+                 int axis = c.axis(a.i("axis"), static_cast<int>(shape.size()), "axis");
+                 const auto& sizes = a.ints("sizes");
+                 c.that(!sizes.empty(), "sizes", "needs at least one input");
+                 OpGraph g;
+                 for (size_t k = 0; k < sizes.size(); ++k) {
+                   c.that(sizes[k] > 0, "sizes", "extents must be positive, got " + ints_str(sizes));
+                   shape[axis] = sizes[k];
+                   g.inputs.push_back(te::placeholder("x" + std::to_string(k), shape));
+                   g.ranges.push_back({});
+                 }
+                 g.outputs = {concat(g.inputs, axis)};
+                 return g;
+               }});
+  r.push_back({"split", "data", "cuts x along an axis into parts of the given sizes",
+               {p_ints("shape", {3, 10, 2}, "shape of x"), p_int("axis", 1, "the cut axis"), p_ints("sizes", {2, 5, 3}, "extent of each part")},
+               [](const Attrs& a) {
+                 Check c("split");
+                 Tensor x = te::placeholder("x", c.shape(a, "shape"));
+                 OpGraph g;
+                 g.inputs = {x};
+                 g.outputs = split(x, a.i("axis"), a.ints("sizes"));
+                 g.ranges = {{}};
+                 return g;
+               }});
+  r.push_back({"slice", "data", "x[starts:ends:steps] on the given axes (ONNX semantics, positive steps)",
+               {p_ints("shape", {7, 9, 4}, "shape of x"), p_ints("starts", {1, -7}, "first index per axis (negative: from the end)"),
+                p_ints("ends", {6, 100}, "end index per axis (clamped)"), p_ints("axes", {}, "sliced axes (default 0..)"),
+                p_ints("steps", {2, 3}, "step per axis (default 1)")},
+               [](const Attrs& a) {
+                 return one_input(a, "slice", [&](const Tensor& x, const Check&) {
+                   return slice(x, a.ints("starts"), a.ints("ends"), a.ints("axes"), a.ints("steps"));
+                 });
+               }});
+  r.push_back({"pad", "data", "pads every axis (constant, edge or reflect)",
+               {p_ints("shape", {3, 5, 6}, "shape of x"), p_ints("pads", {0, 1, 2, 1, 0, 3}, "begins of all axes, then ends"),
+                p_float("value", 0.0, "fill value of constant padding"), p_str("mode", "constant", "constant, edge or reflect")},
+               [](const Attrs& a) {
+                 return one_input(a, "pad", [&](const Tensor& x, const Check&) { return pad(x, a.ints("pads"), a.f("value"), a.s("mode")); });
+               }});
+  r.push_back({"gather", "data", "selects slices of x along an axis by an int64 index tensor (numpy.take)",
+               {p_ints("shape", {5, 7, 3}, "shape of x"), p_ints("indices_shape", {2, 4}, "shape of the indices"),
+                p_int("axis", 1, "the indexed axis")},
+               [](const Attrs& a) {
+                 Check c("gather");
+                 std::vector<int64_t> shape = c.shape(a, "shape");
+                 int axis = c.axis(a.i("axis"), static_cast<int>(shape.size()), "axis");
+                 Tensor x = te::placeholder("x", shape);
+                 Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
+                 OpGraph g;
+                 g.inputs = {x, idx};
+                 g.outputs = {gather(x, idx, axis)};
+                 g.ranges = {{}, {0, static_cast<double>(shape[axis])}};
+                 return g;
+               }});
+  r.push_back({"embedding", "data", "rows of a [num_embeddings, dim] table selected by int64 indices",
+               {p_int("num_embeddings", 50, "rows of the table"), p_int("dim", 16, "columns of the table"),
+                p_ints("indices_shape", {2, 7}, "shape of the indices")},
+               [](const Attrs& a) {
+                 Check c("embedding");
+                 int64_t n = c.at_least(a, "num_embeddings", 1), d = c.at_least(a, "dim", 1);
+                 Tensor w = te::placeholder("weight", {n, d});
+                 Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
+                 OpGraph g;
+                 g.inputs = {w, idx};
+                 g.outputs = {gather(w, idx, 0, "embedding")};
+                 g.ranges = {{}, {0, static_cast<double>(n)}};
+                 return g;
+               }});
+  r.push_back({"broadcast_to", "data", "repeats x along its extent-1 (and new leading) axes",
+               {p_ints("shape", {3, 1}, "shape of x"), p_ints("new_shape", {2, 3, 4}, "target shape")},
+               [](const Attrs& a) {
+                 return one_input(a, "broadcast_to", [&](const Tensor& x, const Check&) { return broadcast_to(x, a.ints("new_shape")); });
+               }});
+  r.push_back({"squeeze", "data", "removes axes of extent 1 (the given ones, or all)",
+               {p_ints("shape", {3, 1, 4, 1}, "shape of x"), p_ints("axes", {1}, "removed axes (empty: every extent-1 axis)")},
+               [](const Attrs& a) { return one_input(a, "squeeze", [&](const Tensor& x, const Check&) { return squeeze(x, a.ints("axes")); }); }});
+  r.push_back({"unsqueeze", "data", "inserts axes of extent 1 at the given output positions",
+               {p_ints("shape", {3, 4}, "shape of x"), p_ints("axes", {0, 2}, "positions in the output")},
+               [](const Attrs& a) { return one_input(a, "unsqueeze", [&](const Tensor& x, const Check&) { return unsqueeze(x, a.ints("axes")); }); }});
+  r.push_back({"resize", "data", "resizes the H and W axes of NCHW input (nearest or bilinear, PyTorch conventions)",
+               {p_int("batch", 1, "N"), p_int("channels", 3, "C"), p_int("height", 5, "H"), p_int("width", 7, "W"),
+                p_int("out_height", 9, "output H"), p_int("out_width", 10, "output W"),
+                p_str("mode", "bilinear", "nearest or bilinear"), p_int("align_corners", 0, "bilinear only: 1 aligns corner pixels")},
+               [](const Attrs& a) {
+                 Check c("resize");
+                 Tensor x = te::placeholder("x", {c.at_least(a, "batch", 1), c.at_least(a, "channels", 1),
+                                                  c.at_least(a, "height", 1), c.at_least(a, "width", 1)});
+                 int64_t ac = a.i("align_corners");
+                 c.that(ac == 0 || ac == 1, "align_corners", "must be 0 or 1, got " + std::to_string(ac));
+                 OpGraph g;
+                 g.inputs = {x};
+                 g.outputs = {resize(x, c.at_least(a, "out_height", 1), c.at_least(a, "out_width", 1), a.s("mode"), ac == 1)};
+                 g.ranges = {{}};
+                 g.flops = 7.0 * g.outputs[0].numel();
+                 return g;
+               }});
+}
+
+}  // namespace basin::ops

@@ -1,0 +1,80 @@
+// `basin ops` and `basin workloads`: what basin knows.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/ops/registry.h"
+#include "core/ops/workloads.h"
+#include "tools/commands.h"
+
+namespace basin::tools {
+
+namespace {
+
+nlohmann::json attr_json(const ops::AttrValue& v) {
+  if (auto p = std::get_if<int64_t>(&v)) return *p;
+  if (auto p = std::get_if<double>(&v)) return *p;
+  if (auto p = std::get_if<std::string>(&v)) return *p;
+  return std::get<std::vector<int64_t>>(v);
+}
+
+}  // namespace
+
+void add_ops_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("ops", "list operators and their parameters");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print one JSON object");
+  cmd->callback([&run, json] {
+    run = [json] {
+      if (*json) {
+        nlohmann::json out, list = nlohmann::json::array();
+        for (const ops::OpDef& d : ops::all_ops()) {
+          nlohmann::json params = nlohmann::json::array();
+          for (const ops::ParamSpec& p : d.params)
+            params.push_back({{"name", p.name}, {"type", ops::param_type_name(p.type)},
+                              {"default", attr_json(p.default_value)}, {"doc", p.doc}});
+          list.push_back({{"name", d.name}, {"family", d.family}, {"summary", d.summary}, {"params", params}});
+        }
+        out["operators"] = list;
+        out["count"] = list.size();
+        std::cout << out.dump(2) << "\n";
+        return 0;
+      }
+      std::string family;
+      for (const ops::OpDef& d : ops::all_ops()) {
+        if (d.family != family) {
+          family = d.family;
+          std::cout << (family.empty() ? "" : "\n") << "[" << family << "]\n";
+        }
+        std::cout << "  " << d.name << ": " << d.summary << "\n";
+        for (const ops::ParamSpec& p : d.params)
+          std::cout << "      " << p.name << " (" << ops::param_type_name(p.type)
+                    << ", default " << ops::attr_to_string(p.default_value) << "): " << p.doc << "\n";
+      }
+      return 0;
+    };
+  });
+}
+
+void add_workloads_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("workloads", "list the named workloads of the benchmarks");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print one JSON object");
+  cmd->callback([&run, json] {
+    run = [json] {
+      nlohmann::json list = nlohmann::json::array();
+      for (const ops::Workload& w : ops::all_workloads()) {
+        if (*json) {
+          list.push_back({{"name", w.name}, {"op", w.op}, {"params", w.params}, {"description", w.description}});
+          continue;
+        }
+        std::cout << w.name << "  (" << w.op;
+        for (const auto& [k, v] : w.params) std::cout << " " << k << "=" << v;
+        std::cout << ")\n    " << w.description << "\n";
+      }
+      if (*json) std::cout << nlohmann::json{{"workloads", list}}.dump(2) << "\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace basin::tools

@@ -1,0 +1,17 @@
+// The subcommands of the `basin` driver, one file each. Each adds itself to the app
+// and returns the exit status of its run through `run`.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace basin::tools {
+
+using Runner = std::function<int()>;
+
+// Adds a subcommand; its callback stores the runner to call after parsing.
+void add_ops_command(CLI::App& app, Runner& run);
+void add_workloads_command(CLI::App& app, Runner& run);
+void add_op_command(CLI::App& app, Runner& run);
+
+}  // namespace basin::tools
