@@ -13,6 +13,16 @@ int main(int argc, char** argv) {
   basin::tools::add_ops_command(app, run);
   basin::tools::add_workloads_command(app, run);
   basin::tools::add_op_command(app, run);
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known |= argc > 1 && sub->get_name() == argv[1];
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::cerr << "basin: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

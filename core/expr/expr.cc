@@ -156,6 +156,7 @@ Buffer make_buffer(std::string name, DType dtype, std::vector<Expr> shape, MemSc
 
 Expr::Expr(int v) : Expr(int_imm(DType::index(), v)) {}
 Expr::Expr(int64_t v) : Expr(int_imm(DType::index(), v)) {}
+Expr::Expr(double v) : Expr(float_imm(DType::f32(), v)) {}
 ExprKind Expr::kind() const { return n_->kind; }
 DType Expr::dtype() const { return n_->dtype; }
 const Expr& Expr::arg(size_t i) const { return n_->args[i]; }

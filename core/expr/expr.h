@@ -120,6 +120,7 @@ class Expr {
   Expr() = default;
   Expr(int v);      // NOLINT: an int64 immediate, for index arithmetic
   Expr(int64_t v);  // NOLINT
+  Expr(double v);   // NOLINT: a float32 immediate (operators coerce it to the other operand's type)
   explicit Expr(std::shared_ptr<const ExprNode> n) : n_(std::move(n)) {}
 
   const ExprNode* get() const { return n_.get(); }

@@ -1,0 +1,115 @@
+// The `basin` command line: the listing commands, `basin op` end to end, and a must-fail
+// case for every user error (one clear line on stderr, non-zero exit, no crash).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(BASIN_BINARY_DIR) + "/bin/basin " + args + " 2>/dev/null";
+  Result r{0, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string stderr_of(const std::string& args) {
+  std::string cmd = std::string(BASIN_BINARY_DIR) + "/bin/basin " + args + " 2>&1 >/dev/null";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  pclose(p);
+  return out;
+}
+
+TEST(Cli, OpsJsonListsEveryDesignOperator) {
+  Result r = run("ops --json");
+  ASSERT_EQ(r.code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> names;
+  for (auto& op : j["operators"]) {
+    names.insert(op["name"].get<std::string>());
+    EXPECT_FALSE(op["params"].empty()) << op["name"];
+  }
+  for (const char* op : {"dense", "matmul", "batch_matmul", "conv1d", "conv2d", "conv3d", "conv2d_transpose",
+                         "max_pool2d", "avg_pool2d", "global_avg_pool2d", "add", "pow", "gelu", "hardswish",
+                         "batch_norm", "softmax", "log_softmax", "layer_norm", "rms_norm", "sum", "mean",
+                         "reshape", "transpose", "concat", "split", "slice", "pad", "gather", "embedding",
+                         "broadcast_to", "squeeze", "unsqueeze", "resize"})
+    EXPECT_TRUE(names.count(op)) << op;
+}
+
+TEST(Cli, WorkloadsJsonListsTheBenchmarkWorkloads) {
+  Result r = run("workloads --json");
+  ASSERT_EQ(r.code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> names;
+  for (auto& w : j["workloads"]) names.insert(w["name"].get<std::string>());
+  for (std::string n : {"gemm-256", "gemm-4096", "bert-768x768", "bert-768x3072", "bert-3072x768", "attn-bmm",
+                        "resnet18-c1", "resnet18-c12"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_EQ(names.size(), 21u);
+}
+
+TEST(Cli, OpVerifiesAgainstLibTorch) {
+  Result r = run("op conv2d --param kernel=3 --param stride=2 --param groups=2 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["verified"].get<bool>());
+  EXPECT_LE(j["max_abs_error"].get<double>(), 1e-4);
+  EXPECT_EQ(j["params"]["groups"], "2");
+  Result w = run("op --workload attn-bmm --json");
+  ASSERT_EQ(w.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(w.out)["op"], "batch_matmul");
+  Result ir = run("op softmax --emit ir");
+  EXPECT_EQ(ir.code, 0);
+  EXPECT_NE(ir.out.find("func softmax("), std::string::npos);
+}
+
+struct BadCall {
+  const char* args;
+  const char* message;
+};
+
+TEST(Cli, UserErrorsFailWithOneClearLine) {
+  const BadCall calls[] = {
+      {"op nosuchop", "unknown operator 'nosuchop'"},
+      {"op conv2d --param stride=0", "attribute 'stride'"},
+      {"op conv2d --param stride", "--param expects K=V"},
+      {"op conv2d --param nosuch=1", "attribute 'nosuch'"},
+      {"op conv2d --param kernel=x", "expected an integer"},
+      {"op --workload nosuch", "unknown workload 'nosuch'"},
+      {"op", "give an operator NAME or --workload"},
+      {"op dense --workload gemm-256", "give an operator NAME or --workload"},
+      {"op --workload gemm-256 --param M=3", "--param cannot be combined"},
+      {"op dense --emit asm", "--emit"},
+      {"op dense --seed x", "--seed"},
+      {"nosuchcommand", "nosuchcommand"},
+  };
+  for (const BadCall& c : calls) {
+    Result r = run(c.args);
+    EXPECT_NE(r.code, 0) << c.args;
+    EXPECT_LT(r.code, 128) << c.args << " crashed";
+    std::string err = stderr_of(c.args);
+    EXPECT_NE(err.find(c.message), std::string::npos) << c.args << " said: " << err;
+  }
+}
+
+}  // namespace
