@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "core/expr/analyzer.h"
 #include "core/expr/evaluate.h"
 #include "core/util/error.h"
 
@@ -113,10 +114,57 @@ class Compiler {
     return flat;
   }
 
+  // Index arithmetic is mostly affine in loop variables: one node evaluates
+  // c0 + sum(c_k * v_k) instead of a tree of additions and multiplications.
+  IEP affine(const Expr& e) {
+    LinearForm f = Analyzer().linear_form(e);
+    if (f.terms.empty() || f.terms.size() > 8) return nullptr;
+    std::vector<std::pair<int, int64_t>> t;
+    for (const auto& [term, c] : f.terms) {
+      if (term.kind() != ExprKind::Var || !var_slot.count(term->ival)) return nullptr;
+      t.emplace_back(var_slot.at(term->ival), c);
+    }
+    int64_t c0 = f.constant;
+    auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+    switch (t.size()) {
+      case 1: {
+        auto [s0, k0] = t[0];
+        if (k0 == 1) return mk_i([s0, c0, u](Frame& fr) { return static_cast<int64_t>(u(fr.iv[s0]) + u(c0)); });
+        return mk_i([s0, k0, c0, u](Frame& fr) { return static_cast<int64_t>(u(fr.iv[s0]) * u(k0) + u(c0)); });
+      }
+      case 2: {
+        auto [s0, k0] = t[0];
+        auto [s1, k1] = t[1];
+        return mk_i([=](Frame& fr) {
+          return static_cast<int64_t>(u(fr.iv[s0]) * u(k0) + u(fr.iv[s1]) * u(k1) + u(c0));
+        });
+      }
+      case 3: {
+        auto [s0, k0] = t[0];
+        auto [s1, k1] = t[1];
+        auto [s2, k2] = t[2];
+        return mk_i([=](Frame& fr) {
+          return static_cast<int64_t>(u(fr.iv[s0]) * u(k0) + u(fr.iv[s1]) * u(k1) + u(fr.iv[s2]) * u(k2) + u(c0));
+        });
+      }
+      default: {
+        auto terms = t;
+        return mk_i([terms, c0, u](Frame& fr) {
+          uint64_t acc = u(c0);
+          for (const auto& [s, k] : terms) acc += u(fr.iv[s]) * u(k);
+          return static_cast<int64_t>(acc);
+        });
+      }
+    }
+  }
+
   IEP ci(const Expr& e) {
     const ExprNode& n = *e;
     BASIN_CHECK(!n.dtype.is_float()) << "integer compile of " << e;
     int bits = n.dtype.is_bool() ? 64 : n.dtype.bits;
+    if (bits == 64 && n.dtype.is_int() &&
+        (n.kind == ExprKind::Add || n.kind == ExprKind::Sub || n.kind == ExprKind::Mul))
+      if (IEP a = affine(e)) return a;
     switch (n.kind) {
       case ExprKind::IntImm: {
         int64_t v = n.ival;
@@ -397,6 +445,19 @@ class Compiler {
         auto check = [b](int64_t i, const BufSlot& bs) {
           if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(bs.numel)) out_of_bounds(b, i, bs.numel, true);
         };
+        // The update of a reduction, buf[i] = buf[i] + v: the index is computed once.
+        if (t == DType::f32() && n.value.kind() == ExprKind::Add && n.value.arg(0).kind() == ExprKind::Load &&
+            n.value.arg(0)->buffer == n.buffer && n.indices.size() == 1 && n.value.arg(0)->args.size() == 1 &&
+            structural_equal(n.value.arg(0)->args[0], n.indices[0])) {
+          FEP<float> v = cf<float>(n.value.arg(1));
+          return mk_s([slot, idx = std::move(idx), v = std::move(v), check](Frame& fr) {
+            int64_t i = idx->ev(fr);
+            check(i, fr.bufs[slot]);
+            float* p = reinterpret_cast<float*>(fr.bufs[slot].data) + i;
+            float x = *p;  // read before evaluating v, as the expression's order says
+            *p = x + v->ev(fr);
+          });
+        }
         if (t == DType::f32()) {
           FEP<float> v = cf<float>(n.value);
           return mk_s([slot, idx = std::move(idx), v = std::move(v), check](Frame& fr) {
