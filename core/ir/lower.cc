@@ -35,13 +35,20 @@ Stmt loop_nest(const te::OpNode& op) {
   return wrap_loops(op.axes, make_seq({init, wrap_loops(op.reduce_axes, update)}));
 }
 
-// Runs one pass of the pipeline, printing the IR when it changed if asked to.
+// Runs one pass of the pipeline, printing the IR when it changed if asked to; debug
+// builds check well-formedness after every pass.
 struct PassRunner {
+  const LoweredFunc& func;
   bool debug = std::getenv("BASIN_DEBUG_LOWER") != nullptr;
   template <typename F>
   Stmt run(const char* name, const Stmt& s, F pass) {
     auto t0 = std::chrono::steady_clock::now();
     Stmt r = pass(s);
+#ifndef NDEBUG
+    LoweredFunc after = func;
+    after.body = r;
+    verify_well_formed(after);
+#endif
     if (debug && !r.same_as(s)) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       std::cerr << "[lower] after " << name << " (" << ms << " ms):\n" << to_string(r);
@@ -82,7 +89,8 @@ LoweredFunc lower_default(const std::string& name, const std::vector<te::Tensor>
   Stmt body = make_seq(nests);
   for (auto it = intermediates.rbegin(); it != intermediates.rend(); ++it) body = make_allocate(*it, body);
 
-  PassRunner passes;
+  f.body = body;
+  PassRunner passes{f};
   body = passes.run("flatten_buffers", body, flatten_buffers);
   body = passes.run("simplify_stmt", body, [](const Stmt& s) { return simplify_stmt(s); });
   f.body = body;

@@ -14,6 +14,11 @@ struct StmtSimplifier {
         Expr mn = an.simplify(n.min), ext = an.simplify(n.extent);
         int64_t e;
         if (is_const_int(ext, &e) && e == 0) return make_seq({});
+        if (e == 1 && is_const_int(ext) && !is_gpu_kind(n.for_kind)) {
+          // A loop of one iteration is its body with the variable replaced by min.
+          VarMap m = {{n.var.id(), mn}};
+          return visit(rewrite_stmt(n.body[0], [&](const Expr& x) { return substitute(x, m); }));
+        }
         an.bind_loop(n.var, mn, ext);
         Stmt body = visit(n.body[0]);
         an.unbind(n.var);

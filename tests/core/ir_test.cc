@@ -132,3 +132,21 @@ TEST(LoopIR, SimplifyStmtUsesLoopRanges) {
 
 }  // namespace
 }  // namespace basin
+
+namespace basin {
+namespace {
+
+TEST(LoopIR, SimplifyStmtRemovesUnitLoops) {
+  Buffer out = make_buffer("out", DType::f32(), {Expr(8)});
+  Var i("i"), k("k");
+  Stmt s = make_for(i, 0, 4, ForKind::Serial,
+                    make_for(k, 0, 1, ForKind::Serial, make_store(out, {i * 2 + k}, fconst(1))));
+  Stmt want = make_for(i, 0, 4, ForKind::Serial, make_store(out, {i * 2}, fconst(1)));
+  EXPECT_TRUE(structural_equal(simplify_stmt(s), want)) << simplify_stmt(s);
+  // GPU bindings stay, even of extent 1.
+  Stmt g = make_for(k, 0, 1, ForKind::ThreadX, make_store(out, {k}, fconst(1)));
+  EXPECT_EQ(simplify_stmt(g).kind(), StmtKind::For);
+}
+
+}  // namespace
+}  // namespace basin
