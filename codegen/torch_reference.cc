@@ -266,6 +266,16 @@ std::vector<NDArray> torch_reference(const ops::OpGraph& g, const std::vector<ND
   return res;
 }
 
+Timing time_torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& inputs, const TimingOptions& opt) {
+  auto it = references().find(g.op);
+  if (it == references().end()) throw Error("operator '" + g.op + "' has no LibTorch reference");
+  torch::NoGradGuard no_grad;
+  std::vector<TT> in;
+  for (const NDArray& a : inputs) in.push_back(to_torch(a));
+  const Fn& fn = it->second;
+  return time_function([&] { fn(g.attrs, in); }, opt);
+}
+
 void set_torch_threads(int n) { torch::set_num_threads(n); }
 
 }  // namespace basin::codegen

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/timing.h"
 #include "core/ir/ndarray.h"
 #include "core/ops/registry.h"
 
@@ -18,6 +19,11 @@ bool has_torch_reference(const std::string& op);
 // Outputs of g's operator on `inputs` (in g.inputs order), computed by LibTorch.
 // Throws basin::Error if the operator has no reference.
 std::vector<NDArray> torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& inputs);
+
+// Times LibTorch's kernel for g's operator on `inputs` (converted once, outside the
+// timed region): the peer of a benchmark, measured in the same run.
+Timing time_torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& inputs,
+                            const TimingOptions& opt = TimingOptions::full());
 
 // Number of threads LibTorch uses (the benchmarks pin it to the cores basin uses).
 void set_torch_threads(int n);

@@ -1,10 +1,17 @@
-// `basin op`: compile one operator (default schedule), verify it against LibTorch on
-// random inputs, and report the error and the time each side took.
+// `basin op`: compile one operator (default schedule), verify it against LibTorch (and
+// against the interpreter, the oracle), measure it, and with --compare time LibTorch's
+// kernel in the same run.
+#include <chrono>
 #include <iostream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
+#include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
-#include "core/ir/stmt.h"
+#include "codegen/timing.h"
+#include "codegen/torch_reference.h"
+#include "core/ir/interpreter.h"
+#include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
 #include "core/util/error.h"
@@ -18,26 +25,57 @@ struct OpOptions {
   std::string name;
   std::string workload;
   std::vector<std::string> params;
+  std::string target;
   std::string emit;
+  std::string oracle = "auto";
+  std::string timing = "full";
   uint64_t seed = 1;
   double tolerance = 1e-4;
+  bool compare = false;
   bool json = false;
 };
+
+// The interpreter runs at roughly 100 MFLOP/s: beyond this, `--oracle auto` skips it.
+constexpr double kOracleFlopLimit = 1e9;
 
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& kvs) {
   std::map<std::string, std::string> m;
   for (const std::string& kv : kvs) {
     auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw ParseError("--param expects K=V, got '" + kv + "'");
+    if (eq == std::string::npos || eq == 0) throw ParseError("--param expects K=V, got '" + kv + "'");
     m[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   return m;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<NDArray*> arg_pointers(std::vector<NDArray>& in, std::vector<NDArray>& out) {
+  std::vector<NDArray*> args;
+  for (NDArray& a : in) args.push_back(&a);
+  for (NDArray& a : out) args.push_back(&a);
+  return args;
+}
+
+ErrorStats compare_all(const std::vector<NDArray>& got, const std::vector<NDArray>& ref, const std::string& op,
+                       const char* against) {
+  ErrorStats worst;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i].shape() != ref[i].shape())
+      throw Error("operator '" + op + "' output " + std::to_string(i) + " has shape " + shape_str(got[i].shape()) +
+                  ", " + against + "'s " + shape_str(ref[i].shape()));
+    ErrorStats s = compare_arrays(got[i], ref[i]);
+    worst.max_abs = std::max(worst.max_abs, s.max_abs);
+    worst.max_rel = std::max(worst.max_rel, s.max_rel);
+  }
+  return worst;
+}
+
 int run_op(const OpOptions& o) {
-  if (o.name.empty() == o.workload.empty())
-    throw ParseError("give an operator NAME or --workload W (not both)");
+  if (o.name.empty() == o.workload.empty()) throw ParseError("give an operator NAME or --workload W (not both)");
+  std::string target = o.target.empty() ? (codegen::llvm_enabled() ? "llvm" : "interpreter") : o.target;
   std::string op = o.name;
   std::map<std::string, std::string> params;
   if (!o.workload.empty()) {
@@ -49,38 +87,94 @@ int run_op(const OpOptions& o) {
     params = parse_params(o.params);
   }
   ops::OpGraph g = ops::build_op(op, params);
-  if (!o.json) std::cerr << "basin: " << op << ": lowering, interpreting and comparing with LibTorch...\n";
-  codegen::OpCheck c = codegen::check_against_torch(g, o.seed);
-  bool ok = c.max_rel_error <= o.tolerance;
-  if (o.emit == "ir") std::cout << to_string(c.func);
+  LoweredFunc func = lower_default(op, g.inputs, g.outputs);
+  std::vector<NDArray> inputs = codegen::random_inputs(g, o.seed);
+  auto fresh_outputs = [&] {
+    std::vector<NDArray> out;
+    for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
+    return out;
+  };
+  nlohmann::json j = {{"op", op}, {"target", target}, {"params", nlohmann::json::object()}, {"flops", g.flops}};
+  for (const auto& [k, v] : g.attrs.values()) j["params"][k] = ops::attr_to_string(v);
+  if (!o.workload.empty()) j["workload"] = o.workload;
+  if (o.emit == "ir") std::cout << to_string(func);
+
+  std::vector<NDArray> outputs = fresh_outputs();
+  std::unique_ptr<codegen::LlvmKernel> kernel;
+  if (target == "llvm") {
+    if (!o.json) std::cerr << "basin: " << op << ": compiling with LLVM...\n";
+    kernel = codegen::compile_llvm(func);
+    j["compile_seconds"] = kernel->compile_seconds();
+    if (o.emit == "llvm") std::cout << kernel->llvm_ir();
+    std::vector<NDArray*> args = arg_pointers(inputs, outputs);
+    kernel->run(args);
+    std::vector<void*> raw;
+    for (NDArray* a : args) raw.push_back(a->data());
+    codegen::TimingOptions topt = o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
+    codegen::Timing t = codegen::time_function([&] { kernel->run_raw(raw.data()); }, topt);
+    j["latency_us"] = t.min_us;
+    j["latency_median_us"] = t.median_us;
+    j["gflops"] = g.flops / (t.min_us * 1e-6) / 1e9;
+  }
+
+  bool run_oracle = target == "interpreter" || o.oracle == "always" || (o.oracle == "auto" && g.flops <= kOracleFlopLimit);
+  bool ok = true;
+  if (run_oracle) {
+    std::vector<NDArray> oracle = fresh_outputs();
+    auto t0 = std::chrono::steady_clock::now();
+    Interpreter(func).run(arg_pointers(inputs, oracle));
+    j["interpreter_seconds"] = seconds_since(t0);
+    if (target == "llvm") {
+      ErrorStats s = compare_all(outputs, oracle, op, "the interpreter");
+      j["oracle_max_abs_error"] = s.max_abs;
+      j["oracle_max_rel_error"] = s.max_rel;
+      ok &= s.max_rel <= o.tolerance;
+    } else {
+      outputs = std::move(oracle);
+    }
+  } else {
+    j["oracle"] = "skipped: " + std::to_string(g.flops / 1e9) + " GFLOP is too much for the interpreter (--oracle always)";
+  }
+  std::vector<NDArray> reference = codegen::torch_reference(g, inputs);
+  ErrorStats s = compare_all(outputs, reference, op, "LibTorch");
+  j["max_abs_error"] = s.max_abs;
+  j["max_rel_error"] = s.max_rel;
+  ok &= s.max_rel <= o.tolerance;
+  j["verified"] = ok;
+  if (o.compare) {
+    // BENCHMARKS.md: the peer uses the same cores as basin (all of them).
+    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    codegen::set_torch_threads(threads);
+    j["torch_threads"] = threads;
+    codegen::TimingOptions topt = o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
+    codegen::Timing t = codegen::time_torch_reference(g, inputs, topt);
+    j["torch_latency_us"] = t.min_us;
+    j["torch_latency_median_us"] = t.median_us;
+    if (j.contains("latency_us")) j["speedup_vs_torch"] = t.min_us / j["latency_us"].get<double>();
+  }
+
   if (o.json) {
-    nlohmann::json shapes = nlohmann::json::array();
-    for (const auto& t : g.outputs) shapes.push_back(t.shape());
-    nlohmann::json j = {{"op", op},
-                        {"params", nlohmann::json::object()},
-                        {"output_shapes", shapes},
-                        {"max_abs_error", c.max_abs_error},
-                        {"max_rel_error", c.max_rel_error},
-                        {"verified", ok},
-                        {"flops", g.flops},
-                        {"interpreter_seconds", c.interpret_seconds},
-                        {"torch_seconds", c.torch_seconds},
-                        {"target", "interpreter"}};
-    for (const auto& [k, v] : g.attrs.values()) j["params"][k] = ops::attr_to_string(v);
-    if (!o.workload.empty()) j["workload"] = o.workload;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << "operator        " << op << "\n";
+    std::cout << "operator           " << op << (o.workload.empty() ? "" : "  (" + o.workload + ")") << "\n";
     for (const auto& [k, v] : g.attrs.values()) std::cout << "  " << k << " = " << ops::attr_to_string(v) << "\n";
-    std::cout << "max_abs_error   " << c.max_abs_error << "\n"
-              << "max_rel_error   " << c.max_rel_error << (ok ? "  (verified)" : "  (MISMATCH)") << "\n"
-              << "interpreter     " << c.interpret_seconds * 1e3 << " ms\n"
-              << "LibTorch        " << c.torch_seconds * 1e3 << " ms (one cold run, not a latency)\n"
-              << "note: compiled kernels and latency_us come with the LLVM backend; this checks the oracle path.\n";
+    std::cout << "target             " << target << "  (default schedule: plain loops, no tuning yet)\n";
+    if (j.contains("latency_us"))
+      std::cout << "latency_us         " << j["latency_us"].get<double>() << "  (median "
+                << j["latency_median_us"].get<double>() << ")\n"
+                << "gflops             " << j["gflops"].get<double>() << "\n";
+    if (j.contains("torch_latency_us"))
+      std::cout << "torch_latency_us   " << j["torch_latency_us"].get<double>() << "\n";
+    if (j.contains("oracle_max_abs_error"))
+      std::cout << "vs interpreter     max abs " << j["oracle_max_abs_error"].get<double>() << ", max rel "
+                << j["oracle_max_rel_error"].get<double>() << "\n";
+    if (j.contains("oracle")) std::cout << "vs interpreter     " << j["oracle"].get<std::string>() << "\n";
+    std::cout << "max_abs_error      " << s.max_abs << "  (vs LibTorch)\n"
+              << "max_rel_error      " << s.max_rel << (ok ? "  (verified)" : "  (MISMATCH)") << "\n";
   }
   if (!ok) {
-    std::cerr << "basin: error: " << op << " does not match LibTorch: max relative error " << c.max_rel_error
-              << " exceeds " << o.tolerance << "\n";
+    std::cerr << "basin: error: " << op << " does not match its reference: max relative error exceeds " << o.tolerance
+              << "\n";
     return 3;
   }
   return 0;
@@ -90,13 +184,20 @@ int run_op(const OpOptions& o) {
 
 void add_op_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<OpOptions>();
-  auto* cmd = app.add_subcommand("op", "compile one operator, verify it against LibTorch and report the error");
+  auto* cmd = app.add_subcommand("op", "compile one operator, verify it against LibTorch, measure it");
   cmd->add_option("name", o->name, "operator name (`basin ops` lists them)");
   cmd->add_option("--workload", o->workload, "a named workload instead of NAME and --param (`basin workloads`)");
   cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
+  cmd->add_option("--target", o->target, "llvm (default where built) or interpreter")
+      ->check(CLI::IsMember({"llvm", "interpreter"}));
+  cmd->add_flag("--compare", o->compare, "also time LibTorch's kernel in the same run (torch_latency_us)");
+  cmd->add_option("--oracle", o->oracle, "check against the interpreter: auto (small ops), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  cmd->add_option("--timing", o->timing, "full (5 rounds of 200 ms) or quick")->check(CLI::IsMember({"full", "quick"}));
   cmd->add_option("--seed", o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance, "largest accepted max relative error");
-  cmd->add_option("--emit", o->emit, "also print the program: ir")->check(CLI::IsMember({"ir"}));
+  cmd->add_option("--emit", o->emit, "also print the program: ir (loop IR) or llvm (optimized LLVM IR)")
+      ->check(CLI::IsMember({"ir", "llvm"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([&run, o] { run = [o] { return run_op(*o); }; });
 }

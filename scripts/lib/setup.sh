@@ -5,6 +5,7 @@
 BASIN_DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config python3
   libtorch-dev                       # LibTorch 1.13: reference executor, estimators
+  libopenblas0-pthread               # the BLAS LibTorch calls (the reference BLAS is ~40x slower)
   llvm-16-dev libzstd-dev            # CPU backend (LLVM's CMake config needs zstd)
   libboost-graph-dev libeigen3-dev   # network graph
   libgtest-dev libgmock-dev          # tests

@@ -78,6 +78,21 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
   Result w = run("op --workload attn-bmm --json");
   ASSERT_EQ(w.code, 0);
   EXPECT_EQ(nlohmann::json::parse(w.out)["op"], "batch_matmul");
+  Result llvm = run("op --workload gemm-256 --target llvm --compare --timing quick --json");
+  ASSERT_EQ(llvm.code, 0);
+  auto lj = nlohmann::json::parse(llvm.out);
+  for (const char* key : {"latency_us", "gflops", "max_abs_error", "torch_latency_us", "oracle_max_abs_error"})
+    EXPECT_TRUE(lj.contains(key)) << key;
+  EXPECT_GT(lj["latency_us"].get<double>(), 0);
+  EXPECT_GT(lj["torch_latency_us"].get<double>(), 0);
+  Result interp = run("op dense --target interpreter --json");
+  ASSERT_EQ(interp.code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(interp.out).contains("latency_us"));
+  Result big = run("op --workload gemm-2048 --oracle never --timing quick --json");
+  ASSERT_EQ(big.code, 0);
+  EXPECT_TRUE(nlohmann::json::parse(big.out).contains("oracle"));
+  Result emit = run("op relu --emit llvm --timing quick");
+  EXPECT_NE(emit.out.find("define void @basin_kernel"), std::string::npos);
   Result ir = run("op softmax --emit ir");
   EXPECT_EQ(ir.code, 0);
   EXPECT_NE(ir.out.find("func softmax("), std::string::npos);
@@ -101,6 +116,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"op --workload gemm-256 --param M=3", "--param cannot be combined"},
       {"op dense --emit asm", "--emit"},
       {"op dense --seed x", "--seed"},
+      {"op dense --target tpu", "--target"},
+      {"op dense --oracle sometimes", "--oracle"},
       {"nosuchcommand", "nosuchcommand"},
   };
   for (const BadCall& c : calls) {

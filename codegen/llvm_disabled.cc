@@ -1,0 +1,26 @@
+// The LLVM backend's entry points when basin is built without LLVM: the CPU target
+// reports itself unavailable with a clear error.
+#include "codegen/llvm_jit.h"
+#include "core/util/error.h"
+
+namespace basin::codegen {
+
+struct LlvmKernel::Impl {};
+LlvmKernel::LlvmKernel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlvmKernel::~LlvmKernel() = default;
+void LlvmKernel::run(const std::vector<NDArray*>&) const {}
+void LlvmKernel::run_raw(void* const*) const {}
+const std::string& LlvmKernel::llvm_ir() const {
+  static const std::string none;
+  return none;
+}
+double LlvmKernel::compile_seconds() const { return 0; }
+
+bool llvm_enabled() { return false; }
+
+std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc&, const LlvmOptions&) {
+  throw Error("the llvm target is unavailable: basin was built without LLVM (configure with LLVM 16 installed "
+              "and BASIN_WITH_LLVM=ON)");
+}
+
+}  // namespace basin::codegen

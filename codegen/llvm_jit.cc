@@ -1,0 +1,134 @@
+// Compiles the emitted module for the host CPU: LLVM's O3 pipeline with the host's
+// target machine (so that vectorization sees AVX-512), then ORC LLJIT. Each kernel owns
+// its JIT, so kernels are independent and freed with their object.
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "codegen/llvm_emit.h"
+#include "core/util/error.h"
+
+namespace basin::codegen {
+
+struct LlvmKernel::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  void (*entry)(void* const*) = nullptr;
+  std::string ir;
+  double compile_seconds = 0;
+  std::vector<Buffer> params;
+};
+
+LlvmKernel::LlvmKernel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlvmKernel::~LlvmKernel() = default;
+
+void LlvmKernel::run(const std::vector<NDArray*>& args) const {
+  const auto& params = impl_->params;
+  if (args.size() != params.size())
+    throw RuntimeError("kernel takes " + std::to_string(params.size()) + " buffers, got " + std::to_string(args.size()));
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    int64_t numel = 1;
+    for (const Expr& e : params[i]->shape) numel *= const_int(e);
+    if (args[i]->dtype() != params[i]->dtype || args[i]->numel() != numel)
+      throw RuntimeError("buffer '" + params[i]->name + "' expects " + std::to_string(numel) + " " +
+                         params[i]->dtype.str() + " elements, got " + std::to_string(args[i]->numel()) + " " +
+                         args[i]->dtype().str());
+    ptrs.push_back(args[i]->data());
+  }
+  impl_->entry(ptrs.data());
+}
+
+void LlvmKernel::run_raw(void* const* args) const { impl_->entry(args); }
+const std::string& LlvmKernel::llvm_ir() const { return impl_->ir; }
+double LlvmKernel::compile_seconds() const { return impl_->compile_seconds; }
+
+bool llvm_enabled() { return true; }
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, llvm::Error e) {
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  os << e;
+  os.flush();
+  throw Error("LLVM: " + what + ": " + msg);
+}
+
+template <typename T>
+T take(llvm::Expected<T> v, const std::string& what) {
+  if (!v) fail(what, v.takeError());
+  return std::move(*v);
+}
+
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
+                               : level == 2 ? llvm::OptimizationLevel::O2
+                               : level == 1 ? llvm::OptimizationLevel::O1
+                                            : llvm::OptimizationLevel::O0;
+  llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(ol) : pb.buildPerModuleDefaultPipeline(ol);
+  mpm.run(m, mam);
+}
+
+}  // namespace
+
+std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& opt) {
+  static std::once_flag init;
+  std::call_once(init, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto impl = std::make_unique<LlvmKernel::Impl>();
+  impl->params = f.params;
+
+  llvm::orc::JITTargetMachineBuilder jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "host detection");
+  jtmb.setCodeGenOptLevel(opt.opt_level >= 3 ? llvm::CodeGenOpt::Aggressive : llvm::CodeGenOpt::Default);
+  std::unique_ptr<llvm::TargetMachine> tm = take(jtmb.createTargetMachine(), "target machine");
+
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  const std::string entry = "basin_kernel";
+  std::unique_ptr<llvm::Module> mod = emit_llvm_module(f, *ctx, opt, entry);
+  mod->setDataLayout(tm->createDataLayout());
+  mod->setTargetTriple(tm->getTargetTriple().str());
+  for (llvm::Function& fn : *mod) {
+    if (fn.isDeclaration()) continue;
+    fn.addFnAttr("target-cpu", tm->getTargetCPU());
+    fn.addFnAttr("target-features", tm->getTargetFeatureString());
+  }
+  optimize(*mod, *tm, opt.opt_level);
+  llvm::raw_string_ostream os(impl->ir);
+  mod->print(os, nullptr);
+  os.flush();
+
+  impl->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
+  // libm and libc (expf, aligned_alloc, ...) come from the running process.
+  impl->jit->getMainJITDylib().addGenerator(take(
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(impl->jit->getDataLayout().getGlobalPrefix()),
+      "process symbols"));
+  if (llvm::Error e = impl->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+    fail("adding the module", std::move(e));
+  llvm::orc::ExecutorAddr addr = take(impl->jit->lookup(entry), "looking up the kernel");
+  impl->entry = addr.toPtr<void (*)(void* const*)>();
+  impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::make_unique<LlvmKernel>(std::move(impl));
+}
+
+}  // namespace basin::codegen

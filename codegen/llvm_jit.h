@@ -1,0 +1,49 @@
+// The LLVM CPU backend's interface: loop IR in, callable kernel out. LLVM headers stay
+// inside llvm_emit.cc and llvm_jit.cc.
+//
+// A kernel is compiled in process by ORC LLJIT for the host CPU (its features, AVX-512
+// where present), after LLVM's O3 pipeline; float multiply-adds may be contracted into
+// FMAs, so results can differ from the interpreter in the last bits.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ir/ndarray.h"
+#include "core/ir/stmt.h"
+
+namespace basin::codegen {
+
+// True when basin was built with LLVM (BASIN_WITH_LLVM and LLVM 16 found).
+bool llvm_enabled();
+
+struct LlvmOptions {
+  bool contract_fma = true;  // allow fused multiply-add
+  int opt_level = 3;         // 0..3
+};
+
+class LlvmKernel {
+ public:
+  ~LlvmKernel();
+  // Runs on arrays in the order of the function's params, after checking dtypes and
+  // element counts (RuntimeError on mismatch).
+  void run(const std::vector<NDArray*>& args) const;
+  // Runs on raw buffer pointers without checks (for timing).
+  void run_raw(void* const* args) const;
+  // The optimized LLVM IR, as text.
+  const std::string& llvm_ir() const;
+  double compile_seconds() const;
+
+  struct Impl;
+  explicit LlvmKernel(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compiles f; throws basin::Error if basin was built without LLVM or f uses something
+// the CPU backend cannot run (a GPU barrier).
+std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& opt = {});
+
+}  // namespace basin::codegen

@@ -1,0 +1,32 @@
+#include "codegen/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace basin::codegen {
+
+Timing time_function(const std::function<void()>& f, const TimingOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < opt.warmup; ++i) f();
+  std::vector<double> per_call;
+  Timing t;
+  for (int r = 0; r < std::max(1, opt.rounds); ++r) {
+    int64_t calls = 0;
+    auto t0 = clock::now();
+    double elapsed = 0;
+    do {
+      f();
+      ++calls;
+      elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+    } while (elapsed < opt.min_round_seconds);
+    per_call.push_back(elapsed / static_cast<double>(calls) * 1e6);
+    t.calls += calls;
+  }
+  std::sort(per_call.begin(), per_call.end());
+  t.min_us = per_call.front();
+  t.median_us = per_call[per_call.size() / 2];
+  return t;
+}
+
+}  // namespace basin::codegen

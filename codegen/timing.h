@@ -1,0 +1,28 @@
+// Timing of kernels and of the peer: warm-up, then rounds that each repeat the call
+// until a minimum time has passed; min and median of the per-call time over rounds.
+// full() is BENCHMARKS.md's protocol (5 rounds of at least 200 ms); quick() is the
+// short adaptive one for candidates during tuning.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace basin::codegen {
+
+struct TimingOptions {
+  int warmup = 1;
+  int rounds = 5;
+  double min_round_seconds = 0.2;
+  static TimingOptions full() { return {1, 5, 0.2}; }
+  static TimingOptions quick() { return {1, 3, 0.01}; }
+};
+
+struct Timing {
+  double min_us = 0;
+  double median_us = 0;
+  int64_t calls = 0;  // timed calls in all rounds
+};
+
+Timing time_function(const std::function<void()>& f, const TimingOptions& opt = TimingOptions::full());
+
+}  // namespace basin::codegen

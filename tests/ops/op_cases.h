@@ -1,0 +1,137 @@
+// The operator cases shared by the tests: shapes compared against references (odd ones
+// included) and bad attributes that must be rejected.
+#pragma once
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace basin {
+
+struct Case {
+  std::string op;
+  std::string params;  // "K=V K=V ..."
+};
+
+inline std::map<std::string, std::string> parse(const std::string& s) {
+  std::map<std::string, std::string> m;
+  std::istringstream is(s);
+  std::string kv;
+  while (is >> kv) {
+    auto eq = kv.find('=');
+    m[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return m;
+}
+
+inline std::vector<Case> good_cases() {
+  std::vector<Case> c = {
+      {"dense", ""}, {"dense", "M=7 K=13 N=5"}, {"dense", "M=1 K=97 N=3"},
+      {"matmul", ""}, {"matmul", "M=5 K=1 N=7"}, {"matmul", "M=31 K=17 N=2"},
+      {"batch_matmul", ""}, {"batch_matmul", "B=3 M=5 K=7 N=1"}, {"batch_matmul", "B=1 M=13 K=3 N=11"},
+      {"conv1d", ""}, {"conv1d", "in_channels=6 width=23 out_channels=4 kernel=5 stride=2 padding=2 dilation=2 groups=2"},
+      {"conv1d", "kernel=1 padding=0"},
+      {"conv2d", ""}, {"conv2d", "in_channels=3 height=17 width=19 out_channels=5 kernel=7 stride=2 padding=3"},
+      {"conv2d", "kernel=3 dilation=2 padding=2"}, {"conv2d", "in_channels=8 out_channels=12 groups=4"},
+      {"conv2d", "in_channels=8 out_channels=8 groups=8 height=13 width=7"},
+      {"conv2d", "kernel=3,1 stride=2,1 padding=1,0"}, {"conv2d", "kernel=1 padding=0 stride=2 height=15 width=15"},
+      {"conv3d", ""}, {"conv3d", "in_channels=4 depth=5 height=6 width=7 out_channels=6 kernel=3 stride=2 padding=1 groups=2"},
+      {"conv3d", "kernel=1,2,3 padding=0"},
+      {"depthwise_conv2d", ""}, {"depthwise_conv2d", "channels=5 height=13 width=11 multiplier=2 stride=2"},
+      {"depthwise_conv2d", "kernel=5 padding=2"},
+      {"conv2d_transpose", ""}, {"conv2d_transpose", "stride=1 padding=0 output_padding=0"},
+      {"conv2d_transpose", "in_channels=4 out_channels=6 groups=2 stride=2 padding=0 output_padding=1 kernel=4"},
+      {"conv2d_transpose", "dilation=2 stride=3 output_padding=2 padding=2"},
+      {"max_pool2d", ""}, {"max_pool2d", "kernel=2 stride=2 padding=0 height=13 width=13"},
+      {"max_pool2d", "kernel=3 stride=1 padding=1 dilation=2"},
+      {"avg_pool2d", ""}, {"avg_pool2d", "count_include_pad=0"}, {"avg_pool2d", "kernel=2 stride=2 padding=0"},
+      {"avg_pool2d", "kernel=3,2 stride=1,2 padding=1,1 count_include_pad=0"},
+      {"global_avg_pool2d", ""}, {"global_avg_pool2d", "height=1 width=13 channels=3"},
+      {"global_max_pool2d", ""}, {"global_max_pool2d", "batch=2 channels=5 height=4 width=3"},
+      {"clip", "min=-0.5 max=0.5"}, {"leaky_relu", "alpha=0.2"},
+      {"batch_norm", ""}, {"batch_norm", "shape=3,7"}, {"batch_norm", "shape=1,3,4,5,6 epsilon=0.1"},
+      {"softmax", ""}, {"softmax", "axis=0"}, {"softmax", "shape=2,3,5,7 axis=1"}, {"softmax", "shape=1"},
+      {"log_softmax", ""}, {"log_softmax", "axis=0"}, {"log_softmax", "shape=2,3,5,7 axis=1"},
+      {"layer_norm", ""}, {"layer_norm", "axis=1"}, {"layer_norm", "shape=3,17 axis=0"},
+      {"rms_norm", ""}, {"rms_norm", "axis=1"}, {"rms_norm", "shape=5,31"},
+      {"reshape", ""}, {"reshape", "new_shape=-1"}, {"reshape", "shape=2,3,5 new_shape=5,1,6"},
+      {"transpose", ""}, {"transpose", "perm="}, {"transpose", "shape=2,3,4,5 perm=3,1,0,2"},
+      {"flatten", ""}, {"flatten", "start_dim=0"}, {"flatten", "start_dim=1 end_dim=2"},
+      {"concat", ""}, {"concat", "axis=0 sizes=1,2"}, {"concat", "shape=3,2,9 axis=-1 sizes=4,4,1,7"},
+      {"split", ""}, {"split", "shape=7,3 axis=0 sizes=3,4"}, {"split", "shape=2,2,9 axis=-1 sizes=1,1,7"},
+      {"slice", ""}, {"slice", "starts=0 ends=-1 steps="}, {"slice", "axes=2,0 starts=1,2 ends=4,7 steps=1,2"},
+      {"pad", ""}, {"pad", "mode=edge"}, {"pad", "mode=reflect pads=1,2,1,0,3,2"}, {"pad", "value=2.5 pads=0,0,1,0,0,0"},
+      {"gather", ""}, {"gather", "axis=0 indices_shape=11"}, {"gather", "axis=-1 indices_shape=3,1,2"},
+      {"embedding", ""}, {"embedding", "num_embeddings=7 dim=3 indices_shape=13"},
+      {"broadcast_to", ""}, {"broadcast_to", "shape=1 new_shape=4,5"}, {"broadcast_to", "shape=2,1,3 new_shape=2,7,3"},
+      {"squeeze", ""}, {"squeeze", "axes="}, {"squeeze", "axes=-1,1"},
+      {"unsqueeze", ""}, {"unsqueeze", "axes=-1"}, {"unsqueeze", "axes=0 shape=5"},
+      {"resize", ""}, {"resize", "align_corners=1"}, {"resize", "mode=nearest"},
+      {"resize", "mode=nearest out_height=10 out_width=14"}, {"resize", "out_height=3 out_width=4"},
+      {"resize", "mode=nearest out_height=2 out_width=3 height=7 width=11"},
+      {"sum", ""}, {"mean", ""}, {"max", ""}, {"min", ""},
+  };
+  for (const char* op : {"sum", "mean", "max", "min"}) {
+    c.push_back({op, "axes="});
+    c.push_back({op, "axes=0,2 keepdims=1"});
+    c.push_back({op, "shape=4,9 axes=-1"});
+  }
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"}) {
+    c.push_back({op, ""});
+    c.push_back({op, "a_shape=5,7 b_shape=5,7"});
+    c.push_back({op, "a_shape=1 b_shape=4,1,3"});
+  }
+  for (const char* op : {"relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish",
+                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs"}) {
+    c.push_back({op, ""});
+    c.push_back({op, "shape=97"});
+    c.push_back({op, "shape=2,1,3,5"});
+  }
+  return c;
+}
+
+struct BadCase {
+  std::string op;
+  std::string params;
+  std::string attr;  // the attribute the error must name
+};
+
+inline std::vector<BadCase> bad_cases() {
+  std::vector<BadCase> c = {
+      {"dense", "M=0", "M"}, {"dense", "M=abc", "M"}, {"dense", "foo=1", "foo"},
+      {"matmul", "K=-3", "K"}, {"batch_matmul", "B=0", "B"},
+      {"conv1d", "groups=3", "groups"}, {"conv2d", "stride=0", "stride"}, {"conv2d", "kernel=20", "kernel"},
+      {"conv2d", "dilation=0", "dilation"}, {"conv2d", "padding=-1", "padding"}, {"conv2d", "kernel=3,3,3", "kernel"},
+      {"conv2d", "out_channels=10 groups=4 in_channels=8", "groups"},
+      {"conv3d", "kernel=12", "kernel"}, {"depthwise_conv2d", "multiplier=0", "multiplier"},
+      {"conv2d_transpose", "output_padding=2 stride=2", "output_padding"}, {"conv2d_transpose", "groups=3", "groups"},
+      {"max_pool2d", "padding=2", "padding"}, {"max_pool2d", "kernel=0", "kernel"},
+      {"avg_pool2d", "count_include_pad=2", "count_include_pad"}, {"avg_pool2d", "stride=0", "stride"},
+      {"global_avg_pool2d", "height=0", "height"}, {"global_max_pool2d", "channels=-1", "channels"},
+      {"clip", "min=2 max=1", "min"}, {"leaky_relu", "alpha=nan", "alpha"},
+      {"batch_norm", "epsilon=0", "epsilon"}, {"batch_norm", "shape=5", "shape"},
+      {"softmax", "axis=5", "axis"}, {"log_softmax", "axis=-3", "axis"},
+      {"layer_norm", "epsilon=-1", "epsilon"}, {"rms_norm", "axis=3", "axis"},
+      {"reshape", "new_shape=7,-1", "new_shape"}, {"reshape", "new_shape=-1,-1", "new_shape"},
+      {"transpose", "perm=0,0,1", "perm"}, {"flatten", "start_dim=2 end_dim=1", "end_dim"},
+      {"concat", "sizes=3,0", "sizes"}, {"concat", "axis=4", "axis"}, {"split", "sizes=2,2", "sizes"},
+      {"slice", "steps=-1,1", "steps"}, {"slice", "starts=1 ends=2,3 steps=", "ends"},
+      {"pad", "mode=wrap", "mode"}, {"pad", "pads=1,2", "pads"}, {"pad", "mode=reflect pads=3,0,0,0,0,0", "pads"},
+      {"gather", "axis=3", "axis"}, {"embedding", "num_embeddings=0", "num_embeddings"},
+      {"broadcast_to", "new_shape=4", "new_shape"}, {"squeeze", "axes=0", "axes"}, {"unsqueeze", "axes=5", "axes"},
+      {"resize", "mode=cubic", "mode"}, {"resize", "mode=nearest align_corners=1", "align_corners"},
+  };
+  for (const char* op : {"sum", "mean", "max", "min"}) {
+    c.push_back({op, "axes=0,0", "axes"});
+    c.push_back({op, "keepdims=2", "keepdims"});
+  }
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
+    c.push_back({op, "a_shape=2,3 b_shape=4", "shape"});
+  for (const char* op : {"relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish",
+                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs"})
+    c.push_back({op, "shape=3,0", "shape"});
+  return c;
+}
+
+}  // namespace basin
