@@ -1,7 +1,15 @@
 // Loop IR to LLVM IR. Loops become header/body/latch blocks with a phi for the
 // induction variable; Select and short-circuit logic whose operands could fault
-// (loads, integer division) become branches, as the IR's lazy semantics require;
-// everything else maps one to one.
+// (loads, integer division) become branches, as the IR's lazy semantics require.
+//
+// Loop kinds: an unrolled loop with a constant extent is emitted once per iteration; a
+// vectorized loop with a constant extent L is emitted once, its variable an L-lane
+// vector: values that depend on it are vectors, loads and stores with a unit stride in
+// it become vector loads and stores, other strides gathers and scatters, and a load
+// under a lane-varying condition is masked so that no disabled lane touches memory. A
+// parallel loop is outlined into a function over a chunk of its range and handed to
+// the runtime thread pool (cpu_runtime.h) with its captured values in a context array;
+// the outlined body takes its buffers as noalias arguments, as the kernel body does.
 #include "codegen/llvm_emit.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -9,8 +17,10 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <optional>
 #include <unordered_map>
 
+#include "core/expr/analyzer.h"
 #include "core/util/error.h"
 
 namespace basin::codegen {
@@ -72,16 +82,52 @@ class Emitter {
 
  private:
   llvm::Type* reg_type(DType t) {
-    BASIN_CHECK(t.is_scalar()) << "vector types reach the LLVM backend with the CPU sketches";
+    BASIN_CHECK(t.is_scalar()) << "vector dtypes are not used in loop IR";
     if (t.is_bool()) return b_.getInt1Ty();
     if (t.is_float()) return t.bits == 32 ? b_.getFloatTy() : b_.getDoubleTy();
     return b_.getIntNTy(t.bits);
   }
   llvm::Type* mem_type(DType t) { return t.is_bool() ? b_.getInt8Ty() : reg_type(t); }
+  // The register type of t, as a vector when `like` is one.
+  llvm::Type* type_like(DType t, llvm::Value* like) {
+    llvm::Type* ty = reg_type(t);
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like->getType()))
+      return llvm::FixedVectorType::get(ty, vt->getNumElements());
+    return ty;
+  }
+  static bool is_vector(llvm::Value* v) { return v->getType()->isVectorTy(); }
+  llvm::Value* splat(llvm::Value* v) {
+    return is_vector(v) ? v : b_.CreateVectorSplat(static_cast<unsigned>(vec_->lanes), v);
+  }
+  // Makes both operands vectors if either is.
+  void unify(llvm::Value*& x, llvm::Value*& y) {
+    if (is_vector(x) != is_vector(y)) {
+      x = splat(x);
+      y = splat(y);
+    }
+  }
+  llvm::Value* all_lanes() { return llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), vec_->lanes)); }
 
   llvm::Value* index64(const Expr& e) {
     llvm::Value* v = expr(e);
-    return v->getType() == b_.getInt64Ty() ? v : b_.CreateSExt(v, b_.getInt64Ty());
+    llvm::Type* i64 = b_.getInt64Ty();
+    if (is_vector(v)) {
+      auto* vt = llvm::cast<llvm::FixedVectorType>(v->getType());
+      i64 = llvm::FixedVectorType::get(i64, vt->getNumElements());
+    }
+    return v->getType() == i64 ? v : b_.CreateSExt(v, i64);
+  }
+  llvm::Value* scalar_index64(const Expr& e, const char* what) {
+    llvm::Value* v = index64(e);
+    if (is_vector(v)) throw InternalError(std::string(what) + " varies across the lanes of a vectorized loop: " + to_string(e));
+    return v;
+  }
+
+  // True if index e advances by exactly one element per lane of the vectorized loop.
+  bool unit_stride(const Expr& e) {
+    VarMap next{{vec_->var.id(), vec_->var + Expr(int64_t{1})}};
+    int64_t d = 0;
+    return is_const_int(simplify(substitute(e, next) - e), &d) && d == 1;
   }
 
   llvm::Value* flat_index(const Buffer& buf, const std::vector<Expr>& idx) {
@@ -92,10 +138,78 @@ class Emitter {
     return index64(flat);
   }
 
-  llvm::Value* address(const Buffer& buf, const std::vector<Expr>& idx) {
+  llvm::Value* buffer_ptr(const Buffer& buf) {
     auto it = bufs_.find(buf.get());
     BASIN_CHECK(it != bufs_.end()) << "buffer " << buf->name << " is neither a parameter nor allocated";
-    return b_.CreateInBoundsGEP(mem_type(buf->dtype), it->second, flat_index(buf, idx));
+    return it->second;
+  }
+  llvm::Value* address(const Buffer& buf, const std::vector<Expr>& idx) {
+    return b_.CreateInBoundsGEP(mem_type(buf->dtype), buffer_ptr(buf), flat_index(buf, idx));
+  }
+  Expr flat_expr(const Buffer& buf, const std::vector<Expr>& idx) {
+    if (idx.empty()) return Expr(int64_t{0});
+    Expr flat = idx[0];
+    for (size_t i = 1; i < idx.size(); ++i) flat = flat * buf->shape[i] + idx[i];
+    return flat;
+  }
+
+  // A load inside a vectorized loop: a vector load, a gather, or a scalar load; masked
+  // by the lanes enabled where it sits.
+  llvm::Value* vector_load(const ExprNode& n) {
+    llvm::Type* elem = mem_type(n.dtype);
+    Expr flat = flat_expr(n.buffer, n.args);
+    llvm::Value* idx = index64(flat);
+    llvm::Value* v;
+    if (!is_vector(idx)) {
+      llvm::Value* p = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx);
+      if (!mask_) {
+        v = b_.CreateLoad(elem, p);
+      } else {  // loaded only if some lane needs it
+        llvm::Value* any = b_.CreateOrReduce(mask_);
+        v = branch(any, [&] { return static_cast<llvm::Value*>(b_.CreateLoad(elem, p)); },
+                   [&] { return static_cast<llvm::Value*>(llvm::Constant::getNullValue(elem)); }, "mload");
+      }
+    } else {
+      auto* vty = llvm::FixedVectorType::get(elem, vec_->lanes);
+      llvm::Value* zero = llvm::Constant::getNullValue(vty);
+      llvm::Align align(n.dtype.bytes());
+      if (unit_stride(flat)) {
+        llvm::Value* p = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), b_.CreateExtractElement(idx, uint64_t{0}));
+        v = mask_ ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vty, p, align, mask_, zero))
+                  : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vty, p, align));
+      } else {
+        llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx);
+        v = b_.CreateMaskedGather(vty, ptrs, align, mask_ ? mask_ : all_lanes(), zero);
+      }
+    }
+    return n.dtype.is_bool() ? b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType())) : v;
+  }
+
+  void vector_store(const StmtNode& n) {
+    Expr flat = flat_expr(n.buffer, n.indices);
+    llvm::Value* idx = index64(flat);
+    llvm::Value* v = expr(n.value);
+    if (n.buffer->dtype.is_bool()) {
+      llvm::Type* i8 = b_.getInt8Ty();
+      if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) i8 = llvm::FixedVectorType::get(i8, vt->getNumElements());
+      v = b_.CreateZExt(v, i8);
+    }
+    llvm::Type* elem = mem_type(n.buffer->dtype);
+    if (!is_vector(idx)) {
+      if (is_vector(v))
+        throw InternalError("a store to '" + n.buffer->name + "' at one address takes a value that varies across "
+                            "the lanes of a vectorized loop");
+      b_.CreateStore(v, b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx));
+      return;
+    }
+    v = splat(v);
+    llvm::Align align(n.buffer->dtype.bytes());
+    if (unit_stride(flat)) {
+      llvm::Value* p = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), b_.CreateExtractElement(idx, uint64_t{0}));
+      b_.CreateAlignedStore(v, p, align);
+    } else {
+      b_.CreateMaskedScatter(v, b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx), align, all_lanes());
+    }
   }
 
   // A value computed on one of two paths, joined by a phi.
@@ -120,20 +234,32 @@ class Emitter {
     return phi;
   }
 
-  llvm::Value* math(MathFn f, DType t, const std::vector<llvm::Value*>& a) {
-    llvm::Type* ty = reg_type(t);
+  llvm::Value* math(MathFn f, DType t, std::vector<llvm::Value*> a) {
+    bool vec = false;
+    for (llvm::Value* x : a) vec |= is_vector(x);
+    if (vec)
+      for (llvm::Value*& x : a) x = splat(x);
+    llvm::Type* ty = type_like(t, a[0]);
     auto intrinsic = [&](llvm::Intrinsic::ID id) {
       return b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, id, {ty}), a);
     };
-    auto libm = [&](const char* name) {
+    auto libm = [&](const char* name) -> llvm::Value* {
       std::string n = t.bits == 32 ? std::string(name) + "f" : name;
-      std::vector<llvm::Type*> types(a.size(), ty);
-      llvm::FunctionCallee c = mod_.getOrInsertFunction(n, llvm::FunctionType::get(ty, types, false));
+      llvm::Type* sty = reg_type(t);
+      std::vector<llvm::Type*> types(a.size(), sty);
+      llvm::FunctionCallee c = mod_.getOrInsertFunction(n, llvm::FunctionType::get(sty, types, false));
       if (auto* fn = llvm::dyn_cast<llvm::Function>(c.getCallee())) {
         fn->setDoesNotThrow();
         fn->setDoesNotAccessMemory();
       }
-      return b_.CreateCall(c, a);
+      if (!vec) return b_.CreateCall(c, a);
+      llvm::Value* out = llvm::UndefValue::get(ty);  // one call per lane
+      for (int l = 0; l < vec_->lanes; ++l) {
+        std::vector<llvm::Value*> lane;
+        for (llvm::Value* x : a) lane.push_back(b_.CreateExtractElement(x, uint64_t(l)));
+        out = b_.CreateInsertElement(out, b_.CreateCall(c, lane), uint64_t(l));
+      }
+      return out;
     };
     llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
     switch (f) {
@@ -221,7 +347,7 @@ class Emitter {
   }
 
   llvm::Value* cast(DType to, DType from, llvm::Value* v) {
-    llvm::Type* ty = reg_type(to);
+    llvm::Type* ty = type_like(to, v);
     if (to == from) return v;
     if (to.is_bool()) {
       return from.is_float() ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
@@ -256,6 +382,7 @@ class Emitter {
       case ExprKind::Max: {
         llvm::Value* x = expr(n.args[0]);
         llvm::Value* y = expr(n.args[1]);
+        unify(x, y);
         return n.dtype.is_float() ? float_binary(n.kind, x, y) : int_binary(n.kind, x, y);
       }
       case ExprKind::EQ:
@@ -266,26 +393,46 @@ class Emitter {
       case ExprKind::GE: {
         llvm::Value* x = expr(n.args[0]);
         llvm::Value* y = expr(n.args[1]);
+        unify(x, y);
         return compare(n.kind, n.args[0].dtype(), x, y);
       }
       case ExprKind::And:
       case ExprKind::Or: {
         bool is_and = n.kind == ExprKind::And;
         llvm::Value* x = expr(n.args[0]);
-        if (!may_fault(n.args[1])) {
-          llvm::Value* y = expr(n.args[1]);
+        const Expr& rhs = n.args[1];
+        if (!may_fault(rhs)) {
+          llvm::Value* y = expr(rhs);
+          unify(x, y);
           return is_and ? b_.CreateAnd(x, y) : b_.CreateOr(x, y);
         }
-        const Expr& rhs = n.args[1];
-        if (is_and) return branch(x, [&] { return expr(rhs); }, [&] { return b_.getFalse(); }, "and");
-        return branch(x, [&] { return b_.getTrue(); }, [&] { return expr(rhs); }, "or");
+        if (is_vector(x)) {  // the right side runs only on the lanes that need it
+          llvm::Value* y = masked(is_and ? x : b_.CreateNot(x), [&] { return expr(rhs); });
+          unify(x, y);
+          return is_and ? b_.CreateAnd(x, y) : b_.CreateOr(x, y);
+        }
+        llvm::Type* bty = nullptr;
+        auto rhs_fn = [&] {
+          llvm::Value* y = expr(rhs);
+          bty = y->getType();
+          return y;
+        };
+        if (is_and) return branch_typed(x, rhs_fn, [&](llvm::Type* t) { return llvm::ConstantInt::getFalse(t); }, "and");
+        return branch_typed(b_.CreateNot(x), rhs_fn, [&](llvm::Type* t) { return llvm::ConstantInt::getTrue(t); }, "or");
       }
       case ExprKind::Not: return b_.CreateNot(expr(n.args[0]));
       case ExprKind::Select: {
         llvm::Value* c = expr(n.args[0]);
-        if (!may_fault(n.args[1]) && !may_fault(n.args[2])) {
+        bool faults = may_fault(n.args[1]) || may_fault(n.args[2]);
+        if (is_vector(c)) {
+          llvm::Value* t = faults ? masked(c, [&] { return expr(n.args[1]); }) : expr(n.args[1]);
+          llvm::Value* f = faults ? masked(b_.CreateNot(c), [&] { return expr(n.args[2]); }) : expr(n.args[2]);
+          return b_.CreateSelect(c, splat(t), splat(f));
+        }
+        if (!faults) {
           llvm::Value* t = expr(n.args[1]);
           llvm::Value* f = expr(n.args[2]);
+          unify(t, f);
           return b_.CreateSelect(c, t, f);
         }
         return branch(c, [&] { return expr(n.args[1]); }, [&] { return expr(n.args[2]); }, "select");
@@ -297,6 +444,7 @@ class Emitter {
         return math(n.fn, n.dtype, a);
       }
       case ExprKind::Load: {
+        if (vec_) return vector_load(n);
         llvm::Value* v = b_.CreateLoad(mem_type(n.dtype), address(n.buffer, n.args));
         return n.dtype.is_bool() ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
       }
@@ -304,9 +452,34 @@ class Emitter {
     return nullptr;
   }
 
-  void loop(const StmtNode& n) {
-    llvm::Value* lo = index64(n.min);
-    llvm::Value* hi = b_.CreateAdd(lo, index64(n.extent), n.var.name() + ".end");
+  // Evaluates f with only the lanes of `cond` (and of the enclosing mask) enabled.
+  template <typename F>
+  llvm::Value* masked(llvm::Value* cond, F f) {
+    llvm::Value* saved = mask_;
+    mask_ = mask_ ? b_.CreateAnd(mask_, cond) : cond;
+    llvm::Value* v = f();
+    mask_ = saved;
+    return v;
+  }
+
+  // Like branch(), when the else value is a constant of the then value's type.
+  template <typename T, typename F>
+  llvm::Value* branch_typed(llvm::Value* cond, T then_fn, F else_const, const char* name) {
+    llvm::Type* ty = nullptr;
+    return branch(cond, [&] {
+      llvm::Value* v = then_fn();
+      ty = v->getType();
+      return v;
+    }, [&] { return static_cast<llvm::Value*>(else_const(ty)); }, name);
+  }
+
+  // The variable of a loop iteration, in the variable's own type.
+  llvm::Value* as_var_type(const Var& v, llvm::Value* iv64) {
+    if (v.dtype() == DType::i64()) return iv64;
+    return b_.CreateTrunc(iv64, type_like(v.dtype(), iv64));
+  }
+
+  void serial_loop(const StmtNode& n, llvm::Value* lo, llvm::Value* hi) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, n.var.name() + ".header", fn_);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, n.var.name() + ".body", fn_);
@@ -317,9 +490,7 @@ class Emitter {
     iv->addIncoming(lo, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body, exit);
     b_.SetInsertPoint(body);
-    llvm::Value* as_type = n.var.dtype() == DType::i64() ? static_cast<llvm::Value*>(iv)
-                                                         : b_.CreateTrunc(iv, reg_type(n.var.dtype()));
-    vars_[n.var.id()] = as_type;
+    vars_[n.var.id()] = as_var_type(n.var, iv);
     stmt(n.body[0]);
     vars_.erase(n.var.id());
     llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
@@ -328,7 +499,134 @@ class Emitter {
     b_.SetInsertPoint(exit);
   }
 
+  void loop(const StmtNode& n) {
+    int64_t extent = -1;
+    bool const_extent = is_const_int(n.extent, &extent);
+    if (n.for_kind == ForKind::Unrolled && const_extent) {
+      llvm::Value* lo = scalar_index64(n.min, "a loop bound");
+      for (int64_t i = 0; i < extent; ++i) {
+        vars_[n.var.id()] = as_var_type(n.var, b_.CreateAdd(lo, b_.getInt64(i)));
+        stmt(n.body[0]);
+      }
+      vars_.erase(n.var.id());
+      return;
+    }
+    if (n.for_kind == ForKind::Vectorized && const_extent && !vec_ && extent >= 1) {
+      llvm::Value* lo = scalar_index64(n.min, "a loop bound");
+      if (extent == 1) {
+        vars_[n.var.id()] = as_var_type(n.var, lo);
+      } else {
+        std::vector<llvm::Constant*> steps;
+        for (int64_t i = 0; i < extent; ++i) steps.push_back(b_.getInt64(i));
+        vec_ = VecLoop{n.var, static_cast<int>(extent)};
+        llvm::Value* lanes = b_.CreateAdd(splat(lo), llvm::ConstantVector::get(steps), n.var.name());
+        vars_[n.var.id()] = as_var_type(n.var, lanes);
+      }
+      stmt(n.body[0]);
+      vec_.reset();
+      vars_.erase(n.var.id());
+      return;
+    }
+    if (n.for_kind == ForKind::Parallel && !vec_ && !in_parallel_) {
+      parallel_loop(n);
+      return;
+    }
+    llvm::Value* lo = scalar_index64(n.min, "a loop bound");
+    llvm::Value* hi = b_.CreateAdd(lo, scalar_index64(n.extent, "a loop extent"), n.var.name() + ".end");
+    serial_loop(n, lo, hi);
+  }
+
+  // Outlines a parallel loop: body(ctx, begin, end) unpacks the captured values and
+  // calls an always-inlined function that takes them as arguments (buffers noalias).
+  void parallel_loop(const StmtNode& n) {
+    llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
+    llvm::Type* i64 = b_.getInt64Ty();
+    std::vector<std::pair<int64_t, llvm::Value*>> cvars(vars_.begin(), vars_.end());
+    std::vector<std::pair<const BufferNode*, llvm::Value*>> cbufs(bufs_.begin(), bufs_.end());
+    std::vector<llvm::Type*> var_types;
+    for (auto& [id, v] : cvars) var_types.push_back(v->getType());
+    size_t slots = cvars.size() + cbufs.size();
+
+    // At the call site: the context array, the extent, the runtime call.
+    llvm::Value* ctx_arr;
+    {
+      llvm::IRBuilder<> eb(entry_block_, entry_block_->begin());
+      ctx_arr = eb.CreateAlloca(i64, eb.getInt64(static_cast<int64_t>(std::max<size_t>(1, slots))), "par.ctx");
+    }
+    size_t slot = 0;
+    for (auto& [id, v] : cvars)
+      b_.CreateStore(v->getType() == i64 ? v : b_.CreateSExt(v, i64), b_.CreateConstInBoundsGEP1_64(i64, ctx_arr, slot++));
+    for (auto& [buf, p] : cbufs) b_.CreateStore(p, b_.CreateConstInBoundsGEP1_64(i64, ctx_arr, slot++));
+    llvm::Value* extent = scalar_index64(n.extent, "a parallel extent");
+
+    // The inner function: (bufs..., vars..., begin, end).
+    std::vector<llvm::Type*> inner_args(cbufs.size(), ptr);
+    for (size_t i = 0; i < cvars.size(); ++i) inner_args.push_back(i64);
+    inner_args.push_back(i64);
+    inner_args.push_back(i64);
+    std::string base = fn_->getName().str() + "_par" + std::to_string(++outlined_);
+    auto* inner = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), inner_args, false),
+                                         llvm::Function::InternalLinkage, base + "_body", mod_);
+    inner->addFnAttr(llvm::Attribute::AlwaysInline);
+    inner->addFnAttr(llvm::Attribute::NoUnwind);
+    for (size_t i = 0; i < cbufs.size(); ++i) inner->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+
+    // The outlined entry: (ctx, begin, end).
+    auto* outer = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64}, false),
+                                         llvm::Function::InternalLinkage, base, mod_);
+    outer->addFnAttr(llvm::Attribute::NoUnwind);
+
+    llvm::IRBuilderBase::InsertPoint saved_ip = b_.saveIP();
+    llvm::Function* saved_fn = fn_;
+    llvm::BasicBlock* saved_entry = entry_block_;
+    auto saved_vars = vars_;
+    auto saved_bufs = bufs_;
+
+    {  // outer: unpack and call
+      b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
+      std::vector<llvm::Value*> args(cbufs.size() + cvars.size());
+      size_t s2 = 0;
+      for (size_t i = 0; i < cvars.size(); ++i)
+        args[cbufs.size() + i] = b_.CreateLoad(i64, b_.CreateConstInBoundsGEP1_64(i64, outer->getArg(0), s2++));
+      for (size_t i = 0; i < cbufs.size(); ++i)
+        args[i] = b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(i64, outer->getArg(0), s2++));
+      args.push_back(outer->getArg(1));
+      args.push_back(outer->getArg(2));
+      b_.CreateCall(inner, args);
+      b_.CreateRetVoid();
+    }
+    {  // inner: the loop over [begin, end)
+      fn_ = inner;
+      entry_block_ = llvm::BasicBlock::Create(ctx_, "entry", inner);
+      b_.SetInsertPoint(entry_block_);
+      vars_.clear();
+      bufs_.clear();
+      for (size_t i = 0; i < cbufs.size(); ++i) bufs_[cbufs[i].first] = inner->getArg(static_cast<unsigned>(i));
+      for (size_t i = 0; i < cvars.size(); ++i) {
+        llvm::Value* v = inner->getArg(static_cast<unsigned>(cbufs.size() + i));
+        vars_[cvars[i].first] = var_types[i] == i64 ? v : b_.CreateTrunc(v, var_types[i]);
+      }
+      llvm::Value* begin = inner->getArg(static_cast<unsigned>(inner_args.size() - 2));
+      llvm::Value* end = inner->getArg(static_cast<unsigned>(inner_args.size() - 1));
+      llvm::Value* lo = scalar_index64(n.min, "a loop bound");
+      in_parallel_ = true;
+      serial_loop(n, b_.CreateAdd(lo, begin), b_.CreateAdd(lo, end));
+      in_parallel_ = false;
+      b_.CreateRetVoid();
+    }
+
+    fn_ = saved_fn;
+    entry_block_ = saved_entry;
+    vars_ = std::move(saved_vars);
+    bufs_ = std::move(saved_bufs);
+    b_.restoreIP(saved_ip);
+    llvm::FunctionCallee rt = mod_.getOrInsertFunction(
+        "basin_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64}, false));
+    b_.CreateCall(rt, {outer, ctx_arr, extent});
+  }
+
   void allocate(const StmtNode& n) {
+    if (vec_) throw InternalError("an allocation of '" + n.buffer->name + "' inside a vectorized loop");
     const Buffer& buf = n.buffer;
     llvm::Value* count = b_.getInt64(1);
     int64_t const_count = 1;
@@ -337,11 +635,11 @@ class Emitter {
       int64_t v;
       if (is_const_int(e, &v)) const_count *= v;
       else constant = false;
-      count = b_.CreateMul(count, index64(e));
+      count = b_.CreateMul(count, scalar_index64(e, "a buffer extent"));
     }
     int64_t bytes = const_count * buf->dtype.bytes();
     llvm::Type* elem = mem_type(buf->dtype);
-    if (buf->scope != MemScope::Global && constant && bytes <= 64 * 1024) {
+    if (buf->scope != MemScope::Global && constant && bytes <= 256 * 1024) {
       // Small local buffers live on the stack, allocated once in the entry block.
       llvm::IRBuilder<> eb(entry_block_, entry_block_->begin());
       llvm::AllocaInst* a = eb.CreateAlloca(elem, eb.getInt64(const_count), buf->name);
@@ -370,6 +668,10 @@ class Emitter {
       case StmtKind::For: loop(n); return;
       case StmtKind::Allocate: allocate(n); return;
       case StmtKind::Store: {
+        if (vec_) {
+          vector_store(n);
+          return;
+        }
         llvm::Value* v = expr(n.value);
         if (n.buffer->dtype.is_bool()) v = b_.CreateZExt(v, b_.getInt8Ty());
         b_.CreateStore(v, address(n.buffer, n.indices));
@@ -377,6 +679,7 @@ class Emitter {
       }
       case StmtKind::IfThenElse: {
         llvm::Value* c = expr(n.cond);
+        if (is_vector(c)) throw InternalError("a branch on a condition that varies across a vectorized loop: " + to_string(n.cond));
         llvm::BasicBlock* tb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
         llvm::BasicBlock* eb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
         llvm::BasicBlock* mb = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
@@ -398,6 +701,11 @@ class Emitter {
     }
   }
 
+  struct VecLoop {
+    Var var;
+    int lanes;
+  };
+
   llvm::LLVMContext& ctx_;
   llvm::Module& mod_;
   llvm::IRBuilder<> b_;
@@ -405,6 +713,10 @@ class Emitter {
   llvm::BasicBlock* entry_block_ = nullptr;
   std::unordered_map<int64_t, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> bufs_;
+  std::optional<VecLoop> vec_;     // the vectorized loop being emitted
+  llvm::Value* mask_ = nullptr;    // lanes enabled where a vector load sits (null: all)
+  bool in_parallel_ = false;       // inside an outlined parallel body
+  int outlined_ = 0;
 };
 
 }  // namespace

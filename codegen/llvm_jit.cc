@@ -2,6 +2,7 @@
 // target machine (so that vectorization sees AVX-512), then ORC LLJIT. Each kernel owns
 // its JIT, so kernels are independent and freed with their object.
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "codegen/cpu_runtime.h"
 #include "codegen/llvm_emit.h"
 #include "core/util/error.h"
 
@@ -123,6 +125,13 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
   impl->jit->getMainJITDylib().addGenerator(take(
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(impl->jit->getDataLayout().getGlobalPrefix()),
       "process symbols"));
+  // The runtime the kernels call, by address (the binary need not export it).
+  llvm::orc::MangleAndInterner mangle(impl->jit->getExecutionSession(), impl->jit->getDataLayout());
+  llvm::orc::SymbolMap runtime;
+  runtime[mangle("basin_parallel_for")] = llvm::JITEvaluatedSymbol::fromPointer(
+      &basin_parallel_for, llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  if (llvm::Error e = impl->jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(runtime))))
+    fail("defining the runtime symbols", std::move(e));
   if (llvm::Error e = impl->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
     fail("adding the module", std::move(e));
   llvm::orc::ExecutorAddr addr = take(impl->jit->lookup(entry), "looking up the kernel");

@@ -62,8 +62,10 @@ struct StmtSimplifier {
         return b.defined() ? (b.same_as(n.body[0]) ? s : make_allocate(n.buffer, b)) : Stmt();
       }
       case StmtKind::Pragma: {
+        Expr v = an.simplify(n.pragma_value);
         Stmt b = visit(n.body[0]);
-        return b.defined() ? (b.same_as(n.body[0]) ? s : make_pragma(n.key, n.pragma_value, b)) : Stmt();
+        if (!b.defined()) return Stmt();
+        return b.same_as(n.body[0]) && v.same_as(n.pragma_value) ? s : make_pragma(n.key, v, b);
       }
       case StmtKind::Barrier: return s;
     }

@@ -107,8 +107,9 @@ Stmt make_seq(std::vector<Stmt> items) {
 
 Stmt make_barrier() { return finish(node(StmtKind::Barrier)); }
 
-Stmt make_pragma(std::string key, int64_t value, Stmt body) {
+Stmt make_pragma(std::string key, Expr value, Stmt body) {
   BASIN_CHECK(body.defined()) << "Pragma without a body";
+  BASIN_CHECK(value.defined() && value.dtype().is_int()) << "Pragma " << key << " needs an integer value";
   auto n = node(StmtKind::Pragma);
   n->key = std::move(key);
   n->pragma_value = value;
@@ -166,8 +167,9 @@ Stmt rewrite_stmt(const Stmt& s, const std::function<Expr(const Expr&)>& expr_fn
     }
     case StmtKind::Barrier: break;
     case StmtKind::Pragma: {
+      Expr v = ex(n.pragma_value);
       Stmt b = sub(n.body[0]);
-      if (changed) out = make_pragma(n.key, n.pragma_value, b);
+      if (changed) out = make_pragma(n.key, v, b);
       break;
     }
   }
@@ -211,7 +213,7 @@ bool equal_rec(const Stmt& a, const Stmt& b, std::unordered_map<int64_t, int64_t
       if (!eq(x.cond, y.cond)) return false;
       break;
     case StmtKind::Pragma:
-      if (x.key != y.key || x.pragma_value != y.pragma_value) return false;
+      if (x.key != y.key || !eq(x.pragma_value, y.pragma_value)) return false;
       break;
     default: break;
   }

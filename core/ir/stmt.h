@@ -12,7 +12,8 @@
 // - Store writes value at a flat (or, before flattening, multi-dimensional) index;
 //   every access must be in bounds.
 // - Barrier synchronizes the threads of a GPU block.
-// - Pragma attaches a key/value hint (e.g. "unroll_max_step") to its body.
+// - Pragma attaches a key/value hint (e.g. "auto_unroll_max_step") to its body; the
+//   value is an integer expression, constant once knobs have values.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 
@@ -87,7 +88,7 @@ struct StmtNode {
   Expr cond;
   // Pragma
   std::string key;
-  int64_t pragma_value = 0;
+  Expr pragma_value;  // an integer expression (a knob variable in symbolic lowering)
   // For/Allocate/Pragma: {body}; IfThenElse: {then} or {then, else}; Seq: the items
   std::vector<Stmt> body;
 };
@@ -99,7 +100,7 @@ Stmt make_if(Expr cond, Stmt then_case, Stmt else_case = Stmt());
 // Flattens nested sequences; a sequence of one statement is that statement.
 Stmt make_seq(std::vector<Stmt> items);
 Stmt make_barrier();
-Stmt make_pragma(std::string key, int64_t value, Stmt body);
+Stmt make_pragma(std::string key, Expr value, Stmt body);
 
 // A lowered kernel: buffers in argument order (inputs, then outputs) and its body.
 struct LoweredFunc {

@@ -1,0 +1,20 @@
+// The runtime that compiled CPU kernels call: a persistent thread pool for parallel
+// loops. The LLVM backend outlines the body of a parallel loop into a function
+// `body(ctx, begin, end)` and calls basin_parallel_for, which splits [0, extent) into
+// one contiguous chunk per thread (the caller runs the first) and returns when all are
+// done. A parallel loop reached from inside another one runs serially on its thread.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+typedef void (*basin_parallel_body)(void* ctx, int64_t begin, int64_t end);
+void basin_parallel_for(basin_parallel_body body, void* ctx, int64_t extent);
+}
+
+namespace basin::codegen {
+
+// Threads that parallel loops use: BASIN_NUM_THREADS if set, else the hardware's.
+int runtime_threads();
+
+}  // namespace basin::codegen

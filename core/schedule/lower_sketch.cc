@@ -1,0 +1,393 @@
+// The two CPU lowerings (anchor, generic) and the pipeline after them. The loop
+// structures are documented on Sketch (sketch.h) and in docs/schedules.md.
+#include "core/schedule/lower_sketch.h"
+
+#include <unordered_map>
+
+#include "core/expr/analyzer.h"
+#include "core/ir/flatten_buffers.h"
+#include "core/ir/mark_unrolled.h"
+#include "core/ir/simplify_stmt.h"
+#include "core/ir/verify.h"
+#include "core/schedule/task_analysis.h"
+#include "core/util/error.h"
+
+namespace basin::sched {
+
+namespace {
+
+const char* kUnrollPragma = "auto_unroll_max_step";
+
+Stmt loop(const Var& v, const Expr& extent, Stmt body, ForKind kind = ForKind::Serial) {
+  return make_for(v, Expr(int64_t{0}), extent, kind, std::move(body));
+}
+
+// Buffer extents are simplified when built: constants for a concrete program.
+std::vector<Expr> simplified(std::vector<Expr> shape) {
+  for (Expr& e : shape) e = simplify(e);
+  return shape;
+}
+
+Expr product(const std::vector<Expr>& v) {
+  Expr p(int64_t{1});
+  for (const Expr& e : v) p = p * e;
+  return p;
+}
+
+// Decomposes a fused loop variable into per-axis indices (row-major, first axis outermost).
+std::vector<Expr> unfuse(const Var& p, const std::vector<Expr>& extents) {
+  std::vector<Expr> idx(extents.size());
+  Expr stride(int64_t{1});
+  for (size_t i = extents.size(); i-- > 0;) {
+    idx[i] = i == 0 ? floordiv(Expr(p), stride) : floormod(floordiv(Expr(p), stride), extents[i]);
+    stride = stride * extents[i];
+  }
+  return idx;
+}
+
+// Replaces every load of `from` by a load of `to` at indices map(old indices).
+Expr retarget_loads(const Expr& e, const BufferNode* from, const Buffer& to,
+                    const std::function<std::vector<Expr>(const std::vector<Expr>&)>& map) {
+  return rewrite_post_order(e, [&](const Expr& x) -> Expr {
+    if (x.kind() != ExprKind::Load || x->buffer.get() != from) return Expr();
+    return load(to, map(x->args));
+  });
+}
+
+// ---- the anchor rule ----
+
+struct Tiles {
+  Expr f[4];  // f[0]: outermost extent
+  Var v[4];   // v[0] unused (the fused parallel loop's decomposition is e0)
+  Expr e0;
+  Expr full;
+};
+
+Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
+  AnchorInfo info = *analyze_anchor(task);
+  const te::OpNode& a = *info.anchor;
+  size_t ns = a.axes.size(), nr = a.reduce_axes.size();
+  int vec = s.vec_axis;
+  std::vector<Tiles> sp(ns);
+  for (size_t i = 0; i < ns; ++i) {
+    const std::string& n = s.splits[i].name;
+    for (int l = 1; l <= 3; ++l) {
+      sp[i].f[l] = k.factors[i][l - 1];
+      sp[i].v[l] = Var(n + "." + std::to_string(l));
+    }
+    sp[i].f[0] = floordiv(Expr(a.axes[i].extent), sp[i].f[1] * sp[i].f[2] * sp[i].f[3]);
+  }
+  Var p("fused");
+  std::vector<Expr> outer_extents;
+  for (const Tiles& t : sp) outer_extents.push_back(t.f[0]);
+  std::vector<Expr> e0 = unfuse(p, outer_extents);
+  for (size_t i = 0; i < ns; ++i) {
+    Tiles& t = sp[i];
+    t.e0 = e0[i];
+    t.full = ((t.e0 * t.f[1] + t.v[1]) * t.f[2] + t.v[2]) * t.f[3] + t.v[3];
+  }
+  std::vector<Expr> rf1(nr), rfull(nr);
+  std::vector<Var> r0(nr), r1(nr);
+  std::vector<Expr> rf0(nr);
+  for (size_t j = 0; j < nr; ++j) {
+    const std::string& n = s.splits[ns + j].name;
+    rf1[j] = k.factors[ns + j][0];
+    rf0[j] = floordiv(Expr(a.reduce_axes[j].extent), rf1[j]);
+    r0[j] = Var(n + ".0");
+    r1[j] = Var(n + ".1");
+    rfull[j] = Expr(r0[j]) * rf1[j] + r1[j];
+  }
+  std::vector<int> inner_order;
+  for (size_t i = 0; i < ns; ++i)
+    if (static_cast<int>(i) != vec) inner_order.push_back(static_cast<int>(i));
+  inner_order.push_back(vec);
+
+  // The body the accumulator combines: producers inlined (or read from their stages),
+  // the repacked input read in its packed layout, axes replaced by their tiles.
+  std::unordered_set<const te::OpNode*> inl;
+  if (s.inline_producers)
+    for (const te::Op& pr : info.producers) inl.insert(pr.get());
+  Expr body = inline_stages(a.body, inl);
+  std::vector<Stmt> prologue;
+  std::vector<Buffer> staged;
+  Buffer packed;
+  Stmt pack_nest;
+  if (s.pack) {
+    const AnchorInfo::PackCandidate* pc = nullptr;
+    for (const auto& c : info.pack_candidates)
+      if (c.axis == vec) {
+        pc = &c;
+        break;
+      }
+    BASIN_CHECK(pc) << "sketch " << s.name << " packs an axis with no candidate input";
+    const te::OpNode& w = *pc->input;
+    int d = pc->dim;
+    Expr t = sp[vec].f[3];
+    std::vector<Expr> shape = {floordiv(Expr(w.shape[d]), t)};
+    for (size_t x = 0; x < w.shape.size(); ++x)
+      if (static_cast<int>(x) != d) shape.push_back(Expr(w.shape[x]));
+    shape.push_back(t);
+    shape = simplified(shape);
+    packed = make_buffer(w.name + "_packed", w.buffer->dtype, shape, MemScope::Global);
+    const Tiles& tv = sp[vec];
+    Expr outer = (tv.e0 * tv.f[1] + tv.v[1]) * tv.f[2] + tv.v[2];
+    body = retarget_loads(body, w.buffer.get(), packed, [&](const std::vector<Expr>& idx) {
+      std::vector<Expr> r = {outer};
+      for (size_t x = 0; x < idx.size(); ++x)
+        if (static_cast<int>(x) != d) r.push_back(idx[x]);
+      r.push_back(tv.v[3]);
+      return r;
+    });
+    // The packing nest: packed[o, rest..., l] = w[..., o * t + l, ...].
+    Var o("pack.o"), l("pack.l");
+    std::vector<Var> xs;
+    std::vector<Expr> src, dst = {o};
+    for (size_t x = 0; x < w.shape.size(); ++x) {
+      if (static_cast<int>(x) == d) {
+        src.push_back(Expr(o) * t + l);
+      } else {
+        xs.push_back(Var("pack." + std::to_string(x)));
+        src.push_back(xs.back());
+        dst.push_back(xs.back());
+      }
+    }
+    dst.push_back(l);
+    Stmt st = loop(l, t, make_store(packed, dst, load(w.buffer, src)));
+    for (size_t x = xs.size(); x-- > 0;) {
+      size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
+      st = loop(xs[x], Expr(w.shape[dim]), st);
+    }
+    prologue.push_back(loop(o, shape[0], st, ForKind::Parallel));
+  }
+  if (!s.inline_producers) {
+    for (const te::Op& pr : info.producers) {
+      std::vector<Expr> idx;
+      for (const te::IterVar& iv : pr->axes) idx.push_back(iv.var);
+      Stmt st = make_store(pr->buffer, idx, pr->body);
+      for (size_t x = pr->axes.size(); x-- > 0;)
+        st = loop(pr->axes[x].var, Expr(pr->axes[x].extent), st, x == 0 ? ForKind::Parallel : ForKind::Serial);
+      prologue.push_back(st);
+      staged.push_back(pr->buffer);
+    }
+  }
+  VarMap m;
+  for (size_t i = 0; i < ns; ++i) m[a.axes[i].var.id()] = sp[i].full;
+  for (size_t j = 0; j < nr; ++j) m[a.reduce_axes[j].var.id()] = rfull[j];
+  body = substitute(body, m);
+
+  // The accumulator, laid out in the inner order.
+  int lvl = s.acc_level;
+  std::vector<Expr> acc_shape, acc_idx;
+  for (int i : inner_order) {
+    const Tiles& t = sp[i];
+    acc_shape.push_back(lvl == 1 ? t.f[2] * t.f[3] : t.f[3]);
+    acc_idx.push_back(lvl == 1 ? Expr(t.v[2]) * t.f[3] + t.v[3] : Expr(t.v[3]));
+  }
+  Buffer acc = make_buffer(a.name + "_acc", a.buffer->dtype, simplified(acc_shape), MemScope::Local);
+  auto s3_loops = [&](Stmt st) {
+    for (size_t x = inner_order.size(); x-- > 0;) {
+      int i = inner_order[x];
+      st = loop(sp[i].v[3], sp[i].f[3], st, i == vec ? ForKind::Vectorized : ForKind::Serial);
+    }
+    return st;
+  };
+  auto s2_loops = [&](Stmt st) {
+    for (size_t x = inner_order.size(); x-- > 0;) st = loop(sp[inner_order[x]].v[2], sp[inner_order[x]].f[2], st);
+    return st;
+  };
+  auto tile_loops = [&](Stmt st) { return lvl == 1 ? s2_loops(s3_loops(st)) : s3_loops(st); };
+  auto r_loops = [&](Stmt st, int level) {
+    for (size_t j = nr; j-- > 0;) st = level == 0 ? loop(r0[j], rf0[j], st) : loop(r1[j], rf1[j], st);
+    return st;
+  };
+
+  Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)));
+  Stmt update = make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
+  Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update), 1)), 0) : r_loops(r_loops(s3_loops(update), 1), 0);
+  Expr value = load(acc, acc_idx);
+  const te::OpNode* prev = &a;
+  for (const te::Op& c : info.epilogue) {
+    VarMap cm;
+    for (size_t i = 0; i < ns; ++i) cm[c->axes[i].var.id()] = sp[i].full;
+    Expr v = rewrite_post_order(c->body, [&](const Expr& x) -> Expr {
+      if (x.kind() == ExprKind::Load && x->buffer.get() == prev->buffer.get()) return value;
+      return Expr();
+    });
+    value = substitute(v, cm);
+    prev = c.get();
+  }
+  std::vector<Expr> out_idx;
+  for (const Tiles& t : sp) out_idx.push_back(t.full);
+  Stmt writeback = tile_loops(make_store(out_buf, out_idx, value));
+
+  Stmt tile = make_allocate(acc, make_seq({init, compute, writeback}));
+  if (lvl == 2)
+    for (size_t i = ns; i-- > 0;) tile = loop(sp[i].v[2], sp[i].f[2], tile);
+  for (size_t i = ns; i-- > 0;) tile = loop(sp[i].v[1], sp[i].f[1], tile);
+  tile = make_pragma(kUnrollPragma, k.unroll, tile);
+  Stmt main = loop(p, product(outer_extents), tile, ForKind::Parallel);
+
+  prologue.push_back(main);
+  Stmt all = make_seq(prologue);
+  for (const Buffer& b : staged) all = make_allocate(b, all);
+  if (packed) all = make_allocate(packed, all);
+  return all;
+}
+
+// ---- the generic rule ----
+
+Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
+                   const std::unordered_map<const te::OpNode*, Buffer>& outputs) {
+  GenericInfo info = analyze_generic(task);
+  const int K = s.prefix;
+  BASIN_CHECK(K <= info.max_prefix) << "sketch " << s.name << " shares more axes than the task allows";
+  Var p("rows");
+  std::vector<Expr> q;
+  Expr rows(int64_t{1});
+  if (K > 0) {
+    std::vector<Expr> ext;
+    for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
+    q = unfuse(p, ext);
+    rows = product(ext);
+  }
+  // Where each intermediate stage lives: a per-row local buffer (shared prefix) or a
+  // global one.
+  std::unordered_map<const te::OpNode*, Buffer> where;
+  std::vector<Buffer> locals, globals;
+  for (const te::Op& st : info.stages) {
+    auto o = outputs.find(st.get());
+    if (o != outputs.end()) {
+      where[st.get()] = o->second;
+    } else if (K > 0) {
+      std::vector<Expr> shape;
+      for (size_t d = K; d < st->shape.size(); ++d) shape.push_back(Expr(st->shape[d]));
+      if (shape.empty()) shape.push_back(Expr(int64_t{1}));
+      where[st.get()] = make_buffer(st->name + "_row", st->buffer->dtype, shape, MemScope::Local);
+      locals.push_back(where[st.get()]);
+    } else {
+      where[st.get()] = st->buffer;
+      globals.push_back(st->buffer);
+    }
+  }
+  auto local_index = [&](const te::OpNode* st, const std::vector<Expr>& idx) {
+    if (outputs.count(st) || K == 0) return idx;
+    std::vector<Expr> r(idx.begin() + K, idx.end());
+    if (r.empty()) r.push_back(Expr(int64_t{0}));
+    return r;
+  };
+
+  size_t ki = 0;
+  std::vector<Stmt> nests;
+  for (size_t j = 0; j < info.stages.size(); ++j) {
+    const te::OpNode& st = *info.stages[j];
+    int rank = static_cast<int>(st.axes.size());
+    VarMap m;
+    std::vector<Expr> idx;
+    for (int d = 0; d < K; ++d) {
+      m[st.axes[d].var.id()] = q[d];
+      idx.push_back(q[d]);
+    }
+    std::vector<Var> rest;
+    Var vo, vi;
+    Expr vf, vo_ext;
+    for (int d = K; d < rank; ++d) {
+      if (d + 1 < rank) {
+        rest.push_back(Var(st.axes[d].var.name()));
+        m[st.axes[d].var.id()] = rest.back();
+        idx.push_back(rest.back());
+      } else {
+        vf = k.factors[ki++][0];
+        vo = Var(st.axes[d].var.name() + ".o");
+        vi = Var(st.axes[d].var.name() + ".v");
+        vo_ext = floordiv(Expr(st.axes[d].extent), vf);
+        m[st.axes[d].var.id()] = Expr(vo) * vf + vi;
+        idx.push_back(m[st.axes[d].var.id()]);
+      }
+    }
+    std::vector<Var> red;
+    Var ro, ri;
+    Expr rf, ro_ext;
+    size_t nr = st.reduce_axes.size();
+    for (size_t r = 0; r < nr; ++r) {
+      if (r + 1 < nr) {
+        red.push_back(Var(st.reduce_axes[r].var.name()));
+        m[st.reduce_axes[r].var.id()] = red.back();
+      } else {
+        rf = k.factors[ki++][0];
+        ro = Var(st.reduce_axes[r].var.name() + ".o");
+        ri = Var(st.reduce_axes[r].var.name() + ".i");
+        ro_ext = floordiv(Expr(st.reduce_axes[r].extent), rf);
+        m[st.reduce_axes[r].var.id()] = Expr(ro) * rf + ri;
+      }
+    }
+    Expr body = inline_stages(st.body, info.inlined);
+    for (const te::Op& prev : info.stages) {
+      if (prev.get() == &st) break;
+      const te::OpNode* pn = prev.get();
+      body = retarget_loads(body, pn->buffer.get(), where[pn],
+                            [&](const std::vector<Expr>& i) { return local_index(pn, i); });
+    }
+    body = substitute(body, m);
+    const Buffer& target = where[&st];
+    std::vector<Expr> tidx = local_index(&st, idx);
+    Stmt inner;
+    if (nr == 0) {
+      inner = make_store(target, tidx, body);
+    } else {
+      Stmt upd = make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), body));
+      upd = loop(ro, ro_ext, loop(ri, rf, upd));
+      for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
+      inner = make_seq({make_store(target, tidx, te::reduce_identity(st.reduce, target->dtype)), upd});
+    }
+    bool has_rest = rank > K;
+    if (has_rest) {
+      inner = loop(vo, vo_ext, loop(vi, vf, inner, ForKind::Vectorized));
+      for (size_t r = rest.size(); r-- > 0;) inner = loop(rest[r], Expr(st.axes[K + r].extent), inner);
+    }
+    if (K == 0 && has_rest) {
+      // The outermost spatial loop runs in parallel.
+      Stmt outer = inner;
+      inner = make_for(outer->var, outer->min, outer->extent, ForKind::Parallel, outer->body[0]);
+    }
+    nests.push_back(inner);
+  }
+  Stmt body = make_seq(nests);
+  for (const Buffer& b : locals) body = make_allocate(b, body);
+  body = make_pragma(kUnrollPragma, k.unroll, body);
+  if (K > 0) body = loop(p, rows, body, ForKind::Parallel);
+  for (const Buffer& b : globals) body = make_allocate(b, body);
+  return body;
+}
+
+}  // namespace
+
+LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
+  BASIN_CHECK(k.factors.size() == s.splits.size()) << "sketch " << s.name << ": knob values do not match its splits";
+  LoweredFunc f;
+  f.name = task.op;
+  for (const te::Tensor& t : task.inputs) f.params.push_back(t.buffer());
+  std::unordered_map<const te::OpNode*, Buffer> outputs;
+  for (const te::Tensor& t : task.outputs) {
+    f.output_params.push_back(static_cast<int>(f.params.size()));
+    f.params.push_back(t.buffer());
+    outputs[t.op().get()] = t.buffer();
+  }
+  Stmt body = s.rule == SketchRule::Anchor ? build_anchor(task, s, k, task.outputs[0].buffer())
+                                           : build_generic(task, s, k, outputs);
+  body = flatten_buffers(body);
+  body = simplify_stmt(body);
+  f.body = body;
+  verify_well_formed(f, {true, true});
+  return f;
+}
+
+LoweredFunc lower_config(const ops::OpGraph& task, const Sketch& s, const Config& c) {
+  std::string why = invalid_reason(s, c);
+  if (!why.empty()) throw Error("invalid configuration for sketch " + s.name + ": " + why);
+  LoweredFunc f = lower_sketch(task, s, concrete_knobs(c));
+  f.body = mark_unrolled(f.body);
+  verify_well_formed(f, {false, true});
+  return f;
+}
+
+}  // namespace basin::sched

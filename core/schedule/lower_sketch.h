@@ -1,0 +1,21 @@
+// Lowering of a sketch to loop IR, with the knobs given as expressions: integer
+// constants for a concrete program, knob variables for the relaxation. Both are the
+// same code; substituting a configuration's values into the symbolic program and
+// simplifying gives the concrete program (tested in tests/core/schedule_test.cc).
+#pragma once
+
+#include "core/ir/stmt.h"
+#include "core/schedule/sketch.h"
+
+namespace basin::sched {
+
+// The loop IR of task under sketch s with knob values k (flattened and simplified).
+// The unroll knob is a Pragma "auto_unroll_max_step" around the loops it governs.
+LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k);
+
+// The concrete program of a configuration: lower_sketch with its values, then the
+// loops within the unroll depth marked Unrolled (mark_unrolled). Throws Error if the
+// configuration is invalid for the sketch.
+LoweredFunc lower_config(const ops::OpGraph& task, const Sketch& s, const Config& c);
+
+}  // namespace basin::sched

@@ -1,0 +1,194 @@
+#include "core/schedule/sketch.h"
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/util/error.h"
+
+namespace basin::sched {
+
+KnobValues concrete_knobs(const Config& c) {
+  KnobValues k;
+  for (const auto& f : c.factors) {
+    std::vector<Expr> v;
+    for (int64_t x : f) v.push_back(Expr(x));
+    k.factors.push_back(v);
+  }
+  k.unroll = Expr(c.unroll);
+  return k;
+}
+
+KnobValues symbolic_knobs(const Sketch& s) {
+  KnobValues k;
+  for (const SplitSpec& sp : s.splits) {
+    std::vector<Expr> v;
+    for (int l = 1; l <= sp.parts; ++l) v.push_back(Var(sp.name + "." + std::to_string(l), DType::index(), VarKind::Knob));
+    k.factors.push_back(v);
+  }
+  k.unroll = Var("unroll", DType::index(), VarKind::Knob);
+  return k;
+}
+
+VarMap knob_substitution(const KnobValues& symbolic, const Config& c) {
+  VarMap m;
+  BASIN_CHECK(symbolic.factors.size() == c.factors.size());
+  for (size_t i = 0; i < c.factors.size(); ++i)
+    for (size_t l = 0; l < c.factors[i].size(); ++l) m[Var(symbolic.factors[i][l]).id()] = Expr(c.factors[i][l]);
+  m[Var(symbolic.unroll).id()] = Expr(c.unroll);
+  return m;
+}
+
+const Sketch& find_sketch(const std::vector<Sketch>& sketches, const std::string& name) {
+  for (const Sketch& s : sketches)
+    if (s.name == name) return s;
+  std::string names;
+  for (const Sketch& s : sketches) names += (names.empty() ? "" : ", ") + s.name;
+  throw NotFoundError("unknown sketch '" + name + "' (this task's sketches: " + names + ")");
+}
+
+const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int parts) {
+  static std::mutex mu;
+  static std::map<std::pair<int64_t, int>, std::vector<std::vector<int64_t>>> cache;
+  std::lock_guard<std::mutex> l(mu);
+  auto key = std::make_pair(extent, parts);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::vector<std::vector<int64_t>> out;
+  std::vector<int64_t> cur;
+  std::function<void(int64_t)> rec = [&](int64_t left) {
+    if (static_cast<int>(cur.size()) == parts) {
+      out.push_back(cur);
+      return;
+    }
+    for (int64_t d = 1; d <= left; ++d) {
+      if (left % d) continue;
+      cur.push_back(d);
+      rec(left / d);
+      cur.pop_back();
+    }
+  };
+  rec(extent);
+  return cache.emplace(key, std::move(out)).first->second;
+}
+
+namespace {
+
+// Innermost (vector) factor of a split: the last level.
+int64_t inner(const Config& c, size_t split) { return c.factors[split].back(); }
+
+}  // namespace
+
+std::string invalid_reason(const Sketch& s, const Config& c) {
+  if (c.factors.size() != s.splits.size())
+    return "expected " + std::to_string(s.splits.size()) + " splits, got " + std::to_string(c.factors.size());
+  for (size_t i = 0; i < s.splits.size(); ++i) {
+    const SplitSpec& sp = s.splits[i];
+    if (static_cast<int>(c.factors[i].size()) != sp.parts)
+      return "split '" + sp.name + "' takes " + std::to_string(sp.parts) + " factors";
+    int64_t prod = 1;
+    for (int64_t f : c.factors[i]) {
+      if (f < 1) return "split '" + sp.name + "' has a factor below 1";
+      prod *= f;
+    }
+    if (sp.extent % prod) return "the factors of split '" + sp.name + "' (product " + std::to_string(prod) +
+                                 ") do not divide its extent " + std::to_string(sp.extent);
+  }
+  bool in_menu = false;
+  for (int64_t u : s.unroll_menu) in_menu |= u == c.unroll;
+  if (!in_menu) return "unroll " + std::to_string(c.unroll) + " is not in the menu";
+  constexpr int64_t kMaxLanes = 64;
+  if (s.rule == SketchRule::Anchor) {
+    if (inner(c, s.vec_axis) > kMaxLanes) return "more than 64 vector lanes";
+    // The accumulator: its tiles of every spatial axis (the splits before the reductions).
+    int64_t acc = 1;
+    for (size_t i = 0; i < s.splits.size(); ++i) {
+      if (s.splits[i].parts != 3) continue;
+      acc *= c.factors[i][2] * (s.acc_level == 1 ? c.factors[i][1] : 1);
+    }
+    if (acc > (s.acc_level == 1 ? 65536 : 16384)) return "accumulator of " + std::to_string(acc) + " elements";
+  } else {
+    for (size_t i = 0; i < s.splits.size(); ++i)
+      if (s.splits[i].name.size() > 2 && s.splits[i].name.substr(s.splits[i].name.size() - 2) == ".v" &&
+          inner(c, i) > kMaxLanes)
+        return "more than 64 vector lanes";
+  }
+  return "";
+}
+
+Config random_config(const Sketch& s, std::mt19937_64& rng) {
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    Config c;
+    for (const SplitSpec& sp : s.splits) {
+      const auto& all = factorizations(sp.extent, sp.parts);
+      c.factors.push_back(all[std::uniform_int_distribution<size_t>(0, all.size() - 1)(rng)]);
+    }
+    c.unroll = s.unroll_menu[std::uniform_int_distribution<size_t>(0, s.unroll_menu.size() - 1)(rng)];
+    if (invalid_reason(s, c).empty()) return c;
+  }
+  throw InternalError("sketch " + s.name + " has no valid configuration in 10000 samples");
+}
+
+std::string task_key(const ops::OpGraph& task) {
+  std::string k = task.op + "(";
+  bool first = true;
+  for (const auto& [name, v] : task.attrs.values()) {
+    k += (first ? "" : ",") + name + "=" + ops::attr_to_string(v);
+    first = false;
+  }
+  return k + ")";
+}
+
+std::string config_to_json(const Sketch& s, const Config& c) {
+  nlohmann::ordered_json j;
+  j["sketch"] = s.name;
+  j["splits"] = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.splits.size(); ++i) j["splits"][s.splits[i].name] = c.factors[i];
+  j["unroll"] = c.unroll;
+  return j.dump();
+}
+
+Config config_from_json(const std::string& text, const std::vector<Sketch>& sketches, const std::string& source,
+                        const Sketch** sketch) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ParseError(source + ": not valid JSON (" + e.what() + ")");
+  }
+  auto fail = [&](const std::string& why) { throw ParseError(source + ": " + why); };
+  if (!j.is_object() || !j.contains("sketch") || !j["sketch"].is_string())
+    fail("expected an object with a \"sketch\" name, \"splits\" and \"unroll\"");
+  const Sketch* s = nullptr;
+  try {
+    s = &find_sketch(sketches, j["sketch"].get<std::string>());
+  } catch (const NotFoundError& e) {
+    fail(e.what());
+  }
+  Config c;
+  if (!j.contains("splits") || !j["splits"].is_object()) fail("missing \"splits\" object");
+  for (const SplitSpec& sp : s->splits) {
+    if (!j["splits"].contains(sp.name)) fail("missing split '" + sp.name + "'");
+    const auto& v = j["splits"][sp.name];
+    if (!v.is_array()) fail("split '" + sp.name + "' must be a list of integers");
+    std::vector<int64_t> f;
+    for (const auto& x : v) {
+      if (!x.is_number_integer()) fail("split '" + sp.name + "' must be a list of integers");
+      f.push_back(x.get<int64_t>());
+    }
+    c.factors.push_back(f);
+  }
+  for (const auto& [k, v] : j["splits"].items()) {
+    bool known = false;
+    for (const SplitSpec& sp : s->splits) known |= sp.name == k;
+    if (!known) fail("unknown split '" + k + "' for sketch " + s->name);
+  }
+  if (!j.contains("unroll") || !j["unroll"].is_number_integer()) fail("missing integer \"unroll\"");
+  c.unroll = j["unroll"].get<int64_t>();
+  std::string why = invalid_reason(*s, c);
+  if (!why.empty()) fail("invalid configuration for sketch " + s->name + ": " + why);
+  if (sketch) *sketch = s;
+  return c;
+}
+
+}  // namespace basin::sched

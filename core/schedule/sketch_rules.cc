@@ -1,0 +1,109 @@
+// The CPU sketch rules. A task whose DAG is an anchor (conv, dense, matmul,
+// batch_matmul) with injective producers and an elementwise epilogue gets the anchor
+// sketches: multi-level tiling S S R S R S with a local accumulator, every choice of
+// vectorized axis, weight repacking, accumulator level and producer inlining. Every
+// other task gets the generic sketches: stages fused under their shared leading axes
+// (softmax and the norms computed row by row) or run one after another.
+#include <unordered_set>
+
+#include "core/schedule/sketch.h"
+#include "core/schedule/task_analysis.h"
+#include "core/util/error.h"
+
+namespace basin::sched {
+
+namespace {
+
+// Readable split names for the common anchors; s<i>/r<j> otherwise.
+std::vector<std::string> axis_names(const te::OpNode& op, bool reduce) {
+  std::vector<std::string> names;
+  size_t n = reduce ? op.reduce_axes.size() : op.axes.size();
+  if (op.tag == "conv2d" && n == (reduce ? 3u : 4u))
+    names = reduce ? std::vector<std::string>{"rc", "rh", "rw"} : std::vector<std::string>{"n", "c", "h", "w"};
+  else if ((op.tag == "dense" || op.tag == "matmul") && n == (reduce ? 1u : 2u))
+    names = reduce ? std::vector<std::string>{"k"} : std::vector<std::string>{"i", "j"};
+  else if (op.tag == "batch_matmul" && n == (reduce ? 1u : 3u))
+    names = reduce ? std::vector<std::string>{"k"} : std::vector<std::string>{"b", "i", "j"};
+  for (size_t i = names.size(); i < n; ++i) names.push_back((reduce ? "r" : "s") + std::to_string(i));
+  return names;
+}
+
+// True if the only spatial axis `axis` of the anchor the input's reads use is `axis`.
+bool weight_like(const te::OpNode& anchor, const te::OpNode& input, int axis) {
+  bool ok = true;
+  post_order_visit(anchor.body, [&](const Expr& x) {
+    if (x.kind() != ExprKind::Load || x->buffer.get() != input.buffer.get()) return;
+    for (const Expr& ix : x->args)
+      for (size_t a = 0; a < anchor.axes.size(); ++a)
+        if (int(a) != axis && uses_var(ix, anchor.axes[a].var)) ok = false;
+  });
+  return ok;
+}
+
+std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
+  const te::OpNode& a = *info.anchor;
+  std::vector<SplitSpec> splits;
+  std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
+  for (size_t i = 0; i < a.axes.size(); ++i) splits.push_back({sn[i], a.axes[i].extent, 3});
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j) splits.push_back({rn[j], a.reduce_axes[j].extent, 1});
+
+  int last = static_cast<int>(a.axes.size()) - 1;
+  std::vector<std::pair<int, bool>> vec_pack = {{last, false}};
+  for (const auto& c : info.pack_candidates) {
+    if (a.axes[c.axis].extent < 4) continue;
+    if (c.axis == last) vec_pack.push_back({last, true});
+    else if (weight_like(a, *c.input, c.axis)) {
+      vec_pack.push_back({c.axis, false});
+      vec_pack.push_back({c.axis, true});
+    }
+  }
+  std::vector<Sketch> out;
+  std::unordered_set<std::string> seen;
+  for (auto [vec, pack] : vec_pack) {
+    for (int acc : {2, 1}) {
+      for (bool inl : {true, false}) {
+        if (!inl && info.producers.empty()) continue;
+        Sketch s;
+        s.rule = SketchRule::Anchor;
+        s.splits = splits;
+        s.vec_axis = vec;
+        s.pack = pack;
+        s.acc_level = acc;
+        s.inline_producers = inl;
+        s.name = "tile.vec=" + sn[vec] + (pack ? ".pack" : "") + ".acc" + std::to_string(acc) +
+                 (info.producers.empty() ? "" : (inl ? ".inline" : ".stage"));
+        if (seen.insert(s.name).second) out.push_back(s);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Sketch> generic_sketches(const GenericInfo& info) {
+  std::vector<Sketch> out;
+  std::vector<int> prefixes = {info.max_prefix};
+  if (info.max_prefix > 0 && info.stages.size() > 1) prefixes.push_back(0);
+  for (int k : prefixes) {
+    Sketch s;
+    s.rule = SketchRule::Generic;
+    s.prefix = k;
+    for (size_t j = 0; j < info.stages.size(); ++j) {
+      const te::OpNode& st = *info.stages[j];
+      if (static_cast<int>(st.axes.size()) > k) s.splits.push_back({"st" + std::to_string(j) + ".v", st.axes.back().extent, 1});
+      if (!st.reduce_axes.empty())
+        s.splits.push_back({"st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1});
+    }
+    s.name = k > 0 ? "rows.prefix=" + std::to_string(k) : "stages";
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task) {
+  if (auto info = analyze_anchor(task)) return anchor_sketches(*info);
+  return generic_sketches(analyze_generic(task));
+}
+
+}  // namespace basin::sched

@@ -1,0 +1,170 @@
+#include "core/schedule/task_analysis.h"
+
+#include <unordered_map>
+
+namespace basin::sched {
+
+namespace {
+
+const te::OpNode* producer_of(const Buffer& b) {
+  auto p = b->producer.lock();
+  return p ? static_cast<const te::OpNode*>(p.get()) : nullptr;
+}
+
+// Every buffer load in e.
+std::vector<Expr> loads_in(const Expr& e) {
+  std::vector<Expr> r;
+  post_order_visit(e, [&](const Expr& x) {
+    if (x.kind() == ExprKind::Load) r.push_back(x);
+  });
+  return r;
+}
+
+// True if the load reads at exactly the given variables, in order.
+bool reads_at(const Expr& load, const std::vector<te::IterVar>& axes) {
+  if (load->args.size() != axes.size()) return false;
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (load->args[i].kind() != ExprKind::Var || Var(load->args[i]).id() != axes[i].var.id()) return false;
+  return true;
+}
+
+}  // namespace
+
+bool is_injective(const te::OpNode& op) {
+  return !op.is_placeholder && op.reduce == te::ReduceKind::None &&
+         (op.pattern == te::OpPattern::Elementwise || op.pattern == te::OpPattern::Broadcast ||
+          op.pattern == te::OpPattern::Injective);
+}
+
+Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& inlined) {
+  return rewrite_post_order(e, [&](const Expr& x) -> Expr {
+    if (x.kind() != ExprKind::Load) return Expr();
+    const te::OpNode* p = producer_of(x->buffer);
+    if (!p || !inlined.count(p)) return Expr();
+    VarMap m;
+    for (size_t i = 0; i < p->axes.size(); ++i) m[p->axes[i].var.id()] = x->args[i];
+    return inline_stages(substitute(p->body, m), inlined);
+  });
+}
+
+std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
+  if (task.outputs.size() != 1) return std::nullopt;
+  std::vector<te::Op> order = te::topo_order(task.outputs);
+  te::Op anchor;
+  for (const te::Op& op : order) {
+    if (op->is_placeholder) continue;
+    if (op->reduce != te::ReduceKind::None) {
+      if (anchor || op->pattern != te::OpPattern::Anchor || op->reduce_axes.empty()) return std::nullopt;
+      anchor = op;
+    }
+  }
+  if (!anchor) return std::nullopt;
+
+  // Readers of each stage.
+  std::unordered_map<const te::OpNode*, std::vector<const te::OpNode*>> readers;
+  for (const te::Op& op : order)
+    for (const te::Tensor& t : op->inputs) readers[t.op().get()].push_back(op.get());
+
+  AnchorInfo info;
+  info.anchor = anchor;
+  bool before = true;
+  const te::OpNode* prev = anchor.get();
+  for (const te::Op& op : order) {
+    if (op->is_placeholder) continue;
+    if (op == anchor) {
+      before = false;
+      continue;
+    }
+    if (!is_injective(*op)) return std::nullopt;
+    if (before) {
+      // A producer: read only by the anchor or by other producers.
+      for (const te::OpNode* r : readers[op.get()])
+        if (r != anchor.get() && !is_injective(*r)) return std::nullopt;
+      info.producers.push_back(op);
+      continue;
+    }
+    // An epilogue stage: same shape, reads the previous stage at its own indices, and
+    // reads no other compute stage.
+    if (op->shape != anchor->shape) return std::nullopt;
+    bool reads_prev = false;
+    for (const Expr& l : loads_in(op->body)) {
+      const te::OpNode* p = producer_of(l->buffer);
+      if (p == prev) {
+        if (!reads_at(l, op->axes)) return std::nullopt;
+        reads_prev = true;
+      } else if (p && !p->is_placeholder) {
+        return std::nullopt;
+      }
+    }
+    if (!reads_prev || readers[prev].size() != 1) return std::nullopt;
+    info.epilogue.push_back(op);
+    prev = op.get();
+  }
+  if (prev != task.outputs[0].op().get()) return std::nullopt;
+  // Producers must all be reached from the anchor only (no producer is an output).
+  for (const te::Op& p : info.producers)
+    for (const te::Tensor& out : task.outputs)
+      if (out.op() == p) return std::nullopt;
+
+  // Pack candidates: input dims indexed by one spatial axis variable alone.
+  std::unordered_set<const te::OpNode*> inl;
+  for (const te::Op& p : info.producers) inl.insert(p.get());
+  Expr body = inline_stages(anchor->body, inl);
+  for (size_t a = 0; a < anchor->axes.size(); ++a) {
+    for (const Expr& l : loads_in(body)) {
+      const te::OpNode* p = producer_of(l->buffer);
+      if (!p || !p->is_placeholder || l->args.size() < 2) continue;
+      for (size_t d = 0; d + 1 < l->args.size(); ++d) {
+        const Expr& ix = l->args[d];
+        if (ix.kind() == ExprKind::Var && Var(ix).id() == anchor->axes[a].var.id()) {
+          // The axis must appear nowhere else in this load.
+          bool alone = true;
+          for (size_t k = 0; k < l->args.size(); ++k)
+            if (k != d && uses_var(l->args[k], anchor->axes[a].var)) alone = false;
+          bool dup = false;
+          for (const auto& c : info.pack_candidates) dup |= c.axis == int(a) && c.input.get() == p;
+          if (alone && !dup) {
+            auto sp = l->buffer->producer.lock();
+            info.pack_candidates.push_back({int(a), std::static_pointer_cast<const te::OpNode>(sp), int(d)});
+          }
+        }
+      }
+    }
+  }
+  return info;
+}
+
+GenericInfo analyze_generic(const ops::OpGraph& task) {
+  GenericInfo info;
+  std::unordered_set<const te::OpNode*> outputs;
+  for (const te::Tensor& t : task.outputs) outputs.insert(t.op().get());
+  for (const te::Op& op : te::topo_order(task.outputs)) {
+    if (op->is_placeholder) continue;
+    if (is_injective(*op) && !outputs.count(op.get())) info.inlined.insert(op.get());
+    else info.stages.push_back(op);
+  }
+  if (task.outputs.size() != 1) return info;
+  const te::OpNode& out = *task.outputs[0].op();
+  int k = static_cast<int>(out.shape.size()) - (out.reduce == te::ReduceKind::None ? 1 : 0);
+  for (const te::Op& s : info.stages) {
+    k = std::min(k, static_cast<int>(s->shape.size()));
+    for (int d = 0; d < k; ++d)
+      if (s->shape[d] != out.shape[d]) k = d;
+  }
+  // Reads of earlier stages must use the reader's own leading axes.
+  for (const te::Op& s : info.stages) {
+    for (const Expr& l : loads_in(inline_stages(s->body, info.inlined))) {
+      const te::OpNode* p = producer_of(l->buffer);
+      if (!p || p->is_placeholder) continue;
+      int ok = 0;
+      while (ok < k && ok < static_cast<int>(l->args.size()) && l->args[ok].kind() == ExprKind::Var &&
+             Var(l->args[ok]).id() == s->axes[ok].var.id())
+        ++ok;
+      k = std::min(k, ok);
+    }
+  }
+  info.max_prefix = std::max(0, k);
+  return info;
+}
+
+}  // namespace basin::sched

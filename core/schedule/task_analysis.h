@@ -1,0 +1,50 @@
+// What the sketch rules need to know about a task's tensor-expression DAG: its stages
+// in order, which are inlinable, and for the anchor rule the anchor, its producers and
+// the chain of elementwise consumers that becomes its epilogue. Internal to schedule/.
+#pragma once
+
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ops/registry.h"
+
+namespace basin::sched {
+
+struct AnchorInfo {
+  te::Op anchor;
+  std::vector<te::Op> producers;  // injective stages the anchor reads (padding), topo order
+  std::vector<te::Op> epilogue;   // elementwise consumers, anchor first read by epilogue[0]
+  // The input whose dimension `pack_dim` is indexed by spatial axis `vec_axis` alone,
+  // one entry per such (axis, input) pair: candidates for repacking.
+  struct PackCandidate {
+    int axis;
+    te::Op input;
+    int dim;
+  };
+  std::vector<PackCandidate> pack_candidates;
+};
+
+// The anchor rule applies when the task has one output, computed by a chain of
+// elementwise/broadcast stages from one anchor (a tiled reduction), whose other inputs
+// are placeholders or injective stages read only by the anchor.
+std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task);
+
+// Stages of the generic rule: every compute stage except the injective ones inlined
+// into their consumers (an injective stage is inlined unless it is an output).
+struct GenericInfo {
+  std::vector<te::Op> stages;                   // topo order
+  std::unordered_set<const te::OpNode*> inlined;
+  // The largest prefix of axes that every stage shares with the (single) output and by
+  // which every stage reads the stages before it (0 if none or several outputs).
+  int max_prefix = 0;
+};
+GenericInfo analyze_generic(const ops::OpGraph& task);
+
+// e with every read of an inlined stage replaced by that stage's body (recursively).
+Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& inlined);
+
+// True if op is a pure (non-reducing) compute that may be inlined.
+bool is_injective(const te::OpNode& op);
+
+}  // namespace basin::sched

@@ -1,0 +1,180 @@
+// Sketches and their lowering, with the interpreter as the oracle: every operator case
+// of the library has sketches; random configurations of each compute what the default
+// schedule computes; symbolic lowering, with a configuration's values substituted,
+// gives the concrete program; configuration files parse and fail clearly.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/ir/interpreter.h"
+#include "core/ir/lower.h"
+#include "core/ir/mark_unrolled.h"
+#include "core/ir/substitute_knobs.h"
+#include "core/ops/registry.h"
+#include "core/schedule/lower_sketch.h"
+#include "core/schedule/sketch.h"
+#include "core/util/error.h"
+#include "tests/ops/op_cases.h"
+
+namespace basin {
+namespace {
+
+std::vector<NDArray> inputs_for(const ops::OpGraph& g, uint64_t seed) {
+  std::vector<NDArray> in;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    in.push_back(NDArray::random(g.inputs[i].dtype(), g.inputs[i].shape(), g.ranges[i].lo, g.ranges[i].hi, seed + i));
+  return in;
+}
+
+std::vector<NDArray> run(const LoweredFunc& f, const ops::OpGraph& g, std::vector<NDArray>& in) {
+  std::vector<NDArray> out;
+  for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
+  std::vector<NDArray*> args;
+  for (NDArray& a : in) args.push_back(&a);
+  for (NDArray& a : out) args.push_back(&a);
+  interpret(f, args);
+  return out;
+}
+
+class SketchesOfEveryOperator : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SketchesOfEveryOperator, RandomConfigurationsMatchTheDefaultSchedule) {
+  const Case& c = GetParam();
+  ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+  std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
+  ASSERT_FALSE(sketches.empty()) << c.op;
+  std::vector<NDArray> in = inputs_for(g, 11);
+  std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
+  std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params));
+  for (const sched::Sketch& s : sketches) {
+    for (int trial = 0; trial < 2; ++trial) {
+      sched::Config cfg = sched::random_config(s, rng);
+      LoweredFunc f = sched::lower_config(g, s, cfg);
+      std::vector<NDArray> got = run(f, g, in);
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, 1e-5)
+            << c.op << " " << c.params << " sketch " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
+            << to_string(f);
+    }
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.op + "_" + std::to_string(info.index);
+  for (char& ch : s)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOperators, SketchesOfEveryOperator, ::testing::ValuesIn(good_cases()), case_name);
+
+TEST(Sketch, SymbolicLoweringWithValuesSubstitutedIsTheConcreteProgram) {
+  std::mt19937_64 rng(5);
+  for (const char* spec : {"conv2d in_channels=8 out_channels=16 height=12 width=12",
+                           "depthwise_conv2d channels=8 height=10 width=10", "dense M=12 K=16 N=24",
+                           "batch_matmul B=2 M=8 K=12 N=16", "softmax shape=6,20", "layer_norm shape=4,12",
+                           "relu shape=3,4,16"}) {
+    std::string s(spec);
+    std::string op = s.substr(0, s.find(' '));
+    ops::OpGraph g = ops::build_op(op, parse(s.substr(op.size())));
+    for (const sched::Sketch& sk : sched::cpu_sketches(g)) {
+      sched::KnobValues sym = sched::symbolic_knobs(sk);
+      LoweredFunc symbolic = sched::lower_sketch(g, sk, sym);
+      bool has_knob = to_string(symbolic).find(sk.splits[0].name + ".") != std::string::npos;
+      EXPECT_TRUE(has_knob) << "the symbolic program of " << sk.name << " does not use its knobs";
+      for (int trial = 0; trial < 3; ++trial) {
+        sched::Config cfg = sched::random_config(sk, rng);
+        LoweredFunc concrete = sched::lower_sketch(g, sk, sched::concrete_knobs(cfg));
+        LoweredFunc substituted = substitute_knobs(symbolic, sched::knob_substitution(sym, cfg));
+        EXPECT_EQ(to_string(substituted), to_string(concrete)) << op << " " << sk.name << " "
+                                                               << sched::config_to_json(sk, cfg);
+      }
+    }
+  }
+}
+
+TEST(Sketch, AnchorSketchesOfAConvolution) {
+  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  std::set<std::string> names;
+  for (const auto& s : sk) names.insert(s.name);
+  // vectorized along the output width, or along the output channels with the weight repacked
+  EXPECT_TRUE(names.count("tile.vec=w.acc2.inline"));
+  EXPECT_TRUE(names.count("tile.vec=c.pack.acc2.stage"));
+  EXPECT_TRUE(names.count("tile.vec=c.acc1.inline"));
+  EXPECT_EQ(sk[0].splits.size(), 7u);  // n c h w rc rh rw
+}
+
+TEST(Sketch, GenericSketchesOfSoftmaxShareRows) {
+  ops::OpGraph g = ops::build_op("softmax", parse("shape=6,20"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  ASSERT_EQ(sk.size(), 2u);
+  EXPECT_EQ(sk[0].name, "rows.prefix=1");
+  EXPECT_EQ(sk[1].name, "stages");
+}
+
+TEST(Sketch, FactorizationsAndRandomConfigurationsAreValid) {
+  EXPECT_EQ(sched::factorizations(12, 1).size(), 6u);  // the divisors
+  EXPECT_EQ(sched::factorizations(8, 3).size(), 20u);  // exponents a+b+c <= 3: C(6,3)
+  ops::OpGraph g = ops::build_op("matmul", parse("M=64 K=48 N=96"));
+  std::mt19937_64 rng(1);
+  for (const sched::Sketch& s : sched::cpu_sketches(g))
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(sched::invalid_reason(s, sched::random_config(s, rng)), "");
+}
+
+TEST(Sketch, ConfigJsonRoundTripsAndBadFilesFailClearly) {
+  ops::OpGraph g = ops::build_op("matmul", parse("M=64 K=48 N=96"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  std::mt19937_64 rng(2);
+  sched::Config c = sched::random_config(sk[0], rng);
+  const sched::Sketch* back = nullptr;
+  sched::Config r = sched::config_from_json(sched::config_to_json(sk[0], c), sk, "cfg.json", &back);
+  EXPECT_EQ(back, &sk[0]);
+  EXPECT_EQ(r.factors, c.factors);
+  EXPECT_EQ(r.unroll, c.unroll);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"{", "not valid JSON"},
+      {"[]", "\"sketch\""},
+      {R"({"sketch": "nope", "splits": {}, "unroll": 0})", "unknown sketch 'nope'"},
+      {R"({"sketch": "tile.vec=j.acc2", "splits": {"i": [1,1,1], "j": [1,1,1]}, "unroll": 0})", "missing split 'k'"},
+      {R"({"sketch": "tile.vec=j.acc2", "splits": {"i": [1,1,1], "j": [1,1,1], "k": [5]}, "unroll": 0})",
+       "do not divide"},
+      {R"({"sketch": "tile.vec=j.acc2", "splits": {"i": [1,1,1], "j": [1,1,1], "k": [1]}, "unroll": 7})",
+       "not in the menu"},
+      {R"({"sketch": "tile.vec=j.acc2", "splits": {"i": [1,1,1], "j": [1,1,1], "k": [1], "x": [1]}, "unroll": 0})",
+       "unknown split 'x'"},
+      {R"({"sketch": "tile.vec=j.acc2", "splits": {"i": [1,1], "j": [1,1,1], "k": [1]}, "unroll": 0})",
+       "takes 3 factors"},
+  };
+  for (const auto& [text, msg] : bad) {
+    try {
+      sched::config_from_json(text, sk, "cfg.json", nullptr);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cfg.json"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(MarkUnrolled, UnrollsNestsWithinTheDepth) {
+  Buffer b = make_buffer("b", DType::f32(), {Expr(64)});
+  Var i("i"), j("j"), v("v");
+  Stmt inner = make_for(j, Expr(0), Expr(4), ForKind::Serial,
+                        make_for(v, Expr(0), Expr(8), ForKind::Vectorized, make_store(b, {Expr(i) * 32 + Expr(j) * 8 + v}, fconst(1.0))));
+  Stmt nest = make_for(i, Expr(0), Expr(2), ForKind::Serial, inner);
+  auto kinds = [](const Stmt& s) {
+    std::string k;
+    visit_stmt(s, [&](const Stmt& x) {
+      if (x.kind() == StmtKind::For) k += std::string(for_kind_name(x->for_kind)) + " ";
+    });
+    return k;
+  };
+  EXPECT_EQ(kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(4), nest))), "serial unrolled vectorized ");
+  EXPECT_EQ(kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(16), nest))), "unrolled unrolled vectorized ");
+  EXPECT_EQ(kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(0), nest))), "serial serial vectorized ");
+  EXPECT_EQ(kinds(mark_unrolled(nest)), "serial serial vectorized ");
+}
+
+}  // namespace
+}  // namespace basin
