@@ -406,6 +406,7 @@ class Emitter {
           unify(x, y);
           return is_and ? b_.CreateAnd(x, y) : b_.CreateOr(x, y);
         }
+        if (vec_ && !is_vector(x)) x = splat(x);
         if (is_vector(x)) {  // the right side runs only on the lanes that need it
           llvm::Value* y = masked(is_and ? x : b_.CreateNot(x), [&] { return expr(rhs); });
           unify(x, y);
@@ -424,6 +425,7 @@ class Emitter {
       case ExprKind::Select: {
         llvm::Value* c = expr(n.args[0]);
         bool faults = may_fault(n.args[1]) || may_fault(n.args[2]);
+        if (vec_ && faults && !is_vector(c)) c = splat(c);  // a uniform mask: operands may be vectors
         if (is_vector(c)) {
           llvm::Value* t = faults ? masked(c, [&] { return expr(n.args[1]); }) : expr(n.args[1]);
           llvm::Value* f = faults ? masked(b_.CreateNot(c), [&] { return expr(n.args[2]); }) : expr(n.args[2]);

@@ -86,6 +86,12 @@ const std::map<std::string, Fn>& references() {
       {"dense", binary([](const TT& x, const TT& w) { return torch::linear(x, w); })},
       {"matmul", binary([](const TT& a, const TT& b) { return torch::mm(a, b); })},
       {"batch_matmul", binary([](const TT& a, const TT& b) { return torch::bmm(a, b); })},
+      {"conv2d_bias_relu", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::relu(torch::conv2d(in[0], in[1], in[2], per_dim(a, "stride", 2), per_dim(a, "padding", 2))));
+       }},
+      {"dense_bias_gelu", [](const ops::Attrs&, const std::vector<TT>& in) {
+         return one(torch::gelu(torch::linear(in[0], in[1], in[2])));
+       }},
       {"conv1d", conv_nd(1)},
       {"conv2d", conv_nd(2)},
       {"conv3d", conv_nd(3)},

@@ -67,6 +67,7 @@ const std::vector<OpDef>& all_ops() {
     register_normalization_ops(r);
     register_reduction_ops(r);
     register_transform_ops(r);
+    register_fused_ops(r);
     return r;
   }();
   return ops;

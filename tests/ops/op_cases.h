@@ -71,6 +71,8 @@ inline std::vector<Case> good_cases() {
       {"resize", "mode=nearest out_height=10 out_width=14"}, {"resize", "out_height=3 out_width=4"},
       {"resize", "mode=nearest out_height=2 out_width=3 height=7 width=11"},
       {"sum", ""}, {"mean", ""}, {"max", ""}, {"min", ""},
+      {"conv2d_bias_relu", ""}, {"conv2d_bias_relu", "in_channels=3 out_channels=5 height=9 width=7 kernel=3 stride=2"},
+      {"dense_bias_gelu", ""}, {"dense_bias_gelu", "M=5 K=7 N=3"},
   };
   for (const char* op : {"sum", "mean", "max", "min"}) {
     c.push_back({op, "axes="});
