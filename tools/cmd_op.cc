@@ -14,6 +14,9 @@
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
+#include "core/schedule/lower_sketch.h"
+#include <fstream>
+#include <sstream>
 #include "core/util/error.h"
 #include "tools/commands.h"
 
@@ -27,6 +30,7 @@ struct OpOptions {
   std::vector<std::string> params;
   std::string target;
   std::string emit;
+  std::string config;
   std::string oracle = "auto";
   std::string timing = "full";
   uint64_t seed = 1;
@@ -87,7 +91,22 @@ int run_op(const OpOptions& o) {
     params = parse_params(o.params);
   }
   ops::OpGraph g = ops::build_op(op, params);
-  LoweredFunc func = lower_default(op, g.inputs, g.outputs);
+  // The program: the given configuration, else the default configuration of the first
+  // sketch (the interpreter target runs the plain default schedule).
+  std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
+  const sched::Sketch* sketch = &sketches.front();
+  sched::Config cfg;
+  if (!o.config.empty()) {
+    std::ifstream in(o.config);
+    if (!in) throw NotFoundError("--config: cannot read '" + o.config + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    cfg = sched::config_from_json(text.str(), sketches, o.config, &sketch);
+  } else {
+    cfg = sched::default_config(*sketch);
+  }
+  LoweredFunc func = target == "interpreter" && o.config.empty() ? lower_default(op, g.inputs, g.outputs)
+                                                                  : sched::lower_config(g, *sketch, cfg);
   std::vector<NDArray> inputs = codegen::random_inputs(g, o.seed);
   auto fresh_outputs = [&] {
     std::vector<NDArray> out;
@@ -97,6 +116,7 @@ int run_op(const OpOptions& o) {
   nlohmann::json j = {{"op", op}, {"target", target}, {"params", nlohmann::json::object()}, {"flops", g.flops}};
   for (const auto& [k, v] : g.attrs.values()) j["params"][k] = ops::attr_to_string(v);
   if (!o.workload.empty()) j["workload"] = o.workload;
+  if (target != "interpreter" || !o.config.empty()) j["config"] = nlohmann::json::parse(sched::config_to_json(*sketch, cfg));
   if (o.emit == "ir") std::cout << to_string(func);
 
   std::vector<NDArray> outputs = fresh_outputs();
@@ -158,7 +178,8 @@ int run_op(const OpOptions& o) {
   } else {
     std::cout << "operator           " << op << (o.workload.empty() ? "" : "  (" + o.workload + ")") << "\n";
     for (const auto& [k, v] : g.attrs.values()) std::cout << "  " << k << " = " << ops::attr_to_string(v) << "\n";
-    std::cout << "target             " << target << "  (default schedule: plain loops, no tuning yet)\n";
+    std::cout << "target             " << target << "\n";
+    if (j.contains("config")) std::cout << "configuration      " << j["config"].dump() << "\n";
     if (j.contains("latency_us"))
       std::cout << "latency_us         " << j["latency_us"].get<double>() << "  (median "
                 << j["latency_median_us"].get<double>() << ")\n"
@@ -194,6 +215,7 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--oracle", o->oracle, "check against the interpreter: auto (small ops), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--timing", o->timing, "full (5 rounds of 200 ms) or quick")->check(CLI::IsMember({"full", "quick"}));
+  cmd->add_option("--config", o->config, "a configuration file (JSON: sketch, splits, unroll; docs/schedules.md)");
   cmd->add_option("--seed", o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance, "largest accepted max relative error");
   cmd->add_option("--emit", o->emit, "also print the program: ir (loop IR) or llvm (optimized LLVM IR)")

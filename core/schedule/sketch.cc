@@ -129,6 +129,29 @@ Config random_config(const Sketch& s, std::mt19937_64& rng) {
   throw InternalError("sketch " + s.name + " has no valid configuration in 10000 samples");
 }
 
+namespace {
+int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
+  for (int64_t d = std::min(n, cap); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+}  // namespace
+
+Config default_config(const Sketch& s) {
+  Config c;
+  for (size_t i = 0; i < s.splits.size(); ++i) {
+    const SplitSpec& sp = s.splits[i];
+    std::vector<int64_t> f(sp.parts, 1);
+    if (s.rule == SketchRule::Anchor && static_cast<int>(i) == s.vec_axis) f.back() = largest_divisor_at_most(sp.extent, 8);
+    else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis)
+      f.back() = largest_divisor_at_most(sp.extent, 4);
+    else if (s.rule == SketchRule::Generic) f.back() = largest_divisor_at_most(sp.extent, 8);
+    c.factors.push_back(f);
+  }
+  c.unroll = 64;
+  return c;
+}
+
 std::string task_key(const ops::OpGraph& task) {
   std::string k = task.op + "(";
   bool first = true;

@@ -80,6 +80,9 @@ std::string invalid_reason(const Sketch& s, const Config& c);
 // A uniformly random valid configuration (uniform over the factorizations of each
 // split and over the unroll menu, rejecting invalid combinations).
 Config random_config(const Sketch& s, std::mt19937_64& rng);
+// A reasonable untuned configuration: 8 vector lanes (or the largest divisor below),
+// a register tile of 4 along the next axis, unroll 64.
+Config default_config(const Sketch& s);
 // Every tuple of `parts` factors whose product divides `extent` (cached).
 const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int parts);
 

@@ -114,7 +114,7 @@ std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
     for (const Expr& l : loads_in(body)) {
       const te::OpNode* p = producer_of(l->buffer);
       if (!p || !p->is_placeholder || l->args.size() < 2) continue;
-      for (size_t d = 0; d + 1 < l->args.size(); ++d) {
+      for (size_t d = 0; d < l->args.size(); ++d) {
         const Expr& ix = l->args[d];
         if (ix.kind() == ExprKind::Var && Var(ix).id() == anchor->axes[a].var.id()) {
           // The axis must appear nowhere else in this load.
