@@ -6,7 +6,7 @@
 
 namespace basin::codegen {
 
-Timing time_function(const std::function<void()>& f, const TimingOptions& opt) {
+Timing time_function(const std::function<void()>& f, const TimingOptions& opt, std::vector<double>* rounds) {
   using clock = std::chrono::steady_clock;
   for (int i = 0; i < opt.warmup; ++i) f();
   std::vector<double> per_call;
@@ -23,6 +23,7 @@ Timing time_function(const std::function<void()>& f, const TimingOptions& opt) {
     per_call.push_back(elapsed / static_cast<double>(calls) * 1e6);
     t.calls += calls;
   }
+  if (rounds) *rounds = per_call;
   std::sort(per_call.begin(), per_call.end());
   t.min_us = per_call.front();
   t.median_us = per_call[per_call.size() / 2];

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace basin::codegen {
 
@@ -23,6 +24,8 @@ struct Timing {
   int64_t calls = 0;  // timed calls in all rounds
 };
 
-Timing time_function(const std::function<void()>& f, const TimingOptions& opt = TimingOptions::full());
+// Times f; the per-call time of every round goes to `rounds` when given.
+Timing time_function(const std::function<void()>& f, const TimingOptions& opt = TimingOptions::full(),
+                     std::vector<double>* rounds = nullptr);
 
 }  // namespace basin::codegen

@@ -1,0 +1,83 @@
+// Measurement of candidate programs in isolated worker processes. A worker is forked
+// from the tuner after the task, its random inputs and its reference outputs are
+// built, so it holds them without any serialization; it lowers a (sketch,
+// configuration), compiles it with LLVM, runs it once, checks the outputs against the
+// reference, and times it. A kernel that crashes or hangs (per-candidate timeout)
+// kills only its worker: the candidate becomes an error result, a new worker is
+// forked, and measuring goes on. A wrong result is an error result too.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/timing.h"
+#include "core/ir/ndarray.h"
+#include "core/ir/stmt.h"
+#include "core/ops/registry.h"
+#include "core/schedule/sketch.h"
+
+namespace basin::codegen {
+
+struct Candidate {
+  const sched::Sketch* sketch = nullptr;  // one of the pool's sketches
+  sched::Config config;
+};
+
+struct MeasureResult {
+  std::vector<double> latencies_us;  // per-round times; empty on error
+  double median_us = 0;
+  double compile_seconds = 0;
+  std::string error;                  // empty when the program ran and matched the reference
+  bool ok() const { return error.empty(); }
+  double min_us() const { return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end()); }
+};
+
+// Tuning-time timing: a warm-up, then 3 rounds of at least 5 ms (about 20 ms for a
+// sub-millisecond kernel); BENCHMARKS.md's full protocol is TimingOptions::full().
+inline TimingOptions adaptive_timing() { return {1, 3, 0.005}; }
+
+struct MeasureOptions {
+  double timeout_seconds = 20;  // per candidate: lowering, compilation, check and timing
+  TimingOptions timing = adaptive_timing();
+  double tolerance = 1e-3;      // largest max relative error against the reference
+  uint64_t input_seed = 1;
+  // Test hook, run in the worker on each lowered program before compilation (fault
+  // injection: a store out of bounds, an endless loop, a wrong value).
+  std::function<LoweredFunc(const LoweredFunc&)> program_hook;
+};
+
+class MeasurePool {
+ public:
+  // Builds the inputs and the reference outputs (LibTorch's kernel where the operator
+  // has one, else the interpreter on the default schedule) and forks the worker.
+  MeasurePool(const ops::OpGraph& task, std::vector<sched::Sketch> sketches, MeasureOptions opt = {});
+  ~MeasurePool();
+  MeasurePool(const MeasurePool&) = delete;
+  MeasurePool& operator=(const MeasurePool&) = delete;
+
+  const std::vector<sched::Sketch>& sketches() const { return sketches_; }
+  // Measures candidates one at a time (timing needs every core), in order.
+  std::vector<MeasureResult> measure(const std::vector<Candidate>& batch);
+  MeasureResult measure_one(const Candidate& c);
+  // Workers started so far (1 plus one per crash or hang).
+  int workers_started() const { return started_; }
+
+ private:
+  struct Worker;
+  void spawn();
+  void stop_worker(bool kill);
+  [[noreturn]] void worker_main(int in_fd, int out_fd);
+  MeasureResult run_in_worker(const Candidate& c);
+
+  ops::OpGraph task_;
+  std::vector<sched::Sketch> sketches_;
+  MeasureOptions opt_;
+  std::vector<NDArray> inputs_, reference_;
+  std::unique_ptr<Worker> worker_;
+  int started_ = 0;
+};
+
+}  // namespace basin::codegen

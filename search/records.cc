@@ -1,0 +1,192 @@
+#include "search/records.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/util/error.h"
+
+namespace basin::search {
+
+double Record::min_latency_us() const {
+  if (latencies_us.empty()) return std::numeric_limits<double>::infinity();
+  return *std::min_element(latencies_us.begin(), latencies_us.end());
+}
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS records (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  sketch TEXT NOT NULL,
+  config TEXT NOT NULL,
+  latencies_us TEXT NOT NULL,
+  min_latency_us REAL,
+  error TEXT NOT NULL,
+  compile_seconds REAL NOT NULL,
+  started_at REAL NOT NULL,
+  finished_at REAL NOT NULL,
+  seed INTEGER NOT NULL,
+  estimator_version TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_task ON records(task_key, target);
+CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, config);
+)sql";
+
+const char* kColumns =
+    "id, task_key, target, sketch, config, latencies_us, error, compile_seconds, started_at, finished_at, seed, "
+    "estimator_version";
+
+}  // namespace
+
+struct RecordStore::Db {
+  sqlite3* db = nullptr;
+  std::string path;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error("records file '" + path + "': " + what + ": " + (db ? sqlite3_errmsg(db) : "cannot open"));
+  }
+  void exec(const char* sql) const {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      throw Error("records file '" + path + "': " + msg + (msg.find("not a database") != std::string::npos
+                                                                 ? " (is it a basin records file?)"
+                                                                 : ""));
+    }
+  }
+
+  // A prepared statement, finalized on scope exit.
+  struct Stmt {
+    sqlite3_stmt* s = nullptr;
+    ~Stmt() { sqlite3_finalize(s); }
+  };
+  Stmt prepare(const std::string& sql) const {
+    Stmt st;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st.s, nullptr) != SQLITE_OK) fail("preparing a query");
+    return st;
+  }
+
+  static Record row(sqlite3_stmt* s) {
+    auto text = [&](int c) {
+      const unsigned char* t = sqlite3_column_text(s, c);
+      return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+    };
+    Record r;
+    r.id = sqlite3_column_int64(s, 0);
+    r.task_key = text(1);
+    r.target = text(2);
+    r.sketch = text(3);
+    r.config = text(4);
+    for (const auto& v : nlohmann::json::parse(text(5))) r.latencies_us.push_back(v.get<double>());
+    r.error = text(6);
+    r.compile_seconds = sqlite3_column_double(s, 7);
+    r.started_at = sqlite3_column_double(s, 8);
+    r.finished_at = sqlite3_column_double(s, 9);
+    r.seed = static_cast<uint64_t>(sqlite3_column_int64(s, 10));
+    r.estimator_version = text(11);
+    return r;
+  }
+
+  std::vector<Record> query(const std::string& where, const std::vector<std::string>& args) const {
+    Stmt st = prepare(std::string("SELECT ") + kColumns + " FROM records " + where);
+    for (size_t i = 0; i < args.size(); ++i)
+      sqlite3_bind_text(st.s, static_cast<int>(i + 1), args[i].c_str(), -1, SQLITE_TRANSIENT);
+    std::vector<Record> out;
+    int rc;
+    while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out.push_back(row(st.s));
+    if (rc != SQLITE_DONE) fail("reading records");
+    return out;
+  }
+};
+
+RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_unique<Db>()) {
+  db_->path = path;
+  if (sqlite3_open_v2(path.c_str(), &db_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db_->db ? sqlite3_errmsg(db_->db) : "cannot open";
+    sqlite3_close(db_->db);
+    db_->db = nullptr;
+    throw Error("records file '" + path + "': " + msg);
+  }
+  sqlite3_busy_timeout(db_->db, 10000);
+  try {
+    db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    Db::Stmt v = db_->prepare("PRAGMA user_version");
+    int version = sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
+    if (version != 0 && version != kSchemaVersion)
+      throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
+                  std::to_string(kSchemaVersion));
+    db_->exec(kSchema);
+    if (version == 0) db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+    // A database that is not ours: it must have our columns.
+    db_->prepare(std::string("SELECT ") + kColumns + " FROM records LIMIT 0");
+  } catch (...) {
+    sqlite3_close(db_->db);
+    db_->db = nullptr;
+    throw;
+  }
+}
+
+RecordStore::~RecordStore() {
+  if (db_ && db_->db) sqlite3_close(db_->db);
+}
+
+int64_t RecordStore::add(const Record& r) {
+  Db::Stmt st = db_->prepare(
+      "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
+      "started_at, finished_at, seed, estimator_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  nlohmann::json lat = r.latencies_us;
+  std::string lat_text = lat.dump();
+  sqlite3_bind_text(st.s, 1, r.task_key.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 2, r.target.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 3, r.sketch.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 4, r.config.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 5, lat_text.c_str(), -1, SQLITE_TRANSIENT);
+  if (r.ok()) sqlite3_bind_double(st.s, 6, r.min_latency_us());
+  else sqlite3_bind_null(st.s, 6);
+  sqlite3_bind_text(st.s, 7, r.error.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(st.s, 8, r.compile_seconds);
+  sqlite3_bind_double(st.s, 9, r.started_at);
+  sqlite3_bind_double(st.s, 10, r.finished_at);
+  sqlite3_bind_int64(st.s, 11, static_cast<int64_t>(r.seed));
+  sqlite3_bind_text(st.s, 12, r.estimator_version.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("adding a record");
+  return sqlite3_last_insert_rowid(db_->db);
+}
+
+std::vector<Record> RecordStore::task_records(const std::string& task_key, const std::string& target) const {
+  return db_->query("WHERE task_key = ? AND target = ? ORDER BY id", {task_key, target});
+}
+
+std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target) const {
+  auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND min_latency_us IS NOT NULL "
+                      "ORDER BY min_latency_us LIMIT 1",
+                      {task_key, target});
+  if (r.empty()) return std::nullopt;
+  return r[0];
+}
+
+bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
+                           const std::string& config) const {
+  return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? LIMIT 1",
+                     {task_key, target, sketch, config})
+              .empty();
+}
+
+int64_t RecordStore::count() const {
+  Db::Stmt st = db_->prepare("SELECT COUNT(*) FROM records");
+  if (sqlite3_step(st.s) != SQLITE_ROW) db_->fail("counting records");
+  return sqlite3_column_int64(st.s, 0);
+}
+
+std::vector<Record> RecordStore::all() const { return db_->query("ORDER BY id", {}); }
+
+}  // namespace basin::search

@@ -1,0 +1,62 @@
+// The records store: one SQLite file holding one row per measured program (task key,
+// target, sketch, configuration, latency samples, error, timestamps, seed, estimator
+// version). Each record is committed as it is added, in WAL mode, so a killed process
+// loses nothing already added and several processes can read (and write) one file at
+// once. Tuning resumes from it; compilation picks the best valid record per task.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace basin::search {
+
+struct Record {
+  int64_t id = 0;
+  std::string task_key;
+  std::string target;                // "llvm", "cuda"
+  std::string sketch;
+  std::string config;                // JSON (sched::config_to_json)
+  std::vector<double> latencies_us;  // per-round samples; empty on error
+  std::string error;                 // empty when the program ran and verified
+  double compile_seconds = 0;
+  double started_at = 0;             // seconds since the epoch
+  double finished_at = 0;
+  uint64_t seed = 0;
+  std::string estimator_version;
+  bool ok() const { return error.empty() && !latencies_us.empty(); }
+  double min_latency_us() const;
+};
+
+class RecordStore {
+ public:
+  // Opens or creates the file. Throws basin::Error naming the file when it cannot be
+  // opened or is not a basin records database.
+  explicit RecordStore(const std::string& path);
+  ~RecordStore();
+  RecordStore(const RecordStore&) = delete;
+  RecordStore& operator=(const RecordStore&) = delete;
+
+  const std::string& path() const { return path_; }
+  // Adds and commits one record; returns its id.
+  int64_t add(const Record& r);
+  // Records of a task on a target, oldest first.
+  std::vector<Record> task_records(const std::string& task_key, const std::string& target) const;
+  // The fastest successful record of a task on a target.
+  std::optional<Record> best(const std::string& task_key, const std::string& target) const;
+  // True if this exact program was measured already (successfully or not).
+  bool contains(const std::string& task_key, const std::string& target, const std::string& sketch,
+                const std::string& config) const;
+  int64_t count() const;
+  // Every record, oldest first (export).
+  std::vector<Record> all() const;
+
+ private:
+  struct Db;
+  std::string path_;
+  std::unique_ptr<Db> db_;
+};
+
+}  // namespace basin::search

@@ -1,0 +1,109 @@
+// The records store: rows round-trip, the best record is the fastest successful one,
+// records added by a process killed with SIGKILL are all there, two handles share one
+// file, and a file that is not a records database is a clear error naming it.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/util/error.h"
+#include "search/records.h"
+
+namespace basin {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  std::string p = ::testing::TempDir() + "/basin_" + name + "_" + std::to_string(getpid()) + ".db";
+  std::remove(p.c_str());
+  std::remove((p + "-wal").c_str());
+  std::remove((p + "-shm").c_str());
+  return p;
+}
+
+search::Record rec(const std::string& cfg, std::vector<double> lat, std::string err = "") {
+  search::Record r;
+  r.task_key = "dense(K=32,M=16,N=32)";
+  r.target = "llvm";
+  r.sketch = "tile.vec=j.acc2";
+  r.config = cfg;
+  r.latencies_us = std::move(lat);
+  r.error = std::move(err);
+  r.seed = 7;
+  return r;
+}
+
+TEST(Records, RoundTripAndBest) {
+  std::string path = temp_path("roundtrip");
+  {
+    search::RecordStore s(path);
+    s.add(rec("{\"a\":1}", {30, 20, 25}));
+    s.add(rec("{\"a\":2}", {10, 12, 11}));
+    s.add(rec("{\"a\":3}", {}, "the worker died: signal 11"));
+    s.add(rec("{\"a\":4}", {15}));
+  }
+  search::RecordStore s(path);
+  EXPECT_EQ(s.count(), 4);
+  auto all = s.task_records("dense(K=32,M=16,N=32)", "llvm");
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].latencies_us, (std::vector<double>{30, 20, 25}));
+  EXPECT_EQ(all[2].error, "the worker died: signal 11");
+  EXPECT_EQ(all[0].seed, 7u);
+  auto best = s.best("dense(K=32,M=16,N=32)", "llvm");
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->config, "{\"a\":2}");
+  EXPECT_TRUE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"a\":3}"));
+  EXPECT_FALSE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"a\":9}"));
+  EXPECT_FALSE(s.best("other", "llvm").has_value());
+}
+
+TEST(Records, NothingAddedIsLostWhenTheProcessIsKilled) {
+  std::string path = temp_path("killed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    search::RecordStore s(path);
+    for (int i = 0; i < 50; ++i) s.add(rec("{\"i\":" + std::to_string(i) + "}", {double(i + 1)}));
+    raise(SIGKILL);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  search::RecordStore s(path);
+  EXPECT_EQ(s.count(), 50);
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"i\":0}");
+}
+
+TEST(Records, TwoHandlesShareOneFile) {
+  std::string path = temp_path("shared");
+  search::RecordStore a(path), b(path);
+  a.add(rec("{\"x\":1}", {5}));
+  b.add(rec("{\"x\":2}", {4}));
+  EXPECT_EQ(a.count(), 2);
+  EXPECT_EQ(b.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"x\":2}");
+}
+
+TEST(Records, AFileThatIsNotARecordsDatabaseIsAClearError) {
+  std::string path = temp_path("garbage");
+  {
+    std::ofstream f(path);
+    f << "this is not an SQLite database, just text that is long enough to have a header......";
+  }
+  try {
+    search::RecordStore s(path);
+    FAIL() << "opened a text file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  try {
+    search::RecordStore s("/nonexistent-dir/x.db");
+    FAIL() << "opened a file in a missing directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.db"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace basin
