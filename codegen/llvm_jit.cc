@@ -12,6 +12,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "codegen/cpu_runtime.h"
@@ -70,6 +72,17 @@ T take(llvm::Expected<T> v, const std::string& what) {
   return std::move(*v);
 }
 
+// basin vectorizes and unrolls loops itself, so O3's loop vectorizer, SLP vectorizer,
+// unroller and the scalar-evolution passes behind them are compile time without
+// benefit; the default pipeline keeps what the emitted code needs: inlining of the
+// outlined bodies (noalias scopes), SROA (accumulators into registers), CSE and
+// instruction combining, reassociation and GVN (the unrolled steps share their
+// address arithmetic), LICM, and SROA again once addresses are constant. Loop strength
+// reduction runs in the code generator. BASIN_LLVM_PIPELINE overrides it (opt syntax).
+const char* kPipeline =
+    "always-inline,function(sroa,early-cse<memssa>,instcombine,reassociate,gvn,instcombine,simplifycfg,"
+    "loop-mssa(licm),sroa,instcombine)";
+
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -81,23 +94,30 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
-                               : level == 2 ? llvm::OptimizationLevel::O2
-                               : level == 1 ? llvm::OptimizationLevel::O1
-                                            : llvm::OptimizationLevel::O0;
-  llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(ol) : pb.buildPerModuleDefaultPipeline(ol);
+  llvm::ModulePassManager mpm;
+  if (level == 2 || std::getenv("BASIN_LLVM_PIPELINE")) {
+    const char* text = std::getenv("BASIN_LLVM_PIPELINE");
+    if (llvm::Error e = pb.parsePassPipeline(mpm, text ? text : kPipeline)) fail("parsing the pass pipeline", std::move(e));
+  } else {
+    llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
+                                 : level == 1 ? llvm::OptimizationLevel::O1
+                                              : llvm::OptimizationLevel::O0;
+    mpm = level == 0 ? pb.buildO0DefaultPipeline(ol) : pb.buildPerModuleDefaultPipeline(ol);
+  }
   mpm.run(m, mam);
 }
 
 }  // namespace
 
-std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& opt) {
+std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& options) {
   static std::once_flag init;
   std::call_once(init, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
   auto t0 = std::chrono::steady_clock::now();
+  LlvmOptions opt = options;
+  if (const char* lvl = std::getenv("BASIN_LLVM_OPT")) opt.opt_level = std::atoi(lvl);  // for experiments
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->params = f.params;
 
@@ -115,7 +135,9 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
     fn.addFnAttr("target-cpu", tm->getTargetCPU());
     fn.addFnAttr("target-features", tm->getTargetFeatureString());
   }
+  auto t1 = std::chrono::steady_clock::now();
   optimize(*mod, *tm, opt.opt_level);
+  auto t2 = std::chrono::steady_clock::now();
   llvm::raw_string_ostream os(impl->ir);
   mod->print(os, nullptr);
   os.flush();
@@ -137,6 +159,11 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
   llvm::orc::ExecutorAddr addr = take(impl->jit->lookup(entry), "looking up the kernel");
   impl->entry = addr.toPtr<void (*)(void* const*)>();
   impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (std::getenv("BASIN_DEBUG_LLVM"))
+    std::fprintf(stderr, "[llvm] emit %.1f ms, optimize %.1f ms, codegen %.1f ms\n",
+                 std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                 std::chrono::duration<double, std::milli>(t2 - t1).count(),
+                 impl->compile_seconds * 1e3 - std::chrono::duration<double, std::milli>(t2 - t0).count());
   return std::make_unique<LlvmKernel>(std::move(impl));
 }
 

@@ -2,7 +2,7 @@
 // inside llvm_emit.cc and llvm_jit.cc.
 //
 // A kernel is compiled in process by ORC LLJIT for the host CPU (its features, AVX-512
-// where present), after LLVM's O3 pipeline; float multiply-adds may be contracted into
+// where present), after a lean optimization pipeline; float multiply-adds may be contracted into
 // FMAs, so results can differ from the interpreter in the last bits.
 #pragma once
 
@@ -20,7 +20,7 @@ bool llvm_enabled();
 
 struct LlvmOptions {
   bool contract_fma = true;  // allow fused multiply-add
-  int opt_level = 3;         // 0..3
+  int opt_level = 2;         // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
 };
 
 class LlvmKernel {

@@ -31,6 +31,8 @@ void register_fused_ops(std::vector<OpDef>& r) {
                  Tensor x = te::placeholder("x", {n, ch, h, w}), wt = te::placeholder("w", {oc, ch, k[0], k[1]});
                  Tensor b = te::placeholder("bias", {oc});
                  ConvParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0), {1, 1}, 1};
+                 c.that(h + 2 * p.padding[0] >= k[0] && w + 2 * p.padding[1] >= k[1], "kernel",
+                        "kernel " + ints_str(k) + " does not fit the padded input " + ints_str({n, ch, h, w}));
                  Tensor y = conv(x, wt, p, "conv2d");
                  OpGraph g;
                  g.inputs = {x, wt, b};

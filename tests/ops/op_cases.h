@@ -122,6 +122,8 @@ inline std::vector<BadCase> bad_cases() {
       {"pad", "mode=wrap", "mode"}, {"pad", "pads=1,2", "pads"}, {"pad", "mode=reflect pads=3,0,0,0,0,0", "pads"},
       {"gather", "axis=3", "axis"}, {"embedding", "num_embeddings=0", "num_embeddings"},
       {"broadcast_to", "new_shape=4", "new_shape"}, {"squeeze", "axes=0", "axes"}, {"unsqueeze", "axes=5", "axes"},
+      {"conv2d_bias_relu", "stride=0", "stride"}, {"conv2d_bias_relu", "kernel=20", "kernel"},
+      {"dense_bias_gelu", "M=0", "M"}, {"dense_bias_gelu", "K=x", "K"},
       {"resize", "mode=cubic", "mode"}, {"resize", "mode=nearest align_corners=1", "align_corners"},
   };
   for (const char* op : {"sum", "mean", "max", "min"}) {
