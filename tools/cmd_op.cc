@@ -6,6 +6,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "codegen/c_printer.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
 #include "codegen/timing.h"
@@ -118,6 +119,7 @@ int run_op(const OpOptions& o) {
   if (!o.workload.empty()) j["workload"] = o.workload;
   if (target != "interpreter" || !o.config.empty()) j["config"] = nlohmann::json::parse(sched::config_to_json(*sketch, cfg));
   if (o.emit == "ir") std::cout << to_string(func);
+  if (o.emit == "c") std::cout << codegen::print_c(func);
 
   std::vector<NDArray> outputs = fresh_outputs();
   std::unique_ptr<codegen::LlvmKernel> kernel;
@@ -218,8 +220,8 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--config", o->config, "a configuration file (JSON: sketch, splits, unroll; docs/schedules.md)");
   cmd->add_option("--seed", o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance, "largest accepted max relative error");
-  cmd->add_option("--emit", o->emit, "also print the program: ir (loop IR) or llvm (optimized LLVM IR)")
-      ->check(CLI::IsMember({"ir", "llvm"}));
+  cmd->add_option("--emit", o->emit, "also print the program: ir (loop IR), c (C source) or llvm (optimized LLVM IR)")
+      ->check(CLI::IsMember({"ir", "c", "llvm"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([&run, o] { run = [o] { return run_op(*o); }; });
 }

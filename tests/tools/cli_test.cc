@@ -91,6 +91,23 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
   Result big = run("op --workload gemm-2048 --oracle never --timing quick --json");
   ASSERT_EQ(big.code, 0);
   EXPECT_TRUE(nlohmann::json::parse(big.out).contains("oracle"));
+  {
+    std::string cfg = ::testing::TempDir() + "/basin_cli_cfg.json";
+    FILE* f = std::fopen(cfg.c_str(), "w");
+    std::fputs(R"({"sketch": "tile.vec=j.pack.acc2", "splits": {"i": [2, 2, 4], "j": [1, 2, 16], "k": [8]}, "unroll": 64})", f);
+    std::fclose(f);
+    Result c = run("op --workload gemm-256 --config " + cfg + " --timing quick --json");
+    ASSERT_EQ(c.code, 0) << c.out;
+    auto cj = nlohmann::json::parse(c.out);
+    EXPECT_EQ(cj["config"]["sketch"], "tile.vec=j.pack.acc2");
+    EXPECT_EQ(cj["config"]["splits"]["j"], nlohmann::json({1, 2, 16}));
+    EXPECT_TRUE(cj["verified"].get<bool>());
+    Result c_src = run("op --workload gemm-256 --config " + cfg + " --emit c --timing quick");
+    ASSERT_EQ(c_src.code, 0);
+    EXPECT_NE(c_src.out.find("void matmul(const float* restrict a_"), std::string::npos) << c_src.out;
+    EXPECT_NE(c_src.out.find("#pragma omp parallel for"), std::string::npos);
+    EXPECT_NE(c_src.out.find("#pragma omp simd"), std::string::npos);
+  }
   Result emit = run("op relu --emit llvm --timing quick");
   EXPECT_NE(emit.out.find("define void @basin_kernel"), std::string::npos);
   Result ir = run("op softmax --emit ir");
@@ -99,12 +116,12 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
 }
 
 struct BadCall {
-  const char* args;
-  const char* message;
+  std::string args;
+  std::string message;
 };
 
 TEST(Cli, UserErrorsFailWithOneClearLine) {
-  const BadCall calls[] = {
+  const std::vector<BadCall> calls = {
       {"op nosuchop", "unknown operator 'nosuchop'"},
       {"op conv2d --param stride=0", "attribute 'stride'"},
       {"op conv2d --param stride", "--param expects K=V"},
@@ -118,6 +135,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"op dense --seed x", "--seed"},
       {"op dense --target tpu", "--target"},
       {"op dense --oracle sometimes", "--oracle"},
+      {"op dense --config /nonexistent/cfg.json", "/nonexistent/cfg.json"},
+      {"op dense --config " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "not valid JSON"},
       {"nosuchcommand", "nosuchcommand"},
   };
   for (const BadCall& c : calls) {
