@@ -8,30 +8,20 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench/machine.h"
 #include "codegen/op_check.h"
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
 
-namespace {
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace basin;
   bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
   std::vector<std::string> workloads = {"gemm-256", "bert-768x768", "attn-bmm", "resnet18-c3", "resnet18-c12"};
   nlohmann::json rows = nlohmann::json::array();
-  if (!json) std::cout << "machine: " << cpu_model() << ", " << std::thread::hardware_concurrency() << " cores\n"
+  if (!json) std::cout << "machine: " << bench::cpu_model() << ", " << std::thread::hardware_concurrency() << " cores\n"
                        << "workload        interpreter_s  M_flop/s  max_rel_error_vs_libtorch\n";
   for (const std::string& name : workloads) {
     const ops::Workload& w = ops::find_workload(name);
@@ -45,6 +35,6 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (json) std::cout << nlohmann::json{{"machine", cpu_model()}, {"results", rows}}.dump(2) << "\n";
+  if (json) std::cout << nlohmann::json{{"machine", bench::cpu_model()}, {"results", rows}}.dump(2) << "\n";
   return 0;
 }
