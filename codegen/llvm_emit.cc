@@ -17,6 +17,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -123,19 +124,80 @@ class Emitter {
     return v;
   }
 
-  // True if index e advances by exactly one element per lane of the vectorized loop.
-  bool unit_stride(const Expr& e) {
-    VarMap next{{vec_->var.id(), vec_->var + Expr(int64_t{1})}};
-    int64_t d = 0;
-    return is_const_int(simplify(substitute(e, next) - e), &d) && d == 1;
+  // ---- addresses ----
+  // An index is emitted from its linear form: the terms whose variable is bound to a
+  // constant (unrolled iterations) fold into a constant offset, the rest form a base
+  // that is computed once per straight-line region and shared by every unrolled step
+  // (addr_cache_, saved and restored around control flow so that a cached value always
+  // dominates its uses). The vectorized loop's variable is kept apart: its coefficient
+  // says whether an access is scalar (0), contiguous (1) or a gather.
+  const LinearForm& linear(const Expr& flat) {
+    auto it = linear_memo_.find(flat.get());
+    if (it == linear_memo_.end()) it = linear_memo_.emplace(flat.get(), std::make_pair(flat, Analyzer().linear_form(flat))).first;
+    return it->second.second;
   }
 
-  llvm::Value* flat_index(const Buffer& buf, const std::vector<Expr>& idx) {
-    if (idx.size() == 1) return index64(idx[0]);
-    if (idx.empty()) return b_.getInt64(0);
-    Expr flat = idx[0];
-    for (size_t i = 1; i < idx.size(); ++i) flat = flat * buf->shape[i] + idx[i];
-    return index64(flat);
+  struct Affine {
+    llvm::Value* base = nullptr;  // i64, null for none
+    int64_t offset = 0;
+    int64_t vec_coef = 0;         // coefficient of the vectorized loop's variable
+    bool affine_in_vec = true;    // false: the variable also sits inside a non-linear term
+  };
+
+  Affine affine(const Expr& flat) {
+    const LinearForm& lf = linear(flat);
+    Affine a;
+    a.offset = lf.constant;
+    std::vector<uintptr_t> key;
+    std::vector<std::pair<const Expr*, int64_t>> dynamic;
+    for (const auto& [atom, coef] : lf.terms) {
+      if (atom.kind() == ExprKind::Var) {
+        int64_t id = Var(atom).id();
+        if (vec_ && id == vec_->var.id()) {
+          a.vec_coef += coef;
+          continue;
+        }
+        llvm::Value* v = vars_.at(id);
+        if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(v)) {
+          a.offset += coef * c->getSExtValue();
+          continue;
+        }
+        key.insert(key.end(), {reinterpret_cast<uintptr_t>(atom.get()), static_cast<uintptr_t>(coef),
+                               reinterpret_cast<uintptr_t>(v)});
+      } else {
+        if (vec_ && uses_var(atom, vec_->var)) {
+          a.affine_in_vec = false;
+          return a;
+        }
+        key.insert(key.end(), {reinterpret_cast<uintptr_t>(atom.get()), static_cast<uintptr_t>(coef)});
+        post_order_visit(atom, [&](const Expr& x) {
+          if (x.kind() == ExprKind::Var) key.push_back(reinterpret_cast<uintptr_t>(vars_.at(Var(x).id())));
+        });
+      }
+      dynamic.push_back({&atom, coef});
+    }
+    if (dynamic.empty()) return a;
+    auto hit = addr_cache_.find(key);
+    if (hit != addr_cache_.end()) {
+      a.base = hit->second;
+      return a;
+    }
+    llvm::Value* sum = nullptr;
+    for (const auto& [atom, coef] : dynamic) {
+      llvm::Value* t = index64(*atom);
+      if (coef != 1) t = b_.CreateMul(t, b_.getInt64(coef));
+      sum = sum ? b_.CreateAdd(sum, t) : t;
+    }
+    addr_cache_[key] = sum;
+    a.base = sum;
+    return a;
+  }
+
+  llvm::Value* element_ptr(const Buffer& buf, llvm::Value* base, int64_t offset) {
+    llvm::Type* elem = mem_type(buf->dtype);
+    llvm::Value* p = buffer_ptr(buf);
+    if (base) p = b_.CreateInBoundsGEP(elem, p, base);
+    return offset ? b_.CreateInBoundsGEP(elem, p, b_.getInt64(offset)) : p;
   }
 
   llvm::Value* buffer_ptr(const Buffer& buf) {
@@ -143,14 +205,25 @@ class Emitter {
     BASIN_CHECK(it != bufs_.end()) << "buffer " << buf->name << " is neither a parameter nor allocated";
     return it->second;
   }
+  // The address of a scalar access.
   llvm::Value* address(const Buffer& buf, const std::vector<Expr>& idx) {
-    return b_.CreateInBoundsGEP(mem_type(buf->dtype), buffer_ptr(buf), flat_index(buf, idx));
+    Affine a = affine(flat_expr(buf, idx));
+    return element_ptr(buf, a.base, a.offset);
   }
   Expr flat_expr(const Buffer& buf, const std::vector<Expr>& idx) {
     if (idx.empty()) return Expr(int64_t{0});
+    if (idx.size() == 1) return idx[0];
     Expr flat = idx[0];
     for (size_t i = 1; i < idx.size(); ++i) flat = flat * buf->shape[i] + idx[i];
     return flat;
+  }
+
+  // How an access inside a vectorized loop touches memory.
+  enum class Access { Scalar, Contiguous, Gather };
+  Access classify(const Affine& a) {
+    if (!a.affine_in_vec) return Access::Gather;
+    if (a.vec_coef == 0) return Access::Scalar;
+    return a.vec_coef == 1 ? Access::Contiguous : Access::Gather;
   }
 
   // A load inside a vectorized loop: a vector load, a gather, or a scalar load; masked
@@ -158,10 +231,11 @@ class Emitter {
   llvm::Value* vector_load(const ExprNode& n) {
     llvm::Type* elem = mem_type(n.dtype);
     Expr flat = flat_expr(n.buffer, n.args);
-    llvm::Value* idx = index64(flat);
+    Affine a = affine(flat);
+    Access kind = classify(a);
     llvm::Value* v;
-    if (!is_vector(idx)) {
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx);
+    if (kind == Access::Scalar) {
+      llvm::Value* p = element_ptr(n.buffer, a.base, a.offset);
       if (!mask_) {
         v = b_.CreateLoad(elem, p);
       } else {  // loaded only if some lane needs it
@@ -173,12 +247,12 @@ class Emitter {
       auto* vty = llvm::FixedVectorType::get(elem, vec_->lanes);
       llvm::Value* zero = llvm::Constant::getNullValue(vty);
       llvm::Align align(n.dtype.bytes());
-      if (unit_stride(flat)) {
-        llvm::Value* p = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), b_.CreateExtractElement(idx, uint64_t{0}));
+      if (kind == Access::Contiguous) {
+        llvm::Value* p = b_.CreateInBoundsGEP(elem, element_ptr(n.buffer, a.base, a.offset), vec_->lo);
         v = mask_ ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vty, p, align, mask_, zero))
                   : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vty, p, align));
       } else {
-        llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx);
+        llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
         v = b_.CreateMaskedGather(vty, ptrs, align, mask_ ? mask_ : all_lanes(), zero);
       }
     }
@@ -187,7 +261,8 @@ class Emitter {
 
   void vector_store(const StmtNode& n) {
     Expr flat = flat_expr(n.buffer, n.indices);
-    llvm::Value* idx = index64(flat);
+    Affine a = affine(flat);
+    Access kind = classify(a);
     llvm::Value* v = expr(n.value);
     if (n.buffer->dtype.is_bool()) {
       llvm::Type* i8 = b_.getInt8Ty();
@@ -195,20 +270,20 @@ class Emitter {
       v = b_.CreateZExt(v, i8);
     }
     llvm::Type* elem = mem_type(n.buffer->dtype);
-    if (!is_vector(idx)) {
+    if (kind == Access::Scalar) {
       if (is_vector(v))
         throw InternalError("a store to '" + n.buffer->name + "' at one address takes a value that varies across "
                             "the lanes of a vectorized loop");
-      b_.CreateStore(v, b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx));
+      b_.CreateStore(v, element_ptr(n.buffer, a.base, a.offset));
       return;
     }
     v = splat(v);
     llvm::Align align(n.buffer->dtype.bytes());
-    if (unit_stride(flat)) {
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), b_.CreateExtractElement(idx, uint64_t{0}));
-      b_.CreateAlignedStore(v, p, align);
+    if (kind == Access::Contiguous) {
+      b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(elem, element_ptr(n.buffer, a.base, a.offset), vec_->lo), align);
     } else {
-      b_.CreateMaskedScatter(v, b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), idx), align, all_lanes());
+      llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
+      b_.CreateMaskedScatter(v, ptrs, align, all_lanes());
     }
   }
 
@@ -219,12 +294,15 @@ class Emitter {
     llvm::BasicBlock* fb = llvm::BasicBlock::Create(ctx_, std::string(name) + ".else", fn_);
     llvm::BasicBlock* mb = llvm::BasicBlock::Create(ctx_, std::string(name) + ".end", fn_);
     b_.CreateCondBr(cond, tb, fb);
+    auto saved_cache = addr_cache_;
     b_.SetInsertPoint(tb);
     llvm::Value* tv = then_fn();
+    addr_cache_ = saved_cache;
     llvm::BasicBlock* tend = b_.GetInsertBlock();
     b_.CreateBr(mb);
     b_.SetInsertPoint(fb);
     llvm::Value* fv = else_fn();
+    addr_cache_ = std::move(saved_cache);
     llvm::BasicBlock* fend = b_.GetInsertBlock();
     b_.CreateBr(mb);
     b_.SetInsertPoint(mb);
@@ -493,7 +571,9 @@ class Emitter {
     b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), body, exit);
     b_.SetInsertPoint(body);
     vars_[n.var.id()] = as_var_type(n.var, iv);
+    auto saved_cache = addr_cache_;  // what was computed before the loop dominates its body and exit
     stmt(n.body[0]);
+    addr_cache_ = std::move(saved_cache);
     vars_.erase(n.var.id());
     llvm::Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", /*HasNUW=*/false, /*HasNSW=*/true);
     iv->addIncoming(next, b_.GetInsertBlock());
@@ -520,7 +600,7 @@ class Emitter {
       } else {
         std::vector<llvm::Constant*> steps;
         for (int64_t i = 0; i < extent; ++i) steps.push_back(b_.getInt64(i));
-        vec_ = VecLoop{n.var, static_cast<int>(extent)};
+        vec_ = VecLoop{n.var, static_cast<int>(extent), lo};
         llvm::Value* lanes = b_.CreateAdd(splat(lo), llvm::ConstantVector::get(steps), n.var.name());
         vars_[n.var.id()] = as_var_type(n.var, lanes);
       }
@@ -583,6 +663,8 @@ class Emitter {
     llvm::BasicBlock* saved_entry = entry_block_;
     auto saved_vars = vars_;
     auto saved_bufs = bufs_;
+    auto saved_cache = std::move(addr_cache_);
+    addr_cache_.clear();
 
     {  // outer: unpack and call
       b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
@@ -621,6 +703,7 @@ class Emitter {
     entry_block_ = saved_entry;
     vars_ = std::move(saved_vars);
     bufs_ = std::move(saved_bufs);
+    addr_cache_ = std::move(saved_cache);
     b_.restoreIP(saved_ip);
     llvm::FunctionCallee rt = mod_.getOrInsertFunction(
         "basin_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64}, false));
@@ -686,11 +769,14 @@ class Emitter {
         llvm::BasicBlock* eb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
         llvm::BasicBlock* mb = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
         b_.CreateCondBr(c, tb, eb);
+        auto saved_cache = addr_cache_;
         b_.SetInsertPoint(tb);
         stmt(n.body[0]);
+        addr_cache_ = saved_cache;
         b_.CreateBr(mb);
         b_.SetInsertPoint(eb);
         if (n.body.size() > 1) stmt(n.body[1]);
+        addr_cache_ = std::move(saved_cache);
         b_.CreateBr(mb);
         b_.SetInsertPoint(mb);
         return;
@@ -706,6 +792,7 @@ class Emitter {
   struct VecLoop {
     Var var;
     int lanes;
+    llvm::Value* lo;  // the scalar first lane
   };
 
   llvm::LLVMContext& ctx_;
@@ -719,6 +806,8 @@ class Emitter {
   llvm::Value* mask_ = nullptr;    // lanes enabled where a vector load sits (null: all)
   bool in_parallel_ = false;       // inside an outlined parallel body
   int outlined_ = 0;
+  std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
+  std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point
 };
 
 }  // namespace
