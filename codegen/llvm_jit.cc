@@ -22,12 +22,35 @@
 
 namespace basin::codegen {
 
-struct LlvmKernel::Impl {
+namespace {
+
+// One JIT and one target machine per process, made on first use: creating them costs
+// milliseconds, which every candidate would otherwise pay. Each kernel lives in its own
+// JITDylib (linked against the main one, which resolves libc, libm and the runtime)
+// and is removed with its kernel.
+struct SharedJit {
+  std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  int64_t next_id = 0;
+};
+
+SharedJit& shared_jit();
+
+}  // namespace
+
+struct LlvmKernel::Impl {
+  llvm::orc::JITDylib* dylib = nullptr;
   void (*entry)(void* const*) = nullptr;
   std::string ir;
   double compile_seconds = 0;
   std::vector<Buffer> params;
+  ~Impl() {
+    if (!dylib) return;
+    SharedJit& s = shared_jit();
+    std::lock_guard<std::mutex> l(s.mu);
+    llvm::consumeError(s.jit->getExecutionSession().removeJITDylib(*dylib));
+  }
 };
 
 LlvmKernel::LlvmKernel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -80,8 +103,8 @@ T take(llvm::Expected<T> v, const std::string& what) {
 // address arithmetic), LICM, and SROA again once addresses are constant. Loop strength
 // reduction runs in the code generator. BASIN_LLVM_PIPELINE overrides it (opt syntax).
 const char* kPipeline =
-    "always-inline,function(sroa,early-cse<memssa>,instcombine,reassociate,gvn,instcombine,simplifycfg,"
-    "loop-mssa(licm),sroa,instcombine)";
+    "always-inline,function(sroa,early-cse,instcombine,reassociate,gvn,simplifycfg,loop-mssa(licm),sroa,"
+    "instcombine)";
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::LoopAnalysisManager lam;
@@ -107,56 +130,71 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   mpm.run(m, mam);
 }
 
+SharedJit& shared_jit() {
+  static SharedJit* s = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto* j = new SharedJit;  // lives for the process (kernels may outlive statics)
+    llvm::orc::JITTargetMachineBuilder jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "host detection");
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    j->tm = take(jtmb.createTargetMachine(), "target machine");
+    j->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
+    llvm::orc::JITDylib& main = j->jit->getMainJITDylib();
+    // libm and libc (expf, aligned_alloc, ...) come from the running process.
+    main.addGenerator(take(
+        llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(j->jit->getDataLayout().getGlobalPrefix()),
+        "process symbols"));
+    // The runtime the kernels call, by address (the binary need not export it).
+    llvm::orc::MangleAndInterner mangle(j->jit->getExecutionSession(), j->jit->getDataLayout());
+    llvm::orc::SymbolMap runtime;
+    runtime[mangle("basin_parallel_for")] = llvm::JITEvaluatedSymbol::fromPointer(
+        &basin_parallel_for, llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+    if (llvm::Error e = main.define(llvm::orc::absoluteSymbols(std::move(runtime))))
+      fail("defining the runtime symbols", std::move(e));
+    return j;
+  }();
+  return *s;
+}
+
 }  // namespace
 
 std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& options) {
-  static std::once_flag init;
-  std::call_once(init, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
   auto t0 = std::chrono::steady_clock::now();
+  SharedJit& sj = shared_jit();
   LlvmOptions opt = options;
   if (const char* lvl = std::getenv("BASIN_LLVM_OPT")) opt.opt_level = std::atoi(lvl);  // for experiments
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->params = f.params;
-
-  llvm::orc::JITTargetMachineBuilder jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "host detection");
-  jtmb.setCodeGenOptLevel(opt.opt_level >= 3 ? llvm::CodeGenOpt::Aggressive : llvm::CodeGenOpt::Default);
-  std::unique_ptr<llvm::TargetMachine> tm = take(jtmb.createTargetMachine(), "target machine");
+  llvm::TargetMachine& tm = *sj.tm;
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   const std::string entry = "basin_kernel";
   std::unique_ptr<llvm::Module> mod = emit_llvm_module(f, *ctx, opt, entry);
-  mod->setDataLayout(tm->createDataLayout());
-  mod->setTargetTriple(tm->getTargetTriple().str());
+  mod->setDataLayout(tm.createDataLayout());
+  mod->setTargetTriple(tm.getTargetTriple().str());
   for (llvm::Function& fn : *mod) {
     if (fn.isDeclaration()) continue;
-    fn.addFnAttr("target-cpu", tm->getTargetCPU());
-    fn.addFnAttr("target-features", tm->getTargetFeatureString());
+    fn.addFnAttr("target-cpu", tm.getTargetCPU());
+    fn.addFnAttr("target-features", tm.getTargetFeatureString());
   }
   auto t1 = std::chrono::steady_clock::now();
-  optimize(*mod, *tm, opt.opt_level);
+  optimize(*mod, tm, opt.opt_level);
   auto t2 = std::chrono::steady_clock::now();
-  llvm::raw_string_ostream os(impl->ir);
-  mod->print(os, nullptr);
-  os.flush();
+  if (opt.keep_ir) {
+    llvm::raw_string_ostream os(impl->ir);
+    mod->print(os, nullptr);
+    os.flush();
+  }
 
-  impl->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
-  // libm and libc (expf, aligned_alloc, ...) come from the running process.
-  impl->jit->getMainJITDylib().addGenerator(take(
-      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(impl->jit->getDataLayout().getGlobalPrefix()),
-      "process symbols"));
-  // The runtime the kernels call, by address (the binary need not export it).
-  llvm::orc::MangleAndInterner mangle(impl->jit->getExecutionSession(), impl->jit->getDataLayout());
-  llvm::orc::SymbolMap runtime;
-  runtime[mangle("basin_parallel_for")] = llvm::JITEvaluatedSymbol::fromPointer(
-      &basin_parallel_for, llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
-  if (llvm::Error e = impl->jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(runtime))))
-    fail("defining the runtime symbols", std::move(e));
-  if (llvm::Error e = impl->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+  {
+    std::lock_guard<std::mutex> l(sj.mu);
+    llvm::orc::ExecutionSession& es = sj.jit->getExecutionSession();
+    impl->dylib = &es.createBareJITDylib("kernel" + std::to_string(++sj.next_id));
+    impl->dylib->addToLinkOrder(sj.jit->getMainJITDylib());
+  }
+  if (llvm::Error e = sj.jit->addIRModule(*impl->dylib, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
     fail("adding the module", std::move(e));
-  llvm::orc::ExecutorAddr addr = take(impl->jit->lookup(entry), "looking up the kernel");
+  llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl->dylib, entry), "looking up the kernel");
   impl->entry = addr.toPtr<void (*)(void* const*)>();
   impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (std::getenv("BASIN_DEBUG_LLVM"))

@@ -20,6 +20,7 @@ bool llvm_enabled();
 
 struct LlvmOptions {
   bool contract_fma = true;  // allow fused multiply-add
+  bool keep_ir = false;      // keep the optimized LLVM IR as text (llvm_ir())
   int opt_level = 2;         // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
 };
 
@@ -31,7 +32,7 @@ class LlvmKernel {
   void run(const std::vector<NDArray*>& args) const;
   // Runs on raw buffer pointers without checks (for timing).
   void run_raw(void* const* args) const;
-  // The optimized LLVM IR, as text.
+  // The optimized LLVM IR, as text (empty unless compiled with keep_ir).
   const std::string& llvm_ir() const;
   double compile_seconds() const;
 

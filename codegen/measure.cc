@@ -145,6 +145,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       c.unroll = j["unroll"].get<int64_t>();
       auto t0 = std::chrono::steady_clock::now();
       LoweredFunc f = sched::lower_config(task_, s, c);
+      res["lower_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (opt_.program_hook) f = opt_.program_hook(f);
       std::unique_ptr<LlvmKernel> k = compile_llvm(f);
       res["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -204,6 +205,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
   nlohmann::json j = nlohmann::json::parse(reply);
   if (j.contains("error")) r.error = j["error"].get<std::string>();
   if (j.contains("compile_seconds")) r.compile_seconds = j["compile_seconds"].get<double>();
+  if (j.contains("lower_seconds")) r.lower_seconds = j["lower_seconds"].get<double>();
   if (j.contains("latencies_us")) r.latencies_us = j["latencies_us"].get<std::vector<double>>();
   if (j.contains("median_us")) r.median_us = j["median_us"].get<double>();
   return r;

@@ -125,7 +125,9 @@ int run_op(const OpOptions& o) {
   std::unique_ptr<codegen::LlvmKernel> kernel;
   if (target == "llvm") {
     if (!o.json) std::cerr << "basin: " << op << ": compiling with LLVM...\n";
-    kernel = codegen::compile_llvm(func);
+    codegen::LlvmOptions lopt;
+    lopt.keep_ir = o.emit == "llvm";
+    kernel = codegen::compile_llvm(func, lopt);
     j["compile_seconds"] = kernel->compile_seconds();
     if (o.emit == "llvm") std::cout << kernel->llvm_ir();
     std::vector<NDArray*> args = arg_pointers(inputs, outputs);
