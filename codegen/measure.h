@@ -31,6 +31,7 @@ struct MeasureResult {
   double median_us = 0;
   double compile_seconds = 0;       // lowering and LLVM compilation
   double lower_seconds = 0;         // of which lowering (sketch to loop IR)
+  double compile_cpu_seconds = 0;   // the same as CPU time of the worker's thread
   std::string error;                  // empty when the program ran and matched the reference
   bool ok() const { return error.empty(); }
   double min_us() const { return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end()); }
