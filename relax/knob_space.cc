@@ -1,0 +1,185 @@
+#include "relax/knob_space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/util/error.h"
+
+namespace basin::relax {
+
+std::vector<std::pair<int64_t, int>> factorize(int64_t n) {
+  std::vector<std::pair<int64_t, int>> f;
+  for (int64_t p = 2; p * p <= n; ++p) {
+    int e = 0;
+    while (n % p == 0) {
+      n /= p;
+      ++e;
+    }
+    if (e) f.push_back({p, e});
+  }
+  if (n > 1) f.push_back({n, 1});
+  return f;
+}
+
+KnobSpace::KnobSpace(const sched::Sketch& s) : sketch_(s) {
+  for (size_t i = 0; i < s.splits.size(); ++i) {
+    const sched::SplitSpec& sp = s.splits[i];
+    for (const auto& [p, e] : factorize(sp.extent)) {
+      int group = static_cast<int>(group_exponent_.size());
+      group_exponent_.push_back(e);
+      for (int l = 0; l < sp.parts; ++l) {
+        vars_.push_back({static_cast<int>(i), l, p, group});
+        names_.push_back(sp.name + "." + std::to_string(l + 1) + "^" + std::to_string(p));
+      }
+    }
+  }
+  names_.push_back("unroll");
+  int n = num_vars();
+  A_ = Eigen::MatrixXd::Zero(static_cast<int>(group_exponent_.size()), n);
+  b_ = Eigen::VectorXd(static_cast<int>(group_exponent_.size()));
+  upper_ = Eigen::VectorXd(n);
+  for (size_t g = 0; g < group_exponent_.size(); ++g) b_(static_cast<int>(g)) = static_cast<double>(group_exponent_[g]);
+  for (size_t v = 0; v < vars_.size(); ++v) {
+    A_(vars_[v].group, static_cast<int>(v)) = 1.0;
+    upper_(static_cast<int>(v)) = static_cast<double>(group_exponent_[vars_[v].group]);
+  }
+  for (int64_t u : s.unroll_menu) menu_log2_.push_back(u > 0 ? std::log2(static_cast<double>(u)) : 0.0);
+  upper_(n - 1) = *std::max_element(menu_log2_.begin(), menu_log2_.end());
+}
+
+bool KnobSpace::contains(const Eigen::VectorXd& x, double tol) const {
+  if (x.size() != num_vars()) return false;
+  for (int i = 0; i < num_vars(); ++i)
+    if (x(i) < -tol || x(i) > upper_(i) + tol) return false;
+  return ((A_ * x - b_).array() <= tol).all();
+}
+
+std::vector<std::vector<double>> KnobSpace::factors(const Eigen::VectorXd& x) const {
+  std::vector<std::vector<double>> f;
+  for (const sched::SplitSpec& sp : sketch_.splits) f.push_back(std::vector<double>(sp.parts, 1.0));
+  for (size_t v = 0; v < vars_.size(); ++v)
+    f[vars_[v].split][vars_[v].level] *= std::pow(static_cast<double>(vars_[v].prime), x(static_cast<int>(v)));
+  return f;
+}
+
+double KnobSpace::unroll(const Eigen::VectorXd& x) const {
+  double z = x(unroll_var());
+  return z <= 0 ? 0.0 : std::exp2(z);
+}
+
+Eigen::VectorXd KnobSpace::point_of(const sched::Config& c) const {
+  std::string why = sched::invalid_reason(sketch_, c);
+  if (!why.empty()) throw Error("not a configuration of sketch " + sketch_.name + ": " + why);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(num_vars());
+  for (size_t v = 0; v < vars_.size(); ++v) {
+    int64_t f = c.factors[vars_[v].split][vars_[v].level];
+    int e = 0;
+    while (f % vars_[v].prime == 0) {
+      f /= vars_[v].prime;
+      ++e;
+    }
+    x(static_cast<int>(v)) = e;
+  }
+  for (size_t m = 0; m < sketch_.unroll_menu.size(); ++m)
+    if (sketch_.unroll_menu[m] == c.unroll) x(unroll_var()) = menu_log2_[m];
+  return x;
+}
+
+sched::Config KnobSpace::round(const Eigen::VectorXd& x) const {
+  std::vector<int> e(vars_.size());
+  for (size_t v = 0; v < vars_.size(); ++v)
+    e[v] = static_cast<int>(std::lround(std::clamp(x(static_cast<int>(v)), 0.0, upper_(static_cast<int>(v)))));
+  // Repair each (split, prime) group into the polytope: take back the units that were
+  // rounded up the most.
+  for (size_t g = 0; g < group_exponent_.size(); ++g) {
+    for (;;) {
+      int sum = 0;
+      int worst = -1;
+      double worst_excess = -std::numeric_limits<double>::infinity();
+      for (size_t v = 0; v < vars_.size(); ++v) {
+        if (vars_[v].group != static_cast<int>(g)) continue;
+        sum += e[v];
+        double excess = e[v] - x(static_cast<int>(v));
+        if (e[v] > 0 && excess > worst_excess) {
+          worst_excess = excess;
+          worst = static_cast<int>(v);
+        }
+      }
+      if (sum <= group_exponent_[g]) break;
+      --e[worst];
+    }
+  }
+  sched::Config c;
+  for (const sched::SplitSpec& sp : sketch_.splits) c.factors.push_back(std::vector<int64_t>(sp.parts, 1));
+  auto rebuild = [&] {
+    for (auto& f : c.factors) std::fill(f.begin(), f.end(), 1);
+    for (size_t v = 0; v < vars_.size(); ++v)
+      for (int k = 0; k < e[v]; ++k) c.factors[vars_[v].split][vars_[v].level] *= vars_[v].prime;
+  };
+  rebuild();
+  size_t best = 0;
+  for (size_t m = 1; m < menu_log2_.size(); ++m)
+    if (std::abs(menu_log2_[m] - x(unroll_var())) < std::abs(menu_log2_[best] - x(unroll_var()))) best = m;
+  c.unroll = sketch_.unroll_menu[best];
+  // Shrink the largest inner tile (its largest prime first) until the sketch accepts.
+  while (!sched::invalid_reason(sketch_, c).empty()) {
+    int pick = -1;
+    double largest = 1.0;
+    for (size_t v = 0; v < vars_.size(); ++v) {
+      if (e[v] == 0) continue;
+      double f = static_cast<double>(c.factors[vars_[v].split][vars_[v].level]) +
+                 1e-3 * static_cast<double>(vars_[v].level) + 1e-6 * static_cast<double>(vars_[v].prime);
+      if (f > largest) {
+        largest = f;
+        pick = static_cast<int>(v);
+      }
+    }
+    BASIN_CHECK(pick >= 0) << "sketch " << sketch_.name << " rejects the all-ones configuration";
+    --e[pick];
+    rebuild();
+  }
+  return c;
+}
+
+Eigen::VectorXd KnobSpace::center() const {
+  Eigen::VectorXd x(num_vars());
+  for (size_t v = 0; v < vars_.size(); ++v) {
+    int parts = sketch_.splits[vars_[v].split].parts;
+    x(static_cast<int>(v)) = static_cast<double>(group_exponent_[vars_[v].group]) / (parts + 1);
+  }
+  x(unroll_var()) = upper_(unroll_var()) / 2;
+  return x;
+}
+
+std::vector<Eigen::VectorXd> KnobSpace::sample(int n, std::mt19937_64& rng, int burn_in, int thin) const {
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> unit;
+  Eigen::VectorXd x = center();
+  int dim = num_vars();
+  std::vector<Eigen::VectorXd> out;
+  auto step = [&] {
+    Eigen::VectorXd d(dim);
+    for (int i = 0; i < dim; ++i) d(i) = normal(rng);
+    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+    auto clip = [&](double slack, double rate) {  // keeps slack - t * rate >= 0
+      if (rate > 1e-15) hi = std::min(hi, slack / rate);
+      else if (rate < -1e-15) lo = std::max(lo, slack / rate);
+    };
+    Eigen::VectorXd ad = A_ * d, slack = b_ - A_ * x;
+    for (int r = 0; r < ad.size(); ++r) clip(slack(r), ad(r));
+    for (int i = 0; i < dim; ++i) {
+      clip(x(i), -d(i));             // x_i + t d_i >= 0
+      clip(upper_(i) - x(i), d(i));  // x_i + t d_i <= upper_i
+    }
+    if (lo < hi) x += (lo + (hi - lo) * unit(rng)) * d;
+  };
+  for (int i = 0; i < burn_in; ++i) step();
+  while (static_cast<int>(out.size()) < n) {
+    for (int i = 0; i < thin; ++i) step();
+    out.push_back(x);
+  }
+  return out;
+}
+
+}  // namespace basin::relax

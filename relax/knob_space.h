@@ -1,0 +1,71 @@
+// The continuous space of a sketch's knobs (DESIGN.md, "The relaxation"). A split
+// factor f of a loop with extent N = prod_p p^e_p is written f = prod_p p^x_p with real
+// exponents x_p >= 0; the exponents of one prime over a split's levels sum to at most
+// e_p, a linear constraint, so integer points of the polytope are exactly the divisor
+// tilings. The unroll depth is one real variable z in log2 space, rounded to the
+// nearest menu entry (the entry 0, no unrolling, sits at z = 0).
+//
+// Variables are laid out split by split, level by level, prime by prime, then z.
+#pragma once
+
+#include <Eigen/Core>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/schedule/sketch.h"
+
+namespace basin::relax {
+
+class KnobSpace {
+ public:
+  explicit KnobSpace(const sched::Sketch& s);
+
+  const sched::Sketch& sketch() const { return sketch_; }
+  int num_vars() const { return static_cast<int>(names_.size()); }
+  // "<split>.<level>^<prime>" and "unroll".
+  const std::vector<std::string>& var_names() const { return names_; }
+  int unroll_var() const { return num_vars() - 1; }
+
+  // The polytope: A x <= b, and 0 <= x_i <= upper_i for every variable.
+  const Eigen::MatrixXd& A() const { return A_; }
+  const Eigen::VectorXd& b() const { return b_; }
+  const Eigen::VectorXd& upper() const { return upper_; }
+  bool contains(const Eigen::VectorXd& x, double tol = 1e-9) const;
+
+  // Real factor values at x: factors[split][level] = prod_p p^x.
+  std::vector<std::vector<double>> factors(const Eigen::VectorXd& x) const;
+  double unroll(const Eigen::VectorXd& x) const;  // 2^z, or 0 at z = 0
+
+  // The exact point of an integer configuration.
+  Eigen::VectorXd point_of(const sched::Config& c) const;
+  // The nearest valid configuration: exponents rounded to the nearest integers and
+  // repaired into the polytope (the most rounded-up first), z to the nearest menu
+  // entry in log2 space, then inner tiles shrunk while the sketch's checks fail.
+  sched::Config round(const Eigen::VectorXd& x) const;
+
+  // A point strictly inside the polytope (every level gets an equal share of each prime).
+  Eigen::VectorXd center() const;
+  // n points uniform in the polytope by hit-and-run from center(), after `burn_in`
+  // steps and keeping every `thin`-th step.
+  std::vector<Eigen::VectorXd> sample(int n, std::mt19937_64& rng, int burn_in = 50, int thin = 10) const;
+
+ private:
+  struct PrimeVar {
+    int split, level;
+    int64_t prime;
+    int group;  // row of A: the (split, prime) pair
+  };
+  sched::Sketch sketch_;
+  std::vector<PrimeVar> vars_;  // one per exponent variable (z excluded)
+  std::vector<std::string> names_;
+  std::vector<int64_t> group_exponent_;
+  Eigen::MatrixXd A_;
+  Eigen::VectorXd b_, upper_;
+  std::vector<double> menu_log2_;  // log2 of each unroll menu entry (0 for the entry 0)
+};
+
+// Prime factorization: (prime, exponent) pairs in increasing order.
+std::vector<std::pair<int64_t, int>> factorize(int64_t n);
+
+}  // namespace basin::relax
