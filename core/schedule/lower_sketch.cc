@@ -361,7 +361,7 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
 
 }  // namespace
 
-LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
+LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
   BASIN_CHECK(k.factors.size() == s.splits.size()) << "sketch " << s.name << ": knob values do not match its splits";
   LoweredFunc f;
   f.name = task.op;
@@ -372,11 +372,14 @@ LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobVa
     f.params.push_back(t.buffer());
     outputs[t.op().get()] = t.buffer();
   }
-  Stmt body = s.rule == SketchRule::Anchor ? build_anchor(task, s, k, task.outputs[0].buffer())
-                                           : build_generic(task, s, k, outputs);
-  body = flatten_buffers(body);
-  body = simplify_stmt(body);
-  f.body = body;
+  f.body = s.rule == SketchRule::Anchor ? build_anchor(task, s, k, task.outputs[0].buffer())
+                                         : build_generic(task, s, k, outputs);
+  return f;
+}
+
+LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
+  LoweredFunc f = lower_sketch_structure(task, s, k);
+  f.body = simplify_stmt(flatten_buffers(f.body));
   verify_well_formed(f, {true, true});
   return f;
 }

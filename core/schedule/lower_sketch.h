@@ -13,6 +13,11 @@ namespace basin::sched {
 // The unroll knob is a Pragma "auto_unroll_max_step" around the loops it governs.
 LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k);
 
+// The program lower_sketch starts from, before flattening and simplification: multi-
+// dimensional accesses, every loop kept (even of extent 1). Its structure is the same
+// for symbolic and for concrete knobs, which is what the relaxation's features need.
+LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k);
+
 // The concrete program of a configuration: lower_sketch with its values, then the
 // loops within the unroll depth marked Unrolled (mark_unrolled). Throws Error if the
 // configuration is invalid for the sketch.

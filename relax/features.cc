@@ -1,0 +1,236 @@
+#include "relax/features.h"
+
+#include <cmath>
+
+#include "core/util/error.h"
+
+namespace basin::relax {
+
+namespace {
+
+const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride"};
+
+std::vector<std::string> make_names() {
+  std::vector<std::string> n = {"flops_add", "flops_mul", "flops_div", "flops_math", "flops_cmp_select",
+                                "iterations", "vector_lanes", "parallel_extent", "unroll_depth", "unroll_steps"};
+  for (int s = 0; s < kBufferSlots; ++s)
+    for (const char* f : kSlotFeatures) n.push_back("buf" + std::to_string(s) + "." + f);
+  n.push_back("local_alloc_bytes");
+  for (int l = 1; l <= kIntensityLevels; ++l) n.push_back("intensity.level" + std::to_string(l));
+  return n;
+}
+
+Expr f64(const Expr& e) { return e.dtype() == DType::f64() ? e : cast(DType::f64(), e); }
+Expr one() { return float_imm(DType::f64(), 1.0); }
+Expr zero() { return float_imm(DType::f64(), 0.0); }
+Expr abs64(const Expr& x) { return select(lt(x, zero()), zero() - x, x); }
+
+struct Loop {
+  Var var;
+  Expr extent;  // f64
+  ForKind kind;
+  bool under_unroll;
+};
+
+// Float operations per evaluation of a stored value, by kind.
+struct OpCounts {
+  int add = 0, mul = 0, div = 0, math = 0, cmp = 0;
+};
+OpCounts count_ops(const Expr& value) {
+  OpCounts c;
+  post_order_visit(value, [&](const Expr& x) {
+    if (x.kind() == ExprKind::Load) return;
+    bool fl = x.dtype().is_float();
+    switch (x.kind()) {
+      case ExprKind::Add:
+      case ExprKind::Sub: c.add += fl; break;
+      case ExprKind::Mul: c.mul += fl; break;
+      case ExprKind::Div: c.div += fl; break;
+      case ExprKind::Call: c.math += 1; break;
+      case ExprKind::Min:
+      case ExprKind::Max:
+      case ExprKind::Select: c.cmp += fl; break;
+      case ExprKind::EQ:
+      case ExprKind::NE:
+      case ExprKind::LT:
+      case ExprKind::LE:
+      case ExprKind::GT:
+      case ExprKind::GE: c.cmp += x.arg(0).dtype().is_float(); break;
+      default: break;
+    }
+  });
+  return c;
+}
+
+// An access: the buffer and its flat index as an integer expression (loads inside the
+// index replaced by 0).
+struct Access {
+  Buffer buffer;
+  Expr flat;
+};
+Expr flat_of(const Buffer& b, const std::vector<Expr>& idx) {
+  auto no_loads = [](const Expr& e) {
+    return rewrite_post_order(e, [](const Expr& x) -> Expr {
+      return x.kind() == ExprKind::Load ? int_imm(x.dtype(), 0) : Expr();
+    });
+  };
+  if (idx.empty()) return Expr(int64_t{0});
+  Expr flat = no_loads(idx[0]);
+  for (size_t d = 1; d < idx.size(); ++d) flat = flat * b->shape[d] + no_loads(idx[d]);
+  return flat;
+}
+
+class Walker {
+ public:
+  std::vector<StoreFeatures> out;
+
+  void walk(const Stmt& s) {
+    const StmtNode& n = *s;
+    switch (n.kind) {
+      case StmtKind::For:
+        loops_.push_back({n.var, f64(n.extent), n.for_kind, unroll_.defined()});
+        walk(n.body[0]);
+        loops_.pop_back();
+        return;
+      case StmtKind::Allocate: {
+        Expr saved = local_bytes_;
+        if (n.buffer->scope != MemScope::Global) {
+          Expr size = float_imm(DType::f64(), n.buffer->dtype.bytes());
+          for (const Expr& e : n.buffer->shape) size = size * f64(e);
+          local_bytes_ = local_bytes_.defined() ? local_bytes_ + size : size;
+        }
+        walk(n.body[0]);
+        local_bytes_ = saved;
+        return;
+      }
+      case StmtKind::Pragma: {
+        Expr saved = unroll_;
+        if (n.key == "auto_unroll_max_step") unroll_ = f64(n.pragma_value);
+        walk(n.body[0]);
+        unroll_ = saved;
+        return;
+      }
+      case StmtKind::Store: store(n); return;
+      default:
+        for (const Stmt& c : n.body) walk(c);
+        return;
+    }
+  }
+
+ private:
+  // The flat index with loop `which` at `at` and every other enclosing loop at 0.
+  Expr index_at(const Expr& flat, int which, const Expr& at) {
+    VarMap m;
+    for (size_t l = 0; l < loops_.size(); ++l)
+      m[loops_[l].var.id()] = static_cast<int>(l) == which ? at : int_imm(loops_[l].var.dtype(), 0);
+    return substitute(flat, m);
+  }
+
+  void store(const StmtNode& n) {
+    std::vector<Access> acc = {{n.buffer, flat_of(n.buffer, n.indices)}};
+    post_order_visit(n.value, [&](const Expr& x) {
+      if (x.kind() != ExprKind::Load) return;
+      for (const Access& a : acc)
+        if (a.buffer.get() == x->buffer.get()) return;
+      acc.push_back({x->buffer, flat_of(x->buffer, x->args)});
+    });
+    acc.resize(std::min<size_t>(acc.size(), kBufferSlots));
+
+    int depth = static_cast<int>(loops_.size());
+    Expr iters = one();
+    for (const Loop& l : loops_) iters = iters * l.extent;
+    OpCounts c = count_ops(n.value);
+    auto times = [&](int k) { return float_imm(DType::f64(), k) * iters; };
+    std::vector<Expr> v = {times(c.add), times(c.mul), times(c.div), times(c.math), times(c.cmp), iters};
+    Expr lanes = one(), par = one(), steps = one();
+    for (const Loop& l : loops_) {
+      if (l.kind == ForKind::Vectorized) lanes = lanes * l.extent;
+      if (l.kind == ForKind::Parallel) par = par * l.extent;
+      if (l.kind == ForKind::Serial && l.under_unroll) steps = steps * l.extent;
+    }
+    v.push_back(lanes);
+    v.push_back(par);
+    v.push_back(unroll_.defined() ? unroll_ : zero());
+    v.push_back(unroll_.defined() ? min(unroll_, steps) : zero());
+
+    // Per access: whether each loop moves its index, and unique elements inside each level.
+    std::vector<std::vector<Expr>> inner_unique(acc.size());  // [slot][level j]: loops j..depth-1
+    std::vector<Expr> bytes_of(acc.size());
+    for (size_t a = 0; a < acc.size(); ++a) {
+      const Expr& flat = acc[a].flat;
+      Expr base = index_at(flat, -1, Expr());
+      std::vector<Expr>& u = inner_unique[a];
+      u.assign(depth + 1, one());
+      for (int l = depth - 1; l >= 0; --l) {
+        Expr at_end = index_at(flat, l, cast(loops_[l].var.dtype(), loops_[l].extent) - int_imm(loops_[l].var.dtype(), 1));
+        Expr moves = select(ne(at_end, base), one(), zero());
+        u[l] = u[l + 1] * (one() + moves * (loops_[l].extent - one()));
+      }
+      bytes_of[a] = float_imm(DType::f64(), acc[a].buffer->dtype.bytes());
+    }
+    for (int s = 0; s < kBufferSlots; ++s) {
+      if (s >= static_cast<int>(acc.size())) {
+        v.insert(v.end(), {zero(), zero(), zero()});
+        continue;
+      }
+      const Expr& flat = acc[s].flat;
+      Expr unique = inner_unique[s][0];
+      v.push_back(unique * bytes_of[s]);
+      v.push_back(iters / unique);
+      if (depth == 0) {
+        v.push_back(zero());
+      } else {
+        int l = depth - 1;
+        Expr step = index_at(flat, l, int_imm(loops_[l].var.dtype(), 1)) - index_at(flat, -1, Expr());
+        v.push_back(abs64(f64(step)));
+      }
+    }
+    v.push_back(local_bytes_.defined() ? local_bytes_ : zero());
+    // Arithmetic intensity of the nest inside each of the innermost levels.
+    Expr flops_per_iter = float_imm(DType::f64(), c.add + c.mul + c.div + c.math + c.cmp);
+    for (int k = 1; k <= kIntensityLevels; ++k) {
+      int j = std::max(0, depth - k);
+      Expr it = one();
+      for (int l = j; l < depth; ++l) it = it * loops_[l].extent;
+      Expr bytes = zero();
+      for (size_t a = 0; a < acc.size(); ++a) bytes = bytes + inner_unique[a][j] * bytes_of[a];
+      v.push_back(flops_per_iter * it / bytes);
+    }
+    BASIN_CHECK(static_cast<int>(v.size()) == num_features()) << v.size() << " features";
+    out.push_back({n.buffer->name, v});
+  }
+
+  std::vector<Loop> loops_;
+  Expr unroll_;
+  Expr local_bytes_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& feature_names() {
+  static const std::vector<std::string> names = make_names();
+  return names;
+}
+
+int num_features() { return static_cast<int>(feature_names().size()); }
+
+std::vector<StoreFeatures> extract_features(const LoweredFunc& structure) {
+  Walker w;
+  w.walk(structure.body);
+  return w.out;
+}
+
+std::vector<std::vector<double>> evaluate_features(const std::vector<StoreFeatures>& f, const VarValues& knobs) {
+  std::vector<std::vector<double>> out;
+  for (const StoreFeatures& s : f) {
+    std::vector<double> row;
+    for (const Expr& e : s.values) {
+      double x = evaluate(e, knobs).as_double();
+      row.push_back(std::log2(1.0 + std::max(0.0, x)));
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace basin::relax

@@ -1,0 +1,98 @@
+// The relaxation's features: for random configurations of every sketch of the operator
+// suite, the symbolic feature expressions evaluated at the configuration's integer
+// point equal the features of the concrete program (to 1e-6), every value is finite,
+// and known programs have the values their definitions give.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/ops/registry.h"
+#include "core/schedule/lower_sketch.h"
+#include "relax/features.h"
+#include "tests/ops/op_cases.h"
+
+namespace basin {
+namespace {
+
+VarValues values_of(const VarMap& m) {
+  VarValues v;
+  for (const auto& [id, e] : m) v[id] = Value::of_int(DType::i64(), const_int(e));
+  return v;
+}
+
+std::vector<std::pair<std::string, std::string>> suite() {
+  return {{"conv2d", "in_channels=8 out_channels=16 height=10 width=12 kernel=3 padding=1"},
+          {"conv2d", "in_channels=6 out_channels=8 height=9 width=9 kernel=3 stride=2 padding=1"},
+          {"depthwise_conv2d", "channels=16 height=10 width=10"},
+          {"dense", "M=12 K=40 N=32"},
+          {"batch_matmul", "B=3 M=8 K=12 N=16"},
+          {"softmax", "shape=6,40"},
+          {"softmax", "shape=2,3,5,8 axis=1"},
+          {"layer_norm", "shape=4,48"},
+          {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1"}};
+}
+
+TEST(Features, SymbolicFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
+  std::mt19937_64 rng(9);
+  int checked = 0;
+  for (const auto& [op, params] : suite()) {
+    ops::OpGraph g = ops::build_op(op, parse(params));
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      sched::KnobValues sym = sched::symbolic_knobs(s);
+      std::vector<relax::StoreFeatures> symbolic = relax::extract_features(sched::lower_sketch_structure(g, s, sym));
+      for (int t = 0; t < 5; ++t) {
+        sched::Config c = sched::random_config(s, rng);
+        auto at_point = relax::evaluate_features(symbolic, values_of(sched::knob_substitution(sym, c)));
+        auto concrete = relax::evaluate_features(
+            relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c))), {});
+        ASSERT_EQ(at_point.size(), concrete.size()) << op << " " << s.name;
+        for (size_t st = 0; st < concrete.size(); ++st)
+          for (int f = 0; f < relax::num_features(); ++f) {
+            ASSERT_TRUE(std::isfinite(at_point[st][f])) << relax::feature_names()[f];
+            EXPECT_NEAR(at_point[st][f], concrete[st][f], 1e-6)
+                << op << " " << s.name << " store " << st << " " << relax::feature_names()[f] << " "
+                << sched::config_to_json(s, c);
+          }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(Features, KnownValuesOfAMatmulTile) {
+  ops::OpGraph g = ops::build_op("matmul", parse("M=64 K=32 N=128"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  const sched::Sketch& s = sched::find_sketch(sk, "tile.vec=j.acc2");
+  sched::Config c;
+  c.factors = {{2, 2, 4}, {1, 2, 16}, {8}};  // i: 64 = 4 x 2 x 2 x 4; j: 128 = 4 x 1 x 2 x 16; k: 32 = 4 x 8
+  c.unroll = 64;
+  auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c))), {});
+  const auto& names = relax::feature_names();
+  auto at = [&](size_t store, const std::string& name) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::exp2(f[store][i]) - 1;
+    ADD_FAILURE() << name;
+    return 0.0;
+  };
+  ASSERT_EQ(f.size(), 3u);  // init, update, write-back
+  EXPECT_NEAR(at(1, "iterations"), 64.0 * 128 * 32, 1e-6);
+  EXPECT_NEAR(at(1, "flops_add"), 64.0 * 128 * 32, 1e-6);
+  EXPECT_NEAR(at(1, "flops_mul"), 64.0 * 128 * 32, 1e-6);
+  EXPECT_NEAR(at(1, "vector_lanes"), 16, 1e-9);
+  EXPECT_NEAR(at(1, "parallel_extent"), 4 * 4, 1e-9);
+  EXPECT_NEAR(at(1, "unroll_depth"), 64, 1e-9);
+  EXPECT_NEAR(at(1, "local_alloc_bytes"), 4 * 16 * 4, 1e-9);  // acc: i3 x j3 floats
+  // the accumulator is the stored buffer: 4 x 16 floats, each updated 64 * 128 * 32 / 64 times
+  EXPECT_NEAR(at(1, "buf0.unique_bytes"), 4 * 16 * 4, 1e-9);
+  EXPECT_NEAR(at(1, "buf0.reuse_ratio"), 64.0 * 128 * 32 / 64, 1e-6);
+  EXPECT_NEAR(at(1, "buf1.unique_bytes"), 64.0 * 32 * 4, 1e-6);   // a[i, k]
+  EXPECT_NEAR(at(1, "buf2.unique_bytes"), 32.0 * 128 * 4, 1e-6);  // b[k, j]
+  EXPECT_NEAR(at(1, "buf2.innermost_stride"), 1, 1e-9);
+  EXPECT_NEAR(at(1, "buf0.innermost_stride"), 1, 1e-9);  // j3, the vectorized loop
+  EXPECT_NEAR(at(2, "iterations"), 64.0 * 128, 1e-6);
+}
+
+}  // namespace
+}  // namespace basin
