@@ -2,6 +2,7 @@
 // structures are documented on Sketch (sketch.h) and in docs/schedules.md.
 #include "core/schedule/lower_sketch.h"
 
+#include <functional>
 #include <unordered_map>
 
 #include "core/expr/analyzer.h"
@@ -45,6 +46,34 @@ std::vector<Expr> unfuse(const Var& p, const std::vector<Expr>& extents) {
   return idx;
 }
 
+// The outermost parallel loops over several axes: one fused loop (what is compiled, so
+// the thread pool sees one range) or the nest of the axes' own loops, all parallel (the
+// structure form, whose features then see which axis moves which index).
+struct ParallelAxes {
+  std::vector<Expr> index;  // per axis
+  std::function<Stmt(Stmt)> wrap;
+};
+ParallelAxes parallel_axes(const std::string& name, const std::vector<Expr>& extents, bool fuse) {
+  ParallelAxes r;
+  if (fuse) {
+    Var p(name);
+    r.index = unfuse(p, extents);
+    Expr total = product(extents);
+    r.wrap = [p, total](Stmt body) { return loop(p, total, std::move(body), ForKind::Parallel); };
+    return r;
+  }
+  std::vector<Var> vars;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    vars.push_back(Var(name + std::to_string(i)));
+    r.index.push_back(vars.back());
+  }
+  r.wrap = [vars, extents](Stmt body) {
+    for (size_t i = vars.size(); i-- > 0;) body = loop(vars[i], extents[i], std::move(body), ForKind::Parallel);
+    return body;
+  };
+  return r;
+}
+
 // Replaces every load of `from` by a load of `to` at indices map(old indices).
 Expr retarget_loads(const Expr& e, const BufferNode* from, const Buffer& to,
                     const std::function<std::vector<Expr>(const std::vector<Expr>&)>& map) {
@@ -63,7 +92,7 @@ struct Tiles {
   Expr full;
 };
 
-Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
+Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf, bool fuse) {
   AnchorInfo info = *analyze_anchor(task);
   const te::OpNode& a = *info.anchor;
   size_t ns = a.axes.size(), nr = a.reduce_axes.size();
@@ -77,10 +106,10 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     }
     sp[i].f[0] = floordiv(Expr(a.axes[i].extent), sp[i].f[1] * sp[i].f[2] * sp[i].f[3]);
   }
-  Var p("fused");
   std::vector<Expr> outer_extents;
   for (const Tiles& t : sp) outer_extents.push_back(t.f[0]);
-  std::vector<Expr> e0 = unfuse(p, outer_extents);
+  ParallelAxes outer = parallel_axes("fused", outer_extents, fuse);
+  const std::vector<Expr>& e0 = outer.index;
   for (size_t i = 0; i < ns; ++i) {
     Tiles& t = sp[i];
     t.e0 = e0[i];
@@ -225,7 +254,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     for (size_t i = ns; i-- > 0;) tile = loop(sp[i].v[2], sp[i].f[2], tile);
   for (size_t i = ns; i-- > 0;) tile = loop(sp[i].v[1], sp[i].f[1], tile);
   tile = make_pragma(kUnrollPragma, k.unroll, tile);
-  Stmt main = loop(p, product(outer_extents), tile, ForKind::Parallel);
+  Stmt main = outer.wrap(tile);
 
   prologue.push_back(main);
   Stmt all = make_seq(prologue);
@@ -237,19 +266,14 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
 // ---- the generic rule ----
 
 Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
-                   const std::unordered_map<const te::OpNode*, Buffer>& outputs) {
+                   const std::unordered_map<const te::OpNode*, Buffer>& outputs, bool fuse) {
   GenericInfo info = analyze_generic(task);
   const int K = s.prefix;
   BASIN_CHECK(K <= info.max_prefix) << "sketch " << s.name << " shares more axes than the task allows";
-  Var p("rows");
-  std::vector<Expr> q;
-  Expr rows(int64_t{1});
-  if (K > 0) {
-    std::vector<Expr> ext;
-    for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
-    q = unfuse(p, ext);
-    rows = product(ext);
-  }
+  std::vector<Expr> ext;
+  for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
+  ParallelAxes rows = parallel_axes("rows", ext, fuse);
+  const std::vector<Expr>& q = rows.index;
   // Where each intermediate stage lives: a per-row local buffer (shared prefix) or a
   // global one.
   std::unordered_map<const te::OpNode*, Buffer> where;
@@ -354,14 +378,15 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   Stmt body = make_seq(nests);
   for (const Buffer& b : locals) body = make_allocate(b, body);
   body = make_pragma(kUnrollPragma, k.unroll, body);
-  if (K > 0) body = loop(p, rows, body, ForKind::Parallel);
+  if (K > 0) body = rows.wrap(body);
   for (const Buffer& b : globals) body = make_allocate(b, body);
   return body;
 }
 
 }  // namespace
 
-LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
+LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
+                                   bool fuse_parallel) {
   BASIN_CHECK(k.factors.size() == s.splits.size()) << "sketch " << s.name << ": knob values do not match its splits";
   LoweredFunc f;
   f.name = task.op;
@@ -372,13 +397,13 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
     f.params.push_back(t.buffer());
     outputs[t.op().get()] = t.buffer();
   }
-  f.body = s.rule == SketchRule::Anchor ? build_anchor(task, s, k, task.outputs[0].buffer())
-                                         : build_generic(task, s, k, outputs);
+  f.body = s.rule == SketchRule::Anchor ? build_anchor(task, s, k, task.outputs[0].buffer(), fuse_parallel)
+                                         : build_generic(task, s, k, outputs, fuse_parallel);
   return f;
 }
 
 LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
-  LoweredFunc f = lower_sketch_structure(task, s, k);
+  LoweredFunc f = lower_sketch_structure(task, s, k, /*fuse_parallel=*/true);
   f.body = simplify_stmt(flatten_buffers(f.body));
   verify_well_formed(f, {true, true});
   return f;

@@ -16,7 +16,11 @@ LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobVa
 // The program lower_sketch starts from, before flattening and simplification: multi-
 // dimensional accesses, every loop kept (even of extent 1). Its structure is the same
 // for symbolic and for concrete knobs, which is what the relaxation's features need.
-LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k);
+// By default the outermost parallel loops are a nest of one loop per axis (the same
+// iterations as the single fused loop that is compiled), so that features see which
+// axis moves which access.
+LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
+                                   bool fuse_parallel = false);
 
 // The concrete program of a configuration: lower_sketch with its values, then the
 // loops within the unroll depth marked Unrolled (mark_unrolled). Throws Error if the
