@@ -44,7 +44,7 @@ KnobSpace::KnobSpace(const sched::Sketch& s) : sketch_(s) {
     A_(vars_[v].group, static_cast<int>(v)) = 1.0;
     upper_(static_cast<int>(v)) = static_cast<double>(group_exponent_[vars_[v].group]);
   }
-  for (int64_t u : s.unroll_menu) menu_log2_.push_back(u > 0 ? std::log2(static_cast<double>(u)) : 0.0);
+  for (int64_t u : s.unroll_menu) menu_log2_.push_back(std::log2(1.0 + static_cast<double>(u)));
   upper_(n - 1) = *std::max_element(menu_log2_.begin(), menu_log2_.end());
 }
 
@@ -64,8 +64,7 @@ std::vector<std::vector<double>> KnobSpace::factors(const Eigen::VectorXd& x) co
 }
 
 double KnobSpace::unroll(const Eigen::VectorXd& x) const {
-  double z = x(unroll_var());
-  return z <= 0 ? 0.0 : std::exp2(z);
+  return std::exp2(x(unroll_var())) - 1.0;
 }
 
 Eigen::VectorXd KnobSpace::point_of(const sched::Config& c) const {

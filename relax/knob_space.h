@@ -2,8 +2,8 @@
 // factor f of a loop with extent N = prod_p p^e_p is written f = prod_p p^x_p with real
 // exponents x_p >= 0; the exponents of one prime over a split's levels sum to at most
 // e_p, a linear constraint, so integer points of the polytope are exactly the divisor
-// tilings. The unroll depth is one real variable z in log2 space, rounded to the
-// nearest menu entry (the entry 0, no unrolling, sits at z = 0).
+// tilings. The unroll depth u is one real variable z = log2(1 + u), rounded to the
+// nearest menu entry in that space (the entry 0, no unrolling, sits at z = 0).
 //
 // Variables are laid out split by split, level by level, prime by prime, then z.
 #pragma once
@@ -35,7 +35,7 @@ class KnobSpace {
 
   // Real factor values at x: factors[split][level] = prod_p p^x.
   std::vector<std::vector<double>> factors(const Eigen::VectorXd& x) const;
-  double unroll(const Eigen::VectorXd& x) const;  // 2^z, or 0 at z = 0
+  double unroll(const Eigen::VectorXd& x) const;  // 2^z - 1
 
   // The exact point of an integer configuration.
   Eigen::VectorXd point_of(const sched::Config& c) const;
@@ -62,7 +62,7 @@ class KnobSpace {
   std::vector<int64_t> group_exponent_;
   Eigen::MatrixXd A_;
   Eigen::VectorXd b_, upper_;
-  std::vector<double> menu_log2_;  // log2 of each unroll menu entry (0 for the entry 0)
+  std::vector<double> menu_log2_;  // log2(1 + u) of each unroll menu entry u
 };
 
 // Prime factorization: (prime, exponent) pairs in increasing order.

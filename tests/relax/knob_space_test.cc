@@ -41,7 +41,8 @@ TEST(KnobSpace, ConfigurationsAreExactIntegerPointsAndRoundTrip) {
       sched::Config c = sched::random_config(s, rng);
       Eigen::VectorXd x = space.point_of(c);
       ASSERT_TRUE(space.contains(x)) << s.name;
-      for (int i = 0; i < x.size(); ++i) EXPECT_EQ(x(i), std::round(x(i))) << space.var_names()[i];
+      for (int i = 0; i < space.unroll_var(); ++i) EXPECT_EQ(x(i), std::round(x(i))) << space.var_names()[i];
+      EXPECT_NEAR(space.unroll(x), static_cast<double>(c.unroll), 1e-9);
       std::vector<std::vector<double>> f = space.factors(x);
       for (size_t i = 0; i < f.size(); ++i)
         for (size_t l = 0; l < f[i].size(); ++l) EXPECT_NEAR(f[i][l], c.factors[i][l], 1e-9);
@@ -69,7 +70,7 @@ TEST(KnobSpace, RoundingRepairsPointsOutsideThePolytope) {
   const sched::Sketch s = sched::cpu_sketches(g)[0];
   relax::KnobSpace space(s);
   Eigen::VectorXd x = Eigen::VectorXd::Constant(space.num_vars(), 5.0);  // every level asks for 2^5
-  x(space.unroll_var()) = 5.8;  // nearest menu entry in log2 space: 64
+  x(space.unroll_var()) = 5.8;  // nearest menu entry in log2(1 + u) space: 64 (6.02)
   sched::Config c = space.round(x);
   EXPECT_EQ(sched::invalid_reason(s, c), "");
   for (size_t i = 0; i < c.factors.size(); ++i) {
@@ -81,7 +82,7 @@ TEST(KnobSpace, RoundingRepairsPointsOutsideThePolytope) {
 }
 
 TEST(KnobSpace, HitAndRunIsUniformOnAnInterval) {
-  // One split of 2^8 with one level: x in [0, 8] and z in [0, 10]; a uniform sample
+  // One split of 2^8 with one level: x in [0, 8] and z in [0, log2(1025)]; a uniform sample
   // puts about a quarter of x in each quarter of [0, 8].
   sched::Sketch s;
   s.rule = sched::SketchRule::Generic;

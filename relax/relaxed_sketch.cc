@@ -1,0 +1,83 @@
+#include "relax/relaxed_sketch.h"
+
+#include <cmath>
+
+#include "core/schedule/lower_sketch.h"
+#include "relax/features.h"
+
+namespace basin::relax {
+
+RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode, double tau)
+    : space_(s), mode_(mode) {
+  sched::KnobValues sym = sched::symbolic_knobs(s);
+  std::vector<Var> inputs;
+  for (size_t i = 0; i < sym.factors.size(); ++i)
+    for (size_t l = 0; l < sym.factors[i].size(); ++l) {
+      inputs.push_back(Var(sym.factors[i][l]));
+      knob_of_.push_back({static_cast<int>(i), static_cast<int>(l)});
+    }
+  inputs.push_back(Var(sym.unroll));
+  knob_of_.push_back({-1, -1});
+  // Which exponent variables make up each factor knob.
+  exponents_.resize(inputs.size());
+  const std::vector<std::string>& names = space_.var_names();
+  for (int v = 0; v < space_.num_vars() - 1; ++v) {
+    // names are "<split>.<level>^<prime>": match the knob by split and level
+    for (size_t k = 0; k + 1 < inputs.size(); ++k) {
+      const sched::SplitSpec& sp = s.splits[knob_of_[k].first];
+      std::string prefix = sp.name + "." + std::to_string(knob_of_[k].second + 1) + "^";
+      if (names[v].rfind(prefix, 0) == 0) {
+        double p = std::stod(names[v].substr(prefix.size()));
+        exponents_[k].push_back({v, std::log(p)});
+      }
+    }
+  }
+  exponents_.back().push_back({space_.unroll_var(), std::log(2.0)});
+
+  std::vector<StoreFeatures> feats = extract_features(sched::lower_sketch_structure(task, s, sym));
+  std::vector<Expr> outputs;
+  const double inv_ln2 = 1.0 / std::log(2.0);
+  for (const StoreFeatures& st : feats) {
+    buffers_.push_back(st.buffer);
+    for (const Expr& e : st.values)
+      outputs.push_back(call(MathFn::log, {max(e, float_imm(DType::f64(), 0.0)) + float_imm(DType::f64(), 1.0)}) *
+                        float_imm(DType::f64(), inv_ln2));
+  }
+  stores_ = static_cast<int>(feats.size());
+  tape_ = std::make_unique<Tape>(outputs, inputs, mode, tau);
+}
+
+int RelaxedSketch::num_features() const { return relax::num_features(); }
+
+void RelaxedSketch::forward(const double* x, int batch, double* features) {
+  int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
+  batch_ = batch;
+  knobs_.assign(static_cast<size_t>(batch) * nk, 0.0);
+  for (int b = 0; b < batch; ++b) {
+    for (int k = 0; k < nk; ++k) {
+      double log_value = 0;
+      for (const auto& [v, lnp] : exponents_[k]) log_value += x[b * nv + v] * lnp;
+      double value = std::exp(log_value);
+      value = knob_of_[k].first < 0 ? value - 1.0 : value;  // unroll: 2^z - 1
+      // Exact mode evaluates integer points: exp(x ln p) is off by an ulp, and floor
+      // division must not see 15.999999.
+      knobs_[b * nk + k] = mode_ == TapeMode::Exact ? std::round(value) : value;
+    }
+  }
+  tape_->forward(knobs_.data(), batch, features);
+}
+
+void RelaxedSketch::backward(const double* grad_features, double* grad_x) {
+  int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
+  std::vector<double> grad_knobs(static_cast<size_t>(batch_) * nk);
+  tape_->backward(grad_features, grad_knobs.data());
+  for (int i = 0; i < batch_ * nv; ++i) grad_x[i] = 0;
+  for (int b = 0; b < batch_; ++b)
+    for (int k = 0; k < nk; ++k) {
+      // d value / d x_v = value * ln p (the unroll's value is 2^z - 1: its slope is 2^z ln 2)
+      double value = knobs_[b * nk + k] + (knob_of_[k].first < 0 ? 1.0 : 0.0);
+      for (const auto& [v, lnp] : exponents_[k]) grad_x[b * nv + v] += grad_knobs[b * nk + k] * value * lnp;
+    }
+}
+
+}  // namespace basin::relax

@@ -1,0 +1,45 @@
+// A sketch's features as a differentiable function of its knob space: a point x of the
+// polytope (relax/knob_space.h) gives the knob values (factors prod_p p^x, unroll
+// 2^z - 1), which the compiled tape of the feature expressions turns into the
+// estimator's input, log2(1 + feature), for every store. Batched, with gradients.
+// In exact mode, at a configuration's integer point, the values are that
+// configuration's features.
+#pragma once
+
+#include <memory>
+
+#include "core/ops/registry.h"
+#include "relax/knob_space.h"
+#include "relax/tape.h"
+
+namespace basin::relax {
+
+class RelaxedSketch {
+ public:
+  RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode = TapeMode::Relaxed,
+                double tau = 0.5);
+
+  const KnobSpace& space() const { return space_; }
+  int num_vars() const { return space_.num_vars(); }
+  int num_stores() const { return stores_; }
+  int num_features() const;
+  const std::vector<std::string>& store_buffers() const { return buffers_; }
+
+  // x: [batch][num_vars]; features: [batch][num_stores][num_features].
+  void forward(const double* x, int batch, double* features);
+  // After forward: d loss / d features -> d loss / d x, both batched like forward.
+  void backward(const double* grad_features, double* grad_x);
+
+ private:
+  KnobSpace space_;
+  TapeMode mode_;
+  std::vector<std::pair<int, int>> knob_of_;  // tape input -> (split, level); (-1, -1) for unroll
+  std::vector<std::vector<std::pair<int, double>>> exponents_;  // tape input -> (x index, ln p)
+  std::unique_ptr<Tape> tape_;
+  int stores_ = 0;
+  std::vector<std::string> buffers_;
+  int batch_ = 0;
+  std::vector<double> knobs_;  // [batch][tape inputs] of the last forward
+};
+
+}  // namespace basin::relax

@@ -1,0 +1,214 @@
+#include "relax/tape.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "core/util/error.h"
+
+namespace basin::relax {
+
+Tape::Tape(const std::vector<Expr>& outputs, const std::vector<Var>& inputs, TapeMode mode, double tau)
+    : mode_(mode), tau_(tau), n_inputs_(static_cast<int>(inputs.size())), keep_(outputs) {
+  for (const Var& v : inputs) input_ids_.push_back(v.id());
+  for (const Expr& e : outputs) outputs_.push_back(compile(e));
+}
+
+int Tape::push(Node n) {
+  ops_.push_back(n);
+  return static_cast<int>(ops_.size()) - 1;
+}
+
+int Tape::compile(const Expr& e) {
+  auto hit = memo_.find(e.get());
+  if (hit != memo_.end()) return hit->second;
+  const ExprNode& n = *e;
+  auto bin = [&](Op op) { return push({op, compile(n.args[0]), compile(n.args[1])}); };
+  int r = -1;
+  switch (n.kind) {
+    case ExprKind::IntImm: r = push({Op::Const, -1, -1, -1, static_cast<double>(n.ival)}); break;
+    case ExprKind::FloatImm: r = push({Op::Const, -1, -1, -1, n.fval}); break;
+    case ExprKind::Var: {
+      int idx = -1;
+      for (int i = 0; i < n_inputs_; ++i)
+        if (input_ids_[i] == n.ival) idx = i;
+      if (idx < 0) throw InternalError("the tape's expressions use variable " + n.name + ", which is not an input");
+      r = push({Op::Input, -1, -1, -1, static_cast<double>(idx)});
+      break;
+    }
+    case ExprKind::Add: r = bin(Op::Add); break;
+    case ExprKind::Sub: r = bin(Op::Sub); break;
+    case ExprKind::Mul: r = bin(Op::Mul); break;
+    case ExprKind::Div: r = bin(Op::Div); break;  // integer Div is exact by contract
+    case ExprKind::FloorDiv: r = bin(n.dtype.is_float() ? Op::Div : Op::FloorDiv); break;
+    case ExprKind::FloorMod: r = bin(Op::FloorMod); break;
+    case ExprKind::Min: r = bin(Op::Min); break;
+    case ExprKind::Max: r = bin(Op::Max); break;
+    case ExprKind::LT: r = bin(Op::LT); break;
+    case ExprKind::LE: r = bin(Op::LE); break;
+    case ExprKind::GT: r = push({Op::LT, compile(n.args[1]), compile(n.args[0])}); break;
+    case ExprKind::GE: r = push({Op::LE, compile(n.args[1]), compile(n.args[0])}); break;
+    case ExprKind::EQ: r = bin(Op::EQ); break;
+    case ExprKind::NE: r = push({Op::Not, bin(Op::EQ)}); break;
+    case ExprKind::And: r = bin(Op::And); break;
+    case ExprKind::Or: r = bin(Op::Or); break;
+    case ExprKind::Not: r = push({Op::Not, compile(n.args[0])}); break;
+    case ExprKind::Select: r = push({Op::Select, compile(n.args[0]), compile(n.args[1]), compile(n.args[2])}); break;
+    case ExprKind::Cast: {
+      int a = compile(n.args[0]);
+      // to an integer: truncation toward zero, which the features never need relaxed
+      r = n.dtype.is_float() || n.dtype.is_bool() || n.args[0].dtype().is_int()
+              ? a
+              : push({Op::Select, push({Op::LT, a, push({Op::Const, -1, -1, -1, 0.0})}), push({Op::Ceil, a}),
+                      push({Op::Floor, a})});
+      break;
+    }
+    case ExprKind::Call: {
+      int a = compile(n.args[0]);
+      switch (n.fn) {
+        case MathFn::exp: r = push({Op::Exp, a}); break;
+        case MathFn::log: r = push({Op::Log, a}); break;
+        case MathFn::sqrt: r = push({Op::Sqrt, a}); break;
+        case MathFn::pow: r = push({Op::Pow, a, compile(n.args[1])}); break;
+        case MathFn::floor: r = push({Op::Floor, a}); break;
+        case MathFn::ceil: r = push({Op::Ceil, a}); break;
+        case MathFn::fabs: r = push({Op::Abs, a}); break;
+        default: throw InternalError(std::string("the tape has no ") + math_fn_name(n.fn));
+      }
+      break;
+    }
+    case ExprKind::Load: throw InternalError("the tape cannot evaluate a buffer load: " + to_string(e));
+  }
+  memo_[e.get()] = r;
+  return r;
+}
+
+namespace {
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+}  // namespace
+
+void Tape::forward(const double* x, int batch, double* y) {
+  batch_ = batch;
+  val_.assign(ops_.size() * batch, 0.0);
+  bool relaxed = mode_ == TapeMode::Relaxed;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Node& n = ops_[i];
+    double* out = &val_[i * batch];
+    const double* a = n.a >= 0 ? &val_[n.a * batch] : nullptr;
+    const double* b = n.b >= 0 ? &val_[n.b * batch] : nullptr;
+    const double* c = n.c >= 0 ? &val_[n.c * batch] : nullptr;
+    for (int k = 0; k < batch; ++k) {
+      double r = 0;
+      switch (n.op) {
+        case Op::Const: r = n.value; break;
+        case Op::Input: r = x[k * n_inputs_ + static_cast<int>(n.value)]; break;
+        case Op::Add: r = a[k] + b[k]; break;
+        case Op::Sub: r = a[k] - b[k]; break;
+        case Op::Mul: r = a[k] * b[k]; break;
+        case Op::Div: r = a[k] / b[k]; break;
+        case Op::FloorDiv: r = relaxed ? a[k] / b[k] : std::floor(a[k] / b[k]); break;
+        case Op::FloorMod: r = a[k] - b[k] * std::floor(a[k] / b[k]); break;
+        case Op::Min: r = std::min(a[k], b[k]); break;
+        case Op::Max: r = std::max(a[k], b[k]); break;
+        case Op::LT: r = relaxed ? sigmoid((b[k] - a[k]) / tau_) : (a[k] < b[k]); break;
+        case Op::LE: r = relaxed ? sigmoid((b[k] - a[k]) / tau_) : (a[k] <= b[k]); break;
+        case Op::EQ: {
+          double d = (a[k] - b[k]) / tau_;
+          r = relaxed ? std::exp(-d * d) : (a[k] == b[k]);
+          break;
+        }
+        case Op::And: r = relaxed ? a[k] * b[k] : (a[k] != 0 && b[k] != 0); break;
+        case Op::Or: r = relaxed ? a[k] + b[k] - a[k] * b[k] : (a[k] != 0 || b[k] != 0); break;
+        case Op::Not: r = relaxed ? 1.0 - a[k] : (a[k] == 0); break;
+        case Op::Select: r = relaxed ? a[k] * b[k] + (1.0 - a[k]) * c[k] : (a[k] != 0 ? b[k] : c[k]); break;
+        case Op::Exp: r = std::exp(a[k]); break;
+        case Op::Log: r = std::log(a[k]); break;
+        case Op::Sqrt: r = std::sqrt(a[k]); break;
+        case Op::Pow: r = std::pow(a[k], b[k]); break;
+        case Op::Floor: r = relaxed ? a[k] : std::floor(a[k]); break;
+        case Op::Ceil: r = relaxed ? a[k] : std::ceil(a[k]); break;
+        case Op::Abs: r = std::abs(a[k]); break;
+      }
+      out[k] = r;
+    }
+  }
+  for (int k = 0; k < batch; ++k)
+    for (size_t o = 0; o < outputs_.size(); ++o) y[k * outputs_.size() + o] = val_[outputs_[o] * batch + k];
+}
+
+void Tape::backward(const double* grad_y, double* grad_x) {
+  int batch = batch_;
+  adj_.assign(ops_.size() * batch, 0.0);
+  for (int k = 0; k < batch; ++k)
+    for (size_t o = 0; o < outputs_.size(); ++o) adj_[outputs_[o] * batch + k] += grad_y[k * outputs_.size() + o];
+  for (int k = 0; k < batch * n_inputs_; ++k) grad_x[k] = 0;
+  bool relaxed = mode_ == TapeMode::Relaxed;
+  for (size_t i = ops_.size(); i-- > 0;) {
+    const Node& n = ops_[i];
+    const double* g = &adj_[i * batch];
+    const double* v = &val_[i * batch];
+    const double* a = n.a >= 0 ? &val_[n.a * batch] : nullptr;
+    const double* b = n.b >= 0 ? &val_[n.b * batch] : nullptr;
+    const double* c = n.c >= 0 ? &val_[n.c * batch] : nullptr;
+    double* ga = n.a >= 0 ? &adj_[n.a * batch] : nullptr;
+    double* gb = n.b >= 0 ? &adj_[n.b * batch] : nullptr;
+    double* gc = n.c >= 0 ? &adj_[n.c * batch] : nullptr;
+    for (int k = 0; k < batch; ++k) {
+      double gk = g[k];
+      if (gk == 0) continue;
+      switch (n.op) {
+        case Op::Const: break;
+        case Op::Input: grad_x[k * n_inputs_ + static_cast<int>(n.value)] += gk; break;
+        case Op::Add: ga[k] += gk; gb[k] += gk; break;
+        case Op::Sub: ga[k] += gk; gb[k] -= gk; break;
+        case Op::Mul: ga[k] += gk * b[k]; gb[k] += gk * a[k]; break;
+        case Op::Div:
+        case Op::FloorDiv:  // relaxed: the exact quotient; exact mode: the same slope (a subgradient)
+          ga[k] += gk / b[k];
+          gb[k] -= gk * a[k] / (b[k] * b[k]);
+          break;
+        case Op::FloorMod: ga[k] += gk; gb[k] -= gk * std::floor(a[k] / b[k]); break;
+        case Op::Min: (a[k] <= b[k] ? ga : gb)[k] += gk; break;
+        case Op::Max: (a[k] >= b[k] ? ga : gb)[k] += gk; break;
+        case Op::LT:
+        case Op::LE:
+          if (relaxed) {
+            double d = v[k] * (1 - v[k]) / tau_;
+            ga[k] -= gk * d;
+            gb[k] += gk * d;
+          }
+          break;
+        case Op::EQ:
+          if (relaxed) {
+            double d = -2.0 * (a[k] - b[k]) / (tau_ * tau_) * v[k];
+            ga[k] += gk * d;
+            gb[k] -= gk * d;
+          }
+          break;
+        case Op::And: if (relaxed) { ga[k] += gk * b[k]; gb[k] += gk * a[k]; } break;
+        case Op::Or: if (relaxed) { ga[k] += gk * (1 - b[k]); gb[k] += gk * (1 - a[k]); } break;
+        case Op::Not: if (relaxed) ga[k] -= gk; break;
+        case Op::Select:
+          if (relaxed) {
+            ga[k] += gk * (b[k] - c[k]);
+            gb[k] += gk * a[k];
+            gc[k] += gk * (1 - a[k]);
+          } else {
+            (a[k] != 0 ? gb : gc)[k] += gk;
+          }
+          break;
+        case Op::Exp: ga[k] += gk * v[k]; break;
+        case Op::Log: ga[k] += gk / a[k]; break;
+        case Op::Sqrt: ga[k] += gk * 0.5 / v[k]; break;
+        case Op::Pow:
+          ga[k] += gk * b[k] * std::pow(a[k], b[k] - 1);
+          if (a[k] > 0) gb[k] += gk * v[k] * std::log(a[k]);
+          break;
+        case Op::Floor:
+        case Op::Ceil: if (relaxed) ga[k] += gk; break;
+        case Op::Abs: ga[k] += gk * (a[k] < 0 ? -1.0 : 1.0); break;
+      }
+    }
+  }
+}
+
+}  // namespace basin::relax

@@ -1,0 +1,135 @@
+// The differentiable evaluator of a sketch's features: in exact mode at a
+// configuration's integer point it gives the configuration's features; in relaxed
+// mode its gradients agree with central finite differences, and it is finite
+// everywhere in the polytope, corners included.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/ops/registry.h"
+#include "core/schedule/lower_sketch.h"
+#include "relax/features.h"
+#include "relax/relaxed_sketch.h"
+#include "tests/ops/op_cases.h"
+
+namespace basin {
+namespace {
+
+struct Task {
+  std::string op, params;
+};
+std::vector<Task> suite() {
+  return {{"conv2d", "in_channels=8 out_channels=16 height=10 width=12 kernel=3 padding=1"},
+          {"depthwise_conv2d", "channels=16 height=10 width=10"},
+          {"dense", "M=12 K=40 N=32"},
+          {"batch_matmul", "B=3 M=8 K=12 N=16"},
+          {"softmax", "shape=6,40"},
+          {"layer_norm", "shape=4,48"},
+          {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1"}};
+}
+
+TEST(RelaxedSketch, ExactModeAtAConfigurationGivesItsFeatures) {
+  std::mt19937_64 rng(11);
+  for (const Task& t : suite()) {
+    ops::OpGraph g = ops::build_op(t.op, parse(t.params));
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      relax::RelaxedSketch rs(g, s, relax::TapeMode::Exact);
+      for (int i = 0; i < 4; ++i) {
+        sched::Config c = sched::random_config(s, rng);
+        Eigen::VectorXd x = rs.space().point_of(c);
+        std::vector<double> got(static_cast<size_t>(rs.num_stores()) * rs.num_features());
+        rs.forward(x.data(), 1, got.data());
+        auto want = relax::evaluate_features(
+            relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c))), {});
+        ASSERT_EQ(static_cast<int>(want.size()), rs.num_stores());
+        for (int st = 0; st < rs.num_stores(); ++st)
+          for (int f = 0; f < rs.num_features(); ++f)
+            EXPECT_NEAR(got[st * rs.num_features() + f], want[st][f], 1e-6)
+                << t.op << " " << s.name << " " << relax::feature_names()[f];
+      }
+    }
+  }
+}
+
+// The loss sum(w * features) for fixed random weights.
+double loss(relax::RelaxedSketch& rs, const Eigen::VectorXd& x, const std::vector<double>& w) {
+  std::vector<double> f(w.size());
+  rs.forward(x.data(), 1, f.data());
+  double l = 0;
+  for (size_t i = 0; i < w.size(); ++i) l += w[i] * f[i];
+  return l;
+}
+
+TEST(RelaxedSketch, GradientsAgreeWithCentralFiniteDifferences) {
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> normal;
+  int checked = 0, agreed = 0;
+  for (const Task& t : suite()) {
+    ops::OpGraph g = ops::build_op(t.op, parse(t.params));
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      relax::RelaxedSketch rs(g, s);
+      size_t n = static_cast<size_t>(rs.num_stores()) * rs.num_features();
+      std::vector<double> w(n);
+      for (double& v : w) v = normal(rng);
+      for (const Eigen::VectorXd& x : rs.space().sample(3, rng)) {
+        std::vector<double> f(n), gx(rs.num_vars());
+        rs.forward(x.data(), 1, f.data());
+        rs.backward(w.data(), gx.data());
+        for (int v = 0; v < rs.num_vars(); ++v) {
+          const double h = 1e-5;
+          Eigen::VectorXd xp = x, xm = x;
+          xp(v) += h;
+          xm(v) -= h;
+          double fd = (loss(rs, xp, w) - loss(rs, xm, w)) / (2 * h);
+          double scale = std::max({1.0, std::abs(fd), std::abs(gx[v])});
+          ++checked;
+          // A kink of min/max (a subgradient) can sit within h of a sample; those are rare.
+          if (std::abs(fd - gx[v]) / scale < 1e-3) ++agreed;
+          else ADD_FAILURE() << t.op << " " << s.name << " " << rs.space().var_names()[v] << ": analytic " << gx[v]
+                             << ", finite differences " << fd;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 200);
+  EXPECT_EQ(agreed, checked);
+}
+
+TEST(RelaxedSketch, FiniteEverywhereInThePolytopeIncludingCorners) {
+  std::mt19937_64 rng(13);
+  for (const Task& t : suite()) {
+    ops::OpGraph g = ops::build_op(t.op, parse(t.params));
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      relax::RelaxedSketch rs(g, s);
+      const relax::KnobSpace& sp = rs.space();
+      std::vector<Eigen::VectorXd> points = sp.sample(20, rng);
+      // Corners: each (split, prime) exponent all on one level (or on none), z at an end.
+      for (int corner = 0; corner < 20; ++corner) {
+        Eigen::VectorXd x = Eigen::VectorXd::Zero(sp.num_vars());
+        for (int r = 0; r < sp.A().rows(); ++r) {
+          std::vector<int> members;
+          for (int v = 0; v < sp.num_vars(); ++v)
+            if (sp.A()(r, v) != 0) members.push_back(v);
+          int pick = std::uniform_int_distribution<int>(-1, static_cast<int>(members.size()) - 1)(rng);
+          if (pick >= 0) x(members[pick]) = sp.b()(r);
+        }
+        x(sp.unroll_var()) = corner % 2 ? sp.upper()(sp.unroll_var()) : 0.0;
+        ASSERT_TRUE(sp.contains(x));
+        points.push_back(x);
+      }
+      int batch = static_cast<int>(points.size());
+      Eigen::MatrixXd xs(sp.num_vars(), batch);
+      for (int b = 0; b < batch; ++b) xs.col(b) = points[b];
+      size_t n = static_cast<size_t>(rs.num_stores()) * rs.num_features();
+      std::vector<double> f(n * batch), ones(n * batch, 1.0), gx(static_cast<size_t>(batch) * rs.num_vars());
+      rs.forward(xs.data(), batch, f.data());  // column-major [vars][batch] = row-major [batch][vars]
+      rs.backward(ones.data(), gx.data());
+      for (double v : f) ASSERT_TRUE(std::isfinite(v)) << t.op << " " << s.name;
+      for (double v : gx) ASSERT_TRUE(std::isfinite(v)) << t.op << " " << s.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace basin
