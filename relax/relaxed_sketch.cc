@@ -1,5 +1,6 @@
 #include "relax/relaxed_sketch.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/schedule/lower_sketch.h"
@@ -7,7 +8,8 @@
 
 namespace basin::relax {
 
-RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode, double tau)
+RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode, double tau,
+                             const CpuTarget& target)
     : space_(s), mode_(mode) {
   sched::KnobValues sym = sched::symbolic_knobs(s);
   std::vector<Var> inputs;
@@ -34,7 +36,8 @@ RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, T
   }
   exponents_.back().push_back({space_.unroll_var(), std::log(2.0)});
 
-  std::vector<StoreFeatures> feats = extract_features(sched::lower_sketch_structure(task, s, sym));
+  LoweredFunc structure = sched::lower_sketch_structure(task, s, sym);
+  std::vector<StoreFeatures> feats = extract_features(structure);
   std::vector<Expr> outputs;
   const double inv_ln2 = 1.0 / std::log(2.0);
   for (const StoreFeatures& st : feats) {
@@ -44,12 +47,16 @@ RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, T
                         float_imm(DType::f64(), inv_ln2));
   }
   stores_ = static_cast<int>(feats.size());
+  for (const Constraint& c : cpu_constraints(s, sym, structure, target)) {
+    constraint_names_.push_back(c.name);
+    outputs.push_back(c.value);
+  }
   tape_ = std::make_unique<Tape>(outputs, inputs, mode, tau);
 }
 
 int RelaxedSketch::num_features() const { return relax::num_features(); }
 
-void RelaxedSketch::forward(const double* x, int batch, double* features) {
+void RelaxedSketch::forward(const double* x, int batch, double* features, double* constraints) {
   int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
   batch_ = batch;
   knobs_.assign(static_cast<size_t>(batch) * nk, 0.0);
@@ -64,13 +71,28 @@ void RelaxedSketch::forward(const double* x, int batch, double* features) {
       knobs_[b * nk + k] = mode_ == TapeMode::Exact ? std::round(value) : value;
     }
   }
-  tape_->forward(knobs_.data(), batch, features);
+  int nf = stores_ * num_features(), nc = num_constraints();
+  out_.resize(static_cast<size_t>(batch) * (nf + nc));
+  tape_->forward(knobs_.data(), batch, out_.data());
+  for (int b = 0; b < batch; ++b) {
+    std::copy(&out_[b * (nf + nc)], &out_[b * (nf + nc) + nf], features + static_cast<size_t>(b) * nf);
+    if (constraints) std::copy(&out_[b * (nf + nc) + nf], &out_[(b + 1) * (nf + nc)], constraints + static_cast<size_t>(b) * nc);
+  }
 }
 
-void RelaxedSketch::backward(const double* grad_features, double* grad_x) {
+void RelaxedSketch::backward(const double* grad_features, double* grad_x, const double* grad_constraints) {
   int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
+  int nf = stores_ * num_features(), nc = num_constraints();
+  std::vector<double> grad_out(static_cast<size_t>(batch_) * (nf + nc), 0.0);
+  for (int b = 0; b < batch_; ++b) {
+    std::copy(grad_features + static_cast<size_t>(b) * nf, grad_features + static_cast<size_t>(b + 1) * nf,
+              &grad_out[b * (nf + nc)]);
+    if (grad_constraints)
+      std::copy(grad_constraints + static_cast<size_t>(b) * nc, grad_constraints + static_cast<size_t>(b + 1) * nc,
+                &grad_out[b * (nf + nc) + nf]);
+  }
   std::vector<double> grad_knobs(static_cast<size_t>(batch_) * nk);
-  tape_->backward(grad_features, grad_knobs.data());
+  tape_->backward(grad_out.data(), grad_knobs.data());
   for (int i = 0; i < batch_ * nv; ++i) grad_x[i] = 0;
   for (int b = 0; b < batch_; ++b)
     for (int k = 0; k < nk; ++k) {

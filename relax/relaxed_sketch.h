@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/ops/registry.h"
+#include "relax/constraints.h"
 #include "relax/knob_space.h"
 #include "relax/tape.h"
 
@@ -17,18 +18,21 @@ namespace basin::relax {
 class RelaxedSketch {
  public:
   RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode = TapeMode::Relaxed,
-                double tau = 0.5);
+                double tau = 0.5, const CpuTarget& target = CpuTarget::host());
 
   const KnobSpace& space() const { return space_; }
   int num_vars() const { return space_.num_vars(); }
   int num_stores() const { return stores_; }
   int num_features() const;
   const std::vector<std::string>& store_buffers() const { return buffers_; }
+  int num_constraints() const { return static_cast<int>(constraint_names_.size()); }
+  const std::vector<std::string>& constraint_names() const { return constraint_names_; }
 
-  // x: [batch][num_vars]; features: [batch][num_stores][num_features].
-  void forward(const double* x, int batch, double* features);
-  // After forward: d loss / d features -> d loss / d x, both batched like forward.
-  void backward(const double* grad_features, double* grad_x);
+  // x: [batch][num_vars]; features: [batch][num_stores][num_features]; constraints
+  // (optional): [batch][num_constraints], each <= 0 when satisfied.
+  void forward(const double* x, int batch, double* features, double* constraints = nullptr);
+  // After forward: d loss / d features (and d loss / d constraints, optional) -> d loss / d x.
+  void backward(const double* grad_features, double* grad_x, const double* grad_constraints = nullptr);
 
  private:
   KnobSpace space_;
@@ -38,6 +42,8 @@ class RelaxedSketch {
   std::unique_ptr<Tape> tape_;
   int stores_ = 0;
   std::vector<std::string> buffers_;
+  std::vector<std::string> constraint_names_;
+  std::vector<double> out_;  // [batch][features then constraints]
   int batch_ = 0;
   std::vector<double> knobs_;  // [batch][tape inputs] of the last forward
 };

@@ -1,0 +1,84 @@
+#include "relax/constraints.h"
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+
+namespace basin::relax {
+
+namespace {
+Expr f64(const Expr& e) { return e.dtype() == DType::f64() ? e : cast(DType::f64(), e); }
+Expr num(double v) { return float_imm(DType::f64(), v); }
+}  // namespace
+
+CpuTarget CpuTarget::host() {
+  CpuTarget t;
+  t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return t;
+}
+
+std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::KnobValues& knobs,
+                                        const LoweredFunc& structure, const CpuTarget& target) {
+  std::vector<Constraint> out;
+  std::vector<Expr> parallel;  // per store: the product of its enclosing parallel loops
+  std::vector<Expr> stack;
+  int vec = 0, local = 0;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+    const StmtNode& n = *st;
+    switch (n.kind) {
+      case StmtKind::For: {
+        if (n.for_kind == ForKind::Vectorized)
+          out.push_back({"vector_lanes." + std::to_string(vec++), f64(n.extent) - num(64)});
+        stack.push_back(n.for_kind == ForKind::Parallel ? f64(n.extent) : Expr());
+        walk(n.body[0]);
+        stack.pop_back();
+        return;
+      }
+      case StmtKind::Allocate:
+        if (n.buffer->scope != MemScope::Global) {
+          Expr bytes = num(n.buffer->dtype.bytes());
+          for (const Expr& e : n.buffer->shape) bytes = bytes * f64(e);
+          out.push_back({"local_l1." + std::to_string(local++), bytes - num(target.l1_bytes)});
+        }
+        walk(n.body[0]);
+        return;
+      case StmtKind::Store: {
+        Expr p = num(1);
+        for (const Expr& e : stack)
+          if (e.defined()) p = p * e;
+        parallel.push_back(p);
+        return;
+      }
+      default:
+        for (const Stmt& c : n.body) walk(c);
+        return;
+    }
+  };
+  walk(structure.body);
+  if (s.rule == sched::SketchRule::Anchor) {
+    // The register tile: the innermost (S3) tile of every spatial axis, 4-byte elements.
+    Expr tile = num(4);
+    for (size_t i = 0; i < s.splits.size(); ++i)
+      if (s.splits[i].parts == 3) tile = tile * f64(knobs.factors[i][2]);
+    out.push_back({"register_tile",
+                   tile / num(target.vector_bytes) - num(target.vector_registers - target.reserved_registers)});
+  }
+  if (!parallel.empty()) {
+    Expr most = parallel[0];
+    for (size_t i = 1; i < parallel.size(); ++i) most = max(most, parallel[i]);
+    out.push_back({"parallel_work", num(target.cores) - most});
+  }
+  return out;
+}
+
+double penalty(const double* c, int n, double* grad) {
+  double p = 0;
+  for (int i = 0; i < n; ++i) {
+    double r = std::max(0.0, c[i]);
+    p += r * r;
+    if (grad) grad[i] = 2 * r;
+  }
+  return p;
+}
+
+}  // namespace basin::relax

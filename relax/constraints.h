@@ -1,0 +1,42 @@
+// Hardware constraints of a sketch on the CPU, as expressions of its knob variables
+// that are <= 0 when satisfied (DESIGN.md, "Constraints"). The relaxation penalizes
+// them with relu(c)^2; the sketch's own validity checks (sched::invalid_reason) stay
+// the hard limits at rounding time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/ir/stmt.h"
+#include "core/schedule/sketch.h"
+
+namespace basin::relax {
+
+struct CpuTarget {
+  int cores = 2;
+  int vector_bytes = 64;       // one zmm register
+  int vector_registers = 32;
+  int reserved_registers = 4;  // operands and broadcasts beside the accumulator
+  int l1_bytes = 32 * 1024;
+  static CpuTarget host();     // cores from the machine, AVX-512 register file
+};
+
+struct Constraint {
+  std::string name;
+  Expr value;  // float64; <= 0 when satisfied
+};
+
+// From the sketch's structure (lower_sketch_structure with knob variables):
+//  - vector_lanes: each vectorized loop's extent against 64 lanes;
+//  - register_tile: the anchor's register tile (its innermost tiles) in vector
+//    registers, against the register file less the reserved ones;
+//  - local_l1: each local buffer's bytes against L1;
+//  - parallel_work: the core count against the largest parallel extent (a soft target).
+std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::KnobValues& knobs,
+                                        const LoweredFunc& structure, const CpuTarget& target);
+
+// sum relu(c)^2 over n constraint values, and its gradient (2 relu(c)) into `grad` when
+// given. The search scales it against the cost gradient (DESIGN.md, "Constraints").
+double penalty(const double* c, int n, double* grad = nullptr);
+
+}  // namespace basin::relax

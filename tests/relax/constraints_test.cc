@@ -1,0 +1,91 @@
+// CPU hardware constraints as expressions of the knobs: known values of a matmul's
+// register tile, satisfied lanes at every valid configuration, gradients through the
+// tape, and the relu^2 penalty.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/ops/registry.h"
+#include "relax/relaxed_sketch.h"
+#include "tests/ops/op_cases.h"
+
+namespace basin {
+namespace {
+
+relax::CpuTarget two_cores() {
+  relax::CpuTarget t;
+  t.cores = 2;
+  return t;
+}
+
+std::map<std::string, double> constraints_at(relax::RelaxedSketch& rs, const sched::Config& c) {
+  Eigen::VectorXd x = rs.space().point_of(c);
+  std::vector<double> f(static_cast<size_t>(rs.num_stores()) * rs.num_features()), k(rs.num_constraints());
+  rs.forward(x.data(), 1, f.data(), k.data());
+  std::map<std::string, double> m;
+  for (int i = 0; i < rs.num_constraints(); ++i) m[rs.constraint_names()[i]] = k[i];
+  return m;
+}
+
+TEST(Constraints, RegisterTileParallelWorkAndLanesOfAMatmul) {
+  ops::OpGraph g = ops::build_op("matmul", parse("M=64 K=32 N=128"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  const sched::Sketch s = sched::find_sketch(sk, "tile.vec=j.acc2");
+  relax::RelaxedSketch rs(g, s, relax::TapeMode::Exact, 0.5, two_cores());
+  sched::Config fits{{{2, 2, 4}, {1, 2, 64}, {8}}, 64};    // 4 x 64 floats: 16 zmm
+  sched::Config spills{{{1, 1, 16}, {1, 1, 64}, {8}}, 64};  // 16 x 64 floats: 64 zmm
+  auto a = constraints_at(rs, fits), b = constraints_at(rs, spills);
+  EXPECT_DOUBLE_EQ(a["register_tile"], 16 - 28);
+  EXPECT_DOUBLE_EQ(b["register_tile"], 64 - 28);
+  EXPECT_DOUBLE_EQ(a["vector_lanes.0"], 0);  // 64 lanes: at the limit
+  EXPECT_DOUBLE_EQ(a["parallel_work"], 2 - 4);  // outer tiles: i 64 / 16 = 4, j 128 / 128 = 1
+  double pa = relax::penalty(&a["register_tile"], 1), pb = relax::penalty(&b["register_tile"], 1);
+  EXPECT_EQ(pa, 0);
+  EXPECT_EQ(pb, 36.0 * 36.0);
+}
+
+TEST(Constraints, ValidConfigurationsNeverExceedTheLaneLimit) {
+  std::mt19937_64 rng(3);
+  for (const char* spec : {"conv2d in_channels=16 out_channels=32 height=14 width=14", "softmax shape=8,256"}) {
+    std::string t(spec);
+    std::string op = t.substr(0, t.find(' '));
+    ops::OpGraph g = ops::build_op(op, parse(t.substr(op.size())));
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      relax::RelaxedSketch rs(g, s, relax::TapeMode::Exact);
+      for (int i = 0; i < 10; ++i)
+        for (const auto& [name, v] : constraints_at(rs, sched::random_config(s, rng)))
+          if (name.rfind("vector_lanes", 0) == 0) EXPECT_LE(v, 0) << s.name;
+    }
+  }
+}
+
+TEST(Constraints, GradientsThroughTheTape) {
+  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14"));
+  std::mt19937_64 rng(4);
+  for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+    relax::RelaxedSketch rs(g, s);
+    size_t nf = static_cast<size_t>(rs.num_stores()) * rs.num_features();
+    std::vector<double> zero(nf, 0.0), ones(rs.num_constraints(), 1.0), f(nf), c(rs.num_constraints()),
+        gx(rs.num_vars());
+    for (const Eigen::VectorXd& x : rs.space().sample(2, rng)) {
+      rs.forward(x.data(), 1, f.data(), c.data());
+      rs.backward(zero.data(), gx.data(), ones.data());
+      auto sum_c = [&](const Eigen::VectorXd& p) {
+        rs.forward(p.data(), 1, f.data(), c.data());
+        double t = 0;
+        for (double v : c) t += v;
+        return t;
+      };
+      for (int v = 0; v < rs.num_vars(); ++v) {
+        Eigen::VectorXd xp = x, xm = x;
+        xp(v) += 1e-5;
+        xm(v) -= 1e-5;
+        double fd = (sum_c(xp) - sum_c(xm)) / 2e-5;
+        EXPECT_NEAR(gx[v], fd, 1e-3 * std::max(1.0, std::abs(fd))) << s.name << " " << rs.space().var_names()[v];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace basin
