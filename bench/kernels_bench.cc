@@ -103,7 +103,6 @@ int main(int argc, char** argv) {
   for (const std::string& name : names) {
     const ops::Workload& w = ops::find_workload(name);
     ops::OpGraph g = ops::build_op(w.op, w.params);
-    std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
     std::vector<NDArray> in = codegen::random_inputs(g, 1);
     nlohmann::json row = {{"workload", name}, {"gflop", g.flops / 1e9}};
 
@@ -112,9 +111,8 @@ int main(int argc, char** argv) {
     row["torch_latency_us"] = peer.min_us;
 
     // Best of N random configurations.
-    codegen::MeasurePool pool(g, sketches);
-    sketches = pool.sketches();  // candidates point into the pool's own copy
-    const std::vector<sched::Sketch>& ps = pool.sketches();
+    codegen::MeasurePool pool(g, sched::cpu_sketches(g));
+    const std::vector<sched::Sketch>& ps = pool.sketches();  // candidates point into the pool's own copy
     std::mt19937_64 rng(42);
     std::vector<double> compile, lower, compile_cpu;
     int best = -1, errors = 0;

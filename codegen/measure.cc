@@ -131,14 +131,15 @@ void MeasurePool::spawn() {
   ++started_;
 }
 
-void MeasurePool::stop_worker(bool kill) {
-  if (!worker_) return;
+int MeasurePool::stop_worker(bool kill) {
+  if (!worker_) return 0;
   ::close(worker_->to);  // a live worker exits on EOF
   if (kill) ::kill(worker_->pid, SIGKILL);
   int status = 0;
   ::waitpid(worker_->pid, &status, 0);
   ::close(worker_->from);
   worker_.reset();
+  return status;
 }
 
 void MeasurePool::worker_main(int in_fd, int out_fd) {
@@ -204,12 +205,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
     return r;
   }
   if (rc == 2) {
-    ::close(worker_->to);
-    int status = 0;
-    ::waitpid(worker_->pid, &status, 0);
-    ::close(worker_->from);
-    worker_.reset();
-    r.error = "the worker died: " + describe_status(status);
+    r.error = "the worker died: " + describe_status(stop_worker(false));
     spawn();
     return r;
   }

@@ -37,13 +37,9 @@ struct MeasureResult {
   double min_us() const { return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end()); }
 };
 
-// Tuning-time timing: a warm-up, then 3 rounds of at least 5 ms (about 20 ms for a
-// sub-millisecond kernel); BENCHMARKS.md's full protocol is TimingOptions::full().
-inline TimingOptions adaptive_timing() { return {1, 3, 0.005}; }
-
 struct MeasureOptions {
   double timeout_seconds = 20;  // per candidate: lowering, compilation, check and timing
-  TimingOptions timing = adaptive_timing();
+  TimingOptions timing = TimingOptions::tuning();
   double tolerance = 1e-3;      // largest max relative error against the reference
   uint64_t input_seed = 1;
   // Test hook, run in the worker on each lowered program before compilation (fault
@@ -70,7 +66,7 @@ class MeasurePool {
  private:
   struct Worker;
   void spawn();
-  void stop_worker(bool kill);
+  int stop_worker(bool kill);  // returns the worker's wait status
   [[noreturn]] void worker_main(int in_fd, int out_fd);
   MeasureResult run_in_worker(const Candidate& c);
 

@@ -1,7 +1,7 @@
 // Timing of kernels and of the peer: warm-up, then rounds that each repeat the call
 // until a minimum time has passed; min and median of the per-call time over rounds.
 // full() is BENCHMARKS.md's protocol (5 rounds of at least 200 ms); quick() is the
-// short adaptive one for candidates during tuning.
+// short one for `basin op --timing quick`; tuning() the adaptive one for candidates.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,9 @@ struct TimingOptions {
   double min_round_seconds = 0.2;
   static TimingOptions full() { return {1, 5, 0.2}; }
   static TimingOptions quick() { return {1, 3, 0.01}; }
+  // Candidates during tuning: 3 rounds of at least 5 ms (about 20 ms for a
+  // sub-millisecond kernel).
+  static TimingOptions tuning() { return {1, 3, 0.005}; }
 };
 
 struct Timing {

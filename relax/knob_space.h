@@ -50,12 +50,15 @@ class KnobSpace {
   // steps and keeping every `thin`-th step.
   std::vector<Eigen::VectorXd> sample(int n, std::mt19937_64& rng, int burn_in = 50, int thin = 10) const;
 
- private:
+  // The exponent variables (every variable but the unroll one), in variable order.
   struct PrimeVar {
     int split, level;
     int64_t prime;
     int group;  // row of A: the (split, prime) pair
   };
+  const std::vector<PrimeVar>& exponent_vars() const { return vars_; }
+
+ private:
   sched::Sketch sketch_;
   std::vector<PrimeVar> vars_;  // one per exponent variable (z excluded)
   std::vector<std::string> names_;

@@ -22,18 +22,11 @@ RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, T
   knob_of_.push_back({-1, -1});
   // Which exponent variables make up each factor knob.
   exponents_.resize(inputs.size());
-  const std::vector<std::string>& names = space_.var_names();
-  for (int v = 0; v < space_.num_vars() - 1; ++v) {
-    // names are "<split>.<level>^<prime>": match the knob by split and level
-    for (size_t k = 0; k + 1 < inputs.size(); ++k) {
-      const sched::SplitSpec& sp = s.splits[knob_of_[k].first];
-      std::string prefix = sp.name + "." + std::to_string(knob_of_[k].second + 1) + "^";
-      if (names[v].rfind(prefix, 0) == 0) {
-        double p = std::stod(names[v].substr(prefix.size()));
-        exponents_[k].push_back({v, std::log(p)});
-      }
-    }
-  }
+  const auto& ev = space_.exponent_vars();
+  for (size_t v = 0; v < ev.size(); ++v)
+    for (size_t k = 0; k + 1 < inputs.size(); ++k)
+      if (knob_of_[k] == std::make_pair(ev[v].split, ev[v].level))
+        exponents_[k].push_back({static_cast<int>(v), std::log(static_cast<double>(ev[v].prime))});
   exponents_.back().push_back({space_.unroll_var(), std::log(2.0)});
 
   LoweredFunc structure = sched::lower_sketch_structure(task, s, sym);

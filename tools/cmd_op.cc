@@ -114,6 +114,8 @@ int run_op(const OpOptions& o) {
     for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
     return out;
   };
+  const codegen::TimingOptions topt =
+      o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
   nlohmann::json j = {{"op", op}, {"target", target}, {"params", nlohmann::json::object()}, {"flops", g.flops}};
   for (const auto& [k, v] : g.attrs.values()) j["params"][k] = ops::attr_to_string(v);
   if (!o.workload.empty()) j["workload"] = o.workload;
@@ -134,7 +136,6 @@ int run_op(const OpOptions& o) {
     kernel->run(args);
     std::vector<void*> raw;
     for (NDArray* a : args) raw.push_back(a->data());
-    codegen::TimingOptions topt = o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
     codegen::Timing t = codegen::time_function([&] { kernel->run_raw(raw.data()); }, topt);
     j["latency_us"] = t.min_us;
     j["latency_median_us"] = t.median_us;
@@ -170,7 +171,6 @@ int run_op(const OpOptions& o) {
     int threads = static_cast<int>(std::thread::hardware_concurrency());
     codegen::set_torch_threads(threads);
     j["torch_threads"] = threads;
-    codegen::TimingOptions topt = o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
     codegen::Timing t = codegen::time_torch_reference(g, inputs, topt);
     j["torch_latency_us"] = t.min_us;
     j["torch_latency_median_us"] = t.median_us;

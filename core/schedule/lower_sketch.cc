@@ -265,6 +265,32 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
 
 // ---- the generic rule ----
 
+// Loops over axes[from..]: every axis its own variable, the last one split by `factor`
+// into an outer and an inner loop. `m` maps each axis variable to its index expression.
+struct AxisLoops {
+  std::vector<Var> plain;  // all axes but the last
+  Var outer, inner;
+  Expr factor, outer_extent;
+};
+AxisLoops split_last(const std::vector<te::IterVar>& axes, size_t from, const Expr& factor,
+                     const char* outer_suffix, const char* inner_suffix, VarMap& m) {
+  AxisLoops r;
+  for (size_t d = from; d < axes.size(); ++d) {
+    const te::IterVar& a = axes[d];
+    if (d + 1 < axes.size()) {
+      r.plain.push_back(Var(a.var.name()));
+      m[a.var.id()] = r.plain.back();
+      continue;
+    }
+    r.factor = factor;
+    r.outer = Var(a.var.name() + outer_suffix);
+    r.inner = Var(a.var.name() + inner_suffix);
+    r.outer_extent = floordiv(Expr(a.extent), factor);
+    m[a.var.id()] = Expr(r.outer) * factor + r.inner;
+  }
+  return r;
+}
+
 Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
                    const std::unordered_map<const te::OpNode*, Buffer>& outputs, bool fuse) {
   GenericInfo info = analyze_generic(task);
@@ -311,39 +337,14 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       m[st.axes[d].var.id()] = q[d];
       idx.push_back(q[d]);
     }
-    std::vector<Var> rest;
-    Var vo, vi;
-    Expr vf, vo_ext;
-    for (int d = K; d < rank; ++d) {
-      if (d + 1 < rank) {
-        rest.push_back(Var(st.axes[d].var.name()));
-        m[st.axes[d].var.id()] = rest.back();
-        idx.push_back(rest.back());
-      } else {
-        vf = k.factors[ki++][0];
-        vo = Var(st.axes[d].var.name() + ".o");
-        vi = Var(st.axes[d].var.name() + ".v");
-        vo_ext = floordiv(Expr(st.axes[d].extent), vf);
-        m[st.axes[d].var.id()] = Expr(vo) * vf + vi;
-        idx.push_back(m[st.axes[d].var.id()]);
-      }
-    }
-    std::vector<Var> red;
-    Var ro, ri;
-    Expr rf, ro_ext;
+    // The free axes after the prefix and the reduction axes: each its own loop, the
+    // last one of each split by its knob (vector lanes; inner reduction).
+    AxisLoops sp = split_last(st.axes, K, rank > K ? k.factors[ki++][0] : Expr(), ".o", ".v", m);
     size_t nr = st.reduce_axes.size();
-    for (size_t r = 0; r < nr; ++r) {
-      if (r + 1 < nr) {
-        red.push_back(Var(st.reduce_axes[r].var.name()));
-        m[st.reduce_axes[r].var.id()] = red.back();
-      } else {
-        rf = k.factors[ki++][0];
-        ro = Var(st.reduce_axes[r].var.name() + ".o");
-        ri = Var(st.reduce_axes[r].var.name() + ".i");
-        ro_ext = floordiv(Expr(st.reduce_axes[r].extent), rf);
-        m[st.reduce_axes[r].var.id()] = Expr(ro) * rf + ri;
-      }
-    }
+    AxisLoops rd = split_last(st.reduce_axes, 0, nr > 0 ? k.factors[ki++][0] : Expr(), ".o", ".i", m);
+    for (int d = K; d < rank; ++d) idx.push_back(m[st.axes[d].var.id()]);
+    const std::vector<Var>& rest = sp.plain;
+    const std::vector<Var>& red = rd.plain;
     Expr body = inline_stages(st.body, info.inlined);
     for (const te::Op& prev : info.stages) {
       if (prev.get() == &st) break;
@@ -359,13 +360,13 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       inner = make_store(target, tidx, body);
     } else {
       Stmt upd = make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), body));
-      upd = loop(ro, ro_ext, loop(ri, rf, upd));
+      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, upd));
       for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
       inner = make_seq({make_store(target, tidx, te::reduce_identity(st.reduce, target->dtype)), upd});
     }
     bool has_rest = rank > K;
     if (has_rest) {
-      inner = loop(vo, vo_ext, loop(vi, vf, inner, ForKind::Vectorized));
+      inner = loop(sp.outer, sp.outer_extent, loop(sp.inner, sp.factor, inner, ForKind::Vectorized));
       for (size_t r = rest.size(); r-- > 0;) inner = loop(rest[r], Expr(st.axes[K + r].extent), inner);
     }
     if (K == 0 && has_rest) {

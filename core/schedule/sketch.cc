@@ -98,8 +98,9 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
   for (int64_t u : s.unroll_menu) in_menu |= u == c.unroll;
   if (!in_menu) return "unroll " + std::to_string(c.unroll) + " is not in the menu";
   constexpr int64_t kMaxLanes = 64;
+  for (size_t i = 0; i < s.splits.size(); ++i)
+    if (s.splits[i].vectorized && inner(c, i) > kMaxLanes) return "more than 64 vector lanes";
   if (s.rule == SketchRule::Anchor) {
-    if (inner(c, s.vec_axis) > kMaxLanes) return "more than 64 vector lanes";
     // The accumulator: its tiles of every spatial axis (the splits before the reductions).
     int64_t acc = 1;
     for (size_t i = 0; i < s.splits.size(); ++i) {
@@ -107,11 +108,6 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
       acc *= c.factors[i][2] * (s.acc_level == 1 ? c.factors[i][1] : 1);
     }
     if (acc > (s.acc_level == 1 ? 65536 : 16384)) return "accumulator of " + std::to_string(acc) + " elements";
-  } else {
-    for (size_t i = 0; i < s.splits.size(); ++i)
-      if (s.splits[i].name.size() > 2 && s.splits[i].name.substr(s.splits[i].name.size() - 2) == ".v" &&
-          inner(c, i) > kMaxLanes)
-        return "more than 64 vector lanes";
   }
   return "";
 }

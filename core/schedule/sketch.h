@@ -24,6 +24,7 @@ struct SplitSpec {
   std::string name;
   int64_t extent = 1;
   int parts = 1;
+  bool vectorized = false;  // its innermost factor is a vector loop's lane count
 };
 
 enum class SketchRule : uint8_t {

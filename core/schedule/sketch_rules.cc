@@ -66,6 +66,7 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
         Sketch s;
         s.rule = SketchRule::Anchor;
         s.splits = splits;
+        s.splits[vec].vectorized = true;
         s.vec_axis = vec;
         s.pack = pack;
         s.acc_level = acc;
@@ -89,7 +90,7 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
     s.prefix = k;
     for (size_t j = 0; j < info.stages.size(); ++j) {
       const te::OpNode& st = *info.stages[j];
-      if (static_cast<int>(st.axes.size()) > k) s.splits.push_back({"st" + std::to_string(j) + ".v", st.axes.back().extent, 1});
+      if (static_cast<int>(st.axes.size()) > k) s.splits.push_back({"st" + std::to_string(j) + ".v", st.axes.back().extent, 1, true});
       if (!st.reduce_axes.empty())
         s.splits.push_back({"st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1});
     }

@@ -54,7 +54,9 @@ TEST(Constraints, ValidConfigurationsNeverExceedTheLaneLimit) {
       relax::RelaxedSketch rs(g, s, relax::TapeMode::Exact);
       for (int i = 0; i < 10; ++i)
         for (const auto& [name, v] : constraints_at(rs, sched::random_config(s, rng)))
-          if (name.rfind("vector_lanes", 0) == 0) EXPECT_LE(v, 0) << s.name;
+          if (name.rfind("vector_lanes", 0) == 0) {
+            EXPECT_LE(v, 0) << s.name;
+          }
     }
   }
 }
