@@ -5,8 +5,10 @@
 // Loop kinds: an unrolled loop with a constant extent is emitted once per iteration; a
 // vectorized loop with a constant extent L is emitted once, its variable an L-lane
 // vector: values that depend on it are vectors, loads and stores with a unit stride in
-// it become vector loads and stores, other strides gathers and scatters, and a load
-// under a lane-varying condition is masked so that no disabled lane touches memory. A
+// it become vector loads and stores, other strides gathers and scatters, and loads and
+// stores under a lane-varying condition (a Select, a short-circuit operand, an
+// IfThenElse such as a guarded last tile) are masked so that no disabled lane touches
+// memory. A
 // parallel loop is outlined into a function over a chunk of its range and handed to
 // the runtime thread pool (cpu_runtime.h) with its captured values in a context array;
 // the outlined body takes its buffers as noalias arguments, as the kernel body does.
@@ -274,16 +276,30 @@ class Emitter {
       if (is_vector(v))
         throw InternalError("a store to '" + n.buffer->name + "' at one address takes a value that varies across "
                             "the lanes of a vectorized loop");
-      b_.CreateStore(v, element_ptr(n.buffer, a.base, a.offset));
+      llvm::Value* p = element_ptr(n.buffer, a.base, a.offset);
+      if (!mask_) {
+        b_.CreateStore(v, p);
+        return;
+      }
+      // Stored if some lane is enabled.
+      llvm::BasicBlock* sb = llvm::BasicBlock::Create(ctx_, "mstore", fn_);
+      llvm::BasicBlock* eb = llvm::BasicBlock::Create(ctx_, "mstore.end", fn_);
+      b_.CreateCondBr(b_.CreateOrReduce(mask_), sb, eb);
+      b_.SetInsertPoint(sb);
+      b_.CreateStore(v, p);
+      b_.CreateBr(eb);
+      b_.SetInsertPoint(eb);
       return;
     }
     v = splat(v);
     llvm::Align align(n.buffer->dtype.bytes());
     if (kind == Access::Contiguous) {
-      b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(elem, element_ptr(n.buffer, a.base, a.offset), vec_->lo), align);
+      llvm::Value* p = b_.CreateInBoundsGEP(elem, element_ptr(n.buffer, a.base, a.offset), vec_->lo);
+      if (mask_) b_.CreateMaskedStore(v, p, align, mask_);
+      else b_.CreateAlignedStore(v, p, align);
     } else {
       llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
-      b_.CreateMaskedScatter(v, ptrs, align, all_lanes());
+      b_.CreateMaskedScatter(v, ptrs, align, mask_ ? mask_ : all_lanes());
     }
   }
 
@@ -764,7 +780,18 @@ class Emitter {
       }
       case StmtKind::IfThenElse: {
         llvm::Value* c = expr(n.cond);
-        if (is_vector(c)) throw InternalError("a branch on a condition that varies across a vectorized loop: " + to_string(n.cond));
+        if (is_vector(c)) {  // lane-varying: both sides run, their stores and loads masked
+          masked(c, [&] {
+            stmt(n.body[0]);
+            return nullptr;
+          });
+          if (n.body.size() > 1)
+            masked(b_.CreateNot(c), [&] {
+              stmt(n.body[1]);
+              return nullptr;
+            });
+          return;
+        }
         llvm::BasicBlock* tb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
         llvm::BasicBlock* eb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
         llvm::BasicBlock* mb = llvm::BasicBlock::Create(ctx_, "if.end", fn_);

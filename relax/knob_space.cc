@@ -8,41 +8,43 @@
 
 namespace basin::relax {
 
-std::vector<std::pair<int64_t, int>> factorize(int64_t n) {
-  std::vector<std::pair<int64_t, int>> f;
-  for (int64_t p = 2; p * p <= n; ++p) {
-    int e = 0;
-    while (n % p == 0) {
-      n /= p;
-      ++e;
-    }
-    if (e) f.push_back({p, e});
-  }
-  if (n > 1) f.push_back({n, 1});
-  return f;
-}
-
 KnobSpace::KnobSpace(const sched::Sketch& s) : sketch_(s) {
+  std::vector<double> var_upper;
   for (size_t i = 0; i < s.splits.size(); ++i) {
     const sched::SplitSpec& sp = s.splits[i];
-    for (const auto& [p, e] : factorize(sp.extent)) {
-      int group = static_cast<int>(group_exponent_.size());
-      group_exponent_.push_back(e);
+    auto add = [&](int64_t p, int group, double weight, double upper) {
       for (int l = 0; l < sp.parts; ++l) {
-        vars_.push_back({static_cast<int>(i), l, p, group});
+        vars_.push_back({static_cast<int>(i), l, p, group, weight});
+        var_upper.push_back(upper);
         names_.push_back(sp.name + "." + std::to_string(l + 1) + "^" + std::to_string(p));
+      }
+    };
+    if (sp.guarded) {
+      int group = static_cast<int>(group_bound_.size());
+      group_bound_.push_back(std::log2(static_cast<double>(sp.extent)));
+      for (int64_t p : sched::factor_primes(sp)) {
+        int most = 0;  // the largest power of p within the extent
+        for (int64_t q = p; q <= sp.extent; q *= p) ++most;
+        add(p, group, std::log2(static_cast<double>(p)), most);
+      }
+    } else {
+      for (const auto& [p, e] : factorize(sp.extent)) {
+        int group = static_cast<int>(group_bound_.size());
+        group_bound_.push_back(e);
+        add(p, group, 1.0, e);
       }
     }
   }
   names_.push_back("unroll");
   int n = num_vars();
-  A_ = Eigen::MatrixXd::Zero(static_cast<int>(group_exponent_.size()), n);
-  b_ = Eigen::VectorXd(static_cast<int>(group_exponent_.size()));
+  int groups = static_cast<int>(group_bound_.size());
+  A_ = Eigen::MatrixXd::Zero(groups, n);
+  b_ = Eigen::VectorXd(groups);
   upper_ = Eigen::VectorXd(n);
-  for (size_t g = 0; g < group_exponent_.size(); ++g) b_(static_cast<int>(g)) = static_cast<double>(group_exponent_[g]);
+  for (int g = 0; g < groups; ++g) b_(g) = group_bound_[g];
   for (size_t v = 0; v < vars_.size(); ++v) {
-    A_(vars_[v].group, static_cast<int>(v)) = 1.0;
-    upper_(static_cast<int>(v)) = static_cast<double>(group_exponent_[vars_[v].group]);
+    A_(vars_[v].group, static_cast<int>(v)) = vars_[v].weight;
+    upper_(static_cast<int>(v)) = var_upper[v];
   }
   for (int64_t u : s.unroll_menu) menu_log2_.push_back(std::log2(1.0 + static_cast<double>(u)));
   upper_(n - 1) = *std::max_element(menu_log2_.begin(), menu_log2_.end());
@@ -89,23 +91,23 @@ sched::Config KnobSpace::round(const Eigen::VectorXd& x) const {
   std::vector<int> e(vars_.size());
   for (size_t v = 0; v < vars_.size(); ++v)
     e[v] = static_cast<int>(std::lround(std::clamp(x(static_cast<int>(v)), 0.0, upper_(static_cast<int>(v)))));
-  // Repair each (split, prime) group into the polytope: take back the units that were
+  // Repair each group (row of A) into the polytope: take back the units that were
   // rounded up the most.
-  for (size_t g = 0; g < group_exponent_.size(); ++g) {
+  for (size_t g = 0; g < group_bound_.size(); ++g) {
     for (;;) {
-      int sum = 0;
+      double sum = 0;
       int worst = -1;
       double worst_excess = -std::numeric_limits<double>::infinity();
       for (size_t v = 0; v < vars_.size(); ++v) {
         if (vars_[v].group != static_cast<int>(g)) continue;
-        sum += e[v];
+        sum += e[v] * vars_[v].weight;
         double excess = e[v] - x(static_cast<int>(v));
         if (e[v] > 0 && excess > worst_excess) {
           worst_excess = excess;
           worst = static_cast<int>(v);
         }
       }
-      if (sum <= group_exponent_[g]) break;
+      if (sum <= group_bound_[g] + 1e-9) break;
       --e[worst];
     }
   }
@@ -142,10 +144,16 @@ sched::Config KnobSpace::round(const Eigen::VectorXd& x) const {
 }
 
 Eigen::VectorXd KnobSpace::center() const {
+  // Each group's bound shared equally by its variables and one more share, so that
+  // every row keeps slack.
+  std::vector<int> members(group_bound_.size(), 0);
+  for (const PrimeVar& pv : vars_) ++members[pv.group];
   Eigen::VectorXd x(num_vars());
   for (size_t v = 0; v < vars_.size(); ++v) {
-    int parts = sketch_.splits[vars_[v].split].parts;
-    x(static_cast<int>(v)) = static_cast<double>(group_exponent_[vars_[v].group]) / (parts + 1);
+    const PrimeVar& pv = vars_[v];
+    int parts = sketch_.splits[pv.split].parts;
+    int primes = members[pv.group] / parts;
+    x(static_cast<int>(v)) = std::min(upper_(static_cast<int>(v)), group_bound_[pv.group] / pv.weight / primes) / (parts + 1);
   }
   x(unroll_var()) = upper_(unroll_var()) / 2;
   return x;

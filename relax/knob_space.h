@@ -2,7 +2,10 @@
 // factor f of a loop with extent N = prod_p p^e_p is written f = prod_p p^x_p with real
 // exponents x_p >= 0; the exponents of one prime over a split's levels sum to at most
 // e_p, a linear constraint, so integer points of the polytope are exactly the divisor
-// tilings. The unroll depth u is one real variable z = log2(1 + u), rounded to the
+// tilings. A guarded split (awkward extents, sched::SplitSpec) has exponents of 2, 3 and
+// its extent's primes, with one constraint over all its levels, sum x_p log2 p <=
+// log2 N: its integer points are the tilings whose product is at most N, and the
+// number of tiles ceil(N / prod f) is relaxed with the rest. The unroll depth u is one real variable z = log2(1 + u), rounded to the
 // nearest menu entry in that space (the entry 0, no unrolling, sits at z = 0).
 //
 // Variables are laid out split by split, level by level, prime by prime, then z.
@@ -54,7 +57,8 @@ class KnobSpace {
   struct PrimeVar {
     int split, level;
     int64_t prime;
-    int group;  // row of A: the (split, prime) pair
+    int group;      // row of A: the (split, prime) pair, or the guarded split
+    double weight;  // its coefficient there: 1, or log2(prime) for a guarded split
   };
   const std::vector<PrimeVar>& exponent_vars() const { return vars_; }
 
@@ -62,13 +66,12 @@ class KnobSpace {
   sched::Sketch sketch_;
   std::vector<PrimeVar> vars_;  // one per exponent variable (z excluded)
   std::vector<std::string> names_;
-  std::vector<int64_t> group_exponent_;
+  std::vector<double> group_bound_;
   Eigen::MatrixXd A_;
   Eigen::VectorXd b_, upper_;
   std::vector<double> menu_log2_;  // log2(1 + u) of each unroll menu entry u
 };
 
-// Prime factorization: (prime, exponent) pairs in increasing order.
-std::vector<std::pair<int64_t, int>> factorize(int64_t n);
+using sched::factorize;
 
 }  // namespace basin::relax

@@ -74,6 +74,28 @@ ParallelAxes parallel_axes(const std::string& name, const std::vector<Expr>& ext
   return r;
 }
 
+// The number of tiles of a split whose inner levels cover `tile` iterations: exact for
+// a divisor split, ceil for a guarded one.
+Expr tile_count(const SplitSpec& sp, const Expr& tile) {
+  Expr n(sp.extent);
+  return sp.guarded ? floordiv(n + tile - Expr(int64_t{1}), tile) : floordiv(n, tile);
+}
+
+// Whether a guarded split's last tile needs its guard: not when its factors are
+// constants whose product divides the extent.
+bool needs_guard(const SplitSpec& sp, const std::vector<Expr>& factors) {
+  if (!sp.guarded) return false;
+  int64_t prod = 1;
+  for (const Expr& f : factors) {
+    int64_t v;
+    if (!is_const_int(f, &v)) return true;
+    prod *= v;
+  }
+  return sp.extent % prod != 0;
+}
+
+Stmt guarded(const Expr& cond, Stmt body) { return cond.defined() ? make_if(cond, std::move(body)) : body; }
+
 // Replaces every load of `from` by a load of `to` at indices map(old indices).
 Expr retarget_loads(const Expr& e, const BufferNode* from, const Buffer& to,
                     const std::function<std::vector<Expr>(const std::vector<Expr>&)>& map) {
@@ -90,6 +112,7 @@ struct Tiles {
   Var v[4];   // v[0] unused (the fused parallel loop's decomposition is e0)
   Expr e0;
   Expr full;
+  Expr guard;  // full < extent, for a guarded split whose last tile is partial
 };
 
 Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf, bool fuse) {
@@ -104,7 +127,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       sp[i].f[l] = k.factors[i][l - 1];
       sp[i].v[l] = Var(n + "." + std::to_string(l));
     }
-    sp[i].f[0] = floordiv(Expr(a.axes[i].extent), sp[i].f[1] * sp[i].f[2] * sp[i].f[3]);
+    sp[i].f[0] = tile_count(s.splits[i], sp[i].f[1] * sp[i].f[2] * sp[i].f[3]);
   }
   std::vector<Expr> outer_extents;
   for (const Tiles& t : sp) outer_extents.push_back(t.f[0]);
@@ -114,17 +137,19 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     Tiles& t = sp[i];
     t.e0 = e0[i];
     t.full = ((t.e0 * t.f[1] + t.v[1]) * t.f[2] + t.v[2]) * t.f[3] + t.v[3];
+    if (needs_guard(s.splits[i], k.factors[i])) t.guard = t.full < Expr(a.axes[i].extent);
   }
   std::vector<Expr> rf1(nr), rfull(nr);
   std::vector<Var> r0(nr), r1(nr);
-  std::vector<Expr> rf0(nr);
+  std::vector<Expr> rf0(nr), rguard(nr);
   for (size_t j = 0; j < nr; ++j) {
     const std::string& n = s.splits[ns + j].name;
     rf1[j] = k.factors[ns + j][0];
-    rf0[j] = floordiv(Expr(a.reduce_axes[j].extent), rf1[j]);
+    rf0[j] = tile_count(s.splits[ns + j], rf1[j]);
     r0[j] = Var(n + ".0");
     r1[j] = Var(n + ".1");
     rfull[j] = Expr(r0[j]) * rf1[j] + r1[j];
+    if (needs_guard(s.splits[ns + j], k.factors[ns + j])) rguard[j] = rfull[j] < Expr(a.reduce_axes[j].extent);
   }
   std::vector<int> inner_order;
   for (size_t i = 0; i < ns; ++i)
@@ -152,7 +177,9 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     const te::OpNode& w = *pc->input;
     int d = pc->dim;
     Expr t = sp[vec].f[3];
-    std::vector<Expr> shape = {floordiv(Expr(w.shape[d]), t)};
+    // A guarded axis packs ceil(extent / t) rows, the last one padded with zeros.
+    Expr rows = s.splits[vec].guarded ? floordiv(Expr(w.shape[d]) + t - Expr(int64_t{1}), t) : floordiv(Expr(w.shape[d]), t);
+    std::vector<Expr> shape = {rows};
     for (size_t x = 0; x < w.shape.size(); ++x)
       if (static_cast<int>(x) != d) shape.push_back(Expr(w.shape[x]));
     shape.push_back(t);
@@ -181,7 +208,11 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       }
     }
     dst.push_back(l);
-    Stmt st = loop(l, t, make_store(packed, dst, load(w.buffer, src)));
+    Expr value = load(w.buffer, src);
+    if (sp[vec].guard.defined())
+      value = select(Expr(o) * t + l < Expr(w.shape[d]), value,
+                     w.buffer->dtype.is_float() ? float_imm(w.buffer->dtype, 0.0) : int_imm(w.buffer->dtype, 0));
+    Stmt st = loop(l, t, make_store(packed, dst, value));
     for (size_t x = xs.size(); x-- > 0;) {
       size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
       st = loop(xs[x], Expr(w.shape[dim]), st);
@@ -213,9 +244,12 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     acc_idx.push_back(lvl == 1 ? Expr(t.v[2]) * t.f[3] + t.v[3] : Expr(t.v[3]));
   }
   Buffer acc = make_buffer(a.name + "_acc", a.buffer->dtype, simplified(acc_shape), MemScope::Local);
-  auto s3_loops = [&](Stmt st) {
+  // The S3 loops; with `guard`, the partial last tile of each guarded axis is skipped
+  // just inside the axis's innermost loop (masked lanes for the vectorized one).
+  auto s3_loops = [&](Stmt st, bool guard) {
     for (size_t x = inner_order.size(); x-- > 0;) {
       int i = inner_order[x];
+      if (guard) st = guarded(sp[i].guard, st);
       st = loop(sp[i].v[3], sp[i].f[3], st, i == vec ? ForKind::Vectorized : ForKind::Serial);
     }
     return st;
@@ -224,15 +258,20 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     for (size_t x = inner_order.size(); x-- > 0;) st = loop(sp[inner_order[x]].v[2], sp[inner_order[x]].f[2], st);
     return st;
   };
-  auto tile_loops = [&](Stmt st) { return lvl == 1 ? s2_loops(s3_loops(st)) : s3_loops(st); };
+  auto tile_loops = [&](Stmt st, bool guard) { return lvl == 1 ? s2_loops(s3_loops(st, guard)) : s3_loops(st, guard); };
   auto r_loops = [&](Stmt st, int level) {
-    for (size_t j = nr; j-- > 0;) st = level == 0 ? loop(r0[j], rf0[j], st) : loop(r1[j], rf1[j], st);
+    for (size_t j = nr; j-- > 0;) {
+      if (level == 1) st = guarded(rguard[j], st);
+      st = level == 0 ? loop(r0[j], rf0[j], st) : loop(r1[j], rf1[j], st);
+    }
     return st;
   };
 
-  Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)));
+  // The accumulator's padded elements are computed on nothing and never written back.
+  Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)), false);
   Stmt update = make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
-  Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update), 1)), 0) : r_loops(r_loops(s3_loops(update), 1), 0);
+  Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update, true), 1)), 0)
+                          : r_loops(r_loops(s3_loops(update, true), 1), 0);
   Expr value = load(acc, acc_idx);
   const te::OpNode* prev = &a;
   for (const te::Op& c : info.epilogue) {
@@ -247,7 +286,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   }
   std::vector<Expr> out_idx;
   for (const Tiles& t : sp) out_idx.push_back(t.full);
-  Stmt writeback = tile_loops(make_store(out_buf, out_idx, value));
+  Stmt writeback = tile_loops(make_store(out_buf, out_idx, value), true);
 
   Stmt tile = make_allocate(acc, make_seq({init, compute, writeback}));
   if (lvl == 2)
@@ -271,8 +310,9 @@ struct AxisLoops {
   std::vector<Var> plain;  // all axes but the last
   Var outer, inner;
   Expr factor, outer_extent;
+  Expr guard;  // the last axis's index < its extent, where its last tile is partial
 };
-AxisLoops split_last(const std::vector<te::IterVar>& axes, size_t from, const Expr& factor,
+AxisLoops split_last(const std::vector<te::IterVar>& axes, size_t from, const SplitSpec* split, const Expr& factor,
                      const char* outer_suffix, const char* inner_suffix, VarMap& m) {
   AxisLoops r;
   for (size_t d = from; d < axes.size(); ++d) {
@@ -285,8 +325,10 @@ AxisLoops split_last(const std::vector<te::IterVar>& axes, size_t from, const Ex
     r.factor = factor;
     r.outer = Var(a.var.name() + outer_suffix);
     r.inner = Var(a.var.name() + inner_suffix);
-    r.outer_extent = floordiv(Expr(a.extent), factor);
-    m[a.var.id()] = Expr(r.outer) * factor + r.inner;
+    r.outer_extent = tile_count(*split, factor);
+    Expr index = Expr(r.outer) * factor + r.inner;
+    m[a.var.id()] = index;
+    if (needs_guard(*split, {factor})) r.guard = index < Expr(a.extent);
   }
   return r;
 }
@@ -339,9 +381,11 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     }
     // The free axes after the prefix and the reduction axes: each its own loop, the
     // last one of each split by its knob (vector lanes; inner reduction).
-    AxisLoops sp = split_last(st.axes, K, rank > K ? k.factors[ki++][0] : Expr(), ".o", ".v", m);
+    const SplitSpec* vs = rank > K ? &s.splits[ki] : nullptr;
+    AxisLoops sp = split_last(st.axes, K, vs, vs ? k.factors[ki++][0] : Expr(), ".o", ".v", m);
     size_t nr = st.reduce_axes.size();
-    AxisLoops rd = split_last(st.reduce_axes, 0, nr > 0 ? k.factors[ki++][0] : Expr(), ".o", ".i", m);
+    const SplitSpec* rs = nr > 0 ? &s.splits[ki] : nullptr;
+    AxisLoops rd = split_last(st.reduce_axes, 0, rs, rs ? k.factors[ki++][0] : Expr(), ".o", ".i", m);
     for (int d = K; d < rank; ++d) idx.push_back(m[st.axes[d].var.id()]);
     const std::vector<Var>& rest = sp.plain;
     const std::vector<Var>& red = rd.plain;
@@ -360,13 +404,13 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       inner = make_store(target, tidx, body);
     } else {
       Stmt upd = make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), body));
-      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, upd));
+      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd)));
       for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
       inner = make_seq({make_store(target, tidx, te::reduce_identity(st.reduce, target->dtype)), upd});
     }
     bool has_rest = rank > K;
     if (has_rest) {
-      inner = loop(sp.outer, sp.outer_extent, loop(sp.inner, sp.factor, inner, ForKind::Vectorized));
+      inner = loop(sp.outer, sp.outer_extent, loop(sp.inner, sp.factor, guarded(sp.guard, inner), ForKind::Vectorized));
       for (size_t r = rest.size(); r-- > 0;) inner = loop(rest[r], Expr(st.axes[K + r].extent), inner);
     }
     if (K == 0 && has_rest) {

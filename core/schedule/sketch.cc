@@ -1,5 +1,7 @@
 #include "core/schedule/sketch.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -72,6 +74,80 @@ const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int part
   return cache.emplace(key, std::move(out)).first->second;
 }
 
+std::vector<std::pair<int64_t, int>> factorize(int64_t n) {
+  std::vector<std::pair<int64_t, int>> f;
+  for (int64_t p = 2; p * p <= n; ++p) {
+    int e = 0;
+    while (n % p == 0) {
+      n /= p;
+      ++e;
+    }
+    if (e) f.push_back({p, e});
+  }
+  if (n > 1) f.push_back({n, 1});
+  return f;
+}
+
+bool awkward_extent(int64_t n) {
+  if (n <= 4) return false;
+  int small = 0;
+  for (int64_t d = 1; d <= std::min<int64_t>(n, 64); ++d) small += n % d == 0;
+  return small <= 3;
+}
+
+SplitSpec make_split(std::string name, int64_t extent, int parts, bool vectorized) {
+  return {std::move(name), extent, parts, vectorized, awkward_extent(extent)};
+}
+
+std::vector<int64_t> factor_primes(const SplitSpec& sp) {
+  std::vector<int64_t> p;
+  if (sp.guarded) p = {2, 3};
+  for (const auto& [q, e] : factorize(sp.extent))
+    if (std::find(p.begin(), p.end(), q) == p.end()) p.push_back(q);
+  std::sort(p.begin(), p.end());
+  return p;
+}
+
+namespace {
+
+// True if f is a product of the primes.
+bool built_from(int64_t f, const std::vector<int64_t>& primes) {
+  for (int64_t p : primes)
+    while (f % p == 0) f /= p;
+  return f == 1;
+}
+
+}  // namespace
+
+const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp) {
+  if (!sp.guarded) return factorizations(sp.extent, sp.parts);
+  static std::mutex mu;
+  static std::map<std::pair<int64_t, int>, std::vector<std::vector<int64_t>>> cache;
+  std::lock_guard<std::mutex> l(mu);
+  auto key = std::make_pair(sp.extent, sp.parts);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::vector<int64_t> primes = factor_primes(sp), smooth;
+  for (int64_t f = 1; f <= sp.extent; ++f)
+    if (built_from(f, primes)) smooth.push_back(f);
+  std::vector<std::vector<int64_t>> out;
+  std::vector<int64_t> cur;
+  std::function<void(int64_t)> rec = [&](int64_t left) {
+    if (static_cast<int>(cur.size()) == sp.parts) {
+      out.push_back(cur);
+      return;
+    }
+    for (int64_t f : smooth) {
+      if (f > left) break;
+      cur.push_back(f);
+      rec(left / f);
+      cur.pop_back();
+    }
+  };
+  rec(sp.extent);
+  return cache.emplace(key, std::move(out)).first->second;
+}
+
 namespace {
 
 // Innermost (vector) factor of a split: the last level.
@@ -89,7 +165,18 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
     int64_t prod = 1;
     for (int64_t f : c.factors[i]) {
       if (f < 1) return "split '" + sp.name + "' has a factor below 1";
+      if (f > sp.extent) return "split '" + sp.name + "' has a factor above its extent " + std::to_string(sp.extent);
       prod *= f;
+      if (prod > sp.extent) break;
+    }
+    if (sp.guarded) {
+      if (prod > sp.extent)
+        return "the factors of split '" + sp.name + "' multiply to more than its extent " + std::to_string(sp.extent);
+      for (int64_t f : c.factors[i])
+        if (!built_from(f, factor_primes(sp)))
+          return "the factors of guarded split '" + sp.name + "' are products of 2, 3 and the primes of " +
+                 std::to_string(sp.extent) + ", not " + std::to_string(f);
+      continue;
     }
     if (sp.extent % prod) return "the factors of split '" + sp.name + "' (product " + std::to_string(prod) +
                                  ") do not divide its extent " + std::to_string(sp.extent);
@@ -116,7 +203,7 @@ Config random_config(const Sketch& s, std::mt19937_64& rng) {
   for (int attempt = 0; attempt < 10000; ++attempt) {
     Config c;
     for (const SplitSpec& sp : s.splits) {
-      const auto& all = factorizations(sp.extent, sp.parts);
+      const auto& all = split_factorizations(sp);
       c.factors.push_back(all[std::uniform_int_distribution<size_t>(0, all.size() - 1)(rng)]);
     }
     c.unroll = s.unroll_menu[std::uniform_int_distribution<size_t>(0, s.unroll_menu.size() - 1)(rng)];
@@ -138,10 +225,16 @@ Config default_config(const Sketch& s) {
   for (size_t i = 0; i < s.splits.size(); ++i) {
     const SplitSpec& sp = s.splits[i];
     std::vector<int64_t> f(sp.parts, 1);
-    if (s.rule == SketchRule::Anchor && static_cast<int>(i) == s.vec_axis) f.back() = largest_divisor_at_most(sp.extent, 8);
-    else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis)
-      f.back() = largest_divisor_at_most(sp.extent, 4);
-    else if (s.rule == SketchRule::Generic) f.back() = largest_divisor_at_most(sp.extent, 8);
+    // A guarded split takes a power of two that need not divide.
+    auto pick = [&](int64_t cap) {
+      if (!sp.guarded) return largest_divisor_at_most(sp.extent, cap);
+      int64_t p = 1;
+      while (p * 2 <= std::min(cap, sp.extent)) p *= 2;
+      return p;
+    };
+    if (s.rule == SketchRule::Anchor && static_cast<int>(i) == s.vec_axis) f.back() = pick(8);
+    else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis) f.back() = pick(4);
+    else if (s.rule == SketchRule::Generic) f.back() = pick(8);
     c.factors.push_back(f);
   }
   c.unroll = 64;

@@ -20,12 +20,28 @@ namespace basin::sched {
 // A loop of `extent` iterations split into `parts` inner tiling levels plus the
 // outermost one: factors f_1..f_parts whose product divides the extent; the outermost
 // level runs extent / prod(f) times.
+//
+// A guarded split (set for awkward extents, see awkward_extent) also takes tiles that
+// do not divide the extent: factors built from 2, 3 and the extent's own primes whose
+// product is at most the extent; the outermost level runs ceil(extent / prod(f)) times
+// and the iterations past the extent are skipped by a guard (masked lanes in a vector
+// loop). DESIGN.md, "Awkward extents".
 struct SplitSpec {
   std::string name;
   int64_t extent = 1;
   int parts = 1;
   bool vectorized = false;  // its innermost factor is a vector loop's lane count
+  bool guarded = false;
 };
+// A split of `extent`, guarded when the extent is awkward.
+SplitSpec make_split(std::string name, int64_t extent, int parts, bool vectorized = false);
+// An extent with few useful tile sizes: above 4, with at most 3 divisors up to 64
+// (primes such as 197 and 257, 7, 49).
+bool awkward_extent(int64_t n);
+// Prime factorization: (prime, exponent) pairs in increasing order.
+std::vector<std::pair<int64_t, int>> factorize(int64_t n);
+// The primes a split's factors are built from: the extent's, and 2 and 3 when guarded.
+std::vector<int64_t> factor_primes(const SplitSpec& sp);
 
 enum class SketchRule : uint8_t {
   Anchor,   // multi-level tiling of a conv/dense/matmul with a local accumulator
@@ -86,6 +102,9 @@ Config random_config(const Sketch& s, std::mt19937_64& rng);
 Config default_config(const Sketch& s);
 // Every tuple of `parts` factors whose product divides `extent` (cached).
 const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int parts);
+// A split's factor tuples: the divisor tilings, or for a guarded split every tuple of
+// factors built from its primes with a product at most the extent (cached).
+const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp);
 
 // The task's identity in records: operator and parameters.
 std::string task_key(const ops::OpGraph& task);

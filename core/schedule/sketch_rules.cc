@@ -44,8 +44,8 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
   const te::OpNode& a = *info.anchor;
   std::vector<SplitSpec> splits;
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
-  for (size_t i = 0; i < a.axes.size(); ++i) splits.push_back({sn[i], a.axes[i].extent, 3});
-  for (size_t j = 0; j < a.reduce_axes.size(); ++j) splits.push_back({rn[j], a.reduce_axes[j].extent, 1});
+  for (size_t i = 0; i < a.axes.size(); ++i) splits.push_back(make_split(sn[i], a.axes[i].extent, 3));
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j) splits.push_back(make_split(rn[j], a.reduce_axes[j].extent, 1));
 
   int last = static_cast<int>(a.axes.size()) - 1;
   std::vector<std::pair<int, bool>> vec_pack = {{last, false}};
@@ -90,9 +90,9 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
     s.prefix = k;
     for (size_t j = 0; j < info.stages.size(); ++j) {
       const te::OpNode& st = *info.stages[j];
-      if (static_cast<int>(st.axes.size()) > k) s.splits.push_back({"st" + std::to_string(j) + ".v", st.axes.back().extent, 1, true});
+      if (static_cast<int>(st.axes.size()) > k) s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, true));
       if (!st.reduce_axes.empty())
-        s.splits.push_back({"st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1});
+        s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1));
     }
     s.name = k > 0 ? "rows.prefix=" + std::to_string(k) : "stages";
     out.push_back(s);

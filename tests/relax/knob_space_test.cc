@@ -96,12 +96,67 @@ TEST(KnobSpace, HitAndRunIsUniformOnAnInterval) {
   for (int b : bins) EXPECT_NEAR(b, n / 4, n * 0.05) << "bins " << bins[0] << " " << bins[1] << " " << bins[2] << " " << bins[3];
 }
 
-TEST(KnobSpace, LargePrimeExtentsHaveOnlyTheirTwoDivisors) {
+TEST(KnobSpace, AwkwardExtentsAreGuarded) {
+  for (int64_t n : {5, 7, 49, 97, 197, 257}) EXPECT_TRUE(sched::awkward_extent(n)) << n;
+  for (int64_t n : {1, 3, 4, 8, 14, 56, 768, 1000}) EXPECT_FALSE(sched::awkward_extent(n)) << n;
+}
+
+TEST(KnobSpace, GuardedSplitsTakeNonDivisorTilesUpToTheExtent) {
   ops::OpGraph g = ops::build_op("softmax", parse("shape=12,197"));
   const sched::Sketch s = sched::cpu_sketches(g)[0];
   relax::KnobSpace space(s);
-  // st0.v (197) and st0.r (197) ... each one exponent of 197 in [0, 1].
-  for (int i = 0; i + 1 < space.num_vars(); ++i) EXPECT_EQ(space.upper()(i), 1.0) << space.var_names()[i];
+  int first = -1;  // the first split over the 197 columns
+  for (size_t i = 0; i < s.splits.size(); ++i) {
+    const sched::SplitSpec& sp = s.splits[i];
+    EXPECT_EQ(sp.guarded, sp.extent == 197) << sp.name;
+    if (!sp.guarded) continue;
+    if (first < 0) first = static_cast<int>(i);
+    EXPECT_EQ(sched::factor_primes(sp), (std::vector<int64_t>{2, 3, 197}));
+  }
+  ASSERT_GE(first, 0);
+  // Each guarded split's exponents: 2 up to 7 (128 <= 197), 3 up to 4 (81), 197 up to 1.
+  for (int i = 0; i + 1 < space.num_vars(); ++i) {
+    const auto& pv = space.exponent_vars()[i];
+    if (!s.splits[pv.split].guarded) continue;
+    EXPECT_EQ(space.upper()(i), pv.prime == 2 ? 7.0 : pv.prime == 3 ? 4.0 : 1.0) << space.var_names()[i];
+  }
+  // 8 and 12 lanes do not divide 197 and are configurations; 5 is not built from the
+  // split's primes, and 256 exceeds the extent.
+  sched::Config c = sched::default_config(s);
+  for (size_t i = 0; i < s.splits.size(); ++i)
+    if (s.splits[i].guarded) c.factors[i] = {8};
+  c.factors[first] = {12};
+  ASSERT_EQ(sched::invalid_reason(s, c), "");
+  Eigen::VectorXd x = space.point_of(c);
+  EXPECT_TRUE(space.contains(x));
+  EXPECT_EQ(space.round(x).factors, c.factors);
+  c.factors[first] = {5};
+  EXPECT_NE(sched::invalid_reason(s, c).find("products of 2, 3 and the primes of 197"), std::string::npos);
+  c.factors[first] = {256};
+  EXPECT_NE(sched::invalid_reason(s, c).find("above its extent"), std::string::npos);
+  // Rounding a point past the bound (2^7.9 > 197) repairs it below; a vector split
+  // rounds to its 64 lanes.
+  Eigen::VectorXd far = space.center();
+  for (int i = 0; i + 1 < space.num_vars(); ++i)
+    if (const sched::SplitSpec& sp = s.splits[space.exponent_vars()[i].split]; sp.guarded)
+      far(i) = space.exponent_vars()[i].prime == 2 ? (sp.vectorized ? 6.2 : 7.9) : 0.0;
+  sched::Config r = space.round(far);
+  ASSERT_EQ(sched::invalid_reason(s, r), "");
+  for (size_t i = 0; i < s.splits.size(); ++i)
+    if (s.splits[i].guarded) EXPECT_EQ(r.factors[i][0], s.splits[i].vectorized ? 64 : 128) << s.splits[i].name;
+}
+
+TEST(KnobSpace, GuardedFactorizationsAreEveryTupleWithinTheExtent) {
+  sched::SplitSpec sp = sched::make_split("x", 13, 2);
+  ASSERT_TRUE(sp.guarded);
+  const auto& all = sched::split_factorizations(sp);
+  // Factors from {1, 2, 3, 4, 6, 8, 9, 12, 13} with a product of at most 13.
+  int expected = 0;
+  const std::vector<int64_t> smooth = {1, 2, 3, 4, 6, 8, 9, 12, 13};
+  for (int64_t a : smooth)
+    for (int64_t b : smooth) expected += a * b <= 13;
+  EXPECT_EQ(static_cast<int>(all.size()), expected);
+  for (const auto& t : all) EXPECT_LE(t[0] * t[1], 13);
 }
 
 }  // namespace
