@@ -52,6 +52,7 @@ int RelaxedSketch::num_features() const { return relax::num_features(); }
 void RelaxedSketch::forward(const double* x, int batch, double* features, double* constraints) {
   int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
   batch_ = batch;
+  ++generation_;
   knobs_.assign(static_cast<size_t>(batch) * nk, 0.0);
   for (int b = 0; b < batch; ++b) {
     for (int k = 0; k < nk; ++k) {

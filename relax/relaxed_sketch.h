@@ -33,6 +33,8 @@ class RelaxedSketch {
   void forward(const double* x, int batch, double* features, double* constraints = nullptr);
   // After forward: d loss / d features (and d loss / d constraints, optional) -> d loss / d x.
   void backward(const double* grad_features, double* grad_x, const double* grad_constraints = nullptr);
+  // Counts forward() calls: backward() needs the state of the forward it follows.
+  uint64_t generation() const { return generation_; }
 
  private:
   KnobSpace space_;
@@ -45,6 +47,7 @@ class RelaxedSketch {
   std::vector<std::string> constraint_names_;
   std::vector<double> out_;  // [batch][features then constraints]
   int batch_ = 0;
+  uint64_t generation_ = 0;
   std::vector<double> knobs_;  // [batch][tape inputs] of the last forward
 };
 

@@ -30,7 +30,11 @@ std::vector<std::pair<std::string, std::string>> suite() {
           {"softmax", "shape=6,40"},
           {"softmax", "shape=2,3,5,8 axis=1"},
           {"layer_norm", "shape=4,48"},
-          {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1"}};
+          {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1"},
+          // Awkward extents: guarded splits.
+          {"dense", "M=37 K=10 N=23"},
+          {"matmul", "M=257 K=16 N=8"},
+          {"softmax", "shape=4,197"}};
 }
 
 TEST(Features, SymbolicFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
