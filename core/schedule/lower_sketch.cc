@@ -177,8 +177,9 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     const te::OpNode& w = *pc->input;
     int d = pc->dim;
     Expr t = sp[vec].f[3];
-    // A guarded axis packs ceil(extent / t) rows, the last one padded with zeros.
-    Expr rows = s.splits[vec].guarded ? floordiv(Expr(w.shape[d]) + t - Expr(int64_t{1}), t) : floordiv(Expr(w.shape[d]), t);
+    // A guarded axis packs every row its tiles read, those past the extent zeros: the
+    // computation reads them unmasked.
+    Expr rows = s.splits[vec].guarded ? sp[vec].f[0] * sp[vec].f[1] * sp[vec].f[2] : floordiv(Expr(w.shape[d]), t);
     std::vector<Expr> shape = {rows};
     for (size_t x = 0; x < w.shape.size(); ++x)
       if (static_cast<int>(x) != d) shape.push_back(Expr(w.shape[x]));
@@ -230,10 +231,27 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       staged.push_back(pr->buffer);
     }
   }
+  // The computation reads a partial last tile of a guarded axis at the extent's last
+  // index (clamped: no branch in the hot loop; those accumulator elements are never
+  // written back), except along the vectorized axis, whose loads are masked (the
+  // accumulator's update stays unmasked, so that it can live in registers) unless
+  // they read the packed input, padded with zeros.
   VarMap m;
-  for (size_t i = 0; i < ns; ++i) m[a.axes[i].var.id()] = sp[i].full;
+  for (size_t i = 0; i < ns; ++i)
+    m[a.axes[i].var.id()] = sp[i].guard.defined() && static_cast<int>(i) != vec
+                                ? min(sp[i].full, Expr(a.axes[i].extent - 1))
+                                : sp[i].full;
   for (size_t j = 0; j < nr; ++j) m[a.reduce_axes[j].var.id()] = rfull[j];
   body = substitute(body, m);
+  if (sp[vec].guard.defined()) {
+    const Var& lane = sp[vec].v[3];
+    const Expr& g = sp[vec].guard;
+    body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
+      if (x.kind() != ExprKind::Load || !uses_var(x, lane) || (packed && x->buffer.get() == packed.get())) return Expr();
+      DType t = x.dtype();
+      return select(g, x, t.is_float() ? float_imm(t, 0.0) : int_imm(t, 0));
+    });
+  }
 
   // The accumulator, laid out in the inner order.
   int lvl = s.acc_level;
@@ -267,11 +285,11 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     return st;
   };
 
-  // The accumulator's padded elements are computed on nothing and never written back.
+  // The accumulator's padded elements are never written back.
   Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)), false);
   Stmt update = make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
-  Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update, true), 1)), 0)
-                          : r_loops(r_loops(s3_loops(update, true), 1), 0);
+  Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update, false), 1)), 0)
+                          : r_loops(r_loops(s3_loops(update, false), 1), 0);
   Expr value = load(acc, acc_idx);
   const te::OpNode* prev = &a;
   for (const te::Op& c : info.epilogue) {
