@@ -1,6 +1,7 @@
 #include "relax/constraints.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <thread>
 
@@ -79,6 +80,23 @@ double penalty(const double* c, int n, double* grad) {
     if (grad) grad[i] = 2 * r;
   }
   return p;
+}
+
+void scale_penalty_gradient(const double* g_cost, const double* g_pen, int batch, int n_vars, double weight,
+                            double* out) {
+  for (int b = 0; b < batch; ++b) {
+    const double* gc = g_cost + static_cast<size_t>(b) * n_vars;
+    const double* gp = g_pen + static_cast<size_t>(b) * n_vars;
+    double nc = 0, np = 0;
+    for (int v = 0; v < n_vars; ++v) {
+      nc += gc[v] * gc[v];
+      np += gp[v] * gp[v];
+    }
+    nc = std::sqrt(nc);
+    np = std::sqrt(np);
+    double scale = np == 0 ? 0.0 : nc > 0 ? weight * nc / np : weight;
+    for (int v = 0; v < n_vars; ++v) out[static_cast<size_t>(b) * n_vars + v] = gc[v] + scale * gp[v];
+  }
 }
 
 }  // namespace basin::relax

@@ -36,7 +36,15 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
                                         const LoweredFunc& structure, const CpuTarget& target);
 
 // sum relu(c)^2 over n constraint values, and its gradient (2 relu(c)) into `grad` when
-// given. The search scales it against the cost gradient (DESIGN.md, "Constraints").
+// given.
 double penalty(const double* c, int n, double* grad = nullptr);
+
+// The penalty gradient scaled against the cost gradient (DESIGN.md, "Constraints"),
+// per point of a batch: out = g_cost + weight * (|g_cost| / |g_pen|) * g_pen, so that a
+// violated constraint pulls as hard as the cost, whatever the estimator's scale (a
+// point whose constraints hold, g_pen = 0, gets g_cost alone; where g_cost = 0 the
+// penalty gradient is taken as it is, times weight). All arrays [batch][n_vars].
+void scale_penalty_gradient(const double* g_cost, const double* g_pen, int batch, int n_vars, double weight,
+                            double* out);
 
 }  // namespace basin::relax

@@ -59,4 +59,17 @@ std::vector<at::Tensor> relaxed_features(RelaxedSketch& rs, const at::Tensor& x)
   return RelaxedFunction::apply(x, &rs);
 }
 
+at::Tensor scaled_search_gradient(const at::Tensor& cost, const at::Tensor& penalty, const at::Tensor& x,
+                                  double weight) {
+  auto grad_of = [&](const torch::Tensor& y) {
+    torch::Tensor g = torch::autograd::grad({y.sum()}, {x}, {}, /*retain_graph=*/true, false, /*allow_unused=*/true)[0];
+    return g.defined() ? as_double(g) : torch::zeros(x.sizes(), torch::kFloat64);
+  };
+  torch::Tensor gc = grad_of(cost), gp = grad_of(penalty);
+  torch::Tensor out = torch::empty_like(gc);
+  scale_penalty_gradient(gc.data_ptr<double>(), gp.data_ptr<double>(), static_cast<int>(x.size(0)),
+                         static_cast<int>(x.size(1)), weight, out.data_ptr<double>());
+  return out.to(x.scalar_type());
+}
+
 }  // namespace basin::relax

@@ -22,4 +22,10 @@ namespace basin::relax {
 // `rs` between this call and the backward is allowed (the backward recomputes).
 std::vector<at::Tensor> relaxed_features(RelaxedSketch& rs, const at::Tensor& x);
 
+// The gradient search's direction at x [B, n_vars]: d cost / dx plus the penalty
+// gradient scaled against it per point (scale_penalty_gradient in constraints.h).
+// cost and penalty are [B] tensors computed from x; both graphs are kept.
+at::Tensor scaled_search_gradient(const at::Tensor& cost, const at::Tensor& penalty, const at::Tensor& x,
+                                  double weight);
+
 }  // namespace basin::relax

@@ -89,5 +89,24 @@ TEST(Constraints, GradientsThroughTheTape) {
   }
 }
 
+TEST(Constraints, PenaltyGradientIsScaledAgainstTheCostGradient) {
+  // Point 0: a violated constraint, cost gradient of norm 5 and a tiny penalty gradient:
+  // the penalty part is scaled to 2 x 5. Point 1: constraints hold. Point 2: no cost
+  // gradient: the penalty gradient times the weight.
+  const double gc[] = {3, 4, 0, 1, 2, 2, 0, 0, 0};
+  const double gp[] = {0, 0, 1e-6, 0, 0, 0, 0, 3, 4};
+  double out[9];
+  relax::scale_penalty_gradient(gc, gp, 3, 3, 2.0, out);
+  EXPECT_DOUBLE_EQ(out[0], 3);
+  EXPECT_DOUBLE_EQ(out[1], 4);
+  EXPECT_NEAR(out[2], 10, 1e-9);
+  EXPECT_DOUBLE_EQ(out[3], 1);
+  EXPECT_DOUBLE_EQ(out[4], 2);
+  EXPECT_DOUBLE_EQ(out[5], 2);
+  EXPECT_DOUBLE_EQ(out[6], 0);
+  EXPECT_DOUBLE_EQ(out[7], 6);
+  EXPECT_DOUBLE_EQ(out[8], 8);
+}
+
 }  // namespace
 }  // namespace basin

@@ -130,5 +130,24 @@ TEST(TorchBridge, RejectsBadShapes) {
   EXPECT_THROW(relax::relaxed_features(rs, torch::zeros({2, rs.num_vars()}, torch::kInt64)), Error);
 }
 
+TEST(TorchBridge, SearchGradientScalesThePenaltyPerPoint) {
+  auto [g, s] = cases()[0];
+  relax::RelaxedSketch rs(g, s);
+  std::mt19937_64 rng(25);
+  torch::Tensor x = points(rs.space(), 4, rng).requires_grad_(true);
+  std::vector<torch::Tensor> out = relax::relaxed_features(rs, x);
+  torch::Tensor cost = out[0].sum({1, 2});
+  torch::Tensor pen = torch::relu(out[1] + 8.0).pow(2).sum(1);  // shifted so that every point violates
+  torch::Tensor d = relax::scaled_search_gradient(cost, pen, x, 1.0);
+  torch::Tensor gc = torch::autograd::grad({cost.sum()}, {x}, {}, true)[0];
+  torch::Tensor gp = torch::autograd::grad({pen.sum()}, {x}, {}, true)[0];
+  for (int b = 0; b < 4; ++b) {
+    torch::Tensor part = d[b] - gc[b];  // the scaled penalty part: parallel to gp, as long as gc
+    EXPECT_NEAR(part.norm().item<double>(), gc[b].norm().item<double>(), 1e-9);
+    EXPECT_NEAR(torch::dot(part, gp[b]).item<double>(), part.norm().item<double>() * gp[b].norm().item<double>(),
+                1e-6 * (1 + part.norm().item<double>() * gp[b].norm().item<double>()));
+  }
+}
+
 }  // namespace
 }  // namespace basin
