@@ -251,6 +251,33 @@ std::string task_key(const ops::OpGraph& task) {
   return k + ")";
 }
 
+ops::OpGraph task_from_key(const std::string& key) {
+  size_t open = key.find('(');
+  if (open == std::string::npos || open == 0 || key.back() != ')')
+    throw ParseError("not a task key: '" + key + "' (expected op(name=value,...))");
+  std::string op = key.substr(0, open), body = key.substr(open + 1, key.size() - open - 2);
+  // Values may hold commas (shape=12,197): a piece without '=' continues the last value.
+  std::map<std::string, std::string> kv;
+  std::string last;
+  size_t at = 0;
+  while (!body.empty() && at <= body.size()) {
+    size_t comma = body.find(',', at);
+    std::string piece = body.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    size_t eq = piece.find('=');
+    if (eq != std::string::npos) {
+      last = piece.substr(0, eq);
+      kv[last] = piece.substr(eq + 1);
+    } else if (!last.empty()) {
+      kv[last] += "," + piece;
+    } else {
+      throw ParseError("not a task key: '" + key + "'");
+    }
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return ops::build_op(op, kv);
+}
+
 std::string config_to_json(const Sketch& s, const Config& c) {
   nlohmann::ordered_json j;
   j["sketch"] = s.name;

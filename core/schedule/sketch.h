@@ -106,8 +106,11 @@ const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int part
 // factors built from its primes with a product at most the extent (cached).
 const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp);
 
-// The task's identity in records: operator and parameters.
+// The task's identity in records: operator and parameters, "op(name=value,...)".
 std::string task_key(const ops::OpGraph& task);
+// The task a key names (task_key(task_from_key(k)) == k); throws ParseError on a
+// malformed key and the operator library's errors on an unknown operator or parameter.
+ops::OpGraph task_from_key(const std::string& key);
 
 // Configurations as JSON text: {"sketch": NAME, "splits": {SPLIT: [f1, ...]}, "unroll": U}.
 std::string config_to_json(const Sketch& s, const Config& c);

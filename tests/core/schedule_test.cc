@@ -177,4 +177,16 @@ TEST(MarkUnrolled, UnrollsNestsWithinTheDepth) {
 }
 
 }  // namespace
+TEST(Sketch, TaskKeysRoundTrip) {
+  for (const Case& c : good_cases()) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::string key = sched::task_key(g);
+    EXPECT_EQ(sched::task_key(sched::task_from_key(key)), key);
+  }
+  EXPECT_THROW(sched::task_from_key("dense"), ParseError);
+  EXPECT_THROW(sched::task_from_key("(M=1)"), ParseError);
+  EXPECT_THROW(sched::task_from_key("dense(,M=3)"), ParseError);
+  EXPECT_THROW(sched::task_from_key("nosuchop(M=3)"), Error);
+}
+
 }  // namespace basin

@@ -1,0 +1,219 @@
+#include "models/dataset.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <random>
+#include <set>
+
+#include "codegen/measure.h"
+#include "core/ops/workloads.h"
+#include "core/schedule/sketch.h"
+#include "core/util/error.h"
+#include "relax/features.h"
+#include "relax/relaxed_sketch.h"
+
+namespace basin::models {
+
+struct FeatureExtractor::Entry {
+  ops::OpGraph task;
+  std::vector<sched::Sketch> sketches;
+  std::map<std::string, std::unique_ptr<relax::RelaxedSketch>> exact;
+};
+
+FeatureExtractor::FeatureExtractor() = default;
+FeatureExtractor::~FeatureExtractor() = default;
+
+Sample FeatureExtractor::features(const std::string& task_key, const std::string& sketch, const std::string& config_json) {
+  auto it = cache_.find(task_key);
+  if (it == cache_.end()) {
+    auto e = std::make_unique<Entry>();
+    e->task = sched::task_from_key(task_key);
+    e->sketches = sched::cpu_sketches(e->task);
+    it = cache_.emplace(task_key, std::move(e)).first;
+  }
+  Entry& e = *it->second;
+  const sched::Sketch* s = nullptr;
+  sched::Config c = sched::config_from_json(config_json, e.sketches, "the configuration of a " + task_key + " record", &s);
+  if (s->name != sketch) throw Error("a " + task_key + " record names sketch " + sketch + " but its configuration " + s->name);
+  auto& rs = e.exact[s->name];
+  if (!rs) rs = std::make_unique<relax::RelaxedSketch>(e.task, *s, relax::TapeMode::Exact);
+  Eigen::VectorXd x = rs->space().point_of(c);
+  std::vector<double> f(static_cast<size_t>(rs->num_stores()) * rs->num_features());
+  rs->forward(x.data(), 1, f.data());
+  Sample out;
+  out.task = task_key;
+  out.sketch = sketch;
+  out.config = config_json;
+  out.stores = rs->num_stores();
+  out.features.assign(f.begin(), f.end());
+  return out;
+}
+
+std::vector<Sample> samples_from_records(const std::vector<search::Record>& records, const std::string& target,
+                                         int* skipped) {
+  FeatureExtractor fx;
+  std::vector<Sample> out;
+  int skip = 0;
+  for (const search::Record& r : records) {
+    if (r.target != target || !r.ok()) continue;
+    try {
+      Sample s = fx.features(r.task_key, r.sketch, r.config);
+      s.latency_us = r.min_latency_us();
+      out.push_back(std::move(s));
+    } catch (const Error&) {
+      ++skip;
+    }
+  }
+  if (skipped) *skipped = skip;
+  return out;
+}
+
+Split split_by_task(const std::vector<Sample>& samples, double test_fraction, uint64_t seed) {
+  std::vector<std::string> tasks;
+  for (const Sample& s : samples)
+    if (std::find(tasks.begin(), tasks.end(), s.task) == tasks.end()) tasks.push_back(s.task);
+  std::sort(tasks.begin(), tasks.end());
+  std::mt19937_64 rng(seed);
+  std::shuffle(tasks.begin(), tasks.end(), rng);
+  size_t n_test = static_cast<size_t>(test_fraction * static_cast<double>(tasks.size()) + 0.5);
+  if (tasks.size() >= 2) n_test = std::clamp<size_t>(n_test, 1, tasks.size() - 1);
+  else n_test = 0;
+  Split sp;
+  std::set<std::string> test(tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(n_test));
+  sp.test_tasks.assign(test.begin(), test.end());
+  for (const Sample& s : samples) (test.count(s.task) ? sp.test : sp.train).push_back(s);
+  return sp;
+}
+
+namespace {
+
+std::string key_of(const std::string& op, const std::map<std::string, std::string>& params) {
+  return sched::task_key(ops::build_op(op, params));
+}
+
+std::vector<std::string> suite_tasks() {
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> suite = {
+      {"conv2d", {{"in_channels", "32"}, {"out_channels", "64"}, {"height", "28"}, {"width", "28"}, {"kernel", "3"}, {"padding", "1"}}},
+      {"conv2d", {{"in_channels", "64"}, {"out_channels", "64"}, {"height", "14"}, {"width", "14"}, {"kernel", "3"}, {"padding", "1"}}},
+      {"conv2d", {{"in_channels", "64"}, {"out_channels", "128"}, {"height", "28"}, {"width", "28"}, {"kernel", "1"}, {"padding", "0"}, {"stride", "2"}}},
+      {"conv2d", {{"in_channels", "16"}, {"out_channels", "32"}, {"height", "56"}, {"width", "56"}, {"kernel", "3"}, {"padding", "1"}, {"stride", "2"}}},
+      {"conv2d", {{"in_channels", "128"}, {"out_channels", "128"}, {"height", "7"}, {"width", "7"}, {"kernel", "3"}, {"padding", "1"}}},
+      {"conv2d", {{"in_channels", "3"}, {"out_channels", "32"}, {"height", "64"}, {"width", "64"}, {"kernel", "5"}, {"padding", "2"}, {"stride", "2"}}},
+      {"conv2d_bias_relu", {{"in_channels", "32"}, {"out_channels", "32"}, {"height", "28"}, {"width", "28"}, {"kernel", "3"}, {"padding", "1"}}},
+      {"conv2d_bias_relu", {{"in_channels", "64"}, {"out_channels", "96"}, {"height", "14"}, {"width", "14"}, {"kernel", "1"}, {"padding", "0"}}},
+      {"depthwise_conv2d", {{"channels", "64"}, {"height", "56"}, {"width", "56"}}},
+      {"depthwise_conv2d", {{"channels", "128"}, {"height", "28"}, {"width", "28"}, {"stride", "2"}}},
+      {"dense", {{"M", "64"}, {"K", "512"}, {"N", "512"}}},
+      {"dense", {{"M", "128"}, {"K", "256"}, {"N", "1024"}}},
+      {"dense", {{"M", "197"}, {"K", "384"}, {"N", "384"}}},
+      {"dense", {{"M", "32"}, {"K", "1024"}, {"N", "1000"}}},
+      {"dense_bias_gelu", {{"M", "128"}, {"K", "384"}, {"N", "768"}}},
+      {"matmul", {{"M", "256"}, {"K", "256"}, {"N", "256"}}},
+      {"matmul", {{"M", "384"}, {"K", "128"}, {"N", "512"}}},
+      {"matmul", {{"M", "96"}, {"K", "768"}, {"N", "96"}}},
+      {"batch_matmul", {{"B", "12"}, {"M", "64"}, {"K", "64"}, {"N", "64"}}},
+      {"batch_matmul", {{"B", "8"}, {"M", "128"}, {"K", "32"}, {"N", "128"}}},
+      {"softmax", {{"shape", "64,512"}}},
+      {"softmax", {{"shape", "12,197,197"}}},
+      {"layer_norm", {{"shape", "128,768"}}},
+      {"layer_norm", {{"shape", "197,384"}}},
+      {"rms_norm", {{"shape", "256,512"}}},
+      {"max_pool2d", {{"channels", "64"}, {"height", "56"}, {"width", "56"}}},
+      {"avg_pool2d", {{"channels", "32"}, {"height", "28"}, {"width", "28"}}},
+      {"global_avg_pool2d", {{"channels", "512"}, {"height", "7"}, {"width", "7"}}},
+      {"sum", {{"shape", "64,1024"}, {"axes", "1"}}},
+      {"batch_norm", {{"shape", "1,64,28,28"}}},
+  };
+  std::vector<std::string> keys;
+  for (const auto& [op, p] : suite) keys.push_back(key_of(op, p));
+  return keys;
+}
+
+}  // namespace
+
+std::vector<std::string> dataset_tasks(const std::string& which) {
+  if (which == "suite") return suite_tasks();
+  std::vector<std::string> keys;
+  auto add_workload = [&](const ops::Workload& w) { keys.push_back(key_of(w.op, w.params)); };
+  if (which == "workloads") {
+    for (const ops::Workload& w : ops::all_workloads())
+      if (w.name != "gemm-2048" && w.name != "gemm-4096") add_workload(w);
+    return keys;
+  }
+  size_t at = 0;
+  while (at <= which.size()) {
+    size_t comma = which.find(',', at);
+    std::string name = which.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (name == "suite" || name == "workloads") {
+      for (const std::string& k : dataset_tasks(name)) keys.push_back(k);
+    } else {
+      add_workload(ops::find_workload(name));
+    }
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return keys;
+}
+
+int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {
+  int measured = 0;
+  for (const std::string& key : task_keys) {
+    int have = static_cast<int>(store.task_records(key, opt.target).size());
+    if (have >= opt.per_task) continue;
+    ops::OpGraph task = sched::task_from_key(key);
+    std::vector<sched::Sketch> sketches = sched::cpu_sketches(task);
+    codegen::MeasureOptions mo;
+    mo.timeout_seconds = opt.timeout_seconds;
+    codegen::MeasurePool pool(task, sketches, mo);
+    std::mt19937_64 rng(opt.seed ^ std::hash<std::string>()(key));
+    int duplicates = 0;
+    while (have < opt.per_task && duplicates < 200) {
+      const sched::Sketch& s = pool.sketches()[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
+      sched::Config c = sched::random_config(s, rng);
+      std::string json = sched::config_to_json(s, c);
+      if (store.contains(key, opt.target, s.name, json)) {
+        ++duplicates;  // small spaces run out of new programs
+        continue;
+      }
+      duplicates = 0;
+      search::Record r;
+      r.task_key = key;
+      r.target = opt.target;
+      r.sketch = s.name;
+      r.config = json;
+      r.seed = opt.seed;
+      r.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      codegen::MeasureResult m = pool.measure_one({&s, c});
+      r.finished_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      r.latencies_us = m.latencies_us;
+      r.error = m.error;
+      r.compile_seconds = m.compile_seconds;
+      r.estimator_version = "random";
+      store.add(r);
+      ++have;
+      ++measured;
+      if (opt.progress) opt.progress(key, have, opt.per_task, r);
+    }
+  }
+  return measured;
+}
+
+void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
+  nlohmann::json head = {{"feature_version", relax::kFeatureVersion}, {"feature_names", relax::feature_names()},
+                         {"samples", samples.size()}};
+  out << head.dump() << "\n";
+  int nf = relax::num_features();
+  for (const Sample& s : samples) {
+    nlohmann::json f = nlohmann::json::array();
+    for (int st = 0; st < s.stores; ++st)
+      f.push_back(std::vector<float>(s.features.begin() + st * nf, s.features.begin() + (st + 1) * nf));
+    out << nlohmann::json{{"task", s.task}, {"sketch", s.sketch}, {"config", s.config}, {"latency_us", s.latency_us},
+                          {"stores", s.stores}, {"features", f}}
+               .dump()
+        << "\n";
+  }
+}
+
+}  // namespace basin::models

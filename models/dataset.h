@@ -1,0 +1,76 @@
+// Training data for the estimators: measured programs (search/records.h) turned into
+// per-store feature tensors (relax/features.h) and latencies, split by task, and
+// collected by measuring random configurations of a list of tasks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "search/records.h"
+
+namespace basin::models {
+
+// One measured program: its stores' features (log2(1 + x), [stores][num_features]
+// row-major) and its latency.
+struct Sample {
+  std::string task;    // task key
+  std::string sketch;
+  std::string config;  // JSON
+  int stores = 0;
+  std::vector<float> features;
+  double latency_us = 0;
+};
+
+// The features of programs, with one exact evaluator per (task, sketch) kept.
+class FeatureExtractor {
+ public:
+  FeatureExtractor();
+  ~FeatureExtractor();
+  // Throws basin::Error when the task, sketch or configuration is unknown or invalid.
+  Sample features(const std::string& task_key, const std::string& sketch, const std::string& config_json);
+
+ private:
+  struct Entry;
+  std::map<std::string, std::unique_ptr<Entry>> cache_;
+};
+
+// The successful records of a target as samples (failed ones and ones whose task or
+// configuration no longer parses are skipped and counted in *skipped).
+std::vector<Sample> samples_from_records(const std::vector<search::Record>& records, const std::string& target,
+                                         int* skipped = nullptr);
+
+// Splits by task, never by row: about `test_fraction` of the tasks (at least one when
+// there are two or more) go to the test side, chosen by `seed`.
+struct Split {
+  std::vector<Sample> train, test;
+  std::vector<std::string> test_tasks;
+};
+Split split_by_task(const std::vector<Sample>& samples, double test_fraction, uint64_t seed);
+
+// The built-in task lists of the dataset tool: "suite" (mid-size shapes of every
+// operator family of the library), "workloads" (the named benchmark workloads up to
+// 1024^3 FLOP-scale), or a comma-separated list of workload names.
+std::vector<std::string> dataset_tasks(const std::string& which);
+
+struct CollectOptions {
+  int per_task = 100;          // measured configurations per task (records already there count)
+  uint64_t seed = 1;
+  double timeout_seconds = 10;  // per candidate
+  std::string target = "llvm";
+  std::function<void(const std::string& task, int done, int total, const search::Record&)> progress;
+};
+// Measures uniformly random valid configurations (a uniform sketch, then a uniform
+// configuration) of each task into the store, skipping programs it already holds:
+// a killed run restarted with the same options continues where it stopped. Returns
+// the number of programs measured now.
+int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt);
+
+// Writes samples as JSON lines: {"task", "sketch", "config", "latency_us", "stores",
+// "features": [[...], ...]} with the feature names and version in a first header line.
+void export_samples(const std::vector<Sample>& samples, std::ostream& out);
+
+}  // namespace basin::models
