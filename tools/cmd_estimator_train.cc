@@ -1,6 +1,128 @@
-// `basin estimator train` and `basin estimator eval` (filled in with the estimators).
+// `basin estimator train` and `basin estimator eval`: train an estimator on the
+// records of some tasks and evaluate it on held-out tasks (split by task, never by
+// row; the same --seed and --test-fraction give the same split in both commands).
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "core/util/error.h"
+#include "models/estimator.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
-void add_estimator_train_eval(CLI::App*, Runner&) {}
+
+namespace {
+
+struct TrainEvalOptions {
+  std::string records, out, estimator = "mlp", target = "llvm", loss = "rank";
+  int epochs = 40;
+  double test_fraction = 0.2, learning_rate = 1e-3;
+  uint64_t seed = 1;
+  bool all = false, json = false, verbose = false;
+};
+
+models::Split load_split(const TrainEvalOptions& o, int* skipped) {
+  search::RecordStore store(o.records);
+  std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, skipped);
+  if (samples.empty()) throw Error(o.records + " holds no successful " + o.target + " records");
+  if (o.test_fraction < 0 || o.test_fraction >= 1) throw Error("--test-fraction must be in [0, 1)");
+  return models::split_by_task(samples, o.test_fraction, o.seed);
+}
+
+nlohmann::json eval_json(const models::EvalResult& r) {
+  return {{"samples", r.samples},         {"tasks", r.tasks},         {"pairwise_accuracy", r.pairwise_accuracy},
+          {"top1_recall", r.top1_recall}, {"top5_recall", r.top5_recall}, {"r2_log_latency", r.r2_log_latency},
+          {"predict_seconds", r.predict_seconds}};
+}
+
+void print_eval(const char* what, const models::EvalResult& r) {
+  std::printf("%s: %d programs of %d tasks: pairwise accuracy %.3f, top-1 recall %.2f, top-5 recall %.2f, R^2 (log latency, per task) %.3f\n",
+              what, r.samples, r.tasks, r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency);
+}
+
+int run_train(const TrainEvalOptions& o) {
+  if (o.loss != "rank" && o.loss != "mse") throw Error("--loss must be rank or mse");
+  int skipped = 0;
+  models::Split sp = load_split(o, &skipped);
+  std::unique_ptr<models::Estimator> e = models::make_estimator(o.estimator);
+  if (!e->trainable()) throw Error("the " + o.estimator + " estimator needs no training");
+  models::TrainOptions to;
+  to.loss = o.loss;
+  to.epochs = o.epochs;
+  to.learning_rate = o.learning_rate;
+  to.seed = o.seed;
+  to.verbose = o.verbose;
+  auto t0 = std::chrono::steady_clock::now();
+  e->train(sp.train, to);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!o.out.empty()) e->save(o.out);
+  models::EvalResult train_eval = models::evaluate(*e, sp.train);
+  models::EvalResult test_eval = models::evaluate(*e, sp.test);
+  if (o.json) {
+    nlohmann::json j = {{"estimator", o.estimator}, {"loss", o.loss}, {"train_seconds", secs},
+                        {"train", eval_json(train_eval)}, {"test_tasks", sp.test_tasks}, {"saved", o.out}};
+    if (!sp.test.empty()) j["test"] = eval_json(test_eval);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("trained %s (%s loss) on %zu programs in %.1f s%s\n", o.estimator.c_str(), o.loss.c_str(), sp.train.size(),
+                secs, o.out.empty() ? "" : (", saved to " + o.out).c_str());
+    print_eval("training tasks", train_eval);
+    if (!sp.test.empty()) print_eval("held-out tasks", test_eval);
+  }
+  return 0;
+}
+
+int run_eval(const TrainEvalOptions& o) {
+  int skipped = 0;
+  models::Split sp = load_split(o, &skipped);
+  std::unique_ptr<models::Estimator> e = models::estimator_from_spec(o.estimator);
+  const std::vector<models::Sample>& data = o.all ? (sp.train.insert(sp.train.end(), sp.test.begin(), sp.test.end()), sp.train)
+                                                  : sp.test;
+  if (data.empty()) throw Error("no held-out tasks: use --all or a larger --test-fraction");
+  models::EvalResult r = models::evaluate(*e, data);
+  if (o.json) {
+    nlohmann::json j = eval_json(r);
+    j["estimator"] = o.estimator;
+    j["kind"] = e->kind();
+    j["held_out"] = !o.all;
+    if (!o.all) j["test_tasks"] = sp.test_tasks;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_eval(o.all ? "all tasks" : "held-out tasks", r);
+  }
+  return 0;
+}
+
+void common(CLI::App* c, TrainEvalOptions& o) {
+  c->add_option("--records", o.records, "the records file")->required();
+  c->add_option("--target", o.target, "target of the records");
+  c->add_option("--test-fraction", o.test_fraction, "share of the tasks held out for evaluation");
+  c->add_option("--seed", o.seed, "seed of the split (and of training)");
+  c->add_flag("--json", o.json, "print one JSON object");
+}
+
+}  // namespace
+
+void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
+  auto t = std::make_shared<TrainEvalOptions>();
+  auto* tr = estimator->add_subcommand("train", "train an estimator on records, report held-out-task accuracy");
+  common(tr, *t);
+  tr->add_option("--estimator", t->estimator, "mlp or gbt");
+  tr->add_option("--out", t->out, "write the trained estimator here");
+  tr->add_option("--loss", t->loss, "rank (pairwise, within a task) or mse (log latency)");
+  tr->add_option("--epochs", t->epochs, "training epochs (gbt: 5 boosting rounds each)");
+  tr->add_option("--lr", t->learning_rate, "learning rate (mlp)");
+  tr->add_flag("--verbose", t->verbose, "one line per epoch");
+  tr->callback([&run, t] { run = [t] { return run_train(*t); }; });
+
+  auto e = std::make_shared<TrainEvalOptions>();
+  auto* ev = estimator->add_subcommand("eval", "pairwise accuracy, top-1/top-5 recall and R^2 on held-out tasks");
+  common(ev, *e);
+  ev->add_option("--estimator", e->estimator, "mlp (the pretrained weights), gbt, roofline, or a file (.bin, .pt)");
+  ev->add_flag("--all", e->all, "evaluate on every task, not only the held-out ones");
+  ev->callback([&run, e] { run = [e] { return run_eval(*e); }; });
+}
+
 }  // namespace basin::tools

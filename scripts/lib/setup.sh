@@ -13,6 +13,7 @@ BASIN_DEBIAN_PACKAGES=(
   libsqlite3-dev                     # records
   libxgboost-dev                     # gradient-boosted-tree estimator
   libonnx-dev                        # ONNX import
+  python3-torch                      # the TorchScript estimator example (docs/estimators.md) and its test
 )
 
 basin_install_deps() {

@@ -1,0 +1,173 @@
+#include "models/estimator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/util/error.h"
+#include "relax/features.h"
+
+namespace basin::models {
+
+FeatureBatch FeatureBatch::of(const std::vector<const Sample*>& samples) {
+  FeatureBatch b;
+  b.batch = static_cast<int>(samples.size());
+  b.features = relax::num_features();
+  for (const Sample* s : samples) b.stores = std::max(b.stores, s->stores);
+  b.values.assign(static_cast<size_t>(b.batch) * b.stores * b.features, 0.0f);
+  b.mask.assign(static_cast<size_t>(b.batch) * b.stores, 0.0f);
+  for (int i = 0; i < b.batch; ++i) {
+    const Sample& s = *samples[i];
+    BASIN_CHECK(s.features.size() == static_cast<size_t>(s.stores) * b.features) << "a sample of " << s.task;
+    std::copy(s.features.begin(), s.features.end(), b.values.begin() + static_cast<size_t>(i) * b.stores * b.features);
+    std::fill_n(b.mask.begin() + static_cast<size_t>(i) * b.stores, s.stores, 1.0f);
+  }
+  return b;
+}
+
+FeatureBatch FeatureBatch::of(const std::vector<Sample>& samples) {
+  std::vector<const Sample*> p;
+  for (const Sample& s : samples) p.push_back(&s);
+  return of(p);
+}
+
+std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
+  if (kind == "mlp") return detail::make_mlp();
+  if (kind == "gbt") return detail::make_gbt();
+  if (kind == "roofline") return detail::make_roofline();
+  throw NotFoundError("unknown estimator '" + kind + "' (estimators: mlp, gbt, roofline, or a file)");
+}
+
+std::unique_ptr<Estimator> load_estimator(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw Error("estimator file " + path + " does not exist");
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".pt" || ext == ".pth") return detail::load_torchscript(path);
+  detail::FileContents f = detail::read_file(path);
+  if (f.kind == "mlp") return detail::load_mlp(f.payload, path);
+  if (f.kind == "gbt") return detail::load_gbt(f.payload, path);
+  if (f.kind == "roofline") return detail::load_roofline(f.payload, path);
+  throw Error(path + ": unknown estimator kind '" + f.kind + "'");
+}
+
+std::string pretrained_cpu_path() {
+  for (const char* dir : {BASIN_SOURCE_DIR "/models/weights", BASIN_INSTALL_DATADIR}) {
+    std::string p = std::string(dir) + "/cpu_mlp.bin";
+    if (std::filesystem::exists(p)) return p;
+  }
+  return "";
+}
+
+std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
+  if (spec == "mlp") {
+    std::string p = pretrained_cpu_path();
+    return p.empty() ? make_estimator("mlp") : load_estimator(p);
+  }
+  if (spec == "gbt" || spec == "roofline") return make_estimator(spec);
+  if (spec.find('/') != std::string::npos || spec.find('.') != std::string::npos) return load_estimator(spec);
+  return make_estimator(spec);  // throws, listing the kinds
+}
+
+EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
+  EvalResult r;
+  r.samples = static_cast<int>(samples.size());
+  if (samples.empty()) return r;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<double> score;
+  for (size_t at = 0; at < samples.size(); at += 4096) {
+    std::vector<const Sample*> chunk;
+    for (size_t i = at; i < std::min(samples.size(), at + 4096); ++i) chunk.push_back(&samples[i]);
+    std::vector<double> s = e.predict(FeatureBatch::of(chunk));
+    score.insert(score.end(), s.begin(), s.end());
+  }
+  r.predict_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::map<std::string, std::vector<size_t>> by_task;
+  for (size_t i = 0; i < samples.size(); ++i) by_task[samples[i].task].push_back(i);
+  r.tasks = static_cast<int>(by_task.size());
+  double right = 0, pairs = 0, top1 = 0, top5 = 0, ss_res = 0, ss_tot = 0;
+  for (const auto& [task, idx] : by_task) {
+    for (size_t a = 0; a < idx.size(); ++a)
+      for (size_t b = a + 1; b < idx.size(); ++b) {
+        double la = samples[idx[a]].latency_us, lb = samples[idx[b]].latency_us;
+        if (la == lb) continue;
+        pairs += 1;
+        right += (la < lb) == (score[idx[a]] < score[idx[b]]);
+      }
+    size_t best = *std::min_element(idx.begin(), idx.end(),
+                                    [&](size_t a, size_t b) { return samples[a].latency_us < samples[b].latency_us; });
+    std::vector<size_t> order = idx;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
+    top1 += order[0] == best;
+    auto top = order.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(5, order.size()));
+    top5 += std::find(order.begin(), top, best) != top;
+    double mean_l = 0, mean_s = 0;
+    for (size_t i : idx) {
+      mean_l += std::log(samples[i].latency_us);
+      mean_s += score[i];
+    }
+    mean_l /= idx.size();
+    mean_s /= idx.size();
+    for (size_t i : idx) {
+      double y = std::log(samples[i].latency_us) - mean_l, p = score[i] - mean_s;
+      ss_res += (y - p) * (y - p);
+      ss_tot += y * y;
+    }
+  }
+  r.pairwise_accuracy = pairs > 0 ? right / pairs : 0;
+  r.top1_recall = top1 / r.tasks;
+  r.top5_recall = top5 / r.tasks;
+  r.r2_log_latency = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
+  return r;
+}
+
+namespace detail {
+
+namespace {
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+}  // namespace
+
+void write_file(const std::string& path, const std::string& kind, const std::string& payload) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot write estimator file " + path);
+  char head[160];
+  std::snprintf(head, sizeof head, "basin-estimator %s %d %zu %016llx\n", kind.c_str(), relax::kFeatureVersion,
+                payload.size(), static_cast<unsigned long long>(fnv1a(payload)));
+  f << head << payload;
+  if (!f) throw Error("cannot write estimator file " + path);
+}
+
+FileContents read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot read estimator file " + path);
+  std::string line;
+  std::getline(f, line);
+  std::istringstream is(line);
+  std::string magic, kind, sum;
+  int version = -1;
+  size_t bytes = 0;
+  if (!(is >> magic >> kind >> version >> bytes >> sum) || magic != "basin-estimator")
+    throw Error(path + " is not a basin estimator file (a TorchScript module must end in .pt)");
+  if (version != relax::kFeatureVersion)
+    throw Error(path + ": trained on feature set version " + std::to_string(version) + ", but this basin computes version " +
+                std::to_string(relax::kFeatureVersion) + " (retrain it: basin estimator train)");
+  std::string payload((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (payload.size() != bytes)
+    throw Error(path + " is truncated or padded: " + std::to_string(payload.size()) + " bytes of payload, the header says " +
+                std::to_string(bytes));
+  char want[32];
+  std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(fnv1a(payload)));
+  if (sum != want) throw Error(path + " is corrupt (checksum mismatch)");
+  return {kind, payload};
+}
+
+}  // namespace detail
+
+}  // namespace basin::models

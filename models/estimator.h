@@ -1,0 +1,109 @@
+// Latency estimators behind one interface (DESIGN.md, "Estimators"): a batch of
+// programs' per-store features in, one score per program out, lower meaning faster
+// (log-latency units where the estimator is calibrated). Trainable estimators train
+// from scratch or update (fine-tune) on measured samples; differentiable ones expose
+// a LibTorch forward for the gradient search. Files carry the feature-set version,
+// and an estimator refuses features of another version.
+//
+// Implementations: "mlp" (LibTorch: per-store encoder, sum over stores, head; ranking
+// or log-latency regression loss), "gbt" (XGBoost's C API), "roofline" (analytical, no
+// training), and a TorchScript module loaded from a path (docs/estimators.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/dataset.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace basin::models {
+
+// Programs' features padded to the batch's largest store count: values
+// [batch][stores][features] (log2(1 + x)), mask [batch][stores] 1 for a real store.
+struct FeatureBatch {
+  int batch = 0, stores = 0, features = 0;
+  std::vector<float> values, mask;
+  static FeatureBatch of(const std::vector<Sample>& samples);
+  static FeatureBatch of(const std::vector<const Sample*>& samples);
+};
+
+struct TrainOptions {
+  std::string loss = "rank";  // "rank" (pairwise, within a task) or "mse" (log latency)
+  int epochs = 40;            // passes over the data (MLP) or boosting rounds / 5 (GBT)
+  double learning_rate = 1e-3;
+  uint64_t seed = 1;
+  bool verbose = false;       // one line per epoch on stderr
+};
+
+class Estimator {
+ public:
+  virtual ~Estimator() = default;
+  virtual std::string kind() const = 0;
+  // Scores for the batch, lower = predicted faster.
+  virtual std::vector<double> predict(const FeatureBatch& batch) = 0;
+  virtual bool trainable() const { return true; }
+  // Trains from scratch on the samples (at least two, of at least one task).
+  virtual void train(const std::vector<Sample>& samples, const TrainOptions& opt) = 0;
+  // Continues training on new samples (the tuning loop's online update).
+  virtual void update(const std::vector<Sample>& samples, const TrainOptions& opt) { train(samples, opt); }
+  // Writes the estimator to `path` (basin's estimator file format; see load_estimator).
+  virtual void save(const std::string& path) const = 0;
+  virtual bool differentiable() const { return false; }
+};
+
+// An estimator whose scores are differentiable in LibTorch: features [B, S, F] float32,
+// mask [B, S] float32 -> scores [B], with autograd. Include <torch/torch.h> to use it.
+class DifferentiableEstimator : public Estimator {
+ public:
+  bool differentiable() const override { return true; }
+  virtual at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) = 0;
+};
+
+// A new, untrained estimator of a kind: "mlp", "gbt" or "roofline" (ready to use).
+// Throws NotFoundError for another name.
+std::unique_ptr<Estimator> make_estimator(const std::string& kind);
+// An estimator from a file: a TorchScript module (*.pt, *.pth) or a file written by
+// Estimator::save. Throws basin::Error naming the file when it is missing, truncated,
+// corrupt, of an unknown kind, or of another feature-set version.
+std::unique_ptr<Estimator> load_estimator(const std::string& path);
+// What `--estimator` accepts: a kind ("mlp" loads the shipped pretrained CPU weights
+// when they exist, "gbt", "roofline") or a path.
+std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec);
+// The shipped pretrained CPU MLP (models/weights/cpu_mlp.bin under the source tree or
+// the install prefix); empty when it is not found.
+std::string pretrained_cpu_path();
+
+// Evaluation on samples with known latencies (docs/estimators.md):
+struct EvalResult {
+  int samples = 0, tasks = 0;
+  double pairwise_accuracy = 0;  // over pairs of one task with different latencies
+  double top1_recall = 0;        // share of tasks whose measured best is the predicted best
+  double top5_recall = 0;        // ... is among the predicted 5 best
+  double r2_log_latency = 0;     // R^2 of the scores against log latency, both centred per task
+  double predict_seconds = 0;
+};
+EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
+
+namespace detail {
+// The estimator file: a header line "basin-estimator KIND FEATURE_VERSION BYTES
+// CHECKSUM" and the kind's payload.
+void write_file(const std::string& path, const std::string& kind, const std::string& payload);
+struct FileContents {
+  std::string kind, payload;
+};
+FileContents read_file(const std::string& path);
+std::unique_ptr<Estimator> make_mlp();
+std::unique_ptr<Estimator> load_mlp(const std::string& payload, const std::string& path);
+std::unique_ptr<Estimator> make_gbt();
+std::unique_ptr<Estimator> load_gbt(const std::string& payload, const std::string& path);
+std::unique_ptr<Estimator> make_roofline();
+std::unique_ptr<Estimator> load_roofline(const std::string& payload, const std::string& path);
+std::unique_ptr<Estimator> load_torchscript(const std::string& path);
+}  // namespace detail
+
+}  // namespace basin::models

@@ -1,0 +1,219 @@
+// The MLP estimator (DESIGN.md, "Estimators"): each store's normalized features go
+// through a two-layer encoder, the encodings are summed over the program's stores, and
+// a two-layer head gives the score. Loss "rank": pairwise logistic over pairs of one
+// task (the faster program should score lower); loss "mse": squared error against log
+// latency in microseconds.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "core/util/error.h"
+#include "models/estimator.h"
+#include "relax/features.h"
+
+namespace basin::models {
+
+namespace {
+
+struct NetImpl : torch::nn::Module {
+  NetImpl(int features, int hidden)
+      : e1(register_module("e1", torch::nn::Linear(features, hidden))),
+        e2(register_module("e2", torch::nn::Linear(hidden, hidden))),
+        h1(register_module("h1", torch::nn::Linear(hidden, hidden / 2))),
+        h2(register_module("h2", torch::nn::Linear(hidden / 2, 1))),
+        mean(register_buffer("mean", torch::zeros({features}))),
+        inv_std(register_buffer("inv_std", torch::ones({features}))) {}
+
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    torch::Tensor z = (x - mean) * inv_std;
+    z = torch::relu(e2(torch::relu(e1(z))));
+    z = (z * mask.unsqueeze(-1)).sum(1);
+    return h2(torch::relu(h1(z))).squeeze(-1);
+  }
+
+  torch::nn::Linear e1, e2, h1, h2;
+  torch::Tensor mean, inv_std;
+};
+TORCH_MODULE(Net);
+
+torch::Tensor tensor_of(const std::vector<float>& v, std::vector<int64_t> shape) {
+  return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
+}
+
+class Mlp final : public DifferentiableEstimator {
+ public:
+  explicit Mlp(int hidden = 128, std::string loss = "rank") : hidden_(hidden), loss_(std::move(loss)) {
+    torch::manual_seed(1);
+    net_ = Net(relax::num_features(), hidden_);
+  }
+
+  std::string kind() const override { return "mlp"; }
+
+  std::vector<double> predict(const FeatureBatch& b) override {
+    if (b.batch == 0) return {};
+    torch::NoGradGuard no_grad;
+    net_->eval();
+    torch::Tensor s = net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
+    s = s.to(torch::kFloat64).contiguous();
+    return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);
+  }
+
+  at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) override { return net_->forward(features, mask); }
+
+  void train(const std::vector<Sample>& samples, const TrainOptions& opt) override {
+    check_samples(samples);
+    torch::manual_seed(static_cast<int64_t>(opt.seed));
+    net_ = Net(relax::num_features(), hidden_);
+    loss_ = opt.loss;
+    // Normalization over the real stores of the training data.
+    int nf = relax::num_features();
+    std::vector<double> sum(nf, 0), sq(nf, 0);
+    double n = 0;
+    for (const Sample& s : samples)
+      for (int st = 0; st < s.stores; ++st, n += 1)
+        for (int f = 0; f < nf; ++f) {
+          double v = s.features[st * nf + f];
+          sum[f] += v;
+          sq[f] += v * v;
+        }
+    torch::Tensor mean = torch::empty({nf}), inv_std = torch::empty({nf});
+    for (int f = 0; f < nf; ++f) {
+      double m = sum[f] / n, var = std::max(0.0, sq[f] / n - m * m);
+      mean[f] = m;
+      inv_std[f] = 1.0 / std::sqrt(var + 1e-2);
+    }
+    {
+      torch::NoGradGuard no_grad;
+      net_->mean.copy_(mean);
+      net_->inv_std.copy_(inv_std);
+      if (loss_ == "mse") {  // start the output at the data's mean log latency
+        double my = 0;
+        for (const Sample& s : samples) my += std::log(s.latency_us);
+        net_->h2->bias.fill_(my / samples.size());
+      }
+    }
+    fit(samples, opt, opt.epochs);
+  }
+
+  void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
+    check_samples(samples);
+    fit(samples, opt, opt.epochs);
+  }
+
+  void save(const std::string& path) const override {
+    torch::serialize::OutputArchive archive;
+    net_->save(archive);
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    nlohmann::json meta = {{"hidden", hidden_}, {"loss", loss_}, {"features", relax::num_features()}};
+    detail::write_file(path, "mlp", meta.dump() + "\n" + bytes.str());
+  }
+
+  void load(const std::string& payload, const std::string& path) {
+    size_t nl = payload.find('\n');
+    nlohmann::json meta;
+    try {
+      meta = nlohmann::json::parse(payload.substr(0, nl));
+      hidden_ = meta.at("hidden").get<int>();
+      loss_ = meta.at("loss").get<std::string>();
+      if (meta.at("features").get<int>() != relax::num_features())
+        throw Error(path + ": an MLP over " + std::to_string(meta.at("features").get<int>()) + " features, not " +
+                    std::to_string(relax::num_features()));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(path + ": malformed MLP header (" + e.what() + ")");
+    }
+    net_ = Net(relax::num_features(), hidden_);
+    try {
+      std::istringstream is(payload.substr(nl + 1));
+      torch::serialize::InputArchive archive;
+      archive.load_from(is);
+      net_->load(archive);
+    } catch (const c10::Error& e) {
+      throw Error(path + ": cannot load the MLP's weights (" + std::string(e.what_without_backtrace()) + ")");
+    }
+  }
+
+ private:
+  static void check_samples(const std::vector<Sample>& samples) {
+    if (samples.size() < 2) throw Error("training an estimator needs at least two measured programs");
+  }
+
+  // `epochs` passes: "mse" over shuffled minibatches of 128; "rank" over minibatches of
+  // up to 128 programs of one task each.
+  void fit(const std::vector<Sample>& samples, const TrainOptions& opt, int epochs) {
+    net_->train();
+    torch::optim::Adam adam(net_->parameters(), torch::optim::AdamOptions(opt.learning_rate).weight_decay(1e-5));
+    std::mt19937_64 rng(opt.seed);
+    std::map<std::string, std::vector<size_t>> by_task;
+    for (size_t i = 0; i < samples.size(); ++i) by_task[samples[i].task].push_back(i);
+    const size_t mb = 128;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      std::vector<std::vector<size_t>> batches;
+      if (opt.loss == "rank") {
+        for (auto& [task, idx] : by_task) {
+          std::shuffle(idx.begin(), idx.end(), rng);
+          for (size_t at = 0; at < idx.size(); at += mb)
+            batches.emplace_back(idx.begin() + at, idx.begin() + std::min(idx.size(), at + mb));
+        }
+      } else {
+        std::vector<size_t> all(samples.size());
+        for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+        std::shuffle(all.begin(), all.end(), rng);
+        for (size_t at = 0; at < all.size(); at += mb)
+          batches.emplace_back(all.begin() + at, all.begin() + std::min(all.size(), at + mb));
+      }
+      std::shuffle(batches.begin(), batches.end(), rng);
+      double total = 0;
+      for (const std::vector<size_t>& bi : batches) {
+        if (opt.loss == "rank" && bi.size() < 2) continue;
+        std::vector<const Sample*> ps;
+        std::vector<float> y;
+        for (size_t i : bi) {
+          ps.push_back(&samples[i]);
+          y.push_back(static_cast<float>(std::log(samples[i].latency_us)));
+        }
+        FeatureBatch b = FeatureBatch::of(ps);
+        torch::Tensor s = net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
+        torch::Tensor t = tensor_of(y, {b.batch});
+        torch::Tensor loss;
+        if (opt.loss == "rank") {
+          torch::Tensor faster = (t.unsqueeze(1) < t.unsqueeze(0)).to(torch::kFloat32);  // [i][j]: i faster than j
+          torch::Tensor margin = s.unsqueeze(1) - s.unsqueeze(0);                          // want s_i < s_j
+          loss = (torch::nn::functional::softplus(margin) * faster).sum() / faster.sum().clamp_min(1);
+        } else {
+          loss = torch::mse_loss(s, t);
+        }
+        adam.zero_grad();
+        loss.backward();
+        adam.step();
+        total += loss.item<double>();
+      }
+      if (opt.verbose) std::fprintf(stderr, "[mlp] epoch %d: loss %.4f\n", epoch + 1, total / std::max<size_t>(1, batches.size()));
+    }
+    net_->eval();
+  }
+
+  int hidden_;
+  std::string loss_;
+  Net net_{nullptr};
+};
+
+}  // namespace
+
+namespace detail {
+std::unique_ptr<Estimator> make_mlp() { return std::make_unique<Mlp>(); }
+std::unique_ptr<Estimator> load_mlp(const std::string& payload, const std::string& path) {
+  auto m = std::make_unique<Mlp>();
+  m->load(payload, path);
+  return m;
+}
+}  // namespace detail
+
+}  // namespace basin::models

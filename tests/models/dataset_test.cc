@@ -1,0 +1,96 @@
+// The dataset tool's pieces: collection resumes without measuring a program twice,
+// records become samples (bad ones skipped), splits never put a task on both sides,
+// export writes what it says.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/ops/registry.h"
+#include "core/schedule/sketch.h"
+#include "core/util/error.h"
+#include "models/dataset.h"
+#include "relax/features.h"
+
+namespace basin {
+namespace {
+
+std::string key(const std::string& op, const std::map<std::string, std::string>& p) {
+  return sched::task_key(ops::build_op(op, p));
+}
+
+TEST(Dataset, CollectionResumesWithoutMeasuringTwice) {
+  std::string db = (std::filesystem::temp_directory_path() / ("basin_ds_" + std::to_string(::getpid()) + ".db")).string();
+  std::vector<std::string> tasks = {key("dense", {{"M", "16"}, {"K", "32"}, {"N", "24"}}), key("softmax", {{"shape", "8,40"}})};
+  {
+    search::RecordStore store(db);
+    models::CollectOptions opt;
+    opt.per_task = 4;
+    EXPECT_EQ(models::collect_random(store, tasks, opt), 8);
+  }
+  search::RecordStore store(db);
+  models::CollectOptions opt;
+  opt.per_task = 7;
+  int progress = 0;
+  opt.progress = [&](const std::string&, int, int, const search::Record&) { ++progress; };
+  EXPECT_EQ(models::collect_random(store, tasks, opt), 6);
+  EXPECT_EQ(progress, 6);
+  std::set<std::string> programs;
+  for (const search::Record& r : store.all()) EXPECT_TRUE(programs.insert(r.task_key + r.sketch + r.config).second);
+  EXPECT_EQ(programs.size(), 14u);
+  // A record that no longer parses is skipped, not fatal.
+  search::Record bad = store.all()[0];
+  bad.config = R"({"sketch": "nosuch", "splits": {}, "unroll": 0})";
+  store.add(bad);
+  int skipped = 0;
+  std::vector<models::Sample> samples = models::samples_from_records(store.all(), "llvm", &skipped);
+  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(samples.size(), 14u);
+  for (const models::Sample& s : samples) {
+    EXPECT_GT(s.latency_us, 0);
+    EXPECT_EQ(s.features.size(), static_cast<size_t>(s.stores) * relax::num_features());
+  }
+  std::ostringstream os;
+  models::export_samples(samples, os);
+  std::istringstream is(os.str());
+  std::string line;
+  std::getline(is, line);
+  EXPECT_EQ(nlohmann::json::parse(line)["feature_version"], relax::kFeatureVersion);
+  int rows = 0;
+  while (std::getline(is, line)) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["features"].size(), j["stores"].get<size_t>());
+    ++rows;
+  }
+  EXPECT_EQ(rows, 14);
+  std::filesystem::remove(db);
+}
+
+TEST(Dataset, SplitsByTaskNeverByRow) {
+  std::vector<models::Sample> s;
+  for (int t = 0; t < 10; ++t)
+    for (int i = 0; i < 5; ++i) {
+      models::Sample x;
+      x.task = "t" + std::to_string(t);
+      s.push_back(x);
+    }
+  models::Split sp = models::split_by_task(s, 0.2, 3);
+  EXPECT_EQ(sp.test_tasks.size(), 2u);
+  std::set<std::string> train, test;
+  for (auto& x : sp.train) train.insert(x.task);
+  for (auto& x : sp.test) test.insert(x.task);
+  for (auto& t : test) EXPECT_FALSE(train.count(t));
+  EXPECT_EQ(sp.train.size() + sp.test.size(), s.size());
+  EXPECT_EQ(models::split_by_task(s, 0.2, 3).test_tasks, sp.test_tasks);  // the same seed, the same split
+}
+
+TEST(Dataset, TaskLists) {
+  EXPECT_GE(models::dataset_tasks("suite").size(), 25u);
+  EXPECT_EQ(models::dataset_tasks("gemm-256,resnet18-c2").size(), 2u);
+  EXPECT_THROW(models::dataset_tasks("nosuch-workload"), NotFoundError);
+}
+
+}  // namespace
+}  // namespace basin

@@ -1,0 +1,223 @@
+// The estimators: every kind learns (or, for the roofline, knows) to rank programs of a
+// task by a latency law it can see in the features; predictions survive save and load;
+// bad files fail with errors naming them; the metrics count what they claim.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/ops/registry.h"
+#include "core/schedule/sketch.h"
+#include "core/util/error.h"
+#include "models/estimator.h"
+#include "relax/features.h"
+#include "tests/ops/op_cases.h"
+
+namespace basin {
+namespace {
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("basin_estimator_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+// Real features of random configurations of a few tasks, with a synthetic latency the
+// features determine: flops over used lanes and cores, plus memory traffic.
+std::vector<models::Sample> synthetic(int per_task, uint64_t seed) {
+  std::vector<models::Sample> out;
+  models::FeatureExtractor fx;
+  std::mt19937_64 rng(seed);
+  const auto& names = relax::feature_names();
+  auto at = [&](const char* n) { return static_cast<int>(std::find(names.begin(), names.end(), n) - names.begin()); };
+  int mul = at("flops_mul"), lanes = at("vector_lanes"), par = at("parallel_extent"), bytes = at("buf1.unique_bytes");
+  for (const char* spec : {"dense M=64 K=128 N=96", "conv2d in_channels=16 out_channels=32 height=14 width=14",
+                           "batch_matmul B=4 M=32 K=32 N=64", "softmax shape=32,100"}) {
+    std::string s(spec);
+    std::string op = s.substr(0, s.find(' '));
+    ops::OpGraph g = ops::build_op(op, parse(s.substr(op.size())));
+    std::string key = sched::task_key(g);
+    std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
+    for (int i = 0; i < per_task; ++i) {
+      const sched::Sketch& sk = sketches[rng() % sketches.size()];
+      sched::Config c = sched::random_config(sk, rng);
+      models::Sample smp = fx.features(key, sk.name, sched::config_to_json(sk, c));
+      double t = 0;
+      for (int st = 0; st < smp.stores; ++st) {
+        const float* f = &smp.features[st * relax::num_features()];
+        auto raw = [&](int k) { return std::exp2(static_cast<double>(f[k])) - 1.0; };
+        t += raw(mul) / std::min(16.0, std::max(1.0, raw(lanes))) / std::min(2.0, std::max(1.0, raw(par))) + 0.05 * raw(bytes);
+      }
+      smp.latency_us = 1 + t * 1e-3;
+      out.push_back(smp);
+    }
+  }
+  return out;
+}
+
+TEST(Estimators, FeatureBatchPadsStores) {
+  models::Sample a, b;
+  a.stores = 1;
+  a.features.assign(relax::num_features(), 1.0f);
+  b.stores = 3;
+  b.features.assign(3 * relax::num_features(), 2.0f);
+  models::FeatureBatch fb = models::FeatureBatch::of(std::vector<models::Sample>{a, b});
+  EXPECT_EQ(fb.batch, 2);
+  EXPECT_EQ(fb.stores, 3);
+  EXPECT_EQ(fb.mask, (std::vector<float>{1, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(fb.values[0], 1.0f);
+  EXPECT_EQ(fb.values[relax::num_features()], 0.0f);  // padding
+}
+
+TEST(Estimators, MetricsCountWhatTheyClaim) {
+  // A roofline-free check: an estimator is not needed to test evaluate(), a fixed
+  // scorer is. Use a TorchScript module that returns the first feature of store 0.
+  torch::jit::Module m("first");
+  m.register_attribute("feature_version", c10::IntType::get(), relax::kFeatureVersion);
+  m.define("def forward(self, x, mask):\n  return x[:, 0, 0]\n");
+  std::string path = temp("first.pt");
+  m.save(path);
+  auto e = models::load_estimator(path);
+  std::vector<models::Sample> s(4);
+  const double lat[] = {1, 2, 3, 4};
+  const float score[] = {0.1f, 0.3f, 0.2f, 0.4f};  // one pair of six inverted
+  for (int i = 0; i < 4; ++i) {
+    s[i].task = "t";
+    s[i].stores = 1;
+    s[i].features.assign(relax::num_features(), 0.0f);
+    s[i].features[0] = score[i];
+    s[i].latency_us = lat[i];
+  }
+  models::EvalResult r = models::evaluate(*e, s);
+  EXPECT_NEAR(r.pairwise_accuracy, 5.0 / 6.0, 1e-12);
+  EXPECT_EQ(r.top1_recall, 1.0);
+  EXPECT_EQ(r.top5_recall, 1.0);
+  std::filesystem::remove(path);
+}
+
+class EachKind : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EachKind, RanksHeldOutProgramsAndSurvivesSaveAndLoad) {
+  std::vector<models::Sample> data = synthetic(60, 7);
+  std::vector<models::Sample> test = synthetic(40, 8);
+  auto e = models::make_estimator(GetParam());
+  models::TrainOptions opt;
+  opt.epochs = 30;
+  e->train(data, opt);
+  models::EvalResult r = models::evaluate(*e, test);
+  EXPECT_GT(r.pairwise_accuracy, 0.8) << GetParam();
+  std::string path = temp(GetParam() + ".bin");
+  e->save(path);
+  auto back = models::load_estimator(path);
+  EXPECT_EQ(back->kind(), GetParam());
+  models::FeatureBatch fb = models::FeatureBatch::of(test);
+  std::vector<double> p1 = e->predict(fb), p2 = back->predict(fb);
+  ASSERT_EQ(p1.size(), test.size());
+  for (size_t i = 0; i < p1.size(); ++i) EXPECT_NEAR(p1[i], p2[i], 1e-5 * (1 + std::abs(p1[i])));
+  std::filesystem::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, EachKind, ::testing::Values("mlp", "gbt", "roofline"));
+
+TEST(Estimators, MlpMseLossPredictsLogLatency) {
+  std::vector<models::Sample> data = synthetic(60, 9);
+  auto e = models::make_estimator("mlp");
+  models::TrainOptions opt;
+  opt.loss = "mse";
+  opt.epochs = 60;
+  e->train(data, opt);
+  models::EvalResult r = models::evaluate(*e, synthetic(30, 10));
+  EXPECT_GT(r.r2_log_latency, 0.5);
+  EXPECT_GT(r.pairwise_accuracy, 0.8);
+}
+
+TEST(Estimators, MlpIsDifferentiable) {
+  auto e = models::make_estimator("mlp");
+  ASSERT_TRUE(e->differentiable());
+  auto* d = dynamic_cast<models::DifferentiableEstimator*>(e.get());
+  torch::Tensor x = torch::randn({3, 2, relax::num_features()}).requires_grad_(true);
+  torch::Tensor s = d->forward(x, torch::ones({3, 2}));
+  EXPECT_EQ(s.sizes(), (std::vector<int64_t>{3}));
+  s.sum().backward();
+  EXPECT_GT(x.grad().abs().sum().item<double>(), 0);
+}
+
+TEST(Estimators, UpdateImprovesATaskItHasNotSeen) {
+  std::vector<models::Sample> all = synthetic(80, 11);
+  std::vector<models::Sample> base, task_new, task_eval;
+  std::string held = all.front().task;  // dense
+  int k = 0;
+  for (const models::Sample& s : all) {
+    if (s.task != held) base.push_back(s);
+    else (k++ % 2 ? task_eval : task_new).push_back(s);
+  }
+  auto e = models::make_estimator("mlp");
+  models::TrainOptions opt;
+  opt.epochs = 20;
+  e->train(base, opt);
+  double before = models::evaluate(*e, task_eval).pairwise_accuracy;
+  opt.epochs = 30;
+  e->update(task_new, opt);
+  double after = models::evaluate(*e, task_eval).pairwise_accuracy;
+  EXPECT_GE(after, before - 0.02) << before << " -> " << after;
+  EXPECT_GT(after, 0.75);
+}
+
+TEST(Estimators, BadFilesFailNamingTheFile) {
+  auto e = models::make_estimator("mlp");
+  e->train(synthetic(10, 12), {});
+  std::string good = temp("good.bin");
+  e->save(good);
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto write = [&](const std::string& name, const std::string& content) {
+    std::string p = temp(name);
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  };
+  auto expect_error = [](const std::string& path, const std::string& words) {
+    try {
+      models::load_estimator(path);
+      ADD_FAILURE() << path << " loaded";
+    } catch (const Error& err) {
+      std::string what = err.what();
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_NE(what.find(words), std::string::npos) << what;
+    }
+    std::filesystem::remove(path);
+  };
+  std::string corrupt = bytes;
+  corrupt[corrupt.size() / 2] ^= 0x5a;
+  expect_error(write("corrupt.bin", corrupt), "corrupt");
+  expect_error(write("truncated.bin", bytes.substr(0, bytes.size() - 100)), "truncated");
+  std::string other = bytes;
+  other.replace(other.find(" mlp 1 ") + 5, 1, "7");  // the header's feature-set version
+  expect_error(write("version.bin", other), "feature set version 7");
+  expect_error(write("garbage.bin", "hello\n"), "not a basin estimator file");
+  expect_error(write("garbage.pt", "not a zip"), "not a loadable TorchScript module");
+  torch::jit::Module m("old");
+  m.register_attribute("feature_version", c10::IntType::get(), relax::kFeatureVersion + 1);
+  m.define("def forward(self, x, mask):\n  return x[:, 0, 0]\n");
+  std::string old = temp("old.pt");
+  m.save(old);
+  expect_error(old, "feature set version");
+  torch::jit::Module bare("bare");
+  bare.define("def forward(self, x, mask):\n  return x[:, 0, 0]\n");
+  std::string nov = temp("bare.pt");
+  bare.save(nov);
+  expect_error(nov, "feature_version");
+  expect_error(temp("missing.bin"), "does not exist");
+  std::filesystem::remove(good);
+  EXPECT_THROW(models::make_estimator("svm"), NotFoundError);
+}
+
+TEST(Estimators, UntrainedGbtSaysSo) {
+  auto e = models::make_estimator("gbt");
+  EXPECT_THROW(e->predict(models::FeatureBatch::of(synthetic(2, 13))), Error);
+}
+
+}  // namespace
+}  // namespace basin

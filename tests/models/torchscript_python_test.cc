@@ -1,0 +1,71 @@
+// The TorchScript plug-in end to end: records measured here are exported, the Python
+// example (docs/examples/train_estimator.py, Debian's python3-torch) trains and
+// exports a module, and basin loads it and gives the scores Python gave.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "core/ops/registry.h"
+#include "core/schedule/sketch.h"
+#include "models/dataset.h"
+#include "models/estimator.h"
+
+namespace basin {
+namespace {
+
+std::string run(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  *status = pclose(p);
+  return out;
+}
+
+TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
+  int status = 0;
+  run("/usr/bin/python3 -c 'import torch' 2>/dev/null", &status);
+  if (status != 0) GTEST_SKIP() << "Debian's python3-torch is not installed: the Python example cannot run";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("basin_ts_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string db = (dir / "r.db").string(), data = (dir / "data.jsonl").string(), model = (dir / "model.pt").string();
+  {
+    search::RecordStore store(db);
+    models::CollectOptions opt;
+    opt.per_task = 12;
+    std::vector<std::string> tasks = {
+        sched::task_key(ops::build_op("dense", std::map<std::string, std::string>{{"M", "32"}, {"K", "64"}, {"N", "48"}})),
+        sched::task_key(ops::build_op("matmul", std::map<std::string, std::string>{{"M", "48"}, {"K", "32"}, {"N", "64"}}))};
+    models::collect_random(store, tasks, opt);
+    std::vector<models::Sample> samples = models::samples_from_records(store.all(), "llvm");
+    ASSERT_GE(samples.size(), 20u);
+    std::ofstream f(data);
+    models::export_samples(samples, f);
+  }
+  std::string out = run("/usr/bin/python3 " BASIN_SOURCE_DIR "/docs/examples/train_estimator.py " + data + " " + model +
+                            " --epochs 3 --print-scores 5 2>&1",
+                        &status);
+  ASSERT_EQ(status, 0) << out;
+  std::vector<double> python = nlohmann::json::parse(out.substr(out.rfind('[')));
+  auto e = models::load_estimator(model);
+  EXPECT_EQ(e->kind(), "torchscript");
+  EXPECT_TRUE(e->differentiable());
+  search::RecordStore store(db);
+  std::vector<models::Sample> samples = models::samples_from_records(store.all(), "llvm");
+  samples.resize(5);
+  std::vector<double> ours = e->predict(models::FeatureBatch::of(samples));
+  ASSERT_EQ(ours.size(), python.size());
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], python[i], 1e-4 * (1 + std::abs(python[i])));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace basin
