@@ -2,6 +2,7 @@
 // data and training (docs/estimators.md).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -59,6 +60,7 @@ struct ExportOptions {
 };
 
 int run_export(const ExportOptions& o) {
+  if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
   search::RecordStore store(o.records);
   int skipped = 0;
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, &skipped);

@@ -3,6 +3,7 @@
 // row; the same --seed and --test-fraction give the same split in both commands).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@ struct TrainEvalOptions {
 };
 
 models::Split load_split(const TrainEvalOptions& o, int* skipped) {
+  if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
   search::RecordStore store(o.records);
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, skipped);
   if (samples.empty()) throw Error(o.records + " holds no successful " + o.target + " records");

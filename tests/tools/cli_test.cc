@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
+#include <unistd.h>
 #include <cstdio>
 #include <set>
 #include <string>
@@ -120,6 +122,39 @@ struct BadCall {
   std::string message;
 };
 
+TEST(Cli, EstimatorTrainEvalAndExport) {
+  std::string db = "/tmp/basin_cli_est_" + std::to_string(::getpid()) + ".db";
+  std::string model = db + ".bin";
+  Result d = run("estimator dataset --records " + db + " --tasks gemm-256 --per-task 16 --json");
+  ASSERT_EQ(d.code, 0) << d.out;
+  EXPECT_EQ(nlohmann::json::parse(d.out)["measured"], 16);
+  Result t = run("estimator train --records " + db + " --test-fraction 0 --epochs 5 --out " + model + " --json");
+  ASSERT_EQ(t.code, 0) << t.out;
+  auto tj = nlohmann::json::parse(t.out);
+  EXPECT_EQ(tj["train"]["samples"], 16);
+  Result e = run("estimator eval --records " + db + " --all --estimator " + model + " --json");
+  ASSERT_EQ(e.code, 0) << e.out;
+  auto ej = nlohmann::json::parse(e.out);
+  EXPECT_EQ(ej["kind"], "mlp");
+  EXPECT_EQ(ej["samples"], 16);
+  EXPECT_GE(ej["pairwise_accuracy"].get<double>(), 0.0);
+  Result r = run("estimator eval --records " + db + " --all --estimator roofline --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  Result x = run("records export --records " + db);
+  ASSERT_EQ(x.code, 0);
+  EXPECT_EQ(std::count(x.out.begin(), x.out.end(), '\n'), 17);  // a header line and 16 programs
+  // Must-fail: no held-out task with one task; a bad estimator name or file.
+  EXPECT_NE(stderr_of("estimator eval --records " + db).find("no held-out tasks"), std::string::npos);
+  EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --estimator svm").find("unknown estimator 'svm'"),
+            std::string::npos);
+  EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --estimator " + db).find("not a basin estimator file"),
+            std::string::npos);
+  EXPECT_NE(stderr_of("estimator train --records " + db + " --loss hinge").find("--loss must be rank or mse"),
+            std::string::npos);
+  std::remove(db.c_str());
+  std::remove(model.c_str());
+}
+
 TEST(Cli, UserErrorsFailWithOneClearLine) {
   const std::vector<BadCall> calls = {
       {"op nosuchop", "unknown operator 'nosuchop'"},
@@ -138,6 +173,13 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"op dense --config /nonexistent/cfg.json", "/nonexistent/cfg.json"},
       {"op dense --config " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "not valid JSON"},
       {"nosuchcommand", "nosuchcommand"},
+      {"estimator train --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
+      {"estimator eval --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
+      {"records export --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload", "unknown workload 'nosuch-workload'"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
+      {"estimator dataset --records " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "CMakeCache.txt"},
+      {"estimator", "A subcommand is required"},
   };
   for (const BadCall& c : calls) {
     Result r = run(c.args);

@@ -1,0 +1,115 @@
+// bench/estimator: the estimators on held-out tasks of a records file (split by task,
+// --test-fraction of the tasks, --seed), and the online update: for each held-out task
+// with enough records, the MLP is fine-tuned on its first --update records (the order
+// a tuning run measures them) and evaluated on the rest, before and after.
+//
+//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--update 300] [--json]
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "bench/machine.h"
+#include "models/estimator.h"
+
+using namespace basin;
+
+namespace {
+nlohmann::json as_json(const models::EvalResult& r) {
+  return {{"samples", r.samples},         {"tasks", r.tasks},         {"pairwise_accuracy", r.pairwise_accuracy},
+          {"top1_recall", r.top1_recall}, {"top5_recall", r.top5_recall}, {"r2_log_latency", r.r2_log_latency}};
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string records, weights;
+  int update = 300;
+  double test_fraction = 0.2;
+  uint64_t seed = 1;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "estimator_bench: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--records") records = next();
+    else if (a == "--weights") weights = next();
+    else if (a == "--update") update = std::stoi(next());
+    else if (a == "--test-fraction") test_fraction = std::stod(next());
+    else if (a == "--seed") seed = std::stoull(next());
+    else if (a == "--json") json = true;
+    else {
+      std::cerr << "estimator_bench: unknown argument " << a << "\n";
+      return 2;
+    }
+  }
+  if (records.empty()) {
+    std::cerr << "estimator_bench: --records FILE is required (basin estimator dataset makes one)\n";
+    return 2;
+  }
+  search::RecordStore store(records);
+  std::vector<models::Sample> samples = models::samples_from_records(store.all(), "llvm");
+  models::Split sp = models::split_by_task(samples, test_fraction, seed);
+  nlohmann::json out = {{"records", records},
+                        {"machine", {{"cpu", bench::cpu_model()}, {"cores", bench::cores()}}},
+                        {"train_samples", sp.train.size()},
+                        {"test_samples", sp.test.size()},
+                        {"test_tasks", sp.test_tasks},
+                        {"estimators", nlohmann::json::object()}};
+  using clock = std::chrono::steady_clock;
+  std::map<std::string, std::unique_ptr<models::Estimator>> est;
+  for (const std::string kind : {"mlp", "gbt", "roofline"}) {
+    auto t0 = clock::now();
+    std::unique_ptr<models::Estimator> e;
+    if (kind == "mlp" && !weights.empty()) {
+      e = models::load_estimator(weights);
+    } else {
+      e = models::make_estimator(kind);
+      e->train(sp.train, {});
+    }
+    double train_s = std::chrono::duration<double>(clock::now() - t0).count();
+    models::EvalResult r = models::evaluate(*e, sp.test);
+    out["estimators"][kind] = as_json(r);
+    out["estimators"][kind]["train_seconds"] = train_s;
+    out["estimators"][kind]["pretrained"] = kind == "mlp" && !weights.empty();
+    if (!json)
+      std::printf("%-9s held-out: pairwise %.3f  top-1 %.2f  top-5 %.2f  R^2 %.3f  (%d programs, %d tasks; %s %.1f s)\n",
+                  kind.c_str(), r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency, r.samples, r.tasks,
+                  kind == "mlp" && !weights.empty() ? "loaded" : "trained", train_s);
+    est[kind] = std::move(e);
+  }
+  // Online update, per held-out task.
+  out["update"] = nlohmann::json::array();
+  std::map<std::string, std::vector<models::Sample>> by_task;
+  for (const models::Sample& s : sp.test) by_task[s.task].push_back(s);
+  for (auto& [task, v] : by_task) {
+    if (static_cast<int>(v.size()) < update + 50) continue;
+    std::vector<models::Sample> fresh(v.begin(), v.begin() + update), rest(v.begin() + update, v.end());
+    for (const std::string kind : {"mlp", "gbt"}) {
+      models::Estimator& e = *est[kind];
+      // Updates change the estimator: evaluate on a copy made through a file.
+      std::string tmp = "/tmp/estimator_bench_" + kind + ".bin";
+      e.save(tmp);
+      auto copy = models::load_estimator(tmp);
+      double before = models::evaluate(*copy, rest).pairwise_accuracy;
+      models::TrainOptions opt;
+      opt.epochs = kind == "mlp" ? 20 : 4;
+      auto t0 = clock::now();
+      copy->update(fresh, opt);
+      double secs = std::chrono::duration<double>(clock::now() - t0).count();
+      double after = models::evaluate(*copy, rest).pairwise_accuracy;
+      out["update"].push_back({{"task", task}, {"estimator", kind}, {"new_records", update}, {"eval_records", rest.size()},
+                               {"before", before}, {"after", after}, {"update_seconds", secs}});
+      if (!json)
+        std::printf("update %-4s on %d records of %s: pairwise %.3f -> %.3f on its other %zu records, %.3f s\n",
+                    kind.c_str(), update, task.c_str(), before, after, rest.size(), secs);
+    }
+  }
+  if (json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
