@@ -82,9 +82,12 @@ Expr tile_count(const SplitSpec& sp, const Expr& tile) {
 }
 
 // Whether a guarded split's last tile needs its guard: not when its factors are
-// constants whose product divides the extent.
-bool needs_guard(const SplitSpec& sp, const std::vector<Expr>& factors) {
+// constants whose product divides the extent. The structure form (what features are
+// read from) always keeps it, so that a configuration's features are the symbolic
+// features at its point whether or not its tiles divide.
+bool needs_guard(const SplitSpec& sp, const std::vector<Expr>& factors, bool structure_form) {
   if (!sp.guarded) return false;
+  if (structure_form) return true;
   int64_t prod = 1;
   for (const Expr& f : factors) {
     int64_t v;
@@ -137,7 +140,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     Tiles& t = sp[i];
     t.e0 = e0[i];
     t.full = ((t.e0 * t.f[1] + t.v[1]) * t.f[2] + t.v[2]) * t.f[3] + t.v[3];
-    if (needs_guard(s.splits[i], k.factors[i])) t.guard = t.full < Expr(a.axes[i].extent);
+    if (needs_guard(s.splits[i], k.factors[i], !fuse)) t.guard = t.full < Expr(a.axes[i].extent);
   }
   std::vector<Expr> rf1(nr), rfull(nr);
   std::vector<Var> r0(nr), r1(nr);
@@ -149,7 +152,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     r0[j] = Var(n + ".0");
     r1[j] = Var(n + ".1");
     rfull[j] = Expr(r0[j]) * rf1[j] + r1[j];
-    if (needs_guard(s.splits[ns + j], k.factors[ns + j])) rguard[j] = rfull[j] < Expr(a.reduce_axes[j].extent);
+    if (needs_guard(s.splits[ns + j], k.factors[ns + j], !fuse)) rguard[j] = rfull[j] < Expr(a.reduce_axes[j].extent);
   }
   std::vector<int> inner_order;
   for (size_t i = 0; i < ns; ++i)
@@ -331,7 +334,7 @@ struct AxisLoops {
   Expr guard;  // the last axis's index < its extent, where its last tile is partial
 };
 AxisLoops split_last(const std::vector<te::IterVar>& axes, size_t from, const SplitSpec* split, const Expr& factor,
-                     const char* outer_suffix, const char* inner_suffix, VarMap& m) {
+                     const char* outer_suffix, const char* inner_suffix, bool structure_form, VarMap& m) {
   AxisLoops r;
   for (size_t d = from; d < axes.size(); ++d) {
     const te::IterVar& a = axes[d];
@@ -346,7 +349,7 @@ AxisLoops split_last(const std::vector<te::IterVar>& axes, size_t from, const Sp
     r.outer_extent = tile_count(*split, factor);
     Expr index = Expr(r.outer) * factor + r.inner;
     m[a.var.id()] = index;
-    if (needs_guard(*split, {factor})) r.guard = index < Expr(a.extent);
+    if (needs_guard(*split, {factor}, structure_form)) r.guard = index < Expr(a.extent);
   }
   return r;
 }
@@ -400,10 +403,10 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     // The free axes after the prefix and the reduction axes: each its own loop, the
     // last one of each split by its knob (vector lanes; inner reduction).
     const SplitSpec* vs = rank > K ? &s.splits[ki] : nullptr;
-    AxisLoops sp = split_last(st.axes, K, vs, vs ? k.factors[ki++][0] : Expr(), ".o", ".v", m);
+    AxisLoops sp = split_last(st.axes, K, vs, vs ? k.factors[ki++][0] : Expr(), ".o", ".v", !fuse, m);
     size_t nr = st.reduce_axes.size();
     const SplitSpec* rs = nr > 0 ? &s.splits[ki] : nullptr;
-    AxisLoops rd = split_last(st.reduce_axes, 0, rs, rs ? k.factors[ki++][0] : Expr(), ".o", ".i", m);
+    AxisLoops rd = split_last(st.reduce_axes, 0, rs, rs ? k.factors[ki++][0] : Expr(), ".o", ".i", !fuse, m);
     for (int d = K; d < rank; ++d) idx.push_back(m[st.axes[d].var.id()]);
     const std::vector<Var>& rest = sp.plain;
     const std::vector<Var>& red = rd.plain;

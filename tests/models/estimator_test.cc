@@ -219,5 +219,15 @@ TEST(Estimators, UntrainedGbtSaysSo) {
   EXPECT_THROW(e->predict(models::FeatureBatch::of(synthetic(2, 13))), Error);
 }
 
+TEST(Estimators, PretrainedCpuWeightsLoadForTheCurrentFeatureSet) {
+  std::string p = models::pretrained_cpu_path();
+  ASSERT_FALSE(p.empty()) << "models/weights/cpu_mlp.bin is missing";
+  auto e = models::estimator_from_spec("mlp");  // throws if the weights are of another feature-set version
+  EXPECT_EQ(e->kind(), "mlp");
+  std::vector<models::Sample> s = synthetic(5, 14);
+  std::vector<double> p1 = e->predict(models::FeatureBatch::of(s));
+  for (double v : p1) EXPECT_TRUE(std::isfinite(v));
+}
+
 }  // namespace
 }  // namespace basin
