@@ -6,6 +6,7 @@
 #include <ostream>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "codegen/measure.h"
 #include "core/ops/workloads.h"
@@ -142,17 +143,14 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
       if (w.name != "gemm-2048" && w.name != "gemm-4096") add_workload(w);
     return keys;
   }
-  size_t at = 0;
-  while (at <= which.size()) {
-    size_t comma = which.find(',', at);
-    std::string name = which.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+  std::istringstream is(which);
+  std::string name;
+  while (std::getline(is, name, ',')) {
     if (name == "suite" || name == "workloads") {
       for (const std::string& k : dataset_tasks(name)) keys.push_back(k);
     } else {
       add_workload(ops::find_workload(name));
     }
-    if (comma == std::string::npos) break;
-    at = comma + 1;
   }
   return keys;
 }

@@ -80,8 +80,8 @@ int run_eval(const TrainEvalOptions& o) {
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
   std::unique_ptr<models::Estimator> e = models::estimator_from_spec(o.estimator);
-  const std::vector<models::Sample>& data = o.all ? (sp.train.insert(sp.train.end(), sp.test.begin(), sp.test.end()), sp.train)
-                                                  : sp.test;
+  std::vector<models::Sample> data = sp.test;
+  if (o.all) data.insert(data.end(), sp.train.begin(), sp.train.end());
   if (data.empty()) throw Error("no held-out tasks: use --all or a larger --test-fraction");
   models::EvalResult r = models::evaluate(*e, data);
   if (o.json) {

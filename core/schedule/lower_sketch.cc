@@ -214,8 +214,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     dst.push_back(l);
     Expr value = load(w.buffer, src);
     if (sp[vec].guard.defined())
-      value = select(Expr(o) * t + l < Expr(w.shape[d]), value,
-                     w.buffer->dtype.is_float() ? float_imm(w.buffer->dtype, 0.0) : int_imm(w.buffer->dtype, 0));
+      value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
     Stmt st = loop(l, t, make_store(packed, dst, value));
     for (size_t x = xs.size(); x-- > 0;) {
       size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
@@ -251,8 +250,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     const Expr& g = sp[vec].guard;
     body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
       if (x.kind() != ExprKind::Load || !uses_var(x, lane) || (packed && x->buffer.get() == packed.get())) return Expr();
-      DType t = x.dtype();
-      return select(g, x, t.is_float() ? float_imm(t, 0.0) : int_imm(t, 0));
+      return select(g, x, make_const(x.dtype(), 0));
     });
   }
 

@@ -4,6 +4,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <sstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.h"
@@ -49,31 +51,6 @@ const Sketch& find_sketch(const std::vector<Sketch>& sketches, const std::string
   throw NotFoundError("unknown sketch '" + name + "' (this task's sketches: " + names + ")");
 }
 
-const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int parts) {
-  static std::mutex mu;
-  static std::map<std::pair<int64_t, int>, std::vector<std::vector<int64_t>>> cache;
-  std::lock_guard<std::mutex> l(mu);
-  auto key = std::make_pair(extent, parts);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  std::vector<std::vector<int64_t>> out;
-  std::vector<int64_t> cur;
-  std::function<void(int64_t)> rec = [&](int64_t left) {
-    if (static_cast<int>(cur.size()) == parts) {
-      out.push_back(cur);
-      return;
-    }
-    for (int64_t d = 1; d <= left; ++d) {
-      if (left % d) continue;
-      cur.push_back(d);
-      rec(left / d);
-      cur.pop_back();
-    }
-  };
-  rec(extent);
-  return cache.emplace(key, std::move(out)).first->second;
-}
-
 std::vector<std::pair<int64_t, int>> factorize(int64_t n) {
   std::vector<std::pair<int64_t, int>> f;
   for (int64_t p = 2; p * p <= n; ++p) {
@@ -99,16 +76,16 @@ SplitSpec make_split(std::string name, int64_t extent, int parts, bool vectorize
   return {std::move(name), extent, parts, vectorized, awkward_extent(extent)};
 }
 
-std::vector<int64_t> factor_primes(const SplitSpec& sp) {
+namespace {
+
+std::vector<int64_t> primes_of(int64_t extent, bool guarded) {
   std::vector<int64_t> p;
-  if (sp.guarded) p = {2, 3};
-  for (const auto& [q, e] : factorize(sp.extent))
+  if (guarded) p = {2, 3};
+  for (const auto& [q, e] : factorize(extent))
     if (std::find(p.begin(), p.end(), q) == p.end()) p.push_back(q);
   std::sort(p.begin(), p.end());
   return p;
 }
-
-namespace {
 
 // True if f is a product of the primes.
 bool built_from(int64_t f, const std::vector<int64_t>& primes) {
@@ -117,35 +94,49 @@ bool built_from(int64_t f, const std::vector<int64_t>& primes) {
   return f == 1;
 }
 
-}  // namespace
-
-const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp) {
-  if (!sp.guarded) return factorizations(sp.extent, sp.parts);
+// Every tuple of `parts` factors: the divisor tilings of `extent`, or with `guarded`,
+// factors built from primes_of(extent, true) with a product at most the extent. Both
+// walk the candidate factors in increasing order; floor division keeps a guarded
+// product within the extent (a * b <= n iff b <= n / a). Cached.
+const std::vector<std::vector<int64_t>>& tilings(int64_t extent, int parts, bool guarded) {
   static std::mutex mu;
-  static std::map<std::pair<int64_t, int>, std::vector<std::vector<int64_t>>> cache;
+  static std::map<std::tuple<int64_t, int, bool>, std::vector<std::vector<int64_t>>> cache;
   std::lock_guard<std::mutex> l(mu);
-  auto key = std::make_pair(sp.extent, sp.parts);
+  auto key = std::make_tuple(extent, parts, guarded);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  std::vector<int64_t> primes = factor_primes(sp), smooth;
-  for (int64_t f = 1; f <= sp.extent; ++f)
-    if (built_from(f, primes)) smooth.push_back(f);
+  std::vector<int64_t> primes = primes_of(extent, guarded), candidates;
+  for (int64_t f = 1; f <= extent; ++f)
+    if (guarded ? built_from(f, primes) : extent % f == 0) candidates.push_back(f);
   std::vector<std::vector<int64_t>> out;
   std::vector<int64_t> cur;
   std::function<void(int64_t)> rec = [&](int64_t left) {
-    if (static_cast<int>(cur.size()) == sp.parts) {
+    if (static_cast<int>(cur.size()) == parts) {
       out.push_back(cur);
       return;
     }
-    for (int64_t f : smooth) {
+    for (int64_t f : candidates) {
       if (f > left) break;
+      if (!guarded && left % f) continue;
       cur.push_back(f);
       rec(left / f);
       cur.pop_back();
     }
   };
-  rec(sp.extent);
+  rec(extent);
   return cache.emplace(key, std::move(out)).first->second;
+}
+
+}  // namespace
+
+std::vector<int64_t> factor_primes(const SplitSpec& sp) { return primes_of(sp.extent, sp.guarded); }
+
+const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int parts) {
+  return tilings(extent, parts, false);
+}
+
+const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp) {
+  return tilings(sp.extent, sp.parts, sp.guarded);
 }
 
 namespace {
@@ -172,8 +163,9 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
     if (sp.guarded) {
       if (prod > sp.extent)
         return "the factors of split '" + sp.name + "' multiply to more than its extent " + std::to_string(sp.extent);
+      const std::vector<int64_t> primes = factor_primes(sp);
       for (int64_t f : c.factors[i])
-        if (!built_from(f, factor_primes(sp)))
+        if (!built_from(f, primes))
           return "the factors of guarded split '" + sp.name + "' are products of 2, 3 and the primes of " +
                  std::to_string(sp.extent) + ", not " + std::to_string(f);
       continue;
@@ -258,11 +250,9 @@ ops::OpGraph task_from_key(const std::string& key) {
   std::string op = key.substr(0, open), body = key.substr(open + 1, key.size() - open - 2);
   // Values may hold commas (shape=12,197): a piece without '=' continues the last value.
   std::map<std::string, std::string> kv;
-  std::string last;
-  size_t at = 0;
-  while (!body.empty() && at <= body.size()) {
-    size_t comma = body.find(',', at);
-    std::string piece = body.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+  std::string last, piece;
+  std::istringstream is(body);
+  while (std::getline(is, piece, ',')) {
     size_t eq = piece.find('=');
     if (eq != std::string::npos) {
       last = piece.substr(0, eq);
@@ -272,8 +262,6 @@ ops::OpGraph task_from_key(const std::string& key) {
     } else {
       throw ParseError("not a task key: '" + key + "'");
     }
-    if (comma == std::string::npos) break;
-    at = comma + 1;
   }
   return ops::build_op(op, kv);
 }
