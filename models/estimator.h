@@ -47,6 +47,9 @@ class Estimator {
   // Scores for the batch, lower = predicted faster.
   virtual std::vector<double> predict(const FeatureBatch& batch) = 0;
   virtual bool trainable() const { return true; }
+  // False while the scores mean nothing yet (an untrained MLP or GBT): the tuning loop
+  // then proposes random configurations until it has measured enough to train it.
+  virtual bool ready() const { return true; }
   // Trains from scratch on the samples (at least two, of at least one task).
   virtual void train(const std::vector<Sample>& samples, const TrainOptions& opt) = 0;
   // Continues training on new samples (the tuning loop's online update).

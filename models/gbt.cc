@@ -63,6 +63,7 @@ class Gbt final : public Estimator {
   Gbt() = default;
   ~Gbt() override { reset(); }
   std::string kind() const override { return "gbt"; }
+  bool ready() const override { return booster_ != nullptr; }
 
   std::vector<double> predict(const FeatureBatch& b) override {
     if (b.batch == 0) return {};

@@ -55,6 +55,7 @@ class Mlp final : public DifferentiableEstimator {
   }
 
   std::string kind() const override { return "mlp"; }
+  bool ready() const override { return trained_; }
 
   std::vector<double> predict(const FeatureBatch& b) override {
     if (b.batch == 0) return {};
@@ -100,11 +101,13 @@ class Mlp final : public DifferentiableEstimator {
       }
     }
     fit(samples, opt, opt.epochs);
+    trained_ = true;
   }
 
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     check_samples(samples);
     fit(samples, opt, opt.epochs);
+    trained_ = true;
   }
 
   void save(const std::string& path) const override {
@@ -135,12 +138,14 @@ class Mlp final : public DifferentiableEstimator {
       torch::serialize::InputArchive archive;
       archive.load_from(is);
       net_->load(archive);
+      trained_ = true;
     } catch (const c10::Error& e) {
       throw Error(path + ": cannot load the MLP's weights (" + std::string(e.what_without_backtrace()) + ")");
     }
   }
 
  private:
+  bool trained_ = false;
   static void check_samples(const std::vector<Sample>& samples) {
     if (samples.size() < 2) throw Error("training an estimator needs at least two measured programs");
   }

@@ -14,6 +14,7 @@ void add_ops_command(CLI::App& app, Runner& run);
 void add_workloads_command(CLI::App& app, Runner& run);
 void add_op_command(CLI::App& app, Runner& run);
 void add_records_command(CLI::App& app, Runner& run);
+void add_tune_op_command(CLI::App& app, Runner& run);
 void add_estimator_command(CLI::App& app, Runner& run);
 // `estimator train` and `estimator eval` (cmd_estimator_train.cc).
 void add_estimator_train_eval(CLI::App* estimator, Runner& run);

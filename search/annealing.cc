@@ -1,0 +1,125 @@
+// Simulated annealing over discrete configurations with the estimator as energy, as
+// AutoTVM's model-based tuner runs it (the AutoTVM paper's Algorithm 1): parallel
+// chains that persist from one round to the next, a temperature falling linearly from
+// 1 to 0, a neighbour that changes one knob; the best programs the chains visited
+// are then picked for diversity (a greedy cover of knob values over the 2n best) and
+// a share epsilon of the batch is random (epsilon-greedy).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "search/strategy.h"
+
+namespace basin::search::detail {
+
+namespace {
+
+struct AnnealingOptions {
+  int chains = 128;
+  int steps = 200;         // per round
+  int early_stop = 40;     // steps without a new program among the 2n best
+  double diversity_ratio = 2;
+  double epsilon = 0.05;
+};
+
+// The knob values of a candidate, for the diversity cover: (sketch, knob, value).
+std::vector<std::tuple<int, int, std::vector<int64_t>>> knob_values(const Candidate& c) {
+  std::vector<std::tuple<int, int, std::vector<int64_t>>> v;
+  for (size_t k = 0; k < c.config.factors.size(); ++k) v.emplace_back(c.sketch, static_cast<int>(k), c.config.factors[k]);
+  v.emplace_back(c.sketch, -1, std::vector<int64_t>{c.config.unroll});
+  return v;
+}
+
+class Annealing final : public Strategy {
+ public:
+  std::string name() const override { return "annealing"; }
+  std::string default_estimator() const override { return "gbt"; }
+
+  std::vector<Candidate> propose(SearchState& state, int n) override {
+    if (!state.estimator || !state.estimator->ready()) {
+      std::vector<Candidate> out;
+      fill_random(state, n, out);
+      return out;
+    }
+    TaskSpace& space = state.space;
+    std::mt19937_64& rng = state.rng;
+    // The chains start where the last round's ended, topped up with random points.
+    std::vector<Candidate> points = std::move(points_);
+    while (static_cast<int>(points.size()) < opt_.chains) points.push_back(space.random(rng));
+    space.predict(*state.estimator, points);
+    double mean = 0, var = 0;
+    for (const Candidate& c : points) mean += c.predicted;
+    mean /= points.size();
+    for (const Candidate& c : points) var += (c.predicted - mean) * (c.predicted - mean);
+    const double scale = std::max(std::sqrt(var / points.size()), 1e-9);  // energies in units of their spread
+
+    const size_t keep = static_cast<size_t>(opt_.diversity_ratio * n);
+    std::map<std::string, Candidate> visited;  // every unmeasured program visited
+    std::set<std::pair<double, std::string>> best;  // the `keep` best of them
+    auto visit = [&](const Candidate& c) {
+      if (state.measured.count(c.json) || !visited.emplace(c.json, c).second) return false;
+      best.emplace(c.predicted, c.json);
+      if (best.size() > keep) {
+        auto last = std::prev(best.end());
+        bool evicted_self = last->second == c.json;
+        best.erase(last);
+        return !evicted_self;
+      }
+      return true;
+    };
+    for (const Candidate& c : points) visit(c);
+    std::uniform_real_distribution<double> unit;
+    int quiet = 0;
+    std::vector<Candidate> next(points.size());
+    for (int step = 0; step < opt_.steps && quiet < opt_.early_stop; ++step) {
+      const double t = 1.0 - static_cast<double>(step) / opt_.steps;
+      for (size_t i = 0; i < points.size(); ++i)
+        if (!space.neighbor(points[i], rng, &next[i])) next[i] = space.random(rng);
+      space.predict(*state.estimator, next);
+      bool improved = false;
+      for (size_t i = 0; i < points.size(); ++i) {
+        improved |= visit(next[i]);
+        double delta = (next[i].predicted - points[i].predicted) / scale;
+        if (delta <= 0 || unit(rng) < std::exp(-delta / (t + 1e-5))) points[i] = next[i];
+      }
+      quiet = improved ? 0 : quiet + 1;
+    }
+    points_ = points;
+
+    // Diversity-aware selection over the `keep` best: greedily the candidate covering
+    // the most knob values not covered yet, ties to the better prediction.
+    std::vector<Candidate> pool;
+    for (const auto& [score, json] : best) pool.push_back(visited.at(json));
+    const int n_random = static_cast<int>(std::floor(opt_.epsilon * n + 0.5));
+    std::set<std::tuple<int, int, std::vector<int64_t>>> covered;
+    std::vector<Candidate> out;
+    std::vector<bool> used(pool.size(), false);
+    while (static_cast<int>(out.size()) < n - n_random) {
+      int pick = -1, pick_gain = -1;
+      for (size_t i = 0; i < pool.size(); ++i) {
+        if (used[i]) continue;
+        int gain = 0;
+        for (const auto& kv : knob_values(pool[i])) gain += covered.count(kv) ? 0 : 1;
+        if (gain > pick_gain) pick = static_cast<int>(i), pick_gain = gain;
+      }
+      if (pick < 0) break;
+      used[pick] = true;
+      for (const auto& kv : knob_values(pool[pick])) covered.insert(kv);
+      out.push_back(pool[pick]);
+    }
+    fill_random(state, n, out);
+    return out;
+  }
+
+ private:
+  AnnealingOptions opt_;
+  std::vector<Candidate> points_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_annealing() { return std::make_unique<Annealing>(); }
+
+}  // namespace basin::search::detail

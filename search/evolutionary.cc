@@ -1,0 +1,93 @@
+// Evolutionary search as Ansor runs it: a population from the best measured programs
+// and random samples, generations of offspring by tile-size and unroll mutation and by
+// crossover, parents drawn with probability by their predicted fitness; the best
+// unmeasured programs seen in all generations are measured, with a share epsilon of
+// random ones.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "search/strategy.h"
+
+namespace basin::search::detail {
+
+namespace {
+
+struct EvolutionOptions {
+  int population = 256;
+  int generations = 4;
+  double measured_share = 0.2;  // of the initial population, from the best measured programs
+  double crossover = 0.15;      // probability of a crossover child (else a mutation)
+  double elite = 0.1;           // share of each generation kept as it is
+  double epsilon = 0.05;
+};
+
+class Evolutionary final : public Strategy {
+ public:
+  std::string name() const override { return "evolutionary"; }
+
+  std::vector<Candidate> propose(SearchState& state, int n) override {
+    if (!state.estimator || !state.estimator->ready()) {
+      std::vector<Candidate> out;
+      fill_random(state, n, out);
+      return out;
+    }
+    TaskSpace& space = state.space;
+    std::mt19937_64& rng = state.rng;
+    std::vector<const Measured*> good;
+    for (const Measured& m : state.history)
+      if (m.ok()) good.push_back(&m);
+    std::sort(good.begin(), good.end(), [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+    std::vector<Candidate> pop;
+    for (const Measured* m : good) {
+      if (static_cast<int>(pop.size()) >= opt_.measured_share * opt_.population) break;
+      pop.push_back(m->candidate);
+    }
+    while (static_cast<int>(pop.size()) < opt_.population) pop.push_back(space.random(rng));
+
+    std::map<std::string, Candidate> seen;  // unmeasured programs of every generation
+    std::uniform_real_distribution<double> unit;
+    for (int gen = 0;; ++gen) {
+      space.predict(*state.estimator, pop);
+      for (const Candidate& c : pop)
+        if (!state.measured.count(c.json)) seen.emplace(c.json, c);
+      if (gen == opt_.generations) break;
+      // Fitness: exp(-(score - best) / spread), so that parents of better predictions are
+      // drawn more often whatever the estimator's scale.
+      double lo = pop[0].predicted, mean = 0, var = 0;
+      for (const Candidate& c : pop) lo = std::min(lo, c.predicted), mean += c.predicted;
+      mean /= pop.size();
+      for (const Candidate& c : pop) var += (c.predicted - mean) * (c.predicted - mean);
+      const double spread = std::max(std::sqrt(var / pop.size()), 1e-9);
+      std::vector<double> fitness;
+      for (const Candidate& c : pop) fitness.push_back(std::exp(-(c.predicted - lo) / spread));
+      std::discrete_distribution<size_t> parent(fitness.begin(), fitness.end());
+      // The elite survive unchanged.
+      std::vector<Candidate> children = pop;
+      std::stable_sort(children.begin(), children.end(),
+                       [](const Candidate& x, const Candidate& y) { return x.predicted < y.predicted; });
+      children.resize(static_cast<size_t>(opt_.elite * pop.size()));
+      while (children.size() < pop.size()) {
+        const Candidate& a = pop[parent(rng)];
+        Candidate child;
+        bool made = false;
+        if (unit(rng) < opt_.crossover) made = space.crossover(a, pop[parent(rng)], rng, &child);
+        if (!made) made = space.mutate(a, rng, &child);
+        children.push_back(made ? std::move(child) : space.random(rng));
+      }
+      pop = std::move(children);
+    }
+    std::vector<Candidate> ranked;
+    for (auto& [json, c] : seen) ranked.push_back(std::move(c));
+    return select_batch(state, std::move(ranked), n, opt_.epsilon);
+  }
+
+ private:
+  EvolutionOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_evolutionary() { return std::make_unique<Evolutionary>(); }
+
+}  // namespace basin::search::detail

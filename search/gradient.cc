@@ -1,0 +1,145 @@
+// The gradient search (DESIGN.md, "Proposal"; the Felix paper): seeds in each sketch's
+// polytope (uniform samples, and points of the best measured programs with a little
+// noise), Adam on the exponents minimizing the differentiable estimator's score of the
+// relaxed features plus the constraint penalty (its gradient scaled against the
+// score's), a projection back into the polytope after each step; every visited point
+// is rounded to a valid configuration, measured and repeated programs are dropped, the
+// rest are ranked by the estimator on their own exact features (a prediction stays
+// with its configuration), and the best are measured with a few random ones.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/util/error.h"
+#include "relax/relaxed_sketch.h"
+#include "relax/torch_bridge.h"
+#include "search/strategy.h"
+
+namespace basin::search::detail {
+
+namespace {
+
+struct GradientOptions {
+  int seeds = 32;
+  int steps = 48;
+  double learning_rate = 0.15;
+  double penalty_weight = 1.0;
+  double best_share = 0.25;  // seeds started at the best measured programs
+  double seed_noise = 0.5;   // their Gaussian noise, in exponent units
+  double epsilon = 0.1;
+};
+
+// Back into the polytope: into the box, then each violated row of A x <= b (whose
+// coefficients are non-negative) scaled down onto its bound.
+void project(const relax::KnobSpace& space, double* x) {
+  const int nv = space.num_vars();
+  for (int v = 0; v < nv; ++v) x[v] = std::clamp(x[v], 0.0, space.upper()(v));
+  const Eigen::MatrixXd& A = space.A();
+  for (int r = 0; r < A.rows(); ++r) {
+    double ax = 0;
+    for (int v = 0; v < nv; ++v) ax += A(r, v) * x[v];
+    if (ax <= space.b()(r) || ax <= 0) continue;
+    const double f = space.b()(r) / ax;
+    for (int v = 0; v < nv; ++v)
+      if (A(r, v) != 0) x[v] *= f;
+  }
+}
+
+class Gradient final : public Strategy {
+ public:
+  std::string name() const override { return "gradient"; }
+  bool needs_gradients() const override { return true; }
+
+  std::vector<Candidate> propose(SearchState& state, int n) override {
+    if (!state.estimator || !state.estimator->ready()) {
+      std::vector<Candidate> out;
+      fill_random(state, n, out);
+      return out;
+    }
+    auto* est = dynamic_cast<models::DifferentiableEstimator*>(state.estimator);
+    if (!est)
+      throw Error("the gradient strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
+                  state.estimator->kind());
+    TaskSpace& space = state.space;
+    std::mt19937_64& rng = state.rng;
+    const int n_sketches = static_cast<int>(space.sketches().size());
+
+    // Seeds, per sketch: the best measured programs' points with noise, then uniform.
+    std::vector<std::vector<Eigen::VectorXd>> seeds(n_sketches);
+    std::vector<const Measured*> good;
+    for (const Measured& m : state.history)
+      if (m.ok()) good.push_back(&m);
+    std::sort(good.begin(), good.end(), [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+    const int n_best = std::min(static_cast<int>(good.size()), static_cast<int>(opt_.best_share * opt_.seeds));
+    std::normal_distribution<double> noise(0, opt_.seed_noise);
+    for (int i = 0; i < n_best; ++i) {
+      const Candidate& c = good[i]->candidate;
+      const relax::KnobSpace& ks = space.relaxed(c.sketch).space();
+      Eigen::VectorXd x = ks.point_of(c.config);
+      for (int v = 0; v < x.size(); ++v) x(v) += noise(rng);
+      project(ks, x.data());
+      seeds[c.sketch].push_back(x);
+    }
+    std::vector<int> uniform(n_sketches, 0);
+    for (int i = n_best; i < opt_.seeds; ++i) ++uniform[std::uniform_int_distribution<int>(0, n_sketches - 1)(rng)];
+    for (int s = 0; s < n_sketches; ++s)
+      if (uniform[s] > 0)
+        for (Eigen::VectorXd& x : space.relaxed(s).space().sample(uniform[s], rng, 20, 5)) seeds[s].push_back(std::move(x));
+
+    std::map<std::string, Candidate> visited;
+    for (int s = 0; s < n_sketches; ++s)
+      if (!seeds[s].empty()) descend(space, s, seeds[s], *est, state, visited);
+
+    std::vector<Candidate> ranked;
+    for (auto& [json, c] : visited) ranked.push_back(std::move(c));
+    space.predict(*state.estimator, ranked);
+    return select_batch(state, std::move(ranked), n, opt_.epsilon);
+  }
+
+ private:
+  // Adam from the seeds of one sketch, every visited point rounded into `visited`.
+  void descend(TaskSpace& space, int sketch, const std::vector<Eigen::VectorXd>& start,
+               models::DifferentiableEstimator& est, SearchState& state, std::map<std::string, Candidate>& visited) {
+    relax::RelaxedSketch& rs = space.relaxed(sketch);
+    const relax::KnobSpace& ks = rs.space();
+    const int B = static_cast<int>(start.size()), nv = rs.num_vars();
+    std::vector<double> x(static_cast<size_t>(B) * nv), m(x.size(), 0.0), v(x.size(), 0.0);
+    for (int b = 0; b < B; ++b) std::copy(start[b].data(), start[b].data() + nv, x.begin() + static_cast<size_t>(b) * nv);
+    torch::Tensor mask = torch::ones({B, rs.num_stores()}, torch::kFloat32);
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    auto round_all = [&] {
+      for (int b = 0; b < B; ++b) {
+        Eigen::Map<const Eigen::VectorXd> p(x.data() + static_cast<size_t>(b) * nv, nv);
+        Candidate c = space.make(sketch, ks.round(p));
+        if (!state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+      }
+    };
+    round_all();
+    for (int step = 1; step <= opt_.steps; ++step) {
+      torch::Tensor tx = torch::from_blob(x.data(), {B, nv}, torch::kFloat64).clone().requires_grad_(true);
+      std::vector<torch::Tensor> fc = relax::relaxed_features(rs, tx);
+      torch::Tensor cost = est.forward(fc[0].to(torch::kFloat32), mask).to(torch::kFloat64);
+      torch::Tensor pen = fc[1].numel() > 0 ? torch::relu(fc[1]).pow(2).sum(1) : torch::zeros({B}, torch::kFloat64);
+      torch::Tensor g = relax::scaled_search_gradient(cost, pen, tx, opt_.penalty_weight).contiguous();
+      const double* gp = g.data_ptr<double>();
+      const double c1 = 1 - std::pow(b1, step), c2 = 1 - std::pow(b2, step);
+      for (size_t i = 0; i < x.size(); ++i) {
+        m[i] = b1 * m[i] + (1 - b1) * gp[i];
+        v[i] = b2 * v[i] + (1 - b2) * gp[i] * gp[i];
+        x[i] -= opt_.learning_rate * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+      }
+      for (int b = 0; b < B; ++b) project(ks, x.data() + static_cast<size_t>(b) * nv);
+      round_all();
+    }
+  }
+
+  GradientOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_gradient() { return std::make_unique<Gradient>(); }
+
+}  // namespace basin::search::detail

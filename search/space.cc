@@ -1,0 +1,209 @@
+#include "search/space.h"
+
+#include <algorithm>
+
+#include "core/util/error.h"
+#include "relax/features.h"
+#include "relax/relaxed_sketch.h"
+
+namespace basin::search {
+
+namespace {
+
+constexpr int kMoveAttempts = 24;
+
+template <class T>
+T pick(const std::vector<T>& v, std::mt19937_64& rng) {
+  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+}
+
+int64_t product(const std::vector<int64_t>& f) {
+  int64_t p = 1;
+  for (int64_t v : f) p *= v;
+  return p;
+}
+
+}  // namespace
+
+TaskSpace::TaskSpace(ops::OpGraph task)
+    : task_(std::move(task)), key_(sched::task_key(task_)), sketches_(sched::cpu_sketches(task_)) {
+  exact_.resize(sketches_.size());
+  relaxed_.resize(sketches_.size());
+}
+
+TaskSpace::~TaskSpace() = default;
+
+int TaskSpace::sketch_index(const std::string& name) const {
+  const sched::Sketch& s = sched::find_sketch(sketches_, name);
+  return static_cast<int>(&s - sketches_.data());
+}
+
+Candidate TaskSpace::make(int sketch, sched::Config config) const {
+  Candidate c;
+  c.sketch = sketch;
+  c.json = sched::config_to_json(sketches_[sketch], config);
+  c.config = std::move(config);
+  return c;
+}
+
+Candidate TaskSpace::random(std::mt19937_64& rng) const {
+  int s = std::uniform_int_distribution<int>(0, static_cast<int>(sketches_.size()) - 1)(rng);
+  return make(s, sched::random_config(sketches_[s], rng));
+}
+
+bool TaskSpace::neighbor(const Candidate& c, std::mt19937_64& rng, Candidate* out) const {
+  const sched::Sketch& s = sketches_[c.sketch];
+  const int knobs = static_cast<int>(s.splits.size()) + 1;
+  for (int attempt = 0; attempt < kMoveAttempts; ++attempt) {
+    int k = std::uniform_int_distribution<int>(0, knobs - 1)(rng);
+    sched::Config n = c.config;
+    if (k == knobs - 1) {
+      if (s.unroll_menu.size() < 2) continue;
+      n.unroll = pick(s.unroll_menu, rng);
+    } else {
+      const auto& tilings = sched::split_factorizations(s.splits[k]);
+      if (tilings.size() < 2) continue;
+      n.factors[k] = pick(tilings, rng);
+    }
+    if (n.factors == c.config.factors && n.unroll == c.config.unroll) continue;
+    if (!sched::invalid_reason(s, n).empty()) continue;
+    *out = make(c.sketch, std::move(n));
+    return true;
+  }
+  return false;
+}
+
+bool TaskSpace::mutate(const Candidate& c, std::mt19937_64& rng, Candidate* out) const {
+  const sched::Sketch& s = sketches_[c.sketch];
+  for (int attempt = 0; attempt < kMoveAttempts; ++attempt) {
+    sched::Config n = c.config;
+    bool unroll = s.splits.empty() || std::uniform_real_distribution<double>()(rng) < 0.1;
+    if (unroll) {
+      if (s.unroll_menu.size() < 2) continue;
+      n.unroll = pick(s.unroll_menu, rng);
+    } else {
+      int k = std::uniform_int_distribution<int>(0, static_cast<int>(s.splits.size()) - 1)(rng);
+      const sched::SplitSpec& sp = s.splits[k];
+      std::vector<int64_t>& f = n.factors[k];
+      const int levels = sp.parts + 1;  // level 0 is the outermost one, extent / prod(f)
+      int from = std::uniform_int_distribution<int>(0, levels - 1)(rng);
+      int to = std::uniform_int_distribution<int>(0, levels - 2)(rng);
+      if (to >= from) ++to;
+      int64_t p = pick(sched::factor_primes(sp), rng);
+      int64_t prod = product(f);
+      if (from == 0) {
+        // Take p from the outermost level: the tiles must still fit the extent.
+        if (sp.guarded ? prod * p > sp.extent : (sp.extent / prod) % p != 0) continue;
+      } else {
+        if (f[from - 1] % p != 0) continue;
+        f[from - 1] /= p;
+      }
+      if (to > 0) f[to - 1] *= p;
+    }
+    if (n.factors == c.config.factors && n.unroll == c.config.unroll) continue;
+    if (!sched::invalid_reason(s, n).empty()) continue;
+    *out = make(c.sketch, std::move(n));
+    return true;
+  }
+  return false;
+}
+
+bool TaskSpace::crossover(const Candidate& a, const Candidate& b, std::mt19937_64& rng, Candidate* out) const {
+  if (a.sketch != b.sketch) return false;
+  const sched::Sketch& s = sketches_[a.sketch];
+  std::bernoulli_distribution coin(0.5);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    sched::Config n = a.config;
+    for (size_t k = 0; k < n.factors.size(); ++k)
+      if (coin(rng)) n.factors[k] = b.config.factors[k];
+    if (coin(rng)) n.unroll = b.config.unroll;
+    if (!sched::invalid_reason(s, n).empty()) continue;
+    *out = make(a.sketch, std::move(n));
+    return true;
+  }
+  return false;
+}
+
+relax::RelaxedSketch& TaskSpace::exact(int sketch) {
+  auto& rs = exact_.at(sketch);
+  if (!rs) rs = std::make_unique<relax::RelaxedSketch>(task_, sketches_[sketch], relax::TapeMode::Exact);
+  return *rs;
+}
+
+relax::RelaxedSketch& TaskSpace::relaxed(int sketch) {
+  auto& rs = relaxed_.at(sketch);
+  if (!rs) rs = std::make_unique<relax::RelaxedSketch>(task_, sketches_[sketch], relax::TapeMode::Relaxed);
+  return *rs;
+}
+
+models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
+  models::FeatureBatch b;
+  b.batch = static_cast<int>(cs.size());
+  b.features = relax::num_features();
+  std::vector<std::vector<int>> by_sketch(sketches_.size());
+  for (int i = 0; i < b.batch; ++i) by_sketch.at(cs[i].sketch).push_back(i);
+  for (size_t s = 0; s < sketches_.size(); ++s)
+    if (!by_sketch[s].empty()) b.stores = std::max(b.stores, exact(static_cast<int>(s)).num_stores());
+  const size_t row = static_cast<size_t>(b.stores) * b.features;
+  b.values.assign(row * b.batch, 0.0f);
+  b.mask.assign(static_cast<size_t>(b.stores) * b.batch, 0.0f);
+  std::vector<double> x, f;
+  for (size_t s = 0; s < sketches_.size(); ++s) {
+    const std::vector<int>& idx = by_sketch[s];
+    if (idx.empty()) continue;
+    relax::RelaxedSketch& rs = exact(static_cast<int>(s));
+    const int nv = rs.num_vars(), stores = rs.num_stores(), n = static_cast<int>(idx.size());
+    x.resize(static_cast<size_t>(n) * nv);
+    for (int i = 0; i < n; ++i) {
+      Eigen::VectorXd p = rs.space().point_of(cs[idx[i]].config);
+      std::copy(p.data(), p.data() + nv, x.begin() + static_cast<size_t>(i) * nv);
+    }
+    f.resize(static_cast<size_t>(n) * stores * b.features);
+    rs.forward(x.data(), n, f.data());
+    for (int i = 0; i < n; ++i) {
+      const size_t at = static_cast<size_t>(idx[i]);
+      std::copy(f.begin() + static_cast<size_t>(i) * stores * b.features,
+                f.begin() + static_cast<size_t>(i + 1) * stores * b.features, b.values.begin() + at * row);
+      std::fill(b.mask.begin() + at * b.stores, b.mask.begin() + at * b.stores + stores, 1.0f);
+    }
+  }
+  return b;
+}
+
+models::Sample TaskSpace::sample(const Candidate& c) {
+  relax::RelaxedSketch& rs = exact(c.sketch);
+  Eigen::VectorXd p = rs.space().point_of(c.config);
+  std::vector<double> f(static_cast<size_t>(rs.num_stores()) * rs.num_features());
+  rs.forward(p.data(), 1, f.data());
+  models::Sample s;
+  s.task = key_;
+  s.sketch = sketches_[c.sketch].name;
+  s.config = c.json;
+  s.stores = rs.num_stores();
+  s.features.assign(f.begin(), f.end());
+  return s;
+}
+
+void TaskSpace::predict(models::Estimator& est, std::vector<Candidate>& cs) {
+  std::vector<Candidate> misses;
+  std::unordered_map<std::string, int> pending;
+  for (Candidate& c : cs) {
+    auto it = scores_.find(c.json);
+    if (it != scores_.end()) {
+      c.predicted = it->second;
+    } else if (pending.emplace(c.json, static_cast<int>(misses.size())).second) {
+      misses.push_back(c);
+    }
+  }
+  if (!misses.empty()) {
+    std::vector<double> s = est.predict(features(misses));
+    if (s.size() != misses.size())
+      throw Error("the " + est.kind() + " estimator returned " + std::to_string(s.size()) + " scores for " +
+                  std::to_string(misses.size()) + " programs");
+    predictions_ += static_cast<int64_t>(misses.size());
+    for (size_t i = 0; i < misses.size(); ++i) scores_[misses[i].json] = s[i];
+    for (Candidate& c : cs) c.predicted = scores_.at(c.json);
+  }
+}
+
+}  // namespace basin::search

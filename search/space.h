@@ -1,0 +1,85 @@
+// A task's search space as the strategies see it (DESIGN.md, "Search"): its sketches,
+// candidate programs (a sketch and a configuration), their features through each
+// sketch's exact evaluator (relax/relaxed_sketch.h, the same code path as the
+// training features), the estimator's predictions with a cache, and the moves of the
+// discrete strategies: a random configuration, a neighbour (one knob changed), a tile
+// mutation (one prime factor moved between levels of a split) and a crossover.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ops/registry.h"
+#include "core/schedule/sketch.h"
+#include "models/estimator.h"
+
+namespace basin::relax {
+class RelaxedSketch;
+}
+
+namespace basin::search {
+
+struct Candidate {
+  int sketch = 0;  // index into TaskSpace::sketches()
+  sched::Config config;
+  std::string json;  // sched::config_to_json: names the sketch, identifies the program
+  double predicted = std::numeric_limits<double>::quiet_NaN();  // estimator score, lower = faster
+};
+
+class TaskSpace {
+ public:
+  explicit TaskSpace(ops::OpGraph task);
+  ~TaskSpace();
+  TaskSpace(const TaskSpace&) = delete;
+  TaskSpace& operator=(const TaskSpace&) = delete;
+
+  const ops::OpGraph& task() const { return task_; }
+  const std::string& key() const { return key_; }
+  const std::vector<sched::Sketch>& sketches() const { return sketches_; }
+  int sketch_index(const std::string& name) const;  // throws NotFoundError
+
+  // A candidate of sketch `sketch` (its json filled in).
+  Candidate make(int sketch, sched::Config config) const;
+  // A uniformly random sketch, then a uniformly random valid configuration.
+  Candidate random(std::mt19937_64& rng) const;
+
+  // Moves; each returns false when it found no valid result (out is then unchanged).
+  // One knob (a split's factor tuple or the unroll depth) set to another of its values.
+  bool neighbor(const Candidate& c, std::mt19937_64& rng, Candidate* out) const;
+  // One prime factor moved from one level of a split (the outermost included) to
+  // another, or the unroll depth changed (Ansor's tile-size and unroll mutations).
+  bool mutate(const Candidate& c, std::mt19937_64& rng, Candidate* out) const;
+  // Each split's factors and the unroll depth from either parent (same sketch).
+  bool crossover(const Candidate& a, const Candidate& b, std::mt19937_64& rng, Candidate* out) const;
+
+  // The candidates' exact features, padded to the largest store count.
+  models::FeatureBatch features(const std::vector<Candidate>& cs);
+  // A program's features as a training sample (latency left 0).
+  models::Sample sample(const Candidate& c);
+  // Fills `predicted` of each candidate. Scores are cached by program until
+  // invalidate_predictions() (call it after the estimator changes).
+  void predict(models::Estimator& est, std::vector<Candidate>& cs);
+  void invalidate_predictions() { scores_.clear(); }
+  // Number of programs scored by predict() (cache misses), for the overhead report.
+  int64_t predictions() const { return predictions_; }
+
+  // The sketch's evaluators, built on first use: exact (features of configurations) and
+  // relaxed (the gradient search).
+  relax::RelaxedSketch& exact(int sketch);
+  relax::RelaxedSketch& relaxed(int sketch);
+
+ private:
+  ops::OpGraph task_;
+  std::string key_;
+  std::vector<sched::Sketch> sketches_;
+  std::vector<std::unique_ptr<relax::RelaxedSketch>> exact_, relaxed_;
+  std::unordered_map<std::string, double> scores_;
+  int64_t predictions_ = 0;
+};
+
+}  // namespace basin::search

@@ -1,0 +1,74 @@
+#include "search/strategy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/util/error.h"
+
+namespace basin::search {
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"gradient", "annealing", "evolutionary", "random"};
+  return names;
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name) {
+  if (name == "gradient") return detail::make_gradient();
+  if (name == "annealing") return detail::make_annealing();
+  if (name == "evolutionary") return detail::make_evolutionary();
+  if (name == "random") return detail::make_random();
+  throw NotFoundError("unknown search strategy '" + name + "' (gradient, annealing, evolutionary, random)");
+}
+
+namespace detail {
+
+void fill_random(SearchState& state, int n, std::vector<Candidate>& out) {
+  std::unordered_set<std::string> taken;
+  for (const Candidate& c : out) taken.insert(c.json);
+  int misses = 0;
+  while (static_cast<int>(out.size()) < n && misses < 500) {
+    Candidate c = state.space.random(state.rng);
+    if (state.measured.count(c.json) || !taken.insert(c.json).second) {
+      ++misses;
+      continue;
+    }
+    misses = 0;
+    out.push_back(std::move(c));
+  }
+}
+
+std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon) {
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+  const int n_random = static_cast<int>(std::floor(epsilon * n + 0.5));
+  std::vector<Candidate> out;
+  std::unordered_set<std::string> taken;
+  for (Candidate& c : ranked) {
+    if (static_cast<int>(out.size()) >= n - n_random) break;
+    if (state.measured.count(c.json) || !taken.insert(c.json).second) continue;
+    out.push_back(std::move(c));
+  }
+  fill_random(state, n, out);
+  return out;
+}
+
+namespace {
+
+class RandomSearch final : public Strategy {
+ public:
+  std::string name() const override { return "random"; }
+  std::string default_estimator() const override { return ""; }
+  std::vector<Candidate> propose(SearchState& state, int n) override {
+    std::vector<Candidate> out;
+    fill_random(state, n, out);
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_random() { return std::make_unique<RandomSearch>(); }
+
+}  // namespace detail
+
+}  // namespace basin::search

@@ -1,0 +1,74 @@
+// Search strategies behind one interface (DESIGN.md, "Search"): the state of a task's
+// tuning in (its space, the estimator, what was measured), the next batch of
+// candidates out. Four strategies:
+//  - "gradient": the relaxation (Felix): seeds in each sketch's polytope, Adam on the
+//    exponents against the differentiable estimator plus the constraint penalty,
+//    every visited point rounded, filtered, deduplicated, ranked, the best measured
+//    with a few random ones;
+//  - "annealing": batched simulated-annealing chains with the estimator as energy,
+//    then diversity-aware, epsilon-greedy selection (AutoTVM's Algorithm 1);
+//  - "evolutionary": a population from random samples and the best measured programs,
+//    tile-size and unroll mutation, crossover, selection by the estimator (Ansor);
+//  - "random": uniform over valid configurations.
+// Strategies are deterministic given the rng: one seed makes a run reproducible.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "search/space.h"
+
+namespace basin::search {
+
+// A measured program of the task.
+struct Measured {
+  Candidate candidate;
+  double latency_us = 0;  // 0 for a program that failed
+  bool ok() const { return latency_us > 0; }
+};
+
+struct SearchState {
+  TaskSpace& space;
+  // Null, or not ready(): the model-guided strategies propose random configurations.
+  models::Estimator* estimator = nullptr;
+  const std::vector<Measured>& history;  // oldest first
+  const std::unordered_set<std::string>& measured;  // the json of every measured program
+  std::mt19937_64& rng;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  // Up to n candidates not measured yet and distinct, best first where ranked (fewer
+  // only when the space has fewer unmeasured programs left).
+  virtual std::vector<Candidate> propose(SearchState& state, int n) = 0;
+  // The estimator kind used when none is given: "gbt" for annealing (as AutoTVM),
+  // "mlp" for gradient and evolutionary, "" for random.
+  virtual std::string default_estimator() const { return "mlp"; }
+  // True if the strategy needs a models::DifferentiableEstimator.
+  virtual bool needs_gradients() const { return false; }
+};
+
+// "gradient", "annealing", "evolutionary" or "random"; throws NotFoundError otherwise.
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
+const std::vector<std::string>& strategy_names();
+
+namespace detail {
+// Fills `out` (already holding chosen candidates) up to n with distinct unmeasured
+// random candidates; gives up after many duplicates in a row (a small space).
+void fill_random(SearchState& state, int n, std::vector<Candidate>& out);
+// The final batch of a model-guided strategy: `ranked` (any order; sorted here by
+// prediction) with measured and repeated programs dropped, the best n - n_random of
+// them, then random ones (epsilon-greedy exploration) up to n.
+std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon);
+std::unique_ptr<Strategy> make_random();
+std::unique_ptr<Strategy> make_annealing();
+std::unique_ptr<Strategy> make_evolutionary();
+std::unique_ptr<Strategy> make_gradient();
+}  // namespace detail
+
+}  // namespace basin::search

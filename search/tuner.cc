@@ -1,0 +1,190 @@
+#include "search/tuner.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <unordered_set>
+
+#include "codegen/measure.h"
+#include "core/util/error.h"
+
+namespace basin::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Each round's random choices depend on the seed and the trials done only.
+uint64_t round_seed(uint64_t seed, int trials) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(trials) + 1;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+double pairwise_accuracy(const std::vector<double>& predicted, const std::vector<double>& latency) {
+  int64_t right = 0, pairs = 0;
+  for (size_t i = 0; i < latency.size(); ++i)
+    for (size_t j = i + 1; j < latency.size(); ++j) {
+      if (latency[i] == latency[j]) continue;
+      ++pairs;
+      if ((predicted[i] < predicted[j]) == (latency[i] < latency[j])) ++right;
+    }
+  return pairs ? static_cast<double>(right) / pairs : -1;
+}
+
+TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
+                     const TuneOptions& opt) {
+  if (opt.target != "llvm") throw Error("tuning target '" + opt.target + "' is not supported (llvm)");
+  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  if (opt.batch <= 0) throw Error("the batch size must be positive");
+  if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
+    throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
+                (est ? est->kind() : std::string("none")));
+  const auto t0 = Clock::now();
+  TaskSpace space(task);
+  TuneResult res;
+  res.task_key = space.key();
+  res.strategy = strategy.name();
+  res.estimator = est ? est->kind() : "";
+
+  // What the file holds already.
+  std::vector<Measured> history;
+  std::unordered_set<std::string> measured;
+  std::vector<models::Sample> samples;  // successful programs, for the estimator
+  auto remember = [&](const Candidate& c, double latency_us) {
+    history.push_back({c, latency_us});
+    if (latency_us > 0) {
+      models::Sample s = space.sample(c);
+      s.latency_us = latency_us;
+      samples.push_back(std::move(s));
+      if (!res.best_latency_us || latency_us < res.best_latency_us) res.best_latency_us = latency_us;
+    }
+  };
+  for (const Record& r : store.task_records(res.task_key, opt.target)) {
+    measured.insert(r.config);
+    try {
+      const sched::Sketch* s = nullptr;
+      sched::Config c = sched::config_from_json(r.config, space.sketches(), store.path(), &s);
+      remember(space.make(static_cast<int>(s - space.sketches().data()), std::move(c)), r.ok() ? r.min_latency_us() : 0);
+      if (r.ok() && (!res.best || r.min_latency_us() < res.best->min_latency_us())) res.best = r;
+    } catch (const Error&) {
+      // A program of sketches this basin no longer generates: it counts, it is not reused.
+    }
+  }
+  res.resumed = static_cast<int>(measured.size());
+  res.trials = res.resumed;
+  res.curve.push_back({0, res.trials, res.best_latency_us});
+
+  auto update = [&] {
+    if (!est || !opt.update_estimator || !est->trainable() || samples.size() < 2) return;
+    if (!est->ready() && static_cast<int>(samples.size()) < opt.min_train_samples) return;
+    auto t = Clock::now();
+    models::TrainOptions to;
+    to.seed = opt.seed;
+    if (!est->ready() || est->kind() == "gbt") {
+      to.epochs = 10;  // 50 boosting rounds from scratch on the task's programs, as AutoTVM retrains
+      est->train(samples, to);
+    } else {
+      to.epochs = 6;  // fine-tuning passes over the task's programs
+      est->update(samples, to);
+    }
+    space.invalidate_predictions();
+    res.update_seconds += since(t);
+  };
+  // The worker is forked before LibTorch starts its threads for the estimator.
+  codegen::MeasureOptions mo;
+  mo.timeout_seconds = opt.timeout_seconds;
+  codegen::MeasurePool pool(space.task(), space.sketches(), mo);
+  if (!samples.empty()) update();
+  auto done = [&] {
+    if (opt.trials > 0 && res.trials >= opt.trials) return true;
+    return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
+  };
+  while (!done()) {
+    int n = opt.batch;
+    if (opt.trials > 0) n = std::min(n, opt.trials - res.trials);
+    std::mt19937_64 rng(round_seed(opt.seed, res.trials));
+    auto tp = Clock::now();
+    SearchState state{space, est, history, measured, rng};
+    std::vector<Candidate> batch = strategy.propose(state, n);
+    if (est && est->ready() && !batch.empty()) space.predict(*est, batch);
+    res.propose_seconds += since(tp);
+    if (batch.empty()) {
+      if (opt.log) opt.log("tune " + res.task_key + ": every program of the space is measured; stopping");
+      break;
+    }
+    std::vector<double> predicted, latency;
+    int measured_now = 0;
+    for (const Candidate& c : batch) {
+      if (done()) break;
+      if (!measured.insert(c.json).second) throw InternalError("strategy " + strategy.name() + " proposed a measured program");
+      Record r;
+      r.task_key = res.task_key;
+      r.target = opt.target;
+      r.sketch = space.sketches()[c.sketch].name;
+      r.config = c.json;
+      r.seed = opt.seed;
+      r.estimator_version = strategy.name() + (est ? ":" + est->kind() : "");
+      r.started_at = epoch_seconds();
+      auto tm = Clock::now();
+      codegen::MeasureResult m = pool.measure_one({&pool.sketches()[c.sketch], c.config});
+      res.measure_seconds += since(tm);
+      res.compile_seconds += m.compile_seconds;
+      r.finished_at = epoch_seconds();
+      r.latencies_us = m.latencies_us;
+      r.error = m.error;
+      r.compile_seconds = m.compile_seconds;
+      r.id = store.add(r);
+      ++res.trials;
+      ++res.measured;
+      ++measured_now;
+      if (r.ok()) {
+        if (!std::isnan(c.predicted)) {
+          predicted.push_back(c.predicted);
+          latency.push_back(r.min_latency_us());
+        }
+        if (!res.best || r.min_latency_us() < res.best->min_latency_us()) res.best = r;
+        remember(c, r.min_latency_us());
+      } else {
+        ++res.errors;
+        history.push_back({c, 0});
+      }
+      res.curve.push_back({since(t0), res.trials, res.best_latency_us});
+      if (opt.progress) opt.progress(res.trials, opt.trials, since(t0), res.best_latency_us);
+    }
+    ++res.rounds;
+    double acc = pairwise_accuracy(predicted, latency);
+    if (acc >= 0) res.last_batch_accuracy = acc;
+    update();
+    if (opt.log) {
+      double wall = since(t0);
+      opt.log("tune " + res.task_key + " [" + strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
+              std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
+              (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) +
+              ", batch accuracy " + (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " +
+              fmt("%.2f s", res.propose_seconds) + ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
+              fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)));
+    }
+    if (measured_now == 0) break;
+  }
+  res.seconds = since(t0);
+  res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
+  return res;
+}
+
+}  // namespace basin::search

@@ -1,0 +1,74 @@
+// The tuning loop of one task (DESIGN.md, "Search"): propose a batch (search/strategy.h),
+// measure it in the worker pool (codegen/measure.h), record every program as it is
+// measured (search/records.h), update the estimator, and again, until the budget is
+// spent. Budgets are in trials (the task's measured programs in the records file) or
+// in wall-clock seconds of this run. A run restarted on the same records file resumes:
+// the programs already there count as trials, train the estimator, seed the strategy,
+// and are never measured again. One seed makes a run reproducible: each round's
+// random choices depend only on the seed and the number of trials done.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ops/registry.h"
+#include "search/records.h"
+#include "search/strategy.h"
+
+namespace basin::search {
+
+struct TuneOptions {
+  std::string target = "llvm";
+  int trials = 0;               // stop when the task has this many records (0: no limit)
+  double budget_seconds = 0;    // stop after this much wall time in this run (0: no limit)
+  int batch = 32;               // programs per round
+  uint64_t seed = 1;
+  double timeout_seconds = 10;  // per candidate: compile, check and time
+  bool update_estimator = true;
+  int min_train_samples = 8;    // an untrained estimator trains once this many programs ran
+  // One line per round (best latency so far, trials, the estimator's accuracy on the
+  // batch, where the time went).
+  std::function<void(const std::string&)> log;
+  // After each measured program: trials done, the trial budget (0 when in seconds),
+  // seconds so far, the best latency so far (0 when none ran yet).
+  std::function<void(int, int, double, double)> progress;
+};
+
+struct CurvePoint {
+  double seconds = 0;  // since the run started (programs found in the file: 0)
+  int trials = 0;
+  double best_us = 0;  // 0 while no program ran successfully
+};
+
+struct TuneResult {
+  std::string task_key, strategy, estimator;
+  int trials = 0;    // the task's records on this target now
+  int resumed = 0;   // ... of which were in the file when the run started
+  int measured = 0;  // ... measured by this run
+  int errors = 0;    // failed programs of this run
+  int rounds = 0;
+  std::optional<Record> best;
+  double best_latency_us = 0;
+  // Wall time of the run, and its parts: compile and measure (the worker pool, IPC
+  // included), of which compilation; proposing; estimator updates; the rest (setup,
+  // records, bookkeeping) is wall - measure - propose - update.
+  double seconds = 0, measure_seconds = 0, compile_seconds = 0, propose_seconds = 0, update_seconds = 0;
+  double overhead_fraction = 0;  // 1 - measure_seconds / seconds
+  double last_batch_accuracy = -1;  // pairwise, on the last batch's predictions (-1: none)
+  std::vector<CurvePoint> curve;
+};
+
+// Tunes `task` on opt.target ("llvm"). `estimator` may be null (random search needs
+// none); it is trained or updated in place as programs are measured. Throws
+// basin::Error when the strategy needs a differentiable estimator and gets another.
+TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* estimator,
+                     const TuneOptions& opt);
+
+// Pairwise ranking accuracy of predictions against latencies (pairs with different
+// latencies; -1 when there is none).
+double pairwise_accuracy(const std::vector<double>& predicted, const std::vector<double>& latency);
+
+}  // namespace basin::search

@@ -1,0 +1,212 @@
+// `basin tune-op`: tune one operator with a search strategy (search/tuner.h), every
+// measured program going to the records file; a run restarted on the same file
+// resumes. With --compare, the best program and LibTorch's kernel are timed again with
+// the full protocol in the same run.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "codegen/measure.h"
+#include "codegen/op_check.h"
+#include "codegen/torch_reference.h"
+#include "core/ops/workloads.h"
+#include "core/util/error.h"
+#include "models/estimator.h"
+#include "search/tuner.h"
+#include "tools/commands.h"
+
+namespace basin::tools {
+
+namespace {
+
+struct TuneOpOptions {
+  std::string name, workload, target = "llvm", strategy, records, estimator, budget;
+  std::vector<std::string> params;
+  int trials = 0, batch = 32;
+  uint64_t seed = 1;
+  double timeout = 10;
+  bool compare = false, json = false, quiet = false;
+};
+
+// "90", "90s", "5m", "1.5h" -> seconds.
+double parse_duration(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw ParseError("--budget: '" + text + "' is not a duration (90, 90s, 5m, 1h)");
+  }
+  std::string unit = text.substr(used);
+  static const std::map<std::string, double> units = {{"", 1}, {"s", 1}, {"m", 60}, {"min", 60}, {"h", 3600}};
+  auto it = units.find(unit);
+  if (it == units.end() || !(v > 0) || !std::isfinite(v))
+    throw ParseError("--budget: '" + text + "' is not a positive duration (90, 90s, 5m, 1h)");
+  return v * it->second;
+}
+
+// The progress bar, on stderr when it is a terminal.
+void draw_progress(int done, int total, double seconds, double best_us) {
+  char line[160];
+  if (total > 0) {
+    const int width = 30, filled = std::min(width, done * width / std::max(total, 1));
+    std::snprintf(line, sizeof line, "\r[%s%s] %d/%d trials  %.0f s  best %.1f us ", std::string(filled, '#').c_str(),
+                  std::string(width - filled, ' ').c_str(), done, total, seconds, best_us);
+  } else {
+    std::snprintf(line, sizeof line, "\r%d trials  %.0f s  best %.1f us ", done, seconds, best_us);
+  }
+  std::cerr << line << std::flush;
+}
+
+int run_tune_op(const TuneOpOptions& o) {
+  if (o.name.empty() == o.workload.empty()) throw ParseError("give an operator NAME or --workload W (not both)");
+  if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
+  if (o.trials < 0) throw ParseError("--trials must be positive");
+  if (o.batch <= 0) throw ParseError("--batch must be positive");
+  if (o.target != "llvm") throw Error("tune-op: target '" + o.target + "' is not supported yet (llvm)");
+  std::string op = o.name;
+  std::map<std::string, std::string> params;
+  if (!o.workload.empty()) {
+    if (!o.params.empty()) throw ParseError("--param cannot be combined with --workload");
+    const ops::Workload& w = ops::find_workload(o.workload);
+    op = w.op;
+    params = w.params;
+  } else {
+    for (const std::string& kv : o.params) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw ParseError("--param expects K=V, got '" + kv + "'");
+      params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  ops::OpGraph g = ops::build_op(op, params);
+  std::unique_ptr<search::Strategy> strategy = search::make_strategy(o.strategy);
+  std::string spec = o.estimator.empty() ? strategy->default_estimator() : o.estimator;
+  std::unique_ptr<models::Estimator> est = spec.empty() ? nullptr : models::estimator_from_spec(spec);
+  search::RecordStore store(o.records);
+
+  search::TuneOptions to;
+  to.target = o.target;
+  to.trials = o.trials;
+  to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
+  to.batch = o.batch;
+  to.seed = o.seed;
+  to.timeout_seconds = o.timeout;
+  const bool bar = !o.quiet && isatty(STDERR_FILENO);
+  if (!o.quiet)
+    to.log = [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
+  if (bar) to.progress = draw_progress;
+  search::TuneResult r = search::tune_task(g, store, *strategy, est.get(), to);
+  if (bar) std::cerr << "\r\033[K" << std::flush;
+
+  nlohmann::json j = {{"op", op},
+                      {"task", r.task_key},
+                      {"target", o.target},
+                      {"strategy", r.strategy},
+                      {"estimator", spec.empty() ? "none" : spec},
+                      {"records", o.records},
+                      {"seed", o.seed},
+                      {"trials", r.trials},
+                      {"resumed", r.resumed},
+                      {"measured", r.measured},
+                      {"errors", r.errors},
+                      {"rounds", r.rounds},
+                      {"search_seconds", r.seconds},
+                      {"measure_seconds", r.measure_seconds},
+                      {"compile_seconds", r.compile_seconds},
+                      {"propose_seconds", r.propose_seconds},
+                      {"update_seconds", r.update_seconds},
+                      {"overhead_fraction", r.overhead_fraction},
+                      {"flops", g.flops}};
+  if (!o.workload.empty()) j["workload"] = o.workload;
+  if (r.last_batch_accuracy >= 0) j["last_batch_accuracy"] = r.last_batch_accuracy;
+  nlohmann::json curve = nlohmann::json::array();
+  for (const search::CurvePoint& p : r.curve) curve.push_back({p.seconds, p.trials, p.best_us});
+  j["curve"] = curve;
+  if (r.best) {
+    j["best_latency_us"] = r.best->min_latency_us();
+    j["best_config"] = nlohmann::json::parse(r.best->config);
+    j["gflops"] = g.flops / (r.best->min_latency_us() * 1e-6) / 1e9;
+  } else {
+    j["best_latency_us"] = nullptr;
+  }
+  if (o.compare) {
+    // The same protocol for both (BENCHMARKS.md): full timing, the peer on every core.
+    std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
+    if (r.best) {
+      const sched::Sketch* s = nullptr;
+      sched::Config c = sched::config_from_json(r.best->config, sketches, o.records, &s);
+      codegen::MeasureOptions mo;
+      mo.timing = codegen::TimingOptions::full();
+      mo.timeout_seconds = 120;
+      codegen::MeasurePool pool(g, sketches, mo);
+      codegen::MeasureResult m = pool.measure_one({&pool.sketches()[static_cast<size_t>(s - sketches.data())], c});
+      if (!m.ok()) throw Error("the best program failed when timed again: " + m.error);
+      j["final_latency_us"] = m.min_us();
+    }
+    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    codegen::set_torch_threads(threads);
+    codegen::Timing t = codegen::time_torch_reference(g, codegen::random_inputs(g, 1), codegen::TimingOptions::full());
+    j["torch_latency_us"] = t.min_us;
+    j["torch_threads"] = threads;
+    if (j.contains("final_latency_us")) j["speedup_vs_torch"] = t.min_us / j["final_latency_us"].get<double>();
+  }
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("task               %s\n", r.task_key.c_str());
+    std::printf("strategy           %s (estimator %s), seed %llu\n", r.strategy.c_str(), spec.empty() ? "none" : spec.c_str(),
+                static_cast<unsigned long long>(o.seed));
+    std::printf("trials             %d (%d resumed from %s, %d failed in this run)\n", r.trials, r.resumed, o.records.c_str(),
+                r.errors);
+    if (r.best)
+      std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->min_latency_us(), j["gflops"].get<double>());
+    else
+      std::printf("best latency       none: no program ran successfully\n");
+    if (j.contains("final_latency_us"))
+      std::printf("timed again        %.2f us (full protocol)\n", j["final_latency_us"].get<double>());
+    if (j.contains("torch_latency_us"))
+      std::printf("LibTorch           %.2f us%s\n", j["torch_latency_us"].get<double>(),
+                  j.contains("speedup_vs_torch")
+                      ? ("  (speedup " + std::to_string(j["speedup_vs_torch"].get<double>()) + ")").c_str()
+                      : "");
+    std::printf("time               %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s; overhead %.1f%%)\n",
+                r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, 100 * r.overhead_fraction);
+    if (r.best) std::printf("best configuration %s\n", r.best->config.c_str());
+  }
+  return r.best ? 0 : 4;
+}
+
+}  // namespace
+
+void add_tune_op_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<TuneOpOptions>();
+  auto* cmd = app.add_subcommand("tune-op", "tune one operator with a search strategy; resumable from its records");
+  cmd->add_option("name", o->name, "operator name (`basin ops` lists them)");
+  cmd->add_option("--workload", o->workload, "a named workload instead of NAME and --param (`basin workloads`)");
+  cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
+  cmd->add_option("--target", o->target, "llvm");
+  cmd->add_option("--strategy", o->strategy, "gradient, annealing, evolutionary or random")
+      ->required()
+      ->check(CLI::IsMember(search::strategy_names()));
+  cmd->add_option("--trials", o->trials, "stop when the task has N measured programs in the records file");
+  cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 5m, 1h)");
+  cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
+  cmd->add_option("--estimator", o->estimator,
+                  "mlp (pretrained), gbt, roofline or a file (.pt TorchScript, or one written by basin estimator train); "
+                  "default: mlp, gbt for annealing, none for random");
+  cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
+  cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
+  cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
+  cmd->add_flag("--compare", o->compare, "time the best program and LibTorch's kernel again in the same run");
+  cmd->add_flag("--quiet", o->quiet, "no progress bar or round lines on stderr");
+  cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->callback([&run, o] { run = [o] { return run_tune_op(*o); }; });
+}
+
+}  // namespace basin::tools
