@@ -89,8 +89,7 @@ class Gradient final : public Strategy {
         for (Eigen::VectorXd& x : space.relaxed(s).space().sample(uniform[s], rng, 20, 5)) seeds[s].push_back(std::move(x));
 
     std::map<std::string, Candidate> visited;
-    for (int s = 0; s < n_sketches; ++s)
-      if (!seeds[s].empty()) descend(space, s, seeds[s], *est, state, visited);
+    descend(space, seeds, *est, state, visited);
 
     std::vector<Candidate> ranked;
     for (auto& [json, c] : visited) ranked.push_back(std::move(c));
@@ -99,38 +98,86 @@ class Gradient final : public Strategy {
   }
 
  private:
-  // Adam from the seeds of one sketch, every visited point rounded into `visited`.
-  void descend(TaskSpace& space, int sketch, const std::vector<Eigen::VectorXd>& start,
+  // One sketch's seeds under descent.
+  struct Group {
+    int sketch;
+    relax::RelaxedSketch* rs;
+    int batch, vars;
+    std::vector<double> x, m, v;
+  };
+
+  // Adam from the seeds of every sketch at once (one estimator call per step over all
+  // of them, stores padded and masked), every visited point rounded into `visited`.
+  void descend(TaskSpace& space, const std::vector<std::vector<Eigen::VectorXd>>& seeds,
                models::DifferentiableEstimator& est, SearchState& state, std::map<std::string, Candidate>& visited) {
-    relax::RelaxedSketch& rs = space.relaxed(sketch);
-    const relax::KnobSpace& ks = rs.space();
-    const int B = static_cast<int>(start.size()), nv = rs.num_vars();
-    std::vector<double> x(static_cast<size_t>(B) * nv), m(x.size(), 0.0), v(x.size(), 0.0);
-    for (int b = 0; b < B; ++b) std::copy(start[b].data(), start[b].data() + nv, x.begin() + static_cast<size_t>(b) * nv);
-    torch::Tensor mask = torch::ones({B, rs.num_stores()}, torch::kFloat32);
-    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    std::vector<Group> groups;
+    int stores = 0;
+    for (size_t s = 0; s < seeds.size(); ++s) {
+      if (seeds[s].empty()) continue;
+      Group g{static_cast<int>(s), &space.relaxed(static_cast<int>(s)), static_cast<int>(seeds[s].size()), 0, {}, {}, {}};
+      g.vars = g.rs->num_vars();
+      for (const Eigen::VectorXd& p : seeds[s]) g.x.insert(g.x.end(), p.data(), p.data() + g.vars);
+      g.m.assign(g.x.size(), 0.0);
+      g.v.assign(g.x.size(), 0.0);
+      stores = std::max(stores, g.rs->num_stores());
+      groups.push_back(std::move(g));
+    }
+    std::vector<torch::Tensor> masks;
+    for (const Group& g : groups) {
+      torch::Tensor mk = torch::zeros({g.batch, stores}, torch::kFloat32);
+      mk.narrow(1, 0, g.rs->num_stores()).fill_(1);
+      masks.push_back(mk);
+    }
+    const torch::Tensor mask = torch::cat(masks, 0);
     auto round_all = [&] {
-      for (int b = 0; b < B; ++b) {
-        Eigen::Map<const Eigen::VectorXd> p(x.data() + static_cast<size_t>(b) * nv, nv);
-        Candidate c = space.make(sketch, ks.round(p));
-        if (!state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
-      }
+      for (const Group& g : groups)
+        for (int b = 0; b < g.batch; ++b) {
+          Eigen::Map<const Eigen::VectorXd> p(g.x.data() + static_cast<size_t>(b) * g.vars, g.vars);
+          Candidate c = space.make(g.sketch, g.rs->space().round(p));
+          if (!state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+        }
     };
     round_all();
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     for (int step = 1; step <= opt_.steps; ++step) {
-      torch::Tensor tx = torch::from_blob(x.data(), {B, nv}, torch::kFloat64).clone().requires_grad_(true);
-      std::vector<torch::Tensor> fc = relax::relaxed_features(rs, tx);
-      torch::Tensor cost = est.forward(fc[0].to(torch::kFloat32), mask).to(torch::kFloat64);
-      torch::Tensor pen = fc[1].numel() > 0 ? torch::relu(fc[1]).pow(2).sum(1) : torch::zeros({B}, torch::kFloat64);
-      torch::Tensor g = relax::scaled_search_gradient(cost, pen, tx, opt_.penalty_weight).contiguous();
-      const double* gp = g.data_ptr<double>();
-      const double c1 = 1 - std::pow(b1, step), c2 = 1 - std::pow(b2, step);
-      for (size_t i = 0; i < x.size(); ++i) {
-        m[i] = b1 * m[i] + (1 - b1) * gp[i];
-        v[i] = b2 * v[i] + (1 - b2) * gp[i] * gp[i];
-        x[i] -= opt_.learning_rate * (m[i] / c1) / (std::sqrt(v[i] / c2) + eps);
+      std::vector<torch::Tensor> xs, feats, pens;
+      for (Group& g : groups) {
+        torch::Tensor tx = torch::from_blob(g.x.data(), {g.batch, g.vars}, torch::kFloat64).clone().requires_grad_(true);
+        std::vector<torch::Tensor> fc = relax::relaxed_features(*g.rs, tx);
+        torch::Tensor f = fc[0].to(torch::kFloat32);
+        if (g.rs->num_stores() < stores) f = torch::constant_pad_nd(f, {0, 0, 0, stores - g.rs->num_stores()});
+        feats.push_back(f);
+        pens.push_back(fc[1].size(1) > 0 ? torch::relu(fc[1]).pow(2).sum(1) : torch::zeros({g.batch}, torch::kFloat64));
+        xs.push_back(tx);
       }
-      for (int b = 0; b < B; ++b) project(ks, x.data() + static_cast<size_t>(b) * nv);
+      torch::Tensor cost = est.forward(torch::cat(feats, 0), mask).to(torch::kFloat64);
+      torch::Tensor pen = torch::cat(pens, 0);
+      auto grads = [&](const torch::Tensor& y) {
+        std::vector<torch::Tensor> g = torch::autograd::grad({y.sum()}, xs, {}, /*retain_graph=*/true, false,
+                                                             /*allow_unused=*/true);
+        for (size_t i = 0; i < g.size(); ++i)
+          g[i] = g[i].defined() ? g[i].to(torch::kFloat64).contiguous() : torch::zeros_like(xs[i]);
+        return g;
+      };
+      std::vector<torch::Tensor> gc = grads(cost), gp = pen.requires_grad() ? grads(pen) : std::vector<torch::Tensor>{};
+      const double c1 = 1 - std::pow(b1, step), c2 = 1 - std::pow(b2, step);
+      std::vector<double> dir;
+      for (size_t k = 0; k < groups.size(); ++k) {
+        Group& g = groups[k];
+        dir.resize(g.x.size());
+        if (gp.empty()) {
+          std::copy(gc[k].data_ptr<double>(), gc[k].data_ptr<double>() + g.x.size(), dir.begin());
+        } else {
+          relax::scale_penalty_gradient(gc[k].data_ptr<double>(), gp[k].data_ptr<double>(), g.batch, g.vars,
+                                        opt_.penalty_weight, dir.data());
+        }
+        for (size_t i = 0; i < g.x.size(); ++i) {
+          g.m[i] = b1 * g.m[i] + (1 - b1) * dir[i];
+          g.v[i] = b2 * g.v[i] + (1 - b2) * dir[i] * dir[i];
+          g.x[i] -= opt_.learning_rate * (g.m[i] / c1) / (std::sqrt(g.v[i] / c2) + eps);
+        }
+        for (int b = 0; b < g.batch; ++b) project(g.rs->space(), g.x.data() + static_cast<size_t>(b) * g.vars);
+      }
       round_all();
     }
   }

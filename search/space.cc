@@ -86,10 +86,13 @@ bool TaskSpace::mutate(const Candidate& c, std::mt19937_64& rng, Candidate* out)
       const sched::SplitSpec& sp = s.splits[k];
       std::vector<int64_t>& f = n.factors[k];
       const int levels = sp.parts + 1;  // level 0 is the outermost one, extent / prod(f)
+      if (levels < 2) continue;
       int from = std::uniform_int_distribution<int>(0, levels - 1)(rng);
       int to = std::uniform_int_distribution<int>(0, levels - 2)(rng);
       if (to >= from) ++to;
-      int64_t p = pick(sched::factor_primes(sp), rng);
+      const std::vector<int64_t> primes = sched::factor_primes(sp);
+      if (primes.empty()) continue;  // an extent of 1
+      int64_t p = pick(primes, rng);
       int64_t prod = product(f);
       if (from == 0) {
         // Take p from the outermost level: the tiles must still fit the extent.
@@ -185,6 +188,10 @@ models::Sample TaskSpace::sample(const Candidate& c) {
 }
 
 void TaskSpace::predict(models::Estimator& est, std::vector<Candidate>& cs) {
+  if (scored_by_ != &est) {
+    scores_.clear();
+    scored_by_ = &est;
+  }
   std::vector<Candidate> misses;
   std::unordered_map<std::string, int> pending;
   for (Candidate& c : cs) {

@@ -61,8 +61,9 @@ class TaskSpace {
   models::FeatureBatch features(const std::vector<Candidate>& cs);
   // A program's features as a training sample (latency left 0).
   models::Sample sample(const Candidate& c);
-  // Fills `predicted` of each candidate. Scores are cached by program until
-  // invalidate_predictions() (call it after the estimator changes).
+  // Fills `predicted` of each candidate. Scores are cached by program for one
+  // estimator until invalidate_predictions() (call it after the estimator changes); a
+  // call with another estimator starts a new cache.
   void predict(models::Estimator& est, std::vector<Candidate>& cs);
   void invalidate_predictions() { scores_.clear(); }
   // Number of programs scored by predict() (cache misses), for the overhead report.
@@ -79,6 +80,7 @@ class TaskSpace {
   std::vector<sched::Sketch> sketches_;
   std::vector<std::unique_ptr<relax::RelaxedSketch>> exact_, relaxed_;
   std::unordered_map<std::string, double> scores_;
+  const models::Estimator* scored_by_ = nullptr;
   int64_t predictions_ = 0;
 };
 

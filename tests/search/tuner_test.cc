@@ -1,0 +1,257 @@
+// The search space's moves, the four strategies behind one interface, and the tuning
+// loop (records, budgets, reproducibility). The resume-after-SIGKILL test runs the
+// real binary: tests/tools/tune_op_test.cc.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+#include <unistd.h>
+
+#include "core/ops/registry.h"
+#include "core/util/error.h"
+#include "models/dataset.h"
+#include "models/estimator.h"
+#include "search/records.h"
+#include "search/tuner.h"
+
+using namespace basin;
+
+namespace {
+
+ops::OpGraph small_gemm() { return ops::build_op("matmul", {{"M", "64"}, {"N", "64"}, {"K", "64"}}); }
+
+std::vector<ops::OpGraph> move_tasks() {
+  return {small_gemm(),
+          ops::build_op("conv2d", {{"in_channels", "16"}, {"out_channels", "32"}, {"height", "14"}, {"width", "14"},
+                                   {"kernel", "3"}, {"padding", "1"}}),
+          ops::build_op("dense", {{"M", "197"}, {"K", "64"}, {"N", "96"}}),
+          ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}})};
+}
+
+std::string temp_db(const char* name) {
+  std::string p = "/tmp/basin_tuner_" + std::string(name) + "_" + std::to_string(::getpid()) + ".db";
+  std::remove(p.c_str());
+  return p;
+}
+
+TEST(TaskSpace, MovesGiveValidNewConfigurations) {
+  for (const ops::OpGraph& g : move_tasks()) {
+    search::TaskSpace space(g);
+    std::mt19937_64 rng(3);
+    int neighbors = 0, mutations = 0, crossovers = 0;
+    for (int i = 0; i < 60; ++i) {
+      search::Candidate a = space.random(rng), b = space.random(rng), out;
+      const sched::Sketch& s = space.sketches()[a.sketch];
+      if (space.neighbor(a, rng, &out)) {
+        ++neighbors;
+        EXPECT_EQ(out.sketch, a.sketch);
+        EXPECT_NE(out.json, a.json);
+        EXPECT_EQ(sched::invalid_reason(s, out.config), "") << out.json;
+        EXPECT_EQ(out.json, sched::config_to_json(s, out.config));
+      }
+      if (space.mutate(a, rng, &out)) {
+        ++mutations;
+        EXPECT_NE(out.json, a.json);
+        EXPECT_EQ(sched::invalid_reason(s, out.config), "") << out.json;
+      }
+      b = space.make(a.sketch, sched::random_config(s, rng));
+      if (space.crossover(a, b, rng, &out)) {
+        ++crossovers;
+        EXPECT_EQ(sched::invalid_reason(s, out.config), "") << out.json;
+        for (size_t k = 0; k < out.config.factors.size(); ++k)
+          EXPECT_TRUE(out.config.factors[k] == a.config.factors[k] || out.config.factors[k] == b.config.factors[k]);
+      }
+    }
+    EXPECT_GT(neighbors, 40) << space.key();
+    EXPECT_GT(mutations, 30) << space.key();
+    EXPECT_GT(crossovers, 40) << space.key();
+  }
+}
+
+TEST(TaskSpace, CandidateFeaturesAreTheTrainingFeatures) {
+  for (const ops::OpGraph& g : move_tasks()) {
+    search::TaskSpace space(g);
+    std::mt19937_64 rng(5);
+    std::vector<search::Candidate> cs;
+    for (int i = 0; i < 12; ++i) cs.push_back(space.random(rng));
+    models::FeatureBatch b = space.features(cs);
+    models::FeatureExtractor fx;
+    for (int i = 0; i < b.batch; ++i) {
+      models::Sample s = fx.features(space.key(), space.sketches()[cs[i].sketch].name, cs[i].json);
+      for (int st = 0; st < b.stores; ++st) {
+        EXPECT_EQ(b.mask[i * b.stores + st], st < s.stores ? 1.0f : 0.0f);
+        for (int f = 0; st < s.stores && f < b.features; ++f)
+          EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f], s.features[st * b.features + f]);
+      }
+    }
+  }
+}
+
+// Each strategy: n distinct, valid, unmeasured candidates; the same rng seed gives the
+// same ones; the model-guided ones propose programs the estimator prefers to random ones.
+TEST(Strategies, ProposeDistinctUnmeasuredCandidatesReproducibly) {
+  ops::OpGraph g = ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}});
+  search::TaskSpace space(g);
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  std::unique_ptr<models::Estimator> roofline = models::make_estimator("roofline");
+  ASSERT_TRUE(mlp->ready()) << "the pretrained CPU MLP is missing";
+  std::mt19937_64 r0(11);
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  for (int i = 0; i < 20; ++i) {
+    search::Candidate c = space.random(r0);
+    if (measured.insert(c.json).second) history.push_back({c, 100.0 + i});
+  }
+  std::vector<search::Candidate> baseline;
+  for (int i = 0; i < 200; ++i) baseline.push_back(space.random(r0));
+  for (const std::string& name : search::strategy_names()) {
+    models::Estimator* est = name == "gradient" ? mlp.get() : name == "random" ? nullptr : roofline.get();
+    std::vector<std::string> first;
+    for (int rep = 0; rep < 2; ++rep) {
+      std::unique_ptr<search::Strategy> s = search::make_strategy(name);
+      EXPECT_EQ(s->name(), name);
+      std::mt19937_64 rng(42);
+      search::SearchState state{space, est, history, measured, rng};
+      std::vector<search::Candidate> got = s->propose(state, 16);
+      ASSERT_EQ(got.size(), 16u) << name;
+      std::vector<std::string> jsons;
+      std::set<std::string> distinct;
+      for (const search::Candidate& c : got) {
+        EXPECT_FALSE(measured.count(c.json)) << name;
+        EXPECT_TRUE(distinct.insert(c.json).second) << name;
+        EXPECT_EQ(sched::invalid_reason(space.sketches()[c.sketch], c.config), "") << name;
+        jsons.push_back(c.json);
+      }
+      if (rep == 0) first = jsons;
+      else EXPECT_EQ(jsons, first) << name << " is not reproducible";
+      if (est) {
+        std::vector<search::Candidate> base = baseline;
+        space.predict(*est, base);
+        space.predict(*est, got);
+        double mean_base = 0, mean_got = 0;
+        for (const search::Candidate& c : base) mean_base += c.predicted / base.size();
+        for (int i = 0; i < 12; ++i) mean_got += got[i].predicted / 12;  // the ranked part of the batch
+        EXPECT_LT(mean_got, mean_base) << name << " does not follow its estimator";
+      }
+    }
+  }
+  EXPECT_THROW(search::make_strategy("hillclimb"), NotFoundError);
+}
+
+TEST(Strategies, UntrainedEstimatorFallsBackToRandom) {
+  search::TaskSpace space(small_gemm());
+  std::unique_ptr<models::Estimator> gbt = models::make_estimator("gbt");
+  ASSERT_FALSE(gbt->ready());
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  for (const char* name : {"annealing", "evolutionary", "gradient"}) {
+    std::mt19937_64 rng(1);
+    search::SearchState state{space, gbt.get(), history, measured, rng};
+    EXPECT_EQ(search::make_strategy(name)->propose(state, 8).size(), 8u) << name;
+  }
+}
+
+TEST(Tuner, RecordsEveryProgramAndOneSeedReproducesTheRun) {
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 12;
+  opt.batch = 5;
+  opt.seed = 7;
+  std::vector<std::vector<std::string>> configs;
+  for (int run = 0; run < 2; ++run) {
+    std::string db = temp_db(run ? "repro_b" : "repro_a");
+    search::RecordStore store(db);
+    std::vector<std::string> lines;
+    opt.log = [&](const std::string& l) { lines.push_back(l); };
+    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    EXPECT_EQ(r.trials, 12);
+    EXPECT_EQ(r.measured, 12);
+    EXPECT_EQ(r.resumed, 0);
+    EXPECT_EQ(r.rounds, 3);
+    EXPECT_EQ(lines.size(), 3u);
+    EXPECT_EQ(store.count(), 12);
+    ASSERT_TRUE(r.best);
+    EXPECT_EQ(r.best_latency_us, r.best->min_latency_us());
+    EXPECT_GT(r.overhead_fraction, 0.0);
+    EXPECT_LT(r.overhead_fraction, 1.0);
+    EXPECT_LE(r.measure_seconds, r.seconds);
+    ASSERT_EQ(r.curve.size(), 13u);
+    for (size_t i = 1; i < r.curve.size(); ++i) {
+      EXPECT_EQ(r.curve[i].trials, static_cast<int>(i));
+      EXPECT_GE(r.curve[i].seconds, r.curve[i - 1].seconds);
+      if (r.curve[i - 1].best_us > 0) {
+        EXPECT_LE(r.curve[i].best_us, r.curve[i - 1].best_us);
+      }
+    }
+    std::vector<std::string> cs;
+    for (const search::Record& rec : store.all()) cs.push_back(rec.config);
+    configs.push_back(cs);
+    std::remove(db.c_str());
+  }
+  EXPECT_EQ(configs[0], configs[1]);
+}
+
+TEST(Tuner, ResumesFromItsRecordsWithoutMeasuringTwice) {
+  std::string db = temp_db("resume");
+  std::unique_ptr<search::Strategy> evo = search::make_strategy("evolutionary");
+  std::unique_ptr<models::Estimator> est = models::make_estimator("gbt");
+  search::TuneOptions opt;
+  opt.trials = 10;
+  opt.batch = 10;
+  {
+    search::RecordStore store(db);
+    search::TuneResult r = search::tune_task(small_gemm(), store, *evo, est.get(), opt);
+    EXPECT_EQ(r.measured, 10);
+    EXPECT_TRUE(est->ready()) << "the estimator was not trained on the first batch";
+  }
+  opt.trials = 18;
+  search::RecordStore store(db);
+  search::TuneResult r = search::tune_task(small_gemm(), store, *evo, est.get(), opt);
+  EXPECT_EQ(r.resumed, 10);
+  EXPECT_EQ(r.measured, 8);
+  EXPECT_EQ(r.trials, 18);
+  std::set<std::string> distinct;
+  for (const search::Record& rec : store.all()) EXPECT_TRUE(distinct.insert(rec.config).second) << rec.config;
+  EXPECT_EQ(distinct.size(), 18u);
+  std::remove(db.c_str());
+}
+
+TEST(Tuner, StopsOnItsTimeBudget) {
+  std::string db = temp_db("budget");
+  search::RecordStore store(db);
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.budget_seconds = 1.0;
+  opt.batch = 4;
+  search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+  EXPECT_GT(r.measured, 0);
+  EXPECT_LT(r.seconds, 6.0);  // the budget, one candidate's timeout at most
+  std::remove(db.c_str());
+}
+
+TEST(Tuner, RejectsWhatItCannotRun) {
+  std::string db = temp_db("reject");
+  search::RecordStore store(db);
+  std::unique_ptr<search::Strategy> gradient = search::make_strategy("gradient");
+  std::unique_ptr<models::Estimator> gbt = models::make_estimator("gbt");
+  search::TuneOptions opt;
+  opt.trials = 4;
+  EXPECT_THROW(search::tune_task(small_gemm(), store, *gradient, gbt.get(), opt), Error);
+  EXPECT_THROW(search::tune_task(small_gemm(), store, *gradient, nullptr, opt), Error);
+  opt.trials = 0;
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  EXPECT_THROW(search::tune_task(small_gemm(), store, *random, nullptr, opt), Error);
+  opt.trials = 4;
+  opt.target = "cuda9";
+  EXPECT_THROW(search::tune_task(small_gemm(), store, *random, nullptr, opt), Error);
+  EXPECT_EQ(store.count(), 0);
+  std::remove(db.c_str());
+}
+
+TEST(Tuner, PairwiseAccuracy) {
+  EXPECT_DOUBLE_EQ(search::pairwise_accuracy({1, 2, 3}, {10, 20, 30}), 1.0);
+  EXPECT_DOUBLE_EQ(search::pairwise_accuracy({3, 2, 1}, {10, 20, 30}), 0.0);
+  EXPECT_DOUBLE_EQ(search::pairwise_accuracy({1, 2}, {5, 5}), -1.0);
+}
+
+}  // namespace

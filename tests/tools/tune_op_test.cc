@@ -1,0 +1,165 @@
+// `basin tune-op` as a user runs it: killed with SIGKILL mid-run and restarted on the
+// same records file, it continues where it stopped and measures no program twice;
+// --json carries the keys scripts rely on; every user error fails with one clear line.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "search/records.h"
+
+namespace {
+
+const std::string kBasin = std::string(BASIN_BINARY_DIR) + "/bin/basin";
+const char* kTask = "matmul --param M=64 --param N=64 --param K=64";
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run(const std::string& args, bool keep_stderr = false) {
+  std::string cmd = kBasin + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
+  Result r{0, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string temp_db(const char* name) {
+  std::string p = "/tmp/basin_tune_op_" + std::string(name) + "_" + std::to_string(::getpid()) + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((p + suffix).c_str());
+  return p;
+}
+
+int64_t records_in(const std::string& db) {
+  if (!std::filesystem::exists(db)) return 0;
+  try {
+    return basin::search::RecordStore(db).count();
+  } catch (const std::exception&) {
+    return 0;  // still being created by the tuner
+  }
+}
+
+TEST(TuneOp, ResumesAfterSigkillWithoutMeasuringTwice) {
+  const std::string db = temp_db("resume");
+  const std::string args = std::string(kTask) + " --strategy gradient --trials 30 --batch 4 --seed 3 --records " + db;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    execl("/bin/sh", "sh", "-c", ("exec " + kBasin + " tune-op " + args).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Kill it once it has recorded a few programs, mid-round.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (records_in(db) < 6 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the tuner finished before it could be killed";
+  const int64_t before = records_in(db);
+  ASSERT_GE(before, 6);
+  ASSERT_LT(before, 30);
+
+  Result r = run("tune-op " + args + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["trials"], 30);
+  EXPECT_EQ(j["resumed"], before);
+  EXPECT_EQ(j["measured"], 30 - before);
+  basin::search::RecordStore store(db);
+  std::set<std::string> programs;
+  for (const basin::search::Record& rec : store.all())
+    EXPECT_TRUE(programs.insert(rec.sketch + rec.config).second) << "measured twice: " << rec.config;
+  EXPECT_EQ(programs.size(), 30u);
+
+  // Done already: a third run measures nothing.
+  Result again = run("tune-op " + args + " --json");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["measured"], 0);
+  EXPECT_EQ(store.count(), 30);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+}
+
+TEST(TuneOp, JsonReportsTheRunAndThePeer) {
+  const std::string db = temp_db("json");
+  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing --trials 12 --batch 6 --compare --json --records " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"best_latency_us", "trials", "search_seconds", "curve", "overhead_fraction", "torch_latency_us",
+                          "final_latency_us", "speedup_vs_torch", "best_config", "estimator"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["trials"], 12);
+  EXPECT_EQ(j["estimator"], "gbt");
+  EXPECT_GT(j["best_latency_us"].get<double>(), 0);
+  EXPECT_GT(j["torch_latency_us"].get<double>(), 0);
+  double overhead = j["overhead_fraction"].get<double>();
+  EXPECT_GT(overhead, 0);
+  EXPECT_LT(overhead, 1);
+  ASSERT_EQ(j["curve"].size(), 13u);
+  EXPECT_EQ(j["curve"][12][1], 12);
+  EXPECT_DOUBLE_EQ(j["curve"][12][2].get<double>(), j["best_latency_us"].get<double>());
+  // One line per round on stderr.
+  Result log = run("tune-op " + std::string(kTask) + " --strategy random --trials 15 --batch 5 --records " + db, true);
+  ASSERT_EQ(log.code, 0) << log.out;
+  size_t rounds = 0;
+  for (size_t at = log.out.find("round "); at != std::string::npos; at = log.out.find("round ", at + 1)) ++rounds;
+  EXPECT_EQ(rounds, 1u) << log.out;  // 12 programs were there already: one round of 3
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+}
+
+TEST(TuneOp, UserErrorsFailWithOneClearLine) {
+  const std::string db = temp_db("errors");
+  const std::string corrupt = db + ".corrupt";
+  {
+    FILE* f = std::fopen(corrupt.c_str(), "w");
+    std::fputs("this is not a database, it is a text file of some length to look like one\n", f);
+    std::fclose(f);
+  }
+  struct Bad {
+    std::string args, message;
+  };
+  const std::string t = std::string(kTask) + " --records " + db;
+  const std::vector<Bad> calls = {
+      {"tune-op " + t + " --trials 10", "--strategy is required"},
+      {"tune-op " + t + " --strategy hillclimb --trials 10", "--strategy"},
+      {"tune-op " + t + " --strategy random", "give one budget"},
+      {"tune-op " + t + " --strategy random --trials 10 --budget 5m", "give one budget"},
+      {"tune-op " + t + " --strategy random --budget soon", "not a duration"},
+      {"tune-op " + t + " --strategy random --budget -5s", "not a positive duration"},
+      {"tune-op " + t + " --strategy random --trials 10 --batch 0", "--batch must be positive"},
+      {"tune-op " + t + " --strategy gradient --trials 10 --estimator gbt", "needs a differentiable estimator"},
+      {"tune-op " + t + " --strategy annealing --trials 10 --estimator /nonexistent/e.pt", "/nonexistent/e.pt"},
+      {"tune-op " + t + " --strategy random --trials 10 --target cuda", "not supported"},
+      {"tune-op --workload nosuch --strategy random --trials 10 --records " + db, "unknown workload 'nosuch'"},
+      {"tune-op " + std::string(kTask) + " --strategy random --trials 10", "--records is required"},
+      {"tune-op " + std::string(kTask) + " --strategy random --trials 10 --records " + corrupt, corrupt},
+  };
+  for (const Bad& c : calls) {
+    Result r = run(c.args, true);
+    EXPECT_NE(r.code, 0) << c.args;
+    EXPECT_LT(r.code, 128) << c.args << " crashed";
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << " said: " << r.out;
+  }
+  EXPECT_EQ(records_in(db), 0);
+  std::remove(corrupt.c_str());
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+}
+
+}  // namespace
