@@ -113,6 +113,7 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
   if (!samples.empty()) update();
   auto done = [&] {
     if (opt.trials > 0 && res.trials >= opt.trials) return true;
+    if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us) return true;
     return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
   };
   while (!done()) {

@@ -25,6 +25,7 @@ struct TuneOptions {
   int trials = 0;               // stop when the task has this many records (0: no limit)
   double budget_seconds = 0;    // stop after this much wall time in this run (0: no limit)
   int batch = 32;               // programs per round
+  double stop_at_us = 0;        // also stop once a program runs this fast (0: never)
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate: compile, check and time
   bool update_estimator = true;

@@ -30,7 +30,7 @@ struct TuneOpOptions {
   std::vector<std::string> params;
   int trials = 0, batch = 32;
   uint64_t seed = 1;
-  double timeout = 10;
+  double timeout = 10, stop_at = 0;
   bool compare = false, json = false, quiet = false;
 };
 
@@ -97,6 +97,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.batch = o.batch;
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
+  to.stop_at_us = o.stop_at;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   if (!o.quiet)
     to.log = [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
@@ -203,6 +204,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
+  cmd->add_option("--stop-at-latency", o->stop_at, "also stop once a program runs in this many microseconds");
   cmd->add_flag("--compare", o->compare, "time the best program and LibTorch's kernel again in the same run");
   cmd->add_flag("--quiet", o->quiet, "no progress bar or round lines on stderr");
   cmd->add_flag("--json", o->json, "print one JSON object");

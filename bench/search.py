@@ -1,0 +1,192 @@
+#!/usr/bin/python3
+"""bench/search: search efficiency of the four strategies on the same space and measurer.
+
+For each workload and seed, annealing (AutoTVM's method, XGBoost trees) tunes for
+--trials programs; gradient, evolutionary and random then get the same trial budget
+and stop early once they match annealing's best. Each run starts from an empty records
+file. Afterwards each strategy's best program and LibTorch's kernel (oneDNN / OpenBLAS)
+are timed again in the same process with the full protocol (basin tune-op --compare).
+
+Writes to --out: results.json (every run, its curve), one PNG per workload (best latency
+against seconds and against trials), and table.md: per strategy the trials and seconds
+to come within 5% of the best any strategy found, the overhead share, the tuned latency
+against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric mean.
+
+    /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
+        [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--out DIR]
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+
+DEFAULT_WORKLOADS = [f"resnet18-c{i}" for i in range(1, 13)] + ["gemm-1024", "bert-768x3072"]
+STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
+
+
+def tune(basin, workload, strategy, seed, trials, records, stop_at=None, compare=False):
+    cmd = [basin, "tune-op", "--workload", workload, "--strategy", strategy, "--trials", str(trials),
+           "--seed", str(seed), "--records", records, "--json", "--quiet"]
+    if stop_at:
+        cmd += ["--stop-at-latency", repr(stop_at)]
+    if compare:
+        cmd += ["--compare"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def reach(curve, target):
+    """(seconds, trials) when the curve's best first came within `target`, or None."""
+    for seconds, trials, best in curve:
+        if best and best <= target:
+            return seconds, trials
+    return None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def plot(workload, runs, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench/search: matplotlib is missing (apt-get install python3-matplotlib); no plot", file=sys.stderr)
+        return False
+    fig, (ax_t, ax_n) = plt.subplots(1, 2, figsize=(11, 4))
+    for r in runs:
+        pts = [(s, n, b) for s, n, b in r["curve"] if b]
+        if not pts:
+            continue
+        label = f"{r['strategy']} (seed {r['seed']})"
+        ax_t.step([p[0] for p in pts], [p[2] for p in pts], where="post", label=label)
+        ax_n.step([p[1] for p in pts], [p[2] for p in pts], where="post", label=label)
+    for ax, xl in ((ax_t, "seconds"), (ax_n, "trials")):
+        ax.set_xlabel(xl)
+        ax.set_ylabel("best latency (us)")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    ax_n.legend(fontsize=8)
+    fig.suptitle(f"{workload}: best latency found ({cpu_model()}, {os.cpu_count()} cores)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS))
+    ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--trials", type=int, default=1000, help="annealing's budget, and the others' at most")
+    ap.add_argument("--out", default="bench-search")
+    ap.add_argument("--basin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin", "basin"))
+    a = ap.parse_args()
+    workloads = [w for w in a.workloads.split(",") if w]
+    strategies = [s for s in a.strategies.split(",") if s]
+    if "annealing" not in strategies:
+        raise SystemExit("bench/search: annealing sets the budget; keep it in --strategies")
+    strategies = ["annealing"] + [s for s in strategies if s != "annealing"]
+    seeds = [int(s) for s in a.seeds.split(",") if s]
+    os.makedirs(a.out, exist_ok=True)
+    results = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count()}, "trials": a.trials,
+               "started": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": []}
+    for w in workloads:
+        for seed in seeds:
+            anneal_best = None
+            for s in strategies:
+                db = os.path.join(a.out, f"{w}.{s}.{seed}.db")
+                for suffix in ("", "-wal", "-shm"):
+                    if os.path.exists(db + suffix):
+                        os.remove(db + suffix)
+                t0 = time.time()
+                r = tune(a.basin, w, s, seed, a.trials, db, stop_at=anneal_best if s != "annealing" else None)
+                # The best program and the peer, timed again in one process.
+                c = tune(a.basin, w, s, seed, r["trials"], db, compare=True)
+                run = {"workload": w, "strategy": s, "seed": seed, "trials": r["trials"],
+                       "best_latency_us": r["best_latency_us"], "search_seconds": r["search_seconds"],
+                       "overhead_fraction": r["overhead_fraction"], "propose_seconds": r["propose_seconds"],
+                       "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
+                       "errors": r["errors"], "curve": r["curve"], "final_latency_us": c.get("final_latency_us"),
+                       "torch_latency_us": c.get("torch_latency_us"), "best_config": r.get("best_config")}
+                results["runs"].append(run)
+                if s == "annealing":
+                    anneal_best = r["best_latency_us"]
+                print(f"{w} {s} seed {seed}: best {r['best_latency_us']:.1f} us in {r['trials']} trials, "
+                      f"{r['search_seconds']:.0f} s (overhead {100 * r['overhead_fraction']:.1f}%); "
+                      f"timed again {run['final_latency_us']:.1f} us, LibTorch {run['torch_latency_us']:.1f} us "
+                      f"[{time.time() - t0:.0f} s]", file=sys.stderr, flush=True)
+                with open(os.path.join(a.out, "results.json"), "w") as f:
+                    json.dump(results, f, indent=1)
+        plot(w, [r for r in results["runs"] if r["workload"] == w], os.path.join(a.out, f"{w}.png"))
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(table(results, workloads, strategies, seeds))
+    print(open(os.path.join(a.out, "table.md")).read())
+
+
+def table(results, workloads, strategies, seeds):
+    runs = results["runs"]
+    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; annealing budget "
+             f"{results['trials']} trials; seeds {', '.join(map(str, seeds))}.", "",
+             "| workload | seed | strategy | best (us) | trials | trials to 5% | seconds to 5% | overhead | "
+             "timed again (us) | LibTorch (us) | speedup |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    ratios = []       # gradient / annealing, trials and seconds to annealing's best
+    speedups = {}     # workload -> best speedup over LibTorch of any strategy (geomean over seeds)
+    for w in workloads:
+        for seed in seeds:
+            rs = [r for r in runs if r["workload"] == w and r["seed"] == seed]
+            if not rs:
+                continue
+            best_any = min(r["best_latency_us"] for r in rs if r["best_latency_us"])
+            for r in rs:
+                hit = reach(r["curve"], 1.05 * best_any)
+                sp = r["torch_latency_us"] / r["final_latency_us"] if r["final_latency_us"] else float("nan")
+                lines.append(f"| {w} | {seed} | {r['strategy']} | {r['best_latency_us']:.1f} | {r['trials']} | "
+                             f"{hit[1] if hit else '-'} | {f'{hit[0]:.0f}' if hit else '-'} | "
+                             f"{100 * r['overhead_fraction']:.1f}% | {r['final_latency_us']:.1f} | "
+                             f"{r['torch_latency_us']:.1f} | {sp:.2f} |")
+            ann = next((r for r in rs if r["strategy"] == "annealing"), None)
+            grad = next((r for r in rs if r["strategy"] == "gradient"), None)
+            if ann and grad:
+                hit = reach(grad["curve"], ann["best_latency_us"])
+                ratios.append((w, seed, hit[1] / ann["trials"] if hit else None,
+                               hit[0] / ann["search_seconds"] if hit else None))
+            finals = [r["torch_latency_us"] / r["final_latency_us"] for r in rs if r["final_latency_us"]]
+            if finals:
+                speedups.setdefault(w, []).append(max(finals))
+    lines += ["", "Gradient against annealing: the share of annealing's trials and seconds the gradient "
+              "strategy needed to reach annealing's best (target: at most 0.20 of each).", "",
+              "| workload | seed | trials ratio | time ratio |", "|---|---|---|---|"]
+    for w, seed, tr, ti in ratios:
+        lines.append(f"| {w} | {seed} | {f'{tr:.2f}' if tr is not None else 'not reached'} | "
+                     f"{f'{ti:.2f}' if ti is not None else 'not reached'} |")
+    conv = [math.exp(sum(map(math.log, v)) / len(v)) for w, v in speedups.items() if w.startswith("resnet18-c")]
+    if conv:
+        g = math.exp(sum(map(math.log, conv)) / len(conv))
+        lines += ["", f"Tuned ResNet-18 layers ({len(conv)} of C1-C12): geometric-mean speedup of the best tuned "
+                  f"program over LibTorch (oneDNN) {g:.2f} (target: at least 1.0)."]
+    over = [r["overhead_fraction"] for r in runs]
+    lines += ["", f"Tuning overhead (share of wall time outside compile and measure): mean "
+              f"{100 * sum(over) / len(over):.1f}%, max {100 * max(over):.1f}% over {len(over)} runs (target: under 10%)."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
