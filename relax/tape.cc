@@ -88,51 +88,92 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 void Tape::forward(const double* x, int batch, double* y) {
   batch_ = batch;
-  val_.assign(ops_.size() * batch, 0.0);
-  bool relaxed = mode_ == TapeMode::Relaxed;
+  val_.resize(ops_.size() * batch);  // every entry is written below
+  const bool relaxed = mode_ == TapeMode::Relaxed;
+  const double tau = tau_;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Node& n = ops_[i];
     double* out = &val_[i * batch];
     const double* a = n.a >= 0 ? &val_[n.a * batch] : nullptr;
     const double* b = n.b >= 0 ? &val_[n.b * batch] : nullptr;
     const double* c = n.c >= 0 ? &val_[n.c * batch] : nullptr;
-    for (int k = 0; k < batch; ++k) {
-      double r = 0;
-      switch (n.op) {
-        case Op::Const: r = n.value; break;
-        case Op::Input: r = x[k * n_inputs_ + static_cast<int>(n.value)]; break;
-        case Op::Add: r = a[k] + b[k]; break;
-        case Op::Sub: r = a[k] - b[k]; break;
-        case Op::Mul: r = a[k] * b[k]; break;
-        case Op::Div: r = a[k] / b[k]; break;
-        case Op::FloorDiv: r = relaxed ? a[k] / b[k] : std::floor(a[k] / b[k]); break;
-        case Op::FloorMod: r = a[k] - b[k] * std::floor(a[k] / b[k]); break;
-        case Op::Min: r = std::min(a[k], b[k]); break;
-        case Op::Max: r = std::max(a[k], b[k]); break;
-        case Op::LT: r = relaxed ? sigmoid((b[k] - a[k]) / tau_) : (a[k] < b[k]); break;
-        case Op::LE: r = relaxed ? sigmoid((b[k] - a[k]) / tau_) : (a[k] <= b[k]); break;
-        case Op::EQ: {
-          double d = (a[k] - b[k]) / tau_;
-          r = relaxed ? std::exp(-d * d) : (a[k] == b[k]);
-          break;
-        }
-        case Op::And: r = relaxed ? a[k] * b[k] : (a[k] != 0 && b[k] != 0); break;
-        case Op::Or: r = relaxed ? a[k] + b[k] - a[k] * b[k] : (a[k] != 0 || b[k] != 0); break;
-        case Op::Not: r = relaxed ? 1.0 - a[k] : (a[k] == 0); break;
-        case Op::Select: r = relaxed ? a[k] * b[k] + (1.0 - a[k]) * c[k] : (a[k] != 0 ? b[k] : c[k]); break;
-        case Op::Exp: r = std::exp(a[k]); break;
-        case Op::Log: r = std::log(a[k]); break;
-        case Op::Sqrt: r = std::sqrt(a[k]); break;
-        case Op::Pow: r = std::pow(a[k], b[k]); break;
-        case Op::Floor: r = relaxed ? a[k] : std::floor(a[k]); break;
-        case Op::Ceil: r = relaxed ? a[k] : std::ceil(a[k]); break;
-        case Op::Abs: r = std::abs(a[k]); break;
+    // One switch per operation, then a plain loop over the batch (the compiler
+    // vectorizes most of them); the per-element switch cost more than the arithmetic.
+    auto each = [&](auto f) {
+      for (int k = 0; k < batch; ++k) out[k] = f(k);
+    };
+    switch (n.op) {
+      case Op::Const: std::fill(out, out + batch, n.value); break;
+      case Op::Input: {
+        const int col = static_cast<int>(n.value);
+        each([&](int k) { return x[k * n_inputs_ + col]; });
+        break;
       }
-      out[k] = r;
+      case Op::Add: each([&](int k) { return a[k] + b[k]; }); break;
+      case Op::Sub: each([&](int k) { return a[k] - b[k]; }); break;
+      case Op::Mul: each([&](int k) { return a[k] * b[k]; }); break;
+      case Op::Div: each([&](int k) { return a[k] / b[k]; }); break;
+      case Op::FloorDiv:
+        if (relaxed) each([&](int k) { return a[k] / b[k]; });
+        else each([&](int k) { return std::floor(a[k] / b[k]); });
+        break;
+      case Op::FloorMod: each([&](int k) { return a[k] - b[k] * std::floor(a[k] / b[k]); }); break;
+      case Op::Min: each([&](int k) { return std::min(a[k], b[k]); }); break;
+      case Op::Max: each([&](int k) { return std::max(a[k], b[k]); }); break;
+      case Op::LT:
+        if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
+        else each([&](int k) { return static_cast<double>(a[k] < b[k]); });
+        break;
+      case Op::LE:
+        if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
+        else each([&](int k) { return static_cast<double>(a[k] <= b[k]); });
+        break;
+      case Op::EQ:
+        if (relaxed) {
+          each([&](int k) {
+            double d = (a[k] - b[k]) / tau;
+            return std::exp(-d * d);
+          });
+        } else {
+          each([&](int k) { return static_cast<double>(a[k] == b[k]); });
+        }
+        break;
+      case Op::And:
+        if (relaxed) each([&](int k) { return a[k] * b[k]; });
+        else each([&](int k) { return static_cast<double>(a[k] != 0 && b[k] != 0); });
+        break;
+      case Op::Or:
+        if (relaxed) each([&](int k) { return a[k] + b[k] - a[k] * b[k]; });
+        else each([&](int k) { return static_cast<double>(a[k] != 0 || b[k] != 0); });
+        break;
+      case Op::Not:
+        if (relaxed) each([&](int k) { return 1.0 - a[k]; });
+        else each([&](int k) { return static_cast<double>(a[k] == 0); });
+        break;
+      case Op::Select:
+        if (relaxed) each([&](int k) { return a[k] * b[k] + (1.0 - a[k]) * c[k]; });
+        else each([&](int k) { return a[k] != 0 ? b[k] : c[k]; });
+        break;
+      case Op::Exp: each([&](int k) { return std::exp(a[k]); }); break;
+      case Op::Log: each([&](int k) { return std::log(a[k]); }); break;
+      case Op::Sqrt: each([&](int k) { return std::sqrt(a[k]); }); break;
+      case Op::Pow: each([&](int k) { return std::pow(a[k], b[k]); }); break;
+      case Op::Floor:
+        if (relaxed) each([&](int k) { return a[k]; });
+        else each([&](int k) { return std::floor(a[k]); });
+        break;
+      case Op::Ceil:
+        if (relaxed) each([&](int k) { return a[k]; });
+        else each([&](int k) { return std::ceil(a[k]); });
+        break;
+      case Op::Abs: each([&](int k) { return std::abs(a[k]); }); break;
     }
   }
-  for (int k = 0; k < batch; ++k)
-    for (size_t o = 0; o < outputs_.size(); ++o) y[k * outputs_.size() + o] = val_[outputs_[o] * batch + k];
+  const size_t no = outputs_.size();
+  for (size_t o = 0; o < no; ++o) {
+    const double* v = &val_[outputs_[o] * batch];
+    for (int k = 0; k < batch; ++k) y[k * no + o] = v[k];
+  }
 }
 
 void Tape::backward(const double* grad_y, double* grad_x) {

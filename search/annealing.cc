@@ -18,8 +18,8 @@ namespace {
 
 struct AnnealingOptions {
   int chains = 128;
-  int steps = 200;         // per round
-  int early_stop = 40;     // steps without a new program among the 2n best
+  int steps = 120;         // per round (the chains persist across rounds)
+  int early_stop = 30;     // steps without a new program among the 2n best
   double diversity_ratio = 2;
   double epsilon = 0.05;
 };
