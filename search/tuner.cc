@@ -126,7 +126,7 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
     if (est && est->ready() && !batch.empty()) space.predict(*est, batch);
     res.propose_seconds += since(tp);
     if (batch.empty()) {
-      if (opt.log) opt.log("tune " + res.task_key + ": every program of the space is measured; stopping");
+      if (opt.log) opt.log("tune " + (opt.label.empty() ? res.task_key : opt.label) + ": every program of the space is measured; stopping");
       break;
     }
     std::vector<double> predicted, latency;
@@ -174,7 +174,7 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
     update();
     if (opt.log) {
       double wall = since(t0);
-      opt.log("tune " + res.task_key + " [" + strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
+      opt.log("tune " + (opt.label.empty() ? res.task_key : opt.label) + " [" + strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
               std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
               (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) +
               ", batch accuracy " + (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " +

@@ -29,6 +29,7 @@ struct TuneOptions {
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate: compile, check and time
   bool update_estimator = true;
+  std::string label;            // names the task in log lines (default: its key)
   int min_train_samples = 8;    // an untrained estimator trains once this many programs ran
   // One line per round (best latency so far, trials, the estimator's accuracy on the
   // batch, where the time went).

@@ -98,6 +98,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
   to.stop_at_us = o.stop_at;
+  to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   if (!o.quiet)
     to.log = [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
