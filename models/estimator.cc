@@ -72,6 +72,17 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
   return make_estimator(spec);  // throws, listing the kinds
 }
 
+PairCounts count_ordered_pairs(const std::vector<double>& score, const std::vector<double>& latency) {
+  PairCounts c;
+  for (size_t a = 0; a < latency.size(); ++a)
+    for (size_t b = a + 1; b < latency.size(); ++b) {
+      if (latency[a] == latency[b]) continue;
+      c.pairs += 1;
+      c.agree += (latency[a] < latency[b]) == (score[a] < score[b]);
+    }
+  return c;
+}
+
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   EvalResult r;
   r.samples = static_cast<int>(samples.size());
@@ -90,13 +101,14 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   r.tasks = static_cast<int>(by_task.size());
   double right = 0, pairs = 0, top1 = 0, top5 = 0, ss_res = 0, ss_tot = 0;
   for (const auto& [task, idx] : by_task) {
-    for (size_t a = 0; a < idx.size(); ++a)
-      for (size_t b = a + 1; b < idx.size(); ++b) {
-        double la = samples[idx[a]].latency_us, lb = samples[idx[b]].latency_us;
-        if (la == lb) continue;
-        pairs += 1;
-        right += (la < lb) == (score[idx[a]] < score[idx[b]]);
-      }
+    std::vector<double> task_score, task_latency;
+    for (size_t i : idx) {
+      task_score.push_back(score[i]);
+      task_latency.push_back(samples[i].latency_us);
+    }
+    PairCounts pc = count_ordered_pairs(task_score, task_latency);
+    right += pc.agree;
+    pairs += pc.pairs;
     size_t best = *std::min_element(idx.begin(), idx.end(),
                                     [&](size_t a, size_t b) { return samples[a].latency_us < samples[b].latency_us; });
     std::vector<size_t> order = idx;

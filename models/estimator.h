@@ -92,6 +92,13 @@ struct EvalResult {
 };
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
 
+// The pairs of programs (of one task) with different latencies, and how many of them
+// the scores order the same way (the lower score, the lower latency).
+struct PairCounts {
+  double agree = 0, pairs = 0;
+};
+PairCounts count_ordered_pairs(const std::vector<double>& score, const std::vector<double>& latency);
+
 namespace detail {
 // The estimator file: a header line "basin-estimator KIND FEATURE_VERSION BYTES
 // CHECKSUM" and the kind's payload.

@@ -38,22 +38,14 @@ class Annealing final : public Strategy {
   std::string default_estimator() const override { return "gbt"; }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
-    if (!state.estimator || !state.estimator->ready()) {
-      std::vector<Candidate> out;
-      fill_random(state, n, out);
-      return out;
-    }
+    if (!guided(state)) return random_batch(state, n);
     TaskSpace& space = state.space;
     std::mt19937_64& rng = state.rng;
     // The chains start where the last round's ended, topped up with random points.
     std::vector<Candidate> points = std::move(points_);
     while (static_cast<int>(points.size()) < opt_.chains) points.push_back(space.random(rng));
     space.predict(*state.estimator, points);
-    double mean = 0, var = 0;
-    for (const Candidate& c : points) mean += c.predicted;
-    mean /= points.size();
-    for (const Candidate& c : points) var += (c.predicted - mean) * (c.predicted - mean);
-    const double scale = std::max(std::sqrt(var / points.size()), 1e-9);  // energies in units of their spread
+    const double scale = prediction_spread(points);  // energies in units of their spread
 
     const size_t keep = static_cast<size_t>(opt_.diversity_ratio * n);
     std::map<std::string, Candidate> visited;  // every unmeasured program visited

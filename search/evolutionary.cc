@@ -27,11 +27,7 @@ class Evolutionary final : public Strategy {
   std::string name() const override { return "evolutionary"; }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
-    if (!state.estimator || !state.estimator->ready()) {
-      std::vector<Candidate> out;
-      fill_random(state, n, out);
-      return out;
-    }
+    if (!guided(state)) return random_batch(state, n);
     TaskSpace& space = state.space;
     std::mt19937_64& rng = state.rng;
     std::vector<const Measured*> good;
@@ -54,11 +50,9 @@ class Evolutionary final : public Strategy {
       if (gen == opt_.generations) break;
       // Fitness: exp(-(score - best) / spread), so that parents of better predictions are
       // drawn more often whatever the estimator's scale.
-      double lo = pop[0].predicted, mean = 0, var = 0;
-      for (const Candidate& c : pop) lo = std::min(lo, c.predicted), mean += c.predicted;
-      mean /= pop.size();
-      for (const Candidate& c : pop) var += (c.predicted - mean) * (c.predicted - mean);
-      const double spread = std::max(std::sqrt(var / pop.size()), 1e-9);
+      double lo = pop[0].predicted;
+      for (const Candidate& c : pop) lo = std::min(lo, c.predicted);
+      const double spread = prediction_spread(pop);
       std::vector<double> fitness;
       for (const Candidate& c : pop) fitness.push_back(std::exp(-(c.predicted - lo) / spread));
       std::discrete_distribution<size_t> parent(fitness.begin(), fitness.end());

@@ -53,11 +53,7 @@ class Gradient final : public Strategy {
   bool needs_gradients() const override { return true; }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
-    if (!state.estimator || !state.estimator->ready()) {
-      std::vector<Candidate> out;
-      fill_random(state, n, out);
-      return out;
-    }
+    if (!guided(state)) return random_batch(state, n);
     auto* est = dynamic_cast<models::DifferentiableEstimator*>(state.estimator);
     if (!est)
       throw Error("the gradient strategy needs a differentiable estimator (mlp or a TorchScript file), not " +

@@ -174,16 +174,13 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
 }
 
 models::Sample TaskSpace::sample(const Candidate& c) {
-  relax::RelaxedSketch& rs = exact(c.sketch);
-  Eigen::VectorXd p = rs.space().point_of(c.config);
-  std::vector<double> f(static_cast<size_t>(rs.num_stores()) * rs.num_features());
-  rs.forward(p.data(), 1, f.data());
+  models::FeatureBatch b = features({c});  // one sketch: no padding
   models::Sample s;
   s.task = key_;
   s.sketch = sketches_[c.sketch].name;
   s.config = c.json;
-  s.stores = rs.num_stores();
-  s.features.assign(f.begin(), f.end());
+  s.stores = b.stores;
+  s.features = std::move(b.values);
   return s;
 }
 

@@ -22,6 +22,22 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
 
 namespace detail {
 
+bool guided(const SearchState& state) { return state.estimator && state.estimator->ready(); }
+
+std::vector<Candidate> random_batch(SearchState& state, int n) {
+  std::vector<Candidate> out;
+  fill_random(state, n, out);
+  return out;
+}
+
+double prediction_spread(const std::vector<Candidate>& cs) {
+  double mean = 0, var = 0;
+  for (const Candidate& c : cs) mean += c.predicted;
+  mean /= cs.size();
+  for (const Candidate& c : cs) var += (c.predicted - mean) * (c.predicted - mean);
+  return std::max(std::sqrt(var / cs.size()), 1e-9);
+}
+
 void fill_random(SearchState& state, int n, std::vector<Candidate>& out) {
   std::unordered_set<std::string> taken;
   for (const Candidate& c : out) taken.insert(c.json);
@@ -58,11 +74,7 @@ class RandomSearch final : public Strategy {
  public:
   std::string name() const override { return "random"; }
   std::string default_estimator() const override { return ""; }
-  std::vector<Candidate> propose(SearchState& state, int n) override {
-    std::vector<Candidate> out;
-    fill_random(state, n, out);
-    return out;
-  }
+  std::vector<Candidate> propose(SearchState& state, int n) override { return random_batch(state, n); }
 };
 
 }  // namespace

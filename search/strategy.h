@@ -58,6 +58,13 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name);
 const std::vector<std::string>& strategy_names();
 
 namespace detail {
+// True when the state's estimator can guide a search (present and ready()).
+bool guided(const SearchState& state);
+// n distinct unmeasured random candidates (fewer in a small space).
+std::vector<Candidate> random_batch(SearchState& state, int n);
+// The standard deviation of the candidates' predictions (at least 1e-9): the scale of
+// scores in the annealing temperature and the evolutionary fitness.
+double prediction_spread(const std::vector<Candidate>& cs);
 // Fills `out` (already holding chosen candidates) up to n with distinct unmeasured
 // random candidates; gives up after many duplicates in a row (a small space).
 void fill_random(SearchState& state, int n, std::vector<Candidate>& out);

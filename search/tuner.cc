@@ -37,14 +37,8 @@ std::string fmt(const char* f, double v) {
 }  // namespace
 
 double pairwise_accuracy(const std::vector<double>& predicted, const std::vector<double>& latency) {
-  int64_t right = 0, pairs = 0;
-  for (size_t i = 0; i < latency.size(); ++i)
-    for (size_t j = i + 1; j < latency.size(); ++j) {
-      if (latency[i] == latency[j]) continue;
-      ++pairs;
-      if ((predicted[i] < predicted[j]) == (latency[i] < latency[j])) ++right;
-    }
-  return pairs ? static_cast<double>(right) / pairs : -1;
+  models::PairCounts c = models::count_ordered_pairs(predicted, latency);
+  return c.pairs > 0 ? c.agree / c.pairs : -1;
 }
 
 TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
@@ -66,13 +60,17 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
   std::vector<Measured> history;
   std::unordered_set<std::string> measured;
   std::vector<models::Sample> samples;  // successful programs, for the estimator
-  auto remember = [&](const Candidate& c, double latency_us) {
+  // A measured program: into the history, the estimator's samples and the best.
+  auto remember = [&](const Candidate& c, const Record& r) {
+    const double latency_us = r.ok() ? r.min_latency_us() : 0;
     history.push_back({c, latency_us});
-    if (latency_us > 0) {
-      models::Sample s = space.sample(c);
-      s.latency_us = latency_us;
-      samples.push_back(std::move(s));
-      if (!res.best_latency_us || latency_us < res.best_latency_us) res.best_latency_us = latency_us;
+    if (latency_us <= 0) return;
+    models::Sample s = space.sample(c);
+    s.latency_us = latency_us;
+    samples.push_back(std::move(s));
+    if (!res.best || latency_us < res.best_latency_us) {
+      res.best = r;
+      res.best_latency_us = latency_us;
     }
   };
   for (const Record& r : store.task_records(res.task_key, opt.target)) {
@@ -80,8 +78,7 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
     try {
       const sched::Sketch* s = nullptr;
       sched::Config c = sched::config_from_json(r.config, space.sketches(), store.path(), &s);
-      remember(space.make(static_cast<int>(s - space.sketches().data()), std::move(c)), r.ok() ? r.min_latency_us() : 0);
-      if (r.ok() && (!res.best || r.min_latency_us() < res.best->min_latency_us())) res.best = r;
+      remember(space.make(static_cast<int>(s - space.sketches().data()), std::move(c)), r);
     } catch (const Error&) {
       // A program of sketches this basin no longer generates: it counts, it is not reused.
     }
@@ -154,17 +151,13 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
       ++res.trials;
       ++res.measured;
       ++measured_now;
-      if (r.ok()) {
-        if (!std::isnan(c.predicted)) {
-          predicted.push_back(c.predicted);
-          latency.push_back(r.min_latency_us());
-        }
-        if (!res.best || r.min_latency_us() < res.best->min_latency_us()) res.best = r;
-        remember(c, r.min_latency_us());
-      } else {
+      if (!r.ok()) {
         ++res.errors;
-        history.push_back({c, 0});
+      } else if (!std::isnan(c.predicted)) {
+        predicted.push_back(c.predicted);
+        latency.push_back(r.min_latency_us());
       }
+      remember(c, r);
       res.curve.push_back({since(t0), res.trials, res.best_latency_us});
       if (opt.progress) opt.progress(res.trials, opt.trials, since(t0), res.best_latency_us);
     }

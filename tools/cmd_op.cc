@@ -43,16 +43,6 @@ struct OpOptions {
 // The interpreter runs at roughly 100 MFLOP/s: beyond this, `--oracle auto` skips it.
 constexpr double kOracleFlopLimit = 1e9;
 
-std::map<std::string, std::string> parse_params(const std::vector<std::string>& kvs) {
-  std::map<std::string, std::string> m;
-  for (const std::string& kv : kvs) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw ParseError("--param expects K=V, got '" + kv + "'");
-    m[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return m;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -79,19 +69,9 @@ ErrorStats compare_all(const std::vector<NDArray>& got, const std::vector<NDArra
 }
 
 int run_op(const OpOptions& o) {
-  if (o.name.empty() == o.workload.empty()) throw ParseError("give an operator NAME or --workload W (not both)");
   std::string target = o.target.empty() ? (codegen::llvm_enabled() ? "llvm" : "interpreter") : o.target;
-  std::string op = o.name;
-  std::map<std::string, std::string> params;
-  if (!o.workload.empty()) {
-    if (!o.params.empty()) throw ParseError("--param cannot be combined with --workload");
-    const ops::Workload& w = ops::find_workload(o.workload);
-    op = w.op;
-    params = w.params;
-  } else {
-    params = parse_params(o.params);
-  }
-  ops::OpGraph g = ops::build_op(op, params);
+  ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
+  const std::string& op = g.op;
   // The program: the given configuration, else the default configuration of the first
   // sketch (the interpreter target runs the plain default schedule).
   std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
@@ -206,6 +186,22 @@ int run_op(const OpOptions& o) {
 }
 
 }  // namespace
+
+ops::OpGraph op_from_args(const std::string& name, const std::string& workload, const std::vector<std::string>& params) {
+  if (name.empty() == workload.empty()) throw ParseError("give an operator NAME or --workload W (not both)");
+  if (workload.empty()) {
+    std::map<std::string, std::string> kv;
+    for (const std::string& p : params) {
+      auto eq = p.find('=');
+      if (eq == std::string::npos || eq == 0) throw ParseError("--param expects K=V, got '" + p + "'");
+      kv[p.substr(0, eq)] = p.substr(eq + 1);
+    }
+    return ops::build_op(name, kv);
+  }
+  if (!params.empty()) throw ParseError("--param cannot be combined with --workload");
+  const ops::Workload& w = ops::find_workload(workload);
+  return ops::build_op(w.op, w.params);
+}
 
 void add_op_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<OpOptions>();

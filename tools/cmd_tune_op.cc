@@ -15,7 +15,6 @@
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
-#include "core/ops/workloads.h"
 #include "core/util/error.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
@@ -65,26 +64,12 @@ void draw_progress(int done, int total, double seconds, double best_us) {
 }
 
 int run_tune_op(const TuneOpOptions& o) {
-  if (o.name.empty() == o.workload.empty()) throw ParseError("give an operator NAME or --workload W (not both)");
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0) throw ParseError("--batch must be positive");
   if (o.target != "llvm") throw Error("tune-op: target '" + o.target + "' is not supported yet (llvm)");
-  std::string op = o.name;
-  std::map<std::string, std::string> params;
-  if (!o.workload.empty()) {
-    if (!o.params.empty()) throw ParseError("--param cannot be combined with --workload");
-    const ops::Workload& w = ops::find_workload(o.workload);
-    op = w.op;
-    params = w.params;
-  } else {
-    for (const std::string& kv : o.params) {
-      auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw ParseError("--param expects K=V, got '" + kv + "'");
-      params[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-  }
-  ops::OpGraph g = ops::build_op(op, params);
+  ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
+  const std::string& op = g.op;
   std::unique_ptr<search::Strategy> strategy = search::make_strategy(o.strategy);
   std::string spec = o.estimator.empty() ? strategy->default_estimator() : o.estimator;
   std::unique_ptr<models::Estimator> est = spec.empty() ? nullptr : models::estimator_from_spec(spec);

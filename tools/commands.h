@@ -4,10 +4,19 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "core/ops/registry.h"
 
 namespace basin::tools {
 
 using Runner = std::function<int()>;
+
+// The operator instance a command names: NAME with --param K=V values, or a named
+// --workload (not both). Throws ParseError on a bad combination or a malformed K=V,
+// and the operator library's errors on unknown names and bad values.
+ops::OpGraph op_from_args(const std::string& name, const std::string& workload, const std::vector<std::string>& params);
 
 // Adds a subcommand; its callback stores the runner to call after parsing.
 void add_ops_command(CLI::App& app, Runner& run);

@@ -11,35 +11,14 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "tests/tools/run_basin.h"
+
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using basin::testing::Result;
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(BASIN_BINARY_DIR) + "/bin/basin " + args + " 2>/dev/null";
-  Result r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string stderr_of(const std::string& args) {
-  std::string cmd = std::string(BASIN_BINARY_DIR) + "/bin/basin " + args + " 2>&1 >/dev/null";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  pclose(p);
-  return out;
-}
+Result run(const std::string& args) { return basin::testing::run_basin(args); }
+std::string stderr_of(const std::string& args) { return basin::testing::basin_stderr(args); }
 
 TEST(Cli, OpsJsonListsEveryDesignOperator) {
   Result r = run("ops --json");

@@ -16,28 +16,16 @@
 #include <thread>
 
 #include "search/records.h"
+#include "tests/tools/run_basin.h"
 
 namespace {
 
-const std::string kBasin = std::string(BASIN_BINARY_DIR) + "/bin/basin";
+const std::string kBasin = basin::testing::basin_path();
 const char* kTask = "matmul --param M=64 --param N=64 --param K=64";
 
-struct Result {
-  int code;
-  std::string out;
-};
+using basin::testing::Result;
 
-Result run(const std::string& args, bool keep_stderr = false) {
-  std::string cmd = kBasin + " " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
-  Result r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+Result run(const std::string& args, bool keep_stderr = false) { return basin::testing::run_basin(args, keep_stderr); }
 
 std::string temp_db(const char* name) {
   std::string p = "/tmp/basin_tune_op_" + std::string(name) + "_" + std::to_string(::getpid()) + ".db";
