@@ -15,6 +15,7 @@ const std::string& LlvmKernel::llvm_ir() const {
   return none;
 }
 double LlvmKernel::compile_seconds() const { return 0; }
+const std::string& LlvmKernel::object() const { return llvm_ir(); }
 
 bool llvm_enabled() { return false; }
 
@@ -22,5 +23,11 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc&, const LlvmOptions&)
   throw Error("the llvm target is unavailable: basin was built without LLVM (configure with LLVM 16 installed "
               "and BASIN_WITH_LLVM=ON)");
 }
+
+std::unique_ptr<LlvmKernel> load_llvm_object(const std::string&) {
+  throw Error("the llvm target is unavailable: basin was built without LLVM");
+}
+
+std::string llvm_host_cpu() { return "none"; }
 
 }  // namespace basin::codegen

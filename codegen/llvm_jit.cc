@@ -6,7 +6,9 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -43,6 +45,7 @@ struct LlvmKernel::Impl {
   llvm::orc::JITDylib* dylib = nullptr;
   void (*entry)(void* const*) = nullptr;
   std::string ir;
+  std::string object;
   double compile_seconds = 0;
   std::vector<Buffer> params;
   ~Impl() {
@@ -76,6 +79,7 @@ void LlvmKernel::run(const std::vector<NDArray*>& args) const {
 void LlvmKernel::run_raw(void* const* args) const { impl_->entry(args); }
 const std::string& LlvmKernel::llvm_ir() const { return impl_->ir; }
 double LlvmKernel::compile_seconds() const { return impl_->compile_seconds; }
+const std::string& LlvmKernel::object() const { return impl_->object; }
 
 bool llvm_enabled() { return true; }
 
@@ -192,8 +196,24 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
     impl->dylib = &es.createBareJITDylib("kernel" + std::to_string(++sj.next_id));
     impl->dylib->addToLinkOrder(sj.jit->getMainJITDylib());
   }
-  if (llvm::Error e = sj.jit->addIRModule(*impl->dylib, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))))
+  if (opt.keep_object) {
+    // Machine code emitted here, kept, and linked as an object: the same code the
+    // JIT's compile layer would produce from the module.
+    llvm::SmallVector<char, 0> buf;
+    {
+      llvm::raw_svector_ostream os(buf);
+      llvm::legacy::PassManager pm;
+      std::lock_guard<std::mutex> l(sj.mu);
+      if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+        throw Error("LLVM: the target machine cannot emit object files");
+      pm.run(*mod);
+    }
+    impl->object.assign(buf.data(), buf.size());
+    if (llvm::Error e = sj.jit->addObjectFile(*impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(impl->object, "kernel.o")))
+      fail("adding the object", std::move(e));
+  } else if (llvm::Error e = sj.jit->addIRModule(*impl->dylib, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
     fail("adding the module", std::move(e));
+  }
   llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl->dylib, entry), "looking up the kernel");
   impl->entry = addr.toPtr<void (*)(void* const*)>();
   impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -203,6 +223,30 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
                  std::chrono::duration<double, std::milli>(t2 - t1).count(),
                  impl->compile_seconds * 1e3 - std::chrono::duration<double, std::milli>(t2 - t0).count());
   return std::make_unique<LlvmKernel>(std::move(impl));
+}
+
+std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object) {
+  auto t0 = std::chrono::steady_clock::now();
+  SharedJit& sj = shared_jit();
+  auto impl = std::make_unique<LlvmKernel::Impl>();
+  impl->object = object;
+  {
+    std::lock_guard<std::mutex> l(sj.mu);
+    llvm::orc::ExecutionSession& es = sj.jit->getExecutionSession();
+    impl->dylib = &es.createBareJITDylib("kernel" + std::to_string(++sj.next_id));
+    impl->dylib->addToLinkOrder(sj.jit->getMainJITDylib());
+  }
+  if (llvm::Error e = sj.jit->addObjectFile(*impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(impl->object, "kernel.o")))
+    fail("loading a kernel object", std::move(e));
+  llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl->dylib, "basin_kernel"), "looking up the kernel");
+  impl->entry = addr.toPtr<void (*)(void* const*)>();
+  impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::make_unique<LlvmKernel>(std::move(impl));
+}
+
+std::string llvm_host_cpu() {
+  SharedJit& sj = shared_jit();
+  return sj.tm->getTargetCPU().str() + " " + sj.tm->getTargetFeatureString().str();
 }
 
 }  // namespace basin::codegen

@@ -21,7 +21,8 @@ bool llvm_enabled();
 struct LlvmOptions {
   bool contract_fma = true;  // allow fused multiply-add
   bool keep_ir = false;      // keep the optimized LLVM IR as text (llvm_ir())
-  int opt_level = 2;         // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
+  int opt_level = 2;
+  bool keep_object = false;  // keep the machine code as a relocatable object (object())         // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
 };
 
 class LlvmKernel {
@@ -35,6 +36,9 @@ class LlvmKernel {
   // The optimized LLVM IR, as text (empty unless compiled with keep_ir).
   const std::string& llvm_ir() const;
   double compile_seconds() const;
+  // The relocatable object file of the kernel (empty unless compiled with keep_object):
+  // what a compiled network saves, and load_llvm_object links again without compiling.
+  const std::string& object() const;
 
   struct Impl;
   explicit LlvmKernel(std::unique_ptr<Impl> impl);
@@ -46,5 +50,14 @@ class LlvmKernel {
 // Compiles f; throws basin::Error if basin was built without LLVM or f uses something
 // the CPU backend cannot run (a GPU barrier).
 std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& opt = {});
+
+// A kernel from an object file that compile_llvm made with keep_object (in this or
+// another process on the same CPU): linked by the JIT, not compiled. Its run() checks
+// nothing (it has no parameter list); use run_raw. Throws basin::Error on a corrupt object.
+std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object);
+
+// The host CPU and its features as LLVM names them ("sapphirerapids +avx512f,...");
+// compiled networks record it and refuse to load on another.
+std::string llvm_host_cpu();
 
 }  // namespace basin::codegen

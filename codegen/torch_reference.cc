@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 
+#include "codegen/torch_executor.h"
+#include "core/ops/subgraph.h"
 #include "core/util/error.h"
 
 namespace basin::codegen {
@@ -241,6 +243,22 @@ const std::map<std::string, Fn>& references() {
          if (a.s("mode") == "nearest") return one(torch::upsample_nearest2d(in[0], size, c10::nullopt, c10::nullopt));
          return one(torch::upsample_bilinear2d(in[0], size, a.i("align_corners") == 1, c10::nullopt, c10::nullopt));
        }},
+      {"subgraph", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // A fused task: its nodes one by one, each with the kernel of its operator.
+         ops::SubgraphSpec spec = ops::parse_subgraph(a.s("graph"));
+         std::map<std::string, TT> env;
+         for (size_t i = 0; i < spec.inputs.size() && i < in.size(); ++i) env[spec.inputs[i].name] = in[i];
+         TT last;
+         for (const auto& n : spec.nodes) {
+           std::vector<TT> args;
+           for (const std::string& x : n.inputs) args.push_back(env.at(x));
+           auto it = references().find(n.op);
+           if (it == references().end()) throw Error("operator '" + n.op + "' has no LibTorch reference");
+           last = it->second(n.attrs, args).at(0);
+           env[n.name] = last;
+         }
+         return one(last);
+       }},
   };
   return m;
 }
@@ -283,5 +301,75 @@ Timing time_torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& i
 }
 
 void set_torch_threads(int n) { torch::set_num_threads(n); }
+
+struct TorchExecutor::Impl {
+  const graph::Graph* g = nullptr;
+  std::vector<int> order;
+  std::vector<const Fn*> fns;  // per node index
+  std::vector<TT> constants;   // per value (defined for constants)
+  std::vector<TT> eval(const std::vector<TT>& inputs) const {
+    std::vector<TT> vals = constants;
+    for (size_t i = 0; i < inputs.size(); ++i) vals[g->inputs()[i]] = inputs[i];
+    for (int n : order) {
+      const graph::Node& nd = g->node(n);
+      std::vector<TT> args;
+      args.reserve(nd.inputs.size());
+      for (int v : nd.inputs) args.push_back(vals[v]);
+      try {
+        vals[nd.output] = (*fns[n])(nd.attrs, args).at(0);
+      } catch (const c10::Error& e) {
+        throw Error("LibTorch rejected node '" + nd.name + "' (" + nd.op + "): " + e.what_without_backtrace());
+      }
+    }
+    std::vector<TT> out;
+    for (int v : g->outputs()) out.push_back(vals[v]);
+    return out;
+  }
+  std::vector<TT> convert(const std::vector<NDArray>& inputs) const {
+    if (inputs.size() != g->inputs().size())
+      throw Error("network '" + g->name + "' takes " + std::to_string(g->inputs().size()) + " inputs, got " +
+                  std::to_string(inputs.size()));
+    std::vector<TT> in;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const graph::Value& v = g->value(g->inputs()[i]);
+      if (inputs[i].shape() != v.shape || inputs[i].dtype() != v.dtype)
+        throw Error("input '" + v.name + "' expects " + v.dtype.str() + " " + shape_str(v.shape) + ", got " +
+                    inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
+      in.push_back(to_torch(inputs[i]));
+    }
+    return in;
+  }
+};
+
+TorchExecutor::TorchExecutor(const graph::Graph& g) : impl_(std::make_unique<Impl>()) {
+  impl_->g = &g;
+  impl_->order = g.topo_order();
+  impl_->fns.resize(g.nodes().size());
+  for (size_t n = 0; n < g.nodes().size(); ++n) {
+    auto it = references().find(g.node(n).op);
+    if (it == references().end())
+      throw Error("node '" + g.node(n).name + "': operator '" + g.node(n).op + "' has no LibTorch kernel");
+    impl_->fns[n] = &it->second;
+  }
+  impl_->constants.resize(g.values().size());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (g.values()[v].constant) impl_->constants[v] = to_torch(g.values()[v].data);
+}
+
+TorchExecutor::~TorchExecutor() = default;
+
+std::vector<NDArray> TorchExecutor::run(const std::vector<NDArray>& inputs) const {
+  torch::NoGradGuard no_grad;
+  std::vector<TT> out = impl_->eval(impl_->convert(inputs));
+  std::vector<NDArray> res;
+  for (size_t i = 0; i < out.size(); ++i) res.push_back(from_torch(out[i], impl_->g->value(impl_->g->outputs()[i]).dtype));
+  return res;
+}
+
+Timing TorchExecutor::time(const std::vector<NDArray>& inputs, const TimingOptions& opt) const {
+  torch::NoGradGuard no_grad;
+  std::vector<TT> in = impl_->convert(inputs);
+  return time_function([&] { impl_->eval(in); }, opt);
+}
 
 }  // namespace basin::codegen

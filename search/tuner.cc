@@ -41,27 +41,26 @@ double pairwise_accuracy(const std::vector<double>& predicted, const std::vector
   return c.pairs > 0 ? c.agree / c.pairs : -1;
 }
 
-TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
-                     const TuneOptions& opt) {
-  if (opt.target != "llvm") throw Error("tuning target '" + opt.target + "' is not supported (llvm)");
-  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
-  if (opt.batch <= 0) throw Error("the batch size must be positive");
-  if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
-    throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
-                (est ? est->kind() : std::string("none")));
-  const auto t0 = Clock::now();
-  TaskSpace space(task);
-  TuneResult res;
-  res.task_key = space.key();
-  res.strategy = strategy.name();
-  res.estimator = est ? est->kind() : "";
+struct TaskTuner::Impl {
+  Impl(const ops::OpGraph& task, RecordStore& st, Strategy& sg, models::Estimator* e, const TuneOptions& o)
+      : t0(Clock::now()), space(task), store(st), strategy(sg), est(e), opt(o) {}
 
-  // What the file holds already.
+  Clock::time_point t0;
+  TaskSpace space;
+  RecordStore& store;
+  Strategy& strategy;
+  models::Estimator* est;
+  TuneOptions opt;
+  TuneResult res;
   std::vector<Measured> history;
   std::unordered_set<std::string> measured;
   std::vector<models::Sample> samples;  // successful programs, for the estimator
+  std::unique_ptr<codegen::MeasurePool> pool;
+
+  std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
+
   // A measured program: into the history, the estimator's samples and the best.
-  auto remember = [&](const Candidate& c, const Record& r) {
+  void remember(const Candidate& c, const Record& r) {
     const double latency_us = r.ok() ? r.min_latency_us() : 0;
     history.push_back({c, latency_us});
     if (latency_us <= 0) return;
@@ -72,22 +71,9 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
       res.best = r;
       res.best_latency_us = latency_us;
     }
-  };
-  for (const Record& r : store.task_records(res.task_key, opt.target)) {
-    measured.insert(r.config);
-    try {
-      const sched::Sketch* s = nullptr;
-      sched::Config c = sched::config_from_json(r.config, space.sketches(), store.path(), &s);
-      remember(space.make(static_cast<int>(s - space.sketches().data()), std::move(c)), r);
-    } catch (const Error&) {
-      // A program of sketches this basin no longer generates: it counts, it is not reused.
-    }
   }
-  res.resumed = static_cast<int>(measured.size());
-  res.trials = res.resumed;
-  res.curve.push_back({0, res.trials, res.best_latency_us});
 
-  auto update = [&] {
+  void update() {
     if (!est || !opt.update_estimator || !est->trainable() || samples.size() < 2) return;
     if (!est->ready() && static_cast<int>(samples.size()) < opt.min_train_samples) return;
     auto t = Clock::now();
@@ -102,83 +88,133 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
     }
     space.invalidate_predictions();
     res.update_seconds += since(t);
-  };
-  // The worker is forked before LibTorch starts its threads for the estimator.
-  codegen::MeasureOptions mo;
-  mo.timeout_seconds = opt.timeout_seconds;
-  codegen::MeasurePool pool(space.task(), space.sketches(), mo);
-  if (!samples.empty()) update();
-  auto done = [&] {
+  }
+
+  bool done() const {
     if (opt.trials > 0 && res.trials >= opt.trials) return true;
     if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us) return true;
     return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
-  };
-  while (!done()) {
-    int n = opt.batch;
-    if (opt.trials > 0) n = std::min(n, opt.trials - res.trials);
-    std::mt19937_64 rng(round_seed(opt.seed, res.trials));
-    auto tp = Clock::now();
-    SearchState state{space, est, history, measured, rng};
-    std::vector<Candidate> batch = strategy.propose(state, n);
-    if (est && est->ready() && !batch.empty()) space.predict(*est, batch);
-    res.propose_seconds += since(tp);
-    if (batch.empty()) {
-      if (opt.log) opt.log("tune " + (opt.label.empty() ? res.task_key : opt.label) + ": every program of the space is measured; stopping");
-      break;
-    }
-    std::vector<double> predicted, latency;
-    int measured_now = 0;
-    for (const Candidate& c : batch) {
-      if (done()) break;
-      if (!measured.insert(c.json).second) throw InternalError("strategy " + strategy.name() + " proposed a measured program");
-      Record r;
-      r.task_key = res.task_key;
-      r.target = opt.target;
-      r.sketch = space.sketches()[c.sketch].name;
-      r.config = c.json;
-      r.seed = opt.seed;
-      r.estimator_version = strategy.name() + (est ? ":" + est->kind() : "");
-      r.started_at = epoch_seconds();
-      auto tm = Clock::now();
-      codegen::MeasureResult m = pool.measure_one({&pool.sketches()[c.sketch], c.config});
-      res.measure_seconds += since(tm);
-      res.compile_seconds += m.compile_seconds;
-      r.finished_at = epoch_seconds();
-      r.latencies_us = m.latencies_us;
-      r.error = m.error;
-      r.compile_seconds = m.compile_seconds;
-      r.id = store.add(r);
-      ++res.trials;
-      ++res.measured;
-      ++measured_now;
-      if (!r.ok()) {
-        ++res.errors;
-      } else if (!std::isnan(c.predicted)) {
-        predicted.push_back(c.predicted);
-        latency.push_back(r.min_latency_us());
-      }
-      remember(c, r);
-      res.curve.push_back({since(t0), res.trials, res.best_latency_us});
-      if (opt.progress) opt.progress(res.trials, opt.trials, since(t0), res.best_latency_us);
-    }
-    ++res.rounds;
-    double acc = pairwise_accuracy(predicted, latency);
-    if (acc >= 0) res.last_batch_accuracy = acc;
-    update();
-    if (opt.log) {
-      double wall = since(t0);
-      opt.log("tune " + (opt.label.empty() ? res.task_key : opt.label) + " [" + strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
-              std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
-              (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) +
-              ", batch accuracy " + (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " +
-              fmt("%.2f s", res.propose_seconds) + ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
-              fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)));
-    }
-    if (measured_now == 0) break;
   }
-  res.seconds = since(t0);
+};
+
+TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
+                     const TuneOptions& opt) {
+  if (opt.target != "llvm") throw Error("tuning target '" + opt.target + "' is not supported (llvm)");
+  if (opt.batch <= 0) throw Error("the batch size must be positive");
+  if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
+    throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
+                (est ? est->kind() : std::string("none")));
+  impl_ = std::make_unique<Impl>(task, store, strategy, est, opt);
+  Impl& m = *impl_;
+  m.res.task_key = m.space.key();
+  m.res.strategy = strategy.name();
+  m.res.estimator = est ? est->kind() : "";
+  for (const Record& r : store.task_records(m.res.task_key, opt.target)) {
+    m.measured.insert(r.config);
+    try {
+      const sched::Sketch* s = nullptr;
+      sched::Config c = sched::config_from_json(r.config, m.space.sketches(), store.path(), &s);
+      m.remember(m.space.make(static_cast<int>(s - m.space.sketches().data()), std::move(c)), r);
+    } catch (const Error&) {
+      // A program of sketches this basin no longer generates: it counts, it is not reused.
+    }
+  }
+  m.res.resumed = static_cast<int>(m.measured.size());
+  m.res.trials = m.res.resumed;
+  m.res.curve.push_back({0, m.res.trials, m.res.best_latency_us});
+  // The worker is forked before LibTorch starts its threads for the estimator.
+  codegen::MeasureOptions mo;
+  mo.timeout_seconds = opt.timeout_seconds;
+  m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
+  if (!m.samples.empty()) m.update();
+}
+
+TaskTuner::~TaskTuner() = default;
+
+bool TaskTuner::done() const { return impl_->done(); }
+
+const TuneResult& TaskTuner::result() {
+  TuneResult& res = impl_->res;
+  res.seconds = since(impl_->t0);
   res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
   return res;
+}
+
+int TaskTuner::round(int n, const std::function<bool()>& stop) {
+  Impl& m = *impl_;
+  TuneResult& res = m.res;
+  const TuneOptions& opt = m.opt;
+  auto halt = [&] { return m.done() || (stop && stop()); };
+  if (opt.trials > 0) n = std::min(n, opt.trials - res.trials);
+  if (n <= 0) return 0;
+  std::mt19937_64 rng(round_seed(opt.seed, res.trials));
+  auto tp = Clock::now();
+  SearchState state{m.space, m.est, m.history, m.measured, rng};
+  std::vector<Candidate> batch = m.strategy.propose(state, n);
+  if (m.est && m.est->ready() && !batch.empty()) m.space.predict(*m.est, batch);
+  res.propose_seconds += since(tp);
+  if (batch.empty()) {
+    if (opt.log) opt.log("tune " + m.label() + ": every program of the space is measured; stopping");
+    return 0;
+  }
+  std::vector<double> predicted, latency;
+  int measured_now = 0;
+  for (const Candidate& c : batch) {
+    if (measured_now > 0 && halt()) break;
+    if (!m.measured.insert(c.json).second) throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
+    Record r;
+    r.task_key = res.task_key;
+    r.target = opt.target;
+    r.sketch = m.space.sketches()[c.sketch].name;
+    r.config = c.json;
+    r.seed = opt.seed;
+    r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
+    r.started_at = epoch_seconds();
+    auto tm = Clock::now();
+    codegen::MeasureResult mr = m.pool->measure_one({&m.pool->sketches()[c.sketch], c.config});
+    res.measure_seconds += since(tm);
+    res.compile_seconds += mr.compile_seconds;
+    r.finished_at = epoch_seconds();
+    r.latencies_us = mr.latencies_us;
+    r.error = mr.error;
+    r.compile_seconds = mr.compile_seconds;
+    r.id = m.store.add(r);
+    ++res.trials;
+    ++res.measured;
+    ++measured_now;
+    if (!r.ok()) {
+      ++res.errors;
+    } else if (!std::isnan(c.predicted)) {
+      predicted.push_back(c.predicted);
+      latency.push_back(r.min_latency_us());
+    }
+    m.remember(c, r);
+    res.curve.push_back({since(m.t0), res.trials, res.best_latency_us});
+    if (opt.progress) opt.progress(res.trials, opt.trials, since(m.t0), res.best_latency_us);
+  }
+  ++res.rounds;
+  double acc = pairwise_accuracy(predicted, latency);
+  if (acc >= 0) res.last_batch_accuracy = acc;
+  m.update();
+  if (opt.log) {
+    double wall = since(m.t0);
+    opt.log("tune " + m.label() + " [" + m.strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
+            std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
+            (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) + ", batch accuracy " +
+            (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " + fmt("%.2f s", res.propose_seconds) +
+            ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
+            fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)));
+  }
+  return measured_now;
+}
+
+TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
+                     const TuneOptions& opt) {
+  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  TaskTuner tuner(task, store, strategy, est, opt);
+  while (!tuner.done())
+    if (tuner.round(opt.batch) == 0) break;
+  return tuner.result();
 }
 
 }  // namespace basin::search

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,32 @@ struct TuneResult {
   double overhead_fraction = 0;  // 1 - measure_seconds / seconds
   double last_batch_accuracy = -1;  // pairwise, on the last batch's predictions (-1: none)
   std::vector<CurvePoint> curve;
+};
+
+// The tuning of one task, a round at a time: the network scheduler (network.h) keeps
+// one per task and gives rounds to the task it expects most from. Construction loads
+// the task's records (resume), forks the measurement worker and trains the estimator
+// on what the records hold.
+class TaskTuner {
+ public:
+  TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* estimator,
+            const TuneOptions& opt);
+  ~TaskTuner();
+  TaskTuner(const TaskTuner&) = delete;
+  TaskTuner& operator=(const TaskTuner&) = delete;
+
+  // Proposes and measures up to n programs (fewer when opt.trials is reached or
+  // `stop` returns true before a program). Returns the number measured; 0 when the
+  // strategy has nothing left to propose.
+  int round(int n, const std::function<bool()>& stop = nullptr);
+  // True once opt's budget (trials, seconds or stop_at_us) is spent.
+  bool done() const;
+  // The result so far (seconds and overhead up to now).
+  const TuneResult& result();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Tunes `task` on opt.target ("llvm"). `estimator` may be null (random search needs

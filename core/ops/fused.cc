@@ -3,6 +3,7 @@
 // elementwise epilogue) and what the sketches' fused epilogues are measured on.
 #include "core/ops/op_util.h"
 #include "core/ops/operators.h"
+#include "core/ops/subgraph.h"
 
 namespace basin::ops {
 
@@ -54,6 +55,9 @@ void register_fused_ops(std::vector<OpDef>& r) {
                  g.flops = 2.0 * m * n * k + 10.0 * m * n;
                  return g;
                }});
+  r.push_back({"subgraph", "fused", "a fused subgraph of a network, as fusion writes it (core/ops/subgraph.h)",
+               {p_str("graph", "x0:f32[4,8]@-1:1;t0=relu(x0){}", "inputs and nodes (core/ops/subgraph.h)")},
+               [](const Attrs& a) { return build_subgraph(parse_subgraph(a.s("graph"))); }});
 }
 
 }  // namespace basin::ops

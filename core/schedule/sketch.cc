@@ -248,6 +248,8 @@ ops::OpGraph task_from_key(const std::string& key) {
   if (open == std::string::npos || open == 0 || key.back() != ')')
     throw ParseError("not a task key: '" + key + "' (expected op(name=value,...))");
   std::string op = key.substr(0, open), body = key.substr(open + 1, key.size() - open - 2);
+  // A fused task's one attribute holds its whole subgraph, '=' and ',' included.
+  if (op == "subgraph" && body.rfind("graph=", 0) == 0) return ops::build_op(op, {{"graph", body.substr(6)}});
   // Values may hold commas (shape=12,197): a piece without '=' continues the last value.
   std::map<std::string, std::string> kv;
   std::string last, piece;

@@ -1,0 +1,364 @@
+#include "codegen/network.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/llvm_jit.h"
+#include "core/schedule/lower_sketch.h"
+
+namespace basin::codegen {
+
+namespace {
+
+constexpr char kMagic[] = "BASINNET1\n";
+constexpr int64_t kAlign = 64;
+
+int64_t align_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+}  // namespace
+
+struct CompiledNetwork::Impl {
+  // A tensor's place: in the arena at `offset`, or weight `weight`.
+  struct Slot {
+    TensorInfo info;
+    int weight = -1;
+    int64_t offset = 0;
+    int64_t bytes() const {
+      int64_t n = info.dtype.bytes();
+      for (int64_t e : info.shape) n *= e;
+      return n;
+    }
+  };
+  struct Kernel {
+    std::string label, task_key;
+    std::unique_ptr<LlvmKernel> k;
+  };
+  struct Step {
+    int kernel = 0;
+    std::vector<int> args;  // slots: inputs, then the output
+  };
+  std::string name = "network";
+  std::vector<Slot> slots;
+  std::vector<int> input_slots, output_slots;
+  std::vector<TensorInfo> input_info, output_info;
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  std::vector<NDArray> weights;
+  int64_t arena_bytes = 0, tensor_bytes = 0;
+  std::string host;
+
+  std::unique_ptr<uint8_t, AlignedFree> arena;
+  std::vector<std::vector<void*>> step_ptrs;
+
+  void* ptr(int slot) {
+    const Slot& s = slots[slot];
+    return s.weight >= 0 ? weights[s.weight].data() : arena.get() + s.offset;
+  }
+  // The arena and each launch's argument pointers, once.
+  void prepare() {
+    arena.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(std::max<int64_t>(arena_bytes, kAlign)))));
+    if (!arena) throw RuntimeError("cannot allocate the network's " + std::to_string(arena_bytes) + "-byte arena");
+    std::memset(arena.get(), 0, static_cast<size_t>(arena_bytes));
+    step_ptrs.clear();
+    for (const Step& s : steps) {
+      std::vector<void*> p;
+      for (int a : s.args) p.push_back(ptr(a));
+      step_ptrs.push_back(std::move(p));
+    }
+    input_info.clear();
+    output_info.clear();
+    for (int s : input_slots) input_info.push_back(slots[s].info);
+    for (int s : output_slots) output_info.push_back(slots[s].info);
+  }
+};
+
+CompiledNetwork::CompiledNetwork() : impl_(std::make_unique<Impl>()) {}
+CompiledNetwork::~CompiledNetwork() = default;
+CompiledNetwork::CompiledNetwork(CompiledNetwork&&) noexcept = default;
+CompiledNetwork& CompiledNetwork::operator=(CompiledNetwork&&) noexcept = default;
+
+CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Partition& p,
+                                         const std::vector<ProgramChoice>& choices) {
+  if (choices.size() != p.tasks.size())
+    throw InternalError("compile: " + std::to_string(choices.size()) + " programs for " + std::to_string(p.tasks.size()) +
+                        " tasks");
+  CompiledNetwork net;
+  Impl& m = *net.impl_;
+  m.name = g.name;
+  m.host = llvm_host_cpu();
+  // Kernels, one per task.
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    const graph::NetworkTask& task = p.tasks[t];
+    try {
+      std::vector<sched::Sketch> sketches = sched::cpu_sketches(task.graph);
+      const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
+      LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
+      LlvmOptions lo;
+      lo.keep_object = true;
+      m.kernels.push_back({task.label, task.key, compile_llvm(f, lo)});
+    } catch (const Error& e) {
+      throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
+    }
+  }
+  // Slots: one per value that is read or written at run time.
+  std::vector<int> slot_of(g.values().size(), -1);
+  std::vector<int> root(g.values().size(), -1);  // the arena tensor a value lives in (views: their source's)
+  auto slot = [&](int v) {
+    if (slot_of[v] >= 0) return slot_of[v];
+    const graph::Value& val = g.value(v);
+    Impl::Slot s;
+    s.info = {val.name, val.dtype, val.shape};
+    if (val.constant) {
+      s.weight = static_cast<int>(m.weights.size());
+      m.weights.push_back(val.data);
+    }
+    slot_of[v] = static_cast<int>(m.slots.size());
+    m.slots.push_back(s);
+    return slot_of[v];
+  };
+  // Arena tensors: graph inputs and group outputs; def and last-use step of each.
+  struct Live {
+    int value;
+    int def, last;
+  };
+  std::vector<Live> live;
+  std::map<int, int> live_of_root;
+  auto define = [&](int v, int step) {
+    root[v] = v;
+    live_of_root[v] = static_cast<int>(live.size());
+    live.push_back({v, step, step});
+  };
+  for (int v : g.inputs()) {
+    slot(v);
+    define(v, -1);
+  }
+  int step = 0;
+  for (const graph::FusedGroup& fg : p.groups) {
+    for (int v : fg.inputs) {
+      slot(v);
+      if (root[v] >= 0) {
+        Live& l = live[live_of_root[root[v]]];
+        l.last = std::max(l.last, step);
+      }
+    }
+    if (fg.view) {
+      const graph::Value& in = g.value(fg.inputs.at(0));
+      if (in.constant) throw InternalError("a view of constant '" + in.name + "' was not folded");
+      root[fg.output] = root[fg.inputs[0]];
+      slot(fg.output);
+      continue;
+    }
+    slot(fg.output);
+    define(fg.output, step);
+    Impl::Step st;
+    st.kernel = fg.task;
+    for (int v : fg.inputs) st.args.push_back(slot_of[v]);
+    st.args.push_back(slot_of[fg.output]);
+    m.steps.push_back(std::move(st));
+    ++step;
+  }
+  for (int v : g.outputs()) {
+    slot(v);
+    if (root[v] >= 0) live[live_of_root[root[v]]].last = step;  // read after the last launch
+  }
+  // The plan: in definition order, each tensor takes the smallest free block that
+  // fits (free: its last tenant's last reader ran before this tensor's producer), else
+  // the arena grows.
+  struct Block {
+    int64_t offset, size;
+    int free_after;
+  };
+  std::vector<Block> blocks;
+  std::map<int, int64_t> offset_of_root;
+  for (const Live& l : live) {
+    int64_t need = align_up(m.slots[slot_of[l.value]].bytes());
+    m.tensor_bytes += need;
+    int best = -1;
+    for (size_t b = 0; b < blocks.size(); ++b)
+      if (blocks[b].free_after < l.def && blocks[b].size >= need && (best < 0 || blocks[b].size < blocks[best].size))
+        best = static_cast<int>(b);
+    if (best < 0 && !blocks.empty() && blocks.back().free_after < l.def) {
+      // The last block is free but small: grow it.
+      best = static_cast<int>(blocks.size()) - 1;
+      m.arena_bytes += need - blocks[best].size;
+      blocks[best].size = need;
+    }
+    if (best < 0) {
+      blocks.push_back({m.arena_bytes, need, 0});
+      m.arena_bytes += need;
+      best = static_cast<int>(blocks.size()) - 1;
+    }
+    blocks[best].free_after = l.last;
+    offset_of_root[l.value] = blocks[best].offset;
+  }
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (slot_of[v] >= 0 && root[v] >= 0) m.slots[slot_of[v]].offset = offset_of_root.at(root[v]);
+  for (int v : g.inputs()) m.input_slots.push_back(slot_of[v]);
+  for (int v : g.outputs()) m.output_slots.push_back(slot_of[v]);
+  m.prepare();
+  return net;
+}
+
+std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
+  Impl& m = *impl_;
+  if (inputs.size() != m.input_slots.size())
+    throw Error("network '" + m.name + "' takes " + std::to_string(m.input_slots.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Impl::Slot& s = m.slots[m.input_slots[i]];
+    if (inputs[i].dtype() != s.info.dtype || inputs[i].shape() != s.info.shape)
+      throw Error("input '" + s.info.name + "' expects " + s.info.dtype.str() + " " + shape_str(s.info.shape) + ", got " +
+                  inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
+    std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
+  }
+  for (size_t i = 0; i < m.steps.size(); ++i) m.kernels[m.steps[i].kernel].k->run_raw(m.step_ptrs[i].data());
+  std::vector<NDArray> out;
+  for (int s : m.output_slots) {
+    NDArray a(m.slots[s].info.dtype, m.slots[s].info.shape);
+    std::memcpy(a.data(), m.ptr(s), a.nbytes());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOptions& opt) {
+  return time_function([&] { run(inputs); }, opt);
+}
+
+const std::string& CompiledNetwork::name() const { return impl_->name; }
+const std::vector<TensorInfo>& CompiledNetwork::inputs() const { return impl_->input_info; }
+const std::vector<TensorInfo>& CompiledNetwork::outputs() const { return impl_->output_info; }
+int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.size()); }
+int CompiledNetwork::launches() const { return static_cast<int>(impl_->steps.size()); }
+int64_t CompiledNetwork::arena_bytes() const { return impl_->arena_bytes; }
+int64_t CompiledNetwork::tensor_bytes() const { return impl_->tensor_bytes; }
+int64_t CompiledNetwork::weight_bytes() const {
+  int64_t b = 0;
+  for (const NDArray& w : impl_->weights) b += static_cast<int64_t>(w.nbytes());
+  return b;
+}
+
+void CompiledNetwork::save(const std::string& path) const {
+  const Impl& m = *impl_;
+  nlohmann::json h;
+  h["version"] = 1;
+  h["name"] = m.name;
+  h["host_cpu"] = m.host;
+  h["arena_bytes"] = m.arena_bytes;
+  h["tensor_bytes"] = m.tensor_bytes;
+  int64_t blob = 0;
+  for (const auto& k : m.kernels) {
+    h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"offset", blob}, {"size", k.k->object().size()}});
+    blob += static_cast<int64_t>(k.k->object().size());
+  }
+  h["weights"] = nlohmann::json::array();
+  for (const NDArray& w : m.weights) {
+    h["weights"].push_back({{"offset", blob}, {"size", w.nbytes()}});
+    blob += static_cast<int64_t>(w.nbytes());
+  }
+  for (const auto& s : m.slots)
+    h["slots"].push_back({{"name", s.info.name}, {"dtype", s.info.dtype.str()}, {"shape", s.info.shape},
+                          {"weight", s.weight}, {"offset", s.offset}});
+  h["inputs"] = m.input_slots;
+  h["outputs"] = m.output_slots;
+  h["steps"] = nlohmann::json::array();
+  for (const auto& s : m.steps) h["steps"].push_back({{"kernel", s.kernel}, {"args", s.args}});
+  std::string text = h.dump();
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("cannot write '" + tmp + "'");
+    uint64_t n = text.size();
+    f.write(kMagic, sizeof kMagic - 1);
+    f.write(reinterpret_cast<const char*>(&n), sizeof n);
+    f.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& k : m.kernels) f.write(k.k->object().data(), static_cast<std::streamsize>(k.k->object().size()));
+    for (const NDArray& w : m.weights) f.write(static_cast<const char*>(w.data()), static_cast<std::streamsize>(w.nbytes()));
+    if (!f) throw Error("writing '" + tmp + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot move '" + tmp + "' to '" + path + "'");
+}
+
+CompiledNetwork CompiledNetwork::load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw NotFoundError("cannot open compiled network '" + path + "'");
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t magic = sizeof kMagic - 1;
+  if (data.size() < magic + 8 || data.compare(0, magic, kMagic) != 0)
+    throw ParseError("'" + path + "' is not a compiled basin network (bad magic)");
+  uint64_t n = 0;
+  std::memcpy(&n, data.data() + magic, sizeof n);
+  if (n > data.size() - magic - 8) throw ParseError("'" + path + "' is truncated (header)");
+  const size_t blob0 = magic + 8 + n;
+  CompiledNetwork net;
+  Impl& m = *net.impl_;
+  try {
+    nlohmann::json h = nlohmann::json::parse(data.substr(magic + 8, n));
+    if (h.at("version").get<int>() != 1) throw ParseError("'" + path + "': unsupported version");
+    m.name = h.at("name").get<std::string>();
+    m.host = h.at("host_cpu").get<std::string>();
+    if (m.host != llvm_host_cpu())
+      throw Error("'" + path + "' was compiled for CPU '" + m.host + "'; this machine is '" + llvm_host_cpu() +
+                  "': compile it again here");
+    m.arena_bytes = h.at("arena_bytes").get<int64_t>();
+    m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
+    auto bytes = [&](const nlohmann::json& j) {
+      uint64_t off = j.at("offset").get<uint64_t>(), size = j.at("size").get<uint64_t>();
+      if (off > data.size() - blob0 || size > data.size() - blob0 - off) throw ParseError("'" + path + "' is truncated");
+      return std::pair<size_t, size_t>(blob0 + off, size);
+    };
+    for (const auto& k : h.at("kernels")) {
+      auto [off, size] = bytes(k);
+      m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(),
+                           load_llvm_object(data.substr(off, size))});
+    }
+    std::vector<std::pair<size_t, size_t>> wb;
+    for (const auto& w : h.at("weights")) wb.push_back(bytes(w));
+    for (const auto& s : h.at("slots")) {
+      Impl::Slot sl;
+      sl.info = {s.at("name").get<std::string>(), DType::parse(s.at("dtype").get<std::string>()),
+                 s.at("shape").get<std::vector<int64_t>>()};
+      sl.weight = s.at("weight").get<int>();
+      sl.offset = s.at("offset").get<int64_t>();
+      if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
+          (sl.weight < 0 && sl.offset + sl.bytes() > m.arena_bytes))
+        throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");
+      if (sl.weight >= 0) {
+        if (static_cast<int>(m.weights.size()) <= sl.weight) m.weights.resize(wb.size());
+        NDArray a(sl.info.dtype, sl.info.shape);
+        if (a.nbytes() != wb[sl.weight].second) throw ParseError("'" + path + "': weight '" + sl.info.name + "' has the wrong size");
+        std::memcpy(a.data(), data.data() + wb[sl.weight].first, a.nbytes());
+        m.weights[sl.weight] = std::move(a);
+      }
+      m.slots.push_back(std::move(sl));
+    }
+    auto check_slot = [&](int s) {
+      if (s < 0 || s >= static_cast<int>(m.slots.size())) throw ParseError("'" + path + "': a tensor index is out of range");
+      return s;
+    };
+    for (int s : h.at("inputs").get<std::vector<int>>()) m.input_slots.push_back(check_slot(s));
+    for (int s : h.at("outputs").get<std::vector<int>>()) m.output_slots.push_back(check_slot(s));
+    for (const auto& s : h.at("steps")) {
+      Impl::Step st;
+      st.kernel = s.at("kernel").get<int>();
+      if (st.kernel < 0 || st.kernel >= static_cast<int>(m.kernels.size())) throw ParseError("'" + path + "': bad kernel index");
+      for (int a : s.at("args").get<std::vector<int>>()) st.args.push_back(check_slot(a));
+      m.steps.push_back(std::move(st));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw ParseError("'" + path + "' has a corrupt header: " + e.what());
+  }
+  m.prepare();
+  return net;
+}
+
+}  // namespace basin::codegen

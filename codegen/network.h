@@ -1,0 +1,71 @@
+// The network runtime (DESIGN.md, "Codegen and measurement"): a compiled network is
+// its kernels (one per task, shared by every group of that task), a static memory plan
+// (one arena; intermediate tensors share space once the last reader of the earlier
+// one has run; views alias their input), the weights, and the list of kernel launches.
+// It runs without the compiler: saved to one file (the kernels as relocatable machine
+// code, the plan as JSON, the weights as raw bytes) and loaded again by the JIT's
+// linker alone, with no lowering, no LLVM optimization and no code generation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/timing.h"
+#include "core/graph/fusion.h"
+#include "core/graph/graph.h"
+#include "core/ir/ndarray.h"
+#include "core/schedule/sketch.h"
+
+namespace basin::codegen {
+
+// The program of one task: a sketch (by name) and its configuration. `tuned` is false
+// for an untuned task compiled with the sketch's default configuration.
+struct ProgramChoice {
+  std::string sketch;
+  sched::Config config;
+  bool tuned = false;
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::f32();
+  std::vector<int64_t> shape;
+};
+
+class CompiledNetwork {
+ public:
+  CompiledNetwork();
+  ~CompiledNetwork();
+  CompiledNetwork(CompiledNetwork&&) noexcept;
+  CompiledNetwork& operator=(CompiledNetwork&&) noexcept;
+
+  // Lowers and compiles every task of the partition with its program (choices[i] for
+  // p.tasks[i]) and plans memory. Throws basin::Error naming the task that fails.
+  static CompiledNetwork compile(const graph::Graph& g, const graph::Partition& p,
+                                 const std::vector<ProgramChoice>& choices);
+  // Throws ParseError for a file that is not a compiled network or is corrupt, and
+  // Error for one compiled for another CPU.
+  static CompiledNetwork load(const std::string& path);
+  void save(const std::string& path) const;
+
+  // Outputs in the network's order for inputs in its order (checked: dtype and shape).
+  std::vector<NDArray> run(const std::vector<NDArray>& inputs);
+  // Times run() on these inputs (the copies in and out included).
+  Timing time(const std::vector<NDArray>& inputs, const TimingOptions& opt = TimingOptions::full());
+
+  const std::string& name() const;
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  int kernels() const;           // distinct kernels
+  int launches() const;          // kernel calls per run
+  int64_t arena_bytes() const;   // the memory plan's arena
+  int64_t tensor_bytes() const;  // the intermediate tensors' sizes summed (no reuse)
+  int64_t weight_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace basin::codegen

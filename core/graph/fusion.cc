@@ -1,0 +1,154 @@
+#include "core/graph/fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/ops/node_ops.h"
+#include "core/schedule/sketch.h"
+
+namespace basin::graph {
+
+namespace {
+
+enum class Kind { Anchor, Reduction, Elementwise, Injective };
+
+Kind kind_of(const std::string& op) {
+  static const std::set<std::string> anchors = {"conv1d", "conv2d", "conv3d", "conv2d_transpose", "dense", "matmul",
+                                                "batch_matmul"};
+  static const std::set<std::string> reductions = {"softmax", "log_softmax", "layer_norm", "rms_norm", "sum", "mean",
+                                                   "max", "min", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
+                                                   "global_max_pool2d"};
+  static const std::set<std::string> injective = {"transpose", "concat", "slice", "pad", "gather", "embedding",
+                                                  "broadcast_to", "resize", "reshape", "flatten", "squeeze", "unsqueeze"};
+  if (anchors.count(op)) return Kind::Anchor;
+  if (reductions.count(op)) return Kind::Reduction;
+  if (injective.count(op)) return Kind::Injective;
+  return Kind::Elementwise;  // binary ops, activations, batch_norm
+}
+
+struct Open {
+  std::vector<int> nodes;
+  Kind kind;
+  int last_pos = 0;
+};
+
+}  // namespace
+
+bool is_view_op(const std::string& op) {
+  return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze";
+}
+
+Partition partition(const Graph& g) {
+  std::vector<int> order = g.topo_order();
+  std::vector<int> pos(g.nodes().size());
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
+  std::set<int> outputs(g.outputs().begin(), g.outputs().end());
+
+  std::vector<Open> groups;
+  std::vector<int> group_of_value(g.values().size(), -1);  // the open group whose output a value is
+  std::vector<bool> is_view;
+  for (int n : order) {
+    const Node& nd = g.node(n);
+    if (is_view_op(nd.op)) {
+      groups.push_back({{n}, Kind::Injective, pos[n]});
+      is_view.push_back(true);
+      continue;  // a view never absorbs nor is absorbed
+    }
+    const Kind k = kind_of(nd.op);
+    int join = -1;
+    for (int v : nd.inputs) {
+      int gi = group_of_value[v];
+      if (gi < 0 || is_view[gi] || outputs.count(v) || g.consumers(v).size() != 1) continue;
+      const Open& G = groups[gi];
+      bool same_shape = g.value(nd.output).shape == g.value(v).shape;
+      bool ok = false;
+      if (G.kind == Kind::Anchor) ok = k == Kind::Elementwise && same_shape;
+      else if (G.kind == Kind::Reduction) ok = k == Kind::Elementwise && same_shape;
+      else ok = k == Kind::Elementwise || k == Kind::Injective || (k == Kind::Reduction && v == nd.inputs[0]);
+      if (ok) {
+        join = gi;
+        break;
+      }
+    }
+    if (join < 0) {
+      groups.push_back({{n}, k, pos[n]});
+      is_view.push_back(false);
+      join = static_cast<int>(groups.size()) - 1;
+    } else {
+      Open& G = groups[join];
+      G.nodes.push_back(n);
+      G.last_pos = pos[n];
+      if (k == Kind::Reduction) G.kind = Kind::Reduction;
+      // the group's old output is now internal
+    }
+    group_of_value[nd.output] = join;
+  }
+
+  std::vector<int> idx(groups.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return groups[a].last_pos < groups[b].last_pos; });
+
+  Partition p;
+  std::map<std::string, int> task_by_key;
+  for (int gi : idx) {
+    const Open& G = groups[gi];
+    FusedGroup fg;
+    fg.nodes = G.nodes;
+    fg.output = g.node(G.nodes.back()).output;
+    std::set<int> inside;
+    for (int n : G.nodes) inside.insert(g.node(n).output);
+    ops::SubgraphSpec spec;
+    std::map<int, std::string> names;
+    for (int n : G.nodes) {
+      const Node& nd = g.node(n);
+      ops::SubgraphSpec::Node sn;
+      sn.op = nd.op;
+      sn.attrs = nd.attrs;
+      std::vector<te::Tensor> ph;
+      for (int v : nd.inputs) ph.push_back(te::placeholder(g.value(v).name, g.value(v).shape, g.value(v).dtype));
+      for (size_t k = 0; k < nd.inputs.size(); ++k) {
+        int v = nd.inputs[k];
+        if (!names.count(v)) {
+          if (inside.count(v)) throw InternalError("fusion: group reads its own value before computing it");
+          names[v] = "x" + std::to_string(fg.inputs.size());
+          fg.inputs.push_back(v);
+          ops::SubgraphSpec::Input in;
+          in.name = names[v];
+          in.dtype = g.value(v).dtype;
+          in.shape = g.value(v).shape;
+          in.range = ops::node_input_range(nd.op, nd.attrs, static_cast<int>(k), ph);
+          spec.inputs.push_back(in);
+        }
+        sn.inputs.push_back(names[v]);
+      }
+      sn.name = "t" + std::to_string(spec.nodes.size());
+      names[nd.output] = sn.name;
+      spec.nodes.push_back(std::move(sn));
+    }
+    if (is_view[gi]) {
+      fg.view = true;
+      p.groups.push_back(std::move(fg));
+      continue;
+    }
+    std::string text = ops::subgraph_to_string(spec);
+    ops::OpGraph task = ops::build_op("subgraph", {{"graph", text}});
+    std::string key = sched::task_key(task);
+    auto it = task_by_key.find(key);
+    if (it == task_by_key.end()) {
+      NetworkTask t;
+      t.key = key;
+      t.label = ops::subgraph_label(spec, task);
+      t.flops = task.flops;
+      t.graph = std::move(task);
+      it = task_by_key.emplace(key, static_cast<int>(p.tasks.size())).first;
+      p.tasks.push_back(std::move(t));
+    }
+    ++p.tasks[it->second].weight;
+    fg.task = it->second;
+    p.groups.push_back(std::move(fg));
+  }
+  return p;
+}
+
+}  // namespace basin::graph

@@ -1,0 +1,46 @@
+// Fusion and task extraction (DESIGN.md, "Graph"). Nodes are grouped by the
+// post-dominator rule: an anchor (conv, dense, matmul) or a reduction absorbs the
+// chain of elementwise/broadcast nodes that follows it, as long as each value in
+// the chain is read by the next node alone (so that the group's last node
+// post-dominates the rest and nothing else needs the intermediate values); chains of
+// injective nodes fuse together the same way. Reshape, flatten, squeeze and unsqueeze
+// are views: they move no data and become no kernel. Each other group is a task
+// (core/ops/subgraph.h); structurally identical groups are one task whose weight is
+// the number of groups.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph/graph.h"
+#include "core/ops/subgraph.h"
+
+namespace basin::graph {
+
+struct FusedGroup {
+  std::vector<int> nodes;   // in order
+  std::vector<int> inputs;  // values read from outside the group, in the task's input order
+  int output = -1;          // the value the group produces
+  int task = -1;            // index into Partition::tasks; -1 for a view
+  bool view = false;        // a reshape-like node: the output aliases inputs[0]
+};
+
+struct NetworkTask {
+  std::string key;    // sched::task_key of the task
+  std::string label;  // readable: "conv2d+add+relu [1, 64, 56, 56]"
+  ops::OpGraph graph;
+  int weight = 0;     // groups computing this task
+  double flops = 0;   // of one run
+};
+
+struct Partition {
+  std::vector<FusedGroup> groups;  // producers first
+  std::vector<NetworkTask> tasks;
+};
+
+// True for the operators that only reinterpret their input's shape.
+bool is_view_op(const std::string& op);
+
+Partition partition(const Graph& g);
+
+}  // namespace basin::graph

@@ -1,0 +1,151 @@
+#include "core/graph/graph.h"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include "core/ops/node_ops.h"
+
+namespace basin::graph {
+
+struct Graph::Adjacency {
+  boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS> g;
+};
+
+Graph::Graph() : adj_(std::make_unique<Adjacency>()) {}
+Graph::~Graph() = default;
+Graph::Graph(const Graph& o)
+    : name(o.name), adj_(std::make_unique<Adjacency>(*o.adj_)), values_(o.values_), nodes_(o.nodes_),
+      inputs_(o.inputs_), outputs_(o.outputs_), by_name_(o.by_name_) {}
+Graph& Graph::operator=(const Graph& o) {
+  if (this != &o) *this = Graph(o);
+  return *this;
+}
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+
+int64_t Value::numel() const {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+int Graph::new_value(Value v) {
+  if (v.name.empty()) v.name = "v" + std::to_string(values_.size());
+  if (by_name_.count(v.name)) {
+    // Names must be unique; a repeated one gets a suffix.
+    std::string base = v.name;
+    for (int k = 1; by_name_.count(v.name); ++k) v.name = base + "." + std::to_string(k);
+  }
+  by_name_[v.name] = static_cast<int>(values_.size());
+  values_.push_back(std::move(v));
+  return static_cast<int>(values_.size()) - 1;
+}
+
+int Graph::add_input(const std::string& n, std::vector<int64_t> shape, DType dtype) {
+  for (int64_t e : shape)
+    if (e <= 0) throw GraphError("input '" + n + "': extents must be positive, got " + shape_str(shape));
+  Value v;
+  v.name = n;
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  v.input = true;
+  int id = new_value(std::move(v));
+  inputs_.push_back(id);
+  return id;
+}
+
+int Graph::add_constant(const std::string& n, NDArray data) {
+  if (!data.defined()) throw GraphError("constant '" + n + "' has no data");
+  Value v;
+  v.name = n;
+  v.dtype = data.dtype();
+  v.shape = data.shape();
+  v.data = std::move(data);
+  v.constant = true;
+  return new_value(std::move(v));
+}
+
+int Graph::add_node(const std::string& op, const std::vector<int>& inputs, const std::map<std::string, ops::AttrValue>& attrs,
+                    const std::string& name) {
+  Node nd;
+  nd.name = name.empty() ? op + "_" + std::to_string(nodes_.size()) : name;
+  nd.op = op;
+  std::vector<te::Tensor> args;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i] < 0 || inputs[i] >= static_cast<int>(values_.size()))
+      throw GraphError("node '" + nd.name + "' (" + op + "): input " + std::to_string(i) + " is not a value of the graph");
+    const Value& v = values_[inputs[i]];
+    args.push_back(te::placeholder(v.name, v.shape, v.dtype));
+  }
+  te::Tensor out;
+  try {
+    nd.attrs = ops::node_attrs(op, attrs);
+    out = ops::apply_node(op, nd.attrs, args);
+  } catch (const Error& e) {
+    std::string shapes;
+    for (int v : inputs) shapes += (shapes.empty() ? "" : ", ") + shape_str(values_[v].shape);
+    throw GraphError("node '" + nd.name + "' (" + op + ", inputs " + shapes + "): " + e.what());
+  }
+  nd.inputs = inputs;
+  Value v;
+  v.name = nd.name;
+  v.dtype = out.dtype();
+  v.shape = out.shape();
+  v.producer = static_cast<int>(nodes_.size());
+  nd.output = new_value(std::move(v));
+  int id = static_cast<int>(boost::add_vertex(adj_->g));
+  for (int in : inputs)
+    if (values_[in].producer >= 0) boost::add_edge(values_[in].producer, id, adj_->g);
+  nodes_.push_back(std::move(nd));
+  return nodes_.back().output;
+}
+
+void Graph::add_output(int v) {
+  if (v < 0 || v >= static_cast<int>(values_.size())) throw GraphError("output " + std::to_string(v) + " is not a value");
+  outputs_.push_back(v);
+}
+
+std::vector<int> Graph::consumers(int v) const {
+  std::vector<int> out;
+  for (size_t n = 0; n < nodes_.size(); ++n)
+    for (int in : nodes_[n].inputs)
+      if (in == v) {
+        out.push_back(static_cast<int>(n));
+        break;
+      }
+  return out;
+}
+
+std::vector<int> Graph::topo_order() const {
+  std::vector<size_t> rev;
+  try {
+    boost::topological_sort(adj_->g, std::back_inserter(rev));
+  } catch (const boost::not_a_dag&) {
+    throw GraphError("graph '" + name + "' has a cycle");
+  }
+  return std::vector<int>(rev.rbegin(), rev.rend());
+}
+
+int Graph::find_value(const std::string& n) const {
+  auto it = by_name_.find(n);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+int64_t Graph::weight_bytes() const {
+  int64_t b = 0;
+  for (const Value& v : values_)
+    if (v.constant) b += static_cast<int64_t>(v.data.nbytes());
+  return b;
+}
+
+std::map<std::string, int> Graph::op_counts() const {
+  std::map<std::string, int> m;
+  for (const Node& n : nodes_) ++m[n.op];
+  return m;
+}
+
+NDArray random_weight(std::vector<int64_t> shape, double bound, uint64_t seed) {
+  return NDArray::random(DType::f32(), std::move(shape), -bound, bound, seed);
+}
+
+}  // namespace basin::graph

@@ -1,0 +1,21 @@
+// Graph passes (DESIGN.md, "Graph"): each returns a new graph computing the same
+// outputs. Shape inference happens as nodes are added (graph.h).
+#pragma once
+
+#include "core/graph/graph.h"
+
+namespace basin::graph {
+
+// Nodes whose inputs are all constants become constants, computed by the loop-IR
+// interpreter on the operator's default schedule.
+Graph fold_constants(const Graph& g);
+// conv -> batch_norm with constant weight and statistics (the conv's output read by the
+// norm alone) becomes conv -> add(bias) with the scale folded into the weight; the same
+// for conv2d_transpose with one group.
+Graph fold_batch_norm(const Graph& g);
+// Drops nodes whose value reaches no output.
+Graph eliminate_dead_code(const Graph& g);
+// Every pass above, in order: batch-norm folding, constant folding, dead code.
+Graph optimize(const Graph& g);
+
+}  // namespace basin::graph

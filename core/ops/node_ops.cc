@@ -1,0 +1,263 @@
+#include "core/ops/node_ops.h"
+
+#include <unordered_map>
+
+#include "core/ops/op_util.h"
+#include "core/ops/operators.h"
+
+namespace basin::ops {
+
+namespace {
+
+using Build = std::function<te::Tensor(const Attrs&, const std::vector<te::Tensor>&)>;
+
+NodeOpDef node(std::string name, std::string summary, std::vector<ParamSpec> params, int min_in, int max_in, Build b) {
+  NodeOpDef d;
+  d.def.name = std::move(name);
+  d.def.family = "graph";
+  d.def.summary = std::move(summary);
+  d.def.params = std::move(params);
+  d.min_inputs = min_in;
+  d.max_inputs = max_in;
+  d.build = std::move(b);
+  return d;
+}
+
+std::vector<ParamSpec> conv_params() {
+  return {p_ints("stride", {1}, "stride per spatial dimension"),
+          p_ints("padding", {0}, "zero padding on both sides per spatial dimension"),
+          p_ints("dilation", {1}, "kernel dilation per spatial dimension"), p_int("groups", 1, "channel groups")};
+}
+
+std::vector<ParamSpec> pool_params(bool avg) {
+  std::vector<ParamSpec> p = {p_ints("kernel", {2}, "KH,KW"), p_ints("stride", {2}, "stride"),
+                              p_ints("padding", {0}, "padding"), p_ints("dilation", {1}, "window dilation")};
+  if (avg) p.push_back(p_int("count_include_pad", 1, "1: padding counts in the average"));
+  return p;
+}
+
+std::vector<NodeOpDef> make_node_ops() {
+  std::vector<NodeOpDef> r;
+  for (int rank = 1; rank <= 3; ++rank) {
+    std::string name = "conv" + std::to_string(rank) + "d";
+    r.push_back(node(name, "convolution, weight [OC, C/groups, K...]", conv_params(), 2, 2,
+                     [rank, name](const Attrs& a, const std::vector<te::Tensor>& in) {
+                       Check c(name);
+                       c.that(in[0].ndim() == rank + 2, "x", "expects a rank-" + std::to_string(rank + 2) +
+                                                                  " input, got " + ints_str(in[0].shape()));
+                       ConvParams p{c.per_dim(a, "stride", rank, 1), c.per_dim(a, "padding", rank, 0),
+                                    c.per_dim(a, "dilation", rank, 1), c.at_least(a, "groups", 1)};
+                       return conv(in[0], in[1], p, name);
+                     }));
+  }
+  r.push_back(node("conv2d_transpose", "transposed 2-D convolution, weight [IC, OC/groups, KH, KW]",
+                   {p_ints("stride", {1}, "stride"), p_ints("padding", {0}, "padding"),
+                    p_ints("output_padding", {0}, "extra rows/columns on one side"), p_ints("dilation", {1}, "dilation"),
+                    p_int("groups", 1, "channel groups")},
+                   2, 2, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     Check c("conv2d_transpose");
+                     ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
+                                           c.per_dim(a, "output_padding", 2, 0), c.per_dim(a, "dilation", 2, 1),
+                                           c.at_least(a, "groups", 1)};
+                     return conv2d_transpose(in[0], in[1], p);
+                   }));
+  r.push_back(node("dense", "x[M,K] w[N,K] -> [M,N]", {}, 2, 2,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return dense(in[0], in[1]); }));
+  r.push_back(node("matmul", "a[M,K] b[K,N] -> [M,N]", {}, 2, 2,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return matmul(in[0], in[1]); }));
+  r.push_back(node("batch_matmul", "a[B,M,K] b[B,K,N] -> [B,M,N]", {}, 2, 2,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return batch_matmul(in[0], in[1]); }));
+  auto pool_of = [](const Attrs& a, const std::string& name, bool avg) {
+    Check c(name);
+    PoolParams p{c.per_dim(a, "kernel", 2, 1), c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
+                 c.per_dim(a, "dilation", 2, 1), avg ? a.i("count_include_pad") == 1 : true};
+    return p;
+  };
+  r.push_back(node("max_pool2d", "2-D max pooling (NCHW)", pool_params(false), 1, 1,
+                   [pool_of](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return max_pool2d(in[0], pool_of(a, "max_pool2d", false));
+                   }));
+  r.push_back(node("avg_pool2d", "2-D average pooling (NCHW)", pool_params(true), 1, 1,
+                   [pool_of](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return avg_pool2d(in[0], pool_of(a, "avg_pool2d", true));
+                   }));
+  r.push_back(node("global_avg_pool2d", "mean over H and W, keeping them", {}, 1, 1,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return global_pool2d(in[0], true); }));
+  r.push_back(node("global_max_pool2d", "max over H and W, keeping them", {}, 1, 1,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return global_pool2d(in[0], false); }));
+  const std::pair<const char*, BinaryOp> binaries[] = {
+      {"add", BinaryOp::Add},         {"sub", BinaryOp::Sub},         {"mul", BinaryOp::Mul}, {"div", BinaryOp::Div},
+      {"maximum", BinaryOp::Maximum}, {"minimum", BinaryOp::Minimum}, {"pow", BinaryOp::Pow}};
+  for (const auto& [name, op] : binaries) {
+    std::string n = name;
+    BinaryOp o = op;
+    r.push_back(node(n, "elementwise with numpy broadcasting", {}, 2, 2,
+                     [n, o](const Attrs&, const std::vector<te::Tensor>& in) { return binary(o, in[0], in[1], n); }));
+  }
+  for (const char* name : {"relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "exp", "log",
+                           "sqrt", "rsqrt", "erf", "neg", "abs"}) {
+    std::string n = name;
+    r.push_back(node(n, "elementwise activation", {}, 1, 1,
+                     [n](const Attrs&, const std::vector<te::Tensor>& in) { return unary(n, in[0]); }));
+  }
+  r.push_back(node("clip", "min(max(x, min), max)", {p_float("min", 0, "lower bound"), p_float("max", 6, "upper bound")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("clip", in[0], a.f("min"), a.f("max")); }));
+  r.push_back(node("leaky_relu", "x if x >= 0 else alpha * x", {p_float("alpha", 0.01, "negative slope")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("leaky_relu", in[0], a.f("alpha")); }));
+  r.push_back(node("batch_norm", "inference batch norm: x, gamma, beta, mean, var", {p_float("epsilon", 1e-5, "epsilon")}, 5, 5,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return batch_norm(in[0], in[1], in[2], in[3], in[4], a.f("epsilon"));
+                   }));
+  r.push_back(node("softmax", "softmax along axis", {p_int("axis", -1, "axis")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return softmax(in[0], a.i("axis"), false); }));
+  r.push_back(node("log_softmax", "log-softmax along axis", {p_int("axis", -1, "axis")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return softmax(in[0], a.i("axis"), true); }));
+  r.push_back(node("layer_norm", "layer norm over the axes from `axis` on: x, gamma, beta",
+                   {p_int("axis", -1, "first normalized axis"), p_float("epsilon", 1e-5, "epsilon")}, 3, 3,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return layer_norm(in[0], in[1], in[2], a.i("axis"), a.f("epsilon"));
+                   }));
+  r.push_back(node("rms_norm", "RMS norm over the axes from `axis` on: x, gamma",
+                   {p_int("axis", -1, "first normalized axis"), p_float("epsilon", 1e-6, "epsilon")}, 2, 2,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return rms_norm(in[0], in[1], a.i("axis"), a.f("epsilon"));
+                   }));
+  for (const char* name : {"sum", "mean", "max", "min"}) {
+    std::string n = name;
+    r.push_back(node(n, "reduction over axes", {p_ints("axes", {}, "axes (empty: all)"), p_int("keepdims", 1, "1: keep")}, 1, 1,
+                     [n](const Attrs& a, const std::vector<te::Tensor>& in) {
+                       return reduce(n, in[0], a.ints("axes"), a.i("keepdims") == 1);
+                     }));
+  }
+  r.push_back(node("reshape", "same elements, new shape", {p_ints("new_shape", {}, "target shape")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return reshape(in[0], a.ints("new_shape")); }));
+  r.push_back(node("transpose", "permute axes", {p_ints("perm", {}, "permutation (empty: reverse)")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return transpose(in[0], a.ints("perm")); }));
+  r.push_back(node("flatten", "merge axes start_dim..end_dim", {p_int("start_dim", 1, "first"), p_int("end_dim", -1, "last")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return flatten(in[0], a.i("start_dim"), a.i("end_dim"));
+                   }));
+  r.push_back(node("concat", "join along axis", {p_int("axis", 0, "axis")}, 1, 64,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return concat(in, a.i("axis")); }));
+  r.push_back(node("slice", "strided slice",
+                   {p_ints("starts", {0}, "starts"), p_ints("ends", {1}, "ends"), p_ints("axes", {}, "axes (empty: 0..)"),
+                    p_ints("steps", {}, "steps (empty: 1)")},
+                   1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return slice(in[0], a.ints("starts"), a.ints("ends"), a.ints("axes"), a.ints("steps"));
+                   }));
+  r.push_back(node("pad", "pad every axis (before..., after...)",
+                   {p_ints("pads", {0}, "pads"), p_float("value", 0, "constant value"), p_str("mode", "constant", "mode")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return pad(in[0], a.ints("pads"), a.f("value"), a.s("mode"));
+                   }));
+  r.push_back(node("gather", "take along axis by indices", {p_int("axis", 0, "axis")}, 2, 2,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], a.i("axis")); }));
+  r.push_back(node("embedding", "rows of a table: w[V,D], indices", {}, 2, 2,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], 0, "embedding"); }));
+  r.push_back(node("broadcast_to", "numpy broadcast", {p_ints("new_shape", {}, "target shape")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return broadcast_to(in[0], a.ints("new_shape")); }));
+  r.push_back(node("squeeze", "remove extent-1 axes", {p_ints("axes", {}, "axes (empty: all extent-1)")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return squeeze(in[0], a.ints("axes")); }));
+  r.push_back(node("unsqueeze", "insert extent-1 axes", {p_ints("axes", {0}, "positions in the output")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return unsqueeze(in[0], a.ints("axes")); }));
+  r.push_back(node("resize", "NCHW resize",
+                   {p_int("out_height", 1, "output H"), p_int("out_width", 1, "output W"), p_str("mode", "nearest", "nearest or bilinear"),
+                    p_int("align_corners", 0, "bilinear: 1 aligns corners")},
+                   1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return resize(in[0], a.i("out_height"), a.i("out_width"), a.s("mode"), a.i("align_corners") == 1);
+                   }));
+  return r;
+}
+
+}  // namespace
+
+const std::vector<NodeOpDef>& all_node_ops() {
+  static const std::vector<NodeOpDef> ops = make_node_ops();
+  return ops;
+}
+
+const NodeOpDef* find_node_op(const std::string& name) {
+  static const std::unordered_map<std::string, const NodeOpDef*> index = [] {
+    std::unordered_map<std::string, const NodeOpDef*> m;
+    for (const NodeOpDef& d : all_node_ops()) m[d.def.name] = &d;
+    return m;
+  }();
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+namespace {
+
+const NodeOpDef& need(const std::string& op) {
+  const NodeOpDef* d = find_node_op(op);
+  if (!d) throw OpError(op, "", "is not a graph operator");
+  return *d;
+}
+
+}  // namespace
+
+Attrs node_attrs(const std::string& op, const std::map<std::string, AttrValue>& given) {
+  const NodeOpDef& d = need(op);
+  Attrs a(op);
+  for (const ParamSpec& p : d.def.params) a.set(p.name, p.default_value);
+  for (const auto& [k, v] : given) {
+    const ParamSpec* spec = nullptr;
+    for (const ParamSpec& p : d.def.params)
+      if (p.name == k) spec = &p;
+    if (!spec) throw OpError(op, k, "unknown attribute");
+    if (v.index() != spec->default_value.index()) {
+      // An integer where a list is expected is a one-element list; a float attribute takes an integer.
+      if (spec->type == ParamType::Ints && std::holds_alternative<int64_t>(v))
+        a.set(k, std::vector<int64_t>{std::get<int64_t>(v)});
+      else if (spec->type == ParamType::Float && std::holds_alternative<int64_t>(v))
+        a.set(k, static_cast<double>(std::get<int64_t>(v)));
+      else
+        throw OpError(op, k, std::string("expects ") + param_type_name(spec->type) + ", got " + attr_to_string(v));
+    } else {
+      a.set(k, v);
+    }
+  }
+  return a;
+}
+
+Attrs parse_node_attrs(const std::string& op, const std::map<std::string, std::string>& given) {
+  return parse_attrs(need(op).def, given);
+}
+
+te::Tensor apply_node(const std::string& op, const Attrs& attrs, const std::vector<te::Tensor>& inputs) {
+  const NodeOpDef& d = need(op);
+  int n = static_cast<int>(inputs.size());
+  if (n < d.min_inputs || n > d.max_inputs)
+    throw OpError(op, "", "takes " + std::to_string(d.min_inputs) +
+                              (d.max_inputs != d.min_inputs ? " to " + std::to_string(d.max_inputs) : "") + " inputs, got " +
+                              std::to_string(n));
+  for (const te::Tensor& t : inputs)
+    if (!t.defined()) throw OpError(op, "", "an input is undefined");
+  return d.build(attrs, inputs);
+}
+
+InputRange node_input_range(const std::string& op, const Attrs& attrs, int index, const std::vector<te::Tensor>& inputs) {
+  if ((op == "gather" || op == "embedding") && index == 1) {
+    int axis = op == "gather" ? static_cast<int>(attrs.i("axis")) : 0;
+    if (axis < 0) axis += inputs[0].ndim();
+    return {0, static_cast<double>(inputs[0].shape()[axis])};
+  }
+  if (op == "batch_norm" && index == 4) return {0.5, 1.5};  // variances
+  // The registry operator of the same name knows its inputs' domains (divisors, logs).
+  static const std::unordered_map<std::string, std::vector<InputRange>> registry_ranges = [] {
+    std::unordered_map<std::string, std::vector<InputRange>> m;
+    for (const NodeOpDef& d : all_node_ops()) {
+      try {
+        m[d.def.name] = build_op(d.def.name).ranges;
+      } catch (const Error&) {
+        // no registry operator of that name
+      }
+    }
+    return m;
+  }();
+  auto it = registry_ranges.find(op);
+  if (it != registry_ranges.end() && index < static_cast<int>(it->second.size())) return it->second[index];
+  return {};
+}
+
+}  // namespace basin::ops

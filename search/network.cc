@@ -1,0 +1,161 @@
+#include "search/network.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "models/estimator.h"
+#include "search/tuner.h"
+
+namespace basin::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct TaskState {
+  std::unique_ptr<Strategy> strategy;
+  std::unique_ptr<models::Estimator> est;
+  std::unique_ptr<TaskTuner> tuner;
+  double last_gain_us = 0;  // best latency improvement of the last round
+  int rounds = 0;
+  bool retired = false;
+};
+
+}  // namespace
+
+NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
+  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  if (opt.batch <= 0) throw Error("the batch size must be positive");
+  const auto t0 = Clock::now();
+  std::vector<TaskState> tasks(p.tasks.size());
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    TaskState& t = tasks[i];
+    t.strategy = make_strategy(opt.strategy);
+    std::string spec = opt.estimator.empty() ? t.strategy->default_estimator() : opt.estimator;
+    if (!spec.empty()) t.est = models::estimator_from_spec(spec);
+    TuneOptions to;
+    to.target = opt.target;
+    to.batch = opt.batch;
+    to.seed = opt.seed + i;
+    to.timeout_seconds = opt.timeout_seconds;
+    to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
+    to.log = opt.log;
+    t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
+  }
+  auto total_trials = [&] {
+    int n = 0;
+    for (TaskState& t : tasks) n += t.tuner->result().trials;
+    return n;
+  };
+  auto estimate = [&] {
+    double s = 0;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      double b = tasks[i].tuner->result().best_latency_us;
+      if (b <= 0) return 0.0;
+      s += p.tasks[i].weight * b;
+    }
+    return s;
+  };
+  NetworkTuneResult res;
+  res.resumed = total_trials();
+  auto out_of_budget = [&] {
+    if (opt.trials > 0 && total_trials() >= opt.trials) return true;
+    return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
+  };
+  res.curve.push_back({0, res.resumed, estimate()});
+  // Every task gets a first round (in order), unless the file already has programs of it.
+  std::vector<size_t> warm;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (tasks[i].tuner->result().best_latency_us <= 0) warm.push_back(i);
+  size_t next_warm = 0;
+  while (!out_of_budget()) {
+    int pick = -1;
+    if (next_warm < warm.size()) {
+      pick = static_cast<int>(warm[next_warm++]);
+    } else {
+      double best_priority = -1;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        TaskState& t = tasks[i];
+        if (t.retired) continue;
+        const TuneResult& r = t.tuner->result();
+        double priority;
+        if (r.best_latency_us <= 0) {
+          priority = 1e30;  // no valid program yet: first in line until retired
+        } else {
+          double optimistic = r.best_latency_us / (2.0 * (t.rounds + 1));
+          priority = p.tasks[i].weight * std::max(t.last_gain_us, optimistic);
+        }
+        if (priority > best_priority) {
+          best_priority = priority;
+          pick = static_cast<int>(i);
+        }
+      }
+    }
+    if (pick < 0) break;  // every task retired
+    TaskState& t = tasks[pick];
+    double before = t.tuner->result().best_latency_us;
+    int budget_left = opt.trials > 0 ? opt.trials - total_trials() : opt.batch;
+    int n = t.tuner->round(std::min(opt.batch, std::max(budget_left, 1)), out_of_budget);
+    ++t.rounds;
+    double after = t.tuner->result().best_latency_us;
+    t.last_gain_us = before > 0 && after > 0 ? before - after : 0;
+    if (n == 0) t.retired = true;
+    if (after <= 0 && t.rounds >= 3) {
+      t.retired = true;
+      if (opt.log) opt.log("network: task " + std::to_string(pick) + " (" + p.tasks[pick].label +
+                           ") has no valid program after 3 rounds; retired");
+    }
+    res.curve.push_back({since(t0), total_trials(), estimate()});
+    if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TuneResult& r = tasks[i].tuner->result();
+    TaskReport tr;
+    tr.key = p.tasks[i].key;
+    tr.label = p.tasks[i].label;
+    tr.weight = p.tasks[i].weight;
+    tr.trials = r.trials;
+    tr.resumed = r.resumed;
+    tr.measured = r.measured;
+    tr.errors = r.errors;
+    tr.rounds = r.rounds;
+    tr.best_us = r.best_latency_us;
+    tr.retired = tasks[i].retired;
+    res.measured += r.measured;
+    res.measure_seconds += r.measure_seconds;
+    res.tasks.push_back(tr);
+  }
+  res.trials = total_trials();
+  res.seconds = since(t0);
+  res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
+  res.estimated_latency_us = estimate();
+  return res;
+}
+
+std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,
+                                                    const std::string& target, std::vector<int>* untuned) {
+  std::vector<codegen::ProgramChoice> out;
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    const graph::NetworkTask& t = p.tasks[i];
+    std::vector<sched::Sketch> sketches = sched::cpu_sketches(t.graph);
+    codegen::ProgramChoice c;
+    std::optional<Record> best = store ? store->best(t.key, target) : std::nullopt;
+    if (best) {
+      const sched::Sketch* s = nullptr;
+      c.config = sched::config_from_json(best->config, sketches, store->path(), &s);
+      c.sketch = s->name;
+      c.tuned = true;
+    } else {
+      c.sketch = sketches.at(0).name;
+      c.config = sched::default_config(sketches[0]);
+      if (untuned) untuned->push_back(static_cast<int>(i));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace basin::search

@@ -1,0 +1,67 @@
+// Whole networks on the search side: the task scheduler that spends a network's tuning
+// budget across its tasks (DESIGN.md, "Search"), and the choice of each task's program
+// for compilation from the records.
+//
+// The scheduler, after Ansor's: every task first gets one round (so that each has a
+// valid program early); then each round goes to the task with the largest expected
+// gain in end-to-end latency, weight x (the improvement of its last round, or an
+// optimistic share of its best latency that shrinks with the rounds it already had).
+// A task that has no valid program after three rounds, or whose space is exhausted, is
+// retired: it never stalls the others.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/network.h"
+#include "core/graph/fusion.h"
+#include "search/records.h"
+
+namespace basin::search {
+
+struct NetworkTuneOptions {
+  std::string target = "llvm";
+  std::string strategy = "gradient";
+  std::string estimator;        // empty: the strategy's default
+  int trials = 0;               // stop when the network's tasks have this many records in all
+  double budget_seconds = 0;    // or after this much wall time in this run
+  int batch = 16;               // programs per round
+  uint64_t seed = 1;
+  double timeout_seconds = 10;  // per candidate
+  std::function<void(const std::string&)> log;
+  // After each round: trials so far, the trial budget (0 when in seconds), seconds,
+  // the estimated network latency (sum of weight x best; 0 until every task has one).
+  std::function<void(int, int, double, double)> progress;
+};
+
+struct TaskReport {
+  std::string key, label;
+  int weight = 0;
+  int trials = 0, resumed = 0, measured = 0, errors = 0, rounds = 0;
+  double best_us = 0;  // 0: no valid program
+  bool retired = false;
+};
+
+struct NetworkTuneResult {
+  std::vector<TaskReport> tasks;
+  int trials = 0, resumed = 0, measured = 0;
+  double seconds = 0, measure_seconds = 0, overhead_fraction = 0;
+  double estimated_latency_us = 0;  // sum of weight x best over tasks (0 if one has none)
+  struct Point {
+    double seconds;
+    int trials;
+    double estimated_us;
+  };
+  std::vector<Point> curve;
+};
+
+NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt);
+
+// Each task's program: its best valid record on `target`, or, when it has none, its
+// first sketch's default configuration (tuned = false), with the task's index added to
+// `untuned`.
+std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,
+                                                    const std::string& target, std::vector<int>* untuned);
+
+}  // namespace basin::search
