@@ -7,6 +7,7 @@ find_package(Torch REQUIRED)          # libtorch-dev: the reference executor, la
 find_package(CLI11 REQUIRED)          # libcli11-dev
 find_package(nlohmann_json REQUIRED)  # nlohmann-json3-dev
 find_package(fmt REQUIRED)            # libfmt-dev
+find_package(Boost 1.74 REQUIRED)     # libboost-graph-dev: the network graph (header-only)
 find_package(GTest)                   # libgtest-dev
 
 # Torch's exported flags include warnings we do not control; its headers are system headers.

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   basin::tools::add_workloads_command(app, run);
   basin::tools::add_op_command(app, run);
   basin::tools::add_tune_op_command(app, run);
+  basin::tools::add_network_commands(app, run);
   basin::tools::add_estimator_command(app, run);
   basin::tools::add_records_command(app, run);
   std::string names;

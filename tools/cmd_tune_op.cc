@@ -22,17 +22,6 @@
 
 namespace basin::tools {
 
-namespace {
-
-struct TuneOpOptions {
-  std::string name, workload, target = "llvm", strategy, records, estimator, budget;
-  std::vector<std::string> params;
-  int trials = 0, batch = 32;
-  uint64_t seed = 1;
-  double timeout = 10, stop_at = 0;
-  bool compare = false, json = false, quiet = false;
-};
-
 // "90", "90s", "5m", "1.5h" -> seconds.
 double parse_duration(const std::string& text) {
   size_t used = 0;
@@ -62,6 +51,18 @@ void draw_progress(int done, int total, double seconds, double best_us) {
   }
   std::cerr << line << std::flush;
 }
+
+
+namespace {
+
+struct TuneOpOptions {
+  std::string name, workload, target = "llvm", strategy, records, estimator, budget;
+  std::vector<std::string> params;
+  int trials = 0, batch = 32;
+  uint64_t seed = 1;
+  double timeout = 10, stop_at = 0;
+  bool compare = false, json = false, quiet = false;
+};
 
 int run_tune_op(const TuneOpOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");

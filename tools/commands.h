@@ -18,12 +18,20 @@ using Runner = std::function<int()>;
 // and the operator library's errors on unknown names and bad values.
 ops::OpGraph op_from_args(const std::string& name, const std::string& workload, const std::vector<std::string>& params);
 
+// "90", "90s", "5m", "1.5h" -> seconds; ParseError otherwise.
+double parse_duration(const std::string& text);
+// The progress bar of tuning, on stderr: trials done, the trial budget (0: none),
+// seconds, and the best latency so far.
+void draw_progress(int done, int total, double seconds, double best_us);
+
 // Adds a subcommand; its callback stores the runner to call after parsing.
 void add_ops_command(CLI::App& app, Runner& run);
 void add_workloads_command(CLI::App& app, Runner& run);
 void add_op_command(CLI::App& app, Runner& run);
 void add_records_command(CLI::App& app, Runner& run);
 void add_tune_op_command(CLI::App& app, Runner& run);
+// `tune`, `compile`, `run` and `compare` of whole networks (cmd_network.cc).
+void add_network_commands(CLI::App& app, Runner& run);
 void add_estimator_command(CLI::App& app, Runner& run);
 // `estimator train` and `estimator eval` (cmd_estimator_train.cc).
 void add_estimator_train_eval(CLI::App* estimator, Runner& run);

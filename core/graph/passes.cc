@@ -44,21 +44,21 @@ Graph rebuild(const Graph& g, const std::function<int(Graph&, const Node&, const
   return out;
 }
 
-NDArray evaluate(const Node& nd, const std::vector<const Value*>& ins) {
+}  // namespace
+
+NDArray evaluate_node(const std::string& op, const ops::Attrs& attrs, const std::vector<NDArray>& inputs) {
   std::vector<te::Tensor> ph;
-  for (size_t i = 0; i < ins.size(); ++i) ph.push_back(te::placeholder("in" + std::to_string(i), ins[i]->shape, ins[i]->dtype));
-  te::Tensor out = ops::apply_node(nd.op, nd.attrs, ph);
-  LoweredFunc f = lower_default("fold_" + nd.op, ph, {out});
-  std::vector<NDArray> args;
-  for (const Value* v : ins) args.push_back(v->data);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ph.push_back(te::placeholder("in" + std::to_string(i), inputs[i].shape(), inputs[i].dtype()));
+  te::Tensor out = ops::apply_node(op, attrs, ph);
+  LoweredFunc f = lower_default("fold_" + op, ph, {out});
+  std::vector<NDArray> args = inputs;
   args.emplace_back(out.dtype(), out.shape());
   std::vector<NDArray*> ptrs;
   for (NDArray& a : args) ptrs.push_back(&a);
   interpret(f, ptrs);
   return args.back();
 }
-
-}  // namespace
 
 Graph fold_constants(const Graph& g) {
   // Values known after folding: the source's constants, then folded nodes.
@@ -76,7 +76,9 @@ Graph fold_constants(const Graph& g) {
     Value& f = folded[nd.output];
     f = g.value(nd.output);
     try {
-      f.data = evaluate(nd, ins);
+      std::vector<NDArray> data;
+      for (const Value* v : ins) data.push_back(v->data);
+      f.data = evaluate_node(nd.op, nd.attrs, data);
     } catch (const Error& e) {
       throw GraphError("folding constant node '" + nd.name + "' (" + nd.op + "): " + e.what());
     }

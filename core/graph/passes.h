@@ -6,6 +6,10 @@
 
 namespace basin::graph {
 
+// One node evaluated on constant inputs by the loop-IR interpreter (the default
+// schedule): how constant folding and the ONNX importer compute constants.
+NDArray evaluate_node(const std::string& op, const ops::Attrs& attrs, const std::vector<NDArray>& inputs);
+
 // Nodes whose inputs are all constants become constants, computed by the loop-IR
 // interpreter on the operator's default schedule.
 Graph fold_constants(const Graph& g);

@@ -165,7 +165,7 @@ OpGraph build_subgraph(const SubgraphSpec& s) {
 std::string subgraph_label(const SubgraphSpec& s, const OpGraph& g) {
   std::string l;
   for (const auto& n : s.nodes) l += (l.empty() ? "" : "+") + n.op;
-  return l + " [" + ints_str(g.outputs.at(0).shape()) + "]";
+  return l + " " + ints_str(g.outputs.at(0).shape());
 }
 
 }  // namespace basin::ops

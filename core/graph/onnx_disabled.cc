@@ -1,0 +1,12 @@
+// The ONNX importer when basin is built without libonnx: a clear error.
+#include "core/graph/onnx_import.h"
+
+namespace basin::graph {
+
+bool onnx_enabled() { return false; }
+
+Graph import_onnx(const std::string& path) {
+  throw GraphError("cannot import '" + path + "': basin was built without libonnx (install libonnx-dev and reconfigure)");
+}
+
+}  // namespace basin::graph

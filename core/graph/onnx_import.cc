@@ -1,0 +1,835 @@
+#include "core/graph/onnx_import.h"
+
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/graph/passes.h"
+
+namespace basin::graph {
+
+bool onnx_enabled() { return true; }
+
+namespace {
+
+using I = std::vector<int64_t>;
+
+std::string dtype_name(int t) { return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t)); }
+
+DType dtype_of(int t, const std::string& what) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::f32();
+    case onnx::TensorProto::INT64: return DType::i64();
+    case onnx::TensorProto::INT32: return DType::i32();
+    case onnx::TensorProto::DOUBLE: return DType::f64();
+    case onnx::TensorProto::BOOL: return DType::boolean();
+    default:
+      throw GraphError(what + ": data type " + (t == 0 ? std::string("UNDEFINED") : dtype_name(t)) +
+                       " is not supported (FLOAT, INT64, INT32, DOUBLE, BOOL)");
+  }
+}
+
+int64_t product(const I& s) {
+  int64_t n = 1;
+  for (int64_t e : s) n *= e;
+  return n;
+}
+
+NDArray reshaped(const NDArray& a, I shape) {
+  NDArray b(a.dtype(), std::move(shape));
+  if (b.numel() != a.numel()) throw InternalError("reshaped: element counts differ");
+  std::memcpy(b.data(), a.data(), a.nbytes());
+  return b;
+}
+
+NDArray transpose2d(const NDArray& a) {
+  const int64_t r = a.shape()[0], c = a.shape()[1];
+  NDArray b(a.dtype(), {c, r});
+  const size_t e = a.dtype().bytes();
+  const auto* src = static_cast<const uint8_t*>(a.data());
+  auto* dst = static_cast<uint8_t*>(b.data());
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) std::memcpy(dst + (j * r + i) * e, src + (i * c + j) * e, e);
+  return b;
+}
+
+class Importer {
+ public:
+  explicit Importer(std::string path) : path_(std::move(path)) {
+    size_t slash = path_.find_last_of('/');
+    dir_ = slash == std::string::npos ? "." : path_.substr(0, slash);
+  }
+
+  Graph run();
+
+ private:
+  // ---- errors ----
+  [[noreturn]] void fail(const std::string& msg) const { throw GraphError("ONNX model '" + path_ + "': " + msg); }
+  std::string node_desc(const onnx::NodeProto& n) const {
+    return "node '" + (n.name().empty() ? n.output_size() ? n.output(0) : std::string("?") : n.name()) + "' (" +
+           n.op_type() + ")";
+  }
+
+  // ---- tensors and attributes ----
+  NDArray tensor(const onnx::TensorProto& t, const std::string& what) const;
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) const {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  int64_t attr_i(const onnx::NodeProto& n, const std::string& name, int64_t def) const {
+    const auto* a = attr(n, name);
+    return a ? a->i() : def;
+  }
+  double attr_f(const onnx::NodeProto& n, const std::string& name, double def) const {
+    const auto* a = attr(n, name);
+    return a ? a->f() : def;
+  }
+  std::string attr_s(const onnx::NodeProto& n, const std::string& name, const std::string& def) const {
+    const auto* a = attr(n, name);
+    return a ? a->s() : def;
+  }
+  I attr_ints(const onnx::NodeProto& n, const std::string& name, I def) const {
+    const auto* a = attr(n, name);
+    return a ? I(a->ints().begin(), a->ints().end()) : def;
+  }
+
+  // ---- values ----
+  bool has_input(const onnx::NodeProto& n, int i) const { return i < n.input_size() && !n.input(i).empty(); }
+  int in(const onnx::NodeProto& n, int i) const {
+    if (!has_input(n, i)) fail(node_desc(n) + ": input " + std::to_string(i) + " is missing");
+    auto it = vals_.find(n.input(i));
+    if (it == vals_.end()) fail(node_desc(n) + " reads '" + n.input(i) + "', which nothing defines");
+    return it->second;
+  }
+  const Value& val(int v) const { return g_.value(v); }
+  const I& shape(int v) const { return g_.value(v).shape; }
+  // A constant input's contents (shape arguments, axes, pads ...).
+  const NDArray& const_in(const onnx::NodeProto& n, int i) const {
+    int v = in(n, i);
+    if (!val(v).constant)
+      fail(node_desc(n) + ": input " + std::to_string(i) + " ('" + n.input(i) +
+           "') must be a constant (basin compiles static shapes)");
+    return val(v).data;
+  }
+  I const_ints(const onnx::NodeProto& n, int i) const {
+    const NDArray& a = const_in(n, i);
+    I out;
+    for (int64_t k = 0; k < a.numel(); ++k) out.push_back(static_cast<int64_t>(a.get(k)));
+    return out;
+  }
+  double const_scalar(const onnx::NodeProto& n, int i) const {
+    const NDArray& a = const_in(n, i);
+    if (a.numel() != 1) fail(node_desc(n) + ": input " + std::to_string(i) + " must be a scalar");
+    return a.get(0);
+  }
+  int constant(const std::string& name, NDArray a) { return g_.add_constant(name, std::move(a)); }
+  int scalar(const std::string& name, double v) {
+    NDArray a(DType::f32(), {});
+    a.set(0, v);
+    return constant(name, std::move(a));
+  }
+  // Adds a node; one whose inputs are all small constants is evaluated at once (shape
+  // computations), so that the nodes after it see constants.
+  int add(const onnx::NodeProto& n, const std::string& op, std::vector<int> inputs,
+          const std::map<std::string, ops::AttrValue>& attrs = {}) {
+    std::string name = (n.name().empty() ? n.op_type() : n.name()) + (counter_ ? "." + std::to_string(counter_) : "");
+    ++counter_;
+    int v;
+    try {
+      v = g_.add_node(op, inputs, attrs, name);
+    } catch (const GraphError& e) {
+      fail(node_desc(n) + ": " + e.what());
+    }
+    bool all_const = !inputs.empty();
+    for (int i : inputs) all_const &= val(i).constant;
+    if (all_const && val(v).numel() <= (1 << 16)) {
+      std::vector<NDArray> data;
+      for (int i : inputs) data.push_back(val(i).data);
+      const Node& nd = g_.node(val(v).producer);
+      return constant(name + ".folded", evaluate_node(op, nd.attrs, data));
+    }
+    return v;
+  }
+  int reshape(const onnx::NodeProto& n, int v, I s) {
+    if (s == shape(v)) return v;
+    if (val(v).constant) return constant(val(v).name + ".reshaped", reshaped(val(v).data, s));
+    return add(n, "reshape", {v}, {{"new_shape", s}});
+  }
+  int axis(const onnx::NodeProto& n, int64_t a, size_t rank) const {
+    int64_t r = static_cast<int64_t>(rank);
+    if (a < -r || a >= r) fail(node_desc(n) + ": axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    return static_cast<int>(a < 0 ? a + r : a);
+  }
+
+  // ---- operators ----
+  using Converter = std::function<std::vector<int>(Importer&, const onnx::NodeProto&)>;
+  static const std::map<std::string, Converter>& converters();
+  std::vector<int> conv(const onnx::NodeProto& n, bool transpose);
+  std::vector<int> pool(const onnx::NodeProto& n, bool avg);
+  std::vector<int> matmul(const onnx::NodeProto& n);
+  std::vector<int> gemm(const onnx::NodeProto& n);
+  std::vector<int> reduce(const onnx::NodeProto& n, const std::string& kind);
+  std::vector<int> slice(const onnx::NodeProto& n);
+  std::vector<int> split(const onnx::NodeProto& n);
+  std::vector<int> softmax(const onnx::NodeProto& n, bool log);
+  I conv_pads(const onnx::NodeProto& n, const I& in_spatial, const I& kernel, const I& stride, const I& dilation);
+
+  std::string path_, dir_;
+  int opset_ = 0;
+  Graph g_;
+  std::map<std::string, int> vals_;
+  int counter_ = 0;
+};
+
+NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) const {
+  DType dt = dtype_of(t.data_type(), what);
+  I s(t.dims().begin(), t.dims().end());
+  for (int64_t e : s)
+    if (e < 0) fail(what + ": negative extent in " + shape_str(s));
+  NDArray a(dt, s);
+  const size_t nbytes = a.nbytes();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = std::stoll(kv.value());
+      else if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    if (location.empty()) fail(what + ": external data without a location");
+    std::string file = location[0] == '/' ? location : dir_ + "/" + location;
+    std::ifstream f(file, std::ios::binary);
+    if (!f) fail(what + ": cannot open its external data file '" + file + "'");
+    f.seekg(0, std::ios::end);
+    const int64_t size = static_cast<int64_t>(f.tellg());
+    if (length < 0) length = static_cast<int64_t>(nbytes);
+    if (length != static_cast<int64_t>(nbytes) || offset < 0 || offset + length > size)
+      fail(what + ": external data '" + file + "' holds " + std::to_string(size) + " bytes; the tensor needs " +
+           std::to_string(nbytes) + " at offset " + std::to_string(offset));
+    f.seekg(offset);
+    f.read(static_cast<char*>(a.data()), static_cast<std::streamsize>(nbytes));
+    return a;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != nbytes)
+      fail(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes; shape " + shape_str(s) + " of " +
+           dt.str() + " needs " + std::to_string(nbytes));
+    std::memcpy(a.data(), t.raw_data().data(), nbytes);
+    return a;
+  }
+  auto typed = [&](int64_t count, const std::function<double(int)>& get) {
+    if (count != a.numel())
+      fail(what + ": has " + std::to_string(count) + " values; shape " + shape_str(s) + " needs " +
+           std::to_string(a.numel()));
+    for (int64_t i = 0; i < count; ++i) a.set(i, get(static_cast<int>(i)));
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT: typed(t.float_data_size(), [&](int i) { return t.float_data(i); }); break;
+    case onnx::TensorProto::INT64: typed(t.int64_data_size(), [&](int i) { return static_cast<double>(t.int64_data(i)); }); break;
+    case onnx::TensorProto::DOUBLE: typed(t.double_data_size(), [&](int i) { return t.double_data(i); }); break;
+    default: typed(t.int32_data_size(), [&](int i) { return t.int32_data(i); }); break;  // INT32, BOOL
+  }
+  return a;
+}
+
+I Importer::conv_pads(const onnx::NodeProto& n, const I& in_s, const I& k, const I& st, const I& dil) {
+  const size_t r = k.size();
+  std::string auto_pad = attr_s(n, "auto_pad", "NOTSET");
+  I pads = attr_ints(n, "pads", I(2 * r, 0));
+  if (auto_pad == "VALID") pads.assign(2 * r, 0);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    pads.assign(2 * r, 0);
+    for (size_t d = 0; d < r; ++d) {
+      int64_t out = (in_s[d] + st[d] - 1) / st[d];
+      int64_t total = std::max<int64_t>(0, (out - 1) * st[d] + (k[d] - 1) * dil[d] + 1 - in_s[d]);
+      pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[d + r] = total - pads[d];
+    }
+  }
+  if (pads.size() != 2 * r) fail(node_desc(n) + ": pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * r));
+  return pads;
+}
+
+std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
+  int x = in(n, 0), w = in(n, 1);
+  const I& xs = shape(x);
+  const I& ws = shape(w);
+  if (xs.size() < 3 || ws.size() != xs.size()) fail(node_desc(n) + ": input " + shape_str(xs) + " and weight " + shape_str(ws) + " do not match");
+  const size_t r = xs.size() - 2;
+  I k = attr_ints(n, "kernel_shape", I(ws.begin() + 2, ws.end()));
+  I st = attr_ints(n, "strides", I(r, 1)), dil = attr_ints(n, "dilations", I(r, 1));
+  int64_t group = attr_i(n, "group", 1);
+  I in_s(xs.begin() + 2, xs.end());
+  int y;
+  if (transpose) {
+    if (r != 2) fail(node_desc(n) + ": only 2-D transposed convolutions are supported");
+    if (attr(n, "output_shape")) fail(node_desc(n) + ": attribute output_shape is not supported (give pads)");
+    I pads = attr_ints(n, "pads", I(4, 0));
+    if (pads[0] != pads[2] || pads[1] != pads[3]) fail(node_desc(n) + ": asymmetric pads are not supported");
+    y = add(n, "conv2d_transpose", {x, w},
+            {{"stride", st}, {"padding", I{pads[0], pads[1]}}, {"output_padding", attr_ints(n, "output_padding", I{0, 0})},
+             {"dilation", dil}, {"groups", group}});
+  } else {
+    I pads = conv_pads(n, in_s, k, st, dil);
+    I begin(pads.begin(), pads.begin() + static_cast<long>(r)), end(pads.begin() + static_cast<long>(r), pads.end());
+    if (begin != end) {
+      I full(2 * (r + 2), 0);
+      for (size_t d = 0; d < r; ++d) {
+        full[d + 2] = begin[d];
+        full[r + 2 + d + 2] = end[d];
+      }
+      x = add(n, "pad", {x}, {{"pads", full}, {"value", 0.0}, {"mode", std::string("constant")}});
+      begin.assign(r, 0);
+    }
+    y = add(n, "conv" + std::to_string(r) + "d", {x, w}, {{"stride", st}, {"padding", begin}, {"dilation", dil}, {"groups", group}});
+  }
+  if (has_input(n, 2)) {
+    int b = in(n, 2);
+    I bs(r + 1, 1);
+    bs[0] = shape(b).at(0);
+    y = add(n, "add", {y, reshape(n, b, bs)});
+  }
+  return {y};
+}
+
+std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
+  int x = in(n, 0);
+  if (shape(x).size() != 4) fail(node_desc(n) + ": only 2-D pooling is supported, input " + shape_str(shape(x)));
+  if (attr_i(n, "ceil_mode", 0) != 0) fail(node_desc(n) + ": ceil_mode=1 is not supported");
+  I k = attr_ints(n, "kernel_shape", {});
+  if (k.size() != 2) fail(node_desc(n) + ": kernel_shape must have 2 values");
+  I st = attr_ints(n, "strides", I{1, 1}), dil = attr_ints(n, "dilations", I{1, 1});
+  I pads = conv_pads(n, {shape(x)[2], shape(x)[3]}, k, st, dil);
+  if (pads[0] != pads[2] || pads[1] != pads[3]) fail(node_desc(n) + ": asymmetric pads are not supported");
+  std::map<std::string, ops::AttrValue> a = {{"kernel", k}, {"stride", st}, {"padding", I{pads[0], pads[1]}}, {"dilation", dil}};
+  if (avg) a["count_include_pad"] = attr_i(n, "count_include_pad", 0);
+  return {add(n, avg ? "avg_pool2d" : "max_pool2d", {x}, a)};
+}
+
+std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
+  int a = in(n, 0), b = in(n, 1);
+  I as = shape(a), bs = shape(b);
+  if (as.size() < 2 || bs.size() < 2) fail(node_desc(n) + ": 1-D operands are not supported");
+  const int64_t k = as.back();
+  if (bs[bs.size() - 2] != k) fail(node_desc(n) + ": shapes " + shape_str(as) + " and " + shape_str(bs) + " do not multiply");
+  if (bs.size() == 2) {
+    // x[..., K] w[K, N]: rows of x through a dense layer (a constant w is stored transposed).
+    const int64_t m = product(as) / k, nn = bs[1];
+    int x2 = reshape(n, a, {m, k});
+    int y = val(b).constant ? add(n, "dense", {x2, constant(val(b).name + ".T", transpose2d(val(b).data))})
+                            : add(n, "matmul", {x2, b});
+    I out(as.begin(), as.end() - 1);
+    out.push_back(nn);
+    return {reshape(n, y, out)};
+  }
+  if (as.size() != bs.size() || !std::equal(as.begin(), as.end() - 2, bs.begin()))
+    fail(node_desc(n) + ": batched operands " + shape_str(as) + " and " + shape_str(bs) + " must have equal batch extents");
+  const int64_t batch = product(I(as.begin(), as.end() - 2));
+  const int64_t m = as[as.size() - 2], nn = bs.back();
+  int y = add(n, "batch_matmul", {reshape(n, a, {batch, m, k}), reshape(n, b, {batch, k, nn})});
+  I out(as.begin(), as.end() - 1);
+  out.push_back(nn);
+  return {reshape(n, y, out)};
+}
+
+std::vector<int> Importer::gemm(const onnx::NodeProto& n) {
+  int a = in(n, 0), b = in(n, 1);
+  if (attr_i(n, "transA", 0)) a = add(n, "transpose", {a}, {{"perm", I{1, 0}}});
+  int y;
+  if (attr_i(n, "transB", 0)) {
+    y = add(n, "dense", {a, b});
+  } else if (val(b).constant) {
+    y = add(n, "dense", {a, constant(val(b).name + ".T", transpose2d(val(b).data))});
+  } else {
+    y = add(n, "matmul", {a, b});
+  }
+  double alpha = attr_f(n, "alpha", 1), beta = attr_f(n, "beta", 1);
+  if (alpha != 1) y = add(n, "mul", {y, scalar(n.name() + ".alpha", alpha)});
+  if (has_input(n, 2) && beta != 0) {
+    int c = in(n, 2);
+    if (beta != 1) c = add(n, "mul", {c, scalar(n.name() + ".beta", beta)});
+    y = add(n, "add", {y, c});
+  }
+  return {y};
+}
+
+std::vector<int> Importer::reduce(const onnx::NodeProto& n, const std::string& kind) {
+  int x = in(n, 0);
+  I axes = attr_ints(n, "axes", {});
+  if (has_input(n, 1)) axes = const_ints(n, 1);
+  if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0)) return {x};
+  return {add(n, kind, {x}, {{"axes", axes}, {"keepdims", attr_i(n, "keepdims", 1)}})};
+}
+
+std::vector<int> Importer::slice(const onnx::NodeProto& n) {
+  int x = in(n, 0);
+  const I& s = shape(x);
+  I starts, ends, axes, steps;
+  if (opset_ < 10) {
+    starts = attr_ints(n, "starts", {});
+    ends = attr_ints(n, "ends", {});
+    axes = attr_ints(n, "axes", {});
+  } else {
+    starts = const_ints(n, 1);
+    ends = const_ints(n, 2);
+    if (has_input(n, 3)) axes = const_ints(n, 3);
+    if (has_input(n, 4)) steps = const_ints(n, 4);
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail(node_desc(n) + ": starts, ends, axes and steps differ in length");
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int ax = axis(n, axes[i], s.size());
+    axes[i] = ax;
+    const int64_t d = s[ax];
+    if (steps[i] <= 0) fail(node_desc(n) + ": only positive steps are supported");
+    auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + d : v, 0, d); };
+    starts[i] = clamp(starts[i]);
+    ends[i] = clamp(ends[i]);
+    if (ends[i] <= starts[i]) fail(node_desc(n) + ": slice of axis " + std::to_string(ax) + " is empty");
+  }
+  return {add(n, "slice", {x}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}})};
+}
+
+std::vector<int> Importer::split(const onnx::NodeProto& n) {
+  int x = in(n, 0);
+  const I& s = shape(x);
+  int ax = axis(n, attr_i(n, "axis", 0), s.size());
+  I sizes = attr_ints(n, "split", {});
+  if (has_input(n, 1)) sizes = const_ints(n, 1);
+  const int parts = n.output_size();
+  if (sizes.empty()) {
+    if (s[ax] % parts) fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts));
+    sizes.assign(parts, s[ax] / parts);
+  }
+  if (static_cast<int>(sizes.size()) != parts) fail(node_desc(n) + ": split sizes and outputs differ in number");
+  std::vector<int> out;
+  int64_t start = 0;
+  for (int64_t sz : sizes) {
+    out.push_back(add(n, "slice", {x}, {{"starts", I{start}}, {"ends", I{start + sz}}, {"axes", I{ax}}, {"steps", I{1}}}));
+    start += sz;
+  }
+  return out;
+}
+
+std::vector<int> Importer::softmax(const onnx::NodeProto& n, bool log) {
+  int x = in(n, 0);
+  const I s = shape(x);
+  int ax = axis(n, attr_i(n, "axis", opset_ >= 13 ? -1 : 1), s.size());
+  const char* op = log ? "log_softmax" : "softmax";
+  if (opset_ >= 13 || ax == static_cast<int>(s.size()) - 1) return {add(n, op, {x}, {{"axis", int64_t{ax}}})};
+  // Before opset 13: softmax over the flattened axes from `axis` on.
+  int64_t rows = product(I(s.begin(), s.begin() + ax)), cols = product(I(s.begin() + ax, s.end()));
+  int y = add(n, op, {reshape(n, x, {rows, cols})}, {{"axis", int64_t{1}}});
+  return {reshape(n, y, s)};
+}
+
+const std::map<std::string, Importer::Converter>& Importer::converters() {
+  using C = Converter;
+  auto unary = [](const char* op) -> C {
+    return [op](Importer& m, const onnx::NodeProto& n) { return std::vector<int>{m.add(n, op, {m.in(n, 0)})}; };
+  };
+  auto binary = [](const char* op) -> C {
+    return [op](Importer& m, const onnx::NodeProto& n) {
+      int y = m.in(n, 0);
+      for (int i = 1; i < n.input_size(); ++i) y = m.add(n, op, {y, m.in(n, i)});
+      return std::vector<int>{y};
+    };
+  };
+  auto alias = [](Importer& m, const onnx::NodeProto& n) { return std::vector<int>{m.in(n, 0)}; };
+  static const std::map<std::string, C> c = {
+      {"Conv", [](Importer& m, const onnx::NodeProto& n) { return m.conv(n, false); }},
+      {"ConvTranspose", [](Importer& m, const onnx::NodeProto& n) { return m.conv(n, true); }},
+      {"MaxPool", [](Importer& m, const onnx::NodeProto& n) { return m.pool(n, false); }},
+      {"AveragePool", [](Importer& m, const onnx::NodeProto& n) { return m.pool(n, true); }},
+      {"GlobalAveragePool", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         if (m.shape(x).size() == 4) return std::vector<int>{m.add(n, "global_avg_pool2d", {x})};
+         I axes;
+         for (size_t d = 2; d < m.shape(x).size(); ++d) axes.push_back(static_cast<int64_t>(d));
+         return std::vector<int>{m.add(n, "mean", {x}, {{"axes", axes}, {"keepdims", int64_t{1}}})};
+       }},
+      {"GlobalMaxPool", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         if (m.shape(x).size() == 4) return std::vector<int>{m.add(n, "global_max_pool2d", {x})};
+         I axes;
+         for (size_t d = 2; d < m.shape(x).size(); ++d) axes.push_back(static_cast<int64_t>(d));
+         return std::vector<int>{m.add(n, "max", {x}, {{"axes", axes}, {"keepdims", int64_t{1}}})};
+       }},
+      {"Gemm", [](Importer& m, const onnx::NodeProto& n) { return m.gemm(n); }},
+      {"MatMul", [](Importer& m, const onnx::NodeProto& n) { return m.matmul(n); }},
+      {"Add", binary("add")}, {"Sub", binary("sub")}, {"Mul", binary("mul")}, {"Div", binary("div")},
+      {"Pow", binary("pow")}, {"Max", binary("maximum")}, {"Min", binary("minimum")}, {"Sum", binary("add")},
+      {"Relu", unary("relu")}, {"Sigmoid", unary("sigmoid")}, {"Tanh", unary("tanh")}, {"Exp", unary("exp")},
+      {"Log", unary("log")}, {"Sqrt", unary("sqrt")}, {"Erf", unary("erf")}, {"Neg", unary("neg")}, {"Abs", unary("abs")},
+      {"HardSwish", unary("hardswish")},
+      {"Reciprocal", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "div", {m.scalar(n.name() + ".one", 1.0), m.in(n, 0)})};
+       }},
+      {"LeakyRelu", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "leaky_relu", {m.in(n, 0)}, {{"alpha", m.attr_f(n, "alpha", 0.01)}})};
+       }},
+      {"HardSigmoid", [](Importer& m, const onnx::NodeProto& n) {
+         double alpha = m.attr_f(n, "alpha", 0.2), beta = m.attr_f(n, "beta", 0.5);
+         int x = m.in(n, 0);
+         if (std::abs(alpha - 1.0 / 6) < 1e-6 && std::abs(beta - 0.5) < 1e-6) return std::vector<int>{m.add(n, "hardsigmoid", {x})};
+         int y = m.add(n, "add", {m.add(n, "mul", {x, m.scalar(n.name() + ".alpha", alpha)}), m.scalar(n.name() + ".beta", beta)});
+         return std::vector<int>{m.add(n, "clip", {y}, {{"min", 0.0}, {"max", 1.0}})};
+       }},
+      {"Clip", [](Importer& m, const onnx::NodeProto& n) {
+         double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
+         if (m.opset_ < 11) {
+           lo = m.attr_f(n, "min", lo);
+           hi = m.attr_f(n, "max", hi);
+         } else {
+           if (m.has_input(n, 1)) lo = m.const_scalar(n, 1);
+           if (m.has_input(n, 2)) hi = m.const_scalar(n, 2);
+         }
+         return std::vector<int>{m.add(n, "clip", {m.in(n, 0)}, {{"min", lo}, {"max", hi}})};
+       }},
+      {"Softmax", [](Importer& m, const onnx::NodeProto& n) { return m.softmax(n, false); }},
+      {"LogSoftmax", [](Importer& m, const onnx::NodeProto& n) { return m.softmax(n, true); }},
+      {"BatchNormalization", [](Importer& m, const onnx::NodeProto& n) {
+         std::vector<int> ins;
+         for (int i = 0; i < 5; ++i) ins.push_back(m.in(n, i));
+         return std::vector<int>{m.add(n, "batch_norm", ins, {{"epsilon", m.attr_f(n, "epsilon", 1e-5)}})};
+       }},
+      {"LayerNormalization", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0), scale = m.in(n, 1);
+         int b = m.has_input(n, 2) ? m.in(n, 2) : m.constant(n.name() + ".zero_bias", NDArray(DType::f32(), m.shape(scale)));
+         return std::vector<int>{m.add(n, "layer_norm", {x, scale, b},
+                                       {{"axis", m.attr_i(n, "axis", -1)}, {"epsilon", m.attr_f(n, "epsilon", 1e-5)}})};
+       }},
+      {"ReduceMean", [](Importer& m, const onnx::NodeProto& n) { return m.reduce(n, "mean"); }},
+      {"ReduceSum", [](Importer& m, const onnx::NodeProto& n) { return m.reduce(n, "sum"); }},
+      {"ReduceMax", [](Importer& m, const onnx::NodeProto& n) { return m.reduce(n, "max"); }},
+      {"ReduceMin", [](Importer& m, const onnx::NodeProto& n) { return m.reduce(n, "min"); }},
+      {"Identity", alias},
+      {"Dropout", alias},
+      {"Flatten", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         const I s = m.shape(x);
+         int ax = static_cast<int>(m.attr_i(n, "axis", 1));
+         if (ax < 0) ax += static_cast<int>(s.size());
+         return std::vector<int>{m.reshape(n, x, {product(I(s.begin(), s.begin() + ax)), product(I(s.begin() + ax, s.end()))})};
+       }},
+      {"Reshape", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         const I s = m.shape(x);
+         I t = m.const_ints(n, 1);
+         bool allowzero = m.attr_i(n, "allowzero", 0) != 0;
+         int infer = -1;
+         int64_t known = 1;
+         for (size_t i = 0; i < t.size(); ++i) {
+           if (t[i] == 0 && !allowzero) {
+             if (i >= s.size()) m.fail(m.node_desc(n) + ": shape value 0 at position " + std::to_string(i) + " has no input extent");
+             t[i] = s[i];
+           }
+           if (t[i] == -1) {
+             if (infer >= 0) m.fail(m.node_desc(n) + ": more than one -1 in the target shape");
+             infer = static_cast<int>(i);
+           } else {
+             known *= t[i];
+           }
+         }
+         if (infer >= 0) {
+           if (known <= 0 || product(s) % known) m.fail(m.node_desc(n) + ": cannot infer the -1 extent");
+           t[infer] = product(s) / known;
+         }
+         if (product(t) != product(s))
+           m.fail(m.node_desc(n) + ": cannot reshape " + shape_str(s) + " to " + shape_str(t));
+         return std::vector<int>{m.reshape(n, x, t)};
+       }},
+      {"Transpose", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "transpose", {m.in(n, 0)}, {{"perm", m.attr_ints(n, "perm", {})}})};
+       }},
+      {"Concat", [](Importer& m, const onnx::NodeProto& n) {
+         std::vector<int> ins;
+         for (int i = 0; i < n.input_size(); ++i) ins.push_back(m.in(n, i));
+         return std::vector<int>{m.add(n, "concat", ins, {{"axis", m.attr_i(n, "axis", 0)}})};
+       }},
+      {"Slice", [](Importer& m, const onnx::NodeProto& n) { return m.slice(n); }},
+      {"Split", [](Importer& m, const onnx::NodeProto& n) { return m.split(n); }},
+      {"Squeeze", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         I axes = m.has_input(n, 1) ? m.const_ints(n, 1) : m.attr_ints(n, "axes", {});
+         I s;
+         std::set<int> drop;
+         for (int64_t a : axes) drop.insert(m.axis(n, a, m.shape(x).size()));
+         for (size_t d = 0; d < m.shape(x).size(); ++d) {
+           bool gone = axes.empty() ? m.shape(x)[d] == 1 : drop.count(static_cast<int>(d)) > 0;
+           if (gone && m.shape(x)[d] != 1) m.fail(m.node_desc(n) + ": axis " + std::to_string(d) + " has extent " + std::to_string(m.shape(x)[d]));
+           if (!gone) s.push_back(m.shape(x)[d]);
+         }
+         return std::vector<int>{m.reshape(n, x, s)};
+       }},
+      {"Unsqueeze", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         I axes = m.has_input(n, 1) ? m.const_ints(n, 1) : m.attr_ints(n, "axes", {});
+         const size_t r = m.shape(x).size() + axes.size();
+         std::set<int> ins;
+         for (int64_t a : axes) ins.insert(m.axis(n, a, r));
+         I s;
+         size_t k = 0;
+         for (size_t d = 0; d < r; ++d) s.push_back(ins.count(static_cast<int>(d)) ? 1 : m.shape(x).at(k++));
+         return std::vector<int>{m.reshape(n, x, s)};
+       }},
+      {"Gather", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0), idx = m.in(n, 1);
+         int ax = m.axis(n, m.attr_i(n, "axis", 0), m.shape(x).size());
+         if (m.val(idx).constant && m.val(idx).dtype != DType::i64()) {
+           NDArray a(DType::i64(), m.val(idx).shape);
+           for (int64_t i = 0; i < a.numel(); ++i) a.set(i, m.val(idx).data.get(i));
+           idx = m.constant(m.val(idx).name + ".i64", a);
+         }
+         if (m.val(idx).constant) {
+           // Negative indices count from the end.
+           NDArray a = m.val(idx).data.clone();
+           bool changed = false;
+           for (int64_t i = 0; i < a.numel(); ++i)
+             if (a.get(i) < 0) {
+               a.set(i, a.get(i) + static_cast<double>(m.shape(x)[ax]));
+               changed = true;
+             }
+           if (changed) idx = m.constant(m.val(idx).name + ".wrapped", a);
+         }
+         return std::vector<int>{m.add(n, "gather", {x, idx}, {{"axis", int64_t{ax}}})};
+       }},
+      {"Expand", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         I t = m.const_ints(n, 1), s = m.shape(x);
+         size_t r = std::max(t.size(), s.size());
+         I out(r);
+         for (size_t i = 0; i < r; ++i) {
+           int64_t a = i + s.size() >= r ? s[i + s.size() - r] : 1, b = i + t.size() >= r ? t[i + t.size() - r] : 1;
+           out[i] = a == 1 ? b : a;
+         }
+         if (out == s) return std::vector<int>{x};
+         return std::vector<int>{m.add(n, "broadcast_to", {x}, {{"new_shape", out}})};
+       }},
+      {"Pad", [](Importer& m, const onnx::NodeProto& n) {
+         I pads = m.opset_ >= 11 ? m.const_ints(n, 1) : m.attr_ints(n, "pads", {});
+         double value = m.opset_ >= 11 ? (m.has_input(n, 2) ? m.const_scalar(n, 2) : 0.0) : m.attr_f(n, "value", 0);
+         return std::vector<int>{m.add(n, "pad", {m.in(n, 0)}, {{"pads", pads}, {"value", value}, {"mode", m.attr_s(n, "mode", "constant")}})};
+       }},
+      {"Cast", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         DType to = dtype_of(static_cast<int>(m.attr_i(n, "to", 1)), m.node_desc(n));
+         if (m.val(x).dtype == to) return std::vector<int>{x};
+         if (!m.val(x).constant) m.fail(m.node_desc(n) + ": casts of computed values (" + m.val(x).dtype.str() + " to " + to.str() + ") are not supported");
+         NDArray a(to, m.shape(x));
+         for (int64_t i = 0; i < a.numel(); ++i) a.set(i, m.val(x).data.get(i));
+         return std::vector<int>{m.constant(m.val(x).name + ".cast", a)};
+       }},
+      {"Shape", [](Importer& m, const onnx::NodeProto& n) {
+         const I& s = m.shape(m.in(n, 0));
+         int64_t r = static_cast<int64_t>(s.size());
+         int64_t start = m.attr_i(n, "start", 0), end = m.attr_i(n, "end", r);
+         if (start < 0) start += r;
+         if (end < 0) end += r;
+         start = std::clamp<int64_t>(start, 0, r);
+         end = std::clamp<int64_t>(end, start, r);
+         NDArray a(DType::i64(), {end - start});
+         for (int64_t i = start; i < end; ++i) a.set(i - start, static_cast<double>(s[i]));
+         return std::vector<int>{m.constant(n.output(0), a)};
+       }},
+      {"Constant", [](Importer& m, const onnx::NodeProto& n) {
+         NDArray a;
+         if (const auto* t = m.attr(n, "value")) a = m.tensor(t->t(), m.node_desc(n));
+         else if (const auto* f = m.attr(n, "value_float")) { a = NDArray(DType::f32(), {}); a.set(0, f->f()); }
+         else if (const auto* i = m.attr(n, "value_int")) { a = NDArray(DType::i64(), {}); a.set(0, static_cast<double>(i->i())); }
+         else if (const auto* fs = m.attr(n, "value_floats")) {
+           a = NDArray(DType::f32(), {fs->floats_size()});
+           for (int k = 0; k < fs->floats_size(); ++k) a.set(k, fs->floats(k));
+         } else if (const auto* is = m.attr(n, "value_ints")) {
+           a = NDArray(DType::i64(), {is->ints_size()});
+           for (int k = 0; k < is->ints_size(); ++k) a.set(k, static_cast<double>(is->ints(k)));
+         } else {
+           m.fail(m.node_desc(n) + ": no supported value attribute");
+         }
+         return std::vector<int>{m.constant(n.output(0), a)};
+       }},
+      {"ConstantOfShape", [](Importer& m, const onnx::NodeProto& n) {
+         I s = m.const_ints(n, 0);
+         NDArray v;
+         if (const auto* t = m.attr(n, "value")) v = m.tensor(t->t(), m.node_desc(n));
+         NDArray a(v.defined() && v.numel() ? v.dtype() : DType::f32(), s);
+         double fill = v.defined() && v.numel() ? v.get(0) : 0.0;
+         for (int64_t i = 0; i < a.numel(); ++i) a.set(i, fill);
+         return std::vector<int>{m.constant(n.output(0), a)};
+       }},
+      {"Range", [](Importer& m, const onnx::NodeProto& n) {
+         double start = m.const_scalar(n, 0), limit = m.const_scalar(n, 1), delta = m.const_scalar(n, 2);
+         if (delta == 0) m.fail(m.node_desc(n) + ": delta is 0");
+         int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+         NDArray a(m.val(m.in(n, 0)).dtype, {count});
+         for (int64_t i = 0; i < count; ++i) a.set(i, start + static_cast<double>(i) * delta);
+         return std::vector<int>{m.constant(n.output(0), a)};
+       }},
+  };
+  return c;
+}
+
+Graph Importer::run() {
+  std::ifstream f(path_, std::ios::binary);
+  if (!f) throw NotFoundError("cannot open ONNX model '" + path_ + "'");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    fail("not a valid ONNX protobuf (the file is truncated or corrupt)");
+  if (!model.has_graph()) fail("the model has no graph");
+  // The default domain's opset.
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
+  if (opset_ == 0) fail("the model imports no opset of the default ONNX domain");
+  if (opset_ < 11 || opset_ > 18) fail("opset " + std::to_string(opset_) + " is not supported (11 to 18)");
+  const onnx::GraphProto& gp = model.graph();
+  g_.name = gp.name().empty() ? "onnx" : gp.name();
+
+  // Every unsupported operator, at once.
+  std::string unsupported;
+  for (const auto& n : gp.node()) {
+    bool ours = n.domain().empty() || n.domain() == "ai.onnx";
+    if (!ours || !converters().count(n.op_type()))
+      unsupported += (unsupported.empty() ? "" : ", ") + (ours ? n.op_type() : n.domain() + "." + n.op_type()) + " (" +
+                     node_desc(n) + ")";
+  }
+  if (!unsupported.empty()) fail("unsupported operators: " + unsupported);
+
+  // ONNX's shape inference: an inconsistent model fails here with ONNX's message.
+  std::map<std::string, I> onnx_shapes;
+  try {
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, false));
+  } catch (const std::exception& e) {
+    fail(std::string("ONNX shape inference failed: ") + e.what());
+  }
+  auto record = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    I s;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    onnx_shapes[vi.name()] = s;
+  };
+  for (const auto& vi : model.graph().value_info()) record(vi);
+  for (const auto& vi : model.graph().output()) record(vi);
+
+  // Initializers, then the true inputs.
+  std::set<std::string> inits;
+  for (const auto& t : gp.initializer()) {
+    inits.insert(t.name());
+    vals_[t.name()] = constant(t.name(), tensor(t, "initializer '" + t.name() + "'"));
+  }
+  for (const auto& vi : gp.input()) {
+    if (inits.count(vi.name())) continue;
+    const std::string what = "input '" + vi.name() + "'";
+    if (!vi.type().has_tensor_type()) fail(what + " is not a tensor");
+    DType dt = dtype_of(vi.type().tensor_type().elem_type(), what);
+    I s;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value())
+        fail(what + " has a symbolic extent '" + d.dim_param() + "': export it with fixed shapes (basin compiles static shapes)");
+      s.push_back(d.dim_value());
+    }
+    try {
+      vals_[vi.name()] = g_.add_input(vi.name(), s, dt);
+    } catch (const GraphError& e) {
+      fail(e.what());
+    }
+  }
+
+  // Node order: producers first (the file's order need not be), cycles and undefined
+  // inputs named.
+  const int nn = gp.node_size();
+  std::map<std::string, int> producer;
+  for (int i = 0; i < nn; ++i)
+    for (const auto& o : gp.node(i).output())
+      if (!o.empty()) producer[o] = i;
+  std::vector<std::vector<int>> users(nn);
+  std::vector<int> pending(nn, 0);
+  for (int i = 0; i < nn; ++i)
+    for (const auto& x : gp.node(i).input()) {
+      if (x.empty() || vals_.count(x)) continue;
+      auto it = producer.find(x);
+      if (it == producer.end())
+        fail(node_desc(gp.node(i)) + " reads '" + x + "', which no node, input or initializer defines (a missing initializer?)");
+      users[it->second].push_back(i);
+      ++pending[i];
+    }
+  std::vector<int> order, ready;
+  for (int i = nn - 1; i >= 0; --i)
+    if (pending[i] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    int i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (int u : users[i])
+      if (--pending[u] == 0) ready.push_back(u);
+  }
+  if (static_cast<int>(order.size()) != nn) {
+    std::string cyc;
+    for (int i = 0; i < nn; ++i)
+      if (pending[i] > 0) cyc += (cyc.empty() ? "" : ", ") + node_desc(gp.node(i));
+    fail("the graph has a cycle through " + cyc);
+  }
+
+  for (int i : order) {
+    const onnx::NodeProto& n = gp.node(i);
+    std::vector<int> outs;
+    try {
+      outs = converters().at(n.op_type())(*this, n);
+    } catch (const GraphError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(node_desc(n) + ": " + e.what());
+    }
+    for (int k = 0; k < n.output_size() && k < static_cast<int>(outs.size()); ++k) {
+      const std::string& name = n.output(k);
+      if (name.empty()) continue;
+      vals_[name] = outs[k];
+      auto it = onnx_shapes.find(name);
+      if (it != onnx_shapes.end() && it->second != shape(outs[k]))
+        fail(node_desc(n) + ": output '" + name + "' has shape " + shape_str(shape(outs[k])) + " in basin but " +
+             shape_str(it->second) + " by ONNX shape inference");
+    }
+  }
+  for (const auto& o : gp.output()) {
+    auto it = vals_.find(o.name());
+    if (it == vals_.end()) fail("graph output '" + o.name() + "' is computed by no node");
+    g_.add_output(it->second);
+  }
+  if (g_.outputs().empty()) fail("the graph has no outputs");
+  return std::move(g_);
+}
+
+}  // namespace
+
+Graph import_onnx(const std::string& path) {
+  try {
+    return Importer(path).run();
+  } catch (const GraphError&) {
+    throw;
+  } catch (const NotFoundError&) {
+    throw;
+  } catch (const Error& e) {
+    throw GraphError("ONNX model '" + path + "': " + e.what());
+  } catch (const std::exception& e) {
+    // Protobuf or ONNX internals: still one clear error, never a crash.
+    throw GraphError("ONNX model '" + path + "': " + e.what());
+  }
+}
+
+}  // namespace basin::graph

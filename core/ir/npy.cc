@@ -1,0 +1,92 @@
+#include "core/ir/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include "core/util/error.h"
+
+namespace basin {
+
+namespace {
+
+const char kMagic[] = "\x93NUMPY";
+
+std::string descr_of(DType t) {
+  if (t == DType::f32()) return "<f4";
+  if (t == DType::f64()) return "<f8";
+  if (t == DType::i64()) return "<i8";
+  if (t == DType::i32()) return "<i4";
+  if (t.is_bool()) return "|b1";
+  throw Error("no .npy type for " + t.str());
+}
+
+}  // namespace
+
+NDArray read_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw NotFoundError("cannot open '" + path + "'");
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto bad = [&](const std::string& why) { return ParseError("'" + path + "' is not a supported .npy file: " + why); };
+  if (data.size() < 10 || data.compare(0, 6, kMagic, 6) != 0) throw bad("no NumPy magic");
+  const int major = static_cast<uint8_t>(data[6]);
+  size_t header_len = 0, start = 0;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(data[8]) | (static_cast<size_t>(static_cast<uint8_t>(data[9])) << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (data.size() < 12) throw bad("truncated header");
+    uint32_t n = 0;
+    std::memcpy(&n, data.data() + 8, 4);
+    header_len = n;
+    start = 12;
+  } else {
+    throw bad("format version " + std::to_string(major));
+  }
+  if (start + header_len > data.size()) throw bad("truncated header");
+  std::string header = data.substr(start, header_len);
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'"))) throw bad("no descr");
+  const std::string descr = m[1];
+  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True"))) throw bad("Fortran order");
+  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) throw bad("no shape");
+  std::vector<int64_t> shape;
+  std::string dims = m[1];
+  std::regex num("\\d+");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+    shape.push_back(std::stoll(it->str()));
+  DType t;
+  if (descr == "<f4") t = DType::f32();
+  else if (descr == "<f8") t = DType::f64();
+  else if (descr == "<i8") t = DType::i64();
+  else if (descr == "<i4") t = DType::i32();
+  else if (descr == "|b1") t = DType::boolean();
+  else throw bad("element type '" + descr + "' (float32, float64, int64, int32, bool)");
+  NDArray a(t, shape);
+  if (data.size() - start - header_len != a.nbytes())
+    throw bad("holds " + std::to_string(data.size() - start - header_len) + " data bytes; shape " + shape_str(shape) +
+              " needs " + std::to_string(a.nbytes()));
+  std::memcpy(a.data(), data.data() + start + header_len, a.nbytes());
+  return a;
+}
+
+void write_npy(const std::string& path, const NDArray& a) {
+  std::string shape = "(";
+  for (size_t i = 0; i < a.shape().size(); ++i) shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 ? "," : i + 1 < a.shape().size() ? ", " : "");
+  shape += ")";
+  std::string header = "{'descr': '" + descr_of(a.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  const size_t total = 10 + header.size() + 1;
+  header += std::string((64 - total % 64) % 64, ' ') + "\n";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw Error("cannot write '" + path + "'");
+  f.write(kMagic, 6);
+  const char ver[2] = {1, 0};
+  f.write(ver, 2);
+  const uint16_t n = static_cast<uint16_t>(header.size());
+  f.write(reinterpret_cast<const char*>(&n), 2);
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  f.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.nbytes()));
+  if (!f) throw Error("writing '" + path + "' failed");
+}
+
+}  // namespace basin

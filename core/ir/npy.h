@@ -1,0 +1,16 @@
+// NumPy .npy files (format versions 1 to 3, C order, little-endian float32, float64,
+// int64, int32 and bool): the inputs and outputs of `basin run`.
+#pragma once
+
+#include <string>
+
+#include "core/ir/ndarray.h"
+
+namespace basin {
+
+// Throws NotFoundError when the file cannot be opened and ParseError naming the file
+// when it is not a supported .npy array.
+NDArray read_npy(const std::string& path);
+void write_npy(const std::string& path, const NDArray& a);
+
+}  // namespace basin

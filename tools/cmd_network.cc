@@ -1,0 +1,323 @@
+// Whole networks from the command line: `basin tune MODEL` (the task scheduler over
+// the network's tasks, search/network.h), `basin compile MODEL -o OUT` (the best record
+// of each task, every untuned task named), `basin run OUT|MODEL` (.npy in and out) and
+// `basin compare MODEL` (basin against the LibTorch executor: latency and error).
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "codegen/network.h"
+#include "codegen/torch_executor.h"
+#include "codegen/torch_reference.h"
+#include "core/graph/fusion.h"
+#include "core/graph/model.h"
+#include "core/graph/passes.h"
+#include "core/ir/npy.h"
+#include "core/util/error.h"
+#include "search/network.h"
+#include "search/strategy.h"
+#include "tools/commands.h"
+
+namespace basin::tools {
+
+namespace {
+
+struct NetOptions {
+  std::string model, target = "llvm", records, strategy = "gradient", estimator, budget, out;
+  std::vector<std::string> inputs;
+  std::string output;
+  int trials = 0, batch = 16, repeat = 0;
+  uint64_t seed = 1;
+  double timeout = 10;
+  bool json = false, quiet = false;
+};
+
+void log_line(const NetOptions& o, const std::string& line) {
+  if (!o.quiet) std::cerr << "basin: " << line << "\n";
+}
+
+struct Loaded {
+  graph::Graph graph;
+  graph::Partition partition;
+};
+
+Loaded load(const NetOptions& o) {
+  if (o.target != "llvm") throw Error("target '" + o.target + "' is not supported for networks yet (llvm)");
+  Loaded l;
+  l.graph = graph::optimize(graph::load_model(o.model));
+  l.partition = graph::partition(l.graph);
+  log_line(o, o.model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
+                  std::to_string(l.partition.groups.size()) + " fused groups, " +
+                  std::to_string(l.partition.tasks.size()) + " distinct tasks, " +
+                  std::to_string(l.graph.weight_bytes() / (1 << 20)) + " MiB of weights");
+  return l;
+}
+
+// The programs of a network's tasks; untuned ones named on stderr and in `untuned`.
+codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann::json& untuned) {
+  std::unique_ptr<search::RecordStore> store;
+  if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records);
+  std::vector<int> missing;
+  std::vector<codegen::ProgramChoice> choices = search::choose_programs(l.partition, store.get(), o.target, &missing);
+  untuned = nlohmann::json::array();
+  if (!missing.empty()) {
+    std::string names;
+    for (int t : missing) {
+      untuned.push_back(l.partition.tasks[t].label);
+      names += "\n  task " + std::to_string(t) + ": " + l.partition.tasks[t].label + " (x" +
+               std::to_string(l.partition.tasks[t].weight) + ")";
+    }
+    log_line(o, "warning: " + std::to_string(missing.size()) + " of " + std::to_string(l.partition.tasks.size()) +
+                    " tasks have no tuned program" + (o.records.empty() ? "" : " in " + o.records) +
+                    " and use their first sketch's default configuration:" + names);
+  }
+  return codegen::CompiledNetwork::compile(l.graph, l.partition, choices);
+}
+
+std::vector<NDArray> random_inputs(const std::vector<codegen::TensorInfo>& infos) {
+  std::vector<NDArray> in;
+  uint64_t seed = 1;
+  for (const auto& t : infos) {
+    bool integer = t.dtype == DType::i64() || t.dtype == DType::i32();
+    in.push_back(NDArray::random(t.dtype, t.shape, integer ? 0 : -1, integer ? 100 : 1, seed++));
+  }
+  return in;
+}
+
+std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen::TensorInfo>& infos) {
+  if (o.inputs.empty()) return random_inputs(infos);
+  if (o.inputs.size() != infos.size())
+    throw Error("the network takes " + std::to_string(infos.size()) + " inputs; give one --input per input, got " +
+                std::to_string(o.inputs.size()));
+  std::vector<NDArray> in;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    NDArray a = read_npy(o.inputs[i]);
+    if (a.shape() != infos[i].shape || a.dtype() != infos[i].dtype)
+      throw Error("--input " + o.inputs[i] + ": input '" + infos[i].name + "' expects " + infos[i].dtype.str() + " " +
+                  shape_str(infos[i].shape) + ", the file holds " + a.dtype().str() + " " + shape_str(a.shape()));
+    in.push_back(std::move(a));
+  }
+  return in;
+}
+
+int run_tune(const NetOptions& o) {
+  if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
+  Loaded l = load(o);
+  search::RecordStore store(o.records);
+  search::NetworkTuneOptions to;
+  to.target = o.target;
+  to.strategy = o.strategy;
+  to.estimator = o.estimator;
+  to.trials = o.trials;
+  to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
+  to.batch = o.batch;
+  to.seed = o.seed;
+  to.timeout_seconds = o.timeout;
+  const bool bar = !o.quiet && isatty(STDERR_FILENO);
+  if (!o.quiet) to.log = [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
+  if (bar) to.progress = draw_progress;
+  search::NetworkTuneResult r = search::tune_network(l.partition, store, to);
+  if (bar) std::cerr << "\r\033[K" << std::flush;
+  nlohmann::json tasks = nlohmann::json::array();
+  int without = 0;
+  for (const auto& t : r.tasks) {
+    tasks.push_back({{"label", t.label}, {"key", t.key}, {"weight", t.weight}, {"trials", t.trials}, {"measured", t.measured},
+                     {"errors", t.errors}, {"best_latency_us", t.best_us > 0 ? nlohmann::json(t.best_us) : nlohmann::json()},
+                     {"retired", t.retired}});
+    without += t.best_us <= 0;
+  }
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& p : r.curve) curve.push_back({p.seconds, p.trials, p.estimated_us});
+  nlohmann::json j = {{"model", o.model},
+                      {"target", o.target},
+                      {"strategy", o.strategy},
+                      {"records", o.records},
+                      {"trials", r.trials},
+                      {"resumed", r.resumed},
+                      {"measured", r.measured},
+                      {"search_seconds", r.seconds},
+                      {"overhead_fraction", r.overhead_fraction},
+                      {"estimated_latency_us", r.estimated_latency_us > 0 ? nlohmann::json(r.estimated_latency_us) : nlohmann::json()},
+                      {"tasks", tasks},
+                      {"tasks_without_program", without},
+                      {"curve", curve}};
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%-4s %-48s %6s %7s %12s\n", "task", "subgraph", "weight", "trials", "best (us)");
+    for (size_t i = 0; i < r.tasks.size(); ++i) {
+      const auto& t = r.tasks[i];
+      std::printf("%-4zu %-48s %6d %7d %12s\n", i, t.label.substr(0, 48).c_str(), t.weight, t.trials,
+                  t.best_us > 0 ? std::to_string(t.best_us).c_str() : "none");
+    }
+    std::printf("trials %d (%d resumed), %.1f s, overhead %.1f%%, estimated network latency %s\n", r.trials, r.resumed,
+                r.seconds, 100 * r.overhead_fraction,
+                r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str() : "n/a (a task has no program)");
+  }
+  return without == 0 ? 0 : 4;
+}
+
+int run_compile(const NetOptions& o) {
+  if (o.out.empty()) throw ParseError("give the output file: -o OUT");
+  Loaded l = load(o);
+  nlohmann::json untuned;
+  codegen::CompiledNetwork net = compile(o, l, untuned);
+  net.save(o.out);
+  nlohmann::json j = {{"model", o.model},          {"output", o.out},
+                      {"kernels", net.kernels()},  {"launches", net.launches()},
+                      {"arena_bytes", net.arena_bytes()}, {"tensor_bytes", net.tensor_bytes()},
+                      {"weight_bytes", net.weight_bytes()}, {"untuned_tasks", untuned}};
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("wrote %s: %d kernels, %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f MiB, %zu untuned tasks\n",
+                o.out.c_str(), net.kernels(), net.launches(), net.arena_bytes() / 1048576.0, net.tensor_bytes() / 1048576.0,
+                net.weight_bytes() / 1048576.0, untuned.size());
+  }
+  return 0;
+}
+
+bool is_compiled_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[9] = {};
+  return f.read(magic, 9) && std::string(magic, 9) == "BASINNET1";
+}
+
+int run_run(const NetOptions& o) {
+  nlohmann::json untuned = nlohmann::json::array();
+  codegen::CompiledNetwork net;
+  if (o.model.rfind("zoo:", 0) != 0 && is_compiled_file(o.model)) {
+    net = codegen::CompiledNetwork::load(o.model);
+  } else {
+    Loaded l = load(o);
+    net = compile(o, l, untuned);
+  }
+  std::vector<NDArray> in = read_inputs(o, net.inputs());
+  std::vector<NDArray> out = net.run(in);
+  nlohmann::json outs = nlohmann::json::array();
+  for (size_t i = 0; i < out.size(); ++i) {
+    nlohmann::json e = {{"name", net.outputs()[i].name}, {"shape", out[i].shape()}, {"dtype", out[i].dtype().str()}};
+    if (!o.output.empty()) {
+      std::string file = o.output;
+      if (i > 0) {
+        size_t dot = file.rfind(".npy");
+        file = (dot == std::string::npos ? file : file.substr(0, dot)) + "." + std::to_string(i) + ".npy";
+      }
+      write_npy(file, out[i]);
+      e["file"] = file;
+    }
+    outs.push_back(e);
+  }
+  nlohmann::json j = {{"model", o.model}, {"outputs", outs}, {"untuned_tasks", untuned}};
+  if (o.repeat > 0) {
+    codegen::TimingOptions t{1, o.repeat, 0.0};
+    codegen::Timing tm = net.time(in, t);
+    j["latency_us"] = tm.min_us;
+    j["median_latency_us"] = tm.median_us;
+  }
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const auto& e : outs)
+      std::printf("output %s %s %s%s\n", e["name"].get<std::string>().c_str(), e["dtype"].get<std::string>().c_str(),
+                  shape_str(e["shape"].get<std::vector<int64_t>>()).c_str(),
+                  e.contains("file") ? (" -> " + e["file"].get<std::string>()).c_str() : "");
+    if (j.contains("latency_us")) std::printf("latency %.1f us (min of %d runs)\n", j["latency_us"].get<double>(), o.repeat);
+  }
+  return 0;
+}
+
+int run_compare(const NetOptions& o) {
+  Loaded l = load(o);
+  nlohmann::json untuned;
+  codegen::CompiledNetwork net = compile(o, l, untuned);
+  std::vector<NDArray> in = random_inputs(net.inputs());
+  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  codegen::set_torch_threads(threads);
+  codegen::TorchExecutor torch(l.graph);
+  std::vector<NDArray> got = net.run(in), ref = torch.run(in);
+  ErrorStats err;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ErrorStats e = compare_arrays(got[i], ref[i]);
+    err.max_abs = std::max(err.max_abs, e.max_abs);
+    err.max_rel = std::max(err.max_rel, e.max_rel);
+  }
+  codegen::TimingOptions t = codegen::TimingOptions::full();
+  double basin_us = net.time(in, t).min_us, torch_us = torch.time(in, t).min_us;
+  nlohmann::json j = {{"model", o.model},
+                      {"target", o.target},
+                      {"latency_us", basin_us},
+                      {"torch_latency_us", torch_us},
+                      {"speedup_vs_torch", torch_us / basin_us},
+                      {"max_abs_error", err.max_abs},
+                      {"max_rel_error", err.max_rel},
+                      {"torch_threads", threads},
+                      {"tasks", l.partition.tasks.size()},
+                      {"launches", net.launches()},
+                      {"untuned_tasks", untuned}};
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("basin     %10.1f us\nLibTorch  %10.1f us   (speedup %.2fx)\nmax error %.3g absolute, %.3g relative to the largest output\n",
+                basin_us, torch_us, torch_us / basin_us, err.max_abs, err.max_rel);
+  }
+  return 0;
+}
+
+CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string& help, std::shared_ptr<NetOptions> o) {
+  auto* cmd = app.add_subcommand(name, help);
+  cmd->add_option("model", o->model, "zoo:NAME (resnet18, resnet50, mobilenet_v2, bert_base, vit_b16, dcgan, llama_layer, r3d_18) or an .onnx file")
+      ->required();
+  cmd->add_option("--target", o->target, "llvm");
+  cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
+  return cmd;
+}
+
+}  // namespace
+
+void add_network_commands(CLI::App& app, Runner& run) {
+  {
+    auto o = std::make_shared<NetOptions>();
+    auto* cmd = network_cmd(app, "tune", "tune every task of a network, the budget spread by the task scheduler; resumable", o);
+    cmd->add_option("--trials", o->trials, "stop when the network's tasks have N measured programs in all");
+    cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 10m, 1h)");
+    cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
+    cmd->add_option("--strategy", o->strategy, "gradient (default), annealing, evolutionary or random")
+        ->check(CLI::IsMember(search::strategy_names()));
+    cmd->add_option("--estimator", o->estimator, "mlp, gbt, roofline or a file (default: the strategy's)");
+    cmd->add_option("--batch", o->batch, "programs per round (default 16)");
+    cmd->add_option("--seed", o->seed, "seed of the search");
+    cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate");
+    cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
+  }
+  {
+    auto o = std::make_shared<NetOptions>();
+    auto* cmd = network_cmd(app, "compile", "compile a network with the best record of each task into one file", o);
+    cmd->add_option("--records", o->records, "the records file (untuned tasks are named and use a default program)");
+    cmd->add_option("-o,--output", o->out, "the compiled network file")->required();
+    cmd->callback([&run, o] { run = [o] { return run_compile(*o); }; });
+  }
+  {
+    auto o = std::make_shared<NetOptions>();
+    auto* cmd = network_cmd(app, "run", "run a compiled network file (or compile MODEL first) on .npy inputs", o);
+    cmd->add_option("--records", o->records, "when MODEL is a model: the records to compile it with");
+    cmd->add_option("--input", o->inputs, "an .npy file per network input, in order (default: random)");
+    cmd->add_option("--output", o->output, "write the output to this .npy file (further outputs: NAME.1.npy ...)");
+    cmd->add_option("--repeat", o->repeat, "also time N runs and report the fastest");
+    cmd->callback([&run, o] { run = [o] { return run_run(*o); }; });
+  }
+  {
+    auto o = std::make_shared<NetOptions>();
+    auto* cmd = network_cmd(app, "compare", "run a network with basin and with LibTorch: latencies and max error", o);
+    cmd->add_option("--records", o->records, "the records to compile with (default: untuned programs)");
+    cmd->callback([&run, o] { run = [o] { return run_compare(*o); }; });
+  }
+}
+
+}  // namespace basin::tools
