@@ -519,7 +519,10 @@ class Emitter {
       case ExprKind::Select: {
         llvm::Value* c = expr(n.args[0]);
         bool faults = may_fault(n.args[1]) || may_fault(n.args[2]);
-        if (vec_ && faults && !is_vector(c)) c = splat(c);  // a uniform mask: operands may be vectors
+        // A uniform condition with operands that vary across lanes becomes a uniform mask;
+        // with uniform operands it stays a scalar branch (an index gathered from memory).
+        if (vec_ && faults && !is_vector(c) && (uses_var(n.args[1], vec_->var) || uses_var(n.args[2], vec_->var)))
+          c = splat(c);
         if (is_vector(c)) {
           llvm::Value* t = faults ? masked(c, [&] { return expr(n.args[1]); }) : expr(n.args[1]);
           llvm::Value* f = faults ? masked(b_.CreateNot(c), [&] { return expr(n.args[2]); }) : expr(n.args[2]);

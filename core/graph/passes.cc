@@ -60,6 +60,31 @@ NDArray evaluate_node(const std::string& op, const ops::Attrs& attrs, const std:
   return args.back();
 }
 
+std::vector<NDArray> interpret_graph(const Graph& g, const std::vector<NDArray>& inputs) {
+  if (inputs.size() != g.inputs().size())
+    throw GraphError("network '" + g.name + "' takes " + std::to_string(g.inputs().size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  std::vector<NDArray> vals(g.values().size());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (g.values()[v].constant) vals[v] = g.values()[v].data;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& in = g.value(g.inputs()[i]);
+    if (inputs[i].shape() != in.shape || inputs[i].dtype() != in.dtype)
+      throw GraphError("input '" + in.name + "' expects " + in.dtype.str() + " " + shape_str(in.shape) + ", got " +
+                       inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
+    vals[g.inputs()[i]] = inputs[i];
+  }
+  for (int n : g.topo_order()) {
+    const Node& nd = g.node(n);
+    std::vector<NDArray> ins;
+    for (int v : nd.inputs) ins.push_back(vals[v]);
+    vals[nd.output] = evaluate_node(nd.op, nd.attrs, ins);
+  }
+  std::vector<NDArray> out;
+  for (int v : g.outputs()) out.push_back(vals[v]);
+  return out;
+}
+
 Graph fold_constants(const Graph& g) {
   // Values known after folding: the source's constants, then folded nodes.
   std::unordered_map<int, const Value*> known;

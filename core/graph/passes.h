@@ -10,6 +10,10 @@ namespace basin::graph {
 // schedule): how constant folding and the ONNX importer compute constants.
 NDArray evaluate_node(const std::string& op, const ops::Attrs& attrs, const std::vector<NDArray>& inputs);
 
+// The whole graph run node by node with evaluate_node: the loop-IR interpreter as the
+// oracle of a network (slow; for tests and small graphs). Outputs in the graph's order.
+std::vector<NDArray> interpret_graph(const Graph& g, const std::vector<NDArray>& inputs);
+
 // Nodes whose inputs are all constants become constants, computed by the loop-IR
 // interpreter on the operator's default schedule.
 Graph fold_constants(const Graph& g);

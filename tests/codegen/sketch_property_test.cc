@@ -50,6 +50,10 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
       {"layer_norm", "shape=4,48", 15},
       {"layer_norm", "shape=3,5,16 axis=1", 10},
       {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1", 6},
+      // Indices read from memory inside a vectorized loop (bert_base's embedding once failed
+      // to compile: a uniform select over a loaded index was splatted).
+      {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5", 6},
+      {"gather", "axis=0 indices_shape=11", 4},
       // Awkward extents: guarded splits whose last tiles are partial.
       {"dense", "M=37 K=10 N=23", 6},
       {"dense", "M=4 K=197 N=8", 4},

@@ -1,0 +1,239 @@
+// The network graph: building with shape inference, the passes (each checked against
+// the graph interpreter, the loop-IR oracle), fusion and task extraction, subgraph
+// task names, and the zoo.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+
+#include "core/graph/fusion.h"
+#include "core/graph/graph.h"
+#include "core/graph/model.h"
+#include "core/graph/passes.h"
+#include "core/graph/zoo.h"
+#include "core/ops/subgraph.h"
+
+namespace basin::graph {
+namespace {
+
+using I = std::vector<int64_t>;
+
+void expect_close(const std::vector<NDArray>& got, const std::vector<NDArray>& ref, double tol = 1e-4) {
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].shape(), ref[i].shape());
+    ErrorStats e = compare_arrays(got[i], ref[i]);
+    EXPECT_LE(e.max_rel, tol) << "output " << i << ": max abs error " << e.max_abs;
+  }
+}
+
+// x[1,3,8,8] -> conv -> batch_norm -> relu -> (+ residual conv) -> global pool -> flatten -> dense
+Graph small_net(bool with_dead_branch = false) {
+  Graph g;
+  g.name = "small";
+  NetBuilder b(g, 7);
+  int x = g.add_input("x", {1, 3, 8, 8});
+  int c = b.conv(x, 8, {3}, {1, 1}, {1, 1});
+  int r = b.op("relu", {b.batch_norm(c)});
+  int c2 = b.op("relu", {b.batch_norm(b.conv(r, 8, {3}, {1, 1}, {1, 1}))});
+  int s = b.op("add", {c2, r});
+  if (with_dead_branch) b.op("sigmoid", {b.op("exp", {s})});
+  int p = b.op("global_avg_pool2d", {s});
+  int f = b.op("flatten", {p}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}});
+  g.add_output(b.dense(f, 5));
+  return g;
+}
+
+TEST(Graph, ShapesAreInferredWhenNodesAreAdded) {
+  Graph g = small_net();
+  const Value& out = g.value(g.outputs()[0]);
+  EXPECT_EQ(out.shape, (I{1, 5}));
+  EXPECT_EQ(out.dtype, DType::f32());
+  std::vector<int> order = g.topo_order();
+  ASSERT_EQ(order.size(), g.nodes().size());
+  std::vector<int> pos(order.size());
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
+  for (const Node& n : g.nodes())
+    for (int v : n.inputs)
+      if (g.value(v).producer >= 0) EXPECT_LT(pos[g.value(v).producer], pos[g.value(n.output).producer]);
+  EXPECT_GT(g.weight_bytes(), 0);
+  EXPECT_EQ(g.op_counts().at("conv2d"), 2);
+}
+
+TEST(Graph, ANodeWithIncompatibleInputsNamesItself) {
+  Graph g;
+  int a = g.add_input("a", {2, 3});
+  int b = g.add_input("b", {4, 5});
+  try {
+    g.add_node("add", {a, b}, {}, "the_bad_add");
+    FAIL() << "no error";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("the_bad_add"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(g.add_node("no_such_op", {a}), GraphError);
+  EXPECT_THROW(g.add_node("relu", {42}), GraphError);
+  EXPECT_THROW(g.add_node("conv2d", {a, a}), GraphError);
+}
+
+TEST(Passes, BatchNormFoldingKeepsTheOutputs) {
+  Graph g = small_net();
+  Graph f = fold_batch_norm(g);
+  EXPECT_EQ(g.op_counts().count("batch_norm"), 1u);
+  EXPECT_EQ(g.op_counts().at("batch_norm"), 2);
+  EXPECT_EQ(f.op_counts().count("batch_norm"), 0u);
+  NDArray x = NDArray::random(DType::f32(), {1, 3, 8, 8}, -1, 1, 3);
+  expect_close(interpret_graph(f, {x}), interpret_graph(g, {x}));
+}
+
+TEST(Passes, BatchNormReadTwiceIsNotFolded) {
+  Graph g;
+  NetBuilder b(g, 1);
+  int x = g.add_input("x", {1, 2, 4, 4});
+  int c = b.conv(x, 4, {1}, {1, 1}, {0, 0});
+  int n = b.batch_norm(c);
+  g.add_output(b.op("add", {n, c}));  // the conv's output is read by the norm and the add
+  Graph f = fold_batch_norm(g);
+  EXPECT_EQ(f.op_counts().at("batch_norm"), 1);
+  NDArray in = NDArray::random(DType::f32(), {1, 2, 4, 4}, -1, 1, 2);
+  expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}));
+}
+
+TEST(Passes, ConstantFoldingComputesConstantSubgraphs) {
+  Graph g;
+  int x = g.add_input("x", {4});
+  int c = g.add_constant("c", NDArray::random(DType::f32(), {4}, 0.5, 1, 1));
+  int e = g.add_node("exp", {c}, {}, "exp_of_constant");
+  int m = g.add_node("mul", {e, g.add_constant("two", NDArray::random(DType::f32(), {4}, 2, 2.0001, 1))});
+  g.add_output(g.add_node("add", {x, m}));
+  Graph f = fold_constants(g);
+  EXPECT_EQ(f.nodes().size(), 1u);
+  EXPECT_EQ(f.node(0).op, "add");
+  NDArray in = NDArray::random(DType::f32(), {4}, -1, 1, 5);
+  expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-6);
+}
+
+TEST(Passes, DeadCodeIsEliminated) {
+  Graph g = small_net(true);
+  Graph f = eliminate_dead_code(g);
+  EXPECT_EQ(g.op_counts().count("sigmoid"), 1u);
+  EXPECT_EQ(f.op_counts().count("sigmoid"), 0u);
+  EXPECT_EQ(f.op_counts().count("exp"), 0u);
+  EXPECT_EQ(f.nodes().size() + 2, g.nodes().size());
+  NDArray in = NDArray::random(DType::f32(), {1, 3, 8, 8}, -1, 1, 5);
+  expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-6);
+}
+
+TEST(Fusion, AnchorsAbsorbTheirElementwiseChains) {
+  Graph g = optimize(small_net());
+  Partition p = partition(g);
+  // conv+add(bias)+relu, conv+add(bias)+relu+add(residual), global pool, flatten (a
+  // view), dense+add.
+  std::vector<std::string> labels;
+  for (const auto& t : p.tasks) labels.push_back(t.label);
+  ASSERT_EQ(p.tasks.size(), 4u) << ::testing::PrintToString(labels);
+  EXPECT_EQ(labels[0].rfind("conv2d+add+relu [", 0), 0u) << labels[0];
+  EXPECT_EQ(labels[1].rfind("conv2d+add+relu+add [", 0), 0u) << labels[1];
+  int views = 0;
+  for (const auto& fg : p.groups) views += fg.view;
+  EXPECT_EQ(views, 1);
+  // Groups come producers first and read only values defined before them.
+  std::set<int> defined(g.inputs().begin(), g.inputs().end());
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (g.values()[v].constant) defined.insert(static_cast<int>(v));
+  for (const auto& fg : p.groups) {
+    for (int v : fg.inputs) EXPECT_TRUE(defined.count(v)) << g.value(v).name;
+    defined.insert(fg.output);
+  }
+  for (int v : g.outputs()) EXPECT_TRUE(defined.count(v));
+}
+
+TEST(Fusion, AValueReadTwiceEndsItsGroup) {
+  Graph g;
+  NetBuilder b(g, 2);
+  int x = g.add_input("x", {1, 4, 6, 6});
+  int c = b.conv(x, 4, {3}, {1, 1}, {1, 1});
+  int r = b.op("relu", {c});
+  g.add_output(b.op("add", {b.op("sigmoid", {r}), b.op("tanh", {r})}));
+  Partition p = partition(g);
+  // conv+relu; sigmoid and tanh cannot join it (r has two readers): sigmoid starts a
+  // group, tanh another that the add joins... the add reads two groups' outputs and
+  // joins one of them.
+  ASSERT_GE(p.groups.size(), 3u);
+  EXPECT_EQ(p.tasks[0].label.rfind("conv2d+relu [", 0), 0u) << p.tasks[0].label;
+  int total_nodes = 0;
+  for (const auto& fg : p.groups) total_nodes += static_cast<int>(fg.nodes.size());
+  EXPECT_EQ(total_nodes, static_cast<int>(g.nodes().size()));
+}
+
+TEST(Fusion, IdenticalGroupsAreOneTaskWeightedByCount) {
+  Graph g;
+  NetBuilder b(g, 3);
+  int x = g.add_input("x", {1, 8, 10, 10});
+  for (int i = 0; i < 3; ++i) x = b.op("relu", {b.conv(x, 8, {3}, {1, 1}, {1, 1}, 1, true)});
+  g.add_output(x);
+  Partition p = partition(g);
+  ASSERT_EQ(p.tasks.size(), 1u);
+  EXPECT_EQ(p.tasks[0].weight, 3);
+  EXPECT_EQ(p.groups.size(), 3u);
+  EXPECT_GT(p.tasks[0].flops, 2.0 * 8 * 8 * 9 * 100);
+  for (const auto& fg : p.groups) EXPECT_EQ(fg.task, 0);
+}
+
+TEST(Subgraph, TextRoundTripsAndRebuildsTheTask) {
+  Partition p = partition(optimize(small_net()));
+  for (const auto& t : p.tasks) {
+    std::string text = t.graph.attrs.s("graph");
+    ops::SubgraphSpec s = ops::parse_subgraph(text);
+    EXPECT_EQ(ops::subgraph_to_string(s), text);
+    ops::OpGraph again = ops::build_subgraph(s);
+    EXPECT_EQ(again.outputs.at(0).shape(), t.graph.outputs.at(0).shape());
+  }
+  EXPECT_THROW(ops::parse_subgraph("x0:f32[1,2"), ParseError);
+  EXPECT_THROW(ops::parse_subgraph("x0:f32[2,3]@-1:1;t0=nope(x0)"), Error);
+  EXPECT_THROW(ops::parse_subgraph("x0:f32[2,3]@-1:1;t0=relu(x9)"), Error);
+}
+
+TEST(Zoo, EveryNetworkBuildsDeterministicallyAndPartitions) {
+  ASSERT_EQ(zoo_networks().size(), 8u);
+  for (const auto& z : zoo_networks()) {
+    SCOPED_TRACE(z.name);
+    Graph g = optimize(zoo_network(z.name));
+    EXPECT_FALSE(g.outputs().empty());
+    Partition p = partition(g);
+    EXPECT_GT(p.tasks.size(), 0u);
+    int groups = 0;
+    for (const auto& t : p.tasks) groups += t.weight;
+    int kernels = 0;
+    for (const auto& fg : p.groups) kernels += !fg.view;
+    EXPECT_EQ(groups, kernels);
+  }
+  // The same weights on every build.
+  Graph a = zoo_network("resnet18"), b = zoo_network("resnet18");
+  ASSERT_EQ(a.values().size(), b.values().size());
+  for (size_t v = 0; v < a.values().size(); ++v)
+    if (a.values()[v].constant) {
+      ASSERT_EQ(a.values()[v].data.nbytes(), b.values()[v].data.nbytes());
+      EXPECT_EQ(0, std::memcmp(a.values()[v].data.data(), b.values()[v].data.data(), a.values()[v].data.nbytes()));
+    }
+}
+
+TEST(Zoo, ResNet18HasItsTwelveConvolutionShapes) {
+  Partition p = partition(optimize(zoo_network("resnet18")));
+  int convs = 0;
+  for (const auto& t : p.tasks) convs += t.label.rfind("conv2d", 0) == 0 ? t.weight : 0;
+  EXPECT_EQ(convs, 20);  // 17 3x3/7x7 convolutions and 3 downsampling 1x1s
+}
+
+TEST(Zoo, UnknownNamesListTheNetworks) {
+  try {
+    zoo_network("resnet1000");
+    FAIL() << "no error";
+  } catch (const NotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find("mobilenet_v2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_model("zoo:nope"), NotFoundError);
+  EXPECT_THROW(load_model("/no/such/model.onnx"), NotFoundError);
+}
+
+}  // namespace
+}  // namespace basin::graph
