@@ -117,8 +117,13 @@ void MeasurePool::spawn() {
   pid_t pid = fork();
   if (pid < 0) throw Error(std::string("measure: cannot fork a worker: ") + strerror(errno));
   if (pid == 0) {
-    ::close(req[1]);
-    ::close(res[0]);
+    // The worker keeps its own two pipe ends and nothing else it inherited: an end of
+    // another pool's pipe held here would keep that pool's worker from ever seeing EOF
+    // (a network's tuners each fork one), and the parent's files are not its to touch.
+    const int lo = std::min(req[0], res[1]), hi = std::max(req[0], res[1]);
+    for (int fd = 3; fd < hi; ++fd)
+      if (fd != lo) ::close(fd);
+    ::close_range(static_cast<unsigned>(hi) + 1, ~0U, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the tuner
     worker_main(req[0], res[1]);
   }

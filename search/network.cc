@@ -43,6 +43,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.timeout_seconds = opt.timeout_seconds;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.log = opt.log;
+    if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
   }
   auto total_trials = [&] {

@@ -17,6 +17,7 @@
 #include "codegen/network.h"
 #include "core/graph/fusion.h"
 #include "search/records.h"
+#include "search/tuner.h"
 
 namespace basin::search {
 
@@ -33,6 +34,8 @@ struct NetworkTuneOptions {
   // After each round: trials so far, the trial budget (0 when in seconds), seconds,
   // the estimated network latency (sum of weight x best; 0 until every task has one).
   std::function<void(int, int, double, double)> progress;
+  // Test hook: adjusts the options of task i's tuner before it starts (fault injection).
+  std::function<void(size_t, TuneOptions&)> task_options;
 };
 
 struct TaskReport {

@@ -125,6 +125,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   // The worker is forked before LibTorch starts its threads for the estimator.
   codegen::MeasureOptions mo;
   mo.timeout_seconds = opt.timeout_seconds;
+  mo.program_hook = opt.program_hook;
   m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
   if (!m.samples.empty()) m.update();
 }

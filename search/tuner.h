@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/stmt.h"
 #include "core/ops/registry.h"
 #include "search/records.h"
 #include "search/strategy.h"
@@ -38,6 +39,8 @@ struct TuneOptions {
   // After each measured program: trials done, the trial budget (0 when in seconds),
   // seconds so far, the best latency so far (0 when none ran yet).
   std::function<void(int, int, double, double)> progress;
+  // Test hook passed to the measurer (codegen::MeasureOptions::program_hook).
+  std::function<LoweredFunc(const LoweredFunc&)> program_hook;
 };
 
 struct CurvePoint {

@@ -3,6 +3,9 @@
 // result each end as an error result while the pool goes on measuring.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
+#include <memory>
 #include <random>
 
 #include "codegen/llvm_jit.h"
@@ -52,6 +55,23 @@ TEST_F(Measure, MeasuresValidCandidates) {
     EXPECT_GT(r.compile_seconds, 0);
   }
   EXPECT_EQ(pool.workers_started(), 1);
+}
+
+// Regression: a network's tuners each own a pool; a worker forked later once inherited
+// the earlier pools' pipe ends, so stopping an earlier pool waited forever for its
+// worker to see EOF.
+TEST_F(Measure, APoolStopsWhileLaterPoolsLive) {
+  auto first = std::make_unique<codegen::MeasurePool>(task, sched::cpu_sketches(task));
+  codegen::MeasurePool second(task, sched::cpu_sketches(task));
+  codegen::MeasurePool third(task, sched::cpu_sketches(task));
+  auto t0 = std::chrono::steady_clock::now();
+  auto done = std::async(std::launch::async, [&] { first.reset(); });
+  if (done.wait_for(std::chrono::seconds(30)) != std::future_status::ready) {
+    ADD_FAILURE() << "stopping the first pool hangs";
+    std::_Exit(1);  // the destructor would wait forever
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
+  EXPECT_TRUE(second.measure(candidates(second, {16}))[0].ok());
 }
 
 TEST_F(Measure, ACrashingKernelIsAnErrorAndTheWorkerIsReplaced) {
