@@ -10,6 +10,7 @@
 
 #include "codegen/llvm_jit.h"
 #include "core/schedule/lower_sketch.h"
+#include "core/util/hash.h"
 
 namespace basin::codegen {
 
@@ -277,9 +278,14 @@ void CompiledNetwork::save(const std::string& path) const {
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw Error("cannot write '" + tmp + "'");
+    // magic, header size, checksum of everything after it, header, machine code, weights
     uint64_t n = text.size();
+    uint64_t sum = fnv1a(text);
+    for (const auto& k : m.kernels) sum = fnv1a(k.k->object(), sum);
+    for (const NDArray& w : m.weights) sum = fnv1a({static_cast<const char*>(w.data()), w.nbytes()}, sum);
     f.write(kMagic, sizeof kMagic - 1);
     f.write(reinterpret_cast<const char*>(&n), sizeof n);
+    f.write(reinterpret_cast<const char*>(&sum), sizeof sum);
     f.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (const auto& k : m.kernels) f.write(k.k->object().data(), static_cast<std::streamsize>(k.k->object().size()));
     for (const NDArray& w : m.weights) f.write(static_cast<const char*>(w.data()), static_cast<std::streamsize>(w.nbytes()));
@@ -293,16 +299,19 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   if (!f) throw NotFoundError("cannot open compiled network '" + path + "'");
   std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const size_t magic = sizeof kMagic - 1;
-  if (data.size() < magic + 8 || data.compare(0, magic, kMagic) != 0)
+  if (data.size() < magic + 16 || data.compare(0, magic, kMagic) != 0)
     throw ParseError("'" + path + "' is not a compiled basin network (bad magic)");
-  uint64_t n = 0;
+  uint64_t n = 0, sum = 0;
   std::memcpy(&n, data.data() + magic, sizeof n);
-  if (n > data.size() - magic - 8) throw ParseError("'" + path + "' is truncated (header)");
-  const size_t blob0 = magic + 8 + n;
+  std::memcpy(&sum, data.data() + magic + 8, sizeof sum);
+  if (n > data.size() - magic - 16) throw ParseError("'" + path + "' is truncated (header)");
+  if (fnv1a(std::string_view(data).substr(magic + 16)) != sum)
+    throw ParseError("'" + path + "' is corrupt or truncated (checksum mismatch)");
+  const size_t blob0 = magic + 16 + n;
   CompiledNetwork net;
   Impl& m = *net.impl_;
   try {
-    nlohmann::json h = nlohmann::json::parse(data.substr(magic + 8, n));
+    nlohmann::json h = nlohmann::json::parse(data.substr(magic + 16, n));
     if (h.at("version").get<int>() != 1) throw ParseError("'" + path + "': unsupported version");
     m.name = h.at("name").get<std::string>();
     m.host = h.at("host_cpu").get<std::string>();

@@ -1,3 +1,4 @@
+#include "core/util/hash.h"
 #include "models/estimator.h"
 
 #include <algorithm>
@@ -137,14 +138,6 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
 }
 
 namespace detail {
-
-namespace {
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-}  // namespace
 
 void write_file(const std::string& path, const std::string& kind, const std::string& payload) {
   std::ofstream f(path, std::ios::binary);

@@ -1,0 +1,221 @@
+// The network runtime: a compiled network computes what the graph interpreter (the
+// loop-IR oracle) and the LibTorch executor compute; its memory plan reuses buffers;
+// it saves and loads without the compiler, bit for bit; corrupt files and bad inputs
+// are clear errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <fstream>
+
+#include "codegen/llvm_jit.h"
+#include "codegen/network.h"
+#include "codegen/torch_executor.h"
+#include "core/graph/fusion.h"
+#include "core/graph/passes.h"
+#include "core/graph/zoo.h"
+#include "core/schedule/sketch.h"
+
+namespace basin::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+using I = std::vector<int64_t>;
+
+std::vector<ProgramChoice> defaults(const graph::Partition& p) {
+  std::vector<ProgramChoice> c;
+  for (const auto& t : p.tasks) {
+    std::vector<sched::Sketch> s = sched::cpu_sketches(t.graph);
+    c.push_back({s[0].name, sched::default_config(s[0]), false});
+  }
+  return c;
+}
+
+// Random valid programs: every task on a random sketch and configuration.
+std::vector<ProgramChoice> random_programs(const graph::Partition& p, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<ProgramChoice> c;
+  for (const auto& t : p.tasks) {
+    std::vector<sched::Sketch> s = sched::cpu_sketches(t.graph);
+    const sched::Sketch& k = s[rng() % s.size()];
+    c.push_back({k.name, sched::random_config(k, rng), true});
+  }
+  return c;
+}
+
+// A small CNN with a residual block, a view and a dense head.
+graph::Graph cnn() {
+  graph::Graph g;
+  g.name = "cnn";
+  graph::NetBuilder b(g, 5);
+  int x = g.add_input("x", {1, 3, 16, 16});
+  int c = b.op("relu", {b.batch_norm(b.conv(x, 16, {3}, {1, 1}, {1, 1}))});
+  int r = b.op("relu", {b.batch_norm(b.conv(c, 16, {3}, {1, 1}, {1, 1}))});
+  r = b.op("relu", {b.op("add", {b.batch_norm(b.conv(r, 16, {3}, {1, 1}, {1, 1})), c})});
+  r = b.op("max_pool2d", {r}, {{"kernel", I{2, 2}}, {"stride", I{2, 2}}, {"padding", I{0, 0}}});
+  int p = b.op("global_avg_pool2d", {r});
+  int f = b.op("flatten", {p}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}});
+  g.add_output(b.op("softmax", {b.dense(f, 10)}, {{"axis", int64_t{-1}}}));
+  return g;
+}
+
+// A transformer-like block: embedding (indices read from memory), layer norm,
+// attention-shaped batch matmuls, softmax, gelu; two outputs.
+graph::Graph transformer() {
+  graph::Graph g;
+  g.name = "block";
+  graph::NetBuilder b(g, 9);
+  const int64_t s = 12, d = 32;
+  int ids = g.add_input("ids", {1, s}, DType::i64());
+  int x = b.op("reshape", {b.op("embedding", {b.weight("emb", {50, d}, 0.5), ids})}, {{"new_shape", I{s, d}}});
+  x = b.layer_norm(x);
+  int q = b.op("reshape", {b.dense(x, d)}, {{"new_shape", I{s, 4, 8}}});
+  int k = b.op("reshape", {b.dense(x, d)}, {{"new_shape", I{s, 4, 8}}});
+  q = b.op("transpose", {q}, {{"perm", I{1, 0, 2}}});
+  k = b.op("transpose", {k}, {{"perm", I{1, 2, 0}}});
+  int att = b.op("softmax", {b.op("batch_matmul", {q, k})}, {{"axis", int64_t{-1}}});
+  int h = b.op("gelu", {b.dense(x, 64)});
+  g.add_output(att);
+  g.add_output(b.layer_norm(b.op("add", {b.dense(h, d), x})));
+  return g;
+}
+
+class Network : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+    dir = (fs::temp_directory_path() / ("basin_net_" + std::to_string(getpid()))).string();
+    fs::create_directories(dir);
+  }
+  void TearDown() override {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+  static std::vector<NDArray> inputs(const CompiledNetwork& n, uint64_t seed) {
+    std::vector<NDArray> in;
+    for (const auto& t : n.inputs())
+      in.push_back(t.dtype == DType::i64() ? NDArray::random(t.dtype, t.shape, 0, 50, seed)
+                                           : NDArray::random(t.dtype, t.shape, -1, 1, seed));
+    return in;
+  }
+  static void expect_close(const std::vector<NDArray>& got, const std::vector<NDArray>& ref, double tol) {
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].shape(), ref[i].shape()) << "output " << i;
+      ErrorStats e = compare_arrays(got[i], ref[i]);
+      EXPECT_LE(e.max_rel, tol) << "output " << i << ", max abs error " << e.max_abs;
+    }
+  }
+  std::string dir;
+};
+
+TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
+  for (auto make : {cnn, transformer}) {
+    graph::Graph g = graph::optimize(make());
+    SCOPED_TRACE(g.name);
+    graph::Partition p = graph::partition(g);
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      CompiledNetwork n = CompiledNetwork::compile(g, p, seed == 0 ? defaults(p) : random_programs(p, seed));
+      std::vector<NDArray> in = inputs(n, seed + 1);
+      std::vector<NDArray> got = n.run(in);
+      expect_close(got, graph::interpret_graph(g, in), 1e-4);
+      expect_close(got, TorchExecutor(g).run(in), 1e-4);
+      // A second run on the same network gives the same outputs (no stale arena state).
+      std::vector<NDArray> again = n.run(in);
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
+    }
+  }
+}
+
+TEST_F(Network, TheMemoryPlanReusesBuffers) {
+  graph::Graph g;
+  graph::NetBuilder b(g, 1);
+  int x = g.add_input("x", {1, 8, 12, 12});
+  for (int i = 0; i < 6; ++i) x = b.op("relu", {b.conv(x, 8, {3}, {1, 1}, {1, 1}, 1, true)});
+  g.add_output(x);
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork n = CompiledNetwork::compile(g, p, defaults(p));
+  EXPECT_EQ(n.kernels(), 1);
+  EXPECT_EQ(n.launches(), 6);
+  // A chain needs its input, and two buffers in turn: 3 of the 7 tensors.
+  const int64_t one = 8 * 12 * 12 * 4;
+  EXPECT_EQ(n.tensor_bytes(), 7 * one);
+  EXPECT_LE(n.arena_bytes(), 3 * one);
+  std::vector<NDArray> in = inputs(n, 3);
+  expect_close(n.run(in), graph::interpret_graph(g, in), 1e-4);
+}
+
+TEST_F(Network, SavesAndLoadsWithoutTheCompiler) {
+  graph::Graph g = graph::optimize(transformer());
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork n = CompiledNetwork::compile(g, p, random_programs(p, 7));
+  std::string path = dir + "/block.basin";
+  n.save(path);
+  CompiledNetwork m = CompiledNetwork::load(path);
+  EXPECT_EQ(m.name(), "block");
+  EXPECT_EQ(m.kernels(), n.kernels());
+  EXPECT_EQ(m.launches(), n.launches());
+  EXPECT_EQ(m.arena_bytes(), n.arena_bytes());
+  EXPECT_EQ(m.weight_bytes(), n.weight_bytes());
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].dtype, DType::i64());
+  std::vector<NDArray> in = inputs(n, 4);
+  std::vector<NDArray> a = n.run(in), b = m.run(in);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(0, std::memcmp(a[i].data(), b[i].data(), a[i].nbytes()));
+  EXPECT_GT(m.time(in, TimingOptions::quick()).min_us, 0);
+}
+
+TEST_F(Network, CorruptFilesAreClearErrors) {
+  graph::Graph g = graph::optimize(cnn());
+  graph::Partition p = graph::partition(g);
+  std::string good = dir + "/cnn.basin";
+  CompiledNetwork::compile(g, p, defaults(p)).save(good);
+  std::string bytes;
+  {
+    std::ifstream f(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  auto write = [&](const std::string& name, const std::string& data) {
+    std::ofstream(dir + "/" + name, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+    return dir + "/" + name;
+  };
+  EXPECT_THROW(CompiledNetwork::load(dir + "/missing.basin"), NotFoundError);
+  EXPECT_THROW(CompiledNetwork::load(write("empty", "")), ParseError);
+  EXPECT_THROW(CompiledNetwork::load(write("magic", "NOTBASIN" + bytes.substr(8))), ParseError);
+  for (double keep : {0.01, 0.3, 0.9, 0.999}) {
+    SCOPED_TRACE(keep);
+    EXPECT_THROW(CompiledNetwork::load(write("cut", bytes.substr(0, static_cast<size_t>(bytes.size() * keep)))), ParseError);
+  }
+  // A flipped byte anywhere (header, machine code, weights) is caught by the checksum.
+  for (double at : {0.02, 0.5, 0.97}) {
+    SCOPED_TRACE(at);
+    std::string bad = bytes;
+    bad[static_cast<size_t>(bad.size() * at)] ^= 0x5a;
+    EXPECT_THROW(CompiledNetwork::load(write("flip", bad)), ParseError);
+  }
+}
+
+TEST_F(Network, BadInputsAreClearErrors) {
+  graph::Graph g = graph::optimize(cnn());
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork n = CompiledNetwork::compile(g, p, defaults(p));
+  EXPECT_THROW(n.run({}), Error);
+  EXPECT_THROW(n.run({NDArray(DType::f32(), {1, 3, 16, 15})}), Error);
+  EXPECT_THROW(n.run({NDArray(DType::f64(), {1, 3, 16, 16})}), Error);
+  std::vector<ProgramChoice> wrong = defaults(p);
+  wrong.pop_back();
+  EXPECT_THROW(CompiledNetwork::compile(g, p, wrong), InternalError);
+  wrong = defaults(p);
+  wrong[0].sketch = "no_such_sketch";
+  try {
+    CompiledNetwork::compile(g, p, wrong);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("task 0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace basin::codegen

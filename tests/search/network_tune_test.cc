@@ -1,0 +1,171 @@
+// The task scheduler across a network's tasks: every task gets programs, the trial
+// budget is the network's, a run resumes from its records, a task with no valid
+// program is retired without stalling the others, and compilation names every task
+// left untuned.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "codegen/llvm_jit.h"
+#include "codegen/network.h"
+#include "core/graph/fusion.h"
+#include "core/graph/passes.h"
+#include "core/graph/zoo.h"
+#include "search/network.h"
+
+namespace basin::search {
+namespace {
+
+namespace fs = std::filesystem;
+using I = std::vector<int64_t>;
+
+// Three distinct tasks: conv+bias+relu (twice), a pooling, a dense+bias.
+graph::Partition small_partition(graph::Graph* keep = nullptr) {
+  graph::Graph g;
+  g.name = "tiny";
+  graph::NetBuilder b(g, 4);
+  int x = g.add_input("x", {1, 4, 8, 8});
+  for (int i = 0; i < 2; ++i) x = b.op("relu", {b.conv(x, 4, {3}, {1, 1}, {1, 1}, 1, true)});
+  int p = b.op("global_avg_pool2d", {x});
+  g.add_output(b.dense(b.op("flatten", {p}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}}), 6));
+  g = graph::optimize(g);
+  graph::Partition part = graph::partition(g);
+  if (keep) *keep = std::move(g);
+  return part;
+}
+
+class NetworkTune : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+    dir = (fs::temp_directory_path() / ("basin_nettune_" + std::to_string(getpid()))).string();
+    fs::create_directories(dir);
+  }
+  void TearDown() override {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+  std::string dir;
+};
+
+TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
+  graph::Graph g;
+  graph::Partition p = small_partition(&g);
+  ASSERT_EQ(p.tasks.size(), 3u);
+  EXPECT_EQ(p.tasks[0].weight, 2);
+  RecordStore store(dir + "/r.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.trials = 18;
+  opt.batch = 4;
+  NetworkTuneResult r = tune_network(p, store, opt);
+  EXPECT_EQ(r.trials, 18);
+  EXPECT_EQ(r.measured, 18);
+  EXPECT_EQ(r.resumed, 0);
+  ASSERT_EQ(r.tasks.size(), 3u);
+  double estimate = 0;
+  for (const TaskReport& t : r.tasks) {
+    EXPECT_GE(t.trials, 4) << t.label;  // every task had its first round
+    EXPECT_GT(t.best_us, 0) << t.label;
+    estimate += t.weight * t.best_us;
+  }
+  EXPECT_NEAR(r.estimated_latency_us, estimate, 1e-6 * estimate);
+  ASSERT_GE(r.curve.size(), 2u);
+  for (size_t i = 1; i < r.curve.size(); ++i) {
+    EXPECT_GE(r.curve[i].trials, r.curve[i - 1].trials);
+    if (r.curve[i - 1].estimated_us > 0) EXPECT_LE(r.curve[i].estimated_us, r.curve[i - 1].estimated_us);
+  }
+  // Every task is tuned: compilation uses the records, nothing is reported untuned.
+  std::vector<int> untuned;
+  std::vector<codegen::ProgramChoice> c = choose_programs(p, &store, "llvm", &untuned);
+  EXPECT_TRUE(untuned.empty());
+  for (const auto& x : c) EXPECT_TRUE(x.tuned);
+  codegen::CompiledNetwork net = codegen::CompiledNetwork::compile(g, p, c);
+  NDArray in = NDArray::random(DType::f32(), {1, 4, 8, 8}, -1, 1, 2);
+  ErrorStats e = compare_arrays(net.run({in})[0], graph::interpret_graph(g, {in})[0]);
+  EXPECT_LT(e.max_rel, 1e-4);
+
+  // The same budget again: everything is in the file, nothing is measured.
+  NetworkTuneResult again = tune_network(p, store, opt);
+  EXPECT_EQ(again.resumed, 18);
+  EXPECT_EQ(again.measured, 0);
+  // A larger budget measures only the difference.
+  opt.trials = 26;
+  NetworkTuneResult more = tune_network(p, store, opt);
+  EXPECT_EQ(more.resumed, 18);
+  EXPECT_EQ(more.measured, 8);
+  EXPECT_EQ(more.trials, 26);
+}
+
+TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
+  graph::Partition p = small_partition();
+  RecordStore store(dir + "/r.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.trials = 40;
+  opt.batch = 3;
+  std::vector<std::string> logs;
+  opt.log = [&](const std::string& line) { logs.push_back(line); };
+  // Task 1's programs all compute a wrong value: none is ever valid.
+  opt.task_options = [](size_t task, TuneOptions& to) {
+    if (task != 1) return;
+    to.program_hook = [](const LoweredFunc& f) {
+      LoweredFunc bad = f;
+      const Buffer& out = f.params[f.output_params[0]];
+      bad.body = make_seq({f.body, make_store(out, {Expr(int64_t{0})}, fconst(1e6))});
+      return bad;
+    };
+  };
+  NetworkTuneResult r = tune_network(p, store, opt);
+  EXPECT_TRUE(r.tasks[1].retired);
+  EXPECT_EQ(r.tasks[1].best_us, 0);
+  EXPECT_EQ(r.tasks[1].errors, r.tasks[1].measured);
+  EXPECT_LE(r.tasks[1].rounds, 3);
+  EXPECT_EQ(r.trials, 40);  // the budget went to the others
+  EXPECT_GT(r.tasks[0].best_us, 0);
+  EXPECT_GT(r.tasks[2].best_us, 0);
+  EXPECT_EQ(r.estimated_latency_us, 0);  // no estimate while a task has no program
+  bool named = false;
+  for (const auto& l : logs) named |= l.find("retired") != std::string::npos && l.find(p.tasks[1].label) != std::string::npos;
+  EXPECT_TRUE(named);
+  // Compilation names the untuned task and falls back to its default program.
+  std::vector<int> untuned;
+  std::vector<codegen::ProgramChoice> c = choose_programs(p, &store, "llvm", &untuned);
+  EXPECT_EQ(untuned, std::vector<int>{1});
+  EXPECT_FALSE(c[1].tuned);
+  EXPECT_TRUE(c[0].tuned);
+}
+
+TEST_F(NetworkTune, ATimeBudgetStopsTheRun) {
+  graph::Partition p = small_partition();
+  RecordStore store(dir + "/r.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.budget_seconds = 3;
+  opt.batch = 2;
+  NetworkTuneResult r = tune_network(p, store, opt);
+  EXPECT_GT(r.measured, 0);
+  EXPECT_LT(r.seconds, 3 + 10.0);  // at most one program past the budget (timeout 10 s)
+  EXPECT_GE(r.overhead_fraction, 0);
+  EXPECT_LE(r.overhead_fraction, 1);
+}
+
+TEST_F(NetworkTune, BadOptionsAreRejected) {
+  graph::Partition p = small_partition();
+  RecordStore store(dir + "/r.db");
+  NetworkTuneOptions opt;
+  EXPECT_THROW(tune_network(p, store, opt), Error);  // no budget
+  opt.trials = 4;
+  opt.batch = 0;
+  EXPECT_THROW(tune_network(p, store, opt), Error);
+  opt.batch = 2;
+  opt.strategy = "no_such_strategy";
+  EXPECT_THROW(tune_network(p, store, opt), Error);
+  // No records at all: every task is named untuned.
+  std::vector<int> untuned;
+  choose_programs(p, nullptr, "llvm", &untuned);
+  EXPECT_EQ(untuned, (std::vector<int>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace basin::search
