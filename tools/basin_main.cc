@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
     std::cerr << "basin: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
     return 2;
   }
+  // A bad flag is one clear line too, like every other error.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "basin: error: " + std::string(e.what()) + " (see --help)\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,158 @@
+// `basin tune / compile / run / compare` on a small ONNX model built here and on a zoo
+// network: the round trip tune -> compile -> run (the compiled file and the model give
+// the same output), .npy in and out, the JSON keys scripts rely on, untuned tasks named;
+// and every broken ONNX file of the corpus, every bad flag and bad input fails with one
+// clear error line and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/ir/npy.h"
+#include "tests/tools/run_basin.h"
+
+#if BASIN_HAVE_ONNX
+#include "tests/core/onnx_builder.h"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using basin::testing::Result;
+
+Result run(const std::string& args, bool keep_stderr = false) { return basin::testing::run_basin(args, keep_stderr); }
+
+// The non-empty lines of a text.
+std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+class NetworkCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / ("basin_netcli_" + std::to_string(getpid()))).string();
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  // One clear error: non-zero exit (not a signal), one line on stderr naming `needle`.
+  void expect_one_error(const std::string& args, const std::string& needle) {
+    SCOPED_TRACE(args);
+    std::string err = basin::testing::basin_stderr(args + " --quiet");
+    Result r = run(args + " --quiet");
+    EXPECT_NE(r.code, 0);
+    EXPECT_LT(r.code, 128) << "killed by a signal";
+    std::vector<std::string> l = lines(err);
+    ASSERT_EQ(l.size(), 1u) << err;
+    EXPECT_EQ(l[0].rfind("basin: error: ", 0), 0u) << l[0];
+    EXPECT_NE(l[0].find(needle), std::string::npos) << l[0];
+  }
+  std::string dir;
+};
+
+#if BASIN_HAVE_ONNX
+
+TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
+  const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/cnn.basin";
+  basin::testing::small_cnn().save(model);
+  // Untuned: run works and names every task as untuned.
+  Result u = run("run " + model + " --json --quiet");
+  ASSERT_EQ(u.code, 0) << u.out;
+  auto uj = nlohmann::json::parse(u.out);
+  EXPECT_EQ(uj["untuned_tasks"].size(), 3u);
+  std::string warn = basin::testing::basin_stderr("compile " + model + " -o " + out);
+  EXPECT_NE(warn.find("3 of 3 tasks have no tuned program"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("conv2d+add+relu"), std::string::npos) << warn;
+
+  Result t = run("tune " + model + " --trials 12 --batch 4 --strategy random --records " + db + " --json --quiet");
+  ASSERT_EQ(t.code, 0) << t.out;
+  auto tj = nlohmann::json::parse(t.out);
+  for (const char* k : {"trials", "measured", "search_seconds", "overhead_fraction", "estimated_latency_us", "tasks", "curve"})
+    EXPECT_TRUE(tj.contains(k)) << k;
+  EXPECT_EQ(tj["trials"], 12);
+  EXPECT_EQ(tj["tasks"].size(), 3u);
+  for (const auto& task : tj["tasks"]) EXPECT_GT(task["best_latency_us"].get<double>(), 0) << task.dump();
+
+  Result c = run("compile " + model + " --records " + db + " -o " + out + " --json --quiet");
+  ASSERT_EQ(c.code, 0) << c.out;
+  auto cj = nlohmann::json::parse(c.out);
+  EXPECT_TRUE(cj["untuned_tasks"].empty());
+  EXPECT_EQ(cj["kernels"], 3);
+
+  // The compiled file and the model compiled on the fly give the same output.
+  basin::NDArray x = basin::NDArray::random(basin::DType::f32(), {1, 3, 8, 8}, -1, 1, 5);
+  basin::write_npy(dir + "/x.npy", x);
+  Result r1 = run("run " + out + " --input " + dir + "/x.npy --output " + dir + "/y1.npy --repeat 3 --json --quiet");
+  ASSERT_EQ(r1.code, 0) << r1.out;
+  auto rj = nlohmann::json::parse(r1.out);
+  EXPECT_GT(rj["latency_us"].get<double>(), 0);
+  EXPECT_EQ(rj["outputs"][0]["shape"], (std::vector<int64_t>{1, 10}));
+  Result r2 = run("run " + model + " --records " + db + " --input " + dir + "/x.npy --output " + dir + "/y2.npy --quiet");
+  ASSERT_EQ(r2.code, 0) << r2.out;
+  basin::NDArray y1 = basin::read_npy(dir + "/y1.npy"), y2 = basin::read_npy(dir + "/y2.npy");
+  ASSERT_EQ(y1.shape(), (std::vector<int64_t>{1, 10}));
+  EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.nbytes()));
+
+  Result cmp = run("compare " + model + " --records " + db + " --json --quiet");
+  ASSERT_EQ(cmp.code, 0) << cmp.out;
+  auto mj = nlohmann::json::parse(cmp.out);
+  for (const char* k : {"latency_us", "torch_latency_us", "max_abs_error", "speedup_vs_torch"}) EXPECT_TRUE(mj.contains(k)) << k;
+  EXPECT_LT(mj["max_rel_error"].get<double>(), 1e-4);
+  EXPECT_TRUE(mj["untuned_tasks"].empty());
+}
+
+TEST_F(NetworkCli, EveryBrokenOnnxFileIsOneClearError) {
+  for (const auto& [file, needle] : basin::testing::write_bad_onnx_corpus(dir)) {
+    expect_one_error("run " + dir + "/" + file, needle);
+    expect_one_error("compile " + dir + "/" + file + " -o " + dir + "/never.basin", needle);
+    EXPECT_FALSE(fs::exists(dir + "/never.basin"));
+  }
+}
+
+TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
+  const std::string model = dir + "/cnn.onnx";
+  basin::testing::small_cnn().save(model);
+  basin::write_npy(dir + "/wrong.npy", basin::NDArray::random(basin::DType::f32(), {1, 3, 8, 9}, -1, 1, 1));
+  expect_one_error("run " + model + " --input " + dir + "/wrong.npy", "[1, 3, 8, 9]");
+  expect_one_error("run " + model + " --input " + dir + "/missing.npy", "missing.npy");
+  expect_one_error("run " + model + " --input " + dir + "/wrong.npy --input " + dir + "/wrong.npy", "one --input per input");
+  std::ofstream(dir + "/garbage.npy") << "not numpy";
+  expect_one_error("run " + model + " --input " + dir + "/garbage.npy", "garbage.npy");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db", "--trials N or --budget T");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --budget 1m", "--trials N or --budget T");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --budget soon", "soon");
+  expect_one_error("compile " + model + " --target cuda -o " + dir + "/x.basin", "cuda");
+  std::ofstream(dir + "/corrupt.db") << "this is not an SQLite database, not at all, no";
+  expect_one_error("compile " + model + " --records " + dir + "/corrupt.db -o " + dir + "/x.basin", "corrupt.db");
+}
+
+#endif
+
+TEST_F(NetworkCli, ZooModelsAndCompiledFilesFromTheCommandLine) {
+  expect_one_error("run zoo:resnet1000", "resnet18");
+  expect_one_error("run " + dir + "/no_such_model.onnx", "no_such_model.onnx");
+  // A corrupt compiled network: a flipped byte.
+  Result c = run("compile zoo:dcgan -o " + dir + "/dcgan.basin --json --quiet");
+  ASSERT_EQ(c.code, 0) << c.out;
+  auto cj = nlohmann::json::parse(c.out);
+  EXPECT_EQ(cj["untuned_tasks"].size(), cj["kernels"].get<size_t>());
+  EXPECT_LT(cj["arena_bytes"].get<int64_t>(), cj["tensor_bytes"].get<int64_t>());
+  Result r = run("run " + dir + "/dcgan.basin --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string bytes;
+  {
+    std::ifstream f(dir + "/dcgan.basin", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  bytes[bytes.size() / 2] ^= 0x11;
+  std::ofstream(dir + "/bad.basin", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  expect_one_error("run " + dir + "/bad.basin", "checksum");
+  expect_one_error("compile zoo:dcgan", "-o");
+}
+
+}  // namespace
