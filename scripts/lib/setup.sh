@@ -14,6 +14,7 @@ BASIN_DEBIAN_PACKAGES=(
   libxgboost-dev                     # gradient-boosted-tree estimator
   libonnx-dev                        # ONNX import
   python3-torch                      # the TorchScript estimator example (docs/estimators.md) and its test
+  python3-torchvision python3-onnx   # tests export torchvision models to ONNX with PyTorch
 )
 
 basin_install_deps() {
