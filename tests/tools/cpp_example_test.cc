@@ -1,0 +1,37 @@
+// The C++ API example of the user guide (docs/examples/tune_network.cc), run on a small
+// ONNX model for a few seconds: it tunes, compiles, saves, runs and prints the output.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "codegen/network.h"
+#include "tests/tools/run_basin.h"
+
+#if BASIN_HAVE_ONNX
+#include "tests/core/onnx_builder.h"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CppExample, TunesCompilesAndRunsAnOnnxModel) {
+#if !BASIN_HAVE_ONNX
+  GTEST_SKIP() << "built without libonnx";
+#else
+  std::string dir = (fs::temp_directory_path() / ("basin_example_" + std::to_string(getpid()))).string();
+  fs::create_directories(dir);
+  basin::testing::small_cnn().save(dir + "/cnn.onnx");
+  auto r = basin::testing::capture("cd " + dir + " && " + BASIN_BINARY_DIR + "/bin/tune_network_example cnn.onnx 3 2>/dev/null");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("small_cnn: output [1, 10]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 of 3 tasks untuned"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(dir + "/example.db"));
+  basin::codegen::CompiledNetwork net = basin::codegen::CompiledNetwork::load(dir + "/example.basin");
+  EXPECT_EQ(net.kernels(), 3);
+  fs::remove_all(dir);
+#endif
+}
+
+}  // namespace
