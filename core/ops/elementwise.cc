@@ -89,7 +89,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const std::string& 
   std::vector<int64_t> out = broadcast_shapes(c, a.shape(), b.shape());
   bool same = a.shape() == b.shape();
   return te::compute(name, out, [&](const std::vector<Var>& i) {
-    Expr x = a.read(broadcast_index(a.shape(), i)), y = b.read(broadcast_index(b.shape(), i));
+    Expr x = a.read(broadcast_index(a.shape(), out, i)), y = b.read(broadcast_index(b.shape(), out, i));
     switch (op) {
       case BinaryOp::Add: return x + y;
       case BinaryOp::Sub: return x - y;

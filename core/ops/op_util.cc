@@ -61,10 +61,12 @@ std::vector<int64_t> broadcast_shapes(const Check& c, const std::vector<int64_t>
   return out;
 }
 
-std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<Var>& out_idx) {
+std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                  const std::vector<Var>& out_idx) {
   std::vector<Expr> idx;
   size_t off = out_idx.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) idx.push_back(in[i] == 1 ? Expr(0) : Expr(out_idx[off + i]));
+  for (size_t i = 0; i < in.size(); ++i)
+    idx.push_back(in[i] == 1 && out[off + i] != 1 ? Expr(0) : Expr(out_idx[off + i]));
   return idx;
 }
 

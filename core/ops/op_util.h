@@ -52,9 +52,13 @@ class Check {
 // numpy broadcasting of two shapes; throws OpError naming both shapes.
 std::vector<int64_t> broadcast_shapes(const Check& c, const std::vector<int64_t>& a,
                                       const std::vector<int64_t>& b);
-// The indices into a tensor of shape `in` (right-aligned against the output indices)
-// that read its broadcast element.
-std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<Var>& out_idx);
+// The indices into a tensor of shape `in` (right-aligned against the output's shape
+// `out` and indices) that read its broadcast element: 0 along an axis it is broadcast
+// over, the output's index elsewhere, extent-1 axes of both included (so that an
+// operand of the output's own shape is read at the output's own indices, which is what
+// fusion's epilogue analysis looks for).
+std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                                  const std::vector<Var>& out_idx);
 
 int64_t product(const std::vector<int64_t>& v);
 std::vector<Expr> as_exprs(const std::vector<Var>& v);

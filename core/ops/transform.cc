@@ -223,7 +223,7 @@ Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) {
   for (int64_t d : shape) c.that(d > 0, "new_shape", "extents must be positive, got " + ints_str(shape));
   c.that(shape.size() >= x.shape().size() && broadcast_shapes(c, x.shape(), shape) == shape, "new_shape",
          ints_str(x.shape()) + " does not broadcast to " + ints_str(shape));
-  return te::compute("broadcast_to", shape, [&](const std::vector<Var>& i) { return x.read(broadcast_index(x.shape(), i)); },
+  return te::compute("broadcast_to", shape, [&](const std::vector<Var>& i) { return x.read(broadcast_index(x.shape(), shape, i)); },
                      te::OpPattern::Broadcast, "broadcast_to");
 }
 
