@@ -57,7 +57,14 @@ void register_fused_ops(std::vector<OpDef>& r) {
                }});
   r.push_back({"subgraph", "fused", "a fused subgraph of a network, as fusion writes it (core/ops/subgraph.h)",
                {p_str("graph", "x0:f32[4,8]@-1:1;t0=relu(x0){}", "inputs and nodes (core/ops/subgraph.h)")},
-               [](const Attrs& a) { return build_subgraph(parse_subgraph(a.s("graph"))); }});
+               [](const Attrs& a) {
+                 // A malformed text or a node that rejects its inputs: the attribute is at fault.
+                 try {
+                   return build_subgraph(parse_subgraph(a.s("graph")));
+                 } catch (const Error& e) {
+                   throw OpError("subgraph", "graph", e.what());
+                 }
+               }});
 }
 
 }  // namespace basin::ops

@@ -73,6 +73,13 @@ inline std::vector<Case> good_cases() {
       {"sum", ""}, {"mean", ""}, {"max", ""}, {"min", ""},
       {"conv2d_bias_relu", ""}, {"conv2d_bias_relu", "in_channels=3 out_channels=5 height=9 width=7 kernel=3 stride=2"},
       {"dense_bias_gelu", ""}, {"dense_bias_gelu", "M=5 K=7 N=3"},
+      // Fused network tasks (core/ops/subgraph.h): a conv with a broadcast bias and a
+      // residual, and a transposed view followed by a row reduction.
+      {"subgraph", ""},
+      {"subgraph",
+       "graph=x0:f32[1,4,6,6]@-1:1;x1:f32[8,4,3,3]@-1:1;x2:f32[8,1,1]@-1:1;x3:f32[1,8,6,6]@-1:1;"
+       "t0=conv2d(x0,x1){dilation=1,1|groups=1|padding=1,1|stride=1,1};t1=add(t0,x2){};t2=add(t1,x3){};t3=relu(t2){}"},
+      {"subgraph", "graph=x0:f32[3,5,7]@-1:1;t0=transpose(x0){perm=2,0,1};t1=softmax(t0){axis=-1}"},
   };
   for (const char* op : {"sum", "mean", "max", "min"}) {
     c.push_back({op, "axes="});
@@ -124,6 +131,8 @@ inline std::vector<BadCase> bad_cases() {
       {"broadcast_to", "new_shape=4", "new_shape"}, {"squeeze", "axes=0", "axes"}, {"unsqueeze", "axes=5", "axes"},
       {"conv2d_bias_relu", "stride=0", "stride"}, {"conv2d_bias_relu", "kernel=20", "kernel"},
       {"dense_bias_gelu", "M=0", "M"}, {"dense_bias_gelu", "K=x", "K"},
+      {"subgraph", "graph=x0:f32[2,3]@-1:1;t0=add(x0,x9){}", "graph"},
+      {"subgraph", "graph=x0:f32[2,3]@-1:1;x1:f32[4,5]@-1:1;t0=add(x0,x1){}", "graph"},
       {"resize", "mode=cubic", "mode"}, {"resize", "mode=nearest align_corners=1", "align_corners"},
   };
   for (const char* op : {"sum", "mean", "max", "min"}) {
