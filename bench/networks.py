@@ -17,10 +17,11 @@ Writes results.json and table.md to --out, and prints the table.
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
+
+from machine import cpu_model
 
 NETWORKS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base"]
 
@@ -33,17 +34,6 @@ def basin_json(cmd):
     j = json.loads(p.stdout)
     j["_wall_seconds"] = time.time() - t0
     return j
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():

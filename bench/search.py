@@ -19,10 +19,11 @@ import argparse
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import time
+
+from machine import cpu_model
 
 DEFAULT_WORKLOADS = [f"resnet18-c{i}" for i in range(1, 13)] + ["gemm-1024", "bert-768x3072"]
 STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
@@ -47,17 +48,6 @@ def reach(curve, target):
         if best and best <= target:
             return seconds, trials
     return None
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def plot(workload, runs, path):
