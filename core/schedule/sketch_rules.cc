@@ -83,6 +83,13 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
 std::vector<Sketch> generic_sketches(const GenericInfo& info) {
   std::vector<Sketch> out;
   std::vector<int> prefixes = {info.max_prefix};
+  // A single reduction whose every output axis is a row (pooling, a reduction over
+  // inner axes that keeps the others): also the sketch that leaves the last output axis
+  // out of the rows, so that it is vectorized around the reduction loops instead of
+  // one scalar row per output element.
+  if (info.stages.size() == 1 && !info.stages[0]->reduce_axes.empty() && info.max_prefix > 0 &&
+      info.max_prefix == static_cast<int>(info.stages[0]->axes.size()) && info.stages[0]->axes.back().extent >= 4)
+    prefixes.push_back(info.max_prefix - 1);
   if (info.max_prefix > 0 && info.stages.size() > 1) prefixes.push_back(0);
   for (int k : prefixes) {
     Sketch s;

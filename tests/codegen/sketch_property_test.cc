@@ -54,6 +54,11 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
       // to compile: a uniform select over a loaded index was splatted).
       {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5", 6},
       {"gather", "axis=0 indices_shape=11", 4},
+      // Pooling: rows of output elements, or the last output axis vectorized around the
+      // window (strided, padded reads).
+      {"max_pool2d", "", 6},
+      {"max_pool2d", "kernel=3 stride=2 padding=1 height=13 width=13", 6},
+      {"avg_pool2d", "kernel=3,2 stride=1,2 padding=1,1 count_include_pad=0", 6},
       // Awkward extents: guarded splits whose last tiles are partial.
       {"dense", "M=37 K=10 N=23", 6},
       {"dense", "M=4 K=197 N=8", 4},

@@ -113,6 +113,15 @@ TEST(Sketch, GenericSketchesOfSoftmaxShareRows) {
   EXPECT_EQ(sk[1].name, "stages");
 }
 
+TEST(Sketch, PoolingCanVectorizeItsLastOutputAxis) {
+  ops::OpGraph g = ops::build_op("max_pool2d", parse("channels=8 height=16 width=16 kernel=3 stride=2 padding=1"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  ASSERT_EQ(sk.size(), 2u);
+  EXPECT_EQ(sk[0].name, "rows.prefix=4");  // one row per output element
+  EXPECT_EQ(sk[1].name, "rows.prefix=3");  // output columns vectorized around the window
+  EXPECT_EQ(sk[1].splits[0].name, "st0.v");
+}
+
 TEST(Sketch, FactorizationsAndRandomConfigurationsAreValid) {
   EXPECT_EQ(sched::factorizations(12, 1).size(), 6u);  // the divisors
   EXPECT_EQ(sched::factorizations(8, 3).size(), 20u);  // exponents a+b+c <= 3: C(6,3)
