@@ -35,16 +35,17 @@ Expr product(const std::vector<Expr>& v) {
   return p;
 }
 
-// Decomposes a fused loop variable into per-axis indices (row-major, first axis outermost).
-std::vector<Expr> unfuse(const Var& p, const std::vector<Expr>& extents) {
+// Decomposes a fused index into per-axis indices (row-major, first axis outermost).
+std::vector<Expr> unfuse_index(const Expr& p, const std::vector<Expr>& extents) {
   std::vector<Expr> idx(extents.size());
   Expr stride(int64_t{1});
   for (size_t i = extents.size(); i-- > 0;) {
-    idx[i] = i == 0 ? floordiv(Expr(p), stride) : floormod(floordiv(Expr(p), stride), extents[i]);
+    idx[i] = i == 0 ? floordiv(p, stride) : floormod(floordiv(p, stride), extents[i]);
     stride = stride * extents[i];
   }
   return idx;
 }
+std::vector<Expr> unfuse(const Var& p, const std::vector<Expr>& extents) { return unfuse_index(Expr(p), extents); }
 
 // The outermost parallel loops over several axes: one fused loop (what is compiled, so
 // the thread pool sees one range) or the nest of the axes' own loops, all parallel (the
@@ -356,10 +357,29 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                    const std::unordered_map<const te::OpNode*, Buffer>& outputs, bool fuse) {
   GenericInfo info = analyze_generic(task);
   const int K = s.prefix;
-  BASIN_CHECK(K <= info.max_prefix) << "sketch " << s.name << " shares more axes than the task allows";
+  const bool gpu = s.rule == SketchRule::GpuRows;
+  const bool one_injective = info.stages.size() == 1 && info.stages[0]->reduce_axes.empty();
+  BASIN_CHECK(K <= info.max_prefix || (gpu && one_injective)) << "sketch " << s.name << " shares more axes than the task allows";
   std::vector<Expr> ext;
   for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
-  ParallelAxes rows = parallel_axes("rows", ext, fuse);
+  size_t ki = 0;
+  ParallelAxes rows;
+  if (gpu) {
+    // The rows fused into one index: blockIdx.x * T + threadIdx.x, T threads per block
+    // (the first knob), the last block's rows past the end skipped.
+    Var b("blockIdx"), t("threadIdx");
+    Expr threads = k.factors[ki++][0];
+    Expr total = product(ext);
+    Expr r = Expr(b) * threads + t;
+    rows.index = unfuse_index(r, ext);
+    rows.wrap = [=](Stmt body) {
+      Stmt inner = make_if(r < total, std::move(body));
+      return loop(b, floordiv(total + threads - Expr(int64_t{1}), threads),
+                  loop(t, threads, std::move(inner), ForKind::ThreadX), ForKind::BlockX);
+    };
+  } else {
+    rows = parallel_axes("rows", ext, fuse);
+  }
   const std::vector<Expr>& q = rows.index;
   // Where each intermediate stage lives: a per-row local buffer (shared prefix) or a
   // global one.
@@ -387,7 +407,6 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     return r;
   };
 
-  size_t ki = 0;
   std::vector<Stmt> nests;
   for (size_t j = 0; j < info.stages.size(); ++j) {
     const te::OpNode& st = *info.stages[j];
@@ -429,7 +448,8 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     }
     bool has_rest = rank > K;
     if (has_rest) {
-      inner = loop(sp.outer, sp.outer_extent, loop(sp.inner, sp.factor, guarded(sp.guard, inner), ForKind::Vectorized));
+      inner = loop(sp.outer, sp.outer_extent,
+                   loop(sp.inner, sp.factor, guarded(sp.guard, inner), gpu ? ForKind::Serial : ForKind::Vectorized));
       for (size_t r = rest.size(); r-- > 0;) inner = loop(rest[r], Expr(st.axes[K + r].extent), inner);
     }
     if (K == 0 && has_rest) {

@@ -179,6 +179,8 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
   constexpr int64_t kMaxLanes = 64;
   for (size_t i = 0; i < s.splits.size(); ++i)
     if (s.splits[i].vectorized && inner(c, i) > kMaxLanes) return "more than 64 vector lanes";
+  if (s.rule == SketchRule::GpuRows && c.factors.at(0).at(0) > kMaxGpuThreads)
+    return std::to_string(c.factors[0][0]) + " threads per block (at most " + std::to_string(kMaxGpuThreads) + ")";
   if (s.rule == SketchRule::Anchor) {
     // The accumulator: its tiles of every spatial axis (the splits before the reductions).
     int64_t acc = 1;
@@ -227,6 +229,7 @@ Config default_config(const Sketch& s) {
     if (s.rule == SketchRule::Anchor && static_cast<int>(i) == s.vec_axis) f.back() = pick(8);
     else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis) f.back() = pick(4);
     else if (s.rule == SketchRule::Generic) f.back() = pick(8);
+    else if (s.rule == SketchRule::GpuRows && i == 0) f.back() = pick(256);  // threads per block
     c.factors.push_back(f);
   }
   c.unroll = 64;

@@ -46,6 +46,7 @@ std::vector<int64_t> factor_primes(const SplitSpec& sp);
 enum class SketchRule : uint8_t {
   Anchor,   // multi-level tiling of a conv/dense/matmul with a local accumulator
   Generic,  // reductions (softmax, norms) and injective ops: parallel outer, vector inner
+  GpuRows,  // GPU: the generic rule's rows bound to blocks x threads, one row per thread
 };
 
 struct Sketch {
@@ -89,6 +90,15 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 // The sketches of a task for the CPU (in a stable order). Every task of the operator
 // library has at least one.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
+// The sketches of a task for NVIDIA GPUs (docs/gpu.md). Today one rule, GpuRows: the
+// generic rule's shared rows (every output element for an injective task) fused and
+// bound to blockIdx.x x threadIdx.x, the threads per block a knob ("rows.t", at most
+// 1024); each thread computes its row's stages in registers. Empty when the task's
+// stages share no rows (several separate loop nests need several kernels).
+std::vector<Sketch> gpu_sketches(const ops::OpGraph& task);
+// The most threads a GPU block may have.
+constexpr int64_t kMaxGpuThreads = 1024;
+
 // Throws NotFoundError listing the sketches when the name is unknown.
 const Sketch& find_sketch(const std::vector<Sketch>& sketches, const std::string& name);
 

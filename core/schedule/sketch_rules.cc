@@ -109,6 +109,33 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
 
 }  // namespace
 
+std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
+  GenericInfo info = analyze_generic(task);
+  if (info.stages.empty() || task.outputs.size() != 1) return {};
+  const te::OpNode& out = *task.outputs[0].op();
+  int k = info.max_prefix;
+  // One injective stage: every output element is a row of its own.
+  if (info.stages.size() == 1 && info.stages[0]->reduce_axes.empty()) k = static_cast<int>(out.shape.size());
+  if (k == 0) return {};
+  Sketch s;
+  s.rule = SketchRule::GpuRows;
+  s.prefix = k;
+  s.name = "gpu.rows.prefix=" + std::to_string(k);
+  int64_t rows = 1;
+  for (int d = 0; d < k; ++d) rows *= out.shape[d];
+  // Threads per block: any count built from 2, 3 and the rows' primes, the last block
+  // guarded.
+  SplitSpec t = make_split("rows.t", rows, 1);
+  t.guarded = true;
+  s.splits.push_back(t);
+  for (size_t j = 0; j < info.stages.size(); ++j) {
+    const te::OpNode& st = *info.stages[j];
+    if (static_cast<int>(st.axes.size()) > k) s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1));
+    if (!st.reduce_axes.empty()) s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1));
+  }
+  return {s};
+}
+
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task) {
   if (auto info = analyze_anchor(task)) return anchor_sketches(*info);
   return generic_sketches(analyze_generic(task));

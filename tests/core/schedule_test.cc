@@ -59,6 +59,51 @@ TEST_P(SketchesOfEveryOperator, RandomConfigurationsMatchTheDefaultSchedule) {
   }
 }
 
+// The GPU rows rule on every operator that has it: blocks and threads run serially in
+// the interpreter, so the program must compute what the default schedule computes.
+TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
+  const Case& c = GetParam();
+  ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+  std::vector<sched::Sketch> sketches = sched::gpu_sketches(g);
+  if (sketches.empty()) return;  // stages without shared rows: no GPU sketch yet
+  std::vector<NDArray> in = inputs_for(g, 11);
+  std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
+  std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "gpu"));
+  for (const sched::Sketch& s : sketches) {
+    EXPECT_EQ(s.rule, sched::SketchRule::GpuRows);
+    for (int trial = 0; trial < 3; ++trial) {
+      sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+      ASSERT_EQ(sched::invalid_reason(s, cfg), "");
+      LoweredFunc f = sched::lower_config(g, s, cfg);
+      bool blocks = false, threads = false;
+      visit_stmt(f.body, [&](const Stmt& st) {
+        if (st.kind() != StmtKind::For) return;
+        blocks |= st->for_kind == ForKind::BlockX;
+        threads |= st->for_kind == ForKind::ThreadX;
+        EXPECT_NE(st->for_kind, ForKind::Parallel);
+        EXPECT_NE(st->for_kind, ForKind::Vectorized);
+      });
+      EXPECT_TRUE(blocks && threads) << to_string(f);
+      std::vector<NDArray> got = run(f, g, in);
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, 1e-5)
+            << c.op << " " << c.params << " sketch " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
+            << to_string(f);
+    }
+  }
+}
+
+TEST(Sketch, GpuThreadsPerBlockAreBounded) {
+  ops::OpGraph g = ops::build_op("relu", parse("shape=64,64"));
+  std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
+  ASSERT_EQ(sk.size(), 1u);
+  EXPECT_EQ(sk[0].name, "gpu.rows.prefix=2");
+  sched::Config c = sched::default_config(sk[0]);
+  EXPECT_EQ(c.factors[0][0], 256);
+  c.factors[0][0] = 2048;
+  EXPECT_NE(sched::invalid_reason(sk[0], c).find("threads per block"), std::string::npos);
+}
+
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string s = info.param.op + "_" + std::to_string(info.index);
   for (char& ch : s)
