@@ -12,4 +12,19 @@ namespace basin::codegen {
 
 std::string print_c(const LoweredFunc& f);
 
+// The launch of a GPU program: grid and block extents from its bound loops (each kind's
+// loops must have one constant extent, starting at 0).
+struct GpuLaunch {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+};
+GpuLaunch gpu_launch(const LoweredFunc& f);
+
+// The same program as one CUDA C kernel, `extern "C" __global__ void NAME(...)`, for
+// NVRTC (codegen/cuda.h): bound loops become block and thread indices, vectorized and
+// unrolled loops `#pragma unroll`, local and shared buffers arrays of constant size.
+// Throws basin::Error for what a kernel cannot express (a parallel loop, a global
+// allocation, a size unknown at compile time).
+std::string print_cuda(const LoweredFunc& f);
+
 }  // namespace basin::codegen

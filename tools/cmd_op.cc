@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_printer.h"
+#include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
 #include "codegen/timing.h"
@@ -30,6 +31,7 @@ struct OpOptions {
   std::string workload;
   std::vector<std::string> params;
   std::string target;
+  std::string arch;
   std::string emit;
   std::string config;
   std::string oracle = "auto";
@@ -74,7 +76,9 @@ int run_op(const OpOptions& o) {
   const std::string& op = g.op;
   // The program: the given configuration, else the default configuration of the first
   // sketch (the interpreter target runs the plain default schedule).
-  std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
+  const bool cuda = target == "cuda";
+  std::vector<sched::Sketch> sketches = cuda ? sched::gpu_sketches(g) : sched::cpu_sketches(g);
+  if (sketches.empty()) throw Error("operator '" + op + "' has no GPU sketch yet (its stages share no rows)");
   const sched::Sketch* sketch = &sketches.front();
   sched::Config cfg;
   if (!o.config.empty()) {
@@ -102,6 +106,23 @@ int run_op(const OpOptions& o) {
   if (target != "interpreter" || !o.config.empty()) j["config"] = nlohmann::json::parse(sched::config_to_json(*sketch, cfg));
   if (o.emit == "ir") std::cout << to_string(func);
   if (o.emit == "c") std::cout << codegen::print_c(func);
+  if (cuda) {
+    // CUDA C compiled by NVRTC for the GPU here, or for --arch (which needs no GPU).
+    std::string source = codegen::print_cuda(func);
+    if (o.emit == "cuda") std::cout << source;
+    std::string why;
+    const bool gpu = codegen::cuda_available(&why);
+    std::string arch = !o.arch.empty() ? o.arch : gpu ? codegen::cuda_device_arch() : "";
+    if (!arch.empty()) {
+      codegen::CudaBinary bin = codegen::compile_cuda(source, op, arch);
+      j["arch"] = arch;
+      j["cubin_bytes"] = bin.cubin.size();
+      if (!o.json) std::cerr << "basin: " << op << ": compiled for " << arch << " (" << bin.cubin.size() << " bytes of cubin)\n";
+    }
+    if (!gpu) throw Error("the cuda target is unavailable: " + why);
+    throw Error("running kernels on the GPU is not built yet (the CUDA measurer comes next); "
+                "use --emit cuda and --arch to compile with NVRTC");
+  }
 
   std::vector<NDArray> outputs = fresh_outputs();
   std::unique_ptr<codegen::LlvmKernel> kernel;
@@ -209,8 +230,9 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("name", o->name, "operator name (`basin ops` lists them)");
   cmd->add_option("--workload", o->workload, "a named workload instead of NAME and --param (`basin workloads`)");
   cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
-  cmd->add_option("--target", o->target, "llvm (default where built) or interpreter")
-      ->check(CLI::IsMember({"llvm", "interpreter"}));
+  cmd->add_option("--target", o->target, "llvm (default where built), interpreter, or cuda (NVRTC; runs need a GPU)")
+      ->check(CLI::IsMember({"llvm", "interpreter", "cuda"}));
+  cmd->add_option("--arch", o->arch, "with --target cuda: compile for this architecture (sm_80, sm_90) without a GPU");
   cmd->add_flag("--compare", o->compare, "also time LibTorch's kernel in the same run (torch_latency_us)");
   cmd->add_option("--oracle", o->oracle, "check against the interpreter: auto (small ops), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -218,8 +240,9 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--config", o->config, "a configuration file (JSON: sketch, splits, unroll; docs/schedules.md)");
   cmd->add_option("--seed", o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance, "largest accepted max relative error");
-  cmd->add_option("--emit", o->emit, "also print the program: ir (loop IR), c (C source) or llvm (optimized LLVM IR)")
-      ->check(CLI::IsMember({"ir", "c", "llvm"}));
+  cmd->add_option("--emit", o->emit,
+                  "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR) or cuda (CUDA C)")
+      ->check(CLI::IsMember({"ir", "c", "llvm", "cuda"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([&run, o] { run = [o] { return run_op(*o); }; });
 }

@@ -1,0 +1,128 @@
+// The CUDA target without a GPU: for every GPU sketch of the operator suite, at least 50
+// random valid configurations are printed as CUDA C and compiled by NVRTC to cubin for
+// sm_80 and sm_90 (all of a sketch's kernels in one translation unit, one NVRTC call
+// per architecture); the printer's launch extents and its errors; and the target's
+// availability said in one line where there is no driver.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "codegen/c_printer.h"
+#include "codegen/cuda.h"
+#include "core/ir/lower.h"
+#include "core/ops/registry.h"
+#include "core/schedule/lower_sketch.h"
+#include "core/schedule/sketch.h"
+#include "core/util/error.h"
+#include "tests/ops/op_cases.h"
+#include "tests/tools/run_basin.h"
+
+namespace basin {
+namespace {
+
+TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
+  if (!codegen::nvrtc_enabled()) GTEST_SKIP() << "built without the CUDA toolkit (NVRTC)";
+  const std::vector<std::pair<std::string, std::string>> suite = {
+      {"conv2d", "in_channels=8 out_channels=16 height=10 width=12 kernel=3 padding=1"},
+      {"depthwise_conv2d", "channels=16 height=10 width=10"},
+      {"dense", "M=12 K=40 N=32"},
+      {"dense", "M=37 K=10 N=23"},
+      {"batch_matmul", "B=3 M=8 K=12 N=16"},
+      {"softmax", "shape=6,40"},
+      {"layer_norm", "shape=4,48"},
+      {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1"},
+      {"dense_bias_gelu", "M=5 K=7 N=3"},
+      {"max_pool2d", "kernel=3 stride=2 padding=1 height=13 width=13"},
+      {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5"},
+      {"add", ""},
+      {"transpose", "shape=2,3,4,5 perm=3,1,0,2"},
+  };
+  std::mt19937_64 rng(8);
+  int sketches = 0;
+  for (const auto& [op, params] : suite) {
+    ops::OpGraph g = ops::build_op(op, parse(params));
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+      ++sketches;
+      std::string unit;
+      std::set<std::string> distinct;
+      for (int i = 0; i < 50; ++i) {
+        sched::Config c = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        distinct.insert(sched::config_to_json(s, c));
+        LoweredFunc f = sched::lower_config(g, s, c);
+        f.name = op + "_" + std::to_string(i);
+        std::string k = codegen::print_cuda(f);
+        // One prologue per translation unit.
+        unit += i == 0 ? k : k.substr(k.find("extern \"C\""));
+      }
+      SCOPED_TRACE(op + " " + params + " " + s.name + " (" + std::to_string(distinct.size()) + " distinct)");
+      for (const char* arch : {"sm_80", "sm_90"}) {
+        codegen::CudaBinary b = codegen::compile_cuda(unit, op, arch);
+        EXPECT_GT(b.cubin.size(), 1000u) << arch;
+      }
+    }
+  }
+  EXPECT_GE(sketches, 12);
+}
+
+TEST(Cuda, LaunchExtentsComeFromTheBoundLoops) {
+  ops::OpGraph g = ops::build_op("relu", parse("shape=100,30"));
+  const sched::Sketch s = sched::gpu_sketches(g).at(0);
+  sched::Config c = sched::default_config(s);
+  c.factors[0][0] = 128;
+  codegen::GpuLaunch l = codegen::gpu_launch(sched::lower_config(g, s, c));
+  EXPECT_EQ(l.block[0], 128);
+  EXPECT_EQ(l.grid[0], (3000 + 127) / 128);
+  EXPECT_EQ(l.grid[1] * l.grid[2] * l.block[1] * l.block[2], 1);
+}
+
+// Regression: an infinite constant (softmax's max starts at -inf) was printed as
+// "-inff", which neither C nor CUDA knows.
+TEST(Cuda, InfinityIsSpelledInBothDialects) {
+  ops::OpGraph g = ops::build_op("softmax", parse("shape=6,40"));
+  const sched::Sketch s = sched::gpu_sketches(g).at(0);
+  LoweredFunc f = sched::lower_config(g, s, sched::default_config(s));
+  std::string cu = codegen::print_cuda(f), c = codegen::print_c(lower_default("softmax", g.inputs, g.outputs));
+  EXPECT_EQ(cu.find("inff"), std::string::npos);
+  EXPECT_NE(cu.find("__int_as_float(0x7f800000)"), std::string::npos) << cu;
+  EXPECT_NE(c.find("INFINITY"), std::string::npos) << c;
+  auto r = testing::capture("printf '%s' '" + c + "' | cc -std=c11 -fsyntax-only -x c - 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(Cuda, CpuProgramsAreNotKernels) {
+  ops::OpGraph g = ops::build_op("dense", parse("M=8 K=8 N=8"));
+  const std::vector<sched::Sketch> cpu = sched::cpu_sketches(g);
+  LoweredFunc f = sched::lower_config(g, cpu[0], sched::default_config(cpu[0]));
+  EXPECT_THROW(codegen::print_cuda(f), Error);  // a parallel loop
+}
+
+TEST(Cuda, BadSourceAndArchitectureAreClearErrors) {
+  if (!codegen::nvrtc_enabled()) GTEST_SKIP() << "built without the CUDA toolkit (NVRTC)";
+  try {
+    codegen::compile_cuda("extern \"C\" __global__ void k() { undefined_thing(); }", "broken", "sm_90");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("undefined_thing"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(codegen::compile_cuda("", "x", "compute_nope"), Error);
+}
+
+TEST(Cuda, TheTargetSaysWhenThereIsNoGpu) {
+  std::string why;
+  if (codegen::cuda_available(&why)) GTEST_SKIP() << "a GPU is here: " << codegen::cuda_device_arch();
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(why.find('\n'), std::string::npos);
+  EXPECT_THROW(codegen::cuda_device_arch(), Error);
+  // The command line: one error line, non-zero, after compiling for the named arch.
+  auto r = testing::capture(testing::basin_path() + " op relu --target cuda --arch sm_90 2>&1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("compiled for sm_90"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("basin: error: the cuda target is unavailable"), std::string::npos) << r.out;
+  auto e = testing::capture(testing::basin_path() + " op relu --target cuda --emit cuda 2>/dev/null");
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.out.find("__global__ void"), std::string::npos) << e.out;
+}
+
+}  // namespace
+}  // namespace basin
