@@ -43,8 +43,14 @@ def main():
     ap.add_argument("--strategy", default="gradient")
     ap.add_argument("--out", default="bench-results/networks")
     ap.add_argument("--basin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin", "basin"))
+    ap.add_argument("--table-from", metavar="RESULTS_JSON", help="only rebuild table.md from an earlier results.json")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.table_from:
+        with open(a.table_from) as f:
+            j = json.load(f)
+        write_table(a.out, j["machine"], j["budget"], j["strategy"], j["results"])
+        return
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
     print(f"bench/networks on {machine['cpu']}, {machine['cores']} cores; budget {a.budget} per network, "
           f"strategy {a.strategy}", file=sys.stderr)
@@ -62,14 +68,17 @@ def main():
                                 "--records", records, "--json", "--quiet"])
         print(f"[{net}] tuned compare", file=sys.stderr)
         tuned = basin_json([a.basin, "compare", model, "--records", records, "--json", "--quiet"])
+        # LibTorch is timed in both compares; the peer is its faster time.
+        torch_us = min(untuned["torch_latency_us"], tuned["torch_latency_us"])
         r = {
             "network": net,
             "tasks": tuned["tasks"],
             "untuned_us": untuned["latency_us"],
             "torch_us_untuned_run": untuned["torch_latency_us"],
+            "torch_us_tuned_run": tuned["torch_latency_us"],
             "tuned_us": tuned["latency_us"],
-            "torch_us": tuned["torch_latency_us"],
-            "speedup_vs_torch": tuned["torch_latency_us"] / tuned["latency_us"],
+            "torch_us": torch_us,
+            "speedup_vs_torch": torch_us / tuned["latency_us"],
             "max_abs_error": tuned["max_abs_error"],
             "max_rel_error": tuned["max_rel_error"],
             "untuned_tasks_after_tuning": len(tuned["untuned_tasks"]),
@@ -82,8 +91,18 @@ def main():
         with open(os.path.join(a.out, "results.json"), "w") as f:
             json.dump({"machine": machine, "budget": a.budget, "strategy": a.strategy, "results": results}, f, indent=1)
 
+    write_table(a.out, machine, a.budget, a.strategy, results)
+
+
+def write_table(out, machine, budget, strategy, results):
+    for r in results:  # results.json written before the peer took the faster of its two times
+        if "torch_us_tuned_run" not in r:
+            r["torch_us_tuned_run"] = r["torch_us"]
+            r["torch_us"] = min(r["torch_us_untuned_run"], r["torch_us_tuned_run"])
+            r["speedup_vs_torch"] = r["torch_us"] / r["tuned_us"]
     lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
-             f"Tuning: {a.strategy}, {a.budget} per network, from empty records.", "",
+             f"Tuning: {strategy}, {budget} per network, from empty records. LibTorch: the faster of its "
+             "two timings (untuned and tuned compares).", "",
              "| network | tasks | untuned (ms) | tuned (ms) | LibTorch (ms) | speedup vs LibTorch | max rel. error | trials | overhead | untuned tasks left |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -95,7 +114,7 @@ def main():
     lines += ["", f"Faster than LibTorch: {len(met)} of {len(results)} ({', '.join(met) if met else 'none'}). "
               f"Errors within 1e-3: {sum(r['max_rel_error'] <= 1e-3 for r in results)} of {len(results)}."]
     table = "\n".join(lines)
-    with open(os.path.join(a.out, "table.md"), "w") as f:
+    with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table + "\n")
     print(table)
 
