@@ -56,7 +56,9 @@ TEST(Graph, ShapesAreInferredWhenNodesAreAdded) {
   for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = static_cast<int>(i);
   for (const Node& n : g.nodes())
     for (int v : n.inputs)
-      if (g.value(v).producer >= 0) EXPECT_LT(pos[g.value(v).producer], pos[g.value(n.output).producer]);
+      if (g.value(v).producer >= 0) {
+        EXPECT_LT(pos[g.value(v).producer], pos[g.value(n.output).producer]);
+      }
   EXPECT_GT(g.weight_bytes(), 0);
   EXPECT_EQ(g.op_counts().at("conv2d"), 2);
 }

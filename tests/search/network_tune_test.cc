@@ -73,7 +73,9 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
   ASSERT_GE(r.curve.size(), 2u);
   for (size_t i = 1; i < r.curve.size(); ++i) {
     EXPECT_GE(r.curve[i].trials, r.curve[i - 1].trials);
-    if (r.curve[i - 1].estimated_us > 0) EXPECT_LE(r.curve[i].estimated_us, r.curve[i - 1].estimated_us);
+    if (r.curve[i - 1].estimated_us > 0) {
+      EXPECT_LE(r.curve[i].estimated_us, r.curve[i - 1].estimated_us);
+    }
   }
   // Every task is tuned: compilation uses the records, nothing is reported untuned.
   std::vector<int> untuned;
