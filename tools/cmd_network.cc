@@ -119,7 +119,7 @@ int run_tune(const NetOptions& o) {
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
-  if (!o.quiet) to.log = [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
+  to.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
   search::NetworkTuneResult r = search::tune_network(l.partition, store, to);
   if (bar) std::cerr << "\r\033[K" << std::flush;

@@ -40,6 +40,11 @@ double parse_duration(const std::string& text) {
 }
 
 // The progress bar, on stderr when it is a terminal.
+std::function<void(const std::string&)> tuning_log(bool quiet, bool bar) {
+  if (quiet) return nullptr;
+  return [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
+}
+
 void draw_progress(int done, int total, double seconds, double best_us) {
   char line[160];
   if (total > 0) {
@@ -86,8 +91,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.stop_at_us = o.stop_at;
   to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
-  if (!o.quiet)
-    to.log = [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
+  to.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
   search::TuneResult r = search::tune_task(g, store, *strategy, est.get(), to);
   if (bar) std::cerr << "\r\033[K" << std::flush;

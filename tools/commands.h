@@ -23,6 +23,9 @@ double parse_duration(const std::string& text);
 // The progress bar of tuning, on stderr: trials done, the trial budget (0: none),
 // seconds, and the best latency so far.
 void draw_progress(int done, int total, double seconds, double best_us);
+// The log lines of tuning on stderr, "basin: LINE", each clearing the progress bar's
+// line first when a bar is drawn; null when quiet.
+std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);
 
 // Adds a subcommand; its callback stores the runner to call after parsing.
 void add_ops_command(CLI::App& app, Runner& run);

@@ -44,12 +44,17 @@ class OnnxBuilder {
   }
   // A float initializer in one of the three storage forms. External data goes to
   // `dir`/`name`.bin and is referenced by a relative location.
-  void init(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& v,
-            InitForm form = InitForm::Raw, const std::string& dir = "") {
+  // A float initializer with a name and dims and no data yet.
+  onnx::TensorProto* empty_initializer(const std::string& name, const std::vector<int64_t>& shape) {
     onnx::TensorProto* t = graph().add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
     for (int64_t d : shape) t->add_dims(d);
+    return t;
+  }
+  void init(const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& v,
+            InitForm form = InitForm::Raw, const std::string& dir = "") {
+    onnx::TensorProto* t = empty_initializer(name, shape);
     std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
     if (form == InitForm::Raw) {
       t->set_raw_data(bytes);
@@ -226,12 +231,7 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
     // An initializer whose raw data is shorter than its shape says.
     OnnxBuilder b;
     b.input("x", {2, 3});
-    onnx::TensorProto* t = b.graph().add_initializer();
-    t->set_name("short_weight");
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_dims(3);
-    t->add_dims(4);
-    t->set_raw_data(std::string(8, '\0'));
+    b.empty_initializer("short_weight", {3, 4})->set_raw_data(std::string(8, '\0'));
     b.node("MatMul", {"x", "short_weight"}, {"y"});
     b.output("y");
     b.save(dir + "/short_initializer.onnx");
@@ -255,11 +255,7 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
     // Externally stored data whose file is missing.
     OnnxBuilder b;
     b.input("x", {2, 3});
-    onnx::TensorProto* t = b.graph().add_initializer();
-    t->set_name("ext_w");
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_dims(3);
-    t->add_dims(4);
+    onnx::TensorProto* t = b.empty_initializer("ext_w", {3, 4});
     t->set_data_location(onnx::TensorProto::EXTERNAL);
     auto* kv = t->add_external_data();
     kv->set_key("location");
