@@ -53,8 +53,10 @@ NDArray read_npy(const std::string& path) {
   std::vector<int64_t> shape;
   std::string dims = m[1];
   std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
+    if (it->str().size() > 15) throw bad("extent " + it->str() + " is too large");
     shape.push_back(std::stoll(it->str()));
+  }
   DType t;
   if (descr == "<f4") t = DType::f32();
   else if (descr == "<f8") t = DType::f64();
@@ -62,10 +64,27 @@ NDArray read_npy(const std::string& path) {
   else if (descr == "<i4") t = DType::i32();
   else if (descr == "|b1") t = DType::boolean();
   else throw bad("element type '" + descr + "' (float32, float64, int64, int32, bool)");
+  // The data size the shape needs, checked against the file before anything is
+  // allocated (a corrupt shape must not ask for terabytes).
+  const size_t have = data.size() - start - header_len;
+  size_t need = t.bytes();
+  bool empty = false;
+  for (int64_t e : shape) empty |= e == 0;
+  for (int64_t e : shape) {
+    if (empty) {
+      need = 0;
+      break;
+    }
+    if (need > have / static_cast<size_t>(e)) {  // extents are at least 1: the product only grows
+      need = have + 1;                            // more than the file holds, without overflowing
+      break;
+    }
+    need *= static_cast<size_t>(e);
+  }
+  if (need != have)
+    throw bad("holds " + std::to_string(have) + " data bytes; shape " + shape_str(shape) + " of " + t.str() + " needs " +
+              (need == have + 1 ? "more" : std::to_string(need)));
   NDArray a(t, shape);
-  if (data.size() - start - header_len != a.nbytes())
-    throw bad("holds " + std::to_string(data.size() - start - header_len) + " data bytes; shape " + shape_str(shape) +
-              " needs " + std::to_string(a.nbytes()));
   std::memcpy(a.data(), data.data() + start + header_len, a.nbytes());
   return a;
 }
