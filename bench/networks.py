@@ -95,11 +95,6 @@ def main():
 
 
 def write_table(out, machine, budget, strategy, results):
-    for r in results:  # results.json written before the peer took the faster of its two times
-        if "torch_us_tuned_run" not in r:
-            r["torch_us_tuned_run"] = r["torch_us"]
-            r["torch_us"] = min(r["torch_us_untuned_run"], r["torch_us_tuned_run"])
-            r["speedup_vs_torch"] = r["torch_us"] / r["tuned_us"]
     lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
              f"Tuning: {strategy}, {budget} per network, from empty records. LibTorch: the faster of its "
              "two timings (untuned and tuned compares).", "",

@@ -33,11 +33,7 @@ class Printer {
         << launch.grid[2] << "), block (" << launch.block[0] << ", " << launch.block[1] << ", " << launch.block[2]
         << ")\n"
         << "typedef long long int64_t;\ntypedef int int32_t;\ntypedef unsigned char uint8_t;\n"
-        << "static __device__ __forceinline__ int64_t basin_floordiv(int64_t a, int64_t b) { int64_t q = a / b; "
-           "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
-        << "static __device__ __forceinline__ int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
-           "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
-        << "static __device__ __forceinline__ float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n\n"
+        << helpers("static __device__ __forceinline__") << "\n"
         << "extern \"C\" __global__ void __launch_bounds__(" << launch.block[0] * launch.block[1] * launch.block[2] << ") "
         << ident(f.name) << "(";
     params(f, "__restrict__");
@@ -49,11 +45,7 @@ class Printer {
 
   std::string func(const LoweredFunc& f) {
     os_ << "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n"
-        << "static inline int64_t basin_floordiv(int64_t a, int64_t b) { int64_t q = a / b; "
-           "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n"
-        << "static inline int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
-           "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
-        << "static inline float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n\n"
+        << helpers("static inline") << "\n"
         << "void " << ident(f.name) << "(";
     params(f, "restrict");
     os_ << ") {\n";
@@ -63,6 +55,15 @@ class Printer {
   }
 
  private:
+  // The IR's floor division and modulo and the sigmoid, as functions with `qual`.
+  static std::string helpers(const std::string& qual) {
+    return qual + " int64_t basin_floordiv(int64_t a, int64_t b) { int64_t q = a / b; "
+                  "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n" +
+           qual + " int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
+                  "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n" +
+           qual + " float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n";
+  }
+
   void params(const LoweredFunc& f, const char* restrict_kw) {
     for (size_t i = 0; i < f.params.size(); ++i) {
       bool out = false;

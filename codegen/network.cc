@@ -294,6 +294,13 @@ void CompiledNetwork::save(const std::string& path) const {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot move '" + tmp + "' to '" + path + "'");
 }
 
+bool CompiledNetwork::is_compiled_file(const std::string& path) {
+  const size_t n = sizeof kMagic - 1;
+  std::string head(n, '\0');
+  std::ifstream f(path, std::ios::binary);
+  return f.read(head.data(), static_cast<std::streamsize>(n)) && head == kMagic;
+}
+
 CompiledNetwork CompiledNetwork::load(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw NotFoundError("cannot open compiled network '" + path + "'");

@@ -47,6 +47,8 @@ class CompiledNetwork {
   // Throws ParseError for a file that is not a compiled network or is corrupt, and
   // Error for one compiled for another CPU.
   static CompiledNetwork load(const std::string& path);
+  // True when the file starts like a compiled network (its magic), whatever else it holds.
+  static bool is_compiled_file(const std::string& path);
   void save(const std::string& path) const;
 
   // Outputs in the network's order for inputs in its order (checked: dtype and shape).

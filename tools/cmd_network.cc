@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -182,16 +181,10 @@ int run_compile(const NetOptions& o) {
   return 0;
 }
 
-bool is_compiled_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[9] = {};
-  return f.read(magic, 9) && std::string(magic, 9) == "BASINNET1";
-}
-
 int run_run(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
-  if (o.model.rfind("zoo:", 0) != 0 && is_compiled_file(o.model)) {
+  if (o.model.rfind("zoo:", 0) != 0 && codegen::CompiledNetwork::is_compiled_file(o.model)) {
     net = codegen::CompiledNetwork::load(o.model);
   } else {
     Loaded l = load(o);

@@ -78,7 +78,7 @@ int run_op(const OpOptions& o) {
   // sketch (the interpreter target runs the plain default schedule).
   const bool cuda = target == "cuda";
   std::vector<sched::Sketch> sketches = cuda ? sched::gpu_sketches(g) : sched::cpu_sketches(g);
-  if (sketches.empty()) throw Error("operator '" + op + "' has no GPU sketch yet (its stages share no rows)");
+  if (cuda && sketches.empty()) throw Error("operator '" + op + "' has no GPU sketch yet (its stages share no rows)");
   const sched::Sketch* sketch = &sketches.front();
   sched::Config cfg;
   if (!o.config.empty()) {

@@ -80,6 +80,17 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
   return out;
 }
 
+// Per stage after the first k (row) axes: its last free axis split ("stN.v", the
+// vector lanes on the CPU) and its last reduction axis split ("stN.r").
+void add_stage_splits(Sketch& s, const GenericInfo& info, int k, bool vectorized) {
+  for (size_t j = 0; j < info.stages.size(); ++j) {
+    const te::OpNode& st = *info.stages[j];
+    if (static_cast<int>(st.axes.size()) > k)
+      s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, vectorized));
+    if (!st.reduce_axes.empty()) s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1));
+  }
+}
+
 std::vector<Sketch> generic_sketches(const GenericInfo& info) {
   std::vector<Sketch> out;
   std::vector<int> prefixes = {info.max_prefix};
@@ -95,12 +106,7 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
     Sketch s;
     s.rule = SketchRule::Generic;
     s.prefix = k;
-    for (size_t j = 0; j < info.stages.size(); ++j) {
-      const te::OpNode& st = *info.stages[j];
-      if (static_cast<int>(st.axes.size()) > k) s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, true));
-      if (!st.reduce_axes.empty())
-        s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1));
-    }
+    add_stage_splits(s, info, k, /*vectorized=*/true);
     s.name = k > 0 ? "rows.prefix=" + std::to_string(k) : "stages";
     out.push_back(s);
   }
@@ -128,11 +134,7 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
   SplitSpec t = make_split("rows.t", rows, 1);
   t.guarded = true;
   s.splits.push_back(t);
-  for (size_t j = 0; j < info.stages.size(); ++j) {
-    const te::OpNode& st = *info.stages[j];
-    if (static_cast<int>(st.axes.size()) > k) s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1));
-    if (!st.reduce_axes.empty()) s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1));
-  }
+  add_stage_splits(s, info, k, /*vectorized=*/false);
   return {s};
 }
 

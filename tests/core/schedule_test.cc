@@ -36,6 +36,16 @@ std::vector<NDArray> run(const LoweredFunc& f, const ops::OpGraph& g, std::vecto
   return out;
 }
 
+// The program of sketch s with configuration cfg computes `want` on `in`.
+void expect_matches(const Case& c, const ops::OpGraph& g, const sched::Sketch& s, const sched::Config& cfg,
+                    const LoweredFunc& f, std::vector<NDArray>& in, const std::vector<NDArray>& want) {
+  std::vector<NDArray> got = run(f, g, in);
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, 1e-5)
+        << c.op << " " << c.params << " sketch " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
+        << to_string(f);
+}
+
 class SketchesOfEveryOperator : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SketchesOfEveryOperator, RandomConfigurationsMatchTheDefaultSchedule) {
@@ -49,12 +59,7 @@ TEST_P(SketchesOfEveryOperator, RandomConfigurationsMatchTheDefaultSchedule) {
   for (const sched::Sketch& s : sketches) {
     for (int trial = 0; trial < 2; ++trial) {
       sched::Config cfg = sched::random_config(s, rng);
-      LoweredFunc f = sched::lower_config(g, s, cfg);
-      std::vector<NDArray> got = run(f, g, in);
-      for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, 1e-5)
-            << c.op << " " << c.params << " sketch " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
-            << to_string(f);
+      expect_matches(c, g, s, cfg, sched::lower_config(g, s, cfg), in, want);
     }
   }
 }
@@ -84,11 +89,7 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
         EXPECT_NE(st->for_kind, ForKind::Vectorized);
       });
       EXPECT_TRUE(blocks && threads) << to_string(f);
-      std::vector<NDArray> got = run(f, g, in);
-      for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, 1e-5)
-            << c.op << " " << c.params << " sketch " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
-            << to_string(f);
+      expect_matches(c, g, s, cfg, f, in, want);
     }
   }
 }
