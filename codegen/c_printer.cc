@@ -5,6 +5,9 @@
 #include <limits>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "core/expr/analyzer.h"
 
 #include "core/util/error.h"
 
@@ -36,6 +39,7 @@ class Printer {
         << helpers("static __device__ __forceinline__") << "\n"
         << "extern \"C\" __global__ void __launch_bounds__(" << launch.block[0] * launch.block[1] * launch.block[2] << ") "
         << ident(f.name) << "(";
+    block_threads_ = launch.block[0] * launch.block[1] * launch.block[2];
     params(f, "__restrict__");
     os_ << ") {\n";
     stmt(f.body, 1);
@@ -138,9 +142,8 @@ class Printer {
         return fn + sfx + "(" + a0 + ")";
       }
       case ExprKind::Load: {
-        std::string idx = n.args.empty() ? "0" : expr(n.args[0]);
         BASIN_CHECK(n.args.size() <= 1) << "print_c expects flattened buffers";
-        return name(n.buffer) + "[" + idx + "]";
+        return name(n.buffer) + "[" + index(n.buffer, n.args) + "]";
       }
     }
     return "?";
@@ -151,11 +154,13 @@ class Printer {
     std::string pad(depth * 2, ' ');
     switch (n.kind) {
       case StmtKind::For: {
-        if (d_ == Dialect::Cuda && is_gpu_kind(n.for_kind)) {
+        if (d_ == Dialect::Cuda && is_gpu_kind(n.for_kind) && n.for_kind != ForKind::VThread) {
           // A bound loop is its index; the launch covers its extent exactly (gpu_launch).
           os_ << pad << "{\n" << pad << "  const int64_t " << var(*n.var) << " = " << expr(n.min) << " + (int64_t)"
               << for_kind_name(n.for_kind) << ";\n";
+          if (is_gpu_thread(n.for_kind)) threads_.push_back(n.var);
           stmt(n.body[0], depth + 1);
+          if (is_gpu_thread(n.for_kind)) threads_.pop_back();
           os_ << pad << "}\n";
           return;
         }
@@ -166,6 +171,14 @@ class Printer {
             break;
           case ForKind::Vectorized: os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma omp simd\n"); break;
           case ForKind::Unrolled: os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma GCC unroll 1024\n"); break;
+          case ForKind::VThread:
+            // Virtual threads are the thread's own sub-tiles, interleaved by unrolling.
+            if (d_ == Dialect::Cuda) {
+              os_ << pad << "#pragma unroll\n";
+              break;
+            }
+            os_ << pad << "/* bound to " << for_kind_name(n.for_kind) << " */\n";
+            break;
           case ForKind::Serial: break;
           default: os_ << pad << "/* bound to " << for_kind_name(n.for_kind) << " */\n"; break;
         }
@@ -186,6 +199,15 @@ class Printer {
           }
           if (n.buffer->scope == MemScope::Global)
             throw Error("a kernel cannot allocate global buffer '" + n.buffer->name + "'");
+          if (n.buffer->scope == MemScope::Local && threads_.empty()) {
+            // Allocated in the block, outside the thread loops: each thread's own slice
+            // (stmt.h), the thread index its first dimension.
+            if (count % block_threads_ != 0)
+              throw Error("per-thread buffer '" + n.buffer->name + "' of " + std::to_string(count) +
+                          " elements is not split evenly over " + std::to_string(block_threads_) + " threads");
+            count /= block_threads_;
+            per_thread_.insert(n.buffer.get());
+          }
           os_ << pad << "{\n" << pad << "  " << (n.buffer->scope == MemScope::Shared ? "__shared__ " : "")
               << c_type(n.buffer->dtype) << " " << name(n.buffer) << "[" << count << "];  /* "
               << scope_name(n.buffer->scope) << " */\n";
@@ -204,8 +226,7 @@ class Printer {
       }
       case StmtKind::Store: {
         BASIN_CHECK(n.indices.size() <= 1) << "print_c expects flattened buffers";
-        os_ << pad << name(n.buffer) << "[" << (n.indices.empty() ? "0" : expr(n.indices[0])) << "] = " << expr(n.value)
-            << ";\n";
+        os_ << pad << name(n.buffer) << "[" << index(n.buffer, n.indices) << "] = " << expr(n.value) << ";\n";
         return;
       }
       case StmtKind::IfThenElse:
@@ -228,8 +249,23 @@ class Printer {
     }
   }
 
+  // A flat index; into a per-thread buffer, relative to the thread's own slice: the
+  // index is t * slice + rest with rest independent of the thread variable t, so rest
+  // is the index at t = 0.
+  std::string index(const Buffer& b, const std::vector<Expr>& idx) {
+    if (idx.empty()) return "0";
+    if (!per_thread_.count(b.get())) return expr(idx[0]);
+    if (threads_.empty()) throw Error("per-thread buffer '" + b->name + "' is accessed outside a thread loop");
+    VarMap m;
+    m[threads_.back().id()] = Expr(int64_t{0});
+    return expr(simplify(substitute(idx[0], m)));
+  }
+
   Dialect d_;
   std::ostringstream os_;
+  int64_t block_threads_ = 1;
+  std::vector<Var> threads_;  // the enclosing thread loops' variables
+  std::unordered_set<const BufferNode*> per_thread_;
 };
 
 }  // namespace
@@ -249,7 +285,7 @@ GpuLaunch gpu_launch(const LoweredFunc& f) {
       case ForKind::ThreadX: dim = &l.block[0]; break;
       case ForKind::ThreadY: dim = &l.block[1]; break;
       case ForKind::ThreadZ: dim = &l.block[2]; break;
-      default: err = "virtual threads must be lowered before printing CUDA"; return;
+      default: return;  // virtual threads are loops inside the thread
     }
     int64_t ext = 0, lo = 0;
     if (!is_const_int(s->extent, &ext) || !is_const_int(s->min, &lo) || lo != 0) {

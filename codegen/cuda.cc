@@ -2,8 +2,15 @@
 
 #include <dlfcn.h>
 #include <nvrtc.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/util/error.h"
@@ -39,18 +46,47 @@ CudaBinary compile_cuda(const std::string& source, const std::string& name, cons
 
 namespace {
 
-// The few driver entry points used, resolved from libcuda.so.1 at run time.
+// The driver API's types, as the ABI has them (cuda.h is not included: the binary must
+// not depend on the driver at link time).
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+using Handle = void*;
+constexpr int kAttrMajor = 75, kAttrMinor = 76, kAttrL2 = 38;  // CU_DEVICE_ATTRIBUTE_*
+
+// The driver entry points used, resolved from libcuda.so.1 at run time.
 struct Driver {
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int*);
-  using DeviceFn = int (*)(int*, int);
-  using AttrFn = int (*)(int*, int, int);
   void* lib = nullptr;
-  InitFn init = nullptr;
-  CountFn count = nullptr;
-  DeviceFn device = nullptr;
-  AttrFn attr = nullptr;
+  CUresult (*init)(unsigned) = nullptr;
+  CUresult (*device_count)(int*) = nullptr;
+  CUresult (*device_get)(int*, int) = nullptr;
+  CUresult (*device_attr)(int*, int, int) = nullptr;
+  CUresult (*device_name)(char*, int, int) = nullptr;
+  CUresult (*primary_retain)(Handle*, int) = nullptr;
+  CUresult (*ctx_set_current)(Handle) = nullptr;
+  CUresult (*ctx_synchronize)() = nullptr;
+  CUresult (*module_load_data)(Handle*, const void*) = nullptr;
+  CUresult (*module_unload)(Handle) = nullptr;
+  CUresult (*module_get_function)(Handle*, Handle, const char*) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*mem_free)(CUdeviceptr) = nullptr;
+  CUresult (*memcpy_htod)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*memcpy_dtoh)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*launch)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**,
+                     void**) = nullptr;
+  CUresult (*event_create)(Handle*, unsigned) = nullptr;
+  CUresult (*event_record)(Handle, Handle) = nullptr;
+  CUresult (*event_synchronize)(Handle) = nullptr;
+  CUresult (*event_elapsed)(float*, Handle, Handle) = nullptr;
+  CUresult (*event_destroy)(Handle) = nullptr;
+  CUresult (*error_string)(CUresult, const char**) = nullptr;
   std::string error;  // empty when usable
+
+  template <typename F>
+  bool bind(F& f, const char* name) {
+    f = reinterpret_cast<F>(dlsym(lib, name));
+    return f != nullptr;
+  }
 
   Driver() {
     lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -58,20 +94,27 @@ struct Driver {
       error = "no NVIDIA driver here (libcuda.so.1 cannot be loaded)";
       return;
     }
-    init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
-    count = reinterpret_cast<CountFn>(dlsym(lib, "cuDeviceGetCount"));
-    device = reinterpret_cast<DeviceFn>(dlsym(lib, "cuDeviceGet"));
-    attr = reinterpret_cast<AttrFn>(dlsym(lib, "cuDeviceGetAttribute"));
-    if (!init || !count || !device || !attr) {
+    bool ok = bind(init, "cuInit") && bind(device_count, "cuDeviceGetCount") && bind(device_get, "cuDeviceGet") &&
+              bind(device_attr, "cuDeviceGetAttribute") && bind(device_name, "cuDeviceGetName") &&
+              bind(primary_retain, "cuDevicePrimaryCtxRetain") && bind(ctx_set_current, "cuCtxSetCurrent") &&
+              bind(ctx_synchronize, "cuCtxSynchronize") && bind(module_load_data, "cuModuleLoadData") &&
+              bind(module_unload, "cuModuleUnload") && bind(module_get_function, "cuModuleGetFunction") &&
+              bind(mem_alloc, "cuMemAlloc_v2") && bind(mem_free, "cuMemFree_v2") &&
+              bind(memcpy_htod, "cuMemcpyHtoD_v2") && bind(memcpy_dtoh, "cuMemcpyDtoH_v2") &&
+              bind(memset_d8, "cuMemsetD8_v2") && bind(launch, "cuLaunchKernel") &&
+              bind(event_create, "cuEventCreate") && bind(event_record, "cuEventRecord") &&
+              bind(event_synchronize, "cuEventSynchronize") && bind(event_elapsed, "cuEventElapsedTime") &&
+              bind(event_destroy, "cuEventDestroy_v2") && bind(error_string, "cuGetErrorString");
+    if (!ok) {
       error = "libcuda.so.1 lacks the driver API entry points basin needs";
       return;
     }
-    if (int rc = init(0); rc != 0) {
+    if (CUresult rc = init(0); rc != 0) {
       error = "the NVIDIA driver did not initialize (cuInit error " + std::to_string(rc) + ")";
       return;
     }
     int n = 0;
-    if (count(&n) != 0 || n == 0) error = "the NVIDIA driver sees no GPU";
+    if (device_count(&n) != 0 || n == 0) error = "the NVIDIA driver sees no GPU";
   }
 };
 
@@ -80,23 +123,230 @@ const Driver& driver() {
   return d;
 }
 
+// Errors after which the context is unusable (CUDA's "sticky" errors).
+bool sticky(CUresult rc) {
+  switch (rc) {
+    case 700:  // CUDA_ERROR_ILLEGAL_ADDRESS
+    case 701:  // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES is not sticky, but leaves nothing to time
+    case 702:  // CUDA_ERROR_LAUNCH_TIMEOUT
+    case 714:  // CUDA_ERROR_HARDWARE_STACK_ERROR
+    case 715:  // CUDA_ERROR_ILLEGAL_INSTRUCTION
+    case 716:  // CUDA_ERROR_MISALIGNED_ADDRESS
+    case 717:  // CUDA_ERROR_INVALID_ADDRESS_SPACE
+    case 718:  // CUDA_ERROR_INVALID_PC
+    case 719:  // CUDA_ERROR_LAUNCH_FAILED
+      return true;
+    default: return false;
+  }
+}
+
+void check(CUresult rc, const char* what) {
+  if (rc == 0) return;
+  const char* msg = nullptr;
+  driver().error_string(rc, &msg);
+  throw CudaError(std::string("CUDA error in ") + what + ": " + (msg ? msg : "unknown") + " (" + std::to_string(rc) + ")",
+                  sticky(rc));
+}
+
+// The process's context on device 0, made current once.
+void use_device() {
+  static std::once_flag once;
+  static std::string failed;
+  std::call_once(once, [] {
+    const Driver& d = driver();
+    if (!d.error.empty()) {
+      failed = d.error;
+      return;
+    }
+    int dev = 0;
+    Handle ctx = nullptr;
+    if (d.device_get(&dev, 0) != 0 || d.primary_retain(&ctx, dev) != 0 || d.ctx_set_current(ctx) != 0)
+      failed = "cannot create a context on GPU 0";
+  });
+  if (!failed.empty()) throw Error("the cuda target is unavailable: " + failed);
+}
+
+// The probe's answer: "ok\tARCH\tNAME\tL2" or "no\tWHY".
+std::string probe_here() {
+  const Driver& d = driver();
+  if (!d.error.empty()) return "no\t" + d.error;
+  int dev = 0, major = 0, minor = 0, l2 = 0;
+  char name[256] = {0};
+  if (d.device_get(&dev, 0) != 0 || d.device_attr(&major, kAttrMajor, dev) != 0 ||
+      d.device_attr(&minor, kAttrMinor, dev) != 0)
+    return "no\tcannot read the compute capability of GPU 0";
+  d.device_attr(&l2, kAttrL2, dev);
+  d.device_name(name, sizeof name - 1, dev);
+  return "ok\tsm_" + std::to_string(major) + std::to_string(minor) + "\t" + name + "\t" + std::to_string(l2);
+}
+
+struct Probe {
+  bool ok = false;
+  std::string why;
+  CudaDeviceInfo info;
+};
+
+// Runs probe_here in a child process, so that this one never initializes the driver.
+const Probe& probe() {
+  static const Probe p = [] {
+    Probe r;
+    std::string answer;
+    int fd[2];
+    if (pipe(fd) != 0) {
+      answer = probe_here();  // no pipe: ask here
+    } else {
+      std::fflush(nullptr);
+      pid_t pid = fork();
+      if (pid == 0) {
+        ::close(fd[0]);
+        std::string a = probe_here();
+        ssize_t w = ::write(fd[1], a.data(), a.size());
+        (void)w;
+        _exit(0);
+      }
+      ::close(fd[1]);
+      char buf[512];
+      ssize_t n;
+      while ((n = ::read(fd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) answer.append(buf, static_cast<size_t>(n));
+      ::close(fd[0]);
+      int status = 0;
+      if (pid > 0) ::waitpid(pid, &status, 0);
+      if (pid < 0 || answer.empty()) answer = "no\tthe GPU probe process failed";
+    }
+    std::vector<std::string> f;
+    size_t at = 0;
+    for (size_t tab; (tab = answer.find('\t', at)) != std::string::npos; at = tab + 1) f.push_back(answer.substr(at, tab - at));
+    f.push_back(answer.substr(at));
+    r.ok = f[0] == "ok" && f.size() == 4;
+    if (r.ok) {
+      r.info.arch = f[1];
+      r.info.name = f[2];
+      r.info.l2_bytes = std::stoll(f[3]);
+    } else {
+      r.why = f.size() > 1 ? f[1] : answer;
+    }
+    return r;
+  }();
+  return p;
+}
+
 }  // namespace
 
 bool cuda_available(std::string* why) {
-  const Driver& d = driver();
-  if (why) *why = d.error;
-  return d.error.empty();
+  const Probe& p = probe();
+  if (why) *why = p.why;
+  return p.ok;
 }
 
-std::string cuda_device_arch() {
-  std::string why;
-  if (!cuda_available(&why)) throw Error("the cuda target is unavailable: " + why);
+CudaDeviceInfo cuda_device_info() {
+  const Probe& p = probe();
+  if (!p.ok) throw Error("the cuda target is unavailable: " + p.why);
+  return p.info;
+}
+
+std::string cuda_device_arch() { return cuda_device_info().arch; }
+
+struct CudaKernel::Impl {
+  Handle module = nullptr, function = nullptr;
+  GpuLaunch launch;
+  std::vector<CUdeviceptr> buffers;
+  std::vector<size_t> bytes;
+  std::vector<void*> params;  // pointers to the device pointers, for cuLaunchKernel
+  CUdeviceptr flush = 0;
+  size_t flush_bytes = 0;
+
+  ~Impl() {
+    const Driver& d = driver();
+    for (CUdeviceptr b : buffers)
+      if (b) d.mem_free(b);
+    if (flush) d.mem_free(flush);
+    if (module) d.module_unload(module);
+  }
+
+  void go() {
+    const Driver& d = driver();
+    check(d.launch(function, static_cast<unsigned>(launch.grid[0]), static_cast<unsigned>(launch.grid[1]),
+                   static_cast<unsigned>(launch.grid[2]), static_cast<unsigned>(launch.block[0]),
+                   static_cast<unsigned>(launch.block[1]), static_cast<unsigned>(launch.block[2]), 0, nullptr,
+                   params.data(), nullptr),
+          "cuLaunchKernel");
+  }
+};
+
+CudaKernel::CudaKernel(const CudaBinary& binary, const std::string& kernel_name, const GpuLaunch& launch,
+                       const std::vector<size_t>& param_bytes)
+    : impl_(std::make_unique<Impl>()) {
+  use_device();
   const Driver& d = driver();
-  int dev = 0, major = 0, minor = 0;
-  constexpr int kMajor = 75, kMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
-  if (d.device(&dev, 0) != 0 || d.attr(&major, kMajor, dev) != 0 || d.attr(&minor, kMinor, dev) != 0)
-    throw Error("cannot read the compute capability of GPU 0");
-  return "sm_" + std::to_string(major) + std::to_string(minor);
+  Impl& m = *impl_;
+  m.launch = launch;
+  check(d.module_load_data(&m.module, binary.cubin.data()), "cuModuleLoadData");
+  check(d.module_get_function(&m.function, m.module, kernel_name.c_str()), "cuModuleGetFunction");
+  m.bytes = param_bytes;
+  m.buffers.assign(param_bytes.size(), 0);
+  for (size_t i = 0; i < param_bytes.size(); ++i)
+    check(d.mem_alloc(&m.buffers[i], std::max<size_t>(param_bytes[i], 4)), "cuMemAlloc");
+  for (CUdeviceptr& b : m.buffers) m.params.push_back(&b);
+}
+
+CudaKernel::~CudaKernel() = default;
+
+void CudaKernel::run(const std::vector<NDArray*>& args, const std::vector<int>& outputs) {
+  const Driver& d = driver();
+  Impl& m = *impl_;
+  if (args.size() != m.buffers.size())
+    throw Error("kernel takes " + std::to_string(m.buffers.size()) + " arguments, got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i]->nbytes() != m.bytes[i]) throw Error("argument " + std::to_string(i) + " has the wrong size");
+    check(d.memcpy_htod(m.buffers[i], args[i]->data(), m.bytes[i]), "cuMemcpyHtoD");
+  }
+  m.go();
+  check(d.ctx_synchronize(), "the kernel");
+  for (int o : outputs) check(d.memcpy_dtoh(args.at(o)->data(), m.buffers.at(o), m.bytes.at(o)), "cuMemcpyDtoH");
+}
+
+Timing CudaKernel::time(const TimingOptions& opt, bool flush_l2, std::vector<double>* rounds) {
+  const Driver& d = driver();
+  Impl& m = *impl_;
+  if (flush_l2 && !m.flush) {
+    m.flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * probe().info.l2_bytes, 8 << 20));
+    check(d.mem_alloc(&m.flush, m.flush_bytes), "cuMemAlloc (L2 flush buffer)");
+  }
+  Handle start = nullptr, stop = nullptr;
+  check(d.event_create(&start, 0), "cuEventCreate");
+  std::unique_ptr<void, std::function<void(void*)>> free_start(start, [&](void* e) { d.event_destroy(e); });
+  check(d.event_create(&stop, 0), "cuEventCreate");
+  std::unique_ptr<void, std::function<void(void*)>> free_stop(stop, [&](void* e) { d.event_destroy(e); });
+  // Milliseconds of `n` launches (with a flush, the sum of each launch's own span).
+  auto span = [&](int64_t n) {
+    double total = 0;
+    for (int64_t i = 0; i < (flush_l2 ? n : 1); ++i) {
+      if (flush_l2) check(d.memset_d8(m.flush, static_cast<unsigned char>(i), m.flush_bytes), "cuMemsetD8");
+      check(d.event_record(start, nullptr), "cuEventRecord");
+      for (int64_t j = 0; j < (flush_l2 ? 1 : n); ++j) m.go();
+      check(d.event_record(stop, nullptr), "cuEventRecord");
+      check(d.event_synchronize(stop), "the kernel");
+      float ms = 0;
+      check(d.event_elapsed(&ms, start, stop), "cuEventElapsedTime");
+      total += ms;
+    }
+    return total;
+  };
+  for (int i = 0; i < opt.warmup; ++i) span(1);
+  double one = std::max(span(1), 1e-4);
+  int64_t n = std::max<int64_t>(1, static_cast<int64_t>(opt.min_round_seconds * 1e3 / one));
+  n = std::min<int64_t>(n, flush_l2 ? 1000 : 100000);
+  std::vector<double> per_call;
+  for (int r = 0; r < opt.rounds; ++r) per_call.push_back(span(n) * 1e3 / static_cast<double>(n));
+  if (rounds) *rounds = per_call;
+  std::vector<double> sorted = per_call;
+  std::sort(sorted.begin(), sorted.end());
+  Timing t;
+  t.min_us = sorted.front();
+  t.median_us = sorted[sorted.size() / 2];
+  t.calls = n * opt.rounds;
+  return t;
 }
 
 }  // namespace basin::codegen

@@ -5,7 +5,14 @@
 // machines without an NVIDIA driver.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "codegen/c_printer.h"
+#include "codegen/timing.h"
+#include "core/ir/ndarray.h"
+#include "core/util/error.h"
 
 namespace basin::codegen {
 
@@ -23,9 +30,53 @@ struct CudaBinary {
 CudaBinary compile_cuda(const std::string& source, const std::string& name, const std::string& arch);
 
 // Whether a GPU can run kernels here: the driver library loads, cuInit succeeds and
-// there is a device. When not, `why` says which step failed, in one line.
+// there is a device. When not, `why` says which step failed, in one line. Asked of a
+// short-lived child process, once: a process that initializes the driver cannot fork
+// workers that use it, and the tuner forks its measuring workers.
 bool cuda_available(std::string* why = nullptr);
-// The architecture of device 0 ("sm_90"); throws basin::Error when none is available.
+// Device 0: its architecture ("sm_90"), name and L2 size; throws basin::Error when no
+// GPU is available.
+struct CudaDeviceInfo {
+  std::string arch, name;
+  int64_t l2_bytes = 0;
+};
+CudaDeviceInfo cuda_device_info();
 std::string cuda_device_arch();
+
+// A driver call that failed. `poisoned`: the error is sticky (an illegal address, a
+// launch failure): the process's context is unusable and the process must be replaced.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& what, bool poisoned) : Error(what), poisoned_(poisoned) {}
+  bool poisoned() const { return poisoned_; }
+
+ private:
+  bool poisoned_;
+};
+
+// One kernel loaded on device 0 (in this process's primary context, created on first
+// use: call it only in a process that will not fork afterwards, such as a measuring
+// worker), with device buffers for its arguments.
+class CudaKernel {
+ public:
+  // `shapes`: the byte size of every parameter, in order.
+  CudaKernel(const CudaBinary& binary, const std::string& kernel_name, const GpuLaunch& launch,
+             const std::vector<size_t>& param_bytes);
+  ~CudaKernel();
+  CudaKernel(const CudaKernel&) = delete;
+  CudaKernel& operator=(const CudaKernel&) = delete;
+
+  // Copies every argument to the GPU, launches once, waits, and copies the arguments
+  // in `outputs` (parameter indices) back.
+  void run(const std::vector<NDArray*>& args, const std::vector<int>& outputs);
+  // Times launches with CUDA events: warm-up, then rounds of launches lasting at least
+  // opt.min_round_seconds; each round's time per launch into `rounds`. With flush_l2,
+  // a buffer twice the L2's size is written before each launch, outside the timed span.
+  Timing time(const TimingOptions& opt, bool flush_l2, std::vector<double>* rounds = nullptr);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace basin::codegen

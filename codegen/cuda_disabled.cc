@@ -16,6 +16,17 @@ bool cuda_available(std::string* why) {
   return false;
 }
 
-std::string cuda_device_arch() { throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit"); }
+CudaDeviceInfo cuda_device_info() {
+  throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit");
+}
+std::string cuda_device_arch() { return cuda_device_info().arch; }
+
+struct CudaKernel::Impl {};
+CudaKernel::CudaKernel(const CudaBinary&, const std::string&, const GpuLaunch&, const std::vector<size_t>&) {
+  throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit");
+}
+CudaKernel::~CudaKernel() = default;
+void CudaKernel::run(const std::vector<NDArray*>&, const std::vector<int>&) {}
+Timing CudaKernel::time(const TimingOptions&, bool, std::vector<double>*) { return {}; }
 
 }  // namespace basin::codegen

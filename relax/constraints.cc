@@ -72,6 +72,54 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
   return out;
 }
 
+std::vector<Constraint> gpu_constraints(const LoweredFunc& structure, const GpuTarget& target) {
+  std::vector<Constraint> out;
+  Expr shared = num(0), regs = num(0), vthreads;
+  int threads = 0, depth = 0;
+  std::vector<Expr> vstack;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+    const StmtNode& n = *st;
+    switch (n.kind) {
+      case StmtKind::For: {
+        if (is_gpu_thread(n.for_kind))
+          out.push_back({"threads_per_block." + std::to_string(threads++), f64(n.extent) - num(target.threads_per_block)});
+        depth += is_gpu_thread(n.for_kind);
+        if (n.for_kind == ForKind::VThread) vstack.push_back(f64(n.extent));
+        walk(n.body[0]);
+        if (n.for_kind == ForKind::VThread) vstack.pop_back();
+        depth -= is_gpu_thread(n.for_kind);
+        return;
+      }
+      case StmtKind::Allocate: {
+        if (n.buffer->scope != MemScope::Global) {
+          Expr bytes = num(n.buffer->dtype.bytes());
+          for (const Expr& e : n.buffer->shape) bytes = bytes * f64(e);
+          if (n.buffer->scope == MemScope::Shared) shared = shared + bytes;
+          // A per-thread buffer in the block holds every thread's slice (stmt.h).
+          else regs = regs + (depth > 0 || n.buffer->shape.empty() ? bytes : bytes / f64(n.buffer->shape[0])) / num(4);
+        }
+        walk(n.body[0]);
+        return;
+      }
+      case StmtKind::Store: {
+        if (vstack.empty()) return;
+        Expr p = num(1);
+        for (const Expr& e : vstack) p = p * e;
+        vthreads = vthreads.defined() ? max(vthreads, p) : p;
+        return;
+      }
+      default:
+        for (const Stmt& c : n.body) walk(c);
+        return;
+    }
+  };
+  walk(structure.body);
+  out.push_back({"shared_memory", shared - num(target.shared_bytes)});
+  out.push_back({"registers", regs - num(target.registers - target.reserved_registers)});
+  if (vthreads.defined()) out.push_back({"vthreads", vthreads - num(target.vthreads)});
+  return out;
+}
+
 double penalty(const double* c, int n, double* grad) {
   double p = 0;
   for (int i = 0; i < n; ++i) {

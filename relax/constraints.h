@@ -1,4 +1,4 @@
-// Hardware constraints of a sketch on the CPU, as expressions of its knob variables
+// Hardware constraints of a sketch on the CPU or a GPU, as expressions of its knob variables
 // that are <= 0 when satisfied (DESIGN.md, "Constraints"). The relaxation penalizes
 // them with relu(c)^2; the sketch's own validity checks (sched::invalid_reason) stay
 // the hard limits at rounding time.
@@ -34,6 +34,24 @@ struct Constraint {
 //  - parallel_work: the core count against the largest parallel extent (a soft target).
 std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::KnobValues& knobs,
                                         const LoweredFunc& structure, const CpuTarget& target);
+
+// The bounds of an NVIDIA GPU since Volta (sched::kMaxGpu* are the hard ones).
+struct GpuTarget {
+  int threads_per_block = 1024;
+  int shared_bytes = 48 * 1024;  // static shared memory per block
+  int registers = 255;           // 4-byte registers per thread
+  int reserved_registers = 40;   // addresses, loaded operands, loop counters
+  int vthreads = 16;
+};
+
+// From a GPU sketch's structure:
+//  - threads_per_block.N: each thread loop's extent against the block's limit;
+//  - shared_memory: the block's shared buffers' bytes against the limit;
+//  - registers: each thread's own buffers (the accumulator) in 4-byte registers,
+//    against the register file less the reserved ones (beyond it they spill to local
+//    memory);
+//  - vthreads: the virtual threads around each store against the limit.
+std::vector<Constraint> gpu_constraints(const LoweredFunc& structure, const GpuTarget& target = {});
 
 // sum relu(c)^2 over n constraint values, and its gradient (2 relu(c)) into `grad` when
 // given.

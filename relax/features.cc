@@ -20,6 +20,14 @@ std::vector<std::string> make_names() {
   return n;
 }
 
+std::vector<std::string> make_gpu_names() {
+  std::vector<std::string> n = make_names();
+  for (const char* f : {"gpu.blocks", "gpu.threads_per_block", "gpu.vthreads", "gpu.shared_bytes", "gpu.thread_local_bytes"})
+    n.push_back(f);
+  for (int s = 0; s < kBufferSlots; ++s) n.push_back("buf" + std::to_string(s) + ".shared");
+  return n;
+}
+
 Expr f64(const Expr& e) { return e.dtype() == DType::f64() ? e : cast(DType::f64(), e); }
 Expr one() { return float_imm(DType::f64(), 1.0); }
 Expr zero() { return float_imm(DType::f64(), 0.0); }
@@ -82,6 +90,7 @@ Expr flat_of(const Buffer& b, const std::vector<Expr>& idx) {
 
 class Walker {
  public:
+  explicit Walker(FeatureSet set) : set_(set) {}
   std::vector<StoreFeatures> out;
 
   void walk(const Stmt& s) {
@@ -93,14 +102,24 @@ class Walker {
         loops_.pop_back();
         return;
       case StmtKind::Allocate: {
-        Expr saved = local_bytes_;
+        Expr saved = local_bytes_, saved_shared = shared_bytes_, saved_thread = thread_bytes_;
         if (n.buffer->scope != MemScope::Global) {
           Expr size = float_imm(DType::f64(), n.buffer->dtype.bytes());
           for (const Expr& e : n.buffer->shape) size = size * f64(e);
           local_bytes_ = local_bytes_.defined() ? local_bytes_ + size : size;
+          if (n.buffer->scope == MemScope::Shared) {
+            shared_bytes_ = shared_bytes_.defined() ? shared_bytes_ + size : size;
+          } else {
+            // A per-thread buffer allocated in the block holds every thread's slice,
+            // its first dimension (stmt.h).
+            Expr mine = in_thread_loop() || n.buffer->shape.empty() ? size : size / f64(n.buffer->shape[0]);
+            thread_bytes_ = thread_bytes_.defined() ? thread_bytes_ + mine : mine;
+          }
         }
         walk(n.body[0]);
         local_bytes_ = saved;
+        shared_bytes_ = saved_shared;
+        thread_bytes_ = saved_thread;
         return;
       }
       case StmtKind::Pragma: {
@@ -118,6 +137,12 @@ class Walker {
   }
 
  private:
+  bool in_thread_loop() const {
+    for (const Loop& l : loops_)
+      if (is_gpu_thread(l.kind)) return true;
+    return false;
+  }
+
   // The flat index with loop `which` at `at` and every other enclosing loop at 0.
   Expr index_at(const Expr& flat, int which, const Expr& at) {
     VarMap m;
@@ -196,26 +221,39 @@ class Walker {
       for (size_t a = 0; a < acc.size(); ++a) bytes = bytes + inner_unique[a][j] * bytes_of[a];
       v.push_back(flops_per_iter * it / bytes);
     }
-    BASIN_CHECK(static_cast<int>(v.size()) == num_features()) << v.size() << " features";
+    if (set_ == FeatureSet::Gpu) {
+      Expr blocks = one(), threads = one(), vthreads = one();
+      for (const Loop& l : loops_) {
+        if (is_gpu_block(l.kind)) blocks = blocks * l.extent;
+        if (is_gpu_thread(l.kind)) threads = threads * l.extent;
+        if (l.kind == ForKind::VThread) vthreads = vthreads * l.extent;
+      }
+      v.insert(v.end(), {blocks, threads, vthreads, shared_bytes_.defined() ? shared_bytes_ : zero(),
+                         thread_bytes_.defined() ? thread_bytes_ : zero()});
+      for (int s = 0; s < kBufferSlots; ++s)
+        v.push_back(s < static_cast<int>(acc.size()) && acc[s].buffer->scope == MemScope::Shared ? one() : zero());
+    }
+    BASIN_CHECK(static_cast<int>(v.size()) == num_features(set_)) << v.size() << " features";
     out.push_back({n.buffer->name, v});
   }
 
+  FeatureSet set_;
   std::vector<Loop> loops_;
   Expr unroll_;
-  Expr local_bytes_;
+  Expr local_bytes_, shared_bytes_, thread_bytes_;
 };
 
 }  // namespace
 
-const std::vector<std::string>& feature_names() {
-  static const std::vector<std::string> names = make_names();
-  return names;
+const std::vector<std::string>& feature_names(FeatureSet set) {
+  static const std::vector<std::string> cpu = make_names(), gpu = make_gpu_names();
+  return set == FeatureSet::Gpu ? gpu : cpu;
 }
 
-int num_features() { return static_cast<int>(feature_names().size()); }
+int num_features(FeatureSet set) { return static_cast<int>(feature_names(set).size()); }
 
-std::vector<StoreFeatures> extract_features(const LoweredFunc& structure) {
-  Walker w;
+std::vector<StoreFeatures> extract_features(const LoweredFunc& structure, FeatureSet set) {
+  Walker w(set);
   w.walk(structure.body);
   return w.out;
 }

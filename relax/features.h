@@ -19,12 +19,19 @@ namespace basin::relax {
 
 // Bumped whenever a feature changes meaning; estimators refuse features of another version.
 constexpr int kFeatureVersion = 1;
+
+// The CPU features, or for GPU programs the CPU features followed by the GPU ones
+// (block, thread and virtual-thread extents, shared memory and registers, which slots
+// read shared memory; docs/features.md). An estimator is trained on one set; the GPU
+// set has its own version.
+enum class FeatureSet : uint8_t { Cpu, Gpu };
+constexpr int kGpuFeatureVersion = 1;
 // Buffers described per store: the stored buffer, then the first loaded ones.
 constexpr int kBufferSlots = 4;
 constexpr int kIntensityLevels = 5;
 
-const std::vector<std::string>& feature_names();
-int num_features();
+const std::vector<std::string>& feature_names(FeatureSet set = FeatureSet::Cpu);
+int num_features(FeatureSet set = FeatureSet::Cpu);
 
 struct StoreFeatures {
   std::string buffer;         // the stored buffer
@@ -33,7 +40,7 @@ struct StoreFeatures {
 
 // Requires the structure form (multi-dimensional accesses). Loads inside indices
 // (gathers) count as index 0 for strides and dependences.
-std::vector<StoreFeatures> extract_features(const LoweredFunc& structure);
+std::vector<StoreFeatures> extract_features(const LoweredFunc& structure, FeatureSet set = FeatureSet::Cpu);
 
 // log2(1 + x) of every feature, at the given knob values ([store][feature]).
 std::vector<std::vector<double>> evaluate_features(const std::vector<StoreFeatures>& f, const VarValues& knobs);

@@ -30,7 +30,8 @@ RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, T
   exponents_.back().push_back({space_.unroll_var(), std::log(2.0)});
 
   LoweredFunc structure = sched::lower_sketch_structure(task, s, sym);
-  std::vector<StoreFeatures> feats = extract_features(structure);
+  set_ = feature_set_of(s);
+  std::vector<StoreFeatures> feats = extract_features(structure, set_);
   std::vector<Expr> outputs;
   const double inv_ln2 = 1.0 / std::log(2.0);
   for (const StoreFeatures& st : feats) {
@@ -40,14 +41,18 @@ RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, T
                         float_imm(DType::f64(), inv_ln2));
   }
   stores_ = static_cast<int>(feats.size());
-  for (const Constraint& c : cpu_constraints(s, sym, structure, target)) {
+  for (const Constraint& c : set_ == FeatureSet::Gpu ? gpu_constraints(structure) : cpu_constraints(s, sym, structure, target)) {
     constraint_names_.push_back(c.name);
     outputs.push_back(c.value);
   }
   tape_ = std::make_unique<Tape>(outputs, inputs, mode, tau);
 }
 
-int RelaxedSketch::num_features() const { return relax::num_features(); }
+int RelaxedSketch::num_features() const { return relax::num_features(set_); }
+
+FeatureSet feature_set_of(const sched::Sketch& s) {
+  return s.rule == sched::SketchRule::GpuRows || s.rule == sched::SketchRule::GpuTile ? FeatureSet::Gpu : FeatureSet::Cpu;
+}
 
 void RelaxedSketch::forward(const double* x, int batch, double* features, double* constraints) {
   int nk = static_cast<int>(knob_of_.size()), nv = num_vars();

@@ -10,11 +10,17 @@
 
 #include "core/ops/registry.h"
 #include "relax/constraints.h"
+#include "relax/features.h"
 #include "relax/knob_space.h"
 #include "relax/tape.h"
 
 namespace basin::relax {
 
+// The feature set of a sketch's programs: GPU for the GPU rules.
+FeatureSet feature_set_of(const sched::Sketch& s);
+
+// GPU sketches get the GPU feature set and gpu_constraints, CPU ones the CPU set and
+// cpu_constraints (with `target`).
 class RelaxedSketch {
  public:
   RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode = TapeMode::Relaxed,
@@ -39,6 +45,7 @@ class RelaxedSketch {
  private:
   KnobSpace space_;
   TapeMode mode_;
+  FeatureSet set_ = FeatureSet::Cpu;
   std::vector<std::pair<int, int>> knob_of_;  // tape input -> (split, level); (-1, -1) for unroll
   std::vector<std::vector<std::pair<int, double>>> exponents_;  // tape input -> (x index, ln p)
   std::unique_ptr<Tape> tape_;

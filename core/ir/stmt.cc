@@ -29,6 +29,7 @@ const char* for_kind_name(ForKind k) {
 bool is_gpu_thread(ForKind k) {
   return k == ForKind::ThreadX || k == ForKind::ThreadY || k == ForKind::ThreadZ;
 }
+bool is_gpu_block(ForKind k) { return k == ForKind::BlockX || k == ForKind::BlockY || k == ForKind::BlockZ; }
 bool is_gpu_kind(ForKind k) {
   return is_gpu_thread(k) || k == ForKind::BlockX || k == ForKind::BlockY ||
          k == ForKind::BlockZ || k == ForKind::VThread;

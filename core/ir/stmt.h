@@ -11,7 +11,13 @@
 //   interpreter fills floats with NaN so that a read before a write shows).
 // - Store writes value at a flat (or, before flattening, multi-dimensional) index;
 //   every access must be in bounds.
-// - Barrier synchronizes the threads of a GPU block.
+// - Barrier synchronizes the threads of a GPU block. GPU code is written in phases:
+//   a block loop's body runs on every thread of the block; a thread loop inside it is
+//   each thread's own iteration; a Barrier sits in the block, between thread loops,
+//   never inside one. Run one thread after another (the interpreter), a phase then
+//   computes what the threads compute together. A Local buffer allocated in the block
+//   outside the thread loops is per thread: its first dimension is the thread index,
+//   and every access indexes it by the enclosing thread loop's variable.
 // - Pragma attaches a key/value hint (e.g. "auto_unroll_max_step") to its body; the
 //   value is an integer expression, constant once knobs have values.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
@@ -53,7 +59,8 @@ enum class ForKind : uint8_t {
 #undef BASIN_X
 };
 const char* for_kind_name(ForKind k);
-bool is_gpu_thread(ForKind k);  // threadIdx.* (a Barrier must sit inside one)
+bool is_gpu_thread(ForKind k);  // threadIdx.*
+bool is_gpu_block(ForKind k);   // blockIdx.* (a Barrier sits inside one, outside thread loops)
 bool is_gpu_kind(ForKind k);
 
 struct StmtNode;

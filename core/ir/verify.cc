@@ -14,6 +14,7 @@ struct Verifier {
   std::unordered_set<const BufferNode*> buffers;
   std::vector<std::string> errors;
   int thread_depth = 0;
+  int block_depth = 0;
 
   void error(const std::string& s) { errors.push_back(s); }
 
@@ -47,8 +48,10 @@ struct Verifier {
           error("GPU loop '" + n.var.name() + "' does not start at 0");
         vars_in_scope.insert(n.var.id());
         thread_depth += is_gpu_thread(n.for_kind);
+        block_depth += is_gpu_block(n.for_kind);
         visit(n.body[0]);
         thread_depth -= is_gpu_thread(n.for_kind);
+        block_depth -= is_gpu_block(n.for_kind);
         vars_in_scope.erase(n.var.id());
         return;
       }
@@ -75,7 +78,8 @@ struct Verifier {
         for (const Stmt& c : n.body) visit(c);
         return;
       case StmtKind::Barrier:
-        if (thread_depth == 0) error("barrier outside a GPU thread loop");
+        if (block_depth == 0) error("barrier outside a GPU block loop");
+        if (thread_depth > 0) error("barrier inside a GPU thread loop (barriers separate the thread loops of a block)");
         return;
     }
   }

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/expr/analyzer.h"
 #include "core/ir/flatten_buffers.h"
@@ -467,6 +468,198 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   return body;
 }
 
+
+// ---- the GPU tiling rule ----
+
+// One block per output tile, its threads in phases separated by barriers: each phase
+// is a ThreadX loop (every thread runs its own iteration; the interpreter runs them
+// one after another, which the barriers make equivalent). The accumulator is a Local
+// buffer allocated outside the thread loops with the thread index as its first
+// dimension: each thread's registers (the CUDA printer drops that dimension).
+//
+//   for blockIdx: alloc shared tiles, acc[threads, V..., I...]
+//     threads: acc = identity
+//     for r0 (each reduction axis's outer part):
+//       threads: cooperative load of each cached input's tile (strided by the threads)
+//       barrier
+//       threads: for r1: for v: for i: acc[t, v, i] += body (cached inputs from shared)
+//       barrier
+//     threads: for v: for i: out[...] = epilogue(acc[t, v, i])
+Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
+  AnchorInfo info = *analyze_anchor(task);
+  const te::OpNode& a = *info.anchor;
+  size_t ns = a.axes.size(), nr = a.reduce_axes.size();
+  const Expr one(int64_t{1});
+  // Per spatial axis: blocks, vthreads, threads, register tile.
+  std::vector<Expr> nb(ns), nv(ns), nt(ns), ni(ns), tile(ns + nr);
+  for (size_t i = 0; i < ns; ++i) {
+    nv[i] = k.factors[i][0];
+    nt[i] = k.factors[i][1];
+    ni[i] = k.factors[i][2];
+    tile[i] = nv[i] * nt[i] * ni[i];
+    nb[i] = floordiv(Expr(a.axes[i].extent), tile[i]);
+  }
+  std::vector<Expr> r1(nr), r0n(nr);
+  for (size_t j = 0; j < nr; ++j) {
+    r1[j] = k.factors[ns + j][0];
+    tile[ns + j] = r1[j];
+    r0n[j] = floordiv(Expr(a.reduce_axes[j].extent), r1[j]);
+  }
+  Expr threads = simplify(product(nt)), blocks = simplify(product(nb));
+  Var bx("blockIdx");
+  std::vector<Expr> b = unfuse_index(bx, nb);
+  std::vector<Var> r0(nr);
+  for (size_t j = 0; j < nr; ++j) r0[j] = Var(s.splits[ns + j].name + ".0");
+  // The tile's first index along each axis.
+  std::vector<Expr> base(ns + nr);
+  for (size_t i = 0; i < ns; ++i) base[i] = b[i] * tile[i];
+  for (size_t j = 0; j < nr; ++j) base[ns + j] = Expr(r0[j]) * r1[j];
+
+  // A thread phase: its own thread variable, the spatial thread indices unfused from it.
+  struct Phase {
+    Var t;
+    std::vector<Expr> ti;
+  };
+  auto phase = [&](const std::string& name) {
+    Phase p{Var("threadIdx." + name), {}};
+    p.ti = unfuse_index(p.t, nt);
+    return p;
+  };
+  auto thread_loop = [&](const Phase& p, Stmt body) { return loop(p.t, threads, std::move(body), ForKind::ThreadX); };
+  // The per-thread loops over virtual threads (VThread loops: each thread computes its
+  // V sub-tiles, T x I apart, interleaved by unrolling) and the register tile.
+  struct Inner {
+    std::vector<Var> v, i;
+  };
+  auto inner_vars = [&](const std::string& tag) {
+    Inner in;
+    for (size_t x = 0; x < ns; ++x) {
+      in.v.push_back(Var(s.splits[x].name + ".v" + tag));
+      in.i.push_back(Var(s.splits[x].name + ".i" + tag));
+    }
+    return in;
+  };
+  auto inner_loops = [&](const Inner& in, Stmt st) {
+    for (size_t x = ns; x-- > 0;) st = loop(in.i[x], ni[x], st);
+    for (size_t x = ns; x-- > 0;) st = loop(in.v[x], nv[x], st, ForKind::VThread);
+    return st;
+  };
+  // Index within the block's tile, and in the whole axis.
+  auto local_index = [&](const Phase& p, const Inner& in, size_t x) {
+    return (Expr(in.v[x]) * nt[x] + p.ti[x]) * ni[x] + in.i[x];
+  };
+  std::vector<Expr> acc_shape = {threads};
+  for (size_t x = 0; x < ns; ++x) acc_shape.push_back(nv[x]);
+  for (size_t x = 0; x < ns; ++x) acc_shape.push_back(ni[x]);
+  Buffer acc = make_buffer(a.name + "_acc", a.buffer->dtype, simplified(acc_shape), MemScope::Local);
+  auto acc_index = [&](const Phase& p, const Inner& in) {
+    std::vector<Expr> r = {p.t};
+    for (size_t x = 0; x < ns; ++x) r.push_back(in.v[x]);
+    for (size_t x = 0; x < ns; ++x) r.push_back(in.i[x]);
+    return r;
+  };
+
+  // The cached inputs' shared tiles and their cooperative loads.
+  std::unordered_set<const te::OpNode*> inl;
+  for (const te::Op& pr : info.producers) inl.insert(pr.get());
+  std::vector<CachedInput> cached = cached_inputs(info);
+  std::vector<Buffer> shared;
+  Phase pl = phase("load");
+  std::vector<Stmt> loads;
+  for (size_t c = 0; c < cached.size(); ++c) {
+    const CachedInput& ci = cached[c];
+    std::vector<Expr> shape, first;
+    for (size_t d = 0; d < ci.coef.size(); ++d) {
+      Expr ext = one, at(ci.offset[d]);
+      for (size_t x = 0; x < ns + nr; ++x) {
+        if (ci.coef[d][x] == 0) continue;
+        ext = ext + Expr(ci.coef[d][x]) * (tile[x] - one);
+        at = at + Expr(ci.coef[d][x]) * base[x];
+      }
+      shape.push_back(ext);
+      first.push_back(at);
+    }
+    shape = simplified(shape);
+    Buffer sh = make_buffer(ci.buffer->name + "_shared", ci.buffer->dtype, shape, MemScope::Shared);
+    shared.push_back(sh);
+    Var e(ci.buffer->name + ".e");
+    Expr size = simplify(product(shape));
+    Expr flat = Expr(e) * threads + pl.t;
+    std::vector<Expr> at = unfuse_index(flat, shape), src;
+    for (size_t d = 0; d < at.size(); ++d) src.push_back(first[d] + at[d]);
+    Expr value = inline_stages(load(ci.buffer, src), inl);
+    loads.push_back(loop(e, floordiv(size + threads - one, threads), make_if(flat < size, make_store(sh, at, value))));
+  }
+
+  // The accumulation: cached inputs read from shared memory at the index within the tile.
+  Phase pc = phase("compute");
+  Inner ic = inner_vars("");
+  std::vector<Var> r1v(nr);
+  for (size_t j = 0; j < nr; ++j) r1v[j] = Var(s.splits[ns + j].name + ".1");
+  std::vector<Expr> within(ns + nr), full(ns + nr);
+  for (size_t x = 0; x < ns; ++x) {
+    within[x] = local_index(pc, ic, x);
+    full[x] = base[x] + within[x];
+  }
+  for (size_t j = 0; j < nr; ++j) {
+    within[ns + j] = r1v[j];
+    full[ns + j] = base[ns + j] + r1v[j];
+  }
+  Expr body = rewrite_post_order(a.body, [&](const Expr& x) -> Expr {
+    if (x.kind() != ExprKind::Load) return Expr();
+    for (size_t c = 0; c < cached.size(); ++c) {
+      if (x->buffer.get() != cached[c].buffer.get()) continue;
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < cached[c].coef.size(); ++d) {
+        Expr e(int64_t{0});
+        for (size_t y = 0; y < ns + nr; ++y)
+          if (cached[c].coef[d][y]) e = e + Expr(cached[c].coef[d][y]) * within[y];
+        idx.push_back(e);
+      }
+      return load(shared[c], idx);
+    }
+    return Expr();
+  });
+  body = inline_stages(body, inl);
+  VarMap m;
+  for (size_t i = 0; i < ns; ++i) m[a.axes[i].var.id()] = full[i];
+  for (size_t j = 0; j < nr; ++j) m[a.reduce_axes[j].var.id()] = full[ns + j];
+  body = substitute(body, m);
+  std::vector<Expr> ai = acc_index(pc, ic);
+  Stmt update = inner_loops(ic, make_store(acc, ai, te::reduce_combine(a.reduce, load(acc, ai), body)));
+  for (size_t j = nr; j-- > 0;) update = loop(r1v[j], r1[j], update);
+  Stmt step = make_seq({thread_loop(pl, make_seq(loads)), make_barrier(),
+                        thread_loop(pc, make_pragma(kUnrollPragma, k.unroll, update)), make_barrier()});
+  for (size_t j = nr; j-- > 0;) step = loop(r0[j], r0n[j], step);
+
+  Phase pi = phase("init");
+  Inner ii = inner_vars(".init");
+  Stmt init = thread_loop(pi, inner_loops(ii, make_store(acc, acc_index(pi, ii), te::reduce_identity(a.reduce, acc->dtype))));
+
+  // The write-back through the epilogue.
+  Phase pw = phase("store");
+  Inner iw = inner_vars(".store");
+  std::vector<Expr> out_idx;
+  for (size_t x = 0; x < ns; ++x) out_idx.push_back(base[x] + local_index(pw, iw, x));
+  Expr value = load(acc, acc_index(pw, iw));
+  const te::OpNode* prev = &a;
+  for (const te::Op& c : info.epilogue) {
+    VarMap cm;
+    for (size_t i = 0; i < ns; ++i) cm[c->axes[i].var.id()] = out_idx[i];
+    Expr v = rewrite_post_order(c->body, [&](const Expr& x) -> Expr {
+      if (x.kind() == ExprKind::Load && x->buffer.get() == prev->buffer.get()) return value;
+      return Expr();
+    });
+    value = substitute(v, cm);
+    prev = c.get();
+  }
+  Stmt store = thread_loop(pw, inner_loops(iw, make_store(out_buf, out_idx, value)));
+
+  Stmt blk = make_allocate(acc, make_seq({init, step, store}));
+  for (size_t c = shared.size(); c-- > 0;) blk = make_allocate(shared[c], blk);
+  return loop(bx, blocks, blk, ForKind::BlockX);
+}
+
 }  // namespace
 
 LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
@@ -481,8 +674,9 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
     f.params.push_back(t.buffer());
     outputs[t.op().get()] = t.buffer();
   }
-  f.body = s.rule == SketchRule::Anchor ? build_anchor(task, s, k, task.outputs[0].buffer(), fuse_parallel)
-                                         : build_generic(task, s, k, outputs, fuse_parallel);
+  if (s.rule == SketchRule::Anchor) f.body = build_anchor(task, s, k, task.outputs[0].buffer(), fuse_parallel);
+  else if (s.rule == SketchRule::GpuTile) f.body = build_gpu_tile(task, s, k, task.outputs[0].buffer());
+  else f.body = build_generic(task, s, k, outputs, fuse_parallel);
   return f;
 }
 

@@ -179,6 +179,19 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
   constexpr int64_t kMaxLanes = 64;
   for (size_t i = 0; i < s.splits.size(); ++i)
     if (s.splits[i].vectorized && inner(c, i) > kMaxLanes) return "more than 64 vector lanes";
+  if (s.rule == SketchRule::GpuTile) {
+    GpuTileUse u = gpu_tile_use(s, c);
+    if (u.threads > kMaxGpuThreads)
+      return std::to_string(u.threads) + " threads per block (at most " + std::to_string(kMaxGpuThreads) + ")";
+    if (u.vthreads > kMaxGpuVthreads)
+      return std::to_string(u.vthreads) + " virtual threads (at most " + std::to_string(kMaxGpuVthreads) + ")";
+    if (u.registers > kMaxGpuRegisterTile)
+      return "an accumulator of " + std::to_string(u.registers) + " elements per thread (at most " +
+             std::to_string(kMaxGpuRegisterTile) + ")";
+    if (u.shared_bytes > kMaxGpuSharedBytes)
+      return std::to_string(u.shared_bytes) + " bytes of shared memory per block (at most " +
+             std::to_string(kMaxGpuSharedBytes) + ")";
+  }
   if (s.rule == SketchRule::GpuRows && c.factors.at(0).at(0) > kMaxGpuThreads)
     return std::to_string(c.factors[0][0]) + " threads per block (at most " + std::to_string(kMaxGpuThreads) + ")";
   if (s.rule == SketchRule::Anchor) {
@@ -191,6 +204,29 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
     if (acc > (s.acc_level == 1 ? 65536 : 16384)) return "accumulator of " + std::to_string(acc) + " elements";
   }
   return "";
+}
+
+GpuTileUse gpu_tile_use(const Sketch& s, const Config& c) {
+  GpuTileUse u;
+  std::vector<int64_t> tile(s.splits.size(), 1);
+  for (size_t i = 0; i < s.splits.size(); ++i) {
+    for (int64_t f : c.factors[i]) tile[i] *= f;
+    if (s.splits[i].parts != 3) continue;
+    u.vthreads *= c.factors[i][0];
+    u.threads *= c.factors[i][1];
+    u.registers *= c.factors[i][0] * c.factors[i][2];
+    u.blocks *= s.splits[i].extent / tile[i];
+  }
+  for (const SharedFootprint& fp : s.shared) {
+    int64_t n = fp.elem_bytes;
+    for (const auto& coef : fp.coef) {
+      int64_t d = 1;
+      for (size_t a = 0; a < coef.size(); ++a) d += coef[a] * (tile[a] - 1);
+      n *= d;
+    }
+    u.shared_bytes += n;
+  }
+  return u;
 }
 
 Config random_config(const Sketch& s, std::mt19937_64& rng) {
@@ -214,7 +250,47 @@ int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
 }
 }  // namespace
 
+namespace {
+
+// GpuTile: up to 256 threads, at most 32 along each spatial axis from the innermost
+// out; a register tile of up to 4 along the two innermost axes with extent left; the
+// first reduction axis 8 (or less) per shared-memory step, small ones whole. Made
+// smaller until it fits the GPU's bounds.
+Config default_gpu_tile(const Sketch& s) {
+  Config c;
+  c.unroll = 64;
+  c.factors.resize(s.splits.size());
+  int64_t budget = 256;
+  int reg_axes = 0;
+  bool first_reduce = true;
+  for (size_t x = s.splits.size(); x-- > 0;) {
+    const SplitSpec& sp = s.splits[x];
+    if (sp.parts != 3) continue;
+    int64_t t = largest_divisor_at_most(sp.extent, std::min<int64_t>(budget, 32));
+    budget /= t;
+    int64_t r = reg_axes < 2 ? largest_divisor_at_most(sp.extent / t, 4) : 1;
+    reg_axes += r > 1;
+    c.factors[x] = {1, t, r};
+  }
+  for (size_t x = 0; x < s.splits.size(); ++x) {
+    const SplitSpec& sp = s.splits[x];
+    if (sp.parts == 3) continue;
+    c.factors[x] = {first_reduce ? largest_divisor_at_most(sp.extent, 8) : (sp.extent <= 7 ? sp.extent : 1)};
+    first_reduce = false;
+  }
+  // Too big: the reduction steps first, then the register tiles, then the threads.
+  for (int level : {-1, 2, 1})
+    for (size_t x = 0; x < s.splits.size() && !invalid_reason(s, c).empty(); ++x) {
+      if ((level == -1) != (s.splits[x].parts == 1)) continue;
+      c.factors[x][level == -1 ? 0 : level] = 1;
+    }
+  return c;
+}
+
+}  // namespace
+
 Config default_config(const Sketch& s) {
+  if (s.rule == SketchRule::GpuTile) return default_gpu_tile(s);
   Config c;
   for (size_t i = 0; i < s.splits.size(); ++i) {
     const SplitSpec& sp = s.splits[i];

@@ -47,6 +47,15 @@ enum class SketchRule : uint8_t {
   Anchor,   // multi-level tiling of a conv/dense/matmul with a local accumulator
   Generic,  // reductions (softmax, norms) and injective ops: parallel outer, vector inner
   GpuRows,  // GPU: the generic rule's rows bound to blocks x threads, one row per thread
+  GpuTile,  // GPU: an anchor tiled over blocks, virtual threads, threads and registers
+};
+
+// GpuTile: the tile of one input a block caches in shared memory per outer reduction
+// step: dimension d holds 1 + sum_a coef[d][a] * (tile_a - 1) elements, tile_a the
+// product of split a's factors (the splits are the anchor's axes, spatial first).
+struct SharedFootprint {
+  int64_t elem_bytes = 4;
+  std::vector<std::vector<int64_t>> coef;
 };
 
 struct Sketch {
@@ -67,6 +76,9 @@ struct Sketch {
   // Generic choice: the number of leading axes shared by every stage, computed at once
   // in one parallel loop (0: every stage runs as its own loop nest).
   int prefix = 0;
+
+  // GpuTile: the inputs cached in shared memory.
+  std::vector<SharedFootprint> shared;
 };
 
 // Values of a sketch's knobs: factors[i] holds splits[i].parts factors.
@@ -90,14 +102,28 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 // The sketches of a task for the CPU (in a stable order). Every task of the operator
 // library has at least one.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
-// The sketches of a task for NVIDIA GPUs (docs/gpu.md). Today one rule, GpuRows: the
-// generic rule's shared rows (every output element for an injective task) fused and
-// bound to blockIdx.x x threadIdx.x, the threads per block a knob ("rows.t", at most
-// 1024); each thread computes its row's stages in registers. Empty when the task's
-// stages share no rows (several separate loop nests need several kernels).
+// The sketches of a task for NVIDIA GPUs (docs/gpu.md).
+// - GpuTile, for an anchor (conv, dense, matmul, batch_matmul) and its epilogue: each
+//   spatial axis split into blocks x virtual threads x threads x a register tile
+//   (knobs "<axis>.1" to ".3"), each reduction axis into an outer and an inner part;
+//   per outer step the block's threads cooperatively load the inputs' tiles into
+//   shared memory, then accumulate their register tiles from them.
+// - GpuRows, for the other tasks: the generic rule's shared rows (every output element
+//   for an injective task) fused and bound to blockIdx.x x threadIdx.x, the threads per
+//   block a knob ("rows.t"); each thread computes its row's stages in registers. None
+//   when the task's stages share no rows (several loop nests need several kernels).
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task);
-// The most threads a GPU block may have.
-constexpr int64_t kMaxGpuThreads = 1024;
+// The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).
+constexpr int64_t kMaxGpuThreads = 1024;          // threads per block
+constexpr int64_t kMaxGpuSharedBytes = 48 * 1024;  // static shared memory per block
+constexpr int64_t kMaxGpuVthreads = 16;            // virtual threads per thread
+constexpr int64_t kMaxGpuRegisterTile = 128;       // accumulator elements per thread
+// The GpuTile quantities of a configuration: threads per block, virtual threads,
+// accumulator elements per thread, shared-memory bytes per block.
+struct GpuTileUse {
+  int64_t threads = 1, vthreads = 1, registers = 1, shared_bytes = 0, blocks = 1;
+};
+GpuTileUse gpu_tile_use(const Sketch& s, const Config& c);
 
 // Throws NotFoundError listing the sketches when the name is unknown.
 const Sketch& find_sketch(const std::vector<Sketch>& sketches, const std::string& name);

@@ -113,9 +113,29 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
   return out;
 }
 
+// GpuTile: every split a divisor tiling (GPU tiles need no guards: a thread count
+// that does not divide leaves the last block's threads idle instead).
+Sketch gpu_tile_sketch(const AnchorInfo& info) {
+  const te::OpNode& a = *info.anchor;
+  Sketch s;
+  s.rule = SketchRule::GpuTile;
+  s.name = "gpu.tile";
+  std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
+  for (size_t i = 0; i < a.axes.size(); ++i) s.splits.push_back({sn[i], a.axes[i].extent, 3, false, false});
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j) s.splits.push_back({rn[j], a.reduce_axes[j].extent, 1, false, false});
+  for (const CachedInput& c : cached_inputs(info)) {
+    SharedFootprint fp;
+    fp.elem_bytes = std::max(1, c.buffer->dtype.bits / 8);
+    fp.coef = c.coef;
+    s.shared.push_back(fp);
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
+  if (auto anchor = analyze_anchor(task)) return {gpu_tile_sketch(*anchor)};
   GenericInfo info = analyze_generic(task);
   if (info.stages.empty() || task.outputs.size() != 1) return {};
   const te::OpNode& out = *task.outputs[0].op();

@@ -2,6 +2,8 @@
 
 #include <unordered_map>
 
+#include "core/expr/analyzer.h"
+
 namespace basin::sched {
 
 namespace {
@@ -165,6 +167,46 @@ GenericInfo analyze_generic(const ops::OpGraph& task) {
   }
   info.max_prefix = std::max(0, k);
   return info;
+}
+
+std::vector<CachedInput> cached_inputs(const AnchorInfo& info) {
+  const te::OpNode& a = *info.anchor;
+  std::vector<Var> axes;
+  for (const te::IterVar& iv : a.axes) axes.push_back(iv.var);
+  for (const te::IterVar& iv : a.reduce_axes) axes.push_back(iv.var);
+  std::vector<const BufferNode*> order;
+  std::unordered_map<const BufferNode*, std::vector<Expr>> loads;
+  for (const Expr& l : loads_in(a.body)) {
+    if (!loads.count(l->buffer.get())) order.push_back(l->buffer.get());
+    loads[l->buffer.get()].push_back(l);
+  }
+  Analyzer an;
+  std::vector<CachedInput> out;
+  for (const BufferNode* b : order) {
+    const std::vector<Expr>& ls = loads[b];
+    bool ok = true;
+    for (const Expr& l : ls) ok &= structural_equal(l, ls[0]);
+    CachedInput c;
+    c.buffer = ls[0]->buffer;
+    for (const Expr& ix : ls[0]->args) {
+      if (!ok) break;
+      LinearForm f = an.linear_form(ix);
+      std::vector<int64_t> coef(axes.size(), 0);
+      for (const auto& [term, k] : f.terms) {
+        bool found = false;
+        for (size_t i = 0; i < axes.size() && !found; ++i)
+          if (term.kind() == ExprKind::Var && Var(term).id() == axes[i].id()) {
+            coef[i] += k;
+            found = true;
+          }
+        ok &= found && k > 0;
+      }
+      c.coef.push_back(coef);
+      c.offset.push_back(f.constant);
+    }
+    if (ok) out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace basin::sched

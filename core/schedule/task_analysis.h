@@ -25,6 +25,20 @@ struct AnchorInfo {
   std::vector<PackCandidate> pack_candidates;
 };
 
+// An input of the anchor that a GPU block caches in shared memory (the GpuTile rule):
+// the anchor reads it (a placeholder, or a producer such as the padding, whose values
+// are computed as they are cached) at one list of indices, each affine in the anchor's
+// axes with non-negative coefficients: index d = offset[d] + sum_a coef[d][a] * axis_a,
+// the axes numbered spatial first, then reduction.
+struct CachedInput {
+  Buffer buffer;
+  std::vector<std::vector<int64_t>> coef;
+  std::vector<int64_t> offset;
+};
+struct AnchorInfo;
+// The anchor's inputs that can be cached, in the order the anchor first reads them.
+std::vector<CachedInput> cached_inputs(const AnchorInfo& info);
+
 // The anchor rule applies when the task has one output, computed by a chain of
 // elementwise/broadcast stages from one anchor (a tiled reduction), whose other inputs
 // are placeholders or injective stages read only by the anchor.

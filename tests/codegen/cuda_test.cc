@@ -65,6 +65,34 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
   EXPECT_GE(sketches, 12);
 }
 
+// A Local buffer allocated in the block, outside the thread loops, is per thread: the
+// kernel declares one thread's slice and indexes it without the thread dimension.
+TEST(Cuda, PerThreadBuffersAreEachThreadsSlice) {
+  Var b("b"), t("t");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(8)});
+  Buffer acc = make_buffer("acc", DType::f32(), {Expr(8)}, MemScope::Local);  // [4 threads, 2]
+  Stmt body = make_for(t, 0, 4, ForKind::ThreadX,
+                       make_seq({make_store(acc, {Expr(t) * 2 + 1}, fconst(3)),
+                                 make_store(out, {Expr(b) * 4 + t}, load(acc, {Expr(t) * 2 + 1}))}));
+  LoweredFunc f{"slice", {out}, {0}, make_for(b, 0, 2, ForKind::BlockX, make_allocate(acc, body))};
+  std::string k = codegen::print_cuda(f);
+  EXPECT_NE(k.find("float acc_" + std::to_string(acc->id) + "[2];"), std::string::npos) << k;
+  EXPECT_NE(k.find("acc_" + std::to_string(acc->id) + "[1LL] = 3.0f"), std::string::npos) << k;
+  // Outside a thread loop it has no slice to name.
+  LoweredFunc g{"stray", {out}, {0},
+                make_for(b, 0, 2, ForKind::BlockX,
+                         make_allocate(acc, make_seq({make_store(acc, {Expr(0)}, fconst(1)),
+                                                      make_for(t, 0, 4, ForKind::ThreadX, make_store(out, {t}, fconst(0)))})))};
+  EXPECT_THROW(codegen::print_cuda(g), Error);
+  // The tiled rule's accumulator: its register tile per thread.
+  ops::OpGraph d = ops::build_op("dense", parse("M=64 K=64 N=64"));
+  const sched::Sketch s = sched::gpu_sketches(d).at(0);
+  sched::Config c = sched::default_config(s);
+  std::string dk = codegen::print_cuda(sched::lower_config(d, s, c));
+  EXPECT_NE(dk.find("[" + std::to_string(sched::gpu_tile_use(s, c).registers) + "];  /* local */"), std::string::npos) << dk;
+  EXPECT_NE(dk.find("__syncthreads();"), std::string::npos);
+}
+
 TEST(Cuda, LaunchExtentsComeFromTheBoundLoops) {
   ops::OpGraph g = ops::build_op("relu", parse("shape=100,30"));
   const sched::Sketch s = sched::gpu_sketches(g).at(0);

@@ -62,6 +62,18 @@ TEST(LoopIR, WellFormednessCatchesUnboundVariablesAndBuffers) {
   EXPECT_THROW(verify_well_formed(f), InternalError);
   LoweredFunc g{"barrier", {out}, {0}, make_seq({make_barrier()})};
   EXPECT_EQ(well_formed_errors(g).size(), 1u);
+  // A barrier separates a block's thread loops; inside one it would wait for threads
+  // the interpreter has not run yet.
+  Var b("b"), t("t"), u("u");
+  Stmt phase1 = make_for(t, 0, 4, ForKind::ThreadX, make_store(out, {t}, fconst(1)));
+  Stmt phase2 = make_for(u, 0, 4, ForKind::ThreadX, make_store(out, {u}, fconst(2)));
+  LoweredFunc ok{"phases", {out}, {0}, make_for(b, 0, 1, ForKind::BlockX, make_seq({phase1, make_barrier(), phase2}))};
+  EXPECT_TRUE(well_formed_errors(ok).empty());
+  LoweredFunc inside{"inside", {out}, {0},
+                     make_for(b, 0, 1, ForKind::BlockX,
+                              make_for(t, 0, 4, ForKind::ThreadX, make_seq({make_barrier(), make_store(out, {t}, fconst(1))})))};
+  ASSERT_EQ(well_formed_errors(inside).size(), 1u);
+  EXPECT_NE(well_formed_errors(inside)[0].find("inside a GPU thread loop"), std::string::npos);
   LoweredFunc h{"twice", {out}, {0}, make_for(i, 0, 2, ForKind::Serial, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, fconst(1))))};
   EXPECT_EQ(well_formed_errors(h).size(), 1u);
 }

@@ -64,8 +64,9 @@ TEST_P(SketchesOfEveryOperator, RandomConfigurationsMatchTheDefaultSchedule) {
   }
 }
 
-// The GPU rows rule on every operator that has it: blocks and threads run serially in
-// the interpreter, so the program must compute what the default schedule computes.
+// The GPU rules on every operator: blocks and threads (a block's thread loops in phases
+// between barriers) run serially in the interpreter, so the program must compute what
+// the default schedule computes.
 TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
   const Case& c = GetParam();
   ops::OpGraph g = ops::build_op(c.op, parse(c.params));
@@ -75,7 +76,7 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
   std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
   std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "gpu"));
   for (const sched::Sketch& s : sketches) {
-    EXPECT_EQ(s.rule, sched::SketchRule::GpuRows);
+    EXPECT_TRUE(s.rule == sched::SketchRule::GpuRows || s.rule == sched::SketchRule::GpuTile);
     for (int trial = 0; trial < 3; ++trial) {
       sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
       ASSERT_EQ(sched::invalid_reason(s, cfg), "");
@@ -91,6 +92,68 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
       EXPECT_TRUE(blocks && threads) << to_string(f);
       expect_matches(c, g, s, cfg, f, in, want);
     }
+  }
+}
+
+// The GPU tiling rule, more configurations: every anchor case of the suite (the shared
+// tiles of padded, strided, dilated and grouped convolutions, fused epilogues, batched
+// matmuls), 15 random configurations each.
+TEST(Sketch, GpuTileRandomConfigurationsMatchTheDefaultSchedule) {
+  int cases = 0, cached = 0;
+  for (const Case& c : good_cases()) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
+    if (sk.empty() || sk[0].rule != sched::SketchRule::GpuTile) continue;
+    ++cases;
+    cached += !sk[0].shared.empty();
+    std::vector<NDArray> in = inputs_for(g, 3);
+    std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
+    std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "tile"));
+    for (int trial = 0; trial < 15; ++trial) {
+      sched::Config cfg = sched::random_config(sk[0], rng);
+      LoweredFunc f = sched::lower_config(g, sk[0], cfg);
+      int barriers = 0, shared = 0;
+      visit_stmt(f.body, [&](const Stmt& st) {
+        barriers += st.kind() == StmtKind::Barrier;
+        shared += st.kind() == StmtKind::Allocate && st->buffer->scope == MemScope::Shared;
+      });
+      EXPECT_EQ(shared, static_cast<int>(sk[0].shared.size()));
+      EXPECT_EQ(barriers, 2);
+      expect_matches(c, g, sk[0], cfg, f, in, want);
+    }
+  }
+  EXPECT_GE(cases, 15);
+  EXPECT_GE(cached, cases - 4);  // grouped and transposed convolutions read some inputs from global memory
+}
+
+// The GPU bounds: threads, virtual threads, the register tile and shared memory.
+TEST(Sketch, GpuTileConfigurationsKeepTheGpuBounds) {
+  ops::OpGraph g = ops::build_op("dense", parse("M=512 K=512 N=512"));
+  sched::Sketch s = sched::gpu_sketches(g).at(0);
+  ASSERT_EQ(s.name, "gpu.tile");
+  ASSERT_EQ(s.shared.size(), 2u);
+  sched::Config c = sched::default_config(s);
+  ASSERT_EQ(sched::invalid_reason(s, c), "");
+  sched::GpuTileUse u = sched::gpu_tile_use(s, c);
+  EXPECT_EQ(u.threads, 256);
+  // Tiles of 32 x 128 (i: 8 threads x 4, j: 32 threads x 4), 8 of k per step.
+  EXPECT_EQ(u.shared_bytes, (32 + 128) * 8 * 4);
+  EXPECT_EQ(u.blocks, 512 / 32 * 512 / 128);
+  auto reason = [&](std::vector<std::vector<int64_t>> f) {
+    sched::Config x = c;
+    x.factors = std::move(f);
+    return sched::invalid_reason(s, x);
+  };
+  EXPECT_NE(reason({{1, 64, 1}, {1, 32, 1}, {8}}).find("2048 threads per block"), std::string::npos);
+  EXPECT_NE(reason({{4, 1, 1}, {8, 1, 1}, {8}}).find("virtual threads"), std::string::npos);
+  EXPECT_NE(reason({{1, 1, 16}, {1, 1, 16}, {8}}).find("accumulator of 256"), std::string::npos);
+  EXPECT_NE(reason({{1, 16, 8}, {1, 16, 8}, {64}}).find("bytes of shared memory"), std::string::npos);
+  // Every random configuration keeps them.
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 200; ++i) {
+    sched::GpuTileUse r = sched::gpu_tile_use(s, sched::random_config(s, rng));
+    EXPECT_LE(r.threads, sched::kMaxGpuThreads);
+    EXPECT_LE(r.shared_bytes, sched::kMaxGpuSharedBytes);
   }
 }
 

@@ -6,6 +6,8 @@
 #include <random>
 
 #include "core/ops/registry.h"
+#include "core/expr/evaluate.h"
+#include "core/schedule/lower_sketch.h"
 #include "relax/relaxed_sketch.h"
 #include "tests/ops/op_cases.h"
 
@@ -42,6 +44,34 @@ TEST(Constraints, RegisterTileParallelWorkAndLanesOfAMatmul) {
   double pa = relax::penalty(&a["register_tile"], 1), pb = relax::penalty(&b["register_tile"], 1);
   EXPECT_EQ(pa, 0);
   EXPECT_EQ(pb, 36.0 * 36.0);
+}
+
+TEST(Constraints, GpuThreadsSharedMemoryRegistersAndVthreadsOfADenseTile) {
+  ops::OpGraph g = ops::build_op("dense", parse("M=512 K=512 N=512"));
+  const sched::Sketch s = sched::gpu_sketches(g).at(0);
+  relax::RelaxedSketch rs(g, s, relax::TapeMode::Exact);
+  EXPECT_EQ(rs.num_features(), relax::num_features(relax::FeatureSet::Gpu));
+  sched::Config fits{{{2, 8, 4}, {1, 32, 4}, {8}}, 64};       // 256 threads, 32 registers, (64 + 128) x 8 floats
+  sched::Config too_big{{{1, 64, 4}, {2, 32, 8}, {32}}, 64};  // 2048 threads, 64 registers, (256 + 512) x 32 floats
+  auto a = constraints_at(rs, fits);
+  // Outside the knob space (sched rejects it), evaluated on its concrete program.
+  std::map<std::string, double> b;
+  for (const relax::Constraint& k :
+       relax::gpu_constraints(sched::lower_sketch_structure(g, s, sched::concrete_knobs(too_big))))
+    b[k.name] = evaluate(k.value, {}).as_double();
+  for (int t = 0; t < 4; ++t) {  // the thread loops: init, load, compute, store
+    EXPECT_DOUBLE_EQ(a["threads_per_block." + std::to_string(t)], 256 - 1024);
+    EXPECT_DOUBLE_EQ(b["threads_per_block." + std::to_string(t)], 2048 - 1024);
+  }
+  EXPECT_DOUBLE_EQ(a["shared_memory"], (64 + 128) * 8 * 4 - 49152);
+  EXPECT_DOUBLE_EQ(b["shared_memory"], (256 + 512) * 32 * 4 - 49152);
+  EXPECT_DOUBLE_EQ(a["registers"], 2 * 4 * 4 - 215);
+  EXPECT_DOUBLE_EQ(b["registers"], 4 * 2 * 8 - 215);
+  EXPECT_DOUBLE_EQ(a["vthreads"], 2 - 16);
+  // Every valid configuration keeps the hard bounds.
+  std::mt19937_64 rng(4);
+  for (int i = 0; i < 30; ++i)
+    for (const auto& [name, v] : constraints_at(rs, sched::random_config(s, rng))) EXPECT_LE(v, 0) << name;
 }
 
 TEST(Constraints, ValidConfigurationsNeverExceedTheLaneLimit) {

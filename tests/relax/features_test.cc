@@ -65,6 +65,70 @@ TEST(Features, SymbolicFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures)
   EXPECT_GT(checked, 100);
 }
 
+// The GPU feature set, on the GPU sketches of the same suite.
+TEST(Features, GpuFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
+  std::mt19937_64 rng(10);
+  const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
+  ASSERT_EQ(relax::num_features(gpu), relax::num_features() + 9);
+  int checked = 0;
+  for (const auto& [op, params] : suite()) {
+    ops::OpGraph g = ops::build_op(op, parse(params));
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+      sched::KnobValues sym = sched::symbolic_knobs(s);
+      std::vector<relax::StoreFeatures> symbolic = relax::extract_features(sched::lower_sketch_structure(g, s, sym), gpu);
+      for (int t = 0; t < 5; ++t) {
+        sched::Config c = sched::random_config(s, rng);
+        auto at_point = relax::evaluate_features(symbolic, values_of(sched::knob_substitution(sym, c)));
+        auto concrete = relax::evaluate_features(
+            relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c)), gpu), {});
+        ASSERT_EQ(at_point.size(), concrete.size()) << op << " " << s.name;
+        for (size_t st = 0; st < concrete.size(); ++st) {
+          ASSERT_EQ(concrete[st].size(), static_cast<size_t>(relax::num_features(gpu)));
+          for (int f = 0; f < relax::num_features(gpu); ++f) {
+            ASSERT_TRUE(std::isfinite(at_point[st][f])) << relax::feature_names(gpu)[f];
+            EXPECT_NEAR(at_point[st][f], concrete[st][f], 1e-6)
+                << op << " " << s.name << " store " << st << " " << relax::feature_names(gpu)[f] << " "
+                << sched::config_to_json(s, c);
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 50);
+}
+
+TEST(Features, KnownGpuValuesOfADenseTile) {
+  ops::OpGraph g = ops::build_op("dense", parse("M=64 K=32 N=128"));
+  const sched::Sketch s = sched::gpu_sketches(g).at(0);
+  sched::Config c;
+  c.factors = {{2, 4, 2}, {1, 32, 2}, {8}};  // i: 64 = 4 blocks x 2 vthreads x 4 threads x 2; j: 128 = 2 x 1 x 32 x 2
+  c.unroll = 16;
+  const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
+  auto f = relax::evaluate_features(
+      relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c)), gpu), {});
+  const auto& names = relax::feature_names(gpu);
+  auto at = [&](size_t store, const std::string& name) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::exp2(f[store][i]) - 1;
+    ADD_FAILURE() << name;
+    return -1.0;
+  };
+  // Stores: the accumulator's init, the two shared tiles' loads, the update, the output.
+  ASSERT_EQ(f.size(), 5u);
+  for (size_t st = 0; st < 5; ++st) {
+    EXPECT_NEAR(at(st, "gpu.blocks"), 8, 1e-9);
+    EXPECT_NEAR(at(st, "gpu.threads_per_block"), 128, 1e-9);
+    EXPECT_NEAR(at(st, "gpu.shared_bytes"), (16 + 64) * 8 * 4, 1e-6);  // x: 16 x 8, w: 64 x 8
+    EXPECT_NEAR(at(st, "gpu.thread_local_bytes"), 2 * 2 * 2 * 4, 1e-9);
+  }
+  EXPECT_NEAR(at(0, "gpu.vthreads"), 2, 1e-9);
+  EXPECT_NEAR(at(1, "gpu.vthreads"), 1, 1e-9);  // the cooperative load
+  EXPECT_NEAR(at(3, "buf1.shared"), 1, 1e-9);    // the update reads both tiles from shared memory
+  EXPECT_NEAR(at(3, "buf2.shared"), 1, 1e-9);
+  EXPECT_NEAR(at(4, "buf1.shared"), 0, 1e-9);    // the output reads the accumulator
+}
+
 TEST(Features, KnownValuesOfAMatmulTile) {
   ops::OpGraph g = ops::build_op("matmul", parse("M=64 K=32 N=128"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
