@@ -15,6 +15,13 @@ namespace basin::codegen {
 
 namespace {
 
+// A name as a C identifier.
+std::string c_ident(const std::string& s) {
+  std::string r;
+  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return r;
+}
+
 std::string c_type(DType t) {
   if (t.is_bool()) return "uint8_t";
   if (t.is_float()) return t.bits == 32 ? "float" : "double";
@@ -77,11 +84,7 @@ class Printer {
     }
   }
 
-  static std::string ident(const std::string& s) {
-    std::string r;
-    for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    return r;
-  }
+  static std::string ident(const std::string& s) { return c_ident(s); }
   std::string name(const Buffer& b) { return ident(b->name) + "_" + std::to_string(b->id); }
   std::string var(const ExprNode& n) { return ident(n.name) + "_" + std::to_string(n.ival); }
 
@@ -302,6 +305,8 @@ GpuLaunch gpu_launch(const LoweredFunc& f) {
   if (!err.empty()) throw Error(f.name + ": " + err);
   return l;
 }
+
+std::string cuda_kernel_name(const LoweredFunc& f) { return c_ident(f.name); }
 
 std::string print_cuda(const LoweredFunc& f) { return Printer(Dialect::Cuda).kernel(f, gpu_launch(f)); }
 

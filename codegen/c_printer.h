@@ -19,6 +19,8 @@ struct GpuLaunch {
   int64_t block[3] = {1, 1, 1};
 };
 GpuLaunch gpu_launch(const LoweredFunc& f);
+// The name print_cuda gives f's kernel (f.name as a C identifier).
+std::string cuda_kernel_name(const LoweredFunc& f);
 
 // The same program as one CUDA C kernel, `extern "C" __global__ void NAME(...)`, for
 // NVRTC (codegen/cuda.h): bound loops become block and thread indices, vectorized and

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "codegen/c_printer.h"
+#include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
@@ -94,7 +96,17 @@ struct MeasurePool::Worker {
 
 MeasurePool::MeasurePool(const ops::OpGraph& task, std::vector<sched::Sketch> sketches, MeasureOptions opt)
     : task_(task), sketches_(std::move(sketches)), opt_(std::move(opt)) {
-  if (!llvm_enabled()) throw Error("measuring needs the llvm target, and basin was built without LLVM");
+  if (opt_.target == "cuda") {
+    // Asked of a child process: this one must not initialize the driver before it
+    // forks the worker that uses it.
+    std::string why;
+    if (!cuda_available(&why)) throw Error("the cuda target is unavailable: " + why);
+    if (opt_.cuda_arch.empty()) opt_.cuda_arch = cuda_device_arch();
+  } else if (opt_.target != "llvm") {
+    throw Error("unknown measuring target '" + opt_.target + "' (llvm or cuda)");
+  } else if (!llvm_enabled()) {
+    throw Error("measuring needs the llvm target, and basin was built without LLVM");
+  }
   inputs_ = random_inputs(task_, opt_.input_seed);
   if (has_torch_reference(task_.op)) {
     reference_ = torch_reference(task_, inputs_);
@@ -163,27 +175,54 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       LoweredFunc f = sched::lower_config(task_, s, c);
       res["lower_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (opt_.program_hook) f = opt_.program_hook(f);
-      std::unique_ptr<LlvmKernel> k = compile_llvm(f);
-      res["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      res["compile_cpu_seconds"] = thread_cpu_seconds() - cpu0;
       std::vector<NDArray> out;
       std::vector<NDArray*> args;
       for (NDArray& a : inputs_) args.push_back(&a);
       for (const te::Tensor& t : task_.outputs) out.emplace_back(t.dtype(), t.shape());
       for (NDArray& a : out) args.push_back(&a);
-      k->run(args);
-      double worst = 0;
-      for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
-      if (!(worst <= opt_.tolerance)) {
-        res["error"] = "wrong result: max relative error " + std::to_string(worst) + " against the reference";
+      auto check_outputs = [&] {
+        double worst = 0;
+        for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
+        if (!(worst <= opt_.tolerance))
+          res["error"] = "wrong result: max relative error " + std::to_string(worst) + " against the reference";
+        return worst <= opt_.tolerance;
+      };
+      std::vector<double> rounds;
+      if (opt_.target == "cuda") {
+        CudaBinary bin = compile_cuda(print_cuda(f), f.name, opt_.cuda_arch);
+        res["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        res["compile_cpu_seconds"] = thread_cpu_seconds() - cpu0;
+        std::vector<size_t> bytes;
+        std::vector<int> outputs;
+        for (NDArray* a : args) bytes.push_back(a->nbytes());
+        for (size_t i = inputs_.size(); i < args.size(); ++i) outputs.push_back(static_cast<int>(i));
+        CudaKernel k(bin, cuda_kernel_name(f), gpu_launch(f), bytes);
+        k.run(args, outputs);
+        if (check_outputs()) {
+          Timing t = k.time(opt_.timing, opt_.flush_l2, &rounds);
+          res["latencies_us"] = rounds;
+          res["median_us"] = t.median_us;
+        }
       } else {
-        std::vector<void*> raw;
-        for (NDArray* a : args) raw.push_back(a->data());
-        std::vector<double> rounds;
-        TimingOptions topt = opt_.timing;
-        Timing t = time_function([&] { k->run_raw(raw.data()); }, topt, &rounds);
-        res["latencies_us"] = rounds;
-        res["median_us"] = t.median_us;
+        std::unique_ptr<LlvmKernel> k = compile_llvm(f);
+        res["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        res["compile_cpu_seconds"] = thread_cpu_seconds() - cpu0;
+        k->run(args);
+        if (check_outputs()) {
+          std::vector<void*> raw;
+          for (NDArray* a : args) raw.push_back(a->data());
+          Timing t = time_function([&] { k->run_raw(raw.data()); }, opt_.timing, &rounds);
+          res["latencies_us"] = rounds;
+          res["median_us"] = t.median_us;
+        }
+      }
+    } catch (const CudaError& e) {
+      res["error"] = e.what();
+      if (e.poisoned()) {
+        // The context is unusable: report, and let the pool start a fresh worker.
+        res["poisoned"] = true;
+        send_msg(out_fd, res.dump());
+        break;
       }
     } catch (const std::exception& e) {
       res["error"] = e.what();
@@ -221,6 +260,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
   if (j.contains("compile_cpu_seconds")) r.compile_cpu_seconds = j["compile_cpu_seconds"].get<double>();
   if (j.contains("latencies_us")) r.latencies_us = j["latencies_us"].get<std::vector<double>>();
   if (j.contains("median_us")) r.median_us = j["median_us"].get<double>();
+  if (j.contains("poisoned")) stop_worker(false);  // it has exited; the next candidate starts a new one
   return r;
 }
 

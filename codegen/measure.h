@@ -1,4 +1,5 @@
-// Measurement of candidate programs in isolated worker processes. A worker is forked
+// Measurement of candidate programs in isolated worker processes (on the CPU through
+// LLVM, or on the GPU through NVRTC and the driver: MeasureOptions::target). A worker is forked
 // from the tuner after the task, its random inputs and its reference outputs are
 // built, so it holds them without any serialization; it lowers a (sketch,
 // configuration), compiles it with LLVM, runs it once, checks the outputs against the
@@ -42,6 +43,14 @@ struct MeasureOptions {
   TimingOptions timing = TimingOptions::tuning();
   double tolerance = 1e-3;      // largest max relative error against the reference
   uint64_t input_seed = 1;
+  // Where candidates run: "llvm" (this CPU), or "cuda": printed as CUDA C, compiled by
+  // NVRTC for cuda_arch (empty: the GPU's own), run on GPU 0 and timed with events,
+  // with flush_l2 the L2 flushed before each timed launch. A sticky CUDA error (an
+  // illegal address) poisons the worker's context: that candidate is an error result
+  // and the worker is replaced.
+  std::string target = "llvm";
+  std::string cuda_arch;
+  bool flush_l2 = true;
   // Test hook, run in the worker on each lowered program before compilation (fault
   // injection: a store out of bounds, an endless loop, a wrong value).
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;

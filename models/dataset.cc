@@ -26,13 +26,14 @@ struct FeatureExtractor::Entry {
 FeatureExtractor::FeatureExtractor() = default;
 FeatureExtractor::~FeatureExtractor() = default;
 
-Sample FeatureExtractor::features(const std::string& task_key, const std::string& sketch, const std::string& config_json) {
-  auto it = cache_.find(task_key);
+Sample FeatureExtractor::features(const std::string& task_key, const std::string& sketch, const std::string& config_json,
+                                  const std::string& target) {
+  auto it = cache_.find(target + "|" + task_key);
   if (it == cache_.end()) {
     auto e = std::make_unique<Entry>();
     e->task = sched::task_from_key(task_key);
-    e->sketches = sched::cpu_sketches(e->task);
-    it = cache_.emplace(task_key, std::move(e)).first;
+    e->sketches = sched::sketches_for(e->task, target);
+    it = cache_.emplace(target + "|" + task_key, std::move(e)).first;
   }
   Entry& e = *it->second;
   const sched::Sketch* s = nullptr;
@@ -60,7 +61,7 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
   for (const search::Record& r : records) {
     if (r.target != target || !r.ok()) continue;
     try {
-      Sample s = fx.features(r.task_key, r.sketch, r.config);
+      Sample s = fx.features(r.task_key, r.sketch, r.config, target);
       s.latency_us = r.min_latency_us();
       out.push_back(std::move(s));
     } catch (const Error&) {
@@ -161,9 +162,11 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
     int have = static_cast<int>(store.task_records(key, opt.target).size());
     if (have >= opt.per_task) continue;
     ops::OpGraph task = sched::task_from_key(key);
-    std::vector<sched::Sketch> sketches = sched::cpu_sketches(task);
+    std::vector<sched::Sketch> sketches = sched::sketches_for(task, opt.target);
+    if (sketches.empty()) continue;  // no GPU sketch for this task yet
     codegen::MeasureOptions mo;
     mo.timeout_seconds = opt.timeout_seconds;
+    mo.target = opt.target;
     codegen::MeasurePool pool(task, sketches, mo);
     std::mt19937_64 rng(opt.seed ^ std::hash<std::string>()(key));
     int duplicates = 0;
@@ -199,10 +202,16 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
 }
 
 void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
-  nlohmann::json head = {{"feature_version", relax::kFeatureVersion}, {"feature_names", relax::feature_names()},
+  // The feature set: CPU, or GPU (the CPU features and more) for samples of the cuda target.
+  const bool gpu = !samples.empty() && samples[0].stores > 0 &&
+                   samples[0].features.size() == static_cast<size_t>(samples[0].stores) * relax::num_features(relax::FeatureSet::Gpu);
+  const relax::FeatureSet set = gpu ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu;
+  nlohmann::json head = {{"feature_version", gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion},
+                         {"feature_set", gpu ? "gpu" : "cpu"},
+                         {"feature_names", relax::feature_names(set)},
                          {"samples", samples.size()}};
   out << head.dump() << "\n";
-  int nf = relax::num_features();
+  int nf = relax::num_features(set);
   for (const Sample& s : samples) {
     nlohmann::json f = nlohmann::json::array();
     for (int st = 0; st < s.stores; ++st)

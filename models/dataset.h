@@ -31,7 +31,9 @@ class FeatureExtractor {
   FeatureExtractor();
   ~FeatureExtractor();
   // Throws basin::Error when the task, sketch or configuration is unknown or invalid.
-  Sample features(const std::string& task_key, const std::string& sketch, const std::string& config_json);
+  // `target` picks the sketches (and so the feature set): "llvm" or "cuda".
+  Sample features(const std::string& task_key, const std::string& sketch, const std::string& config_json,
+                  const std::string& target = "llvm");
 
  private:
   struct Entry;

@@ -18,7 +18,9 @@ namespace basin::models {
 FeatureBatch FeatureBatch::of(const std::vector<const Sample*>& samples) {
   FeatureBatch b;
   b.batch = static_cast<int>(samples.size());
+  // The samples' feature set (CPU or GPU), from their width.
   b.features = relax::num_features();
+  if (!samples.empty() && samples[0]->stores > 0) b.features = static_cast<int>(samples[0]->features.size()) / samples[0]->stores;
   for (const Sample* s : samples) b.stores = std::max(b.stores, s->stores);
   b.values.assign(static_cast<size_t>(b.batch) * b.stores * b.features, 0.0f);
   b.mask.assign(static_cast<size_t>(b.batch) * b.stores, 0.0f);

@@ -51,7 +51,7 @@ class Mlp final : public DifferentiableEstimator {
  public:
   explicit Mlp(int hidden = 128, std::string loss = "rank") : hidden_(hidden), loss_(std::move(loss)) {
     torch::manual_seed(1);
-    net_ = Net(relax::num_features(), hidden_);
+    net_ = Net(nf_, hidden_);
   }
 
   std::string kind() const override { return "mlp"; }
@@ -59,6 +59,7 @@ class Mlp final : public DifferentiableEstimator {
 
   std::vector<double> predict(const FeatureBatch& b) override {
     if (b.batch == 0) return {};
+    check_width(b.features);
     torch::NoGradGuard no_grad;
     net_->eval();
     torch::Tensor s = net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
@@ -66,15 +67,20 @@ class Mlp final : public DifferentiableEstimator {
     return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);
   }
 
-  at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) override { return net_->forward(features, mask); }
+  at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) override {
+    check_width(static_cast<int>(features.size(2)));
+    return net_->forward(features, mask);
+  }
 
   void train(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     check_samples(samples);
     torch::manual_seed(static_cast<int64_t>(opt.seed));
-    net_ = Net(relax::num_features(), hidden_);
+    // The feature set (CPU or GPU) is the training data's.
+    nf_ = static_cast<int>(samples[0].features.size()) / std::max(1, samples[0].stores);
+    net_ = Net(nf_, hidden_);
     loss_ = opt.loss;
     // Normalization over the real stores of the training data.
-    int nf = relax::num_features();
+    int nf = nf_;
     std::vector<double> sum(nf, 0), sq(nf, 0);
     double n = 0;
     for (const Sample& s : samples)
@@ -106,6 +112,7 @@ class Mlp final : public DifferentiableEstimator {
 
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     check_samples(samples);
+    check_width(static_cast<int>(samples[0].features.size()) / std::max(1, samples[0].stores));
     fit(samples, opt, opt.epochs);
     trained_ = true;
   }
@@ -115,7 +122,7 @@ class Mlp final : public DifferentiableEstimator {
     net_->save(archive);
     std::ostringstream bytes;
     archive.save_to(bytes);
-    nlohmann::json meta = {{"hidden", hidden_}, {"loss", loss_}, {"features", relax::num_features()}};
+    nlohmann::json meta = {{"hidden", hidden_}, {"loss", loss_}, {"features", nf_}};
     detail::write_file(path, "mlp", meta.dump() + "\n" + bytes.str());
   }
 
@@ -126,13 +133,15 @@ class Mlp final : public DifferentiableEstimator {
       meta = nlohmann::json::parse(payload.substr(0, nl));
       hidden_ = meta.at("hidden").get<int>();
       loss_ = meta.at("loss").get<std::string>();
-      if (meta.at("features").get<int>() != relax::num_features())
-        throw Error(path + ": an MLP over " + std::to_string(meta.at("features").get<int>()) + " features, not " +
-                    std::to_string(relax::num_features()));
+      nf_ = meta.at("features").get<int>();
+      if (nf_ != relax::num_features() && nf_ != relax::num_features(relax::FeatureSet::Gpu))
+        throw Error(path + ": an MLP over " + std::to_string(nf_) + " features, neither the CPU set's " +
+                    std::to_string(relax::num_features()) + " nor the GPU set's " +
+                    std::to_string(relax::num_features(relax::FeatureSet::Gpu)));
     } catch (const nlohmann::json::exception& e) {
       throw Error(path + ": malformed MLP header (" + e.what() + ")");
     }
-    net_ = Net(relax::num_features(), hidden_);
+    net_ = Net(nf_, hidden_);
     try {
       std::istringstream is(payload.substr(nl + 1));
       torch::serialize::InputArchive archive;
@@ -146,6 +155,12 @@ class Mlp final : public DifferentiableEstimator {
 
  private:
   bool trained_ = false;
+  int nf_ = relax::num_features();  // the feature set's width: CPU until trained or loaded
+  void check_width(int features) const {
+    if (features != nf_)
+      throw Error("this MLP reads " + std::to_string(nf_) + " features per store, not " + std::to_string(features) +
+                  " (an estimator of the other target's feature set?)");
+  }
   static void check_samples(const std::vector<Sample>& samples) {
     if (samples.size() < 2) throw Error("training an estimator needs at least two measured programs");
   }

@@ -25,8 +25,9 @@ int64_t product(const std::vector<int64_t>& f) {
 
 }  // namespace
 
-TaskSpace::TaskSpace(ops::OpGraph task)
-    : task_(std::move(task)), key_(sched::task_key(task_)), sketches_(sched::cpu_sketches(task_)) {
+TaskSpace::TaskSpace(ops::OpGraph task, const std::string& target)
+    : task_(std::move(task)), key_(sched::task_key(task_)), sketches_(sched::sketches_for(task_, target)) {
+  if (sketches_.empty()) throw Error("task " + key_ + " has no " + target + " sketch");
   exact_.resize(sketches_.size());
   relaxed_.resize(sketches_.size());
 }

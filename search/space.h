@@ -33,7 +33,8 @@ struct Candidate {
 
 class TaskSpace {
  public:
-  explicit TaskSpace(ops::OpGraph task);
+  // The task's sketches for `target` ("llvm": CPU sketches, "cuda": GPU sketches).
+  explicit TaskSpace(ops::OpGraph task, const std::string& target = "llvm");
   ~TaskSpace();
   TaskSpace(const TaskSpace&) = delete;
   TaskSpace& operator=(const TaskSpace&) = delete;

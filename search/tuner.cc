@@ -43,7 +43,7 @@ double pairwise_accuracy(const std::vector<double>& predicted, const std::vector
 
 struct TaskTuner::Impl {
   Impl(const ops::OpGraph& task, RecordStore& st, Strategy& sg, models::Estimator* e, const TuneOptions& o)
-      : t0(Clock::now()), space(task), store(st), strategy(sg), est(e), opt(o) {}
+      : t0(Clock::now()), space(task, o.target), store(st), strategy(sg), est(e), opt(o) {}
 
   Clock::time_point t0;
   TaskSpace space;
@@ -99,7 +99,8 @@ struct TaskTuner::Impl {
 
 TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
                      const TuneOptions& opt) {
-  if (opt.target != "llvm") throw Error("tuning target '" + opt.target + "' is not supported (llvm)");
+  if (opt.target != "llvm" && opt.target != "cuda")
+    throw Error("tuning target '" + opt.target + "' is not supported (llvm or cuda)");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
     throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
@@ -126,6 +127,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   codegen::MeasureOptions mo;
   mo.timeout_seconds = opt.timeout_seconds;
   mo.program_hook = opt.program_hook;
+  mo.target = opt.target;
   m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
   if (!m.samples.empty()) m.update();
 }

@@ -106,6 +106,7 @@ int run_op(const OpOptions& o) {
   if (target != "interpreter" || !o.config.empty()) j["config"] = nlohmann::json::parse(sched::config_to_json(*sketch, cfg));
   if (o.emit == "ir") std::cout << to_string(func);
   if (o.emit == "c") std::cout << codegen::print_c(func);
+  codegen::CudaBinary cuda_bin;
   if (cuda) {
     // CUDA C compiled by NVRTC for the GPU here, or for --arch (which needs no GPU).
     std::string source = codegen::print_cuda(func);
@@ -114,17 +115,33 @@ int run_op(const OpOptions& o) {
     const bool gpu = codegen::cuda_available(&why);
     std::string arch = !o.arch.empty() ? o.arch : gpu ? codegen::cuda_device_arch() : "";
     if (!arch.empty()) {
-      codegen::CudaBinary bin = codegen::compile_cuda(source, op, arch);
+      cuda_bin = codegen::compile_cuda(source, op, arch);
       j["arch"] = arch;
-      j["cubin_bytes"] = bin.cubin.size();
-      if (!o.json) std::cerr << "basin: " << op << ": compiled for " << arch << " (" << bin.cubin.size() << " bytes of cubin)\n";
+      j["cubin_bytes"] = cuda_bin.cubin.size();
+      if (!o.json) std::cerr << "basin: " << op << ": compiled for " << arch << " (" << cuda_bin.cubin.size() << " bytes of cubin)\n";
     }
     if (!gpu) throw Error("the cuda target is unavailable: " + why);
-    throw Error("running kernels on the GPU is not built yet (the CUDA measurer comes next); "
-                "use --emit cuda and --arch to compile with NVRTC");
   }
 
   std::vector<NDArray> outputs = fresh_outputs();
+  if (cuda) {
+    // Run on GPU 0, checked below like the CPU kernel, timed with CUDA events (the L2
+    // flushed before each launch).
+    if (cuda_bin.arch != codegen::cuda_device_arch())
+      throw Error("--arch " + cuda_bin.arch + " is not this GPU's architecture (" + codegen::cuda_device_arch() + ")");
+    std::vector<NDArray*> args = arg_pointers(inputs, outputs);
+    std::vector<size_t> bytes;
+    std::vector<int> outs;
+    for (NDArray* a : args) bytes.push_back(a->nbytes());
+    for (size_t i = inputs.size(); i < args.size(); ++i) outs.push_back(static_cast<int>(i));
+    codegen::CudaKernel kernel(cuda_bin, codegen::cuda_kernel_name(func), codegen::gpu_launch(func), bytes);
+    kernel.run(args, outs);
+    codegen::Timing t = kernel.time(topt, /*flush_l2=*/true);
+    j["latency_us"] = t.min_us;
+    j["latency_median_us"] = t.median_us;
+    j["gflops"] = g.flops / (t.min_us * 1e-6) / 1e9;
+    j["device"] = codegen::cuda_device_info().name;
+  }
   std::unique_ptr<codegen::LlvmKernel> kernel;
   if (target == "llvm") {
     if (!o.json) std::cerr << "basin: " << op << ": compiling with LLVM...\n";
@@ -150,7 +167,7 @@ int run_op(const OpOptions& o) {
     auto t0 = std::chrono::steady_clock::now();
     Interpreter(func).run(arg_pointers(inputs, oracle));
     j["interpreter_seconds"] = seconds_since(t0);
-    if (target == "llvm") {
+    if (target == "llvm" || cuda) {
       ErrorStats s = compare_all(outputs, oracle, op, "the interpreter");
       j["oracle_max_abs_error"] = s.max_abs;
       j["oracle_max_rel_error"] = s.max_rel;

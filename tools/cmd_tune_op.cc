@@ -73,12 +73,17 @@ int run_tune_op(const TuneOpOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0) throw ParseError("--batch must be positive");
-  if (o.target != "llvm") throw Error("tune-op: target '" + o.target + "' is not supported yet (llvm)");
+  if (o.compare && o.target == "cuda")
+    throw ParseError("--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
   ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
   const std::string& op = g.op;
   std::unique_ptr<search::Strategy> strategy = search::make_strategy(o.strategy);
   std::string spec = o.estimator.empty() ? strategy->default_estimator() : o.estimator;
-  std::unique_ptr<models::Estimator> est = spec.empty() ? nullptr : models::estimator_from_spec(spec);
+  // No GPU weights ship yet: on the cuda target "mlp" (and "gbt") start untrained and
+  // learn from the first measurements.
+  std::unique_ptr<models::Estimator> est = spec.empty()                               ? nullptr
+                                           : o.target == "cuda" && (spec == "mlp" || spec == "gbt") ? models::make_estimator(spec)
+                                                                                                     : models::estimator_from_spec(spec);
   search::RecordStore store(o.records);
 
   search::TuneOptions to;
@@ -182,7 +187,8 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("name", o->name, "operator name (`basin ops` lists them)");
   cmd->add_option("--workload", o->workload, "a named workload instead of NAME and --param (`basin workloads`)");
   cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
-  cmd->add_option("--target", o->target, "llvm");
+  cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
+      ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_option("--strategy", o->strategy, "gradient, annealing, evolutionary or random")
       ->required()
       ->check(CLI::IsMember(search::strategy_names()));

@@ -113,6 +113,10 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   block a knob ("rows.t"); each thread computes its row's stages in registers. None
 //   when the task's stages share no rows (several loop nests need several kernels).
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task);
+// The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);
+// throws basin::Error for another target.
+std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target);
+
 // The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).
 constexpr int64_t kMaxGpuThreads = 1024;          // threads per block
 constexpr int64_t kMaxGpuSharedBytes = 48 * 1024;  // static shared memory per block

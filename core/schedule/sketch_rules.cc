@@ -158,6 +158,12 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
   return {s};
 }
 
+std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target) {
+  if (target == "llvm") return cpu_sketches(task);
+  if (target == "cuda") return gpu_sketches(task);
+  throw Error("unknown target '" + target + "' (llvm or cuda)");
+}
+
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task) {
   if (auto info = analyze_anchor(task)) return anchor_sketches(*info);
   return generic_sketches(analyze_generic(task));

@@ -11,6 +11,7 @@
 #include "core/util/error.h"
 #include "models/dataset.h"
 #include "models/estimator.h"
+#include "relax/features.h"
 #include "search/records.h"
 #include "search/tuner.h"
 
@@ -136,6 +137,70 @@ TEST(Strategies, ProposeDistinctUnmeasuredCandidatesReproducibly) {
     }
   }
   EXPECT_THROW(search::make_strategy("hillclimb"), NotFoundError);
+}
+
+// The cuda target's space, without a GPU: GPU sketches, the GPU feature set (training
+// and search features agree), an MLP trained on it, and every strategy proposing valid
+// GPU configurations (the gradient search through the GPU constraints). The latencies
+// are synthetic: a made-up cost of the configuration's threads and register tile.
+TEST(Strategies, SearchTheGpuSpace) {
+  const int gpu_features = relax::num_features(relax::FeatureSet::Gpu);
+  for (const ops::OpGraph& g : {ops::build_op("dense", {{"M", "256"}, {"N", "256"}, {"K", "256"}}),
+                                ops::build_op("conv2d", {{"in_channels", "16"}, {"out_channels", "32"}, {"height", "14"},
+                                                         {"width", "14"}, {"kernel", "3"}, {"padding", "1"}}),
+                                ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "64,197"}})}) {
+    search::TaskSpace space(g, "cuda");
+    for (const sched::Sketch& s : space.sketches())
+      EXPECT_TRUE(s.rule == sched::SketchRule::GpuTile || s.rule == sched::SketchRule::GpuRows) << s.name;
+    std::mt19937_64 r0(2);
+    std::vector<search::Candidate> cs;
+    std::unordered_set<std::string> seen;
+    while (cs.size() < 80) {
+      search::Candidate c = space.random(r0);
+      if (seen.insert(c.json).second) cs.push_back(c);
+    }
+    models::FeatureBatch b = space.features(cs);
+    ASSERT_EQ(b.features, gpu_features);
+    models::FeatureExtractor fx;
+    std::vector<models::Sample> samples;
+    std::vector<search::Measured> history;
+    std::unordered_set<std::string> measured;
+    for (int i = 0; i < b.batch; ++i) {
+      models::Sample smp = fx.features(space.key(), space.sketches()[cs[i].sketch].name, cs[i].json, "cuda");
+      ASSERT_EQ(smp.features.size(), static_cast<size_t>(smp.stores) * gpu_features);
+      for (int st = 0; st < smp.stores; ++st)
+        for (int f = 0; f < gpu_features; ++f)
+          EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f], smp.features[st * gpu_features + f]);
+      const sched::Sketch& sk = space.sketches()[cs[i].sketch];
+      double threads = sk.rule == sched::SketchRule::GpuTile ? sched::gpu_tile_use(sk, cs[i].config).threads
+                                                               : cs[i].config.factors[0][0];
+      smp.latency_us = 10 + std::abs(std::log2(threads / 256.0)) + (i % 7) * 0.1;
+      samples.push_back(smp);
+      if (i < 20) {
+        history.push_back({cs[i], smp.latency_us});
+        measured.insert(cs[i].json);
+      }
+    }
+    std::unique_ptr<models::Estimator> mlp = models::make_estimator("mlp");
+    models::TrainOptions to;
+    to.epochs = 5;
+    mlp->train(samples, to);
+    // A CPU estimator cannot read GPU features.
+    EXPECT_THROW(models::estimator_from_spec("mlp")->predict(b), Error);
+    for (const std::string& name : search::strategy_names()) {
+      std::mt19937_64 rng(42);
+      search::SearchState state{space, name == "random" ? nullptr : mlp.get(), history, measured, rng};
+      std::vector<search::Candidate> got = search::make_strategy(name)->propose(state, 12);
+      EXPECT_EQ(got.size(), 12u) << name << " " << space.key();
+      std::set<std::string> distinct;
+      for (const search::Candidate& c : got) {
+        EXPECT_TRUE(distinct.insert(c.json).second) << name;
+        EXPECT_FALSE(measured.count(c.json)) << name;
+        EXPECT_EQ(sched::invalid_reason(space.sketches()[c.sketch], c.config), "") << name;
+      }
+    }
+  }
+  EXPECT_THROW(search::TaskSpace(ops::build_op("dense"), "opencl"), Error);
 }
 
 TEST(Strategies, UntrainedEstimatorFallsBackToRandom) {
