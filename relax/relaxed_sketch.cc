@@ -51,7 +51,7 @@ RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, T
 int RelaxedSketch::num_features() const { return relax::num_features(set_); }
 
 FeatureSet feature_set_of(const sched::Sketch& s) {
-  return s.rule == sched::SketchRule::GpuRows || s.rule == sched::SketchRule::GpuTile ? FeatureSet::Gpu : FeatureSet::Cpu;
+  return sched::is_gpu_rule(s.rule) ? FeatureSet::Gpu : FeatureSet::Cpu;
 }
 
 void RelaxedSketch::forward(const double* x, int batch, double* features, double* constraints) {

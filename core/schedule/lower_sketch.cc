@@ -660,6 +660,94 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
   return loop(bx, blocks, blk, ForKind::BlockX);
 }
 
+// ---- the GPU cross-thread reduction rule ----
+
+// One block per row, T threads (the knob), phases between barriers (see build_gpu_tile):
+//   for blockIdx (the row): per reduction stage j
+//     threads: part = identity; for e: i = e * T + t; if i < n: part = combine(part, body(i))
+//              red_j[t] = part                         (red_j in shared memory)
+//     barrier
+//     threads: res_j = fold(red_j[0..T))                (every thread its own copy)
+//   the output stage, elementwise: threads: for e: i = e * T + t; if i < n: out[row, i] = body
+// Later stages read a reduction's value from the thread's res_j. part and res_j are
+// per-thread buffers ([T], indexed by the thread).
+Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
+                      const std::unordered_map<const te::OpNode*, Buffer>& outputs) {
+  GenericInfo info = analyze_generic(task);
+  const int K = s.prefix;
+  const Expr one(int64_t{1}), zero(int64_t{0});
+  std::vector<Expr> ext;
+  for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
+  Var bx("blockIdx");
+  std::vector<Expr> q = unfuse_index(bx, ext);
+  const Expr T = k.factors[0][0];
+  std::vector<Stmt> phases;
+  std::vector<Buffer> block_buffers;
+  std::unordered_map<const te::OpNode*, Buffer> result;
+  int n_phase = 0;
+  auto thread_var = [&] { return Var("threadIdx." + std::to_string(n_phase++)); };
+  auto ceil_div = [&](const Expr& n) { return floordiv(n + T - one, T); };
+  for (const te::Op& op : info.stages) {
+    const te::OpNode& st = *op;
+    const DType dt = st.buffer->dtype;
+    Var t = thread_var(), e(st.name + ".e");
+    Expr i = Expr(e) * T + t;
+    Expr body = inline_stages(st.body, info.inlined);
+    for (const auto& [prev, res] : result) {
+      Buffer r = res;
+      body = retarget_loads(body, prev->buffer.get(), r, [&](const std::vector<Expr>&) { return std::vector<Expr>{t}; });
+    }
+    VarMap m;
+    for (int d = 0; d < K; ++d) m[st.axes[d].var.id()] = q[d];
+    std::vector<Expr> out_idx(q.begin(), q.end());
+    auto out_it = outputs.find(&st);
+    if (!st.reduce_axes.empty()) {
+      for (size_t d = K; d < st.axes.size(); ++d) {
+        m[st.axes[d].var.id()] = zero;
+        out_idx.push_back(zero);
+      }
+      std::vector<Expr> rext;
+      for (const te::IterVar& r : st.reduce_axes) rext.push_back(Expr(r.extent));
+      Expr n = simplify(product(rext));
+      std::vector<Expr> ri = unfuse_index(i, rext);
+      for (size_t r = 0; r < st.reduce_axes.size(); ++r) m[st.reduce_axes[r].var.id()] = ri[r];
+      body = substitute(body, m);
+      Buffer part = make_buffer(st.name + "_part", dt, {T}, MemScope::Local);
+      Buffer red = make_buffer(st.name + "_red", dt, {T}, MemScope::Shared);
+      Buffer res = make_buffer(st.name + "_res", dt, {T}, MemScope::Local);
+      block_buffers.insert(block_buffers.end(), {part, red, res});
+      Stmt partial = make_seq({make_store(part, {t}, te::reduce_identity(st.reduce, dt)),
+                               loop(e, ceil_div(n), make_if(i < n, make_store(part, {t}, te::reduce_combine(st.reduce, load(part, {t}), body)))),
+                               make_store(red, {t}, load(part, {t}))});
+      phases.push_back(loop(t, T, make_pragma(kUnrollPragma, k.unroll, partial), ForKind::ThreadX));
+      phases.push_back(make_barrier());
+      Var u = thread_var(), w(st.name + ".w");
+      std::vector<Stmt> fold;
+      fold.push_back(make_store(res, {u}, te::reduce_identity(st.reduce, dt)));
+      fold.push_back(loop(w, T, make_store(res, {u}, te::reduce_combine(st.reduce, load(res, {u}), load(red, {w})))));
+      if (out_it != outputs.end()) fold.push_back(make_if(eq(Expr(u), zero), make_store(out_it->second, out_idx, load(res, {u}))));
+      phases.push_back(loop(u, T, make_seq(fold), ForKind::ThreadX));
+      result[&st] = res;
+    } else {
+      BASIN_CHECK(out_it != outputs.end()) << "sketch " << s.name << ": an elementwise stage that is not an output";
+      std::vector<Expr> fext;
+      for (size_t d = K; d < st.axes.size(); ++d) fext.push_back(Expr(st.axes[d].extent));
+      Expr n = simplify(product(fext));
+      std::vector<Expr> fi = fext.empty() ? std::vector<Expr>{} : unfuse_index(i, fext);
+      for (size_t d = K; d < st.axes.size(); ++d) {
+        m[st.axes[d].var.id()] = fi[d - K];
+        out_idx.push_back(fi[d - K]);
+      }
+      body = substitute(body, m);
+      Stmt each = loop(e, ceil_div(n), make_if(i < n, make_store(out_it->second, out_idx, body)));
+      phases.push_back(loop(t, T, make_pragma(kUnrollPragma, k.unroll, each), ForKind::ThreadX));
+    }
+  }
+  Stmt blk = make_seq(phases);
+  for (size_t b = block_buffers.size(); b-- > 0;) blk = make_allocate(block_buffers[b], blk);
+  return loop(bx, simplify(product(ext)), blk, ForKind::BlockX);
+}
+
 }  // namespace
 
 LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
@@ -676,6 +764,7 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
   }
   if (s.rule == SketchRule::Anchor) f.body = build_anchor(task, s, k, task.outputs[0].buffer(), fuse_parallel);
   else if (s.rule == SketchRule::GpuTile) f.body = build_gpu_tile(task, s, k, task.outputs[0].buffer());
+  else if (s.rule == SketchRule::GpuReduce) f.body = build_gpu_reduce(task, s, k, outputs);
   else f.body = build_generic(task, s, k, outputs, fuse_parallel);
   return f;
 }

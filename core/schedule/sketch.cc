@@ -192,7 +192,7 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
       return std::to_string(u.shared_bytes) + " bytes of shared memory per block (at most " +
              std::to_string(kMaxGpuSharedBytes) + ")";
   }
-  if (s.rule == SketchRule::GpuRows && c.factors.at(0).at(0) > kMaxGpuThreads)
+  if ((s.rule == SketchRule::GpuRows || s.rule == SketchRule::GpuReduce) && c.factors.at(0).at(0) > kMaxGpuThreads)
     return std::to_string(c.factors[0][0]) + " threads per block (at most " + std::to_string(kMaxGpuThreads) + ")";
   if (s.rule == SketchRule::Anchor) {
     // The accumulator: its tiles of every spatial axis (the splits before the reductions).
@@ -305,7 +305,8 @@ Config default_config(const Sketch& s) {
     if (s.rule == SketchRule::Anchor && static_cast<int>(i) == s.vec_axis) f.back() = pick(8);
     else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis) f.back() = pick(4);
     else if (s.rule == SketchRule::Generic) f.back() = pick(8);
-    else if (s.rule == SketchRule::GpuRows && i == 0) f.back() = pick(256);  // threads per block
+    else if ((s.rule == SketchRule::GpuRows || s.rule == SketchRule::GpuReduce) && i == 0)
+      f.back() = pick(256);  // threads per block
     c.factors.push_back(f);
   }
   c.unroll = 64;

@@ -48,7 +48,12 @@ enum class SketchRule : uint8_t {
   Generic,  // reductions (softmax, norms) and injective ops: parallel outer, vector inner
   GpuRows,  // GPU: the generic rule's rows bound to blocks x threads, one row per thread
   GpuTile,  // GPU: an anchor tiled over blocks, virtual threads, threads and registers
+  GpuReduce,  // GPU: one block per row, its threads reducing together (softmax, norms)
 };
+// The rules whose programs run on a GPU.
+inline bool is_gpu_rule(SketchRule r) {
+  return r == SketchRule::GpuRows || r == SketchRule::GpuTile || r == SketchRule::GpuReduce;
+}
 
 // GpuTile: the tile of one input a block caches in shared memory per outer reduction
 // step: dimension d holds 1 + sum_a coef[d][a] * (tile_a - 1) elements, tile_a the
@@ -112,6 +117,11 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   for an injective task) fused and bound to blockIdx.x x threadIdx.x, the threads per
 //   block a knob ("rows.t"); each thread computes its row's stages in registers. None
 //   when the task's stages share no rows (several loop nests need several kernels).
+// - GpuReduce, beside GpuRows for tasks whose reductions give one value per row
+//   (softmax, log_softmax, layer_norm, rms_norm, a reduction over the last axes): one
+//   block per row; its T threads ("red.t") each reduce every T-th element into a
+//   partial, the partials meet in shared memory and every thread folds them into its
+//   own copy of the row's value; elementwise stages stride over the row the same way.
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task);
 // The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);
 // throws basin::Error for another target.

@@ -155,7 +155,35 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
   t.guarded = true;
   s.splits.push_back(t);
   add_stage_splits(s, info, k, /*vectorized=*/false);
-  return {s};
+  std::vector<Sketch> result = {s};
+  // Cross-thread reduction: every reduction stage one value per row (its axes after the
+  // rows of extent 1), every other stage the output, elementwise over the row.
+  bool reduces = false, fits = info.max_prefix > 0 && k == info.max_prefix;
+  int64_t widest = 1;
+  for (const te::Op& st : info.stages) {
+    int64_t n = 1;
+    if (!st->reduce_axes.empty()) {
+      reduces = true;
+      for (size_t d = k; d < st->axes.size(); ++d) fits &= st->axes[d].extent == 1;
+      for (const te::IterVar& r : st->reduce_axes) n *= r.extent;
+    } else {
+      fits &= st.get() == &out;  // the output
+      for (size_t d = k; d < st->axes.size(); ++d) n *= st->axes[d].extent;
+    }
+    widest = std::max(widest, n);
+  }
+  if (reduces && fits && widest > 1) {
+    Sketch r;
+    r.rule = SketchRule::GpuReduce;
+    r.prefix = k;
+    r.name = "gpu.reduce.prefix=" + std::to_string(k);
+    // Threads per block: built from 2, 3 and the row's primes, at most 1024.
+    SplitSpec t = make_split("red.t", widest, 1);
+    t.guarded = true;
+    r.splits.push_back(t);
+    result.push_back(r);
+  }
+  return result;
 }
 
 std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
@@ -76,7 +77,7 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
   std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
   std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "gpu"));
   for (const sched::Sketch& s : sketches) {
-    EXPECT_TRUE(s.rule == sched::SketchRule::GpuRows || s.rule == sched::SketchRule::GpuTile);
+    EXPECT_TRUE(sched::is_gpu_rule(s.rule));
     for (int trial = 0; trial < 3; ++trial) {
       sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
       ASSERT_EQ(sched::invalid_reason(s, cfg), "");
@@ -124,6 +125,34 @@ TEST(Sketch, GpuTileRandomConfigurationsMatchTheDefaultSchedule) {
   }
   EXPECT_GE(cases, 15);
   EXPECT_GE(cached, cases - 4);  // grouped and transposed convolutions read some inputs from global memory
+}
+
+// The cross-thread reduction rule: every case of the suite that has it (softmax and
+// log_softmax, the norms, reductions over the last axes), 15 random configurations
+// each, thread counts above and below the row's length.
+TEST(Sketch, GpuReduceRandomConfigurationsMatchTheDefaultSchedule) {
+  std::set<std::string> ops_with;
+  for (const Case& c : good_cases()) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+      if (s.rule != sched::SketchRule::GpuReduce) continue;
+      ops_with.insert(c.op);
+      std::vector<NDArray> in = inputs_for(g, 5);
+      std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
+      std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "reduce"));
+      for (int trial = 0; trial < 15; ++trial) {
+        sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        LoweredFunc f = sched::lower_config(g, s, cfg);
+        int shared = 0;
+        visit_stmt(f.body, [&](const Stmt& st) {
+          shared += st.kind() == StmtKind::Allocate && st->buffer->scope == MemScope::Shared;
+        });
+        EXPECT_GE(shared, 1);
+        expect_matches(c, g, s, cfg, f, in, want);
+      }
+    }
+  }
+  for (const char* op : {"softmax", "log_softmax", "layer_norm"}) EXPECT_TRUE(ops_with.count(op)) << op;
 }
 
 // The GPU bounds: threads, virtual threads, the register tile and shared memory.

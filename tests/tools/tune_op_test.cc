@@ -2,6 +2,8 @@
 // same records file, it continues where it stopped and measures no program twice;
 // --json carries the keys scripts rely on; every user error fails with one clear line.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -134,7 +136,8 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy random --trials 10 --batch 0", "--batch must be positive"},
       {"tune-op " + t + " --strategy gradient --trials 10 --estimator gbt", "needs a differentiable estimator"},
       {"tune-op " + t + " --strategy annealing --trials 10 --estimator /nonexistent/e.pt", "/nonexistent/e.pt"},
-      {"tune-op " + t + " --strategy random --trials 10 --target cuda", "not supported"},
+      {"tune-op " + t + " --strategy random --trials 10 --target opencl", "--target"},
+      {"tune-op " + t + " --strategy random --trials 10 --target cuda --compare", "bench/gpu_ops.py"},
       {"tune-op --workload nosuch --strategy random --trials 10 --records " + db, "unknown workload 'nosuch'"},
       {"tune-op " + std::string(kTask) + " --strategy random --trials 10", "--records is required"},
       {"tune-op " + std::string(kTask) + " --strategy random --trials 10 --records " + corrupt, corrupt},
@@ -146,6 +149,12 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << " said: " << r.out;
   }
   EXPECT_EQ(records_in(db), 0);
+  // Without a GPU the cuda target says so in one line (with one, it tunes).
+  Result g = run("tune-op " + t + " --strategy random --trials 4 --target cuda", true);
+  if (g.code != 0) {
+    EXPECT_NE(g.out.find("basin: error: the cuda target is unavailable"), std::string::npos) << g.out;
+    EXPECT_EQ(std::count(g.out.begin(), g.out.end(), '\n'), 1) << g.out;
+  }
   std::remove(corrupt.c_str());
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
 }
