@@ -115,8 +115,17 @@ class Printer {
       case ExprKind::Sub: return bin("-");
       case ExprKind::Mul: return bin("*");
       case ExprKind::Div: return bin("/");
-      case ExprKind::FloorDiv: return "basin_floordiv(" + expr(n.args[0]) + ", " + expr(n.args[1]) + ")";
-      case ExprKind::FloorMod: return "basin_floormod(" + expr(n.args[0]) + ", " + expr(n.args[1]) + ")";
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod: {
+        // Of a non-negative index by a positive constant, C's division is the floor
+        // division (and a division by a constant becomes a multiply); else the helper.
+        int64_t d = 0;
+        bool plain = is_const_int(n.args[1], &d) && d > 0 && non_negative(n.args[0]);
+        const char* op = n.kind == ExprKind::FloorDiv ? " / " : " % ";
+        if (plain) return "(" + expr(n.args[0]) + op + expr(n.args[1]) + ")";
+        return std::string(n.kind == ExprKind::FloorDiv ? "basin_floordiv(" : "basin_floormod(") + expr(n.args[0]) +
+               ", " + expr(n.args[1]) + ")";
+      }
       case ExprKind::Min:
       case ExprKind::Max: {
         std::string a = expr(n.args[0]), b = expr(n.args[1]);
@@ -157,6 +166,8 @@ class Printer {
     std::string pad(depth * 2, ' ');
     switch (n.kind) {
       case StmtKind::For: {
+        int64_t lo = -1;
+        if (is_const_int(n.min, &lo) && lo >= 0) non_negative_vars_.insert(n.var.id());
         if (d_ == Dialect::Cuda && is_gpu_kind(n.for_kind) && n.for_kind != ForKind::VThread) {
           // A bound loop is its index; the launch covers its extent exactly (gpu_launch).
           os_ << pad << "{\n" << pad << "  const int64_t " << var(*n.var) << " = " << expr(n.min) << " + (int64_t)"
@@ -252,6 +263,27 @@ class Printer {
     }
   }
 
+  // True if e is an integer >= 0 wherever it is evaluated: built by +, *, /, %, min and
+  // max from non-negative constants and the variables of loops starting at 0 or above.
+  bool non_negative(const Expr& e) const {
+    const ExprNode& n = *e;
+    if (!n.dtype.is_int() || n.dtype.is_bool()) return false;
+    switch (n.kind) {
+      case ExprKind::IntImm: return n.ival >= 0;
+      case ExprKind::Var: return non_negative_vars_.count(Var(e).id()) > 0;
+      case ExprKind::Add:
+      case ExprKind::Mul:
+      case ExprKind::Min:
+      case ExprKind::Max: return non_negative(n.args[0]) && non_negative(n.args[1]);
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod: {
+        int64_t d = 0;
+        return non_negative(n.args[0]) && is_const_int(n.args[1], &d) && d > 0;
+      }
+      default: return false;
+    }
+  }
+
   // A flat index; into a per-thread buffer, relative to the thread's own slice: the
   // index is t * slice + rest with rest independent of the thread variable t, so rest
   // is the index at t = 0.
@@ -269,6 +301,7 @@ class Printer {
   int64_t block_threads_ = 1;
   std::vector<Var> threads_;  // the enclosing thread loops' variables
   std::unordered_set<const BufferNode*> per_thread_;
+  std::unordered_set<int64_t> non_negative_vars_;  // loop variables whose loop starts at >= 0
 };
 
 }  // namespace

@@ -247,63 +247,95 @@ CudaDeviceInfo cuda_device_info() {
 
 std::string cuda_device_arch() { return cuda_device_info().arch; }
 
-struct CudaKernel::Impl {
-  Handle module = nullptr, function = nullptr;
-  GpuLaunch launch;
-  std::vector<CUdeviceptr> buffers;
-  std::vector<size_t> bytes;
-  std::vector<void*> params;  // pointers to the device pointers, for cuLaunchKernel
-  CUdeviceptr flush = 0;
-  size_t flush_bytes = 0;
+struct CudaProgram::Impl {
+  Handle module = nullptr;
+  std::vector<Handle> functions;
+  std::vector<GpuLaunch> launches;
+  std::vector<CUdeviceptr> allocations;
 
   ~Impl() {
     const Driver& d = driver();
-    for (CUdeviceptr b : buffers)
-      if (b) d.mem_free(b);
-    if (flush) d.mem_free(flush);
+    for (CUdeviceptr b : allocations) d.mem_free(b);
     if (module) d.module_unload(module);
   }
+};
 
-  void go() {
-    const Driver& d = driver();
-    check(d.launch(function, static_cast<unsigned>(launch.grid[0]), static_cast<unsigned>(launch.grid[1]),
-                   static_cast<unsigned>(launch.grid[2]), static_cast<unsigned>(launch.block[0]),
-                   static_cast<unsigned>(launch.block[1]), static_cast<unsigned>(launch.block[2]), 0, nullptr,
-                   params.data(), nullptr),
-          "cuLaunchKernel");
+CudaProgram::CudaProgram(const CudaBinary& binary, const std::vector<std::pair<std::string, GpuLaunch>>& kernels)
+    : impl_(std::make_unique<Impl>()) {
+  use_device();
+  const Driver& d = driver();
+  Impl& m = *impl_;
+  if (!kernels.empty()) check(d.module_load_data(&m.module, binary.cubin.data()), "cuModuleLoadData");
+  for (const auto& [name, launch] : kernels) {
+    Handle fn = nullptr;
+    check(d.module_get_function(&fn, m.module, name.c_str()), ("cuModuleGetFunction(" + name + ")").c_str());
+    m.functions.push_back(fn);
+    m.launches.push_back(launch);
   }
+}
+
+CudaProgram::~CudaProgram() = default;
+
+uint64_t CudaProgram::alloc(size_t bytes) {
+  CUdeviceptr p = 0;
+  check(driver().mem_alloc(&p, std::max<size_t>(bytes, 4)), "cuMemAlloc");
+  impl_->allocations.push_back(p);
+  return p;
+}
+
+void CudaProgram::upload(uint64_t dst, const void* src, size_t bytes) {
+  if (bytes) check(driver().memcpy_htod(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void CudaProgram::download(void* dst, uint64_t src, size_t bytes) {
+  if (bytes) check(driver().memcpy_dtoh(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+void CudaProgram::launch(int kernel, const std::vector<uint64_t>& args) {
+  const Impl& m = *impl_;
+  const GpuLaunch& l = m.launches.at(static_cast<size_t>(kernel));
+  std::vector<CUdeviceptr> values(args.begin(), args.end());
+  std::vector<void*> params;
+  for (CUdeviceptr& v : values) params.push_back(&v);
+  check(driver().launch(m.functions[kernel], static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
+                        static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block[0]),
+                        static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]), 0, nullptr, params.data(),
+                        nullptr),
+        "cuLaunchKernel");
+}
+
+void CudaProgram::synchronize() { check(driver().ctx_synchronize(), "a kernel"); }
+
+struct CudaKernel::Impl {
+  std::unique_ptr<CudaProgram> program;
+  std::vector<uint64_t> buffers;
+  std::vector<size_t> bytes;
+  uint64_t flush = 0;
+  size_t flush_bytes = 0;
 };
 
 CudaKernel::CudaKernel(const CudaBinary& binary, const std::string& kernel_name, const GpuLaunch& launch,
                        const std::vector<size_t>& param_bytes)
     : impl_(std::make_unique<Impl>()) {
-  use_device();
-  const Driver& d = driver();
   Impl& m = *impl_;
-  m.launch = launch;
-  check(d.module_load_data(&m.module, binary.cubin.data()), "cuModuleLoadData");
-  check(d.module_get_function(&m.function, m.module, kernel_name.c_str()), "cuModuleGetFunction");
+  m.program = std::make_unique<CudaProgram>(binary, std::vector<std::pair<std::string, GpuLaunch>>{{kernel_name, launch}});
   m.bytes = param_bytes;
-  m.buffers.assign(param_bytes.size(), 0);
-  for (size_t i = 0; i < param_bytes.size(); ++i)
-    check(d.mem_alloc(&m.buffers[i], std::max<size_t>(param_bytes[i], 4)), "cuMemAlloc");
-  for (CUdeviceptr& b : m.buffers) m.params.push_back(&b);
+  for (size_t b : param_bytes) m.buffers.push_back(m.program->alloc(b));
 }
 
 CudaKernel::~CudaKernel() = default;
 
 void CudaKernel::run(const std::vector<NDArray*>& args, const std::vector<int>& outputs) {
-  const Driver& d = driver();
   Impl& m = *impl_;
   if (args.size() != m.buffers.size())
     throw Error("kernel takes " + std::to_string(m.buffers.size()) + " arguments, got " + std::to_string(args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i]->nbytes() != m.bytes[i]) throw Error("argument " + std::to_string(i) + " has the wrong size");
-    check(d.memcpy_htod(m.buffers[i], args[i]->data(), m.bytes[i]), "cuMemcpyHtoD");
+    m.program->upload(m.buffers[i], args[i]->data(), m.bytes[i]);
   }
-  m.go();
-  check(d.ctx_synchronize(), "the kernel");
-  for (int o : outputs) check(d.memcpy_dtoh(args.at(o)->data(), m.buffers.at(o), m.bytes.at(o)), "cuMemcpyDtoH");
+  m.program->launch(0, m.buffers);
+  m.program->synchronize();
+  for (int o : outputs) m.program->download(args.at(o)->data(), m.buffers.at(o), m.bytes.at(o));
 }
 
 Timing CudaKernel::time(const TimingOptions& opt, bool flush_l2, std::vector<double>* rounds) {
@@ -311,7 +343,7 @@ Timing CudaKernel::time(const TimingOptions& opt, bool flush_l2, std::vector<dou
   Impl& m = *impl_;
   if (flush_l2 && !m.flush) {
     m.flush_bytes = static_cast<size_t>(std::max<int64_t>(2 * probe().info.l2_bytes, 8 << 20));
-    check(d.mem_alloc(&m.flush, m.flush_bytes), "cuMemAlloc (L2 flush buffer)");
+    m.flush = m.program->alloc(m.flush_bytes);
   }
   Handle start = nullptr, stop = nullptr;
   check(d.event_create(&start, 0), "cuEventCreate");
@@ -324,7 +356,7 @@ Timing CudaKernel::time(const TimingOptions& opt, bool flush_l2, std::vector<dou
     for (int64_t i = 0; i < (flush_l2 ? n : 1); ++i) {
       if (flush_l2) check(d.memset_d8(m.flush, static_cast<unsigned char>(i), m.flush_bytes), "cuMemsetD8");
       check(d.event_record(start, nullptr), "cuEventRecord");
-      for (int64_t j = 0; j < (flush_l2 ? 1 : n); ++j) m.go();
+      for (int64_t j = 0; j < (flush_l2 ? 1 : n); ++j) m.program->launch(0, m.buffers);
       check(d.event_record(stop, nullptr), "cuEventRecord");
       check(d.event_synchronize(stop), "the kernel");
       float ms = 0;

@@ -54,6 +54,29 @@ class CudaError : public Error {
   bool poisoned_;
 };
 
+// Kernels of one cubin loaded on device 0, and device memory (a compiled network's GPU
+// side). Launches are asynchronous on the default stream; synchronize() waits and
+// reports a kernel's failure. Memory from alloc() lives as long as the program. Like
+// CudaKernel, only in a process that will not fork afterwards.
+class CudaProgram {
+ public:
+  CudaProgram(const CudaBinary& binary, const std::vector<std::pair<std::string, GpuLaunch>>& kernels);
+  ~CudaProgram();
+  CudaProgram(const CudaProgram&) = delete;
+  CudaProgram& operator=(const CudaProgram&) = delete;
+
+  uint64_t alloc(size_t bytes);  // a device address
+  void upload(uint64_t dst, const void* src, size_t bytes);
+  void download(void* dst, uint64_t src, size_t bytes);
+  // Kernel `kernel` (its index in the constructor's list) with these device addresses.
+  void launch(int kernel, const std::vector<uint64_t>& args);
+  void synchronize();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // One kernel loaded on device 0 (in this process's primary context, created on first
 // use: call it only in a process that will not fork afterwards, such as a measuring
 // worker), with device buffers for its arguments.

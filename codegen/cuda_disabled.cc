@@ -21,6 +21,17 @@ CudaDeviceInfo cuda_device_info() {
 }
 std::string cuda_device_arch() { return cuda_device_info().arch; }
 
+struct CudaProgram::Impl {};
+CudaProgram::CudaProgram(const CudaBinary&, const std::vector<std::pair<std::string, GpuLaunch>>&) {
+  throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit");
+}
+CudaProgram::~CudaProgram() = default;
+uint64_t CudaProgram::alloc(size_t) { return 0; }
+void CudaProgram::upload(uint64_t, const void*, size_t) {}
+void CudaProgram::download(void*, uint64_t, size_t) {}
+void CudaProgram::launch(int, const std::vector<uint64_t>&) {}
+void CudaProgram::synchronize() {}
+
 struct CudaKernel::Impl {};
 CudaKernel::CudaKernel(const CudaBinary&, const std::string&, const GpuLaunch&, const std::vector<size_t>&) {
   throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit");

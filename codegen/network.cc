@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/c_printer.h"
+#include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/hash.h"
@@ -41,7 +43,9 @@ struct CompiledNetwork::Impl {
   };
   struct Kernel {
     std::string label, task_key;
-    std::unique_ptr<LlvmKernel> k;
+    std::unique_ptr<LlvmKernel> k;  // llvm
+    std::string cuda_name;          // cuda: its name in the cubin, and its launch
+    GpuLaunch launch;
   };
   struct Step {
     int kernel = 0;
@@ -56,6 +60,42 @@ struct CompiledNetwork::Impl {
   std::vector<NDArray> weights;
   int64_t arena_bytes = 0, tensor_bytes = 0;
   std::string host;
+  std::string target = "llvm";
+  std::string arch, cubin;  // cuda
+
+  // cuda: created on the first run.
+  std::unique_ptr<CudaProgram> gpu;
+  uint64_t gpu_arena = 0;
+  std::vector<uint64_t> gpu_weights;
+  std::vector<std::vector<uint64_t>> gpu_args;
+
+  uint64_t gpu_ptr(int slot) const {
+    const Slot& s = slots[slot];
+    return s.weight >= 0 ? gpu_weights[s.weight] : gpu_arena + static_cast<uint64_t>(s.offset);
+  }
+  // The module, the device arena, the weights uploaded, each launch's addresses.
+  void prepare_gpu() {
+    if (gpu) return;
+    std::string here = cuda_device_arch();
+    if (here != arch)
+      throw Error("network '" + name + "' was compiled for " + arch + "; this GPU is " + here + ": compile it again here");
+    std::vector<std::pair<std::string, GpuLaunch>> ks;
+    for (const Kernel& k : kernels) ks.push_back({k.cuda_name, k.launch});
+    auto p = std::make_unique<CudaProgram>(CudaBinary{arch, cubin, ""}, ks);
+    gpu_arena = p->alloc(static_cast<size_t>(std::max<int64_t>(arena_bytes, kAlign)));
+    gpu_weights.clear();
+    for (const NDArray& w : weights) {
+      gpu_weights.push_back(p->alloc(w.nbytes()));
+      p->upload(gpu_weights.back(), w.data(), w.nbytes());
+    }
+    gpu = std::move(p);
+    gpu_args.clear();
+    for (const Step& s : steps) {
+      std::vector<uint64_t> a;
+      for (int x : s.args) a.push_back(gpu_ptr(x));
+      gpu_args.push_back(std::move(a));
+    }
+  }
 
   std::unique_ptr<uint8_t, AlignedFree> arena;
   std::vector<std::vector<void*>> step_ptrs;
@@ -66,6 +106,11 @@ struct CompiledNetwork::Impl {
   }
   // The arena and each launch's argument pointers, once.
   void prepare() {
+    input_info.clear();
+    output_info.clear();
+    for (int s : input_slots) input_info.push_back(slots[s].info);
+    for (int s : output_slots) output_info.push_back(slots[s].info);
+    if (target == "cuda") return;  // device memory on the first run
     arena.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(std::max<int64_t>(arena_bytes, kAlign)))));
     if (!arena) throw RuntimeError("cannot allocate the network's " + std::to_string(arena_bytes) + "-byte arena");
     std::memset(arena.get(), 0, static_cast<size_t>(arena_bytes));
@@ -75,10 +120,6 @@ struct CompiledNetwork::Impl {
       for (int a : s.args) p.push_back(ptr(a));
       step_ptrs.push_back(std::move(p));
     }
-    input_info.clear();
-    output_info.clear();
-    for (int s : input_slots) input_info.push_back(slots[s].info);
-    for (int s : output_slots) output_info.push_back(slots[s].info);
   }
 };
 
@@ -88,28 +129,42 @@ CompiledNetwork::CompiledNetwork(CompiledNetwork&&) noexcept = default;
 CompiledNetwork& CompiledNetwork::operator=(CompiledNetwork&&) noexcept = default;
 
 CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Partition& p,
-                                         const std::vector<ProgramChoice>& choices) {
+                                         const std::vector<ProgramChoice>& choices, const std::string& target,
+                                         const std::string& cuda_arch) {
+  const bool cuda = target == "cuda";
+  if (!cuda && target != "llvm") throw Error("unknown target '" + target + "' (llvm or cuda)");
   if (choices.size() != p.tasks.size())
     throw InternalError("compile: " + std::to_string(choices.size()) + " programs for " + std::to_string(p.tasks.size()) +
                         " tasks");
   CompiledNetwork net;
   Impl& m = *net.impl_;
   m.name = g.name;
-  m.host = llvm_host_cpu();
-  // Kernels, one per task.
+  m.target = target;
+  if (cuda) m.arch = cuda_arch.empty() ? cuda_device_arch() : cuda_arch;
+  else m.host = llvm_host_cpu();
+  // Kernels, one per task (on the GPU, CUDA C of one translation unit).
+  std::string unit;
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const graph::NetworkTask& task = p.tasks[t];
     try {
-      std::vector<sched::Sketch> sketches = sched::cpu_sketches(task.graph);
+      std::vector<sched::Sketch> sketches = sched::sketches_for(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
-      LlvmOptions lo;
-      lo.keep_object = true;
-      m.kernels.push_back({task.label, task.key, compile_llvm(f, lo)});
+      if (cuda) {
+        f.name = "task" + std::to_string(t);
+        std::string src = print_cuda(f);
+        unit += t == 0 ? src : src.substr(src.find("extern \"C\""));
+        m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f)});
+      } else {
+        LlvmOptions lo;
+        lo.keep_object = true;
+        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}});
+      }
     } catch (const Error& e) {
       throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
     }
   }
+  if (cuda && !p.tasks.empty()) m.cubin = compile_cuda(unit, m.name, m.arch).cubin;
   // Slots: one per value that is read or written at run time.
   std::vector<int> slot_of(g.values().size(), -1);
   std::vector<int> root(g.values().size(), -1);  // the arena tensor a value lives in (views: their source's)
@@ -219,8 +274,21 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
     if (inputs[i].dtype() != s.info.dtype || inputs[i].shape() != s.info.shape)
       throw Error("input '" + s.info.name + "' expects " + s.info.dtype.str() + " " + shape_str(s.info.shape) + ", got " +
                   inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
-    std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
   }
+  if (m.target == "cuda") {
+    m.prepare_gpu();
+    for (size_t i = 0; i < inputs.size(); ++i) m.gpu->upload(m.gpu_ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
+    for (size_t i = 0; i < m.steps.size(); ++i) m.gpu->launch(m.steps[i].kernel, m.gpu_args[i]);
+    m.gpu->synchronize();
+    std::vector<NDArray> out;
+    for (int s : m.output_slots) {
+      NDArray a(m.slots[s].info.dtype, m.slots[s].info.shape);
+      m.gpu->download(a.data(), m.gpu_ptr(s), a.nbytes());
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
   for (size_t i = 0; i < m.steps.size(); ++i) m.kernels[m.steps[i].kernel].k->run_raw(m.step_ptrs[i].data());
   std::vector<NDArray> out;
   for (int s : m.output_slots) {
@@ -236,6 +304,8 @@ Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOpt
 }
 
 const std::string& CompiledNetwork::name() const { return impl_->name; }
+const std::string& CompiledNetwork::target() const { return impl_->target; }
+const std::string& CompiledNetwork::cuda_arch() const { return impl_->arch; }
 const std::vector<TensorInfo>& CompiledNetwork::inputs() const { return impl_->input_info; }
 const std::vector<TensorInfo>& CompiledNetwork::outputs() const { return impl_->output_info; }
 int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.size()); }
@@ -253,13 +323,27 @@ void CompiledNetwork::save(const std::string& path) const {
   nlohmann::json h;
   h["version"] = 1;
   h["name"] = m.name;
+  h["target"] = m.target;
   h["host_cpu"] = m.host;
+  h["arch"] = m.arch;
   h["arena_bytes"] = m.arena_bytes;
   h["tensor_bytes"] = m.tensor_bytes;
   int64_t blob = 0;
-  for (const auto& k : m.kernels) {
-    h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"offset", blob}, {"size", k.k->object().size()}});
-    blob += static_cast<int64_t>(k.k->object().size());
+  // The machine code: each kernel's object (llvm), or the one cubin (cuda).
+  auto code = [&](const Impl::Kernel& k) -> const std::string& { return k.k->object(); };
+  h["kernels"] = nlohmann::json::array();
+  if (m.target == "cuda") {
+    h["cubin"] = {{"offset", blob}, {"size", m.cubin.size()}};
+    blob += static_cast<int64_t>(m.cubin.size());
+    for (const auto& k : m.kernels)
+      h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"name", k.cuda_name},
+                              {"grid", {k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]}},
+                              {"block", {k.launch.block[0], k.launch.block[1], k.launch.block[2]}}});
+  } else {
+    for (const auto& k : m.kernels) {
+      h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"offset", blob}, {"size", code(k).size()}});
+      blob += static_cast<int64_t>(code(k).size());
+    }
   }
   h["weights"] = nlohmann::json::array();
   for (const NDArray& w : m.weights) {
@@ -281,13 +365,17 @@ void CompiledNetwork::save(const std::string& path) const {
     // magic, header size, checksum of everything after it, header, machine code, weights
     uint64_t n = text.size();
     uint64_t sum = fnv1a(text);
-    for (const auto& k : m.kernels) sum = fnv1a(k.k->object(), sum);
+    if (m.target == "cuda") sum = fnv1a(m.cubin, sum);
+    else
+      for (const auto& k : m.kernels) sum = fnv1a(code(k), sum);
     for (const NDArray& w : m.weights) sum = fnv1a({static_cast<const char*>(w.data()), w.nbytes()}, sum);
     f.write(kMagic, sizeof kMagic - 1);
     f.write(reinterpret_cast<const char*>(&n), sizeof n);
     f.write(reinterpret_cast<const char*>(&sum), sizeof sum);
     f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& k : m.kernels) f.write(k.k->object().data(), static_cast<std::streamsize>(k.k->object().size()));
+    if (m.target == "cuda") f.write(m.cubin.data(), static_cast<std::streamsize>(m.cubin.size()));
+    else
+      for (const auto& k : m.kernels) f.write(code(k).data(), static_cast<std::streamsize>(code(k).size()));
     for (const NDArray& w : m.weights) f.write(static_cast<const char*>(w.data()), static_cast<std::streamsize>(w.nbytes()));
     if (!f) throw Error("writing '" + tmp + "' failed");
   }
@@ -321,8 +409,11 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     nlohmann::json h = nlohmann::json::parse(data.substr(magic + 16, n));
     if (h.at("version").get<int>() != 1) throw ParseError("'" + path + "': unsupported version");
     m.name = h.at("name").get<std::string>();
+    m.target = h.value("target", "llvm");
     m.host = h.at("host_cpu").get<std::string>();
-    if (m.host != llvm_host_cpu())
+    m.arch = h.value("arch", "");
+    if (m.target != "llvm" && m.target != "cuda") throw ParseError("'" + path + "': unknown target '" + m.target + "'");
+    if (m.target == "llvm" && m.host != llvm_host_cpu())
       throw Error("'" + path + "' was compiled for CPU '" + m.host + "'; this machine is '" + llvm_host_cpu() +
                   "': compile it again here");
     m.arena_bytes = h.at("arena_bytes").get<int64_t>();
@@ -332,10 +423,26 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       if (off > data.size() - blob0 || size > data.size() - blob0 - off) throw ParseError("'" + path + "' is truncated");
       return std::pair<size_t, size_t>(blob0 + off, size);
     };
-    for (const auto& k : h.at("kernels")) {
-      auto [off, size] = bytes(k);
-      m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(),
-                           load_llvm_object(data.substr(off, size))});
+    if (m.target == "cuda") {
+      auto [off, size] = bytes(h.at("cubin"));
+      m.cubin = data.substr(off, size);
+      for (const auto& k : h.at("kernels")) {
+        GpuLaunch l;
+        auto grid = k.at("grid").get<std::vector<int64_t>>(), block = k.at("block").get<std::vector<int64_t>>();
+        if (grid.size() != 3 || block.size() != 3) throw ParseError("'" + path + "': a kernel's launch is malformed");
+        for (int d = 0; d < 3; ++d) {
+          l.grid[d] = grid[d];
+          l.block[d] = block[d];
+        }
+        m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
+                             k.at("name").get<std::string>(), l});
+      }
+    } else {
+      for (const auto& k : h.at("kernels")) {
+        auto [off, size] = bytes(k);
+        m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(),
+                             load_llvm_object(data.substr(off, size)), "", {}});
+      }
     }
     std::vector<std::pair<size_t, size_t>> wb;
     for (const auto& w : h.at("weights")) wb.push_back(bytes(w));

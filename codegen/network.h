@@ -4,7 +4,8 @@
 // one has run; views alias their input), the weights, and the list of kernel launches.
 // It runs without the compiler: saved to one file (the kernels as relocatable machine
 // code, the plan as JSON, the weights as raw bytes) and loaded again by the JIT's
-// linker alone, with no lowering, no LLVM optimization and no code generation.
+// linker alone, with no lowering, no LLVM optimization and no code generation. On the
+// cuda target the kernels are one cubin, and the arena and the weights live on the GPU.
 #pragma once
 
 #include <memory>
@@ -42,8 +43,12 @@ class CompiledNetwork {
 
   // Lowers and compiles every task of the partition with its program (choices[i] for
   // p.tasks[i]) and plans memory. Throws basin::Error naming the task that fails.
+  // target "llvm": this CPU; "cuda": every kernel CUDA C in one NVRTC translation unit
+  // for cuda_arch (empty: the GPU here), run on GPU 0 with the arena and the weights in
+  // device memory (compiling needs no GPU when cuda_arch is given; running does).
   static CompiledNetwork compile(const graph::Graph& g, const graph::Partition& p,
-                                 const std::vector<ProgramChoice>& choices);
+                                 const std::vector<ProgramChoice>& choices, const std::string& target = "llvm",
+                                 const std::string& cuda_arch = "");
   // Throws ParseError for a file that is not a compiled network or is corrupt, and
   // Error for one compiled for another CPU.
   static CompiledNetwork load(const std::string& path);
@@ -57,6 +62,8 @@ class CompiledNetwork {
   Timing time(const std::vector<NDArray>& inputs, const TimingOptions& opt = TimingOptions::full());
 
   const std::string& name() const;
+  const std::string& target() const;  // "llvm" or "cuda"
+  const std::string& cuda_arch() const;  // "sm_90" for the cuda target
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   int kernels() const;           // distinct kernels

@@ -39,6 +39,11 @@ FeatureBatch FeatureBatch::of(const std::vector<Sample>& samples) {
   return of(p);
 }
 
+std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
+  if (target == "cuda" && (spec == "mlp" || spec == "gbt")) return make_estimator(spec);
+  return estimator_from_spec(spec);
+}
+
 std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
   if (kind == "mlp") return detail::make_mlp();
   if (kind == "gbt") return detail::make_gbt();

@@ -74,6 +74,10 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind);
 // Estimator::save. Throws basin::Error naming the file when it is missing, truncated,
 // corrupt, of an unknown kind, or of another feature-set version.
 std::unique_ptr<Estimator> load_estimator(const std::string& path);
+// The estimator `spec` names for tuning on `target`: estimator_from_spec, except on
+// "cuda", where "mlp" and "gbt" start untrained (no GPU weights ship yet; the tuning
+// loop trains them on the first measurements) and a file must hold GPU features.
+std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target);
 // What `--estimator` accepts: a kind ("mlp" loads the shipped pretrained CPU weights
 // when they exist, "gbt", "roofline") or a path.
 std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec);

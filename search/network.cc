@@ -35,7 +35,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     TaskState& t = tasks[i];
     t.strategy = make_strategy(opt.strategy);
     std::string spec = opt.estimator.empty() ? t.strategy->default_estimator() : opt.estimator;
-    if (!spec.empty()) t.est = models::estimator_from_spec(spec);
+    if (!spec.empty()) t.est = models::estimator_for_target(spec, opt.target);
     TuneOptions to;
     to.target = opt.target;
     to.batch = opt.batch;
@@ -141,7 +141,7 @@ std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, c
   std::vector<codegen::ProgramChoice> out;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     const graph::NetworkTask& t = p.tasks[i];
-    std::vector<sched::Sketch> sketches = sched::cpu_sketches(t.graph);
+    std::vector<sched::Sketch> sketches = sched::sketches_for(t.graph, target);
     codegen::ProgramChoice c;
     std::optional<Record> best = store ? store->best(t.key, target) : std::nullopt;
     if (best) {

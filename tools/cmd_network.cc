@@ -27,7 +27,7 @@ namespace basin::tools {
 namespace {
 
 struct NetOptions {
-  std::string model, target = "llvm", records, strategy = "gradient", estimator, budget, out;
+  std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs;
   std::string output;
   int trials = 0, batch = 16, repeat = 0;
@@ -46,7 +46,6 @@ struct Loaded {
 };
 
 Loaded load(const NetOptions& o) {
-  if (o.target != "llvm") throw Error("target '" + o.target + "' is not supported for networks yet (llvm)");
   Loaded l;
   l.graph = graph::optimize(graph::load_model(o.model));
   l.partition = graph::partition(l.graph);
@@ -75,7 +74,7 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
                     " tasks have no tuned program" + (o.records.empty() ? "" : " in " + o.records) +
                     " and use their first sketch's default configuration:" + names);
   }
-  return codegen::CompiledNetwork::compile(l.graph, l.partition, choices);
+  return codegen::CompiledNetwork::compile(l.graph, l.partition, choices, o.target, o.arch);
 }
 
 std::vector<NDArray> random_inputs(const std::vector<codegen::TensorInfo>& infos) {
@@ -167,10 +166,11 @@ int run_compile(const NetOptions& o) {
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
   net.save(o.out);
-  nlohmann::json j = {{"model", o.model},          {"output", o.out},
+  nlohmann::json j = {{"model", o.model},          {"output", o.out}, {"target", net.target()},
                       {"kernels", net.kernels()},  {"launches", net.launches()},
                       {"arena_bytes", net.arena_bytes()}, {"tensor_bytes", net.tensor_bytes()},
                       {"weight_bytes", net.weight_bytes()}, {"untuned_tasks", untuned}};
+  if (net.target() == "cuda") j["arch"] = net.cuda_arch();
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
@@ -226,6 +226,8 @@ int run_run(const NetOptions& o) {
 }
 
 int run_compare(const NetOptions& o) {
+  if (o.target != "llvm")
+    throw Error("compare times LibTorch on this CPU, for the llvm target; on a GPU compare with PyTorch there (docs/gpu.md)");
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
@@ -273,7 +275,7 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option("model", o->model, "zoo:NAME (resnet18, resnet50, mobilenet_v2, bert_base, vit_b16, dcgan, llama_layer, r3d_18) or an .onnx file")
       ->required();
-  cmd->add_option("--target", o->target, "llvm");
+  cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
   return cmd;
@@ -301,6 +303,7 @@ void add_network_commands(CLI::App& app, Runner& run) {
     auto* cmd = network_cmd(app, "compile", "compile a network with the best record of each task into one file", o);
     cmd->add_option("--records", o->records, "the records file (untuned tasks are named and use a default program)");
     cmd->add_option("-o,--output", o->out, "the compiled network file")->required();
+    cmd->add_option("--arch", o->arch, "with --target cuda: compile for this architecture (sm_80, sm_90) without a GPU");
     cmd->callback([&run, o] { run = [o] { return run_compile(*o); }; });
   }
   {

@@ -79,11 +79,7 @@ int run_tune_op(const TuneOpOptions& o) {
   const std::string& op = g.op;
   std::unique_ptr<search::Strategy> strategy = search::make_strategy(o.strategy);
   std::string spec = o.estimator.empty() ? strategy->default_estimator() : o.estimator;
-  // No GPU weights ship yet: on the cuda target "mlp" (and "gbt") start untrained and
-  // learn from the first measurements.
-  std::unique_ptr<models::Estimator> est = spec.empty()                               ? nullptr
-                                           : o.target == "cuda" && (spec == "mlp" || spec == "gbt") ? models::make_estimator(spec)
-                                                                                                     : models::estimator_from_spec(spec);
+  std::unique_ptr<models::Estimator> est = spec.empty() ? nullptr : models::estimator_for_target(spec, o.target);
   search::RecordStore store(o.records);
 
   search::TuneOptions to;

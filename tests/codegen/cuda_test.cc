@@ -10,6 +10,9 @@
 
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
+#include "codegen/measure.h"
+#include "codegen/op_check.h"
+#include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
@@ -91,6 +94,18 @@ TEST(Cuda, PerThreadBuffersAreEachThreadsSlice) {
   std::string dk = codegen::print_cuda(sched::lower_config(d, s, c));
   EXPECT_NE(dk.find("[" + std::to_string(sched::gpu_tile_use(s, c).registers) + "];  /* local */"), std::string::npos) << dk;
   EXPECT_NE(dk.find("__syncthreads();"), std::string::npos);
+  // Its index arithmetic is on non-negative values: C's division, no floor helper.
+  EXPECT_EQ(dk.find("basin_floordiv(", dk.find("extern \"C\"")), std::string::npos) << dk;
+  EXPECT_EQ(dk.find("basin_floormod(", dk.find("extern \"C\"")), std::string::npos) << dk;
+  // A possibly negative one keeps the floor semantics.
+  Var i("i");
+  Buffer o = make_buffer("o", DType::i64(), {Expr(8)});
+  LoweredFunc neg{"neg", {o}, {0}, make_for(i, 0, 8, ForKind::Serial, make_store(o, {i}, floordiv(Expr(i) - 5, Expr(2))))};
+  std::string nc = codegen::print_c(neg);
+  EXPECT_NE(nc.find("basin_floordiv(", nc.find("void neg")), std::string::npos) << nc;
+  LoweredFunc pos{"pos", {o}, {0}, make_for(i, 0, 8, ForKind::Serial, make_store(o, {i}, floordiv(Expr(i) + 5, Expr(2))))};
+  std::string pc = codegen::print_c(pos);
+  EXPECT_EQ(pc.find("basin_floordiv(", pc.find("void pos")), std::string::npos) << pc;
 }
 
 TEST(Cuda, LaunchExtentsComeFromTheBoundLoops) {
@@ -136,9 +151,115 @@ TEST(Cuda, BadSourceAndArchitectureAreClearErrors) {
   EXPECT_THROW(codegen::compile_cuda("", "x", "compute_nope"), Error);
 }
 
+// ---- on a GPU (each test skips itself where there is none) ----
+
+// The GPU correctness suite: every GPU sketch of every operator case, the default and 7
+// random configurations, run on the GPU and compared with the interpreter running the
+// same program; zero mismatches. A sketch's kernels are one NVRTC translation unit.
+TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
+  std::string why;
+  if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const std::string arch = codegen::cuda_device_arch();
+  std::mt19937_64 rng(21);
+  int programs = 0, mismatches = 0;
+  for (const Case& c : good_cases()) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+      std::vector<LoweredFunc> fs;
+      std::vector<std::string> configs;
+      std::string unit;
+      for (int i = 0; i < 8; ++i) {
+        sched::Config cfg = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        LoweredFunc f = sched::lower_config(g, s, cfg);
+        f.name = "k" + std::to_string(i);
+        std::string k = codegen::print_cuda(f);
+        unit += i == 0 ? k : k.substr(k.find("extern \"C\""));
+        fs.push_back(f);
+        configs.push_back(sched::config_to_json(s, cfg));
+      }
+      codegen::CudaBinary bin = codegen::compile_cuda(unit, c.op, arch);
+      for (size_t i = 0; i < fs.size(); ++i) {
+        std::vector<NDArray> want, got;
+        for (const te::Tensor& t : g.outputs) {
+          want.emplace_back(t.dtype(), t.shape());
+          got.emplace_back(t.dtype(), t.shape());
+        }
+        std::vector<NDArray*> wa, ga;
+        std::vector<size_t> bytes;
+        std::vector<int> outs;
+        for (NDArray& a : in) {
+          wa.push_back(&a);
+          ga.push_back(&a);
+        }
+        for (size_t o = 0; o < want.size(); ++o) {
+          wa.push_back(&want[o]);
+          outs.push_back(static_cast<int>(ga.size()));
+          ga.push_back(&got[o]);
+        }
+        for (NDArray* a : ga) bytes.push_back(a->nbytes());
+        interpret(fs[i], wa);
+        codegen::CudaKernel k(bin, codegen::cuda_kernel_name(fs[i]), codegen::gpu_launch(fs[i]), bytes);
+        k.run(ga, outs);
+        ++programs;
+        for (size_t o = 0; o < want.size(); ++o) {
+          double err = compare_arrays(got[o], want[o]).max_rel;
+          if (!(err <= 1e-3)) {
+            ++mismatches;
+            ADD_FAILURE() << c.op << " " << c.params << " " << configs[i] << ": max relative error " << err;
+          }
+        }
+      }
+    }
+  }
+  std::printf("GPU correctness: %d programs on %s, %d mismatches\n", programs, codegen::cuda_device_info().name.c_str(),
+              mismatches);
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(programs, 500);
+}
+
+// The measurer on the GPU: programs are checked and timed; a kernel that writes far out
+// of bounds poisons its worker's context, is an error, and the next worker measures on.
+TEST(CudaOnGpu, MeasurePoolTimesKernelsAndReplacesAPoisonedWorker) {
+  std::string why;
+  if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  ops::OpGraph g = ops::build_op("dense", parse("M=128 K=128 N=128"));
+  std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
+  codegen::MeasureOptions opt;
+  opt.target = "cuda";
+  opt.program_hook = [](const LoweredFunc& f) {
+    int64_t unroll = -1;
+    visit_stmt(f.body, [&](const Stmt& st) {
+      if (st.kind() == StmtKind::Pragma) is_const_int(st->pragma_value, &unroll);
+    });
+    if (unroll != 16) return f;
+    LoweredFunc bad = f;  // a store 16 TB past the output
+    const Buffer& out = f.params[f.output_params[0]];
+    bad.body = make_seq({make_store(out, {Expr(int64_t{1} << 42)}, fconst(1.0)), f.body});
+    return bad;
+  };
+  codegen::MeasurePool pool(g, sk, opt);
+  sched::Config a = sched::default_config(sk[0]), b = a;
+  a.unroll = 64;
+  b.unroll = 16;
+  auto r = pool.measure({{&pool.sketches()[0], a}, {&pool.sketches()[0], b}, {&pool.sketches()[0], a}});
+  ASSERT_TRUE(r[0].ok()) << r[0].error;
+  EXPECT_GT(r[0].median_us, 0);
+  EXPECT_FALSE(r[1].ok());
+  EXPECT_NE(r[1].error.find("CUDA error"), std::string::npos) << r[1].error;
+  EXPECT_TRUE(r[2].ok()) << r[2].error;
+  EXPECT_EQ(pool.workers_started(), 2);
+}
+
 TEST(Cuda, TheTargetSaysWhenThereIsNoGpu) {
   std::string why;
-  if (codegen::cuda_available(&why)) GTEST_SKIP() << "a GPU is here: " << codegen::cuda_device_arch();
+  if (codegen::cuda_available(&why)) {
+    // With a GPU: the command runs, checks and times the kernel.
+    auto r = testing::capture(testing::basin_path() + " op dense --target cuda --json 2>&1");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("\"verified\": true"), std::string::npos) << r.out;
+    GTEST_SKIP() << "a GPU is here: " << codegen::cuda_device_arch();
+  }
   EXPECT_FALSE(why.empty());
   EXPECT_EQ(why.find('\n'), std::string::npos);
   EXPECT_THROW(codegen::cuda_device_arch(), Error);

@@ -10,6 +10,7 @@
 #include <random>
 #include <fstream>
 
+#include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/network.h"
 #include "codegen/torch_executor.h"
@@ -34,11 +35,11 @@ std::vector<ProgramChoice> defaults(const graph::Partition& p) {
 }
 
 // Random valid programs: every task on a random sketch and configuration.
-std::vector<ProgramChoice> random_programs(const graph::Partition& p, uint64_t seed) {
+std::vector<ProgramChoice> random_programs(const graph::Partition& p, uint64_t seed, const std::string& target = "llvm") {
   std::mt19937_64 rng(seed);
   std::vector<ProgramChoice> c;
   for (const auto& t : p.tasks) {
-    std::vector<sched::Sketch> s = sched::cpu_sketches(t.graph);
+    std::vector<sched::Sketch> s = sched::sketches_for(t.graph, target);
     const sched::Sketch& k = s[rng() % s.size()];
     c.push_back({k.name, sched::random_config(k, rng), true});
   }
@@ -165,6 +166,50 @@ TEST_F(Network, SavesAndLoadsWithoutTheCompiler) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(0, std::memcmp(a[i].data(), b[i].data(), a[i].nbytes()));
   EXPECT_GT(m.time(in, TimingOptions::quick()).min_us, 0);
+}
+
+// The cuda target: every task's kernel in one cubin, saved and loaded; run on the GPU
+// where there is one (against the graph interpreter), else a clear error.
+TEST_F(Network, CudaTargetCompilesSavesLoadsAndRuns) {
+  if (!nvrtc_enabled()) GTEST_SKIP() << "built without the CUDA toolkit (NVRTC)";
+  std::string why;
+  const bool gpu = cuda_available(&why);
+  const std::string arch = gpu ? cuda_device_arch() : "sm_90";
+  for (auto make : {cnn, transformer}) {
+    graph::Graph g = graph::optimize(make());
+    SCOPED_TRACE(g.name);
+    graph::Partition p = graph::partition(g);
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      CompiledNetwork n = CompiledNetwork::compile(g, p, random_programs(p, seed, "cuda"), "cuda", arch);
+      EXPECT_EQ(n.target(), "cuda");
+      EXPECT_EQ(n.kernels(), static_cast<int>(p.tasks.size()));
+      std::string path = dir + "/" + g.name + ".cuda.basin";
+      n.save(path);
+      CompiledNetwork m = CompiledNetwork::load(path);
+      EXPECT_EQ(m.target(), "cuda");
+      EXPECT_EQ(m.cuda_arch(), arch);
+      EXPECT_EQ(m.kernels(), n.kernels());
+      EXPECT_EQ(m.launches(), n.launches());
+      EXPECT_EQ(m.arena_bytes(), n.arena_bytes());
+      EXPECT_EQ(m.weight_bytes(), n.weight_bytes());
+      std::vector<NDArray> in = inputs(m, seed + 1);
+      if (!gpu) {
+        try {
+          m.run(in);
+          ADD_FAILURE() << "ran without a GPU";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("the cuda target is unavailable"), std::string::npos) << e.what();
+        }
+        continue;
+      }
+      expect_close(m.run(in), graph::interpret_graph(g, in), 1e-3);
+    }
+  }
+  // A CPU sketch name is not a GPU program.
+  graph::Graph g = graph::optimize(cnn());
+  graph::Partition p = graph::partition(g);
+  EXPECT_THROW(CompiledNetwork::compile(g, p, defaults(p), "cuda", "sm_90"), Error);
+  EXPECT_THROW(CompiledNetwork::compile(g, p, defaults(p), "opencl"), Error);
 }
 
 TEST_F(Network, CorruptFilesAreClearErrors) {

@@ -241,6 +241,20 @@ TEST(Zoo, EveryAnchorTaskOfTheCnnsGetsTheTilingSketches) {
   }
 }
 
+// The cuda target compiles whole networks: every task of every zoo network has a GPU
+// sketch, and anchors the tiling one.
+TEST(Zoo, EveryTaskOfTheZooHasAGpuSketch) {
+  for (const auto& z : zoo_networks()) {
+    Partition p = partition(optimize(zoo_network(z.name)));
+    for (const auto& t : p.tasks) {
+      std::vector<sched::Sketch> gpu = sched::gpu_sketches(t.graph);
+      EXPECT_FALSE(gpu.empty()) << z.name << ": " << t.label;
+      if (!gpu.empty() && sched::cpu_sketches(t.graph).at(0).rule == sched::SketchRule::Anchor)
+        EXPECT_EQ(gpu[0].rule, sched::SketchRule::GpuTile) << z.name << ": " << t.label;
+    }
+  }
+}
+
 TEST(Zoo, UnknownNamesListTheNetworks) {
   try {
     zoo_network("resnet1000");

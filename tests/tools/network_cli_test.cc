@@ -126,12 +126,28 @@ TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
   expect_one_error("tune " + model + " --records " + dir + "/r.db", "--trials N or --budget T");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --budget 1m", "--trials N or --budget T");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --budget soon", "soon");
-  expect_one_error("compile " + model + " --target cuda -o " + dir + "/x.basin", "cuda");
+  expect_one_error("compile " + model + " --target opencl -o " + dir + "/x.basin", "--target");
   std::ofstream(dir + "/corrupt.db") << "this is not an SQLite database, not at all, no";
   expect_one_error("compile " + model + " --records " + dir + "/corrupt.db -o " + dir + "/x.basin", "corrupt.db");
 }
 
 #endif
+
+// The cuda target from the command line: compiled for a named architecture without a
+// GPU; running, tuning and comparing need one and say so in one line where there is none.
+TEST_F(NetworkCli, CudaTargetFromTheCommandLine) {
+  Result c = run("compile zoo:dcgan --target cuda --arch sm_90 -o " + dir + "/dcgan.cuda.basin --json --quiet");
+  if (c.code != 0 && c.out.find("without the CUDA toolkit") != std::string::npos) GTEST_SKIP() << "built without NVRTC";
+  ASSERT_EQ(c.code, 0) << c.out;
+  auto cj = nlohmann::json::parse(c.out);
+  EXPECT_EQ(cj["target"], "cuda");
+  EXPECT_EQ(cj["arch"], "sm_90");
+  Result probe = run("op relu --target cuda");
+  if (probe.code == 0) return;  // a GPU is here: running is tested by network_test on it
+  expect_one_error("run " + dir + "/dcgan.cuda.basin", "the cuda target is unavailable");
+  expect_one_error("tune zoo:dcgan --target cuda --trials 4 --records " + dir + "/g.db", "the cuda target is unavailable");
+  expect_one_error("compare zoo:dcgan --target cuda", "llvm target");
+}
 
 TEST_F(NetworkCli, ZooModelsAndCompiledFilesFromTheCommandLine) {
   expect_one_error("run zoo:resnet1000", "resnet18");
