@@ -151,7 +151,7 @@ TEST(Strategies, SearchTheGpuSpace) {
                                 ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "64,197"}})}) {
     search::TaskSpace space(g, "cuda");
     for (const sched::Sketch& s : space.sketches())
-      EXPECT_TRUE(s.rule == sched::SketchRule::GpuTile || s.rule == sched::SketchRule::GpuRows) << s.name;
+      EXPECT_TRUE(sched::is_gpu_rule(s.rule)) << s.name;
     std::mt19937_64 r0(2);
     std::vector<search::Candidate> cs;
     std::unordered_set<std::string> seen;
