@@ -14,6 +14,7 @@ against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric me
 
     /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
         [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--out DIR]
+    /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR   # plots and table again
 """
 import argparse
 import json
@@ -87,7 +88,23 @@ def main():
     ap.add_argument("--trials", type=int, default=1000, help="annealing's budget, and the others' at most")
     ap.add_argument("--out", default="bench-search")
     ap.add_argument("--basin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin", "basin"))
+    ap.add_argument("--from", dest="from_results", metavar="RESULTS.json",
+                    help="measure nothing: redraw the plots and the table of an earlier run into --out")
     a = ap.parse_args()
+    if a.from_results:
+        with open(a.from_results) as f:
+            results = json.load(f)
+        os.makedirs(a.out, exist_ok=True)
+        runs = results["runs"]
+        workloads = list(dict.fromkeys(r["workload"] for r in runs))
+        strategies = list(dict.fromkeys(r["strategy"] for r in runs))
+        seeds = list(dict.fromkeys(r["seed"] for r in runs))
+        for w in workloads:
+            plot(w, [r for r in runs if r["workload"] == w], os.path.join(a.out, f"{w}.png"))
+        with open(os.path.join(a.out, "table.md"), "w") as f:
+            f.write(table(results, workloads, strategies, seeds))
+        print(open(os.path.join(a.out, "table.md")).read())
+        return
     workloads = [w for w in a.workloads.split(",") if w]
     strategies = [s for s in a.strategies.split(",") if s]
     if "annealing" not in strategies:
