@@ -348,7 +348,29 @@ ops::OpGraph task_from_key(const std::string& key) {
   return ops::build_op(op, kv);
 }
 
+namespace {
+// True if nlohmann's dump writes the name as it is between quotes.
+bool plain_name(const std::string& n) {
+  for (unsigned char ch : n)
+    if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') return false;
+  return true;
+}
+}  // namespace
+
 std::string config_to_json(const Sketch& s, const Config& c) {
+  // The search makes this text for every program it visits (the records' key): written
+  // directly, the same bytes as the JSON library's dump (tested), in a tenth of the time.
+  bool plain = plain_name(s.name) && c.factors.size() == s.splits.size();
+  for (const SplitSpec& sp : s.splits) plain &= plain_name(sp.name);
+  if (plain) {
+    std::string out = "{\"sketch\":\"" + s.name + "\",\"splits\":{";
+    for (size_t i = 0; i < s.splits.size(); ++i) {
+      out += (i ? ",\"" : "\"") + s.splits[i].name + "\":[";
+      for (size_t k = 0; k < c.factors[i].size(); ++k) out += (k ? "," : "") + std::to_string(c.factors[i][k]);
+      out += "]";
+    }
+    return out + "},\"unroll\":" + std::to_string(c.unroll) + "}";
+  }
   nlohmann::ordered_json j;
   j["sketch"] = s.name;
   j["splits"] = nlohmann::ordered_json::object();

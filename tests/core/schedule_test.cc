@@ -7,6 +7,8 @@
 #include <random>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ir/mark_unrolled.h"
@@ -183,6 +185,26 @@ TEST(Sketch, GpuTileConfigurationsKeepTheGpuBounds) {
     sched::GpuTileUse r = sched::gpu_tile_use(s, sched::random_config(s, rng));
     EXPECT_LE(r.threads, sched::kMaxGpuThreads);
     EXPECT_LE(r.shared_bytes, sched::kMaxGpuSharedBytes);
+  }
+}
+
+// config_to_json writes what the JSON library writes (its fast path), for every sketch
+// of every operator case, CPU and GPU.
+TEST(Sketch, ConfigurationTextIsTheJsonLibrarysDump) {
+  std::mt19937_64 rng(17);
+  for (const Case& c : good_cases()) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<sched::Sketch> all = sched::cpu_sketches(g);
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) all.push_back(s);
+    for (const sched::Sketch& s : all) {
+      sched::Config cfg = sched::random_config(s, rng);
+      nlohmann::ordered_json j;
+      j["sketch"] = s.name;
+      j["splits"] = nlohmann::ordered_json::object();
+      for (size_t i = 0; i < s.splits.size(); ++i) j["splits"][s.splits[i].name] = cfg.factors[i];
+      j["unroll"] = cfg.unroll;
+      EXPECT_EQ(sched::config_to_json(s, cfg), j.dump());
+    }
   }
 }
 
