@@ -28,5 +28,8 @@ std::string cuda_kernel_name(const LoweredFunc& f);
 // Throws basin::Error for what a kernel cannot express (a parallel loop, a global
 // allocation, a size unknown at compile time).
 std::string print_cuda(const LoweredFunc& f);
+// Several kernels as one translation unit (one NVRTC call): the prologue once, then
+// each kernel; their names (f.name) must differ. Errors name the kernel.
+std::string print_cuda_unit(const std::vector<LoweredFunc>& fs);
 
 }  // namespace basin::codegen

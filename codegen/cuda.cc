@@ -310,22 +310,30 @@ struct CudaKernel::Impl {
   std::unique_ptr<CudaProgram> program;
   std::vector<uint64_t> buffers;
   std::vector<size_t> bytes;
+  std::vector<int> outputs;  // parameter indices
   uint64_t flush = 0;
   size_t flush_bytes = 0;
 };
 
-CudaKernel::CudaKernel(const CudaBinary& binary, const std::string& kernel_name, const GpuLaunch& launch,
-                       const std::vector<size_t>& param_bytes)
-    : impl_(std::make_unique<Impl>()) {
+CudaKernel::CudaKernel(const CudaBinary& binary, const LoweredFunc& f) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.program = std::make_unique<CudaProgram>(binary, std::vector<std::pair<std::string, GpuLaunch>>{{kernel_name, launch}});
-  m.bytes = param_bytes;
-  for (size_t b : param_bytes) m.buffers.push_back(m.program->alloc(b));
+  m.outputs = f.output_params;
+  for (const Buffer& b : f.params) {
+    int64_t n = b->dtype.bytes();
+    for (const Expr& e : b->shape) {
+      int64_t v = 0;
+      if (!is_const_int(e, &v)) throw Error("parameter '" + b->name + "' has a size unknown at compile time");
+      n *= v;
+    }
+    m.bytes.push_back(static_cast<size_t>(n));
+  }
+  m.program = std::make_unique<CudaProgram>(binary, std::vector<std::pair<std::string, GpuLaunch>>{{cuda_kernel_name(f), gpu_launch(f)}});
+  for (size_t b : m.bytes) m.buffers.push_back(m.program->alloc(b));
 }
 
 CudaKernel::~CudaKernel() = default;
 
-void CudaKernel::run(const std::vector<NDArray*>& args, const std::vector<int>& outputs) {
+void CudaKernel::run(const std::vector<NDArray*>& args) {
   Impl& m = *impl_;
   if (args.size() != m.buffers.size())
     throw Error("kernel takes " + std::to_string(m.buffers.size()) + " arguments, got " + std::to_string(args.size()));
@@ -335,7 +343,7 @@ void CudaKernel::run(const std::vector<NDArray*>& args, const std::vector<int>& 
   }
   m.program->launch(0, m.buffers);
   m.program->synchronize();
-  for (int o : outputs) m.program->download(args.at(o)->data(), m.buffers.at(o), m.bytes.at(o));
+  for (int o : m.outputs) m.program->download(args.at(o)->data(), m.buffers.at(o), m.bytes.at(o));
 }
 
 Timing CudaKernel::time(const TimingOptions& opt, bool flush_l2, std::vector<double>* rounds) {

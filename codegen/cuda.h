@@ -82,16 +82,16 @@ class CudaProgram {
 // worker), with device buffers for its arguments.
 class CudaKernel {
  public:
-  // `shapes`: the byte size of every parameter, in order.
-  CudaKernel(const CudaBinary& binary, const std::string& kernel_name, const GpuLaunch& launch,
-             const std::vector<size_t>& param_bytes);
+  // f's kernel (named cuda_kernel_name(f) in the binary, launched as gpu_launch(f)),
+  // with a device buffer for each of f's parameters.
+  CudaKernel(const CudaBinary& binary, const LoweredFunc& f);
   ~CudaKernel();
   CudaKernel(const CudaKernel&) = delete;
   CudaKernel& operator=(const CudaKernel&) = delete;
 
-  // Copies every argument to the GPU, launches once, waits, and copies the arguments
-  // in `outputs` (parameter indices) back.
-  void run(const std::vector<NDArray*>& args, const std::vector<int>& outputs);
+  // Copies every argument (in the order of f's parameters) to the GPU, launches once,
+  // waits, and copies f's outputs back.
+  void run(const std::vector<NDArray*>& args);
   // Times launches with CUDA events: warm-up, then rounds of launches lasting at least
   // opt.min_round_seconds; each round's time per launch into `rounds`. With flush_l2,
   // a buffer twice the L2's size is written before each launch, outside the timed span.

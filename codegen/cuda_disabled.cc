@@ -33,11 +33,11 @@ void CudaProgram::launch(int, const std::vector<uint64_t>&) {}
 void CudaProgram::synchronize() {}
 
 struct CudaKernel::Impl {};
-CudaKernel::CudaKernel(const CudaBinary&, const std::string&, const GpuLaunch&, const std::vector<size_t>&) {
+CudaKernel::CudaKernel(const CudaBinary&, const LoweredFunc&) {
   throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit");
 }
 CudaKernel::~CudaKernel() = default;
-void CudaKernel::run(const std::vector<NDArray*>&, const std::vector<int>&) {}
+void CudaKernel::run(const std::vector<NDArray*>&) {}
 Timing CudaKernel::time(const TimingOptions&, bool, std::vector<double>*) { return {}; }
 
 }  // namespace basin::codegen

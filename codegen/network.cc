@@ -143,7 +143,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   if (cuda) m.arch = cuda_arch.empty() ? cuda_device_arch() : cuda_arch;
   else m.host = llvm_host_cpu();
   // Kernels, one per task (on the GPU, CUDA C of one translation unit).
-  std::string unit;
+  std::vector<LoweredFunc> gpu_funcs;
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const graph::NetworkTask& task = p.tasks[t];
     try {
@@ -152,9 +152,8 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
       if (cuda) {
         f.name = "task" + std::to_string(t);
-        std::string src = print_cuda(f);
-        unit += t == 0 ? src : src.substr(src.find("extern \"C\""));
         m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f)});
+        gpu_funcs.push_back(std::move(f));
       } else {
         LlvmOptions lo;
         lo.keep_object = true;
@@ -164,7 +163,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
     }
   }
-  if (cuda && !p.tasks.empty()) m.cubin = compile_cuda(unit, m.name, m.arch).cubin;
+  if (cuda && !p.tasks.empty()) m.cubin = compile_cuda(print_cuda_unit(gpu_funcs), m.name, m.arch).cubin;
   // Slots: one per value that is read or written at run time.
   std::vector<int> slot_of(g.values().size(), -1);
   std::vector<int> root(g.values().size(), -1);  // the arena tensor a value lives in (views: their source's)

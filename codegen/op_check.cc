@@ -24,14 +24,31 @@ std::vector<NDArray> random_inputs(const ops::OpGraph& g, uint64_t seed) {
   return in;
 }
 
+std::vector<NDArray> fresh_outputs(const ops::OpGraph& g) {
+  std::vector<NDArray> out;
+  for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
+  return out;
+}
+
+std::vector<NDArray*> program_args(std::vector<NDArray>& inputs, std::vector<NDArray>& outputs) {
+  std::vector<NDArray*> args;
+  for (NDArray& a : inputs) args.push_back(&a);
+  for (NDArray& a : outputs) args.push_back(&a);
+  return args;
+}
+
+std::vector<NDArray> interpret_outputs(const LoweredFunc& f, const ops::OpGraph& g, std::vector<NDArray>& inputs) {
+  std::vector<NDArray> out = fresh_outputs(g);
+  interpret(f, program_args(inputs, out));
+  return out;
+}
+
 OpCheck check_against_torch(const ops::OpGraph& g, uint64_t seed) {
   OpCheck c;
   c.func = lower_default(g.op, g.inputs, g.outputs);
   c.inputs = random_inputs(g, seed);
-  for (const te::Tensor& t : g.outputs) c.outputs.emplace_back(t.dtype(), t.shape());
-  std::vector<NDArray*> args;
-  for (NDArray& a : c.inputs) args.push_back(&a);
-  for (NDArray& a : c.outputs) args.push_back(&a);
+  c.outputs = fresh_outputs(g);
+  std::vector<NDArray*> args = program_args(c.inputs, c.outputs);
   Interpreter interp(c.func);
   auto t0 = std::chrono::steady_clock::now();
   interp.run(args);

@@ -15,6 +15,12 @@ namespace basin::codegen {
 // Random inputs in each input's declared range, deterministic in `seed`.
 std::vector<NDArray> random_inputs(const ops::OpGraph& g, uint64_t seed);
 
+// g's outputs, fresh, and the argument list of a program of g: the inputs, then them.
+std::vector<NDArray> fresh_outputs(const ops::OpGraph& g);
+std::vector<NDArray*> program_args(std::vector<NDArray>& inputs, std::vector<NDArray>& outputs);
+// f, a program of g, run by the interpreter on `inputs`: its outputs.
+std::vector<NDArray> interpret_outputs(const LoweredFunc& f, const ops::OpGraph& g, std::vector<NDArray>& inputs);
+
 struct OpCheck {
   LoweredFunc func;
   std::vector<NDArray> inputs;

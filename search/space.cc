@@ -143,8 +143,8 @@ relax::RelaxedSketch& TaskSpace::relaxed(int sketch) {
 models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
   models::FeatureBatch b;
   b.batch = static_cast<int>(cs.size());
-  // One feature set per task: its sketches are all CPU or all GPU ones.
-  b.features = sketches_.empty() ? relax::num_features() : relax::num_features(relax::feature_set_of(sketches_[0]));
+  // One feature set per task: its sketches (never none) are all CPU or all GPU ones.
+  b.features = relax::num_features(relax::feature_set_of(sketches_[0]));
   std::vector<std::vector<int>> by_sketch(sketches_.size());
   for (int i = 0; i < b.batch; ++i) by_sketch.at(cs[i].sketch).push_back(i);
   for (size_t s = 0; s < sketches_.size(); ++s)

@@ -49,13 +49,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<NDArray*> arg_pointers(std::vector<NDArray>& in, std::vector<NDArray>& out) {
-  std::vector<NDArray*> args;
-  for (NDArray& a : in) args.push_back(&a);
-  for (NDArray& a : out) args.push_back(&a);
-  return args;
-}
-
 ErrorStats compare_all(const std::vector<NDArray>& got, const std::vector<NDArray>& ref, const std::string& op,
                        const char* against) {
   ErrorStats worst;
@@ -93,11 +86,6 @@ int run_op(const OpOptions& o) {
   LoweredFunc func = target == "interpreter" && o.config.empty() ? lower_default(op, g.inputs, g.outputs)
                                                                   : sched::lower_config(g, *sketch, cfg);
   std::vector<NDArray> inputs = codegen::random_inputs(g, o.seed);
-  auto fresh_outputs = [&] {
-    std::vector<NDArray> out;
-    for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
-    return out;
-  };
   const codegen::TimingOptions topt =
       o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
   nlohmann::json j = {{"op", op}, {"target", target}, {"params", nlohmann::json::object()}, {"flops", g.flops}};
@@ -123,19 +111,14 @@ int run_op(const OpOptions& o) {
     if (!gpu) throw Error("the cuda target is unavailable: " + why);
   }
 
-  std::vector<NDArray> outputs = fresh_outputs();
+  std::vector<NDArray> outputs = codegen::fresh_outputs(g);
   if (cuda) {
     // Run on GPU 0, checked below like the CPU kernel, timed with CUDA events (the L2
     // flushed before each launch).
     if (cuda_bin.arch != codegen::cuda_device_arch())
       throw Error("--arch " + cuda_bin.arch + " is not this GPU's architecture (" + codegen::cuda_device_arch() + ")");
-    std::vector<NDArray*> args = arg_pointers(inputs, outputs);
-    std::vector<size_t> bytes;
-    std::vector<int> outs;
-    for (NDArray* a : args) bytes.push_back(a->nbytes());
-    for (size_t i = inputs.size(); i < args.size(); ++i) outs.push_back(static_cast<int>(i));
-    codegen::CudaKernel kernel(cuda_bin, codegen::cuda_kernel_name(func), codegen::gpu_launch(func), bytes);
-    kernel.run(args, outs);
+    codegen::CudaKernel kernel(cuda_bin, func);
+    kernel.run(codegen::program_args(inputs, outputs));
     codegen::Timing t = kernel.time(topt, /*flush_l2=*/true);
     j["latency_us"] = t.min_us;
     j["latency_median_us"] = t.median_us;
@@ -150,7 +133,7 @@ int run_op(const OpOptions& o) {
     kernel = codegen::compile_llvm(func, lopt);
     j["compile_seconds"] = kernel->compile_seconds();
     if (o.emit == "llvm") std::cout << kernel->llvm_ir();
-    std::vector<NDArray*> args = arg_pointers(inputs, outputs);
+    std::vector<NDArray*> args = codegen::program_args(inputs, outputs);
     kernel->run(args);
     std::vector<void*> raw;
     for (NDArray* a : args) raw.push_back(a->data());
@@ -163,9 +146,9 @@ int run_op(const OpOptions& o) {
   bool run_oracle = target == "interpreter" || o.oracle == "always" || (o.oracle == "auto" && g.flops <= kOracleFlopLimit);
   bool ok = true;
   if (run_oracle) {
-    std::vector<NDArray> oracle = fresh_outputs();
+    std::vector<NDArray> oracle = codegen::fresh_outputs(g);
     auto t0 = std::chrono::steady_clock::now();
-    Interpreter(func).run(arg_pointers(inputs, oracle));
+    Interpreter(func).run(codegen::program_args(inputs, oracle));
     j["interpreter_seconds"] = seconds_since(t0);
     if (target == "llvm" || cuda) {
       ErrorStats s = compare_all(outputs, oracle, op, "the interpreter");

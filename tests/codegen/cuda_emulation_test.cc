@@ -17,7 +17,6 @@
 
 #include "codegen/c_printer.h"
 #include "codegen/op_check.h"
-#include "core/ir/interpreter.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
@@ -33,6 +32,7 @@ const char* kEmulation = R"(#include <barrier>
 #include <cstdint>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 struct basin_dim3 { unsigned x = 0, y = 0, z = 0; };
 static thread_local basin_dim3 threadIdx, blockIdx;
@@ -45,45 +45,42 @@ static inline double __longlong_as_double(long long i) { double d; std::memcpy(&
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __shared__ static
+template <typename... P, size_t... I>
+void basin_call_with(void (*k)(P...), void** a, std::index_sequence<I...>) { k(static_cast<P>(a[I])...); }
+template <typename... P>
+void basin_call(void (*k)(P...), void** a) { basin_call_with(k, a, std::index_sequence_for<P...>{}); }
 )";
 
-std::string c_type(DType t) {
-  if (t.is_bool()) return "uint8_t";
-  if (t.is_float()) return t.bits == 32 ? "float" : "double";
-  return "int" + std::to_string(t.bits) + "_t";
-}
-
-// The kernel's source for the host compiler: the printed kernel (its prologue, typedefs
-// and helpers, only with the first one: the host has <cstdint>), and a launcher
-// `basin_launch_<f.name>` running the grid block by block, each block as blockDim threads.
-std::string emulated(const LoweredFunc& f, const codegen::GpuLaunch& l, bool first) {
-  std::string cu = codegen::print_cuda(f), body;
-  if (!first) cu = cu.substr(cu.find("extern \"C\""));
-  size_t at = 0;
-  while (at < cu.size()) {
-    size_t nl = cu.find('\n', at);
-    std::string line = cu.substr(at, nl == std::string::npos ? std::string::npos : nl - at + 1);
-    if (line.rfind("typedef ", 0) != 0) body += line;
-    if (nl == std::string::npos) break;
-    at = nl + 1;
-  }
-  std::string call = codegen::cuda_kernel_name(f) + "(";
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    bool out = false;
-    for (int o : f.output_params) out |= o == static_cast<int>(i);
-    call += (i ? ", " : "") + std::string("(") + (out ? "" : "const ") + c_type(f.params[i]->dtype) + "*)args[" +
-            std::to_string(i) + "]";
-  }
-  call += ")";
-  return body + "extern \"C\" void basin_launch_" + codegen::cuda_kernel_name(f) + "(void** args) {\n"
+// A launcher `basin_launch_<f.name>` for f's kernel: the grid block by block, each block
+// as blockDim threads; the arguments cast to the kernel's own parameter types.
+std::string launcher(const LoweredFunc& f) {
+  const codegen::GpuLaunch l = codegen::gpu_launch(f);
+  const std::string k = codegen::cuda_kernel_name(f);
+  return "extern \"C\" void basin_launch_" + k + "(void** args) {\n"
          "  std::barrier<> bar(" + std::to_string(l.block[0]) + ");\n"
          "  basin_block_barrier = &bar;\n"
          "  for (unsigned b = 0; b < " + std::to_string(l.grid[0]) + "u; ++b) {\n"
          "    std::vector<std::thread> ts;\n"
          "    for (unsigned t = 0; t < " + std::to_string(l.block[0]) + "u; ++t)\n"
-         "      ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; " + call + "; });\n"
+         "      ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; basin_call(" + k + ", args); });\n"
          "    for (auto& th : ts) th.join();\n"
          "  }\n}\n";
+}
+
+// The kernels' translation unit for the host compiler: print_cuda_unit's text without
+// its integer typedefs (the host has <cstdint>), under the emulation, with launchers.
+std::string emulated(const std::vector<LoweredFunc>& fs) {
+  std::string cu = codegen::print_cuda_unit(fs), src = kEmulation;
+  size_t at = 0;
+  while (at < cu.size()) {
+    size_t nl = cu.find('\n', at);
+    std::string line = cu.substr(at, nl == std::string::npos ? std::string::npos : nl - at + 1);
+    if (line.rfind("typedef ", 0) != 0) src += line;
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  for (const LoweredFunc& f : fs) src += launcher(f);
+  return src;
 }
 
 class CudaEmulation : public ::testing::Test {
@@ -97,10 +94,9 @@ class CudaEmulation : public ::testing::Test {
     // A fresh path each time: a library with thread-local data may stay loaded after
     // dlclose, and dlopen of the same path would return it.
     static int n = 0;
-    std::string base = dir_ + "/k" + std::to_string(n++), src = kEmulation;
-    for (size_t i = 0; i < fs.size(); ++i) src += emulated(fs[i], codegen::gpu_launch(fs[i]), i == 0);
+    std::string base = dir_ + "/k" + std::to_string(n++);
     (void)testing::capture("mkdir -p " + dir_);
-    std::ofstream(base + ".cc") << src;
+    std::ofstream(base + ".cc") << emulated(fs);
     auto r = testing::capture("c++ -std=c++20 -O1 -w -shared -fPIC -o " + base + ".so " + base + ".cc -pthread 2>&1");
     if (r.code != 0) throw Error("the emulated kernels do not compile: " + r.out);
     void* lib = dlopen((base + ".so").c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -109,11 +105,9 @@ class CudaEmulation : public ::testing::Test {
     for (const LoweredFunc& f : fs) {
       auto launch = reinterpret_cast<void (*)(void**)>(dlsym(lib, ("basin_launch_" + codegen::cuda_kernel_name(f)).c_str()));
       if (!launch) throw Error("no launcher for " + f.name);
-      std::vector<NDArray> out;
-      for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
+      std::vector<NDArray> out = codegen::fresh_outputs(g);
       std::vector<void*> args;
-      for (NDArray& a : in) args.push_back(a.data());
-      for (NDArray& a : out) args.push_back(a.data());
+      for (NDArray* a : codegen::program_args(in, out)) args.push_back(a->data());
       launch(args.data());
       all.push_back(std::move(out));
     }
@@ -158,15 +152,9 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
           if (l.grid[0] * l.block[0] <= 4096) break;
         }
         f.name = "k" + std::to_string(i);
-        std::vector<NDArray> w;
-        for (const te::Tensor& t : g.outputs) w.emplace_back(t.dtype(), t.shape());
-        std::vector<NDArray*> args;
-        for (NDArray& a : in) args.push_back(&a);
-        for (NDArray& a : w) args.push_back(&a);
-        interpret(f, args);
+        want.push_back(codegen::interpret_outputs(f, g, in));
         fs.push_back(f);
         configs.push_back(sched::config_to_json(s, cfg));
-        want.push_back(std::move(w));
       }
       std::vector<std::vector<NDArray>> got = run(fs, g, in);
       for (size_t i = 0; i < fs.size(); ++i) {

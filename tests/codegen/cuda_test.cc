@@ -12,12 +12,12 @@
 #include "codegen/cuda.h"
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
-#include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "tests/codegen/fault_hooks.h"
 #include "tests/ops/op_cases.h"
 #include "tests/tools/run_basin.h"
 
@@ -47,17 +47,15 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     for (const sched::Sketch& s : sched::gpu_sketches(g)) {
       ++sketches;
-      std::string unit;
+      std::vector<LoweredFunc> fs;
       std::set<std::string> distinct;
       for (int i = 0; i < 50; ++i) {
         sched::Config c = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
         distinct.insert(sched::config_to_json(s, c));
-        LoweredFunc f = sched::lower_config(g, s, c);
-        f.name = op + "_" + std::to_string(i);
-        std::string k = codegen::print_cuda(f);
-        // One prologue per translation unit.
-        unit += i == 0 ? k : k.substr(k.find("extern \"C\""));
+        fs.push_back(sched::lower_config(g, s, c));
+        fs.back().name = op + "_" + std::to_string(i);
       }
+      const std::string unit = codegen::print_cuda_unit(fs);
       SCOPED_TRACE(op + " " + params + " " + s.name + " (" + std::to_string(distinct.size()) + " distinct)");
       for (const char* arch : {"sm_80", "sm_90"}) {
         codegen::CudaBinary b = codegen::compile_cuda(unit, op, arch);
@@ -168,39 +166,17 @@ TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
     for (const sched::Sketch& s : sched::gpu_sketches(g)) {
       std::vector<LoweredFunc> fs;
       std::vector<std::string> configs;
-      std::string unit;
       for (int i = 0; i < 8; ++i) {
         sched::Config cfg = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-        LoweredFunc f = sched::lower_config(g, s, cfg);
-        f.name = "k" + std::to_string(i);
-        std::string k = codegen::print_cuda(f);
-        unit += i == 0 ? k : k.substr(k.find("extern \"C\""));
-        fs.push_back(f);
+        fs.push_back(sched::lower_config(g, s, cfg));
+        fs.back().name = "k" + std::to_string(i);
         configs.push_back(sched::config_to_json(s, cfg));
       }
-      codegen::CudaBinary bin = codegen::compile_cuda(unit, c.op, arch);
+      codegen::CudaBinary bin = codegen::compile_cuda(codegen::print_cuda_unit(fs), c.op, arch);
       for (size_t i = 0; i < fs.size(); ++i) {
-        std::vector<NDArray> want, got;
-        for (const te::Tensor& t : g.outputs) {
-          want.emplace_back(t.dtype(), t.shape());
-          got.emplace_back(t.dtype(), t.shape());
-        }
-        std::vector<NDArray*> wa, ga;
-        std::vector<size_t> bytes;
-        std::vector<int> outs;
-        for (NDArray& a : in) {
-          wa.push_back(&a);
-          ga.push_back(&a);
-        }
-        for (size_t o = 0; o < want.size(); ++o) {
-          wa.push_back(&want[o]);
-          outs.push_back(static_cast<int>(ga.size()));
-          ga.push_back(&got[o]);
-        }
-        for (NDArray* a : ga) bytes.push_back(a->nbytes());
-        interpret(fs[i], wa);
-        codegen::CudaKernel k(bin, codegen::cuda_kernel_name(fs[i]), codegen::gpu_launch(fs[i]), bytes);
-        k.run(ga, outs);
+        std::vector<NDArray> want = codegen::interpret_outputs(fs[i], g, in), got = codegen::fresh_outputs(g);
+        codegen::CudaKernel k(bin, fs[i]);
+        k.run(codegen::program_args(in, got));
         ++programs;
         for (size_t o = 0; o < want.size(); ++o) {
           double err = compare_arrays(got[o], want[o]).max_rel;
@@ -228,15 +204,7 @@ TEST(CudaOnGpu, MeasurePoolTimesKernelsAndReplacesAPoisonedWorker) {
   codegen::MeasureOptions opt;
   opt.target = "cuda";
   opt.program_hook = [](const LoweredFunc& f) {
-    int64_t unroll = -1;
-    visit_stmt(f.body, [&](const Stmt& st) {
-      if (st.kind() == StmtKind::Pragma) is_const_int(st->pragma_value, &unroll);
-    });
-    if (unroll != 16) return f;
-    LoweredFunc bad = f;  // a store 16 TB past the output
-    const Buffer& out = f.params[f.output_params[0]];
-    bad.body = make_seq({make_store(out, {Expr(int64_t{1} << 42)}, fconst(1.0)), f.body});
-    return bad;
+    return testing::unroll_of(f) == 16 ? testing::with_store_far_out_of_bounds(f) : f;
   };
   codegen::MeasurePool pool(g, sk, opt);
   sched::Config a = sched::default_config(sk[0]), b = a;

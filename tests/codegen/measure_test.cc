@@ -12,18 +12,12 @@
 #include "codegen/measure.h"
 #include "core/ops/registry.h"
 #include "core/schedule/sketch.h"
+#include "tests/codegen/fault_hooks.h"
 
 namespace basin {
 namespace {
 
-// The unroll depth of a lowered program (its auto_unroll_max_step pragma).
-int64_t unroll_of(const LoweredFunc& f) {
-  int64_t u = -1;
-  visit_stmt(f.body, [&](const Stmt& s) {
-    if (s.kind() == StmtKind::Pragma) is_const_int(s->pragma_value, &u);
-  });
-  return u;
-}
+using testing::unroll_of;
 
 // Candidates of the first sketch with the given unroll depths.
 std::vector<codegen::Candidate> candidates(const codegen::MeasurePool& pool, std::vector<int64_t> unrolls) {
@@ -77,11 +71,7 @@ TEST_F(Measure, APoolStopsWhileLaterPoolsLive) {
 TEST_F(Measure, ACrashingKernelIsAnErrorAndTheWorkerIsReplaced) {
   codegen::MeasureOptions opt;
   opt.program_hook = [](const LoweredFunc& f) {
-    if (unroll_of(f) != 16) return f;
-    LoweredFunc bad = f;  // a store 16 TB past the output
-    const Buffer& out = f.params[f.output_params[0]];
-    bad.body = make_seq({make_store(out, {Expr(int64_t{1} << 42)}, fconst(1.0)), f.body});
-    return bad;
+    return testing::unroll_of(f) == 16 ? testing::with_store_far_out_of_bounds(f) : f;
   };
   codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
   auto r = pool.measure(candidates(pool, {0, 16, 64}));

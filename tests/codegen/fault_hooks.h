@@ -1,0 +1,26 @@
+// Fault injection for the measurer's tests (MeasureOptions::program_hook): which
+// programs to break, and a break that crashes a kernel wherever it runs.
+#pragma once
+
+#include "core/ir/stmt.h"
+
+namespace basin::testing {
+
+// The program's unroll depth (its auto_unroll_max_step pragma), -1 without one.
+inline int64_t unroll_of(const LoweredFunc& f) {
+  int64_t u = -1;
+  visit_stmt(f.body, [&](const Stmt& s) {
+    if (s.kind() == StmtKind::Pragma) is_const_int(s->pragma_value, &u);
+  });
+  return u;
+}
+
+// f with a store 16 TB past its first output before everything else.
+inline LoweredFunc with_store_far_out_of_bounds(const LoweredFunc& f) {
+  LoweredFunc bad = f;
+  const Buffer& out = f.params[f.output_params[0]];
+  bad.body = make_seq({make_store(out, {Expr(int64_t{1} << 42)}, fconst(1.0)), f.body});
+  return bad;
+}
+
+}  // namespace basin::testing
