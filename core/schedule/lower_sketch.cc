@@ -110,6 +110,23 @@ Expr retarget_loads(const Expr& e, const BufferNode* from, const Buffer& to,
   });
 }
 
+// The anchor's value `value` at output index `idx` through the elementwise epilogue:
+// each stage's body with its read of the stage before replaced by the value so far.
+Expr apply_epilogue(const AnchorInfo& info, Expr value, const std::vector<Expr>& idx) {
+  const te::OpNode* prev = info.anchor.get();
+  for (const te::Op& c : info.epilogue) {
+    VarMap cm;
+    for (size_t i = 0; i < idx.size(); ++i) cm[c->axes[i].var.id()] = idx[i];
+    Expr v = rewrite_post_order(c->body, [&](const Expr& x) -> Expr {
+      if (x.kind() == ExprKind::Load && x->buffer.get() == prev->buffer.get()) return value;
+      return Expr();
+    });
+    value = substitute(v, cm);
+    prev = c.get();
+  }
+  return value;
+}
+
 // ---- the anchor rule ----
 
 struct Tiles {
@@ -294,19 +311,9 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update, false), 1)), 0)
                           : r_loops(r_loops(s3_loops(update, false), 1), 0);
   Expr value = load(acc, acc_idx);
-  const te::OpNode* prev = &a;
-  for (const te::Op& c : info.epilogue) {
-    VarMap cm;
-    for (size_t i = 0; i < ns; ++i) cm[c->axes[i].var.id()] = sp[i].full;
-    Expr v = rewrite_post_order(c->body, [&](const Expr& x) -> Expr {
-      if (x.kind() == ExprKind::Load && x->buffer.get() == prev->buffer.get()) return value;
-      return Expr();
-    });
-    value = substitute(v, cm);
-    prev = c.get();
-  }
   std::vector<Expr> out_idx;
   for (const Tiles& t : sp) out_idx.push_back(t.full);
+  value = apply_epilogue(info, value, out_idx);
   Stmt writeback = tile_loops(make_store(out_buf, out_idx, value), true);
 
   Stmt tile = make_allocate(acc, make_seq({init, compute, writeback}));
@@ -642,17 +649,7 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
   std::vector<Expr> out_idx;
   for (size_t x = 0; x < ns; ++x) out_idx.push_back(base[x] + local_index(pw, iw, x));
   Expr value = load(acc, acc_index(pw, iw));
-  const te::OpNode* prev = &a;
-  for (const te::Op& c : info.epilogue) {
-    VarMap cm;
-    for (size_t i = 0; i < ns; ++i) cm[c->axes[i].var.id()] = out_idx[i];
-    Expr v = rewrite_post_order(c->body, [&](const Expr& x) -> Expr {
-      if (x.kind() == ExprKind::Load && x->buffer.get() == prev->buffer.get()) return value;
-      return Expr();
-    });
-    value = substitute(v, cm);
-    prev = c.get();
-  }
+  value = apply_epilogue(info, value, out_idx);
   Stmt store = thread_loop(pw, inner_loops(iw, make_store(out_buf, out_idx, value)));
 
   Stmt blk = make_allocate(acc, make_seq({init, step, store}));
