@@ -76,7 +76,7 @@ class Mlp final : public DifferentiableEstimator {
     check_samples(samples);
     torch::manual_seed(static_cast<int64_t>(opt.seed));
     // The feature set (CPU or GPU) is the training data's.
-    nf_ = static_cast<int>(samples[0].features.size()) / std::max(1, samples[0].stores);
+    nf_ = width_of(samples[0]);
     net_ = Net(nf_, hidden_);
     loss_ = opt.loss;
     // Normalization over the real stores of the training data.
@@ -112,7 +112,7 @@ class Mlp final : public DifferentiableEstimator {
 
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     check_samples(samples);
-    check_width(static_cast<int>(samples[0].features.size()) / std::max(1, samples[0].stores));
+    check_width(width_of(samples[0]));
     fit(samples, opt, opt.epochs);
     trained_ = true;
   }
@@ -156,6 +156,8 @@ class Mlp final : public DifferentiableEstimator {
  private:
   bool trained_ = false;
   int nf_ = relax::num_features();  // the feature set's width: CPU until trained or loaded
+  // Features per store of a sample.
+  static int width_of(const Sample& s) { return static_cast<int>(s.features.size()) / std::max(1, s.stores); }
   void check_width(int features) const {
     if (features != nf_)
       throw Error("this MLP reads " + std::to_string(nf_) + " features per store, not " + std::to_string(features) +

@@ -5,6 +5,8 @@
 #include <functional>
 #include <thread>
 
+#include "relax/features.h"
+
 namespace basin::relax {
 
 namespace {
@@ -37,9 +39,7 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
       }
       case StmtKind::Allocate:
         if (n.buffer->scope != MemScope::Global) {
-          Expr bytes = num(n.buffer->dtype.bytes());
-          for (const Expr& e : n.buffer->shape) bytes = bytes * f64(e);
-          out.push_back({"local_l1." + std::to_string(local++), bytes - num(target.l1_bytes)});
+          out.push_back({"local_l1." + std::to_string(local++), buffer_bytes(n.buffer) - num(target.l1_bytes)});
         }
         walk(n.body[0]);
         return;
@@ -91,13 +91,8 @@ std::vector<Constraint> gpu_constraints(const LoweredFunc& structure, const GpuT
         return;
       }
       case StmtKind::Allocate: {
-        if (n.buffer->scope != MemScope::Global) {
-          Expr bytes = num(n.buffer->dtype.bytes());
-          for (const Expr& e : n.buffer->shape) bytes = bytes * f64(e);
-          if (n.buffer->scope == MemScope::Shared) shared = shared + bytes;
-          // A per-thread buffer in the block holds every thread's slice (stmt.h).
-          else regs = regs + (depth > 0 || n.buffer->shape.empty() ? bytes : bytes / f64(n.buffer->shape[0])) / num(4);
-        }
+        if (n.buffer->scope == MemScope::Shared) shared = shared + buffer_bytes(n.buffer);
+        else if (n.buffer->scope == MemScope::Local) regs = regs + thread_own_bytes(n.buffer, depth > 0) / num(4);
         walk(n.body[0]);
         return;
       }

@@ -104,15 +104,12 @@ class Walker {
       case StmtKind::Allocate: {
         Expr saved = local_bytes_, saved_shared = shared_bytes_, saved_thread = thread_bytes_;
         if (n.buffer->scope != MemScope::Global) {
-          Expr size = float_imm(DType::f64(), n.buffer->dtype.bytes());
-          for (const Expr& e : n.buffer->shape) size = size * f64(e);
+          Expr size = buffer_bytes(n.buffer);
           local_bytes_ = local_bytes_.defined() ? local_bytes_ + size : size;
           if (n.buffer->scope == MemScope::Shared) {
             shared_bytes_ = shared_bytes_.defined() ? shared_bytes_ + size : size;
           } else {
-            // A per-thread buffer allocated in the block holds every thread's slice,
-            // its first dimension (stmt.h).
-            Expr mine = in_thread_loop() || n.buffer->shape.empty() ? size : size / f64(n.buffer->shape[0]);
+            Expr mine = thread_own_bytes(n.buffer, in_thread_loop());
             thread_bytes_ = thread_bytes_.defined() ? thread_bytes_ + mine : mine;
           }
         }
@@ -244,6 +241,17 @@ class Walker {
 };
 
 }  // namespace
+
+Expr buffer_bytes(const Buffer& b) {
+  Expr size = float_imm(DType::f64(), b->dtype.bytes());
+  for (const Expr& e : b->shape) size = size * f64(e);
+  return size;
+}
+
+Expr thread_own_bytes(const Buffer& b, bool inside_thread_loop) {
+  Expr size = buffer_bytes(b);
+  return inside_thread_loop || b->shape.empty() ? size : size / f64(b->shape[0]);
+}
 
 const std::vector<std::string>& feature_names(FeatureSet set) {
   static const std::vector<std::string> cpu = make_names(), gpu = make_gpu_names();

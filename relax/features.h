@@ -42,6 +42,13 @@ struct StoreFeatures {
 // (gathers) count as index 0 for strides and dependences.
 std::vector<StoreFeatures> extract_features(const LoweredFunc& structure, FeatureSet set = FeatureSet::Cpu);
 
+// A buffer's bytes as a float64 expression of its shape.
+Expr buffer_bytes(const Buffer& b);
+// The bytes of a local buffer one GPU thread holds: all of it when allocated inside a
+// thread loop, one thread's slice when allocated in the block (its first dimension is
+// the thread, stmt.h).
+Expr thread_own_bytes(const Buffer& b, bool inside_thread_loop);
+
 // log2(1 + x) of every feature, at the given knob values ([store][feature]).
 std::vector<std::vector<double>> evaluate_features(const std::vector<StoreFeatures>& f, const VarValues& knobs);
 
