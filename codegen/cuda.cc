@@ -252,6 +252,7 @@ struct CudaProgram::Impl {
   std::vector<Handle> functions;
   std::vector<GpuLaunch> launches;
   std::vector<CUdeviceptr> allocations;
+  std::vector<void*> params;  // cuLaunchKernel's argument pointers, reused by every launch
 
   ~Impl() {
     const Driver& d = driver();
@@ -292,14 +293,15 @@ void CudaProgram::download(void* dst, uint64_t src, size_t bytes) {
 }
 
 void CudaProgram::launch(int kernel, const std::vector<uint64_t>& args) {
-  const Impl& m = *impl_;
+  Impl& m = *impl_;
   const GpuLaunch& l = m.launches.at(static_cast<size_t>(kernel));
-  std::vector<CUdeviceptr> values(args.begin(), args.end());
-  std::vector<void*> params;
-  for (CUdeviceptr& v : values) params.push_back(&v);
+  // The driver reads each argument (a device address) through its pointer at launch.
+  static_assert(sizeof(uint64_t) == sizeof(CUdeviceptr));
+  m.params.resize(args.size());
+  for (size_t i = 0; i < args.size(); ++i) m.params[i] = const_cast<uint64_t*>(&args[i]);
   check(driver().launch(m.functions[kernel], static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
                         static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block[0]),
-                        static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]), 0, nullptr, params.data(),
+                        static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]), 0, nullptr, m.params.data(),
                         nullptr),
         "cuLaunchKernel");
 }
@@ -378,15 +380,9 @@ Timing CudaKernel::time(const TimingOptions& opt, bool flush_l2, std::vector<dou
   int64_t n = std::max<int64_t>(1, static_cast<int64_t>(opt.min_round_seconds * 1e3 / one));
   n = std::min<int64_t>(n, flush_l2 ? 1000 : 100000);
   std::vector<double> per_call;
-  for (int r = 0; r < opt.rounds; ++r) per_call.push_back(span(n) * 1e3 / static_cast<double>(n));
+  for (int r = 0; r < std::max(1, opt.rounds); ++r) per_call.push_back(span(n) * 1e3 / static_cast<double>(n));
   if (rounds) *rounds = per_call;
-  std::vector<double> sorted = per_call;
-  std::sort(sorted.begin(), sorted.end());
-  Timing t;
-  t.min_us = sorted.front();
-  t.median_us = sorted[sorted.size() / 2];
-  t.calls = n * opt.rounds;
-  return t;
+  return summarize_rounds(std::move(per_call), n * static_cast<int64_t>(per_call.size()));
 }
 
 }  // namespace basin::codegen

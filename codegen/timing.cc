@@ -24,9 +24,15 @@ Timing time_function(const std::function<void()>& f, const TimingOptions& opt, s
     t.calls += calls;
   }
   if (rounds) *rounds = per_call;
-  std::sort(per_call.begin(), per_call.end());
-  t.min_us = per_call.front();
-  t.median_us = per_call[per_call.size() / 2];
+  return summarize_rounds(std::move(per_call), t.calls);
+}
+
+Timing summarize_rounds(std::vector<double> per_call_us, int64_t calls) {
+  std::sort(per_call_us.begin(), per_call_us.end());
+  Timing t;
+  t.min_us = per_call_us.front();
+  t.median_us = per_call_us[per_call_us.size() / 2];
+  t.calls = calls;
   return t;
 }
 

@@ -27,6 +27,10 @@ struct Timing {
   int64_t calls = 0;  // timed calls in all rounds
 };
 
+// The min and median of per-call times in microseconds (one per round, at least one),
+// with the number of timed calls.
+Timing summarize_rounds(std::vector<double> per_call_us, int64_t calls);
+
 // Times f; the per-call time of every round goes to `rounds` when given.
 Timing time_function(const std::function<void()>& f, const TimingOptions& opt = TimingOptions::full(),
                      std::vector<double>* rounds = nullptr);
