@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "codegen/measure.h"
+#include "core/graph/fusion.h"
+#include "core/graph/passes.h"
+#include "core/graph/zoo.h"
 #include "core/ops/workloads.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
@@ -144,16 +147,32 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
       if (w.name != "gemm-2048" && w.name != "gemm-4096") add_workload(w);
     return keys;
   }
-  std::istringstream is(which);
-  std::string name;
-  while (std::getline(is, name, ',')) {
-    if (name == "suite" || name == "workloads") {
-      for (const std::string& k : dataset_tasks(name)) keys.push_back(k);
-    } else {
-      add_workload(ops::find_workload(name));
+  // The tasks of a zoo network, after the graph passes and fusion (as `basin tune` sees them).
+  auto add_network = [&](const std::string& net) {
+    graph::Partition p = graph::partition(graph::optimize(graph::zoo_network(net)));
+    for (const graph::NetworkTask& t : p.tasks) keys.push_back(t.key);
+  };
+  if (which == "networks") {
+    for (const graph::ZooEntry& z : graph::zoo_networks()) add_network(z.name);
+  } else {
+    std::istringstream is(which);
+    std::string name;
+    while (std::getline(is, name, ',')) {
+      if (name == "suite" || name == "workloads" || name == "networks") {
+        for (const std::string& k : dataset_tasks(name)) keys.push_back(k);
+      } else if (name.rfind("zoo:", 0) == 0) {
+        add_network(name.substr(4));
+      } else {
+        add_workload(ops::find_workload(name));
+      }
     }
   }
-  return keys;
+  // A task named twice (two networks share a layer) is measured once, in first-seen order.
+  std::vector<std::string> unique;
+  std::set<std::string> seen;
+  for (const std::string& k : keys)
+    if (seen.insert(k).second) unique.push_back(k);
+  return unique;
 }
 
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {

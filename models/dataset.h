@@ -55,7 +55,9 @@ Split split_by_task(const std::vector<Sample>& samples, double test_fraction, ui
 
 // The built-in task lists of the dataset tool: "suite" (mid-size shapes of every
 // operator family of the library), "workloads" (the named benchmark workloads up to
-// 1024^3 FLOP-scale), or a comma-separated list of workload names.
+// 1024^3 FLOP-scale), "networks" (the tasks of every zoo network, as `basin tune`
+// partitions them), or a comma-separated list of these, workload names and zoo:NAME.
+// A task listed twice appears once.
 std::vector<std::string> dataset_tasks(const std::string& which);
 
 struct CollectOptions {

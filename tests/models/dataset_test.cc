@@ -3,6 +3,7 @@
 // export writes what it says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -90,6 +91,19 @@ TEST(Dataset, TaskLists) {
   EXPECT_GE(models::dataset_tasks("suite").size(), 25u);
   EXPECT_EQ(models::dataset_tasks("gemm-256,resnet18-c2").size(), 2u);
   EXPECT_THROW(models::dataset_tasks("nosuch-workload"), NotFoundError);
+  EXPECT_THROW(models::dataset_tasks("zoo:nosuch-network"), NotFoundError);
+}
+
+TEST(Dataset, NetworkTasksAreDeduplicated) {
+  std::vector<std::string> r18 = models::dataset_tasks("zoo:resnet18");
+  std::vector<std::string> all = models::dataset_tasks("networks");
+  EXPECT_GE(r18.size(), 10u);
+  EXPECT_GT(all.size(), r18.size());
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), all.size());
+  for (const std::string& k : r18) EXPECT_NE(std::find(all.begin(), all.end(), k), all.end()) << k;
+  // Listing a network twice, or with the list that holds it, adds nothing.
+  EXPECT_EQ(models::dataset_tasks("zoo:resnet18,zoo:resnet18").size(), r18.size());
+  EXPECT_EQ(models::dataset_tasks("networks,zoo:resnet18").size(), all.size());
 }
 
 }  // namespace
