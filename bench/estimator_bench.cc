@@ -3,7 +3,16 @@
 // with enough records, the MLP is fine-tuned on its first --update records (the order
 // a tuning run measures them) and evaluated on the rest, before and after.
 //
-//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--update 300] [--json]
+// With --update-records FILE the online update runs on that file's tasks instead (say,
+// a tuning run's records, in the order it measured them; its tasks should be absent
+// from --records).
+//
+// With --folds K it also runs K-fold cross-validation by task (every task held out
+// once; the MLP and GBT trained from scratch on the other folds) and prints the mean
+// over the folds: a steadier figure than one split of a few tasks.
+//
+//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--update 300] [--update-records FILE]
+//                            [--folds K] [--json]
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -23,8 +32,8 @@ nlohmann::json as_json(const models::EvalResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string records, weights;
-  int update = 300;
+  std::string records, weights, update_records;
+  int update = 300, folds = 0;
   double test_fraction = 0.2;
   uint64_t seed = 1;
   bool json = false;
@@ -40,8 +49,10 @@ int main(int argc, char** argv) {
     if (a == "--records") records = next();
     else if (a == "--weights") weights = next();
     else if (a == "--update") update = std::stoi(next());
+    else if (a == "--update-records") update_records = next();
     else if (a == "--test-fraction") test_fraction = std::stod(next());
     else if (a == "--seed") seed = std::stoull(next());
+    else if (a == "--folds") folds = std::stoi(next());
     else if (a == "--json") json = true;
     else {
       std::cerr << "estimator_bench: unknown argument " << a << "\n";
@@ -86,7 +97,12 @@ int main(int argc, char** argv) {
   // Online update, per held-out task.
   out["update"] = nlohmann::json::array();
   std::map<std::string, std::vector<models::Sample>> by_task;
-  for (const models::Sample& s : sp.test) by_task[s.task].push_back(s);
+  if (update_records.empty()) {
+    for (const models::Sample& s : sp.test) by_task[s.task].push_back(s);
+  } else {
+    search::RecordStore us(update_records);
+    for (const models::Sample& s : models::samples_from_records(us.all(), "llvm")) by_task[s.task].push_back(s);
+  }
   for (auto& [task, v] : by_task) {
     if (static_cast<int>(v.size()) < update + 50) continue;
     std::vector<models::Sample> fresh(v.begin(), v.begin() + update), rest(v.begin() + update, v.end());
@@ -108,6 +124,33 @@ int main(int argc, char** argv) {
       if (!json)
         std::printf("update %-4s on %d records of %s: pairwise %.3f -> %.3f on its other %zu records, %.3f s\n",
                     kind.c_str(), update, task.c_str(), before, after, rest.size(), secs);
+    }
+  }
+  // Cross-validation by task.
+  if (folds > 0) {
+    out["folds"] = nlohmann::json::object();
+    for (const std::string kind : {"mlp", "gbt"}) {
+      double pairs = 0, agree = 0, top1 = 0, top5 = 0;
+      int tasks = 0;
+      nlohmann::json per = nlohmann::json::array();
+      for (const models::Split& f : models::task_folds(samples, folds, seed)) {
+        auto e = models::make_estimator(kind);
+        e->train(f.train, {});
+        models::EvalResult r = models::evaluate(*e, f.test);
+        per.push_back(as_json(r));
+        // Pooled over folds: every held-out pair and task counts once.
+        pairs += r.pairs;
+        agree += r.pairwise_accuracy * r.pairs;
+        top1 += r.top1_recall * r.tasks;
+        top5 += r.top5_recall * r.tasks;
+        tasks += r.tasks;
+      }
+      double acc = agree / std::max(1.0, pairs);
+      out["folds"][kind] = {{"folds", per}, {"pairwise_accuracy", acc}, {"top1_recall", top1 / std::max(1, tasks)},
+                            {"top5_recall", top5 / std::max(1, tasks)}, {"tasks", tasks}};
+      if (!json)
+        std::printf("%-9s %d-fold by task: pairwise %.3f  top-1 %.2f  top-5 %.2f  (%d tasks, each held out once)\n",
+                    kind.c_str(), folds, acc, top1 / std::max(1, tasks), top5 / std::max(1, tasks), tasks);
     }
   }
   if (json) std::cout << out.dump(2) << "\n";

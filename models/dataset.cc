@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <random>
@@ -90,6 +91,30 @@ Split split_by_task(const std::vector<Sample>& samples, double test_fraction, ui
   sp.test_tasks.assign(test.begin(), test.end());
   for (const Sample& s : samples) (test.count(s.task) ? sp.test : sp.train).push_back(s);
   return sp;
+}
+
+std::vector<Split> task_folds(const std::vector<Sample>& samples, int k, uint64_t seed) {
+  std::set<std::string> distinct;
+  for (const Sample& s : samples) distinct.insert(s.task);
+  if (k < 2 || static_cast<size_t>(k) > distinct.size())
+    throw Error(std::to_string(k) + " folds of " + std::to_string(distinct.size()) +
+                " tasks: give at least 2 folds and at most one per task");
+  std::vector<std::string> tasks(distinct.begin(), distinct.end());
+  std::mt19937_64 rng(seed);
+  std::shuffle(tasks.begin(), tasks.end(), rng);
+  std::map<std::string, int> fold_of;
+  for (size_t i = 0; i < tasks.size(); ++i) fold_of[tasks[i]] = static_cast<int>(i % k);
+  std::vector<Split> folds(k);
+  for (int f = 0; f < k; ++f) {
+    for (const std::string& t : tasks)
+      if (fold_of[t] == f) folds[f].test_tasks.push_back(t);
+    std::sort(folds[f].test_tasks.begin(), folds[f].test_tasks.end());
+  }
+  for (const Sample& s : samples) {
+    int f = fold_of[s.task];
+    for (int g = 0; g < k; ++g) (g == f ? folds[g].test : folds[g].train).push_back(s);
+  }
+  return folds;
 }
 
 namespace {

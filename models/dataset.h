@@ -52,6 +52,10 @@ struct Split {
   std::vector<std::string> test_tasks;
 };
 Split split_by_task(const std::vector<Sample>& samples, double test_fraction, uint64_t seed);
+// K-fold cross-validation by task: every task is held out in exactly one of the k
+// splits (round-robin over the tasks in a seeded order). Throws basin::Error unless
+// 2 <= k <= the number of tasks.
+std::vector<Split> task_folds(const std::vector<Sample>& samples, int k, uint64_t seed);
 
 // The built-in task lists of the dataset tool: "suite" (mid-size shapes of every
 // operator family of the library), "workloads" (the named benchmark workloads up to

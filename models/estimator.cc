@@ -138,6 +138,7 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
     }
   }
   r.pairwise_accuracy = pairs > 0 ? right / pairs : 0;
+  r.pairs = pairs;
   r.top1_recall = top1 / r.tasks;
   r.top5_recall = top5 / r.tasks;
   r.r2_log_latency = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;

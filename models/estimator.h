@@ -89,6 +89,7 @@ std::string pretrained_cpu_path();
 struct EvalResult {
   int samples = 0, tasks = 0;
   double pairwise_accuracy = 0;  // over pairs of one task with different latencies
+  double pairs = 0;              // how many such pairs there were
   double top1_recall = 0;        // share of tasks whose measured best is the predicted best
   double top5_recall = 0;        // ... is among the predicted 5 best
   double r2_log_latency = 0;     // R^2 of the scores against log latency, both centred per task

@@ -8,7 +8,7 @@ namespace basin::relax {
 
 namespace {
 
-const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride"};
+const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n = {"flops_add", "flops_mul", "flops_div", "flops_math", "flops_cmp_select",
@@ -17,6 +17,8 @@ std::vector<std::string> make_names() {
     for (const char* f : kSlotFeatures) n.push_back("buf" + std::to_string(s) + "." + f);
   n.push_back("local_alloc_bytes");
   for (int l = 1; l <= kIntensityLevels; ++l) n.push_back("intensity.level" + std::to_string(l));
+  for (int l = 1; l <= kIntensityLevels; ++l) n.push_back("footprint.level" + std::to_string(l));
+  n.push_back("innermost_extent");
   return n;
 }
 
@@ -178,6 +180,7 @@ class Walker {
     // Per access: whether each loop moves its index, and unique elements inside each level.
     std::vector<std::vector<Expr>> inner_unique(acc.size());  // [slot][level j]: loops j..depth-1
     std::vector<Expr> bytes_of(acc.size());
+    std::vector<std::vector<Expr>> slot_moves(acc.size(), std::vector<Expr>(depth));  // 1 when loop l moves the index
     for (size_t a = 0; a < acc.size(); ++a) {
       const Expr& flat = acc[a].flat;
       Expr base = index_at(flat, -1, Expr());
@@ -186,13 +189,18 @@ class Walker {
       for (int l = depth - 1; l >= 0; --l) {
         Expr at_end = index_at(flat, l, cast(loops_[l].var.dtype(), loops_[l].extent) - int_imm(loops_[l].var.dtype(), 1));
         Expr moves = select(ne(at_end, base), one(), zero());
+        slot_moves[a][l] = moves;
         u[l] = u[l + 1] * (one() + moves * (loops_[l].extent - one()));
       }
       bytes_of[a] = float_imm(DType::f64(), acc[a].buffer->dtype.bytes());
     }
+    // footprint[j]: bytes all the store's accesses touch in the nest of loops j..depth-1.
+    std::vector<Expr> footprint(depth + 1, zero());
+    for (int j = 0; j <= depth; ++j)
+      for (size_t a = 0; a < acc.size(); ++a) footprint[j] = footprint[j] + inner_unique[a][j] * bytes_of[a];
     for (int s = 0; s < kBufferSlots; ++s) {
       if (s >= static_cast<int>(acc.size())) {
-        v.insert(v.end(), {zero(), zero(), zero()});
+        v.insert(v.end(), {zero(), zero(), zero(), zero()});
         continue;
       }
       const Expr& flat = acc[s].flat;
@@ -206,6 +214,13 @@ class Walker {
         Expr step = index_at(flat, l, int_imm(loops_[l].var.dtype(), 1)) - index_at(flat, -1, Expr());
         v.push_back(abs64(f64(step)));
       }
+      // Reuse distance: the bytes touched between two uses of an element, that is the
+      // footprint of one iteration of the innermost loop that repeats the access (does
+      // not move its index, extent above 1); 0 when no loop does.
+      Expr distance = zero();
+      for (int l = 0; l < depth; ++l)
+        distance = select(logical_and(eq(slot_moves[s][l], zero()), gt(loops_[l].extent, one())), footprint[l + 1], distance);
+      v.push_back(distance);
     }
     v.push_back(local_bytes_.defined() ? local_bytes_ : zero());
     // Arithmetic intensity of the nest inside each of the innermost levels.
@@ -214,10 +229,11 @@ class Walker {
       int j = std::max(0, depth - k);
       Expr it = one();
       for (int l = j; l < depth; ++l) it = it * loops_[l].extent;
-      Expr bytes = zero();
-      for (size_t a = 0; a < acc.size(); ++a) bytes = bytes + inner_unique[a][j] * bytes_of[a];
-      v.push_back(flops_per_iter * it / bytes);
+      v.push_back(flops_per_iter * it / footprint[j]);
     }
+    // The working set of each tiling level, against the cache sizes.
+    for (int k = 1; k <= kIntensityLevels; ++k) v.push_back(footprint[std::max(0, depth - k)]);
+    v.push_back(depth == 0 ? one() : loops_[depth - 1].extent);
     if (set_ == FeatureSet::Gpu) {
       Expr blocks = one(), threads = one(), vthreads = one();
       for (const Loop& l : loops_) {

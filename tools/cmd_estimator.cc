@@ -75,10 +75,48 @@ int run_export(const ExportOptions& o) {
   return 0;
 }
 
+struct MergeOptions {
+  std::string into;
+  std::vector<std::string> from;
+  bool json = false;
+};
+
+// Copies every record of the inputs into `into` (created if missing), skipping programs
+// it already holds (same task, target, sketch and configuration), so merging twice adds
+// nothing. Each input is checked before anything is written.
+int run_merge(const MergeOptions& o) {
+  std::vector<std::unique_ptr<search::RecordStore>> inputs;
+  for (const std::string& f : o.from) {
+    if (!std::filesystem::exists(f)) throw Error("records file " + f + " does not exist");
+    if (std::filesystem::exists(o.into) && std::filesystem::equivalent(f, o.into))
+      throw Error("cannot merge " + f + " into itself");
+    inputs.push_back(std::make_unique<search::RecordStore>(f));
+  }
+  search::RecordStore out(o.into);
+  int64_t added = 0, skipped = 0;
+  for (const auto& in : inputs)
+    for (const search::Record& r : in->all()) {
+      if (out.contains(r.task_key, r.target, r.sketch, r.config)) {
+        ++skipped;
+        continue;
+      }
+      out.add(r);
+      ++added;
+    }
+  if (o.json) {
+    std::cout << nlohmann::json{{"records", o.into}, {"added", added}, {"skipped", skipped}, {"total", out.count()}}.dump()
+              << "\n";
+  } else {
+    std::printf("added %lld records to %s (%lld already there); it holds %lld\n", static_cast<long long>(added),
+                o.into.c_str(), static_cast<long long>(skipped), static_cast<long long>(out.count()));
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_records_command(CLI::App& app, Runner& run) {
-  auto* cmd = app.add_subcommand("records", "inspect and export a records file");
+  auto* cmd = app.add_subcommand("records", "inspect, export and merge records files");
   cmd->require_subcommand(1);
   auto e = std::make_shared<ExportOptions>();
   auto* ex = cmd->add_subcommand("export", "write measured programs' features and latencies as JSON lines");
@@ -86,6 +124,12 @@ void add_records_command(CLI::App& app, Runner& run) {
   ex->add_option("--out", e->out, "output file (default: standard output)");
   ex->add_option("--target", e->target, "target of the records to export");
   ex->callback([&run, e] { run = [e] { return run_export(*e); }; });
+  auto m = std::make_shared<MergeOptions>();
+  auto* mg = cmd->add_subcommand("merge", "copy the records of other files into one, each program once");
+  mg->add_option("--into", m->into, "the records file to add to (created if missing)")->required();
+  mg->add_option("inputs", m->from, "records files to copy from")->required();
+  mg->add_flag("--json", m->json, "print one JSON object");
+  mg->callback([&run, m] { run = [m] { return run_merge(*m); }; });
 }
 
 void add_estimator_command(CLI::App& app, Runner& run) {

@@ -87,6 +87,31 @@ TEST(Dataset, SplitsByTaskNeverByRow) {
   EXPECT_EQ(models::split_by_task(s, 0.2, 3).test_tasks, sp.test_tasks);  // the same seed, the same split
 }
 
+TEST(Dataset, FoldsHoldOutEveryTaskOnce) {
+  std::vector<models::Sample> s;
+  for (int t = 0; t < 7; ++t)
+    for (int i = 0; i < 3; ++i) {
+      models::Sample x;
+      x.task = "t" + std::to_string(t);
+      s.push_back(x);
+    }
+  std::vector<models::Split> folds = models::task_folds(s, 3, 5);
+  ASSERT_EQ(folds.size(), 3u);
+  std::multiset<std::string> held;
+  for (const models::Split& f : folds) {
+    EXPECT_GE(f.test_tasks.size(), 2u);
+    std::set<std::string> train;
+    for (auto& x : f.train) train.insert(x.task);
+    for (auto& x : f.test) EXPECT_FALSE(train.count(x.task)) << x.task;
+    EXPECT_EQ(f.train.size() + f.test.size(), s.size());
+    held.insert(f.test_tasks.begin(), f.test_tasks.end());
+  }
+  EXPECT_EQ(held.size(), 7u);
+  EXPECT_EQ(std::set<std::string>(held.begin(), held.end()).size(), 7u);
+  EXPECT_THROW(models::task_folds(s, 1, 5), Error);
+  EXPECT_THROW(models::task_folds(s, 8, 5), Error);
+}
+
 TEST(Dataset, TaskLists) {
   EXPECT_GE(models::dataset_tasks("suite").size(), 25u);
   EXPECT_EQ(models::dataset_tasks("gemm-256,resnet18-c2").size(), 2u);

@@ -194,8 +194,11 @@ TEST(Estimators, BadFilesFailNamingTheFile) {
   expect_error(write("corrupt.bin", corrupt), "corrupt");
   expect_error(write("truncated.bin", bytes.substr(0, bytes.size() - 100)), "truncated");
   std::string other = bytes;
-  other.replace(other.find(" mlp 1 ") + 5, 1, "7");  // the header's feature-set version
-  expect_error(write("version.bin", other), "feature set version 7");
+  const std::string version = " mlp " + std::to_string(relax::kFeatureVersion) + " ";  // the header's feature-set version
+  const std::string bad = std::to_string(relax::kFeatureVersion + 5);
+  ASSERT_NE(other.find(version), std::string::npos);
+  other.replace(other.find(version) + 5, version.size() - 6, bad);
+  expect_error(write("version.bin", other), "feature set version " + bad);
   expect_error(write("garbage.bin", "hello\n"), "not a basin estimator file");
   expect_error(write("garbage.pt", "not a zip"), "not a loadable TorchScript module");
   torch::jit::Module m("old");

@@ -122,6 +122,20 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   Result x = run("records export --records " + db);
   ASSERT_EQ(x.code, 0);
   EXPECT_EQ(std::count(x.out.begin(), x.out.end(), '\n'), 17);  // a header line and 16 programs
+  // Merge: into a new file, then again (nothing added), then with a second file.
+  std::string merged = db + ".merged.db", other = db + ".other.db";
+  Result m1 = run("records merge --into " + merged + " " + db + " --json");
+  ASSERT_EQ(m1.code, 0) << m1.out;
+  EXPECT_EQ(nlohmann::json::parse(m1.out)["added"], 16);
+  Result m2 = run("records merge --into " + merged + " " + db + " --json");
+  EXPECT_EQ(nlohmann::json::parse(m2.out)["added"], 0);
+  EXPECT_EQ(nlohmann::json::parse(m2.out)["skipped"], 16);
+  ASSERT_EQ(run("estimator dataset --records " + other + " --tasks gemm-256 --per-task 20 --seed 9").code, 0);
+  auto m3 = nlohmann::json::parse(run("records merge --into " + merged + " " + other + " --json").out);
+  EXPECT_EQ(m3["added"].get<int>() + m3["skipped"].get<int>(), 20);
+  EXPECT_EQ(m3["total"].get<int>(), 16 + m3["added"].get<int>());
+  EXPECT_NE(stderr_of("records merge --into " + merged + " " + merged).find("into itself"), std::string::npos);
+  for (const std::string& f : {merged, other}) std::remove(f.c_str());
   // Must-fail: no held-out task with one task; a bad estimator name or file.
   EXPECT_NE(stderr_of("estimator eval --records " + db).find("no held-out tasks"), std::string::npos);
   EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --estimator svm").find("unknown estimator 'svm'"),
@@ -155,6 +169,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"estimator train --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
       {"estimator eval --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
       {"records export --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
+      {"records merge --into /tmp/basin_cli_unused.db /nonexistent/r.db", "/nonexistent/r.db does not exist"},
+      {"records merge /tmp/x.db", "--into is required"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload", "unknown workload 'nosuch-workload'"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
       {"estimator dataset --records " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "CMakeCache.txt"},
