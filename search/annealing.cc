@@ -3,7 +3,9 @@
 // chains that persist from one round to the next, a temperature falling linearly from
 // 1 to 0, a neighbour that changes one knob; the best programs the chains visited
 // are then picked for diversity (a greedy cover of knob values over the 2n best) and
-// a share epsilon of the batch is random (epsilon-greedy).
+// a share epsilon of the batch is random (epsilon-greedy). As in AutoTVM, one search
+// plans `plan_size` programs (64), which the following batches measure, and the
+// tuning loop retrains the estimator once per plan (Strategy::plan_size).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -17,6 +19,7 @@ namespace basin::search::detail {
 namespace {
 
 struct AnnealingOptions {
+  int plan_size = 64;      // AutoTVM's
   int chains = 128;
   int steps = 120;         // per round (the chains persist across rounds)
   int early_stop = 30;     // steps without a new program among the 2n best
@@ -36,9 +39,39 @@ class Annealing final : public Strategy {
  public:
   std::string name() const override { return "annealing"; }
   std::string default_estimator() const override { return "gbt"; }
+  int plan_size() const override { return opt_.plan_size; }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
-    if (!guided(state)) return random_batch(state, n);
+    if (!guided(state)) {
+      plan_.clear();
+      return random_batch(state, n);
+    }
+    // The rest of the current plan first; a new search when it runs short.
+    std::vector<Candidate> out;
+    auto take = [&] {
+      size_t used = 0;
+      while (used < plan_.size() && static_cast<int>(out.size()) < n) {
+        Candidate& c = plan_[used++];
+        if (!state.measured.count(c.json)) out.push_back(std::move(c));
+      }
+      plan_.erase(plan_.begin(), plan_.begin() + static_cast<std::ptrdiff_t>(used));
+    };
+    take();
+    if (static_cast<int>(out.size()) < n) {
+      plan_ = search(state, std::max(opt_.plan_size, n));
+      // Programs already taken from the old plan are not measured yet: drop repeats.
+      std::set<std::string> have;
+      for (const Candidate& c : out) have.insert(c.json);
+      plan_.erase(std::remove_if(plan_.begin(), plan_.end(), [&](const Candidate& c) { return have.count(c.json) > 0; }),
+                  plan_.end());
+      take();
+    }
+    return out;
+  }
+
+ private:
+  // One annealing search: n candidates, the best first, then the random share.
+  std::vector<Candidate> search(SearchState& state, int n) {
     TaskSpace& space = state.space;
     std::mt19937_64& rng = state.rng;
     // The chains start where the last round's ended, topped up with random points.
@@ -105,9 +138,9 @@ class Annealing final : public Strategy {
     return out;
   }
 
- private:
   AnnealingOptions opt_;
   std::vector<Candidate> points_;
+  std::vector<Candidate> plan_;  // planned, not yet proposed
 };
 
 }  // namespace

@@ -51,6 +51,11 @@ class Strategy {
   virtual std::string default_estimator() const { return "mlp"; }
   // True if the strategy needs a models::DifferentiableEstimator.
   virtual bool needs_gradients() const { return false; }
+  // New measurements between two estimator updates: the tuning loop updates a ready
+  // estimator once at least this many programs were measured since its last update
+  // (0: after every batch). Annealing plans this many programs per search, as
+  // AutoTVM's plan_size.
+  virtual int plan_size() const { return 0; }
 };
 
 // "gradient", "annealing", "evolutionary" or "random"; throws NotFoundError otherwise.

@@ -55,6 +55,7 @@ struct TaskTuner::Impl {
   std::vector<Measured> history;
   std::unordered_set<std::string> measured;
   std::vector<models::Sample> samples;  // successful programs, for the estimator
+  size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
 
   std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
@@ -76,6 +77,10 @@ struct TaskTuner::Impl {
   void update() {
     if (!est || !opt.update_estimator || !est->trainable() || samples.size() < 2) return;
     if (!est->ready() && static_cast<int>(samples.size()) < opt.min_train_samples) return;
+    // A planning strategy's estimator changes once per plan (and on its first training).
+    const size_t plan = static_cast<size_t>(strategy.plan_size());
+    if (est->ready() && plan > 0 && trained_on > 0 && samples.size() < trained_on + plan) return;
+    trained_on = samples.size();
     auto t = Clock::now();
     models::TrainOptions to;
     to.seed = opt.seed;
@@ -88,6 +93,7 @@ struct TaskTuner::Impl {
     }
     space.invalidate_predictions();
     res.update_seconds += since(t);
+    ++res.updates;
   }
 
   bool done() const {

@@ -56,6 +56,7 @@ struct TuneResult {
   int measured = 0;  // ... measured by this run
   int errors = 0;    // failed programs of this run
   int rounds = 0;
+  int updates = 0;   // estimator trainings and updates
   std::optional<Record> best;
   double best_latency_us = 0;
   // Wall time of the run, and its parts: compile and measure (the worker pool, IPC

@@ -113,7 +113,7 @@ int run_tune_op(const TuneOpOptions& o) {
                       {"measure_seconds", r.measure_seconds},
                       {"compile_seconds", r.compile_seconds},
                       {"propose_seconds", r.propose_seconds},
-                      {"update_seconds", r.update_seconds},
+                      {"update_seconds", r.update_seconds}, {"updates", r.updates},
                       {"overhead_fraction", r.overhead_fraction},
                       {"flops", g.flops}};
   if (!o.workload.empty()) j["workload"] = o.workload;

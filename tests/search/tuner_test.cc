@@ -256,6 +256,34 @@ TEST(Tuner, RecordsEveryProgramAndOneSeedReproducesTheRun) {
   EXPECT_EQ(configs[0], configs[1]);
 }
 
+// Annealing plans 64 programs per search and its estimator is retrained once per plan
+// (AutoTVM's plan_size); the gradient search's estimator is updated after every batch.
+TEST(Tuner, AnnealingRetrainsOncePerPlan) {
+  for (const char* name : {"annealing", "gradient"}) {
+    std::unique_ptr<search::Strategy> s = search::make_strategy(name);
+    std::unique_ptr<models::Estimator> est = models::make_estimator(name == std::string("annealing") ? "gbt" : "mlp");
+    std::string db = temp_db(name);
+    search::RecordStore store(db);
+    search::TuneOptions opt;
+    const bool annealing = name == std::string("annealing");
+    opt.trials = 16 * (annealing ? 10 : 4);
+    opt.batch = 16;
+    opt.seed = 3;
+    search::TuneResult r = search::tune_task(small_gemm(), store, *s, est.get(), opt);
+    EXPECT_EQ(r.measured, opt.trials) << name;
+    EXPECT_EQ(r.rounds, annealing ? 10 : 4) << name;
+    if (annealing) {
+      EXPECT_EQ(s->plan_size(), 64);
+      // First trained on the first batch (16 >= min_train_samples), then at 80 and 144.
+      EXPECT_EQ(r.updates, 3);
+    } else {
+      EXPECT_EQ(s->plan_size(), 0);
+      EXPECT_EQ(r.updates, 4);  // after every batch
+    }
+    std::remove(db.c_str());
+  }
+}
+
 TEST(Tuner, ResumesFromItsRecordsWithoutMeasuringTwice) {
   std::string db = temp_db("resume");
   std::unique_ptr<search::Strategy> evo = search::make_strategy("evolutionary");
