@@ -76,13 +76,21 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
   return out;
 }
 
-Split split_by_task(const std::vector<Sample>& samples, double test_fraction, uint64_t seed) {
-  std::vector<std::string> tasks;
-  for (const Sample& s : samples)
-    if (std::find(tasks.begin(), tasks.end(), s.task) == tasks.end()) tasks.push_back(s.task);
-  std::sort(tasks.begin(), tasks.end());
+namespace {
+// The distinct tasks of the samples, sorted, then shuffled by the seed: the order both
+// splits draw their held-out tasks from.
+std::vector<std::string> shuffled_tasks(const std::vector<Sample>& samples, uint64_t seed) {
+  std::set<std::string> distinct;
+  for (const Sample& s : samples) distinct.insert(s.task);
+  std::vector<std::string> tasks(distinct.begin(), distinct.end());
   std::mt19937_64 rng(seed);
   std::shuffle(tasks.begin(), tasks.end(), rng);
+  return tasks;
+}
+}  // namespace
+
+Split split_by_task(const std::vector<Sample>& samples, double test_fraction, uint64_t seed) {
+  std::vector<std::string> tasks = shuffled_tasks(samples, seed);
   size_t n_test = static_cast<size_t>(test_fraction * static_cast<double>(tasks.size()) + 0.5);
   if (tasks.size() >= 2) n_test = std::clamp<size_t>(n_test, 1, tasks.size() - 1);
   else n_test = 0;
@@ -94,24 +102,19 @@ Split split_by_task(const std::vector<Sample>& samples, double test_fraction, ui
 }
 
 std::vector<Split> task_folds(const std::vector<Sample>& samples, int k, uint64_t seed) {
-  std::set<std::string> distinct;
-  for (const Sample& s : samples) distinct.insert(s.task);
-  if (k < 2 || static_cast<size_t>(k) > distinct.size())
-    throw Error(std::to_string(k) + " folds of " + std::to_string(distinct.size()) +
+  std::vector<std::string> tasks = shuffled_tasks(samples, seed);
+  if (k < 2 || static_cast<size_t>(k) > tasks.size())
+    throw Error(std::to_string(k) + " folds of " + std::to_string(tasks.size()) +
                 " tasks: give at least 2 folds and at most one per task");
-  std::vector<std::string> tasks(distinct.begin(), distinct.end());
-  std::mt19937_64 rng(seed);
-  std::shuffle(tasks.begin(), tasks.end(), rng);
-  std::map<std::string, int> fold_of;
-  for (size_t i = 0; i < tasks.size(); ++i) fold_of[tasks[i]] = static_cast<int>(i % k);
   std::vector<Split> folds(k);
-  for (int f = 0; f < k; ++f) {
-    for (const std::string& t : tasks)
-      if (fold_of[t] == f) folds[f].test_tasks.push_back(t);
-    std::sort(folds[f].test_tasks.begin(), folds[f].test_tasks.end());
+  std::map<std::string, int> fold_of;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    fold_of[tasks[i]] = static_cast<int>(i % k);
+    folds[i % k].test_tasks.push_back(tasks[i]);
   }
+  for (Split& f : folds) std::sort(f.test_tasks.begin(), f.test_tasks.end());
   for (const Sample& s : samples) {
-    int f = fold_of[s.task];
+    const int f = fold_of.at(s.task);
     for (int g = 0; g < k; ++g) (g == f ? folds[g].test : folds[g].train).push_back(s);
   }
   return folds;
@@ -164,32 +167,27 @@ std::vector<std::string> suite_tasks() {
 }  // namespace
 
 std::vector<std::string> dataset_tasks(const std::string& which) {
-  if (which == "suite") return suite_tasks();
   std::vector<std::string> keys;
   auto add_workload = [&](const ops::Workload& w) { keys.push_back(key_of(w.op, w.params)); };
-  if (which == "workloads") {
-    for (const ops::Workload& w : ops::all_workloads())
-      if (w.name != "gemm-2048" && w.name != "gemm-4096") add_workload(w);
-    return keys;
-  }
   // The tasks of a zoo network, after the graph passes and fusion (as `basin tune` sees them).
   auto add_network = [&](const std::string& net) {
     graph::Partition p = graph::partition(graph::optimize(graph::zoo_network(net)));
     for (const graph::NetworkTask& t : p.tasks) keys.push_back(t.key);
   };
-  if (which == "networks") {
-    for (const graph::ZooEntry& z : graph::zoo_networks()) add_network(z.name);
-  } else {
-    std::istringstream is(which);
-    std::string name;
-    while (std::getline(is, name, ',')) {
-      if (name == "suite" || name == "workloads" || name == "networks") {
-        for (const std::string& k : dataset_tasks(name)) keys.push_back(k);
-      } else if (name.rfind("zoo:", 0) == 0) {
-        add_network(name.substr(4));
-      } else {
-        add_workload(ops::find_workload(name));
-      }
+  std::istringstream is(which);
+  std::string name;
+  while (std::getline(is, name, ',')) {
+    if (name == "suite") {
+      for (const std::string& k : suite_tasks()) keys.push_back(k);
+    } else if (name == "workloads") {
+      for (const ops::Workload& w : ops::all_workloads())
+        if (w.name != "gemm-2048" && w.name != "gemm-4096") add_workload(w);
+    } else if (name == "networks") {
+      for (const graph::ZooEntry& z : graph::zoo_networks()) add_network(z.name);
+    } else if (name.rfind("zoo:", 0) == 0) {
+      add_network(name.substr(4));
+    } else {
+      add_workload(ops::find_workload(name));
     }
   }
   // A task named twice (two networks share a layer) is measured once, in first-seen order.

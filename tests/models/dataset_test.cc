@@ -69,14 +69,20 @@ TEST(Dataset, CollectionResumesWithoutMeasuringTwice) {
   std::filesystem::remove(db);
 }
 
-TEST(Dataset, SplitsByTaskNeverByRow) {
+// `per_task` samples of each of the tasks t0, t1, ...
+std::vector<models::Sample> samples_of_tasks(int tasks, int per_task) {
   std::vector<models::Sample> s;
-  for (int t = 0; t < 10; ++t)
-    for (int i = 0; i < 5; ++i) {
+  for (int t = 0; t < tasks; ++t)
+    for (int i = 0; i < per_task; ++i) {
       models::Sample x;
       x.task = "t" + std::to_string(t);
       s.push_back(x);
     }
+  return s;
+}
+
+TEST(Dataset, SplitsByTaskNeverByRow) {
+  std::vector<models::Sample> s = samples_of_tasks(10, 5);
   models::Split sp = models::split_by_task(s, 0.2, 3);
   EXPECT_EQ(sp.test_tasks.size(), 2u);
   std::set<std::string> train, test;
@@ -88,13 +94,7 @@ TEST(Dataset, SplitsByTaskNeverByRow) {
 }
 
 TEST(Dataset, FoldsHoldOutEveryTaskOnce) {
-  std::vector<models::Sample> s;
-  for (int t = 0; t < 7; ++t)
-    for (int i = 0; i < 3; ++i) {
-      models::Sample x;
-      x.task = "t" + std::to_string(t);
-      s.push_back(x);
-    }
+  std::vector<models::Sample> s = samples_of_tasks(7, 3);
   std::vector<models::Split> folds = models::task_folds(s, 3, 5);
   ASSERT_EQ(folds.size(), 3u);
   std::multiset<std::string> held;
