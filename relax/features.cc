@@ -8,7 +8,7 @@ namespace basin::relax {
 
 namespace {
 
-const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes"};
+const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes", "vector_stride"};
 
 std::vector<std::string> make_names() {
   std::vector<std::string> n = {"flops_add", "flops_mul", "flops_div", "flops_math", "flops_cmp_select",
@@ -200,7 +200,7 @@ class Walker {
       for (size_t a = 0; a < acc.size(); ++a) footprint[j] = footprint[j] + inner_unique[a][j] * bytes_of[a];
     for (int s = 0; s < kBufferSlots; ++s) {
       if (s >= static_cast<int>(acc.size())) {
-        v.insert(v.end(), {zero(), zero(), zero(), zero()});
+        v.insert(v.end(), {zero(), zero(), zero(), zero(), zero()});
         continue;
       }
       const Expr& flat = acc[s].flat;
@@ -221,6 +221,15 @@ class Walker {
       for (int l = 0; l < depth; ++l)
         distance = select(logical_and(eq(slot_moves[s][l], zero()), gt(loops_[l].extent, one())), footprint[l + 1], distance);
       v.push_back(distance);
+      // The vector loop's stride: 0 without one (or with one lane), else 1 + |elements
+      // between lanes| (1: one value broadcast, 2: contiguous, more: a gather or scatter).
+      Expr vstride = zero();
+      for (int l = 0; l < depth; ++l)
+        if (loops_[l].kind == ForKind::Vectorized) {
+          Expr step = index_at(flat, l, int_imm(loops_[l].var.dtype(), 1)) - index_at(flat, -1, Expr());
+          vstride = select(gt(loops_[l].extent, one()), one() + abs64(f64(step)), zero());
+        }
+      v.push_back(vstride);
     }
     v.push_back(local_bytes_.defined() ? local_bytes_ : zero());
     // Arithmetic intensity of the nest inside each of the innermost levels.

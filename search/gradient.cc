@@ -1,11 +1,12 @@
 // The gradient search (DESIGN.md, "Proposal"; the Felix paper): seeds in each sketch's
-// polytope (uniform samples, and points of the best measured programs with a little
-// noise), Adam on the exponents minimizing the differentiable estimator's score of the
+// polytope (uniform samples, and points of the best measured programs, overall and of
+// each sketch, with a little noise), Adam on the exponents minimizing the differentiable estimator's score of the
 // relaxed features plus the constraint penalty (its gradient scaled against the
 // score's), a projection back into the polytope after each step; every visited point
 // is rounded to a valid configuration, measured and repeated programs are dropped, the
 // rest are ranked by the estimator on their own exact features (a prediction stays
-// with its configuration), and the best are measured with a few random ones.
+// with its configuration), and the best are measured with a few random ones and the
+// best-predicted program of two sketches in turn.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@ struct GradientOptions {
   double best_share = 0.25;  // seeds started at the best measured programs
   double seed_noise = 0.5;   // their Gaussian noise, in exponent units
   double epsilon = 0.1;
+  int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
 };
 
 // Back into the polytope: into the box, then each violated row of A x <= b (whose
@@ -70,8 +72,8 @@ class Gradient final : public Strategy {
     std::sort(good.begin(), good.end(), [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
     const int n_best = std::min(static_cast<int>(good.size()), static_cast<int>(opt_.best_share * opt_.seeds));
     std::normal_distribution<double> noise(0, opt_.seed_noise);
-    for (int i = 0; i < n_best; ++i) {
-      const Candidate& c = good[i]->candidate;
+    for (const Measured* m : best_seeds(good, n_best)) {
+      const Candidate& c = m->candidate;
       const relax::KnobSpace& ks = space.relaxed(c.sketch).space();
       Eigen::VectorXd x = ks.point_of(c.config);
       for (int v = 0; v < x.size(); ++v) x(v) += noise(rng);
@@ -90,10 +92,63 @@ class Gradient final : public Strategy {
     std::vector<Candidate> ranked;
     for (auto& [json, c] : visited) ranked.push_back(std::move(c));
     space.predict(*state.estimator, ranked);
-    return select_batch(state, std::move(ranked), n, opt_.epsilon);
+    std::vector<Candidate> explore = sketch_picks(state, ranked, n);
+    std::vector<Candidate> out = select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon);
+    for (Candidate& c : explore) out.push_back(std::move(c));
+    return out;
   }
 
  private:
+  // The seeds' starting programs among the measured ones (fastest first): half are the
+  // fastest programs, the rest the fastest of each other sketch in the order of their
+  // best, so that a sketch the estimator ranks second keeps being refined.
+  static std::vector<const Measured*> best_seeds(const std::vector<const Measured*>& good, int n) {
+    std::vector<const Measured*> out;
+    std::vector<bool> used(good.size(), false);
+    const int n_global = (n + 1) / 2;
+    for (int i = 0; i < n_global && i < static_cast<int>(good.size()); ++i) {
+      out.push_back(good[i]);
+      used[i] = true;
+    }
+    std::vector<bool> sketch_seen;
+    for (size_t i = 0; i < good.size() && static_cast<int>(out.size()) < n; ++i) {
+      const int s = good[i]->candidate.sketch;
+      if (s >= static_cast<int>(sketch_seen.size())) sketch_seen.resize(s + 1, false);
+      if (sketch_seen[s]) continue;
+      sketch_seen[s] = true;
+      if (i == 0 || good[i]->candidate.sketch == good[0]->candidate.sketch) continue;
+      if (!used[i]) out.push_back(good[i]);
+      used[i] = true;
+    }
+    for (size_t i = 0; i < good.size() && static_cast<int>(out.size()) < n; ++i)
+      if (!used[i]) out.push_back(good[i]);
+    return out;
+  }
+
+  // Sketch exploration: the estimator orders programs of one sketch better than it
+  // orders sketches, and a sketch whose random programs were slow may hold the task's
+  // best (resnet18-c12: the packed-weight sketches). Each batch measures the
+  // best-predicted unmeasured program of `sketch_slots` sketches in turn (round robin
+  // over the rounds, so every sketch is revisited), taken out of `ranked`.
+  std::vector<Candidate> sketch_picks(const SearchState& state, std::vector<Candidate>& ranked, int n) const {
+    const int n_sketches = static_cast<int>(state.space.sketches().size());
+    const int slots = std::min({opt_.sketch_slots, n_sketches - 1, n / 4});
+    std::vector<Candidate> out;
+    if (slots <= 0) return out;
+    const int round = static_cast<int>(state.history.size()) / std::max(n, 1);
+    for (int k = 0; k < slots; ++k) {
+      const int s = (round * slots + k) % n_sketches;
+      auto best = ranked.end();
+      for (auto it = ranked.begin(); it != ranked.end(); ++it)
+        if (it->sketch == s && !state.measured.count(it->json) && (best == ranked.end() || it->predicted < best->predicted))
+          best = it;
+      if (best == ranked.end()) continue;
+      out.push_back(std::move(*best));
+      ranked.erase(best);
+    }
+    return out;
+  }
+
   // One sketch's seeds under descent.
   struct Group {
     int sketch;

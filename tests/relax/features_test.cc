@@ -160,6 +160,36 @@ TEST(Features, KnownValuesOfAMatmulTile) {
   EXPECT_NEAR(at(1, "buf2.innermost_stride"), 1, 1e-9);
   EXPECT_NEAR(at(1, "buf0.innermost_stride"), 1, 1e-9);  // j3, the vectorized loop
   EXPECT_NEAR(at(2, "iterations"), 64.0 * 128, 1e-6);
+  // The vector loop (j3) reads b[k, j] contiguously (1 + stride 1), broadcasts a[i, k]
+  // (1 + stride 0) and updates acc[i3, j3] contiguously.
+  EXPECT_NEAR(at(1, "buf0.vector_stride"), 2, 1e-9);
+  EXPECT_NEAR(at(1, "buf1.vector_stride"), 1, 1e-9);
+  EXPECT_NEAR(at(1, "buf2.vector_stride"), 2, 1e-9);
+  EXPECT_NEAR(at(1, "buf3.vector_stride"), 0, 1e-9);  // no fourth buffer
+}
+
+// A vector loop across rows is a gather: summing the rows of x[8, 64] with the rows
+// vectorized reads x with 64 elements between lanes; a one-lane vector loop is no vector (0).
+TEST(Features, VectorStrideOfAGather) {
+  ops::OpGraph g = ops::build_op("sum", parse("shape=8,64 axes=1"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  const auto& names = relax::feature_names();
+  auto at = [&](const std::vector<std::vector<double>>& f, size_t store, const std::string& name) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::exp2(f[store][i]) - 1;
+    ADD_FAILURE() << name;
+    return 0.0;
+  };
+  const sched::Sketch* s = nullptr;
+  sched::Config c = sched::config_from_json(R"({"sketch":"stages","splits":{"st0.v":[4],"st0.r":[16]},"unroll":0})", sk, "test", &s);
+  auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+  bool gather = false;
+  for (size_t st = 0; st < f.size(); ++st)
+    if (std::abs(at(f, st, "buf1.vector_stride") - 65) < 1e-9) gather = true;
+  EXPECT_TRUE(gather) << "no store reads x with 64 elements between its vector lanes";
+  c = sched::config_from_json(R"({"sketch":"stages","splits":{"st0.v":[1],"st0.r":[16]},"unroll":0})", sk, "test", &s);
+  f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+  for (size_t st = 0; st < f.size(); ++st) EXPECT_LE(at(f, st, "buf1.vector_stride"), 1.0 + 1e-9) << st;
 }
 
 }  // namespace

@@ -203,6 +203,37 @@ TEST(Strategies, SearchTheGpuSpace) {
   EXPECT_THROW(search::TaskSpace(ops::build_op("dense"), "opencl"), Error);
 }
 
+// The gradient search measures, in each batch, the best-predicted program of two
+// sketches in turn, so that over a few rounds every sketch is tried with the estimator's
+// choice (resnet18-c12's best sketch was missed without it).
+TEST(Strategies, GradientVisitsEverySketchInTurn) {
+  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  const int n_sketches = static_cast<int>(space.sketches().size());
+  ASSERT_GE(n_sketches, 4);
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  std::mt19937_64 r0(5);
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  std::set<int> explored;
+  const int n = 16;
+  for (int round = 0; round < (n_sketches + 1) / 2; ++round) {
+    while (static_cast<int>(history.size()) < round * n) {  // the round is the history's length in batches
+      search::Candidate c = space.random(r0);
+      if (measured.insert(c.json).second) history.push_back({c, 100.0 + history.size()});
+    }
+    std::mt19937_64 rng(round);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    for (int k = 0; k < 2; ++k) {
+      const int want = (round * 2 + k) % n_sketches;
+      EXPECT_EQ(got[n - 2 + k].sketch, want) << "round " << round;
+      explored.insert(got[n - 2 + k].sketch);
+    }
+  }
+  EXPECT_EQ(static_cast<int>(explored.size()), n_sketches);
+}
+
 TEST(Strategies, UntrainedEstimatorFallsBackToRandom) {
   search::TaskSpace space(small_gemm());
   std::unique_ptr<models::Estimator> gbt = models::make_estimator("gbt");
