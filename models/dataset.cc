@@ -126,8 +126,10 @@ std::string key_of(const std::string& op, const std::map<std::string, std::strin
   return sched::task_key(ops::build_op(op, params));
 }
 
-std::vector<std::string> suite_tasks() {
-  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> suite = {
+using OpParams = std::pair<std::string, std::map<std::string, std::string>>;
+
+const std::vector<OpParams>& suite_ops() {
+  static const std::vector<OpParams> suite = {
       {"conv2d", {{"in_channels", "32"}, {"out_channels", "64"}, {"height", "28"}, {"width", "28"}, {"kernel", "3"}, {"padding", "1"}}},
       {"conv2d", {{"in_channels", "64"}, {"out_channels", "64"}, {"height", "14"}, {"width", "14"}, {"kernel", "3"}, {"padding", "1"}}},
       {"conv2d", {{"in_channels", "64"}, {"out_channels", "128"}, {"height", "28"}, {"width", "28"}, {"kernel", "1"}, {"padding", "0"}, {"stride", "2"}}},
@@ -159,8 +161,43 @@ std::vector<std::string> suite_tasks() {
       {"sum", {{"shape", "64,1024"}, {"axes", "1"}}},
       {"batch_norm", {{"shape", "1,64,28,28"}}},
   };
+  return suite;
+}
+
+std::vector<std::string> suite_tasks() {
   std::vector<std::string> keys;
-  for (const auto& [op, p] : suite) keys.push_back(key_of(op, p));
+  for (const auto& [op, p] : suite_ops()) keys.push_back(key_of(op, p));
+  return keys;
+}
+
+// The first n of one fixed sequence of suite operators with other shapes: each extent
+// (channels, height, width, M, K, N, B and every dimension of a shape, not kernels,
+// strides or axes) of a drawn suite entry scaled by one of 1/2, 2/3, 3/4, 1, 4/3, 3/2.
+// More tasks of the kinds the suite has, for training data; repeats are skipped.
+std::vector<std::string> shape_variants(int n) {
+  static const std::set<std::string> extents = {"in_channels", "out_channels", "height", "width", "channels",
+                                                "M", "K", "N", "B", "shape"};
+  static const double factors[] = {0.5, 2.0 / 3, 0.75, 1.0, 4.0 / 3, 1.5};
+  std::mt19937_64 rng(20261123);
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const std::string& k : suite_tasks()) seen.insert(k);
+  for (int attempt = 0; static_cast<int>(keys.size()) < n && attempt < 100 * n; ++attempt) {
+    auto [op, params] = suite_ops()[std::uniform_int_distribution<size_t>(0, suite_ops().size() - 1)(rng)];
+    for (auto& [name, value] : params) {
+      if (!extents.count(name)) continue;
+      std::istringstream is(value);
+      std::string dim, scaled;
+      while (std::getline(is, dim, ',')) {
+        const double f = factors[std::uniform_int_distribution<int>(0, 5)(rng)];
+        const long v = std::max(1L, std::lround(std::stol(dim) * f));
+        scaled += (scaled.empty() ? "" : ",") + std::to_string(v);
+      }
+      value = scaled;
+    }
+    std::string key = key_of(op, params);
+    if (seen.insert(key).second) keys.push_back(std::move(key));
+  }
   return keys;
 }
 
@@ -186,6 +223,16 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
       for (const graph::ZooEntry& z : graph::zoo_networks()) add_network(z.name);
     } else if (name.rfind("zoo:", 0) == 0) {
       add_network(name.substr(4));
+    } else if (name.rfind("shapes:", 0) == 0) {
+      int n = 0;
+      try {
+        size_t used = 0;
+        n = std::stoi(name.substr(7), &used);
+        if (used != name.size() - 7) n = 0;
+      } catch (const std::exception&) {
+      }
+      if (n <= 0) throw Error("task list '" + name + "': give shapes:N with N a positive count");
+      for (std::string& k : shape_variants(n)) keys.push_back(std::move(k));
     } else {
       add_workload(ops::find_workload(name));
     }

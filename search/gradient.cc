@@ -5,8 +5,9 @@
 // score's), a projection back into the polytope after each step; every visited point
 // is rounded to a valid configuration, measured and repeated programs are dropped, the
 // rest are ranked by the estimator on their own exact features (a prediction stays
-// with its configuration), and the best are measured with a few random ones and the
-// best-predicted program of two sketches in turn.
+// with its configuration) together with mutations of the fastest measured programs,
+// and the best are measured with a few random ones and the best-predicted program of
+// two sketches in turn.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ struct GradientOptions {
   double seed_noise = 0.5;   // their Gaussian noise, in exponent units
   double epsilon = 0.1;
   int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
+  int local_parents = 4;  // the fastest measured programs whose mutations join the pool
+  int local_moves = 16;   // mutations drawn per parent
 };
 
 // Back into the polytope: into the box, then each violated row of A x <= b (whose
@@ -88,6 +91,14 @@ class Gradient final : public Strategy {
 
     std::map<std::string, Candidate> visited;
     descend(space, seeds, *est, state, visited);
+    // The discrete neighbourhood of the fastest programs (one prime factor moved between
+    // tiling levels, or the unroll depth changed): steps that rounding a descent's point
+    // rarely takes, ranked with the rest.
+    for (int i = 0; i < std::min(static_cast<int>(good.size()), opt_.local_parents); ++i)
+      for (int k = 0; k < opt_.local_moves; ++k) {
+        Candidate c;
+        if (space.mutate(good[i]->candidate, rng, &c) && !state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+      }
 
     std::vector<Candidate> ranked;
     for (auto& [json, c] : visited) ranked.push_back(std::move(c));

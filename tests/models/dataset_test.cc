@@ -119,6 +119,23 @@ TEST(Dataset, TaskLists) {
   EXPECT_THROW(models::dataset_tasks("zoo:nosuch-network"), NotFoundError);
 }
 
+// shapes:N: the first N of one fixed sequence of suite operators with scaled shapes,
+// distinct and none of them a suite task; a bad count is an error.
+TEST(Dataset, ShapeVariants) {
+  std::vector<std::string> v = models::dataset_tasks("shapes:40");
+  ASSERT_EQ(v.size(), 40u);
+  EXPECT_EQ(std::set<std::string>(v.begin(), v.end()).size(), v.size());
+  std::vector<std::string> suite = models::dataset_tasks("suite");
+  for (const std::string& k : v) EXPECT_EQ(std::find(suite.begin(), suite.end(), k), suite.end()) << k;
+  std::vector<std::string> first = models::dataset_tasks("shapes:10");
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), v.begin())) << "shapes:10 is not the start of shapes:40";
+  std::set<std::string> ops;
+  for (const std::string& k : v) ops.insert(k.substr(0, k.find('(')));
+  EXPECT_GE(ops.size(), 6u) << "the variants come from one or two operators only";
+  for (const char* bad : {"shapes:0", "shapes:-3", "shapes:x", "shapes:5x", "shapes:"})
+    EXPECT_THROW(models::dataset_tasks(bad), Error) << bad;
+}
+
 TEST(Dataset, NetworkTasksAreDeduplicated) {
   std::vector<std::string> r18 = models::dataset_tasks("zoo:resnet18");
   std::vector<std::string> all = models::dataset_tasks("networks");
