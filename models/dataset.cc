@@ -92,7 +92,9 @@ std::vector<std::string> shuffled_tasks(const std::vector<Sample>& samples, uint
 Split split_by_task(const std::vector<Sample>& samples, double test_fraction, uint64_t seed) {
   std::vector<std::string> tasks = shuffled_tasks(samples, seed);
   size_t n_test = static_cast<size_t>(test_fraction * static_cast<double>(tasks.size()) + 0.5);
-  if (tasks.size() >= 2) n_test = std::clamp<size_t>(n_test, 1, tasks.size() - 1);
+  // A positive fraction holds out at least one task and keeps one for training; 0
+  // trains on every task (the shipped weights).
+  if (test_fraction > 0 && tasks.size() >= 2) n_test = std::clamp<size_t>(n_test, 1, tasks.size() - 1);
   else n_test = 0;
   Split sp;
   std::set<std::string> test(tasks.begin(), tasks.begin() + static_cast<std::ptrdiff_t>(n_test));

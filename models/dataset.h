@@ -46,7 +46,8 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
                                          int* skipped = nullptr);
 
 // Splits by task, never by row: about `test_fraction` of the tasks (at least one when
-// there are two or more) go to the test side, chosen by `seed`.
+// the fraction is positive and there are two or more; none for 0) go to the test
+// side, chosen by `seed`.
 struct Split {
   std::vector<Sample> train, test;
   std::vector<std::string> test_tasks;

@@ -91,6 +91,13 @@ TEST(Dataset, SplitsByTaskNeverByRow) {
   for (auto& t : test) EXPECT_FALSE(train.count(t));
   EXPECT_EQ(sp.train.size() + sp.test.size(), s.size());
   EXPECT_EQ(models::split_by_task(s, 0.2, 3).test_tasks, sp.test_tasks);  // the same seed, the same split
+  // A small positive fraction still holds out one task; 0 holds out none (it once held
+  // out one, so "train on everything" silently left a task out).
+  EXPECT_EQ(models::split_by_task(s, 0.01, 3).test_tasks.size(), 1u);
+  models::Split all = models::split_by_task(s, 0.0, 3);
+  EXPECT_TRUE(all.test.empty());
+  EXPECT_TRUE(all.test_tasks.empty());
+  EXPECT_EQ(all.train.size(), s.size());
 }
 
 TEST(Dataset, FoldsHoldOutEveryTaskOnce) {
