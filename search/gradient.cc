@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_set>
 
 #include "core/util/error.h"
 #include "relax/relaxed_sketch.h"
@@ -105,7 +106,12 @@ class Gradient final : public Strategy {
     space.predict(*state.estimator, ranked);
     std::vector<Candidate> explore = sketch_picks(state, ranked, n);
     std::vector<Candidate> out = select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon);
-    for (Candidate& c : explore) out.push_back(std::move(c));
+    // The batch's random programs may repeat a sketch pick in a small space.
+    std::unordered_set<std::string> taken;
+    for (const Candidate& c : out) taken.insert(c.json);
+    for (Candidate& c : explore)
+      if (taken.insert(c.json).second) out.push_back(std::move(c));
+    fill_random(state, n, out);
     return out;
   }
 
