@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -16,6 +17,7 @@
 #include "core/ops/workloads.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/parse.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
 
@@ -226,15 +228,10 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
     } else if (name.rfind("zoo:", 0) == 0) {
       add_network(name.substr(4));
     } else if (name.rfind("shapes:", 0) == 0) {
-      int n = 0;
-      try {
-        size_t used = 0;
-        n = std::stoi(name.substr(7), &used);
-        if (used != name.size() - 7) n = 0;
-      } catch (const std::exception&) {
-      }
-      if (n <= 0) throw Error("task list '" + name + "': give shapes:N with N a positive count");
-      for (std::string& k : shape_variants(n)) keys.push_back(std::move(k));
+      std::optional<int64_t> n = parse_int(name.substr(7));
+      if (!n || *n <= 0 || *n > std::numeric_limits<int>::max())
+        throw Error("task list '" + name + "': give shapes:N with N a positive count");
+      for (std::string& k : shape_variants(static_cast<int>(*n))) keys.push_back(std::move(k));
     } else {
       add_workload(ops::find_workload(name));
     }

@@ -150,6 +150,12 @@ class Walker {
     return substitute(flat, m);
   }
 
+  // |change of the flat index when loop l steps from 0 to 1| (every other loop at 0).
+  Expr stride_along(const Expr& flat, int l) {
+    Expr step = index_at(flat, l, int_imm(loops_[l].var.dtype(), 1)) - index_at(flat, -1, Expr());
+    return abs64(f64(step));
+  }
+
   void store(const StmtNode& n) {
     std::vector<Access> acc = {{n.buffer, flat_of(n.buffer, n.indices)}};
     post_order_visit(n.value, [&](const Expr& x) {
@@ -207,13 +213,7 @@ class Walker {
       Expr unique = inner_unique[s][0];
       v.push_back(unique * bytes_of[s]);
       v.push_back(iters / unique);
-      if (depth == 0) {
-        v.push_back(zero());
-      } else {
-        int l = depth - 1;
-        Expr step = index_at(flat, l, int_imm(loops_[l].var.dtype(), 1)) - index_at(flat, -1, Expr());
-        v.push_back(abs64(f64(step)));
-      }
+      v.push_back(depth == 0 ? zero() : stride_along(flat, depth - 1));
       // Reuse distance: the bytes touched between two uses of an element, that is the
       // footprint of one iteration of the innermost loop that repeats the access (does
       // not move its index, extent above 1); 0 when no loop does.
@@ -225,10 +225,8 @@ class Walker {
       // between lanes| (1: one value broadcast, 2: contiguous, more: a gather or scatter).
       Expr vstride = zero();
       for (int l = 0; l < depth; ++l)
-        if (loops_[l].kind == ForKind::Vectorized) {
-          Expr step = index_at(flat, l, int_imm(loops_[l].var.dtype(), 1)) - index_at(flat, -1, Expr());
-          vstride = select(gt(loops_[l].extent, one()), one() + abs64(f64(step)), zero());
-        }
+        if (loops_[l].kind == ForKind::Vectorized)
+          vstride = select(gt(loops_[l].extent, one()), one() + stride_along(flat, l), zero());
       v.push_back(vstride);
     }
     v.push_back(local_bytes_.defined() ? local_bytes_ : zero());

@@ -1,19 +1,19 @@
 // The gradient search (DESIGN.md, "Proposal"; the Felix paper): seeds in each sketch's
 // polytope (uniform samples, and points of the best measured programs, overall and of
-// each sketch, with a little noise), Adam on the exponents minimizing the differentiable estimator's score of the
-// relaxed features plus the constraint penalty (its gradient scaled against the
-// score's), a projection back into the polytope after each step; every visited point
-// is rounded to a valid configuration, measured and repeated programs are dropped, the
-// rest are ranked by the estimator on their own exact features (a prediction stays
-// with its configuration) together with mutations of the fastest measured programs,
-// and the best are measured with a few random ones and the best-predicted program of
-// two sketches in turn.
+// each sketch, with a little noise), Adam on the exponents minimizing the
+// differentiable estimator's score of the relaxed features plus the constraint penalty
+// (its gradient scaled against the score's), a projection back into the polytope after
+// each step; every visited point is rounded to a valid configuration, measured and
+// repeated programs are dropped, the rest are ranked by the estimator on their own
+// exact features (a prediction stays with its configuration) together with mutations
+// of the fastest measured programs, and the best are measured with a few random ones
+// and the best-predicted program of two sketches in turn.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_set>
+#include <set>
 
 #include "core/util/error.h"
 #include "relax/relaxed_sketch.h"
@@ -105,13 +105,9 @@ class Gradient final : public Strategy {
     for (auto& [json, c] : visited) ranked.push_back(std::move(c));
     space.predict(*state.estimator, ranked);
     std::vector<Candidate> explore = sketch_picks(state, ranked, n);
-    std::vector<Candidate> out = select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon);
-    // The batch's random programs may repeat a sketch pick in a small space.
-    std::unordered_set<std::string> taken;
-    for (const Candidate& c : out) taken.insert(c.json);
-    for (Candidate& c : explore)
-      if (taken.insert(c.json).second) out.push_back(std::move(c));
-    fill_random(state, n, out);
+    std::vector<Candidate> out =
+        select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon, explore);
+    for (Candidate& c : explore) out.push_back(std::move(c));
     return out;
   }
 
@@ -120,23 +116,17 @@ class Gradient final : public Strategy {
   // fastest programs, the rest the fastest of each other sketch in the order of their
   // best, so that a sketch the estimator ranks second keeps being refined.
   static std::vector<const Measured*> best_seeds(const std::vector<const Measured*>& good, int n) {
-    std::vector<const Measured*> out;
+    const size_t n_global = std::min(good.size(), static_cast<size_t>(n + 1) / 2);
+    std::vector<const Measured*> out(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n_global));
     std::vector<bool> used(good.size(), false);
-    const int n_global = (n + 1) / 2;
-    for (int i = 0; i < n_global && i < static_cast<int>(good.size()); ++i) {
-      out.push_back(good[i]);
-      used[i] = true;
-    }
-    std::vector<bool> sketch_seen;
-    for (size_t i = 0; i < good.size() && static_cast<int>(out.size()) < n; ++i) {
-      const int s = good[i]->candidate.sketch;
-      if (s >= static_cast<int>(sketch_seen.size())) sketch_seen.resize(s + 1, false);
-      if (sketch_seen[s]) continue;
-      sketch_seen[s] = true;
-      if (i == 0 || good[i]->candidate.sketch == good[0]->candidate.sketch) continue;
-      if (!used[i]) out.push_back(good[i]);
-      used[i] = true;
-    }
+    std::fill(used.begin(), used.begin() + static_cast<std::ptrdiff_t>(n_global), true);
+    // The first (fastest) program of each sketch but the fastest one's.
+    std::set<int> seen;
+    for (size_t i = 0; i < good.size() && static_cast<int>(out.size()) < n; ++i)
+      if (seen.insert(good[i]->candidate.sketch).second && i > 0 && !used[i]) {
+        out.push_back(good[i]);
+        used[i] = true;
+      }
     for (size_t i = 0; i < good.size() && static_cast<int>(out.size()) < n; ++i)
       if (!used[i]) out.push_back(good[i]);
     return out;
@@ -145,8 +135,8 @@ class Gradient final : public Strategy {
   // Sketch exploration: the estimator orders programs of one sketch better than it
   // orders sketches, and a sketch whose random programs were slow may hold the task's
   // best (resnet18-c12: the packed-weight sketches). Each batch measures the
-  // best-predicted unmeasured program of `sketch_slots` sketches in turn (round robin
-  // over the rounds, so every sketch is revisited), taken out of `ranked`.
+  // best-predicted program of `sketch_slots` sketches in turn (round robin over the
+  // rounds, so every sketch is revisited), taken out of `ranked` (unmeasured programs).
   std::vector<Candidate> sketch_picks(const SearchState& state, std::vector<Candidate>& ranked, int n) const {
     const int n_sketches = static_cast<int>(state.space.sketches().size());
     const int slots = std::min({opt_.sketch_slots, n_sketches - 1, n / 4});
@@ -157,7 +147,7 @@ class Gradient final : public Strategy {
       const int s = (round * slots + k) % n_sketches;
       auto best = ranked.end();
       for (auto it = ranked.begin(); it != ranked.end(); ++it)
-        if (it->sketch == s && !state.measured.count(it->json) && (best == ranked.end() || it->predicted < best->predicted))
+        if (it->sketch == s && (best == ranked.end() || it->predicted < best->predicted))
           best = it;
       if (best == ranked.end()) continue;
       out.push_back(std::move(*best));

@@ -38,9 +38,10 @@ double prediction_spread(const std::vector<Candidate>& cs) {
   return std::max(std::sqrt(var / cs.size()), 1e-9);
 }
 
-void fill_random(SearchState& state, int n, std::vector<Candidate>& out) {
+void fill_random(SearchState& state, int n, std::vector<Candidate>& out, const std::vector<Candidate>& reserved) {
   std::unordered_set<std::string> taken;
   for (const Candidate& c : out) taken.insert(c.json);
+  for (const Candidate& c : reserved) taken.insert(c.json);
   int misses = 0;
   while (static_cast<int>(out.size()) < n && misses < 500) {
     Candidate c = state.space.random(state.rng);
@@ -53,18 +54,20 @@ void fill_random(SearchState& state, int n, std::vector<Candidate>& out) {
   }
 }
 
-std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon) {
+std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon,
+                                    const std::vector<Candidate>& reserved) {
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
   const int n_random = static_cast<int>(std::floor(epsilon * n + 0.5));
   std::vector<Candidate> out;
   std::unordered_set<std::string> taken;
+  for (const Candidate& c : reserved) taken.insert(c.json);
   for (Candidate& c : ranked) {
     if (static_cast<int>(out.size()) >= n - n_random) break;
     if (state.measured.count(c.json) || !taken.insert(c.json).second) continue;
     out.push_back(std::move(c));
   }
-  fill_random(state, n, out);
+  fill_random(state, n, out, reserved);
   return out;
 }
 

@@ -71,12 +71,15 @@ std::vector<Candidate> random_batch(SearchState& state, int n);
 // scores in the annealing temperature and the evolutionary fitness.
 double prediction_spread(const std::vector<Candidate>& cs);
 // Fills `out` (already holding chosen candidates) up to n with distinct unmeasured
-// random candidates; gives up after many duplicates in a row (a small space).
-void fill_random(SearchState& state, int n, std::vector<Candidate>& out);
+// random candidates, none of them in `reserved`; gives up after many duplicates in a
+// row (a small space).
+void fill_random(SearchState& state, int n, std::vector<Candidate>& out, const std::vector<Candidate>& reserved = {});
 // The final batch of a model-guided strategy: `ranked` (any order; sorted here by
 // prediction) with measured and repeated programs dropped, the best n - n_random of
-// them, then random ones (epsilon-greedy exploration) up to n.
-std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon);
+// them, then random ones (epsilon-greedy exploration) up to n. Neither part repeats a
+// program of `reserved`, which the caller adds after the batch.
+std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon,
+                                    const std::vector<Candidate>& reserved = {});
 std::unique_ptr<Strategy> make_random();
 std::unique_ptr<Strategy> make_annealing();
 std::unique_ptr<Strategy> make_evolutionary();

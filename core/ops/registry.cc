@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/util/error.h"
+#include "core/util/parse.h"
 
 namespace basin::ops {
 
@@ -87,12 +88,7 @@ const OpDef& find_op(const std::string& name) {
 namespace {
 
 int64_t parse_int(const std::string& op, const std::string& name, const std::string& text) {
-  try {
-    size_t pos = 0;
-    long long v = std::stoll(text, &pos);
-    if (pos == text.size()) return v;
-  } catch (const std::exception&) {
-  }
+  if (std::optional<int64_t> v = basin::parse_int(text)) return *v;
   throw OpError(op, name, "expected an integer, got '" + text + "'");
 }
 

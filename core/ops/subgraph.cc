@@ -6,6 +6,7 @@
 
 #include "core/ops/node_ops.h"
 #include "core/ops/op_util.h"
+#include "core/util/parse.h"
 
 namespace basin::ops {
 
@@ -30,13 +31,9 @@ std::vector<int64_t> parse_ints(const std::string& s, const std::string& what) {
   std::vector<int64_t> v;
   if (s.empty()) return v;
   for (const std::string& p : split_on(s, ',')) {
-    try {
-      size_t used = 0;
-      v.push_back(std::stoll(p, &used));
-      if (used != p.size()) throw std::invalid_argument(p);
-    } catch (const std::exception&) {
-      throw ParseError("subgraph: " + what + ": '" + p + "' is not an integer");
-    }
+    std::optional<int64_t> x = parse_int(p);
+    if (!x) throw ParseError("subgraph: " + what + ": '" + p + "' is not an integer");
+    v.push_back(*x);
   }
   return v;
 }
