@@ -232,6 +232,14 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
       if (!n || *n <= 0 || *n > std::numeric_limits<int>::max())
         throw Error("task list '" + name + "': give shapes:N with N a positive count");
       for (std::string& k : shape_variants(static_cast<int>(*n))) keys.push_back(std::move(k));
+    } else if (name.rfind("nets:", 0) == 0) {
+      std::optional<int64_t> n = parse_int(name.substr(5));
+      if (!n || *n <= 0 || *n > 100000)
+        throw Error("task list '" + name + "': give nets:N with N a count from 1 to 100000");
+      for (int64_t i = 0; i < *n; ++i) {
+        graph::Partition p = graph::partition(graph::optimize(graph::random_network(static_cast<uint64_t>(i))));
+        for (const graph::NetworkTask& t : p.tasks) keys.push_back(t.key);
+      }
     } else {
       add_workload(ops::find_workload(name));
     }

@@ -62,8 +62,10 @@ std::vector<Split> task_folds(const std::vector<Sample>& samples, int k, uint64_
 // operator family of the library), "workloads" (the named benchmark workloads up to
 // 1024^3 FLOP-scale), "networks" (the tasks of every zoo network, as `basin tune`
 // partitions them), "shapes:N" (N suite operators with other shapes: each extent
-// scaled by 1/2 to 3/2, the first N of one fixed sequence), or a comma-separated list
-// of these, workload names and zoo:NAME. A task listed twice appears once.
+// scaled by 1/2 to 3/2, the first N of one fixed sequence), "nets:N" (the tasks of the
+// first N graph::random_network networks: fused convolution and transformer tasks like
+// the zoo's), or a comma-separated list of these, workload names and zoo:NAME. A task
+// listed twice appears once.
 std::vector<std::string> dataset_tasks(const std::string& which);
 
 struct CollectOptions {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <random>
 
 namespace basin::graph {
 
@@ -292,6 +293,97 @@ Graph r3d_18() {
   return g;
 }
 
+// A small random network (random_network below): a few convolution blocks of the kinds
+// ResNet and MobileNet have, or a few transformer blocks, with drawn widths and sizes.
+void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
+  Graph& g = b.graph();
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+  };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  int64_t c = pick({3, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512});
+  // Keep the input under about 400k elements: wide layers get small images.
+  int64_t h = pick({7, 8, 12, 14, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 112});
+  while (c * h * h > 400000 && h > 7) h = h * 2 / 3;
+  int x = g.add_input("input", {1, c, h, h});
+  const int blocks = static_cast<int>(std::uniform_int_distribution<int>(2, 4)(rng));
+  for (int i = 0; i < blocks; ++i) {
+    const int64_t stride = (h >= 8 && chance(0.35)) ? 2 : 1;
+    auto act = [&](int v) {
+      switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
+        case 0: return b.op("relu", {v});
+        case 1: return b.op("clip", {v}, {{"min", 0.0}, {"max", 6.0}});
+        default: return v;
+      }
+    };
+    int64_t oc = c;
+    switch (std::uniform_int_distribution<int>(0, 4)(rng)) {
+      case 0: {  // convolution, batch norm, activation
+        const int64_t k = pick({1, 1, 3, 3, 3, 5, 7});
+        oc = std::max<int64_t>(8, std::min<int64_t>(768, c * pick({1, 1, 2, 4}) / pick({1, 2}) / 8 * 8));
+        x = act(conv_bn(b, x, oc, k, stride, k / 2, false));
+        break;
+      }
+      case 1:  // depthwise 3x3 (or 5x5), batch norm, ReLU6
+        if (c < 8) continue;
+      {
+        const int64_t k = pick({3, 3, 5});
+        x = b.op("clip", {conv_bn(b, x, c, k, stride, k / 2, false, c)}, {{"min", 0.0}, {"max", 6.0}});
+        break;
+      }
+      case 2: {  // a residual block, as ResNet's basic block or MobileNet's inverted one
+        if (chance(0.5)) {
+          int y = conv_bn(b, x, c, 3, 1, 1, true);
+          y = conv_bn(b, y, c, 3, 1, 1, false);
+          x = b.op("relu", {b.op("add", {y, x})});
+        } else {
+          const int64_t hidden = std::min<int64_t>(1024, c * pick({2, 4, 6}));
+          int y = b.op("clip", {conv_bn(b, x, hidden, 1, 1, 0, false)}, {{"min", 0.0}, {"max", 6.0}});
+          y = b.op("clip", {conv_bn(b, y, hidden, 3, 1, 1, false, hidden)}, {{"min", 0.0}, {"max", 6.0}});
+          x = b.op("add", {conv_bn(b, y, c, 1, 1, 0, false), x});
+        }
+        break;
+      }
+      case 3:  // pooling
+        if (h < 8) continue;
+        x = b.op(chance(0.5) ? "max_pool2d" : "avg_pool2d", {x},
+                 {{"kernel", I{pick({2, 3})}}, {"stride", I{2}}, {"padding", I{chance(0.5) ? 1 : 0}}});
+        break;
+      default: {  // bottleneck: 1x1 down, 3x3, 1x1 up, with a projected shortcut when the shape changes
+        const int64_t width = std::max<int64_t>(8, c / pick({1, 2, 4}) / 8 * 8);
+        oc = std::max<int64_t>(16, std::min<int64_t>(1024, width * 4));
+        int y = conv_bn(b, x, width, 1, 1, 0, true);
+        y = conv_bn(b, y, width, 3, stride, 1, true);
+        y = conv_bn(b, y, oc, 1, 1, 0, false);
+        int shortcut = (stride != 1 || oc != c) ? conv_bn(b, x, oc, 1, stride, 0, false) : x;
+        x = b.op("relu", {b.op("add", {y, shortcut})});
+        break;
+      }
+    }
+    c = g.value(x).shape[1];
+    h = g.value(x).shape[2];
+  }
+  g.add_output(chance(0.5) ? head(b, x, pick({10, 100, 1000})) : x);
+}
+
+void random_transformer(NetBuilder& b, std::mt19937_64& rng) {
+  Graph& g = b.graph();
+  auto pick = [&](std::initializer_list<int64_t> v) {
+    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+  };
+  const int64_t s = pick({16, 32, 49, 64, 96, 128, 196, 256}), heads = pick({2, 4, 8});
+  const int64_t d = heads * pick({16, 32, 48, 64});
+  int x = g.add_input("input", {s, d});
+  const int layers = static_cast<int>(std::uniform_int_distribution<int>(1, 2)(rng));
+  for (int layer = 0; layer < layers; ++layer) {
+    x = b.layer_norm(b.op("add", {attention(b, x, heads), x}));
+    int h = b.dense(x, d * pick({2, 3, 4}));
+    h = b.op(std::uniform_int_distribution<int>(0, 1)(rng) ? "gelu" : "relu", {h});
+    x = b.layer_norm(b.op("add", {b.dense(h, d), x}));
+  }
+  g.add_output(x);
+}
+
 struct ZooBuilder {
   ZooEntry entry;
   std::function<Graph()> build;
@@ -330,6 +422,19 @@ Graph zoo_network(const std::string& name) {
     names += (names.empty() ? "" : ", ") + b.entry.name;
   }
   throw NotFoundError("no zoo network '" + name + "' (networks: " + names + ")");
+}
+
+Graph random_network(uint64_t index) {
+  std::mt19937_64 rng(0x5eed0000ULL + index);
+  Graph g;
+  g.name = "random" + std::to_string(index);
+  NetBuilder b(g, 100 + index);
+  // Two in three are convolutional, as most of the zoo's tasks are.
+  if (std::uniform_int_distribution<int>(0, 2)(rng))
+    random_cnn(b, rng);
+  else
+    random_transformer(b, rng);
+  return g;
 }
 
 }  // namespace basin::graph

@@ -19,6 +19,12 @@ const std::vector<ZooEntry>& zoo_networks();
 // Throws NotFoundError listing the networks when the name is unknown.
 Graph zoo_network(const std::string& name);
 
+// The index-th of a fixed sequence of small random networks (a few convolution blocks,
+// or a few transformer layers, with drawn widths and sizes): the same on every run and
+// machine. Their tasks are training data for the estimators (`nets:N` in
+// `basin estimator dataset`).
+Graph random_network(uint64_t index);
+
 // Helpers for building networks, shared by the zoo and the tests: each adds nodes to
 // `g` and returns the output value; weights are deterministic in the seed counter.
 class NetBuilder {

@@ -9,6 +9,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/graph/fusion.h"
+#include "core/graph/passes.h"
+#include "core/graph/zoo.h"
 #include "core/ops/registry.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
@@ -141,6 +144,36 @@ TEST(Dataset, ShapeVariants) {
   EXPECT_GE(ops.size(), 6u) << "the variants come from one or two operators only";
   for (const char* bad : {"shapes:0", "shapes:-3", "shapes:x", "shapes:5x", "shapes:"})
     EXPECT_THROW(models::dataset_tasks(bad), Error) << bad;
+}
+
+// nets:N: the tasks of the first N random networks, the same sequence on every call,
+// fused tasks among them; a bad count is an error.
+TEST(Dataset, RandomNetworkTasks) {
+  std::vector<std::string> v = models::dataset_tasks("nets:12");
+  EXPECT_GE(v.size(), 24u);
+  EXPECT_EQ(std::set<std::string>(v.begin(), v.end()).size(), v.size());
+  std::vector<std::string> first = models::dataset_tasks("nets:4");
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), v.begin())) << "nets:4 is not the start of nets:12";
+  int fused_conv = 0, dense = 0;
+  for (const std::string& k : v) {
+    fused_conv += k.find("conv2d(") != std::string::npos && k.find("add(") != std::string::npos;
+    dense += k.find("dense(") != std::string::npos || k.find("batch_matmul(") != std::string::npos;
+  }
+  EXPECT_GE(fused_conv, 5) << "few fused convolution tasks";
+  EXPECT_GE(dense, 2) << "no transformer tasks";
+  for (const std::string& k : v) EXPECT_NO_THROW(sched::task_from_key(k)) << k;
+  for (const char* bad : {"nets:0", "nets:-1", "nets:x", "nets:3y", "nets:", "nets:1000000"})
+    EXPECT_THROW(models::dataset_tasks(bad), Error) << bad;
+}
+
+// Every random network is a valid graph that the compiler's passes and the
+// partitioner accept, and the sequence does not change between calls.
+TEST(Dataset, RandomNetworksAreValidAndReproducible) {
+  for (uint64_t i = 0; i < 40; ++i) {
+    graph::Graph g = graph::random_network(i);
+    ASSERT_NO_THROW(graph::partition(graph::optimize(g))) << g.name;
+    EXPECT_EQ(g.nodes().size(), graph::random_network(i).nodes().size()) << g.name;
+  }
 }
 
 TEST(Dataset, NetworkTasksAreDeduplicated) {
