@@ -8,6 +8,11 @@ namespace basin::relax {
 
 namespace {
 
+// Cache capacities of the traffic features: about the vector registers, an L1, an L2
+// and an L3 of a server core.
+const std::pair<const char*, double> kTrafficCapacities[] = {
+    {"2KiB", 2048.0}, {"32KiB", 32768.0}, {"1MiB", 1048576.0}, {"32MiB", 33554432.0}};
+
 const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes", "vector_stride"};
 
 std::vector<std::string> make_names() {
@@ -19,6 +24,7 @@ std::vector<std::string> make_names() {
   for (int l = 1; l <= kIntensityLevels; ++l) n.push_back("intensity.level" + std::to_string(l));
   for (int l = 1; l <= kIntensityLevels; ++l) n.push_back("footprint.level" + std::to_string(l));
   n.push_back("innermost_extent");
+  for (const auto& [name, bytes] : kTrafficCapacities) n.push_back(std::string("traffic.") + name);
   return n;
 }
 
@@ -241,6 +247,20 @@ class Walker {
     // The working set of each tiling level, against the cache sizes.
     for (int k = 1; k <= kIntensityLevels; ++k) v.push_back(footprint[std::max(0, depth - k)]);
     v.push_back(depth == 0 ? one() : loops_[depth - 1].extent);
+    // Traffic into a cache of capacity C: the nest inside the outermost loop level whose
+    // footprint fits in C is loaded once per execution of that nest, so the bytes moved
+    // are that footprint times the iterations of the loops outside it. Going outward the
+    // footprint grows at most as fast as the outer iterations shrink, so the outermost
+    // level that fits moves the fewest bytes. This sees every tiling level, not only the
+    // innermost five of footprint.levelK: the outer tiles' sizes and order.
+    std::vector<Expr> outer(depth + 1, one());  // iterations of loops 0..j-1
+    for (int j = 1; j <= depth; ++j) outer[j] = outer[j - 1] * loops_[j - 1].extent;
+    for (const auto& [name, bytes] : kTrafficCapacities) {
+      const Expr cap = float_imm(DType::f64(), bytes);
+      Expr traffic = footprint[depth] * outer[depth];
+      for (int j = depth - 1; j >= 0; --j) traffic = select(le(footprint[j], cap), footprint[j] * outer[j], traffic);
+      v.push_back(traffic);
+    }
     if (set_ == FeatureSet::Gpu) {
       Expr blocks = one(), threads = one(), vthreads = one();
       for (const Loop& l : loops_) {
