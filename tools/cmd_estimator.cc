@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -35,11 +36,15 @@ int run_dataset(const DatasetOptions& o) {
   co.target = o.target;
   auto t0 = std::chrono::steady_clock::now();
   int failed = 0;
+  std::map<std::string, size_t> position;
+  for (size_t i = 0; i < tasks.size(); ++i) position.emplace(tasks[i], i + 1);
+  std::fprintf(stderr, "[dataset] %zu task%s, %d program%s each, into %s\n", tasks.size(), tasks.size() == 1 ? "" : "s",
+               o.per_task, o.per_task == 1 ? "" : "s", o.records.c_str());
   co.progress = [&](const std::string& task, int done, int total, const search::Record& r) {
     failed += !r.ok();
     if (done == total || done % 25 == 0)
-      std::fprintf(stderr, "[dataset] %s: %d/%d measured (%.0f s)\n", task.c_str(), done, total,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      std::fprintf(stderr, "[dataset] task %zu/%zu %s: %d/%d measured (%.0f s)\n", position[task], tasks.size(),
+                   task.c_str(), done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
   int measured = models::collect_random(store, tasks, co);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

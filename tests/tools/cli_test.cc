@@ -131,8 +131,12 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   EXPECT_EQ(nlohmann::json::parse(m2.out)["added"], 0);
   EXPECT_EQ(nlohmann::json::parse(m2.out)["skipped"], 16);
   ASSERT_EQ(run("estimator dataset --records " + other + " --tasks gemm-256 --per-task 20 --seed 9").code, 0);
+  // A rerun measures only what is missing, and the log counts the tasks.
+  std::string log = stderr_of("estimator dataset --records " + other + " --tasks gemm-256 --per-task 21 --seed 9");
+  EXPECT_NE(log.find("[dataset] 1 task, 21 programs each"), std::string::npos) << log;
+  EXPECT_NE(log.find("task 1/1 "), std::string::npos) << log;
   auto m3 = nlohmann::json::parse(run("records merge --into " + merged + " " + other + " --json").out);
-  EXPECT_EQ(m3["added"].get<int>() + m3["skipped"].get<int>(), 20);
+  EXPECT_EQ(m3["added"].get<int>() + m3["skipped"].get<int>(), 21);
   EXPECT_EQ(m3["total"].get<int>(), 16 + m3["added"].get<int>());
   EXPECT_NE(stderr_of("records merge --into " + merged + " " + merged).find("into itself"), std::string::npos);
   for (const std::string& f : {merged, other}) std::remove(f.c_str());
