@@ -210,10 +210,16 @@ std::vector<std::string> shape_variants(int n) {
 std::vector<std::string> dataset_tasks(const std::string& which) {
   std::vector<std::string> keys;
   auto add_workload = [&](const ops::Workload& w) { keys.push_back(key_of(w.op, w.params)); };
-  // The tasks of a zoo network, after the graph passes and fusion (as `basin tune` sees them).
-  auto add_network = [&](const std::string& net) {
-    graph::Partition p = graph::partition(graph::optimize(graph::zoo_network(net)));
-    for (const graph::NetworkTask& t : p.tasks) keys.push_back(t.key);
+  // The tasks of a network, after the graph passes and fusion (as `basin tune` sees them).
+  auto add_graph = [&](const graph::Graph& g) {
+    for (const graph::NetworkTask& t : graph::partition(graph::optimize(g)).tasks) keys.push_back(t.key);
+  };
+  auto add_network = [&](const std::string& net) { add_graph(graph::zoo_network(net)); };
+  // N of "PREFIX:N", 1 <= N <= max, or nothing.
+  auto count_of = [](const std::string& list, size_t prefix, int64_t max) -> std::optional<int> {
+    std::optional<int64_t> n = parse_int(list.substr(prefix));
+    if (!n || *n <= 0 || *n > max) return std::nullopt;
+    return static_cast<int>(*n);
   };
   std::istringstream is(which);
   std::string name;
@@ -228,18 +234,13 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
     } else if (name.rfind("zoo:", 0) == 0) {
       add_network(name.substr(4));
     } else if (name.rfind("shapes:", 0) == 0) {
-      std::optional<int64_t> n = parse_int(name.substr(7));
-      if (!n || *n <= 0 || *n > std::numeric_limits<int>::max())
-        throw Error("task list '" + name + "': give shapes:N with N a positive count");
-      for (std::string& k : shape_variants(static_cast<int>(*n))) keys.push_back(std::move(k));
+      std::optional<int> n = count_of(name, 7, std::numeric_limits<int>::max());
+      if (!n) throw Error("task list '" + name + "': give shapes:N with N a positive count");
+      for (std::string& k : shape_variants(*n)) keys.push_back(std::move(k));
     } else if (name.rfind("nets:", 0) == 0) {
-      std::optional<int64_t> n = parse_int(name.substr(5));
-      if (!n || *n <= 0 || *n > 100000)
-        throw Error("task list '" + name + "': give nets:N with N a count from 1 to 100000");
-      for (int64_t i = 0; i < *n; ++i) {
-        graph::Partition p = graph::partition(graph::optimize(graph::random_network(static_cast<uint64_t>(i))));
-        for (const graph::NetworkTask& t : p.tasks) keys.push_back(t.key);
-      }
+      std::optional<int> n = count_of(name, 5, 100000);
+      if (!n) throw Error("task list '" + name + "': give nets:N with N a count from 1 to 100000");
+      for (int i = 0; i < *n; ++i) add_graph(graph::random_network(static_cast<uint64_t>(i)));
     } else {
       add_workload(ops::find_workload(name));
     }

@@ -43,7 +43,7 @@ int run_dataset(const DatasetOptions& o) {
   co.progress = [&](const std::string& task, int done, int total, const search::Record& r) {
     failed += !r.ok();
     if (done == total || done % 25 == 0)
-      std::fprintf(stderr, "[dataset] task %zu/%zu %s: %d/%d measured (%.0f s)\n", position[task], tasks.size(),
+      std::fprintf(stderr, "[dataset] task %zu/%zu %s: %d/%d measured (%.0f s)\n", position.at(task), tasks.size(),
                    task.c_str(), done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
   int measured = models::collect_random(store, tasks, co);

@@ -76,6 +76,8 @@ int conv_bn(NetBuilder& b, int x, int64_t oc, int64_t k, int64_t stride, int64_t
   return relu ? b.op("relu", {y}) : y;
 }
 
+int relu6(NetBuilder& b, int x) { return b.op("clip", {x}, {{"min", 0.0}, {"max", 6.0}}); }
+
 int head(NetBuilder& b, int x, int64_t classes) {
   int p = b.op("global_avg_pool2d", {x});
   int f = b.op("flatten", {p}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}});
@@ -120,7 +122,7 @@ Graph mobilenet_v2() {
   NetBuilder b(g, 2);
   int x = g.add_input("input", {1, 3, 224, 224});
   auto cbr6 = [&](int v, int64_t oc, int64_t k, int64_t s, int64_t groups) {
-    return b.op("clip", {conv_bn(b, v, oc, k, s, k / 2, false, groups)}, {{"min", 0.0}, {"max", 6.0}});
+    return relu6(b, conv_bn(b, v, oc, k, s, k / 2, false, groups));
   };
   x = cbr6(x, 32, 3, 2, 1);
   int64_t in_c = 32;
@@ -293,13 +295,16 @@ Graph r3d_18() {
   return g;
 }
 
+// One of `v`, uniformly.
+int64_t pick(std::mt19937_64& rng, std::initializer_list<int64_t> v) {
+  return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
+}
+
 // A small random network (random_network below): a few convolution blocks of the kinds
 // ResNet and MobileNet have, or a few transformer blocks, with drawn widths and sizes.
 void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
   Graph& g = b.graph();
-  auto pick = [&](std::initializer_list<int64_t> v) {
-    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
-  };
+  auto pick = [&](std::initializer_list<int64_t> v) { return graph::pick(rng, v); };
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   int64_t c = pick({3, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 384, 512});
   // Keep the input under about 400k elements: wide layers get small images.
@@ -312,7 +317,7 @@ void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
     auto act = [&](int v) {
       switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
         case 0: return b.op("relu", {v});
-        case 1: return b.op("clip", {v}, {{"min", 0.0}, {"max", 6.0}});
+        case 1: return relu6(b, v);
         default: return v;
       }
     };
@@ -324,11 +329,10 @@ void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
         x = act(conv_bn(b, x, oc, k, stride, k / 2, false));
         break;
       }
-      case 1:  // depthwise 3x3 (or 5x5), batch norm, ReLU6
+      case 1: {  // depthwise 3x3 (or 5x5), batch norm, ReLU6
         if (c < 8) continue;
-      {
         const int64_t k = pick({3, 3, 5});
-        x = b.op("clip", {conv_bn(b, x, c, k, stride, k / 2, false, c)}, {{"min", 0.0}, {"max", 6.0}});
+        x = relu6(b, conv_bn(b, x, c, k, stride, k / 2, false, c));
         break;
       }
       case 2: {  // a residual block, as ResNet's basic block or MobileNet's inverted one
@@ -338,8 +342,8 @@ void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
           x = b.op("relu", {b.op("add", {y, x})});
         } else {
           const int64_t hidden = std::min<int64_t>(1024, c * pick({2, 4, 6}));
-          int y = b.op("clip", {conv_bn(b, x, hidden, 1, 1, 0, false)}, {{"min", 0.0}, {"max", 6.0}});
-          y = b.op("clip", {conv_bn(b, y, hidden, 3, 1, 1, false, hidden)}, {{"min", 0.0}, {"max", 6.0}});
+          int y = relu6(b, conv_bn(b, x, hidden, 1, 1, 0, false));
+          y = relu6(b, conv_bn(b, y, hidden, 3, 1, 1, false, hidden));
           x = b.op("add", {conv_bn(b, y, c, 1, 1, 0, false), x});
         }
         break;
@@ -368,9 +372,7 @@ void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
 
 void random_transformer(NetBuilder& b, std::mt19937_64& rng) {
   Graph& g = b.graph();
-  auto pick = [&](std::initializer_list<int64_t> v) {
-    return *(v.begin() + std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng));
-  };
+  auto pick = [&](std::initializer_list<int64_t> v) { return graph::pick(rng, v); };
   const int64_t s = pick({16, 32, 49, 64, 96, 128, 196, 256}), heads = pick({2, 4, 8});
   const int64_t d = heads * pick({16, 32, 48, 64});
   int x = g.add_input("input", {s, d});
