@@ -209,21 +209,36 @@ class Gradient final : public Strategy {
         xs.push_back(tx);
       }
       torch::Tensor cost = est.forward(torch::cat(feats, 0), mask).to(torch::kFloat64);
-      torch::Tensor pen = torch::cat(pens, 0);
-      auto grads = [&](const torch::Tensor& y) {
-        std::vector<torch::Tensor> g = torch::autograd::grad({y.sum()}, xs, {}, /*retain_graph=*/true, false,
+      auto grads = [&](const torch::Tensor& y, const std::vector<torch::Tensor>& wrt) {
+        std::vector<torch::Tensor> g = torch::autograd::grad({y.sum()}, wrt, {}, /*retain_graph=*/true, false,
                                                              /*allow_unused=*/true);
         for (size_t i = 0; i < g.size(); ++i)
-          g[i] = g[i].defined() ? g[i].to(torch::kFloat64).contiguous() : torch::zeros_like(xs[i]);
+          g[i] = g[i].defined() ? g[i].to(torch::kFloat64).contiguous() : torch::zeros_like(wrt[i]);
         return g;
       };
-      std::vector<torch::Tensor> gc = grads(cost), gp = pen.requires_grad() ? grads(pen) : std::vector<torch::Tensor>{};
+      std::vector<torch::Tensor> gc = grads(cost, xs);
+      // The penalty's gradient, only for the sketches where some seed violates a
+      // constraint (a few percent of the points): elsewhere it is zero, and its backward
+      // pass through the sketch's tape would cost as much as the score's.
+      std::vector<torch::Tensor> gp(groups.size());
+      std::vector<torch::Tensor> violated_pens, violated_xs;
+      std::vector<size_t> violated;
+      for (size_t k = 0; k < groups.size(); ++k)
+        if (pens[k].requires_grad() && pens[k].max().item<double>() > 0) {
+          violated.push_back(k);
+          violated_pens.push_back(pens[k].sum());
+          violated_xs.push_back(xs[k]);
+        }
+      if (!violated.empty()) {
+        std::vector<torch::Tensor> g = grads(torch::stack(violated_pens), violated_xs);
+        for (size_t i = 0; i < violated.size(); ++i) gp[violated[i]] = g[i];
+      }
       const double c1 = 1 - std::pow(b1, step), c2 = 1 - std::pow(b2, step);
       std::vector<double> dir;
       for (size_t k = 0; k < groups.size(); ++k) {
         Group& g = groups[k];
         dir.resize(g.x.size());
-        if (gp.empty()) {
+        if (!gp[k].defined()) {
           std::copy(gc[k].data_ptr<double>(), gc[k].data_ptr<double>() + g.x.size(), dir.begin());
         } else {
           relax::scale_penalty_gradient(gc[k].data_ptr<double>(), gp[k].data_ptr<double>(), g.batch, g.vars,
