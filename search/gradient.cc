@@ -7,7 +7,8 @@
 // repeated programs are dropped, the rest are ranked by the estimator on their own
 // exact features (a prediction stays with its configuration) together with mutations
 // of the fastest measured programs, and the best are measured with a few random ones
-// and the best-predicted program of two sketches in turn.
+// and the best-predicted program of two sketches in turn; a sketch whose measured
+// programs are all far slower than the best keeps only two ranked places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -35,6 +36,10 @@ struct GradientOptions {
   int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
   int local_parents = 4;  // the fastest measured programs whose mutations join the pool
   int local_moves = 16;   // mutations drawn per parent
+  // Sketches measured slow: see cap_losing_sketches (a negative cap turns it off).
+  int cap_evidence = 8;
+  double cap_margin = 0.25;
+  int cap_per_batch = 2;
 };
 
 // Back into the polytope: into the box, then each violated row of A x <= b (whose
@@ -105,6 +110,7 @@ class Gradient final : public Strategy {
     for (auto& [json, c] : visited) ranked.push_back(std::move(c));
     space.predict(*state.estimator, ranked);
     std::vector<Candidate> explore = sketch_picks(state, ranked, n);
+    cap_losing_sketches(state, ranked);
     std::vector<Candidate> out =
         select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon, explore);
     for (Candidate& c : explore) out.push_back(std::move(c));
@@ -154,6 +160,45 @@ class Gradient final : public Strategy {
       ranked.erase(best);
     }
     return out;
+  }
+
+  // The estimator's order across sketches can stay wrong for hundreds of trials after
+  // the measurements have settled it (resnet18-c12: 300 of the first 600 trials went
+  // to `vec=w` sketches whose best was 40% slower than the packed ones'). A sketch
+  // with at least `cap_evidence` measured programs whose best is more than
+  // `cap_margin` slower than the best of all keeps only its `cap_per_batch`
+  // best-predicted candidates in the ranked part of the batch. The sketch slots still
+  // revisit it in turn, so a capped sketch whose new program is fast loses its cap.
+  void cap_losing_sketches(const SearchState& state, std::vector<Candidate>& ranked) const {
+    if (opt_.cap_per_batch < 0) return;
+    const size_t n_sketches = state.space.sketches().size();
+    std::vector<double> best(n_sketches, 0);
+    std::vector<int> count(n_sketches, 0);
+    double best_all = 0;
+    for (const Measured& m : state.history) {
+      if (!m.ok()) continue;
+      const size_t s = static_cast<size_t>(m.candidate.sketch);
+      ++count[s];
+      if (best[s] == 0 || m.latency_us < best[s]) best[s] = m.latency_us;
+      if (best_all == 0 || m.latency_us < best_all) best_all = m.latency_us;
+    }
+    std::vector<bool> capped(n_sketches, false);
+    bool any = false;
+    for (size_t s = 0; s < n_sketches; ++s) {
+      capped[s] = count[s] >= opt_.cap_evidence && best[s] > best_all * (1 + opt_.cap_margin);
+      any = any || capped[s];
+    }
+    if (!any) return;
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+    std::vector<int> kept(n_sketches, 0);
+    std::vector<Candidate> out;
+    for (Candidate& c : ranked) {
+      const size_t s = static_cast<size_t>(c.sketch);
+      if (capped[s] && kept[s]++ >= opt_.cap_per_batch) continue;
+      out.push_back(std::move(c));
+    }
+    ranked = std::move(out);
   }
 
   // One sketch's seeds under descent.
