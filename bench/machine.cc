@@ -3,21 +3,16 @@
 #include <immintrin.h>
 
 #include <chrono>
-#include <fstream>
 #include <thread>
 #include <vector>
 
+#include "core/util/host.h"
+
 namespace basin::bench {
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
+std::string cpu_model() { return this_host().cpu_model; }
 
-int cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int cores() { return this_host().cores; }
 
 namespace {
 

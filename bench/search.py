@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_model
+from machine import cpu_model, vector_isa
 
 DEFAULT_WORKLOADS = [f"resnet18-c{i}" for i in range(1, 13)] + ["gemm-1024", "bert-768x3072"]
 STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
@@ -73,7 +73,7 @@ def plot(workload, runs, path):
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
     ax_n.legend(fontsize=8)
-    fig.suptitle(f"{workload}: best latency found ({cpu_model()}, {os.cpu_count()} cores)")
+    fig.suptitle(f"{workload}: best latency found ({cpu_model()}, {os.cpu_count()} cores, {vector_isa()})")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -112,7 +112,7 @@ def main():
     strategies = ["annealing"] + [s for s in strategies if s != "annealing"]
     seeds = [int(s) for s in a.seeds.split(",") if s]
     os.makedirs(a.out, exist_ok=True)
-    results = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count()}, "trials": a.trials,
+    results = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "isa": vector_isa()}, "trials": a.trials,
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": []}
     for w in workloads:
         for seed in seeds:
@@ -149,7 +149,7 @@ def main():
 
 def table(results, workloads, strategies, seeds):
     runs = results["runs"]
-    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores; annealing budget "
+    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, {results['machine'].get('isa', 'ISA not recorded')}; annealing budget "
              f"{results['trials']} trials; seeds {', '.join(map(str, seeds))}.", "",
              "| workload | seed | strategy | best (us) | trials | trials to 5% | seconds to 5% | overhead | "
              "timed again (us) | LibTorch (us) | speedup |",

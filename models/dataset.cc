@@ -17,6 +17,7 @@
 #include "core/ops/workloads.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "core/util/parse.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
@@ -69,6 +70,7 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
     try {
       Sample s = fx.features(r.task_key, r.sketch, r.config, target);
       s.latency_us = r.min_latency_us();
+      s.host = r.host;
       out.push_back(std::move(s));
     } catch (const Error&) {
       ++skip;
@@ -256,7 +258,9 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {
   int measured = 0;
   for (const std::string& key : task_keys) {
-    int have = static_cast<int>(store.task_records(key, opt.target).size());
+    // Only this machine's records count: another's are measured again here.
+    int have = 0;
+    for (const search::Record& r : store.task_records(key, opt.target)) have += r.from_host(host_description()) ? 1 : 0;
     if (have >= opt.per_task) continue;
     ops::OpGraph task = sched::task_from_key(key);
     std::vector<sched::Sketch> sketches = sched::sketches_for(task, opt.target);
@@ -271,7 +275,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       const sched::Sketch& s = pool.sketches()[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
       sched::Config c = sched::random_config(s, rng);
       std::string json = sched::config_to_json(s, c);
-      if (store.contains(key, opt.target, s.name, json)) {
+      if (store.contains(key, opt.target, s.name, json, host_description())) {
         ++duplicates;  // small spaces run out of new programs
         continue;
       }
@@ -289,6 +293,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       r.error = m.error;
       r.compile_seconds = m.compile_seconds;
       r.estimator_version = "random";
+      r.host = host_description();
       store.add(r);
       ++have;
       ++measured;
@@ -314,7 +319,7 @@ void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
     for (int st = 0; st < s.stores; ++st)
       f.push_back(std::vector<float>(s.features.begin() + st * nf, s.features.begin() + (st + 1) * nf));
     out << nlohmann::json{{"task", s.task}, {"sketch", s.sketch}, {"config", s.config}, {"latency_us", s.latency_us},
-                          {"stores", s.stores}, {"features", f}}
+                          {"host", s.host}, {"stores", s.stores}, {"features", f}}
                .dump()
         << "\n";
   }

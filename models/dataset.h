@@ -20,6 +20,7 @@ struct Sample {
   std::string task;    // task key
   std::string sketch;
   std::string config;  // JSON
+  std::string host;    // the machine that measured it (empty: unknown)
   int stores = 0;
   std::vector<float> features;
   double latency_us = 0;
@@ -39,6 +40,10 @@ class FeatureExtractor {
   struct Entry;
   std::map<std::string, std::unique_ptr<Entry>> cache_;
 };
+
+// Which programs a ranking compares: those of one task measured on one machine (two
+// machines' latencies do not order each other's programs). Splits stay by task.
+inline std::string pair_group(const Sample& s) { return s.host.empty() ? s.task : s.task + "\n" + s.host; }
 
 // The successful records of a target as samples (failed ones and ones whose task or
 // configuration no longer parses are skipped and counted in *skipped).

@@ -105,7 +105,7 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   }
   r.predict_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::map<std::string, std::vector<size_t>> by_task;
-  for (size_t i = 0; i < samples.size(); ++i) by_task[samples[i].task].push_back(i);
+  for (size_t i = 0; i < samples.size(); ++i) by_task[pair_group(samples[i])].push_back(i);
   r.tasks = static_cast<int>(by_task.size());
   double right = 0, pairs = 0, top1 = 0, top5 = 0, ss_res = 0, ss_tot = 0;
   for (const auto& [task, idx] : by_task) {

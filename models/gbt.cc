@@ -118,7 +118,7 @@ class Gbt final : public Estimator {
     if (samples.size() < 2) throw Error("training an estimator needs at least two measured programs");
     // Rows grouped by task (ranking groups are contiguous).
     std::map<std::string, std::vector<const Sample*>> by_task;
-    for (const Sample& s : samples) by_task[s.task].push_back(&s);
+    for (const Sample& s : samples) by_task[pair_group(s)].push_back(&s);
     std::vector<const Sample*> order;
     std::vector<unsigned> groups;
     for (auto& [task, v] : by_task) {

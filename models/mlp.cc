@@ -174,7 +174,7 @@ class Mlp final : public DifferentiableEstimator {
     torch::optim::Adam adam(net_->parameters(), torch::optim::AdamOptions(opt.learning_rate).weight_decay(1e-5));
     std::mt19937_64 rng(opt.seed);
     std::map<std::string, std::vector<size_t>> by_task;
-    for (size_t i = 0; i < samples.size(); ++i) by_task[samples[i].task].push_back(i);
+    for (size_t i = 0; i < samples.size(); ++i) by_task[pair_group(samples[i])].push_back(i);
     const size_t mb = 128;
     for (int epoch = 0; epoch < epochs; ++epoch) {
       std::vector<std::vector<size_t>> batches;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.h"
+#include "core/util/host.h"
 
 namespace basin::search {
 
@@ -17,7 +18,9 @@ double Record::min_latency_us() const {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 1: the first; 2: adds `host` (an old file is upgraded in place, its records' host
+// left empty: unknown).
+constexpr int kSchemaVersion = 2;
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS records (
@@ -33,7 +36,8 @@ CREATE TABLE IF NOT EXISTS records (
   started_at REAL NOT NULL,
   finished_at REAL NOT NULL,
   seed INTEGER NOT NULL,
-  estimator_version TEXT NOT NULL
+  estimator_version TEXT NOT NULL,
+  host TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS records_task ON records(task_key, target);
 CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, config);
@@ -41,7 +45,7 @@ CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, 
 
 const char* kColumns =
     "id, task_key, target, sketch, config, latencies_us, error, compile_seconds, started_at, finished_at, seed, "
-    "estimator_version";
+    "estimator_version, host";
 
 }  // namespace
 
@@ -92,6 +96,7 @@ struct RecordStore::Db {
     r.finished_at = sqlite3_column_double(s, 9);
     r.seed = static_cast<uint64_t>(sqlite3_column_int64(s, 10));
     r.estimator_version = text(11);
+    r.host = text(12);
     return r;
   }
 
@@ -121,11 +126,22 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
     db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     Db::Stmt v = db_->prepare("PRAGMA user_version");
     int version = sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
-    if (version != 0 && version != kSchemaVersion)
+    if (version < 0 || version > kSchemaVersion)
       throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
-                  std::to_string(kSchemaVersion));
+                  std::to_string(kSchemaVersion) + " and older");
     db_->exec(kSchema);
-    if (version == 0) db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+    if (version == 1) {
+      // Upgraded under a write lock; another process may have done it meanwhile.
+      db_->exec("BEGIN IMMEDIATE");
+      sqlite3_stmt* probe = nullptr;
+      const bool has_host = sqlite3_prepare_v2(db_->db, "SELECT host FROM records LIMIT 0", -1, &probe, nullptr) == SQLITE_OK;
+      sqlite3_finalize(probe);
+      if (!has_host) db_->exec("ALTER TABLE records ADD COLUMN host TEXT NOT NULL DEFAULT ''");
+      db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT").c_str());
+    } else if (version == 0) {
+      db_->prepare(std::string("SELECT ") + kColumns + " FROM records LIMIT 0");  // a table of ours
+      db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+    }
     // A database that is not ours: it must have our columns.
     db_->prepare(std::string("SELECT ") + kColumns + " FROM records LIMIT 0");
   } catch (...) {
@@ -142,7 +158,7 @@ RecordStore::~RecordStore() {
 int64_t RecordStore::add(const Record& r) {
   Db::Stmt st = db_->prepare(
       "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
-      "started_at, finished_at, seed, estimator_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "started_at, finished_at, seed, estimator_version, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   nlohmann::json lat = r.latencies_us;
   std::string lat_text = lat.dump();
   sqlite3_bind_text(st.s, 1, r.task_key.c_str(), -1, SQLITE_TRANSIENT);
@@ -158,6 +174,7 @@ int64_t RecordStore::add(const Record& r) {
   sqlite3_bind_double(st.s, 10, r.finished_at);
   sqlite3_bind_int64(st.s, 11, static_cast<int64_t>(r.seed));
   sqlite3_bind_text(st.s, 12, r.estimator_version.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 13, r.host.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("adding a record");
   return sqlite3_last_insert_rowid(db_->db);
 }
@@ -167,9 +184,10 @@ std::vector<Record> RecordStore::task_records(const std::string& task_key, const
 }
 
 std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target) const {
+  // Latencies of two machines do not compare: this machine's records first.
   auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND min_latency_us IS NOT NULL "
-                      "ORDER BY min_latency_us LIMIT 1",
-                      {task_key, target});
+                      "ORDER BY (host = ? OR host = '') DESC, min_latency_us LIMIT 1",
+                      {task_key, target, host_description()});
   if (r.empty()) return std::nullopt;
   return r[0];
 }
@@ -178,6 +196,13 @@ bool RecordStore::contains(const std::string& task_key, const std::string& targe
                            const std::string& config) const {
   return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? LIMIT 1",
                      {task_key, target, sketch, config})
+              .empty();
+}
+
+bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
+                           const std::string& config, const std::string& host) const {
+  return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? AND (host = ? OR host = '') LIMIT 1",
+                     {task_key, target, sketch, config, host})
               .empty();
 }
 

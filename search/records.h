@@ -1,6 +1,6 @@
 // The records store: one SQLite file holding one row per measured program (task key,
 // target, sketch, configuration, latency samples, error, timestamps, seed, estimator
-// version). Each record is committed as it is added, in WAL mode, so a killed process
+// version, the machine it was measured on). Each record is committed as it is added, in WAL mode, so a killed process
 // loses nothing already added and several processes can read (and write) one file at
 // once. Tuning resumes from it; compilation picks the best valid record per task.
 #pragma once
@@ -26,6 +26,11 @@ struct Record {
   double finished_at = 0;
   uint64_t seed = 0;
   std::string estimator_version;
+  // The machine that measured it (basin::host_description(): "AMD EPYC, 2 cores,
+  // avx2"); empty in files written before schema 2, where it is unknown.
+  std::string host;
+  // Measured on `machine`, or on an unknown one (an old record).
+  bool from_host(const std::string& machine) const { return host.empty() || host == machine; }
   bool ok() const { return error.empty() && !latencies_us.empty(); }
   double min_latency_us() const;
 };
@@ -44,11 +49,15 @@ class RecordStore {
   int64_t add(const Record& r);
   // Records of a task on a target, oldest first.
   std::vector<Record> task_records(const std::string& task_key, const std::string& target) const;
-  // The fastest successful record of a task on a target.
+  // The fastest successful record of a task on a target measured on this machine (or
+  // on an unknown one); when there is none, the fastest of any machine.
   std::optional<Record> best(const std::string& task_key, const std::string& target) const;
-  // True if this exact program was measured already (successfully or not).
+  // True if this exact program was measured already (successfully or not), on any
+  // machine; with `host`, on that machine or an unknown one.
   bool contains(const std::string& task_key, const std::string& target, const std::string& sketch,
                 const std::string& config) const;
+  bool contains(const std::string& task_key, const std::string& target, const std::string& sketch,
+                const std::string& config, const std::string& host) const;
   int64_t count() const;
   // Every record, oldest first (export).
   std::vector<Record> all() const;

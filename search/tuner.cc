@@ -7,6 +7,7 @@
 
 #include "codegen/measure.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 
 namespace basin::search {
 
@@ -57,6 +58,7 @@ struct TaskTuner::Impl {
   std::vector<models::Sample> samples;  // successful programs, for the estimator
   size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
+  std::string other_host_name;  // a machine other than this one that measured records of the task
 
   std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
 
@@ -117,6 +119,12 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   m.res.strategy = strategy.name();
   m.res.estimator = est ? est->kind() : "";
   for (const Record& r : store.task_records(m.res.task_key, opt.target)) {
+    // Another machine's latencies do not compare with this one's: its programs are
+    // measured again here.
+    if (!r.from_host(host_description())) {
+      if (m.res.other_host++ == 0) m.other_host_name = r.host;
+      continue;
+    }
     m.measured.insert(r.config);
     try {
       const sched::Sketch* s = nullptr;
@@ -126,6 +134,10 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
       // A program of sketches this basin no longer generates: it counts, it is not reused.
     }
   }
+  if (m.res.other_host > 0 && opt.log)
+    opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_host) + " records of this task in " + store.path() +
+            " were measured on another machine (" + m.other_host_name + ", not " + host_description() +
+            "); they are left out and their programs may be measured again here");
   m.res.resumed = static_cast<int>(m.measured.size());
   m.res.trials = m.res.resumed;
   m.res.curve.push_back({0, m.res.trials, m.res.best_latency_us});
@@ -178,6 +190,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     r.config = c.json;
     r.seed = opt.seed;
     r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
+    r.host = host_description();
     r.started_at = epoch_seconds();
     auto tm = Clock::now();
     codegen::MeasureResult mr = m.pool->measure_one({&m.pool->sketches()[c.sketch], c.config});

@@ -101,7 +101,9 @@ int run_merge(const MergeOptions& o) {
   int64_t added = 0, skipped = 0;
   for (const auto& in : inputs)
     for (const search::Record& r : in->all()) {
-      if (out.contains(r.task_key, r.target, r.sketch, r.config)) {
+      // The same program measured on two machines is two records.
+      if (r.host.empty() ? out.contains(r.task_key, r.target, r.sketch, r.config)
+                         : out.contains(r.task_key, r.target, r.sketch, r.config, r.host)) {
         ++skipped;
         continue;
       }

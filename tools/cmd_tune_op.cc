@@ -106,6 +106,7 @@ int run_tune_op(const TuneOpOptions& o) {
                       {"seed", o.seed},
                       {"trials", r.trials},
                       {"resumed", r.resumed},
+                      {"other_host_records", r.other_host},
                       {"measured", r.measured},
                       {"errors", r.errors},
                       {"rounds", r.rounds},

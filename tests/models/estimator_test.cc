@@ -98,6 +98,33 @@ TEST(Estimators, MetricsCountWhatTheyClaim) {
   std::filesystem::remove(path);
 }
 
+TEST(Estimators, PairsNeverMixTwoMachines) {
+  // One task measured on two machines, the second four times slower: across machines
+  // every "pair" would be ordered by the machine, not the program.
+  torch::jit::Module m("first");
+  m.register_attribute("feature_version", c10::IntType::get(), relax::kFeatureVersion);
+  m.define("def forward(self, x, mask):\n  return x[:, 0, 0]\n");
+  std::string path = temp("first2.pt");
+  m.save(path);
+  auto e = models::load_estimator(path);
+  std::vector<models::Sample> s(4);
+  const double lat[] = {1, 2, 4, 8};
+  const float score[] = {0.3f, 0.4f, 0.1f, 0.2f};  // right within each machine
+  for (int i = 0; i < 4; ++i) {
+    s[i].task = "t";
+    s[i].host = i < 2 ? "fast machine" : "slow machine";
+    s[i].stores = 1;
+    s[i].features.assign(relax::num_features(), 0.0f);
+    s[i].features[0] = score[i];
+    s[i].latency_us = lat[i];
+  }
+  models::EvalResult r = models::evaluate(*e, s);
+  EXPECT_EQ(r.pairs, 2);
+  EXPECT_EQ(r.pairwise_accuracy, 1.0);
+  EXPECT_NE(models::pair_group(s[0]), models::pair_group(s[2]));
+  std::filesystem::remove(path);
+}
+
 class EachKind : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EachKind, RanksHeldOutProgramsAndSurvivesSaveAndLoad) {

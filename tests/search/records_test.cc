@@ -10,7 +10,10 @@
 #include <cstdio>
 #include <fstream>
 
+#include <sqlite3.h>
+
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "search/records.h"
 
 namespace basin {
@@ -102,6 +105,88 @@ TEST(Records, AFileThatIsNotARecordsDatabaseIsAClearError) {
     FAIL() << "opened a file in a missing directory";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x.db"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
+  std::string path = temp_path("hosts");
+  search::RecordStore s(path);
+  search::Record here = rec("{\"h\":1}", {20});
+  here.host = host_description();
+  search::Record there = rec("{\"h\":2}", {5});  // a faster machine's latency
+  there.host = "Other CPU, 64 cores, avx512";
+  s.add(there);
+  s.add(here);
+  auto all = s.task_records("dense(K=32,M=16,N=32)", "llvm");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].host, "Other CPU, 64 cores, avx512");
+  EXPECT_EQ(all[1].host, host_description());
+  EXPECT_FALSE(all[0].from_host(host_description()));
+  EXPECT_TRUE(all[1].from_host(host_description()));
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"h\":1}") << "another machine's latency won";
+  EXPECT_TRUE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"h\":2}"));
+  EXPECT_FALSE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"h\":2}", host_description()));
+  EXPECT_TRUE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"h\":1}", host_description()));
+  // Only another machine's records: the best of them.
+  search::Record other = rec("{\"h\":3}", {7});
+  other.task_key = "dense(K=64,M=16,N=32)";
+  other.host = "Other CPU, 64 cores, avx512";
+  s.add(other);
+  EXPECT_EQ(s.best("dense(K=64,M=16,N=32)", "llvm")->config, "{\"h\":3}");
+  EXPECT_NE(host_description().find("core"), std::string::npos) << host_description();
+}
+
+// A file of schema 1 (before records named their machine), as basin wrote it then.
+void write_schema1(const std::string& path) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* sql =
+      "CREATE TABLE records (id INTEGER PRIMARY KEY AUTOINCREMENT, task_key TEXT NOT NULL, target TEXT NOT NULL, "
+      "sketch TEXT NOT NULL, config TEXT NOT NULL, latencies_us TEXT NOT NULL, min_latency_us REAL, error TEXT NOT "
+      "NULL, compile_seconds REAL NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL, seed INTEGER NOT "
+      "NULL, estimator_version TEXT NOT NULL);"
+      "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
+      "started_at, finished_at, seed, estimator_version) VALUES ('dense(K=32,M=16,N=32)', 'llvm', "
+      "'tile.vec=j.acc2', '{\"old\":1}', '[9.0]', 9.0, '', 0.1, 1, 2, 3, 'random');"
+      "PRAGMA user_version=1;";
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+TEST(Records, AnOldFileIsUpgradedAndItsRecordsHaveAnUnknownMachine) {
+  std::string path = temp_path("schema1");
+  write_schema1(path);
+  {
+    search::RecordStore s(path);
+    auto all = s.all();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_EQ(all[0].config, "{\"old\":1}");
+    EXPECT_EQ(all[0].host, "");
+    EXPECT_TRUE(all[0].from_host(host_description())) << "an unknown machine counts as this one";
+    search::Record r = rec("{\"new\":1}", {4});
+    r.host = host_description();
+    s.add(r);
+  }
+  search::RecordStore s(path);  // opened again: already upgraded
+  auto all = s.all();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].host, host_description());
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"new\":1}");
+}
+
+TEST(Records, AFileOfANewerSchemaIsAClearError) {
+  std::string path = temp_path("schema99");
+  write_schema1(path);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99;", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  try {
+    search::RecordStore s(path);
+    FAIL() << "opened a file of schema 99";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
   }
 }
 

@@ -13,6 +13,7 @@
 #include "models/estimator.h"
 #include "relax/features.h"
 #include "search/records.h"
+#include "core/util/host.h"
 #include "search/tuner.h"
 
 using namespace basin;
@@ -419,6 +420,43 @@ TEST(Tuner, ResumesFromItsRecordsWithoutMeasuringTwice) {
   for (const search::Record& rec : store.all()) EXPECT_TRUE(distinct.insert(rec.config).second) << rec.config;
   EXPECT_EQ(distinct.size(), 18u);
   std::remove(db.c_str());
+}
+
+TEST(Tuner, AnotherMachinesRecordsAreLeftOutAndMeasuredAgain) {
+  std::string db = temp_db("other_host");
+  std::unique_ptr<search::Strategy> rnd = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 6;
+  opt.batch = 6;
+  std::vector<std::string> logs;
+  opt.log = [&](const std::string& line) { logs.push_back(line); };
+  {
+    search::RecordStore store(db);
+    search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+    EXPECT_EQ(r.measured, 6);
+    EXPECT_EQ(r.other_host, 0);
+    for (const search::Record& rec : store.all()) EXPECT_EQ(rec.host, host_description());
+    // The same file, copied to a machine that is not this one.
+    std::vector<search::Record> mine = store.all();
+    for (search::Record rec : mine) {
+      rec.host = "Elsewhere CPU, 8 cores, avx512";
+      rec.latencies_us = {0.001};  // impossibly fast there
+      search::RecordStore(db + ".other").add(rec);
+    }
+  }
+  search::RecordStore store(db + ".other");
+  logs.clear();
+  search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+  EXPECT_EQ(r.other_host, 6);
+  EXPECT_EQ(r.resumed, 0);
+  EXPECT_EQ(r.measured, 6);
+  EXPECT_GT(r.best_latency_us, 0.001) << "another machine's latency became this run's best";
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs[0].find("another machine"), std::string::npos) << logs[0];
+  EXPECT_NE(logs[0].find("Elsewhere CPU"), std::string::npos) << logs[0];
+  EXPECT_EQ(store.best(search::TaskSpace(small_gemm(), "llvm").key(), "llvm")->host, host_description());
+  std::remove(db.c_str());
+  std::remove((db + ".other").c_str());
 }
 
 TEST(Tuner, StopsOnItsTimeBudget) {

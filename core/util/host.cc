@@ -1,0 +1,52 @@
+#include "core/util/host.h"
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+namespace basin {
+
+namespace {
+
+HostInfo read_host() {
+  HostInfo h;
+  h.cpu_model = "unknown";
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      h.cpu_model = line.substr(line.find(':') + 1);
+      h.cpu_model.erase(0, h.cpu_model.find_first_not_of(" \t"));
+      break;
+    }
+  h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) h.vector_isa = "avx512";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) h.vector_isa = "avx2";
+  else h.vector_isa = "sse";
+#elif defined(__aarch64__)
+  h.vector_isa = "neon";
+#else
+  h.vector_isa = "scalar";
+#endif
+  return h;
+}
+
+}  // namespace
+
+std::string HostInfo::describe() const {
+  return cpu_model + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
+}
+
+const HostInfo& this_host() {
+  static const HostInfo h = read_host();
+  return h;
+}
+
+const std::string& host_description() {
+  static const std::string d = this_host().describe();
+  return d;
+}
+
+}  // namespace basin
