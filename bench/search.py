@@ -15,6 +15,11 @@ against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric me
     /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
         [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--out DIR]
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR   # plots and table again
+    /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR --side-by-side
+
+After each workload and seed, the strategies' best programs are timed again side by side
+(alternating, 3 times each, with LibTorch): the host's speed can drift by tens of percent
+between runs minutes apart, so only programs timed in turn compare.
 """
 import argparse
 import json
@@ -41,6 +46,49 @@ def tune(basin, workload, strategy, seed, trials, records, stop_at=None, compare
     if p.returncode != 0:
         raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
     return json.loads(p.stdout)
+
+
+def side_by_side(basin, workload, configs, rounds=3):
+    """Each strategy's best program (configs: strategy -> best_config), and LibTorch, timed with
+    the full protocol, the strategies alternating, `rounds` times each: on a host whose speed
+    drifts over minutes, programs timed at different times do not compare, programs timed in
+    turn do. Returns strategy -> [latency per round], and LibTorch's latencies."""
+    import tempfile
+    out, torch = {s: [] for s in configs}, []
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(rounds):
+            for s, cfg in configs.items():
+                path = os.path.join(d, f"{s}.json")
+                with open(path, "w") as f:
+                    json.dump(cfg, f)
+                cmd = [basin, "op", "--workload", workload, "--config", path, "--timing", "full", "--oracle", "never",
+                       "--compare", "--json"]
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                if p.returncode != 0:
+                    raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+                j = json.loads(p.stdout)
+                out[s].append(j["latency_us"])
+                torch.append(j["torch_latency_us"])
+    return out, torch
+
+
+def add_side_by_side(basin, results, workload, seed):
+    """Times the best programs of one workload and seed side by side into their runs."""
+    rs = [r for r in results["runs"] if r["workload"] == workload and r["seed"] == seed and r.get("best_config")]
+    if len(rs) < 2:
+        return
+    times, torch = side_by_side(basin, workload, {r["strategy"]: r["best_config"] for r in rs})
+    for r in rs:
+        r["side_by_side_us"] = times[r["strategy"]]
+        r["side_by_side_torch_us"] = torch
+    print(f"{workload} seed {seed} side by side: " +
+          ", ".join(f"{r['strategy']} {median(times[r['strategy']]):.1f} us" for r in rs) +
+          f", LibTorch {median(torch):.1f} us", file=sys.stderr, flush=True)
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
 
 
 def reach(curve, target):
@@ -90,6 +138,9 @@ def main():
     ap.add_argument("--basin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin", "basin"))
     ap.add_argument("--from", dest="from_results", metavar="RESULTS.json",
                     help="measure nothing: redraw the plots and the table of an earlier run into --out")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="with --from: time the runs' best programs side by side (those not timed so yet), "
+                         "and write results.json into --out too")
     a = ap.parse_args()
     if a.from_results:
         with open(a.from_results) as f:
@@ -99,6 +150,13 @@ def main():
         workloads = list(dict.fromkeys(r["workload"] for r in runs))
         strategies = list(dict.fromkeys(r["strategy"] for r in runs))
         seeds = list(dict.fromkeys(r["seed"] for r in runs))
+        if a.side_by_side:
+            for w in workloads:
+                for seed in seeds:
+                    if not any("side_by_side_us" in r for r in runs if r["workload"] == w and r["seed"] == seed):
+                        add_side_by_side(a.basin, results, w, seed)
+            with open(os.path.join(a.out, "results.json"), "w") as f:
+                json.dump(results, f, indent=1)
         for w in workloads:
             plot(w, [r for r in runs if r["workload"] == w], os.path.join(a.out, f"{w}.png"))
         with open(os.path.join(a.out, "table.md"), "w") as f:
@@ -141,6 +199,9 @@ def main():
                       f"[{time.time() - t0:.0f} s]", file=sys.stderr, flush=True)
                 with open(os.path.join(a.out, "results.json"), "w") as f:
                     json.dump(results, f, indent=1)
+            add_side_by_side(a.basin, results, w, seed)
+            with open(os.path.join(a.out, "results.json"), "w") as f:
+                json.dump(results, f, indent=1)
         plot(w, [r for r in results["runs"] if r["workload"] == w], os.path.join(a.out, f"{w}.png"))
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(table(results, workloads, strategies, seeds))
@@ -184,6 +245,22 @@ def table(results, workloads, strategies, seeds):
     for w, seed, tr, ti in ratios:
         lines.append(f"| {w} | {seed} | {f'{tr:.2f}' if tr is not None else 'not reached'} | "
                      f"{f'{ti:.2f}' if ti is not None else 'not reached'} |")
+    side = [r for r in runs if r.get("side_by_side_us")]
+    if side:
+        lines += ["", "The best programs timed side by side after the runs (the full protocol, the strategies "
+                  "alternating, 3 times each; median, and its ratio to annealing's): the figure that compares "
+                  "programs on a host whose speed drifts between runs.", "",
+                  "| workload | seed | strategy | side by side (us) | / annealing's | LibTorch (us) |",
+                  "|---|---|---|---|---|---|"]
+        for w in workloads:
+            for seed in seeds:
+                rs = [r for r in side if r["workload"] == w and r["seed"] == seed]
+                ann = next((r for r in rs if r["strategy"] == "annealing"), None)
+                for r in rs:
+                    m = median(r["side_by_side_us"])
+                    rel = f"{m / median(ann['side_by_side_us']):.3f}" if ann else "-"
+                    lines.append(f"| {w} | {seed} | {r['strategy']} | {m:.1f} | {rel} | "
+                                 f"{median(r['side_by_side_torch_us']):.1f} |")
     conv = [math.exp(sum(map(math.log, v)) / len(v)) for w, v in speedups.items() if w.startswith("resnet18-c")]
     if conv:
         g = math.exp(sum(map(math.log, conv)) / len(conv))
