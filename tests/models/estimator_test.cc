@@ -72,57 +72,51 @@ TEST(Estimators, FeatureBatchPadsStores) {
   EXPECT_EQ(fb.values[relax::num_features()], 0.0f);  // padding
 }
 
-TEST(Estimators, MetricsCountWhatTheyClaim) {
-  // A roofline-free check: an estimator is not needed to test evaluate(), a fixed
-  // scorer is. Use a TorchScript module that returns the first feature of store 0.
+// A fixed scorer for testing evaluate(): a TorchScript module that returns the first
+// feature of store 0, saved to `name` (loaded once, then removed).
+std::unique_ptr<models::Estimator> first_feature_scorer(const std::string& name) {
   torch::jit::Module m("first");
   m.register_attribute("feature_version", c10::IntType::get(), relax::kFeatureVersion);
   m.define("def forward(self, x, mask):\n  return x[:, 0, 0]\n");
-  std::string path = temp("first.pt");
+  std::string path = temp(name);
   m.save(path);
   auto e = models::load_estimator(path);
-  std::vector<models::Sample> s(4);
-  const double lat[] = {1, 2, 3, 4};
-  const float score[] = {0.1f, 0.3f, 0.2f, 0.4f};  // one pair of six inverted
-  for (int i = 0; i < 4; ++i) {
+  std::filesystem::remove(path);
+  return e;
+}
+
+// One-store samples of task "t" whose first feature is the score that scorer reads.
+std::vector<models::Sample> scored_samples(const std::vector<double>& latency, const std::vector<float>& score) {
+  std::vector<models::Sample> s(latency.size());
+  for (size_t i = 0; i < s.size(); ++i) {
     s[i].task = "t";
     s[i].stores = 1;
     s[i].features.assign(relax::num_features(), 0.0f);
     s[i].features[0] = score[i];
-    s[i].latency_us = lat[i];
+    s[i].latency_us = latency[i];
   }
-  models::EvalResult r = models::evaluate(*e, s);
+  return s;
+}
+
+TEST(Estimators, MetricsCountWhatTheyClaim) {
+  auto e = first_feature_scorer("first.pt");
+  // One pair of six inverted.
+  models::EvalResult r = models::evaluate(*e, scored_samples({1, 2, 3, 4}, {0.1f, 0.3f, 0.2f, 0.4f}));
   EXPECT_NEAR(r.pairwise_accuracy, 5.0 / 6.0, 1e-12);
   EXPECT_EQ(r.top1_recall, 1.0);
   EXPECT_EQ(r.top5_recall, 1.0);
-  std::filesystem::remove(path);
 }
 
 TEST(Estimators, PairsNeverMixTwoMachines) {
   // One task measured on two machines, the second four times slower: across machines
   // every "pair" would be ordered by the machine, not the program.
-  torch::jit::Module m("first");
-  m.register_attribute("feature_version", c10::IntType::get(), relax::kFeatureVersion);
-  m.define("def forward(self, x, mask):\n  return x[:, 0, 0]\n");
-  std::string path = temp("first2.pt");
-  m.save(path);
-  auto e = models::load_estimator(path);
-  std::vector<models::Sample> s(4);
-  const double lat[] = {1, 2, 4, 8};
-  const float score[] = {0.3f, 0.4f, 0.1f, 0.2f};  // right within each machine
-  for (int i = 0; i < 4; ++i) {
-    s[i].task = "t";
-    s[i].host = i < 2 ? "fast machine" : "slow machine";
-    s[i].stores = 1;
-    s[i].features.assign(relax::num_features(), 0.0f);
-    s[i].features[0] = score[i];
-    s[i].latency_us = lat[i];
-  }
+  auto e = first_feature_scorer("first2.pt");
+  std::vector<models::Sample> s = scored_samples({1, 2, 4, 8}, {0.3f, 0.4f, 0.1f, 0.2f});  // right within each machine
+  for (size_t i = 0; i < s.size(); ++i) s[i].host = i < 2 ? "fast machine" : "slow machine";
   models::EvalResult r = models::evaluate(*e, s);
   EXPECT_EQ(r.pairs, 2);
   EXPECT_EQ(r.pairwise_accuracy, 1.0);
   EXPECT_NE(models::pair_group(s[0]), models::pair_group(s[2]));
-  std::filesystem::remove(path);
 }
 
 class EachKind : public ::testing::TestWithParam<std::string> {};
