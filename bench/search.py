@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+from statistics import median
 
 from machine import cpu_model, vector_isa
 
@@ -56,11 +57,13 @@ def side_by_side(basin, workload, configs, rounds=3):
     import tempfile
     out, torch = {s: [] for s in configs}, []
     with tempfile.TemporaryDirectory() as d:
+        paths = {}
+        for s, cfg in configs.items():
+            paths[s] = os.path.join(d, f"{s}.json")
+            with open(paths[s], "w") as f:
+                json.dump(cfg, f)
         for _ in range(rounds):
-            for s, cfg in configs.items():
-                path = os.path.join(d, f"{s}.json")
-                with open(path, "w") as f:
-                    json.dump(cfg, f)
+            for s, path in paths.items():
                 cmd = [basin, "op", "--workload", workload, "--config", path, "--timing", "full", "--oracle", "never",
                        "--compare", "--json"]
                 p = subprocess.run(cmd, capture_output=True, text=True)
@@ -84,11 +87,6 @@ def add_side_by_side(basin, results, workload, seed):
     print(f"{workload} seed {seed} side by side: " +
           ", ".join(f"{r['strategy']} {median(times[r['strategy']]):.1f} us" for r in rs) +
           f", LibTorch {median(torch):.1f} us", file=sys.stderr, flush=True)
-
-
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
 
 
 def reach(curve, target):

@@ -138,12 +138,11 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
       sqlite3_finalize(probe);
       if (!has_host) db_->exec("ALTER TABLE records ADD COLUMN host TEXT NOT NULL DEFAULT ''");
       db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT").c_str());
-    } else if (version == 0) {
-      db_->prepare(std::string("SELECT ") + kColumns + " FROM records LIMIT 0");  // a table of ours
-      db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
     }
-    // A database that is not ours: it must have our columns.
+    // A database that is not ours: it must have our columns (checked before a new
+    // file is stamped with our schema version).
     db_->prepare(std::string("SELECT ") + kColumns + " FROM records LIMIT 0");
+    if (version == 0) db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
   } catch (...) {
     sqlite3_close(db_->db);
     db_->db = nullptr;
@@ -193,16 +192,10 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
 }
 
 bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
-                           const std::string& config) const {
-  return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? LIMIT 1",
-                     {task_key, target, sketch, config})
-              .empty();
-}
-
-bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
                            const std::string& config, const std::string& host) const {
-  return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? AND (host = ? OR host = '') LIMIT 1",
-                     {task_key, target, sketch, config, host})
+  return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? "
+                     "AND (? = '' OR host = ? OR host = '') LIMIT 1",
+                     {task_key, target, sketch, config, host, host})
               .empty();
 }
 

@@ -1,8 +1,8 @@
 // The records store: one SQLite file holding one row per measured program (task key,
 // target, sketch, configuration, latency samples, error, timestamps, seed, estimator
-// version, the machine it was measured on). Each record is committed as it is added, in WAL mode, so a killed process
-// loses nothing already added and several processes can read (and write) one file at
-// once. Tuning resumes from it; compilation picks the best valid record per task.
+// version, the machine it was measured on). Each record is committed as it is added,
+// in WAL mode, so a killed process loses nothing already added and several processes
+// can read (and write) one file at once. Tuning resumes from it; compilation picks the best valid record per task.
 #pragma once
 
 #include <cstdint>
@@ -52,12 +52,10 @@ class RecordStore {
   // The fastest successful record of a task on a target measured on this machine (or
   // on an unknown one); when there is none, the fastest of any machine.
   std::optional<Record> best(const std::string& task_key, const std::string& target) const;
-  // True if this exact program was measured already (successfully or not), on any
-  // machine; with `host`, on that machine or an unknown one.
+  // True if this exact program was measured already (successfully or not): on any
+  // machine when `host` is empty, else on that machine or an unknown one.
   bool contains(const std::string& task_key, const std::string& target, const std::string& sketch,
-                const std::string& config) const;
-  bool contains(const std::string& task_key, const std::string& target, const std::string& sketch,
-                const std::string& config, const std::string& host) const;
+                const std::string& config, const std::string& host = "") const;
   int64_t count() const;
   // Every record, oldest first (export).
   std::vector<Record> all() const;

@@ -102,8 +102,7 @@ int run_merge(const MergeOptions& o) {
   for (const auto& in : inputs)
     for (const search::Record& r : in->all()) {
       // The same program measured on two machines is two records.
-      if (r.host.empty() ? out.contains(r.task_key, r.target, r.sketch, r.config)
-                         : out.contains(r.task_key, r.target, r.sketch, r.config, r.host)) {
+      if (out.contains(r.task_key, r.target, r.sketch, r.config, r.host)) {
         ++skipped;
         continue;
       }

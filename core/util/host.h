@@ -1,4 +1,4 @@
-// The machine basin runs on, as records and estimator files name it: the CPU's model,
+// The machine basin runs on, as records name it: the CPU's model,
 // its core count and its widest vector instruction set. Latencies are only comparable
 // between programs measured on one such machine; a records file carries each record's
 // host so that tuning, training and evaluation never mix two machines' latencies.
