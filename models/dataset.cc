@@ -69,7 +69,7 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
     if (r.target != target || !r.ok()) continue;
     try {
       Sample s = fx.features(r.task_key, r.sketch, r.config, target);
-      s.latency_us = r.min_latency_us();
+      s.latency_us = r.latency_us();
       s.host = r.host;
       out.push_back(std::move(s));
     } catch (const Error&) {

@@ -16,11 +16,20 @@ double Record::min_latency_us() const {
   return *std::min_element(latencies_us.begin(), latencies_us.end());
 }
 
+double Record::latency_us() const {
+  if (confirm_us.empty() || !ok()) return min_latency_us();
+  std::vector<double> m = confirm_us;
+  m.push_back(min_latency_us());
+  std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
+  return m[m.size() / 2];
+}
+
 namespace {
 
 // 1: the first; 2: adds `host` (an old file is upgraded in place, its records' host
-// left empty: unknown).
-constexpr int kSchemaVersion = 2;
+// left empty: unknown); 3: adds `confirm_us` and `latency_us` (Record::latency_us; an
+// old file's records are unconfirmed, their latency their minimum).
+constexpr int kSchemaVersion = 3;
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS records (
@@ -37,7 +46,9 @@ CREATE TABLE IF NOT EXISTS records (
   finished_at REAL NOT NULL,
   seed INTEGER NOT NULL,
   estimator_version TEXT NOT NULL,
-  host TEXT NOT NULL DEFAULT ''
+  host TEXT NOT NULL DEFAULT '',
+  confirm_us TEXT NOT NULL DEFAULT '[]',
+  latency_us REAL
 );
 CREATE INDEX IF NOT EXISTS records_task ON records(task_key, target);
 CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, config);
@@ -45,7 +56,7 @@ CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, 
 
 const char* kColumns =
     "id, task_key, target, sketch, config, latencies_us, error, compile_seconds, started_at, finished_at, seed, "
-    "estimator_version, host";
+    "estimator_version, host, confirm_us";
 
 }  // namespace
 
@@ -97,6 +108,7 @@ struct RecordStore::Db {
     r.seed = static_cast<uint64_t>(sqlite3_column_int64(s, 10));
     r.estimator_version = text(11);
     r.host = text(12);
+    for (const auto& v : nlohmann::json::parse(text(13))) r.confirm_us.push_back(v.get<double>());
     return r;
   }
 
@@ -130,13 +142,22 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
       throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
                   std::to_string(kSchemaVersion) + " and older");
     db_->exec(kSchema);
-    if (version == 1) {
+    if (version > 0 && version < kSchemaVersion) {
       // Upgraded under a write lock; another process may have done it meanwhile.
       db_->exec("BEGIN IMMEDIATE");
-      sqlite3_stmt* probe = nullptr;
-      const bool has_host = sqlite3_prepare_v2(db_->db, "SELECT host FROM records LIMIT 0", -1, &probe, nullptr) == SQLITE_OK;
-      sqlite3_finalize(probe);
-      if (!has_host) db_->exec("ALTER TABLE records ADD COLUMN host TEXT NOT NULL DEFAULT ''");
+      auto has = [&](const char* column) {
+        sqlite3_stmt* probe = nullptr;
+        const bool yes = sqlite3_prepare_v2(db_->db, (std::string("SELECT ") + column + " FROM records LIMIT 0").c_str(),
+                                            -1, &probe, nullptr) == SQLITE_OK;
+        sqlite3_finalize(probe);
+        return yes;
+      };
+      if (!has("host")) db_->exec("ALTER TABLE records ADD COLUMN host TEXT NOT NULL DEFAULT ''");
+      if (!has("confirm_us")) db_->exec("ALTER TABLE records ADD COLUMN confirm_us TEXT NOT NULL DEFAULT '[]'");
+      if (!has("latency_us")) {
+        db_->exec("ALTER TABLE records ADD COLUMN latency_us REAL");
+        db_->exec("UPDATE records SET latency_us = min_latency_us");
+      }
       db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT").c_str());
     }
     // A database that is not ours: it must have our columns (checked before a new
@@ -157,9 +178,10 @@ RecordStore::~RecordStore() {
 int64_t RecordStore::add(const Record& r) {
   Db::Stmt st = db_->prepare(
       "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
-      "started_at, finished_at, seed, estimator_version, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  nlohmann::json lat = r.latencies_us;
-  std::string lat_text = lat.dump();
+      "started_at, finished_at, seed, estimator_version, host, confirm_us, latency_us) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  const std::string lat_text = nlohmann::json(r.latencies_us).dump();
+  const std::string confirm_text = nlohmann::json(r.confirm_us).dump();
   sqlite3_bind_text(st.s, 1, r.task_key.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st.s, 2, r.target.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st.s, 3, r.sketch.c_str(), -1, SQLITE_TRANSIENT);
@@ -174,8 +196,24 @@ int64_t RecordStore::add(const Record& r) {
   sqlite3_bind_int64(st.s, 11, static_cast<int64_t>(r.seed));
   sqlite3_bind_text(st.s, 12, r.estimator_version.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st.s, 13, r.host.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 14, confirm_text.c_str(), -1, SQLITE_TRANSIENT);
+  if (r.ok()) sqlite3_bind_double(st.s, 15, r.latency_us());
+  else sqlite3_bind_null(st.s, 15);
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("adding a record");
   return sqlite3_last_insert_rowid(db_->db);
+}
+
+void RecordStore::confirm(int64_t id, const std::vector<double>& confirm_us) {
+  auto r = db_->query("WHERE id = ?", {std::to_string(id)});
+  if (r.empty()) throw InternalError("records file '" + path_ + "' has no record " + std::to_string(id) + " to confirm");
+  r[0].confirm_us = confirm_us;
+  Db::Stmt st = db_->prepare("UPDATE records SET confirm_us = ?, latency_us = ? WHERE id = ?");
+  const std::string text = nlohmann::json(confirm_us).dump();
+  sqlite3_bind_text(st.s, 1, text.c_str(), -1, SQLITE_TRANSIENT);
+  if (r[0].ok()) sqlite3_bind_double(st.s, 2, r[0].latency_us());
+  else sqlite3_bind_null(st.s, 2);
+  sqlite3_bind_int64(st.s, 3, id);
+  if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("confirming a record");
 }
 
 std::vector<Record> RecordStore::task_records(const std::string& task_key, const std::string& target) const {
@@ -183,9 +221,10 @@ std::vector<Record> RecordStore::task_records(const std::string& task_key, const
 }
 
 std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target) const {
-  // Latencies of two machines do not compare: this machine's records first.
-  auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND min_latency_us IS NOT NULL "
-                      "ORDER BY (host = ? OR host = '') DESC, min_latency_us LIMIT 1",
+  // Latencies of two machines do not compare: this machine's records first; then the
+  // programs measured more than once (as the tuner picks its best).
+  auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
+                      "ORDER BY (host = ? OR host = '') DESC, confirm_us != '[]' DESC, latency_us LIMIT 1",
                       {task_key, target, host_description()});
   if (r.empty()) return std::nullopt;
   return r[0];

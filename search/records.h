@@ -1,6 +1,6 @@
 // The records store: one SQLite file holding one row per measured program (task key,
 // target, sketch, configuration, latency samples, error, timestamps, seed, estimator
-// version, the machine it was measured on). Each record is committed as it is added,
+// version, the machine it was measured on, later re-measurements). Each record is committed as it is added,
 // in WAL mode, so a killed process loses nothing already added and several processes
 // can read (and write) one file at once. Tuning resumes from it; compilation picks the best valid record per task.
 #pragma once
@@ -31,8 +31,18 @@ struct Record {
   std::string host;
   // Measured on `machine`, or on an unknown one (an old record).
   bool from_host(const std::string& machine) const { return host.empty() || host == machine; }
+  // The minimum of each later measurement of the same program (the tuner confirms a
+  // program that would become its best by measuring it again after others).
+  std::vector<double> confirm_us;
   bool ok() const { return error.empty() && !latencies_us.empty(); }
+  // The minimum of the first measurement's rounds (infinity on error).
   double min_latency_us() const;
+  // The program's latency: the first measurement's minimum, or once it was measured
+  // again, the median of every measurement's minimum (the upper one of an even count).
+  // A single measurement can catch a program in a state where it happens to run fast
+  // (docs/PERFORMANCE.md, "the worker's history"); the median of several cannot.
+  double latency_us() const;
+  bool confirmed() const { return !confirm_us.empty(); }
 };
 
 class RecordStore {
@@ -47,10 +57,13 @@ class RecordStore {
   const std::string& path() const { return path_; }
   // Adds and commits one record; returns its id.
   int64_t add(const Record& r);
+  // Stores the re-measurements of record `id` (Record::confirm_us) and its latency.
+  void confirm(int64_t id, const std::vector<double>& confirm_us);
   // Records of a task on a target, oldest first.
   std::vector<Record> task_records(const std::string& task_key, const std::string& target) const;
-  // The fastest successful record of a task on a target measured on this machine (or
-  // on an unknown one); when there is none, the fastest of any machine.
+  // The fastest successful record (by Record::latency_us) of a task on a target
+  // measured on this machine (or on an unknown one), a confirmed one when there is
+  // one; when there is none of this machine, the fastest of any machine.
   std::optional<Record> best(const std::string& task_key, const std::string& target) const;
   // True if this exact program was measured already (successfully or not): on any
   // machine when `host` is empty, else on that machine or an unknown one.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <unordered_set>
 
@@ -62,18 +63,79 @@ struct TaskTuner::Impl {
 
   std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
 
+  std::vector<Record> records;  // this machine's records of the task, parallel to history
+  std::vector<int> sample_of;    // each record's index in samples (-1: none)
+
   // A measured program: into the history, the estimator's samples and the best.
   void remember(const Candidate& c, const Record& r) {
-    const double latency_us = r.ok() ? r.min_latency_us() : 0;
+    const double latency_us = r.ok() ? r.latency_us() : 0;
     history.push_back({c, latency_us});
+    records.push_back(r);
+    sample_of.push_back(-1);
     if (latency_us <= 0) return;
     models::Sample s = space.sample(c);
     s.latency_us = latency_us;
+    sample_of.back() = static_cast<int>(samples.size());
     samples.push_back(std::move(s));
-    if (!res.best || latency_us < res.best_latency_us) {
+    consider(records.size() - 1);
+  }
+
+  // A record that may be the best: a confirmed one (any one when confirmation is off).
+  bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
+  void consider(size_t i) {
+    const Record& r = records[i];
+    // A best picked while none was confirmed (fallback_best) gives way to any eligible one.
+    if (eligible(r) && (!res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us)) {
       res.best = r;
-      res.best_latency_us = latency_us;
+      res.best_latency_us = r.latency_us();
     }
+  }
+
+  // The fastest unconfirmed programs that would beat the best, measured again in turn
+  // (each after the others and after the round's programs) to their median.
+  void confirm_round() {
+    if (opt.confirm <= 0) return;
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < records.size(); ++i)
+      if (records[i].ok() && !records[i].confirmed() && (!res.best || records[i].latency_us() < res.best_latency_us))
+        pending.push_back(i);
+    if (pending.empty()) return;
+    std::sort(pending.begin(), pending.end(),
+              [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
+    if (static_cast<int>(pending.size()) > opt.confirm_programs) pending.resize(std::max(opt.confirm_programs, 1));
+    std::vector<std::vector<double>> again(pending.size());
+    for (int k = 0; k < opt.confirm; ++k)
+      for (size_t j = 0; j < pending.size(); ++j) {
+        const Candidate& c = history[pending[j]].candidate;
+        auto tm = Clock::now();
+        codegen::MeasureResult mr = pool->measure_one({&pool->sketches()[c.sketch], c.config});
+        res.measure_seconds += since(tm);
+        res.compile_seconds += mr.compile_seconds;
+        ++res.confirmations;
+        // A program that ran and verified once and fails now (a timeout on a loaded
+        // machine) keeps the measurements it has.
+        if (mr.ok() && !mr.latencies_us.empty()) again[j].push_back(mr.min_us());
+      }
+    for (size_t j = 0; j < pending.size(); ++j) {
+      const size_t i = pending[j];
+      Record& r = records[i];
+      // Failed every time: it counts as measured again once, at its own minimum.
+      r.confirm_us = again[j].empty() ? std::vector<double>{r.min_latency_us()} : again[j];
+      store.confirm(r.id, r.confirm_us);
+      history[i].latency_us = r.latency_us();
+      if (sample_of[i] >= 0) samples[static_cast<size_t>(sample_of[i])].latency_us = r.latency_us();
+      consider(i);
+    }
+  }
+
+  // While no program is confirmed, the fastest of all (a run that measured nothing new).
+  void fallback_best() {
+    if (res.best) return;
+    for (const Record& r : records)
+      if (r.ok() && (!res.best || r.latency_us() < res.best_latency_us)) {
+        res.best = r;
+        res.best_latency_us = r.latency_us();
+      }
   }
 
   void update() {
@@ -156,6 +218,7 @@ bool TaskTuner::done() const { return impl_->done(); }
 
 const TuneResult& TaskTuner::result() {
   TuneResult& res = impl_->res;
+  impl_->fallback_best();
   res.seconds = since(impl_->t0);
   res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
   return res;
@@ -214,6 +277,8 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     res.curve.push_back({since(m.t0), res.trials, res.best_latency_us});
     if (opt.progress) opt.progress(res.trials, opt.trials, since(m.t0), res.best_latency_us);
   }
+  m.confirm_round();
+  res.curve.push_back({since(m.t0), res.trials, res.best_latency_us});
   ++res.rounds;
   double acc = pairwise_accuracy(predicted, latency);
   if (acc >= 0) res.last_batch_accuracy = acc;
@@ -225,7 +290,8 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
             (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) + ", batch accuracy " +
             (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " + fmt("%.2f s", res.propose_seconds) +
             ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
-            fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)));
+            fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)) +
+            (res.confirmations > 0 ? ", " + std::to_string(res.confirmations) + " confirmations" : std::string()));
   }
   return measured_now;
 }

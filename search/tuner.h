@@ -1,7 +1,8 @@
 // The tuning loop of one task (DESIGN.md, "Search"): propose a batch (search/strategy.h),
 // measure it in the worker pool (codegen/measure.h), record every program as it is
 // measured (search/records.h), update the estimator, and again, until the budget is
-// spent. Budgets are in trials (the task's measured programs in the records file) or
+// spent. A program that would become the best is measured again first (TuneOptions::
+// confirm). Budgets are in trials (the task's measured programs in the records file) or
 // in wall-clock seconds of this run. A run restarted on the same records file resumes:
 // the programs already there count as trials, train the estimator, seed the strategy,
 // and are never measured again. One seed makes a run reproducible: each round's
@@ -33,6 +34,13 @@ struct TuneOptions {
   bool update_estimator = true;
   std::string label;            // names the task in log lines (default: its key)
   int min_train_samples = 8;    // an untrained estimator trains once this many programs ran
+  // A program whose first measurement beats the best is measured `confirm` more times
+  // at the end of its round, after the round's other programs, and its latency becomes
+  // the median (Record::latency_us); only such confirmed programs become the best. Up
+  // to confirm_programs programs per round, fastest first. 0: the first measurement's
+  // minimum is the latency and any program can be the best.
+  int confirm = 2;
+  int confirm_programs = 2;
   // One line per round (best latency so far, trials, the estimator's accuracy on the
   // batch, where the time went).
   std::function<void(const std::string&)> log;
@@ -58,6 +66,9 @@ struct TuneResult {
   int errors = 0;    // failed programs of this run
   int rounds = 0;
   int updates = 0;   // estimator trainings and updates
+  int confirmations = 0;  // measurements again of programs that would become the best
+  // The fastest confirmed program (the fastest of all while none is confirmed, which
+  // the curve does not show) and its latency (Record::latency_us).
   std::optional<Record> best;
   double best_latency_us = 0;
   // Wall time of the run, and its parts: compile and measure (the worker pool, IPC

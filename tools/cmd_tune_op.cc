@@ -63,7 +63,7 @@ namespace {
 struct TuneOpOptions {
   std::string name, workload, target = "llvm", strategy, records, estimator, budget;
   std::vector<std::string> params;
-  int trials = 0, batch = 32;
+  int trials = 0, batch = 32, confirm = 2;
   uint64_t seed = 1;
   double timeout = 10, stop_at = 0;
   bool compare = false, json = false, quiet = false;
@@ -73,6 +73,7 @@ int run_tune_op(const TuneOpOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0) throw ParseError("--batch must be positive");
+  if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
   if (o.compare && o.target == "cuda")
     throw ParseError("--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
   ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
@@ -90,6 +91,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
   to.stop_at_us = o.stop_at;
+  to.confirm = o.confirm;
   to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.log = tuning_log(o.quiet, bar);
@@ -110,6 +112,7 @@ int run_tune_op(const TuneOpOptions& o) {
                       {"measured", r.measured},
                       {"errors", r.errors},
                       {"rounds", r.rounds},
+                      {"confirmations", r.confirmations},
                       {"search_seconds", r.seconds},
                       {"measure_seconds", r.measure_seconds},
                       {"compile_seconds", r.compile_seconds},
@@ -123,9 +126,9 @@ int run_tune_op(const TuneOpOptions& o) {
   for (const search::CurvePoint& p : r.curve) curve.push_back({p.seconds, p.trials, p.best_us});
   j["curve"] = curve;
   if (r.best) {
-    j["best_latency_us"] = r.best->min_latency_us();
+    j["best_latency_us"] = r.best->latency_us();
     j["best_config"] = nlohmann::json::parse(r.best->config);
-    j["gflops"] = g.flops / (r.best->min_latency_us() * 1e-6) / 1e9;
+    j["gflops"] = g.flops / (r.best->latency_us() * 1e-6) / 1e9;
   } else {
     j["best_latency_us"] = nullptr;
   }
@@ -159,7 +162,7 @@ int run_tune_op(const TuneOpOptions& o) {
     std::printf("trials             %d (%d resumed from %s, %d failed in this run)\n", r.trials, r.resumed, o.records.c_str(),
                 r.errors);
     if (r.best)
-      std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->min_latency_us(), j["gflops"].get<double>());
+      std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->latency_us(), j["gflops"].get<double>());
     else
       std::printf("best latency       none: no program ran successfully\n");
     if (j.contains("final_latency_us"))
@@ -198,6 +201,9 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
+  cmd->add_option("--confirm", o->confirm,
+                  "measure a program that would become the best N more times, after others, and keep the median "
+                  "(default 2; 0: the first measurement decides)");
   cmd->add_option("--stop-at-latency", o->stop_at, "also stop once a program runs in this many microseconds");
   cmd->add_flag("--compare", o->compare, "time the best program and LibTorch's kernel again in the same run");
   cmd->add_flag("--quiet", o->quiet, "no progress bar or round lines on stderr");

@@ -163,6 +163,8 @@ TEST(Records, AnOldFileIsUpgradedAndItsRecordsHaveAnUnknownMachine) {
     EXPECT_EQ(all[0].config, "{\"old\":1}");
     EXPECT_EQ(all[0].host, "");
     EXPECT_TRUE(all[0].from_host(host_description())) << "an unknown machine counts as this one";
+    EXPECT_FALSE(all[0].confirmed());
+    EXPECT_EQ(all[0].latency_us(), 9.0);
     search::Record r = rec("{\"new\":1}", {4});
     r.host = host_description();
     s.add(r);
@@ -172,6 +174,38 @@ TEST(Records, AnOldFileIsUpgradedAndItsRecordsHaveAnUnknownMachine) {
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[1].host, host_description());
   EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"new\":1}");
+  // The upgraded record's latency column was filled: it is ordered by it.
+  search::Record old = all[0];
+  s.confirm(old.id, {3, 2});  // median 3: now the best
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"old\":1}");
+}
+
+TEST(Records, AConfirmedRecordsLatencyIsTheMedianOfItsMeasurements) {
+  std::string path = temp_path("confirm");
+  int64_t lucky = 0;
+  {
+    search::RecordStore s(path);
+    lucky = s.add(rec("{\"lucky\":1}", {5, 6, 7}));
+    s.add(rec("{\"steady\":1}", {8, 9}));
+    EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"lucky\":1}");
+    s.confirm(lucky, {12, 11});
+  }
+  search::RecordStore s(path);
+  search::Record r = s.all()[0];
+  EXPECT_TRUE(r.confirmed());
+  EXPECT_EQ(r.confirm_us, (std::vector<double>{12, 11}));
+  EXPECT_EQ(r.min_latency_us(), 5);
+  EXPECT_EQ(r.latency_us(), 11);  // the median of 5, 12, 11
+  EXPECT_FALSE(s.all()[1].confirmed());
+  EXPECT_EQ(s.all()[1].latency_us(), 8);
+  // The confirmed program is the best, though a single measurement of another was faster.
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"lucky\":1}");
+  // Among confirmed ones, the lower median.
+  search::Record steady = s.all()[1];
+  s.confirm(steady.id, {8.5});
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"steady\":1}");
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->latency_us(), 8.5);  // the upper of two
+  EXPECT_THROW(s.confirm(12345, {1}), InternalError);
 }
 
 TEST(Records, AFileOfANewerSchemaIsAClearError) {
