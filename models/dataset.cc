@@ -70,6 +70,8 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
     try {
       Sample s = fx.features(r.task_key, r.sketch, r.config, target);
       s.latency_us = r.latency_us();
+      s.measurements_us = {r.min_latency_us()};
+      s.measurements_us.insert(s.measurements_us.end(), r.confirm_us.begin(), r.confirm_us.end());
       s.host = r.host;
       out.push_back(std::move(s));
     } catch (const Error&) {
@@ -259,9 +261,13 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
   int measured = 0;
   for (const std::string& key : task_keys) {
     // Only this machine's records count: another's are measured again here.
-    int have = 0;
-    for (const search::Record& r : store.task_records(key, opt.target)) have += r.from_host(host_description()) ? 1 : 0;
-    if (have >= opt.per_task) continue;
+    int have = 0, unrepeated = 0;
+    for (const search::Record& r : store.task_records(key, opt.target))
+      if (r.from_host(host_description())) {
+        ++have;
+        unrepeated += r.ok() && static_cast<int>(r.confirm_us.size()) < opt.repeat;
+      }
+    if (have >= opt.per_task && unrepeated == 0) continue;
     ops::OpGraph task = sched::task_from_key(key);
     std::vector<sched::Sketch> sketches = sched::sketches_for(task, opt.target);
     if (sketches.empty()) continue;  // no GPU sketch for this task yet
@@ -299,6 +305,23 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       ++measured;
       if (opt.progress) opt.progress(key, have, opt.per_task, r);
     }
+    // The repeats: one pass over the task's programs each, every measurement stored
+    // as it is taken (a killed run keeps them and a rerun goes on).
+    for (int k = 1; k <= opt.repeat; ++k)
+      for (search::Record& r : store.task_records(key, opt.target)) {
+        if (!r.from_host(host_description()) || !r.ok() || static_cast<int>(r.confirm_us.size()) >= k) continue;
+        const sched::Sketch* s = nullptr;
+        sched::Config c;
+        try {
+          c = sched::config_from_json(r.config, pool.sketches(), store.path(), &s);
+        } catch (const Error&) {
+          continue;  // a program of sketches this basin no longer generates
+        }
+        codegen::MeasureResult m = pool.measure_one({s, c});
+        // A program that fails now (a timeout on a loaded machine) counts at its minimum.
+        r.confirm_us.push_back(m.ok() && !m.latencies_us.empty() ? m.min_us() : r.min_latency_us());
+        store.confirm(r.id, r.confirm_us);
+      }
   }
   return measured;
 }

@@ -23,7 +23,10 @@ struct Sample {
   std::string host;    // the machine that measured it (empty: unknown)
   int stores = 0;
   std::vector<float> features;
-  double latency_us = 0;
+  double latency_us = 0;  // the record's latency (search::Record::latency_us)
+  // The minimum of each measurement of the program, first first (more than one when it
+  // was measured again: a confirmed best, or `basin estimator dataset --repeat`).
+  std::vector<double> measurements_us;
 };
 
 // The features of programs, with one exact evaluator per (task, sketch) kept.
@@ -78,12 +81,18 @@ struct CollectOptions {
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate
   std::string target = "llvm";
+  // Each of a task's programs (of this machine, already there or new) is measured this
+  // many more times: a pass over the task's programs per repeat, so that other
+  // programs run in between. Its latency becomes the median (search::Record::latency_us)
+  // and `basin estimator eval` reports how well a second measurement orders the
+  // programs like the first (EvalResult::repeatability).
+  int repeat = 0;
   std::function<void(const std::string& task, int done, int total, const search::Record&)> progress;
 };
 // Measures uniformly random valid configurations (a uniform sketch, then a uniform
 // configuration) of each task into the store, skipping programs it already holds:
 // a killed run restarted with the same options continues where it stopped. Returns
-// the number of programs measured now.
+// the number of programs measured now (first measurements; repeats are not counted).
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt);
 
 // Writes samples as JSON lines: {"task", "sketch", "config", "latency_us", "stores",

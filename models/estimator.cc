@@ -107,8 +107,18 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   std::map<std::string, std::vector<size_t>> by_task;
   for (size_t i = 0; i < samples.size(); ++i) by_task[pair_group(samples[i])].push_back(i);
   r.tasks = static_cast<int>(by_task.size());
-  double right = 0, pairs = 0, top1 = 0, top5 = 0, ss_res = 0, ss_tot = 0;
+  double right = 0, pairs = 0, top1 = 0, top5 = 0, ss_res = 0, ss_tot = 0, again_agree = 0, again_pairs = 0;
   for (const auto& [task, idx] : by_task) {
+    std::vector<double> first, second;
+    for (size_t i : idx)
+      if (samples[i].measurements_us.size() >= 2) {
+        first.push_back(samples[i].measurements_us[0]);
+        second.push_back(samples[i].measurements_us[1]);
+      }
+    r.repeated += static_cast<int>(first.size());
+    PairCounts again = count_ordered_pairs(first, second);
+    again_agree += again.agree;
+    again_pairs += again.pairs;
     std::vector<double> task_score, task_latency;
     for (size_t i : idx) {
       task_score.push_back(score[i]);
@@ -142,6 +152,7 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   r.top1_recall = top1 / r.tasks;
   r.top5_recall = top5 / r.tasks;
   r.r2_log_latency = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
+  r.repeatability = again_pairs > 0 ? again_agree / again_pairs : -1;
   return r;
 }
 

@@ -94,6 +94,12 @@ struct EvalResult {
   double top5_recall = 0;        // ... is among the predicted 5 best
   double r2_log_latency = 0;     // R^2 of the scores against log latency, both centred per task
   double predict_seconds = 0;
+  // How well a program's second measurement orders the programs of a task like its
+  // first (pairwise, over the programs measured twice; -1 when fewer than two of a
+  // task were): the measurements' own noise, a ceiling for any estimator's pairwise
+  // accuracy against single measurements.
+  double repeatability = -1;
+  int repeated = 0;  // programs measured at least twice
 };
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
 

@@ -19,7 +19,7 @@ namespace {
 
 struct DatasetOptions {
   std::string records, tasks = "suite", target = "llvm";
-  int per_task = 100;
+  int per_task = 100, repeat = 0;
   uint64_t seed = 1;
   double timeout = 10;
   bool json = false;
@@ -27,6 +27,7 @@ struct DatasetOptions {
 
 int run_dataset(const DatasetOptions& o) {
   if (o.per_task < 1) throw Error("--per-task must be at least 1");
+  if (o.repeat < 0) throw Error("--repeat must be 0 or more");
   std::vector<std::string> tasks = models::dataset_tasks(o.tasks);
   search::RecordStore store(o.records);
   models::CollectOptions co;
@@ -34,6 +35,7 @@ int run_dataset(const DatasetOptions& o) {
   co.seed = o.seed;
   co.timeout_seconds = o.timeout;
   co.target = o.target;
+  co.repeat = o.repeat;
   auto t0 = std::chrono::steady_clock::now();
   int failed = 0;
   std::map<std::string, size_t> position;
@@ -147,6 +149,9 @@ void add_estimator_command(CLI::App& app, Runner& run) {
   ds->add_option("--tasks", d->tasks, "suite, workloads, networks, zoo:NAME, shapes:N, nets:N or workload names, separated by commas");
   ds->add_option("--per-task", d->per_task, "measured configurations per task");
   ds->add_option("--seed", d->seed, "random seed");
+  ds->add_option("--repeat", d->repeat,
+                 "measure each program N more times, after the task's others; its latency is the median, and "
+                 "`estimator eval` reports how well a second measurement agrees with the first");
   ds->add_option("--timeout", d->timeout, "seconds per candidate before it counts as a hang");
   ds->add_flag("--json", d->json, "print one JSON object");
   ds->callback([&run, d] { run = [d] { return run_dataset(*d); }; });

@@ -34,14 +34,20 @@ models::Split load_split(const TrainEvalOptions& o, int* skipped) {
 }
 
 nlohmann::json eval_json(const models::EvalResult& r) {
-  return {{"samples", r.samples},         {"tasks", r.tasks},         {"pairwise_accuracy", r.pairwise_accuracy},
-          {"top1_recall", r.top1_recall}, {"top5_recall", r.top5_recall}, {"r2_log_latency", r.r2_log_latency},
-          {"predict_seconds", r.predict_seconds}};
+  nlohmann::json j = {{"samples", r.samples},         {"tasks", r.tasks},         {"pairwise_accuracy", r.pairwise_accuracy},
+                      {"top1_recall", r.top1_recall}, {"top5_recall", r.top5_recall}, {"r2_log_latency", r.r2_log_latency},
+                      {"predict_seconds", r.predict_seconds}, {"repeated", r.repeated}};
+  if (r.repeatability >= 0) j["repeatability"] = r.repeatability;
+  return j;
 }
 
 void print_eval(const char* what, const models::EvalResult& r) {
   std::printf("%s: %d programs of %d tasks: pairwise accuracy %.3f, top-1 recall %.2f, top-5 recall %.2f, R^2 (log latency, per task) %.3f\n",
               what, r.samples, r.tasks, r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency);
+  if (r.repeatability >= 0)
+    std::printf("%s: %d programs measured twice: their second measurement orders them like their first in %.3f of pairs "
+                "(the measurements' own noise)\n",
+                what, r.repeated, r.repeatability);
 }
 
 int run_train(const TrainEvalOptions& o) {

@@ -16,6 +16,7 @@
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
 #include "models/dataset.h"
+#include "models/estimator.h"
 #include "relax/features.h"
 
 namespace basin {
@@ -69,6 +70,44 @@ TEST(Dataset, CollectionResumesWithoutMeasuringTwice) {
     ++rows;
   }
   EXPECT_EQ(rows, 14);
+  std::filesystem::remove(db);
+}
+
+// --repeat: every program of the task measured again after the others; the latency is
+// the median, the samples carry each measurement, a rerun repeats nothing twice.
+TEST(Dataset, RepeatMeasuresEveryProgramAgainAfterTheOthers) {
+  std::string db = (std::filesystem::temp_directory_path() / ("basin_ds_rep_" + std::to_string(::getpid()) + ".db")).string();
+  std::vector<std::string> tasks = {key("dense", {{"M", "16"}, {"K", "32"}, {"N", "24"}})};
+  search::RecordStore store(db);
+  models::CollectOptions opt;
+  opt.per_task = 5;
+  EXPECT_EQ(models::collect_random(store, tasks, opt), 5);
+  for (const search::Record& r : store.all()) EXPECT_FALSE(r.confirmed());
+  opt.repeat = 2;  // the same programs, now measured twice more
+  EXPECT_EQ(models::collect_random(store, tasks, opt), 0);
+  std::vector<search::Record> all = store.all();
+  ASSERT_EQ(all.size(), 5u);
+  for (const search::Record& r : all) {
+    ASSERT_TRUE(r.ok()) << r.error;
+    ASSERT_EQ(r.confirm_us.size(), 2u);
+    EXPECT_GT(r.confirm_us[0], 0);
+    std::vector<double> m = {r.min_latency_us(), r.confirm_us[0], r.confirm_us[1]};
+    std::sort(m.begin(), m.end());
+    EXPECT_EQ(r.latency_us(), m[1]);
+  }
+  EXPECT_EQ(models::collect_random(store, tasks, opt), 0);
+  for (const search::Record& r : store.all()) EXPECT_EQ(r.confirm_us.size(), 2u) << "repeated twice over";
+  std::vector<models::Sample> samples = models::samples_from_records(store.all(), "llvm");
+  ASSERT_EQ(samples.size(), 5u);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    EXPECT_EQ(samples[i].measurements_us.size(), 3u);
+    EXPECT_EQ(samples[i].latency_us, all[i].latency_us());
+  }
+  std::unique_ptr<models::Estimator> roofline = models::make_estimator("roofline");
+  models::EvalResult r = models::evaluate(*roofline, samples);
+  EXPECT_EQ(r.repeated, 5);
+  EXPECT_GE(r.repeatability, 0.0);
+  EXPECT_LE(r.repeatability, 1.0);
   std::filesystem::remove(db);
 }
 

@@ -105,6 +105,22 @@ TEST(Estimators, MetricsCountWhatTheyClaim) {
   EXPECT_NEAR(r.pairwise_accuracy, 5.0 / 6.0, 1e-12);
   EXPECT_EQ(r.top1_recall, 1.0);
   EXPECT_EQ(r.top5_recall, 1.0);
+  EXPECT_EQ(r.repeatability, -1) << "no program was measured twice";
+  EXPECT_EQ(r.repeated, 0);
+}
+
+TEST(Estimators, RepeatabilityComparesASecondMeasurementWithTheFirst) {
+  auto e = first_feature_scorer("first3.pt");
+  std::vector<models::Sample> s = scored_samples({1, 2, 3, 4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  // Measured twice: a and b swap places the second time; c agrees; d once only.
+  s[0].measurements_us = {1, 2.5};
+  s[1].measurements_us = {2, 1.5};
+  s[2].measurements_us = {3, 3};
+  s[3].measurements_us = {4};
+  models::EvalResult r = models::evaluate(*e, s);
+  EXPECT_EQ(r.repeated, 3);
+  EXPECT_NEAR(r.repeatability, 2.0 / 3.0, 1e-12);  // (a,b) disagree, (a,c) and (b,c) agree
+  EXPECT_EQ(r.pairwise_accuracy, 1.0);             // against the records' latencies
 }
 
 TEST(Estimators, PairsNeverMixTwoMachines) {
