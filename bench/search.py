@@ -186,7 +186,7 @@ def main():
                        "best_latency_us": r["best_latency_us"], "search_seconds": r["search_seconds"],
                        "overhead_fraction": r["overhead_fraction"], "propose_seconds": r["propose_seconds"],
                        "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
-                       "errors": r["errors"], "curve": r["curve"], "final_latency_us": c.get("final_latency_us"),
+                       "errors": r["errors"], "confirmations": r.get("confirmations", 0), "curve": r["curve"], "final_latency_us": c.get("final_latency_us"),
                        "torch_latency_us": c.get("torch_latency_us"), "best_config": r.get("best_config")}
                 results["runs"].append(run)
                 if s == "annealing":
