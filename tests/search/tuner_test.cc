@@ -504,8 +504,13 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
     EXPECT_EQ(r.confirmations % 2, 0);
     ASSERT_TRUE(r.best->confirmed());
     ASSERT_EQ(r.best->confirm_us.size(), 2u);
-    // The median of three: both later measurements, 30 times slower than the first.
-    EXPECT_GT(r.best_latency_us, 10 * r.best->min_latency_us());
+    // The median of three, two of them 30 times slower: far from the run's fastest
+    // single measurement (two configurations can lower to one body, so a program's
+    // first measurement may be a slow one too).
+    double fastest_once = 1e300;
+    for (const search::Record& rec : search::RecordStore(db).all())
+      if (rec.ok()) fastest_once = std::min(fastest_once, rec.min_latency_us());
+    EXPECT_GT(r.best_latency_us, 10 * fastest_once);
     EXPECT_EQ(r.best_latency_us, std::max(std::min(r.best->confirm_us[0], r.best->confirm_us[1]),
                                           std::min(r.best->min_latency_us(),
                                                    std::max(r.best->confirm_us[0], r.best->confirm_us[1]))));

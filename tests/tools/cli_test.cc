@@ -177,6 +177,7 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"records merge /tmp/x.db", "--into is required"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload", "unknown workload 'nosuch-workload'"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --repeat -1", "--repeat must be 0 or more"},
       {"estimator dataset --records " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "CMakeCache.txt"},
       {"estimator", "A subcommand is required"},
   };

@@ -102,9 +102,11 @@ TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   double overhead = j["overhead_fraction"].get<double>();
   EXPECT_GT(overhead, 0);
   EXPECT_LT(overhead, 1);
-  ASSERT_EQ(j["curve"].size(), 13u);
-  EXPECT_EQ(j["curve"][12][1], 12);
-  EXPECT_DOUBLE_EQ(j["curve"][12][2].get<double>(), j["best_latency_us"].get<double>());
+  // A point per program and one per round (2 rounds), after its confirmations.
+  ASSERT_EQ(j["curve"].size(), 15u);
+  EXPECT_EQ(j["curve"][14][1], 12);
+  EXPECT_DOUBLE_EQ(j["curve"][14][2].get<double>(), j["best_latency_us"].get<double>());
+  EXPECT_GT(j["confirmations"].get<int>(), 0);  // the first round's fastest, at least
   // One line per round on stderr.
   Result log = run("tune-op " + std::string(kTask) + " --strategy random --trials 15 --batch 5 --records " + db, true);
   ASSERT_EQ(log.code, 0) << log.out;
@@ -134,6 +136,7 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy random --budget soon", "not a duration"},
       {"tune-op " + t + " --strategy random --budget -5s", "not a positive duration"},
       {"tune-op " + t + " --strategy random --trials 10 --batch 0", "--batch must be positive"},
+      {"tune-op " + t + " --strategy random --trials 10 --confirm -1", "--confirm must be 0 or more"},
       {"tune-op " + t + " --strategy gradient --trials 10 --estimator gbt", "needs a differentiable estimator"},
       {"tune-op " + t + " --strategy annealing --trials 10 --estimator /nonexistent/e.pt", "/nonexistent/e.pt"},
       {"tune-op " + t + " --strategy random --trials 10 --target opencl", "--target"},
