@@ -29,12 +29,6 @@ namespace {
 
 using namespace basin;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -153,12 +147,12 @@ int main(int argc, char** argv) {
     }
     if (name == "resnet18-c2") {
       c2_compile = compile;
-      out["resnet18_c2_median_compile_cpu_ms"] = median(compile_cpu) * 1e3;
+      out["resnet18_c2_median_compile_cpu_ms"] = bench::median(compile_cpu) * 1e3;
     }
     row["random_errors"] = errors;
-    row["median_compile_ms"] = median(compile) * 1e3;
-    row["median_lower_ms"] = median(lower) * 1e3;
-    row["median_compile_cpu_ms"] = median(compile_cpu) * 1e3;
+    row["median_compile_ms"] = bench::median(compile) * 1e3;
+    row["median_lower_ms"] = bench::median(lower) * 1e3;
+    row["median_compile_cpu_ms"] = bench::median(compile_cpu) * 1e3;
     if (best >= 0) {
       codegen::Timing t = time_config(g, *cands[best].sketch, cands[best].config, in);
       row["random_best_latency_us"] = t.min_us;
@@ -197,7 +191,7 @@ int main(int argc, char** argv) {
     }
     out["workloads"].push_back(row);
   }
-  if (!c2_compile.empty()) out["resnet18_c2_median_compile_ms"] = median(c2_compile) * 1e3;
+  if (!c2_compile.empty()) out["resnet18_c2_median_compile_ms"] = bench::median(c2_compile) * 1e3;
   if (json) {
     std::cout << out.dump(2) << "\n";
     return 0;

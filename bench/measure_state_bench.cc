@@ -23,23 +23,25 @@
 #include <sstream>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "bench/machine.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
 #include "codegen/timing.h"
-#include "core/schedule/lower_sketch.h"
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
+#include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
 
 using namespace basin;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// As the tuner times a candidate (3 rounds of at least 5 ms): the minimum, in us.
+double tuning_min_us(const std::function<void()>& f) {
+  return codegen::time_function(f, codegen::TimingOptions::tuning()).min_us;
 }
 
 // --placement: code copies against output sets, in one process (see the top).
@@ -59,11 +61,8 @@ int placement_main(const ops::OpGraph& g, const sched::Sketch& s, const sched::C
     for (NDArray* x : a) raw.push_back(x->data());
     args.push_back(raw);
   }
-  // As the tuner times a candidate: 3 rounds of at least 5 ms, the minimum.
   auto time = [&](int kc, int ko) {
-    return codegen::time_function([&] { code[static_cast<size_t>(kc)]->run_raw(args[static_cast<size_t>(ko)].data()); },
-                                  codegen::TimingOptions::tuning())
-        .min_us;
+    return tuning_min_us([&] { code[static_cast<size_t>(kc)]->run_raw(args[static_cast<size_t>(ko)].data()); });
   };
   std::printf("machine: %s, %d cores; %d copies of the code, %d output sets, %d passes (us)\n",
               bench::cpu_model().c_str(), bench::cores(), copies, copies, passes);
@@ -89,7 +88,7 @@ int placement_main(const ops::OpGraph& g, const sched::Sketch& s, const sched::C
   auto report = [&](const char* what, const std::vector<std::vector<double>>& v) {
     std::vector<double> medians, all;
     for (const auto& row : v) {
-      medians.push_back(median(row));
+      medians.push_back(bench::median(row));
       all.insert(all.end(), row.begin(), row.end());
     }
     std::sort(medians.begin(), medians.end());
@@ -112,17 +111,14 @@ int paired_main(const ops::OpGraph& g, const std::vector<sched::Sketch>& sketche
   std::vector<void*> raw;
   for (NDArray* x : codegen::program_args(inputs, outputs)) raw.push_back(x->data());
   std::unique_ptr<codegen::LlvmKernel> prog = codegen::compile_llvm(sched::lower_config(g, s, c));
-  auto time = [&](const std::function<void()>& f) {
-    return codegen::time_function(f, codegen::TimingOptions::tuning()).min_us;
-  };
-  const double t_prog = time([&] { prog->run_raw(raw.data()); });
+  const double t_prog = tuning_min_us([&] { prog->run_raw(raw.data()); });
   // The same task's reference: a random program within 2x of the program's latency.
   std::mt19937_64 rng(seed);
   std::unique_ptr<codegen::LlvmKernel> same;
   for (int tries = 0; tries < 200 && !same; ++tries) {
     const sched::Sketch& o = sketches[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
     std::unique_ptr<codegen::LlvmKernel> k = codegen::compile_llvm(sched::lower_config(g, o, sched::random_config(o, rng)));
-    double t = time([&] { k->run_raw(raw.data()); });
+    double t = tuning_min_us([&] { k->run_raw(raw.data()); });
     if (t < 2 * t_prog && t > 0.5 * t_prog) same = std::move(k);
   }
   ops::OpGraph mm = ops::build_op("matmul", {{"M", "512"}, {"N", "512"}, {"K", "512"}});
@@ -135,11 +131,11 @@ int paired_main(const ops::OpGraph& g, const std::vector<sched::Sketch>& sketche
               bench::cpu_model().c_str(), bench::cores(), pairs);
   std::vector<double> t, r_same, r_gemm;
   for (int i = 0; i < pairs; ++i) {
-    double s0 = same ? time([&] { same->run_raw(raw.data()); }) : 0;
-    double g0 = time([&] { gemm->run_raw(mraw.data()); });
-    double p = time([&] { prog->run_raw(raw.data()); });
-    double g1 = time([&] { gemm->run_raw(mraw.data()); });
-    double s1 = same ? time([&] { same->run_raw(raw.data()); }) : 0;
+    double s0 = same ? tuning_min_us([&] { same->run_raw(raw.data()); }) : 0;
+    double g0 = tuning_min_us([&] { gemm->run_raw(mraw.data()); });
+    double p = tuning_min_us([&] { prog->run_raw(raw.data()); });
+    double g1 = tuning_min_us([&] { gemm->run_raw(mraw.data()); });
+    double s1 = same ? tuning_min_us([&] { same->run_raw(raw.data()); }) : 0;
     t.push_back(p);
     if (same) r_same.push_back(p / ((s0 + s1) / 2));
     r_gemm.push_back(p / ((g0 + g1) / 2));
@@ -166,31 +162,16 @@ int main(int argc, char** argv) {
   std::string workload, config;
   int rounds = 8, between = 8, placement = 0, paired = 0;
   uint64_t seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "measure_state_bench: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--workload") workload = next();
-    else if (a == "--config") config = next();
-    else if (a == "--rounds") rounds = std::stoi(next());
-    else if (a == "--between") between = std::stoi(next());
-    else if (a == "--seed") seed = std::stoull(next());
-    else if (a == "--placement") placement = std::stoi(next());
-    else if (a == "--paired") paired = std::stoi(next());
-    else {
-      std::cerr << "measure_state_bench: unknown argument " << a << "\n";
-      return 2;
-    }
-  }
-  if (workload.empty() || config.empty()) {
-    std::cerr << "measure_state_bench: --workload W and --config FILE are required\n";
-    return 2;
-  }
+  CLI::App app{"bench/measure_state: one program measured again and again (docs/PERFORMANCE.md)",
+               "measure_state_bench"};
+  app.add_option("--workload", workload, "a named workload (`basin workloads`)")->required();
+  app.add_option("--config", config, "the program's configuration (JSON)")->required();
+  app.add_option("--rounds", rounds, "measurements of the program (with --placement: passes)");
+  app.add_option("--between", between, "random programs measured between two of its measurements");
+  app.add_option("--seed", seed, "seed of the random programs");
+  app.add_option("--placement", placement, "K code copies against K output sets, in this process");
+  app.add_option("--paired", paired, "N timings of the program between two of a reference's");
+  CLI11_PARSE(app, argc, argv);
   const ops::Workload& w = ops::find_workload(workload);
   ops::OpGraph g = ops::build_op(w.op, w.params);
   std::ifstream in(config);

@@ -307,17 +307,27 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
     }
     // The repeats: one pass over the task's programs each, every measurement stored
     // as it is taken (a killed run keeps them and a rerun goes on).
-    for (int k = 1; k <= opt.repeat; ++k)
+    struct Program {
+      search::Record record;
+      codegen::Candidate candidate;
+    };
+    std::vector<Program> again;
+    if (opt.repeat > 0)
       for (search::Record& r : store.task_records(key, opt.target)) {
-        if (!r.from_host(host_description()) || !r.ok() || static_cast<int>(r.confirm_us.size()) >= k) continue;
-        const sched::Sketch* s = nullptr;
-        sched::Config c;
+        if (!r.from_host(host_description()) || !r.ok() || static_cast<int>(r.confirm_us.size()) >= opt.repeat) continue;
+        codegen::Candidate c;
         try {
-          c = sched::config_from_json(r.config, pool.sketches(), store.path(), &s);
+          c.config = sched::config_from_json(r.config, pool.sketches(), store.path(), &c.sketch);
         } catch (const Error&) {
           continue;  // a program of sketches this basin no longer generates
         }
-        codegen::MeasureResult m = pool.measure_one({s, c});
+        again.push_back({std::move(r), std::move(c)});
+      }
+    for (int k = 1; k <= opt.repeat; ++k)
+      for (Program& p : again) {
+        search::Record& r = p.record;
+        if (static_cast<int>(r.confirm_us.size()) >= k) continue;
+        codegen::MeasureResult m = pool.measure_one(p.candidate);
         // A program that fails now (a timeout on a loaded machine) counts at its minimum.
         r.confirm_us.push_back(m.ok() && !m.latencies_us.empty() ? m.min_us() : r.min_latency_us());
         store.confirm(r.id, r.confirm_us);

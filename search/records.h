@@ -1,8 +1,9 @@
 // The records store: one SQLite file holding one row per measured program (task key,
 // target, sketch, configuration, latency samples, error, timestamps, seed, estimator
-// version, the machine it was measured on, later re-measurements). Each record is committed as it is added,
-// in WAL mode, so a killed process loses nothing already added and several processes
-// can read (and write) one file at once. Tuning resumes from it; compilation picks the best valid record per task.
+// version, the machine it was measured on, later re-measurements). Each record is
+// committed as it is added, in WAL mode, so a killed process loses nothing already
+// added and several processes can read (and write) one file at once. Tuning resumes
+// from it; compilation picks the best valid record per task.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,8 @@ struct Record {
   double min_latency_us() const;
   // The program's latency: the first measurement's minimum, or once it was measured
   // again, the median of every measurement's minimum (the upper one of an even count).
-  // A single measurement can catch a program in a state where it happens to run fast
-  // (docs/PERFORMANCE.md, "the worker's history"); the median of several cannot.
+  // A single measurement can catch a shared machine in a moment where it runs fast
+  // (docs/PERFORMANCE.md, "Where the spread comes from"); the median of several less so.
   double latency_us() const;
   bool confirmed() const { return !confirm_us.empty(); }
 };

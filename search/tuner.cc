@@ -1,8 +1,8 @@
 #include "search/tuner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <cstdio>
 #include <unordered_set>
 
@@ -82,13 +82,14 @@ struct TaskTuner::Impl {
 
   // A record that may be the best: a confirmed one (any one when confirmation is off).
   bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
+  void take_best(const Record& r) {
+    res.best = r;
+    res.best_latency_us = r.latency_us();
+  }
   void consider(size_t i) {
     const Record& r = records[i];
     // A best picked while none was confirmed (fallback_best) gives way to any eligible one.
-    if (eligible(r) && (!res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us)) {
-      res.best = r;
-      res.best_latency_us = r.latency_us();
-    }
+    if (eligible(r) && (!res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us)) take_best(r);
   }
 
   // The fastest unconfirmed programs that would beat the best, measured again in turn
@@ -100,9 +101,11 @@ struct TaskTuner::Impl {
       if (records[i].ok() && !records[i].confirmed() && (!res.best || records[i].latency_us() < res.best_latency_us))
         pending.push_back(i);
     if (pending.empty()) return;
-    std::sort(pending.begin(), pending.end(),
-              [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
-    if (static_cast<int>(pending.size()) > opt.confirm_programs) pending.resize(std::max(opt.confirm_programs, 1));
+    // The fastest confirm_programs of them (at least one).
+    const size_t keep = std::min(pending.size(), static_cast<size_t>(std::max(opt.confirm_programs, 1)));
+    std::partial_sort(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(keep), pending.end(),
+                      [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
+    pending.resize(keep);
     std::vector<std::vector<double>> again(pending.size());
     for (int k = 0; k < opt.confirm; ++k)
       for (size_t j = 0; j < pending.size(); ++j) {
@@ -132,10 +135,7 @@ struct TaskTuner::Impl {
   void fallback_best() {
     if (res.best) return;
     for (const Record& r : records)
-      if (r.ok() && (!res.best || r.latency_us() < res.best_latency_us)) {
-        res.best = r;
-        res.best_latency_us = r.latency_us();
-      }
+      if (r.ok() && (!res.best || r.latency_us() < res.best_latency_us)) take_best(r);
   }
 
   void update() {

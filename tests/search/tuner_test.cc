@@ -30,6 +30,13 @@ std::vector<ops::OpGraph> move_tasks() {
           ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}})};
 }
 
+// f with its body run `times` times over (a program that slows by that much).
+LoweredFunc repeated(const LoweredFunc& f, int64_t times) {
+  LoweredFunc slow = f;
+  slow.body = make_for(Var("again"), Expr(int64_t{0}), Expr(times), ForKind::Serial, f.body);
+  return slow;
+}
+
 std::string temp_db(const char* name) {
   std::string p = "/tmp/basin_tuner_" + std::string(name) + "_" + std::to_string(::getpid()) + ".db";
   std::remove(p.c_str());
@@ -469,11 +476,7 @@ TEST(Tuner, AnotherMachinesRecordsAreLeftOutAndMeasuredAgain) {
 TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
   auto slow_again = [](const LoweredFunc& f) {
     static std::set<std::string> seen;  // in the measurement worker
-    if (seen.insert(to_string(f.body)).second) return f;
-    LoweredFunc slow = f;
-    std::vector<Stmt> body(30, f.body);
-    slow.body = make_seq(body);
-    return slow;
+    return seen.insert(to_string(f.body)).second ? f : repeated(f, 30);
   };
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   for (int confirm : {2, 0}) {
@@ -514,8 +517,11 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
     EXPECT_EQ(r.best_latency_us, std::max(std::min(r.best->confirm_us[0], r.best->confirm_us[1]),
                                           std::min(r.best->min_latency_us(),
                                                    std::max(r.best->confirm_us[0], r.best->confirm_us[1]))));
-    for (const search::CurvePoint& p : r.curve)
-      if (p.best_us > 0) EXPECT_GE(p.best_us, r.best_latency_us);
+    for (const search::CurvePoint& p : r.curve) {
+      if (p.best_us > 0) {
+        EXPECT_GE(p.best_us, r.best_latency_us);
+      }
+    }
     // The file keeps the confirmations, and the best it names is the confirmed one.
     search::RecordStore store(db);
     int confirmed = 0;
