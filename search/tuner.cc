@@ -86,10 +86,13 @@ struct TaskTuner::Impl {
     res.best = r;
     res.best_latency_us = r.latency_us();
   }
+  // Faster than the best, or any program while the best is a fallback_best (result()
+  // may be called in the middle of a round, before anything is confirmed).
+  bool beats_best(const Record& r) const {
+    return !res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us;
+  }
   void consider(size_t i) {
-    const Record& r = records[i];
-    // A best picked while none was confirmed (fallback_best) gives way to any eligible one.
-    if (eligible(r) && (!res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us)) take_best(r);
+    if (eligible(records[i]) && beats_best(records[i])) take_best(records[i]);
   }
 
   // The fastest unconfirmed programs that would beat the best, measured again in turn
@@ -98,7 +101,7 @@ struct TaskTuner::Impl {
     if (opt.confirm <= 0) return;
     std::vector<size_t> pending;
     for (size_t i = 0; i < records.size(); ++i)
-      if (records[i].ok() && !records[i].confirmed() && (!res.best || records[i].latency_us() < res.best_latency_us))
+      if (records[i].ok() && !records[i].confirmed() && beats_best(records[i]))
         pending.push_back(i);
     if (pending.empty()) return;
     // The fastest confirm_programs of them (at least one).

@@ -539,6 +539,38 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
   }
 }
 
+// Regression: the network scheduler asks for the result in the middle of a round (its
+// stop callback). The fastest program then shows as the best before it is confirmed,
+// and the round's confirmation skipped it, as no program beat it: the run ended with
+// an unconfirmed best.
+TEST(Tuner, AResultAskedForMidRoundStillConfirmsTheBest) {
+  std::string db = temp_db("mid_round");
+  search::RecordStore store(db);
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 4;
+  opt.seed = 2;
+  // The first program measured is the fastest: every later one runs its body 30 times.
+  opt.program_hook = [](const LoweredFunc& f) {
+    static int programs = 0;  // in the measurement worker
+    return programs++ == 0 ? f : repeated(f, 30);
+  };
+  search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
+  int asked = 0;
+  EXPECT_EQ(tuner.round(4, [&] {
+    ++asked;
+    tuner.result();
+    return false;
+  }),
+            4);
+  EXPECT_GT(asked, 0);
+  const search::TuneResult& r = tuner.result();
+  ASSERT_TRUE(r.best);
+  EXPECT_TRUE(r.best->confirmed());
+  EXPECT_GT(r.confirmations, 0);
+  std::remove(db.c_str());
+}
+
 TEST(Tuner, StopsOnItsTimeBudget) {
   std::string db = temp_db("budget");
   search::RecordStore store(db);
