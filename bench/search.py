@@ -19,7 +19,9 @@ against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric me
 
 After each workload and seed, the strategies' best programs are timed again side by side
 (alternating, 3 times each, with LibTorch): the host's speed can drift by tens of percent
-between runs minutes apart, so only programs timed in turn compare.
+between runs minutes apart, so only programs timed in turn compare. Then every program
+that was any run's best at some point (tune-op's `bests`) is timed again, all in turn,
+--retime times, and the gradient/annealing ratios are judged on those re-timed curves too.
 """
 import argparse
 import json
@@ -89,6 +91,55 @@ def add_side_by_side(basin, results, workload, seed):
           f", LibTorch {median(torch):.1f} us", file=sys.stderr, flush=True)
 
 
+def config_key(cfg):
+    return json.dumps(cfg, sort_keys=True)
+
+
+def retime(basin, workload, configs, rounds=3):
+    """Every program in `configs` timed with the full protocol, in turn, `rounds` times (the
+    order rotating each round). Returns config_key -> [latency per round]."""
+    import tempfile
+    out = {config_key(c): [] for c in configs}
+    programs = list(out)
+    with tempfile.TemporaryDirectory() as d:
+        paths = {}
+        for i, k in enumerate(programs):
+            paths[k] = os.path.join(d, f"{i}.json")
+            with open(paths[k], "w") as f:
+                f.write(k)
+        for r in range(rounds):
+            shift = r * len(programs) // max(rounds, 1)
+            for k in programs[shift:] + programs[:shift]:
+                cmd = [basin, "op", "--workload", workload, "--config", paths[k], "--timing", "full",
+                       "--oracle", "never", "--json"]
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                if p.returncode != 0:
+                    raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+                out[k].append(json.loads(p.stdout)["latency_us"])
+    return out
+
+
+def add_retimed_bests(basin, results, workload, seed, rounds=3):
+    """Every program that was a run's best at some point, of every strategy of one workload
+    and seed, timed again in turn (`retime`): the runs' curves, re-measured in the same
+    minutes, so that "reached annealing's best" does not hang on one fast phase of the host."""
+    rs = [r for r in results["runs"] if r["workload"] == workload and r["seed"] == seed and r.get("bests")]
+    if len(rs) < 2:
+        return
+    configs = {config_key(b["config"]): b["config"] for r in rs for b in r["bests"]}
+    t0 = time.time()
+    times = retime(basin, workload, list(configs.values()), rounds)
+    for r in rs:
+        r["bests_retimed_us"] = [times[config_key(b["config"])] for b in r["bests"]]
+    print(f"{workload} seed {seed}: {len(configs)} programs that were a best re-timed {rounds} times in turn "
+          f"[{time.time() - t0:.0f} s]", file=sys.stderr, flush=True)
+
+
+def retimed_curve(run):
+    """(seconds, trials, re-timed median of the program held as best then) per change of best."""
+    return [(b["seconds"], b["trials"], median(t)) for b, t in zip(run["bests"], run["bests_retimed_us"])]
+
+
 def reach(curve, target):
     """(seconds, trials) when the curve's best first came within `target`, or None."""
     for seconds, trials, best in curve:
@@ -139,6 +190,9 @@ def main():
     ap.add_argument("--side-by-side", action="store_true",
                     help="with --from: time the runs' best programs side by side (those not timed so yet), "
                          "and write results.json into --out too")
+    ap.add_argument("--retime", type=int, default=3, metavar="ROUNDS",
+                    help="after each workload and seed, time every program that was a run's best again, in turn, "
+                         "ROUNDS times, and judge the curves on those timings too (0: do not)")
     a = ap.parse_args()
     if a.from_results:
         with open(a.from_results) as f:
@@ -153,6 +207,11 @@ def main():
                 for seed in seeds:
                     if not any("side_by_side_us" in r for r in runs if r["workload"] == w and r["seed"] == seed):
                         add_side_by_side(a.basin, results, w, seed)
+                    if a.retime and not any("bests_retimed_us" in r for r in runs
+                                            if r["workload"] == w and r["seed"] == seed):
+                        add_retimed_bests(a.basin, results, w, seed, a.retime)
+            if a.retime:
+                add_retimed_bests(a.basin, results, w, seed, a.retime)
             with open(os.path.join(a.out, "results.json"), "w") as f:
                 json.dump(results, f, indent=1)
         for w in workloads:
@@ -187,7 +246,8 @@ def main():
                        "overhead_fraction": r["overhead_fraction"], "propose_seconds": r["propose_seconds"],
                        "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
                        "errors": r["errors"], "confirmations": r.get("confirmations", 0), "curve": r["curve"], "final_latency_us": c.get("final_latency_us"),
-                       "torch_latency_us": c.get("torch_latency_us"), "best_config": r.get("best_config")}
+                       "torch_latency_us": c.get("torch_latency_us"), "best_config": r.get("best_config"),
+                       "best_remeasurements": r.get("best_remeasurements", 0), "bests": r.get("bests", [])}
                 results["runs"].append(run)
                 if s == "annealing":
                     anneal_best = r["best_latency_us"]
@@ -198,6 +258,8 @@ def main():
                 with open(os.path.join(a.out, "results.json"), "w") as f:
                     json.dump(results, f, indent=1)
             add_side_by_side(a.basin, results, w, seed)
+            if a.retime:
+                add_retimed_bests(a.basin, results, w, seed, a.retime)
             with open(os.path.join(a.out, "results.json"), "w") as f:
                 json.dump(results, f, indent=1)
         plot(w, [r for r in results["runs"] if r["workload"] == w], os.path.join(a.out, f"{w}.png"))
@@ -259,6 +321,30 @@ def table(results, workloads, strategies, seeds):
                     rel = f"{m / median(ann['side_by_side_us']):.3f}" if ann else "-"
                     lines.append(f"| {w} | {seed} | {r['strategy']} | {m:.1f} | {rel} | "
                                  f"{median(r['side_by_side_torch_us']):.1f} |")
+    timed = [r for r in runs if r.get("bests_retimed_us")]
+    if timed:
+        lines += ["", "Re-timed curves: every program that was a run's best at some point, timed again after the "
+                  "workload's runs, all in turn, with the full protocol (median of the rounds). A run's re-timed "
+                  "curve is the re-timed latency of the program it held as best at each point. The gradient "
+                  "strategy's share of annealing's trials and seconds to hold a program as fast as annealing's "
+                  "final one, and to come within 5% of it, judged on these timings:", "",
+                  "| workload | seed | annealing's final best, re-timed (us) | gradient's final, re-timed (us) | "
+                  "trials ratio | time ratio | within 5%: trials, time |", "|---|---|---|---|---|---|---|"]
+        for w in workloads:
+            for seed in seeds:
+                rs = [r for r in timed if r["workload"] == w and r["seed"] == seed]
+                ann = next((r for r in rs if r["strategy"] == "annealing"), None)
+                grad = next((r for r in rs if r["strategy"] == "gradient"), None)
+                if not ann or not grad:
+                    continue
+                target = retimed_curve(ann)[-1][2]
+                gc = retimed_curve(grad)
+                hit, hit5 = reach(gc, target), reach(gc, 1.05 * target)
+
+                tr = f"{hit[1] / ann['trials']:.2f}" if hit else "not reached"
+                ti = f"{hit[0] / ann['search_seconds']:.2f}" if hit else "not reached"
+                t5 = f"{hit5[1] / ann['trials']:.2f}, {hit5[0] / ann['search_seconds']:.2f}" if hit5 else "not reached"
+                lines.append(f"| {w} | {seed} | {target:.1f} | {gc[-1][2]:.1f} | {tr} | {ti} | {t5} |")
     conv = [math.exp(sum(map(math.log, v)) / len(v)) for w, v in speedups.items() if w.startswith("resnet18-c")]
     if conv:
         g = math.exp(sum(map(math.log, conv)) / len(conv))

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <unordered_set>
 
 #include "codegen/measure.h"
@@ -82,7 +83,12 @@ struct TaskTuner::Impl {
 
   // A record that may be the best: a confirmed one (any one when confirmation is off).
   bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
-  void take_best(const Record& r) {
+  long best_index = -1;  // res.best's index in records (-1: none)
+  void take_best(size_t i) {
+    const Record& r = records[i];
+    if (eligible(r) && (res.bests.empty() || res.bests.back().record_id != r.id))
+      res.bests.push_back({since(t0), res.trials, r.id, r.config, r.latency_us()});
+    best_index = static_cast<long>(i);
     res.best = r;
     res.best_latency_us = r.latency_us();
   }
@@ -92,13 +98,48 @@ struct TaskTuner::Impl {
     return !res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us;
   }
   void consider(size_t i) {
-    if (eligible(records[i]) && beats_best(records[i])) take_best(records[i]);
+    if (eligible(records[i]) && beats_best(records[i])) take_best(i);
   }
 
-  // The fastest unconfirmed programs that would beat the best, measured again in turn
-  // (each after the others and after the round's programs) to their median.
+  // Measures records[i] again: the minimum of the measurement, or nothing when it fails
+  // (a program that ran and verified once and fails now, a timeout on a loaded
+  // machine, keeps the measurements it has).
+  std::optional<double> measure_again(size_t i) {
+    const Candidate& c = history[i].candidate;
+    auto tm = Clock::now();
+    codegen::MeasureResult mr = pool->measure_one({&pool->sketches()[c.sketch], c.config});
+    res.measure_seconds += since(tm);
+    res.compile_seconds += mr.compile_seconds;
+    if (mr.ok() && !mr.latencies_us.empty()) return mr.min_us();
+    return std::nullopt;
+  }
+  // records[i] with its measurements again (Record::confirm_us): into the file, the
+  // history and the estimator's samples.
+  void set_confirmed(size_t i, std::vector<double> confirm_us) {
+    Record& r = records[i];
+    r.confirm_us = std::move(confirm_us);
+    store.confirm(r.id, r.confirm_us);
+    history[i].latency_us = r.latency_us();
+    if (sample_of[i] >= 0) samples[static_cast<size_t>(sample_of[i])].latency_us = r.latency_us();
+  }
+
+  // At the end of a round: the best is measured once more, then the fastest
+  // unconfirmed programs that would beat it are measured again in turn (each after the
+  // others and after the round's programs) to their median. The best is then the
+  // confirmed program of lowest median, so a best confirmed in one fast phase of a
+  // shared machine is measured in later ones until its median shows its long run.
   void confirm_round() {
     if (opt.confirm <= 0) return;
+    if (best_index >= 0 && eligible(records[static_cast<size_t>(best_index)])) {
+      const size_t b = static_cast<size_t>(best_index);
+      ++res.best_remeasurements;
+      if (std::optional<double> t = measure_again(b)) {
+        std::vector<double> again = records[b].confirm_us;
+        again.push_back(*t);
+        set_confirmed(b, std::move(again));
+        pick_best();
+      }
+    }
     std::vector<size_t> pending;
     for (size_t i = 0; i < records.size(); ++i)
       if (records[i].ok() && !records[i].confirmed() && beats_best(records[i]))
@@ -112,33 +153,31 @@ struct TaskTuner::Impl {
     std::vector<std::vector<double>> again(pending.size());
     for (int k = 0; k < opt.confirm; ++k)
       for (size_t j = 0; j < pending.size(); ++j) {
-        const Candidate& c = history[pending[j]].candidate;
-        auto tm = Clock::now();
-        codegen::MeasureResult mr = pool->measure_one({&pool->sketches()[c.sketch], c.config});
-        res.measure_seconds += since(tm);
-        res.compile_seconds += mr.compile_seconds;
         ++res.confirmations;
-        // A program that ran and verified once and fails now (a timeout on a loaded
-        // machine) keeps the measurements it has.
-        if (mr.ok() && !mr.latencies_us.empty()) again[j].push_back(mr.min_us());
+        if (std::optional<double> t = measure_again(pending[j])) again[j].push_back(*t);
       }
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t i = pending[j];
-      Record& r = records[i];
       // Failed every time: it counts as measured again once, at its own minimum.
-      r.confirm_us = again[j].empty() ? std::vector<double>{r.min_latency_us()} : again[j];
-      store.confirm(r.id, r.confirm_us);
-      history[i].latency_us = r.latency_us();
-      if (sample_of[i] >= 0) samples[static_cast<size_t>(sample_of[i])].latency_us = r.latency_us();
-      consider(i);
+      set_confirmed(i, again[j].empty() ? std::vector<double>{records[i].min_latency_us()} : again[j]);
     }
+    pick_best();
+  }
+
+  // The eligible program of lowest latency (the best may have become slower).
+  void pick_best() {
+    long b = -1;
+    for (size_t i = 0; i < records.size(); ++i)
+      if (eligible(records[i]) && (b < 0 || records[i].latency_us() < records[static_cast<size_t>(b)].latency_us()))
+        b = static_cast<long>(i);
+    if (b >= 0) take_best(static_cast<size_t>(b));
   }
 
   // While no program is confirmed, the fastest of all (a run that measured nothing new).
   void fallback_best() {
     if (res.best) return;
-    for (const Record& r : records)
-      if (r.ok() && (!res.best || r.latency_us() < res.best_latency_us)) take_best(r);
+    for (size_t i = 0; i < records.size(); ++i)
+      if (records[i].ok() && (!res.best || records[i].latency_us() < res.best_latency_us)) take_best(i);
   }
 
   void update() {

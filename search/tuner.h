@@ -39,6 +39,10 @@ struct TuneOptions {
   // the median (Record::latency_us); only such confirmed programs become the best. Up
   // to confirm_programs programs per round, fastest first. 0: the first measurement's
   // minimum is the latency and any program can be the best.
+  // With confirmation on, the best is also measured once more at the end of every
+  // round, and the best is the confirmed program of lowest median: on a shared machine
+  // whose speed moves in phases, a best confirmed in a fast one is measured in later
+  // ones (docs/search.md, "Confirmation").
   int confirm = 2;
   int confirm_programs = 2;
   // One line per round (best latency so far, trials, the estimator's accuracy on the
@@ -57,6 +61,15 @@ struct CurvePoint {
   double best_us = 0;  // 0 while no program ran successfully
 };
 
+// A program that became the best, when, and its latency then (Record::latency_us).
+struct BestChange {
+  double seconds = 0;
+  int trials = 0;
+  int64_t record_id = 0;
+  std::string config;  // the configuration's JSON
+  double latency_us = 0;
+};
+
 struct TuneResult {
   std::string task_key, strategy, estimator;
   int trials = 0;    // the task's records on this target measured on this machine now
@@ -67,6 +80,7 @@ struct TuneResult {
   int rounds = 0;
   int updates = 0;   // estimator trainings and updates
   int confirmations = 0;  // measurements again of programs that would become the best
+  int best_remeasurements = 0;  // measurements again of the best, one per round
   // The fastest confirmed program (the fastest of all while none is confirmed, which
   // the curve does not show) and its latency (Record::latency_us).
   std::optional<Record> best;
@@ -78,6 +92,8 @@ struct TuneResult {
   double overhead_fraction = 0;  // 1 - measure_seconds / seconds
   double last_batch_accuracy = -1;  // pairwise, on the last batch's predictions (-1: none)
   std::vector<CurvePoint> curve;
+  // Every confirmed program that became the best, in order (a program can return).
+  std::vector<BestChange> bests;
 };
 
 // The tuning of one task, a round at a time: the network scheduler (network.h) keeps

@@ -113,6 +113,7 @@ int run_tune_op(const TuneOpOptions& o) {
                       {"errors", r.errors},
                       {"rounds", r.rounds},
                       {"confirmations", r.confirmations},
+                      {"best_remeasurements", r.best_remeasurements},
                       {"search_seconds", r.seconds},
                       {"measure_seconds", r.measure_seconds},
                       {"compile_seconds", r.compile_seconds},
@@ -125,6 +126,11 @@ int run_tune_op(const TuneOpOptions& o) {
   nlohmann::json curve = nlohmann::json::array();
   for (const search::CurvePoint& p : r.curve) curve.push_back({p.seconds, p.trials, p.best_us});
   j["curve"] = curve;
+  nlohmann::json bests = nlohmann::json::array();
+  for (const search::BestChange& b : r.bests)
+    bests.push_back({{"seconds", b.seconds}, {"trials", b.trials}, {"record_id", b.record_id},
+                     {"config", nlohmann::json::parse(b.config)}, {"latency_us", b.latency_us}});
+  j["bests"] = bests;
   if (r.best) {
     j["best_latency_us"] = r.best->latency_us();
     j["best_config"] = nlohmann::json::parse(r.best->config);

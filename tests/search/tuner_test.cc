@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <unistd.h>
 
@@ -367,10 +368,21 @@ TEST(Tuner, RecordsEveryProgramAndOneSeedReproducesTheRun) {
       EXPECT_GE(r.curve[i].trials, r.curve[i - 1].trials);
       EXPECT_LE(r.curve[i].trials, r.curve[i - 1].trials + 1);
       EXPECT_GE(r.curve[i].seconds, r.curve[i - 1].seconds);
-      if (r.curve[i - 1].best_us > 0) {
+      // A new program can only lower the best; the best measured again at the end of
+      // a round (the point with no new trial) can raise it.
+      if (r.curve[i - 1].best_us > 0 && r.curve[i].trials > r.curve[i - 1].trials) {
         EXPECT_LE(r.curve[i].best_us, r.curve[i - 1].best_us);
       }
     }
+    // The best is measured again once per round from the round after it is confirmed.
+    EXPECT_GE(r.best_remeasurements, 1);
+    EXPECT_LE(r.best_remeasurements, r.rounds - 1);
+    // It is the confirmed program of lowest latency, and the file names it.
+    for (const search::Record& rec : store.all())
+      if (rec.ok() && rec.confirmed()) EXPECT_GE(rec.latency_us(), r.best_latency_us);
+    EXPECT_EQ(store.best(r.task_key, "llvm")->config, r.best->config);
+    ASSERT_FALSE(r.bests.empty());
+    EXPECT_EQ(r.bests.back().config, r.best->config);
     std::vector<std::string> cs;
     for (const search::Record& rec : store.all()) cs.push_back(rec.config);
     configs.push_back(cs);
@@ -506,22 +518,20 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
     EXPECT_LE(r.confirmations, 2 * 2 * 2);
     EXPECT_EQ(r.confirmations % 2, 0);
     ASSERT_TRUE(r.best->confirmed());
-    ASSERT_EQ(r.best->confirm_us.size(), 2u);
-    // The median of three, two of them 30 times slower: far from the run's fastest
+    // Two confirmations, and one more measurement per round it was the best at.
+    ASSERT_GE(r.best->confirm_us.size(), 2u);
+    ASSERT_LE(r.best->confirm_us.size(), 2u + r.best_remeasurements);
+    // The median, all but one of them 30 times slower: far from the run's fastest
     // single measurement (two configurations can lower to one body, so a program's
     // first measurement may be a slow one too).
     double fastest_once = 1e300;
     for (const search::Record& rec : search::RecordStore(db).all())
       if (rec.ok()) fastest_once = std::min(fastest_once, rec.min_latency_us());
     EXPECT_GT(r.best_latency_us, 10 * fastest_once);
-    EXPECT_EQ(r.best_latency_us, std::max(std::min(r.best->confirm_us[0], r.best->confirm_us[1]),
-                                          std::min(r.best->min_latency_us(),
-                                                   std::max(r.best->confirm_us[0], r.best->confirm_us[1]))));
-    for (const search::CurvePoint& p : r.curve) {
-      if (p.best_us > 0) {
-        EXPECT_GE(p.best_us, r.best_latency_us);
-      }
-    }
+    std::vector<double> all = r.best->confirm_us;
+    all.push_back(r.best->min_latency_us());
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(r.best_latency_us, all[all.size() / 2]);
     // The file keeps the confirmations, and the best it names is the confirmed one.
     search::RecordStore store(db);
     int confirmed = 0;
@@ -537,6 +547,47 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
     EXPECT_EQ(again.best_latency_us, r.best_latency_us);
     std::remove(db.c_str());
   }
+}
+
+// On a shared machine a program can be fast for a while and slow later (another
+// guest's cache traffic: docs/PERFORMANCE.md). The best is measured again every round,
+// so a best confirmed in a fast phase gives way once its median shows the slow one.
+// Here every program is fast for its first three measurements and 30 times slower
+// after: each best gives way after three rounds as the best.
+TEST(Tuner, ABestThatTurnsSlowGivesWay) {
+  std::string db = temp_db("turns_slow");
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 24;
+  opt.batch = 3;
+  opt.seed = 4;
+  opt.program_hook = [](const LoweredFunc& f) {
+    static std::map<std::string, int> times;  // in the measurement worker
+    return ++times[to_string(f.body)] <= 3 ? f : repeated(f, 30);
+  };
+  search::TuneResult r;
+  {
+    search::RecordStore store(db);
+    r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+  }
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.rounds, 8);
+  EXPECT_GE(r.best_remeasurements, 5);
+  // More than one program was the best, and none kept it with three slow measurements.
+  ASSERT_GE(r.bests.size(), 2u);
+  for (size_t i = 1; i < r.bests.size(); ++i) {
+    EXPECT_NE(r.bests[i].record_id, r.bests[i - 1].record_id);
+    EXPECT_GE(r.bests[i].trials, r.bests[i - 1].trials);
+  }
+  EXPECT_LE(r.best->confirm_us.size(), 2u + 2u) << "a best measured slow three times stayed the best";
+  // The bests' measurements again are in the file.
+  search::RecordStore store(db);
+  int remeasured = 0;
+  for (const search::Record& rec : store.all()) remeasured += rec.confirm_us.size() > 2u;
+  EXPECT_GE(remeasured, 1);
+  // The file names the run's best.
+  EXPECT_EQ(store.best(r.task_key, "llvm")->config, r.best->config);
+  std::remove(db.c_str());
 }
 
 // Regression: the network scheduler asks for the result in the middle of a round (its

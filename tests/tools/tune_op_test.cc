@@ -107,6 +107,13 @@ TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   EXPECT_EQ(j["curve"][14][1], 12);
   EXPECT_DOUBLE_EQ(j["curve"][14][2].get<double>(), j["best_latency_us"].get<double>());
   EXPECT_GT(j["confirmations"].get<int>(), 0);  // the first round's fastest, at least
+  EXPECT_EQ(j["best_remeasurements"].get<int>(), 1);  // the first round's best, in the second
+  // The programs that were the best, in order; the last is the best.
+  ASSERT_TRUE(j["bests"].is_array());
+  ASSERT_FALSE(j["bests"].empty());
+  EXPECT_EQ(j["bests"].back()["config"], j["best_config"]);
+  EXPECT_GT(j["bests"][0]["trials"].get<int>(), 0);
+  EXPECT_GT(j["bests"][0]["latency_us"].get<double>(), 0);
   // One line per round on stderr.
   Result log = run("tune-op " + std::string(kTask) + " --strategy random --trials 15 --batch 5 --records " + db, true);
   ASSERT_EQ(log.code, 0) << log.out;
