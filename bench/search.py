@@ -162,8 +162,15 @@ def plot(workload, runs, path):
         if not pts:
             continue
         label = f"{r['strategy']} (seed {r['seed']})"
-        ax_t.step([p[0] for p in pts], [p[2] for p in pts], where="post", label=label)
+        line = ax_t.step([p[0] for p in pts], [p[2] for p in pts], where="post", label=label)[0]
         ax_n.step([p[1] for p in pts], [p[2] for p in pts], where="post", label=label)
+        if r.get("bests_retimed_us"):
+            # The re-timed curve, to the end of the run.
+            rc = retimed_curve(r)
+            rc.append((r["search_seconds"], r["trials"], rc[-1][2]))
+            for ax, x in ((ax_t, 0), (ax_n, 1)):
+                ax.step([p[x] for p in rc], [p[2] for p in rc], where="post", linestyle="--",
+                        color=line.get_color(), label=f"{label}, re-timed" if ax is ax_n else None)
     for ax, xl in ((ax_t, "seconds"), (ax_n, "trials")):
         ax.set_xlabel(xl)
         ax.set_ylabel("best latency (us)")

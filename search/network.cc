@@ -112,6 +112,9 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     res.curve.push_back({since(t0), total_trials(), estimate()});
     if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
   }
+  // Each task's fastest programs side by side; the final estimate follows.
+  for (TaskState& t : tasks) t.tuner->settle();
+  if (!res.curve.empty()) res.curve.push_back({since(t0), total_trials(), estimate()});
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TuneResult& r = tasks[i].tuner->result();
     TaskReport tr;

@@ -164,6 +164,34 @@ struct TaskTuner::Impl {
     pick_best();
   }
 
+  // At the end of a run: the fastest confirmed programs (up to settle_programs) measured
+  // `confirm` more times each, in turn, and the best picked again. A program confirmed
+  // in the last rounds has been measured in fewer of the machine's phases than one that
+  // was the best for many rounds; here it meets its rivals side by side.
+  void settle() {
+    // A run that measured nothing new (everything was in the records) changes nothing.
+    if (opt.confirm <= 0 || opt.settle_programs < 2 || res.measured == 0 || res.settled) return;
+    std::vector<size_t> top;
+    for (size_t i = 0; i < records.size(); ++i)
+      if (eligible(records[i])) top.push_back(i);
+    if (top.size() < 2) return;
+    const size_t keep = std::min(top.size(), static_cast<size_t>(opt.settle_programs));
+    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(keep), top.end(),
+                      [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
+    top.resize(keep);
+    std::vector<std::vector<double>> again(top.size());
+    for (size_t j = 0; j < top.size(); ++j) again[j] = records[top[j]].confirm_us;
+    for (int k = 0; k < opt.confirm; ++k)
+      for (size_t j = 0; j < top.size(); ++j) {
+        ++res.best_remeasurements;
+        if (std::optional<double> t = measure_again(top[j])) again[j].push_back(*t);
+      }
+    for (size_t j = 0; j < top.size(); ++j) set_confirmed(top[j], std::move(again[j]));
+    pick_best();
+    res.settled = true;
+    res.curve.push_back({since(t0), res.trials, res.best_latency_us});
+  }
+
   // The eligible program of lowest latency (the best may have become slower).
   void pick_best() {
     long b = -1;
@@ -204,7 +232,11 @@ struct TaskTuner::Impl {
 
   bool done() const {
     if (opt.trials > 0 && res.trials >= opt.trials) return true;
-    if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us) return true;
+    // With confirmation, the best must also have been measured again in a later round:
+    // a program just confirmed in one fast phase does not end the run.
+    if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us &&
+        (opt.confirm <= 0 || res.best->confirm_us.size() > static_cast<size_t>(opt.confirm)))
+      return true;
     return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
   }
 };
@@ -257,6 +289,8 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
 TaskTuner::~TaskTuner() = default;
 
 bool TaskTuner::done() const { return impl_->done(); }
+
+void TaskTuner::settle() { impl_->settle(); }
 
 const TuneResult& TaskTuner::result() {
   TuneResult& res = impl_->res;
@@ -344,6 +378,7 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
   TaskTuner tuner(task, store, strategy, est, opt);
   while (!tuner.done())
     if (tuner.round(opt.batch) == 0) break;
+  tuner.settle();
   return tuner.result();
 }
 

@@ -45,6 +45,9 @@ struct TuneOptions {
   // ones (docs/search.md, "Confirmation").
   int confirm = 2;
   int confirm_programs = 2;
+  // At the end of a run (TaskTuner::settle), the fastest settle_programs confirmed
+  // programs are measured `confirm` more times each, in turn (fewer than 2: not).
+  int settle_programs = 3;
   // One line per round (best latency so far, trials, the estimator's accuracy on the
   // batch, where the time went).
   std::function<void(const std::string&)> log;
@@ -80,7 +83,10 @@ struct TuneResult {
   int rounds = 0;
   int updates = 0;   // estimator trainings and updates
   int confirmations = 0;  // measurements again of programs that would become the best
-  int best_remeasurements = 0;  // measurements again of the best, one per round
+  // Measurements again of the best, one per round, and of the fastest confirmed
+  // programs at the end (settle).
+  int best_remeasurements = 0;
+  bool settled = false;  // settle() measured the fastest programs again (a curve point)
   // The fastest confirmed program (the fastest of all while none is confirmed, which
   // the curve does not show) and its latency (Record::latency_us).
   std::optional<Record> best;
@@ -112,7 +118,12 @@ class TaskTuner {
   // `stop` returns true before a program). Returns the number measured; 0 when the
   // strategy has nothing left to propose.
   int round(int n, const std::function<bool()>& stop = nullptr);
-  // True once opt's budget (trials, seconds or stop_at_us) is spent.
+  // At the end of a run: the fastest confirmed programs measured again side by side
+  // and the best picked again (TuneOptions::settle_programs). tune_task and the
+  // network scheduler call it once their rounds are done.
+  void settle();
+  // True once opt's budget (trials, seconds or stop_at_us) is spent; a stop_at_us
+  // best must have been measured again in a round after its confirmation.
   bool done() const;
   // The result so far (seconds and overhead up to now).
   const TuneResult& result();

@@ -114,6 +114,7 @@ int run_tune_op(const TuneOpOptions& o) {
                       {"rounds", r.rounds},
                       {"confirmations", r.confirmations},
                       {"best_remeasurements", r.best_remeasurements},
+                      {"settled", r.settled},
                       {"search_seconds", r.seconds},
                       {"measure_seconds", r.measure_seconds},
                       {"compile_seconds", r.compile_seconds},

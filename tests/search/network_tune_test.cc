@@ -71,12 +71,10 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
   }
   EXPECT_NEAR(r.estimated_latency_us, estimate, 1e-6 * estimate);
   ASSERT_GE(r.curve.size(), 2u);
-  for (size_t i = 1; i < r.curve.size(); ++i) {
-    EXPECT_GE(r.curve[i].trials, r.curve[i - 1].trials);
-    if (r.curve[i - 1].estimated_us > 0) {
-      EXPECT_LE(r.curve[i].estimated_us, r.curve[i - 1].estimated_us);
-    }
-  }
+  // Trials only grow. The estimate can rise as well as fall: each task's best is
+  // measured again every round (docs/search.md, "Confirmation").
+  for (size_t i = 1; i < r.curve.size(); ++i) EXPECT_GE(r.curve[i].trials, r.curve[i - 1].trials);
+  EXPECT_NEAR(r.curve.back().estimated_us, r.estimated_latency_us, 1e-6 * estimate);
   // Every task is tuned: compilation uses the records, nothing is reported untuned.
   std::vector<int> untuned;
   std::vector<codegen::ProgramChoice> c = choose_programs(p, &store, "llvm", &untuned);

@@ -361,8 +361,9 @@ TEST(Tuner, RecordsEveryProgramAndOneSeedReproducesTheRun) {
     EXPECT_GT(r.overhead_fraction, 0.0);
     EXPECT_LT(r.overhead_fraction, 1.0);
     EXPECT_LE(r.measure_seconds, r.seconds);
-    // A point per program and one per round after its confirmations.
-    ASSERT_EQ(r.curve.size(), 13u + 3u);
+    // A point per program, one per round after its confirmations, and one after the
+    // fastest programs were measured again at the end (settled).
+    ASSERT_EQ(r.curve.size(), 13u + 3u + r.settled);
     EXPECT_EQ(r.curve.back().trials, 12);
     for (size_t i = 1; i < r.curve.size(); ++i) {
       EXPECT_GE(r.curve[i].trials, r.curve[i - 1].trials);
@@ -374,9 +375,11 @@ TEST(Tuner, RecordsEveryProgramAndOneSeedReproducesTheRun) {
         EXPECT_LE(r.curve[i].best_us, r.curve[i - 1].best_us);
       }
     }
-    // The best is measured again once per round from the round after it is confirmed.
-    EXPECT_GE(r.best_remeasurements, 1);
-    EXPECT_LE(r.best_remeasurements, r.rounds - 1);
+    // The best is measured again once per round from the round after it is confirmed,
+    // and the fastest three confirmed programs twice each at the end.
+    EXPECT_TRUE(r.settled);
+    EXPECT_GE(r.best_remeasurements, 1 + 2 * 2);
+    EXPECT_LE(r.best_remeasurements, r.rounds - 1 + 3 * 2);
     // It is the confirmed program of lowest latency, and the file names it.
     for (const search::Record& rec : store.all())
       if (rec.ok() && rec.confirmed()) EXPECT_GE(rec.latency_us(), r.best_latency_us);
@@ -587,6 +590,80 @@ TEST(Tuner, ABestThatTurnsSlowGivesWay) {
   EXPECT_GE(remeasured, 1);
   // The file names the run's best.
   EXPECT_EQ(store.best(r.task_key, "llvm")->config, r.best->config);
+  std::remove(db.c_str());
+}
+
+// --stop-at-latency ends a run once the best is that fast, but a program confirmed in
+// one phase must also have been measured again in a later round first. Without
+// confirmation, the first program that runs stops it.
+TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredAgain) {
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  for (int confirm : {2, 0}) {
+    std::string db = temp_db(confirm ? "stop_at" : "stop_at_no_confirm");
+    search::RecordStore store(db);
+    search::TuneOptions opt;
+    opt.trials = 30;
+    opt.batch = 3;
+    opt.seed = 6;
+    opt.confirm = confirm;
+    opt.stop_at_us = 1e9;  // any program
+    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    ASSERT_TRUE(r.best);
+    if (confirm == 0) {
+      EXPECT_EQ(r.measured, 1);
+      EXPECT_FALSE(r.settled);
+    } else {
+      // The first best is confirmed at the end of the first round and measured again at
+      // the end of the second, where a program confirmed then may take its place and
+      // need a round more: whole rounds, at least two, and a best measured again.
+      EXPECT_GE(r.rounds, 2);
+      EXPECT_LT(r.rounds, 10);
+      EXPECT_EQ(r.measured, 3 * r.rounds);
+      EXPECT_GT(r.best->confirm_us.size(), 2u);
+    }
+    std::remove(db.c_str());
+  }
+}
+
+// At the end of a run the fastest three confirmed programs are measured twice more, in
+// turn, and the best is picked again: a program whose confirmation caught a fast phase
+// meets its rivals side by side. Here every measurement after a program's third is 30
+// times slower, so the settled best is a program measured slow at most twice of five.
+TEST(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
+  std::string db = temp_db("settle");
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 9;
+  opt.batch = 3;
+  opt.seed = 8;
+  opt.program_hook = [](const LoweredFunc& f) {
+    static std::map<std::string, int> times;  // in the measurement worker
+    return ++times[to_string(f.body)] <= 3 ? f : repeated(f, 30);
+  };
+  search::TuneResult r;
+  {
+    search::RecordStore store(db);
+    r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+  }
+  ASSERT_TRUE(r.best);
+  EXPECT_TRUE(r.settled);
+  search::RecordStore store(db);
+  int settled = 0;  // programs with the two measurements of the end
+  for (const search::Record& rec : store.all()) {
+    if (!rec.confirmed()) continue;
+    settled += rec.confirm_us.size() >= 4u;
+    EXPECT_GE(rec.latency_us(), r.best_latency_us);
+  }
+  EXPECT_GE(settled, 2);
+  EXPECT_GE(r.best->confirm_us.size(), 4u);
+  EXPECT_EQ(r.curve.back().best_us, r.best_latency_us);
+  EXPECT_EQ(store.best(r.task_key, "llvm")->config, r.best->config);
+  // Resumed with nothing left to measure: nothing is measured again.
+  search::TuneResult again = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+  EXPECT_EQ(again.measured, 0);
+  EXPECT_FALSE(again.settled);
+  EXPECT_EQ(again.best_remeasurements, 0);
+  EXPECT_EQ(again.best_latency_us, r.best_latency_us);
   std::remove(db.c_str());
 }
 
