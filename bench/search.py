@@ -254,7 +254,8 @@ def main():
                        "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
                        "errors": r["errors"], "confirmations": r.get("confirmations", 0), "curve": r["curve"], "final_latency_us": c.get("final_latency_us"),
                        "torch_latency_us": c.get("torch_latency_us"), "best_config": r.get("best_config"),
-                       "best_remeasurements": r.get("best_remeasurements", 0), "bests": r.get("bests", [])}
+                       "best_remeasurements": r.get("best_remeasurements", 0), "settled": r.get("settled", False),
+                       "bests": r.get("bests", [])}
                 results["runs"].append(run)
                 if s == "annealing":
                     anneal_best = r["best_latency_us"]
