@@ -51,6 +51,16 @@ def tune(basin, workload, strategy, seed, trials, records, stop_at=None, compare
     return json.loads(p.stdout)
 
 
+def time_op(basin, workload, config_path, compare=False):
+    """`basin op` on one configuration with the full protocol: its JSON."""
+    cmd = [basin, "op", "--workload", workload, "--config", config_path, "--timing", "full", "--oracle", "never",
+           "--json"] + (["--compare"] if compare else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
 def side_by_side(basin, workload, configs, rounds=3):
     """Each strategy's best program (configs: strategy -> best_config), and LibTorch, timed with
     the full protocol, the strategies alternating, `rounds` times each: on a host whose speed
@@ -66,12 +76,7 @@ def side_by_side(basin, workload, configs, rounds=3):
                 json.dump(cfg, f)
         for _ in range(rounds):
             for s, path in paths.items():
-                cmd = [basin, "op", "--workload", workload, "--config", path, "--timing", "full", "--oracle", "never",
-                       "--compare", "--json"]
-                p = subprocess.run(cmd, capture_output=True, text=True)
-                if p.returncode != 0:
-                    raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
-                j = json.loads(p.stdout)
+                j = time_op(basin, workload, path, compare=True)
                 out[s].append(j["latency_us"])
                 torch.append(j["torch_latency_us"])
     return out, torch
@@ -110,12 +115,7 @@ def retime(basin, workload, configs, rounds=3):
         for r in range(rounds):
             shift = r * len(programs) // max(rounds, 1)
             for k in programs[shift:] + programs[:shift]:
-                cmd = [basin, "op", "--workload", workload, "--config", paths[k], "--timing", "full",
-                       "--oracle", "never", "--json"]
-                p = subprocess.run(cmd, capture_output=True, text=True)
-                if p.returncode != 0:
-                    raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
-                out[k].append(json.loads(p.stdout)["latency_us"])
+                out[k].append(time_op(basin, workload, paths[k])["latency_us"])
     return out
 
 
@@ -146,6 +146,13 @@ def reach(curve, target):
         if best and best <= target:
             return seconds, trials
     return None
+
+
+def shares(hit, ann):
+    """A reach (seconds, trials) as shares of annealing's trials and seconds, formatted."""
+    if not hit:
+        return "not reached", "not reached"
+    return f"{hit[1] / ann['trials']:.2f}", f"{hit[0] / ann['search_seconds']:.2f}"
 
 
 def plot(workload, runs, path):
@@ -217,8 +224,6 @@ def main():
                     if a.retime and not any("bests_retimed_us" in r for r in runs
                                             if r["workload"] == w and r["seed"] == seed):
                         add_retimed_bests(a.basin, results, w, seed, a.retime)
-            if a.retime:
-                add_retimed_bests(a.basin, results, w, seed, a.retime)
             with open(os.path.join(a.out, "results.json"), "w") as f:
                 json.dump(results, f, indent=1)
         for w in workloads:
@@ -302,8 +307,7 @@ def table(results, workloads, strategies, seeds):
             grad = next((r for r in rs if r["strategy"] == "gradient"), None)
             if ann and grad:
                 hit = reach(grad["curve"], ann["best_latency_us"])
-                ratios.append((w, seed, hit[1] / ann["trials"] if hit else None,
-                               hit[0] / ann["search_seconds"] if hit else None))
+                ratios.append((w, seed) + shares(hit, ann))
             finals = [r["torch_latency_us"] / r["final_latency_us"] for r in rs if r["final_latency_us"]]
             if finals:
                 speedups.setdefault(w, []).append(max(finals))
@@ -311,8 +315,7 @@ def table(results, workloads, strategies, seeds):
               "strategy needed to reach annealing's best (target: at most 0.20 of each).", "",
               "| workload | seed | trials ratio | time ratio |", "|---|---|---|---|"]
     for w, seed, tr, ti in ratios:
-        lines.append(f"| {w} | {seed} | {f'{tr:.2f}' if tr is not None else 'not reached'} | "
-                     f"{f'{ti:.2f}' if ti is not None else 'not reached'} |")
+        lines.append(f"| {w} | {seed} | {tr} | {ti} |")
     side = [r for r in runs if r.get("side_by_side_us")]
     if side:
         lines += ["", "The best programs timed side by side after the runs (the full protocol, the strategies "
@@ -348,10 +351,8 @@ def table(results, workloads, strategies, seeds):
                 target = retimed_curve(ann)[-1][2]
                 gc = retimed_curve(grad)
                 hit, hit5 = reach(gc, target), reach(gc, 1.05 * target)
-
-                tr = f"{hit[1] / ann['trials']:.2f}" if hit else "not reached"
-                ti = f"{hit[0] / ann['search_seconds']:.2f}" if hit else "not reached"
-                t5 = f"{hit5[1] / ann['trials']:.2f}, {hit5[0] / ann['search_seconds']:.2f}" if hit5 else "not reached"
+                tr, ti = shares(hit, ann)
+                t5 = ", ".join(shares(hit5, ann)) if hit5 else "not reached"
                 lines.append(f"| {w} | {seed} | {target:.1f} | {gc[-1][2]:.1f} | {tr} | {ti} | {t5} |")
     conv = [math.exp(sum(map(math.log, v)) / len(v)) for w, v in speedups.items() if w.startswith("resnet18-c")]
     if conv:

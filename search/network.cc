@@ -114,7 +114,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   }
   // Each task's fastest programs side by side; the final estimate follows.
   for (TaskState& t : tasks) t.tuner->settle();
-  if (!res.curve.empty()) res.curve.push_back({since(t0), total_trials(), estimate()});
+  res.curve.push_back({since(t0), total_trials(), estimate()});
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TuneResult& r = tasks[i].tuner->result();
     TaskReport tr;

@@ -105,13 +105,17 @@ struct TaskTuner::Impl {
   // (a program that ran and verified once and fails now, a timeout on a loaded
   // machine, keeps the measurements it has).
   std::optional<double> measure_again(size_t i) {
-    const Candidate& c = history[i].candidate;
+    codegen::MeasureResult mr = measure(history[i].candidate);
+    if (mr.ok() && !mr.latencies_us.empty()) return mr.min_us();
+    return std::nullopt;
+  }
+  // One measurement by the worker pool, its time counted as measurement.
+  codegen::MeasureResult measure(const Candidate& c) {
     auto tm = Clock::now();
     codegen::MeasureResult mr = pool->measure_one({&pool->sketches()[c.sketch], c.config});
     res.measure_seconds += since(tm);
     res.compile_seconds += mr.compile_seconds;
-    if (mr.ok() && !mr.latencies_us.empty()) return mr.min_us();
-    return std::nullopt;
+    return mr;
   }
   // records[i] with its measurements again (Record::confirm_us): into the file, the
   // history and the estimator's samples.
@@ -121,6 +125,24 @@ struct TaskTuner::Impl {
     store.confirm(r.id, r.confirm_us);
     history[i].latency_us = r.latency_us();
     if (sample_of[i] >= 0) samples[static_cast<size_t>(sample_of[i])].latency_us = r.latency_us();
+  }
+
+  // The `k` of `which` (record indices) of lowest latency, fastest first.
+  std::vector<size_t> fastest(std::vector<size_t> which, size_t k) const {
+    k = std::min(k, which.size());
+    std::partial_sort(which.begin(), which.begin() + static_cast<std::ptrdiff_t>(k), which.end(),
+                      [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
+    which.resize(k);
+    return which;
+  }
+  // Each of `which` measured `opt.confirm` times, in turn: the minimums, appended to
+  // `again` (parallel to which); `count` counts the measurements.
+  void measure_in_turn(const std::vector<size_t>& which, std::vector<std::vector<double>>& again, int& count) {
+    for (int k = 0; k < opt.confirm; ++k)
+      for (size_t j = 0; j < which.size(); ++j) {
+        ++count;
+        if (std::optional<double> t = measure_again(which[j])) again[j].push_back(*t);
+      }
   }
 
   // At the end of a round: the best is measured once more, then the fastest
@@ -146,16 +168,9 @@ struct TaskTuner::Impl {
         pending.push_back(i);
     if (pending.empty()) return;
     // The fastest confirm_programs of them (at least one).
-    const size_t keep = std::min(pending.size(), static_cast<size_t>(std::max(opt.confirm_programs, 1)));
-    std::partial_sort(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(keep), pending.end(),
-                      [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
-    pending.resize(keep);
+    pending = fastest(std::move(pending), static_cast<size_t>(std::max(opt.confirm_programs, 1)));
     std::vector<std::vector<double>> again(pending.size());
-    for (int k = 0; k < opt.confirm; ++k)
-      for (size_t j = 0; j < pending.size(); ++j) {
-        ++res.confirmations;
-        if (std::optional<double> t = measure_again(pending[j])) again[j].push_back(*t);
-      }
+    measure_in_turn(pending, again, res.confirmations);
     for (size_t j = 0; j < pending.size(); ++j) {
       const size_t i = pending[j];
       // Failed every time: it counts as measured again once, at its own minimum.
@@ -175,17 +190,10 @@ struct TaskTuner::Impl {
     for (size_t i = 0; i < records.size(); ++i)
       if (eligible(records[i])) top.push_back(i);
     if (top.size() < 2) return;
-    const size_t keep = std::min(top.size(), static_cast<size_t>(opt.settle_programs));
-    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(keep), top.end(),
-                      [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
-    top.resize(keep);
+    top = fastest(std::move(top), static_cast<size_t>(opt.settle_programs));
     std::vector<std::vector<double>> again(top.size());
     for (size_t j = 0; j < top.size(); ++j) again[j] = records[top[j]].confirm_us;
-    for (int k = 0; k < opt.confirm; ++k)
-      for (size_t j = 0; j < top.size(); ++j) {
-        ++res.best_remeasurements;
-        if (std::optional<double> t = measure_again(top[j])) again[j].push_back(*t);
-      }
+    measure_in_turn(top, again, res.best_remeasurements);
     for (size_t j = 0; j < top.size(); ++j) set_confirmed(top[j], std::move(again[j]));
     pick_best();
     res.settled = true;
@@ -331,10 +339,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
     r.host = host_description();
     r.started_at = epoch_seconds();
-    auto tm = Clock::now();
-    codegen::MeasureResult mr = m.pool->measure_one({&m.pool->sketches()[c.sketch], c.config});
-    res.measure_seconds += since(tm);
-    res.compile_seconds += mr.compile_seconds;
+    codegen::MeasureResult mr = m.measure(c);
     r.finished_at = epoch_seconds();
     r.latencies_us = mr.latencies_us;
     r.error = mr.error;

@@ -552,6 +552,20 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
   }
 }
 
+// Every program runs its body as it is for its first three measurements and 30 times
+// after. The count is kept in the measurement worker, which each tuner forks afresh.
+LoweredFunc fast_three_times(const LoweredFunc& f) {
+  static std::map<std::string, int> times;
+  return ++times[to_string(f.body)] <= 3 ? f : repeated(f, 30);
+}
+
+// small_gemm tuned by random search into the records file `db`.
+search::TuneResult tune_random(const std::string& db, const search::TuneOptions& opt) {
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::RecordStore store(db);
+  return search::tune_task(small_gemm(), store, *random, nullptr, opt);
+}
+
 // On a shared machine a program can be fast for a while and slow later (another
 // guest's cache traffic: docs/PERFORMANCE.md). The best is measured again every round,
 // so a best confirmed in a fast phase gives way once its median shows the slow one.
@@ -559,20 +573,12 @@ TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
 // after: each best gives way after three rounds as the best.
 TEST(Tuner, ABestThatTurnsSlowGivesWay) {
   std::string db = temp_db("turns_slow");
-  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
   opt.trials = 24;
   opt.batch = 3;
   opt.seed = 4;
-  opt.program_hook = [](const LoweredFunc& f) {
-    static std::map<std::string, int> times;  // in the measurement worker
-    return ++times[to_string(f.body)] <= 3 ? f : repeated(f, 30);
-  };
-  search::TuneResult r;
-  {
-    search::RecordStore store(db);
-    r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
-  }
+  opt.program_hook = fast_three_times;
+  search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
   EXPECT_EQ(r.rounds, 8);
   EXPECT_GE(r.best_remeasurements, 5);
@@ -597,17 +603,15 @@ TEST(Tuner, ABestThatTurnsSlowGivesWay) {
 // one phase must also have been measured again in a later round first. Without
 // confirmation, the first program that runs stops it.
 TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredAgain) {
-  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   for (int confirm : {2, 0}) {
     std::string db = temp_db(confirm ? "stop_at" : "stop_at_no_confirm");
-    search::RecordStore store(db);
     search::TuneOptions opt;
     opt.trials = 30;
     opt.batch = 3;
     opt.seed = 6;
     opt.confirm = confirm;
     opt.stop_at_us = 1e9;  // any program
-    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    search::TuneResult r = tune_random(db, opt);
     ASSERT_TRUE(r.best);
     if (confirm == 0) {
       EXPECT_EQ(r.measured, 1);
@@ -631,20 +635,12 @@ TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredAgain) {
 // times slower, so the settled best is a program measured slow at most twice of five.
 TEST(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   std::string db = temp_db("settle");
-  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
   opt.trials = 9;
   opt.batch = 3;
   opt.seed = 8;
-  opt.program_hook = [](const LoweredFunc& f) {
-    static std::map<std::string, int> times;  // in the measurement worker
-    return ++times[to_string(f.body)] <= 3 ? f : repeated(f, 30);
-  };
-  search::TuneResult r;
-  {
-    search::RecordStore store(db);
-    r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
-  }
+  opt.program_hook = fast_three_times;
+  search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
   EXPECT_TRUE(r.settled);
   search::RecordStore store(db);
@@ -659,7 +655,7 @@ TEST(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   EXPECT_EQ(r.curve.back().best_us, r.best_latency_us);
   EXPECT_EQ(store.best(r.task_key, "llvm")->config, r.best->config);
   // Resumed with nothing left to measure: nothing is measured again.
-  search::TuneResult again = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+  search::TuneResult again = tune_random(db, opt);
   EXPECT_EQ(again.measured, 0);
   EXPECT_FALSE(again.settled);
   EXPECT_EQ(again.best_remeasurements, 0);
