@@ -84,6 +84,7 @@ struct TaskTuner::Impl {
   // A record that may be the best: a confirmed one (any one when confirmation is off).
   bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
   long best_index = -1;  // res.best's index in records (-1: none)
+  std::unordered_set<size_t> unconfirmable;  // records whose confirmations all failed
   void take_best(size_t i) {
     const Record& r = records[i];
     if (eligible(r) && (res.bests.empty() || res.bests.back().record_id != r.id))
@@ -164,7 +165,7 @@ struct TaskTuner::Impl {
     }
     std::vector<size_t> pending;
     for (size_t i = 0; i < records.size(); ++i)
-      if (records[i].ok() && !records[i].confirmed() && beats_best(records[i]))
+      if (records[i].ok() && !records[i].confirmed() && !unconfirmable.count(i) && beats_best(records[i]))
         pending.push_back(i);
     if (pending.empty()) return;
     // The fastest confirm_programs of them (at least one).
@@ -172,9 +173,12 @@ struct TaskTuner::Impl {
     std::vector<std::vector<double>> again(pending.size());
     measure_in_turn(pending, again, res.confirmations);
     for (size_t j = 0; j < pending.size(); ++j) {
-      const size_t i = pending[j];
-      // Failed every time: it counts as measured again once, at its own minimum.
-      set_confirmed(i, again[j].empty() ? std::vector<double>{records[i].min_latency_us()} : again[j]);
+      // Failed every time (a timeout on a loaded machine, a wrong result): its one
+      // measurement is all there is, and one measurement does not make a best.
+      if (again[j].empty())
+        unconfirmable.insert(pending[j]);
+      else
+        set_confirmed(pending[j], again[j]);
     }
     pick_best();
   }

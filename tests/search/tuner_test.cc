@@ -663,6 +663,32 @@ TEST(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   std::remove(db.c_str());
 }
 
+// Regression: a program that ran once and failed every confirmation counted at its
+// first measurement, so one fast measurement made the best. Here every measurement
+// after a program's first computes nothing (a wrong result): nothing is confirmed, and
+// the result is the fallback, marked unconfirmed.
+TEST(Tuner, AProgramThatFailsItsConfirmationsIsNotTheBest) {
+  std::string db = temp_db("unconfirmable");
+  search::TuneOptions opt;
+  opt.trials = 6;
+  opt.batch = 3;
+  opt.seed = 9;
+  opt.program_hook = [](const LoweredFunc& f) {
+    static std::set<std::string> seen;  // in the measurement worker
+    if (seen.insert(to_string(f.body)).second) return f;
+    LoweredFunc wrong = f;
+    wrong.body = make_for(Var("never"), Expr(int64_t{0}), Expr(int64_t{0}), ForKind::Serial, f.body);
+    return wrong;
+  };
+  search::TuneResult r = tune_random(db, opt);
+  ASSERT_TRUE(r.best);
+  EXPECT_GT(r.confirmations, 0);
+  EXPECT_FALSE(r.best->confirmed());
+  EXPECT_TRUE(r.bests.empty());
+  for (const search::Record& rec : search::RecordStore(db).all()) EXPECT_FALSE(rec.confirmed());
+  std::remove(db.c_str());
+}
+
 // Regression: the network scheduler asks for the result in the middle of a round (its
 // stop callback). The fastest program then shows as the best before it is confirmed,
 // and the round's confirmation skipped it, as no program beat it: the run ended with
