@@ -28,8 +28,9 @@ namespace {
 
 // 1: the first; 2: adds `host` (an old file is upgraded in place, its records' host
 // left empty: unknown); 3: adds `confirm_us` and `latency_us` (Record::latency_us; an
-// old file's records are unconfirmed, their latency their minimum).
-constexpr int kSchemaVersion = 3;
+// old file's records are unconfirmed, their latency their minimum); 4: adds `best_seq`
+// (Record::best_seq; an old file's records were never named, 0).
+constexpr int kSchemaVersion = 4;
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS records (
@@ -48,7 +49,8 @@ CREATE TABLE IF NOT EXISTS records (
   estimator_version TEXT NOT NULL,
   host TEXT NOT NULL DEFAULT '',
   confirm_us TEXT NOT NULL DEFAULT '[]',
-  latency_us REAL
+  latency_us REAL,
+  best_seq INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS records_task ON records(task_key, target);
 CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, config);
@@ -56,7 +58,7 @@ CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, 
 
 const char* kColumns =
     "id, task_key, target, sketch, config, latencies_us, error, compile_seconds, started_at, finished_at, seed, "
-    "estimator_version, host, confirm_us";
+    "estimator_version, host, confirm_us, best_seq";
 
 }  // namespace
 
@@ -109,6 +111,7 @@ struct RecordStore::Db {
     r.estimator_version = text(11);
     r.host = text(12);
     for (const auto& v : nlohmann::json::parse(text(13))) r.confirm_us.push_back(v.get<double>());
+    r.best_seq = sqlite3_column_int64(s, 14);
     return r;
   }
 
@@ -158,6 +161,7 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
         db_->exec("ALTER TABLE records ADD COLUMN latency_us REAL");
         db_->exec("UPDATE records SET latency_us = min_latency_us");
       }
+      if (!has("best_seq")) db_->exec("ALTER TABLE records ADD COLUMN best_seq INTEGER NOT NULL DEFAULT 0");
       db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT").c_str());
     }
     // A database that is not ours: it must have our columns (checked before a new
@@ -216,15 +220,31 @@ void RecordStore::confirm(int64_t id, const std::vector<double>& confirm_us) {
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("confirming a record");
 }
 
+int64_t RecordStore::name_best(int64_t id) {
+  // One statement: the next number of the record's task and target, atomic under
+  // SQLite's write lock when several processes share the file.
+  Db::Stmt st = db_->prepare(
+      "UPDATE records SET best_seq = 1 + (SELECT COALESCE(MAX(o.best_seq), 0) FROM records o "
+      "WHERE o.task_key = records.task_key AND o.target = records.target) WHERE id = ?");
+  sqlite3_bind_int64(st.s, 1, id);
+  if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("naming a best record");
+  if (sqlite3_changes(db_->db) != 1)
+    throw InternalError("records file '" + path_ + "' has no record " + std::to_string(id) + " to name the best");
+  auto r = db_->query("WHERE id = ?", {std::to_string(id)});
+  return r.empty() ? 0 : r[0].best_seq;
+}
+
 std::vector<Record> RecordStore::task_records(const std::string& task_key, const std::string& target) const {
   return db_->query("WHERE task_key = ? AND target = ? ORDER BY id", {task_key, target});
 }
 
 std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target) const {
   // Latencies of two machines do not compare: this machine's records first; then the
-  // programs measured more than once (as the tuner picks its best).
+  // one a tuner named its best last; then the programs measured more than once (as the
+  // tuner picks its best), fastest first.
   auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
-                      "ORDER BY (host = ? OR host = '') DESC, confirm_us != '[]' DESC, latency_us LIMIT 1",
+                      "ORDER BY (host = ? OR host = '') DESC, best_seq DESC, confirm_us != '[]' DESC, latency_us "
+                      "LIMIT 1",
                       {task_key, target, host_description()});
   if (r.empty()) return std::nullopt;
   return r[0];

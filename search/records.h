@@ -35,6 +35,11 @@ struct Record {
   // The minimum of each later measurement of the same program (the tuner confirms a
   // program that would become its best by measuring it again after others).
   std::vector<double> confirm_us;
+  // Nonzero once a tuner named it its task's best: the order of the namings of the
+  // task's programs on its target (the largest names the current best). A tuner names
+  // the winner of a side-by-side measurement (docs/search.md, "Confirmation"), which
+  // need not be the program of lowest latency_us.
+  int64_t best_seq = 0;
   bool ok() const { return error.empty() && !latencies_us.empty(); }
   // The minimum of the first measurement's rounds (infinity on error).
   double min_latency_us() const;
@@ -60,11 +65,15 @@ class RecordStore {
   int64_t add(const Record& r);
   // Stores the re-measurements of record `id` (Record::confirm_us) and its latency.
   void confirm(int64_t id, const std::vector<double>& confirm_us);
+  // Names record `id` its task's best on its target (Record::best_seq): returns the
+  // number given.
+  int64_t name_best(int64_t id);
   // Records of a task on a target, oldest first.
   std::vector<Record> task_records(const std::string& task_key, const std::string& target) const;
-  // The fastest successful record (by Record::latency_us) of a task on a target
-  // measured on this machine (or on an unknown one), a confirmed one when there is
-  // one; when there is none of this machine, the fastest of any machine.
+  // The best successful record of a task on a target measured on this machine (or on
+  // an unknown one): the one a tuner named last (Record::best_seq), else the fastest
+  // by Record::latency_us, a confirmed one when there is one; when there is none of
+  // this machine, the same order over every machine.
   std::optional<Record> best(const std::string& task_key, const std::string& target) const;
   // True if this exact program was measured already (successfully or not): on any
   // machine when `host` is empty, else on that machine or an unknown one.

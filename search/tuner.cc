@@ -67,7 +67,7 @@ struct TaskTuner::Impl {
   std::vector<Record> records;  // this machine's records of the task, parallel to history
   std::vector<int> sample_of;    // each record's index in samples (-1: none)
 
-  // A measured program: into the history, the estimator's samples and the best.
+  // A measured program: into the history and the estimator's samples.
   void remember(const Candidate& c, const Record& r) {
     const double latency_us = r.ok() ? r.latency_us() : 0;
     history.push_back({c, latency_us});
@@ -78,28 +78,36 @@ struct TaskTuner::Impl {
     s.latency_us = latency_us;
     sample_of.back() = static_cast<int>(samples.size());
     samples.push_back(std::move(s));
-    consider(records.size() - 1);
   }
 
   // A record that may be the best: a confirmed one (any one when confirmation is off).
   bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
   long best_index = -1;  // res.best's index in records (-1: none)
   std::unordered_set<size_t> unconfirmable;  // records whose confirmations all failed
+  // records[i] becomes the best; an eligible one is named so in the file (the
+  // program compilation takes) and in res.bests.
   void take_best(size_t i) {
-    const Record& r = records[i];
-    if (eligible(r) && (res.bests.empty() || res.bests.back().record_id != r.id))
+    Record& r = records[i];
+    if (eligible(r) && (res.bests.empty() || res.bests.back().record_id != r.id)) {
+      r.best_seq = store.name_best(r.id);
       res.bests.push_back({since(t0), res.trials, r.id, r.config, r.latency_us()});
+    }
     best_index = static_cast<long>(i);
     res.best = r;
     res.best_latency_us = r.latency_us();
   }
+  // The best while it is eligible (a fallback_best is not one), else -1.
+  long incumbent() const {
+    return best_index >= 0 && eligible(records[static_cast<size_t>(best_index)]) ? best_index : -1;
+  }
   // Faster than the best, or any program while the best is a fallback_best (result()
   // may be called in the middle of a round, before anything is confirmed).
   bool beats_best(const Record& r) const {
-    return !res.best || !eligible(*res.best) || r.latency_us() < res.best_latency_us;
+    return incumbent() < 0 || r.latency_us() < res.best_latency_us;
   }
+  // Without confirmation, any program faster than the best becomes it.
   void consider(size_t i) {
-    if (eligible(records[i]) && beats_best(records[i])) take_best(i);
+    if (opt.confirm <= 0 && beats_best(records[i])) take_best(i);
   }
 
   // Measures records[i] again: the minimum of the measurement, or nothing when it fails
@@ -118,14 +126,19 @@ struct TaskTuner::Impl {
     res.compile_seconds += mr.compile_seconds;
     return mr;
   }
-  // records[i] with its measurements again (Record::confirm_us): into the file, the
-  // history and the estimator's samples.
-  void set_confirmed(size_t i, std::vector<double> confirm_us) {
+  // records[i] with `more` measurements again appended (Record::confirm_us): into the
+  // file, the history and the estimator's samples.
+  void add_measurements(size_t i, const std::vector<double>& more) {
+    if (more.empty()) return;
     Record& r = records[i];
-    r.confirm_us = std::move(confirm_us);
+    r.confirm_us.insert(r.confirm_us.end(), more.begin(), more.end());
     store.confirm(r.id, r.confirm_us);
     history[i].latency_us = r.latency_us();
     if (sample_of[i] >= 0) samples[static_cast<size_t>(sample_of[i])].latency_us = r.latency_us();
+    if (static_cast<long>(i) == best_index) {
+      res.best = r;
+      res.best_latency_us = r.latency_us();
+    }
   }
 
   // The `k` of `which` (record indices) of lowest latency, fastest first.
@@ -136,81 +149,117 @@ struct TaskTuner::Impl {
     which.resize(k);
     return which;
   }
-  // Each of `which` measured `opt.confirm` times, in turn: the minimums, appended to
-  // `again` (parallel to which); `count` counts the measurements.
-  void measure_in_turn(const std::vector<size_t>& which, std::vector<std::vector<double>>& again, int& count) {
-    for (int k = 0; k < opt.confirm; ++k)
+
+  // A side-by-side measurement: each of `which` (record indices) measured `times`
+  // times, in turn, so that every program meets the same phases of a shared machine.
+  // Returns the minimum of each measurement (parallel to which; empty where every one
+  // failed) and counts them in `count`.
+  std::vector<std::vector<double>> measure_in_turn(const std::vector<size_t>& which, int times, int& count) {
+    std::vector<std::vector<double>> window(which.size());
+    for (int k = 0; k < times; ++k)
       for (size_t j = 0; j < which.size(); ++j) {
         ++count;
-        if (std::optional<double> t = measure_again(which[j])) again[j].push_back(*t);
+        if (std::optional<double> t = measure_again(which[j])) window[j].push_back(*t);
       }
+    return window;
+  }
+  // The index into `window` of the program that won it (lowest median of its own
+  // measurements there, the upper one of an even count); -1 when every one failed.
+  static long winner(const std::vector<std::vector<double>>& window) {
+    long w = -1;
+    double w_us = 0;
+    for (size_t j = 0; j < window.size(); ++j) {
+      if (window[j].empty()) continue;
+      std::vector<double> v = window[j];
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      const double us = v[v.size() / 2];
+      if (w < 0 || us < w_us) w = static_cast<long>(j), w_us = us;
+    }
+    return w;
   }
 
-  // At the end of a round: the best is measured once more, then the fastest
-  // unconfirmed programs that would beat it are measured again in turn (each after the
-  // others and after the round's programs) to their median. The best is then the
-  // confirmed program of lowest median, so a best confirmed in one fast phase of a
-  // shared machine is measured in later ones until its median shows its long run.
+  // At the end of a round, a contest: the programs whose latency beats the best's (new
+  // ones first, fastest first, up to confirm_programs) are measured `confirm` times
+  // side by side with the best, after the round's other programs. The winner of that
+  // window is the best. Every program keeps its measurements (their median is its
+  // latency) but only a side-by-side win makes a best: a program measured in one quiet
+  // phase of a shared machine has a low median that the best, measured in every
+  // round, cannot show, and comparing medians of different phases favoured it
+  // (docs/search.md, "Confirmation"). A round without challengers measures the best
+  // once more.
   void confirm_round() {
     if (opt.confirm <= 0) return;
-    if (best_index >= 0 && eligible(records[static_cast<size_t>(best_index)])) {
-      const size_t b = static_cast<size_t>(best_index);
-      ++res.best_remeasurements;
-      if (std::optional<double> t = measure_again(b)) {
-        std::vector<double> again = records[b].confirm_us;
-        again.push_back(*t);
-        set_confirmed(b, std::move(again));
-        pick_best();
-      }
-    }
-    std::vector<size_t> pending;
+    const long inc = incumbent();
+    std::vector<size_t> fresh, again;
     for (size_t i = 0; i < records.size(); ++i)
-      if (records[i].ok() && !records[i].confirmed() && !unconfirmable.count(i) && beats_best(records[i]))
-        pending.push_back(i);
-    if (pending.empty()) return;
-    // The fastest confirm_programs of them (at least one).
-    pending = fastest(std::move(pending), static_cast<size_t>(std::max(opt.confirm_programs, 1)));
-    std::vector<std::vector<double>> again(pending.size());
-    measure_in_turn(pending, again, res.confirmations);
-    for (size_t j = 0; j < pending.size(); ++j) {
-      // Failed every time (a timeout on a loaded machine, a wrong result): its one
-      // measurement is all there is, and one measurement does not make a best.
-      if (again[j].empty())
-        unconfirmable.insert(pending[j]);
-      else
-        set_confirmed(pending[j], again[j]);
+      if (static_cast<long>(i) != inc && records[i].ok() && !unconfirmable.count(i) && beats_best(records[i]))
+        (records[i].confirmed() ? again : fresh).push_back(i);
+    const size_t slots = static_cast<size_t>(std::max(opt.confirm_programs, 1));
+    std::vector<size_t> challengers = fastest(std::move(fresh), slots);
+    for (size_t i : fastest(std::move(again), slots - challengers.size())) challengers.push_back(i);
+    if (challengers.empty()) {
+      if (inc < 0) return;
+      ++res.best_remeasurements;
+      if (std::optional<double> t = measure_again(static_cast<size_t>(inc)))
+        add_measurements(static_cast<size_t>(inc), {*t});
+      return;
     }
-    pick_best();
+    std::vector<size_t> contest = challengers;
+    if (inc >= 0) contest.insert(contest.begin(), static_cast<size_t>(inc));
+    int count = 0;
+    std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm, count);
+    res.confirmations += static_cast<int>(challengers.size()) * opt.confirm;
+    res.best_remeasurements += count - static_cast<int>(challengers.size()) * opt.confirm;
+    for (size_t j = 0; j < contest.size(); ++j) {
+      // Failed every time (a timeout on a loaded machine, a wrong result): a program
+      // never confirmed has its one measurement, and one measurement does not make a best.
+      if (window[j].empty() && !records[contest[j]].confirmed()) unconfirmable.insert(contest[j]);
+      add_measurements(contest[j], window[j]);
+    }
+    const long w = winner(window);
+    if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != inc) take_best(contest[static_cast<size_t>(w)]);
   }
 
-  // At the end of a run: the fastest confirmed programs (up to settle_programs) measured
-  // `confirm` more times each, in turn, and the best picked again. A program confirmed
-  // in the last rounds has been measured in fewer of the machine's phases than one that
-  // was the best for many rounds; here it meets its rivals side by side.
+  // At the end of a run, a last contest: the best and the fastest other confirmed
+  // programs (settle_programs in all) measured `confirm` times side by side. A program
+  // confirmed in the last rounds has met the best once; here the fastest meet again.
   void settle() {
     // A run that measured nothing new (everything was in the records) changes nothing.
     if (opt.confirm <= 0 || opt.settle_programs < 2 || res.measured == 0 || res.settled) return;
-    std::vector<size_t> top;
+    const long inc = incumbent();
+    std::vector<size_t> others;
     for (size_t i = 0; i < records.size(); ++i)
-      if (eligible(records[i])) top.push_back(i);
-    if (top.size() < 2) return;
-    top = fastest(std::move(top), static_cast<size_t>(opt.settle_programs));
-    std::vector<std::vector<double>> again(top.size());
-    for (size_t j = 0; j < top.size(); ++j) again[j] = records[top[j]].confirm_us;
-    measure_in_turn(top, again, res.best_remeasurements);
-    for (size_t j = 0; j < top.size(); ++j) set_confirmed(top[j], std::move(again[j]));
-    pick_best();
+      if (static_cast<long>(i) != inc && eligible(records[i])) others.push_back(i);
+    std::vector<size_t> contest = fastest(std::move(others), static_cast<size_t>(opt.settle_programs - (inc >= 0)));
+    if (inc >= 0) contest.insert(contest.begin(), static_cast<size_t>(inc));
+    if (contest.size() < 2) return;
+    std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm, res.best_remeasurements);
+    for (size_t j = 0; j < contest.size(); ++j) add_measurements(contest[j], window[j]);
+    const long w = winner(window);
+    if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != inc) take_best(contest[static_cast<size_t>(w)]);
     res.settled = true;
     res.curve.push_back({since(t0), res.trials, res.best_latency_us});
   }
 
-  // The eligible program of lowest latency (the best may have become slower).
-  void pick_best() {
+  // On resume: the program a tuner named the best last (Record::best_seq), else the
+  // fastest confirmed one (a file from a basin before the contest).
+  void resume_best() {
     long b = -1;
-    for (size_t i = 0; i < records.size(); ++i)
-      if (eligible(records[i]) && (b < 0 || records[i].latency_us() < records[static_cast<size_t>(b)].latency_us()))
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (!eligible(records[i])) continue;
+      const Record& r = records[i];
+      if (b < 0) {
         b = static_cast<long>(i);
-    if (b >= 0) take_best(static_cast<size_t>(b));
+        continue;
+      }
+      const Record& o = records[static_cast<size_t>(b)];
+      if (r.best_seq != o.best_seq ? r.best_seq > o.best_seq : r.latency_us() < o.latency_us()) b = static_cast<long>(i);
+    }
+    if (b < 0) return;
+    // Named already: not named again, nor listed as a change of this run.
+    best_index = b;
+    res.best = records[static_cast<size_t>(b)];
+    res.best_latency_us = res.best->latency_us();
   }
 
   // While no program is confirmed, the fastest of all (a run that measured nothing new).
@@ -286,6 +335,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_host) + " records of this task in " + store.path() +
             " were measured on another machine (" + m.other_host_name + ", not " + host_description() +
             "); they are left out and their programs may be measured again here");
+  m.resume_best();
   m.res.resumed = static_cast<int>(m.measured.size());
   m.res.trials = m.res.resumed;
   m.res.curve.push_back({0, m.res.trials, m.res.best_latency_us});
@@ -359,6 +409,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       latency.push_back(r.min_latency_us());
     }
     m.remember(c, r);
+    m.consider(m.records.size() - 1);
     res.curve.push_back({since(m.t0), res.trials, res.best_latency_us});
     if (opt.progress) opt.progress(res.trials, opt.trials, since(m.t0), res.best_latency_us);
   }

@@ -39,14 +39,16 @@ struct TuneOptions {
   // the median (Record::latency_us); only such confirmed programs become the best. Up
   // to confirm_programs programs per round, fastest first. 0: the first measurement's
   // minimum is the latency and any program can be the best.
-  // With confirmation on, the best is also measured once more at the end of every
-  // round, and the best is the confirmed program of lowest median: on a shared machine
-  // whose speed moves in phases, a best confirmed in a fast one is measured in later
-  // ones (docs/search.md, "Confirmation").
+  // With confirmation on, the challengers are measured side by side with the best
+  // (a contest) and the winner of that window is the best; a round without
+  // challengers measures the best once more. On a shared machine whose speed moves in
+  // phases, a best confirmed in a fast one is measured in later ones, and a program is
+  // compared with the best only in the same phase (docs/search.md, "Confirmation").
   int confirm = 2;
   int confirm_programs = 2;
-  // At the end of a run (TaskTuner::settle), the fastest settle_programs confirmed
-  // programs are measured `confirm` more times each, in turn (fewer than 2: not).
+  // At the end of a run (TaskTuner::settle), a last contest of the best and the
+  // fastest other confirmed programs, settle_programs in all, measured `confirm` more
+  // times each, in turn (fewer than 2: not).
   int settle_programs = 3;
   // One line per round (best latency so far, trials, the estimator's accuracy on the
   // batch, where the time went).
@@ -87,8 +89,8 @@ struct TuneResult {
   // programs at the end (settle).
   int best_remeasurements = 0;
   bool settled = false;  // settle() measured the fastest programs again (a curve point)
-  // The fastest confirmed program (the fastest of all while none is confirmed, which
-  // the curve does not show) and its latency (Record::latency_us).
+  // The confirmed program that won the last contest (the fastest of all while none is
+  // confirmed, which the curve does not show) and its latency (Record::latency_us).
   std::optional<Record> best;
   double best_latency_us = 0;
   // Wall time of the run, and its parts: compile and measure (the worker pool, IPC
@@ -118,8 +120,8 @@ class TaskTuner {
   // `stop` returns true before a program). Returns the number measured; 0 when the
   // strategy has nothing left to propose.
   int round(int n, const std::function<bool()>& stop = nullptr);
-  // At the end of a run: the fastest confirmed programs measured again side by side
-  // and the best picked again (TuneOptions::settle_programs). tune_task and the
+  // At the end of a run: the best and the fastest other confirmed programs measured
+  // again side by side, the winner the best (TuneOptions::settle_programs). tune_task and the
   // network scheduler call it once their rounds are done.
   void settle();
   // True once opt's budget (trials, seconds or stop_at_us) is spent; a stop_at_us

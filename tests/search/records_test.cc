@@ -178,6 +178,34 @@ TEST(Records, AnOldFileIsUpgradedAndItsRecordsHaveAnUnknownMachine) {
   search::Record old = all[0];
   s.confirm(old.id, {3, 2});  // median 3: now the best
   EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"old\":1}");
+  // The upgraded file's records were never named the best, and can be.
+  EXPECT_EQ(all[0].best_seq, 0);
+  EXPECT_EQ(s.name_best(all[1].id), 1);
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"new\":1}");
+}
+
+// The tuner names the winner of its last side-by-side measurement its best, which need
+// not have the lowest median: the file's best is the one named last, per task.
+TEST(Records, TheBestIsTheProgramNamedLast) {
+  std::string path = temp_path("named");
+  search::RecordStore s(path);
+  int64_t fast = s.add(rec("{\"fast\":1}", {5}));
+  int64_t steady = s.add(rec("{\"steady\":1}", {8}));
+  search::Record other_task = rec("{\"o\":1}", {1});
+  other_task.task_key = "dense(K=64,M=16,N=32)";
+  int64_t other = s.add(other_task);
+  s.confirm(fast, {5});
+  s.confirm(steady, {8});
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"fast\":1}");
+  EXPECT_EQ(s.name_best(steady), 1);
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"steady\":1}");
+  EXPECT_EQ(s.name_best(other), 1) << "each task numbers its own namings";
+  EXPECT_EQ(s.name_best(fast), 2);
+  EXPECT_EQ(s.name_best(steady), 3);
+  search::Record best = *s.best("dense(K=32,M=16,N=32)", "llvm");
+  EXPECT_EQ(best.config, "{\"steady\":1}");
+  EXPECT_EQ(best.best_seq, 3);
+  EXPECT_THROW(s.name_best(12345), InternalError);
 }
 
 TEST(Records, AConfirmedRecordsLatencyIsTheMedianOfItsMeasurements) {
