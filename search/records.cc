@@ -16,12 +16,17 @@ double Record::min_latency_us() const {
   return *std::min_element(latencies_us.begin(), latencies_us.end());
 }
 
+double upper_median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 double Record::latency_us() const {
   if (confirm_us.empty() || !ok()) return min_latency_us();
   std::vector<double> m = confirm_us;
   m.push_back(min_latency_us());
-  std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
-  return m[m.size() / 2];
+  return upper_median(std::move(m));
 }
 
 namespace {
@@ -225,13 +230,13 @@ int64_t RecordStore::name_best(int64_t id) {
   // SQLite's write lock when several processes share the file.
   Db::Stmt st = db_->prepare(
       "UPDATE records SET best_seq = 1 + (SELECT COALESCE(MAX(o.best_seq), 0) FROM records o "
-      "WHERE o.task_key = records.task_key AND o.target = records.target) WHERE id = ?");
+      "WHERE o.task_key = records.task_key AND o.target = records.target) WHERE id = ? RETURNING best_seq");
   sqlite3_bind_int64(st.s, 1, id);
-  if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("naming a best record");
-  if (sqlite3_changes(db_->db) != 1)
+  const int rc = sqlite3_step(st.s);
+  if (rc == SQLITE_DONE)
     throw InternalError("records file '" + path_ + "' has no record " + std::to_string(id) + " to name the best");
-  auto r = db_->query("WHERE id = ?", {std::to_string(id)});
-  return r.empty() ? 0 : r[0].best_seq;
+  if (rc != SQLITE_ROW) db_->fail("naming a best record");
+  return sqlite3_column_int64(st.s, 0);
 }
 
 std::vector<Record> RecordStore::task_records(const std::string& task_key, const std::string& target) const {

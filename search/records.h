@@ -14,6 +14,9 @@
 
 namespace basin::search {
 
+// The median of `v`, the upper one of an even count (NaN when empty).
+double upper_median(std::vector<double> v);
+
 struct Record {
   int64_t id = 0;
   std::string task_key;

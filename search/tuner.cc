@@ -129,7 +129,6 @@ struct TaskTuner::Impl {
   // records[i] with `more` measurements again appended (Record::confirm_us): into the
   // file, the history and the estimator's samples.
   void add_measurements(size_t i, const std::vector<double>& more) {
-    if (more.empty()) return;
     Record& r = records[i];
     r.confirm_us.insert(r.confirm_us.end(), more.begin(), more.end());
     store.confirm(r.id, r.confirm_us);
@@ -153,29 +152,34 @@ struct TaskTuner::Impl {
   // A side-by-side measurement: each of `which` (record indices) measured `times`
   // times, in turn, so that every program meets the same phases of a shared machine.
   // Returns the minimum of each measurement (parallel to which; empty where every one
-  // failed) and counts them in `count`.
-  std::vector<std::vector<double>> measure_in_turn(const std::vector<size_t>& which, int times, int& count) {
+  // failed).
+  std::vector<std::vector<double>> measure_in_turn(const std::vector<size_t>& which, int times) {
     std::vector<std::vector<double>> window(which.size());
     for (int k = 0; k < times; ++k)
-      for (size_t j = 0; j < which.size(); ++j) {
-        ++count;
+      for (size_t j = 0; j < which.size(); ++j)
         if (std::optional<double> t = measure_again(which[j])) window[j].push_back(*t);
-      }
     return window;
   }
-  // The index into `window` of the program that won it (lowest median of its own
-  // measurements there, the upper one of an even count); -1 when every one failed.
-  static long winner(const std::vector<std::vector<double>>& window) {
+  // `contest` (record indices) measured `confirm` times each, side by side; each keeps
+  // its measurements, and the program of lowest median over the window (the upper one
+  // of an even count) becomes the best. A program never confirmed whose measurements
+  // all failed (a timeout on a loaded machine, a wrong result) has its one measurement,
+  // and one measurement does not make a best.
+  void hold_contest(const std::vector<size_t>& contest) {
+    std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm);
     long w = -1;
     double w_us = 0;
-    for (size_t j = 0; j < window.size(); ++j) {
-      if (window[j].empty()) continue;
-      std::vector<double> v = window[j];
-      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-      const double us = v[v.size() / 2];
+    for (size_t j = 0; j < contest.size(); ++j) {
+      if (window[j].empty()) {
+        if (!records[contest[j]].confirmed()) unconfirmable.insert(contest[j]);
+        continue;
+      }
+      add_measurements(contest[j], window[j]);
+      const double us = upper_median(window[j]);
       if (w < 0 || us < w_us) w = static_cast<long>(j), w_us = us;
     }
-    return w;
+    if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != incumbent())
+      take_best(contest[static_cast<size_t>(w)]);
   }
 
   // At the end of a round, a contest: the programs whose latency beats the best's (new
@@ -204,20 +208,12 @@ struct TaskTuner::Impl {
         add_measurements(static_cast<size_t>(inc), {*t});
       return;
     }
-    std::vector<size_t> contest = challengers;
-    if (inc >= 0) contest.insert(contest.begin(), static_cast<size_t>(inc));
-    int count = 0;
-    std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm, count);
     res.confirmations += static_cast<int>(challengers.size()) * opt.confirm;
-    res.best_remeasurements += count - static_cast<int>(challengers.size()) * opt.confirm;
-    for (size_t j = 0; j < contest.size(); ++j) {
-      // Failed every time (a timeout on a loaded machine, a wrong result): a program
-      // never confirmed has its one measurement, and one measurement does not make a best.
-      if (window[j].empty() && !records[contest[j]].confirmed()) unconfirmable.insert(contest[j]);
-      add_measurements(contest[j], window[j]);
+    if (inc >= 0) {
+      challengers.insert(challengers.begin(), static_cast<size_t>(inc));
+      res.best_remeasurements += opt.confirm;
     }
-    const long w = winner(window);
-    if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != inc) take_best(contest[static_cast<size_t>(w)]);
+    hold_contest(challengers);
   }
 
   // At the end of a run, a last contest: the best and the fastest other confirmed
@@ -233,10 +229,8 @@ struct TaskTuner::Impl {
     std::vector<size_t> contest = fastest(std::move(others), static_cast<size_t>(opt.settle_programs - (inc >= 0)));
     if (inc >= 0) contest.insert(contest.begin(), static_cast<size_t>(inc));
     if (contest.size() < 2) return;
-    std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm, res.best_remeasurements);
-    for (size_t j = 0; j < contest.size(); ++j) add_measurements(contest[j], window[j]);
-    const long w = winner(window);
-    if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != inc) take_best(contest[static_cast<size_t>(w)]);
+    res.best_remeasurements += static_cast<int>(contest.size()) * opt.confirm;
+    hold_contest(contest);
     res.settled = true;
     res.curve.push_back({since(t0), res.trials, res.best_latency_us});
   }
@@ -244,17 +238,12 @@ struct TaskTuner::Impl {
   // On resume: the program a tuner named the best last (Record::best_seq), else the
   // fastest confirmed one (a file from a basin before the contest).
   void resume_best() {
+    auto before = [](const Record& r, const Record& o) {
+      return r.best_seq != o.best_seq ? r.best_seq > o.best_seq : r.latency_us() < o.latency_us();
+    };
     long b = -1;
-    for (size_t i = 0; i < records.size(); ++i) {
-      if (!eligible(records[i])) continue;
-      const Record& r = records[i];
-      if (b < 0) {
-        b = static_cast<long>(i);
-        continue;
-      }
-      const Record& o = records[static_cast<size_t>(b)];
-      if (r.best_seq != o.best_seq ? r.best_seq > o.best_seq : r.latency_us() < o.latency_us()) b = static_cast<long>(i);
-    }
+    for (size_t i = 0; i < records.size(); ++i)
+      if (eligible(records[i]) && (b < 0 || before(records[i], records[static_cast<size_t>(b)]))) b = static_cast<long>(i);
     if (b < 0) return;
     // Named already: not named again, nor listed as a change of this run.
     best_index = b;

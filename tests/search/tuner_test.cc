@@ -639,9 +639,7 @@ TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredAgain) {
 
 // The upper median of the last n measurements of a record (its window in a contest).
 double window_us(const search::Record& rec, size_t n) {
-  std::vector<double> w(rec.confirm_us.end() - static_cast<std::ptrdiff_t>(n), rec.confirm_us.end());
-  std::sort(w.begin(), w.end());
-  return w[w.size() / 2];
+  return search::upper_median({rec.confirm_us.end() - static_cast<std::ptrdiff_t>(n), rec.confirm_us.end()});
 }
 
 // At the end of a run the best and the two fastest other confirmed programs are
