@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/util/host.h"
 
 namespace basin::codegen {
 
@@ -107,13 +108,7 @@ ThreadPool* pool() {
 
 }  // namespace
 
-int runtime_threads() {
-  if (const char* s = std::getenv("BASIN_NUM_THREADS")) {
-    int n = std::atoi(s);
-    if (n >= 1) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int runtime_threads() { return this_host().cores; }
 
 }  // namespace basin::codegen
 

@@ -14,7 +14,8 @@ void basin_parallel_for(basin_parallel_body body, void* ctx, int64_t extent);
 
 namespace basin::codegen {
 
-// Threads that parallel loops use: BASIN_NUM_THREADS if set, else the hardware's.
+// Threads that parallel loops use: BASIN_NUM_THREADS if set, else the hardware's
+// (this_host().cores, the count records name).
 int runtime_threads();
 
 }  // namespace basin::codegen

@@ -1,14 +1,13 @@
 #include "core/util/host.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
 namespace basin {
 
-namespace {
-
-HostInfo read_host() {
+HostInfo probe_host() {
   HostInfo h;
   h.cpu_model = "unknown";
   std::ifstream f("/proc/cpuinfo");
@@ -20,6 +19,8 @@ HostInfo read_host() {
       break;
     }
   h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* n = std::getenv("BASIN_NUM_THREADS"))
+    if (std::atoi(n) >= 1) h.cores = std::atoi(n);
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) h.vector_isa = "avx512";
@@ -33,14 +34,12 @@ HostInfo read_host() {
   return h;
 }
 
-}  // namespace
-
 std::string HostInfo::describe() const {
   return cpu_model + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
 }
 
 const HostInfo& this_host() {
-  static const HostInfo h = read_host();
+  static const HostInfo h = probe_host();
   return h;
 }
 

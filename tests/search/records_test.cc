@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include <sqlite3.h>
@@ -134,6 +135,24 @@ TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
   s.add(other);
   EXPECT_EQ(s.best("dense(K=64,M=16,N=32)", "llvm")->config, "{\"h\":3}");
   EXPECT_NE(host_description().find("core"), std::string::npos) << host_description();
+}
+
+// A kernel limited to fewer threads than the cores is another machine as far as its
+// latencies go: the host records name says how many threads kernels ran on.
+TEST(Records, TheHostNamesTheThreadsKernelsRunOn) {
+  const char* was = std::getenv("BASIN_NUM_THREADS");
+  const std::string saved = was ? was : "";
+  unsetenv("BASIN_NUM_THREADS");
+  const HostInfo all_cores = probe_host();
+  EXPECT_GE(all_cores.cores, 1);
+  setenv("BASIN_NUM_THREADS", "1", 1);
+  HostInfo one = probe_host();
+  EXPECT_EQ(one.cores, 1);
+  EXPECT_NE(one.describe().find(", 1 core, "), std::string::npos) << one.describe();
+  setenv("BASIN_NUM_THREADS", "0", 1);  // not a count: the cores
+  EXPECT_EQ(probe_host().cores, all_cores.cores);
+  if (was) setenv("BASIN_NUM_THREADS", saved.c_str(), 1);
+  else unsetenv("BASIN_NUM_THREADS");
 }
 
 // A file of schema 1 (before records named their machine), as basin wrote it then.
