@@ -13,7 +13,7 @@ to come within 5% of the best any strategy found, the overhead share, the tuned 
 against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric mean.
 
     /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
-        [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--out DIR]
+        [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--threads N] [--out DIR]
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR   # plots and table again
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR --side-by-side
 
@@ -207,12 +207,23 @@ def main():
     ap.add_argument("--retime", type=int, default=3, metavar="ROUNDS",
                     help="after each workload and seed, time every program that was a run's best again, in turn, "
                          "ROUNDS times, and judge the curves on those timings too (0: do not)")
+    ap.add_argument("--threads", type=int, default=0, metavar="N",
+                    help="run basin's kernels and LibTorch on N threads (BASIN_NUM_THREADS; default: every core)")
     a = ap.parse_args()
+    if a.threads < 0:
+        raise SystemExit("bench/search: --threads must be at least 1 (or 0 for every core)")
+    if a.threads:
+        # Inherited by every basin process this script starts: the tuners' measurement
+        # workers, tune-op --compare's LibTorch, basin op's side-by-side timings.
+        os.environ["BASIN_NUM_THREADS"] = str(a.threads)
     if a.from_results:
         with open(a.from_results) as f:
             results = json.load(f)
         os.makedirs(a.out, exist_ok=True)
         runs = results["runs"]
+        ran_on = results["machine"].get("threads")
+        if a.side_by_side and not a.threads and ran_on and ran_on != os.cpu_count():
+            os.environ["BASIN_NUM_THREADS"] = str(ran_on)  # time again as the runs were timed
         workloads = list(dict.fromkeys(r["workload"] for r in runs))
         strategies = list(dict.fromkeys(r["strategy"] for r in runs))
         seeds = list(dict.fromkeys(r["seed"] for r in runs))
@@ -239,7 +250,8 @@ def main():
     strategies = ["annealing"] + [s for s in strategies if s != "annealing"]
     seeds = [int(s) for s in a.seeds.split(",") if s]
     os.makedirs(a.out, exist_ok=True)
-    results = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "isa": vector_isa()}, "trials": a.trials,
+    results = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "isa": vector_isa(),
+                           "threads": a.threads or os.cpu_count()}, "trials": a.trials,
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": []}
     for w in workloads:
         for seed in seeds:
@@ -283,7 +295,10 @@ def main():
 
 def table(results, workloads, strategies, seeds):
     runs = results["runs"]
-    lines = [f"Machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, {results['machine'].get('isa', 'ISA not recorded')}; annealing budget "
+    m = results["machine"]
+    threads = m.get("threads", m["cores"])
+    on = f" (kernels and LibTorch on {threads} thread{'s' if threads != 1 else ''})" if threads != m["cores"] else ""
+    lines = [f"Machine: {m['cpu']}, {m['cores']} cores{on}, {m.get('isa', 'ISA not recorded')}; annealing budget "
              f"{results['trials']} trials; seeds {', '.join(map(str, seeds))}.", "",
              "| workload | seed | strategy | best (us) | trials | trials to 5% | seconds to 5% | overhead | "
              "timed again (us) | LibTorch (us) | speedup |",

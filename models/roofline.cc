@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "models/estimator.h"
 #include "relax/features.h"
 
@@ -25,7 +25,7 @@ int index_of(const std::string& name) {
 
 class Roofline final : public Estimator {
  public:
-  Roofline() : cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {}
+  Roofline() : cores_(this_host().cores) {}  // the threads kernels run on
   std::string kind() const override { return "roofline"; }
   bool trainable() const override { return false; }
   void train(const std::vector<Sample>&, const TrainOptions&) override {}  // nothing to learn

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <thread>
 
+#include "core/util/host.h"
 #include "relax/features.h"
 
 namespace basin::relax {
@@ -16,7 +16,7 @@ Expr num(double v) { return float_imm(DType::f64(), v); }
 
 CpuTarget CpuTarget::host() {
   CpuTarget t;
-  t.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  t.cores = this_host().cores;  // the threads kernels run on (BASIN_NUM_THREADS)
   return t;
 }
 

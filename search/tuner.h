@@ -125,7 +125,7 @@ class TaskTuner {
   // network scheduler call it once their rounds are done.
   void settle();
   // True once opt's budget (trials, seconds or stop_at_us) is spent; a stop_at_us
-  // best must have been measured again in a round after its confirmation.
+  // best must have `confirm` more measurements after the window that confirmed it.
   bool done() const;
   // The result so far (seconds and overhead up to now).
   const TuneResult& result();

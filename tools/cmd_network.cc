@@ -8,7 +8,6 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "codegen/network.h"
 #include "codegen/torch_executor.h"
@@ -18,6 +17,7 @@
 #include "core/graph/passes.h"
 #include "core/ir/npy.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "search/network.h"
 #include "search/strategy.h"
 #include "tools/commands.h"
@@ -232,7 +232,7 @@ int run_compare(const NetOptions& o) {
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
   std::vector<NDArray> in = random_inputs(net.inputs());
-  const int threads = static_cast<int>(std::thread::hardware_concurrency());
+  const int threads = this_host().cores;  // the same threads as basin's kernels (BASIN_NUM_THREADS)
   codegen::set_torch_threads(threads);
   codegen::TorchExecutor torch(l.graph);
   std::vector<NDArray> got = net.run(in), ref = torch.run(in);

@@ -3,7 +3,6 @@
 // kernel in the same run.
 #include <chrono>
 #include <iostream>
-#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_printer.h"
@@ -20,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
@@ -169,7 +169,7 @@ int run_op(const OpOptions& o) {
   j["verified"] = ok;
   if (o.compare) {
     // BENCHMARKS.md: the peer uses the same cores as basin (all of them).
-    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    int threads = this_host().cores;  // basin's kernels' threads (BASIN_NUM_THREADS)
     codegen::set_torch_threads(threads);
     j["torch_threads"] = threads;
     codegen::Timing t = codegen::time_torch_reference(g, inputs, topt);

@@ -10,12 +10,12 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
@@ -153,7 +153,7 @@ int run_tune_op(const TuneOpOptions& o) {
       if (!m.ok()) throw Error("the best program failed when timed again: " + m.error);
       j["final_latency_us"] = m.min_us();
     }
-    int threads = static_cast<int>(std::thread::hardware_concurrency());
+    int threads = this_host().cores;  // the same threads as basin's kernels (BASIN_NUM_THREADS)
     codegen::set_torch_threads(threads);
     codegen::Timing t = codegen::time_torch_reference(g, codegen::random_inputs(g, 1), codegen::TimingOptions::full());
     j["torch_latency_us"] = t.min_us;

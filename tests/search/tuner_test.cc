@@ -622,7 +622,7 @@ TEST(Tuner, ABestThatTurnsSlowGivesWay) {
 // --stop-at-latency ends a run once the best is that fast, but a program confirmed in
 // one phase must also have been measured again in a later round first. Without
 // confirmation, the first program that runs stops it.
-TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredAgain) {
+TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredInLaterRounds) {
   for (int confirm : {2, 0}) {
     std::string db = temp_db(confirm ? "stop_at" : "stop_at_no_confirm");
     search::TuneOptions opt;
@@ -637,13 +637,14 @@ TEST(Tuner, StopsAtALatencyOnceTheBestWasMeasuredAgain) {
       EXPECT_EQ(r.measured, 1);
       EXPECT_FALSE(r.settled);
     } else {
-      // The first best is confirmed at the end of the first round and measured again at
-      // the end of the second, where a program confirmed then may take its place and
-      // need a round more: whole rounds, at least two, and a best measured again.
+      // The first best is confirmed at the end of the first round and measured again in
+      // later ones (twice in a contest, once in a round without challengers), where a
+      // program confirmed then may take its place and need rounds more: whole rounds,
+      // at least two, and a best measured at least twice after its confirmation.
       EXPECT_GE(r.rounds, 2);
       EXPECT_LT(r.rounds, 10);
       EXPECT_EQ(r.measured, 3 * r.rounds);
-      EXPECT_GT(r.best->confirm_us.size(), 2u);
+      EXPECT_GE(r.best->confirm_us.size(), 4u);
     }
     std::remove(db.c_str());
   }

@@ -96,6 +96,18 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
   EXPECT_NE(ir.out.find("func softmax("), std::string::npos);
 }
 
+// BENCHMARKS.md: the peer runs on basin's threads. With basin's kernels held to one
+// thread (BASIN_NUM_THREADS), LibTorch is too (it used every core before session 23).
+TEST(Cli, ThePeerRunsOnBasinsThreads) {
+  Result all = run("op --workload gemm-256 --compare --timing quick --json");
+  ASSERT_EQ(all.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(all.out)["torch_threads"].get<int>(), static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  Result one = basin::testing::capture("BASIN_NUM_THREADS=1 " + basin::testing::basin_path() +
+                                       " op --workload gemm-256 --compare --timing quick --json 2>/dev/null");
+  ASSERT_EQ(one.code, 0);
+  EXPECT_EQ(nlohmann::json::parse(one.out)["torch_threads"].get<int>(), 1);
+}
+
 struct BadCall {
   std::string args;
   std::string message;
