@@ -81,8 +81,7 @@ int main(int argc, char** argv) {
     std::cerr << "kernels_bench: basin was built without LLVM\n";
     return 1;
   }
-  int threads = bench::cores();
-  codegen::set_torch_threads(threads);
+  const int threads = codegen::match_torch_threads();
   std::unique_ptr<search::RecordStore> records;
   if (!records_path.empty()) records = std::make_unique<search::RecordStore>(records_path);
 

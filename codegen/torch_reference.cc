@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "codegen/cpu_runtime.h"
 #include "codegen/torch_executor.h"
 #include "core/ops/subgraph.h"
 #include "core/util/error.h"
@@ -300,7 +301,11 @@ Timing time_torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& i
   return time_function([&] { fn(g.attrs, in); }, opt);
 }
 
-void set_torch_threads(int n) { torch::set_num_threads(n); }
+int match_torch_threads() {
+  const int n = runtime_threads();
+  torch::set_num_threads(n);
+  return n;
+}
 
 struct TorchExecutor::Impl {
   const graph::Graph* g = nullptr;

@@ -25,7 +25,9 @@ std::vector<NDArray> torch_reference(const ops::OpGraph& g, const std::vector<ND
 Timing time_torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& inputs,
                             const TimingOptions& opt = TimingOptions::full());
 
-// Number of threads LibTorch uses (the benchmarks pin it to the cores basin uses).
-void set_torch_threads(int n);
+// BENCHMARKS.md: the peer runs on basin's threads. Sets LibTorch's thread count to
+// the one basin's kernels use (runtime_threads: BASIN_NUM_THREADS, else every core)
+// and returns it.
+int match_torch_threads();
 
 }  // namespace basin::codegen

@@ -17,7 +17,6 @@
 #include "core/graph/passes.h"
 #include "core/ir/npy.h"
 #include "core/util/error.h"
-#include "core/util/host.h"
 #include "search/network.h"
 #include "search/strategy.h"
 #include "tools/commands.h"
@@ -232,8 +231,7 @@ int run_compare(const NetOptions& o) {
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
   std::vector<NDArray> in = random_inputs(net.inputs());
-  const int threads = this_host().cores;  // the same threads as basin's kernels (BASIN_NUM_THREADS)
-  codegen::set_torch_threads(threads);
+  const int threads = codegen::match_torch_threads();
   codegen::TorchExecutor torch(l.graph);
   std::vector<NDArray> got = net.run(in), ref = torch.run(in);
   ErrorStats err;

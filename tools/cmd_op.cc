@@ -19,7 +19,6 @@
 #include <fstream>
 #include <sstream>
 #include "core/util/error.h"
-#include "core/util/host.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
@@ -168,10 +167,7 @@ int run_op(const OpOptions& o) {
   ok &= s.max_rel <= o.tolerance;
   j["verified"] = ok;
   if (o.compare) {
-    // BENCHMARKS.md: the peer uses the same cores as basin (all of them).
-    int threads = this_host().cores;  // basin's kernels' threads (BASIN_NUM_THREADS)
-    codegen::set_torch_threads(threads);
-    j["torch_threads"] = threads;
+    j["torch_threads"] = codegen::match_torch_threads();
     codegen::Timing t = codegen::time_torch_reference(g, inputs, topt);
     j["torch_latency_us"] = t.min_us;
     j["torch_latency_median_us"] = t.median_us;

@@ -15,7 +15,6 @@
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
 #include "core/util/error.h"
-#include "core/util/host.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
@@ -153,8 +152,7 @@ int run_tune_op(const TuneOpOptions& o) {
       if (!m.ok()) throw Error("the best program failed when timed again: " + m.error);
       j["final_latency_us"] = m.min_us();
     }
-    int threads = this_host().cores;  // the same threads as basin's kernels (BASIN_NUM_THREADS)
-    codegen::set_torch_threads(threads);
+    const int threads = codegen::match_torch_threads();
     codegen::Timing t = codegen::time_torch_reference(g, codegen::random_inputs(g, 1), codegen::TimingOptions::full());
     j["torch_latency_us"] = t.min_us;
     j["torch_threads"] = threads;

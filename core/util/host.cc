@@ -19,8 +19,8 @@ HostInfo probe_host() {
       break;
     }
   h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (const char* n = std::getenv("BASIN_NUM_THREADS"))
-    if (std::atoi(n) >= 1) h.cores = std::atoi(n);
+  if (const char* s = std::getenv("BASIN_NUM_THREADS"))
+    if (const int n = std::atoi(s); n >= 1) h.cores = n;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) h.vector_isa = "avx512";
