@@ -13,9 +13,15 @@ to come within 5% of the best any strategy found, the overhead share, the tuned 
 against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric mean.
 
     /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
-        [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--threads N] [--out DIR]
+        [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--threads N]
+        [--interleave] [--out DIR]
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR   # plots and table again
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR --side-by-side
+
+With --interleave, the strategies of a workload and seed tune at once in one process
+(`basin tune-op --strategy annealing,gradient`): a round of each in turn, each to the full
+budget, each strategy's seconds counting its own rounds. All meet the same phases of a
+host whose speed moves over minutes, which separate runs do not.
 
 After each workload and seed, the strategies' best programs are timed again side by side
 (alternating, 3 times each, with LibTorch): the host's speed can drift by tens of percent
@@ -39,6 +45,7 @@ STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
 
 
 def tune(basin, workload, strategy, seed, trials, records, stop_at=None, compare=False):
+    """`basin tune-op`: its JSON. `strategy` may name several, comma-separated (interleaved)."""
     cmd = [basin, "tune-op", "--workload", workload, "--strategy", strategy, "--trials", str(trials),
            "--seed", str(seed), "--records", records, "--json", "--quiet"]
     if stop_at:
@@ -94,6 +101,32 @@ def add_side_by_side(basin, results, workload, seed):
     print(f"{workload} seed {seed} side by side: " +
           ", ".join(f"{r['strategy']} {median(times[r['strategy']]):.1f} us" for r in rs) +
           f", LibTorch {median(torch):.1f} us", file=sys.stderr, flush=True)
+
+
+def remove_db(db):
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
+def run_of(workload, seed, r, c):
+    """One run's entry in results.json: tune-op's JSON `r`, and `c` with the best and the
+    peer timed again (--compare; the same object when the run compared)."""
+    return {"workload": workload, "strategy": r["strategy"], "seed": seed, "trials": r["trials"],
+            "best_latency_us": r["best_latency_us"], "search_seconds": r["search_seconds"],
+            "overhead_fraction": r["overhead_fraction"], "propose_seconds": r["propose_seconds"],
+            "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
+            "errors": r["errors"], "confirmations": r.get("confirmations", 0), "curve": r["curve"],
+            "final_latency_us": c.get("final_latency_us"), "torch_latency_us": c.get("torch_latency_us"),
+            "best_config": r.get("best_config"), "best_remeasurements": r.get("best_remeasurements", 0),
+            "settled": r.get("settled", False), "bests": r.get("bests", [])}
+
+
+def report(run, seconds):
+    print(f"{run['workload']} {run['strategy']} seed {run['seed']}: best {run['best_latency_us']:.1f} us in "
+          f"{run['trials']} trials, {run['search_seconds']:.0f} s (overhead {100 * run['overhead_fraction']:.1f}%); "
+          f"timed again {run['final_latency_us']:.1f} us, LibTorch {run['torch_latency_us']:.1f} us "
+          f"[{seconds:.0f} s]", file=sys.stderr, flush=True)
 
 
 def config_key(cfg):
@@ -209,6 +242,10 @@ def main():
                          "ROUNDS times, and judge the curves on those timings too (0: do not)")
     ap.add_argument("--threads", type=int, default=0, metavar="N",
                     help="run basin's kernels and LibTorch on N threads (BASIN_NUM_THREADS; default: every core)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="tune the strategies at once (basin tune-op --strategy annealing,gradient,...): a round of "
+                         "each in turn in one process, each to the full --trials, so that all meet the same phases "
+                         "of the host; each strategy's seconds count its own rounds")
     a = ap.parse_args()
     if a.threads < 0:
         raise SystemExit("bench/search: --threads must be at least 1 (or 0 for every core)")
@@ -252,34 +289,36 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     results = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "isa": vector_isa(),
                            "threads": a.threads or os.cpu_count()}, "trials": a.trials,
+               "interleaved": a.interleave,
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": []}
     for w in workloads:
         for seed in seeds:
             anneal_best = None
-            for s in strategies:
+            if a.interleave:
+                # One process, a round of each strategy in turn, each to the full budget.
+                db = os.path.join(a.out, f"{w}.{seed}.db")
+                for s in strategies:
+                    remove_db(os.path.join(a.out, f"{w}.{seed}.{s}.db"))
+                t0 = time.time()
+                j = tune(a.basin, w, ",".join(strategies), seed, a.trials, db, compare=True)
+                for r in j["runs"]:
+                    run = run_of(w, seed, r, r)
+                    results["runs"].append(run)
+                    report(run, time.time() - t0)
+                with open(os.path.join(a.out, "results.json"), "w") as f:
+                    json.dump(results, f, indent=1)
+            for s in ([] if a.interleave else strategies):
                 db = os.path.join(a.out, f"{w}.{s}.{seed}.db")
-                for suffix in ("", "-wal", "-shm"):
-                    if os.path.exists(db + suffix):
-                        os.remove(db + suffix)
+                remove_db(db)
                 t0 = time.time()
                 r = tune(a.basin, w, s, seed, a.trials, db, stop_at=anneal_best if s != "annealing" else None)
                 # The best program and the peer, timed again in one process.
                 c = tune(a.basin, w, s, seed, r["trials"], db, compare=True)
-                run = {"workload": w, "strategy": s, "seed": seed, "trials": r["trials"],
-                       "best_latency_us": r["best_latency_us"], "search_seconds": r["search_seconds"],
-                       "overhead_fraction": r["overhead_fraction"], "propose_seconds": r["propose_seconds"],
-                       "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
-                       "errors": r["errors"], "confirmations": r.get("confirmations", 0), "curve": r["curve"], "final_latency_us": c.get("final_latency_us"),
-                       "torch_latency_us": c.get("torch_latency_us"), "best_config": r.get("best_config"),
-                       "best_remeasurements": r.get("best_remeasurements", 0), "settled": r.get("settled", False),
-                       "bests": r.get("bests", [])}
+                run = run_of(w, seed, r, c)
                 results["runs"].append(run)
                 if s == "annealing":
                     anneal_best = r["best_latency_us"]
-                print(f"{w} {s} seed {seed}: best {r['best_latency_us']:.1f} us in {r['trials']} trials, "
-                      f"{r['search_seconds']:.0f} s (overhead {100 * r['overhead_fraction']:.1f}%); "
-                      f"timed again {run['final_latency_us']:.1f} us, LibTorch {run['torch_latency_us']:.1f} us "
-                      f"[{time.time() - t0:.0f} s]", file=sys.stderr, flush=True)
+                report(run, time.time() - t0)
                 with open(os.path.join(a.out, "results.json"), "w") as f:
                     json.dump(results, f, indent=1)
             add_side_by_side(a.basin, results, w, seed)
@@ -298,8 +337,10 @@ def table(results, workloads, strategies, seeds):
     m = results["machine"]
     threads = m.get("threads", m["cores"])
     on = f" (kernels and LibTorch on {threads} thread{'s' if threads != 1 else ''})" if threads != m["cores"] else ""
+    how = ("; the strategies tuned at once, a round of each in turn, each to the full budget, each strategy's "
+           "seconds counting its own rounds only" if results.get("interleaved") else "")
     lines = [f"Machine: {m['cpu']}, {m['cores']} cores{on}, {m.get('isa', 'ISA not recorded')}; annealing budget "
-             f"{results['trials']} trials; seeds {', '.join(map(str, seeds))}.", "",
+             f"{results['trials']} trials; seeds {', '.join(map(str, seeds))}{how}.", "",
              "| workload | seed | strategy | best (us) | trials | trials to 5% | seconds to 5% | overhead | "
              "timed again (us) | LibTorch (us) | speedup |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

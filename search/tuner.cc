@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <unordered_set>
 
@@ -46,9 +47,28 @@ double pairwise_accuracy(const std::vector<double>& predicted, const std::vector
 
 struct TaskTuner::Impl {
   Impl(const ops::OpGraph& task, RecordStore& st, Strategy& sg, models::Estimator* e, const TuneOptions& o)
-      : t0(Clock::now()), space(task, o.target), store(st), strategy(sg), est(e), opt(o) {}
+      : space(task, o.target), store(st), strategy(sg), est(e), opt(o) {}
 
-  Clock::time_point t0;
+  // The tuner's own clock: it runs only inside the constructor, round() and settle(),
+  // so that a tuner whose rounds alternate with other tuners' (a network's tasks,
+  // strategies interleaved by tune_interleaved) counts its own time, and a seconds
+  // budget is its own.
+  double active_seconds = 0;             // of the spans that ended
+  std::optional<Clock::time_point> active_since;  // the span running now, if any
+  double clock() const { return active_seconds + (active_since ? since(*active_since) : 0); }
+  struct Active {
+    explicit Active(Impl& m) : m(m), outer(!m.active_since) {
+      if (outer) m.active_since = Clock::now();
+    }
+    ~Active() {
+      if (!outer) return;
+      m.active_seconds += since(*m.active_since);
+      m.active_since.reset();
+    }
+    Impl& m;
+    bool outer;
+  };
+
   TaskSpace space;
   RecordStore& store;
   Strategy& strategy;
@@ -90,7 +110,7 @@ struct TaskTuner::Impl {
     Record& r = records[i];
     if (eligible(r) && (res.bests.empty() || res.bests.back().record_id != r.id)) {
       r.best_seq = store.name_best(r.id);
-      res.bests.push_back({since(t0), res.trials, r.id, r.config, r.latency_us()});
+      res.bests.push_back({clock(), res.trials, r.id, r.config, r.latency_us()});
     }
     best_index = static_cast<long>(i);
     res.best = r;
@@ -232,7 +252,7 @@ struct TaskTuner::Impl {
     res.best_remeasurements += static_cast<int>(contest.size()) * opt.confirm;
     hold_contest(contest);
     res.settled = true;
-    res.curve.push_back({since(t0), res.trials, res.best_latency_us});
+    res.curve.push_back({clock(), res.trials, res.best_latency_us});
   }
 
   // On resume: the program a tuner named the best last (Record::best_seq), else the
@@ -291,7 +311,7 @@ struct TaskTuner::Impl {
     if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us &&
         (opt.confirm <= 0 || res.best->confirm_us.size() >= 2 * static_cast<size_t>(opt.confirm)))
       return true;
-    return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
+    return opt.budget_seconds > 0 && clock() >= opt.budget_seconds;
   }
 };
 
@@ -303,8 +323,11 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
     throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
                 (est ? est->kind() : std::string("none")));
+  const Clock::time_point started = Clock::now();
   impl_ = std::make_unique<Impl>(task, store, strategy, est, opt);
   Impl& m = *impl_;
+  Impl::Active active(m);
+  m.active_since = started;  // building the space counts too
   m.res.task_key = m.space.key();
   m.res.strategy = strategy.name();
   m.res.estimator = est ? est->kind() : "";
@@ -345,18 +368,24 @@ TaskTuner::~TaskTuner() = default;
 
 bool TaskTuner::done() const { return impl_->done(); }
 
-void TaskTuner::settle() { impl_->settle(); }
+RecordStore& TaskTuner::store() const { return impl_->store; }
+
+void TaskTuner::settle() {
+  Impl::Active active(*impl_);
+  impl_->settle();
+}
 
 const TuneResult& TaskTuner::result() {
   TuneResult& res = impl_->res;
   impl_->fallback_best();
-  res.seconds = since(impl_->t0);
+  res.seconds = impl_->clock();
   res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
   return res;
 }
 
 int TaskTuner::round(int n, const std::function<bool()>& stop) {
   Impl& m = *impl_;
+  Impl::Active active(m);
   TuneResult& res = m.res;
   const TuneOptions& opt = m.opt;
   auto halt = [&] { return m.done() || (stop && stop()); };
@@ -403,17 +432,17 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     }
     m.remember(c, r);
     m.consider(m.records.size() - 1);
-    res.curve.push_back({since(m.t0), res.trials, res.best_latency_us});
-    if (opt.progress) opt.progress(res.trials, opt.trials, since(m.t0), res.best_latency_us);
+    res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
+    if (opt.progress) opt.progress(res.trials, opt.trials, m.clock(), res.best_latency_us);
   }
   m.confirm_round();
-  res.curve.push_back({since(m.t0), res.trials, res.best_latency_us});
+  res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
   ++res.rounds;
   double acc = pairwise_accuracy(predicted, latency);
   if (acc >= 0) res.last_batch_accuracy = acc;
   m.update();
   if (opt.log) {
-    double wall = since(m.t0);
+    double wall = m.clock();
     opt.log("tune " + m.label() + " [" + m.strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
             std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
             (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) + ", batch accuracy " +
@@ -433,6 +462,39 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
     if (tuner.round(opt.batch) == 0) break;
   tuner.settle();
   return tuner.result();
+}
+
+std::vector<TuneResult> tune_interleaved(const ops::OpGraph& task, const std::vector<Contender>& contenders,
+                                         const TuneOptions& opt) {
+  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  if (contenders.empty()) throw Error("give at least one strategy to tune with");
+  std::vector<std::unique_ptr<TaskTuner>> tuners;
+  for (const Contender& c : contenders) {
+    if (!c.strategy || !c.store) throw InternalError("tune_interleaved: a contender without a strategy or records");
+    for (const std::unique_ptr<TaskTuner>& t : tuners)
+      if (&t->store() == c.store || std::filesystem::weakly_canonical(t->store().path()) ==
+                                         std::filesystem::weakly_canonical(c.store->path()))
+        throw Error("the " + c.strategy->name() + " strategy needs a records file of its own (" + c.store->path() +
+                    " is another strategy's)");
+    tuners.push_back(std::make_unique<TaskTuner>(task, *c.store, *c.strategy, c.estimator, opt));
+  }
+  // A round each, in turn, until every tuner is done or has nothing left to propose.
+  std::vector<bool> running(tuners.size(), true);
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t i = 0; i < tuners.size(); ++i) {
+      if (!running[i]) continue;
+      if (tuners[i]->done() || tuners[i]->round(opt.batch) == 0) {
+        running[i] = false;
+        continue;
+      }
+      any = true;
+    }
+  }
+  std::vector<TuneResult> results;
+  for (const std::unique_ptr<TaskTuner>& t : tuners) t->settle();
+  for (const std::unique_ptr<TaskTuner>& t : tuners) results.push_back(t->result());
+  return results;
 }
 
 }  // namespace basin::search

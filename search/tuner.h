@@ -127,8 +127,11 @@ class TaskTuner {
   // True once opt's budget (trials, seconds or stop_at_us) is spent; a stop_at_us
   // best must have `confirm` more measurements after the window that confirmed it.
   bool done() const;
-  // The result so far (seconds and overhead up to now).
+  // The result so far (seconds and overhead up to now). Its seconds, the curve's and a
+  // seconds budget are the tuner's own: the time spent in its constructor, round() and
+  // settle(), not between them while other tuners run.
   const TuneResult& result();
+  RecordStore& store() const;
 
  private:
   struct Impl;
@@ -140,6 +143,23 @@ class TaskTuner {
 // basin::Error when the strategy needs a differentiable estimator and gets another.
 TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* estimator,
                      const TuneOptions& opt);
+
+// One strategy of an interleaved run: its estimator (may be null, as for tune_task) and
+// its own records file.
+struct Contender {
+  Strategy* strategy = nullptr;
+  models::Estimator* estimator = nullptr;
+  RecordStore* store = nullptr;
+};
+
+// Tunes `task` with several strategies at once, for a fair comparison on a shared
+// machine whose speed moves in phases minutes long: one round of each in turn, each
+// with its own tuner (clock, estimator, records file, budget from opt), until each is
+// done; then each settles. Every strategy meets the same phases, and each one's
+// seconds count its own rounds only. Results are in the order of `contenders`.
+// Throws basin::Error when two contenders share a records file.
+std::vector<TuneResult> tune_interleaved(const ops::OpGraph& task, const std::vector<Contender>& contenders,
+                                         const TuneOptions& opt);
 
 // Pairwise ranking accuracy of predictions against latencies (pairs with different
 // latencies; -1 when there is none).

@@ -4,6 +4,7 @@
 // the full protocol in the same run.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -68,42 +69,47 @@ struct TuneOpOptions {
   bool compare = false, json = false, quiet = false;
 };
 
-int run_tune_op(const TuneOpOptions& o) {
-  if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
-  if (o.trials < 0) throw ParseError("--trials must be positive");
-  if (o.batch <= 0) throw ParseError("--batch must be positive");
-  if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
-  if (o.compare && o.target == "cuda")
-    throw ParseError("--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
-  ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
-  const std::string& op = g.op;
-  std::unique_ptr<search::Strategy> strategy = search::make_strategy(o.strategy);
-  std::string spec = o.estimator.empty() ? strategy->default_estimator() : o.estimator;
-  std::unique_ptr<models::Estimator> est = spec.empty() ? nullptr : models::estimator_for_target(spec, o.target);
-  search::RecordStore store(o.records);
+// "gradient,annealing" -> {"gradient", "annealing"}.
+std::vector<std::string> split_strategies(const std::string& list) {
+  std::vector<std::string> names;
+  size_t at = 0;
+  while (at <= list.size()) {
+    size_t comma = std::min(list.find(',', at), list.size());
+    if (comma > at) names.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return names;
+}
 
-  search::TuneOptions to;
-  to.target = o.target;
-  to.trials = o.trials;
-  to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
-  to.batch = o.batch;
-  to.seed = o.seed;
-  to.timeout_seconds = o.timeout;
-  to.stop_at_us = o.stop_at;
-  to.confirm = o.confirm;
-  to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
-  const bool bar = !o.quiet && isatty(STDERR_FILENO);
-  to.log = tuning_log(o.quiet, bar);
-  if (bar) to.progress = draw_progress;
-  search::TuneResult r = search::tune_task(g, store, *strategy, est.get(), to);
-  if (bar) std::cerr << "\r\033[K" << std::flush;
+// With several strategies, each has a records file of its own: runs.db ->
+// runs.gradient.db (the strategy's name before the file name's extension).
+std::string records_of(const std::string& path, const std::string& strategy) {
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == (slash == std::string::npos ? 0 : slash + 1))
+    return path + "." + strategy;
+  return path.substr(0, dot) + "." + strategy + path.substr(dot);
+}
 
-  nlohmann::json j = {{"op", op},
+// One strategy's run: what it tunes with, and then what it found.
+struct Run {
+  std::unique_ptr<search::Strategy> strategy;
+  std::string spec;  // the estimator as named ("" : none)
+  std::unique_ptr<models::Estimator> est;
+  std::string records;
+  std::unique_ptr<search::RecordStore> store;
+  search::TuneResult result;
+  nlohmann::json json;
+};
+
+nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const Run& run) {
+  const search::TuneResult& r = run.result;
+  nlohmann::json j = {{"op", g.op},
                       {"task", r.task_key},
                       {"target", o.target},
                       {"strategy", r.strategy},
-                      {"estimator", spec.empty() ? "none" : spec},
-                      {"records", o.records},
+                      {"estimator", run.spec.empty() ? "none" : run.spec},
+                      {"records", run.records},
                       {"seed", o.seed},
                       {"trials", r.trials},
                       {"resumed", r.resumed},
@@ -138,50 +144,130 @@ int run_tune_op(const TuneOpOptions& o) {
   } else {
     j["best_latency_us"] = nullptr;
   }
-  if (o.compare) {
-    // The same protocol for both (BENCHMARKS.md): full timing, the peer on every core.
-    std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
-    if (r.best) {
-      const sched::Sketch* s = nullptr;
-      sched::Config c = sched::config_from_json(r.best->config, sketches, o.records, &s);
-      codegen::MeasureOptions mo;
-      mo.timing = codegen::TimingOptions::full();
-      mo.timeout_seconds = 120;
-      codegen::MeasurePool pool(g, sketches, mo);
-      codegen::MeasureResult m = pool.measure_one({&pool.sketches()[static_cast<size_t>(s - sketches.data())], c});
-      if (!m.ok()) throw Error("the best program failed when timed again: " + m.error);
-      j["final_latency_us"] = m.min_us();
-    }
-    const int threads = codegen::match_torch_threads();
-    codegen::Timing t = codegen::time_torch_reference(g, codegen::random_inputs(g, 1), codegen::TimingOptions::full());
-    j["torch_latency_us"] = t.min_us;
-    j["torch_threads"] = threads;
-    if (j.contains("final_latency_us")) j["speedup_vs_torch"] = t.min_us / j["final_latency_us"].get<double>();
+  return j;
+}
+
+// --compare: each run's best program timed again with the full protocol (the runs in
+// turn), then LibTorch's kernel, in this process.
+void compare(const ops::OpGraph& g, std::vector<Run>& runs) {
+  std::vector<sched::Sketch> sketches = sched::cpu_sketches(g);
+  codegen::MeasureOptions mo;
+  mo.timing = codegen::TimingOptions::full();
+  mo.timeout_seconds = 120;
+  std::unique_ptr<codegen::MeasurePool> pool;
+  for (Run& run : runs) {
+    if (!run.result.best) continue;
+    if (!pool) pool = std::make_unique<codegen::MeasurePool>(g, sketches, mo);
+    const sched::Sketch* s = nullptr;
+    sched::Config c = sched::config_from_json(run.result.best->config, sketches, run.records, &s);
+    codegen::MeasureResult m = pool->measure_one({&pool->sketches()[static_cast<size_t>(s - sketches.data())], c});
+    if (!m.ok()) throw Error("the " + run.result.strategy + " strategy's best program failed when timed again: " + m.error);
+    run.json["final_latency_us"] = m.min_us();
   }
-  if (o.json) {
-    std::cout << j.dump(2) << "\n";
+  // The same protocol for both (BENCHMARKS.md): full timing, the peer on basin's threads.
+  const int threads = codegen::match_torch_threads();
+  codegen::Timing t = codegen::time_torch_reference(g, codegen::random_inputs(g, 1), codegen::TimingOptions::full());
+  for (Run& run : runs) {
+    run.json["torch_latency_us"] = t.min_us;
+    run.json["torch_threads"] = threads;
+    if (run.json.contains("final_latency_us"))
+      run.json["speedup_vs_torch"] = t.min_us / run.json["final_latency_us"].get<double>();
+  }
+}
+
+void print_run(const TuneOpOptions& o, const Run& run) {
+  const search::TuneResult& r = run.result;
+  const nlohmann::json& j = run.json;
+  std::printf("task               %s\n", r.task_key.c_str());
+  std::printf("strategy           %s (estimator %s), seed %llu\n", r.strategy.c_str(),
+              run.spec.empty() ? "none" : run.spec.c_str(), static_cast<unsigned long long>(o.seed));
+  std::printf("trials             %d (%d resumed from %s, %d failed in this run)\n", r.trials, r.resumed,
+              run.records.c_str(), r.errors);
+  if (r.best)
+    std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->latency_us(), j["gflops"].get<double>());
+  else
+    std::printf("best latency       none: no program ran successfully\n");
+  if (j.contains("final_latency_us"))
+    std::printf("timed again        %.2f us (full protocol)\n", j["final_latency_us"].get<double>());
+  if (j.contains("torch_latency_us"))
+    std::printf("LibTorch           %.2f us%s\n", j["torch_latency_us"].get<double>(),
+                j.contains("speedup_vs_torch")
+                    ? ("  (speedup " + std::to_string(j["speedup_vs_torch"].get<double>()) + ")").c_str()
+                    : "");
+  std::printf("time               %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s; overhead %.1f%%)\n",
+              r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, 100 * r.overhead_fraction);
+  if (r.best) std::printf("best configuration %s\n", r.best->config.c_str());
+}
+
+int run_tune_op(const TuneOpOptions& o) {
+  if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
+  if (o.trials < 0) throw ParseError("--trials must be positive");
+  if (o.batch <= 0) throw ParseError("--batch must be positive");
+  if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
+  if (o.compare && o.target == "cuda")
+    throw ParseError("--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
+  const std::vector<std::string> strategies = split_strategies(o.strategy);
+  const bool several = strategies.size() > 1;
+  for (size_t i = 0; i < strategies.size(); ++i)
+    for (size_t k = 0; k < i; ++k)
+      if (strategies[i] == strategies[k]) throw ParseError("--strategy names " + strategies[i] + " twice");
+  if (several && !o.estimator.empty())
+    throw ParseError("--estimator names one estimator; with several strategies each tunes with its default "
+                     "(mlp for gradient and evolutionary, gbt for annealing)");
+  ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
+  std::vector<Run> runs(strategies.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Run& run = runs[i];
+    run.strategy = search::make_strategy(strategies[i]);
+    run.spec = o.estimator.empty() ? run.strategy->default_estimator() : o.estimator;
+    run.est = run.spec.empty() ? nullptr : models::estimator_for_target(run.spec, o.target);
+    run.records = several ? records_of(o.records, strategies[i]) : o.records;
+    run.store = std::make_unique<search::RecordStore>(run.records);
+  }
+
+  search::TuneOptions to;
+  to.target = o.target;
+  to.trials = o.trials;
+  to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
+  to.batch = o.batch;
+  to.seed = o.seed;
+  to.timeout_seconds = o.timeout;
+  to.stop_at_us = o.stop_at;
+  to.confirm = o.confirm;
+  to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
+  // One progress bar follows one run; interleaved runs log their rounds.
+  const bool bar = !o.quiet && !several && isatty(STDERR_FILENO);
+  to.log = tuning_log(o.quiet, bar);
+  if (bar) to.progress = draw_progress;
+  if (several) {
+    std::vector<search::Contender> contenders;
+    for (Run& run : runs) contenders.push_back({run.strategy.get(), run.est.get(), run.store.get()});
+    std::vector<search::TuneResult> results = search::tune_interleaved(g, contenders, to);
+    for (size_t i = 0; i < runs.size(); ++i) runs[i].result = std::move(results[i]);
   } else {
-    std::printf("task               %s\n", r.task_key.c_str());
-    std::printf("strategy           %s (estimator %s), seed %llu\n", r.strategy.c_str(), spec.empty() ? "none" : spec.c_str(),
-                static_cast<unsigned long long>(o.seed));
-    std::printf("trials             %d (%d resumed from %s, %d failed in this run)\n", r.trials, r.resumed, o.records.c_str(),
-                r.errors);
-    if (r.best)
-      std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->latency_us(), j["gflops"].get<double>());
-    else
-      std::printf("best latency       none: no program ran successfully\n");
-    if (j.contains("final_latency_us"))
-      std::printf("timed again        %.2f us (full protocol)\n", j["final_latency_us"].get<double>());
-    if (j.contains("torch_latency_us"))
-      std::printf("LibTorch           %.2f us%s\n", j["torch_latency_us"].get<double>(),
-                  j.contains("speedup_vs_torch")
-                      ? ("  (speedup " + std::to_string(j["speedup_vs_torch"].get<double>()) + ")").c_str()
-                      : "");
-    std::printf("time               %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s; overhead %.1f%%)\n",
-                r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, 100 * r.overhead_fraction);
-    if (r.best) std::printf("best configuration %s\n", r.best->config.c_str());
+    runs[0].result = search::tune_task(g, *runs[0].store, *runs[0].strategy, runs[0].est.get(), to);
   }
-  return r.best ? 0 : 4;
+  if (bar) std::cerr << "\r\033[K" << std::flush;
+  for (Run& run : runs) run.json = result_json(o, g, run);
+  if (o.compare) compare(g, runs);
+
+  if (o.json) {
+    if (several) {
+      nlohmann::json j = {{"interleaved", true}, {"runs", nlohmann::json::array()}};
+      for (const Run& run : runs) j["runs"].push_back(run.json);
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << runs[0].json.dump(2) << "\n";
+    }
+  } else {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (i > 0) std::printf("\n");
+      print_run(o, runs[i]);
+    }
+  }
+  for (const Run& run : runs)
+    if (!run.result.best) return 4;
+  return 0;
 }
 
 }  // namespace
@@ -194,9 +280,19 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
   cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
-  cmd->add_option("--strategy", o->strategy, "gradient, annealing, evolutionary or random")
+  cmd->add_option("--strategy", o->strategy,
+                  "gradient, annealing, evolutionary or random; several, comma-separated (gradient,annealing): "
+                  "tuned at once, a round of each in turn, each with its own records file (FILE with the "
+                  "strategy's name before its extension) and its own clock")
       ->required()
-      ->check(CLI::IsMember(search::strategy_names()));
+      ->check([](const std::string& list) {
+        std::vector<std::string> names = split_strategies(list);
+        if (names.empty()) return std::string("no strategy named");
+        for (const std::string& n : names)
+          if (std::find(search::strategy_names().begin(), search::strategy_names().end(), n) == search::strategy_names().end())
+            return n + " is not a strategy (gradient, annealing, evolutionary or random)";
+        return std::string();
+      });
   cmd->add_option("--trials", o->trials, "stop when the task has N measured programs in the records file");
   cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 5m, 1h)");
   cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();

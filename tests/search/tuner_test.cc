@@ -3,6 +3,8 @@
 // real binary: tests/tools/tune_op_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -778,6 +780,83 @@ TEST(Tuner, StopsOnItsTimeBudget) {
   EXPECT_GT(r.measured, 0);
   EXPECT_LT(r.seconds, 6.0);  // the budget, one candidate's timeout at most
   std::remove(db.c_str());
+}
+
+// A tuner's clock runs only in its own work (constructor, rounds, settle): a network's
+// tasks and interleaved strategies take turns, and each counts its own time.
+TEST(Tuner, ATunersClockStopsBetweenItsRounds) {
+  std::string db = temp_db("clock");
+  search::RecordStore store(db);
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 8;
+  auto t0 = std::chrono::steady_clock::now();
+  search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
+  ASSERT_EQ(tuner.round(4), 4);
+  const double after_one = tuner.result().seconds;
+  ::usleep(1500 * 1000);  // another tuner's round
+  EXPECT_DOUBLE_EQ(tuner.result().seconds, after_one);
+  ASSERT_EQ(tuner.round(4), 4);
+  tuner.settle();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const search::TuneResult& r = tuner.result();
+  EXPECT_GT(r.seconds, after_one);
+  EXPECT_LT(r.seconds, wall - 1.4);
+  EXPECT_LE(r.curve.back().seconds, r.seconds);
+  EXPECT_GE(r.overhead_fraction, 0.0);
+  std::remove(db.c_str());
+}
+
+// Strategies tuned at once take a round each in turn, each with its own records and
+// clock, so that both meet the same phases of a shared machine.
+TEST(Tuner, InterleavedStrategiesTakeTurnsRoundByRound) {
+  std::string db_a = temp_db("turns_a"), db_b = temp_db("turns_b");
+  search::RecordStore a(db_a), b(db_b);
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  std::unique_ptr<search::Strategy> annealing = search::make_strategy("annealing");
+  std::unique_ptr<models::Estimator> gbt = models::make_estimator("gbt");
+  search::TuneOptions opt;
+  opt.trials = 12;
+  opt.batch = 4;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<search::TuneResult> rs =
+      search::tune_interleaved(small_gemm(), {{random.get(), nullptr, &a}, {annealing.get(), gbt.get(), &b}}, opt);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].strategy, "random");
+  EXPECT_EQ(rs[1].strategy, "annealing");
+  for (const search::TuneResult& r : rs) {
+    EXPECT_EQ(r.trials, 12);
+    EXPECT_EQ(r.rounds, 3);
+    EXPECT_TRUE(r.best.has_value());
+  }
+  // Each clock counts its own rounds: together no more than the wall time.
+  EXPECT_LE(rs[0].seconds + rs[1].seconds, wall + 0.01);
+  // Each file has its strategy's programs only, and the rounds alternate: the second
+  // strategy's round k started after the first's round k and before its round k+1.
+  std::vector<search::Record> ra = a.task_records(rs[0].task_key, "llvm"), rb = b.task_records(rs[1].task_key, "llvm");
+  ASSERT_EQ(ra.size(), 12u);
+  ASSERT_EQ(rb.size(), 12u);
+  auto started = [](std::vector<search::Record> v) {
+    std::vector<double> t;
+    for (const search::Record& r : v) t.push_back(r.started_at);
+    std::sort(t.begin(), t.end());
+    return t;
+  };
+  std::vector<double> sa = started(ra), sb = started(rb);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_GT(sb[4 * k], sa[4 * k + 3]) << "round " << k;
+    if (k < 2) EXPECT_LT(sb[4 * k + 3], sa[4 * k + 4]) << "round " << k;
+  }
+  for (const search::Record& r : ra) EXPECT_EQ(r.estimator_version.rfind("random", 0), 0u) << r.estimator_version;
+  for (const search::Record& r : rb) EXPECT_EQ(r.estimator_version.rfind("annealing", 0), 0u) << r.estimator_version;
+  // Two strategies cannot share a records file: each would resume from the other's.
+  search::RecordStore again(db_a);
+  EXPECT_THROW(search::tune_interleaved(small_gemm(), {{random.get(), nullptr, &a}, {annealing.get(), gbt.get(), &again}},
+                                        opt),
+               Error);
+  std::remove(db_a.c_str());
+  std::remove(db_b.c_str());
 }
 
 TEST(Tuner, RejectsWhatItCannotRun) {

@@ -127,6 +127,43 @@ TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
 }
 
+// Several strategies at once: a round of each in turn, each with its own records file
+// (the strategy's name before the extension), one JSON object with a run per strategy,
+// each best timed again beside LibTorch.
+TEST(TuneOp, SeveralStrategiesTakeTurnsEachWithItsOwnRecords) {
+  const std::string db = temp_db("turns");
+  const std::string base = db.substr(0, db.size() - 3);
+  Result r = run("tune-op " + std::string(kTask) + " --strategy random,annealing --trials 8 --batch 4 --compare --json --records " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["interleaved"], true);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  const char* names[] = {"random", "annealing"};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& run = j["runs"][i];
+    EXPECT_EQ(run["strategy"], names[i]);
+    EXPECT_EQ(run["records"], base + "." + names[i] + ".db");
+    EXPECT_EQ(run["trials"], 8);
+    EXPECT_EQ(records_in(base + "." + names[i] + ".db"), 8);
+    for (const char* key : {"best_latency_us", "search_seconds", "curve", "final_latency_us", "torch_latency_us"})
+      EXPECT_TRUE(run.contains(key)) << names[i] << " " << key;
+  }
+  EXPECT_EQ(j["runs"][0]["estimator"], "none");
+  EXPECT_EQ(j["runs"][1]["estimator"], "gbt");
+  EXPECT_EQ(j["runs"][0]["torch_latency_us"], j["runs"][1]["torch_latency_us"]);  // one peer, timed once
+  EXPECT_FALSE(std::filesystem::exists(db));  // the named file is not written
+  // Run again: each resumes from its own file and measures nothing.
+  Result again = run("tune-op " + std::string(kTask) + " --strategy random,annealing --trials 8 --json --records " + db);
+  ASSERT_EQ(again.code, 0) << again.out;
+  auto k = nlohmann::json::parse(again.out);
+  for (const auto& run : k["runs"]) {
+    EXPECT_EQ(run["resumed"], 8);
+    EXPECT_EQ(run["measured"], 0);
+  }
+  for (const std::string& f : {db, base + ".random.db", base + ".annealing.db"})
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((f + suffix).c_str());
+}
+
 TEST(TuneOp, UserErrorsFailWithOneClearLine) {
   const std::string db = temp_db("errors");
   const std::string corrupt = db + ".corrupt";
@@ -142,6 +179,9 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
   const std::vector<Bad> calls = {
       {"tune-op " + t + " --trials 10", "--strategy is required"},
       {"tune-op " + t + " --strategy hillclimb --trials 10", "--strategy"},
+      {"tune-op " + t + " --strategy random,hillclimb --trials 10", "hillclimb is not a strategy"},
+      {"tune-op " + t + " --strategy random,random --trials 10", "--strategy names random twice"},
+      {"tune-op " + t + " --strategy gradient,annealing --trials 10 --estimator mlp", "--estimator names one estimator"},
       {"tune-op " + t + " --strategy random", "give one budget"},
       {"tune-op " + t + " --strategy random --trials 10 --budget 5m", "give one budget"},
       {"tune-op " + t + " --strategy random --budget soon", "not a duration"},
