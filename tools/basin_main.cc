@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "tools/commands.h"
 
 namespace {
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    basin::check_thread_setting();
     return run ? run() : 0;
   } catch (const basin::Error& e) {
     std::cerr << "basin: error: " << e.what() << "\n";

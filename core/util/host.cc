@@ -5,6 +5,8 @@
 #include <fstream>
 #include <thread>
 
+#include "core/util/error.h"
+
 namespace basin {
 
 HostInfo probe_host() {
@@ -36,6 +38,16 @@ HostInfo probe_host() {
 
 std::string HostInfo::describe() const {
   return cpu_model + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
+}
+
+void check_thread_setting() {
+  const char* s = std::getenv("BASIN_NUM_THREADS");
+  if (!s) return;
+  const std::string v = s;
+  const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(v) < 1)
+    throw Error("BASIN_NUM_THREADS='" + v + "' is not a number of threads (a whole number, at least 1; "
+                "unset it to use every core)");
 }
 
 const HostInfo& this_host() {

@@ -21,6 +21,10 @@ struct HostInfo {
 
 // This machine, read now (from /proc/cpuinfo, the CPU and BASIN_NUM_THREADS).
 HostInfo probe_host();
+// Throws basin::Error naming the value when BASIN_NUM_THREADS is set to anything but
+// a whole number of at least 1 (probe_host ignores such a value; the command line
+// refuses it, since records would name every core while the user meant fewer).
+void check_thread_setting();
 // This machine (probe_host, read once).
 const HostInfo& this_host();
 // this_host().describe().

@@ -113,6 +113,21 @@ struct BadCall {
   std::string message;
 };
 
+// A thread count that is not one is refused with one line naming it: records would
+// name every core while the user meant fewer.
+TEST(Cli, ABadThreadCountIsRefused) {
+  for (const char* bad : {"abc", "0", "-2", "4x", "", "1.5"}) {
+    Result r = basin::testing::capture(std::string("BASIN_NUM_THREADS='") + bad + "' " + basin::testing::basin_path() +
+                                       " op --workload gemm-256 --timing quick 2>&1");
+    EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("basin: error: BASIN_NUM_THREADS='") + bad + "' is not a number of threads"),
+              std::string::npos)
+        << r.out;
+  }
+  Result ok = basin::testing::capture("BASIN_NUM_THREADS=2 " + basin::testing::basin_path() + " ops 2>&1");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
 TEST(Cli, EstimatorTrainEvalAndExport) {
   std::string db = "/tmp/basin_cli_est_" + std::to_string(::getpid()) + ".db";
   std::string model = db + ".bin";
