@@ -6,13 +6,15 @@
 // each step; every visited point is rounded to a valid configuration, measured and
 // repeated programs are dropped, the rest are ranked by the estimator on their own
 // exact features (a prediction stays with its configuration) together with mutations
-// of the fastest measured programs, and the best are measured with a few random ones
-// and the best-predicted program of two sketches in turn; a sketch whose measured
-// programs are all far slower than the best keeps only two ranked places per batch.
+// of the fastest measured programs, and the best are measured with a few random ones,
+// the best-predicted program of two sketches in turn, and the fastest programs' tilings
+// in two sibling sketches; a sketch whose measured programs are all far slower than the
+// best keeps only two ranked places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -36,6 +38,8 @@ struct GradientOptions {
   int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
   int local_parents = 4;  // the fastest measured programs whose mutations join the pool
   int local_moves = 16;   // mutations drawn per parent
+  int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
+  int sibling_parents = 4;  // ... of the fastest this many programs, in order
   // Sketches measured slow: see cap_losing_sketches (a negative cap turns it off).
   int cap_evidence = 8;
   double cap_margin = 0.25;
@@ -110,6 +114,8 @@ class Gradient final : public Strategy {
     for (auto& [json, c] : visited) ranked.push_back(std::move(c));
     space.predict(*state.estimator, ranked);
     std::vector<Candidate> explore = sketch_picks(state, ranked, n);
+    std::vector<Candidate> siblings = sibling_picks(state, good, explore, n);
+    explore.insert(explore.begin(), std::make_move_iterator(siblings.begin()), std::make_move_iterator(siblings.end()));
     cap_losing_sketches(state, ranked);
     std::vector<Candidate> out =
         select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon, explore);
@@ -158,6 +164,47 @@ class Gradient final : public Strategy {
       if (best == ranked.end()) continue;
       out.push_back(std::move(*best));
       ranked.erase(best);
+    }
+    return out;
+  }
+
+  // Sibling sketches: a task's anchor sketches share their splits and differ in the
+  // vector axis, packing, accumulator level and producer placement, and the estimator
+  // orders programs of one sketch better than it orders sketches. On resnet18-c2, -c6
+  // and -c9 (session 24) the sketch of the final best was a sibling of the one the
+  // search settled on first (another accumulator level or producer placement), and it
+  // took 150 to 250 trials to move there. Each batch measures the fastest programs'
+  // own tilings in `sibling_slots` other sketches: the nearest sketches first
+  // (TaskSpace::sketch_distance), then the best predicted; the fastest program's
+  // siblings first, the next program's once those are all measured. Not in `taken`.
+  std::vector<Candidate> sibling_picks(SearchState& state, const std::vector<const Measured*>& good,
+                                       const std::vector<Candidate>& taken, int n) const {
+    std::vector<Candidate> out;
+    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.sibling_slots, n / 4)));
+    std::set<std::string> used;
+    for (const Candidate& c : taken) used.insert(c.json);
+    const int n_sketches = static_cast<int>(state.space.sketches().size());
+    const size_t parents = std::min(good.size(), static_cast<size_t>(std::max(opt_.sibling_parents, 0)));
+    for (size_t p = 0; p < parents && out.size() < slots; ++p) {
+      const Candidate& parent = good[p]->candidate;
+      std::vector<Candidate> sibs;
+      for (int s = 0; s < n_sketches; ++s) {
+        Candidate c;
+        if (state.space.transplant(parent, s, &c) && !state.measured.count(c.json) && !used.count(c.json))
+          sibs.push_back(std::move(c));
+      }
+      if (sibs.empty()) continue;
+      state.space.predict(*state.estimator, sibs);
+      std::stable_sort(sibs.begin(), sibs.end(), [&](const Candidate& a, const Candidate& b) {
+        const int da = state.space.sketch_distance(parent.sketch, a.sketch);
+        const int db = state.space.sketch_distance(parent.sketch, b.sketch);
+        return da != db ? da < db : a.predicted < b.predicted;
+      });
+      for (Candidate& c : sibs) {
+        if (out.size() >= slots) break;
+        used.insert(c.json);
+        out.push_back(std::move(c));
+      }
     }
     return out;
   }

@@ -128,6 +128,27 @@ bool TaskSpace::crossover(const Candidate& a, const Candidate& b, std::mt19937_6
   return false;
 }
 
+bool TaskSpace::transplant(const Candidate& c, int sketch, Candidate* out) const {
+  if (sketch == c.sketch || sketch < 0 || sketch >= static_cast<int>(sketches_.size())) return false;
+  const sched::Sketch& from = sketches_[c.sketch];
+  const sched::Sketch& to = sketches_[sketch];
+  if (from.splits.size() != to.splits.size()) return false;
+  for (size_t k = 0; k < to.splits.size(); ++k) {
+    const sched::SplitSpec &a = from.splits[k], &b = to.splits[k];
+    if (a.name != b.name || a.extent != b.extent || a.parts != b.parts || a.guarded != b.guarded) return false;
+  }
+  if (!sched::invalid_reason(to, c.config).empty()) return false;
+  *out = make(sketch, c.config);
+  return true;
+}
+
+int TaskSpace::sketch_distance(int a, int b) const {
+  const sched::Sketch &x = sketches_.at(static_cast<size_t>(a)), &y = sketches_.at(static_cast<size_t>(b));
+  if (x.rule != y.rule) return 10;
+  return (x.vec_axis != y.vec_axis) + (x.pack != y.pack) + (x.acc_level != y.acc_level) +
+         (x.inline_producers != y.inline_producers) + (x.prefix != y.prefix);
+}
+
 relax::RelaxedSketch& TaskSpace::exact(int sketch) {
   auto& rs = exact_.at(sketch);
   if (!rs) rs = std::make_unique<relax::RelaxedSketch>(task_, sketches_[sketch], relax::TapeMode::Exact);

@@ -57,6 +57,14 @@ class TaskSpace {
   bool mutate(const Candidate& c, std::mt19937_64& rng, Candidate* out) const;
   // Each split's factors and the unroll depth from either parent (same sketch).
   bool crossover(const Candidate& a, const Candidate& b, std::mt19937_64& rng, Candidate* out) const;
+  // c's configuration in another sketch, `sketch`, whose splits have the same names,
+  // extents and shapes: the same tiling with another vector axis, packing, accumulator
+  // level or producer placement. False when the splits differ, the sketch is c's own,
+  // or the configuration is not valid there.
+  bool transplant(const Candidate& c, int sketch, Candidate* out) const;
+  // How many of the anchor choices (vector axis, packing, accumulator level, producer
+  // placement, shared prefix) two sketches differ in; another rule counts 10.
+  int sketch_distance(int a, int b) const;
 
   // The candidates' exact features, padded to the largest store count.
   models::FeatureBatch features(const std::vector<Candidate>& cs);
