@@ -40,6 +40,19 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
+long contest_winner(const std::vector<std::vector<double>>& windows) {
+  long w = -1;
+  double w_us = 0;
+  for (size_t j = 0; j < windows.size(); ++j) {
+    if (windows[j].empty()) continue;
+    std::vector<double> v = windows[j];
+    const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    if (w < 0 || *mid < w_us) w = static_cast<long>(j), w_us = *mid;
+  }
+  return w;
+}
+
 double pairwise_accuracy(const std::vector<double>& predicted, const std::vector<double>& latency) {
   models::PairCounts c = models::count_ordered_pairs(predicted, latency);
   return c.pairs > 0 ? c.agree / c.pairs : -1;
@@ -181,23 +194,20 @@ struct TaskTuner::Impl {
     return window;
   }
   // `contest` (record indices) measured `confirm` times each, side by side; each keeps
-  // its measurements, and the program of lowest median over the window (the upper one
-  // of an even count) becomes the best. A program never confirmed whose measurements
+  // its measurements, and the window's winner (contest_winner: the lowest median, the
+  // lower one of an even count) becomes the best. A program never confirmed whose measurements
   // all failed (a timeout on a loaded machine, a wrong result) has its one measurement,
   // and one measurement does not make a best.
   void hold_contest(const std::vector<size_t>& contest) {
     std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm);
-    long w = -1;
-    double w_us = 0;
     for (size_t j = 0; j < contest.size(); ++j) {
       if (window[j].empty()) {
         if (!records[contest[j]].confirmed()) unconfirmable.insert(contest[j]);
         continue;
       }
       add_measurements(contest[j], window[j]);
-      const double us = upper_median(window[j]);
-      if (w < 0 || us < w_us) w = static_cast<long>(j), w_us = us;
     }
+    const long w = contest_winner(window);
     if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != incumbent())
       take_best(contest[static_cast<size_t>(w)]);
   }

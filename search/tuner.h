@@ -161,6 +161,16 @@ struct Contender {
 std::vector<TuneResult> tune_interleaved(const ops::OpGraph& task, const std::vector<Contender>& contenders,
                                          const TuneOptions& opt);
 
+// The winner of a contest: `windows` holds each program's measurements of one
+// side-by-side window (measured in turn; empty where all failed). The winner has the
+// lowest lower median (the median, the lower one of an even count: with two
+// measurements, the faster). A shared machine's interference only slows a program,
+// so one spike in a short window says nothing about it: with the upper median, a
+// window of two judged each program by its slower measurement, and one slowdown
+// (787 us to 2041) named a program 11% slower the best (session 25). -1 when every
+// window is empty; the first of equals.
+long contest_winner(const std::vector<std::vector<double>>& windows);
+
 // Pairwise ranking accuracy of predictions against latencies (pairs with different
 // latencies; -1 when there is none).
 double pairwise_accuracy(const std::vector<double>& predicted, const std::vector<double>& latency);
