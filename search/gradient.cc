@@ -8,8 +8,8 @@
 // exact features (a prediction stays with its configuration) together with mutations
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, and the fastest programs' tilings
-// in two sibling sketches; a sketch whose measured programs are all far slower than the
-// best keeps only two ranked places per batch.
+// in two sibling sketches; the sketches whose measured programs are all far slower than
+// the best share two ranked places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -40,10 +40,8 @@ struct GradientOptions {
   int local_moves = 16;   // mutations drawn per parent
   int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
-  // Sketches measured slow: see cap_losing_sketches (a negative cap turns it off).
-  int cap_evidence = 8;
-  double cap_margin = 0.25;
-  int cap_per_batch = 2;
+  // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
+  SketchCap cap;
 };
 
 // Back into the polytope: into the box, then each violated row of A x <= b (whose
@@ -212,40 +210,18 @@ class Gradient final : public Strategy {
   // The estimator's order across sketches can stay wrong for hundreds of trials after
   // the measurements have settled it (resnet18-c12: 300 of the first 600 trials went
   // to `vec=w` sketches whose best was 40% slower than the packed ones'). A sketch
-  // with at least `cap_evidence` measured programs whose best is more than
-  // `cap_margin` slower than the best of all keeps only its `cap_per_batch`
-  // best-predicted candidates in the ranked part of the batch. The sketch slots still
-  // revisit it in turn, so a capped sketch whose new program is fast loses its cap.
+  // with at least `cap.evidence` measured programs whose best is more than a margin
+  // slower than the best of all is capped: the capped sketches share `cap.places`
+  // places, their best-predicted candidates, in the ranked part of the batch. The
+  // margin is `cap.margin` at `cap.evidence` programs and shrinks in proportion as a
+  // sketch's programs grow, to `cap.margin_floor`: the more a sketch has been
+  // measured, the less doubt its best leaves (session 25: on C12 four `vec=w`
+  // sketches 12% behind the packed ones, with 60 to 170 programs each, took a quarter
+  // of the trials after 300, two capped places each). The sketch slots still revisit
+  // a capped sketch in turn, so one whose new program is fast loses its cap.
   void cap_losing_sketches(const SearchState& state, std::vector<Candidate>& ranked) const {
-    if (opt_.cap_per_batch < 0) return;
-    const size_t n_sketches = state.space.sketches().size();
-    std::vector<double> best(n_sketches, 0);
-    std::vector<int> count(n_sketches, 0);
-    double best_all = 0;
-    for (const Measured& m : state.history) {
-      if (!m.ok()) continue;
-      const size_t s = static_cast<size_t>(m.candidate.sketch);
-      ++count[s];
-      if (best[s] == 0 || m.latency_us < best[s]) best[s] = m.latency_us;
-      if (best_all == 0 || m.latency_us < best_all) best_all = m.latency_us;
-    }
-    std::vector<bool> capped(n_sketches, false);
-    bool any = false;
-    for (size_t s = 0; s < n_sketches; ++s) {
-      capped[s] = count[s] >= opt_.cap_evidence && best[s] > best_all * (1 + opt_.cap_margin);
-      any = any || capped[s];
-    }
-    if (!any) return;
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
-    std::vector<int> kept(n_sketches, 0);
-    std::vector<Candidate> out;
-    for (Candidate& c : ranked) {
-      const size_t s = static_cast<size_t>(c.sketch);
-      if (capped[s] && kept[s]++ >= opt_.cap_per_batch) continue;
-      out.push_back(std::move(c));
-    }
-    ranked = std::move(out);
+    if (opt_.cap.places < 0) return;
+    cap_ranked(ranked, capped_sketches(state.history, state.space.sketches().size(), opt_.cap), opt_.cap.places);
   }
 
   // One sketch's seeds under descent.

@@ -71,6 +71,41 @@ std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> r
   return out;
 }
 
+std::vector<bool> capped_sketches(const std::vector<Measured>& history, size_t n_sketches, const SketchCap& cap) {
+  std::vector<double> best(n_sketches, 0);
+  std::vector<int> count(n_sketches, 0);
+  double best_all = 0;
+  for (const Measured& m : history) {
+    if (!m.ok()) continue;
+    const size_t s = static_cast<size_t>(m.candidate.sketch);
+    if (s >= n_sketches) continue;
+    ++count[s];
+    if (best[s] == 0 || m.latency_us < best[s]) best[s] = m.latency_us;
+    if (best_all == 0 || m.latency_us < best_all) best_all = m.latency_us;
+  }
+  std::vector<bool> capped(n_sketches, false);
+  for (size_t s = 0; s < n_sketches; ++s) {
+    if (count[s] < std::max(cap.evidence, 1)) continue;
+    const double margin = std::max(cap.margin_floor, cap.margin * std::max(cap.evidence, 1) / count[s]);
+    capped[s] = best[s] > best_all * (1 + margin);
+  }
+  return capped;
+}
+
+void cap_ranked(std::vector<Candidate>& ranked, const std::vector<bool>& capped, int places) {
+  if (std::none_of(capped.begin(), capped.end(), [](bool c) { return c; })) return;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+  int kept = 0;
+  std::vector<Candidate> out;
+  for (Candidate& c : ranked) {
+    const size_t s = static_cast<size_t>(c.sketch);
+    if (s < capped.size() && capped[s] && kept++ >= places) continue;
+    out.push_back(std::move(c));
+  }
+  ranked = std::move(out);
+}
+
 namespace {
 
 class RandomSearch final : public Strategy {

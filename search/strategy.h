@@ -80,6 +80,20 @@ void fill_random(SearchState& state, int n, std::vector<Candidate>& out, const s
 // program of `reserved`, which the caller adds after the batch.
 std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon,
                                     const std::vector<Candidate>& reserved = {});
+// Sketches measured slow (the gradient strategy's cap, docs/search.md): a sketch with
+// at least `evidence` measured programs whose best is more than a margin slower than
+// the best of all. The margin is `margin` at `evidence` programs and shrinks in
+// proportion as the sketch's programs grow, to `margin_floor`.
+struct SketchCap {
+  int evidence = 8;
+  double margin = 0.25;
+  double margin_floor = 0.05;
+  int places = 2;  // ranked places per batch, shared by all capped sketches
+};
+std::vector<bool> capped_sketches(const std::vector<Measured>& history, size_t n_sketches, const SketchCap& cap);
+// `ranked`, sorted by prediction, with the capped sketches' candidates cut to the
+// `places` best predicted among them.
+void cap_ranked(std::vector<Candidate>& ranked, const std::vector<bool>& capped, int places);
 std::unique_ptr<Strategy> make_random();
 std::unique_ptr<Strategy> make_annealing();
 std::unique_ptr<Strategy> make_evolutionary();
