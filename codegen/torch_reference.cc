@@ -10,6 +10,7 @@
 #include "codegen/cpu_runtime.h"
 #include "codegen/torch_executor.h"
 #include "core/ops/subgraph.h"
+#include "core/util/blas.h"
 #include "core/util/error.h"
 
 namespace basin::codegen {
@@ -298,6 +299,7 @@ Timing time_torch_reference(const ops::OpGraph& g, const std::vector<NDArray>& i
   std::vector<TT> in;
   for (const NDArray& a : inputs) in.push_back(to_torch(a));
   const Fn& fn = it->second;
+  BlasThreads peer(torch::get_num_threads());  // the peer's BLAS on the peer's threads
   return time_function([&] { fn(g.attrs, in); }, opt);
 }
 
@@ -374,6 +376,7 @@ std::vector<NDArray> TorchExecutor::run(const std::vector<NDArray>& inputs) cons
 Timing TorchExecutor::time(const std::vector<NDArray>& inputs, const TimingOptions& opt) const {
   torch::NoGradGuard no_grad;
   std::vector<TT> in = impl_->convert(inputs);
+  BlasThreads peer(torch::get_num_threads());
   return time_function([&] { impl_->eval(in); }, opt);
 }
 

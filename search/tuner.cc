@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "codegen/measure.h"
+#include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
 
@@ -334,6 +335,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
                 (est ? est->kind() : std::string("none")));
   const Clock::time_point started = Clock::now();
+  set_blas_threads(1);  // the estimator's products on this thread (core/util/blas.h)
   impl_ = std::make_unique<Impl>(task, store, strategy, est, opt);
   Impl& m = *impl_;
   Impl::Active active(m);

@@ -16,6 +16,7 @@
 #include "core/graph/model.h"
 #include "core/graph/passes.h"
 #include "core/ir/npy.h"
+#include "core/util/blas.h"
 #include "core/util/error.h"
 #include "search/network.h"
 #include "search/strategy.h"
@@ -257,6 +258,7 @@ int run_compare(const NetOptions& o) {
                       {"max_abs_error", err.max_abs},
                       {"max_rel_error", err.max_rel},
                       {"torch_threads", threads},
+                      {"torch_blas_core", blas_core()},
                       {"tasks", l.partition.tasks.size()},
                       {"launches", net.launches()},
                       {"untuned_tasks", untuned}};

@@ -18,6 +18,7 @@
 #include "core/schedule/lower_sketch.h"
 #include <fstream>
 #include <sstream>
+#include "core/util/blas.h"
 #include "core/util/error.h"
 #include "tools/commands.h"
 
@@ -168,6 +169,7 @@ int run_op(const OpOptions& o) {
   j["verified"] = ok;
   if (o.compare) {
     j["torch_threads"] = codegen::match_torch_threads();
+    j["torch_blas_core"] = blas_core();
     codegen::Timing t = codegen::time_torch_reference(g, inputs, topt);
     j["torch_latency_us"] = t.min_us;
     j["torch_latency_median_us"] = t.median_us;

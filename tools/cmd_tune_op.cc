@@ -15,6 +15,7 @@
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
+#include "core/util/blas.h"
 #include "core/util/error.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
@@ -170,6 +171,7 @@ void compare(const ops::OpGraph& g, std::vector<Run>& runs) {
   for (Run& run : runs) {
     run.json["torch_latency_us"] = t.min_us;
     run.json["torch_threads"] = threads;
+    run.json["torch_blas_core"] = blas_core();
     if (run.json.contains("final_latency_us"))
       run.json["speedup_vs_torch"] = t.min_us / run.json["final_latency_us"].get<double>();
   }
