@@ -27,14 +27,6 @@ struct AnnealingOptions {
   double epsilon = 0.05;
 };
 
-// The knob values of a candidate, for the diversity cover: (sketch, knob, value).
-std::vector<std::tuple<int, int, std::vector<int64_t>>> knob_values(const Candidate& c) {
-  std::vector<std::tuple<int, int, std::vector<int64_t>>> v;
-  for (size_t k = 0; k < c.config.factors.size(); ++k) v.emplace_back(c.sketch, static_cast<int>(k), c.config.factors[k]);
-  v.emplace_back(c.sketch, -1, std::vector<int64_t>{c.config.unroll});
-  return v;
-}
-
 class Annealing final : public Strategy {
  public:
   std::string name() const override { return "annealing"; }
@@ -113,27 +105,11 @@ class Annealing final : public Strategy {
     }
     points_ = points;
 
-    // Diversity-aware selection over the `keep` best: greedily the candidate covering
-    // the most knob values not covered yet, ties to the better prediction.
+    // Diversity-aware selection over the `keep` best, then the random share.
     std::vector<Candidate> pool;
     for (const auto& [score, json] : best) pool.push_back(visited.at(json));
     const int n_random = static_cast<int>(std::floor(opt_.epsilon * n + 0.5));
-    std::set<std::tuple<int, int, std::vector<int64_t>>> covered;
-    std::vector<Candidate> out;
-    std::vector<bool> used(pool.size(), false);
-    while (static_cast<int>(out.size()) < n - n_random) {
-      int pick = -1, pick_gain = -1;
-      for (size_t i = 0; i < pool.size(); ++i) {
-        if (used[i]) continue;
-        int gain = 0;
-        for (const auto& kv : knob_values(pool[i])) gain += covered.count(kv) ? 0 : 1;
-        if (gain > pick_gain) pick = static_cast<int>(i), pick_gain = gain;
-      }
-      if (pick < 0) break;
-      used[pick] = true;
-      for (const auto& kv : knob_values(pool[pick])) covered.insert(kv);
-      out.push_back(pool[pick]);
-    }
+    std::vector<Candidate> out = diverse_cover(std::move(pool), n - n_random);
     fill_random(state, n, out);
     return out;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include "core/util/error.h"
 
@@ -68,6 +70,33 @@ std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> r
     out.push_back(std::move(c));
   }
   fill_random(state, n, out, reserved);
+  return out;
+}
+
+std::vector<Candidate> diverse_cover(std::vector<Candidate> pool, int n) {
+  using KnobValue = std::tuple<int, int, std::vector<int64_t>>;
+  auto values = [](const Candidate& c) {
+    std::vector<KnobValue> v;
+    for (size_t k = 0; k < c.config.factors.size(); ++k) v.emplace_back(c.sketch, static_cast<int>(k), c.config.factors[k]);
+    v.emplace_back(c.sketch, -1, std::vector<int64_t>{c.config.unroll});
+    return v;
+  };
+  std::set<KnobValue> covered;
+  std::vector<Candidate> out;
+  std::vector<bool> used(pool.size(), false);
+  while (static_cast<int>(out.size()) < n) {
+    int pick = -1, pick_gain = -1;
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (used[i]) continue;
+      int gain = 0;
+      for (const KnobValue& kv : values(pool[i])) gain += covered.count(kv) ? 0 : 1;
+      if (gain > pick_gain) pick = static_cast<int>(i), pick_gain = gain;
+    }
+    if (pick < 0) break;
+    used[static_cast<size_t>(pick)] = true;
+    for (KnobValue& kv : values(pool[static_cast<size_t>(pick)])) covered.insert(std::move(kv));
+    out.push_back(std::move(pool[static_cast<size_t>(pick)]));
+  }
   return out;
 }
 

@@ -80,6 +80,10 @@ void fill_random(SearchState& state, int n, std::vector<Candidate>& out, const s
 // program of `reserved`, which the caller adds after the batch.
 std::vector<Candidate> select_batch(SearchState& state, std::vector<Candidate> ranked, int n, double epsilon,
                                     const std::vector<Candidate>& reserved = {});
+// AutoTVM's diversity-aware selection: up to n of `pool` (best first), each the
+// candidate covering the most knob values (sketch, knob, value) not covered by those
+// chosen before it, ties to the earlier (better) one.
+std::vector<Candidate> diverse_cover(std::vector<Candidate> pool, int n);
 // Sketches measured slow (the gradient strategy's cap, docs/search.md): a sketch with
 // at least `evidence` measured programs whose best is more than a margin slower than
 // the best of all. The margin is `margin` at `evidence` programs and shrinks in
