@@ -49,7 +49,7 @@ codegen::Timing time_config(const ops::OpGraph& g, const sched::Sketch& s, const
 }  // namespace
 
 int main(int argc, char** argv) {
-  basin::exec_with_the_peers_settings(argv);  // the peer at its best (core/util/blas.h)
+  basin::exec_with_torch_settings(argv, /*peer=*/true);  // the peer at its best (core/util/blas.h)
   int random_n = 20;
   std::string configs_dir = std::string(BASIN_SOURCE_DIR) + "/bench/configs";
   std::string records_path;

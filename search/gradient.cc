@@ -30,8 +30,8 @@ namespace {
 
 struct GradientOptions {
   int seeds = 32;
-  int steps = 48;
-  double learning_rate = 0.15;
+  int steps = 32;
+  double learning_rate = 0.22;
   double penalty_weight = 1.0;
   double best_share = 0.25;  // seeds started at the best measured programs
   double seed_noise = 0.5;   // their Gaussian noise, in exponent units

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 
 #include "core/util/blas.h"
 #include "core/util/error.h"
@@ -22,21 +23,25 @@ namespace {
 // variable when it loads, before main, hence the exec.
 //
 // The same for OpenBLAS's kernels: version 0.3.21 does not know newer CPUs (this
-// project's Intel host, model 207) and falls back to its SSE3 "Prescott" kernels, 4.6x
-// slower than its AVX-512 ones on a 1024 GEMM (31.4 against 6.8 ms on two threads).
-// Unless the user chose a core, a peer on such a CPU runs with the kernels of its
-// vector instructions (SkylakeX for AVX-512, Haswell for AVX2). OpenBLAS reads
+// project's Intel host, model 207) and falls back to its SSE3 "Prescott" kernels, 4.8x
+// slower than its AVX-512 ones on a 1024 GEMM (31.4 against 6.6 ms on two threads).
+// Unless the user chose a core, the commands that run LibTorch (the peer, and the
+// estimators of tuning and training) run with the kernels of the CPU's vector
+// instructions (SkylakeX for AVX-512, Haswell for AVX2). OpenBLAS reads
 // OPENBLAS_CORETYPE when it loads.
-void give_the_peer_its_best_settings(char** argv) {
+void give_libtorch_its_best_settings(char** argv) {
+  if (!argv[1]) return;
   bool times_torch = false;
   for (char** a = argv + 1; *a; ++a) times_torch |= std::strcmp(*a, "compare") == 0 || std::strcmp(*a, "--compare") == 0;
-  if (times_torch) basin::exec_with_the_peers_settings(argv);
+  const std::string command = argv[1];
+  const bool runs_an_estimator = command == "tune-op" || command == "tune" || command == "estimator";
+  if (times_torch || runs_an_estimator) basin::exec_with_torch_settings(argv, times_torch);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  give_the_peer_its_best_settings(argv);
+  give_libtorch_its_best_settings(argv);
   CLI::App app{"basin: a tensor-program optimizer"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "basin 0.1.0");

@@ -51,9 +51,9 @@ int set_blas_threads(int n) {
   return previous;
 }
 
-void exec_with_the_peers_settings(char** argv) {
+void exec_with_torch_settings(char** argv, bool peer) {
   bool again = false;
-  if (!std::getenv("OMP_WAIT_POLICY")) {
+  if (peer && !std::getenv("OMP_WAIT_POLICY")) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     again = true;
   }

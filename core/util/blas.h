@@ -1,10 +1,11 @@
 // The system BLAS's own threads (OpenBLAS, which Debian's LibTorch calls for matrix
 // products). OpenBLAS's workers busy-wait, yielding in a loop, for a while after each
 // call; with the estimator's small products between compilations and measurements,
-// they took a core from the compiler and the measured kernel. In a tuning run on two
-// cores (resnet18-c6, 200 trials) one BLAS thread cut the compile time from 12.1 to
-// 7.2 s. basin keeps BLAS on the calling thread, and gives it the peer's threads only
-// while LibTorch is timed as a peer (codegen/torch_reference.h).
+// they took a core from the compiler and the measured kernel. In 200-trial gradient
+// runs on two cores (resnet18-c6, three of each, in turn) one BLAS thread took the
+// compile time from 14.3-19.8 s to 12.3-13.0 s and the run from 23.9-28.6 s to
+// 21.0-22.3 s. basin keeps BLAS on the calling thread, and gives it the peer's threads
+// only while LibTorch is timed as a peer (codegen/torch_reference.h).
 #pragma once
 
 #include <string>
@@ -17,14 +18,14 @@ namespace basin {
 // with OPENBLAS_CORETYPE set from the CPU's vector instructions (tools/basin_main.cc).
 std::string blas_core();
 
-// For a program about to time LibTorch as a peer: sets what LibTorch's libraries read
-// when they load, unless the user set it, and runs the program again (execv of
-// /proc/self/exe with argv) when anything changed; returns only when nothing changed
-// or the exec failed. OMP_WAIT_POLICY=PASSIVE (docs/networks.md: OpenMP's spinning
-// threads took the cores from the GEMMs of a network run op by op) and, where OpenBLAS
-// fell back to its SSE3 kernels on a CPU with AVX2 or AVX-512, OPENBLAS_CORETYPE
-// Haswell or SkylakeX.
-void exec_with_the_peers_settings(char** argv);
+// For a program about to run LibTorch: sets what LibTorch's libraries read when they
+// load, unless the user set it, and runs the program again (execv of /proc/self/exe
+// with argv) when anything changed; returns only when nothing changed or the exec
+// failed. Where OpenBLAS fell back to its SSE3 kernels on a CPU with AVX2 or AVX-512:
+// OPENBLAS_CORETYPE Haswell or SkylakeX. With `peer` (LibTorch is about to be timed
+// as the peer), also OMP_WAIT_POLICY=PASSIVE (docs/networks.md: OpenMP's spinning
+// threads took the cores from the GEMMs of a network run op by op).
+void exec_with_torch_settings(char** argv, bool peer);
 
 // The BLAS's thread count; 0 when no BLAS whose threads can be set is loaded.
 int blas_threads();

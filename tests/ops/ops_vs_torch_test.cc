@@ -97,7 +97,7 @@ namespace basin {
 namespace {
 
 // OpenBLAS's workers busy-wait after each call: basin keeps BLAS on the calling thread
-// (a tuning run's compile time fell from 12.1 to 7.2 s, core/util/blas.h) and gives it
+// (200-trial tuning runs compiled 14 to 34% faster, core/util/blas.h) and gives it
 // the peer's threads only while LibTorch is timed as the peer.
 TEST(Blas, OneThreadOutsideThePeersTiming) {
   if (blas_threads() == 0) GTEST_SKIP() << "LibTorch does not use OpenBLAS here";
