@@ -1,8 +1,12 @@
 // The runtime that compiled CPU kernels call: a persistent thread pool for parallel
 // loops. The LLVM backend outlines the body of a parallel loop into a function
-// `body(ctx, begin, end)` and calls basin_parallel_for, which splits [0, extent) into
-// one contiguous chunk per thread (the caller runs the first) and returns when all are
-// done. A parallel loop reached from inside another one runs serially on its thread.
+// `body(ctx, begin, end)` and calls basin_parallel_for, which cuts [0, extent) into
+// contiguous chunks, a few per thread (BASIN_PARALLEL_CHUNKS, default 4; 1 is the
+// static split, one chunk per thread), that the threads (the caller among them) claim
+// in turn, and returns when all are done. A thread that starts late or runs slow, on a
+// core another process or the hypervisor has taken, holds up the loop by one small
+// chunk instead of its whole share. A parallel loop reached from inside another one
+// runs serially on its thread.
 #pragma once
 
 #include <cstdint>

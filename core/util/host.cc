@@ -40,14 +40,33 @@ std::string HostInfo::describe() const {
   return cpu_model + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
 }
 
-void check_thread_setting() {
-  const char* s = std::getenv("BASIN_NUM_THREADS");
-  if (!s) return;
+namespace {
+
+// The value of a whole-number variable in [lo, hi]; 0 when it is unset or anything else.
+int whole_number_setting(const char* name, int lo, int hi) {
+  const char* s = std::getenv(name);
+  if (!s) return 0;
   const std::string v = s;
-  const bool digits = !v.empty() && v.size() <= 6 && v.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits || std::stoi(v) < 1)
-    throw Error("BASIN_NUM_THREADS='" + v + "' is not a number of threads (a whole number, at least 1; "
+  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) return 0;
+  const int n = std::stoi(v);
+  return n >= lo && n <= hi ? n : 0;
+}
+
+}  // namespace
+
+void check_thread_setting() {
+  if (const char* s = std::getenv("BASIN_NUM_THREADS"); s && whole_number_setting("BASIN_NUM_THREADS", 1, 999999) == 0)
+    throw Error("BASIN_NUM_THREADS='" + std::string(s) + "' is not a number of threads (a whole number, at least 1; "
                 "unset it to use every core)");
+  if (const char* s = std::getenv("BASIN_PARALLEL_CHUNKS");
+      s && whole_number_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks) == 0)
+    throw Error("BASIN_PARALLEL_CHUNKS='" + std::string(s) + "' is not a number of chunks per thread (a whole number from 1 to " +
+                std::to_string(kMaxParallelChunks) + "; unset it for " + std::to_string(kDefaultParallelChunks) + ")");
+}
+
+int parallel_chunks_setting() {
+  const int n = whole_number_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks);
+  return n > 0 ? n : kDefaultParallelChunks;
 }
 
 const HostInfo& this_host() {

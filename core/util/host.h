@@ -24,7 +24,16 @@ HostInfo probe_host();
 // Throws basin::Error naming the value when BASIN_NUM_THREADS is set to anything but
 // a whole number of at least 1 (probe_host ignores such a value; the command line
 // refuses it, since records would name every core while the user meant fewer).
+// Likewise for BASIN_PARALLEL_CHUNKS (parallel_chunks_setting).
 void check_thread_setting();
+// Chunks per thread that a parallel loop is cut into (codegen/cpu_runtime.h): the
+// threads claim them in turn, so a thread that starts late or runs slow leaves its
+// share to the others. BASIN_PARALLEL_CHUNKS when set to a whole number from 1 (one
+// contiguous chunk per thread, the static split) to kMaxParallelChunks, else
+// kDefaultParallelChunks.
+inline constexpr int kDefaultParallelChunks = 4;
+inline constexpr int kMaxParallelChunks = 64;
+int parallel_chunks_setting();
 // This machine (probe_host, read once).
 const HostInfo& this_host();
 // this_host().describe().

@@ -147,6 +147,22 @@ TEST(Cli, ABadThreadCountIsRefused) {
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
+TEST(Cli, ABadChunkCountIsRefused) {
+  for (const char* bad : {"abc", "0", "-1", "65", "2x", ""}) {
+    Result r = basin::testing::capture(std::string("BASIN_PARALLEL_CHUNKS='") + bad + "' " +
+                                       basin::testing::basin_path() + " op --workload gemm-256 --timing quick 2>&1");
+    EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("basin: error: BASIN_PARALLEL_CHUNKS='") + bad + "' is not a number of chunks"),
+              std::string::npos)
+        << r.out;
+  }
+  for (const char* good : {"1", "64"}) {
+    Result ok = basin::testing::capture(std::string("BASIN_PARALLEL_CHUNKS=") + good + " " + basin::testing::basin_path() +
+                                        " op --workload gemm-256 --timing quick --json 2>&1");
+    EXPECT_EQ(ok.code, 0) << good << ": " << ok.out;
+  }
+}
+
 TEST(Cli, EstimatorTrainEvalAndExport) {
   std::string db = "/tmp/basin_cli_est_" + std::to_string(::getpid()) + ".db";
   std::string model = db + ".bin";
