@@ -43,7 +43,7 @@ class ThreadPool {
 
   void run(basin_parallel_body body, void* ctx, int64_t extent) {
     std::lock_guard<std::mutex> serial(run_mu_);
-    uint32_t g = generation_ + 1;
+    uint32_t g = generation() + 1;  // only run() moves the generation
     if (g == 0) g = 2;  // 0 means no job; a wrapped generation keeps alternating slots
     Job& job = jobs_[g % 2];
     const int64_t want = std::min<int64_t>(extent, static_cast<int64_t>(n_) * chunks_per_thread());
@@ -51,12 +51,12 @@ class ThreadPool {
     job.ctx = ctx;
     job.extent = extent;
     job.grain = (extent + want - 1) / want;
+    const auto chunks = static_cast<uint32_t>((extent + job.grain - 1) / job.grain);
     job.done.store(0, std::memory_order_relaxed);
-    job.chunks.store(static_cast<uint32_t>((extent + job.grain - 1) / job.grain), std::memory_order_release);
-    const uint32_t chunks = job.chunks.load(std::memory_order_relaxed);
+    job.chunks.store(chunks, std::memory_order_release);
     {
+      // Under mu_, so that a worker about to sleep sees the new generation.
       std::lock_guard<std::mutex> l(mu_);
-      generation_ = g;
       ticket_.store(static_cast<uint64_t>(g) << 32, std::memory_order_seq_cst);
     }
     cv_.notify_all();
@@ -76,6 +76,8 @@ class ThreadPool {
     std::atomic<uint32_t> chunks{0};  // read before a claim, so an atomic
     std::atomic<uint32_t> done{0};
   };
+
+  uint32_t generation() const { return static_cast<uint32_t>(ticket_.load(std::memory_order_acquire) >> 32); }
 
   // Claims and runs chunks of the current job until none is left.
   void claim_and_run() {
@@ -103,17 +105,17 @@ class ThreadPool {
   void work() {
     uint32_t seen = 0;
     for (;;) {
-      uint32_t g = static_cast<uint32_t>(ticket_.load(std::memory_order_acquire) >> 32);
+      uint32_t g = generation();
       for (int spin = 0; g == seen && spin < 20000; ++spin) {
 #if defined(__x86_64__)
         __builtin_ia32_pause();
 #endif
-        g = static_cast<uint32_t>(ticket_.load(std::memory_order_acquire) >> 32);
+        g = generation();
       }
       if (g == seen) {
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return generation_ != seen; });
-        g = generation_;
+        cv_.wait(l, [&] { return generation() != seen; });
+        g = generation();
       }
       seen = g;
       claim_and_run();
@@ -124,10 +126,10 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex run_mu_, mu_;
   std::condition_variable cv_;
-  uint32_t generation_ = 0;  // the current job's; written under mu_ (and run_mu_)
-  std::atomic<uint64_t> ticket_{0};
+  std::atomic<uint64_t> ticket_{0};  // the current job's generation, its next chunk
   Job jobs_[2];
 };
+
 ThreadPool* pool() {
   static ThreadPool* p = nullptr;
   static pid_t owner = 0;

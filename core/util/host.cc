@@ -9,6 +9,31 @@
 
 namespace basin {
 
+namespace {
+
+constexpr int kMaxThreads = 999999;
+
+// The value of the variable `name` when it is a whole number in [lo, hi]; 0 when it is
+// unset or anything else.
+int whole_number_setting(const char* name, int lo, int hi) {
+  const char* s = std::getenv(name);
+  if (!s) return 0;
+  const std::string v = s;
+  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) return 0;
+  const int n = std::stoi(v);
+  return n >= lo && n <= hi ? n : 0;
+}
+
+// Throws basin::Error naming `name`'s value when it is set but not a whole number in
+// [lo, hi]; `what` says what the number counts and what unsetting it gives.
+void refuse_bad_setting(const char* name, int lo, int hi, const std::string& what) {
+  const char* s = std::getenv(name);
+  if (s && whole_number_setting(name, lo, hi) == 0)
+    throw Error(std::string(name) + "='" + s + "' is not a number of " + what);
+}
+
+}  // namespace
+
 HostInfo probe_host() {
   HostInfo h;
   h.cpu_model = "unknown";
@@ -21,8 +46,7 @@ HostInfo probe_host() {
       break;
     }
   h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (const char* s = std::getenv("BASIN_NUM_THREADS"))
-    if (const int n = std::atoi(s); n >= 1) h.cores = n;
+  if (const int n = whole_number_setting("BASIN_NUM_THREADS", 1, kMaxThreads)) h.cores = n;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) h.vector_isa = "avx512";
@@ -40,28 +64,13 @@ std::string HostInfo::describe() const {
   return cpu_model + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
 }
 
-namespace {
-
-// The value of a whole-number variable in [lo, hi]; 0 when it is unset or anything else.
-int whole_number_setting(const char* name, int lo, int hi) {
-  const char* s = std::getenv(name);
-  if (!s) return 0;
-  const std::string v = s;
-  if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) return 0;
-  const int n = std::stoi(v);
-  return n >= lo && n <= hi ? n : 0;
-}
-
-}  // namespace
 
 void check_thread_setting() {
-  if (const char* s = std::getenv("BASIN_NUM_THREADS"); s && whole_number_setting("BASIN_NUM_THREADS", 1, 999999) == 0)
-    throw Error("BASIN_NUM_THREADS='" + std::string(s) + "' is not a number of threads (a whole number, at least 1; "
-                "unset it to use every core)");
-  if (const char* s = std::getenv("BASIN_PARALLEL_CHUNKS");
-      s && whole_number_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks) == 0)
-    throw Error("BASIN_PARALLEL_CHUNKS='" + std::string(s) + "' is not a number of chunks per thread (a whole number from 1 to " +
-                std::to_string(kMaxParallelChunks) + "; unset it for " + std::to_string(kDefaultParallelChunks) + ")");
+  refuse_bad_setting("BASIN_NUM_THREADS", 1, kMaxThreads,
+                     "threads (a whole number, at least 1; unset it to use every core)");
+  refuse_bad_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks,
+                     "chunks per thread (a whole number from 1 to " + std::to_string(kMaxParallelChunks) +
+                         "; unset it for " + std::to_string(kDefaultParallelChunks) + ")");
 }
 
 int parallel_chunks_setting() {

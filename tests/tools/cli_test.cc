@@ -7,6 +7,7 @@
 #include <array>
 #include <unistd.h>
 #include <cstdio>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <sys/wait.h>
@@ -134,28 +135,24 @@ struct BadCall {
 
 // A thread count that is not one is refused with one line naming it: records would
 // name every core while the user meant fewer.
-TEST(Cli, ABadThreadCountIsRefused) {
-  for (const char* bad : {"abc", "0", "-2", "4x", "", "1.5"}) {
-    Result r = basin::testing::capture(std::string("BASIN_NUM_THREADS='") + bad + "' " + basin::testing::basin_path() +
+// `basin op` with the variable set to each of `bad` fails with one line naming the value.
+void expect_setting_refused(const std::string& var, std::initializer_list<const char*> bad, const std::string& message) {
+  for (const char* v : bad) {
+    Result r = basin::testing::capture(var + "='" + v + "' " + basin::testing::basin_path() +
                                        " op --workload gemm-256 --timing quick 2>&1");
-    EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
-    EXPECT_NE(r.out.find(std::string("basin: error: BASIN_NUM_THREADS='") + bad + "' is not a number of threads"),
-              std::string::npos)
-        << r.out;
+    EXPECT_EQ(r.code, 1) << v << ": " << r.out;
+    EXPECT_NE(r.out.find("basin: error: " + var + "='" + v + "' " + message), std::string::npos) << r.out;
   }
+}
+
+TEST(Cli, ABadThreadCountIsRefused) {
+  expect_setting_refused("BASIN_NUM_THREADS", {"abc", "0", "-2", "4x", "", "1.5"}, "is not a number of threads");
   Result ok = basin::testing::capture("BASIN_NUM_THREADS=2 " + basin::testing::basin_path() + " ops 2>&1");
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
 TEST(Cli, ABadChunkCountIsRefused) {
-  for (const char* bad : {"abc", "0", "-1", "65", "2x", ""}) {
-    Result r = basin::testing::capture(std::string("BASIN_PARALLEL_CHUNKS='") + bad + "' " +
-                                       basin::testing::basin_path() + " op --workload gemm-256 --timing quick 2>&1");
-    EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
-    EXPECT_NE(r.out.find(std::string("basin: error: BASIN_PARALLEL_CHUNKS='") + bad + "' is not a number of chunks"),
-              std::string::npos)
-        << r.out;
-  }
+  expect_setting_refused("BASIN_PARALLEL_CHUNKS", {"abc", "0", "-1", "65", "2x", ""}, "is not a number of chunks");
   for (const char* good : {"1", "64"}) {
     Result ok = basin::testing::capture(std::string("BASIN_PARALLEL_CHUNKS=") + good + " " + basin::testing::basin_path() +
                                         " op --workload gemm-256 --timing quick --json 2>&1");
