@@ -42,6 +42,7 @@ struct GradientOptions {
   int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
   int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
+  int tile_slots = 2;       // per batch, the fastest programs with another register tile
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
@@ -118,6 +119,8 @@ class Gradient final : public Strategy {
     explore.insert(explore.begin(), std::make_move_iterator(siblings.begin()), std::make_move_iterator(siblings.end()));
     std::vector<Candidate> unrolls = unroll_picks(state, good, explore, n);
     explore.insert(explore.begin(), std::make_move_iterator(unrolls.begin()), std::make_move_iterator(unrolls.end()));
+    std::vector<Candidate> tiles = tile_picks(state, good, explore, n);
+    explore.insert(explore.begin(), std::make_move_iterator(tiles.begin()), std::make_move_iterator(tiles.end()));
     cap_losing_sketches(state, ranked);
     std::vector<Candidate> out =
         select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon, explore);
@@ -249,6 +252,39 @@ class Gradient final : public Strategy {
       for (auto& [d, c] : others) {
         if (out.size() >= slots) break;
         used.insert(c.json);
+        out.push_back(std::move(c));
+      }
+    }
+    return out;
+  }
+
+  // The register tile (the innermost factors of the multi-level splits) sets how many
+  // accumulators a program keeps in registers and how many loads feed them; the
+  // latency is far from monotone in it, and one-factor moves cross slow tiles between
+  // two fast ones. On gemm-1024 (seeds 1 and 2, session 27) the search stayed with an
+  // 8x16 tile and never measured 4x64, 4% faster, three one-factor moves away, with
+  // 8x32 and 4x32 between them slower than both. Each batch measures `tile_slots`
+  // reshapes of the fastest program's tile (TaskSpace::reshaped_tiles: one or two
+  // splits' innermost factors changed), the best predicted of those whose tile no
+  // measured program of the sketch has; the fastest program's first. Not in `taken`.
+  std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Measured*>& good,
+                                    const std::vector<Candidate>& taken, int n) const {
+    std::vector<Candidate> out;
+    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.tile_slots, n / 4)));
+    if (slots == 0) return out;
+    std::set<std::pair<int, std::vector<int64_t>>> seen;
+    for (const Measured& m : state.history) seen.emplace(m.candidate.sketch, state.space.register_tile(m.candidate));
+    for (const Candidate& c : taken) seen.emplace(c.sketch, state.space.register_tile(c));
+    for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
+      std::vector<Candidate> cs;
+      for (Candidate& c : state.space.reshaped_tiles(good[p]->candidate))
+        if (!seen.count({c.sketch, state.space.register_tile(c)})) cs.push_back(std::move(c));
+      if (cs.empty()) continue;
+      state.space.predict(*state.estimator, cs);
+      std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+      for (Candidate& c : cs) {
+        if (out.size() >= slots) break;
+        if (!seen.emplace(c.sketch, state.space.register_tile(c)).second) continue;
         out.push_back(std::move(c));
       }
     }

@@ -1,6 +1,8 @@
 #include "search/space.h"
 
 #include <algorithm>
+#include <numeric>
+#include <set>
 
 #include "core/util/error.h"
 #include "relax/features.h"
@@ -21,6 +23,36 @@ int64_t product(const std::vector<int64_t>& f) {
   int64_t p = 1;
   for (int64_t v : f) p *= v;
   return p;
+}
+
+// f (a split's factors, innermost last) with its innermost factor set to `inner`.
+std::vector<int64_t> with_innermost(std::vector<int64_t> f, int64_t inner) {
+  const int64_t old = f.back(), g = std::gcd(old, inner);
+  int64_t gain = inner / g;
+  f.back() = inner;
+  f[f.size() - 2] *= old / g;
+  for (size_t l = f.size() - 1; l-- > 0 && gain > 1;) {
+    const int64_t t = std::gcd(f[l], gain);
+    f[l] /= t;
+    gain /= t;
+  }
+  return f;  // what is left of gain comes from the outermost level
+}
+
+// The innermost factors one or two prime steps from v: v times or over p or p * q.
+std::vector<int64_t> innermost_steps(const sched::SplitSpec& sp, int64_t v) {
+  const std::vector<int64_t> primes = sched::factor_primes(sp);
+  std::set<int64_t> out;
+  for (int64_t p : primes) {
+    out.insert(v * p);
+    if (v % p == 0) out.insert(v / p);
+    for (int64_t q : primes) {
+      out.insert(v * p * q);
+      if (v % (p * q) == 0) out.insert(v / (p * q));
+    }
+  }
+  out.erase(v);
+  return {out.begin(), out.end()};
 }
 
 }  // namespace
@@ -140,6 +172,40 @@ bool TaskSpace::transplant(const Candidate& c, int sketch, Candidate* out) const
   if (!sched::invalid_reason(to, c.config).empty()) return false;
   *out = make(sketch, c.config);
   return true;
+}
+
+std::vector<int64_t> TaskSpace::register_tile(const Candidate& c) const {
+  const sched::Sketch& s = sketches_[c.sketch];
+  std::vector<int64_t> tile(s.splits.size(), 0);
+  for (size_t k = 0; k < s.splits.size(); ++k)
+    if (s.splits[k].parts >= 2) tile[k] = c.config.factors[k].back();
+  return tile;
+}
+
+std::vector<Candidate> TaskSpace::reshaped_tiles(const Candidate& c) const {
+  const sched::Sketch& s = sketches_[c.sketch];
+  std::vector<std::vector<std::vector<int64_t>>> steps(s.splits.size());  // per split, its new factors
+  for (size_t k = 0; k < s.splits.size(); ++k)
+    if (s.splits[k].parts >= 2)
+      for (int64_t v : innermost_steps(s.splits[k], c.config.factors[k].back()))
+        steps[k].push_back(with_innermost(c.config.factors[k], v));
+  std::vector<Candidate> out;
+  auto add = [&](sched::Config n) {
+    if (sched::invalid_reason(s, n).empty()) out.push_back(make(c.sketch, std::move(n)));
+  };
+  for (size_t a = 0; a < steps.size(); ++a)
+    for (const std::vector<int64_t>& fa : steps[a]) {
+      sched::Config n = c.config;
+      n.factors[a] = fa;
+      add(n);
+      for (size_t b = a + 1; b < steps.size(); ++b)
+        for (const std::vector<int64_t>& fb : steps[b]) {
+          n.factors[b] = fb;
+          add(n);
+          n.factors[b] = c.config.factors[b];
+        }
+    }
+  return out;
 }
 
 int TaskSpace::sketch_distance(int a, int b) const {

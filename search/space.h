@@ -62,6 +62,15 @@ class TaskSpace {
   // level or producer placement. False when the splits differ, the sketch is c's own,
   // or the configuration is not valid there.
   bool transplant(const Candidate& c, int sketch, Candidate* out) const;
+  // The register tile of c: the innermost factor of each split of two or more levels
+  // (0 for the others).
+  std::vector<int64_t> register_tile(const Candidate& c) const;
+  // c with other register tiles: the innermost factors of one or two splits of two or
+  // more levels multiplied or divided by one or two of their primes (8x16 to 4x64 is
+  // one reshape). A factor gained comes from the levels outside, the nearest first,
+  // the outermost (extent / product) last; a factor lost goes to the next level out.
+  // Only valid configurations, each tile once.
+  std::vector<Candidate> reshaped_tiles(const Candidate& c) const;
   // How many of the anchor choices (vector axis, packing, accumulator level, producer
   // placement, shared prefix) two sketches differ in; another rule counts 10.
   int sketch_distance(int a, int b) const;

@@ -117,6 +117,57 @@ TEST(TaskSpace, TransplantsATilingIntoSiblingSketches) {
   }
 }
 
+// Register-tile reshapes: one or two splits' innermost factors changed by one or two
+// prime steps, the other levels giving or taking the difference, every one valid and
+// every tile once; gemm-1024's 8x16 tile reaches 4x64 in one reshape (session 27: the
+// gradient search never measured it from there in two seeds).
+TEST(TaskSpace, ReshapesTheRegisterTile) {
+  for (const ops::OpGraph& g : move_tasks()) {
+    search::TaskSpace space(g);
+    std::mt19937_64 rng(17);
+    int reshaped = 0;
+    for (int i = 0; i < 20; ++i) {
+      const search::Candidate c = space.random(rng);
+      const sched::Sketch& s = space.sketches()[c.sketch];
+      const std::vector<int64_t> tile = space.register_tile(c);
+      std::set<std::vector<int64_t>> tiles;
+      for (const search::Candidate& r : space.reshaped_tiles(c)) {
+        ++reshaped;
+        EXPECT_EQ(r.sketch, c.sketch);
+        EXPECT_EQ(r.config.unroll, c.config.unroll);
+        EXPECT_EQ(sched::invalid_reason(s, r.config), "") << r.json;
+        const std::vector<int64_t> t = space.register_tile(r);
+        EXPECT_TRUE(tiles.insert(t).second) << "a tile twice: " << r.json;
+        int changed = 0;
+        for (size_t k = 0; k < t.size(); ++k) {
+          if (s.splits[k].parts < 2) {
+            EXPECT_EQ(r.config.factors[k], c.config.factors[k]) << r.json;
+          }
+          if (t[k] == tile[k]) {
+            EXPECT_EQ(r.config.factors[k], c.config.factors[k]) << r.json;
+          } else {
+            ++changed;
+          }
+        }
+        EXPECT_GE(changed, 1);
+        EXPECT_LE(changed, 2);
+      }
+    }
+    if (g.op == "conv2d" || g.op == "matmul") {
+      EXPECT_GT(reshaped, 0) << g.op;
+    }
+  }
+  search::TaskSpace gemm(ops::build_op("matmul", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}));
+  const int s = gemm.sketch_index("tile.vec=j.pack.acc2");
+  sched::Config c;
+  c.factors = {{1, 1, 8}, {8, 8, 16}, {1024}};
+  c.unroll = 64;
+  bool found = false;
+  for (const search::Candidate& r : gemm.reshaped_tiles(gemm.make(s, c)))
+    found |= r.config.factors == std::vector<std::vector<int64_t>>{{1, 2, 4}, {8, 2, 64}, {1024}};
+  EXPECT_TRUE(found) << "8x16 to 4x64: a factor 2 of i to the next level out, a factor 4 of j's from it";
+}
+
 TEST(TaskSpace, CandidateFeaturesAreTheTrainingFeatures) {
   for (const ops::OpGraph& g : move_tasks()) {
     search::TaskSpace space(g);
@@ -388,6 +439,58 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
   std::set<int64_t> next = depths_in(search::make_strategy("gradient")->propose(again, n));
   EXPECT_TRUE(next.count(512) && next.count(1024)) << "the farther depths, 512 and 1024";
   EXPECT_FALSE(next.count(0) || next.count(64)) << "measured already";
+}
+
+// The gradient search measures the fastest program with other register tiles, tiles
+// that no measured program of its sketch has (gemm-1024: the search stayed with an
+// 8x16 tile in two seeds, 4% behind 4x64), and other tiles once those are measured.
+TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
+  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  std::mt19937_64 r0(19);
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  while (history.size() < 48) {
+    search::Candidate c = space.random(r0);
+    if (measured.insert(c.json).second) history.push_back({c, 200.0 + history.size()});
+  }
+  history[5].latency_us = 50;
+  const search::Candidate fast = history[5].candidate;
+  auto tiles_of = [&](const std::vector<search::Measured>& h) {
+    std::set<std::vector<int64_t>> t;
+    for (const search::Measured& m : h)
+      if (m.candidate.sketch == fast.sketch) t.insert(space.register_tile(m.candidate));
+    return t;
+  };
+  // The batch's reshapes of the fastest program.
+  auto reshapes_in = [&](const std::vector<search::Candidate>& got) {
+    std::set<std::string> all;
+    for (const search::Candidate& r : space.reshaped_tiles(fast)) all.insert(r.json);
+    std::vector<search::Candidate> out;
+    for (const search::Candidate& c : got)
+      if (all.count(c.json)) out.push_back(c);
+    return out;
+  };
+  const int n = 16;
+  for (int round = 0; round < 3; ++round) {
+    std::mt19937_64 rng(round + 2);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    const std::set<std::vector<int64_t>> before = tiles_of(history);
+    std::vector<search::Candidate> r = reshapes_in(got);
+    ASSERT_GE(r.size(), 2u) << "round " << round;
+    std::set<std::vector<int64_t>> new_tiles;
+    for (const search::Candidate& c : r) {
+      const std::vector<int64_t> t = space.register_tile(c);
+      if (!before.count(t)) new_tiles.insert(t);
+    }
+    EXPECT_GE(new_tiles.size(), 2u) << "round " << round << ": two tiles not measured before";
+    for (const search::Candidate& c : got) {
+      EXPECT_FALSE(measured.count(c.json)) << c.json;
+      if (measured.insert(c.json).second) history.push_back({c, 300.0});  // all slower
+    }
+  }
 }
 
 // The gradient search caps a sketch whose measured programs are all much slower than
