@@ -8,9 +8,9 @@
 // exact features (a prediction stays with its configuration) together with mutations
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
-// two sibling sketches, and the fastest programs with two other unroll depths; the
-// sketches whose measured programs are all far slower than the best share two ranked
-// places per batch.
+// two sibling sketches, the fastest programs with two other unroll depths and with two
+// other register tiles; the sketches whose measured programs are all far slower than
+// the best share two ranked places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
