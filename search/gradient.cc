@@ -43,6 +43,8 @@ struct GradientOptions {
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
   int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
+  int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
+  double tile_margin = 0.03;  // ... close: its best within this share of the best of all
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
@@ -266,19 +268,73 @@ class Gradient final : public Strategy {
   // 8x32 and 4x32 between them slower than both. Each batch measures `tile_slots`
   // reshapes of the fastest program's tile (TaskSpace::reshaped_tiles: one or two
   // splits' innermost factors changed), the best predicted of those whose tile no
-  // measured program of the sketch has; the fastest program's first. Not in `taken`.
+  // measured program of the sketch has; the fastest program's first. One of the places
+  // may go to a follow-up (below). Not in `taken`.
   std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Measured*>& good,
                                     const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
     const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.tile_slots, n / 4)));
     if (slots == 0) return out;
-    std::set<std::pair<int, std::vector<int64_t>>> seen;
-    for (const Measured& m : state.history) seen.emplace(m.candidate.sketch, state.space.register_tile(m.candidate));
-    for (const Candidate& c : taken) seen.emplace(c.sketch, state.space.register_tile(c));
+    using Tile = std::pair<int, std::vector<int64_t>>;  // a sketch and a register tile
+    std::set<Tile> seen;
+    std::set<std::string> used;
+    for (const Candidate& c : taken) {
+      seen.emplace(c.sketch, state.space.register_tile(c));
+      used.insert(c.json);
+    }
+    // Follow-ups: a tile's first program has the outer levels, reduction tile and
+    // unroll depth of the program it was reshaped from, which may not suit it.
+    // gemm-1024, seed 2 (session 28): the first 4x64 program (k tile 1) was 0.7% behind
+    // the 8x16 best, and nothing measured that tile again; annealing's 4x64 programs
+    // with a k tile of 512 were 3% faster than both. A tile whose best is within
+    // `tile_margin` of the best of all, with fewer than `tile_followups` programs, gets
+    // one place: the best-predicted unmeasured mutation of its best program that keeps
+    // the tile, the closest such tile first.
+    struct Group {
+      int count = 0;
+      const Measured* best = nullptr;
+    };
+    std::map<Tile, Group> groups;
+    for (const Measured& m : state.history) {
+      Group& g = groups[{m.candidate.sketch, state.space.register_tile(m.candidate)}];
+      seen.insert({m.candidate.sketch, state.space.register_tile(m.candidate)});
+      ++g.count;
+      if (m.ok() && (!g.best || m.latency_us < g.best->latency_us)) g.best = &m;
+    }
+    if (!good.empty()) {
+      const Tile top{good[0]->candidate.sketch, state.space.register_tile(good[0]->candidate)};
+      std::vector<const Group*> close;
+      for (const auto& [tile, g] : groups)
+        if (tile != top && g.best && g.count < opt_.tile_followups &&
+            g.best->latency_us <= good[0]->latency_us * (1 + opt_.tile_margin))
+          close.push_back(&g);
+      std::sort(close.begin(), close.end(),
+                [](const Group* a, const Group* b) { return a->best->latency_us < b->best->latency_us; });
+      for (const Group* g : close) {
+        const Candidate& parent = g->best->candidate;
+        const std::vector<int64_t> tile = state.space.register_tile(parent);
+        std::map<std::string, Candidate> moves;
+        for (int k = 0; k < 2 * opt_.local_moves; ++k) {
+          Candidate c;
+          if (state.space.mutate(parent, state.rng, &c) && state.space.register_tile(c) == tile &&
+              !state.measured.count(c.json) && !used.count(c.json))
+            moves.emplace(c.json, std::move(c));
+        }
+        if (moves.empty()) continue;
+        std::vector<Candidate> cs;
+        for (auto& [json, c] : moves) cs.push_back(std::move(c));
+        state.space.predict(*state.estimator, cs);
+        auto it = std::min_element(cs.begin(), cs.end(),
+                                   [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+        used.insert(it->json);
+        out.push_back(std::move(*it));
+        break;
+      }
+    }
     for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
       std::vector<Candidate> cs;
       for (Candidate& c : state.space.reshaped_tiles(good[p]->candidate))
-        if (!seen.count({c.sketch, state.space.register_tile(c)})) cs.push_back(std::move(c));
+        if (!seen.count({c.sketch, state.space.register_tile(c)}) && !used.count(c.json)) cs.push_back(std::move(c));
       if (cs.empty()) continue;
       state.space.predict(*state.estimator, cs);
       std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
