@@ -55,6 +55,16 @@ std::string temp_db(const char* name) {
   return p;
 }
 
+// n distinct random programs of `space` into history (latencies 200, 201, ...).
+void measure_random(const search::TaskSpace& space, uint64_t seed, size_t n, std::vector<search::Measured>& history,
+                    std::unordered_set<std::string>& measured) {
+  std::mt19937_64 rng(seed);
+  while (history.size() < n) {
+    search::Candidate c = space.random(rng);
+    if (measured.insert(c.json).second) history.push_back({c, 200.0 + history.size()});
+  }
+}
+
 TEST(TaskSpace, MovesGiveValidNewConfigurations) {
   for (const ops::OpGraph& g : move_tasks()) {
     search::TaskSpace space(g);
@@ -339,13 +349,9 @@ TEST(Strategies, GradientVisitsEverySketchInTurn) {
 TEST(Strategies, GradientTriesTheFastestTilingInSiblingSketches) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
-  std::mt19937_64 r0(11);
   std::vector<search::Measured> history;
   std::unordered_set<std::string> measured;
-  while (history.size() < 48) {
-    search::Candidate c = space.random(r0);
-    if (measured.insert(c.json).second) history.push_back({c, 200.0 + history.size()});
-  }
+  measure_random(space, 11, 48, history, measured);
   // The fastest program: one with siblings.
   size_t fast = history.size();
   for (size_t i = 0; i < history.size() && fast == history.size(); ++i) {
@@ -447,13 +453,9 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
 TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
-  std::mt19937_64 r0(19);
   std::vector<search::Measured> history;
   std::unordered_set<std::string> measured;
-  while (history.size() < 48) {
-    search::Candidate c = space.random(r0);
-    if (measured.insert(c.json).second) history.push_back({c, 200.0 + history.size()});
-  }
+  measure_random(space, 19, 48, history, measured);
   history[5].latency_us = 50;
   const search::Candidate fast = history[5].candidate;
   auto tiles_of = [&](const std::vector<search::Measured>& h) {
@@ -499,13 +501,9 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
 TEST(Strategies, GradientFollowsUpATileCloseToTheBest) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
-  std::mt19937_64 r0(23);
   std::vector<search::Measured> history;
   std::unordered_set<std::string> measured;
-  while (history.size() < 48) {
-    search::Candidate c = space.random(r0);
-    if (measured.insert(c.json).second) history.push_back({c, 200.0 + history.size()});
-  }
+  measure_random(space, 23, 48, history, measured);
   using Tile = std::pair<int, std::vector<int64_t>>;
   auto tile_of = [&](const search::Candidate& c) { return Tile{c.sketch, space.register_tile(c)}; };
   history[3].latency_us = 50;
