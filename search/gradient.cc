@@ -269,82 +269,86 @@ class Gradient final : public Strategy {
   // reshapes of the fastest program's tile (TaskSpace::reshaped_tiles: one or two
   // splits' innermost factors changed), the best predicted of those whose tile no
   // measured program of the sketch has; the fastest program's first. One of the places
-  // may go to a follow-up (below). Not in `taken`.
+  // may go to a follow-up (tile_followup). Not in `taken`.
   std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Measured*>& good,
                                     const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
     const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.tile_slots, n / 4)));
     if (slots == 0) return out;
-    using Tile = std::pair<int, std::vector<int64_t>>;  // a sketch and a register tile
-    std::set<Tile> seen;
-    std::set<std::string> used;
-    for (const Candidate& c : taken) {
-      seen.emplace(c.sketch, state.space.register_tile(c));
-      used.insert(c.json);
-    }
-    // Follow-ups: a tile's first program has the outer levels, reduction tile and
-    // unroll depth of the program it was reshaped from, which may not suit it.
-    // gemm-1024, seed 2 (session 28): the first 4x64 program (k tile 1) was 0.7% behind
-    // the 8x16 best, and nothing measured that tile again; annealing's 4x64 programs
-    // with a k tile of 512 were 3% faster than both. A tile whose best is within
-    // `tile_margin` of the best of all, with fewer than `tile_followups` programs, gets
-    // one place: the best-predicted unmeasured mutation of its best program that keeps
-    // the tile, the closest such tile first.
-    struct Group {
-      int count = 0;
-      const Measured* best = nullptr;
-    };
-    std::map<Tile, Group> groups;
+    std::map<Tile, TileGroup> groups;  // the measured tiles
     for (const Measured& m : state.history) {
-      Group& g = groups[{m.candidate.sketch, state.space.register_tile(m.candidate)}];
-      seen.insert({m.candidate.sketch, state.space.register_tile(m.candidate)});
+      TileGroup& g = groups[tile_of(state, m.candidate)];
       ++g.count;
       if (m.ok() && (!g.best || m.latency_us < g.best->latency_us)) g.best = &m;
     }
-    if (!good.empty()) {
-      const Tile top{good[0]->candidate.sketch, state.space.register_tile(good[0]->candidate)};
-      std::vector<const Group*> close;
-      for (const auto& [tile, g] : groups)
-        if (tile != top && g.best && g.count < opt_.tile_followups &&
-            g.best->latency_us <= good[0]->latency_us * (1 + opt_.tile_margin))
-          close.push_back(&g);
-      std::sort(close.begin(), close.end(),
-                [](const Group* a, const Group* b) { return a->best->latency_us < b->best->latency_us; });
-      for (const Group* g : close) {
-        const Candidate& parent = g->best->candidate;
-        const std::vector<int64_t> tile = state.space.register_tile(parent);
-        std::map<std::string, Candidate> moves;
-        for (int k = 0; k < 2 * opt_.local_moves; ++k) {
-          Candidate c;
-          if (state.space.mutate(parent, state.rng, &c) && state.space.register_tile(c) == tile &&
-              !state.measured.count(c.json) && !used.count(c.json))
-            moves.emplace(c.json, std::move(c));
-        }
-        if (moves.empty()) continue;
-        std::vector<Candidate> cs;
-        for (auto& [json, c] : moves) cs.push_back(std::move(c));
-        state.space.predict(*state.estimator, cs);
-        auto it = std::min_element(cs.begin(), cs.end(),
-                                   [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
-        used.insert(it->json);
-        out.push_back(std::move(*it));
-        break;
-      }
+    std::set<Tile> seen;  // the measured tiles and those of `taken`
+    std::set<std::string> used;
+    for (const auto& [tile, g] : groups) seen.insert(tile);
+    for (const Candidate& c : taken) {
+      seen.insert(tile_of(state, c));
+      used.insert(c.json);
     }
+    if (tile_followup(state, good, groups, used, &out)) used.insert(out.back().json);
     for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
       std::vector<Candidate> cs;
       for (Candidate& c : state.space.reshaped_tiles(good[p]->candidate))
-        if (!seen.count({c.sketch, state.space.register_tile(c)}) && !used.count(c.json)) cs.push_back(std::move(c));
+        if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
       if (cs.empty()) continue;
       state.space.predict(*state.estimator, cs);
       std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
       for (Candidate& c : cs) {
         if (out.size() >= slots) break;
-        if (!seen.emplace(c.sketch, state.space.register_tile(c)).second) continue;
+        if (!seen.insert(tile_of(state, c)).second) continue;
         out.push_back(std::move(c));
       }
     }
     return out;
+  }
+
+  using Tile = std::pair<int, std::vector<int64_t>>;  // a sketch and a register tile
+  struct TileGroup {
+    int count = 0;                  // measured programs with the tile
+    const Measured* best = nullptr;  // the fastest of them
+  };
+  static Tile tile_of(const SearchState& state, const Candidate& c) { return {c.sketch, state.space.register_tile(c)}; }
+
+  // Follow-ups: a tile's first program has the outer levels, reduction tile and unroll
+  // depth of the program it was reshaped from, which may not suit it. gemm-1024, seed 2
+  // (session 28): the first 4x64 program (k tile 1) was 0.7% behind the 8x16 best, and
+  // nothing measured that tile again; annealing's 4x64 programs with a k tile of 512
+  // were 3% faster than both. A tile other than the fastest program's whose best is
+  // within `tile_margin` of the best of all, with fewer than `tile_followups` programs,
+  // gets one place (appended to `out`; false when none): the best-predicted unmeasured
+  // mutation of its best program that keeps the tile, the closest such tile first.
+  bool tile_followup(SearchState& state, const std::vector<const Measured*>& good,
+                     const std::map<Tile, TileGroup>& groups, const std::set<std::string>& used,
+                     std::vector<Candidate>* out) const {
+    if (good.empty()) return false;
+    const Tile top = tile_of(state, good[0]->candidate);
+    std::vector<std::pair<const Tile*, const TileGroup*>> close;
+    for (const auto& [tile, g] : groups)
+      if (tile != top && g.best && g.count < opt_.tile_followups &&
+          g.best->latency_us <= good[0]->latency_us * (1 + opt_.tile_margin))
+        close.emplace_back(&tile, &g);
+    std::sort(close.begin(), close.end(),
+              [](const auto& a, const auto& b) { return a.second->best->latency_us < b.second->best->latency_us; });
+    for (const auto& [tile, g] : close) {
+      std::map<std::string, Candidate> moves;
+      for (int k = 0; k < 2 * opt_.local_moves; ++k) {
+        Candidate c;
+        if (state.space.mutate(g->best->candidate, state.rng, &c) && tile_of(state, c) == *tile &&
+            !state.measured.count(c.json) && !used.count(c.json))
+          moves.emplace(c.json, std::move(c));
+      }
+      if (moves.empty()) continue;
+      std::vector<Candidate> cs;
+      for (auto& [json, c] : moves) cs.push_back(std::move(c));
+      state.space.predict(*state.estimator, cs);
+      out->push_back(std::move(*std::min_element(
+          cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; })));
+      return true;
+    }
+    return false;
   }
 
   // The estimator's order across sketches can stay wrong for hundreds of trials after
