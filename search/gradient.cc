@@ -9,7 +9,7 @@
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
 // two sibling sketches, the fastest programs with two other unroll depths and with two
-// other register tiles; the sketches whose measured programs are all far slower than
+// other register tiles, a follow-up of a register tile close to the best; the sketches whose measured programs are all far slower than
 // the best share two ranked places per batch.
 #include <torch/torch.h>
 
@@ -268,8 +268,10 @@ class Gradient final : public Strategy {
   // 8x32 and 4x32 between them slower than both. Each batch measures `tile_slots`
   // reshapes of the fastest program's tile (TaskSpace::reshaped_tiles: one or two
   // splits' innermost factors changed), the best predicted of those whose tile no
-  // measured program of the sketch has; the fastest program's first. One of the places
-  // may go to a follow-up (tile_followup). Not in `taken`.
+  // measured program of the sketch has; the fastest program's first. A follow-up
+  // (tile_followup) has a place of its own besides: sharing one with the reshapes
+  // (session 28), gemm-1024 seed 2 measured its 4x64 tile only at trial 378, as other
+  // close tiles took the shared place. Not in `taken`.
   std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Measured*>& good,
                                     const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
@@ -288,8 +290,9 @@ class Gradient final : public Strategy {
       seen.insert(tile_of(state, c));
       used.insert(c.json);
     }
-    if (tile_followup(state, good, groups, used, &out)) used.insert(out.back().json);
-    for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
+    const size_t followed = tile_followup(state, good, groups, used, &out) ? 1 : 0;
+    if (followed) used.insert(out.back().json);
+    for (size_t p = 0; p < good.size() && out.size() < followed + slots; ++p) {
       std::vector<Candidate> cs;
       for (Candidate& c : state.space.reshaped_tiles(good[p]->candidate))
         if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
@@ -297,7 +300,7 @@ class Gradient final : public Strategy {
       state.space.predict(*state.estimator, cs);
       std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
       for (Candidate& c : cs) {
-        if (out.size() >= slots) break;
+        if (out.size() >= followed + slots) break;
         if (!seen.insert(tile_of(state, c)).second) continue;
         out.push_back(std::move(c));
       }
