@@ -9,8 +9,9 @@
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
 // two sibling sketches, the fastest programs with two other unroll depths and with two
-// other register tiles, a follow-up of a register tile close to the best; the sketches whose measured programs are all far slower than
-// the best share two ranked places per batch.
+// other register tiles, and a follow-up of a register tile close to the best; the
+// sketches whose measured programs are all far slower than the best share two ranked
+// places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
