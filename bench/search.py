@@ -36,8 +36,7 @@ import os
 import subprocess
 import sys
 import time
-import statistics
-from statistics import median
+from statistics import median, stdev
 
 from machine import cpu_model, vector_isa
 
@@ -179,7 +178,7 @@ def timing_noise(runs):
     difference between two re-timed figures (medians of `rounds` timings each), estimated
     as the median over the re-timed programs of their rounds' relative standard deviation,
     times sqrt(2 / rounds). 0 when fewer than two rounds were timed."""
-    rel = [statistics.stdev(t) / median(t) for r in runs for t in r["bests_retimed_us"] if len(t) >= 2]
+    rel = [stdev(t) / median(t) for r in runs for t in r["bests_retimed_us"] if len(t) >= 2]
     if not rel:
         return 0.0
     rounds = min(len(t) for r in runs for t in r["bests_retimed_us"])

@@ -291,9 +291,9 @@ class Gradient final : public Strategy {
       seen.insert(tile_of(state, c));
       used.insert(c.json);
     }
-    const size_t followed = tile_followup(state, good, groups, used, &out) ? 1 : 0;
-    if (followed) used.insert(out.back().json);
-    for (size_t p = 0; p < good.size() && out.size() < followed + slots; ++p) {
+    if (tile_followup(state, good, groups, used, &out)) used.insert(out.back().json);
+    const size_t places = out.size() + slots;  // the follow-up's place is its own
+    for (size_t p = 0; p < good.size() && out.size() < places; ++p) {
       std::vector<Candidate> cs;
       for (Candidate& c : state.space.reshaped_tiles(good[p]->candidate))
         if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
@@ -301,7 +301,7 @@ class Gradient final : public Strategy {
       state.space.predict(*state.estimator, cs);
       std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
       for (Candidate& c : cs) {
-        if (out.size() >= followed + slots) break;
+        if (out.size() >= places) break;
         if (!seen.insert(tile_of(state, c)).second) continue;
         out.push_back(std::move(c));
       }
