@@ -8,8 +8,8 @@
 // from --records).
 //
 // With --folds K it also runs K-fold cross-validation by task (every task held out
-// once; the MLP and GBT trained from scratch on the other folds) and prints the mean
-// over the folds: a steadier figure than one split of a few tasks.
+// once; the MLP, the GBT and their ensemble trained from scratch on the other folds)
+// and prints the mean over the folds: a steadier figure than one split of a few tasks.
 //
 // With --extra-train FILE that file's programs join every training set and are never
 // held out (tasks also in --records are dropped from it): the same held-out tasks,
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
                         {"estimators", nlohmann::json::object()}};
   using clock = std::chrono::steady_clock;
   std::map<std::string, std::unique_ptr<models::Estimator>> est;
-  for (const std::string kind : {"mlp", "gbt", "roofline"}) {
+  for (const std::string kind : {"mlp", "gbt", "ensemble", "roofline"}) {
     auto t0 = clock::now();
     std::unique_ptr<models::Estimator> e;
     if (kind == "mlp" && !weights.empty()) {
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   // Cross-validation by task.
   if (folds > 0) {
     out["folds"] = nlohmann::json::object();
-    for (const std::string kind : {"mlp", "gbt"}) {
+    for (const std::string kind : {"mlp", "gbt", "ensemble"}) {
       double pairs = 0, agree = 0, top1 = 0, top5 = 0;
       int tasks = 0;
       nlohmann::json per = nlohmann::json::array();

@@ -40,7 +40,7 @@ FeatureBatch FeatureBatch::of(const std::vector<Sample>& samples) {
 }
 
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
-  if (target == "cuda" && (spec == "mlp" || spec == "gbt")) return make_estimator(spec);
+  if (target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble")) return make_estimator(spec);
   return estimator_from_spec(spec);
 }
 
@@ -48,7 +48,8 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
   if (kind == "mlp") return detail::make_mlp();
   if (kind == "gbt") return detail::make_gbt();
   if (kind == "roofline") return detail::make_roofline();
-  throw NotFoundError("unknown estimator '" + kind + "' (estimators: mlp, gbt, roofline, or a file)");
+  if (kind == "ensemble") return detail::make_ensemble(nullptr);
+  throw NotFoundError("unknown estimator '" + kind + "' (estimators: mlp, gbt, ensemble, roofline, or a file)");
 }
 
 std::unique_ptr<Estimator> load_estimator(const std::string& path) {
@@ -59,6 +60,7 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path) {
   if (f.kind == "mlp") return detail::load_mlp(f.payload, path);
   if (f.kind == "gbt") return detail::load_gbt(f.payload, path);
   if (f.kind == "roofline") return detail::load_roofline(f.payload, path);
+  if (f.kind == "ensemble") return detail::load_ensemble(f.payload, path);
   throw Error(path + ": unknown estimator kind '" + f.kind + "'");
 }
 
@@ -74,6 +76,10 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
   if (spec == "mlp") {
     std::string p = pretrained_cpu_path();
     return p.empty() ? make_estimator("mlp") : load_estimator(p);
+  }
+  if (spec == "ensemble") {
+    std::string p = pretrained_cpu_path();
+    return detail::make_ensemble(p.empty() ? nullptr : load_estimator(p));
   }
   if (spec == "gbt" || spec == "roofline") return make_estimator(spec);
   if (spec.find('/') != std::string::npos || spec.find('.') != std::string::npos) return load_estimator(spec);

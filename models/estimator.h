@@ -7,7 +7,8 @@
 //
 // Implementations: "mlp" (LibTorch: per-store encoder, sum over stores, head; ranking
 // or log-latency regression loss), "gbt" (XGBoost's C API), "roofline" (analytical, no
-// training), and a TorchScript module loaded from a path (docs/estimators.md).
+// training), "ensemble" (the MLP and the GBT averaged, each on its within-task scale),
+// and a TorchScript module loaded from a path (docs/estimators.md).
 #pragma once
 
 #include <cstdint>
@@ -67,7 +68,8 @@ class DifferentiableEstimator : public Estimator {
   virtual at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) = 0;
 };
 
-// A new, untrained estimator of a kind: "mlp", "gbt" or "roofline" (ready to use).
+// A new, untrained estimator of a kind: "mlp", "gbt", "ensemble" or "roofline" (ready
+// to use).
 // Throws NotFoundError for another name.
 std::unique_ptr<Estimator> make_estimator(const std::string& kind);
 // An estimator from a file: a TorchScript module (*.pt, *.pth) or a file written by
@@ -79,7 +81,8 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path);
 // loop trains them on the first measurements) and a file must hold GPU features.
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target);
 // What `--estimator` accepts: a kind ("mlp" loads the shipped pretrained CPU weights
-// when they exist, "gbt", "roofline") or a path.
+// when they exist, "gbt", "ensemble" (the shipped MLP, and trees trained at the first
+// update), "roofline") or a path.
 std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec);
 // The shipped pretrained CPU MLP (models/weights/cpu_mlp.bin under the source tree or
 // the install prefix); empty when it is not found.
@@ -125,6 +128,9 @@ std::unique_ptr<Estimator> load_gbt(const std::string& payload, const std::strin
 std::unique_ptr<Estimator> make_roofline();
 std::unique_ptr<Estimator> load_roofline(const std::string& payload, const std::string& path);
 std::unique_ptr<Estimator> load_torchscript(const std::string& path);
+// The ensemble of `mlp` (a new one when null) and new trees.
+std::unique_ptr<Estimator> make_ensemble(std::unique_ptr<Estimator> mlp);
+std::unique_ptr<Estimator> load_ensemble(const std::string& payload, const std::string& path);
 }  // namespace detail
 
 }  // namespace basin::models

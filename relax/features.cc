@@ -25,6 +25,7 @@ std::vector<std::string> make_names() {
   for (int l = 1; l <= kIntensityLevels; ++l) n.push_back("footprint.level" + std::to_string(l));
   n.push_back("innermost_extent");
   for (const auto& [name, bytes] : kTrafficCapacities) n.push_back(std::string("traffic.") + name);
+  for (const char* f : {"guards", "guards_in_vector", "guarded_loads"}) n.push_back(f);
   return n;
 }
 
@@ -84,12 +85,13 @@ struct Access {
   Buffer buffer;
   Expr flat;
 };
+// e with every load replaced by 0 (gathers: indices and guards read only loop variables).
+Expr no_loads(const Expr& e) {
+  return rewrite_post_order(e, [](const Expr& x) -> Expr {
+    return x.kind() == ExprKind::Load ? int_imm(x.dtype(), 0) : Expr();
+  });
+}
 Expr flat_of(const Buffer& b, const std::vector<Expr>& idx) {
-  auto no_loads = [](const Expr& e) {
-    return rewrite_post_order(e, [](const Expr& x) -> Expr {
-      return x.kind() == ExprKind::Load ? int_imm(x.dtype(), 0) : Expr();
-    });
-  };
   if (idx.empty()) return Expr(int64_t{0});
   Expr flat = no_loads(idx[0]);
   for (size_t d = 1; d < idx.size(); ++d) flat = flat * b->shape[d] + no_loads(idx[d]);
@@ -134,6 +136,19 @@ class Walker {
         unroll_ = saved;
         return;
       }
+      case StmtKind::IfThenElse: {
+        bool in_vector = false;
+        for (const Loop& l : loops_) in_vector |= l.kind == ForKind::Vectorized;
+        Expr cond = no_loads(n.cond);
+        guards_.push_back({cond, in_vector});
+        walk(n.body[0]);
+        if (n.body.size() > 1) {
+          guards_.back().cond = logical_not(cond);
+          walk(n.body[1]);
+        }
+        guards_.pop_back();
+        return;
+      }
       case StmtKind::Store: store(n); return;
       default:
         for (const Stmt& c : n.body) walk(c);
@@ -154,6 +169,22 @@ class Walker {
     for (size_t l = 0; l < loops_.size(); ++l)
       m[loops_[l].var.id()] = static_cast<int>(l) == which ? at : int_imm(loops_[l].var.dtype(), 0);
     return substitute(flat, m);
+  }
+
+  // e with every enclosing loop at its first (last = false) or last iteration.
+  Expr at_corner(const Expr& e, bool last) {
+    VarMap m;
+    for (const Loop& l : loops_) {
+      DType t = l.var.dtype();
+      m[l.var.id()] = last ? cast(t, l.extent) - int_imm(t, 1) : int_imm(t, 0);
+    }
+    return substitute(e, m);
+  }
+  // 1 when a condition of the loop variables fails at this configuration, else 0. The
+  // conditions are guards of tiles past an extent and padding tests, monotone in each
+  // loop, so they fail somewhere exactly when they fail at the first or last iteration.
+  Expr can_fail(const Expr& cond) {
+    return select(logical_and(at_corner(cond, false), at_corner(cond, true)), zero(), one());
   }
 
   // |change of the flat index when loop l steps from 0 to 1| (every other loop at 0).
@@ -261,6 +292,21 @@ class Walker {
       for (int j = depth - 1; j >= 0; --j) traffic = select(le(footprint[j], cap), footprint[j] * outer[j], traffic);
       v.push_back(traffic);
     }
+    // Guards that fail somewhere at this configuration: a tile past an awkward extent
+    // (docs/schedules.md) costs a branch around the store, masked stores when the guard
+    // is inside a vector loop, and masked loads for the guarded loads of the value. A
+    // configuration whose tiles divide the extent compiles without them.
+    Expr guards = zero(), guards_vector = zero(), guarded_loads = zero();
+    for (const Guard& g : guards_) {
+      Expr fails = can_fail(g.cond);
+      guards = guards + fails;
+      if (g.in_vector) guards_vector = guards_vector + fails;
+    }
+    post_order_visit(n.value, [&](const Expr& x) {
+      if (x.kind() == ExprKind::Select && (x.arg(1).kind() == ExprKind::Load || x.arg(2).kind() == ExprKind::Load))
+        guarded_loads = guarded_loads + can_fail(no_loads(x.arg(0)));
+    });
+    v.insert(v.end(), {guards, guards_vector, guarded_loads});
     if (set_ == FeatureSet::Gpu) {
       Expr blocks = one(), threads = one(), vthreads = one();
       for (const Loop& l : loops_) {
@@ -277,8 +323,14 @@ class Walker {
     out.push_back({n.buffer->name, v});
   }
 
+  struct Guard {
+    Expr cond;
+    bool in_vector;  // inside a vectorized loop
+  };
+
   FeatureSet set_;
   std::vector<Loop> loops_;
+  std::vector<Guard> guards_;
   Expr unroll_;
   Expr local_bytes_, shared_bytes_, thread_bytes_;
 };

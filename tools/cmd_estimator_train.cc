@@ -117,7 +117,7 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   auto t = std::make_shared<TrainEvalOptions>();
   auto* tr = estimator->add_subcommand("train", "train an estimator on records, report held-out-task accuracy");
   common(tr, *t);
-  tr->add_option("--estimator", t->estimator, "mlp or gbt");
+  tr->add_option("--estimator", t->estimator, "mlp, gbt or ensemble");
   tr->add_option("--out", t->out, "write the trained estimator here");
   tr->add_option("--loss", t->loss, "rank (pairwise, within a task) or mse (log latency)");
   tr->add_option("--epochs", t->epochs, "training epochs (gbt: 5 boosting rounds each)");
@@ -128,7 +128,7 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   auto e = std::make_shared<TrainEvalOptions>();
   auto* ev = estimator->add_subcommand("eval", "pairwise accuracy, top-1/top-5 recall and R^2 on held-out tasks");
   common(ev, *e);
-  ev->add_option("--estimator", e->estimator, "mlp (the pretrained weights), gbt, roofline, or a file (.bin, .pt)");
+  ev->add_option("--estimator", e->estimator, "mlp (the pretrained weights), gbt, ensemble, roofline, or a file (.bin, .pt)");
   ev->add_flag("--all", e->all, "evaluate on every task, not only the held-out ones");
   ev->callback([&run, e] { run = [e] { return run_eval(*e); }; });
 }

@@ -292,7 +292,7 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
     cmd->add_option("--strategy", o->strategy, "gradient (default), annealing, evolutionary or random")
         ->check(CLI::IsMember(search::strategy_names()));
-    cmd->add_option("--estimator", o->estimator, "mlp, gbt, roofline or a file (default: the strategy's)");
+    cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--seed", o->seed, "seed of the search");
     cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate");

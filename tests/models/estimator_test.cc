@@ -157,7 +157,7 @@ TEST_P(EachKind, RanksHeldOutProgramsAndSurvivesSaveAndLoad) {
   std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, EachKind, ::testing::Values("mlp", "gbt", "roofline"));
+INSTANTIATE_TEST_SUITE_P(Kinds, EachKind, ::testing::Values("mlp", "gbt", "ensemble", "roofline"));
 
 TEST(Estimators, MlpMseLossPredictsLogLatency) {
   std::vector<models::Sample> data = synthetic(60, 9);
@@ -252,6 +252,77 @@ TEST(Estimators, BadFilesFailNamingTheFile) {
   expect_error(temp("missing.bin"), "does not exist");
   std::filesystem::remove(good);
   EXPECT_THROW(models::make_estimator("svm"), NotFoundError);
+}
+
+// The ensemble's gradient is its MLP's (the trees are piecewise constant), and it ranks
+// with both parts: its scores are not the MLP's alone.
+TEST(Estimators, EnsembleIsDifferentiableThroughItsMlp) {
+  auto e = models::make_estimator("ensemble");
+  ASSERT_TRUE(e->differentiable());
+  EXPECT_FALSE(e->ready());
+  std::vector<models::Sample> data = synthetic(40, 15);
+  models::TrainOptions opt;
+  opt.epochs = 10;
+  e->train(data, opt);
+  ASSERT_TRUE(e->ready());
+  auto* d = dynamic_cast<models::DifferentiableEstimator*>(e.get());
+  ASSERT_NE(d, nullptr);
+  models::FeatureBatch b = models::FeatureBatch::of(data);
+  torch::Tensor x = torch::from_blob(b.values.data(), {b.batch, b.stores, b.features}, torch::kFloat32).clone().requires_grad_(true);
+  torch::Tensor m = torch::from_blob(b.mask.data(), {b.batch, b.stores}, torch::kFloat32).clone();
+  torch::Tensor s = d->forward(x, m);
+  s.sum().backward();
+  EXPECT_GT(x.grad().abs().sum().item<double>(), 0);
+  // The forward is the MLP's term only; predict adds the trees' term.
+  std::vector<double> p = e->predict(b);
+  double differ = 0;
+  for (int i = 0; i < b.batch; ++i) differ = std::max(differ, std::abs(p[i] - s[i].item<double>()));
+  EXPECT_GT(differ, 1e-6) << "the ensemble scores like its MLP alone";
+}
+
+// `--estimator ensemble` starts from the shipped MLP, ready at once; the trees join at
+// the first update, and the updated ensemble survives a save and a load.
+TEST(Estimators, EnsembleStartsFromTheShippedMlpAndAddsTreesAtTheFirstUpdate) {
+  auto shipped = models::estimator_from_spec("mlp");
+  auto e = models::estimator_from_spec("ensemble");
+  ASSERT_TRUE(e->ready());
+  std::vector<models::Sample> probe = synthetic(5, 16);
+  models::FeatureBatch pb = models::FeatureBatch::of(probe);
+  std::vector<double> a = shipped->predict(pb), b = e->predict(pb);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-9) << "before an update it is the shipped MLP";
+  std::vector<models::Sample> fresh = synthetic(30, 17);
+  models::TrainOptions opt;
+  opt.epochs = 6;
+  e->update(fresh, opt);
+  std::string path = temp("ensemble_updated.bin");
+  e->save(path);
+  auto back = models::load_estimator(path);
+  EXPECT_EQ(back->kind(), "ensemble");
+  std::vector<double> c = e->predict(pb), d = back->predict(pb);
+  for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], d[i], 1e-5 * (1 + std::abs(c[i])));
+  EXPECT_GT(models::evaluate(*e, synthetic(20, 18)).pairwise_accuracy, 0.75);
+  std::filesystem::remove(path);
+}
+
+TEST(Estimators, MalformedEnsembleFilesFailNamingTheFile) {
+  auto expect_error = [](const std::string& path, const std::string& words) {
+    try {
+      models::load_estimator(path);
+      ADD_FAILURE() << path << " loaded";
+    } catch (const Error& err) {
+      std::string what = err.what();
+      EXPECT_NE(what.find(path), std::string::npos) << what;
+      EXPECT_NE(what.find(words), std::string::npos) << what;
+    }
+    std::filesystem::remove(path);
+  };
+  std::string p = temp("bad_ensemble.bin");
+  models::detail::write_file(p, "ensemble", "{not json\nxyz");
+  expect_error(p, "malformed ensemble header");
+  models::detail::write_file(p, "ensemble", R"({"mlp_bytes": 10, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})" "\nxyz");
+  expect_error(p, "do not add up");
+  models::detail::write_file(p, "ensemble", R"({"mlp_bytes": 3, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})" "\nxyz");
+  expect_error(p, "MLP header");
 }
 
 TEST(Estimators, UntrainedGbtSaysSo) {

@@ -562,7 +562,7 @@ TEST(Strategies, GradientCapsSketchesMeasuredSlow) {
   }
   std::unique_ptr<models::Estimator> mlp = models::make_estimator("mlp");
   models::TrainOptions to;
-  to.epochs = 20;
+  to.epochs = 40;
   mlp->train(samples, to);
   auto liked_in_batch = [&](double liked_latency) {
     std::vector<search::Measured> history;
