@@ -203,6 +203,19 @@ TEST(Estimators, UpdateImprovesATaskItHasNotSeen) {
   EXPECT_GT(after, 0.75);
 }
 
+// Loading `path` fails with an error that names it and says `words`; removes the file.
+void expect_error(const std::string& path, const std::string& words) {
+  try {
+    models::load_estimator(path);
+    ADD_FAILURE() << path << " loaded";
+  } catch (const Error& err) {
+    std::string what = err.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(words), std::string::npos) << what;
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(Estimators, BadFilesFailNamingTheFile) {
   auto e = models::make_estimator("mlp");
   e->train(synthetic(10, 12), {});
@@ -214,17 +227,6 @@ TEST(Estimators, BadFilesFailNamingTheFile) {
     std::string p = temp(name);
     std::ofstream(p, std::ios::binary) << content;
     return p;
-  };
-  auto expect_error = [](const std::string& path, const std::string& words) {
-    try {
-      models::load_estimator(path);
-      ADD_FAILURE() << path << " loaded";
-    } catch (const Error& err) {
-      std::string what = err.what();
-      EXPECT_NE(what.find(path), std::string::npos) << what;
-      EXPECT_NE(what.find(words), std::string::npos) << what;
-    }
-    std::filesystem::remove(path);
   };
   std::string corrupt = bytes;
   corrupt[corrupt.size() / 2] ^= 0x5a;
@@ -305,17 +307,6 @@ TEST(Estimators, EnsembleStartsFromTheShippedMlpAndAddsTreesAtTheFirstUpdate) {
 }
 
 TEST(Estimators, MalformedEnsembleFilesFailNamingTheFile) {
-  auto expect_error = [](const std::string& path, const std::string& words) {
-    try {
-      models::load_estimator(path);
-      ADD_FAILURE() << path << " loaded";
-    } catch (const Error& err) {
-      std::string what = err.what();
-      EXPECT_NE(what.find(path), std::string::npos) << what;
-      EXPECT_NE(what.find(words), std::string::npos) << what;
-    }
-    std::filesystem::remove(path);
-  };
   std::string p = temp("bad_ensemble.bin");
   models::detail::write_file(p, "ensemble", "{not json\nxyz");
   expect_error(p, "malformed ensemble header");

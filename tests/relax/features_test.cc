@@ -226,23 +226,26 @@ TEST(Features, VectorStrideOfAGather) {
   for (size_t st = 0; st < f.size(); ++st) EXPECT_LE(at(f, st, "buf1.vector_stride"), 1.0 + 1e-9) << st;
 }
 
+// A feature's raw value (2^x - 1), summed over the stores of one configuration.
+double feature_total(const ops::OpGraph& g, const std::string& json, const std::string& name) {
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  const sched::Sketch* s = nullptr;
+  sched::Config c = sched::config_from_json(json, sk, "test", &s);
+  auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+  const auto& names = relax::feature_names();
+  double sum = 0;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name)
+      for (const auto& store : f) sum += std::exp2(store[i]) - 1;
+  return sum;
+}
+
 // A tile past an awkward extent: summing the 13 rows of x[13, 64] two rows per vector
 // needs a guard inside the vector loop (masked stores) at the seventh pair; 13 rows
 // per vector divide the extent and compile without one.
 TEST(Features, GuardsThatFailAtTheConfiguration) {
   ops::OpGraph g = ops::build_op("sum", parse("shape=13,64 axes=1"));
-  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
-  const auto& names = relax::feature_names();
-  auto total = [&](const std::string& json, const std::string& name) {
-    const sched::Sketch* s = nullptr;
-    sched::Config c = sched::config_from_json(json, sk, "test", &s);
-    auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
-    double sum = 0;
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name)
-        for (const auto& store : f) sum += std::exp2(store[i]) - 1;
-    return sum;
-  };
+  auto total = [&](const std::string& json, const std::string& name) { return feature_total(g, json, name); };
   const char* two = R"({"sketch":"stages","splits":{"st0.v":[2],"st0.r":[16]},"unroll":0})";
   const char* all = R"({"sketch":"stages","splits":{"st0.v":[13],"st0.r":[16]},"unroll":0})";
   EXPECT_GE(total(two, "guards"), 1.0);
@@ -253,22 +256,11 @@ TEST(Features, GuardsThatFailAtTheConfiguration) {
 }
 
 // Along a guarded vectorized axis the loads past the extent are masked: a dense of
-// N = 23 with 8 columns per vector (tiles of 16, 32 columns) reads through guarded loads; 23 outer
-// columns of one lane need no guard.
+// N = 23 with 8 columns per vector (tiles of 16, so 32 columns) reads through guarded
+// loads; 23 outer columns of one lane need no guard.
 TEST(Features, GuardedLoadsOfAPartialVector) {
   ops::OpGraph g = ops::build_op("dense", parse("M=4 K=16 N=23"));
-  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
-  const auto& names = relax::feature_names();
-  auto total = [&](const std::string& json, const std::string& name) {
-    const sched::Sketch* s = nullptr;
-    sched::Config c = sched::config_from_json(json, sk, "test", &s);
-    auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
-    double sum = 0;
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name)
-        for (const auto& store : f) sum += std::exp2(store[i]) - 1;
-    return sum;
-  };
+  auto total = [&](const std::string& json, const std::string& name) { return feature_total(g, json, name); };
   const char* partial = R"({"sketch":"tile.vec=j.pack.acc2","splits":{"i":[1,4,1],"j":[1,2,8],"k":[8]},"unroll":0})";
   const char* whole = R"({"sketch":"tile.vec=j.pack.acc2","splits":{"i":[1,4,1],"j":[23,1,1],"k":[8]},"unroll":0})";
   EXPECT_GE(total(partial, "guarded_loads"), 1.0);
