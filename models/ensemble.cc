@@ -13,11 +13,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "core/util/error.h"
 #include "models/estimator.h"
@@ -45,17 +42,6 @@ double typical_spread(const std::vector<double>& score, const std::vector<Sample
   return tasks > 0 ? sum / tasks : 0;
 }
 
-// An estimator's payload, written through its own save (the estimator file format).
-std::string payload_of(const Estimator& e) {
-  std::string tmp = (std::filesystem::temp_directory_path() /
-                     ("basin_ensemble_" + std::to_string(::getpid()) + "_" + e.kind() + ".bin"))
-                        .string();
-  e.save(tmp);
-  detail::FileContents f = detail::read_file(tmp);
-  std::filesystem::remove(tmp);
-  return f.payload;
-}
-
 class Ensemble final : public DifferentiableEstimator {
  public:
   Ensemble(std::unique_ptr<Estimator> mlp, std::unique_ptr<Estimator> gbt) : mlp_(std::move(mlp)), gbt_(std::move(gbt)) {
@@ -68,7 +54,7 @@ class Ensemble final : public DifferentiableEstimator {
 
   std::vector<double> predict(const FeatureBatch& b) override {
     std::vector<double> s = mlp_->predict(b);
-    if (!gbt_->ready() || gbt_scale_ <= 0 || mlp_scale_ <= 0) return s;
+    if (!blended()) return s;
     std::vector<double> g = gbt_->predict(b);
     for (size_t i = 0; i < s.size(); ++i) s[i] = 0.5 * (s[i] / mlp_scale_ + g[i] / gbt_scale_);
     return s;
@@ -76,7 +62,7 @@ class Ensemble final : public DifferentiableEstimator {
 
   torch::Tensor forward(const torch::Tensor& features, const torch::Tensor& mask) override {
     torch::Tensor s = static_cast<DifferentiableEstimator&>(*mlp_).forward(features, mask);
-    if (!gbt_->ready() || gbt_scale_ <= 0 || mlp_scale_ <= 0) return s;
+    if (!blended()) return s;
     return s * (0.5 / mlp_scale_);  // plus the trees' term, constant almost everywhere
   }
 
@@ -95,11 +81,11 @@ class Ensemble final : public DifferentiableEstimator {
     rescale(samples);
   }
 
-  void save(const std::string& path) const override {
-    std::string mlp = payload_of(*mlp_), gbt = gbt_->ready() ? payload_of(*gbt_) : "";
+  std::string payload() const override {
+    std::string mlp = mlp_->payload(), gbt = gbt_->ready() ? gbt_->payload() : "";
     nlohmann::json meta = {{"mlp_bytes", mlp.size()}, {"gbt_bytes", gbt.size()}, {"mlp_scale", mlp_scale_},
                            {"gbt_scale", gbt_scale_}};
-    detail::write_file(path, "ensemble", meta.dump() + "\n" + mlp + gbt);
+    return meta.dump() + "\n" + mlp + gbt;
   }
 
   void load(const std::string& payload, const std::string& path) {
@@ -121,6 +107,9 @@ class Ensemble final : public DifferentiableEstimator {
   }
 
  private:
+  // Both parts score, on scales measured at the last training or update.
+  bool blended() const { return gbt_->ready() && gbt_scale_ > 0 && mlp_scale_ > 0; }
+
   void rescale(const std::vector<Sample>& samples) {
     FeatureBatch b = FeatureBatch::of(samples);
     double m = typical_spread(mlp_->predict(b), samples), g = typical_spread(gbt_->predict(b), samples);

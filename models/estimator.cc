@@ -39,6 +39,12 @@ FeatureBatch FeatureBatch::of(const std::vector<Sample>& samples) {
   return of(p);
 }
 
+void Estimator::save(const std::string& path) const { detail::write_file(path, kind(), payload()); }
+
+std::string Estimator::payload() const {
+  throw Error("the " + kind() + " estimator is not written in basin's estimator file format");
+}
+
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
   if (target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble")) return make_estimator(spec);
   return estimator_from_spec(spec);
@@ -77,10 +83,7 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
     std::string p = pretrained_cpu_path();
     return p.empty() ? make_estimator("mlp") : load_estimator(p);
   }
-  if (spec == "ensemble") {
-    std::string p = pretrained_cpu_path();
-    return detail::make_ensemble(p.empty() ? nullptr : load_estimator(p));
-  }
+  if (spec == "ensemble") return detail::make_ensemble(estimator_from_spec("mlp"));
   if (spec == "gbt" || spec == "roofline") return make_estimator(spec);
   if (spec.find('/') != std::string::npos || spec.find('.') != std::string::npos) return load_estimator(spec);
   return make_estimator(spec);  // throws, listing the kinds

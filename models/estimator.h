@@ -55,8 +55,11 @@ class Estimator {
   virtual void train(const std::vector<Sample>& samples, const TrainOptions& opt) = 0;
   // Continues training on new samples (the tuning loop's online update).
   virtual void update(const std::vector<Sample>& samples, const TrainOptions& opt) { train(samples, opt); }
-  // Writes the estimator to `path` (basin's estimator file format; see load_estimator).
-  virtual void save(const std::string& path) const = 0;
+  // Writes the estimator to `path`: by default basin's estimator file format (see
+  // load_estimator) around payload(); a TorchScript module saves itself as a module.
+  virtual void save(const std::string& path) const;
+  // The kind's payload of the estimator file (what load_estimator hands the kind back).
+  virtual std::string payload() const;
   virtual bool differentiable() const { return false; }
 };
 

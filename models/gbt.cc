@@ -89,12 +89,12 @@ class Gbt final : public Estimator {
     boost(samples, opt);
   }
 
-  void save(const std::string& path) const override {
+  std::string payload() const override {
     if (!booster_) throw Error("cannot save an untrained gbt estimator");
     bst_ulong len = 0;
     const char* buf = nullptr;
     check(XGBoosterSaveModelToBuffer(booster_, R"({"format": "ubj"})", &len, &buf), "saving");
-    detail::write_file(path, "gbt", loss_ + "\n" + std::string(buf, len));
+    return loss_ + "\n" + std::string(buf, len);
   }
 
   void load(const std::string& payload, const std::string& path) {

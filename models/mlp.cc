@@ -117,13 +117,13 @@ class Mlp final : public DifferentiableEstimator {
     trained_ = true;
   }
 
-  void save(const std::string& path) const override {
+  std::string payload() const override {
     torch::serialize::OutputArchive archive;
     net_->save(archive);
     std::ostringstream bytes;
     archive.save_to(bytes);
     nlohmann::json meta = {{"hidden", hidden_}, {"loss", loss_}, {"features", nf_}};
-    detail::write_file(path, "mlp", meta.dump() + "\n" + bytes.str());
+    return meta.dump() + "\n" + bytes.str();
   }
 
   void load(const std::string& payload, const std::string& path) {

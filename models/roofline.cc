@@ -60,10 +60,10 @@ class Roofline final : public Estimator {
     return out;
   }
 
-  void save(const std::string& path) const override {
+  std::string payload() const override {
     nlohmann::json j = {{"peak_gflops", peak_gflops_}, {"bandwidth_gbs", bandwidth_gbs_}, {"iteration_ns", iteration_ns_},
                         {"cores", cores_}};
-    detail::write_file(path, "roofline", j.dump());
+    return j.dump();
   }
 
   void load(const std::string& payload, const std::string& path) {
