@@ -8,6 +8,8 @@ install(TARGETS basin_core basin_codegen basin_warnings basin_torch EXPORT basin
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/basin)
 install(TARGETS basin RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The pretrained estimators, where models::pretrained_cpu_path looks for them.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/weights/ DESTINATION ${CMAKE_INSTALL_DATADIR}/basin)
 foreach(lib core codegen)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${lib}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/basin/${lib}
           FILES_MATCHING PATTERN "*.h")

@@ -72,12 +72,16 @@ class Ensemble final : public DifferentiableEstimator {
     rescale(samples);
   }
 
-  // Fine-tunes the MLP and retrains the trees on the samples, as AutoTVM retrains its
-  // trees on all of a task's programs (the tuning loop passes all of them), so that
-  // the trees do not grow by a batch of rounds at every update.
+  // Fine-tunes the MLP, and the trees the same way: rounds fitted to the samples are
+  // added to the trees already there (cross-task trees of a trained or shipped
+  // ensemble), which are trained from the samples only when there are none yet (the
+  // shipped MLP alone). Retraining them on one task's few hundred programs, as session
+  // 30 did, threw away what the cross-task trees knew and made three of five tasks worse
+  // (docs/PERFORMANCE.md).
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     mlp_->update(samples, opt);
-    gbt_->train(samples, opt);
+    if (gbt_->ready()) gbt_->update(samples, opt);
+    else gbt_->train(samples, opt);
     rescale(samples);
   }
 

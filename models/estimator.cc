@@ -70,9 +70,9 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path) {
   throw Error(path + ": unknown estimator kind '" + f.kind + "'");
 }
 
-std::string pretrained_cpu_path() {
+std::string pretrained_cpu_path(const std::string& file) {
   for (const char* dir : {BASIN_SOURCE_DIR "/models/weights", BASIN_INSTALL_DATADIR}) {
-    std::string p = std::string(dir) + "/cpu_mlp.bin";
+    std::string p = std::string(dir) + "/" + file;
     if (std::filesystem::exists(p)) return p;
   }
   return "";
@@ -83,7 +83,10 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
     std::string p = pretrained_cpu_path();
     return p.empty() ? make_estimator("mlp") : load_estimator(p);
   }
-  if (spec == "ensemble") return detail::make_ensemble(estimator_from_spec("mlp"));
+  if (spec == "ensemble") {  // the shipped ensemble; else the shipped MLP, trees from the first update
+    std::string p = pretrained_cpu_path("cpu_ensemble.bin");
+    return p.empty() ? detail::make_ensemble(estimator_from_spec("mlp")) : load_estimator(p);
+  }
   if (spec == "gbt" || spec == "roofline") return make_estimator(spec);
   if (spec.find('/') != std::string::npos || spec.find('.') != std::string::npos) return load_estimator(spec);
   return make_estimator(spec);  // throws, listing the kinds

@@ -35,8 +35,14 @@ struct FeatureBatch {
 
 struct TrainOptions {
   std::string loss = "rank";  // "rank" (pairwise, within a task) or "mse" (log latency)
-  int epochs = 40;            // passes over the data (MLP) or boosting rounds / 5 (GBT)
-  double learning_rate = 1e-3;
+  int epochs = 40;            // passes over the data (MLP); the GBT's boosting rounds are epochs / tree_eta
+  double learning_rate = 1e-3;  // the MLP's Adam step; from scratch it decays along a cosine to 0
+  // The GBT's step (XGBoost's eta) and, for the rank loss, the pairs XGBoost samples per
+  // program at each round (its num_pairsample). Offline training uses small steps and
+  // many pairs (docs/estimators.md); the tuning loop retrains its trees at every update
+  // and asks for AutoTVM's cheaper 0.2 and 1.
+  double tree_eta = 0.1;
+  int tree_pair_samples = 16;
   uint64_t seed = 1;
   bool verbose = false;       // one line per epoch on stderr
 };
@@ -84,12 +90,13 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path);
 // loop trains them on the first measurements) and a file must hold GPU features.
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target);
 // What `--estimator` accepts: a kind ("mlp" loads the shipped pretrained CPU weights
-// when they exist, "gbt", "ensemble" (the shipped MLP, and trees trained at the first
-// update), "roofline") or a path.
+// when they exist, "gbt", "ensemble" (the shipped pretrained ensemble, or without it
+// the shipped MLP and trees trained at the first update), "roofline") or a path.
 std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec);
-// The shipped pretrained CPU MLP (models/weights/cpu_mlp.bin under the source tree or
-// the install prefix); empty when it is not found.
-std::string pretrained_cpu_path();
+// A shipped pretrained CPU estimator file (models/weights/FILE under the source tree or
+// share/basin under the install prefix): cpu_mlp.bin, the MLP; cpu_ensemble.bin, the
+// MLP and trees. Empty when it is not found.
+std::string pretrained_cpu_path(const std::string& file = "cpu_mlp.bin");
 
 // Evaluation on samples with known latencies (docs/estimators.md):
 struct EvalResult {

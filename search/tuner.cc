@@ -299,6 +299,10 @@ struct TaskTuner::Impl {
     auto t = Clock::now();
     models::TrainOptions to;
     to.seed = opt.seed;
+    // Trees retrained at every update, as AutoTVM does: its cheap step and one pair
+    // sample per program (offline training takes more rounds of a smaller step).
+    to.tree_eta = 0.2;
+    to.tree_pair_samples = 1;
     if (!est->ready() || est->kind() == "gbt") {
       to.epochs = 10;  // 50 boosting rounds from scratch on the task's programs, as AutoTVM retrains
       est->train(samples, to);

@@ -19,7 +19,8 @@ namespace {
 struct TrainEvalOptions {
   std::string records, out, estimator = "mlp", target = "llvm", loss = "rank";
   int epochs = 40;
-  double test_fraction = 0.2, learning_rate = 1e-3;
+  double test_fraction = 0.2, learning_rate = 1e-3, tree_eta = 0.1;
+  int pair_samples = 16;
   uint64_t seed = 1;
   bool all = false, json = false, verbose = false;
 };
@@ -52,6 +53,8 @@ void print_eval(const char* what, const models::EvalResult& r) {
 
 int run_train(const TrainEvalOptions& o) {
   if (o.loss != "rank" && o.loss != "mse") throw Error("--loss must be rank or mse");
+  if (!(o.tree_eta > 0 && o.tree_eta <= 1)) throw Error("--tree-eta must be in (0, 1]");
+  if (o.pair_samples < 1) throw Error("--pair-samples must be at least 1");
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
   std::unique_ptr<models::Estimator> e = models::make_estimator(o.estimator);
@@ -60,6 +63,8 @@ int run_train(const TrainEvalOptions& o) {
   to.loss = o.loss;
   to.epochs = o.epochs;
   to.learning_rate = o.learning_rate;
+  to.tree_eta = o.tree_eta;
+  to.tree_pair_samples = o.pair_samples;
   to.seed = o.seed;
   to.verbose = o.verbose;
   auto t0 = std::chrono::steady_clock::now();
@@ -120,8 +125,10 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   tr->add_option("--estimator", t->estimator, "mlp, gbt or ensemble");
   tr->add_option("--out", t->out, "write the trained estimator here");
   tr->add_option("--loss", t->loss, "rank (pairwise, within a task) or mse (log latency)");
-  tr->add_option("--epochs", t->epochs, "training epochs (gbt: 5 boosting rounds each)");
-  tr->add_option("--lr", t->learning_rate, "learning rate (mlp)");
+  tr->add_option("--epochs", t->epochs, "training epochs (gbt: epochs / eta boosting rounds)");
+  tr->add_option("--lr", t->learning_rate, "learning rate (mlp; decays along a cosine)");
+  tr->add_option("--tree-eta", t->tree_eta, "boosting step of the trees (gbt, ensemble), in (0, 1]");
+  tr->add_option("--pair-samples", t->pair_samples, "pairs sampled per program and round (gbt, ensemble; rank loss)");
   tr->add_flag("--verbose", t->verbose, "one line per epoch");
   tr->callback([&run, t] { run = [t] { return run_train(*t); }; });
 

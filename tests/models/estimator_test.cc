@@ -286,7 +286,7 @@ TEST(Estimators, EnsembleIsDifferentiableThroughItsMlp) {
 // the first update, and the updated ensemble survives a save and a load.
 TEST(Estimators, EnsembleStartsFromTheShippedMlpAndAddsTreesAtTheFirstUpdate) {
   auto shipped = models::estimator_from_spec("mlp");
-  auto e = models::estimator_from_spec("ensemble");
+  auto e = models::detail::make_ensemble(models::estimator_from_spec("mlp"));
   ASSERT_TRUE(e->ready());
   std::vector<models::Sample> probe = synthetic(5, 16);
   models::FeatureBatch pb = models::FeatureBatch::of(probe);
@@ -306,6 +306,39 @@ TEST(Estimators, EnsembleStartsFromTheShippedMlpAndAddsTreesAtTheFirstUpdate) {
   std::filesystem::remove(path);
 }
 
+// An update keeps the trees it has and adds rounds fitted to the new programs (session
+// 30's update retrained them on those programs alone, losing the cross-task trees).
+TEST(Estimators, EnsembleUpdateAddsToItsTrees) {
+  auto e = models::make_estimator("ensemble");
+  models::TrainOptions opt;
+  opt.epochs = 5;
+  e->train(synthetic(60, 7), opt);
+  const size_t trained = e->payload().size();
+  std::vector<models::Sample> fresh = synthetic(3, 19);
+  opt.epochs = 1;
+  e->update(fresh, opt);
+  EXPECT_GT(e->payload().size(), trained) << "the trees were replaced, not added to";
+}
+
+// `--estimator ensemble` is the shipped ensemble (MLP and cross-task trees), ready and
+// blended from the start: it ranks unlike the shipped MLP alone.
+TEST(Estimators, TheShippedEnsembleLoadsBlended) {
+  std::string p = models::pretrained_cpu_path("cpu_ensemble.bin");
+  ASSERT_FALSE(p.empty()) << "models/weights/cpu_ensemble.bin is missing";
+  auto e = models::estimator_from_spec("ensemble");
+  auto mlp = models::estimator_from_spec("mlp");
+  EXPECT_EQ(e->kind(), "ensemble");
+  ASSERT_TRUE(e->ready());
+  models::FeatureBatch pb = models::FeatureBatch::of(synthetic(10, 20));
+  std::vector<double> a = e->predict(pb), b = mlp->predict(pb);
+  double diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(a[i]));
+    diff += std::abs(a[i] - b[i]);
+  }
+  EXPECT_GT(diff, 1e-3) << "the shipped ensemble scores like the MLP alone (no trees?)";
+}
+
 TEST(Estimators, MalformedEnsembleFilesFailNamingTheFile) {
   std::string p = temp("bad_ensemble.bin");
   models::detail::write_file(p, "ensemble", "{not json\nxyz");
@@ -314,6 +347,62 @@ TEST(Estimators, MalformedEnsembleFilesFailNamingTheFile) {
   expect_error(p, "do not add up");
   models::detail::write_file(p, "ensemble", R"({"mlp_bytes": 3, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})" "\nxyz");
   expect_error(p, "MLP header");
+}
+
+TEST(Estimators, GbtRefusesABadStepOrPairCount) {
+  std::vector<models::Sample> data = synthetic(10, 21);
+  auto e = models::make_estimator("gbt");
+  models::TrainOptions opt;
+  opt.tree_eta = 0;
+  EXPECT_THROW(e->train(data, opt), Error);
+  opt.tree_eta = 1.5;
+  EXPECT_THROW(e->train(data, opt), Error);
+  opt.tree_eta = 0.2;
+  opt.tree_pair_samples = 0;
+  EXPECT_THROW(e->train(data, opt), Error);
+}
+
+// Regression: a booster loaded from a file kept its trees but not its parameters, so
+// its updates boosted at XGBoost's defaults (depth 6, eta 0.3, one pair sample) rather
+// than the options'. Updated alike, the loaded copy and the original now agree.
+TEST(Estimators, LoadedGbtUpdatesWithTheSameParameters) {
+  std::vector<models::Sample> data = synthetic(40, 22), fresh = synthetic(40, 23), test = synthetic(20, 24);
+  auto e = models::make_estimator("gbt");
+  models::TrainOptions opt;
+  opt.epochs = 4;
+  e->train(data, opt);
+  std::string path = temp("gbt_update.bin");
+  e->save(path);
+  auto back = models::load_estimator(path);
+  std::filesystem::remove(path);
+  opt.tree_eta = 0.3;
+  opt.tree_pair_samples = 4;
+  e->update(fresh, opt);
+  back->update(fresh, opt);
+  models::FeatureBatch fb = models::FeatureBatch::of(test);
+  std::vector<double> p1 = e->predict(fb), p2 = back->predict(fb);
+  for (size_t i = 0; i < p1.size(); ++i) EXPECT_NEAR(p1[i], p2[i], 1e-4 * (1 + std::abs(p1[i]))) << i;
+}
+
+// Training from scratch decays the MLP's step along a cosine; an update keeps it. Both
+// still learn: the synthetic law ranks well after training, and an update on another
+// task's programs moves the scores.
+TEST(Estimators, MlpTrainsWithADecayingStepAndUpdatesWithAConstantOne) {
+  std::vector<models::Sample> data = synthetic(60, 25);
+  auto e = models::make_estimator("mlp");
+  models::TrainOptions opt;
+  opt.epochs = 30;
+  e->train(data, opt);
+  EXPECT_GT(models::evaluate(*e, synthetic(30, 26)).pairwise_accuracy, 0.8);
+  std::vector<models::Sample> fresh = synthetic(20, 27);
+  models::FeatureBatch fb = models::FeatureBatch::of(fresh);
+  std::vector<double> before = e->predict(fb);
+  opt.epochs = 2;
+  e->update(fresh, opt);
+  std::vector<double> after = e->predict(fb);
+  double moved = 0;
+  for (size_t i = 0; i < before.size(); ++i) moved += std::abs(after[i] - before[i]);
+  EXPECT_GT(moved, 1e-3);
 }
 
 TEST(Estimators, UntrainedGbtSaysSo) {

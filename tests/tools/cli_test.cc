@@ -207,6 +207,10 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
             std::string::npos);
   EXPECT_NE(stderr_of("estimator train --records " + db + " --loss hinge").find("--loss must be rank or mse"),
             std::string::npos);
+  EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --tree-eta 0").find("--tree-eta must be in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --pair-samples 0").find("--pair-samples must be at least 1"),
+            std::string::npos);
   std::remove(db.c_str());
   std::remove(model.c_str());
 }

@@ -127,6 +127,19 @@ TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
 }
 
+// The gradient search with the shipped ensemble: it descends on the ensemble's MLP,
+// ranks with both parts and updates both (rounds added to the shipped trees).
+TEST(TuneOp, GradientSearchRunsOnTheShippedEnsemble) {
+  const std::string db = temp_db("ensemble");
+  Result r = run("tune-op " + std::string(kTask) + " --strategy gradient --estimator ensemble --trials 12 --batch 6 --json --records " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["estimator"], "ensemble");
+  EXPECT_EQ(j["trials"], 12);
+  EXPECT_GT(j["best_latency_us"].get<double>(), 0);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+}
+
 // Several strategies at once: a round of each in turn, each with its own records file
 // (the strategy's name before the extension), one JSON object with a run per strategy,
 // each best timed again beside LibTorch.
