@@ -16,8 +16,13 @@
 // held out (tasks also in --records are dropped from it): the same held-out tasks,
 // with more training data.
 //
-//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--update 300] [--update-records FILE]
-//                            [--folds K] [--extra-train FILE] [--json]
+// --kinds LIST (of mlp, gbt, ensemble, roofline; all by default) runs those only.
+//
+// --weights MLP.bin and --ensemble ENSEMBLE.bin load those estimators instead of
+// training them on the split (for the online update of a shipped estimator).
+//
+//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--ensemble E.bin] [--update 300] [--update-records FILE]
+//                            [--folds K] [--extra-train FILE] [--kinds LIST] [--json]
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -38,11 +43,12 @@ nlohmann::json as_json(const models::EvalResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string records, weights, update_records, extra_train;
+  std::string records, weights, ensemble_weights, update_records, extra_train;
   int update = 300, folds = 0;
   double test_fraction = 0.2;
   uint64_t seed = 1;
   bool json = false;
+  std::set<std::string> kinds = {"mlp", "gbt", "ensemble", "roofline"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -54,6 +60,7 @@ int main(int argc, char** argv) {
     };
     if (a == "--records") records = next();
     else if (a == "--weights") weights = next();
+    else if (a == "--ensemble") ensemble_weights = next();
     else if (a == "--update") update = std::stoi(next());
     else if (a == "--update-records") update_records = next();
     else if (a == "--test-fraction") test_fraction = std::stod(next());
@@ -61,6 +68,20 @@ int main(int argc, char** argv) {
     else if (a == "--folds") folds = std::stoi(next());
     else if (a == "--extra-train") extra_train = next();
     else if (a == "--json") json = true;
+    else if (a == "--kinds") {
+      kinds.clear();
+      std::string list = next();
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        std::string k = list.substr(at, comma - at);
+        if (k != "mlp" && k != "gbt" && k != "ensemble" && k != "roofline") {
+          std::cerr << "estimator_bench: --kinds takes mlp, gbt, ensemble and roofline, not '" << k << "'\n";
+          return 2;
+        }
+        kinds.insert(k);
+        at = comma + 1;
+      }
+    }
     else {
       std::cerr << "estimator_bench: unknown argument " << a << "\n";
       return 2;
@@ -93,10 +114,17 @@ int main(int argc, char** argv) {
   using clock = std::chrono::steady_clock;
   std::map<std::string, std::unique_ptr<models::Estimator>> est;
   for (const std::string kind : {"mlp", "gbt", "ensemble", "roofline"}) {
+    if (!kinds.count(kind)) continue;
     auto t0 = clock::now();
     std::unique_ptr<models::Estimator> e;
-    if (kind == "mlp" && !weights.empty()) {
-      e = models::load_estimator(weights);
+    const bool loaded = (kind == "mlp" && !weights.empty()) || (kind == "ensemble" && !ensemble_weights.empty());
+    if (loaded) {
+      e = models::load_estimator(kind == "mlp" ? weights : ensemble_weights);
+      if (e->kind() != kind) {
+        std::cerr << "estimator_bench: " << (kind == "mlp" ? weights : ensemble_weights) << " holds a " << e->kind()
+                  << " estimator, not an " << kind << "\n";
+        return 2;
+      }
     } else {
       e = models::make_estimator(kind);
       e->train(sp.train, {});
@@ -105,11 +133,11 @@ int main(int argc, char** argv) {
     models::EvalResult r = models::evaluate(*e, sp.test);
     out["estimators"][kind] = as_json(r);
     out["estimators"][kind]["train_seconds"] = train_s;
-    out["estimators"][kind]["pretrained"] = kind == "mlp" && !weights.empty();
+    out["estimators"][kind]["pretrained"] = loaded;
     if (!json)
-      std::printf("%-9s held-out: pairwise %.3f  top-1 %.2f  top-5 %.2f  R^2 %.3f  (%d programs, %d tasks; %s %.1f s)\n",
+      std::printf("%-9s held-out: pairwise %.4f  top-1 %.2f  top-5 %.2f  R^2 %.3f  (%d programs, %d tasks; %s %.1f s)\n",
                   kind.c_str(), r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency, r.samples, r.tasks,
-                  kind == "mlp" && !weights.empty() ? "loaded" : "trained", train_s);
+                  loaded ? "loaded" : "trained", train_s);
     est[kind] = std::move(e);
   }
   // Online update, per held-out task.
@@ -125,6 +153,7 @@ int main(int argc, char** argv) {
     if (static_cast<int>(v.size()) < update + 50) continue;
     std::vector<models::Sample> fresh(v.begin(), v.begin() + update), rest(v.begin() + update, v.end());
     for (const std::string kind : {"mlp", "gbt", "ensemble"}) {
+      if (!kinds.count(kind)) continue;
       models::Estimator& e = *est[kind];
       // Updates change the estimator: evaluate on a copy made through a file.
       std::string tmp = "/tmp/estimator_bench_" + kind + ".bin";
@@ -132,7 +161,9 @@ int main(int argc, char** argv) {
       auto copy = models::load_estimator(tmp);
       double before = models::evaluate(*copy, rest).pairwise_accuracy;
       models::TrainOptions opt;
-      opt.epochs = kind == "gbt" ? 4 : 20;  // the ensemble: 20 MLP epochs, trees retrained (100 rounds)
+      opt.epochs = kind == "gbt" ? 4 : 20;  // the ensemble: 20 MLP epochs, 100 rounds added to its trees
+      opt.tree_eta = 0.2;                   // the tuning loop's trees: eta 0.2, one pair sample
+      opt.tree_pair_samples = 1;
       auto t0 = clock::now();
       copy->update(fresh, opt);
       double secs = std::chrono::duration<double>(clock::now() - t0).count();
@@ -148,6 +179,7 @@ int main(int argc, char** argv) {
   if (folds > 0) {
     out["folds"] = nlohmann::json::object();
     for (const std::string kind : {"mlp", "gbt", "ensemble"}) {
+      if (!kinds.count(kind)) continue;
       double pairs = 0, agree = 0, top1 = 0, top5 = 0;
       int tasks = 0;
       nlohmann::json per = nlohmann::json::array();
@@ -169,7 +201,7 @@ int main(int argc, char** argv) {
       out["folds"][kind] = {{"folds", per}, {"pairwise_accuracy", acc}, {"top1_recall", top1 / std::max(1, tasks)},
                             {"top5_recall", top5 / std::max(1, tasks)}, {"tasks", tasks}};
       if (!json)
-        std::printf("%-9s %d-fold by task: pairwise %.3f  top-1 %.2f  top-5 %.2f  (%d tasks, each held out once)\n",
+        std::printf("%-9s %d-fold by task: pairwise %.4f  top-1 %.2f  top-5 %.2f  (%d tasks, each held out once)\n",
                     kind.c_str(), folds, acc, top1 / std::max(1, tasks), top5 / std::max(1, tasks), tasks);
     }
   }

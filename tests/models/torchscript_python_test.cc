@@ -1,6 +1,7 @@
 // The TorchScript plug-in end to end: records measured here are exported, the Python
 // example (docs/examples/train_estimator.py, Debian's python3-torch) trains and
-// exports a module, and basin loads it and gives the scores Python gave.
+// exports a module, basin loads it and gives the scores Python gave, and
+// `basin tune-op --estimator model.pt` tunes with it.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -64,6 +65,16 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
   std::vector<double> ours = e->predict(models::FeatureBatch::of(samples));
   ASSERT_EQ(ours.size(), python.size());
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], python[i], 1e-4 * (1 + std::abs(python[i])));
+  // The module drives a tuning run: the gradient search descends through it.
+  std::string tune = run(std::string(BASIN_BINARY_DIR) + "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
+                         " --strategy gradient --trials 8 --batch 4 --json --estimator " + model +
+                         " --records " + (dir / "tune.db").string() + " 2>/dev/null",
+                         &status);
+  ASSERT_EQ(status, 0) << tune;
+  auto j = nlohmann::json::parse(tune);
+  EXPECT_EQ(j["estimator"], model);  // a file is reported by its path
+  EXPECT_EQ(j["trials"], 8);
+  EXPECT_GT(j["best_latency_us"].get<double>(), 0);
   std::filesystem::remove_all(dir);
 }
 
