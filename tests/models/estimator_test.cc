@@ -25,6 +25,15 @@ std::string temp(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("basin_estimator_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
+// A copy of `e` made through its file (saved, loaded back, the file removed).
+std::unique_ptr<models::Estimator> through_file(const models::Estimator& e, const std::string& name) {
+  std::string path = temp(name);
+  e.save(path);
+  auto back = models::load_estimator(path);
+  std::filesystem::remove(path);
+  return back;
+}
+
 // Real features of random configurations of a few tasks, with a synthetic latency the
 // features determine: flops over used lanes and cores, plus memory traffic.
 std::vector<models::Sample> synthetic(int per_task, uint64_t seed) {
@@ -296,14 +305,11 @@ TEST(Estimators, EnsembleStartsFromTheShippedMlpAndAddsTreesAtTheFirstUpdate) {
   models::TrainOptions opt;
   opt.epochs = 6;
   e->update(fresh, opt);
-  std::string path = temp("ensemble_updated.bin");
-  e->save(path);
-  auto back = models::load_estimator(path);
+  auto back = through_file(*e, "ensemble_updated.bin");
   EXPECT_EQ(back->kind(), "ensemble");
   std::vector<double> c = e->predict(pb), d = back->predict(pb);
   for (size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(c[i], d[i], 1e-5 * (1 + std::abs(c[i])));
   EXPECT_GT(models::evaluate(*e, synthetic(20, 18)).pairwise_accuracy, 0.75);
-  std::filesystem::remove(path);
 }
 
 // An update keeps the trees it has and adds rounds fitted to the new programs (session
@@ -371,10 +377,7 @@ TEST(Estimators, LoadedGbtUpdatesWithTheSameParameters) {
   models::TrainOptions opt;
   opt.epochs = 4;
   e->train(data, opt);
-  std::string path = temp("gbt_update.bin");
-  e->save(path);
-  auto back = models::load_estimator(path);
-  std::filesystem::remove(path);
+  auto back = through_file(*e, "gbt_update.bin");
   opt.tree_eta = 0.3;
   opt.tree_pair_samples = 4;
   e->update(fresh, opt);
