@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   double test_fraction = 0.2;
   uint64_t seed = 1;
   bool json = false;
-  std::set<std::string> kinds = {"mlp", "gbt", "ensemble", "roofline"};
+  const std::set<std::string> all_kinds = {"mlp", "gbt", "ensemble", "roofline"};
+  std::set<std::string> kinds = all_kinds;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
       for (size_t at = 0; at <= list.size();) {
         size_t comma = std::min(list.find(',', at), list.size());
         std::string k = list.substr(at, comma - at);
-        if (k != "mlp" && k != "gbt" && k != "ensemble" && k != "roofline") {
+        if (!all_kinds.count(k)) {
           std::cerr << "estimator_bench: --kinds takes mlp, gbt, ensemble and roofline, not '" << k << "'\n";
           return 2;
         }
@@ -117,12 +118,12 @@ int main(int argc, char** argv) {
     if (!kinds.count(kind)) continue;
     auto t0 = clock::now();
     std::unique_ptr<models::Estimator> e;
-    const bool loaded = (kind == "mlp" && !weights.empty()) || (kind == "ensemble" && !ensemble_weights.empty());
+    const std::string file = kind == "mlp" ? weights : kind == "ensemble" ? ensemble_weights : "";
+    const bool loaded = !file.empty();
     if (loaded) {
-      e = models::load_estimator(kind == "mlp" ? weights : ensemble_weights);
+      e = models::load_estimator(file);
       if (e->kind() != kind) {
-        std::cerr << "estimator_bench: " << (kind == "mlp" ? weights : ensemble_weights) << " holds a " << e->kind()
-                  << " estimator, not an " << kind << "\n";
+        std::cerr << "estimator_bench: " << file << " holds a " << e->kind() << " estimator, not an " << kind << "\n";
         return 2;
       }
     } else {

@@ -180,13 +180,7 @@ class Mlp final : public DifferentiableEstimator {
     std::map<std::string, std::vector<size_t>> by_task;
     for (size_t i = 0; i < samples.size(); ++i) by_task[pair_group(samples[i])].push_back(i);
     const size_t mb = 128;
-    size_t per_epoch = 0;
-    if (opt.loss == "rank") {
-      for (const auto& [task, idx] : by_task) per_epoch += (idx.size() + mb - 1) / mb;
-    } else {
-      per_epoch = (samples.size() + mb - 1) / mb;
-    }
-    const double total_steps = static_cast<double>(per_epoch) * std::max(1, epochs);
+    double total_steps = 0;  // every epoch cuts the same number of minibatches
     size_t step = 0;
     for (int epoch = 0; epoch < epochs; ++epoch) {
       std::vector<std::vector<size_t>> batches;
@@ -203,6 +197,7 @@ class Mlp final : public DifferentiableEstimator {
         for (size_t at = 0; at < all.size(); at += mb)
           batches.emplace_back(all.begin() + at, all.begin() + std::min(all.size(), at + mb));
       }
+      if (epoch == 0) total_steps = static_cast<double>(batches.size()) * epochs;
       std::shuffle(batches.begin(), batches.end(), rng);
       double total = 0;
       for (const std::vector<size_t>& bi : batches) {

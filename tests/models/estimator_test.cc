@@ -387,10 +387,11 @@ TEST(Estimators, LoadedGbtUpdatesWithTheSameParameters) {
   for (size_t i = 0; i < p1.size(); ++i) EXPECT_NEAR(p1[i], p2[i], 1e-4 * (1 + std::abs(p1[i]))) << i;
 }
 
-// Training from scratch decays the MLP's step along a cosine; an update keeps it. Both
-// still learn: the synthetic law ranks well after training, and an update on another
-// task's programs moves the scores.
-TEST(Estimators, MlpTrainsWithADecayingStepAndUpdatesWithAConstantOne) {
+// Training from scratch decays the MLP's step along a cosine; an update keeps it. This
+// checks that both still learn (the synthetic law ranks well after training, and an
+// update on another task's programs moves the scores); what the decay gains is a
+// held-out figure of the benchmark (docs/PERFORMANCE.md), not something a unit test sees.
+TEST(Estimators, MlpLearnsFromScratchAndFromAnUpdate) {
   std::vector<models::Sample> data = synthetic(60, 25);
   auto e = models::make_estimator("mlp");
   models::TrainOptions opt;
