@@ -1,8 +1,9 @@
 // bench/estimator: the estimators on held-out tasks of a records file (split by task,
 // --test-fraction of the tasks, --seed), and the online update: for each held-out task
-// with enough records, the MLP, the GBT and the ensemble are updated on its first
-// --update records (the order a tuning run measures them) and evaluated on the rest,
-// before and after.
+// with enough records, the MLP, the GBT and the ensemble are trained on its first
+// --update records (the order a tuning run measures them) as the tuning loop trains
+// them (models::TrainOptions::tuning: the MLP and the ensemble fine-tuned, the GBT
+// retrained on the task alone) and evaluated on the rest, before and after.
 //
 // With --update-records FILE the online update runs on that file's tasks instead (say,
 // a tuning run's records, in the order it measured them; its tasks should be absent
@@ -161,12 +162,13 @@ int main(int argc, char** argv) {
       e.save(tmp);
       auto copy = models::load_estimator(tmp);
       double before = models::evaluate(*copy, rest).pairwise_accuracy;
-      models::TrainOptions opt;
-      opt.epochs = kind == "gbt" ? 4 : 20;  // the ensemble: 20 MLP epochs, 100 rounds added to its trees
-      opt.tree_eta = 0.2;                   // the tuning loop's trees: eta 0.2, one pair sample
-      opt.tree_pair_samples = 1;
+      // As the tuning loop trains: the GBT from scratch on the task's programs, the MLP
+      // and the ensemble fine-tuned (their trees get rounds added).
+      const bool from_scratch = kind == "gbt";
+      models::TrainOptions opt = models::TrainOptions::tuning(from_scratch);
       auto t0 = clock::now();
-      copy->update(fresh, opt);
+      if (from_scratch) copy->train(fresh, opt);
+      else copy->update(fresh, opt);
       double secs = std::chrono::duration<double>(clock::now() - t0).count();
       double after = models::evaluate(*copy, rest).pairwise_accuracy;
       out["update"].push_back({{"task", task}, {"estimator", kind}, {"new_records", update}, {"eval_records", rest.size()},

@@ -219,11 +219,15 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
     for (const graph::NetworkTask& t : graph::partition(graph::optimize(g)).tasks) keys.push_back(t.key);
   };
   auto add_network = [&](const std::string& net) { add_graph(graph::zoo_network(net)); };
-  // N of "PREFIX:N", 1 <= N <= max, or nothing.
-  auto count_of = [](const std::string& list, size_t prefix, int64_t max) -> std::optional<int> {
-    std::optional<int64_t> n = parse_int(list.substr(prefix));
-    if (!n || *n <= 0 || *n > max) return std::nullopt;
-    return static_cast<int>(*n);
+  // The range of "PREFIX:N" (the first N: [0, N)) or "PREFIX:A-B" (the A+1-th to the
+  // B-th: what PREFIX:B adds to PREFIX:A), 0 <= A < B <= max; or nothing.
+  auto range_of = [](const std::string& list, size_t prefix, int64_t max) -> std::optional<std::pair<int, int>> {
+    std::string spec = list.substr(prefix);
+    size_t dash = spec.find('-', 1);  // not a leading minus sign
+    std::optional<int64_t> from = dash == std::string::npos ? std::optional<int64_t>(0) : parse_int(spec.substr(0, dash));
+    std::optional<int64_t> to = parse_int(dash == std::string::npos ? spec : spec.substr(dash + 1));
+    if (!from || !to || *from < 0 || *to <= *from || *to > max) return std::nullopt;
+    return std::pair<int, int>(static_cast<int>(*from), static_cast<int>(*to));
   };
   std::istringstream is(which);
   std::string name;
@@ -238,13 +242,14 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
     } else if (name.rfind("zoo:", 0) == 0) {
       add_network(name.substr(4));
     } else if (name.rfind("shapes:", 0) == 0) {
-      std::optional<int> n = count_of(name, 7, std::numeric_limits<int>::max());
-      if (!n) throw Error("task list '" + name + "': give shapes:N with N a positive count");
-      for (std::string& k : shape_variants(*n)) keys.push_back(std::move(k));
+      auto r = range_of(name, 7, std::numeric_limits<int>::max());
+      if (!r) throw Error("task list '" + name + "': give shapes:N with N a positive count, or shapes:A-B with 0 <= A < B");
+      std::vector<std::string> v = shape_variants(r->second);
+      for (size_t i = r->first; i < v.size(); ++i) keys.push_back(std::move(v[i]));
     } else if (name.rfind("nets:", 0) == 0) {
-      std::optional<int> n = count_of(name, 5, 100000);
-      if (!n) throw Error("task list '" + name + "': give nets:N with N a count from 1 to 100000");
-      for (int i = 0; i < *n; ++i) add_graph(graph::random_network(static_cast<uint64_t>(i)));
+      auto r = range_of(name, 5, 100000);
+      if (!r) throw Error("task list '" + name + "': give nets:N with N a count from 1 to 100000, or nets:A-B with 0 <= A < B <= 100000");
+      for (int i = r->first; i < r->second; ++i) add_graph(graph::random_network(static_cast<uint64_t>(i)));
     } else {
       add_workload(ops::find_workload(name));
     }

@@ -45,6 +45,18 @@ struct TrainOptions {
   int tree_pair_samples = 16;
   uint64_t seed = 1;
   bool verbose = false;       // one line per epoch on stderr
+
+  // The tuning loop's training (search/tuner.cc), also what bench/estimator measures:
+  // trees at AutoTVM's cheap step (eta 0.2, one pair sample) retrained from scratch
+  // for 10 epochs (50 rounds) on the task's programs; a ready MLP or ensemble
+  // fine-tuned for 6 passes (the ensemble's trees get 30 rounds added).
+  static TrainOptions tuning(bool from_scratch) {
+    TrainOptions o;
+    o.tree_eta = 0.2;
+    o.tree_pair_samples = 1;
+    o.epochs = from_scratch ? 10 : 6;
+    return o;
+  }
 };
 
 class Estimator {

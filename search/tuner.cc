@@ -297,19 +297,13 @@ struct TaskTuner::Impl {
     if (est->ready() && plan > 0 && trained_on > 0 && samples.size() < trained_on + plan) return;
     trained_on = samples.size();
     auto t = Clock::now();
-    models::TrainOptions to;
+    // Trees retrained at every update, as AutoTVM does, at its cheap step (offline
+    // training takes more rounds of a smaller step); a ready MLP or ensemble fine-tuned.
+    const bool from_scratch = !est->ready() || est->kind() == "gbt";
+    models::TrainOptions to = models::TrainOptions::tuning(from_scratch);
     to.seed = opt.seed;
-    // Trees retrained at every update, as AutoTVM does: its cheap step and one pair
-    // sample per program (offline training takes more rounds of a smaller step).
-    to.tree_eta = 0.2;
-    to.tree_pair_samples = 1;
-    if (!est->ready() || est->kind() == "gbt") {
-      to.epochs = 10;  // 50 boosting rounds from scratch on the task's programs, as AutoTVM retrains
-      est->train(samples, to);
-    } else {
-      to.epochs = 6;  // fine-tuning passes over the task's programs
-      est->update(samples, to);
-    }
+    if (from_scratch) est->train(samples, to);
+    else est->update(samples, to);
     space.invalidate_predictions();
     res.update_seconds += since(t);
     ++res.updates;

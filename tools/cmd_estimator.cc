@@ -146,7 +146,7 @@ void add_estimator_command(CLI::App& app, Runner& run) {
   auto d = std::make_shared<DatasetOptions>();
   auto* ds = cmd->add_subcommand("dataset", "measure random configurations of a task list into a records file");
   ds->add_option("--records", d->records, "the records file (created if missing; a rerun resumes)")->required();
-  ds->add_option("--tasks", d->tasks, "suite, workloads, networks, zoo:NAME, shapes:N, nets:N or workload names, separated by commas");
+  ds->add_option("--tasks", d->tasks, "suite, workloads, networks, zoo:NAME, shapes:N, nets:N (or shapes:A-B, nets:A-B: what N=B adds to N=A) or workload names, separated by commas");
   ds->add_option("--per-task", d->per_task, "measured configurations per task");
   ds->add_option("--seed", d->seed, "random seed");
   ds->add_option("--repeat", d->repeat,

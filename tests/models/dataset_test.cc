@@ -181,7 +181,25 @@ TEST(Dataset, ShapeVariants) {
   std::set<std::string> ops;
   for (const std::string& k : v) ops.insert(k.substr(0, k.find('(')));
   EXPECT_GE(ops.size(), 6u) << "the variants come from one or two operators only";
-  for (const char* bad : {"shapes:0", "shapes:-3", "shapes:x", "shapes:5x", "shapes:"})
+  for (const char* bad : {"shapes:0", "shapes:-3", "shapes:x", "shapes:5x", "shapes:", "shapes:10-10", "shapes:12-5",
+                          "shapes:-5-10", "shapes:3-", "shapes:a-9", "shapes:2-9x"})
+    EXPECT_THROW(models::dataset_tasks(bad), Error) << bad;
+}
+
+// shapes:A-B and nets:A-B are what shapes:B (nets:B) adds to shapes:A (nets:A): a
+// dataset grows by new tasks only.
+TEST(Dataset, TaskRangesContinueTheSequences) {
+  std::vector<std::string> all = models::dataset_tasks("shapes:40"), tail = models::dataset_tasks("shapes:25-40");
+  ASSERT_EQ(tail.size(), 15u);
+  EXPECT_TRUE(std::equal(tail.begin(), tail.end(), all.begin() + 25));
+  EXPECT_EQ(models::dataset_tasks("shapes:0-40"), all);
+  std::vector<std::string> nets = models::dataset_tasks("nets:6"), head = models::dataset_tasks("nets:4"),
+                           rest = models::dataset_tasks("nets:4-6");
+  ASSERT_FALSE(rest.empty());
+  std::set<std::string> joined(head.begin(), head.end());
+  joined.insert(rest.begin(), rest.end());
+  EXPECT_EQ(joined, std::set<std::string>(nets.begin(), nets.end()));
+  for (const char* bad : {"nets:5-5", "nets:6-2", "nets:0-1000001", "nets:1-"})
     EXPECT_THROW(models::dataset_tasks(bad), Error) << bad;
 }
 
