@@ -47,8 +47,9 @@ class Strategy {
   // only when the space has fewer unmeasured programs left).
   virtual std::vector<Candidate> propose(SearchState& state, int n) = 0;
   // The estimator kind used when none is given: "gbt" for annealing (as AutoTVM),
-  // "mlp" for gradient and evolutionary, "" for random.
-  virtual std::string default_estimator() const { return "mlp"; }
+  // "ensemble" for gradient and evolutionary (the shipped MLP and trees on the CPU;
+  // it descends on the MLP and ranks with both), "" for random.
+  virtual std::string default_estimator() const { return "ensemble"; }
   // True if the strategy needs a models::DifferentiableEstimator.
   virtual bool needs_gradients() const { return false; }
   // New measurements between two estimator updates: the tuning loop updates a ready

@@ -300,7 +300,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
   cmd->add_option("--estimator", o->estimator,
                   "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline or a file (.pt TorchScript, or one written by basin estimator train); "
-                  "default: mlp, gbt for annealing, none for random");
+                  "default: ensemble, gbt for annealing, none for random");
   cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");

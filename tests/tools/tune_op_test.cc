@@ -127,11 +127,12 @@ TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
 }
 
-// The gradient search with the shipped ensemble: it descends on the ensemble's MLP,
-// ranks with both parts and updates both (rounds added to the shipped trees).
-TEST(TuneOp, GradientSearchRunsOnTheShippedEnsemble) {
+// The gradient search's default estimator is the shipped ensemble: it descends on the
+// ensemble's MLP, ranks with both parts and updates both (rounds added to the shipped
+// trees).
+TEST(TuneOp, GradientSearchRunsOnTheShippedEnsembleByDefault) {
   const std::string db = temp_db("ensemble");
-  Result r = run("tune-op " + std::string(kTask) + " --strategy gradient --estimator ensemble --trials 12 --batch 6 --json --records " + db);
+  Result r = run("tune-op " + std::string(kTask) + " --strategy gradient --trials 12 --batch 6 --json --records " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["estimator"], "ensemble");
