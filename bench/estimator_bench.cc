@@ -2,7 +2,7 @@
 // --test-fraction of the tasks, --seed), and the online update: for each held-out task
 // with enough records, the MLP, the GBT and the ensemble are trained on its first
 // --update records (the order a tuning run measures them) as the tuning loop trains
-// them (models::TrainOptions::tuning: the MLP and the ensemble fine-tuned, the GBT
+// them (models::train_for_tuning: the MLP and the ensemble fine-tuned, the GBT
 // retrained on the task alone) and evaluated on the rest, before and after.
 //
 // With --update-records FILE the online update runs on that file's tasks instead (say,
@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/machine.h"
+#include "core/util/parse.h"
 #include "models/estimator.h"
 
 using namespace basin;
@@ -72,16 +73,12 @@ int main(int argc, char** argv) {
     else if (a == "--json") json = true;
     else if (a == "--kinds") {
       kinds.clear();
-      std::string list = next();
-      for (size_t at = 0; at <= list.size();) {
-        size_t comma = std::min(list.find(',', at), list.size());
-        std::string k = list.substr(at, comma - at);
+      for (const std::string& k : split_list(next())) {
         if (!all_kinds.count(k)) {
           std::cerr << "estimator_bench: --kinds takes mlp, gbt, ensemble and roofline, not '" << k << "'\n";
           return 2;
         }
         kinds.insert(k);
-        at = comma + 1;
       }
     }
     else {
@@ -162,13 +159,8 @@ int main(int argc, char** argv) {
       e.save(tmp);
       auto copy = models::load_estimator(tmp);
       double before = models::evaluate(*copy, rest).pairwise_accuracy;
-      // As the tuning loop trains: the GBT from scratch on the task's programs, the MLP
-      // and the ensemble fine-tuned (their trees get rounds added).
-      const bool from_scratch = kind == "gbt";
-      models::TrainOptions opt = models::TrainOptions::tuning(from_scratch);
       auto t0 = clock::now();
-      if (from_scratch) copy->train(fresh, opt);
-      else copy->update(fresh, opt);
+      models::train_for_tuning(*copy, fresh, /*seed=*/1);
       double secs = std::chrono::duration<double>(clock::now() - t0).count();
       double after = models::evaluate(*copy, rest).pairwise_accuracy;
       out["update"].push_back({{"task", task}, {"estimator", kind}, {"new_records", update}, {"eval_records", rest.size()},

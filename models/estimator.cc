@@ -92,6 +92,17 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
   return make_estimator(spec);  // throws, listing the kinds
 }
 
+void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed) {
+  const bool from_scratch = !e.ready() || e.kind() == "gbt";
+  TrainOptions o;
+  o.seed = seed;
+  o.tree_eta = 0.2;
+  o.tree_pair_samples = 1;
+  o.epochs = from_scratch ? 10 : 6;
+  if (from_scratch) e.train(samples, o);
+  else e.update(samples, o);
+}
+
 PairCounts count_ordered_pairs(const std::vector<double>& score, const std::vector<double>& latency) {
   PairCounts c;
   for (size_t a = 0; a < latency.size(); ++a)

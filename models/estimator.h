@@ -45,18 +45,6 @@ struct TrainOptions {
   int tree_pair_samples = 16;
   uint64_t seed = 1;
   bool verbose = false;       // one line per epoch on stderr
-
-  // The tuning loop's training (search/tuner.cc), also what bench/estimator measures:
-  // trees at AutoTVM's cheap step (eta 0.2, one pair sample) retrained from scratch
-  // for 10 epochs (50 rounds) on the task's programs; a ready MLP or ensemble
-  // fine-tuned for 6 passes (the ensemble's trees get 30 rounds added).
-  static TrainOptions tuning(bool from_scratch) {
-    TrainOptions o;
-    o.tree_eta = 0.2;
-    o.tree_pair_samples = 1;
-    o.epochs = from_scratch ? 10 : 6;
-    return o;
-  }
 };
 
 class Estimator {
@@ -127,6 +115,13 @@ struct EvalResult {
   int repeated = 0;  // programs measured at least twice
 };
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
+
+// Trains `e` on a task's measured programs as the tuning loop does at every update
+// (search/tuner.cc; bench/estimator measures the same): trees, and any estimator not
+// ready yet, from scratch at AutoTVM's cheap step (eta 0.2, one pair sample) for 10
+// epochs (50 rounds); a ready MLP or ensemble fine-tuned for 6 passes (the ensemble's
+// trees get 30 rounds added).
+void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed);
 
 // The pairs of programs (of one task) with different latencies, and how many of them
 // the scores order the same way (the lower score, the lower latency).

@@ -299,11 +299,7 @@ struct TaskTuner::Impl {
     auto t = Clock::now();
     // Trees retrained at every update, as AutoTVM does, at its cheap step (offline
     // training takes more rounds of a smaller step); a ready MLP or ensemble fine-tuned.
-    const bool from_scratch = !est->ready() || est->kind() == "gbt";
-    models::TrainOptions to = models::TrainOptions::tuning(from_scratch);
-    to.seed = opt.seed;
-    if (from_scratch) est->train(samples, to);
-    else est->update(samples, to);
+    models::train_for_tuning(*est, samples, opt.seed);
     space.invalidate_predictions();
     res.update_seconds += since(t);
     ++res.updates;

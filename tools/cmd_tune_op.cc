@@ -17,6 +17,7 @@
 #include "codegen/torch_reference.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
+#include "core/util/parse.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
@@ -73,12 +74,8 @@ struct TuneOpOptions {
 // "gradient,annealing" -> {"gradient", "annealing"}.
 std::vector<std::string> split_strategies(const std::string& list) {
   std::vector<std::string> names;
-  size_t at = 0;
-  while (at <= list.size()) {
-    size_t comma = std::min(list.find(',', at), list.size());
-    if (comma > at) names.push_back(list.substr(at, comma - at));
-    at = comma + 1;
-  }
+  for (std::string& name : split_list(list))
+    if (!name.empty()) names.push_back(std::move(name));
   return names;
 }
 
