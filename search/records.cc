@@ -22,6 +22,8 @@ double upper_median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+bool Record::from_host(const std::string& machine) const { return same_host(host, machine); }
+
 double Record::latency_us() const {
   if (confirm_us.empty() || !ok()) return min_latency_us();
   std::vector<double> m = confirm_us;
@@ -239,6 +241,14 @@ int64_t RecordStore::name_best(int64_t id) {
   return sqlite3_column_int64(st.s, 0);
 }
 
+int64_t RecordStore::relabel_host(const std::string& from, const std::string& to) {
+  Db::Stmt st = db_->prepare("UPDATE records SET host = ? WHERE host = ?");
+  sqlite3_bind_text(st.s, 1, to.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 2, from.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("relabelling records");
+  return sqlite3_changes(db_->db);
+}
+
 std::vector<Record> RecordStore::task_records(const std::string& task_key, const std::string& target) const {
   return db_->query("WHERE task_key = ? AND target = ? ORDER BY id", {task_key, target});
 }
@@ -248,9 +258,9 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
   // one a tuner named its best last; then the programs measured more than once (as the
   // tuner picks its best), fastest first.
   auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
-                      "ORDER BY (host = ? OR host = '') DESC, best_seq DESC, confirm_us != '[]' DESC, latency_us "
-                      "LIMIT 1",
-                      {task_key, target, host_description()});
+                      "ORDER BY (host = ? OR host = '' OR host = ?) DESC, best_seq DESC, confirm_us != '[]' DESC, "
+                      "latency_us LIMIT 1",
+                      {task_key, target, host_description(), legacy_host_description(host_description())});
   if (r.empty()) return std::nullopt;
   return r[0];
 }
@@ -258,8 +268,8 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
 bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
                            const std::string& config, const std::string& host) const {
   return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? "
-                     "AND (? = '' OR host = ? OR host = '') LIMIT 1",
-                     {task_key, target, sketch, config, host, host})
+                     "AND (? = '' OR host = ? OR host = '' OR host = ?) LIMIT 1",
+                     {task_key, target, sketch, config, host, host, legacy_host_description(host)})
               .empty();
 }
 

@@ -30,11 +30,13 @@ struct Record {
   double finished_at = 0;
   uint64_t seed = 0;
   std::string estimator_version;
-  // The machine that measured it (basin::host_description(): "AMD EPYC, 2 cores,
-  // avx2"); empty in files written before schema 2, where it is unknown.
+  // The machine that measured it (basin::host_description(): "AMD EPYC (family 26
+  // model 2), 2 cores, avx512"); empty in files written before schema 2, where it is
+  // unknown.
   std::string host;
-  // Measured on `machine`, or on an unknown one (an old record).
-  bool from_host(const std::string& machine) const { return host.empty() || host == machine; }
+  // Measured on `machine`, on an unknown one (an old record) or on one described in the
+  // legacy form of `machine` (basin::same_host).
+  bool from_host(const std::string& machine) const;
   // The minimum of each later measurement of the same program (the tuner confirms a
   // program that would become its best by measuring it again after others).
   std::vector<double> confirm_us;
@@ -79,9 +81,13 @@ class RecordStore {
   // this machine, the same order over every machine.
   std::optional<Record> best(const std::string& task_key, const std::string& target) const;
   // True if this exact program was measured already (successfully or not): on any
-  // machine when `host` is empty, else on that machine or an unknown one.
+  // machine when `host` is empty, else on that machine as Record::from_host counts it.
   bool contains(const std::string& task_key, const std::string& target, const std::string& sketch,
                 const std::string& config, const std::string& host = "") const;
+  // Names `to` the machine of every record measured on `from` (exactly that
+  // description; "" for the records of an unknown machine): returns how many. For
+  // records whose description cannot tell their machine from another (basin::same_host).
+  int64_t relabel_host(const std::string& from, const std::string& to);
   int64_t count() const;
   // Every record, oldest first (export).
   std::vector<Record> all() const;

@@ -1,5 +1,5 @@
-// `basin estimator dataset|train|eval` and `basin records export`: the estimators'
-// data and training (docs/estimators.md).
+// `basin estimator dataset|train|eval` and `basin records export|merge|relabel`: the
+// estimators' data and training (docs/estimators.md), and records files.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +11,7 @@
 
 #include "core/util/error.h"
 #include "models/dataset.h"
+#include "search/records.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
@@ -121,10 +122,44 @@ int run_merge(const MergeOptions& o) {
   return 0;
 }
 
+struct RelabelOptions {
+  std::string records, from, to;
+  bool from_set = false, json = false;
+};
+
+// Names `to` the machine of the records measured on `from`: the migration for records
+// whose description cannot tell their machine from another (core/util/host.h,
+// same_host). Refuses a file that does not exist and a `from` no record has, listing
+// the machines the file does name.
+int run_relabel(const RelabelOptions& o) {
+  if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
+  if (o.to.empty()) throw Error("--to must name a machine (as `basin records relabel` prints them)");
+  if (o.from == o.to) throw Error("--from and --to are the same machine, '" + o.to + "'");
+  search::RecordStore store(o.records);
+  std::map<std::string, int64_t> hosts;
+  for (const search::Record& r : store.all()) ++hosts[r.host];
+  if (!o.from_set || !hosts.count(o.from)) {
+    std::string names;
+    for (const auto& [h, n] : hosts) names += "\n  '" + h + "': " + std::to_string(n) + " records";
+    if (hosts.empty()) names = " none (the file is empty)";
+    throw Error((o.from_set ? "no record of " + o.records + " was measured on '" + o.from + "'"
+                            : std::string("--from must name the machine to relabel")) +
+                "; the file's machines:" + names);
+  }
+  const int64_t n = store.relabel_host(o.from, o.to);
+  if (o.json)
+    std::cout << nlohmann::json{{"records", o.records}, {"from", o.from}, {"to", o.to}, {"relabelled", n}}.dump()
+              << "\n";
+  else
+    std::printf("%lld records of %s now name '%s' (were '%s')\n", static_cast<long long>(n), o.records.c_str(),
+                o.to.c_str(), o.from.c_str());
+  return 0;
+}
+
 }  // namespace
 
 void add_records_command(CLI::App& app, Runner& run) {
-  auto* cmd = app.add_subcommand("records", "inspect, export and merge records files");
+  auto* cmd = app.add_subcommand("records", "inspect, export, merge and relabel records files");
   cmd->require_subcommand(1);
   auto e = std::make_shared<ExportOptions>();
   auto* ex = cmd->add_subcommand("export", "write measured programs' features and latencies as JSON lines");
@@ -138,6 +173,18 @@ void add_records_command(CLI::App& app, Runner& run) {
   mg->add_option("inputs", m->from, "records files to copy from")->required();
   mg->add_flag("--json", m->json, "print one JSON object");
   mg->callback([&run, m] { run = [m] { return run_merge(*m); }; });
+  auto rl = std::make_shared<RelabelOptions>();
+  auto* rel = cmd->add_subcommand("relabel", "name the machine that measured records (for records whose "
+                                             "description cannot tell two machines apart)");
+  rel->add_option("--records", rl->records, "the records file")->required();
+  auto* from = rel->add_option("--from", rl->from, "the machine the records name now (\"\" for an unknown one)");
+  rel->add_option("--to", rl->to, "the machine to name instead, e.g. 'AMD EPYC (family 25 model 17), 1 core, avx512'")
+      ->required();
+  rel->add_flag("--json", rl->json, "print one JSON object");
+  rel->callback([&run, rl, from] {
+    rl->from_set = from->count() > 0;
+    run = [rl] { return run_relabel(*rl); };
+  });
 }
 
 void add_estimator_command(CLI::App& app, Runner& run) {

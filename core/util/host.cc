@@ -38,13 +38,19 @@ HostInfo probe_host() {
   HostInfo h;
   h.cpu_model = "unknown";
   std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      h.cpu_model = line.substr(line.find(':') + 1);
-      h.cpu_model.erase(0, h.cpu_model.find_first_not_of(" \t"));
-      break;
-    }
+  std::string line, family, model;
+  // The first processor's fields: the key before the colon, the value after it.
+  while (std::getline(f, line) && !line.empty()) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon), value = line.substr(colon + 1);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    if (key == "model name") h.cpu_model = value;
+    else if (key == "cpu family") family = value;
+    else if (key == "model") model = value;
+  }
+  if (!family.empty() && !model.empty()) h.cpu_id = "family " + family + " model " + model;
   h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (const int n = whole_number_setting("BASIN_NUM_THREADS", 1, kMaxThreads)) h.cores = n;
 #if defined(__x86_64__) || defined(__i386__)
@@ -61,7 +67,20 @@ HostInfo probe_host() {
 }
 
 std::string HostInfo::describe() const {
-  return cpu_model + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
+  return cpu_model + (cpu_id.empty() ? "" : " (" + cpu_id + ")") + ", " + std::to_string(cores) +
+         (cores == 1 ? " core, " : " cores, ") + vector_isa;
+}
+
+std::string legacy_host_description(const std::string& machine) {
+  const size_t open = machine.find(" (family ");
+  if (open == std::string::npos) return machine;
+  const size_t close = machine.find(')', open);
+  if (close == std::string::npos) return machine;
+  return machine.substr(0, open) + machine.substr(close + 1);
+}
+
+bool same_host(const std::string& recorded, const std::string& machine) {
+  return recorded.empty() || recorded == machine || recorded == legacy_host_description(machine);
 }
 
 

@@ -1,5 +1,5 @@
-// The machine basin runs on, as records name it: the CPU's model,
-// the cores its kernels run on and its widest vector instruction set. Latencies are only comparable
+// The machine basin runs on, as records name it: the CPU's model (name, family and
+// model number), the cores its kernels run on and its widest vector instruction set. Latencies are only comparable
 // between programs measured on one such machine; a records file carries each record's
 // host so that tuning, training and evaluation never mix two machines' latencies.
 #pragma once
@@ -10,14 +10,28 @@ namespace basin {
 
 struct HostInfo {
   std::string cpu_model;  // /proc/cpuinfo's "model name" ("unknown" when absent)
+  // "family 26 model 2": /proc/cpuinfo's "cpu family" and "model" numbers, empty where
+  // the CPU reports none. Under a hypervisor the name can hide the generation: a Zen 4
+  // and a Zen 5 EPYC both read "AMD EPYC" there, and the numbers tell them apart.
+  std::string cpu_id;
   // The threads parallel loops use: BASIN_NUM_THREADS when set (a kernel limited to
   // one core is another machine's program as far as latencies go), else the online
   // cores (std::thread::hardware_concurrency).
   int cores = 1;
   std::string vector_isa; // "avx512", "avx2", "sse" (x86) or the architecture's name
-  // "AMD EPYC, 2 cores, avx2": the form stored in records.
+  // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.
   std::string describe() const;
 };
+
+// The description `machine` had before descriptions named the CPU's family and model
+// ("AMD EPYC, 2 cores, avx512"): `machine` without its " (family F model M)".
+std::string legacy_host_description(const std::string& machine);
+// True when a record measured on `recorded` counts as measured on `machine`: the same
+// description; an unknown machine (empty: a file written before records named their
+// machine); or `machine`'s legacy description (a record written before descriptions
+// named the family and model, which may come from another model of the same name: those
+// records could not tell them apart, and `basin records relabel` names theirs).
+bool same_host(const std::string& recorded, const std::string& machine);
 
 // This machine, read now (from /proc/cpuinfo, the CPU and BASIN_NUM_THREADS).
 HostInfo probe_host();

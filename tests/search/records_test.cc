@@ -137,6 +137,47 @@ TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
   EXPECT_NE(host_description().find("core"), std::string::npos) << host_description();
 }
 
+// Two CPU generations that share a name under a hypervisor (a Zen 4 and a Zen 5 EPYC
+// both read "AMD EPYC") are told apart by the family and model numbers; a record from
+// before descriptions named them counts as this machine's, as it did then, until
+// `basin records relabel` names its machine.
+TEST(Records, TheHostNamesTheCpuFamilyAndOldDescriptionsStillMatch) {
+  const std::string zen5 = "AMD EPYC (family 26 model 2), 1 core, avx512";
+  const std::string zen4 = "AMD EPYC (family 25 model 17), 1 core, avx512";
+  const std::string legacy = "AMD EPYC, 1 core, avx512";
+  EXPECT_EQ(legacy_host_description(zen5), legacy);
+  EXPECT_EQ(legacy_host_description(legacy), legacy);
+  EXPECT_TRUE(same_host(zen5, zen5));
+  EXPECT_TRUE(same_host(legacy, zen5)) << "an old record counts as this machine's";
+  EXPECT_TRUE(same_host("", zen5));
+  EXPECT_FALSE(same_host(zen4, zen5)) << "another generation of the same name";
+  EXPECT_FALSE(same_host(zen5, legacy)) << "a new record is not an old machine's";
+  EXPECT_FALSE(same_host("AMD EPYC, 2 cores, avx512", zen5));
+#if defined(__x86_64__) && defined(__linux__)
+  EXPECT_NE(host_description().find(" (family "), std::string::npos) << host_description();
+  EXPECT_EQ(host_description().find(" (family "), this_host().cpu_model.size()) << host_description();
+#endif
+  // In a records file: an old record of this machine's name is this machine's, one of
+  // another family is not, and relabelling moves the old one to another machine.
+  std::string path = temp_path("families");
+  search::RecordStore s(path);
+  search::Record old = rec("{\"h\":1}", {5});
+  old.host = legacy_host_description(host_description());
+  search::Record other = rec("{\"h\":2}", {3});
+  other.host = "Other CPU (family 1 model 2), 1 core, sse";
+  search::Record here = rec("{\"h\":3}", {20});
+  here.host = host_description();
+  for (const search::Record& r : {old, other, here}) s.add(r);
+  EXPECT_TRUE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"h\":1}", host_description()));
+  EXPECT_FALSE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"h\":2}", host_description()));
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"h\":1}") << "the old record is this machine's";
+  EXPECT_EQ(s.relabel_host(old.host, "Older CPU (family 9 model 9), 1 core, sse"), 1);
+  EXPECT_EQ(s.relabel_host("nothing of that name", "x"), 0);
+  EXPECT_FALSE(s.contains("dense(K=32,M=16,N=32)", "llvm", "tile.vec=j.acc2", "{\"h\":1}", host_description()));
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"h\":3}") << "another machine's latency won";
+  for (const search::Record& r : s.all()) EXPECT_EQ(r.from_host(host_description()), r.config == "{\"h\":3}");
+}
+
 // A kernel limited to fewer threads than the cores is another machine as far as its
 // latencies go: the host records name says how many threads kernels ran on.
 TEST(Records, TheHostNamesTheThreadsKernelsRunOn) {

@@ -199,6 +199,22 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   EXPECT_EQ(m3["total"].get<int>(), 16 + m3["added"].get<int>());
   EXPECT_NE(stderr_of("records merge --into " + merged + " " + merged).find("into itself"), std::string::npos);
   for (const std::string& f : {merged, other}) std::remove(f.c_str());
+  // Relabel: the 16 programs' machine renamed and back; a machine the file does not
+  // name is refused, the message listing the ones it does.
+  const std::string here = basin::host_description(), there = "Other CPU (family 1 model 2), 1 core, sse";
+  Result rl = run("records relabel --records " + db + " --from '" + here + "' --to '" + there + "' --json");
+  ASSERT_EQ(rl.code, 0) << rl.out;
+  EXPECT_EQ(nlohmann::json::parse(rl.out)["relabelled"], 16);
+  std::string rerr = stderr_of("records relabel --records " + db + " --from '" + here + "' --to x");
+  EXPECT_NE(rerr.find("was measured on '" + here + "'"), std::string::npos) << rerr;
+  EXPECT_NE(rerr.find("'" + there + "': 16 records"), std::string::npos) << rerr;
+  EXPECT_NE(stderr_of("records relabel --records " + db + " --to x").find("--from must name the machine"),
+            std::string::npos);
+  EXPECT_NE(stderr_of("records relabel --records " + db + " --from x --to x").find("are the same machine"),
+            std::string::npos);
+  Result back = run("records relabel --records " + db + " --from '" + there + "' --to '" + here + "'");
+  ASSERT_EQ(back.code, 0) << back.out;
+  EXPECT_NE(back.out.find("16 records"), std::string::npos) << back.out;
   // Must-fail: no held-out task with one task; a bad estimator name or file.
   EXPECT_NE(stderr_of("estimator eval --records " + db).find("no held-out tasks"), std::string::npos);
   EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --estimator svm").find("unknown estimator 'svm'"),
@@ -238,6 +254,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"records export --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
       {"records merge --into /tmp/basin_cli_unused.db /nonexistent/r.db", "/nonexistent/r.db does not exist"},
       {"records merge /tmp/x.db", "--into is required"},
+      {"records relabel --records /nonexistent/r.db --from a --to b", "/nonexistent/r.db does not exist"},
+      {"records relabel --records /tmp/x.db --from a", "--to is required"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload", "unknown workload 'nosuch-workload'"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --repeat -1", "--repeat must be 0 or more"},
