@@ -11,7 +11,10 @@
 
 namespace basin::bench {
 
-std::string cpu_model() { return this_host().cpu_model; }
+std::string cpu_model() {
+  const HostInfo& h = this_host();
+  return h.cpu_id.empty() ? h.cpu_model : h.cpu_model + " (" + h.cpu_id + ")";
+}
 
 int cores() { return this_host().cores; }
 

@@ -8,6 +8,7 @@
 
 namespace basin::bench {
 
+// The CPU as records name it, without the cores: "AMD EPYC (family 26 model 2)".
 std::string cpu_model();
 int cores();
 // GFLOP/s of independent vector FMAs on every core (AVX-512 where the CPU has it,

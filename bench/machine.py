@@ -3,15 +3,23 @@ import platform
 
 
 def cpu_model():
-    """The CPU's model name from /proc/cpuinfo (the platform's processor string elsewhere)."""
+    """The CPU's model name, family and model numbers from /proc/cpuinfo, as basin's
+    records name them ("AMD EPYC (family 26 model 2)"; the platform's processor string
+    elsewhere). Under KVM two EPYC generations share the name; the numbers differ."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor()
+    name = fields.get("model name") or platform.processor()
+    if fields.get("cpu family") and fields.get("model"):
+        name += f" (family {fields['cpu family']} model {fields['model']})"
+    return name
 
 
 def vector_isa():

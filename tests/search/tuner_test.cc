@@ -536,7 +536,7 @@ TEST(Strategies, GradientFollowsUpATileCloseToTheBest) {
 }
 
 // The gradient search measures programs near the fastest one of another sketch family
-// (vector axis and packing) while it is within half the best's latency: on the Zen 5
+// (vector axis and packing) while it is within twice the best's latency: on the Zen 5
 // host (session 33) resnet18-c12's packed sketches, 29% behind after one batch, got
 // one or two programs a batch for 288 trials and then led; on resnet18-c6 the search
 // gave the packed family 14 programs and annealing found a program 2.8% faster there.
@@ -586,7 +586,7 @@ TEST(Strategies, GradientMeasuresNearTheFastestOfAnotherFamily) {
     }
     return n_near;
   };
-  const int within = count_near(60), outside = count_near(80);
+  const int within = count_near(60), outside = count_near(120);
   EXPECT_GE(within, 3);
   EXPECT_LT(outside, within) << within << " near the rival within the margin, " << outside << " outside it";
 }
