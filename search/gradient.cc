@@ -9,8 +9,7 @@
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
 // two sibling sketches, the fastest programs with two other unroll depths and with two
-// other register tiles, a follow-up of a register tile close to the best, and three
-// programs near the fastest of another sketch family (vector axis and packing); the
+// other register tiles, and a follow-up of a register tile close to the best; the
 // sketches whose measured programs are all far slower than the best share two ranked
 // places per batch.
 #include <torch/torch.h>
@@ -20,7 +19,6 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "core/util/error.h"
 #include "relax/relaxed_sketch.h"
@@ -48,9 +46,6 @@ struct GradientOptions {
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
-  int rival_slots = 3;        // per batch, programs of the fastest other sketch family
-  int rival_parents = 2;      // ... near its fastest this many programs
-  double rival_margin = 1.0;  // ... while its best is within this share of the best of all
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
@@ -129,8 +124,6 @@ class Gradient final : public Strategy {
     explore.insert(explore.begin(), std::make_move_iterator(unrolls.begin()), std::make_move_iterator(unrolls.end()));
     std::vector<Candidate> tiles = tile_picks(state, good, explore, n);
     explore.insert(explore.begin(), std::make_move_iterator(tiles.begin()), std::make_move_iterator(tiles.end()));
-    std::vector<Candidate> rivals = rival_picks(state, good, explore, n);
-    explore.insert(explore.begin(), std::make_move_iterator(rivals.begin()), std::make_move_iterator(rivals.end()));
     cap_losing_sketches(state, ranked);
     std::vector<Candidate> out =
         select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon, explore);
@@ -312,74 +305,6 @@ class Gradient final : public Strategy {
         if (!seen.insert(tile_of(state, c)).second) continue;
         out.push_back(std::move(c));
       }
-    }
-    return out;
-  }
-
-  // Sketch families: the sketches of one rule, vector axis and packing, which differ
-  // only in the accumulator level and producer placement (siblings share tilings).
-  using Family = std::tuple<int, int, bool>;
-  static Family family_of(const SearchState& state, int sketch) {
-    const sched::Sketch& k = state.space.sketches()[static_cast<size_t>(sketch)];
-    return {static_cast<int>(k.rule), k.vec_axis, k.pack};
-  }
-
-  // The rival family: the estimator's order across families can hold against the
-  // measurements for hundreds of trials, and the sketch and sibling slots rarely move
-  // a family's second-best program. On the Zen 5 host (session 33, seed 1) the
-  // packed sketches of resnet18-c12 measured 2838 us in the first batch, 29% behind
-  // the `vec=w` best, and got one or two programs a batch until trial 288, when one
-  // measured 1769 us and led from then on; on resnet18-c6 the search put 663
-  // programs into `w.acc2.inline` and 14 into `c.pack.acc1.stage`, where annealing
-  // found a program 2.8% faster. With seed 2 the packed family's first 17 programs were
-  // 53% behind (4227 against 2758 us), and with a margin of 50% the search moved to
-  // the packed sketches only at trial 416; so the margin is 100%. Each batch measures
-  // `rival_slots` programs of the family of the fastest program outside the best
-  // one's family, while its best is within `rival_margin` of the best of all: the
-  // best predicted among mutations of that family's `rival_parents` fastest programs
-  // and their tilings in the family's other sketches. Not in `taken`.
-  std::vector<Candidate> rival_picks(SearchState& state, const std::vector<const Measured*>& good,
-                                     const std::vector<Candidate>& taken, int n) const {
-    std::vector<Candidate> out;
-    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.rival_slots, n / 4)));
-    if (slots == 0 || good.empty()) return out;
-    const Family top = family_of(state, good[0]->candidate.sketch);
-    std::vector<const Measured*> parents;  // the rival family's fastest programs
-    for (const Measured* m : good) {
-      const Family f = family_of(state, m->candidate.sketch);
-      if (f == top) continue;
-      if (parents.empty() && m->latency_us > good[0]->latency_us * (1 + opt_.rival_margin)) return out;
-      if (!parents.empty() && f != family_of(state, parents[0]->candidate.sketch)) continue;
-      parents.push_back(m);
-      if (static_cast<int>(parents.size()) >= opt_.rival_parents) break;
-    }
-    if (parents.empty()) return out;
-    std::set<std::string> used;
-    for (const Candidate& c : taken) used.insert(c.json);
-    std::map<std::string, Candidate> pool;
-    auto add = [&](Candidate&& c) {
-      if (!state.measured.count(c.json) && !used.count(c.json)) pool.emplace(c.json, std::move(c));
-    };
-    const int n_sketches = static_cast<int>(state.space.sketches().size());
-    for (const Measured* p : parents) {
-      for (int k = 0; k < opt_.local_moves; ++k) {
-        Candidate c;
-        if (state.space.mutate(p->candidate, state.rng, &c)) add(std::move(c));
-      }
-      for (int s = 0; s < n_sketches; ++s) {
-        Candidate c;
-        if (family_of(state, s) == family_of(state, p->candidate.sketch) && state.space.transplant(p->candidate, s, &c))
-          add(std::move(c));
-      }
-    }
-    std::vector<Candidate> cs;
-    for (auto& [json, c] : pool) cs.push_back(std::move(c));
-    if (cs.empty()) return out;
-    state.space.predict(*state.estimator, cs);
-    std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
-    for (Candidate& c : cs) {
-      if (out.size() >= slots) break;
-      out.push_back(std::move(c));
     }
     return out;
   }

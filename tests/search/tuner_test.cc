@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <map>
 #include <set>
-#include <tuple>
 #include <unistd.h>
 
 #include "core/ops/registry.h"
@@ -535,67 +534,11 @@ TEST(Strategies, GradientFollowsUpATileCloseToTheBest) {
   EXPECT_GE(new_tiles.size(), 2u) << "a reshape lost its place to the follow-up";
 }
 
-// The gradient search measures programs near the fastest one of another sketch family
-// (vector axis and packing) while it is within twice the best's latency: on the Zen 5
-// host (session 33) resnet18-c12's packed sketches, 29% behind after one batch, got
-// one or two programs a batch for 288 trials and then led; on resnet18-c6 the search
-// gave the packed family 14 programs and annealing found a program 2.8% faster there.
-// Here the four fastest programs are of one family, and the rival family's programs
-// near its two fastest (one mutation, or the same tiling in a sketch of the family)
-// take three places. Outside the margin, fewer do.
-TEST(Strategies, GradientMeasuresNearTheFastestOfAnotherFamily) {
-  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
-  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
-  using Family = std::tuple<int, int, bool>;
-  auto family = [&](int s) {
-    const sched::Sketch& k = space.sketches()[static_cast<size_t>(s)];
-    return Family{static_cast<int>(k.rule), k.vec_axis, k.pack};
-  };
-  // One knob apart: one split's factors or the unroll depth (a mutation), or the same
-  // knobs in another sketch of the family (a transplant).
-  auto near = [&](const search::Candidate& c, const search::Candidate& p) {
-    if (family(c.sketch) != family(p.sketch)) return false;
-    if (c.sketch != p.sketch) return c.config.factors == p.config.factors && c.config.unroll == p.config.unroll;
-    int differ = c.config.unroll != p.config.unroll;
-    for (size_t k = 0; k < c.config.factors.size(); ++k) differ += c.config.factors[k] != p.config.factors[k];
-    return differ == 1;
-  };
-  auto count_near = [&](double rival_us) {
-    std::vector<search::Measured> history;
-    std::unordered_set<std::string> measured;
-    measure_random(space, 31, 48, history, measured);
-    const Family top = family(history[0].candidate.sketch);
-    int fast = 0;
-    std::vector<search::Candidate> parents;
-    for (search::Measured& m : history) {
-      if (family(m.candidate.sketch) == top) {
-        if (fast < 4) m.latency_us = 50 + fast++;
-      } else if (parents.empty() || (parents.size() < 2 && family(m.candidate.sketch) == family(parents[0].sketch))) {
-        m.latency_us = parents.empty() ? rival_us : 199;
-        parents.push_back(m.candidate);
-      }
-    }
-    EXPECT_EQ(fast, 4);
-    EXPECT_EQ(parents.size(), 2u) << "no rival family with two programs: the test checks nothing";
-    std::mt19937_64 rng(5);
-    search::SearchState state{space, mlp.get(), history, measured, rng};
-    int n_near = 0;
-    for (const search::Candidate& c : search::make_strategy("gradient")->propose(state, 16)) {
-      EXPECT_FALSE(measured.count(c.json));
-      n_near += near(c, parents[0]) || near(c, parents[1]);
-    }
-    return n_near;
-  };
-  const int within = count_near(60), outside = count_near(120);
-  EXPECT_GE(within, 3);
-  EXPECT_LT(outside, within) << within << " near the rival within the margin, " << outside << " outside it";
-}
-
 // The gradient search caps a sketch whose measured programs are all much slower than
 // the best, however much its estimator likes it (resnet18-c12 spent 300 trials in
 // such sketches): here an MLP trained to prefer one sketch, and measurements that put
-// that sketch 2x behind. With the same MLP and the sketch measured fast, the ranked
-// part of the batch holds at least 8 of its programs, so the cap is what keeps it out.
+// that sketch 2x behind. With the same MLP and the sketch measured fast, the batch is
+// mostly that sketch, so the cap is what keeps it out.
 TEST(Strategies, GradientCapsSketchesMeasuredSlow) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
   ASSERT_GE(space.sketches().size(), 4u);
@@ -629,19 +572,16 @@ TEST(Strategies, GradientCapsSketchesMeasuredSlow) {
     for (const search::Measured& m : history) measured.insert(m.candidate.json);
     std::mt19937_64 rng(4);
     search::SearchState state{space, mlp.get(), history, measured, rng};
-    const int n = 32;
+    const int n = 16;
     std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
     EXPECT_EQ(got.size(), static_cast<size_t>(n));
-    // The ranked part: the batch ends with at most 12 explorers (two sketch, two
-    // sibling and two unroll slots, two tile slots and a follow-up, three rival places).
     int count = 0;
-    for (int i = 0; i < n - 12; ++i) count += got[i].sketch == liked;
+    for (int i = 0; i < n - 4; ++i) count += got[i].sketch == liked;  // then two sibling and two sketch slots
     return count;
   };
-  const int preferred = liked_in_batch(90.0), capped = liked_in_batch(200.0);
-  EXPECT_GE(preferred, 8) << "the trained MLP does not prefer the sketch: the test checks nothing";
+  EXPECT_GE(liked_in_batch(90.0), 8) << "the trained MLP does not prefer the sketch: the test checks nothing";
   // Capped: 2 ranked, and at most the 2 random programs of the batch.
-  EXPECT_LE(capped, 4) << preferred << " of the ranked part when the sketch is measured fast";
+  EXPECT_LE(liked_in_batch(200.0), 4);
 }
 
 // The capped sketches share two ranked places, and the more programs a sketch has had
