@@ -11,10 +11,7 @@
 
 namespace basin::bench {
 
-std::string cpu_model() {
-  const HostInfo& h = this_host();
-  return h.cpu_id.empty() ? h.cpu_model : h.cpu_model + " (" + h.cpu_id + ")";
-}
+std::string cpu_model() { return this_host().cpu(); }
 
 int cores() { return this_host().cores; }
 

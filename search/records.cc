@@ -249,6 +249,16 @@ int64_t RecordStore::relabel_host(const std::string& from, const std::string& to
   return sqlite3_changes(db_->db);
 }
 
+std::map<std::string, int64_t> RecordStore::hosts() const {
+  Db::Stmt st = db_->prepare("SELECT host, COUNT(*) FROM records GROUP BY host");
+  std::map<std::string, int64_t> out;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
+    out[reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0))] = sqlite3_column_int64(st.s, 1);
+  if (rc != SQLITE_DONE) db_->fail("counting the records' machines");
+  return out;
+}
+
 std::vector<Record> RecordStore::task_records(const std::string& task_key, const std::string& target) const {
   return db_->query("WHERE task_key = ? AND target = ? ORDER BY id", {task_key, target});
 }

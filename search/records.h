@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +89,8 @@ class RecordStore {
   // description; "" for the records of an unknown machine): returns how many. For
   // records whose description cannot tell their machine from another (basin::same_host).
   int64_t relabel_host(const std::string& from, const std::string& to);
+  // The machines the records name, each with its count of records.
+  std::map<std::string, int64_t> hosts() const;
   int64_t count() const;
   // Every record, oldest first (export).
   std::vector<Record> all() const;

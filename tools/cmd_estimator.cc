@@ -136,8 +136,7 @@ int run_relabel(const RelabelOptions& o) {
   if (o.to.empty()) throw Error("--to must name a machine (as `basin records relabel` prints them)");
   if (o.from == o.to) throw Error("--from and --to are the same machine, '" + o.to + "'");
   search::RecordStore store(o.records);
-  std::map<std::string, int64_t> hosts;
-  for (const search::Record& r : store.all()) ++hosts[r.host];
+  const std::map<std::string, int64_t> hosts = store.hosts();
   if (!o.from_set || !hosts.count(o.from)) {
     std::string names;
     for (const auto& [h, n] : hosts) names += "\n  '" + h + "': " + std::to_string(n) + " records";

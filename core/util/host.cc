@@ -66,9 +66,10 @@ HostInfo probe_host() {
   return h;
 }
 
+std::string HostInfo::cpu() const { return cpu_id.empty() ? cpu_model : cpu_model + " (" + cpu_id + ")"; }
+
 std::string HostInfo::describe() const {
-  return cpu_model + (cpu_id.empty() ? "" : " (" + cpu_id + ")") + ", " + std::to_string(cores) +
-         (cores == 1 ? " core, " : " cores, ") + vector_isa;
+  return cpu() + ", " + std::to_string(cores) + (cores == 1 ? " core, " : " cores, ") + vector_isa;
 }
 
 std::string legacy_host_description(const std::string& machine) {

@@ -19,6 +19,8 @@ struct HostInfo {
   // cores (std::thread::hardware_concurrency).
   int cores = 1;
   std::string vector_isa; // "avx512", "avx2", "sse" (x86) or the architecture's name
+  // "AMD EPYC (family 26 model 2)": the name, and the numbers where there are some.
+  std::string cpu() const;
   // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.
   std::string describe() const;
 };
