@@ -1,4 +1,6 @@
-// The gradient search (DESIGN.md, "Proposal"; the Felix paper): seeds in each sketch's
+// The gradient search (DESIGN.md, "Proposal"; the Felix paper). The first batch, with
+// nothing measured, gives every sketch the same number of programs, each sketch's
+// best predicted among random ones (first_batch). Then: seeds in each sketch's
 // polytope (uniform samples, and points of the best measured programs, overall and of
 // each sketch, with a little noise), Adam on the exponents minimizing the
 // differentiable estimator's score of the relaxed features plus the constraint penalty
@@ -30,6 +32,7 @@ namespace basin::search::detail {
 namespace {
 
 struct GradientOptions {
+  int first_draws = 32;  // the first batch: per sketch, the best predicted of this many random programs
   int seeds = 32;
   int steps = 32;
   double learning_rate = 0.22;
@@ -44,7 +47,6 @@ struct GradientOptions {
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
   int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
-  int first_draws = 32;  // the first batch: per sketch, the best predicted of this many random programs
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
