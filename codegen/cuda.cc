@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <functional>
@@ -118,8 +119,11 @@ struct Driver {
   }
 };
 
+std::atomic<bool> g_driver_loaded{false};
+
 const Driver& driver() {
   static const Driver d;
+  g_driver_loaded.store(true, std::memory_order_relaxed);
   return d;
 }
 
@@ -246,6 +250,8 @@ CudaDeviceInfo cuda_device_info() {
 }
 
 std::string cuda_device_arch() { return cuda_device_info().arch; }
+
+bool cuda_driver_initialized_here() { return g_driver_loaded.load(std::memory_order_relaxed); }
 
 struct CudaProgram::Impl {
   Handle module = nullptr;

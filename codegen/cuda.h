@@ -42,6 +42,10 @@ struct CudaDeviceInfo {
 };
 CudaDeviceInfo cuda_device_info();
 std::string cuda_device_arch();
+// Whether this process has loaded and initialized the driver (it ran or loaded a kernel
+// here). After that, a forked child cannot use the GPU: the measurer refuses to fork
+// its workers then, with a clear error, rather than have every measurement fail.
+bool cuda_driver_initialized_here();
 
 // A driver call that failed. `poisoned`: the error is sticky (an illegal address, a
 // launch failure): the process's context is unusable and the process must be replaced.

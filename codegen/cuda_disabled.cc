@@ -20,6 +20,7 @@ CudaDeviceInfo cuda_device_info() {
   throw Error("the cuda target is unavailable: basin was built without the CUDA toolkit");
 }
 std::string cuda_device_arch() { return cuda_device_info().arch; }
+bool cuda_driver_initialized_here() { return false; }
 
 struct CudaProgram::Impl {};
 CudaProgram::CudaProgram(const CudaBinary&, const std::vector<std::pair<std::string, GpuLaunch>>&) {

@@ -118,6 +118,10 @@ MeasurePool::MeasurePool(const ops::OpGraph& task, std::vector<sched::Sketch> sk
 MeasurePool::~MeasurePool() { stop_worker(false); }
 
 void MeasurePool::spawn() {
+  if (opt_.target == "cuda" && cuda_driver_initialized_here())
+    throw Error("the cuda measurer forks its workers, and this process has initialized the CUDA driver already "
+                "(it ran a kernel): a forked child cannot use the GPU then; measure before running kernels in "
+                "this process, or in another process");
   int req[2], res[2];
   if (pipe(req) != 0 || pipe(res) != 0) throw Error(std::string("measure: cannot create pipes: ") + strerror(errno));
   std::fflush(nullptr);

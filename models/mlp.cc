@@ -3,6 +3,7 @@
 // a two-layer head gives the score. Loss "rank": pairwise logistic over pairs of one
 // task (the faster program should score lower); loss "mse": squared error against log
 // latency in microseconds.
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -47,10 +49,20 @@ torch::Tensor tensor_of(const std::vector<float>& v, std::vector<int64_t> shape)
   return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
 }
 
+// Seeds LibTorch's CPU generator, the only one the MLP draws from. Not
+// torch::manual_seed: a LibTorch built with CUDA seeds the GPUs' generators too, and
+// so initializes the CUDA driver in this process; the cuda measurer's workers, forked
+// afterwards, then cannot use the GPU (found on an H200 with PyTorch 2.11's LibTorch).
+void seed_cpu_generator(uint64_t seed) {
+  at::Generator gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_current_seed(seed);
+}
+
 class Mlp final : public DifferentiableEstimator {
  public:
   explicit Mlp(int hidden = 128, std::string loss = "rank") : hidden_(hidden), loss_(std::move(loss)) {
-    torch::manual_seed(1);
+    seed_cpu_generator(1);
     net_ = Net(nf_, hidden_);
   }
 
@@ -74,7 +86,7 @@ class Mlp final : public DifferentiableEstimator {
 
   void train(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     check_samples(samples);
-    torch::manual_seed(static_cast<int64_t>(opt.seed));
+    seed_cpu_generator(opt.seed);
     // The feature set (CPU or GPU) is the training data's.
     nf_ = width_of(samples[0]);
     net_ = Net(nf_, hidden_);

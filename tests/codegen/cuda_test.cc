@@ -5,8 +5,11 @@
 // availability said in one line where there is no driver.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
@@ -153,52 +156,89 @@ TEST(Cuda, BadSourceAndArchitectureAreClearErrors) {
 
 // The GPU correctness suite: every GPU sketch of every operator case, the default and 7
 // random configurations, run on the GPU and compared with the interpreter running the
-// same program; zero mismatches. A sketch's kernels are one NVRTC translation unit.
+// same program; zero mismatches. A sketch's kernels are one NVRTC translation unit; the
+// units compile on every core at once (NVRTC is thread-safe), the kernels run in turn.
 TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
   std::string why;
   if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
   const std::string arch = codegen::cuda_device_arch();
+  struct Unit {
+    const Case* c;
+    std::shared_ptr<ops::OpGraph> g;
+    std::vector<LoweredFunc> fs;
+    std::vector<std::string> configs;
+    codegen::CudaBinary bin;
+    std::string error;
+  };
+  const std::vector<Case> cases = good_cases();
+  std::vector<Unit> units;
   std::mt19937_64 rng(21);
-  int programs = 0, mismatches = 0;
-  for (const Case& c : good_cases()) {
-    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
-    std::vector<NDArray> in = codegen::random_inputs(g, 3);
-    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
-      std::vector<LoweredFunc> fs;
-      std::vector<std::string> configs;
+  for (const Case& c : cases) {
+    auto g = std::make_shared<ops::OpGraph>(ops::build_op(c.op, parse(c.params)));
+    for (const sched::Sketch& s : sched::gpu_sketches(*g)) {
+      Unit u{&c, g, {}, {}, {}, {}};
       for (int i = 0; i < 8; ++i) {
         sched::Config cfg = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-        fs.push_back(sched::lower_config(g, s, cfg));
-        fs.back().name = "k" + std::to_string(i);
-        configs.push_back(sched::config_to_json(s, cfg));
+        u.fs.push_back(sched::lower_config(*g, s, cfg));
+        u.fs.back().name = "k" + std::to_string(i);
+        u.configs.push_back(sched::config_to_json(s, cfg));
       }
-      codegen::CudaBinary bin = codegen::compile_cuda(codegen::print_cuda_unit(fs), c.op, arch);
-      for (size_t i = 0; i < fs.size(); ++i) {
-        std::vector<NDArray> want = codegen::interpret_outputs(fs[i], g, in), got = codegen::fresh_outputs(g);
-        codegen::CudaKernel k(bin, fs[i]);
+      units.push_back(std::move(u));
+    }
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < units.size();) {
+        try {
+          units[i].bin = codegen::compile_cuda(codegen::print_cuda_unit(units[i].fs), units[i].c->op, arch);
+        } catch (const std::exception& e) {
+          units[i].error = e.what();
+        }
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  int programs = 0, mismatches = 0;
+  for (const Unit& u : units) {
+    const Case& c = *u.c;
+    if (!u.error.empty()) {
+      ADD_FAILURE() << c.op << " " << c.params << ": " << u.error;
+      continue;
+    }
+    std::vector<NDArray> in = codegen::random_inputs(*u.g, 3);
+    for (size_t i = 0; i < u.fs.size(); ++i) {
+      std::vector<NDArray> want = codegen::interpret_outputs(u.fs[i], *u.g, in), got = codegen::fresh_outputs(*u.g);
+      ++programs;
+      try {
+        codegen::CudaKernel k(u.bin, u.fs[i]);
         k.run(codegen::program_args(in, got));
-        ++programs;
-        for (size_t o = 0; o < want.size(); ++o) {
-          double err = compare_arrays(got[o], want[o]).max_rel;
-          if (!(err <= 1e-3)) {
-            ++mismatches;
-            ADD_FAILURE() << c.op << " " << c.params << " " << configs[i] << ": max relative error " << err;
-          }
+      } catch (const std::exception& e) {
+        ++mismatches;
+        ADD_FAILURE() << c.op << " " << c.params << " " << u.configs[i] << ": " << e.what();
+        continue;
+      }
+      for (size_t o = 0; o < want.size(); ++o) {
+        double err = compare_arrays(got[o], want[o]).max_rel;
+        if (!(err <= 1e-3)) {
+          ++mismatches;
+          ADD_FAILURE() << c.op << " " << c.params << " " << u.configs[i] << ": max relative error " << err;
         }
       }
     }
   }
-  std::printf("GPU correctness: %d programs on %s, %d mismatches\n", programs, codegen::cuda_device_info().name.c_str(),
-              mismatches);
+  std::printf("GPU correctness: %d programs in %zu units on %s, %d mismatches\n", programs, units.size(),
+              codegen::cuda_device_info().name.c_str(), mismatches);
   EXPECT_EQ(mismatches, 0);
   EXPECT_GT(programs, 500);
 }
 
 // The measurer on the GPU: programs are checked and timed; a kernel that writes far out
 // of bounds poisons its worker's context, is an error, and the next worker measures on.
-TEST(CudaOnGpu, MeasurePoolTimesKernelsAndReplacesAPoisonedWorker) {
-  std::string why;
-  if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+// The pool forks its workers, which must happen before this process initializes the
+// driver; another test may have run kernels in this process, so the checks run in a
+// fresh one (a death test in the threadsafe style re-executes the binary).
+void measure_pool_checks() {
   ops::OpGraph g = ops::build_op("dense", parse("M=128 K=128 N=128"));
   std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
   codegen::MeasureOptions opt;
@@ -217,6 +257,40 @@ TEST(CudaOnGpu, MeasurePoolTimesKernelsAndReplacesAPoisonedWorker) {
   EXPECT_NE(r[1].error.find("CUDA error"), std::string::npos) << r[1].error;
   EXPECT_TRUE(r[2].ok()) << r[2].error;
   EXPECT_EQ(pool.workers_started(), 2);
+  EXPECT_FALSE(codegen::cuda_driver_initialized_here());
+}
+
+TEST(CudaOnGpu, MeasurePoolTimesKernelsAndReplacesAPoisonedWorker) {
+  std::string why;
+  if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        measure_pool_checks();
+        std::exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// Once this process has run a kernel, a forked worker cannot use the GPU (every
+// measurement failed with "initialization error", found on an H200): the pool says so
+// in one error instead.
+TEST(CudaOnGpu, MeasurePoolRefusesToForkAfterTheDriverIsInitializedHere) {
+  std::string why;
+  if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  ops::OpGraph g = ops::build_op("relu", parse(""));
+  std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
+  LoweredFunc f = sched::lower_config(g, sk[0], sched::default_config(sk[0]));
+  codegen::CudaKernel k(codegen::compile_cuda(codegen::print_cuda_unit({f}), "relu", codegen::cuda_device_arch()), f);
+  EXPECT_TRUE(codegen::cuda_driver_initialized_here());
+  codegen::MeasureOptions opt;
+  opt.target = "cuda";
+  try {
+    codegen::MeasurePool pool(g, sk, opt);
+    FAIL() << "the pool forked a worker after the driver was initialized here";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("initialized the CUDA driver"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Cuda, TheTargetSaysWhenThereIsNoGpu) {
