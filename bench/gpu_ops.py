@@ -10,7 +10,7 @@ cuDNN's autotuner on. Needs a GPU, a built basin with NVRTC, and PyTorch with CU
 Writes to --out: results.json (every run with its tuning curve) and table.md.
 
     python3 bench/gpu_ops.py [--workloads gemm-4096,resnet18-c1,...] [--strategies gradient]
-        [--trials 1000] [--seed 1] [--basin build/bin/basin] [--out bench-gpu]
+        [--trials 1000] [--seed 1] [--estimator mlp] [--basin build/bin/basin] [--out bench-gpu]
 
 The search-efficiency comparison of the issue: --workloads resnet18-c6,resnet18-c9
 --strategies gradient,annealing,evolutionary,random.
@@ -89,6 +89,7 @@ def main():
     ap.add_argument("--strategies", default="gradient")
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--estimator", default="", help="tune-op's --estimator (default: each strategy's own)")
     ap.add_argument("--basin", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "basin"))
     ap.add_argument("--out", default="bench-gpu")
     ap.add_argument("--no-flush", action="store_true", help="time without flushing the L2 (both sides)")
@@ -101,7 +102,7 @@ def main():
                 records = os.path.join(tmp, "records.db")
                 t = run_json([args.basin, "tune-op", "--workload", w, "--target", "cuda", "--strategy", strategy,
                               "--trials", str(args.trials), "--seed", str(args.seed), "--records", records,
-                              "--json", "--quiet"])
+                              "--json", "--quiet"] + (["--estimator", args.estimator] if args.estimator else []))
                 row = {"workload": w, "strategy": strategy, "trials": t["trials"], "errors": t["errors"],
                        "search_seconds": t["search_seconds"], "overhead_fraction": t["overhead_fraction"],
                        "curve": t["curve"]}
