@@ -2,14 +2,20 @@
 // random valid configurations are printed as CUDA C and compiled by NVRTC to cubin for
 // sm_80 and sm_90 (all of a sketch's kernels in one translation unit, one NVRTC call
 // per architecture); the printer's launch extents and its errors; and the target's
-// availability said in one line where there is no driver.
+// availability said in one line where there is no driver. On a GPU (CudaOnGpu, each
+// skipped where there is none): the correctness suite against the interpreter, the
+// measurer, and `basin tune-op --target cuda`.
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
 #include <random>
 #include <set>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
@@ -291,6 +297,25 @@ TEST(CudaOnGpu, MeasurePoolRefusesToForkAfterTheDriverIsInitializedHere) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("initialized the CUDA driver"), std::string::npos) << e.what();
   }
+}
+
+// `basin tune-op --target cuda` as a user runs it, in a fresh process: every trial
+// measured on the GPU. The MLP used to seed LibTorch with torch::manual_seed, which in a
+// LibTorch built with CUDA initializes the driver; the tuner's forked worker then
+// failed every measurement ("cuInit error 3", found on an H200).
+TEST(CudaOnGpu, TuneOpMeasuresEveryTrialOnTheGpu) {
+  std::string why;
+  if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const std::string db = ::testing::TempDir() + "basin_cuda_tune_" + std::to_string(getpid()) + ".db";
+  auto r = testing::capture(testing::basin_path() +
+                            " tune-op dense --param M=64 --param K=64 --param N=64 --target cuda --strategy gradient"
+                            " --estimator mlp --trials 16 --batch 8 --json --quiet --records " + db + " 2>&1");
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["trials"], 16) << r.out;
+  EXPECT_EQ(j["errors"], 0) << r.out;
+  EXPECT_GT(j["best_latency_us"].get<double>(), 0) << r.out;
 }
 
 TEST(Cuda, TheTargetSaysWhenThereIsNoGpu) {
