@@ -54,6 +54,9 @@ using CUdeviceptr = unsigned long long;
 using Handle = void*;
 constexpr int kAttrMajor = 75, kAttrMinor = 76, kAttrL2 = 38;  // CU_DEVICE_ATTRIBUTE_*
 
+// Set once cuInit has been called in this process (cuda_driver_initialized_here).
+std::atomic<bool> g_driver_initialized{false};
+
 // The driver entry points used, resolved from libcuda.so.1 at run time.
 struct Driver {
   void* lib = nullptr;
@@ -110,6 +113,7 @@ struct Driver {
       error = "libcuda.so.1 lacks the driver API entry points basin needs";
       return;
     }
+    g_driver_initialized.store(true, std::memory_order_relaxed);  // cuInit ran in this process
     if (CUresult rc = init(0); rc != 0) {
       error = "the NVIDIA driver did not initialize (cuInit error " + std::to_string(rc) + ")";
       return;
@@ -119,11 +123,8 @@ struct Driver {
   }
 };
 
-std::atomic<bool> g_driver_loaded{false};
-
 const Driver& driver() {
   static const Driver d;
-  g_driver_loaded.store(true, std::memory_order_relaxed);
   return d;
 }
 
@@ -251,7 +252,7 @@ CudaDeviceInfo cuda_device_info() {
 
 std::string cuda_device_arch() { return cuda_device_info().arch; }
 
-bool cuda_driver_initialized_here() { return g_driver_loaded.load(std::memory_order_relaxed); }
+bool cuda_driver_initialized_here() { return g_driver_initialized.load(std::memory_order_relaxed); }
 
 struct CudaProgram::Impl {
   Handle module = nullptr;

@@ -9,15 +9,14 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <memory>
 #include <random>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_printer.h"
+#include "codegen/cpu_runtime.h"
 #include "codegen/cuda.h"
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
@@ -192,19 +191,20 @@ TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
       units.push_back(std::move(u));
     }
   }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next++) < units.size();) {
-        try {
-          units[i].bin = codegen::compile_cuda(codegen::print_cuda_unit(units[i].fs), units[i].c->op, arch);
-        } catch (const std::exception& e) {
-          units[i].error = e.what();
-        }
+  // On the runtime's thread pool (every core; a chunk of units per claim).
+  auto compile_units = [](void* ctx, int64_t begin, int64_t end) {
+    auto& [us, dev] = *static_cast<std::pair<std::vector<Unit>*, const std::string*>*>(ctx);
+    for (int64_t i = begin; i < end; ++i) {
+      Unit& u = (*us)[static_cast<size_t>(i)];
+      try {
+        u.bin = codegen::compile_cuda(codegen::print_cuda_unit(u.fs), u.c->op, *dev);
+      } catch (const std::exception& e) {
+        u.error = e.what();
       }
-    });
-  for (std::thread& t : pool) t.join();
+    }
+  };
+  std::pair<std::vector<Unit>*, const std::string*> ctx{&units, &arch};
+  basin_parallel_for(compile_units, &ctx, static_cast<int64_t>(units.size()));
   int programs = 0, mismatches = 0;
   for (const Unit& u : units) {
     const Case& c = *u.c;

@@ -344,6 +344,25 @@ TEST(Strategies, GradientVisitsEverySketchInTurn) {
   EXPECT_EQ(static_cast<int>(explored.size()), n_sketches);
 }
 
+// An MLP trained (40 epochs) on `programs` to prefer one sketch ten times over: the
+// `liked` sketch's programs at 10 us, the others' at 100 us (plus 0 to 4 us).
+std::unique_ptr<models::Estimator> mlp_that_prefers(search::TaskSpace& space,
+                                                    const std::vector<search::Candidate>& programs, int liked) {
+  models::FeatureExtractor fx;
+  std::vector<models::Sample> samples;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    const search::Candidate& c = programs[i];
+    models::Sample smp = fx.features(space.key(), space.sketches()[c.sketch].name, c.json, "llvm");
+    smp.latency_us = (c.sketch == liked ? 10.0 : 100.0) + static_cast<double>(i % 5);
+    samples.push_back(smp);
+  }
+  std::unique_ptr<models::Estimator> mlp = models::make_estimator("mlp");
+  models::TrainOptions to;
+  to.epochs = 40;
+  mlp->train(samples, to);
+  return mlp;
+}
+
 // The first batch, with nothing measured, gives every sketch the same number of
 // programs (within one): the estimator picks among random programs of one sketch, not
 // across sketches (Zen 5, resnet18-c6 and -c12: the shipped ensemble's order of the
@@ -357,20 +376,13 @@ TEST(Strategies, GradientFirstBatchComparesEverySketch) {
   ASSERT_GE(n_sketches, 4);
   const int liked = 1;
   std::mt19937_64 r0(9);
-  std::vector<models::Sample> samples;
-  models::FeatureExtractor fx;
+  std::vector<search::Candidate> train;
   std::unordered_set<std::string> seen;
-  while (samples.size() < 120) {
+  while (train.size() < 120) {
     search::Candidate c = space.random(r0);
-    if (!seen.insert(c.json).second) continue;
-    models::Sample smp = fx.features(space.key(), space.sketches()[c.sketch].name, c.json, "llvm");
-    smp.latency_us = (c.sketch == liked ? 10.0 : 100.0) + static_cast<double>(samples.size() % 5);
-    samples.push_back(smp);
+    if (seen.insert(c.json).second) train.push_back(c);
   }
-  std::unique_ptr<models::Estimator> mlp = models::make_estimator("mlp");
-  models::TrainOptions to;
-  to.epochs = 40;
-  mlp->train(samples, to);
+  std::unique_ptr<models::Estimator> mlp = mlp_that_prefers(space, train, liked);
   const int n = 2 * n_sketches + 3;
   std::vector<search::Measured> history;
   std::unordered_set<std::string> measured;
@@ -615,17 +627,7 @@ TEST(Strategies, GradientCapsSketchesMeasuredSlow) {
     else if (c.sketch == liked && liked_cs.size() < 12) liked_cs.push_back(c);
     else if (c.sketch != liked && other_cs.size() < 24) other_cs.push_back(c);
   }
-  models::FeatureExtractor fx;
-  std::vector<models::Sample> samples;
-  for (size_t i = 0; i < train.size(); ++i) {
-    models::Sample smp = fx.features(space.key(), space.sketches()[train[i].sketch].name, train[i].json, "llvm");
-    smp.latency_us = (train[i].sketch == liked ? 10.0 : 100.0) + static_cast<double>(i % 5);
-    samples.push_back(smp);
-  }
-  std::unique_ptr<models::Estimator> mlp = models::make_estimator("mlp");
-  models::TrainOptions to;
-  to.epochs = 40;
-  mlp->train(samples, to);
+  std::unique_ptr<models::Estimator> mlp = mlp_that_prefers(space, train, liked);
   auto liked_in_batch = [&](double liked_latency) {
     std::vector<search::Measured> history;
     std::unordered_set<std::string> measured;
