@@ -10,10 +10,10 @@
 // exact features (a prediction stays with its configuration) together with mutations
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
-// two sibling sketches (and, while the search is young, in the runner-up family), the
-// fastest programs with two other unroll depths and with two other register tiles, and
-// a follow-up of a register tile close to the best; the sketches whose measured
-// programs are all far slower than the best share two ranked places per batch.
+// two sibling sketches, the fastest programs with two other unroll depths and with two
+// other register tiles, and a follow-up of a register tile close to the best; the
+// sketches whose measured programs are all far slower than the best share two ranked
+// places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -21,7 +21,6 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "core/util/error.h"
 #include "relax/relaxed_sketch.h"
@@ -50,12 +49,6 @@ struct GradientOptions {
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
-  // While the search is young (fewer than `family_trials` trials), one more place a
-  // batch for the fastest program's tiling in the runner-up family, the family of the
-  // fastest program of another family, when that is within `family_margin` of the
-  // fastest of all (family_sibling; 0 trials turns it off).
-  int family_trials = 320;
-  double family_margin = 0.5;
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
@@ -245,9 +238,7 @@ class Gradient final : public Strategy {
     for (const Candidate& c : taken) used.insert(c.json);
     const int n_sketches = static_cast<int>(state.space.sketches().size());
     const size_t parents = std::min(good.size(), static_cast<size_t>(std::max(opt_.sibling_parents, 0)));
-    const size_t extra = family_sibling(state, good, used, &out) ? 1 : 0;  // a place of its own
-    if (extra) used.insert(out.back().json);
-    for (size_t p = 0; p < parents && out.size() < slots + extra; ++p) {
+    for (size_t p = 0; p < parents && out.size() < slots; ++p) {
       const Candidate& parent = good[p]->candidate;
       std::vector<Candidate> sibs;
       for (int s = 0; s < n_sketches; ++s) {
@@ -263,59 +254,12 @@ class Gradient final : public Strategy {
         return da != db ? da < db : a.predicted < b.predicted;
       });
       for (Candidate& c : sibs) {
-        if (out.size() >= slots + extra) break;
+        if (out.size() >= slots) break;
         used.insert(c.json);
         out.push_back(std::move(c));
       }
     }
     return out;
-  }
-
-  // A sketch's family: its rule, vector axis and packing (the sketches of one family
-  // differ in the accumulator level and producer placement).
-  static std::tuple<int, int, bool> family_of(const TaskSpace& space, int sketch) {
-    const sched::Sketch& s = space.sketches()[static_cast<size_t>(sketch)];
-    return {static_cast<int>(s.rule), s.vec_axis, s.pack};
-  }
-
-  // The family sibling. A family's first programs can be far slower than its tuned ones,
-  // and the sibling slots, nearest sketches first, rarely reach another family while the
-  // fastest program keeps changing. On resnet18-c12, seed 3 (Zen 5, session 35), after
-  // 100 trials the packed family's best was 35% behind the `w` family's, the search
-  // measured 11 packed programs in the next 300 trials and led with a packed one only
-  // from trial 400, while annealing's packed programs led by trial 200. The `w`
-  // family's fastest tiling in a packed sketch ran 19% faster than the `w` program. So while the search is young (`family_trials`), each batch also
-  // measures the fastest program's tiling in the runner-up family (the family of the
-  // fastest program of another family, when that is within `family_margin` of the
-  // fastest), in that family's best-predicted sketch where it is not measured; appended
-  // to `out`, false when there is none. Replayed from that run's first 100 trials with 6
-  // seeds, the packed family led by trial 150 in 6 of 6 (1 of 6 without, by trial 300).
-  bool family_sibling(SearchState& state, const std::vector<const Measured*>& good, const std::set<std::string>& used,
-                      std::vector<Candidate>* out) const {
-    if (good.empty() || static_cast<int>(state.history.size()) >= opt_.family_trials) return false;
-    const auto top = family_of(state.space, good[0]->candidate.sketch);
-    const Measured* runner_up = nullptr;
-    for (const Measured* m : good) {
-      if (m->latency_us > good[0]->latency_us * (1 + opt_.family_margin)) break;
-      if (family_of(state.space, m->candidate.sketch) != top) {
-        runner_up = m;
-        break;
-      }
-    }
-    if (!runner_up) return false;
-    const auto family = family_of(state.space, runner_up->candidate.sketch);
-    std::vector<Candidate> sibs;
-    for (int s = 0; s < static_cast<int>(state.space.sketches().size()); ++s) {
-      Candidate c;
-      if (family_of(state.space, s) == family && state.space.transplant(good[0]->candidate, s, &c) &&
-          !state.measured.count(c.json) && !used.count(c.json))
-        sibs.push_back(std::move(c));
-    }
-    if (sibs.empty()) return false;
-    state.space.predict(*state.estimator, sibs);
-    out->push_back(std::move(*std::min_element(
-        sibs.begin(), sibs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; })));
-    return true;
   }
 
   // The unroll depth: a knob of five values whose effect the estimator learns from the
