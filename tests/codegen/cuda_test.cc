@@ -192,19 +192,19 @@ TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
     }
   }
   // On the runtime's thread pool (every core; a chunk of units per claim).
-  auto compile_units = [](void* ctx, int64_t begin, int64_t end) {
-    auto& [us, dev] = *static_cast<std::pair<std::vector<Unit>*, const std::string*>*>(ctx);
-    for (int64_t i = begin; i < end; ++i) {
-      Unit& u = (*us)[static_cast<size_t>(i)];
-      try {
-        u.bin = codegen::compile_cuda(codegen::print_cuda_unit(u.fs), u.c->op, *dev);
-      } catch (const std::exception& e) {
-        u.error = e.what();
-      }
+  auto compile = [&](int64_t i) {
+    Unit& u = units[static_cast<size_t>(i)];
+    try {
+      u.bin = codegen::compile_cuda(codegen::print_cuda_unit(u.fs), u.c->op, arch);
+    } catch (const std::exception& e) {
+      u.error = e.what();
     }
   };
-  std::pair<std::vector<Unit>*, const std::string*> ctx{&units, &arch};
-  basin_parallel_for(compile_units, &ctx, static_cast<int64_t>(units.size()));
+  basin_parallel_for(
+      [](void* f, int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) (*static_cast<decltype(compile)*>(f))(i);
+      },
+      &compile, static_cast<int64_t>(units.size()));
   int programs = 0, mismatches = 0;
   for (const Unit& u : units) {
     const Case& c = *u.c;

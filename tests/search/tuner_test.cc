@@ -346,7 +346,7 @@ TEST(Strategies, GradientVisitsEverySketchInTurn) {
 
 // An MLP trained (40 epochs) on `programs` to prefer one sketch ten times over: the
 // `liked` sketch's programs at 10 us, the others' at 100 us (plus 0 to 4 us).
-std::unique_ptr<models::Estimator> mlp_that_prefers(search::TaskSpace& space,
+std::unique_ptr<models::Estimator> mlp_that_prefers(const search::TaskSpace& space,
                                                     const std::vector<search::Candidate>& programs, int liked) {
   models::FeatureExtractor fx;
   std::vector<models::Sample> samples;
