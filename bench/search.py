@@ -10,7 +10,7 @@ are timed again in the same process with the full protocol (basin tune-op --comp
 Writes to --out: results.json (every run, its curve), one PNG per workload (best latency
 against seconds and against trials), and table.md: per strategy the trials and seconds
 to come within 5% of the best any strategy found, the overhead share, the tuned latency
-against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric mean.
+against LibTorch; then each strategy's ratios to annealing and the C1-C12 geometric mean.
 
     /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
         [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--threads N]
@@ -21,13 +21,15 @@ against LibTorch; then the gradient/annealing ratios and the C1-C12 geometric me
 With --interleave, the strategies of a workload and seed tune at once in one process
 (`basin tune-op --strategy annealing,gradient`): a round of each in turn, each to the full
 budget, each strategy's seconds counting its own rounds. All meet the same phases of a
-host whose speed moves over minutes, which separate runs do not.
+host whose speed moves over minutes, which separate runs do not. A strategy may carry
+options (`basin strategies`), so that two variants of one are judged in one run, an A/B:
+--strategies annealing,gradient,gradient:tile_slots=0 --interleave.
 
 After each workload and seed, the strategies' best programs are timed again side by side
 (alternating, 3 times each, with LibTorch): the host's speed can drift by tens of percent
 between runs minutes apart, so only programs timed in turn compare. Then every program
 that was any run's best at some point (tune-op's `bests`) is timed again, all in turn,
---retime times, and the gradient/annealing ratios are judged on those re-timed curves too.
+--retime times, and the ratios to annealing are judged on those re-timed curves too.
 """
 import argparse
 import json
@@ -372,18 +374,17 @@ def table(results, workloads, strategies, seeds):
                              f"{100 * r['overhead_fraction']:.1f}% | {r['final_latency_us']:.1f} | "
                              f"{r['torch_latency_us']:.1f} | {sp:.2f} |")
             ann = next((r for r in rs if r["strategy"] == "annealing"), None)
-            grad = next((r for r in rs if r["strategy"] == "gradient"), None)
-            if ann and grad:
-                hit = reach(grad["curve"], ann["best_latency_us"])
-                ratios.append((w, seed) + shares(hit, ann))
+            for r in (rs if ann else []):
+                if r is not ann:
+                    ratios.append((w, seed, r["strategy"]) + shares(reach(r["curve"], ann["best_latency_us"]), ann))
             finals = [r["torch_latency_us"] / r["final_latency_us"] for r in rs if r["final_latency_us"]]
             if finals:
                 speedups.setdefault(w, []).append(max(finals))
-    lines += ["", "Gradient against annealing: the share of annealing's trials and seconds the gradient "
-              "strategy needed to reach annealing's best (target: at most 0.20 of each).", "",
-              "| workload | seed | trials ratio | time ratio |", "|---|---|---|---|"]
-    for w, seed, tr, ti in ratios:
-        lines.append(f"| {w} | {seed} | {tr} | {ti} |")
+    lines += ["", "Against annealing: the share of annealing's trials and seconds each strategy needed to reach "
+              "annealing's best (target for the gradient strategy: at most 0.20 of each).", "",
+              "| workload | seed | strategy | trials ratio | time ratio |", "|---|---|---|---|---|"]
+    for w, seed, name, tr, ti in ratios:
+        lines.append(f"| {w} | {seed} | {name} | {tr} | {ti} |")
     side = [r for r in runs if r.get("side_by_side_us")]
     if side:
         lines += ["", "The best programs timed side by side after the runs (the full protocol, the strategies "
@@ -404,31 +405,33 @@ def table(results, workloads, strategies, seeds):
     if timed:
         lines += ["", "Re-timed curves: every program that was a run's best at some point, timed again after the "
                   "workload's runs, all in turn, with the full protocol (median of the rounds). A run's re-timed "
-                  "curve is the re-timed latency of the program it held as best at each point. The gradient "
+                  "curve is the re-timed latency of the program it held as best at each point. Each other "
                   "strategy's share of annealing's trials and seconds to hold a program as fast as annealing's "
                   "final one, and to come within 5% of it, judged on these timings. The last column counts a "
                   "program as fast as annealing's final one when it is slower by at most the re-timings' own "
                   "noise, d: one standard deviation of the difference between two re-timed figures (the median "
                   "relative standard deviation of a program's rounds, times sqrt(2 / rounds)):", "",
-                  "| workload | seed | annealing's final best, re-timed (us) | gradient's final, re-timed (us) | "
+                  "| workload | seed | strategy | annealing's final best, re-timed (us) | its final, re-timed (us) | "
                   "trials ratio | time ratio | within 5%: trials, time | d | within d: trials, time |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for w in workloads:
             for seed in seeds:
                 rs = [r for r in timed if r["workload"] == w and r["seed"] == seed]
                 ann = next((r for r in rs if r["strategy"] == "annealing"), None)
-                grad = next((r for r in rs if r["strategy"] == "gradient"), None)
-                if not ann or not grad:
+                if not ann:
                     continue
                 target = retimed_curve(ann)[-1][2]
-                gc = retimed_curve(grad)
                 d = timing_noise(rs)
-                hit, hit5, hitd = reach(gc, target), reach(gc, 1.05 * target), reach(gc, (1 + d) * target)
-                tr, ti = shares(hit, ann)
-                t5 = ", ".join(shares(hit5, ann)) if hit5 else "not reached"
-                td = ", ".join(shares(hitd, ann)) if hitd else "not reached"
-                lines.append(f"| {w} | {seed} | {target:.1f} | {gc[-1][2]:.1f} | {tr} | {ti} | {t5} | "
-                             f"{100 * d:.2f}% | {td} |")
+                for r in rs:
+                    if r is ann:
+                        continue
+                    gc = retimed_curve(r)
+                    hit, hit5, hitd = reach(gc, target), reach(gc, 1.05 * target), reach(gc, (1 + d) * target)
+                    tr, ti = shares(hit, ann)
+                    t5 = ", ".join(shares(hit5, ann)) if hit5 else "not reached"
+                    td = ", ".join(shares(hitd, ann)) if hitd else "not reached"
+                    lines.append(f"| {w} | {seed} | {r['strategy']} | {target:.1f} | {gc[-1][2]:.1f} | {tr} | {ti} | "
+                                 f"{t5} | {100 * d:.2f}% | {td} |")
     conv = [math.exp(sum(map(math.log, v)) / len(v)) for w, v in speedups.items() if w.startswith("resnet18-c")]
     if conv:
         g = math.exp(sum(map(math.log, conv)) / len(conv))

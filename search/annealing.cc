@@ -27,9 +27,25 @@ struct AnnealingOptions {
   double epsilon = 0.05;
 };
 
+std::vector<OptionField> fields(AnnealingOptions& o) {
+  return {
+      {"plan_size", &o.plan_size, nullptr, 1, 1e6, "programs one search plans; the estimator is retrained once per plan"},
+      {"chains", &o.chains, nullptr, 1, 1e5, "parallel annealing chains"},
+      {"steps", &o.steps, nullptr, 0, 1e5, "annealing steps per search"},
+      {"early_stop", &o.early_stop, nullptr, 1, 1e5, "steps without a new program among the best that end a search"},
+      {"diversity_ratio", nullptr, &o.diversity_ratio, 1, 100, "the diverse cover picks from this many times the plan"},
+      {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each plan that is random"},
+  };
+}
+
 class Annealing final : public Strategy {
  public:
-  std::string name() const override { return "annealing"; }
+  explicit Annealing(const StrategyOptions& set) : name_(spec_of("annealing", set)) { set_options("annealing", fields(opt_), set); }
+  std::string name() const override { return name_; }
+  std::vector<StrategyOption> options() const override {
+    AnnealingOptions o = opt_;
+    return describe_options(fields(o));
+  }
   std::string default_estimator() const override { return "gbt"; }
   int plan_size() const override { return opt_.plan_size; }
 
@@ -114,6 +130,7 @@ class Annealing final : public Strategy {
     return out;
   }
 
+  std::string name_;
   AnnealingOptions opt_;
   std::vector<Candidate> points_;
   std::vector<Candidate> plan_;  // planned, not yet proposed
@@ -121,6 +138,6 @@ class Annealing final : public Strategy {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_annealing() { return std::make_unique<Annealing>(); }
+std::unique_ptr<Strategy> make_annealing(const StrategyOptions& set) { return std::make_unique<Annealing>(set); }
 
 }  // namespace basin::search::detail

@@ -22,9 +22,27 @@ struct EvolutionOptions {
   double epsilon = 0.05;
 };
 
+std::vector<OptionField> fields(EvolutionOptions& o) {
+  return {
+      {"population", &o.population, nullptr, 1, 1e6, "programs in each generation"},
+      {"generations", &o.generations, nullptr, 0, 1000, "generations per batch"},
+      {"measured_share", nullptr, &o.measured_share, 0, 1, "share of the first population from the best measured programs"},
+      {"crossover", nullptr, &o.crossover, 0, 1, "probability that a child is a crossover (else a mutation)"},
+      {"elite", nullptr, &o.elite, 0, 1, "share of each generation kept as it is"},
+      {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each batch that is random"},
+  };
+}
+
 class Evolutionary final : public Strategy {
  public:
-  std::string name() const override { return "evolutionary"; }
+  explicit Evolutionary(const StrategyOptions& set) : name_(spec_of("evolutionary", set)) {
+    set_options("evolutionary", fields(opt_), set);
+  }
+  std::string name() const override { return name_; }
+  std::vector<StrategyOption> options() const override {
+    EvolutionOptions o = opt_;
+    return describe_options(fields(o));
+  }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
     if (!guided(state)) return random_batch(state, n);
@@ -77,11 +95,12 @@ class Evolutionary final : public Strategy {
   }
 
  private:
+  std::string name_;
   EvolutionOptions opt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_evolutionary() { return std::make_unique<Evolutionary>(); }
+std::unique_ptr<Strategy> make_evolutionary(const StrategyOptions& set) { return std::make_unique<Evolutionary>(set); }
 
 }  // namespace basin::search::detail

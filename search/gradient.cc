@@ -43,6 +43,7 @@ struct GradientOptions {
   int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
   int local_parents = 4;  // the fastest measured programs whose mutations join the pool
   int local_moves = 16;   // mutations drawn per parent
+  int local_resamples = 0;  // neighbours drawn per parent: one knob drawn anew, as annealing's
   int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
   int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
@@ -52,6 +53,36 @@ struct GradientOptions {
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
+
+std::vector<OptionField> fields(GradientOptions& o) {
+  return {
+      {"first_draws", &o.first_draws, nullptr, 0, 1e5,
+       "the first batch: per sketch, the best predicted of this many random programs (0: a descent instead)"},
+      {"seeds", &o.seeds, nullptr, 0, 1e5, "descent seeds per batch"},
+      {"steps", &o.steps, nullptr, 0, 1e4, "Adam steps per descent"},
+      {"learning_rate", nullptr, &o.learning_rate, 1e-6, 100, "Adam's step, in exponent units"},
+      {"penalty_weight", nullptr, &o.penalty_weight, 0, 1e6, "the constraint penalty's gradient against the score's"},
+      {"best_share", nullptr, &o.best_share, 0, 1, "share of the seeds started at the best measured programs"},
+      {"seed_noise", nullptr, &o.seed_noise, 0, 100, "their Gaussian noise, in exponent units"},
+      {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each batch that is random"},
+      {"sketch_slots", &o.sketch_slots, nullptr, 0, 1e4, "per batch, the best-predicted program of sketches in turn"},
+      {"local_parents", &o.local_parents, nullptr, 0, 1e4, "the fastest programs whose mutations are ranked"},
+      {"local_moves", &o.local_moves, nullptr, 0, 1e5, "mutations drawn per parent"},
+      {"local_resamples", &o.local_resamples, nullptr, 0, 1e5,
+       "neighbours drawn per parent, one knob's tiling or unroll drawn anew (annealing's move)"},
+      {"sibling_slots", &o.sibling_slots, nullptr, 0, 1e4, "per batch, the fastest programs' tilings in other sketches"},
+      {"sibling_parents", &o.sibling_parents, nullptr, 0, 1e4, "the fastest programs the sibling slots draw on"},
+      {"unroll_slots", &o.unroll_slots, nullptr, 0, 1e4, "per batch, the fastest programs at other unroll depths"},
+      {"tile_slots", &o.tile_slots, nullptr, 0, 1e4, "per batch, the fastest programs with other register tiles"},
+      {"tile_followups", &o.tile_followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
+      {"tile_margin", nullptr, &o.tile_margin, 0, 10, "close: its best within this share of the best of all"},
+      {"cap_places", &o.cap.places, nullptr, -1, 1e4,
+       "ranked places per batch shared by the sketches measured slow (-1: no cap)"},
+      {"cap_evidence", &o.cap.evidence, nullptr, 1, 1e5, "programs a sketch needs measured before it can be capped"},
+      {"cap_margin", nullptr, &o.cap.margin, 0, 100, "how much slower than the best a capped sketch's best is, at first"},
+      {"cap_margin_floor", nullptr, &o.cap.margin_floor, 0, 100, "the margin's floor as the sketch's programs grow"},
+  };
+}
 
 // Back into the polytope: into the box, then each violated row of A x <= b (whose
 // coefficients are non-negative) scaled down onto its bound.
@@ -71,7 +102,12 @@ void project(const relax::KnobSpace& space, double* x) {
 
 class Gradient final : public Strategy {
  public:
-  std::string name() const override { return "gradient"; }
+  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)) { set_options("gradient", fields(opt_), set); }
+  std::string name() const override { return name_; }
+  std::vector<StrategyOption> options() const override {
+    GradientOptions o = opt_;
+    return describe_options(fields(o));
+  }
   bool needs_gradients() const override { return true; }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
@@ -116,6 +152,11 @@ class Gradient final : public Strategy {
       for (int k = 0; k < opt_.local_moves; ++k) {
         Candidate c;
         if (space.mutate(good[i]->candidate, rng, &c) && !state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+      }
+    for (int i = 0; i < std::min(static_cast<int>(good.size()), opt_.local_parents); ++i)
+      for (int k = 0; k < opt_.local_resamples; ++k) {
+        Candidate c;
+        if (space.neighbor(good[i]->candidate, rng, &c) && !state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
       }
 
     std::vector<Candidate> ranked;
@@ -516,11 +557,12 @@ class Gradient final : public Strategy {
     }
   }
 
+  std::string name_;
   GradientOptions opt_;
 };
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_gradient() { return std::make_unique<Gradient>(); }
+std::unique_ptr<Strategy> make_gradient(const StrategyOptions& set) { return std::make_unique<Gradient>(set); }
 
 }  // namespace basin::search::detail

@@ -1,8 +1,11 @@
 #include "search/strategy.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "core/util/error.h"
@@ -14,15 +17,77 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  if (name == "gradient") return detail::make_gradient();
-  if (name == "annealing") return detail::make_annealing();
-  if (name == "evolutionary") return detail::make_evolutionary();
-  if (name == "random") return detail::make_random();
+std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& spec) {
+  std::vector<std::string> parts;
+  std::stringstream in(spec);
+  for (std::string part; std::getline(in, part, ':');) parts.push_back(part);
+  if (!spec.empty() && spec.back() == ':') parts.emplace_back();
+  if (parts.empty() || parts[0].empty()) throw ParseError("strategy '" + spec + "': no strategy named before its options");
+  StrategyOptions set;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == parts[i].size())
+      throw ParseError("strategy '" + spec + "': '" + parts[i] + "' is not KEY=VALUE");
+    set.emplace_back(parts[i].substr(0, eq), parts[i].substr(eq + 1));
+  }
+  return {parts[0], set};
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& spec) {
+  const auto [name, set] = parse_strategy_spec(spec);
+  if (name == "gradient") return detail::make_gradient(set);
+  if (name == "annealing") return detail::make_annealing(set);
+  if (name == "evolutionary") return detail::make_evolutionary(set);
+  if (name == "random") return detail::make_random(set);
   throw NotFoundError("unknown search strategy '" + name + "' (gradient, annealing, evolutionary, random)");
 }
 
 namespace detail {
+
+void set_options(const std::string& strategy, const std::vector<OptionField>& fields, const StrategyOptions& set) {
+  auto keys = [&] {
+    if (fields.empty()) return std::string(" (it takes none)");
+    std::string out = " (its options: ";
+    for (size_t i = 0; i < fields.size(); ++i) out += (i ? ", " : "") + fields[i].key;
+    return out + ")";
+  };
+  std::set<std::string> seen;
+  for (const auto& [key, value] : set) {
+    auto f = std::find_if(fields.begin(), fields.end(), [&](const OptionField& o) { return o.key == key; });
+    if (f == fields.end()) throw ParseError("the " + strategy + " strategy has no option '" + key + "'" + keys());
+    if (!seen.insert(key).second) throw ParseError("the " + strategy + " strategy's option '" + key + "' is set twice");
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    const bool number = end && *end == '\0' && errno == 0 && std::isfinite(v);
+    const bool integral = std::floor(v) == v;
+    if (!number || (f->integer && !integral) || v < f->lo || v > f->hi) {
+      std::ostringstream why;
+      why << "the " << strategy << " strategy's option '" << key << "' must be " << (f->integer ? "an integer" : "a number")
+          << " from " << f->lo << " to " << f->hi << ", not '" << value << "'";
+      throw ParseError(why.str());
+    }
+    if (f->integer) *f->integer = static_cast<int>(v);
+    else *f->real = v;
+  }
+}
+
+std::vector<StrategyOption> describe_options(const std::vector<OptionField>& fields) {
+  std::vector<StrategyOption> out;
+  for (const OptionField& f : fields) {
+    std::ostringstream value;
+    if (f.integer) value << *f.integer;
+    else value << *f.real;
+    out.push_back({f.key, value.str(), f.help});
+  }
+  return out;
+}
+
+std::string spec_of(const std::string& name, const StrategyOptions& set) {
+  std::string out = name;
+  for (const auto& [key, value] : set) out += ":" + key + "=" + value;
+  return out;
+}
 
 bool guided(const SearchState& state) { return state.estimator && state.estimator->ready(); }
 
@@ -146,7 +211,10 @@ class RandomSearch final : public Strategy {
 
 }  // namespace
 
-std::unique_ptr<Strategy> make_random() { return std::make_unique<RandomSearch>(); }
+std::unique_ptr<Strategy> make_random(const StrategyOptions& set) {
+  set_options("random", {}, set);
+  return std::make_unique<RandomSearch>();
+}
 
 }  // namespace detail
 

@@ -11,12 +11,15 @@
 //    tile-size and unroll mutation, crossover, selection by the estimator (Ansor);
 //  - "random": uniform over valid configurations.
 // Strategies are deterministic given the rng: one seed makes a run reproducible.
+// Each takes options by name ("gradient:tile_slots=0"), for ablations and for two
+// variants of one strategy tuned side by side (docs/search.md, "Strategy options").
 #pragma once
 
 #include <memory>
 #include <random>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "search/space.h"
@@ -39,10 +42,19 @@ struct SearchState {
   std::mt19937_64& rng;
 };
 
+// One option of a strategy: its key, the value it has, and what it sets.
+struct StrategyOption {
+  std::string key, value, help;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
+  // The strategy's spec: its name, with the options it was made with
+  // ("gradient:tile_slots=0"), so that two variants keep apart in runs and reports.
   virtual std::string name() const = 0;
+  // Its options, with the values it runs with.
+  virtual std::vector<StrategyOption> options() const { return {}; }
   // Up to n candidates not measured yet and distinct, best first where ranked (fewer
   // only when the space has fewer unmeasured programs left).
   virtual std::vector<Candidate> propose(SearchState& state, int n) = 0;
@@ -59,9 +71,19 @@ class Strategy {
   virtual int plan_size() const { return 0; }
 };
 
-// "gradient", "annealing", "evolutionary" or "random"; throws NotFoundError otherwise.
-std::unique_ptr<Strategy> make_strategy(const std::string& name);
+// Options set on a strategy, in the order written: (key, value as written).
+using StrategyOptions = std::vector<std::pair<std::string, std::string>>;
+
+// A strategy by its spec, "NAME" or "NAME:KEY=VALUE[:KEY=VALUE...]": NAME one of
+// strategy_names(), each KEY one of its options() (gradient:tile_slots=0:epsilon=0.2).
+// NotFoundError for an unknown name; ParseError for an unknown or repeated key, or a
+// value that is not a number in the option's range (the message lists the options).
+std::unique_ptr<Strategy> make_strategy(const std::string& spec);
+// "gradient", "annealing", "evolutionary", "random".
 const std::vector<std::string>& strategy_names();
+// A spec's name and options, as make_strategy reads them (ParseError when malformed;
+// the name and keys are not checked).
+std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& spec);
 
 namespace detail {
 // True when the state's estimator can guide a search (present and ready()).
@@ -99,10 +121,25 @@ std::vector<bool> capped_sketches(const std::vector<Measured>& history, size_t n
 // `ranked`, sorted by prediction, with the capped sketches' candidates cut to the
 // `places` best predicted among them.
 void cap_ranked(std::vector<Candidate>& ranked, const std::vector<bool>& capped, int places);
-std::unique_ptr<Strategy> make_random();
-std::unique_ptr<Strategy> make_annealing();
-std::unique_ptr<Strategy> make_evolutionary();
-std::unique_ptr<Strategy> make_gradient();
+// One option a strategy takes: its key, the field it sets (an integer or a real
+// number), the values allowed and what it sets.
+struct OptionField {
+  std::string key;
+  int* integer = nullptr;
+  double* real = nullptr;
+  double lo = 0, hi = 0;
+  std::string help;
+};
+// Sets the fields `set` names (errors as make_strategy says); `strategy` names it in them.
+void set_options(const std::string& strategy, const std::vector<OptionField>& fields, const StrategyOptions& set);
+// The fields as options, with the values they hold now.
+std::vector<StrategyOption> describe_options(const std::vector<OptionField>& fields);
+// The spec make_strategy reads back: the name, then ":key=value" per option set.
+std::string spec_of(const std::string& name, const StrategyOptions& set);
+std::unique_ptr<Strategy> make_random(const StrategyOptions& set = {});
+std::unique_ptr<Strategy> make_annealing(const StrategyOptions& set = {});
+std::unique_ptr<Strategy> make_evolutionary(const StrategyOptions& set = {});
+std::unique_ptr<Strategy> make_gradient(const StrategyOptions& set = {});
 }  // namespace detail
 
 }  // namespace basin::search

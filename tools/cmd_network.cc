@@ -290,8 +290,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--trials", o->trials, "stop when the network's tasks have N measured programs in all");
     cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 10m, 1h)");
     cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
-    cmd->add_option("--strategy", o->strategy, "gradient (default), annealing, evolutionary or random")
-        ->check(CLI::IsMember(search::strategy_names()));
+    cmd->add_option("--strategy", o->strategy,
+                    "gradient (default), annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`)")
+        ->check([](const std::string& spec) { return check_strategy_spec(spec); });
     cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--seed", o->seed, "seed of the search");

@@ -1,9 +1,11 @@
-// `basin ops` and `basin workloads`: what basin knows.
+// `basin ops`, `basin workloads` and `basin strategies`: what basin knows.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
+#include "core/util/error.h"
+#include "search/strategy.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
@@ -72,6 +74,42 @@ void add_workloads_command(CLI::App& app, Runner& run) {
         std::cout << ")\n    " << w.description << "\n";
       }
       if (*json) std::cout << nlohmann::json{{"workloads", list}}.dump(2) << "\n";
+      return 0;
+    };
+  });
+}
+
+std::string check_strategy_spec(const std::string& spec) {
+  try {
+    search::make_strategy(spec);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+void add_strategies_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("strategies", "list the search strategies and their options (--strategy NAME:KEY=VALUE)");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print one JSON object");
+  cmd->callback([&run, json] {
+    run = [json] {
+      nlohmann::json list = nlohmann::json::array();
+      for (const std::string& name : search::strategy_names()) {
+        std::unique_ptr<search::Strategy> s = search::make_strategy(name);
+        const std::string est = s->default_estimator().empty() ? "none" : s->default_estimator();
+        if (*json) {
+          nlohmann::json options = nlohmann::json::array();
+          for (const search::StrategyOption& o : s->options())
+            options.push_back({{"key", o.key}, {"default", o.value}, {"doc", o.help}});
+          list.push_back({{"name", name}, {"default_estimator", est}, {"options", options}});
+          continue;
+        }
+        std::cout << name << "  (estimator " << est << (s->options().empty() ? "; no options" : "") << ")\n";
+        for (const search::StrategyOption& o : s->options())
+          std::cout << "    " << o.key << "=" << o.value << ": " << o.help << "\n";
+      }
+      if (*json) std::cout << nlohmann::json{{"strategies", list}}.dump(2) << "\n";
       return 0;
     };
   });

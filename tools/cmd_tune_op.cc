@@ -280,7 +280,8 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_option("--strategy", o->strategy,
-                  "gradient, annealing, evolutionary or random; several, comma-separated (gradient,annealing): "
+                  "gradient, annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`); "
+                  "several, comma-separated (gradient,annealing): "
                   "tuned at once, a round of each in turn, each with its own records file (FILE with the "
                   "strategy's name before its extension) and its own clock")
       ->required()
@@ -288,8 +289,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
         std::vector<std::string> names = split_strategies(list);
         if (names.empty()) return std::string("no strategy named");
         for (const std::string& n : names)
-          if (std::find(search::strategy_names().begin(), search::strategy_names().end(), n) == search::strategy_names().end())
-            return n + " is not a strategy (gradient, annealing, evolutionary or random)";
+          if (std::string why = check_strategy_spec(n); !why.empty()) return why;
         return std::string();
       });
   cmd->add_option("--trials", o->trials, "stop when the task has N measured programs in the records file");

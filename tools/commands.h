@@ -27,9 +27,14 @@ void draw_progress(int done, int total, double seconds, double best_us);
 // line first when a bar is drawn; null when quiet.
 std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);
 
+// "" when `spec` names a strategy with valid options (search::make_strategy), else why
+// not: a CLI11 validator's answer.
+std::string check_strategy_spec(const std::string& spec);
+
 // Adds a subcommand; its callback stores the runner to call after parsing.
 void add_ops_command(CLI::App& app, Runner& run);
 void add_workloads_command(CLI::App& app, Runner& run);
+void add_strategies_command(CLI::App& app, Runner& run);
 void add_op_command(CLI::App& app, Runner& run);
 void add_records_command(CLI::App& app, Runner& run);
 void add_tune_op_command(CLI::App& app, Runner& run);

@@ -248,6 +248,55 @@ TEST(Strategies, ProposeDistinctUnmeasuredCandidatesReproducibly) {
   EXPECT_THROW(search::make_strategy("hillclimb"), NotFoundError);
 }
 
+// Options by spec: the strategy runs with them, is named by its spec, and lists the
+// values it runs with; a bad spec is a ParseError naming what is wrong.
+TEST(Strategies, OptionsSetBySpec) {
+  auto value = [](const search::Strategy& s, const std::string& key) {
+    for (const search::StrategyOption& o : s.options())
+      if (o.key == key) return o.value;
+    return std::string("missing");
+  };
+  std::unique_ptr<search::Strategy> g = search::make_strategy("gradient:tile_slots=0:epsilon=0.25");
+  EXPECT_EQ(g->name(), "gradient:tile_slots=0:epsilon=0.25");
+  EXPECT_EQ(value(*g, "tile_slots"), "0");
+  EXPECT_EQ(value(*g, "epsilon"), "0.25");
+  EXPECT_EQ(value(*g, "unroll_slots"), "2");  // not set: the default
+  EXPECT_EQ(value(*search::make_strategy("gradient"), "tile_slots"), "2");
+  std::unique_ptr<search::Strategy> a = search::make_strategy("annealing:plan_size=7");
+  EXPECT_EQ(a->plan_size(), 7);
+  EXPECT_EQ(search::make_strategy("annealing")->plan_size(), 64);
+  EXPECT_EQ(value(*search::make_strategy("evolutionary:population=12"), "population"), "12");
+  EXPECT_TRUE(search::make_strategy("random")->options().empty());
+  for (const char* bad : {"gradient:", "gradient:tile_slots", "gradient:=1", "gradient:tile_slots=", ":tile_slots=1",
+                          "gradient:tile_slot=1", "gradient:tile_slots=x", "gradient:tile_slots=1.5",
+                          "gradient:tile_slots=-1", "gradient:epsilon=1.5", "gradient:epsilon=nan",
+                          "gradient:tile_slots=1:tile_slots=2", "random:epsilon=0.1", "annealing:plan_size=0"})
+    EXPECT_THROW(search::make_strategy(bad), ParseError) << bad;
+  EXPECT_THROW(search::make_strategy("hillclimb:steps=3"), NotFoundError);
+  // Options change what a strategy proposes: annealing with epsilon 1 proposes
+  // random programs only, which its estimator ranks below its usual batch.
+  ops::OpGraph op = ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}});
+  search::TaskSpace space(op);
+  std::unique_ptr<models::Estimator> roofline = models::make_estimator("roofline");
+  std::mt19937_64 r0(5);
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  for (int i = 0; i < 20; ++i) {
+    search::Candidate c = space.random(r0);
+    if (measured.insert(c.json).second) history.push_back({c, 100.0 + i});
+  }
+  auto mean_predicted = [&](const std::string& spec) {
+    std::mt19937_64 rng(9);
+    search::SearchState state{space, roofline.get(), history, measured, rng};
+    std::vector<search::Candidate> got = search::make_strategy(spec)->propose(state, 16);
+    space.predict(*roofline, got);
+    double mean = 0;
+    for (const search::Candidate& c : got) mean += c.predicted / got.size();
+    return mean;
+  };
+  EXPECT_LT(mean_predicted("annealing"), mean_predicted("annealing:epsilon=1"));
+}
+
 // The cuda target's space, without a GPU: GPU sketches, the GPU feature set (training
 // and search features agree), an MLP trained on it, and every strategy proposing valid
 // GPU configurations (the gradient search through the GPU constraints). The latencies

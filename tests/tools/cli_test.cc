@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <cstdio>
 #include <initializer_list>
+#include <map>
 #include <set>
 #include <string>
 #include <sys/wait.h>
@@ -49,6 +50,32 @@ TEST(Cli, WorkloadsJsonListsTheBenchmarkWorkloads) {
                         "resnet18-c1", "resnet18-c12", "vit-qkv", "vit-softmax"})
     EXPECT_TRUE(names.count(n)) << n;
   EXPECT_EQ(names.size(), 23u);
+}
+
+// `basin strategies`: every strategy, its default estimator, and its options with
+// the values it runs with (the keys --strategy NAME:KEY=VALUE takes).
+TEST(Cli, StrategiesListTheirOptions) {
+  Result r = run("strategies --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by;
+  for (auto& s : j["strategies"]) by[s["name"].get<std::string>()] = s;
+  ASSERT_EQ(by.size(), 4u);
+  EXPECT_EQ(by["annealing"]["default_estimator"], "gbt");
+  EXPECT_EQ(by["random"]["default_estimator"], "none");
+  EXPECT_TRUE(by["random"]["options"].empty());
+  auto value = [&](const std::string& strategy, const std::string& key) {
+    for (auto& o : by[strategy]["options"])
+      if (o["key"] == key) return o["default"].get<std::string>();
+    return std::string("missing");
+  };
+  EXPECT_EQ(value("gradient", "tile_slots"), "2");
+  EXPECT_EQ(value("gradient", "epsilon"), "0.1");
+  EXPECT_EQ(value("annealing", "plan_size"), "64");
+  EXPECT_EQ(value("evolutionary", "population"), "256");
+  Result text = run("strategies");
+  ASSERT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("    tile_slots=2: "), std::string::npos) << text.out;
 }
 
 TEST(Cli, OpVerifiesAgainstLibTorch) {

@@ -178,6 +178,25 @@ TEST(TuneOp, SeveralStrategiesTakeTurnsEachWithItsOwnRecords) {
     for (const char* suffix : {"", "-wal", "-shm"}) std::remove((f + suffix).c_str());
 }
 
+// Two variants of one strategy side by side (an A/B run): each is named by its spec,
+// in the JSON and the log and in its records file's name, and each ran with its options.
+TEST(TuneOp, VariantsOfOneStrategyTakeTurns) {
+  const std::string db = temp_db("variants");
+  const std::string base = db.substr(0, db.size() - 3);
+  const std::string b = "annealing:plan_size=4:epsilon=1";
+  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing," + b + " --trials 8 --batch 4 --json --records " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["strategy"], "annealing");
+  EXPECT_EQ(j["runs"][1]["strategy"], b);
+  EXPECT_EQ(j["runs"][1]["records"], base + "." + b + ".db");
+  EXPECT_EQ(records_in(base + ".annealing.db"), 8);
+  EXPECT_EQ(records_in(base + "." + b + ".db"), 8);
+  for (const std::string& f : {db, base + ".annealing.db", base + "." + b + ".db"})
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((f + suffix).c_str());
+}
+
 TEST(TuneOp, UserErrorsFailWithOneClearLine) {
   const std::string db = temp_db("errors");
   const std::string corrupt = db + ".corrupt";
@@ -193,7 +212,13 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
   const std::vector<Bad> calls = {
       {"tune-op " + t + " --trials 10", "--strategy is required"},
       {"tune-op " + t + " --strategy hillclimb --trials 10", "--strategy"},
-      {"tune-op " + t + " --strategy random,hillclimb --trials 10", "hillclimb is not a strategy"},
+      {"tune-op " + t + " --strategy random,hillclimb --trials 10", "unknown search strategy 'hillclimb'"},
+      {"tune-op " + t + " --strategy gradient:tile_slot=1 --trials 10", "has no option 'tile_slot'"},
+      {"tune-op " + t + " --strategy annealing:epsilon=2 --trials 10", "must be a number from 0 to 1, not '2'"},
+      {"tune-op " + t + " --strategy annealing:chains=8.5 --trials 10", "must be an integer"},
+      {"tune-op " + t + " --strategy annealing:chains=8:chains=9 --trials 10", "set twice"},
+      {"tune-op " + t + " --strategy annealing:chains --trials 10", "is not KEY=VALUE"},
+      {"tune-op " + t + " --strategy random:chains=8 --trials 10", "takes none"},
       {"tune-op " + t + " --strategy random,random --trials 10", "--strategy names random twice"},
       {"tune-op " + t + " --strategy gradient,annealing --trials 10 --estimator mlp", "--estimator names one estimator"},
       {"tune-op " + t + " --strategy random", "give one budget"},
