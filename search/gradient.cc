@@ -43,7 +43,6 @@ struct GradientOptions {
   int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
   int local_parents = 4;  // the fastest measured programs whose mutations join the pool
   int local_moves = 16;   // mutations drawn per parent
-  int local_resamples = 0;  // neighbours drawn per parent: one knob drawn anew, as annealing's
   int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
   int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
@@ -68,8 +67,6 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"sketch_slots", &o.sketch_slots, nullptr, 0, 1e4, "per batch, the best-predicted program of sketches in turn"},
       {"local_parents", &o.local_parents, nullptr, 0, 1e4, "the fastest programs whose mutations are ranked"},
       {"local_moves", &o.local_moves, nullptr, 0, 1e5, "mutations drawn per parent"},
-      {"local_resamples", &o.local_resamples, nullptr, 0, 1e5,
-       "neighbours drawn per parent, one knob's tiling or unroll drawn anew (annealing's move)"},
       {"sibling_slots", &o.sibling_slots, nullptr, 0, 1e4, "per batch, the fastest programs' tilings in other sketches"},
       {"sibling_parents", &o.sibling_parents, nullptr, 0, 1e4, "the fastest programs the sibling slots draw on"},
       {"unroll_slots", &o.unroll_slots, nullptr, 0, 1e4, "per batch, the fastest programs at other unroll depths"},
@@ -152,11 +149,6 @@ class Gradient final : public Strategy {
       for (int k = 0; k < opt_.local_moves; ++k) {
         Candidate c;
         if (space.mutate(good[i]->candidate, rng, &c) && !state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
-      }
-    for (int i = 0; i < std::min(static_cast<int>(good.size()), opt_.local_parents); ++i)
-      for (int k = 0; k < opt_.local_resamples; ++k) {
-        Candidate c;
-        if (space.neighbor(good[i]->candidate, rng, &c) && !state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
       }
 
     std::vector<Candidate> ranked;
