@@ -17,6 +17,10 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
+namespace {
+
+// A spec's name and options (ParseError when malformed; the name and keys are checked
+// by make_strategy and set_options).
 std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& spec) {
   std::vector<std::string> parts;
   std::stringstream in(spec);
@@ -32,6 +36,8 @@ std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& s
   }
   return {parts[0], set};
 }
+
+}  // namespace
 
 std::unique_ptr<Strategy> make_strategy(const std::string& spec) {
   const auto [name, set] = parse_strategy_spec(spec);

@@ -81,9 +81,6 @@ using StrategyOptions = std::vector<std::pair<std::string, std::string>>;
 std::unique_ptr<Strategy> make_strategy(const std::string& spec);
 // "gradient", "annealing", "evolutionary", "random".
 const std::vector<std::string>& strategy_names();
-// A spec's name and options, as make_strategy reads them (ParseError when malformed;
-// the name and keys are not checked).
-std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& spec);
 
 namespace detail {
 // True when the state's estimator can guide a search (present and ready()).

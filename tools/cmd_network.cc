@@ -19,7 +19,6 @@
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "search/network.h"
-#include "search/strategy.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
