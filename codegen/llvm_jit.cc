@@ -100,15 +100,22 @@ T take(llvm::Expected<T> v, const std::string& what) {
 }
 
 // basin vectorizes and unrolls loops itself, so O3's loop vectorizer, SLP vectorizer,
-// unroller and the scalar-evolution passes behind them are compile time without
-// benefit; the default pipeline keeps what the emitted code needs: inlining of the
-// outlined bodies (noalias scopes), SROA (accumulators into registers), CSE and
-// instruction combining, reassociation and GVN (the unrolled steps share their
-// address arithmetic), LICM, and SROA again once addresses are constant. Loop strength
-// reduction runs in the code generator. BASIN_LLVM_PIPELINE overrides it (opt syntax).
+// partial and runtime unrolling and the scalar-evolution passes behind them are
+// compile time without benefit; the default pipeline keeps what the emitted code
+// needs: inlining of the outlined bodies (noalias scopes), SROA (accumulators into
+// registers), CSE and instruction combining, reassociation and GVN (the unrolled steps
+// share their address arithmetic), LICM, LLVM's full unrolling of the small
+// constant-trip loops that basin's unroll depth left as loops (a packing stage's
+// innermost loop, a tiling level between the reduction loops), and SROA again once
+// addresses are constant. The full unrolling was added in session 38: resnet18-c12's
+// packed programs ran 1.1 to 2.4 times faster with it, 59 programs of five workloads
+// 4.5% faster (geometric mean), for 1 to 5 ms more compile time (docs/PERFORMANCE.md,
+// "LLVM pipeline"). O3's partial and runtime unrolling and loop rotation made some
+// GEMM programs 10 to 85% slower and were left out. Loop strength reduction runs in
+// the code generator. BASIN_LLVM_PIPELINE overrides it (opt syntax).
 const char* kPipeline =
-    "always-inline,function(sroa,early-cse,instcombine,reassociate,gvn,simplifycfg,loop-mssa(licm),sroa,"
-    "instcombine)";
+    "always-inline,function(sroa,early-cse,instcombine,reassociate,gvn,simplifycfg,loop-mssa(licm),"
+    "loop(loop-unroll-full),sroa,instcombine)";
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::LoopAnalysisManager lam;
