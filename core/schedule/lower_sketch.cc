@@ -246,8 +246,12 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       std::vector<Expr> idx;
       for (const te::IterVar& iv : pr->axes) idx.push_back(iv.var);
       Stmt st = make_store(pr->buffer, idx, pr->body);
+      // Parallel over its outermost axis of more than one iteration (a convolution's
+      // padded input has a batch of 1: its channels).
+      size_t par = 0;
+      while (par + 1 < pr->axes.size() && pr->axes[par].extent <= 1) ++par;
       for (size_t x = pr->axes.size(); x-- > 0;)
-        st = loop(pr->axes[x].var, Expr(pr->axes[x].extent), st, x == 0 ? ForKind::Parallel : ForKind::Serial);
+        st = loop(pr->axes[x].var, Expr(pr->axes[x].extent), st, x == par ? ForKind::Parallel : ForKind::Serial);
       prologue.push_back(st);
       staged.push_back(pr->buffer);
     }
