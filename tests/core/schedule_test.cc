@@ -265,6 +265,31 @@ TEST(Sketch, AnchorSketchesOfAConvolution) {
   EXPECT_EQ(sk[0].splits.size(), 7u);  // n c h w rc rh rw
 }
 
+TEST(Sketch, StagedPaddingRunsInParallel) {
+  // A staged producer is parallel over its first axis of more than one iteration: a
+  // batch-1 convolution's padded input over its channels (it ran on one thread, 5 to
+  // 10% of resnet18-c1, -c2 and -c6 on two threads; docs/PERFORMANCE.md, session 38).
+  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  const sched::Sketch& s = sched::find_sketch(sk, "tile.vec=c.pack.acc2.stage");
+  std::mt19937_64 rng(3);
+  LoweredFunc f = sched::lower_config(g, s, sched::random_config(s, rng));
+  int parallel_pad_loops = 0;
+  visit_stmt(f.body, [&](const Stmt& st) {
+    if (st.kind() != StmtKind::For || st->for_kind != ForKind::Parallel) return;
+    bool pads = false;
+    visit_stmt(st, [&](const Stmt& in) {
+      pads |= in.kind() == StmtKind::Store && in->buffer->name.find("_pad") != std::string::npos;
+    });
+    if (pads) {
+      ++parallel_pad_loops;
+      int64_t extent = 0;
+      EXPECT_TRUE(is_const_int(st->extent, &extent) && extent == 16) << to_string(f);  // the input channels
+    }
+  });
+  EXPECT_EQ(parallel_pad_loops, 1) << to_string(f);
+}
+
 TEST(Sketch, GenericSketchesOfSoftmaxShareRows) {
   ops::OpGraph g = ops::build_op("softmax", parse("shape=6,20"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
