@@ -20,6 +20,7 @@
 
 #include "codegen/cpu_runtime.h"
 #include "codegen/llvm_emit.h"
+#include "core/ir/partition_loops.h"
 #include "core/util/error.h"
 
 namespace basin::codegen {
@@ -180,7 +181,11 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   const std::string entry = "basin_kernel";
-  std::unique_ptr<llvm::Module> mod = emit_llvm_module(f, *ctx, opt, entry);
+  // The small loops that select on their own bounds (a padded input's border), split
+  // where the selects are decided (core/ir/partition_loops.h).
+  LoweredFunc g = f;
+  g.body = partition_loops(f.body);
+  std::unique_ptr<llvm::Module> mod = emit_llvm_module(g, *ctx, opt, entry);
   mod->setDataLayout(tm.createDataLayout());
   mod->setTargetTriple(tm.getTargetTriple().str());
   for (llvm::Function& fn : *mod) {

@@ -6,6 +6,7 @@
 
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
+#include "core/ir/partition_loops.h"
 #include "core/ir/simplify_stmt.h"
 #include "core/ir/verify.h"
 #include "core/te/tensor.h"
@@ -158,6 +159,88 @@ TEST(LoopIR, SimplifyStmtRemovesUnitLoops) {
   // GPU bindings stay, even of extent 1.
   Stmt g = make_for(k, 0, 1, ForKind::ThreadX, make_store(out, {k}, fconst(1)));
   EXPECT_EQ(simplify_stmt(g).kind(), StmtKind::For);
+}
+
+}  // namespace
+}  // namespace basin
+
+namespace basin {
+namespace {
+
+// The selects left in a statement.
+int selects_in(const Stmt& s) {
+  int n = 0;
+  auto count = [&](const Expr& e) {
+    rewrite_post_order(e, [&](const Expr& x) -> Expr {
+      n += x.kind() == ExprKind::Select;
+      return Expr();
+    });
+  };
+  visit_stmt(s, [&](const Stmt& st) {
+    if (st.kind() == StmtKind::Store) count(st->value);
+  });
+  return n;
+}
+
+// A 2-D padded copy: out[i, j] = x[i - 1, j - 1] inside, 0 on a border of one.
+LoweredFunc padded_copy(const Var& i, const Var& j, ForKind outer) {
+  Buffer x = make_buffer("x", DType::f32(), {Expr(64)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(100)});
+  Expr inside = logical_and(logical_and(le(Expr(1), i), lt(i, 9)), logical_and(le(Expr(1), j), lt(j, 9)));
+  Stmt body = make_for(i, 0, 10, outer,
+                       make_for(j, 0, 10, ForKind::Serial,
+                                make_store(out, {i * 10 + j}, select(inside, load(x, {(i - 1) * 8 + (j - 1)}), fconst(0)))));
+  return {"pad", {x, out}, {1}, body};
+}
+
+NDArray run_pad(const LoweredFunc& f, const NDArray& x) {
+  NDArray out(DType::f32(), {100});
+  NDArray in = x.clone();
+  interpret(f, {&in, &out});
+  return out;
+}
+
+TEST(PartitionLoops, SplitsAPaddedCopyIntoBranchFreePieces) {
+  Var i("i"), j("j");
+  LoweredFunc f = padded_copy(i, j, ForKind::Serial);
+  LoweredFunc g = f;
+  g.body = partition_loops(f.body);
+  EXPECT_EQ(selects_in(f.body), 1);
+  EXPECT_EQ(selects_in(g.body), 0) << g.body;  // every piece's comparisons decided
+  NDArray x = NDArray::random(DType::f32(), {64}, -1, 1, 11);
+  NDArray want = run_pad(f, x), got = run_pad(g, x);
+  EXPECT_EQ(compare_arrays(got, want).max_abs, 0) << g.body;
+  EXPECT_TRUE(well_formed_errors(g, {false, true}).empty());
+  // Under a parallel loop: the inner loop is split, the parallel one kept.
+  LoweredFunc p = padded_copy(i, j, ForKind::Parallel);
+  Stmt q = partition_loops(p.body);
+  ASSERT_EQ(q.kind(), StmtKind::For);
+  EXPECT_EQ(q->for_kind, ForKind::Parallel);
+  EXPECT_EQ(selects_in(q), 1) << q;  // the interior row's select, on i alone, stays
+  LoweredFunc pq = p;
+  pq.body = q;
+  EXPECT_EQ(compare_arrays(run_pad(pq, x), want).max_abs, 0) << q;
+}
+
+TEST(PartitionLoops, LeavesOtherLoopsAlone) {
+  Var i("i"), r("r");
+  Buffer x = make_buffer("x", DType::f32(), {Expr(16)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(16)});
+  // A comparison of two variables: no constant point where it changes.
+  Stmt two = make_for(i, 0, 8, ForKind::Serial,
+                      make_for(r, 0, 8, ForKind::Serial,
+                               make_store(out, {i}, select(lt(i + r, 8), load(x, {i + r}), fconst(0)))));
+  EXPECT_TRUE(structural_equal(partition_loops(two), two));
+  // Seven pieces, over the limit of five.
+  Expr holes = logical_and(logical_and(ne(i, 3), ne(i, 5)), ne(i, 7));
+  Stmt many = make_for(i, 0, 16, ForKind::Serial, make_store(out, {i}, select(holes, load(x, {i}), fconst(0))));
+  EXPECT_TRUE(structural_equal(partition_loops(many), many));
+  EXPECT_FALSE(structural_equal(partition_loops(many, 7), many));
+  // A vectorized loop inside: not small.
+  Stmt vec = make_for(i, 0, 2, ForKind::Serial,
+                      make_for(r, 0, 8, ForKind::Vectorized,
+                               make_store(out, {i * 8 + r}, select(lt(i, 1), load(x, {r}), fconst(0)))));
+  EXPECT_TRUE(structural_equal(partition_loops(vec), vec));
 }
 
 }  // namespace
