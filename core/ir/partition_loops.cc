@@ -1,5 +1,6 @@
 #include "core/ir/partition_loops.h"
 
+#include <set>
 #include <vector>
 
 #include "core/expr/analyzer.h"
@@ -11,6 +12,7 @@ namespace {
 
 constexpr int64_t kMaxExtent = 1 << 16;  // the comparisons are evaluated at every point
 constexpr int kMaxStores = 4;
+constexpr int64_t kMaxVectorLanes = 64;
 
 // A comparison of a * v + b with 0 (the loop variable alone), as `op`.
 struct Bound {
@@ -79,13 +81,54 @@ bool small(const Stmt& body) {
   return ok && stores <= kMaxStores;
 }
 
+
+// v's coefficient in e, when e is linear in v (0 when e does not use v); false otherwise.
+bool coefficient(const Expr& e, const Var& v, int64_t* c) {
+  *c = 0;
+  if (!uses_var(e, v)) return true;
+  LinearForm f = Analyzer().linear_form(e);
+  for (const auto& [term, k] : f.terms) {
+    if (term.kind() == ExprKind::Var && Var(term).id() == v.id()) {
+      *c = k;
+    } else if (uses_var(term, v)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A piece's loop as a vector loop: a copy or fill whose store and loads step by one
+// element (or stay) per iteration, with no select left, reading nothing it writes.
+bool vectorizable(const Stmt& st) {
+  int64_t n = 0;
+  if (!is_const_int(st->extent, &n) || n < 2 || n > kMaxVectorLanes) return false;
+  const Stmt& body = st->body[0];
+  if (body.kind() != StmtKind::Store || !body->value.dtype().is_scalar()) return false;
+  if (body->indices.size() != 1) return false;  // flattened buffers
+  int64_t c = 0;
+  if (!coefficient(body->indices[0], st->var, &c) || c != 1) return false;
+  bool ok = true;
+  rewrite_post_order(body->value, [&](const Expr& x) -> Expr {
+    if (x.kind() == ExprKind::Select || x.kind() == ExprKind::Call) ok = false;
+    if (x.kind() == ExprKind::Load) {
+      int64_t k = 0;
+      if (x->buffer.get() == body->buffer.get() || x->args.size() != 1 || !coefficient(x->args[0], st->var, &k) ||
+          (k != 0 && k != 1))
+        ok = false;
+    }
+    return Expr();
+  });
+  return ok;
+}
+
 }  // namespace
 
 Stmt partition_loops(const Stmt& s, int max_pieces) {
   // rewrite_stmt rebuilds bottom-up: an inner loop is split first, its pieces
   // simplified (the comparisons of its variable decided from each piece's range), and
   // an outer loop is then split over the inner pieces.
-  return rewrite_stmt(s, nullptr, [&](const Stmt& st) -> Stmt {
+  std::set<int64_t> split;  // the variables of the loops split
+  Stmt out = rewrite_stmt(s, nullptr, [&](const Stmt& st) -> Stmt {
     if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial) return Stmt();
     int64_t lo = 0, n = 0;
     if (!is_const_int(st->min, &lo) || !is_const_int(st->extent, &n) || n < 2 || n > kMaxExtent) return Stmt();
@@ -107,7 +150,17 @@ Stmt partition_loops(const Stmt& s, int max_pieces) {
     std::vector<Stmt> pieces;
     for (size_t i = 0; i + 1 < cuts.size(); ++i)
       pieces.push_back(make_for(st->var, Expr(cuts[i]), Expr(cuts[i + 1] - cuts[i]), ForKind::Serial, body));
+    split.insert(st->var.id());
     return simplify_stmt(make_seq(std::move(pieces)));
+  });
+  if (split.empty()) return s;
+  // The innermost pieces that copy or fill run as vector loops: LLVM's pipeline here
+  // has no loop vectorizer, and a padded input's interior rows are contiguous copies.
+  return rewrite_stmt(out, nullptr, [&](const Stmt& st) -> Stmt {
+    if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial || !split.count(st->var.id()) ||
+        !vectorizable(st))
+      return Stmt();
+    return make_for(st->var, st->min, st->extent, ForKind::Vectorized, st->body[0]);
   });
 }
 

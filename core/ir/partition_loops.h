@@ -6,10 +6,13 @@
 // most a few stores) and whose selects or branches compare the loop variable alone with
 // constants is split where one of those comparisons changes value, at most
 // `max_pieces` pieces; each piece's comparisons are then decided, so the border rows
-// store zeros and the interior copies without a branch.
+// store zeros and the interior copies without a branch. The innermost pieces that copy
+// or fill (one store stepping by one element, loads stepping by one or not at all, no
+// select, nothing read that the loop writes, at most 64 iterations) become vector loops.
 //
-// Requires: nothing. Ensures: the program computes the same values (each piece runs
-// the same body over part of the range, in the same order).
+// Requires: flattened buffers (one index per access) for the vector loops. Ensures: the
+// program computes the same values (each piece runs the same body over part of the
+// range, in the same order; a vector loop only where no iteration reads another's store).
 #pragma once
 
 #include "core/ir/stmt.h"

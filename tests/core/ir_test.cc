@@ -211,6 +211,11 @@ TEST(PartitionLoops, SplitsAPaddedCopyIntoBranchFreePieces) {
   NDArray want = run_pad(f, x), got = run_pad(g, x);
   EXPECT_EQ(compare_arrays(got, want).max_abs, 0) << g.body;
   EXPECT_TRUE(well_formed_errors(g, {false, true}).empty());
+  int vector_loops = 0;
+  visit_stmt(g.body, [&](const Stmt& st) {
+    vector_loops += st.kind() == StmtKind::For && st->for_kind == ForKind::Vectorized;
+  });
+  EXPECT_GE(vector_loops, 1) << g.body;  // the interior rows' copies, and the border rows' fills
   // Under a parallel loop: the inner loop is split, the parallel one kept.
   LoweredFunc p = padded_copy(i, j, ForKind::Parallel);
   Stmt q = partition_loops(p.body);
@@ -220,6 +225,25 @@ TEST(PartitionLoops, SplitsAPaddedCopyIntoBranchFreePieces) {
   LoweredFunc pq = p;
   pq.body = q;
   EXPECT_EQ(compare_arrays(run_pad(pq, x), want).max_abs, 0) << q;
+}
+
+TEST(PartitionLoops, APieceThatReadsWhatItWritesStaysSerial) {
+  // A running sum: split at i = 1, but its pieces read the previous element.
+  Var i("i");
+  Buffer x = make_buffer("x", DType::f32(), {Expr(10)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(10)});
+  Stmt scan = make_for(i, 0, 10, ForKind::Serial,
+                       make_store(out, {i * 1}, select(lt(i, 1), load(x, {i * 1}), load(out, {i - 1}) + load(x, {i * 1}))));
+  Stmt p = partition_loops(scan);
+  EXPECT_FALSE(structural_equal(p, scan));
+  visit_stmt(p, [&](const Stmt& st) { EXPECT_FALSE(st.kind() == StmtKind::For && st->for_kind == ForKind::Vectorized) << p; });
+  LoweredFunc f{"scan", {x, out}, {1}, scan}, g{"scan", {x, out}, {1}, p};
+  NDArray xa = NDArray::random(DType::f32(), {10}, -1, 1, 4);
+  NDArray a(DType::f32(), {10}), b(DType::f32(), {10});
+  NDArray x1 = xa.clone(), x2 = xa.clone();
+  interpret(f, {&x1, &a});
+  interpret(g, {&x2, &b});
+  EXPECT_EQ(compare_arrays(b, a).max_abs, 0) << p;
 }
 
 TEST(PartitionLoops, LeavesOtherLoopsAlone) {
