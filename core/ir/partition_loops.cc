@@ -81,7 +81,6 @@ bool small(const Stmt& body) {
   return ok && stores <= kMaxStores;
 }
 
-
 // v's coefficient in e, when e is linear in v (0 when e does not use v); false otherwise.
 bool coefficient(const Expr& e, const Var& v, int64_t* c) {
   *c = 0;
