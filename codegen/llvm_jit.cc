@@ -111,7 +111,7 @@ T take(llvm::Expected<T> v, const std::string& what) {
 // addresses are constant. The full unrolling was added in session 38: resnet18-c12's
 // packed programs ran 1.1 to 2.4 times faster with it, 59 programs of five workloads
 // 4.5% faster (geometric mean), for 1 to 5 ms more compile time (docs/PERFORMANCE.md,
-// "LLVM pipeline"). O3's partial and runtime unrolling and loop rotation made some
+// "Small loops unrolled by LLVM"). O3's partial and runtime unrolling and loop rotation made some
 // GEMM programs 10 to 85% slower and were left out. Loop strength reduction runs in
 // the code generator. BASIN_LLVM_PIPELINE overrides it (opt syntax).
 const char* kPipeline =

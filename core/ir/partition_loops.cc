@@ -36,6 +36,25 @@ bool is_comparison(ExprKind k) {
          k == ExprKind::NE;
 }
 
+// e as a * v + rest, where rest does not use v: false when v appears in a non-linear
+// term. `alone`: rest is the constant *b.
+bool linear_in(const Expr& e, const Var& v, int64_t* a, int64_t* b, bool* alone) {
+  *a = 0;
+  LinearForm f = Analyzer().linear_form(e);
+  *b = f.constant;
+  *alone = true;
+  for (const auto& [term, k] : f.terms) {
+    if (term.kind() == ExprKind::Var && Var(term).id() == v.id()) {
+      *a = k;
+    } else if (uses_var(term, v)) {
+      return false;
+    } else {
+      *alone = false;
+    }
+  }
+  return true;
+}
+
 // The comparisons of v alone with constants inside the conditions of selects and
 // branches (through &&, || and !).
 void collect_bounds(const Expr& cond, const Var& v, std::vector<Bound>* out) {
@@ -47,9 +66,9 @@ void collect_bounds(const Expr& cond, const Var& v, std::vector<Bound>* out) {
   } else if (k == ExprKind::Not) {
     collect_bounds(cond->args[0], v, out);
   } else if (is_comparison(k) && cond->args[0].dtype().is_int() && uses_var(cond, v)) {
-    LinearForm f = Analyzer().linear_form(cond->args[0] - cond->args[1]);
-    if (f.terms.size() == 1 && f.terms[0].first.kind() == ExprKind::Var && Var(f.terms[0].first).id() == v.id())
-      out->push_back({k, f.terms[0].second, f.constant});
+    int64_t a = 0, b = 0;
+    bool alone = false;
+    if (linear_in(cond->args[0] - cond->args[1], v, &a, &b, &alone) && alone && a != 0) out->push_back({k, a, b});
   }
 }
 
@@ -84,16 +103,9 @@ bool small(const Stmt& body) {
 // v's coefficient in e, when e is linear in v (0 when e does not use v); false otherwise.
 bool coefficient(const Expr& e, const Var& v, int64_t* c) {
   *c = 0;
-  if (!uses_var(e, v)) return true;
-  LinearForm f = Analyzer().linear_form(e);
-  for (const auto& [term, k] : f.terms) {
-    if (term.kind() == ExprKind::Var && Var(term).id() == v.id()) {
-      *c = k;
-    } else if (uses_var(term, v)) {
-      return false;
-    }
-  }
-  return true;
+  int64_t b = 0;
+  bool alone = false;
+  return !uses_var(e, v) || linear_in(e, v, c, &b, &alone);
 }
 
 // A piece's loop as a vector loop: a copy or fill whose store and loads step by one
@@ -126,7 +138,10 @@ Stmt partition_loops(const Stmt& s, int max_pieces) {
   // rewrite_stmt rebuilds bottom-up: an inner loop is split first, its pieces
   // simplified (the comparisons of its variable decided from each piece's range), and
   // an outer loop is then split over the inner pieces.
-  std::set<int64_t> split;  // the variables of the loops split
+  // The variables of the loops split. The lowering reuses a variable for sequential
+  // loops, so an unsplit loop of the same variable can be made a vector loop too: only
+  // vectorizable() decides whether that is safe, and it does not depend on the split.
+  std::set<int64_t> split;
   Stmt out = rewrite_stmt(s, nullptr, [&](const Stmt& st) -> Stmt {
     if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial) return Stmt();
     int64_t lo = 0, n = 0;

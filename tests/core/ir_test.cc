@@ -161,12 +161,6 @@ TEST(LoopIR, SimplifyStmtRemovesUnitLoops) {
   EXPECT_EQ(simplify_stmt(g).kind(), StmtKind::For);
 }
 
-}  // namespace
-}  // namespace basin
-
-namespace basin {
-namespace {
-
 // The selects left in a statement.
 int selects_in(const Stmt& s) {
   int n = 0;
