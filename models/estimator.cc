@@ -176,6 +176,7 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   r.top5_recall = top5 / r.tasks;
   r.r2_log_latency = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
   r.repeatability = again_pairs > 0 ? again_agree / again_pairs : -1;
+  r.scores = std::move(score);
   return r;
 }
 

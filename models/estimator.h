@@ -113,6 +113,7 @@ struct EvalResult {
   // accuracy against single measurements.
   double repeatability = -1;
   int repeated = 0;  // programs measured at least twice
+  std::vector<double> scores;  // the estimator's score of each sample, in order
 };
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace basin::tools {
 namespace {
 
 struct TrainEvalOptions {
-  std::string records, out, estimator = "mlp", target = "llvm", loss = "rank";
+  std::string records, out, estimator = "mlp", target = "llvm", loss = "rank", predictions;
   int epochs = 40;
   double test_fraction = 0.2, learning_rate = 1e-3, tree_eta = 0.1;
   int pair_samples = 16;
@@ -87,6 +88,23 @@ int run_train(const TrainEvalOptions& o) {
   return 0;
 }
 
+// One JSON object per line and program: its task, machine, sketch, configuration,
+// measured latency and the estimator's score (lower = predicted faster; compare
+// scores within a task only).
+void write_predictions(const std::string& path, const std::vector<models::Sample>& data,
+                       const std::vector<double>& scores) {
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write predictions file " + path);
+  for (size_t i = 0; i < data.size(); ++i) {
+    const models::Sample& s = data[i];
+    nlohmann::json j = {{"task", s.task},   {"host", s.host},             {"sketch", s.sketch},
+                        {"config", nlohmann::json::parse(s.config)}, {"latency_us", s.latency_us},
+                        {"score", scores[i]}};
+    f << j.dump() << "\n";
+  }
+  if (!f) throw Error("cannot write predictions file " + path);
+}
+
 int run_eval(const TrainEvalOptions& o) {
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
@@ -95,6 +113,7 @@ int run_eval(const TrainEvalOptions& o) {
   if (o.all) data.insert(data.end(), sp.train.begin(), sp.train.end());
   if (data.empty()) throw Error("no held-out tasks: use --all or a larger --test-fraction");
   models::EvalResult r = models::evaluate(*e, data);
+  if (!o.predictions.empty()) write_predictions(o.predictions, data, r.scores);
   if (o.json) {
     nlohmann::json j = eval_json(r);
     j["estimator"] = o.estimator;
@@ -137,6 +156,8 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   common(ev, *e);
   ev->add_option("--estimator", e->estimator, "mlp (the pretrained weights), gbt, ensemble, roofline, or a file (.bin, .pt)");
   ev->add_flag("--all", e->all, "evaluate on every task, not only the held-out ones");
+  ev->add_option("--predictions", e->predictions,
+                 "write each evaluated program's measured latency and score here, one JSON object per line");
   ev->callback([&run, e] { run = [e] { return run_eval(*e); }; });
 }
 

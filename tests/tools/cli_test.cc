@@ -7,6 +7,7 @@
 #include <array>
 #include <unistd.h>
 #include <cstdio>
+#include <fstream>
 #include <initializer_list>
 #include <map>
 #include <set>
@@ -203,6 +204,34 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   EXPECT_EQ(ej["kind"], "mlp");
   EXPECT_EQ(ej["samples"], 16);
   EXPECT_GE(ej["pairwise_accuracy"].get<double>(), 0.0);
+  // --predictions: one line per program with its latency and score; the scores order
+  // the pairs as the pairwise accuracy says.
+  std::string pred = db + ".pred.jsonl";
+  ASSERT_EQ(run("estimator eval --records " + db + " --all --estimator " + model + " --predictions " + pred).code, 0);
+  std::vector<nlohmann::json> rows;
+  {
+    std::ifstream in(pred);
+    for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(rows.size(), 16u);
+  double agree = 0, pairs = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["task"], rows[0]["task"]);
+    EXPECT_TRUE(rows[i]["config"].is_object());
+    EXPECT_GT(rows[i]["latency_us"].get<double>(), 0);
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      double dl = rows[i]["latency_us"].get<double>() - rows[j]["latency_us"].get<double>();
+      double ds = rows[i]["score"].get<double>() - rows[j]["score"].get<double>();
+      if (dl == 0) continue;
+      pairs += 1;
+      agree += (dl < 0) == (ds < 0);
+    }
+  }
+  EXPECT_NEAR(agree / pairs, ej["pairwise_accuracy"].get<double>(), 1e-9);
+  std::remove(pred.c_str());
+  EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --predictions /nonexistent/dir/p.jsonl")
+                .find("cannot write predictions file /nonexistent/dir/p.jsonl"),
+            std::string::npos);
   Result r = run("estimator eval --records " + db + " --all --estimator roofline --json");
   ASSERT_EQ(r.code, 0) << r.out;
   Result x = run("records export --records " + db);
