@@ -97,8 +97,11 @@ void write_predictions(const std::string& path, const std::vector<models::Sample
   if (!f) throw Error("cannot write predictions file " + path);
   for (size_t i = 0; i < data.size(); ++i) {
     const models::Sample& s = data[i];
-    nlohmann::json j = {{"task", s.task},   {"host", s.host},             {"sketch", s.sketch},
-                        {"config", nlohmann::json::parse(s.config)}, {"latency_us", s.latency_us},
+    nlohmann::json j = {{"task", s.task},
+                        {"host", s.host},
+                        {"sketch", s.sketch},
+                        {"config", nlohmann::json::parse(s.config)},
+                        {"latency_us", s.latency_us},
                         {"score", scores[i]}};
     f << j.dump() << "\n";
   }
