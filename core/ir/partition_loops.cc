@@ -119,7 +119,7 @@ bool vectorizable(const Stmt& st) {
   int64_t c = 0;
   if (!coefficient(body->indices[0], st->var, &c) || c != 1) return false;
   bool ok = true;
-  rewrite_post_order(body->value, [&](const Expr& x) -> Expr {
+  post_order_visit(body->value, [&](const Expr& x) {
     if (x.kind() == ExprKind::Select || x.kind() == ExprKind::Call) ok = false;
     if (x.kind() == ExprKind::Load) {
       int64_t k = 0;
@@ -127,7 +127,6 @@ bool vectorizable(const Stmt& st) {
           (k != 0 && k != 1))
         ok = false;
     }
-    return Expr();
   });
   return ok;
 }
