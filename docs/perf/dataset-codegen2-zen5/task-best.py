@@ -1,5 +1,6 @@
 import sqlite3, math
-o = sqlite3.connect("zen5-old.db"); n = sqlite3.connect("ds/zen5-cg2.db")
+import sys  # OLD NEW (session 40); session 39 ran it with the defaults
+o = sqlite3.connect(sys.argv[1] if len(sys.argv) > 2 else "zen5-old.db"); n = sqlite3.connect(sys.argv[2] if len(sys.argv) > 2 else "ds/zen5-cg2.db")
 def load(c):
     return {(t,s,cfg): lat for t,s,cfg,lat in c.execute("select task_key, sketch, config, min_latency_us from records where error='' and min_latency_us is not null")}
 O = load(o); N = load(n)
