@@ -89,6 +89,9 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path);
 // "cuda", where "mlp" and "gbt" start untrained (no GPU weights ship yet; the tuning
 // loop trains them on the first measurements) and a file must hold GPU features.
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target);
+// The file estimator_for_target(spec, target) loads: a shipped weights file for "mlp"
+// and "ensemble" on the CPU, the path itself for a path; empty where none is loaded.
+std::string estimator_file(const std::string& spec, const std::string& target);
 // What `--estimator` accepts: a kind ("mlp" loads the shipped pretrained CPU weights
 // when they exist, "gbt", "ensemble" (the shipped pretrained ensemble, or without it
 // the shipped MLP and trees trained at the first update), "roofline") or a path.
@@ -120,8 +123,9 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
 // Trains `e` on a task's measured programs as the tuning loop does at every update
 // (search/tuner.cc; bench/estimator measures the same): trees, and any estimator not
 // ready yet, from scratch at AutoTVM's cheap step (eta 0.2, one pair sample) for 10
-// epochs (50 rounds); a ready MLP or ensemble fine-tuned for 6 passes (the ensemble's
-// trees get 30 rounds added).
+// epochs (50 rounds); a ready MLP or ensemble fine-tuned for 2 passes (the ensemble's
+// trees get 10 rounds added; bench/update_replay replays these updates on a run's
+// records).
 void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed);
 
 // The pairs of programs (of one task) with different latencies, and how many of them

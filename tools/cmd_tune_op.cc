@@ -107,6 +107,7 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
                       {"target", o.target},
                       {"strategy", r.strategy},
                       {"estimator", run.spec.empty() ? "none" : run.spec},
+                      {"estimator_file", models::estimator_file(run.spec, o.target)},
                       {"records", run.records},
                       {"seed", o.seed},
                       {"trials", r.trials},
@@ -178,8 +179,10 @@ void print_run(const TuneOpOptions& o, const Run& run) {
   const search::TuneResult& r = run.result;
   const nlohmann::json& j = run.json;
   std::printf("task               %s\n", r.task_key.c_str());
-  std::printf("strategy           %s (estimator %s), seed %llu\n", r.strategy.c_str(),
-              run.spec.empty() ? "none" : run.spec.c_str(), static_cast<unsigned long long>(o.seed));
+  const std::string file = j["estimator_file"].get<std::string>();
+  std::printf("strategy           %s (estimator %s%s), seed %llu\n", r.strategy.c_str(),
+              run.spec.empty() ? "none" : run.spec.c_str(), file.empty() || file == run.spec ? "" : (": " + file).c_str(),
+              static_cast<unsigned long long>(o.seed));
   std::printf("trials             %d (%d resumed from %s, %d failed in this run)\n", r.trials, r.resumed,
               run.records.c_str(), r.errors);
   if (r.best)
@@ -212,7 +215,7 @@ int run_tune_op(const TuneOpOptions& o) {
       if (strategies[i] == strategies[k]) throw ParseError("--strategy names " + strategies[i] + " twice");
   if (several && !o.estimator.empty())
     throw ParseError("--estimator names one estimator; with several strategies each tunes with its default "
-                     "(mlp for gradient and evolutionary, gbt for annealing)");
+                     "(ensemble for gradient and evolutionary, gbt for annealing, none for random)");
   ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
   std::vector<Run> runs(strategies.size());
   for (size_t i = 0; i < runs.size(); ++i) {

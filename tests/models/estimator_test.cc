@@ -212,6 +212,39 @@ TEST(Estimators, UpdateImprovesATaskItHasNotSeen) {
   EXPECT_GT(after, 0.75);
 }
 
+// The tuning loop's updates (models::train_for_tuning after every round, on all the
+// task's programs so far) teach the shipped ensemble a task it has not seen: after five
+// rounds it orders the task's other programs better than before the first. Regression
+// test for the cheaper update (2 passes, 10 rounds; session 41): it must still learn.
+TEST(Estimators, TheTuningLoopsUpdatesTeachTheShippedEnsembleATask) {
+  if (models::pretrained_cpu_path("cpu_ensemble.bin").empty()) GTEST_SKIP() << "no shipped ensemble";
+  std::vector<models::Sample> seen, eval;
+  int k = 0;
+  std::vector<models::Sample> all = synthetic(160, 23);
+  for (const models::Sample& s : all)
+    if (s.task == all.front().task) (k++ % 2 ? eval : seen).push_back(s);
+  ASSERT_GE(seen.size(), 80u);
+  auto e = models::estimator_from_spec("ensemble");
+  const double before = models::evaluate(*e, eval).pairwise_accuracy;
+  std::vector<models::Sample> so_far;
+  for (int round = 0; round < 5; ++round) {
+    so_far.insert(so_far.end(), seen.begin() + 16 * round, seen.begin() + 16 * (round + 1));
+    models::train_for_tuning(*e, so_far, /*seed=*/round + 1);
+  }
+  const double after = models::evaluate(*e, eval).pairwise_accuracy;
+  EXPECT_GT(after, before + 0.02) << before << " -> " << after;
+  EXPECT_GT(after, 0.8) << before << " -> " << after;
+}
+
+// What `--estimator SPEC` loads, as tune-op reports it (`estimator_file`).
+TEST(Estimators, TheFileASpecLoadsIsNamed) {
+  EXPECT_EQ(models::estimator_file("ensemble", "llvm"), models::pretrained_cpu_path("cpu_ensemble.bin"));
+  EXPECT_EQ(models::estimator_file("mlp", "llvm"), models::pretrained_cpu_path());
+  EXPECT_EQ(models::estimator_file("ensemble", "cuda"), "");
+  EXPECT_EQ(models::estimator_file("gbt", "llvm"), "");
+  EXPECT_EQ(models::estimator_file("my/est.pt", "llvm"), "my/est.pt");
+}
+
 // Loading `path` fails with an error that names it and says `words`; removes the file.
 void expect_error(const std::string& path, const std::string& words) {
   try {

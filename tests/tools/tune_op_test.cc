@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "models/estimator.h"
 #include "search/records.h"
 #include "tests/tools/run_basin.h"
 
@@ -136,6 +137,9 @@ TEST(TuneOp, GradientSearchRunsOnTheShippedEnsembleByDefault) {
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["estimator"], "ensemble");
+  // The file it loaded: the shipped ensemble.
+  EXPECT_EQ(j["estimator_file"], basin::models::pretrained_cpu_path("cpu_ensemble.bin"));
+  EXPECT_NE(j["estimator_file"].get<std::string>().find("models/weights/cpu_ensemble.bin"), std::string::npos);
   EXPECT_EQ(j["trials"], 12);
   EXPECT_GT(j["best_latency_us"].get<double>(), 0);
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
