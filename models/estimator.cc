@@ -45,17 +45,21 @@ std::string Estimator::payload() const {
   throw Error("the " + kind() + " estimator is not written in basin's estimator file format");
 }
 
+namespace {
+bool names_a_file(const std::string& spec) { return spec.find('/') != std::string::npos || spec.find('.') != std::string::npos; }
+// No GPU weights ship: on "cuda" the trainable kinds start untrained.
+bool untrained_on(const std::string& spec, const std::string& target) {
+  return target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble");
+}
+}  // namespace
+
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
-  if (target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble")) return make_estimator(spec);
+  if (untrained_on(spec, target)) return make_estimator(spec);
   return estimator_from_spec(spec);
 }
 
-namespace {
-bool names_a_file(const std::string& spec) { return spec.find('/') != std::string::npos || spec.find('.') != std::string::npos; }
-}  // namespace
-
 std::string estimator_file(const std::string& spec, const std::string& target) {
-  if (target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble")) return "";
+  if (untrained_on(spec, target)) return "";
   if (spec == "mlp") return pretrained_cpu_path();
   if (spec == "ensemble") {
     std::string p = pretrained_cpu_path("cpu_ensemble.bin");
