@@ -111,6 +111,38 @@ sched::Config KnobSpace::round(const Eigen::VectorXd& x) const {
       --e[worst];
     }
   }
+  return finish(std::move(e), x);
+}
+
+sched::Config KnobSpace::round_to_tilings(const Eigen::VectorXd& x) const {
+  std::vector<int> e(vars_.size(), 0);
+  for (size_t i = 0; i < sketch_.splits.size(); ++i) {
+    const sched::SplitSpec& sp = sketch_.splits[i];
+    std::vector<double> want(static_cast<size_t>(sp.parts), 0.0);  // log2 of each level's continuous factor
+    for (size_t v = 0; v < vars_.size(); ++v)
+      if (vars_[v].split == static_cast<int>(i))
+        want[static_cast<size_t>(vars_[v].level)] +=
+            std::max(0.0, x(static_cast<int>(v))) * std::log2(static_cast<double>(vars_[v].prime));
+    const std::vector<int64_t>* nearest = nullptr;
+    double best = std::numeric_limits<double>::infinity();
+    for (const std::vector<int64_t>& t : sched::split_factorizations(sp)) {
+      double d = 0;
+      for (size_t l = 0; l < t.size(); ++l) d += std::pow(std::log2(static_cast<double>(t[l])) - want[l], 2);
+      if (d < best) {
+        best = d;
+        nearest = &t;
+      }
+    }
+    if (!nearest) continue;
+    for (size_t v = 0; v < vars_.size(); ++v) {
+      if (vars_[v].split != static_cast<int>(i)) continue;
+      for (int64_t f = (*nearest)[static_cast<size_t>(vars_[v].level)]; f % vars_[v].prime == 0; f /= vars_[v].prime) ++e[v];
+    }
+  }
+  return finish(std::move(e), x);
+}
+
+sched::Config KnobSpace::finish(std::vector<int> e, const Eigen::VectorXd& x) const {
   sched::Config c;
   for (const sched::SplitSpec& sp : sketch_.splits) c.factors.push_back(std::vector<int64_t>(sp.parts, 1));
   auto rebuild = [&] {

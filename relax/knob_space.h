@@ -46,6 +46,12 @@ class KnobSpace {
   // repaired into the polytope (the most rounded-up first), z to the nearest menu
   // entry in log2 space, then inner tiles shrunk while the sketch's checks fail.
   sched::Config round(const Eigen::VectorXd& x) const;
+  // The nearest tilings: each split's tiling (sched::split_factorizations) nearest the
+  // point's continuous factors (the product of p^x over its primes, per level) in log2
+  // space, z and the sketch's checks as in round. Where round takes each prime's
+  // exponent on its own, this keeps a level's size: a guarded split of 7 at 2^2 * 7^0.29
+  // (a tile of 7.0, on the group's bound) is 7 here and 4 there.
+  sched::Config round_to_tilings(const Eigen::VectorXd& x) const;
 
   // A point strictly inside the polytope (every level gets an equal share of each prime).
   Eigen::VectorXd center() const;
@@ -63,6 +69,9 @@ class KnobSpace {
   const std::vector<PrimeVar>& exponent_vars() const { return vars_; }
 
  private:
+  // Exponents `e` (one per variable) into a configuration: z to the nearest menu entry,
+  // then inner tiles shrunk while the sketch's checks fail.
+  sched::Config finish(std::vector<int> e, const Eigen::VectorXd& x) const;
   sched::Sketch sketch_;
   std::vector<PrimeVar> vars_;  // one per exponent variable (z excluded)
   std::vector<std::string> names_;

@@ -49,6 +49,12 @@ struct GradientOptions {
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
+  // Every visited point also rounded to its nearest tilings (KnobSpace::round_to_tilings):
+  // rounding each prime's exponent alone turns a tile of 2^2 * 7^0.29 = 7 into 4, and on
+  // resnet18-c10 the gradient search measured 26 programs with the whole 7-wide row in
+  // the register tile where annealing measured 405, and annealing's were the fastest
+  // (session 41; docs/PERFORMANCE.md).
+  int nearest_tilings = 1;
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
@@ -73,6 +79,8 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"tile_slots", &o.tile_slots, nullptr, 0, 1e4, "per batch, the fastest programs with other register tiles"},
       {"tile_followups", &o.tile_followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
       {"tile_margin", nullptr, &o.tile_margin, 0, 10, "close: its best within this share of the best of all"},
+      {"nearest_tilings", &o.nearest_tilings, nullptr, 0, 1,
+       "1: every visited point also rounded to the tilings nearest its continuous tile sizes"},
       {"cap_places", &o.cap.places, nullptr, -1, 1e4,
        "ranked places per batch shared by the sketches measured slow (-1: no cap)"},
       {"cap_evidence", &o.cap.evidence, nullptr, 1, 1e5, "programs a sketch needs measured before it can be capped"},
@@ -487,6 +495,10 @@ class Gradient final : public Strategy {
           Eigen::Map<const Eigen::VectorXd> p(g.x.data() + static_cast<size_t>(b) * g.vars, g.vars);
           Candidate c = space.make(g.sketch, g.rs->space().round(p));
           if (!state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+          if (opt_.nearest_tilings) {
+            Candidate t = space.make(g.sketch, g.rs->space().round_to_tilings(p));
+            if (!state.measured.count(t.json)) visited.emplace(t.json, std::move(t));
+          }
         }
     };
     round_all();
