@@ -63,6 +63,9 @@ int main(int argc, char** argv) {
     for (models::Sample& s : models::samples_from_records(store.all(), "llvm")) by_task[s.task].push_back(std::move(s));
     for (const auto& [task, v] : by_task) {
       std::unique_ptr<models::Estimator> e = models::estimator_from_spec(spec);
+      // The ranking cost: 1000 programs (the task's, repeated) scored at once.
+      std::vector<const models::Sample*> thousand;
+      for (size_t i = 0; thousand.size() < 1000; i = (i + 1) % v.size()) thousand.push_back(&v[i]);
       double update_s = 0, predict_s = 0, agree = 0, pairs = 0;
       int updates = 0;
       for (size_t k = static_cast<size_t>(batch); k < v.size(); k += static_cast<size_t>(batch)) {
@@ -80,11 +83,8 @@ int main(int argc, char** argv) {
         models::PairCounts c = models::count_ordered_pairs(e->predict(models::FeatureBatch::of(next)), latency);
         agree += c.agree;
         pairs += c.pairs;
-        // The ranking cost: 1000 programs (the task's, repeated) scored at once.
-        std::vector<const models::Sample*> thousand;
-        for (size_t i = 0; thousand.size() < 1000; i = (i + 1) % v.size()) thousand.push_back(&v[i]);
         t0 = clock::now();
-        e->predict(models::FeatureBatch::of(thousand));
+        e->predict(models::FeatureBatch::of(thousand));  // the batch built as the tuner builds one
         predict_s += seconds(t0);
       }
       if (updates == 0) continue;

@@ -97,17 +97,13 @@ std::string pretrained_cpu_path(const std::string& file) {
 }
 
 std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
-  if (spec == "mlp") {
-    std::string p = pretrained_cpu_path();
-    return p.empty() ? make_estimator("mlp") : load_estimator(p);
-  }
-  if (spec == "ensemble") {  // the shipped ensemble; else the shipped MLP, trees from the first update
-    std::string p = pretrained_cpu_path("cpu_ensemble.bin");
-    return p.empty() ? detail::make_ensemble(estimator_from_spec("mlp")) : load_estimator(p);
-  }
-  if (spec == "gbt" || spec == "roofline") return make_estimator(spec);
-  if (names_a_file(spec)) return load_estimator(spec);
-  return make_estimator(spec);  // throws, listing the kinds
+  // The file is estimator_file's: what tune-op reports is what loads.
+  const std::string file = estimator_file(spec, "llvm");
+  if (file.empty()) return make_estimator(spec);  // untrained; throws for an unknown kind
+  std::unique_ptr<Estimator> e = load_estimator(file);
+  // No shipped ensemble: the shipped MLP, its trees from the first update.
+  if (spec == "ensemble" && e->kind() != "ensemble") return detail::make_ensemble(std::move(e));
+  return e;
 }
 
 void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed) {

@@ -35,6 +35,13 @@ KnobSpace::KnobSpace(const sched::Sketch& s) : sketch_(s) {
       }
     }
   }
+  for (const sched::SplitSpec& sp : s.splits) {
+    tilings_.push_back(&sched::split_factorizations(sp));
+    std::vector<double> lg;
+    for (const std::vector<int64_t>& t : *tilings_.back())
+      for (int64_t f : t) lg.push_back(std::log2(static_cast<double>(f)));
+    tiling_log2_.push_back(std::move(lg));
+  }
   names_.push_back("unroll");
   int n = num_vars();
   int groups = static_cast<int>(group_bound_.size());
@@ -123,20 +130,27 @@ sched::Config KnobSpace::round_to_tilings(const Eigen::VectorXd& x) const {
       if (vars_[v].split == static_cast<int>(i))
         want[static_cast<size_t>(vars_[v].level)] +=
             std::max(0.0, x(static_cast<int>(v))) * std::log2(static_cast<double>(vars_[v].prime));
-    const std::vector<int64_t>* nearest = nullptr;
+    const std::vector<std::vector<int64_t>>& tilings = *tilings_[i];
+    const std::vector<double>& lg = tiling_log2_[i];
+    const size_t parts = want.size();
+    size_t nearest = tilings.size();
     double best = std::numeric_limits<double>::infinity();
-    for (const std::vector<int64_t>& t : sched::split_factorizations(sp)) {
+    for (size_t t = 0; t < tilings.size(); ++t) {
       double d = 0;
-      for (size_t l = 0; l < t.size(); ++l) d += std::pow(std::log2(static_cast<double>(t[l])) - want[l], 2);
+      for (size_t l = 0; l < parts; ++l) {
+        const double gap = lg[t * parts + l] - want[l];
+        d += gap * gap;
+      }
       if (d < best) {
         best = d;
-        nearest = &t;
+        nearest = t;
       }
     }
-    if (!nearest) continue;
+    if (nearest == tilings.size()) continue;
     for (size_t v = 0; v < vars_.size(); ++v) {
       if (vars_[v].split != static_cast<int>(i)) continue;
-      for (int64_t f = (*nearest)[static_cast<size_t>(vars_[v].level)]; f % vars_[v].prime == 0; f /= vars_[v].prime) ++e[v];
+      for (int64_t f = tilings[nearest][static_cast<size_t>(vars_[v].level)]; f % vars_[v].prime == 0; f /= vars_[v].prime)
+        ++e[v];
     }
   }
   return finish(std::move(e), x);

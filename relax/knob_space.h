@@ -76,6 +76,10 @@ class KnobSpace {
   std::vector<PrimeVar> vars_;  // one per exponent variable (z excluded)
   std::vector<std::string> names_;
   std::vector<double> group_bound_;
+  // Per split: its valid tilings (sched::split_factorizations, cached there) and their
+  // factors' log2, flat (tiling t, level l at t * parts + l), for round_to_tilings.
+  std::vector<const std::vector<std::vector<int64_t>>*> tilings_;
+  std::vector<std::vector<double>> tiling_log2_;
   Eigen::MatrixXd A_;
   Eigen::VectorXd b_, upper_;
   std::vector<double> menu_log2_;  // log2(1 + u) of each unroll menu entry u

@@ -493,12 +493,12 @@ class Gradient final : public Strategy {
       for (const Group& g : groups)
         for (int b = 0; b < g.batch; ++b) {
           Eigen::Map<const Eigen::VectorXd> p(g.x.data() + static_cast<size_t>(b) * g.vars, g.vars);
-          Candidate c = space.make(g.sketch, g.rs->space().round(p));
-          if (!state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
-          if (opt_.nearest_tilings) {
-            Candidate t = space.make(g.sketch, g.rs->space().round_to_tilings(p));
-            if (!state.measured.count(t.json)) visited.emplace(t.json, std::move(t));
-          }
+          auto visit = [&](const sched::Config& config) {
+            Candidate c = space.make(g.sketch, config);
+            if (!state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+          };
+          visit(g.rs->space().round(p));
+          if (opt_.nearest_tilings) visit(g.rs->space().round_to_tilings(p));
         }
     };
     round_all();
