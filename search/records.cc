@@ -146,8 +146,14 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
   sqlite3_busy_timeout(db_->db, 10000);
   try {
     db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-    Db::Stmt v = db_->prepare("PRAGMA user_version");
-    int version = sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
+    // The version is read by a statement finalized before anything is written: a
+    // statement left open holds its read transaction, and a write on top of a read that
+    // another process has since overtaken is a deadlock SQLite answers at once with
+    // "database is locked", without waiting (Records.ProcessesOpeningOneNewFileAtOnce...).
+    const int version = [&] {
+      Db::Stmt v = db_->prepare("PRAGMA user_version");
+      return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
+    }();
     if (version < 0 || version > kSchemaVersion)
       throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
                   std::to_string(kSchemaVersion) + " and older");

@@ -5,6 +5,8 @@
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace basin::testing {
@@ -36,6 +38,14 @@ inline Result run_basin(const std::string& args, bool keep_stderr = false) {
 // What `basin ARGS` writes on stderr (stdout dropped).
 inline std::string basin_stderr(const std::string& args) {
   return capture(basin_path() + " " + args + " 2>&1 >/dev/null").out;
+}
+
+// A whole file's text ("" where it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace basin::testing

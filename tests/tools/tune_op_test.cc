@@ -48,22 +48,35 @@ int64_t records_in(const std::string& db) {
 TEST(TuneOp, ResumesAfterSigkillWithoutMeasuringTwice) {
   const std::string db = temp_db("resume");
   const std::string args = std::string(kTask) + " --strategy gradient --trials 30 --batch 4 --seed 3 --records " + db;
+  const std::string log = db + ".log";
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    freopen("/dev/null", "w", stderr);
+    freopen(log.c_str(), "w", stderr);
     freopen("/dev/null", "w", stdout);
     execl("/bin/sh", "sh", "-c", ("exec " + kBasin + " tune-op " + args).c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Kill it once it has recorded a few programs, mid-round.
+  // Kill it once it has recorded a few programs, mid-round; a tuner that stops by
+  // itself first fails the test at once, with what it printed.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (records_in(db) < 6 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ::kill(pid, SIGKILL);
   int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the tuner finished before it could be killed";
+  bool exited = false;
+  while (records_in(db) < 6 && std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the tuner stopped by itself (exit " << WEXITSTATUS(status)
+                                   << ") with " << records_in(db) << " records:\n"
+                                   << basin::testing::read_file(log);
+  std::remove(log.c_str());
   const int64_t before = records_in(db);
   ASSERT_GE(before, 6);
   ASSERT_LT(before, 30);
