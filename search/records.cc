@@ -149,7 +149,7 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
     // The version is read by a statement finalized before anything is written: a
     // statement left open holds its read transaction, and a write on top of a read that
     // another process has since overtaken is a deadlock SQLite answers at once with
-    // "database is locked", without waiting (Records.ProcessesOpeningOneNewFileAtOnce...).
+    // "database is locked", without waiting (Records.ProcessesOpeningOneNewFileAtOnceAllSucceed).
     const int version = [&] {
       Db::Stmt v = db_->prepare("PRAGMA user_version");
       return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
