@@ -3,7 +3,9 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.h"
@@ -145,7 +147,22 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
   }
   sqlite3_busy_timeout(db_->db, 10000);
   try {
-    db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    // Converting a new file to WAL needs the file to itself, and SQLite does not run the
+    // busy handler for that conversion: a second process opening the file at that moment
+    // gets "database is locked" at once. So the conversion is retried here, within the
+    // same 10 s as every other wait (Records.ProcessesOpeningOneNewFileAtOnceAllSucceed).
+    // WAL is a property of the file: once converted, the pragma takes no lock.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int attempt = 0;; ++attempt) {
+      const int rc = sqlite3_exec(db_->db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK) break;
+      if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() > deadline) {
+        db_->exec("PRAGMA journal_mode=WAL");  // the error, in the words every other step uses
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1 << std::min(attempt, 6), 50)));
+    }
+    db_->exec("PRAGMA synchronous=NORMAL");
     // The version is read by a statement finalized before anything is written: a
     // statement left open holds its read transaction, and a write on top of a read that
     // another process has since overtaken is a deadlock SQLite answers at once with

@@ -92,17 +92,24 @@ TEST(Records, TwoHandlesShareOneFile) {
 // Regression: a tuner creating its records file while another process (`basin
 // records`, a test polling the count) opens it failed at once with "database is
 // locked": the open kept a read transaction (its schema-version query) while it wrote,
-// and SQLite answers that deadlock without waiting. Many processes open one fresh file
-// at once, each adds records; none fails and nothing is lost.
+// and SQLite answers that deadlock without waiting. A second cause: converting the new
+// file to WAL, for which SQLite runs no busy handler (it failed CI after the first fix;
+// without the retry this test fails in every run). Many processes open one fresh file at
+// once, each adds records; none fails and nothing is lost.
 TEST(Records, ProcessesOpeningOneNewFileAtOnceAllSucceed) {
-  for (int round = 0; round < 8; ++round) {
+  for (int round = 0; round < 24; ++round) {
     std::string path = temp_path("race" + std::to_string(round));
     constexpr int kProcesses = 6, kEach = 5;
+    int start[2];  // the children wait on it, so that their first opens coincide
+    ASSERT_EQ(pipe(start), 0);
     std::vector<pid_t> children;
     for (int p = 0; p < kProcesses; ++p) {
       pid_t pid = fork();
       ASSERT_GE(pid, 0);
       if (pid == 0) {
+        close(start[1]);
+        char byte;
+        (void)!read(start[0], &byte, 1);  // returns when the parent closes its end
         int code = 0;
         try {
           for (int i = 0; i < kEach; ++i) {
@@ -118,6 +125,8 @@ TEST(Records, ProcessesOpeningOneNewFileAtOnceAllSucceed) {
       }
       children.push_back(pid);
     }
+    close(start[0]);
+    close(start[1]);
     for (pid_t pid : children) {
       int status = 0;
       waitpid(pid, &status, 0);
