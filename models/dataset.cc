@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "codegen/measure.h"
+#include "codegen/version.h"
 #include "core/graph/fusion.h"
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
@@ -73,6 +74,7 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
       s.measurements_us = {r.min_latency_us()};
       s.measurements_us.insert(s.measurements_us.end(), r.confirm_us.begin(), r.confirm_us.end());
       s.host = r.host;
+      s.codegen = r.codegen;
       out.push_back(std::move(s));
     } catch (const Error&) {
       ++skip;
@@ -265,10 +267,11 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {
   int measured = 0;
   for (const std::string& key : task_keys) {
-    // Only this machine's records count: another's are measured again here.
+    // Only the records measured here count: another machine's, or another code
+    // generation's, are measured again.
     int have = 0, unrepeated = 0;
     for (const search::Record& r : store.task_records(key, opt.target))
-      if (r.from_host(host_description())) {
+      if (r.measured_here()) {
         ++have;
         unrepeated += r.ok() && static_cast<int>(r.confirm_us.size()) < opt.repeat;
       }
@@ -286,7 +289,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       const sched::Sketch& s = pool.sketches()[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
       sched::Config c = sched::random_config(s, rng);
       std::string json = sched::config_to_json(s, c);
-      if (store.contains(key, opt.target, s.name, json, host_description())) {
+      if (store.contains(key, opt.target, s.name, json, host_description(), codegen::codegen_version(opt.target))) {
         ++duplicates;  // small spaces run out of new programs
         continue;
       }
@@ -305,6 +308,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       r.compile_seconds = m.compile_seconds;
       r.estimator_version = "random";
       r.host = host_description();
+      r.codegen = codegen::codegen_version(opt.target);
       store.add(r);
       ++have;
       ++measured;
@@ -319,7 +323,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
     std::vector<Program> again;
     if (opt.repeat > 0)
       for (search::Record& r : store.task_records(key, opt.target)) {
-        if (!r.from_host(host_description()) || !r.ok() || static_cast<int>(r.confirm_us.size()) >= opt.repeat) continue;
+        if (!r.measured_here() || !r.ok() || static_cast<int>(r.confirm_us.size()) >= opt.repeat) continue;
         codegen::Candidate c;
         try {
           c.config = sched::config_from_json(r.config, pool.sketches(), store.path(), &c.sketch);
@@ -357,7 +361,7 @@ void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
     for (int st = 0; st < s.stores; ++st)
       f.push_back(std::vector<float>(s.features.begin() + st * nf, s.features.begin() + (st + 1) * nf));
     out << nlohmann::json{{"task", s.task}, {"sketch", s.sketch}, {"config", s.config}, {"latency_us", s.latency_us},
-                          {"host", s.host}, {"stores", s.stores}, {"features", f}}
+                          {"host", s.host}, {"codegen", s.codegen}, {"stores", s.stores}, {"features", f}}
                .dump()
         << "\n";
   }

@@ -21,6 +21,7 @@ struct Sample {
   std::string sketch;
   std::string config;  // JSON
   std::string host;    // the machine that measured it (empty: unknown)
+  std::string codegen;  // the code generation measured (search::Record::codegen; empty: unknown)
   int stores = 0;
   std::vector<float> features;
   double latency_us = 0;  // the record's latency (search::Record::latency_us)
@@ -46,7 +47,9 @@ class FeatureExtractor {
 
 // Which programs a ranking compares: those of one task measured on one machine (two
 // machines' latencies do not order each other's programs). Splits stay by task.
-inline std::string pair_group(const Sample& s) { return s.host.empty() ? s.task : s.task + "\n" + s.host; }
+inline std::string pair_group(const Sample& s) {
+  return s.task + (s.host.empty() ? "" : "\n" + s.host) + (s.codegen.empty() ? "" : "\n" + s.codegen);
+}
 
 // The successful records of a target as samples (failed ones and ones whose task or
 // configuration no longer parses are skipped and counted in *skipped).

@@ -8,6 +8,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "codegen/version.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
 
@@ -26,6 +27,10 @@ double upper_median(std::vector<double> v) {
 
 bool Record::from_host(const std::string& machine) const { return same_host(host, machine); }
 
+bool Record::measured_here() const {
+  return from_host(host_description()) && from_codegen(codegen::codegen_version(target));
+}
+
 double Record::latency_us() const {
   if (confirm_us.empty() || !ok()) return min_latency_us();
   std::vector<double> m = confirm_us;
@@ -38,8 +43,9 @@ namespace {
 // 1: the first; 2: adds `host` (an old file is upgraded in place, its records' host
 // left empty: unknown); 3: adds `confirm_us` and `latency_us` (Record::latency_us; an
 // old file's records are unconfirmed, their latency their minimum); 4: adds `best_seq`
-// (Record::best_seq; an old file's records were never named, 0).
-constexpr int kSchemaVersion = 4;
+// (Record::best_seq; an old file's records were never named, 0); 5: adds `codegen`
+// (Record::codegen; an old file's records are of an unknown generation, '').
+constexpr int kSchemaVersion = 5;
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS records (
@@ -59,7 +65,8 @@ CREATE TABLE IF NOT EXISTS records (
   host TEXT NOT NULL DEFAULT '',
   confirm_us TEXT NOT NULL DEFAULT '[]',
   latency_us REAL,
-  best_seq INTEGER NOT NULL DEFAULT 0
+  best_seq INTEGER NOT NULL DEFAULT 0,
+  codegen TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS records_task ON records(task_key, target);
 CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, config);
@@ -67,7 +74,7 @@ CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, 
 
 const char* kColumns =
     "id, task_key, target, sketch, config, latencies_us, error, compile_seconds, started_at, finished_at, seed, "
-    "estimator_version, host, confirm_us, best_seq";
+    "estimator_version, host, confirm_us, best_seq, codegen";
 
 }  // namespace
 
@@ -121,6 +128,7 @@ struct RecordStore::Db {
     r.host = text(12);
     for (const auto& v : nlohmann::json::parse(text(13))) r.confirm_us.push_back(v.get<double>());
     r.best_seq = sqlite3_column_int64(s, 14);
+    r.codegen = text(15);
     return r;
   }
 
@@ -192,6 +200,7 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
         db_->exec("UPDATE records SET latency_us = min_latency_us");
       }
       if (!has("best_seq")) db_->exec("ALTER TABLE records ADD COLUMN best_seq INTEGER NOT NULL DEFAULT 0");
+      if (!has("codegen")) db_->exec("ALTER TABLE records ADD COLUMN codegen TEXT NOT NULL DEFAULT ''");
       db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion) + "; COMMIT").c_str());
     }
     // A database that is not ours: it must have our columns (checked before a new
@@ -212,8 +221,8 @@ RecordStore::~RecordStore() {
 int64_t RecordStore::add(const Record& r) {
   Db::Stmt st = db_->prepare(
       "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
-      "started_at, finished_at, seed, estimator_version, host, confirm_us, latency_us) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "started_at, finished_at, seed, estimator_version, host, confirm_us, latency_us, codegen) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   const std::string lat_text = nlohmann::json(r.latencies_us).dump();
   const std::string confirm_text = nlohmann::json(r.confirm_us).dump();
   sqlite3_bind_text(st.s, 1, r.task_key.c_str(), -1, SQLITE_TRANSIENT);
@@ -233,6 +242,7 @@ int64_t RecordStore::add(const Record& r) {
   sqlite3_bind_text(st.s, 14, confirm_text.c_str(), -1, SQLITE_TRANSIENT);
   if (r.ok()) sqlite3_bind_double(st.s, 15, r.latency_us());
   else sqlite3_bind_null(st.s, 15);
+  sqlite3_bind_text(st.s, 16, r.codegen.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("adding a record");
   return sqlite3_last_insert_rowid(db_->db);
 }
@@ -287,22 +297,26 @@ std::vector<Record> RecordStore::task_records(const std::string& task_key, const
 }
 
 std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target) const {
-  // Latencies of two machines do not compare: this machine's records first; then the
-  // one a tuner named its best last; then the programs measured more than once (as the
-  // tuner picks its best), fastest first.
-  auto r = db_->query("WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
-                      "ORDER BY (host = ? OR host = '' OR host = ?) DESC, best_seq DESC, confirm_us != '[]' DESC, "
-                      "latency_us LIMIT 1",
-                      {task_key, target, host_description(), legacy_host_description(host_description())});
+  // Latencies of two machines, or of two code generations, do not compare: the records
+  // measured here first, then this machine's; then the one a tuner named its best
+  // last; then the programs measured more than once (as the tuner picks its best),
+  // fastest first. The same predicates as Record::from_host and Record::from_codegen.
+  const std::string here = host_description();
+  auto r = db_->query(
+      "WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
+      "ORDER BY ((host = ?3 OR host = '' OR host = ?4) AND (codegen = ?5 OR codegen = '')) DESC, "
+      "(host = ?3 OR host = '' OR host = ?4) DESC, best_seq DESC, confirm_us != '[]' DESC, latency_us LIMIT 1",
+      {task_key, target, here, legacy_host_description(here), codegen::codegen_version(target)});
   if (r.empty()) return std::nullopt;
   return r[0];
 }
 
 bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
-                           const std::string& config, const std::string& host) const {
+                           const std::string& config, const std::string& host, const std::string& codegen) const {
   return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? "
-                     "AND (? = '' OR host = ? OR host = '' OR host = ?) LIMIT 1",
-                     {task_key, target, sketch, config, host, host, legacy_host_description(host)})
+                     "AND (?5 = '' OR host = ?5 OR host = '' OR host = ?6) AND (?7 = '' OR codegen = ?7 OR codegen = '') "
+                     "LIMIT 1",
+                     {task_key, target, sketch, config, host, legacy_host_description(host), codegen})
               .empty();
 }
 

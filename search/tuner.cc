@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "codegen/measure.h"
+#include "codegen/version.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
@@ -95,6 +96,7 @@ struct TaskTuner::Impl {
   size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
   std::string other_host_name;  // a machine other than this one that measured records of the task
+  std::string other_codegen_name;  // a code generation other than this one's that the task's records name
 
   std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
 
@@ -344,6 +346,11 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
       if (m.res.other_host++ == 0) m.other_host_name = r.host;
       continue;
     }
+    // Nor do the latencies of code this basin no longer generates.
+    if (!r.from_codegen(codegen::codegen_version(opt.target))) {
+      if (m.res.other_codegen++ == 0) m.other_codegen_name = r.codegen;
+      continue;
+    }
     m.measured.insert(r.config);
     try {
       const sched::Sketch* s = nullptr;
@@ -357,6 +364,10 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_host) + " records of this task in " + store.path() +
             " were measured on another machine (" + m.other_host_name + ", not " + host_description() +
             "); they are left out and their programs may be measured again here");
+  if (m.res.other_codegen > 0 && opt.log)
+    opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_codegen) + " records of this task in " +
+            store.path() + " measured code of another generation (" + m.other_codegen_name + ", not " +
+            codegen::codegen_version(opt.target) + "); they are left out and their programs may be measured again");
   m.resume_best();
   m.res.resumed = static_cast<int>(m.measured.size());
   m.res.trials = m.res.resumed;
@@ -420,6 +431,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     r.seed = opt.seed;
     r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
     r.host = host_description();
+    r.codegen = codegen::codegen_version(opt.target);
     r.started_at = epoch_seconds();
     codegen::MeasureResult mr = m.measure(c);
     r.finished_at = epoch_seconds();

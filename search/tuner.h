@@ -80,6 +80,7 @@ struct TuneResult {
   int trials = 0;    // the task's records on this target measured on this machine now
   int resumed = 0;   // ... of which were in the file when the run started
   int other_host = 0;  // the task's records in the file from another machine (left out)
+  int other_codegen = 0;  // ... of this machine, of another code generation (left out)
   int measured = 0;  // ... measured by this run
   int errors = 0;    // failed programs of this run
   int rounds = 0;

@@ -104,8 +104,9 @@ int run_merge(const MergeOptions& o) {
   int64_t added = 0, skipped = 0;
   for (const auto& in : inputs)
     for (const search::Record& r : in->all()) {
-      // The same program measured on two machines is two records.
-      if (out.contains(r.task_key, r.target, r.sketch, r.config, r.host)) {
+      // The same program measured on two machines, or by two code generations, is two
+      // records.
+      if (out.contains(r.task_key, r.target, r.sketch, r.config, r.host, r.codegen)) {
         ++skipped;
         continue;
       }

@@ -113,6 +113,7 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
                       {"trials", r.trials},
                       {"resumed", r.resumed},
                       {"other_host_records", r.other_host},
+                      {"other_codegen_records", r.other_codegen},
                       {"measured", r.measured},
                       {"errors", r.errors},
                       {"rounds", r.rounds},

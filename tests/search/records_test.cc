@@ -13,6 +13,7 @@
 
 #include <sqlite3.h>
 
+#include "codegen/version.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
 #include "search/records.h"
@@ -184,6 +185,50 @@ TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
   EXPECT_NE(host_description().find("core"), std::string::npos) << host_description();
 }
 
+// A latency belongs to the code as much as to the machine: a record names the code
+// generation that was measured, and one of another generation (an older basin's) is
+// neither this machine's best nor a program measured here; an unknown one (a record
+// from before schema 5) counts as this generation's, as it did then.
+TEST(Records, EachRecordNamesItsCodeGenerationAndBestPrefersThisOne) {
+  const std::string now = codegen::codegen_version("llvm");
+  EXPECT_NE(now, codegen::codegen_version("cuda"));
+  std::string path = temp_path("codegen");
+  search::RecordStore s(path);
+  search::Record current = rec("{\"g\":1}", {20});
+  current.host = host_description();
+  current.codegen = now;
+  search::Record stale = rec("{\"g\":2}", {5});  // faster, but code this basin no longer emits
+  stale.host = host_description();
+  stale.codegen = "llvm 0";
+  search::Record unknown = rec("{\"g\":3}", {30});
+  unknown.host = host_description();
+  search::Record elsewhere = rec("{\"g\":4}", {1});  // this generation, another machine
+  elsewhere.host = "Other CPU, 64 cores, avx512";
+  elsewhere.codegen = now;
+  for (const search::Record& r : {stale, current, unknown, elsewhere}) s.add(r);
+  const std::string key = "dense(K=32,M=16,N=32)";
+  for (const search::Record& r : s.task_records(key, "llvm")) {
+    EXPECT_EQ(r.codegen, r.config == "{\"g\":2}" ? "llvm 0" : r.config == "{\"g\":3}" ? "" : now) << r.config;
+    EXPECT_EQ(r.measured_here(), r.config == "{\"g\":1}" || r.config == "{\"g\":3}") << r.config;
+  }
+  EXPECT_EQ(s.best(key, "llvm")->config, "{\"g\":1}") << "another generation's latency won";
+  EXPECT_FALSE(s.contains(key, "llvm", "tile.vec=j.acc2", "{\"g\":2}", host_description(), now));
+  EXPECT_TRUE(s.contains(key, "llvm", "tile.vec=j.acc2", "{\"g\":2}", host_description()));
+  EXPECT_TRUE(s.contains(key, "llvm", "tile.vec=j.acc2", "{\"g\":2}", "", "llvm 0"));
+  EXPECT_TRUE(s.contains(key, "llvm", "tile.vec=j.acc2", "{\"g\":3}", host_description(), now)) << "unknown: this one";
+  EXPECT_FALSE(s.contains(key, "llvm", "tile.vec=j.acc2", "{\"g\":4}", host_description(), now));
+  // Only this machine's records of another generation: they come before another
+  // machine's of this generation; failing both, the best of every record.
+  search::Record only_stale = stale;
+  only_stale.task_key = "dense(K=64,M=16,N=32)";
+  only_stale.latencies_us = {9};
+  search::Record only_elsewhere = elsewhere;
+  only_elsewhere.task_key = only_stale.task_key;
+  s.add(only_elsewhere);
+  s.add(only_stale);
+  EXPECT_EQ(s.best(only_stale.task_key, "llvm")->codegen, "llvm 0");
+}
+
 // Two CPU generations that share a name under a hypervisor (a Zen 4 and a Zen 5 EPYC
 // both read "AMD EPYC") are told apart by the family and model numbers; a record from
 // before descriptions named them counts as this machine's, as it did then, until
@@ -289,6 +334,39 @@ TEST(Records, AnOldFileIsUpgradedAndItsRecordsHaveAnUnknownMachine) {
   EXPECT_EQ(all[0].best_seq, 0);
   EXPECT_EQ(s.name_best(all[1].id), 1);
   EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"new\":1}");
+  EXPECT_EQ(all[0].codegen, "") << "an old record's code generation is unknown";
+  EXPECT_TRUE(all[0].measured_here());
+}
+
+// A file of schema 4 (the last before records named their code generation) is upgraded
+// in place: its records keep everything and their generation is unknown.
+TEST(Records, ASchema4FileIsUpgradedAndItsRecordsHaveAnUnknownCodeGeneration) {
+  std::string path = temp_path("schema4");
+  {
+    search::RecordStore s(path);
+    search::Record r = rec("{\"four\":1}", {6});
+    r.host = host_description();
+    r.codegen = "llvm 0";
+    s.name_best(s.add(r));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE records DROP COLUMN codegen; PRAGMA user_version=4;", nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  search::RecordStore s(path);
+  auto all = s.all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].config, "{\"four\":1}");
+  EXPECT_EQ(all[0].host, host_description());
+  EXPECT_EQ(all[0].best_seq, 1);
+  EXPECT_EQ(all[0].codegen, "");
+  EXPECT_TRUE(all[0].measured_here());
+  search::Record r = rec("{\"five\":1}", {7});
+  r.codegen = codegen::codegen_version("llvm");
+  s.add(r);
+  EXPECT_EQ(s.all().back().codegen, codegen::codegen_version("llvm"));
 }
 
 // The tuner names the winner of its last side-by-side measurement its best, which need

@@ -11,6 +11,7 @@
 #include <set>
 #include <unistd.h>
 
+#include "codegen/version.h"
 #include "core/ops/registry.h"
 #include "core/util/error.h"
 #include "models/dataset.h"
@@ -940,6 +941,44 @@ TEST(Tuner, AnotherMachinesRecordsAreLeftOutAndMeasuredAgain) {
   EXPECT_EQ(store.best(search::TaskSpace(small_gemm(), "llvm").key(), "llvm")->host, host_description());
   std::remove(db.c_str());
   std::remove((db + ".other").c_str());
+}
+
+// A records file from an older basin, whose code generation differed: its latencies
+// are not this code's, so its programs are measured again and none is the best.
+TEST(Tuner, AnotherCodeGenerationsRecordsAreLeftOutAndMeasuredAgain) {
+  std::string db = temp_db("other_codegen");
+  std::unique_ptr<search::Strategy> rnd = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.trials = 6;
+  opt.batch = 6;
+  std::vector<std::string> logs;
+  opt.log = [&](const std::string& line) { logs.push_back(line); };
+  {
+    search::RecordStore store(db);
+    search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+    EXPECT_EQ(r.other_codegen, 0);
+    for (const search::Record& rec : store.all()) EXPECT_EQ(rec.codegen, codegen::codegen_version("llvm"));
+    for (search::Record rec : store.all()) {
+      rec.codegen = "llvm 0";
+      rec.latencies_us = {0.001};  // the old code's latency
+      search::RecordStore(db + ".old").add(rec);
+    }
+  }
+  search::RecordStore store(db + ".old");
+  logs.clear();
+  search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+  EXPECT_EQ(r.other_codegen, 6);
+  EXPECT_EQ(r.other_host, 0);
+  EXPECT_EQ(r.resumed, 0);
+  EXPECT_EQ(r.measured, 6);
+  EXPECT_GT(r.best_latency_us, 0.001) << "the old code's latency became this run's best";
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs[0].find("another generation (llvm 0, not " + codegen::codegen_version("llvm") + ")"),
+            std::string::npos)
+      << logs[0];
+  EXPECT_EQ(store.best(search::TaskSpace(small_gemm(), "llvm").key(), "llvm")->codegen, codegen::codegen_version("llvm"));
+  std::remove(db.c_str());
+  std::remove((db + ".old").c_str());
 }
 
 // A program that runs fast only the first time it is measured (as one can in a worker

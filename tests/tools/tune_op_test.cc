@@ -87,6 +87,8 @@ TEST(TuneOp, ResumesAfterSigkillWithoutMeasuringTwice) {
   EXPECT_EQ(j["trials"], 30);
   EXPECT_EQ(j["resumed"], before);
   EXPECT_EQ(j["measured"], 30 - before);
+  EXPECT_EQ(j["other_host_records"], 0);
+  EXPECT_EQ(j["other_codegen_records"], 0);
   basin::search::RecordStore store(db);
   std::set<std::string> programs;
   for (const basin::search::Record& rec : store.all())

@@ -1,0 +1,23 @@
+// The generation of the code each target's backend emits. Every record a tuner or the
+// dataset collector measures names it (search::Record::codegen), because a latency
+// belongs to the code as much as to the machine: records of another generation are
+// measured again, not reused, and never compared with this one's in training.
+//
+// Bump a target's number with any change to lowering or to its backend that changes
+// how fast programs run (session 38's full unrolling of small loops made some programs
+// 2.4 times faster; its records would have named stale bests). A change that only
+// fixes an error message or adds a sketch needs no bump. Header-only, so that the
+// records store can name the generation without linking the backends.
+#pragma once
+
+#include <string>
+
+namespace basin::codegen {
+
+inline std::string codegen_version(const std::string& target) {
+  if (target == "llvm") return "llvm 1";
+  if (target == "cuda") return "cuda 1";
+  return target + " 1";  // the interpreter: latencies of no interest, but named alike
+}
+
+}  // namespace basin::codegen
