@@ -5,7 +5,8 @@
 // Loop kinds: an unrolled loop with a constant extent is emitted once per iteration; a
 // vectorized loop with a constant extent L is emitted once, its variable an L-lane
 // vector: values that depend on it are vectors, loads and stores with a unit stride in
-// it become vector loads and stores, other strides gathers and scatters, and loads and
+// it become vector loads and stores, other constant strides one scalar load (store) per
+// lane put into (taken from) the vector, other indices gathers and scatters, and loads and
 // stores under a lane-varying condition (a Select, a short-circuit operand, an
 // IfThenElse such as a guarded last tile) are masked so that no disabled lane touches
 // memory. A
@@ -220,12 +221,25 @@ class Emitter {
     return flat;
   }
 
-  // How an access inside a vectorized loop touches memory.
-  enum class Access { Scalar, Contiguous, Gather };
+  // How an access inside a vectorized loop touches memory. A constant stride other than
+  // one is a load or store per lane: on Zen 4 LLVM's gathers (64-bit addresses, 8 lanes
+  // an instruction) made a convolution whose weights the vector loop reads 2304
+  // elements apart twice as slow, and a weight-packing loop read that way 1.3 times
+  // (docs/PERFORMANCE.md, "Strided loads"). A mask or an index that is not affine in
+  // the lane keeps the gather or scatter.
+  enum class Access { Scalar, Contiguous, Strided, Gather };
   Access classify(const Affine& a) {
     if (!a.affine_in_vec) return Access::Gather;
     if (a.vec_coef == 0) return Access::Scalar;
-    return a.vec_coef == 1 ? Access::Contiguous : Access::Gather;
+    if (a.vec_coef == 1) return Access::Contiguous;
+    return mask_ ? Access::Gather : Access::Strided;
+  }
+
+  // The address of lane 0 of an access affine in the vectorized loop's variable.
+  llvm::Value* lane0_ptr(const Buffer& buf, const Affine& a) {
+    llvm::Type* elem = mem_type(buf->dtype);
+    llvm::Value* first = a.vec_coef == 1 ? vec_->lo : b_.CreateMul(vec_->lo, b_.getInt64(a.vec_coef));
+    return b_.CreateInBoundsGEP(elem, element_ptr(buf, a.base, a.offset), first);
   }
 
   // A load inside a vectorized loop: a vector load, a gather, or a scalar load; masked
@@ -250,9 +264,15 @@ class Emitter {
       llvm::Value* zero = llvm::Constant::getNullValue(vty);
       llvm::Align align(n.dtype.bytes());
       if (kind == Access::Contiguous) {
-        llvm::Value* p = b_.CreateInBoundsGEP(elem, element_ptr(n.buffer, a.base, a.offset), vec_->lo);
+        llvm::Value* p = lane0_ptr(n.buffer, a);
         v = mask_ ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vty, p, align, mask_, zero))
                   : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vty, p, align));
+      } else if (kind == Access::Strided) {
+        llvm::Value* p = lane0_ptr(n.buffer, a);
+        v = zero;
+        for (int i = 0; i < vec_->lanes; ++i)
+          v = b_.CreateInsertElement(v, b_.CreateLoad(elem, b_.CreateInBoundsGEP(elem, p, b_.getInt64(a.vec_coef * i))),
+                                     uint64_t(i));
       } else {
         llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
         v = b_.CreateMaskedGather(vty, ptrs, align, mask_ ? mask_ : all_lanes(), zero);
@@ -294,9 +314,13 @@ class Emitter {
     v = splat(v);
     llvm::Align align(n.buffer->dtype.bytes());
     if (kind == Access::Contiguous) {
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, element_ptr(n.buffer, a.base, a.offset), vec_->lo);
+      llvm::Value* p = lane0_ptr(n.buffer, a);
       if (mask_) b_.CreateMaskedStore(v, p, align, mask_);
       else b_.CreateAlignedStore(v, p, align);
+    } else if (kind == Access::Strided) {
+      llvm::Value* p = lane0_ptr(n.buffer, a);
+      for (int i = 0; i < vec_->lanes; ++i)
+        b_.CreateStore(b_.CreateExtractElement(v, uint64_t(i)), b_.CreateInBoundsGEP(elem, p, b_.getInt64(a.vec_coef * i)));
     } else {
       llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
       b_.CreateMaskedScatter(v, ptrs, align, mask_ ? mask_ : all_lanes());

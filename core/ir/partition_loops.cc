@@ -1,6 +1,5 @@
 #include "core/ir/partition_loops.h"
 
-#include <set>
 #include <vector>
 
 #include "core/expr/analyzer.h"
@@ -108,8 +107,9 @@ bool coefficient(const Expr& e, const Var& v, int64_t* c) {
   return !uses_var(e, v) || linear_in(e, v, c, &b, &alone);
 }
 
-// A piece's loop as a vector loop: a copy or fill whose store and loads step by one
-// element (or stay) per iteration, with no select left, reading nothing it writes.
+// A loop as a vector loop: a copy or fill whose store steps by one element per
+// iteration and whose loads step by a constant number (or stay), with no select left,
+// reading nothing it writes.
 bool vectorizable(const Stmt& st) {
   int64_t n = 0;
   if (!is_const_int(st->extent, &n) || n < 2 || n > kMaxVectorLanes) return false;
@@ -123,8 +123,7 @@ bool vectorizable(const Stmt& st) {
     if (x.kind() == ExprKind::Select || x.kind() == ExprKind::Call) ok = false;
     if (x.kind() == ExprKind::Load) {
       int64_t k = 0;
-      if (x->buffer.get() == body->buffer.get() || x->args.size() != 1 || !coefficient(x->args[0], st->var, &k) ||
-          (k != 0 && k != 1))
+      if (x->buffer.get() == body->buffer.get() || x->args.size() != 1 || !coefficient(x->args[0], st->var, &k))
         ok = false;
     }
   });
@@ -137,10 +136,6 @@ Stmt partition_loops(const Stmt& s, int max_pieces) {
   // rewrite_stmt rebuilds bottom-up: an inner loop is split first, its pieces
   // simplified (the comparisons of its variable decided from each piece's range), and
   // an outer loop is then split over the inner pieces.
-  // The variables of the loops split. The lowering reuses a variable for sequential
-  // loops, so an unsplit loop of the same variable can be made a vector loop too: only
-  // vectorizable() decides whether that is safe, and it does not depend on the split.
-  std::set<int64_t> split;
   Stmt out = rewrite_stmt(s, nullptr, [&](const Stmt& st) -> Stmt {
     if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial) return Stmt();
     int64_t lo = 0, n = 0;
@@ -163,16 +158,14 @@ Stmt partition_loops(const Stmt& s, int max_pieces) {
     std::vector<Stmt> pieces;
     for (size_t i = 0; i + 1 < cuts.size(); ++i)
       pieces.push_back(make_for(st->var, Expr(cuts[i]), Expr(cuts[i + 1] - cuts[i]), ForKind::Serial, body));
-    split.insert(st->var.id());
     return simplify_stmt(make_seq(std::move(pieces)));
   });
-  if (split.empty()) return s;
-  // The innermost pieces that copy or fill run as vector loops: LLVM's pipeline here
-  // has no loop vectorizer, and a padded input's interior rows are contiguous copies.
+  // The innermost loops that copy or fill run as vector loops: LLVM's pipeline here
+  // has no loop vectorizer, a padded input's interior rows are contiguous copies, and
+  // a packing stage's were one scalar load and store an element (on resnet18-c10, 44%
+  // of the kernel's time; docs/PERFORMANCE.md, "Strided loads").
   return rewrite_stmt(out, nullptr, [&](const Stmt& st) -> Stmt {
-    if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial || !split.count(st->var.id()) ||
-        !vectorizable(st))
-      return Stmt();
+    if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial || !vectorizable(st)) return Stmt();
     return make_for(st->var, st->min, st->extent, ForKind::Vectorized, st->body[0]);
   });
 }

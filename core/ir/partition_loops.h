@@ -6,9 +6,13 @@
 // most a few stores) and whose selects or branches compare the loop variable alone with
 // constants is split where one of those comparisons changes value, at most
 // `max_pieces` pieces; each piece's comparisons are then decided, so the border rows
-// store zeros and the interior copies without a branch. The innermost pieces that copy
-// or fill (one store stepping by one element, loads stepping by one or not at all, no
-// select, nothing read that the loop writes, at most 64 iterations) become vector loops.
+// store zeros and the interior copies without a branch. Then every innermost serial
+// loop that copies or fills, split or not (one store stepping by one element, loads
+// stepping by a constant number of elements or not at all, no select, nothing read that
+// the loop writes, 2 to 64 iterations), becomes a vector loop: the padded input's
+// interior rows, and a packing stage's rows, whose loads step by a weight's row length
+// (LLVM's pipeline here has no loop vectorizer; the LLVM backend loads such a vector
+// one lane at a time, codegen/llvm_emit.cc).
 //
 // Requires: flattened buffers (one index per access) for the vector loops. Ensures: the
 // program computes the same values (each piece runs the same body over part of the

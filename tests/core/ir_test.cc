@@ -221,6 +221,32 @@ TEST(PartitionLoops, SplitsAPaddedCopyIntoBranchFreePieces) {
   EXPECT_EQ(compare_arrays(run_pad(pq, x), want).max_abs, 0) << q;
 }
 
+// A loop that copies with a strided load and no select (a packing stage's row) is
+// not split, but becomes a vector loop; one that also reads what it writes does not.
+TEST(PartitionLoops, AnInnermostCopyBecomesAVectorLoopWhateverItsLoadsStride) {
+  Var k("k"), l("l");
+  Buffer w = make_buffer("w", DType::f32(), {Expr(16 * 9)});
+  Buffer p = make_buffer("p", DType::f32(), {Expr(9 * 16)});
+  Stmt pack = make_for(k, 0, 9, ForKind::Serial, make_for(l, 0, 16, ForKind::Serial, make_store(p, {k * 16 + l}, load(w, {l * 9 + k}))));
+  Stmt q = partition_loops(pack);
+  ASSERT_EQ(q.kind(), StmtKind::For);
+  EXPECT_EQ(q->for_kind, ForKind::Serial) << q;  // not innermost
+  EXPECT_EQ(q->body[0]->for_kind, ForKind::Vectorized) << q;
+  LoweredFunc f{"pack", {w, p}, {1}, pack}, g{"pack", {w, p}, {1}, q};
+  NDArray wa = NDArray::random(DType::f32(), {16 * 9}, -1, 1, 3);
+  NDArray a(DType::f32(), {9 * 16}), b(DType::f32(), {9 * 16});
+  NDArray w1 = wa.clone(), w2 = wa.clone();
+  interpret(f, {&w1, &a});
+  interpret(g, {&w2, &b});
+  EXPECT_EQ(compare_arrays(b, a).max_abs, 0) << q;
+  // Reads its own output: serial.
+  Stmt own = make_for(l, 0, 16, ForKind::Serial, make_store(p, {l * 1}, load(p, {l * 9})));
+  EXPECT_TRUE(structural_equal(partition_loops(own), own));
+  // A store that steps by more than one element: serial.
+  Stmt wide = make_for(l, 0, 16, ForKind::Serial, make_store(p, {l * 9}, load(w, {l * 1})));
+  EXPECT_TRUE(structural_equal(partition_loops(wide), wide));
+}
+
 TEST(PartitionLoops, APieceThatReadsWhatItWritesStaysSerial) {
   // A running sum: split at i = 1, but its pieces read the previous element.
   Var i("i");
