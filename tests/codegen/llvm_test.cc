@@ -204,6 +204,37 @@ TEST_F(LlvmSemantics, StridedVectorLoadsAndStoresAreOneLaneAtATimeAndCorrect) {
   EXPECT_EQ(ir.find("scatter"), std::string::npos) << ir;
 }
 
+// A convolution's weight packing, packed[o, c, h, w, l] = wt[o * L + l, c, h, w], under a
+// parallel loop, for each vector width the sketches use: a vector copy, loaded one lane
+// at a time, against the interpreter.
+TEST_F(LlvmSemantics, AWeightPackingIsAVectorCopyAndCorrect) {
+  for (int64_t lanes : {8, 16, 32, 64})
+    for (int64_t channels : {1, 5}) {
+      constexpr int64_t O = 2, KH = 3, KW = 3;
+      const int64_t k = channels * KH * KW;
+      Var o("o"), c("c"), h("h"), w("w"), l("l");
+      Buffer wt = make_buffer("wt", DType::f32(), {Expr(O * lanes * k)});
+      Buffer out = make_buffer("packed", DType::f32(), {Expr(O * k * lanes)});
+      Stmt body = make_store(out, {o * (k * lanes) + c * (KH * KW * lanes) + h * (KW * lanes) + w * lanes + l},
+                             load(wt, {(o * lanes + l) * k + c * (KH * KW) + h * KW + w}));
+      Stmt nest = make_for(
+          o, 0, O, ForKind::Parallel,
+          make_for(c, 0, channels, ForKind::Serial,
+                   make_for(h, 0, KH, ForKind::Serial,
+                            make_for(w, 0, KW, ForKind::Serial, make_for(l, 0, lanes, ForKind::Serial, body)))));
+      LoweredFunc f{"pack", {wt, out}, {1}, nest};
+      NDArray wa = NDArray::random(DType::f32(), {O * lanes * k}, -1, 1, 8);
+      NDArray want, got;
+      both(f, {wa}, {O * k * lanes}, DType::f32(), &want, &got);
+      EXPECT_EQ(compare_arrays(got, want).max_abs, 0) << lanes << " lanes, " << channels << " channels";
+      codegen::LlvmOptions keep;
+      keep.keep_ir = true;
+      const std::string ir = codegen::compile_llvm(f, keep)->llvm_ir();
+      EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+      EXPECT_NE(ir.find("store <" + std::to_string(lanes) + " x float>"), std::string::npos) << ir;
+    }
+}
+
 TEST_F(LlvmSemantics, CompiledKernelChecksItsArguments) {
   ops::OpGraph g = ops::build_op("relu");
   auto k = codegen::compile_llvm(lower_default("relu", g.inputs, g.outputs));
