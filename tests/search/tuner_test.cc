@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <unistd.h>
@@ -906,79 +907,77 @@ TEST(Tuner, ResumesFromItsRecordsWithoutMeasuringTwice) {
   std::remove(db.c_str());
 }
 
-TEST(Tuner, AnotherMachinesRecordsAreLeftOutAndMeasuredAgain) {
-  std::string db = temp_db("other_host");
+// Tunes small_gemm for 6 trials into a fresh file, copies its records into a second
+// file with `change` applied to each and a latency no program here has (0.001 us), and
+// tunes again from the copy: the second run's result, its log lines, and the copy's
+// best record.
+struct CopiedRun {
+  search::TuneResult first, second;
+  std::vector<std::string> logs;  // the second run's
+  search::Record best;
+};
+CopiedRun tune_from_a_changed_copy(const char* name, const std::function<void(search::Record&)>& change) {
+  const std::string db = temp_db(name), copy = db + ".copy";
   std::unique_ptr<search::Strategy> rnd = search::make_strategy("random");
   search::TuneOptions opt;
   opt.trials = 6;
   opt.batch = 6;
-  std::vector<std::string> logs;
-  opt.log = [&](const std::string& line) { logs.push_back(line); };
+  CopiedRun out;
+  opt.log = [&](const std::string& line) { out.logs.push_back(line); };
   {
     search::RecordStore store(db);
-    search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
-    EXPECT_EQ(r.measured, 6);
-    EXPECT_EQ(r.other_host, 0);
-    for (const search::Record& rec : store.all()) EXPECT_EQ(rec.host, host_description());
-    // The same file, copied to a machine that is not this one.
-    std::vector<search::Record> mine = store.all();
-    for (search::Record rec : mine) {
-      rec.host = "Elsewhere CPU, 8 cores, avx512";
-      rec.latencies_us = {0.001};  // impossibly fast there
-      search::RecordStore(db + ".other").add(rec);
+    out.first = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+    for (const search::Record& rec : store.all()) {
+      EXPECT_EQ(rec.host, host_description());
+      EXPECT_EQ(rec.codegen, codegen::codegen_version("llvm"));
+    }
+    for (search::Record rec : store.all()) {
+      change(rec);
+      rec.latencies_us = {0.001};
+      search::RecordStore(copy).add(rec);
     }
   }
-  search::RecordStore store(db + ".other");
-  logs.clear();
-  search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+  out.logs.clear();
+  search::RecordStore store(copy);
+  out.second = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+  out.best = *store.best(search::TaskSpace(small_gemm(), "llvm").key(), "llvm");
+  std::remove(db.c_str());
+  std::remove(copy.c_str());
+  return out;
+}
+
+TEST(Tuner, AnotherMachinesRecordsAreLeftOutAndMeasuredAgain) {
+  // The same file, copied to a machine that is not this one.
+  CopiedRun run = tune_from_a_changed_copy("other_host", [](search::Record& r) { r.host = "Elsewhere CPU, 8 cores, avx512"; });
+  EXPECT_EQ(run.first.measured, 6);
+  EXPECT_EQ(run.first.other_host, 0);
+  const search::TuneResult& r = run.second;
   EXPECT_EQ(r.other_host, 6);
   EXPECT_EQ(r.resumed, 0);
   EXPECT_EQ(r.measured, 6);
   EXPECT_GT(r.best_latency_us, 0.001) << "another machine's latency became this run's best";
-  ASSERT_FALSE(logs.empty());
-  EXPECT_NE(logs[0].find("another machine"), std::string::npos) << logs[0];
-  EXPECT_NE(logs[0].find("Elsewhere CPU"), std::string::npos) << logs[0];
-  EXPECT_EQ(store.best(search::TaskSpace(small_gemm(), "llvm").key(), "llvm")->host, host_description());
-  std::remove(db.c_str());
-  std::remove((db + ".other").c_str());
+  ASSERT_FALSE(run.logs.empty());
+  EXPECT_NE(run.logs[0].find("another machine"), std::string::npos) << run.logs[0];
+  EXPECT_NE(run.logs[0].find("Elsewhere CPU"), std::string::npos) << run.logs[0];
+  EXPECT_EQ(run.best.host, host_description());
 }
 
 // A records file from an older basin, whose code generation differed: its latencies
 // are not this code's, so its programs are measured again and none is the best.
 TEST(Tuner, AnotherCodeGenerationsRecordsAreLeftOutAndMeasuredAgain) {
-  std::string db = temp_db("other_codegen");
-  std::unique_ptr<search::Strategy> rnd = search::make_strategy("random");
-  search::TuneOptions opt;
-  opt.trials = 6;
-  opt.batch = 6;
-  std::vector<std::string> logs;
-  opt.log = [&](const std::string& line) { logs.push_back(line); };
-  {
-    search::RecordStore store(db);
-    search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
-    EXPECT_EQ(r.other_codegen, 0);
-    for (const search::Record& rec : store.all()) EXPECT_EQ(rec.codegen, codegen::codegen_version("llvm"));
-    for (search::Record rec : store.all()) {
-      rec.codegen = "llvm 0";
-      rec.latencies_us = {0.001};  // the old code's latency
-      search::RecordStore(db + ".old").add(rec);
-    }
-  }
-  search::RecordStore store(db + ".old");
-  logs.clear();
-  search::TuneResult r = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
+  CopiedRun run = tune_from_a_changed_copy("other_codegen", [](search::Record& r) { r.codegen = "llvm 0"; });
+  EXPECT_EQ(run.first.other_codegen, 0);
+  const search::TuneResult& r = run.second;
   EXPECT_EQ(r.other_codegen, 6);
   EXPECT_EQ(r.other_host, 0);
   EXPECT_EQ(r.resumed, 0);
   EXPECT_EQ(r.measured, 6);
   EXPECT_GT(r.best_latency_us, 0.001) << "the old code's latency became this run's best";
-  ASSERT_FALSE(logs.empty());
-  EXPECT_NE(logs[0].find("another generation (llvm 0, not " + codegen::codegen_version("llvm") + ")"),
+  ASSERT_FALSE(run.logs.empty());
+  EXPECT_NE(run.logs[0].find("another generation (llvm 0, not " + codegen::codegen_version("llvm") + ")"),
             std::string::npos)
-      << logs[0];
-  EXPECT_EQ(store.best(search::TaskSpace(small_gemm(), "llvm").key(), "llvm")->codegen, codegen::codegen_version("llvm"));
-  std::remove(db.c_str());
-  std::remove((db + ".old").c_str());
+      << run.logs[0];
+  EXPECT_EQ(run.best.codegen, codegen::codegen_version("llvm"));
 }
 
 // A program that runs fast only the first time it is measured (as one can in a worker
