@@ -339,6 +339,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   m.res.task_key = m.space.key();
   m.res.strategy = strategy.name();
   m.res.estimator = est ? est->kind() : "";
+  const std::string generation = codegen::codegen_version(opt.target);
   for (const Record& r : store.task_records(m.res.task_key, opt.target)) {
     // Another machine's latencies do not compare with this one's: its programs are
     // measured again here.
@@ -347,7 +348,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
       continue;
     }
     // Nor do the latencies of code this basin no longer generates.
-    if (!r.from_codegen(codegen::codegen_version(opt.target))) {
+    if (!r.from_codegen(generation)) {
       if (m.res.other_codegen++ == 0) m.other_codegen_name = r.codegen;
       continue;
     }
@@ -367,7 +368,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   if (m.res.other_codegen > 0 && opt.log)
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_codegen) + " records of this task in " +
             store.path() + " measured code of another generation (" + m.other_codegen_name + ", not " +
-            codegen::codegen_version(opt.target) + "); they are left out and their programs may be measured again");
+            generation + "); they are left out and their programs may be measured again");
   m.resume_best();
   m.res.resumed = static_cast<int>(m.measured.size());
   m.res.trials = m.res.resumed;
