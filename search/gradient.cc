@@ -11,8 +11,9 @@
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
 // two sibling sketches, the fastest programs with two other unroll depths and with two
-// other register tiles, and a follow-up of a register tile close to the best; the
-// sketches whose measured programs are all far slower than the best share two ranked
+// other register tiles, another sketch's fastest program with another register tile
+// (the sketches close to the best in turn), and a follow-up of a register tile close
+// to the best; the sketches whose measured programs are all far slower than the best share two ranked
 // places per batch.
 #include <torch/torch.h>
 
@@ -49,6 +50,8 @@ struct GradientOptions {
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
+  int tile_sketch_slots = 1;  // per batch, another sketch's fastest program with another register tile
+  double tile_sketch_margin = 0.5;  // ... of the sketches whose best is within this share of the best
   // Every visited point also rounded to its nearest tilings (KnobSpace::round_to_tilings):
   // rounding each prime's exponent alone turns a tile of 2^2 * 7^0.29 = 7 into 4, and on
   // resnet18-c10 the gradient search measured 26 programs with the whole 7-wide row in
@@ -79,6 +82,10 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"tile_slots", &o.tile_slots, nullptr, 0, 1e4, "per batch, the fastest programs with other register tiles"},
       {"tile_followups", &o.tile_followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
       {"tile_margin", nullptr, &o.tile_margin, 0, 10, "close: its best within this share of the best of all"},
+      {"tile_sketch_slots", &o.tile_sketch_slots, nullptr, 0, 1e4,
+       "per batch, another sketch's fastest program with another register tile"},
+      {"tile_sketch_margin", nullptr, &o.tile_sketch_margin, 0, 100,
+       "... of the sketches whose best is within this share of the best of all"},
       {"nearest_tilings", &o.nearest_tilings, nullptr, 0, 1,
        "1: every visited point also rounded to the tilings nearest its continuous tile sizes"},
       {"cap_places", &o.cap.places, nullptr, -1, 1e4,
@@ -347,6 +354,13 @@ class Gradient final : public Strategy {
     return out;
   }
 
+  using Tile = std::pair<int, std::vector<int64_t>>;  // a sketch and a register tile
+  struct TileGroup {
+    int count = 0;                  // measured programs with the tile
+    const Measured* best = nullptr;  // the fastest of them
+  };
+  static Tile tile_of(const SearchState& state, const Candidate& c) { return {c.sketch, state.space.register_tile(c)}; }
+
   // The register tile (the innermost factors of the multi-level splits) sets how many
   // accumulators a program keeps in registers and how many loads feed them; the
   // latency is far from monotone in it, and one-factor moves cross slow tiles between
@@ -379,28 +393,56 @@ class Gradient final : public Strategy {
     }
     if (tile_followup(state, good, groups, used, &out)) used.insert(out.back().json);
     const size_t places = out.size() + slots;  // the follow-up's place is its own
-    for (size_t p = 0; p < good.size() && out.size() < places; ++p) {
-      std::vector<Candidate> cs;
-      for (Candidate& c : state.space.reshaped_tiles(good[p]->candidate))
-        if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
-      if (cs.empty()) continue;
-      state.space.predict(*state.estimator, cs);
-      std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
-      for (Candidate& c : cs) {
-        if (out.size() >= places) break;
-        if (!seen.insert(tile_of(state, c)).second) continue;
-        out.push_back(std::move(c));
-      }
-    }
+    for (size_t p = 0; p < good.size() && out.size() < places; ++p) reshape(state, *good[p], places, seen, used, &out);
+    // Other sketches' fastest programs, in places of their own.
+    const std::vector<const Measured*> others = other_sketch_parents(state, good, n);
+    const size_t more = out.size() + static_cast<size_t>(std::max(0, std::min(opt_.tile_sketch_slots, n / 4)));
+    for (size_t p = 0; p < others.size() && out.size() < more; ++p) reshape(state, *others[p], out.size() + 1, seen, used, &out);
     return out;
   }
 
-  using Tile = std::pair<int, std::vector<int64_t>>;  // a sketch and a register tile
-  struct TileGroup {
-    int count = 0;                  // measured programs with the tile
-    const Measured* best = nullptr;  // the fastest of them
-  };
-  static Tile tile_of(const SearchState& state, const Candidate& c) { return {c.sketch, state.space.register_tile(c)}; }
+  // Appends to `out`, up to `places` in all, the best-predicted reshapes of `parent`'s
+  // register tile into tiles not in `seen` (which gains them).
+  void reshape(SearchState& state, const Measured& parent, size_t places, std::set<Tile>& seen,
+               const std::set<std::string>& used, std::vector<Candidate>* out) const {
+    std::vector<Candidate> cs;
+    for (Candidate& c : state.space.reshaped_tiles(parent.candidate))
+      if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
+    if (cs.empty()) return;
+    state.space.predict(*state.estimator, cs);
+    std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+    for (Candidate& c : cs) {
+      if (out->size() >= places) break;
+      if (seen.insert(tile_of(state, c)).second) out->push_back(std::move(c));
+    }
+  }
+
+  // A sketch's own best register tile can differ from the fastest program's. On
+  // resnet18-c12 (session 44) the unpacked-weight sketch was fastest with a 2x7 tile of
+  // output rows (2652 us) and the packed one with 1x7 (2671 us). The gradient search
+  // held the packed 1x7 program and measured its tiling in the unpacked sketch (3310
+  // us, a sibling pick) and its 2x7 reshape in the packed sketch (2829 us), but never
+  // both moves at once; the estimator, retrained on the new code generation too,
+  // ranked the unpacked 1x7 programs above the 2x7 ones. The parents of the other
+  // sketches' reshapes: the fastest program of each sketch but the fastest program's
+  // whose best is within `tile_sketch_margin` of the best of all, starting with a
+  // sketch that changes each round (every such sketch in turn) and then the rest in
+  // order of their sketch.
+  std::vector<const Measured*> other_sketch_parents(const SearchState& state, const std::vector<const Measured*>& good,
+                                                    int n) const {
+    std::vector<const Measured*> firsts;  // `good` is fastest first
+    std::set<int> seen;
+    if (!good.empty()) seen.insert(good[0]->candidate.sketch);
+    for (const Measured* m : good)
+      if (m->latency_us <= good[0]->latency_us * (1 + opt_.tile_sketch_margin) && seen.insert(m->candidate.sketch).second)
+        firsts.push_back(m);
+    std::sort(firsts.begin(), firsts.end(),
+              [](const Measured* a, const Measured* b) { return a->candidate.sketch < b->candidate.sketch; });
+    if (firsts.empty()) return firsts;
+    const size_t round = state.history.size() / static_cast<size_t>(std::max(n, 1));
+    std::rotate(firsts.begin(), firsts.begin() + static_cast<std::ptrdiff_t>(round % firsts.size()), firsts.end());
+    return firsts;
+  }
 
   // Follow-ups: a tile's first program has the outer levels, reduction tile and unroll
   // depth of the program it was reshaped from, which may not suit it. gemm-1024, seed 2

@@ -620,6 +620,50 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
   }
 }
 
+// The gradient search also measures another sketch's fastest program with other
+// register tiles, in a place of its own (resnet18-c12, session 44: the unpacked sketch
+// was fastest with a 2x7 tile, the packed one with 1x7, and the search held the packed
+// 1x7 program and never measured the unpacked 2x7). Here sketch B's fastest program is
+// within the margin of the best, in another sketch; each round measures a reshape of it
+// into a tile no measured program of B has, and still two reshapes of the fastest.
+TEST(Strategies, GradientTriesOtherRegisterTilesOfAnotherSketchsFastestProgram) {
+  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  measure_random(space, 29, 48, history, measured);
+  history[5].latency_us = 50;
+  size_t b = 6;
+  while (b < history.size() && history[b].candidate.sketch == history[5].candidate.sketch) ++b;
+  ASSERT_LT(b, history.size());
+  history[b].latency_us = 60;  // within the margin (0.5 by default); every other program is at 200 or more
+  const search::Candidate fast = history[5].candidate, other = history[b].candidate;
+  auto reshapes_of = [&](const search::Candidate& parent, const std::vector<search::Candidate>& got) {
+    std::set<std::string> all;
+    for (const search::Candidate& r : space.reshaped_tiles(parent)) all.insert(r.json);
+    std::vector<search::Candidate> out;
+    for (const search::Candidate& c : got)
+      if (all.count(c.json)) out.push_back(c);
+    return out;
+  };
+  const int n = 16;
+  for (int round = 0; round < 3; ++round) {
+    std::set<std::vector<int64_t>> before;
+    for (const search::Measured& m : history)
+      if (m.candidate.sketch == other.sketch) before.insert(space.register_tile(m.candidate));
+    std::mt19937_64 rng(round + 7);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    int new_tiles = 0;
+    for (const search::Candidate& c : reshapes_of(other, got)) new_tiles += !before.count(space.register_tile(c));
+    EXPECT_GE(new_tiles, 1) << "round " << round << ": no reshape of the other sketch's fastest program";
+    EXPECT_GE(reshapes_of(fast, got).size(), 2u) << "round " << round << ": the fastest program lost a reshape";
+    for (const search::Candidate& c : got)
+      if (measured.insert(c.json).second) history.push_back({c, 300.0});  // all slower
+  }
+}
+
 // A register tile measured once, close to the best, gets follow-ups: its program with
 // other outer levels, reduction tile or unroll depth (gemm-1024, seed 2: a first 4x64
 // program with a k tile of 1 was 0.7% behind the best and never measured again).
@@ -688,7 +732,8 @@ TEST(Strategies, GradientCapsSketchesMeasuredSlow) {
     std::mt19937_64 rng(4);
     search::SearchState state{space, mlp.get(), history, measured, rng};
     const int n = 16;
-    std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
+    // Without the other sketches' reshape place, which would take one of the ranked places counted here.
+    std::vector<search::Candidate> got = search::make_strategy("gradient:tile_sketch_slots=0")->propose(state, n);
     EXPECT_EQ(got.size(), static_cast<size_t>(n));
     int count = 0;
     for (int i = 0; i < n - 4; ++i) count += got[i].sketch == liked;  // then two sibling and two sketch slots
