@@ -67,6 +67,17 @@ void measure_random(const search::TaskSpace& space, uint64_t seed, size_t n, std
   }
 }
 
+// The programs of `got` that are reshapes of `parent`'s register tile.
+std::vector<search::Candidate> reshapes_in(const search::TaskSpace& space, const search::Candidate& parent,
+                                          const std::vector<search::Candidate>& got) {
+  std::set<std::string> all;
+  for (const search::Candidate& r : space.reshaped_tiles(parent)) all.insert(r.json);
+  std::vector<search::Candidate> out;
+  for (const search::Candidate& c : got)
+    if (all.count(c.json)) out.push_back(c);
+  return out;
+}
+
 TEST(TaskSpace, MovesGiveValidNewConfigurations) {
   for (const ops::OpGraph& g : move_tasks()) {
     search::TaskSpace space(g);
@@ -589,15 +600,6 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
       if (m.candidate.sketch == fast.sketch) t.insert(space.register_tile(m.candidate));
     return t;
   };
-  // The batch's reshapes of the fastest program.
-  auto reshapes_in = [&](const std::vector<search::Candidate>& got) {
-    std::set<std::string> all;
-    for (const search::Candidate& r : space.reshaped_tiles(fast)) all.insert(r.json);
-    std::vector<search::Candidate> out;
-    for (const search::Candidate& c : got)
-      if (all.count(c.json)) out.push_back(c);
-    return out;
-  };
   const int n = 16;
   for (int round = 0; round < 3; ++round) {
     std::mt19937_64 rng(round + 2);
@@ -605,7 +607,7 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
     std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
     ASSERT_EQ(got.size(), static_cast<size_t>(n));
     const std::set<std::vector<int64_t>> before = tiles_of(history);
-    std::vector<search::Candidate> r = reshapes_in(got);
+    std::vector<search::Candidate> r = reshapes_in(space, fast, got);
     ASSERT_GE(r.size(), 2u) << "round " << round;
     std::set<std::vector<int64_t>> new_tiles;
     for (const search::Candidate& c : r) {
@@ -638,14 +640,6 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfAnotherSketchsFastestProgram) 
   ASSERT_LT(b, history.size());
   history[b].latency_us = 60;  // within the margin (0.5 by default); every other program is at 200 or more
   const search::Candidate fast = history[5].candidate, other = history[b].candidate;
-  auto reshapes_of = [&](const search::Candidate& parent, const std::vector<search::Candidate>& got) {
-    std::set<std::string> all;
-    for (const search::Candidate& r : space.reshaped_tiles(parent)) all.insert(r.json);
-    std::vector<search::Candidate> out;
-    for (const search::Candidate& c : got)
-      if (all.count(c.json)) out.push_back(c);
-    return out;
-  };
   const int n = 16;
   for (int round = 0; round < 3; ++round) {
     std::set<std::vector<int64_t>> before;
@@ -656,9 +650,9 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfAnotherSketchsFastestProgram) 
     std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, n);
     ASSERT_EQ(got.size(), static_cast<size_t>(n));
     int new_tiles = 0;
-    for (const search::Candidate& c : reshapes_of(other, got)) new_tiles += !before.count(space.register_tile(c));
+    for (const search::Candidate& c : reshapes_in(space, other, got)) new_tiles += !before.count(space.register_tile(c));
     EXPECT_GE(new_tiles, 1) << "round " << round << ": no reshape of the other sketch's fastest program";
-    EXPECT_GE(reshapes_of(fast, got).size(), 2u) << "round " << round << ": the fastest program lost a reshape";
+    EXPECT_GE(reshapes_in(space, fast, got).size(), 2u) << "round " << round << ": the fastest program lost a reshape";
     for (const search::Candidate& c : got)
       if (measured.insert(c.json).second) history.push_back({c, 300.0});  // all slower
   }
