@@ -13,8 +13,8 @@
 // two sibling sketches, the fastest programs with two other unroll depths and with two
 // other register tiles, another sketch's fastest program with another register tile
 // (the sketches close to the best in turn), and a follow-up of a register tile close
-// to the best; the sketches whose measured programs are all far slower than the best share two ranked
-// places per batch.
+// to the best; the sketches whose measured programs are all far slower than the best
+// share two ranked places per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -397,7 +397,8 @@ class Gradient final : public Strategy {
     // Other sketches' fastest programs, in places of their own.
     const std::vector<const Measured*> others = other_sketch_parents(state, good, n);
     const size_t more = out.size() + static_cast<size_t>(std::max(0, std::min(opt_.tile_sketch_slots, n / 4)));
-    for (size_t p = 0; p < others.size() && out.size() < more; ++p) reshape(state, *others[p], out.size() + 1, seen, used, &out);
+    for (size_t p = 0; p < others.size() && out.size() < more; ++p)
+      reshape(state, *others[p], out.size() + 1, seen, used, &out);  // one place each
     return out;
   }
 
@@ -418,7 +419,7 @@ class Gradient final : public Strategy {
   }
 
   // A sketch's own best register tile can differ from the fastest program's. On
-  // resnet18-c12 (session 44) the unpacked-weight sketch was fastest with a 2x7 tile of
+  // resnet18-c12 (session 43's run, seed 1) the unpacked-weight sketch was fastest with a 2x7 tile of
   // output rows (2652 us) and the packed one with 1x7 (2671 us). The gradient search
   // held the packed 1x7 program and measured its tiling in the unpacked sketch (3310
   // us, a sibling pick) and its 2x7 reshape in the packed sketch (2829 us), but never
@@ -434,7 +435,8 @@ class Gradient final : public Strategy {
     std::set<int> seen;
     if (!good.empty()) seen.insert(good[0]->candidate.sketch);
     for (const Measured* m : good)
-      if (m->latency_us <= good[0]->latency_us * (1 + opt_.tile_sketch_margin) && seen.insert(m->candidate.sketch).second)
+      if (m->latency_us <= good[0]->latency_us * (1 + opt_.tile_sketch_margin) &&
+          seen.insert(m->candidate.sketch).second)
         firsts.push_back(m);
     std::sort(firsts.begin(), firsts.end(),
               [](const Measured* a, const Measured* b) { return a->candidate.sketch < b->candidate.sketch; });
