@@ -50,8 +50,10 @@ struct GradientOptions {
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
-  int tile_sketch_slots = 1;  // per batch, another sketch's fastest program with another register tile
-  double tile_sketch_margin = 0.5;  // ... of the sketches whose best is within this share of the best
+  // Per batch, another sketch's fastest program with another register tile (like the
+  // follow-up, none when tile_slots is 0: that turns every register-tile place off).
+  int tile_sketch_slots = 1;
+  double tile_sketch_margin = 0.5;  // its sketches: those whose best is within this share of the best
   // Every visited point also rounded to its nearest tilings (KnobSpace::round_to_tilings):
   // rounding each prime's exponent alone turns a tile of 2^2 * 7^0.29 = 7 into 4, and on
   // resnet18-c10 the gradient search measured 26 programs with the whole 7-wide row in
@@ -83,7 +85,7 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"tile_followups", &o.tile_followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
       {"tile_margin", nullptr, &o.tile_margin, 0, 10, "close: its best within this share of the best of all"},
       {"tile_sketch_slots", &o.tile_sketch_slots, nullptr, 0, 1e4,
-       "per batch, another sketch's fastest program with another register tile"},
+       "per batch, another sketch's fastest program with another register tile (none when tile_slots is 0)"},
       {"tile_sketch_margin", nullptr, &o.tile_sketch_margin, 0, 100,
        "... of the sketches whose best is within this share of the best of all"},
       {"nearest_tilings", &o.nearest_tilings, nullptr, 0, 1,

@@ -3,8 +3,8 @@
 // version, the machine it was measured on and the code generation, later
 // re-measurements). Each record is committed as it is added, in WAL mode, so a killed
 // process loses nothing already added and several processes can read (and write) one
-// file at once. Tuning resumes
-// from it; compilation picks the best valid record per task.
+// file at once. Tuning resumes from it; compilation picks the best valid record per
+// task.
 #pragma once
 
 #include <cstdint>

@@ -966,14 +966,13 @@ CopiedRun tune_from_a_changed_copy(const char* name, const std::function<void(se
   {
     search::RecordStore store(db);
     out.first = search::tune_task(small_gemm(), store, *rnd, nullptr, opt);
-    for (const search::Record& rec : store.all()) {
+    search::RecordStore copied(copy);
+    for (search::Record rec : store.all()) {
       EXPECT_EQ(rec.host, host_description());
       EXPECT_EQ(rec.codegen, codegen::codegen_version("llvm"));
-    }
-    for (search::Record rec : store.all()) {
       change(rec);
       rec.latencies_us = {0.001};
-      search::RecordStore(copy).add(rec);
+      copied.add(rec);
     }
   }
   out.logs.clear();
