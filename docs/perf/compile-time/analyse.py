@@ -1,5 +1,8 @@
+# B/A latency ratios of an ab.py run by workload and kind, and compile seconds:
+#   /usr/bin/python3 analyse.py schedulers-off.jsonl
 import json, math, collections
-rs=[json.loads(l) for l in open('run.log') if l.startswith('{')]
+import sys
+rs=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]
 by=collections.defaultdict(list); comp=collections.defaultdict(lambda:[0,0])
 allr=[]
 for r in rs:
