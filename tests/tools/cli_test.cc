@@ -190,7 +190,7 @@ TEST(Cli, ABadChunkCountIsRefused) {
 
 // BASIN_LLVM_ARGS passes options to LLVM after basin's own (codegen/llvm_jit.cc): one
 // LLVM does not take is refused with one line naming it, and one of basin's defaults
-// named again (LLVM's own value of the DAG builder's region limit) is taken.
+// named again (LLVM's own value of the DAG builder's region limit) is accepted.
 TEST(Cli, ABadLlvmArgumentIsRefused) {
   expect_setting_refused("BASIN_LLVM_ARGS", {"-bogus", "-dag-maps-huge-region=abc"}, "is refused by LLVM");
   Result ok = basin::testing::capture("BASIN_LLVM_ARGS='-dag-maps-huge-region=1000 -enable-misched=false' " +
