@@ -10,11 +10,13 @@
 // deterministic (docs/perf/compile-time/identical.sh).
 //
 //   build/bin/compile_replay --records RUN.db [--records RUN2.db ...] [--json]
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -30,35 +32,16 @@ using namespace basin;
 int main(int argc, char** argv) {
   std::vector<std::string> files;
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "compile_replay: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--records") files.push_back(next());
-    else if (a == "--json") json = true;
-    else {
-      std::cerr << "compile_replay: unknown argument " << a << "\n";
-      return 2;
-    }
-  }
-  if (files.empty()) {
-    std::cerr << "compile_replay: --records RUN.db (at least one) is required\n";
-    return 2;
-  }
-  for (const std::string& f : files)
-    if (!std::filesystem::is_regular_file(f)) {
-      std::cerr << "compile_replay: " << f << ": no such records file\n";
-      return 2;
-    }
+  CLI::App app{"bench/compile_replay: tuning runs' programs compiled again (docs/PERFORMANCE.md, \"Compile time\")"};
+  app.add_option("--records", files, "a records file (repeatable)")->required()->check(CLI::ExistingFile);
+  app.add_flag("--json", json, "print one JSON object");
+  CLI11_PARSE(app, argc, argv);
   const char* llvm_args = std::getenv("BASIN_LLVM_ARGS");
   nlohmann::json out = {{"machine", {{"cpu", bench::cpu_model()}, {"cores", bench::cores()}}},
                         {"llvm_args", llvm_args ? llvm_args : ""},
                         {"runs", nlohmann::json::array()}};
+  // Each task and its sketches, built once (a run's records are of one task).
+  std::map<std::string, std::pair<ops::OpGraph, std::vector<sched::Sketch>>> tasks;
   double all_total = 0, all_slow = 0;
   size_t all_programs = 0;
   for (const std::string& file : files) {
@@ -69,8 +52,13 @@ int main(int argc, char** argv) {
     for (const search::Record& r : store.all()) {
       if (r.target != "llvm" || !seen.insert(r.task_key + "\n" + r.sketch + "\n" + r.config).second) continue;
       try {
-        ops::OpGraph task = sched::task_from_key(r.task_key);
-        std::vector<sched::Sketch> sketches = sched::sketches_for(task, "llvm");
+        auto it = tasks.find(r.task_key);
+        if (it == tasks.end()) {
+          ops::OpGraph task = sched::task_from_key(r.task_key);
+          std::vector<sched::Sketch> sketches = sched::sketches_for(task, "llvm");
+          it = tasks.emplace(r.task_key, std::make_pair(std::move(task), std::move(sketches))).first;
+        }
+        const auto& [task, sketches] = it->second;
         const sched::Sketch* s = nullptr;
         sched::Config c = sched::config_from_json(r.config, sketches, file, &s);
         auto t0 = std::chrono::steady_clock::now();

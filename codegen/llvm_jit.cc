@@ -164,7 +164,8 @@ SharedJit& shared_jit() {
     // "-enable-misched=false"; an option named twice takes its last value).
     std::vector<std::string> words{"basin"};
     words.insert(words.end(), kLlvmDefaults.begin(), kLlvmDefaults.end());
-    std::string extra = std::getenv("BASIN_LLVM_ARGS") ? std::getenv("BASIN_LLVM_ARGS") : "";
+    const char* env = std::getenv("BASIN_LLVM_ARGS");
+    const std::string extra = env ? env : "";
     std::istringstream in(extra);
     for (std::string w; in >> w;) words.push_back(w);
     std::vector<const char*> argv;
