@@ -1,11 +1,12 @@
-// Compiles the emitted module for the host CPU: LLVM's O3 pipeline with the host's
-// target machine (so that vectorization sees AVX-512), then ORC LLJIT. Each kernel owns
-// its JIT, so kernels are independent and freed with their object.
+// Compiles the emitted module for the host CPU: basin's pipeline with the host's target
+// machine (so that vectorization sees AVX-512), machine code as an object file, linked
+// by ORC LLJIT. compile_llvm may run on several threads at once (the measurer compiles
+// a batch on every core): each thread has its own target machine, and only linking,
+// which touches the shared JIT, takes its lock.
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/Mangling.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
@@ -31,18 +32,23 @@ namespace basin::codegen {
 
 namespace {
 
-// One JIT and one target machine per process, made on first use: creating them costs
-// milliseconds, which every candidate would otherwise pay. Each kernel lives in its own
-// JITDylib (linked against the main one, which resolves libc, libm and the runtime)
-// and is removed with its kernel.
+// One JIT per process, made on first use: creating it costs milliseconds, which every
+// candidate would otherwise pay. Each kernel lives in its own JITDylib (linked against
+// the main one, which resolves libc, libm and the runtime) and is removed with its
+// kernel. `mu` guards the JIT: adding, linking and removing kernels.
 struct SharedJit {
   std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;  // the host's, for each thread's target machine
+  std::unique_ptr<llvm::TargetMachine> tm;  // the process's first (host description, data layout)
   int64_t next_id = 0;
 };
 
 SharedJit& shared_jit();
+// The calling thread's target machine: a target machine is not safe to share between
+// threads that compile at once (its subtargets are cached in it), and creating one
+// takes well under a millisecond.
+llvm::TargetMachine& thread_target_machine();
 
 }  // namespace
 
@@ -178,6 +184,7 @@ SharedJit& shared_jit() {
     llvm::orc::JITTargetMachineBuilder jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "host detection");
     jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
     j->tm = take(jtmb.createTargetMachine(), "target machine");
+    j->jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(jtmb);
     j->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
     llvm::orc::JITDylib& main = j->jit->getMainJITDylib();
     // libm and libc (expf, aligned_alloc, ...) come from the running process.
@@ -196,6 +203,24 @@ SharedJit& shared_jit() {
   return *s;
 }
 
+llvm::TargetMachine& thread_target_machine() {
+  thread_local std::unique_ptr<llvm::TargetMachine> tm;
+  if (!tm) tm = take(shared_jit().jtmb->createTargetMachine(), "target machine");
+  return *tm;
+}
+
+// `object` into a new JITDylib of the shared JIT, linked: impl's dylib and entry.
+void link_object(SharedJit& sj, LlvmKernel::Impl& impl, const std::string& what) {
+  std::lock_guard<std::mutex> l(sj.mu);
+  llvm::orc::ExecutionSession& es = sj.jit->getExecutionSession();
+  impl.dylib = &es.createBareJITDylib("kernel" + std::to_string(++sj.next_id));
+  impl.dylib->addToLinkOrder(sj.jit->getMainJITDylib());
+  if (llvm::Error e = sj.jit->addObjectFile(*impl.dylib, llvm::MemoryBuffer::getMemBufferCopy(impl.object, "kernel.o")))
+    fail(what, std::move(e));
+  llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl.dylib, "basin_kernel"), "looking up the kernel");
+  impl.entry = addr.toPtr<void (*)(void* const*)>();
+}
+
 }  // namespace
 
 std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& options) {
@@ -205,7 +230,7 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
   if (const char* lvl = std::getenv("BASIN_LLVM_OPT")) opt.opt_level = std::atoi(lvl);  // for experiments
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->params = f.params;
-  llvm::TargetMachine& tm = *sj.tm;
+  llvm::TargetMachine& tm = thread_target_machine();
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   const std::string entry = "basin_kernel";
@@ -230,32 +255,21 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
     os.flush();
   }
 
+  // Machine code as an object file (what the JIT's own compile layer would make, on
+  // this thread's target machine), then linked.
   {
-    std::lock_guard<std::mutex> l(sj.mu);
-    llvm::orc::ExecutionSession& es = sj.jit->getExecutionSession();
-    impl->dylib = &es.createBareJITDylib("kernel" + std::to_string(++sj.next_id));
-    impl->dylib->addToLinkOrder(sj.jit->getMainJITDylib());
-  }
-  if (opt.keep_object) {
-    // Machine code emitted here, kept, and linked as an object: the same code the
-    // JIT's compile layer would produce from the module.
     llvm::SmallVector<char, 0> buf;
-    {
-      llvm::raw_svector_ostream os(buf);
-      llvm::legacy::PassManager pm;
-      std::lock_guard<std::mutex> l(sj.mu);
-      if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
-        throw Error("LLVM: the target machine cannot emit object files");
-      pm.run(*mod);
-    }
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+      throw Error("LLVM: the target machine cannot emit object files");
+    pm.run(*mod);
     impl->object.assign(buf.data(), buf.size());
-    if (llvm::Error e = sj.jit->addObjectFile(*impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(impl->object, "kernel.o")))
-      fail("adding the object", std::move(e));
-  } else if (llvm::Error e = sj.jit->addIRModule(*impl->dylib, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
-    fail("adding the module", std::move(e));
   }
-  llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl->dylib, entry), "looking up the kernel");
-  impl->entry = addr.toPtr<void (*)(void* const*)>();
+  mod.reset();
+  ctx.reset();
+  link_object(sj, *impl, "adding the object");
+  if (!opt.keep_object) std::string().swap(impl->object);
   impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (std::getenv("BASIN_DEBUG_LLVM"))
     std::fprintf(stderr, "[llvm] emit %.1f ms, optimize %.1f ms, codegen %.1f ms\n",
@@ -270,16 +284,7 @@ std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object) {
   SharedJit& sj = shared_jit();
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->object = object;
-  {
-    std::lock_guard<std::mutex> l(sj.mu);
-    llvm::orc::ExecutionSession& es = sj.jit->getExecutionSession();
-    impl->dylib = &es.createBareJITDylib("kernel" + std::to_string(++sj.next_id));
-    impl->dylib->addToLinkOrder(sj.jit->getMainJITDylib());
-  }
-  if (llvm::Error e = sj.jit->addObjectFile(*impl->dylib, llvm::MemoryBuffer::getMemBufferCopy(impl->object, "kernel.o")))
-    fail("loading a kernel object", std::move(e));
-  llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl->dylib, "basin_kernel"), "looking up the kernel");
-  impl->entry = addr.toPtr<void (*)(void* const*)>();
+  link_object(sj, *impl, "loading a kernel object");
   impl->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return std::make_unique<LlvmKernel>(std::move(impl));
 }

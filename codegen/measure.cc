@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -148,6 +151,7 @@ void MeasurePool::spawn() {
 }
 
 int MeasurePool::stop_worker(bool kill) {
+  ahead_.clear();  // the programs compiled ahead were the worker's
   if (!worker_) return 0;
   ::close(worker_->to);  // a live worker exits on EOF
   if (kill) ::kill(worker_->pid, SIGKILL);
@@ -158,74 +162,224 @@ int MeasurePool::stop_worker(bool kill) {
   return status;
 }
 
+namespace {
+
+// A program lowered and compiled in the worker (CPU or GPU), with its times, or the
+// error that stopped it.
+struct Compiled {
+  LoweredFunc func;
+  std::unique_ptr<LlvmKernel> cpu;
+  CudaBinary gpu;
+  double lower_seconds = 0, compile_seconds = 0, compile_cpu_seconds = 0;
+  std::string error;  // lowering or compilation failed
+  bool poisoned = false;  // a CUDA error that leaves the context unusable
+};
+
+// The worker's request for candidate c (its text names the program).
+nlohmann::json request(const std::vector<sched::Sketch>& sketches, const Candidate& c) {
+  size_t index = static_cast<size_t>(c.sketch - sketches.data());
+  BASIN_CHECK(index < sketches.size()) << "the candidate's sketch is not one of the pool's";
+  return {{"sketch", index}, {"factors", c.config.factors}, {"unroll", c.config.unroll}};
+}
+
+}  // namespace
+
 void MeasurePool::worker_main(int in_fd, int out_fd) {
   signal(SIGPIPE, SIG_IGN);
-  std::string req;
-  while (recv_msg(in_fd, &req, std::chrono::steady_clock::time_point::max()) == 0) {
-    nlohmann::json res;
+  const bool cuda = opt_.target == "cuda";
+  std::mutex hook_mu, send_mu;  // the test hook need not be thread-safe; one message at a time
+  // Lowers and compiles the request's program (on any thread). The cubin is loaded,
+  // and the CPU kernel linked, outside the compile time.
+  auto compile = [&](const nlohmann::json& j) {
+    Compiled out;
     try {
-      nlohmann::json j = nlohmann::json::parse(req);
       const sched::Sketch& s = sketches_.at(j["sketch"].get<size_t>());
       sched::Config c;
       c.factors = j["factors"].get<std::vector<std::vector<int64_t>>>();
       c.unroll = j["unroll"].get<int64_t>();
       auto t0 = std::chrono::steady_clock::now();
       double cpu0 = thread_cpu_seconds();
-      LoweredFunc f = sched::lower_config(task_, s, c);
-      res["lower_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (opt_.program_hook) f = opt_.program_hook(f);
+      out.func = sched::lower_config(task_, s, c);
+      out.lower_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (opt_.program_hook) {
+        std::lock_guard<std::mutex> l(hook_mu);
+        out.func = opt_.program_hook(out.func);
+      }
+      if (cuda) out.gpu = compile_cuda(print_cuda(out.func), out.func.name, opt_.cuda_arch);
+      else out.cpu = compile_llvm(out.func);
+      out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      out.compile_cpu_seconds = thread_cpu_seconds() - cpu0;
+    } catch (const CudaError& e) {
+      out.error = e.what();
+      out.poisoned = e.poisoned();
+    } catch (const std::exception& e) {
+      out.error = e.what();
+    }
+    return out;
+  };
+  // Runs a compiled program once, checks its outputs and times it: the result message.
+  // Returns false when the GPU context is poisoned (the worker must go).
+  auto run = [&](Compiled& p, nlohmann::json& res) {
+    res["lower_seconds"] = p.lower_seconds;
+    if (!p.error.empty()) {
+      res["error"] = p.error;
+      if (p.poisoned) res["poisoned"] = true;
+      return !p.poisoned;
+    }
+    res["compile_seconds"] = p.compile_seconds;
+    res["compile_cpu_seconds"] = p.compile_cpu_seconds;
+    try {
       std::vector<NDArray> out = fresh_outputs(task_);
       std::vector<NDArray*> args = program_args(inputs_, out);
-      auto check_outputs = [&] {
-        double worst = 0;
-        for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
-        if (!(worst <= opt_.tolerance))
-          res["error"] = "wrong result: max relative error " + std::to_string(worst) + " against the reference";
-        return worst <= opt_.tolerance;
-      };
-      // Compiled (the cubin loaded after the compile time is taken), run once, checked,
-      // timed: on the GPU with events, on the CPU by the wall clock.
-      const bool cuda = opt_.target == "cuda";
-      CudaBinary bin;
-      std::unique_ptr<LlvmKernel> cpu;
-      if (cuda) bin = compile_cuda(print_cuda(f), f.name, opt_.cuda_arch);
-      else cpu = compile_llvm(f);
-      res["compile_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      res["compile_cpu_seconds"] = thread_cpu_seconds() - cpu0;
       std::unique_ptr<CudaKernel> gpu;
-      if (cuda) gpu = std::make_unique<CudaKernel>(bin, f);
-      if (cuda) gpu->run(args);
-      else cpu->run(args);
-      if (check_outputs()) {
-        std::vector<double> rounds;
-        std::vector<void*> raw;
-        for (NDArray* a : args) raw.push_back(a->data());
-        Timing t = cuda ? gpu->time(opt_.timing, opt_.flush_l2, &rounds)
-                        : time_function([&] { cpu->run_raw(raw.data()); }, opt_.timing, &rounds);
-        res["latencies_us"] = rounds;
-        res["median_us"] = t.median_us;
+      if (cuda) {
+        gpu = std::make_unique<CudaKernel>(p.gpu, p.func);
+        gpu->run(args);
+      } else {
+        p.cpu->run(args);
       }
+      double worst = 0;
+      for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
+      if (!(worst <= opt_.tolerance)) {
+        res["error"] = "wrong result: max relative error " + std::to_string(worst) + " against the reference";
+        return true;
+      }
+      std::vector<double> rounds;
+      std::vector<void*> raw;
+      for (NDArray* a : args) raw.push_back(a->data());
+      Timing t = cuda ? gpu->time(opt_.timing, opt_.flush_l2, &rounds)
+                      : time_function([&] { p.cpu->run_raw(raw.data()); }, opt_.timing, &rounds);
+      res["latencies_us"] = rounds;
+      res["median_us"] = t.median_us;
     } catch (const CudaError& e) {
       res["error"] = e.what();
       if (e.poisoned()) {
-        // The context is unusable: report, and let the pool start a fresh worker.
-        res["poisoned"] = true;
-        send_msg(out_fd, res.dump());
-        break;
+        res["poisoned"] = true;  // the context is unusable: the pool starts a fresh worker
+        return false;
       }
     } catch (const std::exception& e) {
       res["error"] = e.what();
     }
-    if (!send_msg(out_fd, res.dump())) break;
+    return true;
+  };
+  std::vector<Compiled> ahead;  // the prepared batch, by slot
+  std::string req;
+  while (recv_msg(in_fd, &req, std::chrono::steady_clock::time_point::max()) == 0) {
+    nlohmann::json j = nlohmann::json::parse(req, nullptr, false);
+    if (j.contains("prepare")) {
+      // Every program of the batch, on `threads` threads: "start" and "done" for each
+      // (the pool times each compilation), then "prepared".
+      const nlohmann::json& batch = j["prepare"];
+      ahead.clear();
+      ahead.resize(batch.size());
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t i; (i = next++) < batch.size();) {
+          {
+            std::lock_guard<std::mutex> l(send_mu);
+            send_msg(out_fd, nlohmann::json{{"start", i}}.dump());
+          }
+          ahead[i] = compile(batch[i]);
+          std::lock_guard<std::mutex> l(send_mu);
+          send_msg(out_fd, nlohmann::json{{"done", i}}.dump());
+        }
+      };
+      std::vector<std::thread> threads;
+      for (int t = 1; t < j["threads"].get<int>(); ++t) threads.emplace_back(work);
+      work();
+      for (std::thread& t : threads) t.join();
+      if (!send_msg(out_fd, nlohmann::json{{"prepared", batch.size()}}.dump())) break;
+      continue;
+    }
+    nlohmann::json res;
+    bool alive;
+    if (j.contains("slot")) {
+      Compiled& p = ahead.at(j["slot"].get<size_t>());
+      alive = run(p, res);
+      p = Compiled();  // measured once: its code is freed
+    } else {
+      Compiled p = compile(j);
+      alive = run(p, res);
+    }
+    if (!send_msg(out_fd, res.dump()) || !alive) break;
   }
   _exit(0);
 }
 
+int MeasurePool::compile_threads() const {
+  if (opt_.compile_threads > 0) return opt_.compile_threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void MeasurePool::prepare(const std::vector<Candidate>& batch) {
+  ahead_.clear();
+  ahead_failed_.clear();
+  const int threads = std::min<int>(compile_threads(), static_cast<int>(batch.size()));
+  if (opt_.target != "llvm" || threads < 2) return;
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<std::string> keys;
+  for (const Candidate& c : batch) {
+    list.push_back(request(sketches_, c));
+    keys.push_back(list.back().dump());
+  }
+  if (!worker_) spawn();
+  if (!send_msg(worker_->to, nlohmann::json{{"prepare", list}, {"threads", threads}}.dump())) {
+    stop_worker(false);
+    spawn();
+    return;
+  }
+  // Each program must finish compiling within the timeout of its start.
+  using Clock = std::chrono::steady_clock;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(opt_.timeout_seconds * 1000));
+  std::map<size_t, Clock::time_point> running;
+  std::vector<size_t> done;
+  Clock::time_point deadline;
+  for (;;) {
+    deadline = Clock::now() + timeout;
+    for (const auto& [i, start] : running) deadline = std::min(deadline, start + timeout);
+    std::string reply;
+    int rc = recv_msg(worker_->from, &reply, deadline);
+    if (rc == 0) {
+      nlohmann::json m = nlohmann::json::parse(reply);
+      if (m.contains("start")) {
+        running[m["start"].get<size_t>()] = Clock::now();
+      } else if (m.contains("done")) {
+        running.erase(m["done"].get<size_t>());
+        done.push_back(m["done"].get<size_t>());
+      } else {
+        break;  // "prepared"
+      }
+      continue;
+    }
+    // Hung or dead: the programs compiling past the timeout are its errors; the batch's
+    // other programs, compiled or not, go to the next worker one at a time.
+    if (rc == 1) {
+      for (const auto& [i, start] : running)
+        if (start + timeout <= deadline)
+          ahead_failed_[keys[i]] = "timeout: not compiled within " + std::to_string(opt_.timeout_seconds) +
+                                   " s (the worker was killed)";
+    }
+    stop_worker(rc == 1);
+    spawn();
+    return;
+  }
+  for (size_t i : done) ahead_.emplace(keys[i], static_cast<int>(i));
+}
+
 MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
   MeasureResult r;
-  size_t index = static_cast<size_t>(c.sketch - sketches_.data());
-  BASIN_CHECK(index < sketches_.size()) << "the candidate's sketch is not one of the pool's";
-  nlohmann::json req = {{"sketch", index}, {"factors", c.config.factors}, {"unroll", c.config.unroll}};
+  nlohmann::json req = request(sketches_, c);
+  const std::string key = req.dump();
+  if (auto f = ahead_failed_.find(key); f != ahead_failed_.end()) {
+    r.error = f->second;
+    ahead_failed_.erase(f);
+    return r;
+  }
+  if (auto a = ahead_.find(key); a != ahead_.end()) {
+    req = {{"slot", a->second}};
+    ahead_.erase(a);
+    ++measured_ahead_;
+  }
   if (!worker_) spawn();
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(opt_.timeout_seconds * 1000));
@@ -256,6 +410,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
 MeasureResult MeasurePool::measure_one(const Candidate& c) { return run_in_worker(c); }
 
 std::vector<MeasureResult> MeasurePool::measure(const std::vector<Candidate>& batch) {
+  prepare(batch);
   std::vector<MeasureResult> out;
   for (const Candidate& c : batch) out.push_back(run_in_worker(c));
   return out;

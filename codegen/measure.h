@@ -6,10 +6,19 @@
 // reference, and times it. A kernel that crashes or hangs (per-candidate timeout)
 // kills only its worker: the candidate becomes an error result, a new worker is
 // forked, and measuring goes on. A wrong result is an error result too.
+//
+// A batch (measure, or prepare before measure_one) is first lowered and compiled in
+// the worker on every core at once (MeasureOptions::compile_threads), and only then
+// run and timed one program at a time, with nothing else running: compiling is most
+// of a tuning run's measuring time, and one core would otherwise sit idle while the
+// other compiles. A worker that crashes or hangs while compiling ahead is replaced,
+// and the batch's programs not compiled yet are compiled one at a time as before, so
+// that the crash or the timeout falls on its own program.
 #pragma once
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +60,10 @@ struct MeasureOptions {
   std::string target = "llvm";
   std::string cuda_arch;
   bool flush_l2 = true;
+  // Threads that compile a batch ahead (prepare) in the worker: 0, every core of the
+  // machine; 1, none ahead (each program compiled just before it runs). The llvm
+  // target only (NVRTC's programs are compiled one at a time).
+  int compile_threads = 0;
   // Test hook, run in the worker on each lowered program before compilation (fault
   // injection: a store out of bounds, an endless loop, a wrong value).
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
@@ -66,11 +79,21 @@ class MeasurePool {
   MeasurePool& operator=(const MeasurePool&) = delete;
 
   const std::vector<sched::Sketch>& sketches() const { return sketches_; }
-  // Measures candidates one at a time (timing needs every core), in order.
+  // Measures candidates one at a time (timing needs every core), in order, after
+  // compiling them ahead (prepare).
   std::vector<MeasureResult> measure(const std::vector<Candidate>& batch);
+  // Lowers and compiles `batch` in the worker on compile_threads threads at once, and
+  // keeps the programs there until measure_one asks for them (or until the next
+  // prepare, which drops those not asked for). A program whose compilation runs past
+  // the timeout is an error result when it is asked for; a worker that dies while
+  // compiling leaves the batch to be compiled one program at a time.
+  void prepare(const std::vector<Candidate>& batch);
+  // Measures one candidate: the program prepare compiled, or lowered and compiled now.
   MeasureResult measure_one(const Candidate& c);
   // Workers started so far (1 plus one per crash or hang).
   int workers_started() const { return started_; }
+  // Programs measured from a prepared batch (compiled ahead) so far.
+  int measured_ahead() const { return measured_ahead_; }
 
  private:
   struct Worker;
@@ -78,6 +101,7 @@ class MeasurePool {
   int stop_worker(bool kill);  // returns the worker's wait status
   [[noreturn]] void worker_main(int in_fd, int out_fd);
   MeasureResult run_in_worker(const Candidate& c);
+  int compile_threads() const;
 
   ops::OpGraph task_;
   std::vector<sched::Sketch> sketches_;
@@ -85,6 +109,11 @@ class MeasurePool {
   std::vector<NDArray> inputs_, reference_;
   std::unique_ptr<Worker> worker_;
   int started_ = 0;
+  // The prepared batch: each program's slot in the worker, by its request's text; and
+  // the programs whose compilation ahead timed out, with their error.
+  std::map<std::string, int> ahead_;
+  std::map<std::string, std::string> ahead_failed_;
+  int measured_ahead_ = 0;
 };
 
 }  // namespace basin::codegen

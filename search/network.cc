@@ -41,6 +41,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.batch = opt.batch;
     to.seed = opt.seed + i;
     to.timeout_seconds = opt.timeout_seconds;
+    to.compile_threads = opt.compile_threads;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.log = opt.log;
     if (opt.task_options) opt.task_options(i, to);

@@ -31,6 +31,9 @@ struct TuneOptions {
   double stop_at_us = 0;        // also stop once a program runs this fast (0: never)
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate: compile, check and time
+  // Threads that compile each batch ahead of its measurement (codegen::MeasureOptions::
+  // compile_threads): 0, every core; 1, each program compiled just before it runs.
+  int compile_threads = 0;
   bool update_estimator = true;
   std::string label;            // names the task in log lines (default: its key)
   int min_train_samples = 8;    // an untrained estimator trains once this many programs ran
@@ -89,14 +92,19 @@ struct TuneResult {
   // Measurements again of the best, one per round, and of the fastest confirmed
   // programs at the end (settle).
   int best_remeasurements = 0;
+  // Programs measured from a batch compiled ahead on several threads (TuneOptions::
+  // compile_threads); the others, confirmations among them, compiled just before.
+  int measured_ahead = 0;
   bool settled = false;  // settle() measured the fastest programs again (a curve point)
   // The confirmed program that won the last contest (the fastest of all while none is
   // confirmed, which the curve does not show) and its latency (Record::latency_us).
   std::optional<Record> best;
   double best_latency_us = 0;
   // Wall time of the run, and its parts: compile and measure (the worker pool, IPC
-  // included), of which compilation; proposing; estimator updates; the rest (setup,
-  // records, bookkeeping) is wall - measure - propose - update.
+  // included); proposing; estimator updates; the rest (setup, records, bookkeeping) is
+  // wall - measure - propose - update. compile_seconds sums the programs' compile
+  // times, which overlap when a batch is compiled on several threads (so it can exceed
+  // the wall time the pool spent compiling).
   double seconds = 0, measure_seconds = 0, compile_seconds = 0, propose_seconds = 0, update_seconds = 0;
   double overhead_fraction = 0;  // 1 - measure_seconds / seconds
   double last_batch_accuracy = -1;  // pairwise, on the last batch's predictions (-1: none)

@@ -29,7 +29,7 @@ struct NetOptions {
   std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs;
   std::string output;
-  int trials = 0, batch = 16, repeat = 0;
+  int trials = 0, batch = 16, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
   double timeout = 10;
   bool json = false, quiet = false;
@@ -115,6 +115,7 @@ int run_tune(const NetOptions& o) {
   to.batch = o.batch;
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
+  to.compile_threads = o.compile_threads;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
@@ -296,6 +297,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--seed", o->seed, "seed of the search");
     cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate");
+    cmd->add_option("--compile-threads", o->compile_threads,
+                    "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
+        ->check(CLI::PositiveNumber);
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

@@ -65,7 +65,7 @@ namespace {
 struct TuneOpOptions {
   std::string name, workload, target = "llvm", strategy, records, estimator, budget;
   std::vector<std::string> params;
-  int trials = 0, batch = 32, confirm = 2;
+  int trials = 0, batch = 32, confirm = 2, compile_threads = 0;
   uint64_t seed = 1;
   double timeout = 10, stop_at = 0;
   bool compare = false, json = false, quiet = false;
@@ -123,6 +123,7 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
                       {"search_seconds", r.seconds},
                       {"measure_seconds", r.measure_seconds},
                       {"compile_seconds", r.compile_seconds},
+                      {"measured_ahead", r.measured_ahead},
                       {"propose_seconds", r.propose_seconds},
                       {"update_seconds", r.update_seconds}, {"updates", r.updates},
                       {"overhead_fraction", r.overhead_fraction},
@@ -235,6 +236,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.batch = o.batch;
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
+  to.compile_threads = o.compile_threads;
   to.stop_at_us = o.stop_at;
   to.confirm = o.confirm;
   to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
@@ -305,6 +307,9 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
+  cmd->add_option("--compile-threads", o->compile_threads,
+                  "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--confirm", o->confirm,
                   "measure a program that would become the best N more times, after others, and keep the median "
                   "(default 2; 0: the first measurement decides)");

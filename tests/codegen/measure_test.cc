@@ -1,12 +1,15 @@
 // The measurement pool: candidates are compiled, checked and timed in a worker
 // process; a kernel made to crash, one made to hang and one made to compute a wrong
-// result each end as an error result while the pool goes on measuring.
+// result each end as an error result while the pool goes on measuring. A batch is
+// compiled ahead on several threads; a compilation that crashes or hangs there ends
+// as its own program's error too.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "codegen/llvm_jit.h"
 #include "codegen/measure.h"
@@ -26,6 +29,19 @@ std::vector<codegen::Candidate> candidates(const codegen::MeasurePool& pool, std
   for (int64_t u : unrolls) {
     codegen::Candidate x{&pool.sketches()[0], sched::random_config(pool.sketches()[0], rng)};
     x.config.unroll = u;
+    c.push_back(x);
+  }
+  return c;
+}
+
+// n candidates of the first sketch, each configuration drawn at random, with the
+// unroll depths in turn (0, 16, 64).
+std::vector<codegen::Candidate> drawn(const codegen::MeasurePool& pool, int n) {
+  std::mt19937_64 rng(7);
+  std::vector<codegen::Candidate> c;
+  for (int i = 0; i < n; ++i) {
+    codegen::Candidate x{&pool.sketches()[0], sched::random_config(pool.sketches()[0], rng)};
+    x.config.unroll = std::vector<int64_t>{0, 16, 64}[static_cast<size_t>(i % 3)];
     c.push_back(x);
   }
   return c;
@@ -117,6 +133,83 @@ TEST_F(Measure, AWrongResultIsAnErrorAndTheWorkerSurvives) {
   EXPECT_NE(r[0].error.find("wrong result"), std::string::npos) << r[0].error;
   EXPECT_TRUE(r[1].ok()) << r[1].error;
   EXPECT_EQ(pool.workers_started(), 1);
+}
+
+// A batch compiled ahead on two threads gives the results one at a time would: every
+// program measured from what was compiled ahead, the test hook applied to each.
+TEST_F(Measure, ABatchIsCompiledAheadOnSeveralThreads) {
+  codegen::MeasureOptions opt;
+  opt.compile_threads = 2;
+  opt.program_hook = [](const LoweredFunc& f) {
+    if (unroll_of(f) != 16) return f;
+    LoweredFunc bad = f;
+    const Buffer& out = f.params[f.output_params[0]];
+    bad.body = make_seq({f.body, make_store(out, {Expr(int64_t{5})}, fconst(1234.0))});
+    return bad;
+  };
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
+  auto r = pool.measure(drawn(pool, 5));
+  ASSERT_EQ(r.size(), 5u);
+  for (size_t i : {0, 2, 3}) {
+    EXPECT_TRUE(r[i].ok()) << r[i].error;
+    EXPECT_EQ(r[i].latencies_us.size(), 3u);
+    EXPECT_GT(r[i].compile_seconds, 0);
+  }
+  for (size_t i : {1, 4}) EXPECT_NE(r[i].error.find("wrong result"), std::string::npos) << r[i].error;
+  EXPECT_EQ(pool.measured_ahead(), 5);
+  EXPECT_EQ(pool.workers_started(), 1);
+  // A program asked for again is compiled again (what was compiled ahead is measured once).
+  EXPECT_TRUE(pool.measure_one(candidates(pool, {0})[0]).ok());
+  EXPECT_EQ(pool.measured_ahead(), 5);
+}
+
+// With one compile thread nothing is compiled ahead.
+TEST_F(Measure, OneCompileThreadCompilesEachProgramJustBeforeItRuns) {
+  codegen::MeasureOptions opt;
+  opt.compile_threads = 1;
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
+  for (const codegen::MeasureResult& r : pool.measure(candidates(pool, {0, 16, 64}))) EXPECT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(pool.measured_ahead(), 0);
+}
+
+// A program whose lowering or compilation kills the worker while the batch is compiled
+// ahead: the batch goes to a new worker one program at a time, so the crash is that
+// program's error and the others are measured.
+TEST_F(Measure, ACrashWhileCompilingAheadIsItsProgramsError) {
+  codegen::MeasureOptions opt;
+  opt.compile_threads = 2;
+  opt.program_hook = [](const LoweredFunc& f) {
+    if (unroll_of(f) == 16) std::abort();
+    return f;
+  };
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
+  auto r = pool.measure(candidates(pool, {0, 16, 64}));
+  EXPECT_TRUE(r[0].ok()) << r[0].error;
+  EXPECT_NE(r[1].error.find("the worker died: signal"), std::string::npos) << r[1].error;
+  EXPECT_TRUE(r[2].ok()) << r[2].error;
+  EXPECT_EQ(pool.measured_ahead(), 0);
+  EXPECT_EQ(pool.workers_started(), 3);  // the first, after the batch's crash, after the program's
+}
+
+// A compilation that runs past the timeout while the batch is compiled ahead is its
+// program's timeout; the worker is replaced, and the others are measured.
+TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
+  codegen::MeasureOptions opt;
+  opt.compile_threads = 2;
+  opt.timeout_seconds = 2;
+  opt.program_hook = [](const LoweredFunc& f) {
+    if (unroll_of(f) == 16) std::this_thread::sleep_for(std::chrono::seconds(600));
+    return f;
+  };
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = pool.measure(drawn(pool, 4));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60);
+  EXPECT_TRUE(r[0].ok()) << r[0].error;
+  EXPECT_NE(r[1].error.find("timeout"), std::string::npos) << r[1].error;
+  EXPECT_TRUE(r[2].ok()) << r[2].error;
+  EXPECT_TRUE(r[3].ok()) << r[3].error;
+  EXPECT_EQ(pool.workers_started(), 2);
 }
 
 }  // namespace

@@ -1321,6 +1321,26 @@ TEST(Tuner, StopsOnItsTimeBudget) {
   std::remove(db.c_str());
 }
 
+// Each round's batch is compiled ahead on two threads and measured from there; one
+// compile thread compiles each program just before it runs. The records are alike.
+TEST(Tuner, CompilesEachBatchAheadOfItsMeasurement) {
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  for (int threads : {2, 1}) {
+    std::string db = temp_db(threads == 2 ? "ahead" : "not_ahead");
+    search::RecordStore store(db);
+    search::TuneOptions opt;
+    opt.trials = 10;
+    opt.batch = 5;
+    opt.compile_threads = threads;
+    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    EXPECT_EQ(r.measured, 10);
+    EXPECT_EQ(r.errors, 0);
+    EXPECT_EQ(r.measured_ahead, threads == 2 ? 10 : 0);
+    for (const search::Record& rec : store.all()) EXPECT_GT(rec.compile_seconds, 0);
+    std::remove(db.c_str());
+  }
+}
+
 // A tuner's clock runs only in its own work (constructor, rounds, settle): a network's
 // tasks and interleaved strategies take turns, and each counts its own time.
 TEST(Tuner, ATunersClockStopsBetweenItsRounds) {

@@ -105,13 +105,14 @@ TEST(TuneOp, ResumesAfterSigkillWithoutMeasuringTwice) {
 
 TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   const std::string db = temp_db("json");
-  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing --trials 12 --batch 6 --compare --json --records " + db);
+  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing --trials 12 --batch 6 --compile-threads 2 --compare --json --records " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   for (const char* key : {"best_latency_us", "trials", "search_seconds", "curve", "overhead_fraction", "torch_latency_us",
                           "final_latency_us", "speedup_vs_torch", "best_config", "estimator"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["trials"], 12);
+  EXPECT_EQ(j["measured_ahead"], 12);  // every round compiled ahead on two threads
   EXPECT_EQ(j["estimator"], "gbt");
   EXPECT_GT(j["best_latency_us"].get<double>(), 0);
   EXPECT_GT(j["torch_latency_us"].get<double>(), 0);
@@ -246,6 +247,7 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy random --budget -5s", "not a positive duration"},
       {"tune-op " + t + " --strategy random --trials 10 --batch 0", "--batch must be positive"},
       {"tune-op " + t + " --strategy random --trials 10 --confirm -1", "--confirm must be 0 or more"},
+      {"tune-op " + t + " --strategy random --trials 10 --compile-threads 0", "--compile-threads"},
       {"tune-op " + t + " --strategy gradient --trials 10 --estimator gbt", "needs a differentiable estimator"},
       {"tune-op " + t + " --strategy annealing --trials 10 --estimator /nonexistent/e.pt", "/nonexistent/e.pt"},
       {"tune-op " + t + " --strategy random --trials 10 --target opencl", "--target"},
