@@ -356,13 +356,14 @@ void MeasurePool::prepare(const std::vector<Candidate>& batch) {
     if (rc == 1) {
       for (const auto& [i, start] : running)
         if (start + timeout <= deadline)
-          ahead_failed_[keys[i]] = "timeout: not compiled within " + std::to_string(opt_.timeout_seconds) +
-                                   " s (the worker was killed)";
+          ahead_failed_.emplace(keys[i], "timeout: not compiled within " + std::to_string(opt_.timeout_seconds) +
+                                   " s (the worker was killed)");
     }
     stop_worker(rc == 1);
     spawn();
     return;
   }
+  std::sort(done.begin(), done.end());
   for (size_t i : done) ahead_.emplace(keys[i], static_cast<int>(i));
 }
 
@@ -370,12 +371,12 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
   MeasureResult r;
   nlohmann::json req = request(sketches_, c);
   const std::string key = req.dump();
-  if (auto f = ahead_failed_.find(key); f != ahead_failed_.end()) {
+  if (auto f = ahead_failed_.lower_bound(key); f != ahead_failed_.end() && f->first == key) {
     r.error = f->second;
     ahead_failed_.erase(f);
     return r;
   }
-  if (auto a = ahead_.find(key); a != ahead_.end()) {
+  if (auto a = ahead_.lower_bound(key); a != ahead_.end() && a->first == key) {
     req = {{"slot", a->second}};
     ahead_.erase(a);
     ++measured_ahead_;

@@ -84,7 +84,8 @@ class MeasurePool {
   std::vector<MeasureResult> measure(const std::vector<Candidate>& batch);
   // Lowers and compiles `batch` in the worker on compile_threads threads at once, and
   // keeps the programs there until measure_one asks for them (or until the next
-  // prepare, which drops those not asked for). A program whose compilation runs past
+  // prepare, which drops those not asked for). A candidate listed k times is compiled
+  // k times, for k measurements. A program whose compilation runs past
   // the timeout is an error result when it is asked for; a worker that dies while
   // compiling leaves the batch to be compiled one program at a time.
   void prepare(const std::vector<Candidate>& batch);
@@ -109,10 +110,11 @@ class MeasurePool {
   std::vector<NDArray> inputs_, reference_;
   std::unique_ptr<Worker> worker_;
   int started_ = 0;
-  // The prepared batch: each program's slot in the worker, by its request's text; and
+  // The prepared batch: each program's slots in the worker, by its request's text (a
+  // program measured several times in turn has a slot per measurement, in order); and
   // the programs whose compilation ahead timed out, with their error.
-  std::map<std::string, int> ahead_;
-  std::map<std::string, std::string> ahead_failed_;
+  std::multimap<std::string, int> ahead_;
+  std::multimap<std::string, std::string> ahead_failed_;
   int measured_ahead_ = 0;
 };
 

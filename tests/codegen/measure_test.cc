@@ -159,8 +159,15 @@ TEST_F(Measure, ABatchIsCompiledAheadOnSeveralThreads) {
   EXPECT_EQ(pool.measured_ahead(), 5);
   EXPECT_EQ(pool.workers_started(), 1);
   // A program asked for again is compiled again (what was compiled ahead is measured once).
-  EXPECT_TRUE(pool.measure_one(candidates(pool, {0})[0]).ok());
+  std::vector<codegen::Candidate> c = drawn(pool, 3);
+  EXPECT_TRUE(pool.measure_one(c[0]).ok());
   EXPECT_EQ(pool.measured_ahead(), 5);
+  // A program listed twice is compiled twice, for two measurements in turn.
+  pool.prepare({c[0], c[2], c[0]});
+  for (size_t i : {0, 2, 0}) EXPECT_TRUE(pool.measure_one(c[i]).ok());
+  EXPECT_EQ(pool.measured_ahead(), 8);
+  EXPECT_TRUE(pool.measure_one(c[0]).ok());
+  EXPECT_EQ(pool.measured_ahead(), 8);
 }
 
 // With one compile thread nothing is compiled ahead.
