@@ -46,8 +46,8 @@ struct SharedJit {
 
 SharedJit& shared_jit();
 // The calling thread's target machine: a target machine is not safe to share between
-// threads that compile at once (its subtargets are cached in it), and creating one
-// takes well under a millisecond.
+// threads that compile at once (its subtargets are cached in it); each thread makes
+// one on its first compilation.
 llvm::TargetMachine& thread_target_machine();
 
 }  // namespace

@@ -9,9 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <thread>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_printer.h"

@@ -3,6 +3,8 @@
 // division of negatives, lazy select, integer wrap, bools, allocations).
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
 #include "core/ir/interpreter.h"
@@ -262,6 +264,52 @@ TEST_F(LlvmSemantics, ManyKernelsShareOneJitAndAreFreedIndependently) {
     NDArray got(DType::f32(), {5, 7});
     k->run({&in[0], &in[1], &got});
     EXPECT_EQ(compare_arrays(got, want).max_abs, 0);
+  }
+}
+
+// The measurer compiles a batch on several threads at once (codegen/measure.h): each
+// thread compiles with its own target machine and links into the one JIT. Four threads
+// compile the library's cases at once, and every kernel computes what the interpreter
+// does, as the same case compiled alone does.
+TEST_F(LlvmSemantics, KernelsCompileOnSeveralThreadsAtOnce) {
+  std::vector<Case> cases = good_cases();
+  cases.resize(std::min<size_t>(cases.size(), 48));
+  std::vector<double> worst(cases.size(), -1);
+  std::vector<std::string> errors(cases.size());
+  auto work = [&](size_t first) {
+    for (size_t i = first; i < cases.size(); i += 4) {
+      try {
+        ops::OpGraph g = ops::build_op(cases[i].op, parse(cases[i].params));
+        LoweredFunc f = lower_default(cases[i].op, g.inputs, g.outputs);
+        std::vector<NDArray> in = codegen::random_inputs(g, 7);
+        std::vector<NDArray> want, got;
+        for (const te::Tensor& t : g.outputs) {
+          want.emplace_back(t.dtype(), t.shape());
+          got.emplace_back(t.dtype(), t.shape());
+        }
+        std::vector<NDArray*> a, b;
+        for (NDArray& x : in) {
+          a.push_back(&x);
+          b.push_back(&x);
+        }
+        for (NDArray& x : want) a.push_back(&x);
+        for (NDArray& x : got) b.push_back(&x);
+        interpret(f, a);
+        codegen::compile_llvm(f)->run(b);
+        worst[i] = 0;
+        for (size_t k = 0; k < want.size(); ++k) worst[i] = std::max(worst[i], compare_arrays(got[k], want[k]).max_rel);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t) threads.emplace_back(work, t);
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_TRUE(errors[i].empty()) << cases[i].op << " " << cases[i].params << ": " << errors[i];
+    EXPECT_GE(worst[i], 0) << cases[i].op << " " << cases[i].params;
+    EXPECT_LE(worst[i], 1e-5) << cases[i].op << " " << cases[i].params;
   }
 }
 
