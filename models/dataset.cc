@@ -284,24 +284,35 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
     mo.target = opt.target;
     codegen::MeasurePool pool(task, sketches, mo);
     std::mt19937_64 rng(opt.seed ^ std::hash<std::string>()(key));
+    // The task's new programs drawn first, then compiled ahead on every core and
+    // measured one at a time (codegen/measure.h), each stored as it is measured.
     int duplicates = 0;
-    while (have < opt.per_task && duplicates < 200) {
+    std::vector<codegen::Candidate> batch;
+    std::vector<std::string> jsons;
+    std::set<std::string> drawn;
+    while (have + static_cast<int>(batch.size()) < opt.per_task && duplicates < 200) {
       const sched::Sketch& s = pool.sketches()[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
       sched::Config c = sched::random_config(s, rng);
       std::string json = sched::config_to_json(s, c);
-      if (store.contains(key, opt.target, s.name, json, host_description(), codegen::codegen_version(opt.target))) {
+      if (store.contains(key, opt.target, s.name, json, host_description(), codegen::codegen_version(opt.target)) ||
+          !drawn.insert(s.name + "\n" + json).second) {
         ++duplicates;  // small spaces run out of new programs
         continue;
       }
       duplicates = 0;
+      batch.push_back({&s, std::move(c)});
+      jsons.push_back(std::move(json));
+    }
+    pool.prepare(batch);
+    for (size_t i = 0; i < batch.size(); ++i) {
       search::Record r;
       r.task_key = key;
       r.target = opt.target;
-      r.sketch = s.name;
-      r.config = json;
+      r.sketch = batch[i].sketch->name;
+      r.config = jsons[i];
       r.seed = opt.seed;
       r.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      codegen::MeasureResult m = pool.measure_one({&s, c});
+      codegen::MeasureResult m = pool.measure_one(batch[i]);
       r.finished_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       r.latencies_us = m.latencies_us;
       r.error = m.error;
@@ -332,15 +343,23 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
         }
         again.push_back({std::move(r), std::move(c)});
       }
-    for (int k = 1; k <= opt.repeat; ++k)
-      for (Program& p : again) {
-        search::Record& r = p.record;
-        if (static_cast<int>(r.confirm_us.size()) >= k) continue;
-        codegen::MeasureResult m = pool.measure_one(p.candidate);
+    for (int k = 1; k <= opt.repeat; ++k) {
+      std::vector<Program*> pass;
+      std::vector<codegen::Candidate> ahead;
+      for (Program& p : again)
+        if (static_cast<int>(p.record.confirm_us.size()) < k) {
+          pass.push_back(&p);
+          ahead.push_back(p.candidate);
+        }
+      pool.prepare(ahead);
+      for (Program* p : pass) {
+        search::Record& r = p->record;
+        codegen::MeasureResult m = pool.measure_one(p->candidate);
         // A program that fails now (a timeout on a loaded machine) counts at its minimum.
         r.confirm_us.push_back(m.ok() && !m.latencies_us.empty() ? m.min_us() : r.min_latency_us());
         store.confirm(r.id, r.confirm_us);
       }
+    }
   }
   return measured;
 }
