@@ -58,7 +58,7 @@ void RelaxedSketch::forward(const double* x, int batch, double* features, double
   int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
   batch_ = batch;
   ++generation_;
-  knobs_.assign(static_cast<size_t>(batch) * nk, 0.0);
+  if (knobs_.size() < static_cast<size_t>(batch) * nk) knobs_.resize(static_cast<size_t>(batch) * nk);  // all written below
   for (int b = 0; b < batch; ++b) {
     for (int k = 0; k < nk; ++k) {
       double log_value = 0;
@@ -71,7 +71,7 @@ void RelaxedSketch::forward(const double* x, int batch, double* features, double
     }
   }
   int nf = stores_ * num_features(), nc = num_constraints();
-  out_.resize(static_cast<size_t>(batch) * (nf + nc));
+  if (out_.size() < static_cast<size_t>(batch) * (nf + nc)) out_.resize(static_cast<size_t>(batch) * (nf + nc));  // all written by the tape
   tape_->forward(knobs_.data(), batch, out_.data());
   for (int b = 0; b < batch; ++b) {
     std::copy(&out_[b * (nf + nc)], &out_[b * (nf + nc) + nf], features + static_cast<size_t>(b) * nf);
