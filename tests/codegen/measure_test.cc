@@ -22,26 +22,14 @@ namespace {
 
 using testing::unroll_of;
 
-// Candidates of the first sketch with the given unroll depths.
+// Candidates of the first sketch, each configuration drawn at random, with the given
+// unroll depths.
 std::vector<codegen::Candidate> candidates(const codegen::MeasurePool& pool, std::vector<int64_t> unrolls) {
   std::mt19937_64 rng(3);
   std::vector<codegen::Candidate> c;
   for (int64_t u : unrolls) {
     codegen::Candidate x{&pool.sketches()[0], sched::random_config(pool.sketches()[0], rng)};
     x.config.unroll = u;
-    c.push_back(x);
-  }
-  return c;
-}
-
-// n candidates of the first sketch, each configuration drawn at random, with the
-// unroll depths in turn (0, 16, 64).
-std::vector<codegen::Candidate> drawn(const codegen::MeasurePool& pool, int n) {
-  std::mt19937_64 rng(7);
-  std::vector<codegen::Candidate> c;
-  for (int i = 0; i < n; ++i) {
-    codegen::Candidate x{&pool.sketches()[0], sched::random_config(pool.sketches()[0], rng)};
-    x.config.unroll = std::vector<int64_t>{0, 16, 64}[static_cast<size_t>(i % 3)];
     c.push_back(x);
   }
   return c;
@@ -148,7 +136,7 @@ TEST_F(Measure, ABatchIsCompiledAheadOnSeveralThreads) {
     return bad;
   };
   codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
-  auto r = pool.measure(drawn(pool, 5));
+  auto r = pool.measure(candidates(pool, {0, 16, 64, 0, 16}));
   ASSERT_EQ(r.size(), 5u);
   for (size_t i : {0, 2, 3}) {
     EXPECT_TRUE(r[i].ok()) << r[i].error;
@@ -159,7 +147,7 @@ TEST_F(Measure, ABatchIsCompiledAheadOnSeveralThreads) {
   EXPECT_EQ(pool.measured_ahead(), 5);
   EXPECT_EQ(pool.workers_started(), 1);
   // A program asked for again is compiled again (what was compiled ahead is measured once).
-  std::vector<codegen::Candidate> c = drawn(pool, 3);
+  std::vector<codegen::Candidate> c = candidates(pool, {0, 16, 64});
   EXPECT_TRUE(pool.measure_one(c[0]).ok());
   EXPECT_EQ(pool.measured_ahead(), 5);
   // A program listed twice is compiled twice, for two measurements in turn.
@@ -210,7 +198,7 @@ TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
   };
   codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
   auto t0 = std::chrono::steady_clock::now();
-  auto r = pool.measure(drawn(pool, 4));
+  auto r = pool.measure(candidates(pool, {0, 16, 64, 0}));
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60);
   EXPECT_TRUE(r[0].ok()) << r[0].error;
   EXPECT_NE(r[1].error.find("timeout"), std::string::npos) << r[1].error;
