@@ -35,6 +35,15 @@ std::vector<codegen::Candidate> candidates(const codegen::MeasurePool& pool, std
   return c;
 }
 
+// The program with unroll 16 writes a wrong value after its work (others unchanged).
+LoweredFunc wrong_at_unroll_16(const LoweredFunc& f) {
+  if (unroll_of(f) != 16) return f;
+  LoweredFunc bad = f;
+  const Buffer& out = f.params[f.output_params[0]];
+  bad.body = make_seq({f.body, make_store(out, {Expr(int64_t{5})}, fconst(1234.0))});
+  return bad;
+}
+
 class Measure : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -109,13 +118,7 @@ TEST_F(Measure, AHangingKernelTimesOutAndTheWorkerIsReplaced) {
 
 TEST_F(Measure, AWrongResultIsAnErrorAndTheWorkerSurvives) {
   codegen::MeasureOptions opt;
-  opt.program_hook = [](const LoweredFunc& f) {
-    if (unroll_of(f) != 16) return f;
-    LoweredFunc bad = f;
-    const Buffer& out = f.params[f.output_params[0]];
-    bad.body = make_seq({f.body, make_store(out, {Expr(int64_t{5})}, fconst(1234.0))});
-    return bad;
-  };
+  opt.program_hook = wrong_at_unroll_16;
   codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
   auto r = pool.measure(candidates(pool, {16, 64}));
   EXPECT_NE(r[0].error.find("wrong result"), std::string::npos) << r[0].error;
@@ -128,13 +131,7 @@ TEST_F(Measure, AWrongResultIsAnErrorAndTheWorkerSurvives) {
 TEST_F(Measure, ABatchIsCompiledAheadOnSeveralThreads) {
   codegen::MeasureOptions opt;
   opt.compile_threads = 2;
-  opt.program_hook = [](const LoweredFunc& f) {
-    if (unroll_of(f) != 16) return f;
-    LoweredFunc bad = f;
-    const Buffer& out = f.params[f.output_params[0]];
-    bad.body = make_seq({f.body, make_store(out, {Expr(int64_t{5})}, fconst(1234.0))});
-    return bad;
-  };
+  opt.program_hook = wrong_at_unroll_16;
   codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
   auto r = pool.measure(candidates(pool, {0, 16, 64, 0, 16}));
   ASSERT_EQ(r.size(), 5u);
