@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
@@ -314,32 +315,38 @@ int MeasurePool::compile_threads() const {
 void MeasurePool::prepare(const std::vector<Candidate>& batch) {
   ahead_.clear();
   ahead_failed_.clear();
-  const int threads = std::min<int>(compile_threads(), static_cast<int>(batch.size()));
-  if (opt_.target != "llvm" || threads < 2) return;
-  nlohmann::json list = nlohmann::json::array();
+  if (opt_.target != "llvm" || compile_threads() < 2) return;
   std::vector<std::string> keys;
-  for (const Candidate& c : batch) {
-    list.push_back(request(sketches_, c));
-    keys.push_back(list.back().dump());
-  }
-  if (!worker_) spawn();
-  if (!send_msg(worker_->to, nlohmann::json{{"prepare", list}, {"threads", threads}}.dump())) {
-    stop_worker(false);
-    spawn();
-    return;
-  }
-  // Each program must finish compiling within the timeout of its start.
+  for (const Candidate& c : batch) keys.push_back(request(sketches_, c).dump());
+  // The batch's programs to compile (indices into keys): all, and after a worker killed
+  // for a compilation past the timeout, all but the programs that ran past it.
+  std::vector<size_t> todo(batch.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
   using Clock = std::chrono::steady_clock;
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(opt_.timeout_seconds * 1000));
-  std::map<size_t, Clock::time_point> running;
-  std::vector<size_t> done;
-  Clock::time_point deadline;
-  for (;;) {
-    deadline = Clock::now() + timeout;
-    for (const auto& [i, start] : running) deadline = std::min(deadline, start + timeout);
-    std::string reply;
-    int rc = recv_msg(worker_->from, &reply, deadline);
-    if (rc == 0) {
+  while (!todo.empty()) {
+    const int threads = std::min<int>(compile_threads(), static_cast<int>(todo.size()));
+    if (threads < 2) return;
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t i : todo) list.push_back(request(sketches_, batch[i]));
+    if (!worker_) spawn();
+    if (!send_msg(worker_->to, nlohmann::json{{"prepare", list}, {"threads", threads}}.dump())) {
+      stop_worker(false);
+      spawn();
+      return;
+    }
+    // Each program must finish compiling within the timeout of its start. Slots are
+    // positions in `todo`.
+    std::map<size_t, Clock::time_point> running;
+    std::vector<size_t> done;
+    Clock::time_point deadline;
+    int rc = 0;
+    for (;;) {
+      deadline = Clock::now() + timeout;
+      for (const auto& [slot, start] : running) deadline = std::min(deadline, start + timeout);
+      std::string reply;
+      rc = recv_msg(worker_->from, &reply, deadline);
+      if (rc != 0) break;
       nlohmann::json m = nlohmann::json::parse(reply);
       if (m.contains("start")) {
         running[m["start"].get<size_t>()] = Clock::now();
@@ -349,22 +356,32 @@ void MeasurePool::prepare(const std::vector<Candidate>& batch) {
       } else {
         break;  // "prepared"
       }
-      continue;
     }
-    // Hung or dead: the programs compiling past the timeout are its errors; the batch's
-    // other programs, compiled or not, go to the next worker one at a time.
+    if (rc == 0) {
+      std::sort(done.begin(), done.end());
+      for (size_t slot : done) ahead_.emplace(keys[todo[slot]], static_cast<int>(slot));
+      return;
+    }
+    // Hung or dead: the worker is replaced. The programs compiling past the timeout are
+    // their own errors, and the others are compiled ahead again by the next worker. A
+    // worker that died (or hung without a program past the timeout) leaves the batch to
+    // be compiled one program at a time, so that the crash falls on its program.
+    std::vector<size_t> rest;
     if (rc == 1) {
-      for (const auto& [i, start] : running)
-        if (start + timeout <= deadline)
-          ahead_failed_.emplace(keys[i], "timeout: not compiled within " + std::to_string(opt_.timeout_seconds) +
-                                   " s (the worker was killed)");
+      std::set<size_t> late;
+      for (const auto& [slot, start] : running)
+        if (start + timeout <= deadline) late.insert(slot);
+      for (size_t slot : late)
+        ahead_failed_.emplace(keys[todo[slot]], "timeout: not compiled within " +
+                                                    std::to_string(opt_.timeout_seconds) + " s (the worker was killed)");
+      if (!late.empty())
+        for (size_t slot = 0; slot < todo.size(); ++slot)
+          if (!late.count(slot)) rest.push_back(todo[slot]);
     }
     stop_worker(rc == 1);
     spawn();
-    return;
+    todo = std::move(rest);
   }
-  std::sort(done.begin(), done.end());
-  for (size_t i : done) ahead_.emplace(keys[i], static_cast<int>(i));
 }
 
 MeasureResult MeasurePool::run_in_worker(const Candidate& c) {

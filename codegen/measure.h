@@ -11,9 +11,10 @@
 // the worker on every core at once (MeasureOptions::compile_threads), and only then
 // run and timed one program at a time, with nothing else running: compiling is most
 // of a tuning run's measuring time, and one core would otherwise sit idle while the
-// other compiles. A worker that crashes or hangs while compiling ahead is replaced,
-// and the batch's programs not compiled yet are compiled one at a time as before, so
-// that the crash or the timeout falls on its own program.
+// other compiles. A compilation past the timeout is its program's timeout error, and
+// a new worker compiles the batch's other programs ahead again; a worker that crashes
+// while compiling ahead leaves the batch to be compiled one program at a time, so that
+// the crash falls on its own program.
 #pragma once
 
 #include <algorithm>
@@ -85,9 +86,10 @@ class MeasurePool {
   // Lowers and compiles `batch` in the worker on compile_threads threads at once, and
   // keeps the programs there until measure_one asks for them (or until the next
   // prepare, which drops those not asked for). A candidate listed k times is compiled
-  // k times, for k measurements. A program whose compilation runs past
-  // the timeout is an error result when it is asked for; a worker that dies while
-  // compiling leaves the batch to be compiled one program at a time.
+  // k times, for k measurements. A program whose compilation runs past the timeout is
+  // an error result when it is asked for (the others are compiled ahead again by a new
+  // worker); a worker that dies while compiling leaves the batch to be compiled one
+  // program at a time.
   void prepare(const std::vector<Candidate>& batch);
   // Measures one candidate: the program prepare compiled, or lowered and compiled now.
   MeasureResult measure_one(const Candidate& c);

@@ -184,7 +184,8 @@ TEST_F(Measure, ACrashWhileCompilingAheadIsItsProgramsError) {
 }
 
 // A compilation that runs past the timeout while the batch is compiled ahead is its
-// program's timeout; the worker is replaced, and the others are measured.
+// program's timeout; the worker is replaced, and the others are compiled ahead again
+// and measured.
 TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
   codegen::MeasureOptions opt;
   opt.compile_threads = 2;
@@ -202,6 +203,7 @@ TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
   EXPECT_TRUE(r[2].ok()) << r[2].error;
   EXPECT_TRUE(r[3].ok()) << r[3].error;
   EXPECT_EQ(pool.workers_started(), 2);
+  EXPECT_EQ(pool.measured_ahead(), 3);
 }
 
 }  // namespace
