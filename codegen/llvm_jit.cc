@@ -40,7 +40,6 @@ struct SharedJit {
   std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> jtmb;  // the host's, for each thread's target machine
-  std::unique_ptr<llvm::TargetMachine> tm;  // the process's first (host description, data layout)
   int64_t next_id = 0;
 };
 
@@ -183,7 +182,6 @@ SharedJit& shared_jit() {
     auto* j = new SharedJit;  // lives for the process (kernels may outlive statics)
     llvm::orc::JITTargetMachineBuilder jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "host detection");
     jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
-    j->tm = take(jtmb.createTargetMachine(), "target machine");
     j->jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(jtmb);
     j->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
     llvm::orc::JITDylib& main = j->jit->getMainJITDylib();
@@ -290,8 +288,8 @@ std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object) {
 }
 
 std::string llvm_host_cpu() {
-  SharedJit& sj = shared_jit();
-  return sj.tm->getTargetCPU().str() + " " + sj.tm->getTargetFeatureString().str();
+  llvm::TargetMachine& tm = thread_target_machine();
+  return tm.getTargetCPU().str() + " " + tm.getTargetFeatureString().str();
 }
 
 }  // namespace basin::codegen

@@ -307,6 +307,10 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
   _exit(0);
 }
 
+std::chrono::milliseconds MeasurePool::timeout_duration() const {
+  return std::chrono::milliseconds(static_cast<int64_t>(opt_.timeout_seconds * 1000));
+}
+
 int MeasurePool::compile_threads() const {
   if (opt_.compile_threads > 0) return opt_.compile_threads;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -316,19 +320,23 @@ void MeasurePool::prepare(const std::vector<Candidate>& batch) {
   ahead_.clear();
   ahead_failed_.clear();
   if (opt_.target != "llvm" || compile_threads() < 2) return;
+  std::vector<nlohmann::json> requests;
   std::vector<std::string> keys;
-  for (const Candidate& c : batch) keys.push_back(request(sketches_, c).dump());
+  for (const Candidate& c : batch) {
+    requests.push_back(request(sketches_, c));
+    keys.push_back(requests.back().dump());
+  }
   // The batch's programs to compile (indices into keys): all, and after a worker killed
   // for a compilation past the timeout, all but the programs that ran past it.
   std::vector<size_t> todo(batch.size());
   for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
   using Clock = std::chrono::steady_clock;
-  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(opt_.timeout_seconds * 1000));
+  const auto timeout = timeout_duration();
   while (!todo.empty()) {
     const int threads = std::min<int>(compile_threads(), static_cast<int>(todo.size()));
     if (threads < 2) return;
     nlohmann::json list = nlohmann::json::array();
-    for (size_t i : todo) list.push_back(request(sketches_, batch[i]));
+    for (size_t i : todo) list.push_back(requests[i]);
     if (!worker_) spawn();
     if (!send_msg(worker_->to, nlohmann::json{{"prepare", list}, {"threads", threads}}.dump())) {
       stop_worker(false);
@@ -399,8 +407,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
     ++measured_ahead_;
   }
   if (!worker_) spawn();
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(opt_.timeout_seconds * 1000));
+  auto deadline = std::chrono::steady_clock::now() + timeout_duration();
   std::string reply;
   int rc = send_msg(worker_->to, req.dump()) ? recv_msg(worker_->from, &reply, deadline) : 2;
   if (rc == 1) {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -105,6 +106,7 @@ class MeasurePool {
   [[noreturn]] void worker_main(int in_fd, int out_fd);
   MeasureResult run_in_worker(const Candidate& c);
   int compile_threads() const;
+  std::chrono::milliseconds timeout_duration() const;  // opt_.timeout_seconds
 
   ops::OpGraph task_;
   std::vector<sched::Sketch> sketches_;

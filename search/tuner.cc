@@ -155,6 +155,15 @@ struct TaskTuner::Impl {
     return std::nullopt;
   }
   codegen::Candidate to_pool(const Candidate& c) const { return {&pool->sketches()[c.sketch], c.config}; }
+  // `cs` compiled ahead in the worker (codegen::MeasurePool::prepare), in the order they
+  // will be measured; its time counted as measurement.
+  void prepare(const std::vector<Candidate>& cs) {
+    auto tm = Clock::now();
+    std::vector<codegen::Candidate> ahead;
+    for (const Candidate& c : cs) ahead.push_back(to_pool(c));
+    pool->prepare(ahead);
+    res.measure_seconds += since(tm);
+  }
   // One measurement by the worker pool, its time counted as measurement.
   codegen::MeasureResult measure(const Candidate& c) {
     auto tm = Clock::now();
@@ -192,15 +201,10 @@ struct TaskTuner::Impl {
   // failed).
   std::vector<std::vector<double>> measure_in_turn(const std::vector<size_t>& which, int times) {
     std::vector<std::vector<double>> window(which.size());
-    {
-      // Every measurement's program compiled ahead, in the order they run.
-      auto tm = Clock::now();
-      std::vector<codegen::Candidate> ahead;
-      for (int k = 0; k < times; ++k)
-        for (size_t i : which) ahead.push_back(to_pool(history[i].candidate));
-      pool->prepare(ahead);
-      res.measure_seconds += since(tm);
-    }
+    std::vector<Candidate> ahead;  // every measurement's program, in the order they run
+    for (int k = 0; k < times; ++k)
+      for (size_t i : which) ahead.push_back(history[i].candidate);
+    prepare(ahead);
     for (int k = 0; k < times; ++k)
       for (size_t j = 0; j < which.size(); ++j)
         if (std::optional<double> t = measure_again(which[j])) window[j].push_back(*t);
@@ -433,14 +437,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   }
   std::vector<double> predicted, latency;
   int measured_now = 0;
-  {
-    // The batch compiled ahead on every core; its programs then run one at a time.
-    auto tm = Clock::now();
-    std::vector<codegen::Candidate> ahead;
-    for (const Candidate& c : batch) ahead.push_back(m.to_pool(c));
-    m.pool->prepare(ahead);
-    res.measure_seconds += since(tm);
-  }
+  m.prepare(batch);  // compiled ahead on every core; its programs then run one at a time
   for (const Candidate& c : batch) {
     if (measured_now > 0 && halt()) break;
     if (!m.measured.insert(c.json).second) throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
