@@ -51,7 +51,7 @@ Sample FeatureExtractor::features(const std::string& task_key, const std::string
   if (!rs) rs = std::make_unique<relax::RelaxedSketch>(e.task, *s, relax::TapeMode::Exact);
   Eigen::VectorXd x = rs->space().point_of(c);
   std::vector<double> f(static_cast<size_t>(rs->num_stores()) * rs->num_features());
-  rs->forward(x.data(), 1, f.data());
+  rs->evaluate(x.data(), 1, f.data());
   Sample out;
   out.task = task_key;
   out.sketch = sketch;

@@ -54,11 +54,8 @@ FeatureSet feature_set_of(const sched::Sketch& s) {
   return sched::is_gpu_rule(s.rule) ? FeatureSet::Gpu : FeatureSet::Cpu;
 }
 
-void RelaxedSketch::forward(const double* x, int batch, double* features, double* constraints) {
-  int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
-  batch_ = batch;
-  ++generation_;
-  if (knobs_.size() < static_cast<size_t>(batch) * nk) knobs_.resize(static_cast<size_t>(batch) * nk);  // all written below
+void RelaxedSketch::knobs_of(const double* x, int batch, double* knobs) const {
+  const int nk = static_cast<int>(knob_of_.size()), nv = num_vars();
   for (int b = 0; b < batch; ++b) {
     for (int k = 0; k < nk; ++k) {
       double log_value = 0;
@@ -67,15 +64,42 @@ void RelaxedSketch::forward(const double* x, int batch, double* features, double
       value = knob_of_[k].first < 0 ? value - 1.0 : value;  // unroll: 2^z - 1
       // Exact mode evaluates integer points: exp(x ln p) is off by an ulp, and floor
       // division must not see 15.999999.
-      knobs_[b * nk + k] = mode_ == TapeMode::Exact ? std::round(value) : value;
+      knobs[b * nk + k] = mode_ == TapeMode::Exact ? std::round(value) : value;
     }
   }
-  int nf = stores_ * num_features(), nc = num_constraints();
-  if (out_.size() < static_cast<size_t>(batch) * (nf + nc)) out_.resize(static_cast<size_t>(batch) * (nf + nc));  // all written by the tape
-  tape_->forward(knobs_.data(), batch, out_.data());
+}
+
+void RelaxedSketch::split_outputs(const double* out, int batch, double* features, double* constraints) const {
+  const int nf = stores_ * num_features(), nc = num_constraints();
   for (int b = 0; b < batch; ++b) {
-    std::copy(&out_[b * (nf + nc)], &out_[b * (nf + nc) + nf], features + static_cast<size_t>(b) * nf);
-    if (constraints) std::copy(&out_[b * (nf + nc) + nf], &out_[(b + 1) * (nf + nc)], constraints + static_cast<size_t>(b) * nc);
+    std::copy(&out[b * (nf + nc)], &out[b * (nf + nc) + nf], features + static_cast<size_t>(b) * nf);
+    if (constraints) std::copy(&out[b * (nf + nc) + nf], &out[(b + 1) * (nf + nc)], constraints + static_cast<size_t>(b) * nc);
+  }
+}
+
+void RelaxedSketch::forward(const double* x, int batch, double* features, double* constraints) {
+  const size_t nk = knob_of_.size(), no = static_cast<size_t>(stores_ * num_features() + num_constraints());
+  batch_ = batch;
+  ++generation_;
+  if (knobs_.size() < batch * nk) knobs_.resize(batch * nk);  // all written below
+  knobs_of(x, batch, knobs_.data());
+  if (out_.size() < batch * no) out_.resize(batch * no);  // all written by the tape
+  tape_->forward(knobs_.data(), batch, out_.data());
+  split_outputs(out_.data(), batch, features, constraints);
+}
+
+void RelaxedSketch::evaluate(const double* x, int batch, double* features, double* constraints) const {
+  thread_local std::vector<double> knobs, out;
+  const size_t nk = knob_of_.size(), nv = static_cast<size_t>(num_vars());
+  const size_t nf = static_cast<size_t>(stores_ * num_features()), nc = static_cast<size_t>(num_constraints());
+  const size_t rows = static_cast<size_t>(std::min(batch, Tape::kChunk));
+  if (knobs.size() < rows * nk) knobs.resize(rows * nk);
+  if (out.size() < rows * (nf + nc)) out.resize(rows * (nf + nc));
+  for (int start = 0; start < batch; start += Tape::kChunk) {
+    const int n = std::min(Tape::kChunk, batch - start);
+    knobs_of(x + start * nv, n, knobs.data());
+    tape_->evaluate(knobs.data(), n, out.data());
+    split_outputs(out.data(), n, features + start * nf, constraints ? constraints + start * nc : nullptr);
   }
 }
 

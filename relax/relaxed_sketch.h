@@ -41,6 +41,10 @@ class RelaxedSketch {
   void backward(const double* grad_features, double* grad_x, const double* grad_constraints = nullptr);
   // Counts forward() calls: backward() needs the state of the forward it follows.
   uint64_t generation() const { return generation_; }
+  // forward() without the state backward() needs, in chunks through buffers the
+  // calling thread shares with every sketch (Tape::evaluate): for ranking many
+  // programs. Safe on several threads at once.
+  void evaluate(const double* x, int batch, double* features, double* constraints = nullptr) const;
 
  private:
   KnobSpace space_;
@@ -52,6 +56,11 @@ class RelaxedSketch {
   int stores_ = 0;
   std::vector<std::string> buffers_;
   std::vector<std::string> constraint_names_;
+  // x [batch][num_vars] -> the tape's inputs [batch][tape inputs].
+  void knobs_of(const double* x, int batch, double* knobs) const;
+  // out [batch][features then constraints] -> features and constraints (optional).
+  void split_outputs(const double* out, int batch, double* features, double* constraints) const;
+
   std::vector<double> out_;  // [batch][features then constraints]
   int batch_ = 0;
   uint64_t generation_ = 0;

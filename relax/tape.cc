@@ -1,5 +1,6 @@
 #include "relax/tape.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -88,19 +89,33 @@ double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 void Tape::forward(const double* x, int batch, double* y) {
   batch_ = batch;
-  // Every entry of the batch's range is written below, so the buffer only grows: a
+  // Every entry of the batch's range is written by run(), so the buffer only grows: a
   // resize to a larger batch would zero-fill it first, and the gradient search
   // alternates batches of its seeds with batches of thousands of candidates (session
   // 46: that zero-filling was a tenth of the proposal's time).
   if (val_.size() < ops_.size() * batch) val_.resize(ops_.size() * batch);
+  run(x, batch, val_.data(), y);
+}
+
+void Tape::evaluate(const double* x, int batch, double* y) const {
+  thread_local std::vector<double> scratch;
+  const int rows = std::min(batch, kChunk);
+  if (scratch.size() < ops_.size() * rows) scratch.resize(ops_.size() * rows);
+  for (int start = 0; start < batch; start += kChunk) {
+    const int n = std::min(kChunk, batch - start);
+    run(x + static_cast<size_t>(start) * n_inputs_, n, scratch.data(), y + static_cast<size_t>(start) * outputs_.size());
+  }
+}
+
+void Tape::run(const double* x, int batch, double* val, double* y) const {
   const bool relaxed = mode_ == TapeMode::Relaxed;
   const double tau = tau_;
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Node& n = ops_[i];
-    double* out = &val_[i * batch];
-    const double* a = n.a >= 0 ? &val_[n.a * batch] : nullptr;
-    const double* b = n.b >= 0 ? &val_[n.b * batch] : nullptr;
-    const double* c = n.c >= 0 ? &val_[n.c * batch] : nullptr;
+    double* out = &val[i * batch];
+    const double* a = n.a >= 0 ? &val[n.a * batch] : nullptr;
+    const double* b = n.b >= 0 ? &val[n.b * batch] : nullptr;
+    const double* c = n.c >= 0 ? &val[n.c * batch] : nullptr;
     // One switch per operation, then a plain loop over the batch (the compiler
     // vectorizes most of them); the per-element switch cost more than the arithmetic.
     auto each = [&](auto f) {
@@ -175,7 +190,7 @@ void Tape::forward(const double* x, int batch, double* y) {
   }
   const size_t no = outputs_.size();
   for (size_t o = 0; o < no; ++o) {
-    const double* v = &val_[outputs_[o] * batch];
+    const double* v = &val[outputs_[o] * batch];
     for (int k = 0; k < batch; ++k) y[k * no + o] = v[k];
   }
 }

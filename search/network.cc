@@ -47,6 +47,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
   }
+  const double setup_seconds = since(t0);
   auto total_trials = [&] {
     int n = 0;
     for (TaskState& t : tasks) n += t.tuner->result().trials;
@@ -131,10 +132,13 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     tr.retired = tasks[i].retired;
     res.measured += r.measured;
     res.measure_seconds += r.measure_seconds;
+    res.propose_seconds += r.propose_seconds;
+    res.update_seconds += r.update_seconds;
     res.tasks.push_back(tr);
   }
   res.trials = total_trials();
   res.seconds = since(t0);
+  res.setup_seconds = setup_seconds;
   res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
   res.estimated_latency_us = estimate();
   return res;

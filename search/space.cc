@@ -7,6 +7,7 @@
 #include "core/util/error.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
+#include "relax/tape.h"
 
 namespace basin::search {
 
@@ -244,19 +245,23 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
     const std::vector<int>& idx = by_sketch[s];
     if (idx.empty()) continue;
     relax::RelaxedSketch& rs = exact(static_cast<int>(s));
-    const int nv = rs.num_vars(), stores = rs.num_stores(), n = static_cast<int>(idx.size());
-    x.resize(static_cast<size_t>(n) * nv);
-    for (int i = 0; i < n; ++i) {
-      Eigen::VectorXd p = rs.space().point_of(cs[idx[i]].config);
-      std::copy(p.data(), p.data() + nv, x.begin() + static_cast<size_t>(i) * nv);
-    }
-    f.resize(static_cast<size_t>(n) * stores * b.features);
-    rs.forward(x.data(), n, f.data());
-    for (int i = 0; i < n; ++i) {
-      const size_t at = static_cast<size_t>(idx[i]);
-      std::copy(f.begin() + static_cast<size_t>(i) * stores * b.features,
-                f.begin() + static_cast<size_t>(i + 1) * stores * b.features, b.values.begin() + at * row);
-      std::fill(b.mask.begin() + at * b.stores, b.mask.begin() + at * b.stores + stores, 1.0f);
+    const int nv = rs.num_vars(), stores = rs.num_stores();
+    // In chunks, so that x and f stay small and warm however many programs are ranked.
+    for (size_t start = 0; start < idx.size(); start += relax::Tape::kChunk) {
+      const int n = static_cast<int>(std::min<size_t>(relax::Tape::kChunk, idx.size() - start));
+      x.resize(static_cast<size_t>(n) * nv);
+      for (int i = 0; i < n; ++i) {
+        Eigen::VectorXd p = rs.space().point_of(cs[idx[start + i]].config);
+        std::copy(p.data(), p.data() + nv, x.begin() + static_cast<size_t>(i) * nv);
+      }
+      f.resize(static_cast<size_t>(n) * stores * b.features);
+      rs.evaluate(x.data(), n, f.data());
+      for (int i = 0; i < n; ++i) {
+        const size_t at = static_cast<size_t>(idx[start + i]);
+        std::copy(f.begin() + static_cast<size_t>(i) * stores * b.features,
+                  f.begin() + static_cast<size_t>(i + 1) * stores * b.features, b.values.begin() + at * row);
+        std::fill(b.mask.begin() + at * b.stores, b.mask.begin() + at * b.stores + stores, 1.0f);
+      }
     }
   }
   return b;

@@ -140,6 +140,10 @@ int run_tune(const NetOptions& o) {
                       {"measured", r.measured},
                       {"search_seconds", r.seconds},
                       {"overhead_fraction", r.overhead_fraction},
+                      {"measure_seconds", r.measure_seconds},
+                      {"propose_seconds", r.propose_seconds},
+                      {"update_seconds", r.update_seconds},
+                      {"setup_seconds", r.setup_seconds},
                       {"estimated_latency_us", r.estimated_latency_us > 0 ? nlohmann::json(r.estimated_latency_us) : nlohmann::json()},
                       {"tasks", tasks},
                       {"tasks_without_program", without},
@@ -153,8 +157,10 @@ int run_tune(const NetOptions& o) {
       std::printf("%-4zu %-48s %6d %7d %12s\n", i, t.label.substr(0, 48).c_str(), t.weight, t.trials,
                   t.best_us > 0 ? std::to_string(t.best_us).c_str() : "none");
     }
-    std::printf("trials %d (%d resumed), %.1f s, overhead %.1f%%, estimated network latency %s\n", r.trials, r.resumed,
-                r.seconds, 100 * r.overhead_fraction,
+    std::printf("trials %d (%d resumed), %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s, setup %.1f s; "
+                "overhead %.1f%%), estimated network latency %s\n",
+                r.trials, r.resumed, r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, r.setup_seconds,
+                100 * r.overhead_fraction,
                 r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str() : "n/a (a task has no program)");
   }
   return without == 0 ? 0 : 4;

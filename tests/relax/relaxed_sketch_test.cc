@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
@@ -133,6 +134,58 @@ TEST(RelaxedSketch, FiniteEverywhereInThePolytopeIncludingCorners) {
       for (double v : gx) ASSERT_TRUE(std::isfinite(v)) << t.op << " " << s.name;
     }
   }
+}
+
+// evaluate() is forward() in chunks through buffers each thread shares with every
+// sketch: the same features and constraints to the bit over a batch of several
+// chunks, on two threads at once, in both modes, and it leaves the state of the last
+// forward() (which backward() reads) alone.
+TEST(RelaxedSketch, EvaluateInChunksEqualsForwardOnSeveralThreads) {
+  std::mt19937_64 rng(14);
+  int checked = 0;
+  for (const Task& t : suite()) {
+    ops::OpGraph g = ops::build_op(t.op, parse(t.params));
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      for (relax::TapeMode mode : {relax::TapeMode::Exact, relax::TapeMode::Relaxed}) {
+        relax::RelaxedSketch rs(g, s, mode);
+        const int batch = 2 * relax::Tape::kChunk + 37;
+        const size_t nf = static_cast<size_t>(rs.num_stores()) * rs.num_features(), nc = rs.num_constraints();
+        std::vector<double> x;
+        for (const Eigen::VectorXd& p : rs.space().sample(batch, rng)) x.insert(x.end(), p.data(), p.data() + p.size());
+        std::vector<double> f(nf * batch), c(nc * batch);
+        rs.forward(x.data(), batch, f.data(), c.data());
+        // A backward() after evaluate() is the one after forward(): same gradient.
+        std::vector<double> ones(nf * batch, 1.0), g_before(x.size()), g_after(x.size());
+        rs.backward(ones.data(), g_before.data());
+        std::vector<std::vector<double>> ef(2, std::vector<double>(nf * batch)), ec(2, std::vector<double>(nc * batch));
+        std::vector<std::thread> threads;
+        for (int k = 0; k < 2; ++k)
+          threads.emplace_back([&, k] { rs.evaluate(x.data(), batch, ef[k].data(), ec[k].data()); });
+        for (std::thread& th : threads) th.join();
+        rs.backward(ones.data(), g_after.data());
+        // Within rounding: a row's position in a vectorized loop decides whether a
+        // vector or a scalar exp() computes it, and chunks move the rows. (The exact
+        // mode at these real points, off the configurations, can give NaN: so must
+        // evaluate().)
+        auto near = [&](const std::vector<double>& got, const std::vector<double>& want) {
+          for (size_t i = 0; i < want.size(); ++i) {
+            if (std::isnan(want[i])) {
+              ASSERT_TRUE(std::isnan(got[i])) << t.op << " " << s.name << " at " << i;
+              continue;
+            }
+            ASSERT_NEAR(got[i], want[i], 1e-12 * std::max(1.0, std::abs(want[i]))) << t.op << " " << s.name << " at " << i;
+          }
+        };
+        for (int k = 0; k < 2; ++k) {
+          near(ef[k], f);
+          near(ec[k], c);
+        }
+        ASSERT_EQ(g_after, g_before) << t.op << " " << s.name;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 }  // namespace
