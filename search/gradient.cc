@@ -50,9 +50,12 @@ struct GradientOptions {
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
-  // Per batch, another sketch's fastest program with another register tile (like the
-  // follow-up, none when tile_slots is 0: that turns every register-tile place off).
-  int tile_sketch_slots = 1;
+  // Per batch, other sketches' fastest programs with another register tile, one place
+  // each (like the follow-up, none when tile_slots is 0: that turns every register-tile
+  // place off). Two since session 47: with one, resnet18-c12 held `vec=w` programs 20%
+  // behind annealing's best for 300 trials on seeds 1 to 4, and with two it left them on
+  // seeds 1 to 3; C2 and C6 were as fast or faster (docs/PERFORMANCE.md).
+  int tile_sketch_slots = 2;
   double tile_sketch_margin = 0.5;  // its sketches: those whose best is within this share of the best
   // Every visited point also rounded to its nearest tilings (KnobSpace::round_to_tilings):
   // rounding each prime's exponent alone turns a tile of 2^2 * 7^0.29 = 7 into 4, and on

@@ -148,6 +148,13 @@ TEST_F(NetworkTune, ATimeBudgetStopsTheRun) {
   EXPECT_LT(r.seconds, 3 + 10.0);  // at most one program past the budget (timeout 10 s)
   EXPECT_GE(r.overhead_fraction, 0);
   EXPECT_LE(r.overhead_fraction, 1);
+  // The wall time's parts: measuring, proposing, estimator updates (the tasks' sums)
+  // and the tuners' start, disjoint and within it.
+  EXPECT_GT(r.measure_seconds, 0);
+  EXPECT_GT(r.propose_seconds, 0);
+  EXPECT_GT(r.setup_seconds, 0);
+  EXPECT_GE(r.update_seconds, 0);
+  EXPECT_LE(r.measure_seconds + r.propose_seconds + r.update_seconds + r.setup_seconds, r.seconds);
 }
 
 TEST_F(NetworkTune, BadOptionsAreRejected) {

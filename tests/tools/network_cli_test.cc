@@ -72,7 +72,8 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
   Result t = run("tune " + model + " --trials 12 --batch 4 --strategy random --records " + db + " --json --quiet");
   ASSERT_EQ(t.code, 0) << t.out;
   auto tj = nlohmann::json::parse(t.out);
-  for (const char* k : {"trials", "measured", "search_seconds", "overhead_fraction", "estimated_latency_us", "tasks", "curve"})
+  for (const char* k : {"trials", "measured", "search_seconds", "overhead_fraction", "measure_seconds",
+                        "propose_seconds", "update_seconds", "setup_seconds", "estimated_latency_us", "tasks", "curve"})
     EXPECT_TRUE(tj.contains(k)) << k;
   EXPECT_EQ(tj["trials"], 12);
   EXPECT_EQ(tj["tasks"].size(), 3u);
