@@ -83,7 +83,9 @@ def main():
             "max_rel_error": tuned["max_rel_error"],
             "untuned_tasks_after_tuning": len(tuned["untuned_tasks"]),
             "tune": {k: tuned_run[k] for k in ("trials", "measured", "search_seconds", "overhead_fraction",
-                                                "estimated_latency_us", "tasks_without_program", "curve")},
+                                                "measure_seconds", "propose_seconds", "update_seconds",
+                                                "setup_seconds", "estimated_latency_us", "tasks_without_program",
+                                                "curve")},
         }
         results.append(r)
         print(f"[{net}] untuned {r['untuned_us']:.0f} us, tuned {r['tuned_us']:.0f} us, LibTorch {r['torch_us']:.0f} us "
