@@ -13,6 +13,7 @@
 #include "codegen/llvm_jit.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/hash.h"
+#include "core/util/io.h"
 
 namespace basin::codegen {
 
@@ -391,7 +392,7 @@ bool CompiledNetwork::is_compiled_file(const std::string& path) {
 CompiledNetwork CompiledNetwork::load(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw NotFoundError("cannot open compiled network '" + path + "'");
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string data = read_rest(f);
   const size_t magic = sizeof kMagic - 1;
   if (data.size() < magic + 16 || data.compare(0, magic, kMagic) != 0)
     throw ParseError("'" + path + "' is not a compiled basin network (bad magic)");

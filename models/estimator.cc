@@ -12,6 +12,7 @@
 
 #include "core/util/error.h"
 #include "relax/features.h"
+#include "core/util/io.h"
 
 namespace basin::models {
 
@@ -225,15 +226,7 @@ FileContents read_file(const std::string& path) {
   if (version != relax::kFeatureVersion)
     throw Error(path + ": trained on feature set version " + std::to_string(version) + ", but this basin computes version " +
                 std::to_string(relax::kFeatureVersion) + " (retrain it: basin estimator train)");
-  // In one read: a network's tasks each load the estimator (5 MB for the ensemble), and
-  // a character at a time through istreambuf_iterator cost 10 ms a load.
-  const std::streamoff at = f.tellg();
-  f.seekg(0, std::ios::end);
-  const std::streamoff end = f.tellg();
-  f.seekg(at);
-  std::string payload(static_cast<size_t>(std::max<std::streamoff>(end - at, 0)), '\0');
-  f.read(payload.data(), static_cast<std::streamsize>(payload.size()));
-  if (!f) throw Error("cannot read estimator file " + path);
+  std::string payload = read_rest(f);  // a network's tasks each load the 5 MB ensemble
   if (payload.size() != bytes)
     throw Error(path + " is truncated or padded: " + std::to_string(payload.size()) + " bytes of payload, the header says " +
                 std::to_string(bytes));

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/graph/passes.h"
+#include "core/util/io.h"
 
 namespace basin::graph {
 
@@ -685,7 +686,7 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
 Graph Importer::run() {
   std::ifstream f(path_, std::ios::binary);
   if (!f) throw NotFoundError("cannot open ONNX model '" + path_ + "'");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string bytes = read_rest(f);
   onnx::ModelProto model;
   if (bytes.empty() || !model.ParseFromString(bytes))
     fail("not a valid ONNX protobuf (the file is truncated or corrupt)");

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "core/util/error.h"
+#include "core/util/io.h"
 
 namespace basin {
 
@@ -26,7 +27,7 @@ std::string descr_of(DType t) {
 NDArray read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw NotFoundError("cannot open '" + path + "'");
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string data = read_rest(f);
   auto bad = [&](const std::string& why) { return ParseError("'" + path + "' is not a supported .npy file: " + why); };
   if (data.size() < 10 || data.compare(0, 6, kMagic, 6) != 0) throw bad("no NumPy magic");
   const int major = static_cast<uint8_t>(data[6]);

@@ -11,6 +11,7 @@
 
 #include "core/ir/npy.h"
 #include "core/util/error.h"
+#include "core/util/io.h"
 
 namespace basin {
 namespace {
@@ -115,6 +116,29 @@ TEST(Npy, CorruptedFilesNeverCrashTheReader) {
     } catch (const ParseError&) {
     }
   }
+}
+
+// read_rest, which the file loaders share: the bytes after the stream's position, from
+// a file in one read (zero bytes included) and from a stream that cannot seek.
+TEST(ReadRest, ReadsTheRestOfAFileOrOfAStreamThatCannotSeek) {
+  Dir d;
+  std::string body(300000, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>(i * 131 % 251);
+  std::ifstream f(d.file("rest.bin", "header line\n" + body), std::ios::binary);
+  std::string line;
+  std::getline(f, line);
+  EXPECT_EQ(line, "header line");
+  EXPECT_EQ(read_rest(f), body);
+  EXPECT_EQ(read_rest(f), "");  // at the end
+  // A buffer with no seeking (as a pipe's): tellg() fails.
+  struct Unseekable : std::streambuf {
+    explicit Unseekable(std::string& s) { setg(s.data(), s.data(), s.data() + s.size()); }
+  };
+  std::string bytes = "head\n" + body;
+  Unseekable buf(bytes);
+  std::istream in(&buf);
+  std::getline(in, line);
+  EXPECT_EQ(read_rest(in), body);
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// Reading whole files: the rest of a stream as bytes, in one read where the stream can
+// seek. The range constructor of std::string from istreambuf_iterator copies a character
+// at a time: 21 ms for the 5 MB estimator ensemble against 3 in one read (session 47),
+// and the loaders of estimators, compiled networks, ONNX models and .npy files all read
+// a whole file.
+#pragma once
+
+#include <istream>
+#include <sstream>
+#include <string>
+
+namespace basin {
+
+// Everything from the stream's position to its end (fewer bytes if a read fails).
+inline std::string read_rest(std::istream& in) {
+  const std::istream::pos_type at = in.tellg();
+  if (at != std::istream::pos_type(-1) && in.seekg(0, std::ios::end)) {
+    const std::istream::pos_type end = in.tellg();
+    in.seekg(at);
+    std::string out(end > at ? static_cast<size_t>(end - at) : 0, '\0');
+    in.read(out.data(), static_cast<std::streamsize>(out.size()));
+    out.resize(static_cast<size_t>(in.gcount()));
+    return out;
+  }
+  in.clear();  // not seekable (a pipe): through the stream's buffer
+  std::ostringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+}  // namespace basin
