@@ -9,8 +9,14 @@
 // code is checked with llc-16 on the optimized IR (`basin op --emit llvm`), which is
 // deterministic (docs/perf/compile-time/identical.sh).
 //
-//   build/bin/compile_replay --records RUN.db [--records RUN2.db ...] [--json]
+// --each FILE writes one line per program (tab-separated: records file, record id,
+// emitted LLVM instructions, compile seconds, the record's latency in us or -1 for an
+// error) for studies of compile time against program size.
+//
+//   build/bin/compile_replay --records RUN.db [--records RUN2.db ...] [--each FILE] [--json]
 #include <CLI/CLI.hpp>
+
+#include <fstream>
 
 #include <algorithm>
 #include <chrono>
@@ -32,9 +38,11 @@ using namespace basin;
 int main(int argc, char** argv) {
   std::vector<std::string> files;
   bool json = false;
+  std::string each_path;
   CLI::App app{"bench/compile_replay: tuning runs' programs compiled again (docs/PERFORMANCE.md, \"Compile time\")"};
   app.add_option("--records", files, "a records file (repeatable)")->required()->check(CLI::ExistingFile);
   app.add_flag("--json", json, "print one JSON object");
+  app.add_option("--each", each_path, "write one line per program: file, record id, instructions, seconds, latency");
   CLI11_PARSE(app, argc, argv);
   const char* llvm_args = std::getenv("BASIN_LLVM_ARGS");
   nlohmann::json out = {{"machine", {{"cpu", bench::cpu_model()}, {"cores", bench::cores()}}},
@@ -42,6 +50,11 @@ int main(int argc, char** argv) {
                         {"runs", nlohmann::json::array()}};
   // Each task and its sketches, built once (a run's records are of one task).
   std::map<std::string, std::pair<ops::OpGraph, std::vector<sched::Sketch>>> tasks;
+  std::ofstream each;
+  if (!each_path.empty()) {
+    each.open(each_path);
+    if (!each) throw Error("cannot write '" + each_path + "'");
+  }
   double all_total = 0, all_slow = 0;
   size_t all_programs = 0;
   for (const std::string& file : files) {
@@ -62,8 +75,13 @@ int main(int argc, char** argv) {
         const sched::Sketch* s = nullptr;
         sched::Config c = sched::config_from_json(r.config, sketches, file, &s);
         auto t0 = std::chrono::steady_clock::now();
-        codegen::compile_llvm(sched::lower_config(task, *s, c));  // compiled, then freed
+        const int64_t size = codegen::compile_llvm(sched::lower_config(task, *s, c))->emitted_instructions();
         secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (each) {
+          each << file << '\t' << r.id << '\t' << size << '\t' << secs.back() << '\t'
+               << (r.ok() ? r.latency_us() : -1.0) << '\n';
+          each.flush();
+        }
       } catch (const Error& e) {  // a task or sketch this basin no longer has: named, skipped
         std::cerr << "compile_replay: " << file << ": record " << r.id << " skipped: " << e.what() << "\n";
         ++skipped;

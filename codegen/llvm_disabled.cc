@@ -15,6 +15,7 @@ const std::string& LlvmKernel::llvm_ir() const {
   return none;
 }
 double LlvmKernel::compile_seconds() const { return 0; }
+int64_t LlvmKernel::emitted_instructions() const { return 0; }
 const std::string& LlvmKernel::object() const { return llvm_ir(); }
 
 bool llvm_enabled() { return false; }

@@ -57,6 +57,7 @@ struct LlvmKernel::Impl {
   std::string ir;
   std::string object;
   double compile_seconds = 0;
+  int64_t emitted_instructions = 0;
   std::vector<Buffer> params;
   ~Impl() {
     if (!dylib) return;
@@ -89,6 +90,7 @@ void LlvmKernel::run(const std::vector<NDArray*>& args) const {
 void LlvmKernel::run_raw(void* const* args) const { impl_->entry(args); }
 const std::string& LlvmKernel::llvm_ir() const { return impl_->ir; }
 double LlvmKernel::compile_seconds() const { return impl_->compile_seconds; }
+int64_t LlvmKernel::emitted_instructions() const { return impl_->emitted_instructions; }
 const std::string& LlvmKernel::object() const { return impl_->object; }
 
 bool llvm_enabled() { return true; }
@@ -244,6 +246,12 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
     fn.addFnAttr("target-cpu", tm.getTargetCPU());
     fn.addFnAttr("target-features", tm.getTargetFeatureString());
   }
+  for (const llvm::Function& fn : *mod) impl->emitted_instructions += fn.getInstructionCount();
+  if (opt.max_instructions > 0 && impl->emitted_instructions > opt.max_instructions)
+    throw Error("too large to compile: " + std::to_string(impl->emitted_instructions) +
+                " LLVM instructions emitted, over the limit of " + std::to_string(opt.max_instructions) +
+                " (the unrolled steps times the per-lane loads and stores of accesses with a stride; a smaller "
+                "unroll depth or register tile makes fewer)");
   auto t1 = std::chrono::steady_clock::now();
   optimize(*mod, tm, opt.opt_level);
   auto t2 = std::chrono::steady_clock::now();

@@ -23,6 +23,9 @@ struct LlvmOptions {
   bool keep_ir = false;      // keep the optimized LLVM IR as text (llvm_ir())
   int opt_level = 2;          // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
   bool keep_object = false;  // keep the machine code as a relocatable object (object())
+  // A program emitted with more LLVM instructions than this is refused (Error) before it
+  // is optimized; 0: no limit. The measurer sets it while tuning (MeasureOptions).
+  int64_t max_instructions = 0;
 };
 
 class LlvmKernel {
@@ -36,6 +39,10 @@ class LlvmKernel {
   // The optimized LLVM IR, as text (empty unless compiled with keep_ir).
   const std::string& llvm_ir() const;
   double compile_seconds() const;
+  // The LLVM instructions emitted for the program, before optimization: basin's own
+  // unrolling and per-lane accesses make the size, and the code generator's time grows
+  // faster than it (LlvmOptions::max_instructions).
+  int64_t emitted_instructions() const;
   // The relocatable object file of the kernel (empty unless compiled with keep_object):
   // what a compiled network saves, and load_llvm_object links again without compiling.
   const std::string& object() const;

@@ -207,7 +207,11 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
         out.func = opt_.program_hook(out.func);
       }
       if (cuda) out.gpu = compile_cuda(print_cuda(out.func), out.func.name, opt_.cuda_arch);
-      else out.cpu = compile_llvm(out.func);
+      else {
+        LlvmOptions lo;
+        lo.max_instructions = opt_.max_instructions;
+        out.cpu = compile_llvm(out.func, lo);
+      }
       out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       out.compile_cpu_seconds = thread_cpu_seconds() - cpu0;
     } catch (const CudaError& e) {

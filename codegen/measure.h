@@ -66,6 +66,11 @@ struct MeasureOptions {
   // machine; 1, none ahead (each program compiled just before it runs). The llvm
   // target only (NVRTC's programs are compiled one at a time).
   int compile_threads = 0;
+  // A program that LLVM would take too long to compile: more LLVM instructions than
+  // this as emitted (LlvmOptions::max_instructions) is an error result, without
+  // compiling it (0: no limit). The llvm target only; the tuner sets it
+  // (TuneOptions::max_instructions).
+  int64_t max_instructions = 0;
   // Test hook, run in the worker on each lowered program before compilation (fault
   // injection: a store out of bounds, an endless loop, a wrong value).
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;

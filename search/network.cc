@@ -42,6 +42,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.seed = opt.seed + i;
     to.timeout_seconds = opt.timeout_seconds;
     to.compile_threads = opt.compile_threads;
+    to.max_instructions = opt.max_instructions;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.log = opt.log;
     if (opt.task_options) opt.task_options(i, to);

@@ -393,6 +393,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   mo.program_hook = opt.program_hook;
   mo.target = opt.target;
   mo.compile_threads = opt.compile_threads;
+  mo.max_instructions = opt.max_instructions;
   m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
   if (!m.samples.empty()) m.update();
 }

@@ -31,6 +31,7 @@ struct NetOptions {
   std::string output;
   int trials = 0, batch = 16, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
+  int64_t max_instructions = search::kMaxInstructions;
   double timeout = 10;
   bool json = false, quiet = false;
 };
@@ -116,6 +117,7 @@ int run_tune(const NetOptions& o) {
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
   to.compile_threads = o.compile_threads;
+  to.max_instructions = o.max_instructions;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
@@ -306,6 +308,10 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--compile-threads", o->compile_threads,
                     "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
         ->check(CLI::PositiveNumber);
+    cmd->add_option("--max-instructions", o->max_instructions,
+                    "a program emitted with more LLVM instructions is an error, not compiled (default " +
+                        std::to_string(search::kMaxInstructions) + "; 0: no limit)")
+        ->check(CLI::NonNegativeNumber);
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

@@ -67,6 +67,7 @@ struct TuneOpOptions {
   std::vector<std::string> params;
   int trials = 0, batch = 32, confirm = 2, compile_threads = 0;
   uint64_t seed = 1;
+  int64_t max_instructions = search::kMaxInstructions;
   double timeout = 10, stop_at = 0;
   bool compare = false, json = false, quiet = false;
 };
@@ -237,6 +238,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
   to.compile_threads = o.compile_threads;
+  to.max_instructions = o.max_instructions;
   to.stop_at_us = o.stop_at;
   to.confirm = o.confirm;
   to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
@@ -310,6 +312,10 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--compile-threads", o->compile_threads,
                   "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-instructions", o->max_instructions,
+                  "a program emitted with more LLVM instructions is an error, not compiled (default " +
+                      std::to_string(search::kMaxInstructions) + "; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--confirm", o->confirm,
                   "measure a program that would become the best N more times, after others, and keep the median "
                   "(default 2; 0: the first measurement decides)");

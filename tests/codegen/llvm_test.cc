@@ -149,6 +149,30 @@ TEST_F(LlvmSemantics, BarrierIsRejectedWithAClearError) {
   EXPECT_THROW(codegen::compile_llvm(f), Error);
 }
 
+// The size limit (LlvmOptions::max_instructions) counts the instructions emitted: a
+// program of exactly the limit compiles, one more is refused before optimization with
+// an error that names both numbers; no limit compiles anything.
+TEST_F(LlvmSemantics, AProgramOverTheInstructionLimitIsRefusedWithItsSize) {
+  ops::OpGraph g = ops::build_op("add", {{"a_shape", "5,7"}, {"b_shape", "5,7"}});
+  LoweredFunc f = lower_default("add", g.inputs, g.outputs);
+  const int64_t size = codegen::compile_llvm(f)->emitted_instructions();
+  ASSERT_GT(size, 1);
+  codegen::LlvmOptions at;
+  at.max_instructions = size;
+  EXPECT_EQ(codegen::compile_llvm(f, at)->emitted_instructions(), size);
+  codegen::LlvmOptions under;
+  under.max_instructions = size - 1;
+  try {
+    codegen::compile_llvm(f, under);
+    ADD_FAILURE() << "a program over the limit compiled";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("too large to compile: " + std::to_string(size) + " LLVM instructions"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("limit of " + std::to_string(size - 1)), std::string::npos) << what;
+  }
+}
+
 TEST_F(LlvmSemantics, SmallConstantLoopsAreUnrolledAndTheirAccumulatorsPromoted) {
   // A local accumulator indexed by a 4-trip serial loop inside a reduction loop (a tiling
   // level that basin's unroll depth left a loop): the pipeline unrolls the small loops

@@ -14,6 +14,7 @@
 #include "codegen/llvm_jit.h"
 #include "codegen/measure.h"
 #include "core/ops/registry.h"
+#include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
 #include "tests/codegen/fault_hooks.h"
 
@@ -204,6 +205,40 @@ TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
   EXPECT_TRUE(r[3].ok()) << r[3].error;
   EXPECT_EQ(pool.workers_started(), 2);
   EXPECT_EQ(pool.measured_ahead(), 3);
+}
+
+// A program over the instruction limit is its own error result, found by the worker's
+// compile thread in the emitted code: nothing is killed, nothing waits for a timeout,
+// and the batch's other programs are measured as they were compiled ahead.
+TEST_F(Measure, AProgramOverTheInstructionLimitIsAnErrorWithoutCompiling) {
+  std::vector<sched::Sketch> sketches = sched::cpu_sketches(task);
+  std::mt19937_64 rng(5);
+  sched::Config small = sched::random_config(sketches[0], rng);
+  small.unroll = 0;
+  sched::Config large = small;
+  large.unroll = 512;
+  auto size_of = [&](const sched::Config& c) {
+    return codegen::compile_llvm(sched::lower_config(task, sketches[0], c))->emitted_instructions();
+  };
+  const int64_t small_size = size_of(small), large_size = size_of(large);
+  ASSERT_LT(small_size, large_size) << "unrolling made the program no larger";
+  for (int threads : {1, 2}) {
+    codegen::MeasureOptions opt;
+    opt.compile_threads = threads;
+    opt.max_instructions = (small_size + large_size) / 2;
+    codegen::MeasurePool pool(task, sketches, opt);
+    const codegen::Candidate s{&pool.sketches()[0], small}, l{&pool.sketches()[0], large};
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = pool.measure({s, l, s});
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
+    EXPECT_TRUE(r[0].ok()) << r[0].error;
+    EXPECT_NE(r[1].error.find("too large to compile: " + std::to_string(large_size)), std::string::npos)
+        << r[1].error;
+    EXPECT_TRUE(r[1].latencies_us.empty());
+    EXPECT_TRUE(r[2].ok()) << r[2].error;
+    EXPECT_EQ(pool.workers_started(), 1);
+    EXPECT_EQ(pool.measured_ahead(), threads == 2 ? 3 : 0);
+  }
 }
 
 }  // namespace

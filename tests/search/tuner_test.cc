@@ -1360,6 +1360,28 @@ TEST(Tuner, CompilesEachBatchAheadOfItsMeasurement) {
   }
 }
 
+// The tuner's instruction limit reaches its measurer: with a limit smaller than any
+// program every trial is a recorded "too large to compile" error, and there is no best;
+// with none (0) the same programs run.
+TEST(Tuner, ProgramsOverItsInstructionLimitAreRecordedErrors) {
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  for (int64_t limit : {int64_t{1}, int64_t{0}}) {
+    std::string db = temp_db(limit ? "too_large" : "no_limit");
+    search::RecordStore store(db);
+    search::TuneOptions opt;
+    opt.trials = 6;
+    opt.batch = 3;
+    opt.max_instructions = limit;
+    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    EXPECT_EQ(r.measured, 6);
+    EXPECT_EQ(r.errors, limit ? 6 : 0);
+    EXPECT_EQ(r.best.has_value(), limit == 0);
+    for (const search::Record& rec : store.all())
+      EXPECT_EQ(rec.error.rfind("too large to compile", 0) == 0, limit != 0) << rec.error;
+    std::remove(db.c_str());
+  }
+}
+
 // A tuner's clock runs only in its own work (constructor, rounds, settle): a network's
 // tasks and interleaved strategies take turns, and each counts its own time.
 TEST(Tuner, ATunersClockStopsBetweenItsRounds) {

@@ -249,6 +249,8 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy random --trials 10 --batch 0", "--batch must be positive"},
       {"tune-op " + t + " --strategy random --trials 10 --confirm -1", "--confirm must be 0 or more"},
       {"tune-op " + t + " --strategy random --trials 10 --compile-threads 0", "--compile-threads"},
+      {"tune-op " + t + " --strategy random --trials 10 --max-instructions -5", "--max-instructions"},
+      {"tune-op " + t + " --strategy random --trials 10 --max-instructions many", "--max-instructions"},
       {"tune-op " + t + " --strategy gradient --trials 10 --estimator gbt", "needs a differentiable estimator"},
       {"tune-op " + t + " --strategy annealing --trials 10 --estimator /nonexistent/e.pt", "/nonexistent/e.pt"},
       {"tune-op " + t + " --strategy random --trials 10 --target opencl", "--target"},
