@@ -11,12 +11,14 @@
 //
 // --each FILE writes one line per program (tab-separated: records file, record id,
 // emitted LLVM instructions, compile seconds, the record's latency in us or -1 for an
-// error) for studies of compile time against program size.
+// error, a hash of the machine code) for studies of compile time against program size,
+// and of whether two compilations of a program give the same machine code.
 //
 //   build/bin/compile_replay --records RUN.db [--records RUN2.db ...] [--each FILE] [--json]
 #include <CLI/CLI.hpp>
 
 #include <fstream>
+#include <string>
 
 #include <algorithm>
 #include <chrono>
@@ -75,11 +77,14 @@ int main(int argc, char** argv) {
         const sched::Sketch* s = nullptr;
         sched::Config c = sched::config_from_json(r.config, sketches, file, &s);
         auto t0 = std::chrono::steady_clock::now();
-        const int64_t size = codegen::compile_llvm(sched::lower_config(task, *s, c))->emitted_instructions();
+        codegen::LlvmOptions lo;
+        lo.keep_object = each.is_open();
+        std::unique_ptr<codegen::LlvmKernel> k = codegen::compile_llvm(sched::lower_config(task, *s, c), lo);
         secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         if (each) {
-          each << file << '\t' << r.id << '\t' << size << '\t' << secs.back() << '\t'
-               << (r.ok() ? r.latency_us() : -1.0) << '\n';
+          each << file << '\t' << r.id << '\t' << k->emitted_instructions() << '\t' << secs.back() << '\t'
+               << (r.ok() ? r.latency_us() : -1.0) << '\t' << std::hex << std::hash<std::string>()(k->object())
+               << std::dec << '\n';
           each.flush();
         }
       } catch (const Error& e) {  // a task or sketch this basin no longer has: named, skipped

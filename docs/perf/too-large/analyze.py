@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 # Program size against compile time and latency, from `compile_replay --each` (sizes.tsv:
 # records file, record id, emitted LLVM instructions, compile seconds, latency in us or
-# -1 for an error). Prints, per run, the largest program within 10% of the run's best and
+# -1 for an error; later versions add a sixth column, a hash of the machine code). Prints, per run, the largest program within 10% of the run's best and
 # the programs over each size.
 import collections, csv, sys
 path = sys.argv[1] if len(sys.argv) > 1 else "sizes.tsv"
 runs = collections.defaultdict(list)
-for f, _, n, s, l in csv.reader(open(path), delimiter="\t"):
+for row in csv.reader(open(path), delimiter="\t"):
+    f, _, n, s, l = row[:5]
     runs[f].append((int(n), float(s), float(l)))
 print("| run | programs | best (us) | largest within 10% of the best | over 80,000: programs, compile s, fastest / best | over 100,000: programs, compile s, fastest / best |")
 print("|---|---|---|---|---|---|")
