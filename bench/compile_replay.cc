@@ -17,12 +17,10 @@
 //   build/bin/compile_replay --records RUN.db [--records RUN2.db ...] [--each FILE] [--json]
 #include <CLI/CLI.hpp>
 
-#include <fstream>
-#include <string>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>

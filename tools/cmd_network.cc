@@ -305,13 +305,7 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--seed", o->seed, "seed of the search");
     cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate");
-    cmd->add_option("--compile-threads", o->compile_threads,
-                    "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--max-instructions", o->max_instructions,
-                    "a program emitted with more LLVM instructions is an error, not compiled (default " +
-                        std::to_string(search::kMaxInstructions) + "; 0: no limit)")
-        ->check(CLI::NonNegativeNumber);
+    add_compile_options(cmd, o->compile_threads, o->max_instructions);
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

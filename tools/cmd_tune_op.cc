@@ -47,6 +47,16 @@ std::function<void(const std::string&)> tuning_log(bool quiet, bool bar) {
   return [bar](const std::string& line) { std::cerr << (bar ? "\r\033[K" : "") << "basin: " << line << "\n"; };
 }
 
+void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instructions) {
+  cmd->add_option("--compile-threads", compile_threads,
+                  "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-instructions", max_instructions,
+                  "a program emitted with more LLVM instructions is an error, not compiled (default " +
+                      std::to_string(search::kMaxInstructions) + "; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+}
+
 void draw_progress(int done, int total, double seconds, double best_us) {
   char line[160];
   if (total > 0) {
@@ -309,13 +319,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
-  cmd->add_option("--compile-threads", o->compile_threads,
-                  "threads that compile each batch before it is timed (default: every core; 1: none ahead)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-instructions", o->max_instructions,
-                  "a program emitted with more LLVM instructions is an error, not compiled (default " +
-                      std::to_string(search::kMaxInstructions) + "; 0: no limit)")
-      ->check(CLI::NonNegativeNumber);
+  add_compile_options(cmd, o->compile_threads, o->max_instructions);
   cmd->add_option("--confirm", o->confirm,
                   "measure a program that would become the best N more times, after others, and keep the median "
                   "(default 2; 0: the first measurement decides)");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ void draw_progress(int done, int total, double seconds, double best_us);
 // The log lines of tuning on stderr, "basin: LINE", each clearing the progress bar's
 // line first when a bar is drawn; null when quiet.
 std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);
+// The measuring options of `tune-op` and `tune`: --compile-threads and
+// --max-instructions (search::TuneOptions).
+void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instructions);
 
 // "" when `spec` names a strategy with valid options (search::make_strategy), else why
 // not: a CLI11 validator's answer.
