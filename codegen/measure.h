@@ -49,6 +49,19 @@ struct MeasureResult {
   double min_us() const { return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end()); }
 };
 
+// While tuning or collecting a dataset, a program emitted with more LLVM instructions
+// than this is an error result without compiling it (MeasureOptions::max_instructions).
+// LLVM's code generator is superlinear in a block's size: on resnet18-c6 the gradient
+// search's first batch held a program of 163,873 instructions (an unrolled reduction
+// over weights loaded one lane at a time) that LLVM compiled in 15.5 s, so that the
+// measurer killed its worker at the 10 s timeout and compiled the batch's other
+// programs again: 12 s before the run's first measurement, a third of a 200-trial
+// run's time, for a program 20 times slower than the best. Of the programs of
+// sessions 42 to 47's tuning runs (docs/PERFORMANCE.md, "Programs too large to
+// compile"), every one over 80,000 instructions ran at least 4.5 times slower than
+// its task's best.
+inline constexpr int64_t kMaxInstructions = 100000;
+
 struct MeasureOptions {
   double timeout_seconds = 20;  // per candidate: lowering, compilation, check and timing
   TimingOptions timing = TimingOptions::tuning();
@@ -68,8 +81,9 @@ struct MeasureOptions {
   int compile_threads = 0;
   // A program that LLVM would take too long to compile: more LLVM instructions than
   // this as emitted (LlvmOptions::max_instructions) is an error result, without
-  // compiling it (0: no limit). The llvm target only; the tuner sets it
-  // (TuneOptions::max_instructions).
+  // compiling it (0: no limit). The llvm target only; the tuner and dataset
+  // collection set it to kMaxInstructions unless told otherwise
+  // (search::TuneOptions::max_instructions, models::CollectOptions::max_instructions).
   int64_t max_instructions = 0;
   // Test hook, run in the worker on each lowered program before compilation (fault
   // injection: a store out of bounds, an endless loop, a wrong value).

@@ -282,6 +282,8 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
     codegen::MeasureOptions mo;
     mo.timeout_seconds = opt.timeout_seconds;
     mo.target = opt.target;
+    mo.max_instructions = opt.max_instructions;
+    mo.compile_threads = opt.compile_threads;
     codegen::MeasurePool pool(task, sketches, mo);
     std::mt19937_64 rng(opt.seed ^ std::hash<std::string>()(key));
     // The task's new programs drawn first, then compiled ahead on every core and

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/measure.h"
 #include "search/records.h"
 
 namespace basin::models {
@@ -84,6 +85,12 @@ struct CollectOptions {
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate
   std::string target = "llvm";
+  // Programs emitted with more LLVM instructions are error records, not compiled, as
+  // while tuning (codegen::kMaxInstructions; 0: no limit).
+  int64_t max_instructions = codegen::kMaxInstructions;
+  // Threads that compile each task's programs ahead of their measurement
+  // (codegen::MeasureOptions::compile_threads): 0, every core; 1, none ahead.
+  int compile_threads = 0;
   // Each of a task's programs (of this machine, already there or new) is measured this
   // many more times: a pass over the task's programs per repeat, so that other
   // programs run in between. Its latency becomes the median (search::Record::latency_us)

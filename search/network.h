@@ -31,7 +31,7 @@ struct NetworkTuneOptions {
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate
   int compile_threads = 0;      // compiling each batch ahead (TuneOptions::compile_threads)
-  int64_t max_instructions = kMaxInstructions;  // TuneOptions::max_instructions
+  int64_t max_instructions = codegen::kMaxInstructions;  // TuneOptions::max_instructions
   std::function<void(const std::string&)> log;
   // After each round: trials so far, the trial budget (0 when in seconds), seconds,
   // the estimated network latency (sum of weight x best; 0 until every task has one).

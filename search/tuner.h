@@ -16,25 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/measure.h"
 #include "core/ir/stmt.h"
 #include "core/ops/registry.h"
 #include "search/records.h"
 #include "search/strategy.h"
 
 namespace basin::search {
-
-// While tuning, a program emitted with more LLVM instructions than this is an error
-// result without compiling it (codegen::MeasureOptions::max_instructions). LLVM's
-// code generator is superlinear in a block's size: on resnet18-c6 the gradient
-// search's first batch held a program of 163,873 instructions (an unrolled reduction
-// over weights loaded one lane at a time) that LLVM compiled in 15.5 s, so that the
-// measurer killed its worker at the 10 s timeout and compiled the batch's other
-// programs again: 12 s before the run's first measurement, a third of a 200-trial
-// run's time, for a program 20 times slower than the best. Of the programs of
-// sessions 42 to 47's tuning runs (docs/PERFORMANCE.md, "Programs too large to
-// compile"), every one over 80,000 instructions ran at least 4.5 times slower than
-// its task's best.
-inline constexpr int64_t kMaxInstructions = 100000;
 
 struct TuneOptions {
   std::string target = "llvm";
@@ -47,7 +35,7 @@ struct TuneOptions {
   // Threads that compile each batch ahead of its measurement (codegen::MeasureOptions::
   // compile_threads): 0, every core; 1, each program compiled just before it runs.
   int compile_threads = 0;
-  int64_t max_instructions = kMaxInstructions;  // larger programs are errors, not compiled (0: no limit)
+  int64_t max_instructions = codegen::kMaxInstructions;  // larger programs are errors, not compiled (0: no limit)
   bool update_estimator = true;
   std::string label;            // names the task in log lines (default: its key)
   int min_train_samples = 8;    // an untrained estimator trains once this many programs ran

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "codegen/measure.h"
 #include "core/util/error.h"
 #include "models/dataset.h"
 #include "search/records.h"
@@ -20,7 +21,8 @@ namespace {
 
 struct DatasetOptions {
   std::string records, tasks = "suite", target = "llvm";
-  int per_task = 100, repeat = 0;
+  int per_task = 100, repeat = 0, compile_threads = 0;
+  int64_t max_instructions = codegen::kMaxInstructions;
   uint64_t seed = 1;
   double timeout = 10;
   bool json = false;
@@ -37,6 +39,8 @@ int run_dataset(const DatasetOptions& o) {
   co.timeout_seconds = o.timeout;
   co.target = o.target;
   co.repeat = o.repeat;
+  co.max_instructions = o.max_instructions;
+  co.compile_threads = o.compile_threads;
   auto t0 = std::chrono::steady_clock::now();
   int failed = 0;
   std::map<std::string, size_t> position;
@@ -200,6 +204,7 @@ void add_estimator_command(CLI::App& app, Runner& run) {
                  "measure each program N more times, after the task's others; its latency is the median, and "
                  "`estimator eval` reports how well a second measurement agrees with the first");
   ds->add_option("--timeout", d->timeout, "seconds per candidate before it counts as a hang");
+  add_compile_options(ds, d->compile_threads, d->max_instructions);
   ds->add_flag("--json", d->json, "print one JSON object");
   ds->callback([&run, d] { run = [d] { return run_dataset(*d); }; });
   add_estimator_train_eval(cmd, run);

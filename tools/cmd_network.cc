@@ -31,7 +31,7 @@ struct NetOptions {
   std::string output;
   int trials = 0, batch = 16, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
-  int64_t max_instructions = search::kMaxInstructions;
+  int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10;
   bool json = false, quiet = false;
 };

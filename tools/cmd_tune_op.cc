@@ -53,7 +53,7 @@ void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instr
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-instructions", max_instructions,
                   "a program emitted with more LLVM instructions is an error, not compiled (default " +
-                      std::to_string(search::kMaxInstructions) + "; 0: no limit)")
+                      std::to_string(codegen::kMaxInstructions) + "; 0: no limit)")
       ->check(CLI::NonNegativeNumber);
 }
 
@@ -77,7 +77,7 @@ struct TuneOpOptions {
   std::vector<std::string> params;
   int trials = 0, batch = 32, confirm = 2, compile_threads = 0;
   uint64_t seed = 1;
-  int64_t max_instructions = search::kMaxInstructions;
+  int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, stop_at = 0;
   bool compare = false, json = false, quiet = false;
 };

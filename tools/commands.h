@@ -27,8 +27,8 @@ void draw_progress(int done, int total, double seconds, double best_us);
 // The log lines of tuning on stderr, "basin: LINE", each clearing the progress bar's
 // line first when a bar is drawn; null when quiet.
 std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);
-// The measuring options of `tune-op` and `tune`: --compile-threads and
-// --max-instructions (search::TuneOptions).
+// The measuring options of `tune-op`, `tune` and `estimator dataset`: --compile-threads
+// and --max-instructions (codegen::MeasureOptions).
 void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instructions);
 
 // "" when `spec` names a strategy with valid options (search::make_strategy), else why

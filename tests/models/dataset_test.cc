@@ -73,6 +73,30 @@ TEST(Dataset, CollectionResumesWithoutMeasuringTwice) {
   std::filesystem::remove(db);
 }
 
+// Collection refuses programs over the instruction limit as tuning does (error records,
+// not compiled), by default; 0 lifts the limit.
+TEST(Dataset, ProgramsOverTheInstructionLimitAreErrorRecords) {
+  EXPECT_EQ(models::CollectOptions{}.max_instructions, codegen::kMaxInstructions);
+  std::vector<std::string> tasks = {key("dense", {{"M", "16"}, {"K", "32"}, {"N", "24"}})};
+  for (int64_t limit : {int64_t{1}, int64_t{0}}) {
+    std::string db = (std::filesystem::temp_directory_path() /
+                      ("basin_ds_limit" + std::to_string(limit) + "_" + std::to_string(::getpid()) + ".db"))
+                         .string();
+    search::RecordStore store(db);
+    models::CollectOptions opt;
+    opt.per_task = 3;
+    opt.max_instructions = limit;
+    opt.compile_threads = 1;
+    EXPECT_EQ(models::collect_random(store, tasks, opt), 3);
+    ASSERT_EQ(store.all().size(), 3u);
+    for (const search::Record& r : store.all()) {
+      EXPECT_EQ(r.ok(), limit == 0) << r.error;
+      EXPECT_EQ(r.error.rfind("too large to compile", 0) == 0, limit != 0) << r.error;
+    }
+    std::filesystem::remove(db);
+  }
+}
+
 // --repeat: every program of the task measured again after the others; the latency is
 // the median, the samples carry each measurement, a rerun repeats nothing twice.
 TEST(Dataset, RepeatMeasuresEveryProgramAgainAfterTheOthers) {

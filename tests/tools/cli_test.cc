@@ -198,6 +198,17 @@ TEST(Cli, ABadLlvmArgumentIsRefused) {
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
+// `estimator dataset --max-instructions N`: programs larger than N are failed records.
+TEST(Cli, EstimatorDatasetTakesTheInstructionLimit) {
+  std::string db = "/tmp/basin_cli_limit_" + std::to_string(::getpid()) + ".db";
+  Result d = run("estimator dataset --records " + db + " --tasks gemm-256 --per-task 3 --max-instructions 1 --compile-threads 1 --json");
+  ASSERT_EQ(d.code, 0) << d.out;
+  auto j = nlohmann::json::parse(d.out);
+  EXPECT_EQ(j["measured"], 3);
+  EXPECT_EQ(j["failed"], 3);
+  std::remove(db.c_str());
+}
+
 TEST(Cli, EstimatorTrainEvalAndExport) {
   std::string db = "/tmp/basin_cli_est_" + std::to_string(::getpid()) + ".db";
   std::string model = db + ".bin";
@@ -325,6 +336,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload", "unknown workload 'nosuch-workload'"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --repeat -1", "--repeat must be 0 or more"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --max-instructions -1", "--max-instructions"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --compile-threads 0", "--compile-threads"},
       {"estimator dataset --records " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "CMakeCache.txt"},
       {"estimator", "A subcommand is required"},
   };
