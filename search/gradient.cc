@@ -10,8 +10,9 @@
 // exact features (a prediction stays with its configuration) together with mutations
 // of the fastest measured programs, and the best are measured with a few random ones,
 // the best-predicted program of two sketches in turn, the fastest programs' tilings in
-// two sibling sketches, the fastest programs with two other unroll depths and with two
-// other register tiles, another sketch's fastest program with another register tile
+// two sibling sketches, the fastest programs with two other unroll depths, with two
+// other factors of a one-level split (a reduction's block) and with two other
+// register tiles, another sketch's fastest program with another register tile
 // (the sketches close to the best in turn), and a follow-up of a register tile close
 // to the best; the sketches whose measured programs are all far slower than the best
 // share two ranked places per batch.
@@ -47,6 +48,7 @@ struct GradientOptions {
   int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
   int sibling_parents = 4;  // ... of the fastest this many programs, in order
   int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
+  int block_slots = 2;      // per batch, the fastest programs with another one-level split factor
   int tile_slots = 2;       // per batch, the fastest programs with another register tile
   int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
@@ -84,6 +86,8 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"sibling_slots", &o.sibling_slots, nullptr, 0, 1e4, "per batch, the fastest programs' tilings in other sketches"},
       {"sibling_parents", &o.sibling_parents, nullptr, 0, 1e4, "the fastest programs the sibling slots draw on"},
       {"unroll_slots", &o.unroll_slots, nullptr, 0, 1e4, "per batch, the fastest programs at other unroll depths"},
+      {"block_slots", &o.block_slots, nullptr, 0, 1e4,
+       "per batch, the fastest programs with another factor of a one-level split (a reduction's block)"},
       {"tile_slots", &o.tile_slots, nullptr, 0, 1e4, "per batch, the fastest programs with other register tiles"},
       {"tile_followups", &o.tile_followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
       {"tile_margin", nullptr, &o.tile_margin, 0, 10, "close: its best within this share of the best of all"},
@@ -179,6 +183,8 @@ class Gradient final : public Strategy {
     explore.insert(explore.begin(), std::make_move_iterator(siblings.begin()), std::make_move_iterator(siblings.end()));
     std::vector<Candidate> unrolls = unroll_picks(state, good, explore, n);
     explore.insert(explore.begin(), std::make_move_iterator(unrolls.begin()), std::make_move_iterator(unrolls.end()));
+    std::vector<Candidate> blocks = block_picks(state, good, explore, n);
+    explore.insert(explore.begin(), std::make_move_iterator(blocks.begin()), std::make_move_iterator(blocks.end()));
     std::vector<Candidate> tiles = tile_picks(state, good, explore, n);
     explore.insert(explore.begin(), std::make_move_iterator(tiles.begin()), std::make_move_iterator(tiles.end()));
     cap_losing_sketches(state, ranked);
@@ -365,6 +371,79 @@ class Gradient final : public Strategy {
     const Measured* best = nullptr;  // the fastest of them
   };
   static Tile tile_of(const SearchState& state, const Candidate& c) { return {c.sketch, state.space.register_tile(c)}; }
+
+  // One-level splits (a reduction's block: k of a GEMM, rc of a convolution): the
+  // estimator's preference among their factors comes from the machines it was trained
+  // on. On gemm-1024 (session 49, an Intel host) the gradient search measured 441 of
+  // its 8x32-tile programs with k blocks of 256 to 1024 and none below 16, while
+  // annealing's best, 11% faster, had a k block of 16; on resnet18-c2 its programs had
+  // rc blocks of 8 to 64 and annealing's best 2. Each batch measures `block_slots`
+  // programs that are the fastest program's configuration with another factor of one
+  // such split: the factor farthest (in the split's sorted factors) from every factor
+  // measured with that sketch and register tile, so that a few probes span the range;
+  // the best predicted among equals; the fastest program's first. Not in `taken`.
+  std::vector<Candidate> block_picks(SearchState& state, const std::vector<const Measured*>& good,
+                                     const std::vector<Candidate>& taken, int n) const {
+    std::vector<Candidate> out;
+    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.block_slots, n / 4)));
+    if (slots == 0) return out;
+    std::set<std::string> used;
+    for (const Candidate& c : taken) used.insert(c.json);
+    for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
+      const Candidate& parent = good[p]->candidate;
+      const sched::Sketch& s = state.space.sketches()[static_cast<size_t>(parent.sketch)];
+      const Tile tile = tile_of(state, parent);
+      for (size_t k = 0; k < s.splits.size() && out.size() < slots; ++k) {
+        if (s.splits[k].parts != 1) continue;
+        const std::vector<int64_t> values = sched::split_factors(s.splits[k]);
+        // The factors measured with this sketch and tile (and the parent's own).
+        std::vector<bool> tried(values.size(), false);
+        auto mark = [&](int64_t v) {
+          auto it = std::lower_bound(values.begin(), values.end(), v);
+          if (it != values.end() && *it == v) tried[static_cast<size_t>(it - values.begin())] = true;
+        };
+        mark(parent.config.factors[k][0]);
+        for (const Measured& m : state.history)
+          if (m.candidate.sketch == parent.sketch && tile_of(state, m.candidate) == tile)
+            mark(m.candidate.config.factors[k][0]);
+        std::vector<Candidate> cs;
+        std::vector<size_t> at;
+        for (size_t i = 0; i < values.size(); ++i) {
+          if (tried[i]) continue;
+          sched::Config config = parent.config;
+          config.factors[k] = {values[i]};
+          if (!sched::invalid_reason(s, config).empty()) continue;
+          Candidate c = state.space.make(parent.sketch, std::move(config));
+          if (state.measured.count(c.json) || used.count(c.json)) continue;
+          cs.push_back(std::move(c));
+          at.push_back(i);
+        }
+        if (cs.empty()) continue;
+        state.space.predict(*state.estimator, cs);
+        std::vector<bool> taken_here(cs.size(), false);
+        while (out.size() < slots) {  // the farthest from every tried factor, then the best predicted
+          size_t pick = cs.size();
+          int pick_gap = -1;
+          for (size_t j = 0; j < cs.size(); ++j) {
+            if (taken_here[j]) continue;
+            int gap = static_cast<int>(values.size());
+            for (size_t i = 0; i < values.size(); ++i)
+              if (tried[i]) gap = std::min(gap, std::abs(static_cast<int>(i) - static_cast<int>(at[j])));
+            if (gap > pick_gap || (gap == pick_gap && cs[j].predicted < cs[pick].predicted)) {
+              pick = j;
+              pick_gap = gap;
+            }
+          }
+          if (pick == cs.size()) break;
+          taken_here[pick] = true;
+          tried[at[pick]] = true;
+          used.insert(cs[pick].json);
+          out.push_back(cs[pick]);
+        }
+      }
+    }
+    return out;
+  }
 
   // The register tile (the innermost factors of the multi-level splits) sets how many
   // accumulators a program keeps in registers and how many loads feed them; the

@@ -67,7 +67,8 @@ class TaskSpace {
   std::vector<int64_t> register_tile(const Candidate& c) const;
   // c with other register tiles: the innermost factors of one or two splits of two or
   // more levels multiplied or divided by one or two of their primes (8x16 to 4x64 is
-  // one reshape). A factor gained comes from the levels outside, the nearest first,
+  // one reshape), or set to one of the two sizes nearest above or below among the
+  // split's factors (4 to 7 of 56). A factor gained comes from the levels outside, the nearest first,
   // the outermost (extent / product) last; a factor lost goes to the next level out.
   // Only valid configurations, each tile once.
   std::vector<Candidate> reshaped_tiles(const Candidate& c) const;

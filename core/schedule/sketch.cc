@@ -94,6 +94,16 @@ bool built_from(int64_t f, const std::vector<int64_t>& primes) {
   return f == 1;
 }
 
+// The divisors of `extent`, or with `guarded` the products of primes_of(extent, true)
+// up to the extent, in increasing order.
+std::vector<int64_t> level_factors(int64_t extent, bool guarded) {
+  const std::vector<int64_t> primes = primes_of(extent, guarded);
+  std::vector<int64_t> out;
+  for (int64_t f = 1; f <= extent; ++f)
+    if (guarded ? built_from(f, primes) : extent % f == 0) out.push_back(f);
+  return out;
+}
+
 // Every tuple of `parts` factors: the divisor tilings of `extent`, or with `guarded`,
 // factors built from primes_of(extent, true) with a product at most the extent. Both
 // walk the candidate factors in increasing order; floor division keeps a guarded
@@ -105,9 +115,7 @@ const std::vector<std::vector<int64_t>>& tilings(int64_t extent, int parts, bool
   auto key = std::make_tuple(extent, parts, guarded);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  std::vector<int64_t> primes = primes_of(extent, guarded), candidates;
-  for (int64_t f = 1; f <= extent; ++f)
-    if (guarded ? built_from(f, primes) : extent % f == 0) candidates.push_back(f);
+  const std::vector<int64_t> candidates = level_factors(extent, guarded);
   std::vector<std::vector<int64_t>> out;
   std::vector<int64_t> cur;
   std::function<void(int64_t)> rec = [&](int64_t left) {
@@ -138,6 +146,8 @@ const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int part
 const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp) {
   return tilings(sp.extent, sp.parts, sp.guarded);
 }
+
+std::vector<int64_t> split_factors(const SplitSpec& sp) { return level_factors(sp.extent, sp.guarded); }
 
 namespace {
 

@@ -155,6 +155,9 @@ const std::vector<std::vector<int64_t>>& factorizations(int64_t extent, int part
 // A split's factor tuples: the divisor tilings, or for a guarded split every tuple of
 // factors built from its primes with a product at most the extent (cached).
 const std::vector<std::vector<int64_t>>& split_factorizations(const SplitSpec& sp);
+// The values one level of a split can take, in increasing order: the extent's
+// divisors, or for a guarded split the products of its primes up to the extent.
+std::vector<int64_t> split_factors(const SplitSpec& sp);
 
 // The task's identity in records: operator and parameters, "op(name=value,...)".
 std::string task_key(const ops::OpGraph& task);

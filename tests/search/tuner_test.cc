@@ -14,6 +14,7 @@
 
 #include "codegen/version.h"
 #include "core/ops/registry.h"
+#include "core/ops/workloads.h"
 #include "core/util/error.h"
 #include "models/dataset.h"
 #include "models/estimator.h"
@@ -141,8 +142,8 @@ TEST(TaskSpace, TransplantsATilingIntoSiblingSketches) {
 }
 
 // Register-tile reshapes: one or two splits' innermost factors changed by one or two
-// prime steps, the other levels giving or taking the difference, every one valid and
-// every tile once; gemm-1024's 8x16 tile reaches 4x64 in one reshape (session 27: the
+// prime steps or to a neighbouring size, the other levels giving or taking the
+// difference, every one valid and every tile once; gemm-1024's 8x16 tile reaches 4x64 in one reshape (session 27: the
 // gradient search never measured it from there in two seeds).
 TEST(TaskSpace, ReshapesTheRegisterTile) {
   for (const ops::OpGraph& g : move_tasks()) {
@@ -189,6 +190,41 @@ TEST(TaskSpace, ReshapesTheRegisterTile) {
   for (const search::Candidate& r : gemm.reshaped_tiles(gemm.make(s, c)))
     found |= r.config.factors == std::vector<std::vector<int64_t>>{{1, 2, 4}, {8, 2, 64}, {1024}};
   EXPECT_TRUE(found) << "8x16 to 4x64: a factor 2 of i to the next level out, a factor 4 of j's from it";
+}
+
+// Where an extent mixes primes, a tile reaches the tiles of neighbouring size: on
+// resnet18-c2 (56 = 2^3 x 7) a 16x2x4 register tile (c x h x w) reaches 16x2x7 and
+// 16x2x8 in one reshape, though 4 and 7 are three prime steps apart (session 49: the
+// gradient search held 16x2x4 for 230 trials; 16x2x7 was annealing's best).
+TEST(TaskSpace, ReshapesReachTilesOfNeighbouringSize) {
+  const ops::Workload& w = ops::find_workload("resnet18-c2");
+  search::TaskSpace space(ops::build_op(w.op, w.params));
+  const sched::Sketch* s = nullptr;
+  const sched::Config c = sched::config_from_json(
+      R"({"sketch":"tile.vec=c.pack.acc2.stage","splits":{"n":[1,1,1],"c":[4,1,16],"h":[2,1,2],"w":[7,1,4],)"
+      R"("rc":[16],"rh":[3],"rw":[3]},"unroll":512})",
+      space.sketches(), "test", &s);
+  const search::Candidate parent = space.make(space.sketch_index(s->name), c);
+  std::set<std::vector<int64_t>> tiles;
+  for (const search::Candidate& r : space.reshaped_tiles(parent)) tiles.insert(space.register_tile(r));
+  const std::vector<int64_t> tile = space.register_tile(parent);
+  size_t h = 0, wi = 0, ci = 0;
+  for (size_t k = 0; k < s->splits.size(); ++k) {
+    if (s->splits[k].name == "h") h = k;
+    if (s->splits[k].name == "w") wi = k;
+    if (s->splits[k].name == "c") ci = k;
+  }
+  ASSERT_EQ(tile[ci], 16);
+  ASSERT_EQ(tile[h], 2);
+  ASSERT_EQ(tile[wi], 4);
+  for (int64_t to : {7, 8, 2, 1}) {
+    std::vector<int64_t> want = tile;
+    want[wi] = to;
+    EXPECT_TRUE(tiles.count(want)) << "w 4 to " << to;
+  }
+  std::vector<int64_t> h7 = tile;
+  h7[h] = 7;
+  EXPECT_TRUE(tiles.count(h7)) << "h 2 to 7: the second size above";
 }
 
 TEST(TaskSpace, CandidateFeaturesAreTheTrainingFeatures) {
@@ -581,6 +617,70 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
   std::set<int64_t> next = depths_in(search::make_strategy("gradient")->propose(again, n));
   EXPECT_TRUE(next.count(512) && next.count(1024)) << "the farther depths, 512 and 1024";
   EXPECT_FALSE(next.count(0) || next.count(64)) << "measured already";
+}
+
+// The gradient search measures the fastest program with other factors of a one-level
+// split (a GEMM's k block), each the farthest from the factors measured with that
+// sketch and register tile (gemm-1024 on an Intel host, session 49: its programs had
+// k blocks of 256 to 1024, annealing's best 16), and the gaps between them after.
+TEST(Strategies, GradientProbesTheFastestProgramsReductionBlock) {
+  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  std::vector<search::Measured> all;
+  std::unordered_set<std::string> ignored;
+  measure_random(space, 23, 48, all, ignored);
+  // The fastest: a program with k block 256; nothing else of its sketch and tile.
+  const sched::Sketch* sketch = nullptr;
+  search::Candidate fast;
+  size_t k = 0;
+  for (const search::Measured& m : all) {
+    const sched::Sketch& s = space.sketches()[static_cast<size_t>(m.candidate.sketch)];
+    for (size_t i = 0; i < s.splits.size(); ++i)
+      if (s.splits[i].parts == 1 && s.splits[i].name == "k" && !sketch) {
+        sched::Config c = m.candidate.config;
+        c.factors[i] = {256};
+        if (!sched::invalid_reason(s, c).empty()) continue;
+        sketch = &s;
+        k = i;
+        fast = space.make(m.candidate.sketch, c);
+      }
+  }
+  ASSERT_TRUE(sketch) << "no program with a one-level k split";
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  for (const search::Measured& m : all)
+    if ((m.candidate.sketch != fast.sketch || space.register_tile(m.candidate) != space.register_tile(fast)) &&
+        m.candidate.json != fast.json && measured.insert(m.candidate.json).second)
+      history.push_back(m);
+  ASSERT_TRUE(measured.insert(fast.json).second);
+  history.push_back({fast, 50.0});
+  auto blocks_in = [&](const std::vector<search::Candidate>& got) {
+    std::set<int64_t> b;
+    for (const search::Candidate& c : got) {
+      if (c.sketch != fast.sketch) continue;
+      sched::Config same = c.config;
+      same.factors[k] = fast.config.factors[k];
+      if (same.factors == fast.config.factors && same.unroll == fast.config.unroll) b.insert(c.config.factors[k][0]);
+    }
+    return b;
+  };
+  const int n = 16;
+  std::mt19937_64 rng(2);
+  search::SearchState state{space, mlp.get(), history, measured, rng};
+  std::set<int64_t> first = blocks_in(search::make_strategy("gradient")->propose(state, n));
+  EXPECT_TRUE(first.count(1) && first.count(16)) << "1, the farthest from 256, then 16 between; got "
+                                                 << ::testing::PrintToString(first);
+  for (int64_t b : {1, 16}) {  // measured, slower
+    sched::Config c = fast.config;
+    c.factors[k] = {b};
+    search::Candidate m = space.make(fast.sketch, c);
+    if (measured.insert(m.json).second) history.push_back({m, 300.0});
+  }
+  std::mt19937_64 rng2(3);
+  search::SearchState again{space, mlp.get(), history, measured, rng2};
+  std::set<int64_t> next = blocks_in(search::make_strategy("gradient")->propose(again, n));
+  EXPECT_TRUE(next.count(4) && next.count(64)) << "the middles of the gaps; got " << ::testing::PrintToString(next);
+  EXPECT_FALSE(next.count(1) || next.count(16)) << "measured already";
 }
 
 // The gradient search measures the fastest program with other register tiles, tiles
