@@ -392,7 +392,13 @@ class Gradient final : public Strategy {
     for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
       const Candidate& parent = good[p]->candidate;
       const sched::Sketch& s = state.space.sketches()[static_cast<size_t>(parent.sketch)];
+      // The measured programs of the parent's sketch and tile (the parent among them),
+      // found once for all of its splits.
       const Tile tile = tile_of(state, parent);
+      std::vector<const sched::Config*> family;
+      for (const Measured& m : state.history)
+        if (m.candidate.sketch == parent.sketch && tile_of(state, m.candidate) == tile)
+          family.push_back(&m.candidate.config);
       for (size_t k = 0; k < s.splits.size() && out.size() < slots; ++k) {
         if (s.splits[k].parts != 1) continue;
         const std::vector<int64_t> values = sched::split_factors(s.splits[k]);
@@ -403,9 +409,7 @@ class Gradient final : public Strategy {
           if (it != values.end() && *it == v) tried[static_cast<size_t>(it - values.begin())] = true;
         };
         mark(parent.config.factors[k][0]);
-        for (const Measured& m : state.history)
-          if (m.candidate.sketch == parent.sketch && tile_of(state, m.candidate) == tile)
-            mark(m.candidate.config.factors[k][0]);
+        for (const sched::Config* c : family) mark(c->factors[k][0]);
         std::vector<Candidate> cs;
         std::vector<size_t> at;
         for (size_t i = 0; i < values.size(); ++i) {
@@ -438,7 +442,7 @@ class Gradient final : public Strategy {
           taken_here[pick] = true;
           tried[at[pick]] = true;
           used.insert(cs[pick].json);
-          out.push_back(cs[pick]);
+          out.push_back(std::move(cs[pick]));
         }
       }
     }
