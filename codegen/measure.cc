@@ -188,7 +188,7 @@ nlohmann::json request(const std::vector<sched::Sketch>& sketches, const Candida
 void MeasurePool::worker_main(int in_fd, int out_fd) {
   signal(SIGPIPE, SIG_IGN);
   const bool cuda = opt_.target == "cuda";
-  std::mutex hook_mu, send_mu;  // the test hook need not be thread-safe; one message at a time
+  std::mutex send_mu;  // one message at a time
   // Lowers and compiles the request's program (on any thread). The cubin is loaded,
   // and the CPU kernel linked, outside the compile time.
   auto compile = [&](const nlohmann::json& j) {
@@ -202,10 +202,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       double cpu0 = thread_cpu_seconds();
       out.func = sched::lower_config(task_, s, c);
       out.lower_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (opt_.program_hook) {
-        std::lock_guard<std::mutex> l(hook_mu);
-        out.func = opt_.program_hook(out.func);
-      }
+      if (opt_.program_hook) out.func = opt_.program_hook(out.func);
       if (cuda) out.gpu = compile_cuda(print_cuda(out.func), out.func.name, opt_.cuda_arch);
       else {
         LlvmOptions lo;

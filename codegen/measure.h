@@ -86,7 +86,10 @@ struct MeasureOptions {
   // (search::TuneOptions::max_instructions, models::CollectOptions::max_instructions).
   int64_t max_instructions = 0;
   // Test hook, run in the worker on each lowered program before compilation (fault
-  // injection: a store out of bounds, an endless loop, a wrong value).
+  // injection: a store out of bounds, an endless loop, a wrong value). It is called
+  // from every compile thread at once, so it must be thread-safe; it is not serialized
+  // here, as a lock held by one program's hook would stall the others' compilation
+  // (see testing::one_at_a_time in tests/codegen/fault_hooks.h).
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
 };
 

@@ -61,7 +61,8 @@ struct TuneOptions {
   // After each measured program: trials done, the trial budget (0 when in seconds),
   // seconds so far, the best latency so far (0 when none ran yet).
   std::function<void(int, int, double, double)> progress;
-  // Test hook passed to the measurer (codegen::MeasureOptions::program_hook).
+  // Test hook passed to the measurer (codegen::MeasureOptions::program_hook): called
+  // from several compile threads at once, so it must be thread-safe.
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
 };
 

@@ -2,6 +2,9 @@
 // programs to break, and a break that crashes a kernel wherever it runs.
 #pragma once
 
+#include <memory>
+#include <mutex>
+
 #include "core/ir/stmt.h"
 
 namespace basin::testing {
@@ -21,6 +24,16 @@ inline LoweredFunc with_store_far_out_of_bounds(const LoweredFunc& f) {
   const Buffer& out = f.params[f.output_params[0]];
   bad.body = make_seq({make_store(out, {Expr(int64_t{1} << 42)}, fconst(1.0)), f.body});
   return bad;
+}
+
+// `hook` called under a lock of its own, for a hook with state (counts, programs seen):
+// the measurer calls hooks from several compile threads at once.
+template <class Hook>
+auto one_at_a_time(Hook hook) {
+  return [hook, mu = std::make_shared<std::mutex>()](const LoweredFunc& f) {
+    std::lock_guard<std::mutex> l(*mu);
+    return hook(f);
+  };
 }
 
 }  // namespace basin::testing

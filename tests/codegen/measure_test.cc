@@ -5,11 +5,14 @@
 // as its own program's error too.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <random>
 #include <thread>
+
+#include <sys/mman.h>
 
 #include "codegen/llvm_jit.h"
 #include "codegen/measure.h"
@@ -186,13 +189,23 @@ TEST_F(Measure, ACrashWhileCompilingAheadIsItsProgramsError) {
 
 // A compilation that runs past the timeout while the batch is compiled ahead is its
 // program's timeout; the worker is replaced, and the others are compiled ahead again
-// and measured.
+// and measured. Regression: the worker ran the hook under a lock, so a program whose
+// hook came after the hang's waited for it, and was killed as late too (on some hosts
+// every time). Here the programs with unroll 0 wait for the hang to begin (a flag in
+// memory shared with the workers), so they are compiled while it hangs.
 TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
+  void* shared = mmap(nullptr, sizeof(std::atomic<bool>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  std::atomic<bool>* hanging = new (shared) std::atomic<bool>(false);
   codegen::MeasureOptions opt;
   opt.compile_threads = 2;
   opt.timeout_seconds = 2;
-  opt.program_hook = [](const LoweredFunc& f) {
-    if (unroll_of(f) == 16) std::this_thread::sleep_for(std::chrono::seconds(600));
+  opt.program_hook = [hanging](const LoweredFunc& f) {
+    if (unroll_of(f) == 16) {
+      *hanging = true;
+      std::this_thread::sleep_for(std::chrono::seconds(600));
+    }
+    while (unroll_of(f) == 0 && !*hanging) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return f;
   };
   codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
@@ -205,6 +218,7 @@ TEST_F(Measure, ACompilationPastTheTimeoutIsItsProgramsTimeout) {
   EXPECT_TRUE(r[3].ok()) << r[3].error;
   EXPECT_EQ(pool.workers_started(), 2);
   EXPECT_EQ(pool.measured_ahead(), 3);
+  munmap(shared, sizeof(std::atomic<bool>));
 }
 
 // A program over the instruction limit is its own error result, found by the worker's

@@ -22,6 +22,7 @@
 #include "search/records.h"
 #include "core/util/host.h"
 #include "search/tuner.h"
+#include "tests/codegen/fault_hooks.h"
 
 using namespace basin;
 
@@ -1134,10 +1135,10 @@ TEST(Tuner, AnotherCodeGenerationsRecordsAreLeftOutAndMeasuredAgain) {
 // tuner measures a would-be best again after the round's other programs and keeps the
 // median. Here every measurement after a program's first runs its body 30 times.
 TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
-  auto slow_again = [](const LoweredFunc& f) {
+  auto slow_again = basin::testing::one_at_a_time([](const LoweredFunc& f) {
     static std::set<std::string> seen;  // in the measurement worker
     return seen.insert(to_string(f.body)).second ? f : repeated(f, 30);
-  };
+  });
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   for (int confirm : {2, 0}) {
     std::string db = temp_db(confirm ? "confirm" : "no_confirm");
@@ -1229,7 +1230,7 @@ TEST(Tuner, ABestThatTurnsSlowGivesWay) {
   opt.trials = 24;
   opt.batch = 3;
   opt.seed = 4;
-  opt.program_hook = fast_three_times;
+  opt.program_hook = basin::testing::one_at_a_time(fast_three_times);
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
   search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
@@ -1320,7 +1321,7 @@ TEST(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   // The first round confirms all three of its programs (none is the best yet), so the
   // settle has two others to choose from whatever later first measurements show.
   opt.confirm_programs = 3;
-  opt.program_hook = fast_three_times;
+  opt.program_hook = basin::testing::one_at_a_time(fast_three_times);
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneResult r;
@@ -1371,13 +1372,13 @@ TEST(Tuner, AProgramThatFailsItsConfirmationsIsNotTheBest) {
   opt.batch = 3;
   opt.seed = 9;
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
-  opt.program_hook = [](const LoweredFunc& f) {
+  opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
     static std::set<std::string> seen;  // in the measurement worker
     if (seen.insert(to_string(f.body)).second) return f;
     LoweredFunc wrong = f;
     wrong.body = make_for(Var("never"), Expr(int64_t{0}), Expr(int64_t{0}), ForKind::Serial, f.body);
     return wrong;
-  };
+  });
   search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
   EXPECT_GT(r.confirmations, 0);
@@ -1399,10 +1400,10 @@ TEST(Tuner, AResultAskedForMidRoundStillConfirmsTheBest) {
   opt.trials = 4;
   opt.seed = 2;
   // The first program measured is the fastest: every later one runs its body 30 times.
-  opt.program_hook = [](const LoweredFunc& f) {
+  opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
     static int programs = 0;  // in the measurement worker
     return programs++ == 0 ? f : repeated(f, 30);
-  };
+  });
   search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
   int asked = 0;
   EXPECT_EQ(tuner.round(4, [&] {
