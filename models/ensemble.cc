@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.h"
+#include "core/util/parallel.h"
 #include "models/estimator.h"
 
 namespace basin::models {
@@ -52,10 +53,11 @@ class Ensemble final : public DifferentiableEstimator {
   // Ready with the MLP alone (the shipped weights): the trees join at the first update.
   bool ready() const override { return mlp_->ready(); }
 
+  // The two parts at once, each on a thread (the trees on the second).
   std::vector<double> predict(const FeatureBatch& b) override {
-    std::vector<double> s = mlp_->predict(b);
-    if (!blended()) return s;
-    std::vector<double> g = gbt_->predict(b);
+    if (!blended()) return mlp_->predict(b);
+    std::vector<double> s, g;
+    run_both([&] { s = mlp_->predict(b); }, [&] { g = gbt_->predict(b); });
     for (size_t i = 0; i < s.size(); ++i) s[i] = 0.5 * (s[i] / mlp_scale_ + g[i] / gbt_scale_);
     return s;
   }
@@ -67,8 +69,7 @@ class Ensemble final : public DifferentiableEstimator {
   }
 
   void train(const std::vector<Sample>& samples, const TrainOptions& opt) override {
-    mlp_->train(samples, opt);
-    gbt_->train(samples, opt);
+    run_both([&] { mlp_->train(samples, opt); }, [&] { gbt_->train(samples, opt); });
     rescale(samples);
   }
 
@@ -79,9 +80,10 @@ class Ensemble final : public DifferentiableEstimator {
   // 30 did, threw away what the cross-task trees knew and made three of five tasks worse
   // (docs/PERFORMANCE.md).
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
-    mlp_->update(samples, opt);
-    if (gbt_->ready()) gbt_->update(samples, opt);
-    else gbt_->train(samples, opt);
+    run_both([&] { mlp_->update(samples, opt); }, [&] {
+      if (gbt_->ready()) gbt_->update(samples, opt);
+      else gbt_->train(samples, opt);
+    });
     rescale(samples);
   }
 
@@ -116,7 +118,9 @@ class Ensemble final : public DifferentiableEstimator {
 
   void rescale(const std::vector<Sample>& samples) {
     FeatureBatch b = FeatureBatch::of(samples);
-    double m = typical_spread(mlp_->predict(b), samples), g = typical_spread(gbt_->predict(b), samples);
+    std::vector<double> ms, gs;
+    run_both([&] { ms = mlp_->predict(b); }, [&] { gs = gbt_->predict(b); });
+    double m = typical_spread(ms, samples), g = typical_spread(gs, samples);
     if (m > 0 && g > 0) {  // else keep the previous scales (a batch of single programs)
       mlp_scale_ = m;
       gbt_scale_ = g;

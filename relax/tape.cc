@@ -212,61 +212,81 @@ void Tape::backward(const double* grad_y, double* grad_x) {
     double* ga = n.a >= 0 ? &adj_[n.a * batch] : nullptr;
     double* gb = n.b >= 0 ? &adj_[n.b * batch] : nullptr;
     double* gc = n.c >= 0 ? &adj_[n.c * batch] : nullptr;
-    for (int k = 0; k < batch; ++k) {
-      double gk = g[k];
-      if (gk == 0) continue;
-      switch (n.op) {
-        case Op::Const: break;
-        case Op::Input: grad_x[k * n_inputs_ + static_cast<int>(n.value)] += gk; break;
-        case Op::Add: ga[k] += gk; gb[k] += gk; break;
-        case Op::Sub: ga[k] += gk; gb[k] -= gk; break;
-        case Op::Mul: ga[k] += gk * b[k]; gb[k] += gk * a[k]; break;
-        case Op::Div:
-        case Op::FloorDiv:  // relaxed: the exact quotient; exact mode: the same slope (a subgradient)
+    // One switch per operation, then a loop over the batch, as in run(). An entry whose
+    // adjoint is zero adds nothing (not even 0 times an infinite slope).
+    auto each = [&](auto f) {
+      for (int k = 0; k < batch; ++k)
+        if (g[k] != 0) f(k, g[k]);
+    };
+    switch (n.op) {
+      case Op::Const: break;
+      case Op::Input: {
+        const int col = static_cast<int>(n.value);
+        each([&](int k, double gk) { grad_x[k * n_inputs_ + col] += gk; });
+        break;
+      }
+      case Op::Add: each([&](int k, double gk) { ga[k] += gk; gb[k] += gk; }); break;
+      case Op::Sub: each([&](int k, double gk) { ga[k] += gk; gb[k] -= gk; }); break;
+      case Op::Mul: each([&](int k, double gk) { ga[k] += gk * b[k]; gb[k] += gk * a[k]; }); break;
+      case Op::Div:
+      case Op::FloorDiv:  // relaxed: the exact quotient; exact mode: the same slope (a subgradient)
+        each([&](int k, double gk) {
           ga[k] += gk / b[k];
           gb[k] -= gk * a[k] / (b[k] * b[k]);
-          break;
-        case Op::FloorMod: ga[k] += gk; gb[k] -= gk * std::floor(a[k] / b[k]); break;
-        case Op::Min: (a[k] <= b[k] ? ga : gb)[k] += gk; break;
-        case Op::Max: (a[k] >= b[k] ? ga : gb)[k] += gk; break;
-        case Op::LT:
-        case Op::LE:
-          if (relaxed) {
+        });
+        break;
+      case Op::FloorMod: each([&](int k, double gk) { ga[k] += gk; gb[k] -= gk * std::floor(a[k] / b[k]); }); break;
+      case Op::Min: each([&](int k, double gk) { (a[k] <= b[k] ? ga : gb)[k] += gk; }); break;
+      case Op::Max: each([&](int k, double gk) { (a[k] >= b[k] ? ga : gb)[k] += gk; }); break;
+      case Op::LT:
+      case Op::LE:
+        if (relaxed)
+          each([&](int k, double gk) {
             double d = v[k] * (1 - v[k]) / tau_;
             ga[k] -= gk * d;
             gb[k] += gk * d;
-          }
-          break;
-        case Op::EQ:
-          if (relaxed) {
+          });
+        break;
+      case Op::EQ:
+        if (relaxed)
+          each([&](int k, double gk) {
             double d = -2.0 * (a[k] - b[k]) / (tau_ * tau_) * v[k];
             ga[k] += gk * d;
             gb[k] -= gk * d;
-          }
-          break;
-        case Op::And: if (relaxed) { ga[k] += gk * b[k]; gb[k] += gk * a[k]; } break;
-        case Op::Or: if (relaxed) { ga[k] += gk * (1 - b[k]); gb[k] += gk * (1 - a[k]); } break;
-        case Op::Not: if (relaxed) ga[k] -= gk; break;
-        case Op::Select:
-          if (relaxed) {
+          });
+        break;
+      case Op::And:
+        if (relaxed) each([&](int k, double gk) { ga[k] += gk * b[k]; gb[k] += gk * a[k]; });
+        break;
+      case Op::Or:
+        if (relaxed) each([&](int k, double gk) { ga[k] += gk * (1 - b[k]); gb[k] += gk * (1 - a[k]); });
+        break;
+      case Op::Not:
+        if (relaxed) each([&](int k, double gk) { ga[k] -= gk; });
+        break;
+      case Op::Select:
+        if (relaxed)
+          each([&](int k, double gk) {
             ga[k] += gk * (b[k] - c[k]);
             gb[k] += gk * a[k];
             gc[k] += gk * (1 - a[k]);
-          } else {
-            (a[k] != 0 ? gb : gc)[k] += gk;
-          }
-          break;
-        case Op::Exp: ga[k] += gk * v[k]; break;
-        case Op::Log: ga[k] += gk / a[k]; break;
-        case Op::Sqrt: ga[k] += gk * 0.5 / v[k]; break;
-        case Op::Pow:
+          });
+        else each([&](int k, double gk) { (a[k] != 0 ? gb : gc)[k] += gk; });
+        break;
+      case Op::Exp: each([&](int k, double gk) { ga[k] += gk * v[k]; }); break;
+      case Op::Log: each([&](int k, double gk) { ga[k] += gk / a[k]; }); break;
+      case Op::Sqrt: each([&](int k, double gk) { ga[k] += gk * 0.5 / v[k]; }); break;
+      case Op::Pow:
+        each([&](int k, double gk) {
           ga[k] += gk * b[k] * std::pow(a[k], b[k] - 1);
           if (a[k] > 0) gb[k] += gk * v[k] * std::log(a[k]);
-          break;
-        case Op::Floor:
-        case Op::Ceil: if (relaxed) ga[k] += gk; break;
-        case Op::Abs: ga[k] += gk * (a[k] < 0 ? -1.0 : 1.0); break;
-      }
+        });
+        break;
+      case Op::Floor:
+      case Op::Ceil:
+        if (relaxed) each([&](int k, double gk) { ga[k] += gk; });
+        break;
+      case Op::Abs: each([&](int k, double gk) { ga[k] += gk * (a[k] < 0 ? -1.0 : 1.0); }); break;
     }
   }
 }

@@ -25,6 +25,7 @@
 #include <set>
 
 #include "core/util/error.h"
+#include "core/util/parallel.h"
 #include "relax/relaxed_sketch.h"
 #include "relax/torch_bridge.h"
 #include "search/strategy.h"
@@ -596,7 +597,29 @@ class Gradient final : public Strategy {
     relax::RelaxedSketch* rs;
     int batch, vars;
     std::vector<double> x, m, v;
+    // A step's: the features and constraints at x, and the gradients of the score and
+    // of the penalty (the latter only when `violated`).
+    std::vector<double> f, c, grad_cost, grad_penalty;
+    bool violated = false;
   };
+
+  // Whether some seed's penalty (its squared violations, summed) is positive. None when
+  // a penalty is NaN: as autograd's maximum over the seeds was, NaN.
+  static bool violates(const std::vector<double>& c, int batch) {
+    if (c.empty()) return false;
+    const size_t nc = c.size() / static_cast<size_t>(batch);
+    bool any = false;
+    for (int b = 0; b < batch; ++b) {
+      double p = 0;
+      for (size_t i = 0; i < nc; ++i) {
+        const double r = std::max(c[b * nc + i], 0.0);
+        p += std::isnan(c[b * nc + i]) ? c[b * nc + i] : r * r;
+      }
+      if (std::isnan(p)) return false;
+      any = any || p > 0;
+    }
+    return any;
+  }
 
   // Adam from the seeds of every sketch at once (one estimator call per step over all
   // of them, stores padded and masked), every visited point rounded into `visited`.
@@ -606,7 +629,10 @@ class Gradient final : public Strategy {
     int stores = 0;
     for (size_t s = 0; s < seeds.size(); ++s) {
       if (seeds[s].empty()) continue;
-      Group g{static_cast<int>(s), &space.relaxed(static_cast<int>(s)), static_cast<int>(seeds[s].size()), 0, {}, {}, {}};
+      Group g;
+      g.sketch = static_cast<int>(s);
+      g.rs = &space.relaxed(g.sketch);
+      g.batch = static_cast<int>(seeds[s].size());
       g.vars = g.rs->num_vars();
       for (const Eigen::VectorXd& p : seeds[s]) g.x.insert(g.x.end(), p.data(), p.data() + g.vars);
       g.m.assign(g.x.size(), 0.0);
@@ -635,51 +661,67 @@ class Gradient final : public Strategy {
     };
     round_all();
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    const int nf = groups.empty() ? 0 : groups[0].rs->num_features();  // one feature set per task
+    const int rows = static_cast<int>(mask.size(0));
     for (int step = 1; step <= opt_.steps; ++step) {
-      std::vector<torch::Tensor> xs, feats, pens;
-      for (Group& g : groups) {
-        torch::Tensor tx = torch::from_blob(g.x.data(), {g.batch, g.vars}, torch::kFloat64).clone().requires_grad_(true);
-        std::vector<torch::Tensor> fc = relax::relaxed_features(*g.rs, tx);
-        torch::Tensor f = fc[0].to(torch::kFloat32);
-        if (g.rs->num_stores() < stores) f = torch::constant_pad_nd(f, {0, 0, 0, stores - g.rs->num_stores()});
-        feats.push_back(f);
-        pens.push_back(fc[1].size(1) > 0 ? torch::relu(fc[1]).pow(2).sum(1) : torch::zeros({g.batch}, torch::kFloat64));
-        xs.push_back(tx);
+      // Each sketch's tape on a thread of its own (the tapes are the step's largest
+      // part, and each group has its own): the features and the constraints.
+      parallel_for(static_cast<int>(groups.size()), [&](int k) {
+        Group& g = groups[static_cast<size_t>(k)];
+        g.f.resize(static_cast<size_t>(g.batch) * g.rs->num_stores() * nf);
+        g.c.resize(static_cast<size_t>(g.batch) * g.rs->num_constraints());
+        g.rs->forward(g.x.data(), g.batch, g.f.data(), g.c.data());
+      });
+      // One estimator call over every seed, stores padded and masked: d cost / d features.
+      torch::Tensor feats = torch::zeros({rows, stores, nf}, torch::kFloat32);
+      float* fp = feats.data_ptr<float>();
+      for (int k = 0, row = 0; k < static_cast<int>(groups.size()); row += groups[static_cast<size_t>(k)].batch, ++k) {
+        const Group& g = groups[static_cast<size_t>(k)];
+        const size_t per_row = static_cast<size_t>(g.rs->num_stores()) * nf;
+        for (int b = 0; b < g.batch; ++b)
+          std::transform(g.f.begin() + static_cast<std::ptrdiff_t>(b * per_row),
+                         g.f.begin() + static_cast<std::ptrdiff_t>((b + 1) * per_row),
+                         fp + static_cast<size_t>(row + b) * stores * nf, [](double v) { return static_cast<float>(v); });
       }
-      torch::Tensor cost = est.forward(torch::cat(feats, 0), mask).to(torch::kFloat64);
-      auto grads = [&](const torch::Tensor& y, const std::vector<torch::Tensor>& wrt) {
-        std::vector<torch::Tensor> g = torch::autograd::grad({y.sum()}, wrt, {}, /*retain_graph=*/true, false,
-                                                             /*allow_unused=*/true);
-        for (size_t i = 0; i < g.size(); ++i)
-          g[i] = g[i].defined() ? g[i].to(torch::kFloat64).contiguous() : torch::zeros_like(wrt[i]);
-        return g;
-      };
-      std::vector<torch::Tensor> gc = grads(cost, xs);
-      // The penalty's gradient, only for the sketches where some seed violates a
+      feats.requires_grad_(true);
+      torch::Tensor cost = est.forward(feats, mask).to(torch::kFloat64);
+      torch::Tensor gf = torch::autograd::grad({cost.sum()}, {feats}, {}, /*retain_graph=*/false, false,
+                                               /*allow_unused=*/true)[0];
+      gf = gf.defined() ? gf.contiguous() : torch::zeros_like(feats);
+      const float* gfp = gf.data_ptr<float>();
+      std::vector<int> first_row(groups.size(), 0);
+      for (size_t k = 1; k < groups.size(); ++k) first_row[k] = first_row[k - 1] + groups[k - 1].batch;
+      // Back through each tape, again a thread per sketch: the score's gradient, and the
+      // penalty's (the sum of the squared violations) only where some seed violates a
       // constraint (a few percent of the points): elsewhere it is zero, and its backward
-      // pass through the sketch's tape would cost as much as the score's.
-      std::vector<torch::Tensor> gp(groups.size());
-      std::vector<torch::Tensor> violated_pens, violated_xs;
-      std::vector<size_t> violated;
-      for (size_t k = 0; k < groups.size(); ++k)
-        if (pens[k].requires_grad() && pens[k].max().item<double>() > 0) {
-          violated.push_back(k);
-          violated_pens.push_back(pens[k].sum());
-          violated_xs.push_back(xs[k]);
-        }
-      if (!violated.empty()) {
-        std::vector<torch::Tensor> g = grads(torch::stack(violated_pens), violated_xs);
-        for (size_t i = 0; i < violated.size(); ++i) gp[violated[i]] = g[i];
-      }
+      // pass through the tape would cost as much as the score's.
+      parallel_for(static_cast<int>(groups.size()), [&](int k) {
+        Group& g = groups[static_cast<size_t>(k)];
+        const size_t per_row = static_cast<size_t>(g.rs->num_stores()) * nf;
+        std::vector<double> grad_f(g.f.size());
+        for (int b = 0; b < g.batch; ++b)
+          std::copy(gfp + static_cast<size_t>(first_row[static_cast<size_t>(k)] + b) * stores * nf,
+                    gfp + static_cast<size_t>(first_row[static_cast<size_t>(k)] + b) * stores * nf + per_row,
+                    grad_f.begin() + static_cast<std::ptrdiff_t>(b * per_row));
+        g.grad_cost.resize(g.x.size());
+        g.rs->backward(grad_f.data(), g.grad_cost.data());
+        g.violated = violates(g.c, g.batch);
+        if (!g.violated) return;
+        std::vector<double> grad_c(g.c.size());
+        for (size_t i = 0; i < g.c.size(); ++i) grad_c[i] = g.c[i] > 0 ? 2 * g.c[i] : 0.0;
+        std::fill(grad_f.begin(), grad_f.end(), 0.0);
+        g.grad_penalty.resize(g.x.size());
+        g.rs->backward(grad_f.data(), g.grad_penalty.data(), grad_c.data());
+      });
       const double c1 = 1 - std::pow(b1, step), c2 = 1 - std::pow(b2, step);
       std::vector<double> dir;
       for (size_t k = 0; k < groups.size(); ++k) {
         Group& g = groups[k];
         dir.resize(g.x.size());
-        if (!gp[k].defined()) {
-          std::copy(gc[k].data_ptr<double>(), gc[k].data_ptr<double>() + g.x.size(), dir.begin());
+        if (!g.violated) {
+          std::copy(g.grad_cost.begin(), g.grad_cost.end(), dir.begin());
         } else {
-          relax::scale_penalty_gradient(gc[k].data_ptr<double>(), gp[k].data_ptr<double>(), g.batch, g.vars,
+          relax::scale_penalty_gradient(g.grad_cost.data(), g.grad_penalty.data(), g.batch, g.vars,
                                         opt_.penalty_weight, dir.data());
         }
         for (size_t i = 0; i < g.x.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/util/error.h"
+#include "core/util/parallel.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
 #include "relax/tape.h"
@@ -253,12 +254,21 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
   const size_t row = static_cast<size_t>(b.stores) * b.features;
   b.values.assign(row * b.batch, 0.0f);
   b.mask.assign(static_cast<size_t>(b.stores) * b.batch, 0.0f);
-  std::vector<double> x, f;
-  for (size_t s = 0; s < sketches_.size(); ++s) {
+  // Each sketch's programs on a thread of their own (evaluate() is const, with buffers
+  // per thread); the tapes are made first, here, as exact() makes them on first use.
+  std::vector<relax::RelaxedSketch*> tapes(sketches_.size(), nullptr);
+  std::vector<int> used;
+  for (size_t s = 0; s < sketches_.size(); ++s)
+    if (!by_sketch[s].empty()) {
+      tapes[s] = &exact(static_cast<int>(s));
+      used.push_back(static_cast<int>(s));
+    }
+  parallel_for(static_cast<int>(used.size()), [&](int u) {
+    const size_t s = static_cast<size_t>(used[static_cast<size_t>(u)]);
     const std::vector<int>& idx = by_sketch[s];
-    if (idx.empty()) continue;
-    relax::RelaxedSketch& rs = exact(static_cast<int>(s));
+    const relax::RelaxedSketch& rs = *tapes[s];
     const int nv = rs.num_vars(), stores = rs.num_stores();
+    std::vector<double> x, f;
     // In chunks, so that x and f stay small and warm however many programs are ranked.
     for (size_t start = 0; start < idx.size(); start += relax::Tape::kChunk) {
       const int n = static_cast<int>(std::min<size_t>(relax::Tape::kChunk, idx.size() - start));
@@ -276,7 +286,7 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
         std::fill(b.mask.begin() + at * b.stores, b.mask.begin() + at * b.stores + stores, 1.0f);
       }
     }
-  }
+  });
   return b;
 }
 
