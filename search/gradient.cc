@@ -663,6 +663,8 @@ class Gradient final : public Strategy {
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     const int nf = groups.empty() ? 0 : groups[0].rs->num_features();  // one feature set per task
     const int rows = static_cast<int>(mask.size(0));
+    std::vector<int> first_row(groups.size(), 0);  // each group's first row in the estimator's batch
+    for (size_t k = 1; k < groups.size(); ++k) first_row[k] = first_row[k - 1] + groups[k - 1].batch;
     for (int step = 1; step <= opt_.steps; ++step) {
       // Each sketch's tape on a thread of its own (the tapes are the step's largest
       // part, and each group has its own): the features and the constraints.
@@ -675,13 +677,14 @@ class Gradient final : public Strategy {
       // One estimator call over every seed, stores padded and masked: d cost / d features.
       torch::Tensor feats = torch::zeros({rows, stores, nf}, torch::kFloat32);
       float* fp = feats.data_ptr<float>();
-      for (int k = 0, row = 0; k < static_cast<int>(groups.size()); row += groups[static_cast<size_t>(k)].batch, ++k) {
-        const Group& g = groups[static_cast<size_t>(k)];
+      for (size_t k = 0; k < groups.size(); ++k) {
+        const Group& g = groups[k];
         const size_t per_row = static_cast<size_t>(g.rs->num_stores()) * nf;
         for (int b = 0; b < g.batch; ++b)
           std::transform(g.f.begin() + static_cast<std::ptrdiff_t>(b * per_row),
                          g.f.begin() + static_cast<std::ptrdiff_t>((b + 1) * per_row),
-                         fp + static_cast<size_t>(row + b) * stores * nf, [](double v) { return static_cast<float>(v); });
+                         fp + static_cast<size_t>(first_row[k] + b) * stores * nf,
+                         [](double v) { return static_cast<float>(v); });
       }
       feats.requires_grad_(true);
       torch::Tensor cost = est.forward(feats, mask).to(torch::kFloat64);
@@ -689,8 +692,6 @@ class Gradient final : public Strategy {
                                                /*allow_unused=*/true)[0];
       gf = gf.defined() ? gf.contiguous() : torch::zeros_like(feats);
       const float* gfp = gf.data_ptr<float>();
-      std::vector<int> first_row(groups.size(), 0);
-      for (size_t k = 1; k < groups.size(); ++k) first_row[k] = first_row[k - 1] + groups[k - 1].batch;
       // Back through each tape, again a thread per sketch: the score's gradient, and the
       // penalty's (the sum of the squared violations) only where some seed violates a
       // constraint (a few percent of the points): elsewhere it is zero, and its backward

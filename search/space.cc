@@ -249,20 +249,21 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
   b.features = relax::num_features(relax::feature_set_of(sketches_[0]));
   std::vector<std::vector<int>> by_sketch(sketches_.size());
   for (int i = 0; i < b.batch; ++i) by_sketch.at(cs[i].sketch).push_back(i);
-  for (size_t s = 0; s < sketches_.size(); ++s)
-    if (!by_sketch[s].empty()) b.stores = std::max(b.stores, exact(static_cast<int>(s)).num_stores());
-  const size_t row = static_cast<size_t>(b.stores) * b.features;
-  b.values.assign(row * b.batch, 0.0f);
-  b.mask.assign(static_cast<size_t>(b.stores) * b.batch, 0.0f);
-  // Each sketch's programs on a thread of their own (evaluate() is const, with buffers
-  // per thread); the tapes are made first, here, as exact() makes them on first use.
+  // The tapes are made here, on this thread (exact() makes them on first use), so that
+  // the sketches' threads below only read them.
   std::vector<relax::RelaxedSketch*> tapes(sketches_.size(), nullptr);
-  std::vector<int> used;
+  std::vector<int> used;  // the sketches with programs here
   for (size_t s = 0; s < sketches_.size(); ++s)
     if (!by_sketch[s].empty()) {
       tapes[s] = &exact(static_cast<int>(s));
       used.push_back(static_cast<int>(s));
+      b.stores = std::max(b.stores, tapes[s]->num_stores());
     }
+  const size_t row = static_cast<size_t>(b.stores) * b.features;
+  b.values.assign(row * b.batch, 0.0f);
+  b.mask.assign(static_cast<size_t>(b.stores) * b.batch, 0.0f);
+  // Each sketch's programs on a thread of their own (evaluate() is const, with buffers
+  // per thread).
   parallel_for(static_cast<int>(used.size()), [&](int u) {
     const size_t s = static_cast<size_t>(used[static_cast<size_t>(u)]);
     const std::vector<int>& idx = by_sketch[s];
