@@ -220,8 +220,10 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
     return out;
   };
   // Runs a compiled program once, checks its outputs and times it: the result message.
+  // On the CPU, a program whose check run and warm-up call both take more than slow_us
+  // (0: no limit) is timed by those calls alone (TimingOptions::slow_us).
   // Returns false when the GPU context is poisoned (the worker must go).
-  auto run = [&](Compiled& p, nlohmann::json& res) {
+  auto run = [&](Compiled& p, nlohmann::json& res, double slow_us) {
     res["lower_seconds"] = p.lower_seconds;
     if (!p.error.empty()) {
       res["error"] = p.error;
@@ -234,11 +236,14 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       std::vector<NDArray> out = fresh_outputs(task_);
       std::vector<NDArray*> args = program_args(inputs_, out);
       std::unique_ptr<CudaKernel> gpu;
+      double check_us = 0;  // the CPU's check run, which may make the timing brief
       if (cuda) {
         gpu = std::make_unique<CudaKernel>(p.gpu, p.func);
         gpu->run(args);
       } else {
+        auto t0 = std::chrono::steady_clock::now();
         p.cpu->run(args);
+        check_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       }
       double worst = 0;
       for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
@@ -249,10 +254,13 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       std::vector<double> rounds;
       std::vector<void*> raw;
       for (NDArray* a : args) raw.push_back(a->data());
+      TimingOptions timing = opt_.timing;
+      timing.slow_us = slow_us;
       Timing t = cuda ? gpu->time(opt_.timing, opt_.flush_l2, &rounds)
-                      : time_function([&] { p.cpu->run_raw(raw.data()); }, opt_.timing, &rounds);
+                      : time_function([&] { p.cpu->run_raw(raw.data()); }, timing, &rounds, check_us);
       res["latencies_us"] = rounds;
       res["median_us"] = t.median_us;
+      if (t.brief) res["brief"] = true;
     } catch (const CudaError& e) {
       res["error"] = e.what();
       if (e.poisoned()) {
@@ -295,13 +303,14 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
     }
     nlohmann::json res;
     bool alive;
+    const double slow_us = j.value("slow_us", 0.0);
     if (j.contains("slot")) {
       Compiled& p = ahead.at(j["slot"].get<size_t>());
-      alive = run(p, res);
+      alive = run(p, res, slow_us);
       p = Compiled();  // measured once: its code is freed
     } else {
       Compiled p = compile(j);
-      alive = run(p, res);
+      alive = run(p, res, slow_us);
     }
     if (!send_msg(out_fd, res.dump()) || !alive) break;
   }
@@ -393,7 +402,7 @@ void MeasurePool::prepare(const std::vector<Candidate>& batch) {
   }
 }
 
-MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
+MeasureResult MeasurePool::run_in_worker(const Candidate& c, double slow_us) {
   MeasureResult r;
   nlohmann::json req = request(sketches_, c);
   const std::string key = req.dump();
@@ -407,6 +416,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
     ahead_.erase(a);
     ++measured_ahead_;
   }
+  if (slow_us > 0) req["slow_us"] = slow_us;
   if (!worker_) spawn();
   auto deadline = std::chrono::steady_clock::now() + timeout_duration();
   std::string reply;
@@ -429,11 +439,12 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c) {
   if (j.contains("compile_cpu_seconds")) r.compile_cpu_seconds = j["compile_cpu_seconds"].get<double>();
   if (j.contains("latencies_us")) r.latencies_us = j["latencies_us"].get<std::vector<double>>();
   if (j.contains("median_us")) r.median_us = j["median_us"].get<double>();
+  r.brief = j.value("brief", false);
   if (j.contains("poisoned")) stop_worker(false);  // it has exited; the next candidate starts a new one
   return r;
 }
 
-MeasureResult MeasurePool::measure_one(const Candidate& c) { return run_in_worker(c); }
+MeasureResult MeasurePool::measure_one(const Candidate& c, double slow_us) { return run_in_worker(c, slow_us); }
 
 std::vector<MeasureResult> MeasurePool::measure(const std::vector<Candidate>& batch) {
   prepare(batch);

@@ -45,6 +45,7 @@ struct MeasureResult {
   double lower_seconds = 0;         // of which lowering (sketch to loop IR)
   double compile_cpu_seconds = 0;   // the same as CPU time of the worker's thread
   std::string error;                  // empty when the program ran and matched the reference
+  bool brief = false;  // slower than measure_one's slow_us: timed by its check run and one call
   bool ok() const { return error.empty(); }
   double min_us() const { return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end()); }
 };
@@ -115,7 +116,12 @@ class MeasurePool {
   // program at a time.
   void prepare(const std::vector<Candidate>& batch);
   // Measures one candidate: the program prepare compiled, or lowered and compiled now.
-  MeasureResult measure_one(const Candidate& c);
+  // slow_us > 0 (the llvm target): when its check run and its warm-up call both take
+  // longer, those calls are its only timing, one round, the faster of the two
+  // (MeasureResult::brief; TimingOptions::slow_us), instead of the rounds of
+  // MeasureOptions::timing. The tuner sets it to a multiple of its fastest program's
+  // latency (search::TuneOptions::slow_factor).
+  MeasureResult measure_one(const Candidate& c, double slow_us = 0);
   // Workers started so far (1 plus one per crash or hang).
   int workers_started() const { return started_; }
   // Programs measured from a prepared batch (compiled ahead) so far.
@@ -126,7 +132,7 @@ class MeasurePool {
   void spawn();
   int stop_worker(bool kill);  // returns the worker's wait status
   [[noreturn]] void worker_main(int in_fd, int out_fd);
-  MeasureResult run_in_worker(const Candidate& c);
+  MeasureResult run_in_worker(const Candidate& c, double slow_us = 0);
   int compile_threads() const;
   std::chrono::milliseconds timeout_duration() const;  // opt_.timeout_seconds
 

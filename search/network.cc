@@ -43,6 +43,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.timeout_seconds = opt.timeout_seconds;
     to.compile_threads = opt.compile_threads;
     to.max_instructions = opt.max_instructions;
+    to.slow_factor = opt.slow_factor;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.log = opt.log;
     if (opt.task_options) opt.task_options(i, to);

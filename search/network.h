@@ -32,6 +32,7 @@ struct NetworkTuneOptions {
   double timeout_seconds = 10;  // per candidate
   int compile_threads = 0;      // compiling each batch ahead (TuneOptions::compile_threads)
   int64_t max_instructions = codegen::kMaxInstructions;  // TuneOptions::max_instructions
+  double slow_factor = 2;       // TuneOptions::slow_factor
   std::function<void(const std::string&)> log;
   // After each round: trials so far, the trial budget (0 when in seconds), seconds,
   // the estimated network latency (sum of weight x best; 0 until every task has one).

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <unordered_set>
 
@@ -103,9 +104,15 @@ struct TaskTuner::Impl {
   std::vector<Record> records;  // this machine's records of the task, parallel to history
   std::vector<int> sample_of;    // each record's index in samples (-1: none)
 
+  // The lowest latency of the programs measured so far (infinity: none), and the time
+  // above which a new program is timed briefly (0: none; TuneOptions::slow_factor).
+  double fastest_us = std::numeric_limits<double>::infinity();
+  double slow_us() const { return opt.slow_factor > 0 && std::isfinite(fastest_us) ? opt.slow_factor * fastest_us : 0; }
+
   // A measured program: into the history and the estimator's samples.
   void remember(const Candidate& c, const Record& r) {
     const double latency_us = r.ok() ? r.latency_us() : 0;
+    if (latency_us > 0) fastest_us = std::min(fastest_us, latency_us);
     history.push_back({c, latency_us});
     records.push_back(r);
     sample_of.push_back(-1);
@@ -164,10 +171,12 @@ struct TaskTuner::Impl {
     pool->prepare(ahead);
     res.measure_seconds += since(tm);
   }
-  // One measurement by the worker pool, its time counted as measurement.
-  codegen::MeasureResult measure(const Candidate& c) {
+  // One measurement by the worker pool, its time counted as measurement; brief when
+  // the program is slower than slow_us (codegen::MeasurePool::measure_one; 0: full).
+  codegen::MeasureResult measure(const Candidate& c, double slow_us = 0) {
     auto tm = Clock::now();
-    codegen::MeasureResult mr = pool->measure_one(to_pool(c));
+    codegen::MeasureResult mr = pool->measure_one(to_pool(c), slow_us);
+    res.brief += mr.brief;
     res.measure_seconds += since(tm);
     res.compile_seconds += mr.compile_seconds;
     return mr;
@@ -341,6 +350,8 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   if (opt.target != "llvm" && opt.target != "cuda")
     throw Error("tuning target '" + opt.target + "' is not supported (llvm or cuda)");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
+  if (!(opt.slow_factor == 0 || (opt.slow_factor >= 1 && std::isfinite(opt.slow_factor))))
+    throw Error("the slow factor must be 0 (every program timed in full) or at least 1, not " + fmt("%g", opt.slow_factor));
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
     throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
                 (est ? est->kind() : std::string("none")));
@@ -452,7 +463,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     r.host = host_description();
     r.codegen = codegen::codegen_version(opt.target);
     r.started_at = epoch_seconds();
-    codegen::MeasureResult mr = m.measure(c);
+    codegen::MeasureResult mr = m.measure(c, m.slow_us());
     r.finished_at = epoch_seconds();
     r.latencies_us = mr.latencies_us;
     r.error = mr.error;

@@ -36,6 +36,15 @@ struct TuneOptions {
   // compile_threads): 0, every core; 1, each program compiled just before it runs.
   int compile_threads = 0;
   int64_t max_instructions = codegen::kMaxInstructions;  // larger programs are errors, not compiled (0: no limit)
+  // A new program whose check run and warm-up call each take more than slow_factor
+  // times the fastest latency measured so far is timed by those two calls alone, one
+  // round (codegen::MeasurePool::measure_one's slow_us; TuneResult::brief): it cannot
+  // be the best, and the estimator needs its latency only roughly, while the full
+  // rounds of a program k times slower than the best cost k times a good one's. The
+  // llvm target only; measurements again (confirmations, contests) are always full.
+  // 0: every program gets the full rounds (docs/search.md, "Brief timing of slow
+  // programs").
+  double slow_factor = 2;
   bool update_estimator = true;
   std::string label;            // names the task in log lines (default: its key)
   int min_train_samples = 8;    // an untrained estimator trains once this many programs ran
@@ -98,6 +107,7 @@ struct TuneResult {
   // Programs measured from a batch compiled ahead on several threads (TuneOptions::
   // compile_threads); the others, confirmations among them, compiled just before.
   int measured_ahead = 0;
+  int brief = 0;  // new programs timed briefly, as slower than slow_factor times the fastest
   bool settled = false;  // settle() measured the fastest programs again (a curve point)
   // The confirmed program that won the last contest (the fastest of all while none is
   // confirmed, which the curve does not show) and its latency (Record::latency_us).

@@ -32,7 +32,7 @@ struct NetOptions {
   int trials = 0, batch = 16, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
-  double timeout = 10;
+  double timeout = 10, slow_factor = 2;
   bool json = false, quiet = false;
 };
 
@@ -118,6 +118,7 @@ int run_tune(const NetOptions& o) {
   to.timeout_seconds = o.timeout;
   to.compile_threads = o.compile_threads;
   to.max_instructions = o.max_instructions;
+  to.slow_factor = o.slow_factor;
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
@@ -306,6 +307,7 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--seed", o->seed, "seed of the search");
     cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate");
     add_compile_options(cmd, o->compile_threads, o->max_instructions);
+    add_slow_factor_option(cmd, o->slow_factor);
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

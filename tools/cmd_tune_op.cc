@@ -57,6 +57,21 @@ void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instr
       ->check(CLI::NonNegativeNumber);
 }
 
+void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
+  cmd->add_option("--slow-factor", slow_factor,
+                  "a new program slower than F times the fastest so far is timed by its check run and one call, "
+                  "not in full rounds (default 2; 0: every program in full; else at least 1)")
+      ->check([](const std::string& v) {
+        double f = 0;
+        try {
+          f = std::stod(v);
+        } catch (const std::exception&) {
+          return std::string("not a number: ") + v;
+        }
+        return f == 0 || (f >= 1 && std::isfinite(f)) ? std::string() : std::string("0 (off) or at least 1");
+      });
+}
+
 void draw_progress(int done, int total, double seconds, double best_us) {
   char line[160];
   if (total > 0) {
@@ -78,7 +93,7 @@ struct TuneOpOptions {
   int trials = 0, batch = 32, confirm = 2, compile_threads = 0;
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
-  double timeout = 10, stop_at = 0;
+  double timeout = 10, stop_at = 0, slow_factor = 2;
   bool compare = false, json = false, quiet = false;
 };
 
@@ -135,6 +150,7 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
                       {"measure_seconds", r.measure_seconds},
                       {"compile_seconds", r.compile_seconds},
                       {"measured_ahead", r.measured_ahead},
+                      {"brief", r.brief},
                       {"propose_seconds", r.propose_seconds},
                       {"update_seconds", r.update_seconds}, {"updates", r.updates},
                       {"overhead_fraction", r.overhead_fraction},
@@ -196,8 +212,8 @@ void print_run(const TuneOpOptions& o, const Run& run) {
   std::printf("strategy           %s (estimator %s%s), seed %llu\n", r.strategy.c_str(),
               run.spec.empty() ? "none" : run.spec.c_str(), file.empty() || file == run.spec ? "" : (": " + file).c_str(),
               static_cast<unsigned long long>(o.seed));
-  std::printf("trials             %d (%d resumed from %s, %d failed in this run)\n", r.trials, r.resumed,
-              run.records.c_str(), r.errors);
+  std::printf("trials             %d (%d resumed from %s, %d failed in this run, %d timed briefly as slow)\n",
+              r.trials, r.resumed, run.records.c_str(), r.errors, r.brief);
   if (r.best)
     std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->latency_us(), j["gflops"].get<double>());
   else
@@ -249,6 +265,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.timeout_seconds = o.timeout;
   to.compile_threads = o.compile_threads;
   to.max_instructions = o.max_instructions;
+  to.slow_factor = o.slow_factor;
   to.stop_at_us = o.stop_at;
   to.confirm = o.confirm;
   to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
@@ -320,6 +337,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
   add_compile_options(cmd, o->compile_threads, o->max_instructions);
+  add_slow_factor_option(cmd, o->slow_factor);
   cmd->add_option("--confirm", o->confirm,
                   "measure a program that would become the best N more times, after others, and keep the median "
                   "(default 2; 0: the first measurement decides)");

@@ -30,6 +30,8 @@ std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);
 // The measuring options of `tune-op`, `tune` and `estimator dataset`: --compile-threads
 // and --max-instructions (codegen::MeasureOptions).
 void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instructions);
+// The tuning commands' --slow-factor (search::TuneOptions::slow_factor).
+void add_slow_factor_option(CLI::App* cmd, double& slow_factor);
 
 // "" when `spec` names a strategy with valid options (search::make_strategy), else why
 // not: a CLI11 validator's answer.

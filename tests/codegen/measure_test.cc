@@ -5,12 +5,14 @@
 // as its own program's error too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include <sys/mman.h>
 
@@ -253,6 +255,63 @@ TEST_F(Measure, AProgramOverTheInstructionLimitIsAnErrorWithoutCompiling) {
     EXPECT_EQ(pool.workers_started(), 1);
     EXPECT_EQ(pool.measured_ahead(), threads == 2 ? 3 : 0);
   }
+}
+
+// Brief timing of slow programs (TimingOptions::slow_us): a program whose check run
+// and warm-up call both take longer than slow_us is timed by those two calls, one
+// round; one slow call alone (a preempted call, a cold first run) is not enough.
+TEST_F(Measure, AProgramSlowerThanTheBoundIsTimedBriefly) {
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task));
+  const codegen::Candidate c = candidates(pool, {16})[0];
+  const codegen::MeasureResult full = pool.measure_one(c);
+  ASSERT_TRUE(full.ok()) << full.error;
+  EXPECT_FALSE(full.brief);
+  EXPECT_EQ(full.latencies_us.size(), 3u);
+  const codegen::MeasureResult brief = pool.measure_one(c, 1e-3);  // every program is slower
+  ASSERT_TRUE(brief.ok()) << brief.error;
+  EXPECT_TRUE(brief.brief);
+  ASSERT_EQ(brief.latencies_us.size(), 1u);
+  EXPECT_GT(brief.latencies_us[0], 0);
+  const codegen::MeasureResult fast = pool.measure_one(c, 1e9);  // no program is
+  ASSERT_TRUE(fast.ok()) << fast.error;
+  EXPECT_FALSE(fast.brief);
+  EXPECT_EQ(fast.latencies_us.size(), 3u);
+}
+
+// A call of f that takes `us` microseconds (a busy wait, so that a loaded machine
+// only lengthens it).
+void spin_for(double us) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+TEST(Timing, BriefOnlyWhenTheWarmUpAndTheEarlierCallAreBothSlow) {
+  codegen::TimingOptions opt{1, 3, 0.001};
+  opt.slow_us = 2000;
+  auto timed = [&](std::vector<double> calls_us, double prior_us) {
+    size_t i = 0;
+    std::vector<double> rounds;
+    codegen::Timing t = codegen::time_function(
+        [&] { spin_for(calls_us[std::min(i++, calls_us.size() - 1)]); }, opt, &rounds, prior_us);
+    EXPECT_EQ(rounds.size(), t.brief ? 1u : 3u);
+    return std::make_pair(t, rounds);
+  };
+  // Slow, and the check run slow too: one round, the faster of the two calls.
+  auto [slow, slow_rounds] = timed({4000}, 3000);
+  EXPECT_TRUE(slow.brief);
+  EXPECT_GE(slow_rounds[0], 3000);
+  EXPECT_LT(slow_rounds[0], 4000);
+  EXPECT_EQ(slow.calls, 1);
+  // No earlier call: the warm-up alone decides.
+  EXPECT_TRUE(timed({4000}, 0).first.brief);
+  // A slow check run (cold), then fast calls: the full rounds.
+  EXPECT_FALSE(timed({100}, 3000).first.brief);
+  // A fast check run, then one slow call (preempted): the full rounds.
+  EXPECT_FALSE(timed({4000, 100}, 100).first.brief);
+  // Off.
+  opt.slow_us = 0;
+  EXPECT_FALSE(timed({4000}, 3000).first.brief);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <unistd.h>
@@ -1483,6 +1484,43 @@ TEST(Tuner, ProgramsOverItsInstructionLimitAreRecordedErrors) {
   }
 }
 
+// A new program slower than slow_factor times the fastest so far is timed briefly (one
+// round: TuneOptions::slow_factor); the first program, and every program with the
+// factor 0, gets the full rounds.
+TEST(Tuner, ProgramsFarSlowerThanTheFastestAreTimedBriefly) {
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  for (double factor : {1.0, 0.0}) {
+    std::string db = temp_db(factor > 0 ? "brief" : "not_brief");
+    search::RecordStore store(db);
+    search::TuneOptions opt;
+    opt.trials = 12;
+    opt.batch = 6;
+    opt.slow_factor = factor;
+    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    EXPECT_EQ(r.measured, 12);
+    int brief = 0;
+    double fastest = std::numeric_limits<double>::infinity();
+    for (const search::Record& rec : store.all()) {
+      ASSERT_TRUE(rec.ok()) << rec.error;
+      if (rec.latencies_us.size() == 1) {
+        ++brief;
+        EXPECT_GT(rec.latencies_us[0], factor * fastest);  // slower than the bound when measured
+      } else {
+        EXPECT_EQ(rec.latencies_us.size(), 3u);
+      }
+      fastest = std::min(fastest, rec.latency_us());
+    }
+    EXPECT_EQ(store.all().front().latencies_us.size(), 3u);
+    EXPECT_EQ(r.brief, brief);
+    if (factor > 0) {
+      EXPECT_GT(brief, 0);
+    } else {
+      EXPECT_EQ(brief, 0);
+    }
+    std::remove(db.c_str());
+  }
+}
+
 // A tuner's clock runs only in its own work (constructor, rounds, settle): a network's
 // tasks and interleaved strategies take turns, and each counts its own time.
 TEST(Tuner, ATunersClockStopsBetweenItsRounds) {
@@ -1577,6 +1615,11 @@ TEST(Tuner, RejectsWhatItCannotRun) {
   opt.trials = 4;
   opt.target = "cuda9";
   EXPECT_THROW(search::tune_task(small_gemm(), store, *random, nullptr, opt), Error);
+  opt.target = "llvm";
+  for (double factor : {0.5, -1.0, std::numeric_limits<double>::infinity()}) {
+    opt.slow_factor = factor;
+    EXPECT_THROW(search::tune_task(small_gemm(), store, *random, nullptr, opt), Error) << factor;
+  }
   EXPECT_EQ(store.count(), 0);
   std::remove(db.c_str());
 }

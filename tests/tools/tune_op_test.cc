@@ -109,7 +109,7 @@ TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   for (const char* key : {"best_latency_us", "trials", "search_seconds", "curve", "overhead_fraction", "torch_latency_us",
-                          "final_latency_us", "speedup_vs_torch", "best_config", "estimator"})
+                          "final_latency_us", "speedup_vs_torch", "best_config", "estimator", "brief"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["trials"], 12);
   // Every round's programs compiled ahead on two threads, and the contests' measurements.
@@ -251,6 +251,8 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy random --trials 10 --compile-threads 0", "--compile-threads"},
       {"tune-op " + t + " --strategy random --trials 10 --max-instructions -5", "--max-instructions"},
       {"tune-op " + t + " --strategy random --trials 10 --max-instructions many", "--max-instructions"},
+      {"tune-op " + t + " --strategy random --trials 10 --slow-factor 0.5", "--slow-factor: 0 (off) or at least 1"},
+      {"tune-op " + t + " --strategy random --trials 10 --slow-factor fast", "--slow-factor: not a number"},
       {"tune-op " + t + " --strategy gradient --trials 10 --estimator gbt", "needs a differentiable estimator"},
       {"tune-op " + t + " --strategy annealing --trials 10 --estimator /nonexistent/e.pt", "/nonexistent/e.pt"},
       {"tune-op " + t + " --strategy random --trials 10 --target opencl", "--target"},
