@@ -118,7 +118,8 @@ def run_of(workload, seed, r, c):
             "best_latency_us": r["best_latency_us"], "search_seconds": r["search_seconds"],
             "overhead_fraction": r["overhead_fraction"], "propose_seconds": r["propose_seconds"],
             "update_seconds": r["update_seconds"], "measure_seconds": r["measure_seconds"],
-            "errors": r["errors"], "confirmations": r.get("confirmations", 0), "curve": r["curve"],
+            "errors": r["errors"], "confirmations": r.get("confirmations", 0), "brief": r.get("brief", 0),
+            "curve": r["curve"],
             "final_latency_us": c.get("final_latency_us"), "torch_latency_us": c.get("torch_latency_us"),
             "best_config": r.get("best_config"), "best_remeasurements": r.get("best_remeasurements", 0),
             "settled": r.get("settled", False), "bests": r.get("bests", [])}

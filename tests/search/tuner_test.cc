@@ -1437,16 +1437,33 @@ TEST(Tuner, StopsOnItsTimeBudget) {
 // Each round's batch, and each contest's measurements, are compiled ahead on two
 // threads and measured from there; one compile thread compiles each program just
 // before it runs. The records are alike.
-TEST(Tuner, CompilesEachBatchAheadOfItsMeasurement) {
+// A random search of small_gemm() from a fresh records file: `trials` trials in
+// batches of `batch`, the options set by `adjust`; its result and its records.
+struct RandomRun {
+  search::TuneResult result;
+  std::vector<search::Record> records;
+};
+RandomRun random_run(const char* name, int trials, int batch, const std::function<void(search::TuneOptions&)>& adjust) {
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
-  for (int threads : {2, 1}) {
-    std::string db = temp_db(threads == 2 ? "ahead" : "not_ahead");
+  std::string db = temp_db(name);
+  RandomRun run;
+  {
     search::RecordStore store(db);
     search::TuneOptions opt;
-    opt.trials = 10;
-    opt.batch = 5;
-    opt.compile_threads = threads;
-    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    opt.trials = trials;
+    opt.batch = batch;
+    adjust(opt);
+    run.result = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    run.records = store.all();
+  }
+  std::remove(db.c_str());
+  return run;
+}
+
+TEST(Tuner, CompilesEachBatchAheadOfItsMeasurement) {
+  for (int threads : {2, 1}) {
+    auto [r, records] = random_run(threads == 2 ? "ahead" : "not_ahead", 10, 5,
+                                   [&](search::TuneOptions& opt) { opt.compile_threads = threads; });
     EXPECT_EQ(r.measured, 10);
     EXPECT_EQ(r.errors, 0);
     if (threads == 1) {
@@ -1457,8 +1474,7 @@ TEST(Tuner, CompilesEachBatchAheadOfItsMeasurement) {
       EXPECT_GE(r.measured_ahead, 10 + r.confirmations);
       EXPECT_LE(r.measured_ahead, 10 + r.confirmations + r.best_remeasurements);
     }
-    for (const search::Record& rec : store.all()) EXPECT_GT(rec.compile_seconds, 0);
-    std::remove(db.c_str());
+    for (const search::Record& rec : records) EXPECT_GT(rec.compile_seconds, 0);
   }
 }
 
@@ -1466,21 +1482,14 @@ TEST(Tuner, CompilesEachBatchAheadOfItsMeasurement) {
 // program every trial is a recorded "too large to compile" error, and there is no best;
 // with none (0) the same programs run.
 TEST(Tuner, ProgramsOverItsInstructionLimitAreRecordedErrors) {
-  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   for (int64_t limit : {int64_t{1}, int64_t{0}}) {
-    std::string db = temp_db(limit ? "too_large" : "no_limit");
-    search::RecordStore store(db);
-    search::TuneOptions opt;
-    opt.trials = 6;
-    opt.batch = 3;
-    opt.max_instructions = limit;
-    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    auto [r, records] = random_run(limit ? "too_large" : "no_limit", 6, 3,
+                                   [&](search::TuneOptions& opt) { opt.max_instructions = limit; });
     EXPECT_EQ(r.measured, 6);
     EXPECT_EQ(r.errors, limit ? 6 : 0);
     EXPECT_EQ(r.best.has_value(), limit == 0);
-    for (const search::Record& rec : store.all())
+    for (const search::Record& rec : records)
       EXPECT_EQ(rec.error.rfind("too large to compile", 0) == 0, limit != 0) << rec.error;
-    std::remove(db.c_str());
   }
 }
 
@@ -1488,19 +1497,13 @@ TEST(Tuner, ProgramsOverItsInstructionLimitAreRecordedErrors) {
 // round: TuneOptions::slow_factor); the first program, and every program with the
 // factor 0, gets the full rounds.
 TEST(Tuner, ProgramsFarSlowerThanTheFastestAreTimedBriefly) {
-  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   for (double factor : {1.0, 0.0}) {
-    std::string db = temp_db(factor > 0 ? "brief" : "not_brief");
-    search::RecordStore store(db);
-    search::TuneOptions opt;
-    opt.trials = 12;
-    opt.batch = 6;
-    opt.slow_factor = factor;
-    search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+    auto [r, records] = random_run(factor > 0 ? "brief" : "not_brief", 12, 6,
+                                   [&](search::TuneOptions& opt) { opt.slow_factor = factor; });
     EXPECT_EQ(r.measured, 12);
     int brief = 0;
     double fastest = std::numeric_limits<double>::infinity();
-    for (const search::Record& rec : store.all()) {
+    for (const search::Record& rec : records) {
       ASSERT_TRUE(rec.ok()) << rec.error;
       if (rec.latencies_us.size() == 1) {
         ++brief;
@@ -1510,14 +1513,14 @@ TEST(Tuner, ProgramsFarSlowerThanTheFastestAreTimedBriefly) {
       }
       fastest = std::min(fastest, rec.latency_us());
     }
-    EXPECT_EQ(store.all().front().latencies_us.size(), 3u);
+    ASSERT_FALSE(records.empty());
+    EXPECT_EQ(records.front().latencies_us.size(), 3u);
     EXPECT_EQ(r.brief, brief);
     if (factor > 0) {
       EXPECT_GT(brief, 0);
     } else {
       EXPECT_EQ(brief, 0);
     }
-    std::remove(db.c_str());
   }
 }
 
