@@ -33,7 +33,7 @@ struct Timing {
   double min_us = 0;
   double median_us = 0;
   int64_t calls = 0;  // timed calls in all rounds
-  bool brief = false;  // timed by its warm-up call alone (TimingOptions::slow_us)
+  bool brief = false;  // timed by its warm-up call and the caller's earlier call alone (TimingOptions::slow_us)
 };
 
 // The min and median of per-call times in microseconds (one per round, at least one),
