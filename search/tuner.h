@@ -9,6 +9,7 @@
 // random choices depend only on the seed and the number of trials done.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,10 @@ struct TuneOptions {
   // from several compile threads at once, so it must be thread-safe.
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
 };
+
+// Whether f is a valid TuneOptions::slow_factor: 0 (off), or finite and at least 1 (below 1,
+// programs faster than the fastest would be timed briefly). TaskTuner and the CLI ask here.
+inline bool valid_slow_factor(double f) { return f == 0 || (f >= 1 && std::isfinite(f)); }
 
 struct CurvePoint {
   double seconds = 0;  // since the run started (programs found in the file: 0)

@@ -68,7 +68,7 @@ void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
         } catch (const std::exception&) {
           return std::string("not a number: ") + v;
         }
-        return f == 0 || (f >= 1 && std::isfinite(f)) ? std::string() : std::string("0 (off) or at least 1");
+        return search::valid_slow_factor(f) ? std::string() : std::string("0 (off) or at least 1");
       });
 }
 

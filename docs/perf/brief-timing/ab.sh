@@ -4,7 +4,7 @@
 # from an empty records file with --slow-factor 0 (every program timed in full) and
 # then 2 (the default), the same seed, one thread for the kernels; prints one line
 # per run: the factor, search seconds, compile-and-measure seconds, programs timed
-# briefly, the best latency, the overhead, and the best timed again (full protocol).
+# briefly, the best latency during tuning, and the overhead.
 W=$1; S=$2; N=$3; P=${4:-1}; BASIN=${5:-build/bin/basin}
 D=$(mktemp -d)
 for p in $(seq 1 $P); do
