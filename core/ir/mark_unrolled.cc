@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/expr/analyzer.h"
 #include "core/util/error.h"
 
 namespace basin {
@@ -9,6 +10,37 @@ namespace basin {
 namespace {
 
 constexpr int64_t kMany = int64_t{1} << 40;
+
+// Whether the flat index `idx` touches memory one lane at a time in the vectorized loop
+// over v: a coefficient of v other than 0 and 1, or v inside a non-linear term.
+bool per_lane(const Expr& idx, const Var& v) {
+  for (const auto& [atom, coef] : Analyzer().linear_form(idx).terms) {
+    if (atom.kind() == ExprKind::Var) {
+      if (Var(atom).id() == v.id() && coef != 1) return true;
+    } else if (uses_var(atom, v)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether some load or store in `s` (the body of the vectorized loop over v) is emitted
+// once per lane (codegen/llvm_emit.cc: a stride other than one, a gather or a scatter).
+bool has_per_lane_access(const Stmt& s, const Var& v) {
+  bool found = false;
+  auto loads = [&](const Expr& e) {
+    post_order_visit(e, [&](const Expr& x) {
+      if (!found && x.kind() == ExprKind::Load && x->args.size() == 1) found = per_lane(x->args[0], v);
+    });
+  };
+  visit_stmt(s, [&](const Stmt& x) {
+    if (found || x.kind() != StmtKind::Store) return;
+    if (x->indices.size() == 1) found = per_lane(x->indices[0], v);
+    if (!found) loads(x->value);
+    if (!found) for (const Expr& i : x->indices) loads(i);
+  });
+  return found;
+}
 
 struct Marker {
   int64_t max_step = -1;  // -1: outside any unroll pragma
@@ -21,7 +53,9 @@ struct Marker {
         auto [body, steps] = visit(n.body[0]);
         int64_t ext = 0;
         bool constant = is_const_int(n.extent, &ext);
-        int64_t total = n.for_kind == ForKind::Vectorized ? steps
+        // A vectorized loop is one step, or one per lane where its accesses are.
+        const bool lanes = n.for_kind != ForKind::Vectorized || has_per_lane_access(n.body[0], n.var);
+        int64_t total = !lanes    ? steps
                         : constant ? std::min(kMany, std::max<int64_t>(ext, 0) * steps)
                                    : kMany;
         ForKind kind = n.for_kind;
