@@ -351,23 +351,25 @@ TEST(Sketch, ConfigJsonRoundTripsAndBadFilesFailClearly) {
   }
 }
 
+// The kinds of a statement's loops, outermost first.
+std::string loop_kinds(const Stmt& s) {
+  std::string k;
+  visit_stmt(s, [&](const Stmt& x) {
+    if (x.kind() == StmtKind::For) k += std::string(for_kind_name(x->for_kind)) + " ";
+  });
+  return k;
+}
+
 TEST(MarkUnrolled, UnrollsNestsWithinTheDepth) {
   Buffer b = make_buffer("b", DType::f32(), {Expr(64)});
   Var i("i"), j("j"), v("v");
   Stmt inner = make_for(j, Expr(0), Expr(4), ForKind::Serial,
                         make_for(v, Expr(0), Expr(8), ForKind::Vectorized, make_store(b, {Expr(i) * 32 + Expr(j) * 8 + v}, fconst(1.0))));
   Stmt nest = make_for(i, Expr(0), Expr(2), ForKind::Serial, inner);
-  auto kinds = [](const Stmt& s) {
-    std::string k;
-    visit_stmt(s, [&](const Stmt& x) {
-      if (x.kind() == StmtKind::For) k += std::string(for_kind_name(x->for_kind)) + " ";
-    });
-    return k;
-  };
-  EXPECT_EQ(kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(4), nest))), "serial unrolled vectorized ");
-  EXPECT_EQ(kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(16), nest))), "unrolled unrolled vectorized ");
-  EXPECT_EQ(kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(0), nest))), "serial serial vectorized ");
-  EXPECT_EQ(kinds(mark_unrolled(nest)), "serial serial vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(4), nest))), "serial unrolled vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(16), nest))), "unrolled unrolled vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(0), nest))), "serial serial vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest)), "serial serial vectorized ");
 }
 
 // A vectorized loop whose loads or stores are emitted one lane at a time (a stride other
@@ -378,13 +380,6 @@ TEST(MarkUnrolled, CountsALaneByLaneVectorLoopOnceALane) {
   Buffer b = make_buffer("b", DType::f32(), {Expr(1024)});
   Buffer a = make_buffer("a", DType::f32(), {Expr(1024)});
   Var j("j"), v("v");
-  auto kinds = [](const Stmt& s) {
-    std::string k;
-    visit_stmt(s, [&](const Stmt& x) {
-      if (x.kind() == StmtKind::For) k += std::string(for_kind_name(x->for_kind)) + " ";
-    });
-    return k;
-  };
   auto nest = [&](Expr store_idx, Expr value) {
     return make_pragma("auto_unroll_max_step", Expr(16),
                        make_for(j, Expr(0), Expr(4), ForKind::Serial,
@@ -392,12 +387,12 @@ TEST(MarkUnrolled, CountsALaneByLaneVectorLoopOnceALane) {
   };
   Expr contiguous = Expr(j) * 8 + v, strided = Expr(v) * 64 + j;
   // Contiguous and lane-invariant accesses: 4 steps, unrolled.
-  EXPECT_EQ(kinds(mark_unrolled(nest(contiguous, load(a, {contiguous})))), "unrolled vectorized ");
-  EXPECT_EQ(kinds(mark_unrolled(nest(contiguous, load(a, {Expr(j)})))), "unrolled vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {contiguous})))), "unrolled vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {Expr(j)})))), "unrolled vectorized ");
   // A strided store, a strided load, a non-affine (gathered) load: 4 x 8 steps, over 16.
-  EXPECT_EQ(kinds(mark_unrolled(nest(strided, fconst(1.0)))), "serial vectorized ");
-  EXPECT_EQ(kinds(mark_unrolled(nest(contiguous, load(a, {strided})))), "serial vectorized ");
-  EXPECT_EQ(kinds(mark_unrolled(nest(contiguous, load(a, {floormod(Expr(v) * Expr(v), Expr(1024))})))), "serial vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest(strided, fconst(1.0)))), "serial vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {strided})))), "serial vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {floormod(Expr(v) * Expr(v), Expr(1024))})))), "serial vectorized ");
 }
 
 }  // namespace
