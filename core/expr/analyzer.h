@@ -61,4 +61,10 @@ class Analyzer {
 // Convenience: simplify with no variable ranges known.
 Expr simplify(const Expr& e);
 
+// e as a * v + rest, where rest does not use v: false when v appears in a non-linear
+// term. `alone`: rest is the constant *b.
+bool linear_in(const Expr& e, const Var& v, int64_t* a, int64_t* b, bool* alone);
+// v's coefficient in e, when e is linear in v (0 when e does not use v); false otherwise.
+bool coefficient(const Expr& e, const Var& v, int64_t* c);
+
 }  // namespace basin

@@ -137,6 +137,30 @@ Expr Analyzer::from_linear(const LinearForm& f, DType t) const {
   return acc;
 }
 
+bool linear_in(const Expr& e, const Var& v, int64_t* a, int64_t* b, bool* alone) {
+  *a = 0;
+  LinearForm f = Analyzer().linear_form(e);
+  *b = f.constant;
+  *alone = true;
+  for (const auto& [term, k] : f.terms) {
+    if (term.kind() == ExprKind::Var && Var(term).id() == v.id()) {
+      *a = k;
+    } else if (uses_var(term, v)) {
+      return false;
+    } else {
+      *alone = false;
+    }
+  }
+  return true;
+}
+
+bool coefficient(const Expr& e, const Var& v, int64_t* c) {
+  *c = 0;
+  int64_t b = 0;
+  bool alone = false;
+  return !uses_var(e, v) || linear_in(e, v, c, &b, &alone);
+}
+
 Expr Analyzer::simplify_node(const Expr& e) const {
   if (Expr c = fold_constants(e)) return c;
   switch (e.kind()) {

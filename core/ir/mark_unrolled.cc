@@ -14,14 +14,8 @@ constexpr int64_t kMany = int64_t{1} << 40;
 // Whether the flat index `idx` touches memory one lane at a time in the vectorized loop
 // over v: a coefficient of v other than 0 and 1, or v inside a non-linear term.
 bool per_lane(const Expr& idx, const Var& v) {
-  for (const auto& [atom, coef] : Analyzer().linear_form(idx).terms) {
-    if (atom.kind() == ExprKind::Var) {
-      if (Var(atom).id() == v.id() && coef != 1) return true;
-    } else if (uses_var(atom, v)) {
-      return true;
-    }
-  }
-  return false;
+  int64_t c = 0;
+  return !coefficient(idx, v, &c) || (c != 0 && c != 1);
 }
 
 // Whether some load or store in `s` (the body of the vectorized loop over v) is emitted

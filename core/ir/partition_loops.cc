@@ -35,25 +35,6 @@ bool is_comparison(ExprKind k) {
          k == ExprKind::NE;
 }
 
-// e as a * v + rest, where rest does not use v: false when v appears in a non-linear
-// term. `alone`: rest is the constant *b.
-bool linear_in(const Expr& e, const Var& v, int64_t* a, int64_t* b, bool* alone) {
-  *a = 0;
-  LinearForm f = Analyzer().linear_form(e);
-  *b = f.constant;
-  *alone = true;
-  for (const auto& [term, k] : f.terms) {
-    if (term.kind() == ExprKind::Var && Var(term).id() == v.id()) {
-      *a = k;
-    } else if (uses_var(term, v)) {
-      return false;
-    } else {
-      *alone = false;
-    }
-  }
-  return true;
-}
-
 // The comparisons of v alone with constants inside the conditions of selects and
 // branches (through &&, || and !).
 void collect_bounds(const Expr& cond, const Var& v, std::vector<Bound>* out) {
@@ -97,14 +78,6 @@ bool small(const Stmt& body) {
     if (st.kind() == StmtKind::Store) ++stores;
   });
   return ok && stores <= kMaxStores;
-}
-
-// v's coefficient in e, when e is linear in v (0 when e does not use v); false otherwise.
-bool coefficient(const Expr& e, const Var& v, int64_t* c) {
-  *c = 0;
-  int64_t b = 0;
-  bool alone = false;
-  return !uses_var(e, v) || linear_in(e, v, c, &b, &alone);
 }
 
 // A loop as a vector loop: a copy or fill whose store steps by one element per
