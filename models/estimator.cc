@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/util/error.h"
+#include "core/util/parallel.h"
 #include "relax/features.h"
 #include "core/util/io.h"
 
@@ -77,16 +78,47 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
   throw NotFoundError("unknown estimator '" + kind + "' (estimators: mlp, gbt, ensemble, roofline, or a file)");
 }
 
-std::unique_ptr<Estimator> load_estimator(const std::string& path) {
+namespace {
+bool is_torchscript(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".pt" || ext == ".pth";
+}
+void check_exists(const std::string& path) {
   if (!std::filesystem::exists(path)) throw Error("estimator file " + path + " does not exist");
-  std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".pt" || ext == ".pth") return detail::load_torchscript(path);
-  detail::FileContents f = detail::read_file(path);
+}
+std::unique_ptr<Estimator> load_contents(const detail::FileContents& f, const std::string& path) {
   if (f.kind == "mlp") return detail::load_mlp(f.payload, path);
   if (f.kind == "gbt") return detail::load_gbt(f.payload, path);
   if (f.kind == "roofline") return detail::load_roofline(f.payload, path);
   if (f.kind == "ensemble") return detail::load_ensemble(f.payload, path);
   throw Error(path + ": unknown estimator kind '" + f.kind + "'");
+}
+// No shipped ensemble: the shipped MLP, its trees from the first update.
+std::unique_ptr<Estimator> as_spec(std::unique_ptr<Estimator> e, const std::string& spec) {
+  if (spec == "ensemble" && e->kind() != "ensemble") return detail::make_ensemble(std::move(e));
+  return e;
+}
+}  // namespace
+
+std::unique_ptr<Estimator> load_estimator(const std::string& path) {
+  check_exists(path);
+  if (is_torchscript(path)) return detail::load_torchscript(path);
+  return load_contents(detail::read_file(path), path);
+}
+
+std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string& spec, const std::string& target, int n) {
+  std::vector<std::unique_ptr<Estimator>> out(static_cast<size_t>(std::max(n, 0)));
+  const std::string file = estimator_file(spec, target);
+  if (file.empty() || is_torchscript(file)) {
+    for (auto& e : out) e = estimator_for_target(spec, target);
+    return out;
+  }
+  check_exists(file);
+  const detail::FileContents f = detail::read_file(file);
+  // Each estimator owns its weights (LibTorch tensors, an XGBoost booster) and loads
+  // nothing shared: one per helper thread at a time.
+  parallel_for(static_cast<int>(out.size()), [&](int i) { out[static_cast<size_t>(i)] = as_spec(load_contents(f, file), spec); });
+  return out;
 }
 
 std::string pretrained_cpu_path(const std::string& file) {
@@ -101,10 +133,7 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
   // The file is estimator_file's: what tune-op reports is what loads.
   const std::string file = estimator_file(spec, "llvm");
   if (file.empty()) return make_estimator(spec);  // untrained; throws for an unknown kind
-  std::unique_ptr<Estimator> e = load_estimator(file);
-  // No shipped ensemble: the shipped MLP, its trees from the first update.
-  if (spec == "ensemble" && e->kind() != "ensemble") return detail::make_ensemble(std::move(e));
-  return e;
+  return as_spec(load_estimator(file), spec);
 }
 
 void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed) {

@@ -89,6 +89,10 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path);
 // "cuda", where "mlp" and "gbt" start untrained (no GPU weights ship yet; the tuning
 // loop trains them on the first measurements) and a file must hold GPU features.
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target);
+// n estimators as estimator_for_target(spec, target) makes them, the file read and
+// checked once and the estimators loaded from it on the helper threads: a network's
+// tasks each fine-tune an estimator of their own.
+std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string& spec, const std::string& target, int n);
 // The file estimator_for_target(spec, target) loads: a shipped weights file for "mlp"
 // and "ensemble" on the CPU, the path itself for a path; empty where none is loaded.
 std::string estimator_file(const std::string& spec, const std::string& target);

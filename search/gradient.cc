@@ -138,6 +138,9 @@ class Gradient final : public Strategy {
     if (!est)
       throw Error("the gradient strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
                   state.estimator->kind());
+    // Every sketch's evaluators at once, on the helper threads: the first batch ranks
+    // every sketch's programs, and the descents start from every sketch.
+    state.space.build_evaluators(/*relaxed=*/true);
     if (state.history.empty() && opt_.first_draws > 0) return first_batch(state, n);
     TaskSpace& space = state.space;
     std::mt19937_64& rng = state.rng;
@@ -211,17 +214,25 @@ class Gradient final : public Strategy {
     std::vector<int> order(static_cast<size_t>(n_sketches));
     for (int s = 0; s < n_sketches; ++s) order[static_cast<size_t>(s)] = s;
     std::shuffle(order.begin(), order.end(), state.rng);
-    std::vector<std::vector<Candidate>> per(static_cast<size_t>(n_sketches));
+    std::vector<Candidate> all;
     std::set<std::string> drawn;
     for (int s : order) {
-      std::vector<Candidate>& cs = per[static_cast<size_t>(s)];
-      for (int k = 0; k < 4 * opt_.first_draws && static_cast<int>(cs.size()) < opt_.first_draws; ++k) {
+      int drawn_here = 0;
+      for (int k = 0; k < 4 * opt_.first_draws && drawn_here < opt_.first_draws; ++k) {
         Candidate c = space.make(s, sched::random_config(space.sketches()[static_cast<size_t>(s)], state.rng));
-        if (!state.measured.count(c.json) && drawn.insert(c.json).second) cs.push_back(std::move(c));
+        if (!state.measured.count(c.json) && drawn.insert(c.json).second) {
+          all.push_back(std::move(c));
+          ++drawn_here;
+        }
       }
-      space.predict(*state.estimator, cs);
-      std::sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted > b.predicted; });
     }
+    // One estimator call for every sketch's draws (a score does not depend on the
+    // batch), then each sketch's best predicted last.
+    space.predict(*state.estimator, all);
+    std::vector<std::vector<Candidate>> per(static_cast<size_t>(n_sketches));
+    for (Candidate& c : all) per[static_cast<size_t>(c.sketch)].push_back(std::move(c));
+    for (std::vector<Candidate>& cs : per)
+      std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted > b.predicted; });
     std::vector<Candidate> out;
     for (bool any = true; any && static_cast<int>(out.size()) < n;) {
       any = false;

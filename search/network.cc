@@ -31,11 +31,15 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   if (opt.batch <= 0) throw Error("the batch size must be positive");
   const auto t0 = Clock::now();
   std::vector<TaskState> tasks(p.tasks.size());
+  for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
+  // One estimator per task (each task's updates fine-tune its own), the file read once.
+  const std::string spec =
+      !opt.estimator.empty() || tasks.empty() ? opt.estimator : tasks[0].strategy->default_estimator();
+  std::vector<std::unique_ptr<models::Estimator>> estimators;
+  if (!spec.empty()) estimators = models::estimators_for_target(spec, opt.target, static_cast<int>(tasks.size()));
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     TaskState& t = tasks[i];
-    t.strategy = make_strategy(opt.strategy);
-    std::string spec = opt.estimator.empty() ? t.strategy->default_estimator() : opt.estimator;
-    if (!spec.empty()) t.est = models::estimator_for_target(spec, opt.target);
+    if (!spec.empty()) t.est = std::move(estimators[i]);
     TuneOptions to;
     to.target = opt.target;
     to.batch = opt.batch;

@@ -242,6 +242,31 @@ relax::RelaxedSketch& TaskSpace::relaxed(int sketch) {
   return *rs;
 }
 
+void TaskSpace::build_evaluators(bool relaxed, const std::vector<int>& sketches) {
+  std::vector<std::unique_ptr<relax::RelaxedSketch>*> missing;
+  std::vector<std::pair<int, relax::TapeMode>> what;
+  auto want = [&](int s) {
+    for (auto [slots, mode] : {std::make_pair(&exact_, relax::TapeMode::Exact), std::make_pair(&relaxed_, relax::TapeMode::Relaxed)}) {
+      if (mode == relax::TapeMode::Relaxed && !relaxed) continue;
+      std::unique_ptr<relax::RelaxedSketch>& slot = slots->at(static_cast<size_t>(s));
+      if (slot) continue;
+      missing.push_back(&slot);
+      what.emplace_back(s, mode);
+    }
+  };
+  if (sketches.empty()) {
+    for (size_t s = 0; s < sketches_.size(); ++s) want(static_cast<int>(s));
+  } else {
+    for (int s : sketches) want(s);
+  }
+  // The expression nodes' ids come from one atomic counter and every other part of the
+  // derivation is the thread's own: the evaluators are those built one by one.
+  parallel_for(static_cast<int>(missing.size()), [&](int i) {
+    const auto& [s, mode] = what[static_cast<size_t>(i)];
+    *missing[static_cast<size_t>(i)] = std::make_unique<relax::RelaxedSketch>(task_, sketches_[static_cast<size_t>(s)], mode);
+  });
+}
+
 models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
   models::FeatureBatch b;
   b.batch = static_cast<int>(cs.size());
@@ -249,16 +274,16 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
   b.features = relax::num_features(relax::feature_set_of(sketches_[0]));
   std::vector<std::vector<int>> by_sketch(sketches_.size());
   for (int i = 0; i < b.batch; ++i) by_sketch.at(cs[i].sketch).push_back(i);
-  // The tapes are made here, on this thread (exact() makes them on first use), so that
-  // the sketches' threads below only read them.
-  std::vector<relax::RelaxedSketch*> tapes(sketches_.size(), nullptr);
+  // The tapes are made here, before the sketches' threads below, which only read them.
   std::vector<int> used;  // the sketches with programs here
   for (size_t s = 0; s < sketches_.size(); ++s)
-    if (!by_sketch[s].empty()) {
-      tapes[s] = &exact(static_cast<int>(s));
-      used.push_back(static_cast<int>(s));
-      b.stores = std::max(b.stores, tapes[s]->num_stores());
-    }
+    if (!by_sketch[s].empty()) used.push_back(static_cast<int>(s));
+  build_evaluators(/*relaxed=*/false, used);
+  std::vector<relax::RelaxedSketch*> tapes(sketches_.size(), nullptr);
+  for (int s : used) {
+    tapes[static_cast<size_t>(s)] = &exact(s);
+    b.stores = std::max(b.stores, tapes[static_cast<size_t>(s)]->num_stores());
+  }
   const size_t row = static_cast<size_t>(b.stores) * b.features;
   b.values.assign(row * b.batch, 0.0f);
   b.mask.assign(static_cast<size_t>(b.stores) * b.batch, 0.0f);

@@ -92,6 +92,11 @@ class TaskSpace {
   // relaxed (the gradient search).
   relax::RelaxedSketch& exact(int sketch);
   relax::RelaxedSketch& relaxed(int sketch);
+  // Builds the evaluators not built yet of the sketches listed (every sketch when none
+  // is), the exact ones and with `relaxed` the relaxed ones too, each on a helper thread:
+  // a task's first round builds all of them, and each takes milliseconds (its features
+  // derived symbolically, then compiled to a tape).
+  void build_evaluators(bool relaxed, const std::vector<int>& sketches = {});
 
  private:
   ops::OpGraph task_;

@@ -378,6 +378,45 @@ TEST(Estimators, TheShippedEnsembleLoadsBlended) {
   EXPECT_GT(diff, 1e-3) << "the shipped ensemble scores like the MLP alone (no trees?)";
 }
 
+// A network's tasks get their estimators from one read of the file: each scores as
+// the spec's own estimator does, and each is its own (updating one leaves the others).
+TEST(Estimators, EstimatorsForEveryTaskAreLoadedOnceEachTheirOwn) {
+  if (models::pretrained_cpu_path("cpu_ensemble.bin").empty()) GTEST_SKIP() << "no shipped ensemble";
+  std::vector<models::Sample> samples = synthetic(12, 31);
+  models::FeatureBatch pb = models::FeatureBatch::of(samples);
+  for (const char* spec : {"ensemble", "mlp", "gbt"}) {
+    auto one = models::estimator_for_target(spec, "llvm");
+    std::vector<std::unique_ptr<models::Estimator>> many = models::estimators_for_target(spec, "llvm", 3);
+    ASSERT_EQ(many.size(), 3u) << spec;
+    if (!one->ready()) continue;  // untrained trees: nothing to compare yet
+    const std::vector<double> want = one->predict(pb);
+    for (auto& e : many) {
+      EXPECT_EQ(e->kind(), one->kind()) << spec;
+      EXPECT_EQ(e->predict(pb), want) << spec;
+    }
+    models::train_for_tuning(*many[0], samples, 1);
+    EXPECT_NE(many[0]->predict(pb), want) << spec << ": the update changed nothing";
+    EXPECT_EQ(many[1]->predict(pb), want) << spec << ": updating one task's estimator changed another's";
+  }
+  EXPECT_TRUE(models::estimators_for_target("mlp", "llvm", 0).empty());
+  // On the GPU the trainable kinds start untrained, each its own.
+  std::vector<std::unique_ptr<models::Estimator>> gpu = models::estimators_for_target("ensemble", "cuda", 2);
+  ASSERT_EQ(gpu.size(), 2u);
+  EXPECT_FALSE(gpu[0]->ready());
+  EXPECT_NE(gpu[0].get(), gpu[1].get());
+}
+
+TEST(Estimators, EstimatorsForEveryTaskFailNamingAMissingFile) {
+  const std::string missing = temp("missing_for_tasks.bin");
+  try {
+    models::estimators_for_target(missing, "llvm", 4);
+    ADD_FAILURE() << missing << " loaded";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find(missing), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(models::estimators_for_target("svm", "llvm", 2), NotFoundError);
+}
+
 TEST(Estimators, MalformedEnsembleFilesFailNamingTheFile) {
   std::string p = temp("bad_ensemble.bin");
   models::detail::write_file(p, "ensemble", "{not json\nxyz");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "models/dataset.h"
 #include "models/estimator.h"
 #include "relax/features.h"
+#include "relax/relaxed_sketch.h"
 #include "search/records.h"
 #include "core/util/host.h"
 #include "search/tuner.h"
@@ -243,6 +245,47 @@ TEST(TaskSpace, CandidateFeaturesAreTheTrainingFeatures) {
         EXPECT_EQ(b.mask[i * b.stores + st], st < s.stores ? 1.0f : 0.0f);
         for (int f = 0; st < s.stores && f < b.features; ++f)
           EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f], s.features[st * b.features + f]);
+      }
+    }
+  }
+}
+
+// Equal, NaN equal to NaN (an exact evaluator between integer points).
+bool same(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+// Every sketch's evaluators built at once on the helper threads are those built alone:
+// the same features, constraints and gradients at the same points.
+TEST(TaskSpace, EvaluatorsBuiltTogetherAreThoseBuiltAlone) {
+  for (const ops::OpGraph& g : move_tasks()) {
+    search::TaskSpace together(g);
+    together.build_evaluators(/*relaxed=*/true);
+    std::mt19937_64 rng(9);
+    for (size_t s = 0; s < together.sketches().size(); ++s) {
+      for (relax::TapeMode mode : {relax::TapeMode::Exact, relax::TapeMode::Relaxed}) {
+        relax::RelaxedSketch& built = mode == relax::TapeMode::Exact ? together.exact(static_cast<int>(s))
+                                                                     : together.relaxed(static_cast<int>(s));
+        relax::RelaxedSketch alone(g, together.sketches()[s], mode);
+        ASSERT_EQ(built.num_vars(), alone.num_vars());
+        ASSERT_EQ(built.num_stores(), alone.num_stores());
+        ASSERT_EQ(built.num_constraints(), alone.num_constraints());
+        const int batch = 4, nv = built.num_vars();
+        std::vector<double> x;
+        for (const Eigen::VectorXd& p : built.space().sample(batch, rng, 20, 5)) x.insert(x.end(), p.data(), p.data() + nv);
+        const size_t nf = static_cast<size_t>(batch) * built.num_stores() * built.num_features();
+        const size_t nc = static_cast<size_t>(batch) * built.num_constraints();
+        std::vector<double> f1(nf), f2(nf), c1(nc), c2(nc), g1(x.size()), g2(x.size()), up(nf, 1.0);
+        built.forward(x.data(), batch, f1.data(), c1.data());
+        alone.forward(x.data(), batch, f2.data(), c2.data());
+        EXPECT_TRUE(same(f1, f2)) << g.op << " sketch " << s;
+        EXPECT_TRUE(same(c1, c2)) << g.op << " sketch " << s;
+        built.backward(up.data(), g1.data());
+        alone.backward(up.data(), g2.data());
+        EXPECT_TRUE(same(g1, g2)) << g.op << " sketch " << s;
       }
     }
   }
