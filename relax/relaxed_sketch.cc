@@ -8,44 +8,72 @@
 
 namespace basin::relax {
 
-RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode, double tau,
-                             const CpuTarget& target)
-    : space_(s), mode_(mode) {
-  sched::KnobValues sym = sched::symbolic_knobs(s);
+struct RelaxedSketch::Derivation {
+  FeatureSet set = FeatureSet::Cpu;
   std::vector<Var> inputs;
+  std::vector<std::pair<int, int>> knob_of;
+  std::vector<std::vector<std::pair<int, double>>> exponents;
+  std::vector<Expr> outputs;  // every store's features, then the constraints
+  std::vector<std::string> buffers, constraint_names;
+};
+
+RelaxedSketch::Derivation RelaxedSketch::derive(const ops::OpGraph& task, const sched::Sketch& s, const KnobSpace& space,
+                                                const CpuTarget& target) {
+  Derivation d;
+  sched::KnobValues sym = sched::symbolic_knobs(s);
   for (size_t i = 0; i < sym.factors.size(); ++i)
     for (size_t l = 0; l < sym.factors[i].size(); ++l) {
-      inputs.push_back(Var(sym.factors[i][l]));
-      knob_of_.push_back({static_cast<int>(i), static_cast<int>(l)});
+      d.inputs.push_back(Var(sym.factors[i][l]));
+      d.knob_of.push_back({static_cast<int>(i), static_cast<int>(l)});
     }
-  inputs.push_back(Var(sym.unroll));
-  knob_of_.push_back({-1, -1});
+  d.inputs.push_back(Var(sym.unroll));
+  d.knob_of.push_back({-1, -1});
   // Which exponent variables make up each factor knob.
-  exponents_.resize(inputs.size());
-  const auto& ev = space_.exponent_vars();
+  d.exponents.resize(d.inputs.size());
+  const auto& ev = space.exponent_vars();
   for (size_t v = 0; v < ev.size(); ++v)
-    for (size_t k = 0; k + 1 < inputs.size(); ++k)
-      if (knob_of_[k] == std::make_pair(ev[v].split, ev[v].level))
-        exponents_[k].push_back({static_cast<int>(v), std::log(static_cast<double>(ev[v].prime))});
-  exponents_.back().push_back({space_.unroll_var(), std::log(2.0)});
+    for (size_t k = 0; k + 1 < d.inputs.size(); ++k)
+      if (d.knob_of[k] == std::make_pair(ev[v].split, ev[v].level))
+        d.exponents[k].push_back({static_cast<int>(v), std::log(static_cast<double>(ev[v].prime))});
+  d.exponents.back().push_back({space.unroll_var(), std::log(2.0)});
 
   LoweredFunc structure = sched::lower_sketch_structure(task, s, sym);
-  set_ = feature_set_of(s);
-  std::vector<StoreFeatures> feats = extract_features(structure, set_);
-  std::vector<Expr> outputs;
+  d.set = feature_set_of(s);
   const double inv_ln2 = 1.0 / std::log(2.0);
-  for (const StoreFeatures& st : feats) {
-    buffers_.push_back(st.buffer);
+  for (const StoreFeatures& st : extract_features(structure, d.set)) {
+    d.buffers.push_back(st.buffer);
     for (const Expr& e : st.values)
-      outputs.push_back(call(MathFn::log, {max(e, float_imm(DType::f64(), 0.0)) + float_imm(DType::f64(), 1.0)}) *
-                        float_imm(DType::f64(), inv_ln2));
+      d.outputs.push_back(call(MathFn::log, {max(e, float_imm(DType::f64(), 0.0)) + float_imm(DType::f64(), 1.0)}) *
+                          float_imm(DType::f64(), inv_ln2));
   }
-  stores_ = static_cast<int>(feats.size());
-  for (const Constraint& c : set_ == FeatureSet::Gpu ? gpu_constraints(structure) : cpu_constraints(s, sym, structure, target)) {
-    constraint_names_.push_back(c.name);
-    outputs.push_back(c.value);
+  for (const Constraint& c :
+       d.set == FeatureSet::Gpu ? gpu_constraints(structure) : cpu_constraints(s, sym, structure, target)) {
+    d.constraint_names.push_back(c.name);
+    d.outputs.push_back(c.value);
   }
-  tape_ = std::make_unique<Tape>(outputs, inputs, mode, tau);
+  return d;
+}
+
+RelaxedSketch::RelaxedSketch(const sched::Sketch& s, TapeMode mode, double tau, const Derivation& d)
+    : space_(s),
+      mode_(mode),
+      set_(d.set),
+      knob_of_(d.knob_of),
+      exponents_(d.exponents),
+      tape_(std::make_unique<Tape>(d.outputs, d.inputs, mode, tau)),
+      stores_(static_cast<int>(d.buffers.size())),
+      buffers_(d.buffers),
+      constraint_names_(d.constraint_names) {}
+
+RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode, double tau,
+                             const CpuTarget& target)
+    : RelaxedSketch(s, mode, tau, derive(task, s, KnobSpace(s), target)) {}
+
+std::pair<std::unique_ptr<RelaxedSketch>, std::unique_ptr<RelaxedSketch>> RelaxedSketch::exact_and_relaxed(
+    const ops::OpGraph& task, const sched::Sketch& s, double tau, const CpuTarget& target) {
+  const Derivation d = derive(task, s, KnobSpace(s), target);
+  return {std::unique_ptr<RelaxedSketch>(new RelaxedSketch(s, TapeMode::Exact, tau, d)),
+          std::unique_ptr<RelaxedSketch>(new RelaxedSketch(s, TapeMode::Relaxed, tau, d))};
 }
 
 int RelaxedSketch::num_features() const { return relax::num_features(set_); }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "core/ops/registry.h"
 #include "relax/constraints.h"
@@ -25,6 +26,10 @@ class RelaxedSketch {
  public:
   RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode = TapeMode::Relaxed,
                 double tau = 0.5, const CpuTarget& target = CpuTarget::host());
+  // The sketch's exact and relaxed evaluators from one derivation of its features and
+  // constraints (most of the building: the tapes compiled from it are the rest).
+  static std::pair<std::unique_ptr<RelaxedSketch>, std::unique_ptr<RelaxedSketch>> exact_and_relaxed(
+      const ops::OpGraph& task, const sched::Sketch& s, double tau = 0.5, const CpuTarget& target = CpuTarget::host());
 
   const KnobSpace& space() const { return space_; }
   int num_vars() const { return space_.num_vars(); }
@@ -47,6 +52,11 @@ class RelaxedSketch {
   void evaluate(const double* x, int batch, double* features, double* constraints = nullptr) const;
 
  private:
+  struct Derivation;  // the symbolic features and constraints, before a tape
+  static Derivation derive(const ops::OpGraph& task, const sched::Sketch& s, const KnobSpace& space,
+                           const CpuTarget& target);
+  RelaxedSketch(const sched::Sketch& s, TapeMode mode, double tau, const Derivation& d);
+
   KnobSpace space_;
   TapeMode mode_;
   FeatureSet set_ = FeatureSet::Cpu;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "core/util/error.h"
 #include "core/util/parallel.h"
@@ -243,27 +244,28 @@ relax::RelaxedSketch& TaskSpace::relaxed(int sketch) {
 }
 
 void TaskSpace::build_evaluators(bool relaxed, const std::vector<int>& sketches) {
-  std::vector<std::unique_ptr<relax::RelaxedSketch>*> missing;
-  std::vector<std::pair<int, relax::TapeMode>> what;
+  std::vector<int> todo;  // the sketches missing an evaluator asked for
   auto want = [&](int s) {
-    for (auto [slots, mode] : {std::make_pair(&exact_, relax::TapeMode::Exact), std::make_pair(&relaxed_, relax::TapeMode::Relaxed)}) {
-      if (mode == relax::TapeMode::Relaxed && !relaxed) continue;
-      std::unique_ptr<relax::RelaxedSketch>& slot = slots->at(static_cast<size_t>(s));
-      if (slot) continue;
-      missing.push_back(&slot);
-      what.emplace_back(s, mode);
-    }
+    if (!exact_.at(static_cast<size_t>(s)) || (relaxed && !relaxed_.at(static_cast<size_t>(s)))) todo.push_back(s);
   };
   if (sketches.empty()) {
     for (size_t s = 0; s < sketches_.size(); ++s) want(static_cast<int>(s));
   } else {
     for (int s : sketches) want(s);
   }
-  // The expression nodes' ids come from one atomic counter and every other part of the
-  // derivation is the thread's own: the evaluators are those built one by one.
-  parallel_for(static_cast<int>(missing.size()), [&](int i) {
-    const auto& [s, mode] = what[static_cast<size_t>(i)];
-    *missing[static_cast<size_t>(i)] = std::make_unique<relax::RelaxedSketch>(task_, sketches_[static_cast<size_t>(s)], mode);
+  // A sketch per thread. The expression nodes' ids come from one atomic counter, and
+  // everything else a derivation touches is its own: the evaluators are those built
+  // one by one.
+  parallel_for(static_cast<int>(todo.size()), [&](int i) {
+    const size_t s = static_cast<size_t>(todo[static_cast<size_t>(i)]);
+    std::unique_ptr<relax::RelaxedSketch>& e = exact_[s];
+    std::unique_ptr<relax::RelaxedSketch>& r = relaxed_[s];
+    if (relaxed && !e && !r) {
+      std::tie(e, r) = relax::RelaxedSketch::exact_and_relaxed(task_, sketches_[s]);
+    } else {
+      if (!e) e = std::make_unique<relax::RelaxedSketch>(task_, sketches_[s], relax::TapeMode::Exact);
+      if (relaxed && !r) r = std::make_unique<relax::RelaxedSketch>(task_, sketches_[s], relax::TapeMode::Relaxed);
+    }
   });
 }
 

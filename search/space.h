@@ -93,9 +93,10 @@ class TaskSpace {
   relax::RelaxedSketch& exact(int sketch);
   relax::RelaxedSketch& relaxed(int sketch);
   // Builds the evaluators not built yet of the sketches listed (every sketch when none
-  // is), the exact ones and with `relaxed` the relaxed ones too, each on a helper thread:
-  // a task's first round builds all of them, and each takes milliseconds (its features
-  // derived symbolically, then compiled to a tape).
+  // is), the exact ones and with `relaxed` the relaxed ones too, a sketch per helper
+  // thread, both modes from one derivation: a task's first round builds all of them,
+  // and each takes milliseconds (the features derived symbolically, then compiled to a
+  // tape).
   void build_evaluators(bool relaxed, const std::vector<int>& sketches = {});
 
  private:
