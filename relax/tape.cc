@@ -9,9 +9,12 @@
 namespace basin::relax {
 
 Tape::Tape(const std::vector<Expr>& outputs, const std::vector<Var>& inputs, TapeMode mode, double tau)
-    : mode_(mode), tau_(tau), n_inputs_(static_cast<int>(inputs.size())), keep_(outputs) {
+    : mode_(mode), tau_(tau), n_inputs_(static_cast<int>(inputs.size())) {
   for (const Var& v : inputs) input_ids_.push_back(v.id());
-  for (const Expr& e : outputs) outputs_.push_back(compile(e));
+  // The tape keeps no expression: the caller's, alive until the tape is built, are
+  // freed with them (on the thread that built them), not with the tape.
+  Memo memo;
+  for (const Expr& e : outputs) outputs_.push_back(compile(e, memo));
 }
 
 int Tape::push(Node n) {
@@ -19,11 +22,11 @@ int Tape::push(Node n) {
   return static_cast<int>(ops_.size()) - 1;
 }
 
-int Tape::compile(const Expr& e) {
-  auto hit = memo_.find(e.get());
-  if (hit != memo_.end()) return hit->second;
+int Tape::compile(const Expr& e, Memo& memo) {
+  auto hit = memo.find(e.get());
+  if (hit != memo.end()) return hit->second;
   const ExprNode& n = *e;
-  auto bin = [&](Op op) { return push({op, compile(n.args[0]), compile(n.args[1])}); };
+  auto bin = [&](Op op) { return push({op, compile(n.args[0], memo), compile(n.args[1], memo)}); };
   int r = -1;
   switch (n.kind) {
     case ExprKind::IntImm: r = push({Op::Const, -1, -1, -1, static_cast<double>(n.ival)}); break;
@@ -46,16 +49,16 @@ int Tape::compile(const Expr& e) {
     case ExprKind::Max: r = bin(Op::Max); break;
     case ExprKind::LT: r = bin(Op::LT); break;
     case ExprKind::LE: r = bin(Op::LE); break;
-    case ExprKind::GT: r = push({Op::LT, compile(n.args[1]), compile(n.args[0])}); break;
-    case ExprKind::GE: r = push({Op::LE, compile(n.args[1]), compile(n.args[0])}); break;
+    case ExprKind::GT: r = push({Op::LT, compile(n.args[1], memo), compile(n.args[0], memo)}); break;
+    case ExprKind::GE: r = push({Op::LE, compile(n.args[1], memo), compile(n.args[0], memo)}); break;
     case ExprKind::EQ: r = bin(Op::EQ); break;
     case ExprKind::NE: r = push({Op::Not, bin(Op::EQ)}); break;
     case ExprKind::And: r = bin(Op::And); break;
     case ExprKind::Or: r = bin(Op::Or); break;
-    case ExprKind::Not: r = push({Op::Not, compile(n.args[0])}); break;
-    case ExprKind::Select: r = push({Op::Select, compile(n.args[0]), compile(n.args[1]), compile(n.args[2])}); break;
+    case ExprKind::Not: r = push({Op::Not, compile(n.args[0], memo)}); break;
+    case ExprKind::Select: r = push({Op::Select, compile(n.args[0], memo), compile(n.args[1], memo), compile(n.args[2], memo)}); break;
     case ExprKind::Cast: {
-      int a = compile(n.args[0]);
+      int a = compile(n.args[0], memo);
       // to an integer: truncation toward zero, which the features never need relaxed
       r = n.dtype.is_float() || n.dtype.is_bool() || n.args[0].dtype().is_int()
               ? a
@@ -64,12 +67,12 @@ int Tape::compile(const Expr& e) {
       break;
     }
     case ExprKind::Call: {
-      int a = compile(n.args[0]);
+      int a = compile(n.args[0], memo);
       switch (n.fn) {
         case MathFn::exp: r = push({Op::Exp, a}); break;
         case MathFn::log: r = push({Op::Log, a}); break;
         case MathFn::sqrt: r = push({Op::Sqrt, a}); break;
-        case MathFn::pow: r = push({Op::Pow, a, compile(n.args[1])}); break;
+        case MathFn::pow: r = push({Op::Pow, a, compile(n.args[1], memo)}); break;
         case MathFn::floor: r = push({Op::Floor, a}); break;
         case MathFn::ceil: r = push({Op::Ceil, a}); break;
         case MathFn::fabs: r = push({Op::Abs, a}); break;
@@ -79,7 +82,7 @@ int Tape::compile(const Expr& e) {
     }
     case ExprKind::Load: throw InternalError("the tape cannot evaluate a buffer load: " + to_string(e));
   }
-  memo_[e.get()] = r;
+  memo[e.get()] = r;
   return r;
 }
 

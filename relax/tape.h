@@ -49,7 +49,9 @@ class Tape {
     int a = -1, b = -1, c = -1;
     double value = 0;  // Const; Input: the input index
   };
-  int compile(const Expr& e);
+  // The nodes compiled so far, by expression: a DAG's shared parts compile once.
+  using Memo = std::unordered_map<const ExprNode*, int>;
+  int compile(const Expr& e, Memo& memo);
   int push(Node n);
   // The forward pass over `batch` rows into `val` ([node][batch]).
   void run(const double* x, int batch, double* val, double* y) const;
@@ -60,8 +62,6 @@ class Tape {
   std::vector<Node> ops_;
   std::vector<int> outputs_;
   std::vector<int64_t> input_ids_;
-  std::unordered_map<const ExprNode*, int> memo_;
-  std::vector<Expr> keep_;  // the compiled expressions stay alive for memo_'s keys
   int batch_ = 0;
   std::vector<double> val_, adj_;  // [node][batch]
 };
