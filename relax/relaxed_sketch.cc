@@ -9,6 +9,8 @@
 namespace basin::relax {
 
 struct RelaxedSketch::Derivation {
+  explicit Derivation(const sched::Sketch& s) : space(s) {}
+  KnobSpace space;
   FeatureSet set = FeatureSet::Cpu;
   std::vector<Var> inputs;
   std::vector<std::pair<int, int>> knob_of;
@@ -17,9 +19,9 @@ struct RelaxedSketch::Derivation {
   std::vector<std::string> buffers, constraint_names;
 };
 
-RelaxedSketch::Derivation RelaxedSketch::derive(const ops::OpGraph& task, const sched::Sketch& s, const KnobSpace& space,
+RelaxedSketch::Derivation RelaxedSketch::derive(const ops::OpGraph& task, const sched::Sketch& s,
                                                 const CpuTarget& target) {
-  Derivation d;
+  Derivation d(s);
   sched::KnobValues sym = sched::symbolic_knobs(s);
   for (size_t i = 0; i < sym.factors.size(); ++i)
     for (size_t l = 0; l < sym.factors[i].size(); ++l) {
@@ -30,12 +32,12 @@ RelaxedSketch::Derivation RelaxedSketch::derive(const ops::OpGraph& task, const 
   d.knob_of.push_back({-1, -1});
   // Which exponent variables make up each factor knob.
   d.exponents.resize(d.inputs.size());
-  const auto& ev = space.exponent_vars();
+  const auto& ev = d.space.exponent_vars();
   for (size_t v = 0; v < ev.size(); ++v)
     for (size_t k = 0; k + 1 < d.inputs.size(); ++k)
       if (d.knob_of[k] == std::make_pair(ev[v].split, ev[v].level))
         d.exponents[k].push_back({static_cast<int>(v), std::log(static_cast<double>(ev[v].prime))});
-  d.exponents.back().push_back({space.unroll_var(), std::log(2.0)});
+  d.exponents.back().push_back({d.space.unroll_var(), std::log(2.0)});
 
   LoweredFunc structure = sched::lower_sketch_structure(task, s, sym);
   d.set = feature_set_of(s);
@@ -54,8 +56,8 @@ RelaxedSketch::Derivation RelaxedSketch::derive(const ops::OpGraph& task, const 
   return d;
 }
 
-RelaxedSketch::RelaxedSketch(const sched::Sketch& s, TapeMode mode, double tau, const Derivation& d)
-    : space_(s),
+RelaxedSketch::RelaxedSketch(TapeMode mode, double tau, const Derivation& d)
+    : space_(d.space),
       mode_(mode),
       set_(d.set),
       knob_of_(d.knob_of),
@@ -67,13 +69,13 @@ RelaxedSketch::RelaxedSketch(const sched::Sketch& s, TapeMode mode, double tau, 
 
 RelaxedSketch::RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode, double tau,
                              const CpuTarget& target)
-    : RelaxedSketch(s, mode, tau, derive(task, s, KnobSpace(s), target)) {}
+    : RelaxedSketch(mode, tau, derive(task, s, target)) {}
 
 std::pair<std::unique_ptr<RelaxedSketch>, std::unique_ptr<RelaxedSketch>> RelaxedSketch::exact_and_relaxed(
     const ops::OpGraph& task, const sched::Sketch& s, double tau, const CpuTarget& target) {
-  const Derivation d = derive(task, s, KnobSpace(s), target);
-  return {std::unique_ptr<RelaxedSketch>(new RelaxedSketch(s, TapeMode::Exact, tau, d)),
-          std::unique_ptr<RelaxedSketch>(new RelaxedSketch(s, TapeMode::Relaxed, tau, d))};
+  const Derivation d = derive(task, s, target);
+  return {std::unique_ptr<RelaxedSketch>(new RelaxedSketch(TapeMode::Exact, tau, d)),
+          std::unique_ptr<RelaxedSketch>(new RelaxedSketch(TapeMode::Relaxed, tau, d))};
 }
 
 int RelaxedSketch::num_features() const { return relax::num_features(set_); }

@@ -52,10 +52,9 @@ class RelaxedSketch {
   void evaluate(const double* x, int batch, double* features, double* constraints = nullptr) const;
 
  private:
-  struct Derivation;  // the symbolic features and constraints, before a tape
-  static Derivation derive(const ops::OpGraph& task, const sched::Sketch& s, const KnobSpace& space,
-                           const CpuTarget& target);
-  RelaxedSketch(const sched::Sketch& s, TapeMode mode, double tau, const Derivation& d);
+  struct Derivation;  // the knob space, the symbolic features and constraints: all but the tape
+  static Derivation derive(const ops::OpGraph& task, const sched::Sketch& s, const CpuTarget& target);
+  RelaxedSketch(TapeMode mode, double tau, const Derivation& d);
 
   KnobSpace space_;
   TapeMode mode_;

@@ -11,8 +11,8 @@ namespace basin::relax {
 Tape::Tape(const std::vector<Expr>& outputs, const std::vector<Var>& inputs, TapeMode mode, double tau)
     : mode_(mode), tau_(tau), n_inputs_(static_cast<int>(inputs.size())) {
   for (const Var& v : inputs) input_ids_.push_back(v.id());
-  // The tape keeps no expression: the caller's, alive until the tape is built, are
-  // freed with them (on the thread that built them), not with the tape.
+  // The tape keeps no expressions: they are freed with the caller's (on the thread
+  // that derived them), not with the tape at the end of a run.
   Memo memo;
   for (const Expr& e : outputs) outputs_.push_back(compile(e, memo));
 }

@@ -380,7 +380,7 @@ TEST(Estimators, TheShippedEnsembleLoadsBlended) {
 
 // A network's tasks get their estimators from one read of the file: each scores as
 // the spec's own estimator does, and each is its own (updating one leaves the others).
-TEST(Estimators, EstimatorsForEveryTaskAreLoadedOnceEachTheirOwn) {
+TEST(Estimators, EstimatorsForEveryTaskScoreAsTheSpecsAndAreEachTheirOwn) {
   if (models::pretrained_cpu_path("cpu_ensemble.bin").empty()) GTEST_SKIP() << "no shipped ensemble";
   std::vector<models::Sample> samples = synthetic(12, 31);
   models::FeatureBatch pb = models::FeatureBatch::of(samples);
