@@ -232,15 +232,13 @@ int TaskSpace::sketch_distance(int a, int b) const {
 }
 
 relax::RelaxedSketch& TaskSpace::exact(int sketch) {
-  auto& rs = exact_.at(sketch);
-  if (!rs) rs = std::make_unique<relax::RelaxedSketch>(task_, sketches_[sketch], relax::TapeMode::Exact);
-  return *rs;
+  if (!exact_.at(static_cast<size_t>(sketch))) build_evaluators(/*relaxed=*/false, {sketch});
+  return *exact_[static_cast<size_t>(sketch)];
 }
 
 relax::RelaxedSketch& TaskSpace::relaxed(int sketch) {
-  auto& rs = relaxed_.at(sketch);
-  if (!rs) rs = std::make_unique<relax::RelaxedSketch>(task_, sketches_[sketch], relax::TapeMode::Relaxed);
-  return *rs;
+  if (!relaxed_.at(static_cast<size_t>(sketch))) build_evaluators(/*relaxed=*/true, {sketch});
+  return *relaxed_[static_cast<size_t>(sketch)];
 }
 
 void TaskSpace::build_evaluators(bool relaxed, const std::vector<int>& sketches) {

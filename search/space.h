@@ -88,8 +88,9 @@ class TaskSpace {
   // Number of programs scored by predict() (cache misses), for the overhead report.
   int64_t predictions() const { return predictions_; }
 
-  // The sketch's evaluators, built on first use: exact (features of configurations) and
-  // relaxed (the gradient search).
+  // The sketch's evaluators, built on first use (by build_evaluators, the relaxed one
+  // with the exact one): exact (features of configurations) and relaxed (the gradient
+  // search).
   relax::RelaxedSketch& exact(int sketch);
   relax::RelaxedSketch& relaxed(int sketch);
   // Builds the evaluators not built yet of the sketches listed (every sketch when none
