@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "codegen/cuda.h"
 #include "codegen/measure.h"
 #include "core/util/error.h"
 #include "models/dataset.h"
@@ -32,6 +33,9 @@ int run_dataset(const DatasetOptions& o) {
   if (o.per_task < 1) throw Error("--per-task must be at least 1");
   if (o.repeat < 0) throw Error("--repeat must be 0 or more");
   std::vector<std::string> tasks = models::dataset_tasks(o.tasks);
+  // Before the records file is made: a GPU dataset needs a GPU here.
+  std::string why;
+  if (o.target == "cuda" && !codegen::cuda_available(&why)) throw Error("the cuda target is unavailable: " + why);
   search::RecordStore store(o.records);
   models::CollectOptions co;
   co.per_task = o.per_task;
@@ -199,6 +203,8 @@ void add_estimator_command(CLI::App& app, Runner& run) {
   ds->add_option("--records", d->records, "the records file (created if missing; a rerun resumes)")->required();
   ds->add_option("--tasks", d->tasks, "suite, workloads, networks, zoo:NAME, shapes:N, nets:N (or shapes:A-B, nets:A-B: what N=B adds to N=A) or workload names, separated by commas");
   ds->add_option("--per-task", d->per_task, "measured configurations per task");
+  ds->add_option("--target", d->target, "llvm (the CPU, default) or cuda (GPU 0: the tasks' GPU sketches)")
+      ->check(CLI::IsMember({"llvm", "cuda"}));
   ds->add_option("--seed", d->seed, "random seed");
   ds->add_option("--repeat", d->repeat,
                  "measure each program N more times, after the task's others; its latency is the median, and "

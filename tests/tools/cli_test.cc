@@ -7,6 +7,7 @@
 #include <array>
 #include <unistd.h>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <map>
@@ -209,6 +210,18 @@ TEST(Cli, EstimatorDatasetTakesTheInstructionLimit) {
   std::remove(db.c_str());
 }
 
+// `estimator dataset --target cuda` measures the tasks' GPU sketches on GPU 0; where
+// there is no GPU it says so in one line before it makes the records file.
+TEST(Cli, EstimatorDatasetOnTheGpuNeedsOne) {
+  if (run("op relu --target cuda").code == 0) GTEST_SKIP() << "a GPU is here (a GPU dataset is measured on one by docs/perf/gpu-session54/run.sh)";
+  std::string db = "/tmp/basin_cli_gpu_dataset_" + std::to_string(::getpid()) + ".db";
+  std::string err = stderr_of("estimator dataset --target cuda --records " + db + " --tasks gemm-256 --per-task 2");
+  EXPECT_NE(err.find("basin: error: the cuda target is unavailable"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(run("estimator dataset --target cuda --records " + db + " --tasks gemm-256 --per-task 2").code, 0);
+  EXPECT_FALSE(std::filesystem::exists(db)) << "a records file was made for a dataset that could not be measured";
+}
+
 TEST(Cli, EstimatorTrainEvalAndExport) {
   std::string db = "/tmp/basin_cli_est_" + std::to_string(::getpid()) + ".db";
   std::string model = db + ".bin";
@@ -338,6 +351,7 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"estimator dataset --records /tmp/basin_cli_unused.db --repeat -1", "--repeat must be 0 or more"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --max-instructions -1", "--max-instructions"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --compile-threads 0", "--compile-threads"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --target tpu", "--target"},
       {"estimator dataset --records " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "CMakeCache.txt"},
       {"estimator", "A subcommand is required"},
   };
