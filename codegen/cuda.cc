@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/util/error.h"
+#include "core/util/host.h"
 
 namespace basin::codegen {
 
@@ -251,6 +252,16 @@ CudaDeviceInfo cuda_device_info() {
 }
 
 std::string cuda_device_arch() { return cuda_device_info().arch; }
+
+namespace {
+// Records of the cuda target name GPU 0 (basin::machine_description): its name and
+// architecture, "" where there is none.
+std::string describe_gpu() {
+  const Probe& p = probe();
+  return p.ok ? p.info.name + " (" + p.info.arch + ")" : std::string();
+}
+[[maybe_unused]] const bool g_gpu_describer_set = (set_gpu_describer(describe_gpu), true);
+}  // namespace
 
 bool cuda_driver_initialized_here() { return g_driver_initialized.load(std::memory_order_relaxed); }
 

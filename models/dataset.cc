@@ -296,7 +296,8 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       const sched::Sketch& s = pool.sketches()[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
       sched::Config c = sched::random_config(s, rng);
       std::string json = sched::config_to_json(s, c);
-      if (store.contains(key, opt.target, s.name, json, host_description(), codegen::codegen_version(opt.target)) ||
+      if (store.contains(key, opt.target, s.name, json, machine_description(opt.target),
+                         codegen::codegen_version(opt.target)) ||
           !drawn.insert(s.name + "\n" + json).second) {
         ++duplicates;  // small spaces run out of new programs
         continue;
@@ -320,7 +321,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
       r.error = m.error;
       r.compile_seconds = m.compile_seconds;
       r.estimator_version = "random";
-      r.host = host_description();
+      r.host = machine_description(opt.target);
       r.codegen = codegen::codegen_version(opt.target);
       store.add(r);
       ++have;

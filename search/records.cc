@@ -28,7 +28,7 @@ double upper_median(std::vector<double> v) {
 bool Record::from_host(const std::string& machine) const { return same_host(host, machine); }
 
 bool Record::measured_here() const {
-  return from_host(host_description()) && from_codegen(codegen::codegen_version(target));
+  return from_host(machine_description(target)) && from_codegen(codegen::codegen_version(target));
 }
 
 double Record::latency_us() const {
@@ -301,7 +301,7 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
   // measured here first, then this machine's; then the one a tuner named its best
   // last; then the programs measured more than once (as the tuner picks its best),
   // fastest first. The same predicates as Record::from_host and Record::from_codegen.
-  const std::string here = host_description();
+  const std::string here = machine_description(target);
   auto r = db_->query(
       "WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
       "ORDER BY ((host = ?3 OR host = '' OR host = ?4) AND (codegen = ?5 OR codegen = '')) DESC, "

@@ -32,9 +32,10 @@ struct Record {
   double finished_at = 0;
   uint64_t seed = 0;
   std::string estimator_version;
-  // The machine that measured it (basin::host_description(): "AMD EPYC (family 26
-  // model 2), 2 cores, avx512"); empty in files written before schema 2, where it is
-  // unknown.
+  // The machine that measured it (basin::machine_description(target): the CPU's
+  // targets "AMD EPYC (family 26 model 2), 2 cores, avx512", the cuda target the GPU,
+  // "NVIDIA H200 (sm_90)"; before session 54 a cuda record named the CPU); empty in
+  // files written before schema 2, where it is unknown.
   std::string host;
   // Measured on `machine`, on an unknown one (an old record) or on one described in the
   // legacy form of `machine` (basin::same_host).

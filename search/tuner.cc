@@ -368,7 +368,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   for (const Record& r : store.task_records(m.res.task_key, opt.target)) {
     // Another machine's latencies do not compare with this one's: its programs are
     // measured again here.
-    if (!r.from_host(host_description())) {
+    if (!r.from_host(machine_description(opt.target))) {
       if (m.res.other_host++ == 0) m.other_host_name = r.host;
       continue;
     }
@@ -388,7 +388,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   }
   if (m.res.other_host > 0 && opt.log)
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_host) + " records of this task in " + store.path() +
-            " were measured on another machine (" + m.other_host_name + ", not " + host_description() +
+            " were measured on another machine (" + m.other_host_name + ", not " + machine_description(opt.target) +
             "); they are left out and their programs may be measured again here");
   if (m.res.other_codegen > 0 && opt.log)
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_codegen) + " records of this task in " +
@@ -460,7 +460,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     r.config = c.json;
     r.seed = opt.seed;
     r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
-    r.host = host_description();
+    r.host = machine_description(opt.target);
     r.codegen = codegen::codegen_version(opt.target);
     r.started_at = epoch_seconds();
     codegen::MeasureResult mr = m.measure(c, m.slow_us());

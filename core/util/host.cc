@@ -108,4 +108,16 @@ const std::string& host_description() {
   return d;
 }
 
+namespace {
+std::string (*g_gpu_describer)() = nullptr;
+}  // namespace
+
+void set_gpu_describer(std::string (*describe)()) { g_gpu_describer = describe; }
+
+const std::string& machine_description(const std::string& target) {
+  if (target != "cuda") return host_description();
+  static const std::string gpu = g_gpu_describer ? g_gpu_describer() : std::string();
+  return gpu;
+}
+
 }  // namespace basin

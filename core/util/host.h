@@ -54,5 +54,13 @@ int parallel_chunks_setting();
 const HostInfo& this_host();
 // this_host().describe().
 const std::string& host_description();
+// The machine whose speed a target's latencies measure, as records name it
+// (search::Record::host): this host for the CPU's targets; for "cuda", GPU 0
+// ("NVIDIA H200 (sm_90)"), which the CUDA backend describes (set_gpu_describer), or ""
+// where there is no GPU or no backend. Two GPUs' latencies differ as two CPUs' do,
+// whatever CPU drives them. Read once per process.
+const std::string& machine_description(const std::string& target);
+// Called by the CUDA backend when it is linked in (codegen/cuda.cc), before main.
+void set_gpu_describer(std::string (*describe)());
 
 }  // namespace basin

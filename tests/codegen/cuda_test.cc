@@ -25,6 +25,7 @@
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "tests/codegen/fault_hooks.h"
 #include "tests/ops/op_cases.h"
 #include "tests/tools/run_basin.h"
@@ -316,6 +317,19 @@ TEST(CudaOnGpu, TuneOpMeasuresEveryTrialOnTheGpu) {
   EXPECT_EQ(j["trials"], 16) << r.out;
   EXPECT_EQ(j["errors"], 0) << r.out;
   EXPECT_GT(j["best_latency_us"].get<double>(), 0) << r.out;
+}
+
+// The records of the cuda target name GPU 0, as this backend describes it to
+// basin::machine_description; where there is no GPU, no machine.
+TEST(Cuda, RecordsNameGpuZero) {
+  std::string why;
+  if (!codegen::cuda_available(&why)) {
+    EXPECT_EQ(machine_description("cuda"), "") << why;
+    return;
+  }
+  const codegen::CudaDeviceInfo gpu = codegen::cuda_device_info();
+  EXPECT_EQ(machine_description("cuda"), gpu.name + " (" + gpu.arch + ")");
+  EXPECT_NE(machine_description("cuda").find("sm_"), std::string::npos);
 }
 
 TEST(Cuda, TheTargetSaysWhenThereIsNoGpu) {

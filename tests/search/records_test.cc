@@ -185,6 +185,40 @@ TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
   EXPECT_NE(host_description().find("core"), std::string::npos) << host_description();
 }
 
+// A GPU's latencies belong to the GPU: a cuda record names GPU 0
+// (machine_description("cuda"); "" where none is known), and one that names this
+// CPU (as cuda records did before session 54) is not this GPU's, so an H100's
+// latencies are never taken for an H200's when both are driven by one kind of CPU.
+TEST(Records, CudaRecordsNameTheGpuNotTheCpu) {
+  EXPECT_EQ(machine_description("llvm"), host_description());
+  EXPECT_NE(machine_description("cuda"), host_description());
+  search::Record cpu_named = rec("{\"h\":1}", {20});
+  cpu_named.target = "cuda";
+  cpu_named.codegen = codegen::codegen_version("cuda");
+  cpu_named.host = host_description();
+  EXPECT_FALSE(cpu_named.measured_here());
+  search::Record gpu_named = cpu_named;
+  gpu_named.host = machine_description("cuda");
+  EXPECT_TRUE(gpu_named.measured_here());
+  search::Record llvm = cpu_named;
+  llvm.target = "llvm";
+  llvm.codegen = codegen::codegen_version("llvm");
+  EXPECT_TRUE(llvm.measured_here());
+  // The store's best of a cuda task: the GPU's record first, though the other is faster.
+  std::string path = temp_path("gpu_hosts");
+  search::RecordStore s(path);
+  search::Record other_gpu = cpu_named;
+  other_gpu.config = "{\"h\":2}";
+  other_gpu.latencies_us = {5};
+  other_gpu.host = "NVIDIA H100 80GB HBM3 (sm_90)";
+  s.add(other_gpu);
+  s.add(gpu_named);
+  if (!machine_description("cuda").empty())
+    EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "cuda")->config, "{\"h\":1}");
+  EXPECT_FALSE(s.contains("dense(K=32,M=16,N=32)", "cuda", "tile.vec=j.acc2", "{\"h\":2}", "NVIDIA H200 (sm_90)"));
+  EXPECT_TRUE(s.contains("dense(K=32,M=16,N=32)", "cuda", "tile.vec=j.acc2", "{\"h\":2}", "NVIDIA H100 80GB HBM3 (sm_90)"));
+}
+
 // A latency belongs to the code as much as to the machine: a record names the code
 // generation that was measured, and one of another generation (an older basin's) is
 // neither this machine's best nor a program measured here; an unknown one (a record
