@@ -3,7 +3,7 @@
 # `basin tune zoo:resnet18 --budget 40s` with each strategy spec of SPECS in turn,
 # RUNS times, the command's wall time and peak memory by /usr/bin/time. Run it in an
 # empty folder, then summary.py there.
-#   SPECS="gradient gradient:seeds=16 gradient:steps=16" RUNS=2 docs/perf/overhead-s54/ab.sh
+#   SPECS="gradient gradient:seeds=16 gradient:steps=16" RUNS=2 docs/perf/zen4-s54/network-descent/ab.sh
 set -e
 B=${B:-/work/main/build/bin/basin}
 SPECS=${SPECS:-"gradient gradient:seeds=16"}
