@@ -10,6 +10,8 @@
 #           estimator (untrained on cuda) and annealing; then the gradient search with
 #           the ensemble of part 1.
 #   docs/perf/gpu-session54/run.sh 1|2
+# The working tree travels to the GPU machine only under 64 MiB: move docs/perf's other
+# folders aside for the call and back after it (docs/gpu.md, "The next GPU session's run").
 set -uo pipefail
 part=${1:?part 1 or 2}
 TL=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))')
