@@ -25,6 +25,7 @@
 #include <set>
 
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "core/util/parallel.h"
 #include "relax/relaxed_sketch.h"
 #include "relax/torch_bridge.h"
@@ -66,6 +67,14 @@ struct GradientOptions {
   // the register tile where annealing measured 405, and annealing's were the fastest
   // (session 41; docs/PERFORMANCE.md).
   int nearest_tilings = 1;
+  // Register-filling tiles (docs/search.md): per batch, the fastest program of
+  // `fill_slots` sketches in turn with a register tile of accumulators that fills the
+  // vector registers; with `fill_first`, every sketch's first program in the first
+  // batch is the best predicted of its random draws given such a tile. fill_registers:
+  // the registers the tile may take (0: the host's vector registers less 4).
+  int fill_slots = 2;
+  int fill_first = 1;
+  int fill_registers = 0;
   // Sketches measured slow: see cap_losing_sketches (negative places turn it off).
   SketchCap cap;
 };
@@ -98,6 +107,12 @@ std::vector<OptionField> fields(GradientOptions& o) {
        "... of the sketches whose best is within this share of the best of all"},
       {"nearest_tilings", &o.nearest_tilings, nullptr, 0, 1,
        "1: every visited point also rounded to the tilings nearest its continuous tile sizes"},
+      {"fill_slots", &o.fill_slots, nullptr, 0, 1e4,
+       "per batch, a sketch's fastest program with a register tile filling the vector registers (sketches in turn)"},
+      {"fill_first", &o.fill_first, nullptr, 0, 1,
+       "1: each sketch's first program in the first batch has a register-filling tile"},
+      {"fill_registers", &o.fill_registers, nullptr, 0, 1024,
+       "vector registers a register-filling tile may take (0: the host's, less 4)"},
       {"cap_places", &o.cap.places, nullptr, -1, 1e4,
        "ranked places per batch shared by the sketches measured slow (-1: no cap)"},
       {"cap_evidence", &o.cap.evidence, nullptr, 1, 1e5, "programs a sketch needs measured before it can be capped"},
@@ -191,6 +206,8 @@ class Gradient final : public Strategy {
     explore.insert(explore.begin(), std::make_move_iterator(blocks.begin()), std::make_move_iterator(blocks.end()));
     std::vector<Candidate> tiles = tile_picks(state, good, explore, n);
     explore.insert(explore.begin(), std::make_move_iterator(tiles.begin()), std::make_move_iterator(tiles.end()));
+    std::vector<Candidate> fills = fill_picks(state, good, explore, n);
+    explore.insert(explore.begin(), std::make_move_iterator(fills.begin()), std::make_move_iterator(fills.end()));
     cap_losing_sketches(state, ranked);
     std::vector<Candidate> out =
         select_batch(state, std::move(ranked), n - static_cast<int>(explore.size()), opt_.epsilon, explore);
@@ -233,6 +250,11 @@ class Gradient final : public Strategy {
     for (Candidate& c : all) per[static_cast<size_t>(c.sketch)].push_back(std::move(c));
     for (std::vector<Candidate>& cs : per)
       std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted > b.predicted; });
+    // Each sketch's first pick: its draws with a register-filling tile, the best predicted.
+    if (opt_.fill_first) {
+      const std::vector<Candidate> fills = first_fills(state, per, drawn);
+      for (const Candidate& c : fills) per[static_cast<size_t>(c.sketch)].push_back(c);
+    }
     std::vector<Candidate> out;
     for (bool any = true; any && static_cast<int>(out.size()) < n;) {
       any = false;
@@ -245,6 +267,86 @@ class Gradient final : public Strategy {
       }
     }
     fill_random(state, n, out);
+    return out;
+  }
+
+  // The register tile holds the accumulators: one that fills the vector registers
+  // loads each input value once for the most arithmetic, the micro-kernel shape of BLIS
+  // (on resnet18-c12 and -c9, Zen 4, session 54: 28 of 32 AVX-512 registers, in an
+  // unpacked sketch). A sketch's random programs mostly have small tiles, so a sketch
+  // that is fastest with a full one can measure among the slowest at first: on C12
+  // the best family's random programs were, the estimator ranked its fast programs at
+  // chance, and 2 of 8 gradient runs (no annealing run) found it, the register tile
+  // growing a reshape at a time (7 accumulators, 3861 us; 14, 2687; 28, 2297).
+  int fill_budget() const {
+    return opt_.fill_registers > 0 ? opt_.fill_registers : vector_file(this_host().vector_isa).registers - 4;
+  }
+  // Per sketch, its random draws `per` given the fullest register-filling tile (one
+  // drawn at random among the fullest of each draw), the best predicted; not in
+  // `drawn`, which gains them.
+  std::vector<Candidate> first_fills(SearchState& state, const std::vector<std::vector<Candidate>>& per,
+                                     std::set<std::string>& drawn) const {
+    std::vector<Candidate> out;
+    const int vb = vector_file(this_host().vector_isa).bytes;
+    for (const std::vector<Candidate>& draws : per) {
+      std::vector<Candidate> cs;
+      for (const Candidate& d : draws) {
+        std::vector<Candidate> full = state.space.filled_tiles(d, fill_budget(), vb);
+        if (full.empty()) continue;
+        const int64_t top = state.space.tile_registers(full[0], vb);
+        size_t k = 0;
+        while (k < full.size() && state.space.tile_registers(full[k], vb) == top) ++k;
+        Candidate& c = full[std::uniform_int_distribution<size_t>(0, k - 1)(state.rng)];
+        if (!state.measured.count(c.json) && !drawn.count(c.json)) cs.push_back(std::move(c));
+      }
+      if (cs.empty()) continue;
+      state.space.predict(*state.estimator, cs);
+      auto best = std::min_element(cs.begin(), cs.end(),
+                                   [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+      drawn.insert(best->json);
+      out.push_back(std::move(*best));
+    }
+    return out;
+  }
+
+  // Per batch, `fill_slots` sketches in turn (round robin over the rounds), each its
+  // fastest program with the fullest register-filling tile that no measured program of
+  // the sketch has, the best predicted among equally full ones. Not in `taken`.
+  std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Measured*>& good,
+                                    const std::vector<Candidate>& taken, int n) const {
+    std::vector<Candidate> out;
+    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.fill_slots, n / 4)));
+    if (slots == 0) return out;
+    const int n_sketches = static_cast<int>(state.space.sketches().size());
+    std::vector<const Measured*> fastest(static_cast<size_t>(n_sketches), nullptr);
+    for (const Measured* m : good)  // fastest first
+      if (!fastest[static_cast<size_t>(m->candidate.sketch)]) fastest[static_cast<size_t>(m->candidate.sketch)] = m;
+    std::set<Tile> seen;
+    std::set<std::string> used;
+    for (const Measured& m : state.history) seen.insert(tile_of(state, m.candidate));
+    for (const Candidate& c : taken) {
+      seen.insert(tile_of(state, c));
+      used.insert(c.json);
+    }
+    const int vb = vector_file(this_host().vector_isa).bytes;
+    const int round = static_cast<int>(state.history.size()) / std::max(n, 1);
+    for (int i = 0; i < n_sketches && out.size() < slots; ++i) {
+      const Measured* parent = fastest[static_cast<size_t>((round * static_cast<int>(slots) + i) % n_sketches)];
+      if (!parent) continue;
+      std::vector<Candidate> cs;
+      for (Candidate& c : state.space.filled_tiles(parent->candidate, fill_budget(), vb))
+        if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
+      if (cs.empty()) continue;
+      const int64_t top = state.space.tile_registers(cs[0], vb);
+      auto fuller = [&](const Candidate& c) { return state.space.tile_registers(c, vb) == top; };
+      cs.erase(std::find_if_not(cs.begin(), cs.end(), fuller), cs.end());
+      state.space.predict(*state.estimator, cs);
+      Candidate& best = *std::min_element(
+          cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+      seen.insert(tile_of(state, best));
+      used.insert(best.json);
+      out.push_back(std::move(best));
+    }
     return out;
   }
 

@@ -1,6 +1,7 @@
 #include "search/space.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -221,6 +222,103 @@ std::vector<Candidate> TaskSpace::reshaped_tiles(const Candidate& c) const {
           n.factors[b] = c.config.factors[b];
         }
     }
+  return out;
+}
+
+int64_t TaskSpace::tile_registers(const Candidate& c, int vector_bytes) const {
+  const sched::Sketch& s = sketches_[c.sketch];
+  if (s.rule != sched::SketchRule::Anchor) return 0;
+  int64_t count = 1;
+  bool vector = false;
+  for (size_t k = 0; k < s.splits.size(); ++k) {
+    if (s.splits[k].parts < 2) continue;
+    const std::vector<int64_t>& f = c.config.factors[k];
+    if (s.acc_level == 1) count *= f[f.size() - 2];  // the accumulator covers S2 x S3
+    if (s.splits[k].vectorized) {
+      count *= (4 * f.back() + vector_bytes - 1) / vector_bytes;
+      vector = true;
+    } else {
+      count *= f.back();
+    }
+  }
+  return vector ? count : 0;
+}
+
+std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes) const {
+  const sched::Sketch& s = sketches_[c.sketch];
+  if (registers < 1 || vector_bytes < 4 || tile_registers(c, vector_bytes) == 0) return {};
+  // Per split of two or more levels, the innermost factors it may take, in increasing
+  // order, and what each costs in registers.
+  struct Choices {
+    size_t split;
+    std::vector<int64_t> values, cost;
+  };
+  std::vector<Choices> choices;
+  for (size_t k = 0; k < s.splits.size(); ++k) {
+    const sched::SplitSpec& sp = s.splits[k];
+    if (sp.parts < 2) continue;
+    Choices ch{k, {}, {}};
+    for (int64_t v : sched::split_factors(sp)) {
+      if (sp.vectorized && (4 * v) % vector_bytes != 0) continue;
+      ch.values.push_back(v);
+      ch.cost.push_back(sp.vectorized ? 4 * v / vector_bytes : v);
+    }
+    if (ch.values.empty()) {  // no whole vector fits the extent: c's own lanes
+      ch.values.push_back(c.config.factors[k].back());
+      ch.cost.push_back(1);
+    }
+    choices.push_back(std::move(ch));
+  }
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> tiles;  // (registers, innermost factors)
+  std::vector<int64_t> pick(choices.size());
+  std::function<void(size_t, int64_t)> walk = [&](size_t i, int64_t count) {
+    if (i == choices.size()) {
+      if (2 * count >= registers) tiles.emplace_back(count, pick);
+      return;
+    }
+    for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
+      pick[i] = choices[i].values[j];
+      walk(i + 1, count * choices[i].cost[j]);
+    }
+  };
+  walk(0, 1);
+  std::stable_sort(tiles.begin(), tiles.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  // An accumulator at level 1 covers the S2 x S3 tiles: its S2 factors go out a level,
+  // so that it is the register tile.
+  auto fold_s2 = [&](std::vector<int64_t>& f) {
+    if (s.acc_level != 1) return;
+    if (f.size() >= 3) f[f.size() - 3] *= f[f.size() - 2];  // else to the outermost level
+    f[f.size() - 2] = 1;
+  };
+  std::vector<Candidate> out;
+  for (const auto& [count, inner] : tiles) {
+    sched::Config n = c.config;
+    int64_t steps = 1;  // the register tile's loop steps (the vector loop one)
+    for (size_t i = 0; i < choices.size(); ++i) {
+      std::vector<int64_t>& f = n.factors[choices[i].split];
+      fold_s2(f);
+      f = with_innermost(f, inner[i]);
+      fold_s2(f);
+      // Where the levels outside could not give the factor (7 of a guarded 7, for a
+      // tile of 4), they are all 1.
+      const sched::SplitSpec& sp = s.splits[choices[i].split];
+      const int64_t product = std::accumulate(f.begin(), f.end(), int64_t{1}, std::multiplies<>());
+      if (sp.guarded ? product > sp.extent : sp.extent % product != 0) {
+        std::fill(f.begin(), f.end() - 1, 1);
+        f.back() = inner[i];
+      }
+      if (!s.splits[choices[i].split].vectorized) steps *= inner[i];
+    }
+    // An unroll depth that unrolls the register tile's loops, so that its accumulators
+    // can live in registers: the smallest of the menu at least its steps.
+    if (n.unroll < steps) {
+      int64_t depth = -1;
+      for (int64_t u : s.unroll_menu)
+        if (u >= steps && (depth < 0 || u < depth)) depth = u;
+      if (depth >= 0) n.unroll = depth;
+    }
+    if (sched::invalid_reason(s, n).empty()) out.push_back(make(c.sketch, std::move(n)));
+  }
   return out;
 }
 

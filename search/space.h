@@ -72,6 +72,23 @@ class TaskSpace {
   // the outermost (extent / product) last; a factor lost goes to the next level out.
   // Only valid configurations, each tile once.
   std::vector<Candidate> reshaped_tiles(const Candidate& c) const;
+  // The vector registers c's register tile of accumulators takes where a vector holds
+  // `vector_bytes` bytes (4-byte accumulators): the vectorized split's innermost factor
+  // in whole vectors, times the innermost factors of the other splits of two or more
+  // levels (with an accumulator at level 1, times every such split's S2 factor too). 0 for a sketch of another rule than the anchor's (multi-level tiling of a
+  // conv, dense or matmul), or one that vectorizes no such split.
+  int64_t tile_registers(const Candidate& c, int vector_bytes) const;
+  // c with register tiles that fill at most `registers` vector registers and at least
+  // half of them, the fullest first (ties in the order the tiles were enumerated):
+  // every split of two or more levels gets an innermost factor among its factors, the
+  // vectorized one whole vectors (c's own lanes where no whole vector is among its
+  // factors), and the levels outside give or take the difference as reshaped_tiles'
+  // do (with an accumulator at level 1, S2 is 1: its factor goes a level out). The
+  // unroll depth is c's, or where that is below the register tile's loop steps (the
+  // vector loop one step) the smallest of the menu at least those. Only valid
+  // configurations, each tile once; none when tile_registers(c) is 0.
+  // docs/search.md, "Register-filling tiles".
+  std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes) const;
   // How many of the anchor choices (vector axis, packing, accumulator level, producer
   // placement, shared prefix) two sketches differ in; another rule counts 10.
   int sketch_distance(int a, int b) const;

@@ -231,6 +231,73 @@ TEST(TaskSpace, ReshapesReachTilesOfNeighbouringSize) {
   EXPECT_TRUE(tiles.count(h7)) << "h 2 to 7: the second size above";
 }
 
+// The register-filling tiles (docs/search.md): resnet18-c12's fastest program on Zen 4
+// (session 54) had an unpacked sketch's 16x4x7 tile of c x h x w, 28 AVX-512 registers
+// of accumulators, and the search's random programs mostly hold far fewer. From a
+// program with a 1-register tile, the fullest tiles of 28 registers come first, that
+// one among them; every tile fills 14 to 28, once, valid, only the register tile's
+// splits changed; with AVX2's 32-byte vectors the vectorized factor is whole vectors.
+TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
+  const ops::Workload& w = ops::find_workload("resnet18-c12");
+  search::TaskSpace space(ops::build_op(w.op, w.params));
+  const sched::Sketch* s = nullptr;
+  const sched::Config c = sched::config_from_json(
+      R"({"sketch":"tile.vec=c.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,16],"h":[7,1,1],"w":[7,1,1],)"
+      R"("rc":[8],"rh":[3],"rw":[3]},"unroll":512})",
+      space.sketches(), "test", &s);
+  const search::Candidate parent = space.make(space.sketch_index(s->name), c);
+  EXPECT_EQ(space.tile_registers(parent, 64), 1);
+  EXPECT_EQ(space.tile_registers(parent, 32), 2);
+  const std::vector<search::Candidate> full = space.filled_tiles(parent, 28, 64);
+  ASSERT_FALSE(full.empty());
+  EXPECT_EQ(space.tile_registers(full.front(), 64), 28);
+  std::set<std::vector<int64_t>> tiles;
+  int64_t last = 28;
+  bool best_tile = false;
+  for (const search::Candidate& f : full) {
+    EXPECT_EQ(f.sketch, parent.sketch);
+    EXPECT_EQ(f.config.unroll, parent.config.unroll);  // 512: every tile's loops unrolled
+    EXPECT_EQ(sched::invalid_reason(*s, f.config), "") << f.json;
+    EXPECT_TRUE(tiles.insert(space.register_tile(f)).second) << "a tile twice: " << f.json;
+    const int64_t r = space.tile_registers(f, 64);
+    EXPECT_LE(r, last) << "not fullest first";
+    EXPECT_GE(2 * r, 28);
+    last = r;
+    for (size_t k = 0; k < s->splits.size(); ++k)
+      if (s->splits[k].parts < 2) EXPECT_EQ(f.config.factors[k], parent.config.factors[k]) << f.json;
+    best_tile |= space.register_tile(f) == std::vector<int64_t>{1, 16, 4, 7, 0, 0, 0};
+  }
+  EXPECT_TRUE(best_tile) << "no 16x4x7 tile";
+  // With the accumulator at level 1 it covers the S2 x S3 tiles (session 55: a 16x4x7
+  // program with S2 2 along c, 56 registers, ran 2.5 times slower than the best): a
+  // filled tile has S2 1. An unroll depth below the tile's loop steps (its h x w) is
+  // raised to the smallest of the menu that unrolls them.
+  search::Candidate wide = parent;
+  wide.config.factors[1] = {16, 2, 16};
+  wide.config.unroll = 16;
+  wide = space.make(parent.sketch, wide.config);
+  EXPECT_EQ(space.tile_registers(wide, 64), 2);
+  for (const search::Candidate& f : space.filled_tiles(wide, 28, 64)) {
+    const std::vector<int64_t> t = space.register_tile(f);
+    for (size_t k = 0; k < s->splits.size(); ++k)
+      if (s->splits[k].parts >= 2) EXPECT_EQ(f.config.factors[k][1], 1) << f.json;
+    EXPECT_EQ(f.config.unroll, t[2] * t[3] > 16 ? 64 : 16) << f.json;
+    EXPECT_LE(space.tile_registers(f, 64), 28);
+  }
+  for (const search::Candidate& f : space.filled_tiles(parent, 12, 32)) {
+    const int64_t r = space.tile_registers(f, 32);
+    EXPECT_LE(r, 12);
+    EXPECT_GE(2 * r, 12);
+    EXPECT_EQ(space.register_tile(f)[1] % 8, 0) << "not whole AVX2 vectors: " << f.json;
+  }
+  // The generic rule's sketches hold no register tile of accumulators.
+  search::TaskSpace softmax(ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}}));
+  std::mt19937_64 rng(3);
+  const search::Candidate r = softmax.random(rng);
+  EXPECT_EQ(softmax.tile_registers(r, 64), 0);
+  EXPECT_TRUE(softmax.filled_tiles(r, 28, 64).empty());
+}
+
 TEST(TaskSpace, CandidateFeaturesAreTheTrainingFeatures) {
   for (const ops::OpGraph& g : move_tasks()) {
     search::TaskSpace space(g);
@@ -812,6 +879,71 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfAnotherSketchsFastestProgram) 
     for (const search::Candidate& c : got)
       if (measured.insert(c.json).second) history.push_back({c, 300.0});  // all slower
   }
+}
+
+// Register-filling tiles (docs/search.md; resnet18-c12 and -c9 on Zen 4, session 54:
+// the fastest programs' tiles took 28 of 32 AVX-512 registers, in a sketch whose
+// random programs measured among the slowest). The first batch gives every sketch a
+// program whose tile fills at least half the registers allowed; each later batch gives
+// two sketches in turn their fastest program with one of the fullest tiles that no
+// measured program of the sketch has, and every sketch gets its turn.
+TEST(Strategies, GradientTriesRegisterFillingTilesOfSketchesInTurn) {
+  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  const int n_sketches = static_cast<int>(space.sketches().size());
+  ASSERT_GE(n_sketches, 4);
+  const int vb = search::detail::vector_file(this_host().vector_isa).bytes;
+  const int registers = 12;
+  const std::string spec = "gradient:fill_registers=" + std::to_string(registers);
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  {
+    std::mt19937_64 rng(4);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    std::map<int, int> filling;  // per sketch, its first batch's programs with a register-filling tile
+    for (const search::Candidate& c : search::make_strategy(spec)->propose(state, 2 * n_sketches + 3)) {
+      const int64_t r = space.tile_registers(c, vb);
+      filling[c.sketch] += r <= registers && 2 * r >= registers;
+    }
+    ASSERT_EQ(static_cast<int>(filling.size()), n_sketches);
+    for (const auto& [sketch, count] : filling)
+      EXPECT_GE(count, 1) << "sketch " << sketch << ": no register-filling tile in the first batch";
+  }
+  measure_random(space, 31, 48, history, measured);
+  const int n = 16;
+  std::set<int> filled;
+  for (int round = 0; round <= n_sketches / 2; ++round) {
+    const int turn = static_cast<int>(history.size()) / n;
+    std::mt19937_64 rng(round + 11);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    const std::vector<search::Candidate> got = search::make_strategy(spec)->propose(state, n);
+    ASSERT_EQ(got.size(), static_cast<size_t>(n));
+    std::set<std::string> jsons;
+    for (const search::Candidate& c : got) jsons.insert(c.json);
+    for (int k = 0; k < 2; ++k) {
+      const int sketch = (turn * 2 + k) % n_sketches;
+      const search::Measured* fastest = nullptr;
+      std::set<std::vector<int64_t>> tiles;  // the sketch's measured tiles
+      for (const search::Measured& m : history)
+        if (m.candidate.sketch == sketch) {
+          tiles.insert(space.register_tile(m.candidate));
+          if (!fastest || m.latency_us < fastest->latency_us) fastest = &m;
+        }
+      ASSERT_NE(fastest, nullptr);
+      int64_t top = 0;
+      bool found = false;
+      for (const search::Candidate& f : space.filled_tiles(fastest->candidate, registers, vb)) {
+        if (tiles.count(space.register_tile(f))) continue;
+        top = std::max(top, space.tile_registers(f, vb));
+        found |= space.tile_registers(f, vb) == top && jsons.count(f.json);
+      }
+      EXPECT_TRUE(found) << "round " << round << ": sketch " << sketch << "'s fastest program with a full tile";
+      filled.insert(sketch);
+    }
+    for (const search::Candidate& c : got)
+      if (measured.insert(c.json).second) history.push_back({c, 300.0});  // all slower
+  }
+  EXPECT_EQ(static_cast<int>(filled.size()), n_sketches);
 }
 
 // A register tile measured once, close to the best, gets follow-ups: its program with
