@@ -14,8 +14,10 @@
 // other factors of a one-level split (a reduction's block) and with two other
 // register tiles, another sketch's fastest program with another register tile
 // (the sketches close to the best in turn), and a follow-up of a register tile close
-// to the best; the sketches whose measured programs are all far slower than the best
-// share two ranked places per batch.
+// to the best, and two sketches' fastest programs with a register tile that fills the
+// vector registers (in the first batch, one such program per sketch); the sketches
+// whose measured programs are all far slower than the best share two ranked places
+// per batch.
 #include <torch/torch.h>
 
 #include <algorithm>
