@@ -280,6 +280,12 @@ class Gradient final : public Strategy {
   // the best family's random programs were, the estimator ranked its fast programs at
   // chance, and 2 of 8 gradient runs (no annealing run) found it, the register tile
   // growing a reshape at a time (7 accumulators, 3861 us; 14, 2687; 28, 2297).
+  // The best predicted of `cs` (not empty), whose predictions it fills.
+  static Candidate& best_predicted(SearchState& state, std::vector<Candidate>& cs) {
+    state.space.predict(*state.estimator, cs);
+    return *std::min_element(cs.begin(), cs.end(),
+                             [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+  }
   int fill_budget() const {
     return opt_.fill_registers > 0 ? opt_.fill_registers : vector_file(this_host().vector_isa).registers - 4;
   }
@@ -302,11 +308,9 @@ class Gradient final : public Strategy {
         if (!state.measured.count(c.json) && !drawn.count(c.json)) cs.push_back(std::move(c));
       }
       if (cs.empty()) continue;
-      state.space.predict(*state.estimator, cs);
-      auto best = std::min_element(cs.begin(), cs.end(),
-                                   [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
-      drawn.insert(best->json);
-      out.push_back(std::move(*best));
+      Candidate& best = best_predicted(state, cs);
+      drawn.insert(best.json);
+      out.push_back(std::move(best));
     }
     return out;
   }
@@ -342,9 +346,7 @@ class Gradient final : public Strategy {
       const int64_t top = state.space.tile_registers(cs[0], vb);
       auto fuller = [&](const Candidate& c) { return state.space.tile_registers(c, vb) == top; };
       cs.erase(std::find_if_not(cs.begin(), cs.end(), fuller), cs.end());
-      state.space.predict(*state.estimator, cs);
-      Candidate& best = *std::min_element(
-          cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+      Candidate& best = best_predicted(state, cs);
       seen.insert(tile_of(state, best));
       used.insert(best.json);
       out.push_back(std::move(best));
@@ -681,9 +683,7 @@ class Gradient final : public Strategy {
       if (moves.empty()) continue;
       std::vector<Candidate> cs;
       for (auto& [json, c] : moves) cs.push_back(std::move(c));
-      state.space.predict(*state.estimator, cs);
-      out->push_back(std::move(*std::min_element(
-          cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; })));
+      out->push_back(std::move(best_predicted(state, cs)));
       return true;
     }
     return false;
