@@ -272,6 +272,17 @@ class Gradient final : public Strategy {
     return out;
   }
 
+  // The places a batch of n gives a kind of pick that asks for `want`: at most a
+  // quarter of the batch each.
+  static size_t slot_count(int want, int n) { return static_cast<size_t>(std::max(0, std::min(want, n / 4))); }
+
+  // The best predicted of `cs` (not empty), whose predictions it fills.
+  static Candidate& best_predicted(SearchState& state, std::vector<Candidate>& cs) {
+    state.space.predict(*state.estimator, cs);
+    return *std::min_element(cs.begin(), cs.end(),
+                             [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
+  }
+
   // The register tile holds the accumulators: one that fills the vector registers
   // loads each input value once for the most arithmetic, the micro-kernel shape of BLIS
   // (on resnet18-c12 and -c9, Zen 4, session 54: 28 of 32 AVX-512 registers, in an
@@ -280,14 +291,11 @@ class Gradient final : public Strategy {
   // the best family's random programs were, the estimator ranked its fast programs at
   // chance, and 2 of 8 gradient runs (no annealing run) found it, the register tile
   // growing a reshape at a time (7 accumulators, 3861 us; 14, 2687; 28, 2297).
-  // The best predicted of `cs` (not empty), whose predictions it fills.
-  static Candidate& best_predicted(SearchState& state, std::vector<Candidate>& cs) {
-    state.space.predict(*state.estimator, cs);
-    return *std::min_element(cs.begin(), cs.end(),
-                             [](const Candidate& a, const Candidate& b) { return a.predicted < b.predicted; });
-  }
-  int fill_budget() const {
-    return opt_.fill_registers > 0 ? opt_.fill_registers : vector_file(this_host().vector_isa).registers - 4;
+  // This host's vector width, and the registers a filling tile may take.
+  VectorFile fill_file() const {
+    VectorFile f = vector_file(this_host().vector_isa);
+    f.registers = opt_.fill_registers > 0 ? opt_.fill_registers : f.registers - 4;
+    return f;
   }
   // Per sketch, its random draws `per` given the fullest register-filling tile (one
   // drawn at random among the fullest of each draw), the best predicted; not in
@@ -295,16 +303,13 @@ class Gradient final : public Strategy {
   std::vector<Candidate> first_fills(SearchState& state, const std::vector<std::vector<Candidate>>& per,
                                      std::set<std::string>& drawn) const {
     std::vector<Candidate> out;
-    const int vb = vector_file(this_host().vector_isa).bytes;
+    const VectorFile file = fill_file();
     for (const std::vector<Candidate>& draws : per) {
       std::vector<Candidate> cs;
       for (const Candidate& d : draws) {
-        std::vector<Candidate> full = state.space.filled_tiles(d, fill_budget(), vb);
+        std::vector<Candidate> full = state.space.filled_tiles(d, file.registers, file.bytes, /*fullest_only=*/true);
         if (full.empty()) continue;
-        const int64_t top = state.space.tile_registers(full[0], vb);
-        size_t k = 0;
-        while (k < full.size() && state.space.tile_registers(full[k], vb) == top) ++k;
-        Candidate& c = full[std::uniform_int_distribution<size_t>(0, k - 1)(state.rng)];
+        Candidate& c = full[std::uniform_int_distribution<size_t>(0, full.size() - 1)(state.rng)];
         if (!state.measured.count(c.json) && !drawn.count(c.json)) cs.push_back(std::move(c));
       }
       if (cs.empty()) continue;
@@ -321,7 +326,7 @@ class Gradient final : public Strategy {
   std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Measured*>& good,
                                     const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
-    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.fill_slots, n / 4)));
+    const size_t slots = slot_count(opt_.fill_slots, n);
     if (slots == 0) return out;
     const int n_sketches = static_cast<int>(state.space.sketches().size());
     std::vector<const Measured*> fastest(static_cast<size_t>(n_sketches), nullptr);
@@ -329,22 +334,18 @@ class Gradient final : public Strategy {
       if (!fastest[static_cast<size_t>(m->candidate.sketch)]) fastest[static_cast<size_t>(m->candidate.sketch)] = m;
     std::set<Tile> seen;
     std::set<std::string> used;
-    for (const Measured& m : state.history) seen.insert(tile_of(state, m.candidate));
-    for (const Candidate& c : taken) {
-      seen.insert(tile_of(state, c));
-      used.insert(c.json);
-    }
-    const int vb = vector_file(this_host().vector_isa).bytes;
+    taken_tiles(state, taken, &seen, &used);
+    const VectorFile file = fill_file();
     const int round = static_cast<int>(state.history.size()) / std::max(n, 1);
     for (int i = 0; i < n_sketches && out.size() < slots; ++i) {
       const Measured* parent = fastest[static_cast<size_t>((round * static_cast<int>(slots) + i) % n_sketches)];
       if (!parent) continue;
       std::vector<Candidate> cs;
-      for (Candidate& c : state.space.filled_tiles(parent->candidate, fill_budget(), vb))
+      for (Candidate& c : state.space.filled_tiles(parent->candidate, file.registers, file.bytes))
         if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
       if (cs.empty()) continue;
-      const int64_t top = state.space.tile_registers(cs[0], vb);
-      auto fuller = [&](const Candidate& c) { return state.space.tile_registers(c, vb) == top; };
+      const int64_t top = state.space.tile_registers(cs[0], file.bytes);
+      auto fuller = [&](const Candidate& c) { return state.space.tile_registers(c, file.bytes) == top; };
       cs.erase(std::find_if_not(cs.begin(), cs.end(), fuller), cs.end());
       Candidate& best = best_predicted(state, cs);
       seen.insert(tile_of(state, best));
@@ -410,7 +411,7 @@ class Gradient final : public Strategy {
   std::vector<Candidate> sibling_picks(SearchState& state, const std::vector<const Measured*>& good,
                                        const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
-    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.sibling_slots, n / 4)));
+    const size_t slots = slot_count(opt_.sibling_slots, n);
     std::set<std::string> used;
     for (const Candidate& c : taken) used.insert(c.json);
     const int n_sketches = static_cast<int>(state.space.sketches().size());
@@ -450,7 +451,7 @@ class Gradient final : public Strategy {
   std::vector<Candidate> unroll_picks(SearchState& state, const std::vector<const Measured*>& good,
                                       const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
-    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.unroll_slots, n / 4)));
+    const size_t slots = slot_count(opt_.unroll_slots, n);
     std::set<std::string> used;
     for (const Candidate& c : taken) used.insert(c.json);
     for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
@@ -489,6 +490,16 @@ class Gradient final : public Strategy {
     const Measured* best = nullptr;  // the fastest of them
   };
   static Tile tile_of(const SearchState& state, const Candidate& c) { return {c.sketch, state.space.register_tile(c)}; }
+  // Into `seen` the tiles of the measured programs and of `taken`, into `used` the
+  // programs of `taken`.
+  static void taken_tiles(const SearchState& state, const std::vector<Candidate>& taken, std::set<Tile>* seen,
+                          std::set<std::string>* used) {
+    for (const Measured& m : state.history) seen->insert(tile_of(state, m.candidate));
+    for (const Candidate& c : taken) {
+      seen->insert(tile_of(state, c));
+      used->insert(c.json);
+    }
+  }
 
   // One-level splits (a reduction's block: k of a GEMM, rc of a convolution): the
   // estimator's preference among their factors comes from the machines it was trained
@@ -503,7 +514,7 @@ class Gradient final : public Strategy {
   std::vector<Candidate> block_picks(SearchState& state, const std::vector<const Measured*>& good,
                                      const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
-    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.block_slots, n / 4)));
+    const size_t slots = slot_count(opt_.block_slots, n);
     if (slots == 0) return out;
     std::set<std::string> used;
     for (const Candidate& c : taken) used.insert(c.json);
@@ -582,7 +593,7 @@ class Gradient final : public Strategy {
   std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Measured*>& good,
                                     const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
-    const size_t slots = static_cast<size_t>(std::max(0, std::min(opt_.tile_slots, n / 4)));
+    const size_t slots = slot_count(opt_.tile_slots, n);
     if (slots == 0) return out;
     std::map<Tile, TileGroup> groups;  // the measured tiles
     for (const Measured& m : state.history) {
@@ -590,19 +601,15 @@ class Gradient final : public Strategy {
       ++g.count;
       if (m.ok() && (!g.best || m.latency_us < g.best->latency_us)) g.best = &m;
     }
-    std::set<Tile> seen;  // the measured tiles and those of `taken`
+    std::set<Tile> seen;
     std::set<std::string> used;
-    for (const auto& [tile, g] : groups) seen.insert(tile);
-    for (const Candidate& c : taken) {
-      seen.insert(tile_of(state, c));
-      used.insert(c.json);
-    }
+    taken_tiles(state, taken, &seen, &used);
     if (tile_followup(state, good, groups, used, &out)) used.insert(out.back().json);
     const size_t places = out.size() + slots;  // the follow-up's place is its own
     for (size_t p = 0; p < good.size() && out.size() < places; ++p) reshape(state, *good[p], places, seen, used, &out);
     // Other sketches' fastest programs, in places of their own.
     const std::vector<const Measured*> others = other_sketch_parents(state, good, n);
-    const size_t more = out.size() + static_cast<size_t>(std::max(0, std::min(opt_.tile_sketch_slots, n / 4)));
+    const size_t more = out.size() + slot_count(opt_.tile_sketch_slots, n);
     for (size_t p = 0; p < others.size() && out.size() < more; ++p)
       reshape(state, *others[p], out.size() + 1, seen, used, &out);  // one place each
     return out;

@@ -244,7 +244,8 @@ int64_t TaskSpace::tile_registers(const Candidate& c, int vector_bytes) const {
   return vector ? count : 0;
 }
 
-std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes) const {
+std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes,
+                                              bool fullest_only) const {
   const sched::Sketch& s = sketches_[c.sketch];
   if (registers < 1 || vector_bytes < 4 || tile_registers(c, vector_bytes) == 0) return {};
   // Per split of two or more levels, the innermost factors it may take, in increasing
@@ -291,7 +292,9 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     f[f.size() - 2] = 1;
   };
   std::vector<Candidate> out;
+  int64_t fullest = 0;  // the registers of the first valid tile
   for (const auto& [count, inner] : tiles) {
+    if (fullest_only && count < fullest) break;
     sched::Config n = c.config;
     int64_t steps = 1;  // the register tile's loop steps (the vector loop one)
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -317,7 +320,9 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
         if (u >= steps && (depth < 0 || u < depth)) depth = u;
       if (depth >= 0) n.unroll = depth;
     }
-    if (sched::invalid_reason(s, n).empty()) out.push_back(make(c.sketch, std::move(n)));
+    if (!sched::invalid_reason(s, n).empty()) continue;
+    out.push_back(make(c.sketch, std::move(n)));
+    fullest = std::max(fullest, count);
   }
   return out;
 }

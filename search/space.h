@@ -86,9 +86,11 @@ class TaskSpace {
   // do (with an accumulator at level 1, S2 is 1: its factor goes a level out). The
   // unroll depth is c's, or where that is below the register tile's loop steps (the
   // vector loop one step) the smallest of the menu at least those. Only valid
-  // configurations, each tile once; none when tile_registers(c) is 0.
-  // docs/search.md, "Register-filling tiles".
-  std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes) const;
+  // configurations, each tile once; none when tile_registers(c) is 0. With
+  // `fullest_only`, only the tiles as full as the fullest valid one (the others are
+  // not built). docs/search.md, "Register-filling tiles".
+  std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes,
+                                      bool fullest_only = false) const;
   // How many of the anchor choices (vector axis, packing, accumulator level, producer
   // placement, shared prefix) two sketches differ in; another rule counts 10.
   int sketch_distance(int a, int b) const;

@@ -264,7 +264,9 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
     EXPECT_GE(2 * r, 28);
     last = r;
     for (size_t k = 0; k < s->splits.size(); ++k)
-      if (s->splits[k].parts < 2) EXPECT_EQ(f.config.factors[k], parent.config.factors[k]) << f.json;
+      if (s->splits[k].parts < 2) {
+        EXPECT_EQ(f.config.factors[k], parent.config.factors[k]) << f.json;
+      }
     best_tile |= space.register_tile(f) == std::vector<int64_t>{1, 16, 4, 7, 0, 0, 0};
   }
   EXPECT_TRUE(best_tile) << "no 16x4x7 tile";
@@ -280,7 +282,9 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
   for (const search::Candidate& f : space.filled_tiles(wide, 28, 64)) {
     const std::vector<int64_t> t = space.register_tile(f);
     for (size_t k = 0; k < s->splits.size(); ++k)
-      if (s->splits[k].parts >= 2) EXPECT_EQ(f.config.factors[k][1], 1) << f.json;
+      if (s->splits[k].parts >= 2) {
+        EXPECT_EQ(f.config.factors[k][1], 1) << f.json;
+      }
     EXPECT_EQ(f.config.unroll, t[2] * t[3] > 16 ? 64 : 16) << f.json;
     EXPECT_LE(space.tile_registers(f, 64), 28);
   }
