@@ -14,6 +14,7 @@ const std::string& LlvmKernel::llvm_ir() const {
   static const std::string none;
   return none;
 }
+const std::string& LlvmKernel::assembly() const { return llvm_ir(); }
 double LlvmKernel::compile_seconds() const { return 0; }
 int64_t LlvmKernel::emitted_instructions() const { return 0; }
 const std::string& LlvmKernel::object() const { return llvm_ir(); }

@@ -14,6 +14,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,7 @@
 #include "codegen/llvm_emit.h"
 #include "core/ir/partition_loops.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 
 namespace basin::codegen {
 
@@ -55,6 +57,7 @@ struct LlvmKernel::Impl {
   llvm::orc::JITDylib* dylib = nullptr;
   void (*entry)(void* const*) = nullptr;
   std::string ir;
+  std::string assembly;
   std::string object;
   double compile_seconds = 0;
   int64_t emitted_instructions = 0;
@@ -89,6 +92,7 @@ void LlvmKernel::run(const std::vector<NDArray*>& args) const {
 
 void LlvmKernel::run_raw(void* const* args) const { impl_->entry(args); }
 const std::string& LlvmKernel::llvm_ir() const { return impl_->ir; }
+const std::string& LlvmKernel::assembly() const { return impl_->assembly; }
 double LlvmKernel::compile_seconds() const { return impl_->compile_seconds; }
 int64_t LlvmKernel::emitted_instructions() const { return impl_->emitted_instructions; }
 const std::string& LlvmKernel::object() const { return impl_->object; }
@@ -184,6 +188,15 @@ SharedJit& shared_jit() {
     auto* j = new SharedJit;  // lives for the process (kernels may outlive statics)
     llvm::orc::JITTargetMachineBuilder jtmb = take(llvm::orc::JITTargetMachineBuilder::detectHost(), "host detection");
     jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    // BASIN_VECTOR_ISA narrower than the CPU's (HostInfo::vector_isa): the wider sets'
+    // features off. LLVM turns off with a feature every feature that implies it, so
+    // -avx512f takes AVX-512's extensions (bw, vl, ...) and -avx takes AVX2, FMA and
+    // AVX-512: the code keeps to 16 registers of 32 bytes (ymm) or of 16 (xmm).
+    const std::string& isa = this_host().vector_isa;
+    if (isa != cpu_vector_isa()) {
+      if (isa == "avx2") jtmb.getFeatures().AddFeature("avx512f", false);
+      else if (isa == "sse") jtmb.getFeatures().AddFeature("avx", false);
+    }
     j->jtmb = std::make_unique<llvm::orc::JITTargetMachineBuilder>(jtmb);
     j->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
     llvm::orc::JITDylib& main = j->jit->getMainJITDylib();
@@ -261,6 +274,16 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
     os.flush();
   }
 
+  if (opt.keep_asm) {  // the same machine code as assembly text, from a copy of the module
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*mod);
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile))
+      throw Error("LLVM: the target machine cannot emit assembly");
+    pm.run(*copy);
+    impl->assembly.assign(buf.data(), buf.size());
+  }
   // Machine code as an object file (what the JIT's own compile layer would make, on
   // this thread's target machine), then linked.
   {

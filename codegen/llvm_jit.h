@@ -2,7 +2,7 @@
 // inside llvm_emit.cc and llvm_jit.cc.
 //
 // A kernel is compiled in process by ORC LLJIT for the host CPU (its features, AVX-512
-// where present), after a lean optimization pipeline; float multiply-adds may be contracted into
+// where present, or the narrower vector instructions BASIN_VECTOR_ISA names), after a lean optimization pipeline; float multiply-adds may be contracted into
 // FMAs, so results can differ from the interpreter in the last bits.
 #pragma once
 
@@ -23,6 +23,7 @@ struct LlvmOptions {
   bool keep_ir = false;      // keep the optimized LLVM IR as text (llvm_ir())
   int opt_level = 2;          // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
   bool keep_object = false;  // keep the machine code as a relocatable object (object())
+  bool keep_asm = false;     // keep the machine code as assembly text (assembly())
   // A program emitted with more LLVM instructions than this is refused (Error) before it
   // is optimized; 0: no limit. The measurer sets it while tuning (MeasureOptions).
   int64_t max_instructions = 0;
@@ -38,6 +39,8 @@ class LlvmKernel {
   void run_raw(void* const* args) const;
   // The optimized LLVM IR, as text (empty unless compiled with keep_ir).
   const std::string& llvm_ir() const;
+  // The machine code as assembly text (empty unless compiled with keep_asm).
+  const std::string& assembly() const;
   double compile_seconds() const;
   // The LLVM instructions emitted for the program, before optimization: basin's own
   // unrolling and per-lane accesses make the size, and the code generator's time grows

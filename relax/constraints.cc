@@ -17,6 +17,9 @@ Expr num(double v) { return float_imm(DType::f64(), v); }
 CpuTarget CpuTarget::host() {
   CpuTarget t;
   t.cores = this_host().cores;  // the threads kernels run on (BASIN_NUM_THREADS)
+  const VectorFile file = vector_file(this_host().vector_isa);  // BASIN_VECTOR_ISA's where set
+  t.vector_bytes = file.bytes;
+  t.vector_registers = file.registers;
   return t;
 }
 

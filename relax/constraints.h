@@ -18,7 +18,10 @@ struct CpuTarget {
   int vector_registers = 32;
   int reserved_registers = 4;  // operands and broadcasts beside the accumulator
   int l1_bytes = 32 * 1024;
-  static CpuTarget host();     // cores from the machine, AVX-512 register file
+  // The machine's cores and vector register file (HostInfo). Before session 56 it kept
+  // the AVX-512 file above on every CPU, so an AVX2 host's register-tile penalty
+  // allowed twice the registers and twice the bytes it has.
+  static CpuTarget host();
 };
 
 struct Constraint {

@@ -171,13 +171,6 @@ std::vector<Candidate> diverse_cover(std::vector<Candidate> pool, int n) {
   return out;
 }
 
-VectorFile vector_file(const std::string& isa) {
-  if (isa == "avx512") return {32, 64};
-  if (isa == "avx2") return {16, 32};
-  if (isa == "sse") return {16, 16};
-  return {32, 16};
-}
-
 std::vector<bool> capped_sketches(const std::vector<Measured>& history, size_t n_sketches, const SketchCap& cap) {
   std::vector<double> best(n_sketches, 0);
   std::vector<int> count(n_sketches, 0);

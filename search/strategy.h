@@ -118,13 +118,6 @@ std::vector<bool> capped_sketches(const std::vector<Measured>& history, size_t n
 // `ranked`, sorted by prediction, with the capped sketches' candidates cut to the
 // `places` best predicted among them.
 void cap_ranked(std::vector<Candidate>& ranked, const std::vector<bool>& capped, int places);
-// The vector registers of a CPU whose widest vector instruction set is `isa`
-// (HostInfo::vector_isa), and the bytes each holds: with AVX-512 32 of 64 bytes, with
-// AVX2 16 of 32, with SSE 16 of 16; any other (AArch64's NEON) 32 of 16.
-struct VectorFile {
-  int registers = 0, bytes = 0;
-};
-VectorFile vector_file(const std::string& isa);
 // One option a strategy takes: its key, the field it sets (an integer or a real
 // number), the values allowed and what it sets.
 struct OptionField {

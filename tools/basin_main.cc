@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    basin::check_thread_setting();
+    basin::check_settings();
     return run ? run() : 0;
   } catch (const basin::Error& e) {
     std::cerr << "basin: error: " << e.what() << "\n";

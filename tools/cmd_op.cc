@@ -67,6 +67,11 @@ int run_op(const OpOptions& o) {
   std::string target = o.target.empty() ? (codegen::llvm_enabled() ? "llvm" : "interpreter") : o.target;
   ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
   const std::string& op = g.op;
+  // What --emit prints comes from one target's compiler: LLVM IR and assembly from the
+  // llvm target's, CUDA C from the cuda target's.
+  const std::string emit_target = o.emit == "llvm" || o.emit == "asm" ? "llvm" : o.emit == "cuda" ? "cuda" : "";
+  if (!emit_target.empty() && emit_target != target)
+    throw Error("--emit " + o.emit + " prints the " + emit_target + " target's code; this is --target " + target);
   // The program: the given configuration, else the default configuration of the first
   // sketch (the interpreter target runs the plain default schedule).
   const bool cuda = target == "cuda";
@@ -130,9 +135,11 @@ int run_op(const OpOptions& o) {
     if (!o.json) std::cerr << "basin: " << op << ": compiling with LLVM...\n";
     codegen::LlvmOptions lopt;
     lopt.keep_ir = o.emit == "llvm";
+    lopt.keep_asm = o.emit == "asm";
     kernel = codegen::compile_llvm(func, lopt);
     j["compile_seconds"] = kernel->compile_seconds();
     if (o.emit == "llvm") std::cout << kernel->llvm_ir();
+    if (o.emit == "asm") std::cout << kernel->assembly();
     std::vector<NDArray*> args = codegen::program_args(inputs, outputs);
     kernel->run(args);
     std::vector<void*> raw;
@@ -239,8 +246,9 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--seed", o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance, "largest accepted max relative error");
   cmd->add_option("--emit", o->emit,
-                  "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR) or cuda (CUDA C)")
-      ->check(CLI::IsMember({"ir", "c", "llvm", "cuda"}));
+                  "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR), asm (the "
+                  "llvm target's machine code) or cuda (CUDA C)")
+      ->check(CLI::IsMember({"ir", "c", "llvm", "asm", "cuda"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([&run, o] { run = [o] { return run_op(*o); }; });
 }

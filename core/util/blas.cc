@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <utility>
 
 #include "core/util/host.h"
 
@@ -57,11 +58,24 @@ void exec_with_torch_settings(char** argv, bool peer) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     again = true;
   }
-  if (!std::getenv("OPENBLAS_CORETYPE") && strcasecmp(blas_core().c_str(), "prescott") == 0) {
-    const std::string& isa = this_host().vector_isa;
-    const char* core = isa == "avx512" ? "SkylakeX" : isa == "avx2" ? "Haswell" : nullptr;
+  const std::string& isa = this_host().vector_isa;
+  const bool narrowed = isa != cpu_vector_isa();  // BASIN_VECTOR_ISA
+  if (!std::getenv("OPENBLAS_CORETYPE") && (narrowed || strcasecmp(blas_core().c_str(), "prescott") == 0)) {
+    const char* core = isa == "avx512" ? "SkylakeX" : isa == "avx2" ? "Haswell" : narrowed ? "Nehalem" : nullptr;
     if (core) {
       setenv("OPENBLAS_CORETYPE", core, 1);
+      again = true;
+    }
+  }
+  // The peer held to the same vector instructions as basin's kernels: oneDNN's
+  // convolutions and ATen's own vectorized kernels.
+  if (narrowed) {
+    const bool avx2 = isa == "avx2";
+    for (const auto& [var, value] : {std::pair<const char*, const char*>{"ONEDNN_MAX_CPU_ISA", avx2 ? "AVX2" : "SSE41"},
+                                     {"DNNL_MAX_CPU_ISA", avx2 ? "AVX2" : "SSE41"},
+                                     {"ATEN_CPU_CAPABILITY", avx2 ? "avx2" : "default"}}) {
+      if (std::getenv(var)) continue;
+      setenv(var, value, 1);
       again = true;
     }
   }

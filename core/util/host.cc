@@ -32,7 +32,45 @@ void refuse_bad_setting(const char* name, int lo, int hi, const std::string& wha
     throw Error(std::string(name) + "='" + s + "' is not a number of " + what);
 }
 
+// x86's vector instruction sets, narrowest first.
+const char* const kX86Isas[] = {"sse", "avx2", "avx512"};
+
+int x86_rank(const std::string& isa) {
+  for (int i = 0; i < 3; ++i)
+    if (isa == kX86Isas[i]) return i;
+  return -1;
+}
+
+// BASIN_VECTOR_ISA when it names an x86 set no wider than the CPU's; "" when it is
+// unset or anything else.
+std::string vector_isa_setting() {
+  const char* s = std::getenv("BASIN_VECTOR_ISA");
+  if (!s) return "";
+  const int want = x86_rank(s), have = x86_rank(cpu_vector_isa());
+  return want >= 0 && have >= 0 && want <= have ? std::string(s) : "";
+}
+
 }  // namespace
+
+std::string cpu_vector_isa() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return "avx512";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+  return "sse";
+#elif defined(__aarch64__)
+  return "neon";
+#else
+  return "scalar";
+#endif
+}
+
+VectorFile vector_file(const std::string& isa) {
+  if (isa == "avx512") return {32, 64};
+  if (isa == "avx2") return {16, 32};
+  if (isa == "sse") return {16, 16};
+  return {32, 16};
+}
 
 HostInfo probe_host() {
   HostInfo h;
@@ -53,16 +91,8 @@ HostInfo probe_host() {
   if (!family.empty() && !model.empty()) h.cpu_id = "family " + family + " model " + model;
   h.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (const int n = whole_number_setting("BASIN_NUM_THREADS", 1, kMaxThreads)) h.cores = n;
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) h.vector_isa = "avx512";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) h.vector_isa = "avx2";
-  else h.vector_isa = "sse";
-#elif defined(__aarch64__)
-  h.vector_isa = "neon";
-#else
-  h.vector_isa = "scalar";
-#endif
+  h.vector_isa = cpu_vector_isa();
+  if (std::string narrower = vector_isa_setting(); !narrower.empty()) h.vector_isa = narrower;
   return h;
 }
 
@@ -85,12 +115,20 @@ bool same_host(const std::string& recorded, const std::string& machine) {
 }
 
 
-void check_thread_setting() {
+void check_settings() {
   refuse_bad_setting("BASIN_NUM_THREADS", 1, kMaxThreads,
                      "threads (a whole number, at least 1; unset it to use every core)");
   refuse_bad_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks,
                      "chunks per thread (a whole number from 1 to " + std::to_string(kMaxParallelChunks) +
                          "; unset it for " + std::to_string(kDefaultParallelChunks) + ")");
+  const char* isa = std::getenv("BASIN_VECTOR_ISA");
+  if (isa && vector_isa_setting().empty()) {
+    const std::string have = cpu_vector_isa();
+    throw Error(std::string("BASIN_VECTOR_ISA='") + isa + "' is not " +
+                (x86_rank(have) < 0 ? "available: only an x86 CPU's vector instructions can be narrowed, and this CPU's are " + have
+                                    : "a vector instruction set this CPU has (avx512, avx2 or sse, no wider than its own, " + have +
+                                          "; unset it for " + have + ")"));
+  }
 }
 
 int parallel_chunks_setting() {

@@ -18,12 +18,24 @@ struct HostInfo {
   // one core is another machine's program as far as latencies go), else the online
   // cores (std::thread::hardware_concurrency).
   int cores = 1;
-  std::string vector_isa; // "avx512", "avx2", "sse" (x86) or the architecture's name
+  // "avx512", "avx2", "sse" (x86) or the architecture's name: the widest vector
+  // instructions the CPU has, or the narrower set BASIN_VECTOR_ISA names (kernels are
+  // compiled for it, and records name it: a kernel held to AVX2 is another machine's
+  // program as far as latencies go).
+  std::string vector_isa;
   // "AMD EPYC (family 26 model 2)": the name, and the numbers where there are some.
   std::string cpu() const;
   // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.
   std::string describe() const;
 };
+
+// The vector registers of a CPU whose widest vector instruction set is `isa`
+// (HostInfo::vector_isa), and the bytes each holds: with AVX-512 32 of 64 bytes, with
+// AVX2 16 of 32, with SSE 16 of 16; any other (AArch64's NEON) 32 of 16.
+struct VectorFile {
+  int registers = 0, bytes = 0;
+};
+VectorFile vector_file(const std::string& isa);
 
 // The description `machine` had before descriptions named the CPU's family and model
 // ("AMD EPYC, 2 cores, avx512"): `machine` without its " (family F model M)".
@@ -35,13 +47,19 @@ std::string legacy_host_description(const std::string& machine);
 // records could not tell them apart, and `basin records relabel` names theirs).
 bool same_host(const std::string& recorded, const std::string& machine);
 
-// This machine, read now (from /proc/cpuinfo, the CPU and BASIN_NUM_THREADS).
+// This machine, read now (from /proc/cpuinfo, the CPU, BASIN_NUM_THREADS and
+// BASIN_VECTOR_ISA).
 HostInfo probe_host();
 // Throws basin::Error naming the value when BASIN_NUM_THREADS is set to anything but
 // a whole number of at least 1 (probe_host ignores such a value; the command line
 // refuses it, since records would name every core while the user meant fewer).
-// Likewise for BASIN_PARALLEL_CHUNKS (parallel_chunks_setting).
-void check_thread_setting();
+// Likewise for BASIN_PARALLEL_CHUNKS (parallel_chunks_setting), and for
+// BASIN_VECTOR_ISA set to anything but an x86 CPU's vector instruction set no wider than
+// this CPU's ("avx512", "avx2", "sse").
+void check_settings();
+// The widest vector instruction set this CPU has (HostInfo::vector_isa without
+// BASIN_VECTOR_ISA).
+std::string cpu_vector_isa();
 // Chunks per thread that a parallel loop is cut into (codegen/cpu_runtime.h): the
 // threads claim them in turn, so a thread that starts late or runs slow leaves its
 // share to the others. BASIN_PARALLEL_CHUNKS when set to a whole number from 1 (one

@@ -8,6 +8,7 @@
 #include "core/ops/registry.h"
 #include "core/expr/evaluate.h"
 #include "core/schedule/lower_sketch.h"
+#include "core/util/host.h"
 #include "relax/relaxed_sketch.h"
 #include "tests/ops/op_cases.h"
 
@@ -44,6 +45,24 @@ TEST(Constraints, RegisterTileParallelWorkAndLanesOfAMatmul) {
   double pa = relax::penalty(&a["register_tile"], 1), pb = relax::penalty(&b["register_tile"], 1);
   EXPECT_EQ(pa, 0);
   EXPECT_EQ(pb, 36.0 * 36.0);
+}
+
+// The host's target has the host's register file (HostInfo::vector_isa): before session
+// 56 it had AVX-512's on every CPU. An AVX2 file of 16 ymm makes the 4 x 64 tile above
+// 32 registers, 20 over the 12 left beside the reserved ones.
+TEST(Constraints, TheHostsTargetHasItsVectorRegisterFile) {
+  const relax::CpuTarget host = relax::CpuTarget::host();
+  const VectorFile file = vector_file(this_host().vector_isa);
+  EXPECT_EQ(host.vector_bytes, file.bytes);
+  EXPECT_EQ(host.vector_registers, file.registers);
+  EXPECT_EQ(host.cores, this_host().cores);
+  ops::OpGraph g = ops::build_op("matmul", parse("M=64 K=32 N=128"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  relax::CpuTarget avx2 = two_cores();
+  avx2.vector_bytes = vector_file("avx2").bytes;
+  avx2.vector_registers = vector_file("avx2").registers;
+  relax::RelaxedSketch rs(g, sched::find_sketch(sk, "tile.vec=j.acc2"), relax::TapeMode::Exact, 0.5, avx2);
+  EXPECT_DOUBLE_EQ(constraints_at(rs, sched::Config{{{2, 2, 4}, {1, 2, 64}, {8}}, 64})["register_tile"], 32 - 12);
 }
 
 TEST(Constraints, GpuThreadsSharedMemoryRegistersAndVthreadsOfADenseTile) {

@@ -895,7 +895,7 @@ TEST(Strategies, GradientTriesRegisterFillingTilesOfSketchesInTurn) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
   const int n_sketches = static_cast<int>(space.sketches().size());
   ASSERT_GE(n_sketches, 4);
-  const int vb = search::detail::vector_file(this_host().vector_isa).bytes;
+  const int vb = vector_file(this_host().vector_isa).bytes;
   const int registers = 12;
   const std::string spec = "gradient:fill_registers=" + std::to_string(registers);
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");

@@ -189,6 +189,72 @@ TEST(Cli, ABadChunkCountIsRefused) {
   }
 }
 
+// BASIN_VECTOR_ISA names an x86 set no wider than the CPU's; anything else is refused
+// with one line naming it, before anything is compiled or recorded.
+TEST(Cli, ABadVectorIsaIsRefused) {
+  const std::string isa = basin::cpu_vector_isa();
+  if (isa != "avx512" && isa != "avx2" && isa != "sse") {
+    expect_setting_refused("BASIN_VECTOR_ISA", {"sse"}, "is not available");
+    return;
+  }
+  expect_setting_refused("BASIN_VECTOR_ISA", {"avx1024", "AVX2", "", "neon", "avx"},
+                         "is not a vector instruction set this CPU has");
+  if (isa != "avx512") expect_setting_refused("BASIN_VECTOR_ISA", {"avx512"}, "is not a vector instruction set this CPU has");
+}
+
+// `--emit asm` prints the machine code; BASIN_VECTOR_ISA holds it to a narrower set:
+// on an AVX-512 CPU, AVX2's ymm registers and no zmm, or SSE's xmm alone. The kernel
+// still matches LibTorch (basin op fails past --tolerance).
+TEST(Cli, AVectorIsaHoldsTheMachineCodeToItsRegisters) {
+  const std::string isa = basin::cpu_vector_isa();
+  if (isa != "avx512" && isa != "avx2") GTEST_SKIP() << "no AVX here (" << isa << ")";
+  // 16 lanes of j: one zmm register, or two ymm, or four xmm.
+  const std::string cfg = ::testing::TempDir() + "/basin_cli_isa_cfg.json";
+  {
+    std::ofstream f(cfg);
+    f << R"({"sketch": "tile.vec=j.pack.acc2", "splits": {"i": [2, 2, 4], "j": [1, 2, 16], "k": [8]}, "unroll": 64})";
+  }
+  auto assembly = [&cfg](const std::string& setting) {
+    Result r = basin::testing::capture(setting + " " + basin::testing::basin_path() + " op --workload gemm-256 --config " +
+                                       cfg + " --emit asm --timing quick 2>/dev/null");
+    EXPECT_EQ(r.code, 0) << setting;
+    return r.out;
+  };
+  auto uses = [](const std::string& text, const std::string& reg) { return text.find("%" + reg) != std::string::npos; };
+  const std::string own = assembly("");
+  EXPECT_NE(own.find("vfmadd"), std::string::npos) << own.substr(0, 2000);
+  EXPECT_EQ(uses(own, "zmm"), isa == "avx512");
+  if (isa == "avx512") {
+    const std::string avx2 = assembly("BASIN_VECTOR_ISA=avx2");
+    EXPECT_TRUE(uses(avx2, "ymm"));
+    EXPECT_FALSE(uses(avx2, "zmm"));
+    EXPECT_NE(avx2.find("vfmadd"), std::string::npos);
+  }
+  const std::string sse = assembly("BASIN_VECTOR_ISA=sse");
+  EXPECT_TRUE(uses(sse, "xmm"));
+  EXPECT_FALSE(uses(sse, "ymm"));
+  EXPECT_FALSE(uses(sse, "zmm"));
+  EXPECT_EQ(sse.find("vfmadd"), std::string::npos);  // FMA came with AVX2
+  EXPECT_NE(sse.find("mulps"), std::string::npos);
+  // The setting names the CPU's own set too, and changes nothing then.
+  EXPECT_EQ(uses(assembly("BASIN_VECTOR_ISA=" + isa), "zmm"), isa == "avx512");
+  std::remove(cfg.c_str());
+}
+
+// Under BASIN_VECTOR_ISA the peer keeps to the same instructions: oneDNN says which
+// it dispatches to when ONEDNN_VERBOSE is set.
+TEST(Cli, ThePeerKeepsToTheSameVectorIsa) {
+  if (basin::cpu_vector_isa() != "avx512") GTEST_SKIP() << "no AVX-512 here";
+  Result r = basin::testing::capture("BASIN_VECTOR_ISA=avx2 ONEDNN_VERBOSE=1 " + basin::testing::basin_path() +
+                                     " op --workload resnet18-c12 --compare --timing quick --oracle never 2>&1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t at = r.out.find("onednn_verbose,info,cpu,isa:");
+  if (at == std::string::npos) GTEST_SKIP() << "LibTorch's convolution does not go through oneDNN here";
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_NE(line.find("AVX2"), std::string::npos) << line;
+  EXPECT_EQ(line.find("AVX-512"), std::string::npos) << line;
+}
+
 // BASIN_LLVM_ARGS passes options to LLVM after basin's own (codegen/llvm_jit.cc): one
 // LLVM does not take is refused with one line naming it, and one of basin's defaults
 // named again (LLVM's own value of the DAG builder's region limit) is accepted.
@@ -332,7 +398,9 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"op", "give an operator NAME or --workload"},
       {"op dense --workload gemm-256", "give an operator NAME or --workload"},
       {"op --workload gemm-256 --param M=3", "--param cannot be combined"},
-      {"op dense --emit asm", "--emit"},
+      {"op dense --emit wasm", "--emit"},
+      {"op dense --emit asm --target interpreter", "--emit asm prints the llvm target's code; this is --target interpreter"},
+      {"op dense --emit cuda --target llvm", "--emit cuda prints the cuda target's code; this is --target llvm"},
       {"op dense --seed x", "--seed"},
       {"op dense --target tpu", "--target"},
       {"op dense --oracle sometimes", "--oracle"},

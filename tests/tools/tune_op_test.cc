@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "core/util/host.h"
 #include "models/estimator.h"
 #include "search/records.h"
 #include "tests/tools/run_basin.h"
@@ -100,6 +101,31 @@ TEST(TuneOp, ResumesAfterSigkillWithoutMeasuringTwice) {
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(nlohmann::json::parse(again.out)["measured"], 0);
   EXPECT_EQ(store.count(), 30);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
+}
+
+// Programs held to narrower vector instructions (BASIN_VECTOR_ISA) are another
+// machine's: their records name the set, and a run without the setting on the same file
+// starts from nothing, as on another machine.
+TEST(TuneOp, ProgramsHeldToNarrowerVectorsAreAnotherMachinesRecords) {
+  const std::string isa = basin::cpu_vector_isa();
+  const std::string narrower = isa == "avx512" ? "avx2" : isa == "avx2" ? "sse" : "";
+  if (narrower.empty()) GTEST_SKIP() << "no narrower vector instructions than " << isa;
+  const std::string db = temp_db("isa");
+  const std::string args = " tune-op " + std::string(kTask) + " --strategy random --trials 4 --json --records " + db;
+  Result held = basin::testing::capture("BASIN_VECTOR_ISA=" + narrower + " " + kBasin + args + " 2>/dev/null");
+  ASSERT_EQ(held.code, 0) << held.out;
+  for (const basin::search::Record& rec : basin::search::RecordStore(db).all()) {
+    const std::string tail = ", " + narrower;
+    ASSERT_GE(rec.host.size(), tail.size());
+    EXPECT_EQ(rec.host.substr(rec.host.size() - tail.size()), tail) << rec.host;
+  }
+  Result own = run(args);
+  ASSERT_EQ(own.code, 0) << own.out;
+  auto j = nlohmann::json::parse(own.out);
+  EXPECT_EQ(j["other_host_records"], 4);
+  EXPECT_EQ(j["measured"], 4);
+  EXPECT_EQ(basin::search::RecordStore(db).count(), 8);
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
 }
 
