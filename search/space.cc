@@ -245,7 +245,7 @@ int64_t TaskSpace::tile_registers(const Candidate& c, int vector_bytes) const {
 }
 
 std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes,
-                                              bool fullest_only) const {
+                                              bool fullest_only, bool whole_only) const {
   const sched::Sketch& s = sketches_[c.sketch];
   if (registers < 1 || vector_bytes < 4 || tile_registers(c, vector_bytes) == 0) return {};
   // Per split of two or more levels, the innermost factors it may take, in increasing
@@ -261,6 +261,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     Choices ch{k, {}, {}};
     for (int64_t v : sched::split_factors(sp)) {
       if (sp.vectorized && (4 * v) % vector_bytes != 0) continue;
+      if (whole_only && sp.extent % v != 0) continue;
       ch.values.push_back(v);
       ch.cost.push_back(sp.vectorized ? 4 * v / vector_bytes : v);
     }
@@ -272,17 +273,21 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   }
   std::vector<std::pair<int64_t, std::vector<int64_t>>> tiles;  // (registers, innermost factors)
   std::vector<int64_t> pick(choices.size());
-  std::function<void(size_t, int64_t)> walk = [&](size_t i, int64_t count) {
+  // The vectorized operand's vectors past the first count too: a tile V vectors wide
+  // holds the V vectors it loads beside its accumulators (AVX2, resnet18-c10 and -c12,
+  // session 56: 2 x 6 and 4 x 3 tiles of 12 ran 10 to 20% slower than 1 x 7).
+  std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t i, int64_t count, int64_t vectors) {
     if (i == choices.size()) {
-      if (2 * count >= registers) tiles.emplace_back(count, pick);
+      if (2 * count >= registers && count + vectors - 1 <= registers) tiles.emplace_back(count, pick);
       return;
     }
+    const bool vectorized = s.splits[choices[i].split].vectorized;
     for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
       pick[i] = choices[i].values[j];
-      walk(i + 1, count * choices[i].cost[j]);
+      walk(i + 1, count * choices[i].cost[j], vectorized ? choices[i].cost[j] : vectors);
     }
   };
-  walk(0, 1);
+  walk(0, 1, 1);
   std::stable_sort(tiles.begin(), tiles.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   // An accumulator at level 1 covers the S2 x S3 tiles: its S2 factors go out a level,
   // so that it is the register tile.

@@ -79,7 +79,9 @@ class TaskSpace {
   // conv, dense or matmul), or one that vectorizes no such split.
   int64_t tile_registers(const Candidate& c, int vector_bytes) const;
   // c with register tiles that fill at most `registers` vector registers and at least
-  // half of them, the fullest first (ties in the order the tiles were enumerated):
+  // half of them, the fullest first (ties in the order the tiles were enumerated); a
+  // tile V vectors wide also holds V - 1 more of the operand it loads, within the same
+  // `registers` (its tile_registers plus V - 1 at most `registers`):
   // every split of two or more levels gets an innermost factor among its factors, the
   // vectorized one whole vectors (c's own lanes where no whole vector is among its
   // factors), and the levels outside give or take the difference as reshaped_tiles'
@@ -88,9 +90,10 @@ class TaskSpace {
   // vector loop one step) the smallest of the menu at least those. Only valid
   // configurations, each tile once; none when tile_registers(c) is 0. With
   // `fullest_only`, only the tiles as full as the fullest valid one (the others are
-  // not built). docs/search.md, "Register-filling tiles".
+  // not built); with `whole_only`, only tiles whose factors divide their splits'
+  // extents (no partial tile at an edge). docs/search.md, "Register-filling tiles".
   std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes,
-                                      bool fullest_only = false) const;
+                                      bool fullest_only = false, bool whole_only = false) const;
   // How many of the anchor choices (vector axis, packing, accumulator level, producer
   // placement, shared prefix) two sketches differ in; another rule counts 10.
   int sketch_distance(int a, int b) const;

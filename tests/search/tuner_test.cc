@@ -294,6 +294,27 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
     EXPECT_GE(2 * r, 12);
     EXPECT_EQ(space.register_tile(f)[1] % 8, 0) << "not whole AVX2 vectors: " << f.json;
   }
+  // A tile V vectors wide also holds V - 1 more vectors of the operand it loads
+  // (session 56): AVX-512's fullest tiles of 28 are one vector of 16 channels, none 2 x 14
+  // or 4 x 7 (29 and 31).
+  for (const search::Candidate& f : space.filled_tiles(parent, 28, 64, /*fullest_only=*/true)) {
+    EXPECT_EQ(space.tile_registers(f, 64), 28);
+    EXPECT_EQ(space.register_tile(f)[1], 16) << f.json;
+  }
+  // Whole tiles have no partial tile at an edge: on AVX2, C12's 7 x 7 output makes the
+  // fullest 8 channels by a whole row or column of 7 (the fastest tile there, session
+  // 56), where the fullest of all are 12 with partial tiles (4 x 3 of 7 x 7).
+  const std::vector<search::Candidate> whole = space.filled_tiles(parent, 12, 32, /*fullest_only=*/true, /*whole_only=*/true);
+  ASSERT_FALSE(whole.empty());
+  for (const search::Candidate& f : whole) {
+    const std::vector<int64_t> t = space.register_tile(f);
+    EXPECT_EQ(space.tile_registers(f, 32), 7) << f.json;
+    EXPECT_EQ(t[1], 8) << f.json;
+    EXPECT_EQ(t[2] * t[3], 7) << f.json;
+  }
+  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 12, 32, /*fullest_only=*/true);
+  ASSERT_FALSE(fullest.empty());
+  EXPECT_EQ(space.tile_registers(fullest.front(), 32), 12);
   // The generic rule's sketches hold no register tile of accumulators.
   search::TaskSpace softmax(ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}}));
   std::mt19937_64 rng(3);
@@ -948,6 +969,40 @@ TEST(Strategies, GradientTriesRegisterFillingTilesOfSketchesInTurn) {
       if (measured.insert(c.json).second) history.push_back({c, 300.0});  // all slower
   }
   EXPECT_EQ(static_cast<int>(filled.size()), n_sketches);
+}
+
+// With fill_whole, every sketch's second program in the first batch has the fullest
+// register-filling tile with no partial tile (session 56: on AVX2 the fastest 1 x 7
+// tiles of resnet18-c10 and -c12 were never the fullest, 12 with partial tiles).
+TEST(Strategies, GradientFirstBatchGivesEverySketchAWholeFillingTile) {
+  const ops::Workload& w = ops::find_workload("resnet18-c12");
+  search::TaskSpace space(ops::build_op(w.op, w.params));
+  const int vb = vector_file(this_host().vector_isa).bytes;
+  const int registers = 12;
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  auto whole_fills = [&](const std::string& spec) {
+    std::vector<search::Measured> history;
+    std::unordered_set<std::string> measured;
+    std::mt19937_64 rng(5);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    std::set<int> sketches;  // those with a program whose tile is the fullest whole one
+    const int n = 2 * static_cast<int>(space.sketches().size());
+    for (const search::Candidate& c : search::make_strategy(spec)->propose(state, n)) {
+      // c's tile among the fullest whole ones its own configuration makes.
+      const std::vector<search::Candidate> top = space.filled_tiles(c, registers, vb, true, /*whole_only=*/true);
+      if (std::any_of(top.begin(), top.end(), [&](const search::Candidate& t) {
+            return space.register_tile(t) == space.register_tile(c);
+          }))
+        sketches.insert(c.sketch);
+    }
+    return sketches;
+  };
+  int anchors = 0;
+  for (const sched::Sketch& s : space.sketches()) anchors += s.rule == sched::SketchRule::Anchor;
+  ASSERT_GE(anchors, 4);
+  const std::string spec = "gradient:fill_registers=" + std::to_string(registers);
+  EXPECT_EQ(static_cast<int>(whole_fills(spec).size()), anchors);
+  EXPECT_LT(static_cast<int>(whole_fills(spec + ":fill_whole=0").size()), anchors);
 }
 
 // A register tile measured once, close to the best, gets follow-ups: its program with
