@@ -222,6 +222,17 @@ llvm::TargetMachine& thread_target_machine() {
   return *tm;
 }
 
+// m compiled by tm's code generator into a file of `type` (`what` names it in errors).
+std::string machine_code(llvm::TargetMachine& tm, llvm::Module& m, llvm::CodeGenFileType type, const char* what) {
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, type))
+    throw Error(std::string("LLVM: the target machine cannot emit ") + what);
+  pm.run(m);
+  return std::string(buf.data(), buf.size());
+}
+
 // `object` into a new JITDylib of the shared JIT, linked: impl's dylib and entry.
 void link_object(SharedJit& sj, LlvmKernel::Impl& impl, const std::string& what) {
   std::lock_guard<std::mutex> l(sj.mu);
@@ -274,27 +285,12 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
     os.flush();
   }
 
-  if (opt.keep_asm) {  // the same machine code as assembly text, from a copy of the module
-    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*mod);
-    llvm::SmallVector<char, 0> buf;
-    llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_AssemblyFile))
-      throw Error("LLVM: the target machine cannot emit assembly");
-    pm.run(*copy);
-    impl->assembly.assign(buf.data(), buf.size());
-  }
+  // The same machine code as assembly text, from a copy of the module (code
+  // generation changes the module it runs on).
+  if (opt.keep_asm) impl->assembly = machine_code(tm, *llvm::CloneModule(*mod), llvm::CGFT_AssemblyFile, "assembly");
   // Machine code as an object file (what the JIT's own compile layer would make, on
   // this thread's target machine), then linked.
-  {
-    llvm::SmallVector<char, 0> buf;
-    llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
-      throw Error("LLVM: the target machine cannot emit object files");
-    pm.run(*mod);
-    impl->object.assign(buf.data(), buf.size());
-  }
+  impl->object = machine_code(tm, *mod, llvm::CGFT_ObjectFile, "object files");
   mod.reset();
   ctx.reset();
   link_object(sj, *impl, "adding the object");
