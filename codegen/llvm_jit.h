@@ -2,8 +2,9 @@
 // inside llvm_emit.cc and llvm_jit.cc.
 //
 // A kernel is compiled in process by ORC LLJIT for the host CPU (its features, AVX-512
-// where present, or the narrower vector instructions BASIN_VECTOR_ISA names), after a lean optimization pipeline; float multiply-adds may be contracted into
-// FMAs, so results can differ from the interpreter in the last bits.
+// where present, or the narrower vector instructions BASIN_VECTOR_ISA names), after a
+// lean optimization pipeline; float multiply-adds may be contracted into FMAs, so
+// results can differ from the interpreter in the last bits.
 #pragma once
 
 #include <memory>

@@ -25,8 +25,8 @@ std::string blas_core();
 // OPENBLAS_CORETYPE Haswell or SkylakeX. Under BASIN_VECTOR_ISA (HostInfo::vector_isa),
 // the peer keeps to the same set: OPENBLAS_CORETYPE Haswell or Nehalem,
 // ONEDNN_MAX_CPU_ISA (and DNNL_MAX_CPU_ISA) AVX2 or SSE41, ATEN_CPU_CAPABILITY avx2 or
-// default. With `peer` (LibTorch is about to be timed
-// as the peer), also OMP_WAIT_POLICY=PASSIVE (docs/networks.md: OpenMP's spinning
+// default. With `peer` (LibTorch is about to be timed as the peer), also
+// OMP_WAIT_POLICY=PASSIVE (docs/networks.md: OpenMP's spinning
 // threads took the cores from the GEMMs of a network run op by op).
 void exec_with_torch_settings(char** argv, bool peer);
 

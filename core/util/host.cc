@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "core/util/error.h"
@@ -35,8 +36,9 @@ void refuse_bad_setting(const char* name, int lo, int hi, const std::string& wha
 // x86's vector instruction sets, narrowest first.
 const char* const kX86Isas[] = {"sse", "avx2", "avx512"};
 
+// isa's place in kX86Isas; -1 when it is none of them.
 int x86_rank(const std::string& isa) {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < static_cast<int>(std::size(kX86Isas)); ++i)
     if (isa == kX86Isas[i]) return i;
   return -1;
 }
