@@ -300,11 +300,12 @@ class Gradient final : public Strategy {
   // the best family's random programs were, the estimator ranked its fast programs at
   // chance, and 2 of 8 gradient runs (no annealing run) found it, the register tile
   // growing a reshape at a time (7 accumulators, 3861 us; 14, 2687; 28, 2297).
-  // This host's vector width, and the registers a filling tile may take.
+  // This host's vector width, and the registers a filling tile may take: the register
+  // file less the relaxation's reserve for operands (relax::CpuTarget, the same file
+  // its register-tile penalty counts).
   VectorFile fill_file() const {
-    VectorFile f = vector_file(this_host().vector_isa);
-    f.registers = opt_.fill_registers > 0 ? opt_.fill_registers : f.registers - 4;
-    return f;
+    const relax::CpuTarget t = relax::CpuTarget::host();
+    return {opt_.fill_registers > 0 ? opt_.fill_registers : t.vector_registers - t.reserved_registers, t.vector_bytes};
   }
   // Per sketch, its random draws `per` given the fullest register-filling tile (one
   // drawn at random among the fullest of each draw), the best predicted; with
