@@ -8,6 +8,8 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -317,6 +320,36 @@ std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object) {
 std::string llvm_host_cpu() {
   llvm::TargetMachine& tm = thread_target_machine();
   return tm.getTargetCPU().str() + " " + tm.getTargetFeatureString().str();
+}
+
+std::vector<std::string> missing_cpu_features(const std::string& compiled_for) {
+  llvm::TargetMachine& tm = thread_target_machine();
+  const llvm::MCSubtargetInfo& here = *tm.getMCSubtargetInfo();
+  // The ISA features: those the host's detection names (with + or -).
+  std::set<std::string> known;
+  std::istringstream isa(tm.getTargetFeatureString().str());
+  for (std::string f; std::getline(isa, f, ',');)
+    if (f.size() > 1) known.insert(f.substr(1));
+  const size_t space = compiled_for.find(' ');
+  const std::string cpu = compiled_for.substr(0, space);
+  std::vector<std::string> missing;
+  if (!here.isCPUStringValid(cpu)) missing.push_back("cpu:" + cpu);
+  // Those features as the other machine listed them (others it turned on are missing:
+  // this host does not name them, and LLVM might not know them).
+  std::string features;
+  std::istringstream listed(space == std::string::npos ? "" : compiled_for.substr(space + 1));
+  for (std::string f; std::getline(listed, f, ',');) {
+    if (f.size() < 2 || (f[0] != '+' && f[0] != '-')) continue;
+    if (known.count(f.substr(1))) features += (features.empty() ? "" : ",") + f;
+    else if (f[0] == '+') missing.push_back(f.substr(1));
+  }
+  if (!missing.empty()) return missing;
+  const std::unique_ptr<llvm::MCSubtargetInfo> there(
+      tm.getTarget().createMCSubtargetInfo(tm.getTargetTriple().str(), cpu, features));
+  if (!there) return {"cpu:" + cpu};
+  for (const std::string& name : known)
+    if (there->checkFeatures("+" + name) && !here.checkFeatures("+" + name)) missing.push_back(name);
+  return missing;
 }
 
 }  // namespace basin::codegen

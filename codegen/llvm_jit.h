@@ -67,8 +67,17 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
 // nothing (it has no parameter list); use run_raw. Throws basin::Error on a corrupt object.
 std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object);
 
-// The host CPU and its features as LLVM names them ("sapphirerapids +avx512f,...");
-// compiled networks record it and refuse to load on another.
+// The host CPU and its features as LLVM names them ("sapphirerapids +avx512f,..."), as
+// this process's kernels are compiled for it (BASIN_VECTOR_ISA's features off);
+// compiled networks record it.
 std::string llvm_host_cpu();
+
+// The instruction-set features that code compiled for `compiled_for` (an
+// llvm_host_cpu() string, maybe another machine's) may use and this process's kernels
+// may not (llvm_host_cpu()): none when it runs here. Features count as LLVM resolves
+// them (the CPU's own, one implied by another, one turned off with what implies it);
+// the ISA features are those llvm_host_cpu() names (not LLVM's tuning flags). A feature
+// or CPU this LLVM does not know counts as missing ("cpu:NAME" for the CPU).
+std::vector<std::string> missing_cpu_features(const std::string& compiled_for);
 
 }  // namespace basin::codegen

@@ -13,6 +13,7 @@
 #include "codegen/llvm_jit.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/hash.h"
+#include "core/util/host.h"
 #include "core/util/io.h"
 
 namespace basin::codegen {
@@ -413,9 +414,21 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     m.host = h.at("host_cpu").get<std::string>();
     m.arch = h.value("arch", "");
     if (m.target != "llvm" && m.target != "cuda") throw ParseError("'" + path + "': unknown target '" + m.target + "'");
-    if (m.target == "llvm" && m.host != llvm_host_cpu())
-      throw Error("'" + path + "' was compiled for CPU '" + m.host + "'; this machine is '" + llvm_host_cpu() +
-                  "': compile it again here");
+    // Machine code for another CPU runs here when it uses no feature this process's
+    // kernels may not (a network compiled under BASIN_VECTOR_ISA=avx2 runs on the
+    // AVX-512 CPU it was compiled on; one from an AVX-512 machine does not run on AVX2).
+    if (m.target == "llvm" && m.host != llvm_host_cpu()) {
+      const std::vector<std::string> missing = missing_cpu_features(m.host);
+      if (!missing.empty()) {
+        std::string names;
+        for (const std::string& f : missing) names += (names.empty() ? "" : ", ") + f;
+        const std::string here = llvm_host_cpu();
+        throw Error("'" + path + "' was compiled for CPU '" + m.host.substr(0, m.host.find(' ')) +
+                    "' with instructions this one ('" + here.substr(0, here.find(' ')) + "'" +
+                    (this_host().vector_isa != cpu_vector_isa() ? ", BASIN_VECTOR_ISA=" + this_host().vector_isa : "") +
+                    ") may not use (" + names + "): compile it again here");
+      }
+    }
     m.arena_bytes = h.at("arena_bytes").get<int64_t>();
     m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
     auto bytes = [&](const nlohmann::json& j) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -218,6 +219,32 @@ TEST_F(CudaNetwork, CompilesSavesLoadsAndRuns) {
   graph::Partition p = graph::partition(g);
   EXPECT_THROW(CompiledNetwork::compile(g, p, defaults(p), "cuda", "sm_90"), Error);
   EXPECT_THROW(CompiledNetwork::compile(g, p, defaults(p), "opencl"), Error);
+}
+
+// A compiled network loads where this process's kernels may use every instruction-set
+// feature its machine code may use (missing_cpu_features), whatever the CPU's name.
+TEST(CpuFeatures, CodeForAnotherCpuRunsWhereEveryFeatureItUsesIsHere) {
+  const std::string here = llvm_host_cpu();
+  if (here == "none") GTEST_SKIP() << "built without LLVM";
+  const std::string cpu = here.substr(0, here.find(' ')), features = here.substr(here.find(' ') + 1);
+  EXPECT_TRUE(missing_cpu_features(here).empty());
+  // Fewer features (SSE2 only, as LLVM resolves -avx): runs here.
+  EXPECT_TRUE(missing_cpu_features(here + ",-avx").empty());
+  // A feature this CPU lacks, turned on: missing, under its name.
+  std::string off;
+  for (size_t at = 0; at != std::string::npos && off.empty(); at = features.find(",-", at + 1))
+    if (features.compare(at, 2, ",-") == 0) off = features.substr(at + 2, features.find(',', at + 2) - at - 2);
+  ASSERT_FALSE(off.empty()) << here;
+  const std::vector<std::string> missing = missing_cpu_features(here + ",+" + off);
+  EXPECT_NE(std::find(missing.begin(), missing.end(), off), missing.end()) << off;
+  // A feature or CPU this host does not name.
+  const std::vector<std::string> unknown = missing_cpu_features(here + ",+no-such-feature");
+  EXPECT_EQ(unknown, std::vector<std::string>{"no-such-feature"});
+  EXPECT_EQ(missing_cpu_features("no-such-cpu " + features), std::vector<std::string>{"cpu:no-such-cpu"});
+  // Another CPU's name with the same features: runs here.
+  const std::string other = cpu == "x86-64" ? "haswell" : "x86-64";
+  const std::vector<std::string> renamed = missing_cpu_features(other + " " + features);
+  EXPECT_TRUE(renamed.empty()) << renamed.front();
 }
 
 TEST_F(Network, CorruptFilesAreClearErrors) {

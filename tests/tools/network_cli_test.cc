@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/ir/npy.h"
+#include "core/util/host.h"
 #include "tests/tools/run_basin.h"
 
 #if BASIN_HAVE_ONNX
@@ -173,6 +174,29 @@ TEST_F(NetworkCli, ZooModelsAndCompiledFilesFromTheCommandLine) {
   std::ofstream(dir + "/bad.basin", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   expect_one_error("run " + dir + "/bad.basin", "checksum");
   expect_one_error("compile zoo:dcgan", "-o");
+}
+
+// A network compiled for fewer vector instructions (BASIN_VECTOR_ISA) runs on the CPU
+// that has them all; one that uses instructions the process may not is one clear error
+// naming them.
+TEST_F(NetworkCli, ACompiledNetworkRunsWhereItsInstructionsAre) {
+  const std::string isa = basin::cpu_vector_isa();
+  if (isa != "avx512" && isa != "avx2") GTEST_SKIP() << "no AVX here (" << isa << ")";
+  const std::string narrow = dir + "/sse.basin", own = dir + "/own.basin";
+  auto with = [](const std::string& setting, const std::string& args) {
+    return basin::testing::capture(setting + " " + basin::testing::basin_path() + " " + args + " 2>&1");
+  };
+  ASSERT_EQ(with("BASIN_VECTOR_ISA=sse", "compile zoo:dcgan -o " + narrow + " --quiet").code, 0);
+  ASSERT_EQ(run("compile zoo:dcgan -o " + own + " --quiet").code, 0);
+  Result r = run("run " + narrow + " --json --quiet");
+  EXPECT_EQ(r.code, 0) << r.out;
+  Result refused = with("BASIN_VECTOR_ISA=sse", "run " + own + " --quiet");
+  EXPECT_EQ(refused.code, 1) << refused.out;
+  const std::vector<std::string> l = lines(refused.out);
+  ASSERT_EQ(l.size(), 1u) << refused.out;
+  EXPECT_EQ(l[0].rfind("basin: error: ", 0), 0u) << l[0];
+  for (const char* needle : {"own.basin", "BASIN_VECTOR_ISA=sse", "avx", "compile it again here"})
+    EXPECT_NE(l[0].find(needle), std::string::npos) << needle << " in " << l[0];
 }
 
 }  // namespace
