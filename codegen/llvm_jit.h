@@ -76,8 +76,9 @@ std::string llvm_host_cpu();
 // llvm_host_cpu() string, maybe another machine's) may use and this process's kernels
 // may not (llvm_host_cpu()): none when it runs here. Features count as LLVM resolves
 // them (the CPU's own, one implied by another, one turned off with what implies it);
-// the ISA features are those llvm_host_cpu() names (not LLVM's tuning flags). A feature
-// or CPU this LLVM does not know counts as missing ("cpu:NAME" for the CPU).
+// the ISA features are those llvm_host_cpu() names (not LLVM's tuning flags). A CPU
+// this LLVM does not know ("cpu:NAME"), or a feature turned on that llvm_host_cpu()
+// does not name, counts as missing.
 std::vector<std::string> missing_cpu_features(const std::string& compiled_for);
 
 }  // namespace basin::codegen
