@@ -307,6 +307,7 @@ Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOpt
 const std::string& CompiledNetwork::name() const { return impl_->name; }
 const std::string& CompiledNetwork::target() const { return impl_->target; }
 const std::string& CompiledNetwork::cuda_arch() const { return impl_->arch; }
+std::string CompiledNetwork::compiled_for_cpu() const { return impl_->host.substr(0, impl_->host.find(' ')); }
 const std::vector<TensorInfo>& CompiledNetwork::inputs() const { return impl_->input_info; }
 const std::vector<TensorInfo>& CompiledNetwork::outputs() const { return impl_->output_info; }
 int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.size()); }

@@ -64,6 +64,9 @@ class CompiledNetwork {
   const std::string& name() const;
   const std::string& target() const;  // "llvm" or "cuda"
   const std::string& cuda_arch() const;  // "sm_90" for the cuda target
+  // The CPU it was compiled, and its kernels tuned, for (llvm target: LLVM's name,
+  // "znver4"; its features in the file).
+  std::string compiled_for_cpu() const;
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   int kernels() const;           // distinct kernels

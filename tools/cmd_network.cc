@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "codegen/llvm_jit.h"
 #include "codegen/network.h"
 #include "codegen/torch_executor.h"
 #include "codegen/torch_reference.h"
@@ -193,8 +194,16 @@ int run_compile(const NetOptions& o) {
 int run_run(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
+  std::string compiled_for;  // a compiled file's CPU (llvm target)
   if (o.model.rfind("zoo:", 0) != 0 && codegen::CompiledNetwork::is_compiled_file(o.model)) {
     net = codegen::CompiledNetwork::load(o.model);
+    if (net.target() == "llvm") {
+      compiled_for = net.compiled_for_cpu();
+      const std::string here = codegen::llvm_host_cpu();
+      if (compiled_for != here.substr(0, here.find(' ')))
+        log_line(o, "note: '" + o.model + "' was compiled, and its kernels tuned, for CPU '" + compiled_for +
+                        "'; this one is '" + here.substr(0, here.find(' ')) + "'");
+    }
   } else {
     Loaded l = load(o);
     net = compile(o, l, untuned);
@@ -216,6 +225,7 @@ int run_run(const NetOptions& o) {
     outs.push_back(e);
   }
   nlohmann::json j = {{"model", o.model}, {"outputs", outs}, {"untuned_tasks", untuned}};
+  if (!compiled_for.empty()) j["compiled_for_cpu"] = compiled_for;
   if (o.repeat > 0) {
     codegen::TimingOptions t{1, o.repeat, 0.0};
     codegen::Timing tm = net.time(in, t);

@@ -3,6 +3,7 @@
 // it saves and loads without the compiler, bit for bit; corrupt files and bad inputs
 // are clear errors.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
 #include "core/schedule/sketch.h"
+#include "core/util/hash.h"
 
 namespace basin::codegen {
 namespace {
@@ -245,6 +247,61 @@ TEST(CpuFeatures, CodeForAnotherCpuRunsWhereEveryFeatureItUsesIsHere) {
   const std::string other = cpu == "x86-64" ? "haswell" : "x86-64";
   const std::vector<std::string> renamed = missing_cpu_features(other + " " + features);
   EXPECT_TRUE(renamed.empty()) << renamed.front();
+}
+
+// A compiled file's bytes with its header's host_cpu replaced, its size and checksum
+// made anew (as another machine would have written it).
+std::string with_host_cpu(const std::string& bytes, const std::string& host) {
+  const size_t magic = std::strlen("BASINNET1\n");
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data() + magic, sizeof n);
+  nlohmann::json h = nlohmann::json::parse(bytes.substr(magic + 16, n));
+  h["host_cpu"] = host;
+  const std::string rest = h.dump() + bytes.substr(magic + 16 + n);
+  const uint64_t size = h.dump().size(), sum = fnv1a(rest);
+  return bytes.substr(0, magic) + std::string(reinterpret_cast<const char*>(&size), sizeof size) +
+         std::string(reinterpret_cast<const char*>(&sum), sizeof sum) + rest;
+}
+
+// A network compiled on another CPU loads and runs here when this CPU has every
+// feature its code may use, and is one clear error naming the one it lacks otherwise.
+TEST_F(Network, LoadsFromAnotherCpuWithTheSameInstructions) {
+  const std::string here = llvm_host_cpu();
+  if (here == "none") GTEST_SKIP() << "built without LLVM";
+  graph::Graph g = graph::optimize(cnn());
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork net = CompiledNetwork::compile(g, p, defaults(p));
+  const std::string path = dir + "/cnn.basin";
+  net.save(path);
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  auto write = [&](const std::string& name, const std::string& host) {
+    std::ofstream(dir + "/" + name, std::ios::binary) << with_host_cpu(bytes, host);
+    return dir + "/" + name;
+  };
+  const std::string cpu = here.substr(0, here.find(' ')), features = here.substr(here.find(' ') + 1);
+  const std::string other = cpu == "x86-64" ? "haswell" : "x86-64";
+  CompiledNetwork moved = CompiledNetwork::load(write("other.basin", other + " " + features));
+  EXPECT_EQ(moved.compiled_for_cpu(), other);
+  EXPECT_EQ(net.compiled_for_cpu(), cpu);
+  std::vector<NDArray> in = {NDArray::random(DType::f32(), net.inputs()[0].shape, -1, 1, 3)};
+  const std::vector<NDArray> a = net.run(in), b = moved.run(in);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a[0].data(), b[0].data(), a[0].nbytes()));
+  // A feature this CPU lacks, on.
+  const size_t at = features.find(",-");
+  ASSERT_NE(at, std::string::npos) << here;
+  const std::string off = features.substr(at + 2, features.find(',', at + 2) - at - 2);
+  try {
+    CompiledNetwork::load(write("wider.basin", cpu + " " + features + ",+" + off));
+    ADD_FAILURE() << "loaded code that may use " << off;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(off), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("compile it again here"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Network, CorruptFilesAreClearErrors) {

@@ -189,7 +189,11 @@ TEST_F(NetworkCli, ACompiledNetworkRunsWhereItsInstructionsAre) {
   ASSERT_EQ(with("BASIN_VECTOR_ISA=sse", "compile zoo:dcgan -o " + narrow + " --quiet").code, 0);
   ASSERT_EQ(run("compile zoo:dcgan -o " + own + " --quiet").code, 0);
   Result r = run("run " + narrow + " --json --quiet");
-  EXPECT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.code, 0) << r.out;
+  // It names the CPU it was compiled for (this one: no note on stderr).
+  EXPECT_FALSE(nlohmann::json::parse(r.out).value("compiled_for_cpu", "").empty()) << r.out;
+  EXPECT_EQ(basin::testing::basin_stderr("run " + narrow).find("note:"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(run("run zoo:dcgan --json --quiet").out).contains("compiled_for_cpu"));
   Result refused = with("BASIN_VECTOR_ISA=sse", "run " + own + " --quiet");
   EXPECT_EQ(refused.code, 1) << refused.out;
   const std::vector<std::string> l = lines(refused.out);
