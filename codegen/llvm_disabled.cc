@@ -33,7 +33,7 @@ std::unique_ptr<LlvmKernel> load_llvm_object(const std::string&) {
 std::string llvm_host_cpu() { return "none"; }
 
 std::vector<std::string> missing_cpu_features(const std::string& compiled_for) {
-  return {"cpu:" + compiled_for.substr(0, compiled_for.find(' '))};
+  return {"cpu:" + llvm_cpu_name(compiled_for)};
 }
 
 }  // namespace basin::codegen

@@ -331,7 +331,7 @@ std::vector<std::string> missing_cpu_features(const std::string& compiled_for) {
   for (std::string f; std::getline(isa, f, ',');)
     if (f.size() > 1) known.insert(f.substr(1));
   const size_t space = compiled_for.find(' ');
-  const std::string cpu = compiled_for.substr(0, space);
+  const std::string cpu = llvm_cpu_name(compiled_for);
   std::vector<std::string> missing;
   if (!here.isCPUStringValid(cpu)) missing.push_back("cpu:" + cpu);
   // Those features as the other machine listed them (others it turned on are missing:

@@ -71,6 +71,8 @@ std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object);
 // this process's kernels are compiled for it (BASIN_VECTOR_ISA's features off);
 // compiled networks record it.
 std::string llvm_host_cpu();
+// The CPU's name alone, of such a string ("sapphirerapids").
+inline std::string llvm_cpu_name(const std::string& host_cpu) { return host_cpu.substr(0, host_cpu.find(' ')); }
 
 // The instruction-set features that code compiled for `compiled_for` (an
 // llvm_host_cpu() string, maybe another machine's) may use and this process's kernels

@@ -307,7 +307,7 @@ Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOpt
 const std::string& CompiledNetwork::name() const { return impl_->name; }
 const std::string& CompiledNetwork::target() const { return impl_->target; }
 const std::string& CompiledNetwork::cuda_arch() const { return impl_->arch; }
-std::string CompiledNetwork::compiled_for_cpu() const { return impl_->host.substr(0, impl_->host.find(' ')); }
+std::string CompiledNetwork::compiled_for_cpu() const { return llvm_cpu_name(impl_->host); }
 const std::vector<TensorInfo>& CompiledNetwork::inputs() const { return impl_->input_info; }
 const std::vector<TensorInfo>& CompiledNetwork::outputs() const { return impl_->output_info; }
 int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.size()); }
@@ -418,14 +418,14 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     // Machine code for another CPU runs here when it uses no feature this process's
     // kernels may not (a network compiled under BASIN_VECTOR_ISA=avx2 runs on the
     // AVX-512 CPU it was compiled on; one from an AVX-512 machine does not run on AVX2).
-    if (m.target == "llvm" && m.host != llvm_host_cpu()) {
+    const std::string here = m.target == "llvm" ? llvm_host_cpu() : "";
+    if (m.target == "llvm" && m.host != here) {
       const std::vector<std::string> missing = missing_cpu_features(m.host);
       if (!missing.empty()) {
         std::string names;
         for (const std::string& f : missing) names += (names.empty() ? "" : ", ") + f;
-        const std::string here = llvm_host_cpu();
-        throw Error("'" + path + "' was compiled for CPU '" + m.host.substr(0, m.host.find(' ')) +
-                    "' with instructions this one ('" + here.substr(0, here.find(' ')) + "'" +
+        throw Error("'" + path + "' was compiled for CPU '" + llvm_cpu_name(m.host) + "' with instructions this one ('" +
+                    llvm_cpu_name(here) + "'" +
                     (this_host().vector_isa != cpu_vector_isa() ? ", BASIN_VECTOR_ISA=" + this_host().vector_isa : "") +
                     ") may not use (" + names + "): compile it again here");
       }

@@ -199,7 +199,7 @@ int run_run(const NetOptions& o) {
     net = codegen::CompiledNetwork::load(o.model);
     if (net.target() == "llvm") {
       compiled_for = net.compiled_for_cpu();
-      const std::string host = codegen::llvm_host_cpu(), here = host.substr(0, host.find(' '));
+      const std::string here = codegen::llvm_cpu_name(codegen::llvm_host_cpu());
       if (compiled_for != here)
         log_line(o, "note: '" + o.model + "' was compiled, and its kernels tuned, for CPU '" + compiled_for +
                         "'; this one is '" + here + "'");

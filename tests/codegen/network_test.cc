@@ -223,19 +223,24 @@ TEST_F(CudaNetwork, CompilesSavesLoadsAndRuns) {
   EXPECT_THROW(CompiledNetwork::compile(g, p, defaults(p), "opencl"), Error);
 }
 
+// The first feature an llvm_host_cpu() string lists as off after its first one ("" when
+// none): one this CPU lacks.
+std::string a_feature_lacking(const std::string& host_cpu) {
+  const size_t at = host_cpu.find(",-");
+  return at == std::string::npos ? "" : host_cpu.substr(at + 2, host_cpu.find(',', at + 2) - at - 2);
+}
+
 // A compiled network loads where this process's kernels may use every instruction-set
 // feature its machine code may use (missing_cpu_features), whatever the CPU's name.
 TEST(CpuFeatures, CodeForAnotherCpuRunsWhereEveryFeatureItUsesIsHere) {
   const std::string here = llvm_host_cpu();
   if (here == "none") GTEST_SKIP() << "built without LLVM";
-  const std::string cpu = here.substr(0, here.find(' ')), features = here.substr(here.find(' ') + 1);
+  const std::string cpu = llvm_cpu_name(here), features = here.substr(cpu.size() + 1);
   EXPECT_TRUE(missing_cpu_features(here).empty());
   // Fewer features (SSE2 only, as LLVM resolves -avx): runs here.
   EXPECT_TRUE(missing_cpu_features(here + ",-avx").empty());
   // A feature this CPU lacks, turned on: missing, under its name.
-  std::string off;
-  for (size_t at = 0; at != std::string::npos && off.empty(); at = features.find(",-", at + 1))
-    if (features.compare(at, 2, ",-") == 0) off = features.substr(at + 2, features.find(',', at + 2) - at - 2);
+  const std::string off = a_feature_lacking(here);
   ASSERT_FALSE(off.empty()) << here;
   const std::vector<std::string> missing = missing_cpu_features(here + ",+" + off);
   EXPECT_NE(std::find(missing.begin(), missing.end(), off), missing.end()) << off;
@@ -282,7 +287,7 @@ TEST_F(Network, LoadsFromAnotherCpuWithTheSameInstructions) {
     std::ofstream(dir + "/" + name, std::ios::binary) << with_host_cpu(bytes, host);
     return dir + "/" + name;
   };
-  const std::string cpu = here.substr(0, here.find(' ')), features = here.substr(here.find(' ') + 1);
+  const std::string cpu = llvm_cpu_name(here), features = here.substr(cpu.size() + 1);
   const std::string other = cpu == "x86-64" ? "haswell" : "x86-64";
   CompiledNetwork moved = CompiledNetwork::load(write("other.basin", other + " " + features));
   EXPECT_EQ(moved.compiled_for_cpu(), other);
@@ -292,9 +297,8 @@ TEST_F(Network, LoadsFromAnotherCpuWithTheSameInstructions) {
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(0, std::memcmp(a[0].data(), b[0].data(), a[0].nbytes()));
   // A feature this CPU lacks, on.
-  const size_t at = features.find(",-");
-  ASSERT_NE(at, std::string::npos) << here;
-  const std::string off = features.substr(at + 2, features.find(',', at + 2) - at - 2);
+  const std::string off = a_feature_lacking(here);
+  ASSERT_FALSE(off.empty()) << here;
   try {
     CompiledNetwork::load(write("wider.basin", cpu + " " + features + ",+" + off));
     ADD_FAILURE() << "loaded code that may use " << off;
