@@ -11,6 +11,7 @@
 // and a TorchScript module loaded from a path (docs/estimators.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -129,7 +130,10 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);
 // ready yet, from scratch at AutoTVM's cheap step (eta 0.2, one pair sample) for 10
 // epochs (50 rounds); a ready MLP or ensemble fine-tuned for 2 passes (the ensemble's
 // trees get 10 rounds added; bench/update_replay replays these updates on a run's
-// records).
+// records). A fine-tuning update reads the newest kTuningUpdateWindow samples only
+// (the samples in the order they were measured), so that its cost stays bounded as a
+// run, or a run resuming a large records file, grows.
+inline constexpr size_t kTuningUpdateWindow = 128;
 void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed);
 
 // The pairs of programs (of one task) with different latencies, and how many of them

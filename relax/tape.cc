@@ -2,41 +2,97 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/util/error.h"
 
 namespace basin::relax {
 
+struct Tape::Compiling {
+  std::unordered_map<const ExprNode*, int> memo;
+  struct Key {
+    Op op;
+    int a, b, c;
+    uint64_t value;
+    bool operator==(const Key& o) const {
+      return op == o.op && a == o.a && b == o.b && c == o.c && value == o.value;
+    }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = static_cast<uint64_t>(k.op);
+      for (uint64_t v : {static_cast<uint64_t>(static_cast<uint32_t>(k.a)), static_cast<uint64_t>(static_cast<uint32_t>(k.b)),
+                         static_cast<uint64_t>(static_cast<uint32_t>(k.c)), k.value})
+        h = (h ^ v) * 0x100000001b3ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<Key, int, Hash> nodes;
+};
+
 Tape::Tape(const std::vector<Expr>& outputs, const std::vector<Var>& inputs, TapeMode mode, double tau)
     : mode_(mode), tau_(tau), n_inputs_(static_cast<int>(inputs.size())) {
   for (const Var& v : inputs) input_ids_.push_back(v.id());
   // The tape keeps no expressions: they are freed with the caller's (on the thread
   // that derived them), not with the tape at the end of a run.
-  Memo memo;
-  for (const Expr& e : outputs) outputs_.push_back(compile(e, memo));
+  Compiling cx;
+  for (const Expr& e : outputs) outputs_.push_back(compile(e, cx));
+  // The constants that only folded nodes read are left behind: the nodes the outputs
+  // read, in order, make the tape.
+  std::vector<int> index(ops_.size(), -1);
+  for (int o : outputs_) index[static_cast<size_t>(o)] = 0;
+  for (size_t i = ops_.size(); i-- > 0;)
+    if (index[i] == 0)
+      for (int j : {ops_[i].a, ops_[i].b, ops_[i].c})
+        if (j >= 0) index[static_cast<size_t>(j)] = 0;
+  std::vector<Node> live;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    if (index[i] < 0) continue;
+    Node n = ops_[i];
+    for (int* j : {&n.a, &n.b, &n.c})
+      if (*j >= 0) *j = index[static_cast<size_t>(*j)];
+    index[i] = static_cast<int>(live.size());
+    live.push_back(n);
+  }
+  ops_ = std::move(live);
+  for (int& o : outputs_) o = index[static_cast<size_t>(o)];
 }
 
-int Tape::push(Node n) {
-  ops_.push_back(n);
-  return static_cast<int>(ops_.size()) - 1;
+int Tape::push(Node n, Compiling& cx) {
+  auto constant = [&](int i) { return i < 0 || ops_[static_cast<size_t>(i)].op == Op::Const; };
+  if (n.op != Op::Const && n.op != Op::Input && constant(n.a) && constant(n.b) && constant(n.c)) {
+    // Folded by the operation itself, in this tape's mode: the value every row gets.
+    auto value = [&](int i) { return i >= 0 ? ops_[static_cast<size_t>(i)].value : 0.0; };
+    const double a = value(n.a), b = value(n.b), c = value(n.c);
+    double out = 0;
+    apply(n, nullptr, &a, &b, &c, &out, 1);
+    n = {Op::Const, -1, -1, -1, out};
+  }
+  uint64_t bits = 0;
+  std::memcpy(&bits, &n.value, sizeof bits);
+  auto [it, fresh] = cx.nodes.emplace(Compiling::Key{n.op, n.a, n.b, n.c, bits}, static_cast<int>(ops_.size()));
+  if (fresh) ops_.push_back(n);
+  return it->second;
 }
 
-int Tape::compile(const Expr& e, Memo& memo) {
-  auto hit = memo.find(e.get());
-  if (hit != memo.end()) return hit->second;
+int Tape::compile(const Expr& e, Compiling& cx) {
+  auto hit = cx.memo.find(e.get());
+  if (hit != cx.memo.end()) return hit->second;
   const ExprNode& n = *e;
-  auto bin = [&](Op op) { return push({op, compile(n.args[0], memo), compile(n.args[1], memo)}); };
+  auto node = [&](Node x) { return push(x, cx); };
+  auto bin = [&](Op op) { return node({op, compile(n.args[0], cx), compile(n.args[1], cx)}); };
   int r = -1;
   switch (n.kind) {
-    case ExprKind::IntImm: r = push({Op::Const, -1, -1, -1, static_cast<double>(n.ival)}); break;
-    case ExprKind::FloatImm: r = push({Op::Const, -1, -1, -1, n.fval}); break;
+    case ExprKind::IntImm: r = node({Op::Const, -1, -1, -1, static_cast<double>(n.ival)}); break;
+    case ExprKind::FloatImm: r = node({Op::Const, -1, -1, -1, n.fval}); break;
     case ExprKind::Var: {
       int idx = -1;
       for (int i = 0; i < n_inputs_; ++i)
         if (input_ids_[i] == n.ival) idx = i;
       if (idx < 0) throw InternalError("the tape's expressions use variable " + n.name + ", which is not an input");
-      r = push({Op::Input, -1, -1, -1, static_cast<double>(idx)});
+      r = node({Op::Input, -1, -1, -1, static_cast<double>(idx)});
       break;
     }
     case ExprKind::Add: r = bin(Op::Add); break;
@@ -49,40 +105,40 @@ int Tape::compile(const Expr& e, Memo& memo) {
     case ExprKind::Max: r = bin(Op::Max); break;
     case ExprKind::LT: r = bin(Op::LT); break;
     case ExprKind::LE: r = bin(Op::LE); break;
-    case ExprKind::GT: r = push({Op::LT, compile(n.args[1], memo), compile(n.args[0], memo)}); break;
-    case ExprKind::GE: r = push({Op::LE, compile(n.args[1], memo), compile(n.args[0], memo)}); break;
+    case ExprKind::GT: r = node({Op::LT, compile(n.args[1], cx), compile(n.args[0], cx)}); break;
+    case ExprKind::GE: r = node({Op::LE, compile(n.args[1], cx), compile(n.args[0], cx)}); break;
     case ExprKind::EQ: r = bin(Op::EQ); break;
-    case ExprKind::NE: r = push({Op::Not, bin(Op::EQ)}); break;
+    case ExprKind::NE: r = node({Op::Not, bin(Op::EQ)}); break;
     case ExprKind::And: r = bin(Op::And); break;
     case ExprKind::Or: r = bin(Op::Or); break;
-    case ExprKind::Not: r = push({Op::Not, compile(n.args[0], memo)}); break;
-    case ExprKind::Select: r = push({Op::Select, compile(n.args[0], memo), compile(n.args[1], memo), compile(n.args[2], memo)}); break;
+    case ExprKind::Not: r = node({Op::Not, compile(n.args[0], cx)}); break;
+    case ExprKind::Select: r = node({Op::Select, compile(n.args[0], cx), compile(n.args[1], cx), compile(n.args[2], cx)}); break;
     case ExprKind::Cast: {
-      int a = compile(n.args[0], memo);
+      int a = compile(n.args[0], cx);
       // to an integer: truncation toward zero, which the features never need relaxed
       r = n.dtype.is_float() || n.dtype.is_bool() || n.args[0].dtype().is_int()
               ? a
-              : push({Op::Select, push({Op::LT, a, push({Op::Const, -1, -1, -1, 0.0})}), push({Op::Ceil, a}),
-                      push({Op::Floor, a})});
+              : node({Op::Select, node({Op::LT, a, node({Op::Const, -1, -1, -1, 0.0})}), node({Op::Ceil, a}),
+                      node({Op::Floor, a})});
       break;
     }
     case ExprKind::Call: {
-      int a = compile(n.args[0], memo);
+      int a = compile(n.args[0], cx);
       switch (n.fn) {
-        case MathFn::exp: r = push({Op::Exp, a}); break;
-        case MathFn::log: r = push({Op::Log, a}); break;
-        case MathFn::sqrt: r = push({Op::Sqrt, a}); break;
-        case MathFn::pow: r = push({Op::Pow, a, compile(n.args[1], memo)}); break;
-        case MathFn::floor: r = push({Op::Floor, a}); break;
-        case MathFn::ceil: r = push({Op::Ceil, a}); break;
-        case MathFn::fabs: r = push({Op::Abs, a}); break;
+        case MathFn::exp: r = node({Op::Exp, a}); break;
+        case MathFn::log: r = node({Op::Log, a}); break;
+        case MathFn::sqrt: r = node({Op::Sqrt, a}); break;
+        case MathFn::pow: r = node({Op::Pow, a, compile(n.args[1], cx)}); break;
+        case MathFn::floor: r = node({Op::Floor, a}); break;
+        case MathFn::ceil: r = node({Op::Ceil, a}); break;
+        case MathFn::fabs: r = node({Op::Abs, a}); break;
         default: throw InternalError(std::string("the tape has no ") + math_fn_name(n.fn));
       }
       break;
     }
     case ExprKind::Load: throw InternalError("the tape cannot evaluate a buffer load: " + to_string(e));
   }
-  memo[e.get()] = r;
+  cx.memo[e.get()] = r;
   return r;
 }
 
@@ -110,86 +166,90 @@ void Tape::evaluate(const double* x, int batch, double* y) const {
   }
 }
 
-void Tape::run(const double* x, int batch, double* val, double* y) const {
+void Tape::apply(const Node& n, const double* x, const double* a, const double* b, const double* c, double* out,
+                 int batch) const {
   const bool relaxed = mode_ == TapeMode::Relaxed;
   const double tau = tau_;
+  // One switch per operation, then a plain loop over the batch (the compiler
+  // vectorizes most of them); the per-element switch cost more than the arithmetic.
+  auto each = [&](auto f) {
+    for (int k = 0; k < batch; ++k) out[k] = f(k);
+  };
+  switch (n.op) {
+    case Op::Const: std::fill(out, out + batch, n.value); break;
+    case Op::Input: {
+      const int col = static_cast<int>(n.value);
+      each([&](int k) { return x[k * n_inputs_ + col]; });
+      break;
+    }
+    case Op::Add: each([&](int k) { return a[k] + b[k]; }); break;
+    case Op::Sub: each([&](int k) { return a[k] - b[k]; }); break;
+    case Op::Mul: each([&](int k) { return a[k] * b[k]; }); break;
+    case Op::Div: each([&](int k) { return a[k] / b[k]; }); break;
+    case Op::FloorDiv:
+      if (relaxed) each([&](int k) { return a[k] / b[k]; });
+      else each([&](int k) { return std::floor(a[k] / b[k]); });
+      break;
+    case Op::FloorMod: each([&](int k) { return a[k] - b[k] * std::floor(a[k] / b[k]); }); break;
+    case Op::Min: each([&](int k) { return std::min(a[k], b[k]); }); break;
+    case Op::Max: each([&](int k) { return std::max(a[k], b[k]); }); break;
+    case Op::LT:
+      if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
+      else each([&](int k) { return static_cast<double>(a[k] < b[k]); });
+      break;
+    case Op::LE:
+      if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
+      else each([&](int k) { return static_cast<double>(a[k] <= b[k]); });
+      break;
+    case Op::EQ:
+      if (relaxed) {
+        each([&](int k) {
+          double d = (a[k] - b[k]) / tau;
+          return std::exp(-d * d);
+        });
+      } else {
+        each([&](int k) { return static_cast<double>(a[k] == b[k]); });
+      }
+      break;
+    case Op::And:
+      if (relaxed) each([&](int k) { return a[k] * b[k]; });
+      else each([&](int k) { return static_cast<double>(a[k] != 0 && b[k] != 0); });
+      break;
+    case Op::Or:
+      if (relaxed) each([&](int k) { return a[k] + b[k] - a[k] * b[k]; });
+      else each([&](int k) { return static_cast<double>(a[k] != 0 || b[k] != 0); });
+      break;
+    case Op::Not:
+      if (relaxed) each([&](int k) { return 1.0 - a[k]; });
+      else each([&](int k) { return static_cast<double>(a[k] == 0); });
+      break;
+    case Op::Select:
+      if (relaxed) each([&](int k) { return a[k] * b[k] + (1.0 - a[k]) * c[k]; });
+      else each([&](int k) { return a[k] != 0 ? b[k] : c[k]; });
+      break;
+    case Op::Exp: each([&](int k) { return std::exp(a[k]); }); break;
+    case Op::Log: each([&](int k) { return std::log(a[k]); }); break;
+    case Op::Sqrt: each([&](int k) { return std::sqrt(a[k]); }); break;
+    case Op::Pow: each([&](int k) { return std::pow(a[k], b[k]); }); break;
+    case Op::Floor:
+      if (relaxed) each([&](int k) { return a[k]; });
+      else each([&](int k) { return std::floor(a[k]); });
+      break;
+    case Op::Ceil:
+      if (relaxed) each([&](int k) { return a[k]; });
+      else each([&](int k) { return std::ceil(a[k]); });
+      break;
+    case Op::Abs: each([&](int k) { return std::abs(a[k]); }); break;
+  }
+}
+
+void Tape::run(const double* x, int batch, double* val, double* y) const {
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Node& n = ops_[i];
-    double* out = &val[i * batch];
     const double* a = n.a >= 0 ? &val[n.a * batch] : nullptr;
     const double* b = n.b >= 0 ? &val[n.b * batch] : nullptr;
     const double* c = n.c >= 0 ? &val[n.c * batch] : nullptr;
-    // One switch per operation, then a plain loop over the batch (the compiler
-    // vectorizes most of them); the per-element switch cost more than the arithmetic.
-    auto each = [&](auto f) {
-      for (int k = 0; k < batch; ++k) out[k] = f(k);
-    };
-    switch (n.op) {
-      case Op::Const: std::fill(out, out + batch, n.value); break;
-      case Op::Input: {
-        const int col = static_cast<int>(n.value);
-        each([&](int k) { return x[k * n_inputs_ + col]; });
-        break;
-      }
-      case Op::Add: each([&](int k) { return a[k] + b[k]; }); break;
-      case Op::Sub: each([&](int k) { return a[k] - b[k]; }); break;
-      case Op::Mul: each([&](int k) { return a[k] * b[k]; }); break;
-      case Op::Div: each([&](int k) { return a[k] / b[k]; }); break;
-      case Op::FloorDiv:
-        if (relaxed) each([&](int k) { return a[k] / b[k]; });
-        else each([&](int k) { return std::floor(a[k] / b[k]); });
-        break;
-      case Op::FloorMod: each([&](int k) { return a[k] - b[k] * std::floor(a[k] / b[k]); }); break;
-      case Op::Min: each([&](int k) { return std::min(a[k], b[k]); }); break;
-      case Op::Max: each([&](int k) { return std::max(a[k], b[k]); }); break;
-      case Op::LT:
-        if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
-        else each([&](int k) { return static_cast<double>(a[k] < b[k]); });
-        break;
-      case Op::LE:
-        if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
-        else each([&](int k) { return static_cast<double>(a[k] <= b[k]); });
-        break;
-      case Op::EQ:
-        if (relaxed) {
-          each([&](int k) {
-            double d = (a[k] - b[k]) / tau;
-            return std::exp(-d * d);
-          });
-        } else {
-          each([&](int k) { return static_cast<double>(a[k] == b[k]); });
-        }
-        break;
-      case Op::And:
-        if (relaxed) each([&](int k) { return a[k] * b[k]; });
-        else each([&](int k) { return static_cast<double>(a[k] != 0 && b[k] != 0); });
-        break;
-      case Op::Or:
-        if (relaxed) each([&](int k) { return a[k] + b[k] - a[k] * b[k]; });
-        else each([&](int k) { return static_cast<double>(a[k] != 0 || b[k] != 0); });
-        break;
-      case Op::Not:
-        if (relaxed) each([&](int k) { return 1.0 - a[k]; });
-        else each([&](int k) { return static_cast<double>(a[k] == 0); });
-        break;
-      case Op::Select:
-        if (relaxed) each([&](int k) { return a[k] * b[k] + (1.0 - a[k]) * c[k]; });
-        else each([&](int k) { return a[k] != 0 ? b[k] : c[k]; });
-        break;
-      case Op::Exp: each([&](int k) { return std::exp(a[k]); }); break;
-      case Op::Log: each([&](int k) { return std::log(a[k]); }); break;
-      case Op::Sqrt: each([&](int k) { return std::sqrt(a[k]); }); break;
-      case Op::Pow: each([&](int k) { return std::pow(a[k], b[k]); }); break;
-      case Op::Floor:
-        if (relaxed) each([&](int k) { return a[k]; });
-        else each([&](int k) { return std::floor(a[k]); });
-        break;
-      case Op::Ceil:
-        if (relaxed) each([&](int k) { return a[k]; });
-        else each([&](int k) { return std::ceil(a[k]); });
-        break;
-      case Op::Abs: each([&](int k) { return std::abs(a[k]); }); break;
-    }
+    apply(n, x, a, b, c, &val[i * batch], batch);
   }
   const size_t no = outputs_.size();
   for (size_t o = 0; o < no; ++o) {

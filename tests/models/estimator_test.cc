@@ -236,6 +236,45 @@ TEST(Estimators, TheTuningLoopsUpdatesTeachTheShippedEnsembleATask) {
   EXPECT_GT(after, 0.8) << before << " -> " << after;
 }
 
+// The tuning loop's fine-tuning update reads the newest kTuningUpdateWindow programs,
+// in the order they were measured, however many the run has (its cost bounded on long
+// runs and resumed records files); training from scratch reads them all.
+TEST(Estimators, TheTuningLoopsUpdateReadsTheNewestProgramsOnly) {
+  struct Probe final : models::Estimator {
+    bool is_ready = true;
+    std::vector<double> trained, updated;  // the latencies each call read
+    std::string kind() const override { return "probe"; }
+    bool ready() const override { return is_ready; }
+    std::vector<double> predict(const models::FeatureBatch& b) override { return std::vector<double>(b.batch, 0); }
+    void train(const std::vector<models::Sample>& s, const models::TrainOptions&) override {
+      trained.clear();
+      for (const models::Sample& x : s) trained.push_back(x.latency_us);
+    }
+    void update(const std::vector<models::Sample>& s, const models::TrainOptions&) override {
+      updated.clear();
+      for (const models::Sample& x : s) updated.push_back(x.latency_us);
+    }
+  };
+  std::vector<models::Sample> samples = synthetic(300, 5);
+  for (size_t i = 0; i < samples.size(); ++i) samples[i].latency_us = static_cast<double>(i);
+  const size_t w = models::kTuningUpdateWindow;
+  ASSERT_GT(samples.size(), w);
+  Probe p;
+  models::train_for_tuning(p, samples, 1);
+  ASSERT_EQ(p.updated.size(), w);
+  EXPECT_EQ(p.updated.front(), static_cast<double>(samples.size() - w));
+  EXPECT_EQ(p.updated.back(), static_cast<double>(samples.size() - 1));
+  EXPECT_TRUE(p.trained.empty());
+  // Fewer than the window: every one.
+  std::vector<models::Sample> few(samples.begin(), samples.begin() + 40);
+  models::train_for_tuning(p, few, 1);
+  EXPECT_EQ(p.updated.size(), 40u);
+  // Not ready yet: trained from scratch on all of them.
+  p.is_ready = false;
+  models::train_for_tuning(p, samples, 1);
+  EXPECT_EQ(p.trained.size(), samples.size());
+}
+
 // What `--estimator SPEC` loads, as tune-op reports it (`estimator_file`).
 TEST(Estimators, TheFileASpecLoadsIsNamed) {
   EXPECT_EQ(models::estimator_file("ensemble", "llvm"), models::pretrained_cpu_path("cpu_ensemble.bin"));

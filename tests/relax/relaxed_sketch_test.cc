@@ -12,6 +12,7 @@
 #include "core/schedule/lower_sketch.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
+#include "relax/tape.h"
 #include "tests/ops/op_cases.h"
 
 namespace basin {
@@ -32,6 +33,34 @@ std::vector<Task> suite() {
           {"dense", "M=37 K=10 N=23"},
           {"matmul", "M=257 K=16 N=8"},
           {"softmax", "shape=4,197"}};
+}
+
+// The tape compiles a subexpression built twice once, folds constant ones in its own
+// mode (floor division and comparisons exact or relaxed), and keeps no constant that
+// only a folded node read: (4x + y)(4x + y) + 7 // 2 + (1 < 2 ? 10 : 0) is ten nodes,
+// whose values and gradients are the expression's.
+TEST(Tape, EqualSubexpressionsCompileOnceAndConstantsFoldInTheTapesMode) {
+  Var x("x"), y("y");
+  auto k = [](int64_t v) { return int_imm(DType::index(), v); };
+  auto part = [&] { return x * k(4) + y; };  // a new expression at each call
+  const Expr out = part() * part() + floordiv(k(7), k(2)) + select(lt(k(1), k(2)), k(10), k(0));
+  const double in[] = {1, 2, 0, 1};  // two rows: (x, y) = (1, 2), (0, 1)
+  const double sig = 1 / (1 + std::exp(-2.0));  // the relaxed 1 < 2 at tau 0.5
+  for (relax::TapeMode mode : {relax::TapeMode::Exact, relax::TapeMode::Relaxed}) {
+    const bool exact = mode == relax::TapeMode::Exact;
+    relax::Tape tape({out}, {x, y}, mode, 0.5);
+    EXPECT_EQ(tape.size(), 10);
+    double val[2], grad[4];
+    tape.forward(in, 2, val);
+    EXPECT_DOUBLE_EQ(val[0], 36 + (exact ? 3 : 3.5) + (exact ? 10 : 10 * sig));
+    EXPECT_DOUBLE_EQ(val[1], 1 + (exact ? 3 : 3.5) + (exact ? 10 : 10 * sig));
+    const double ones[] = {1, 1};
+    tape.backward(ones, grad);
+    EXPECT_DOUBLE_EQ(grad[0], 48);  // d/dx 2 (4x + y) 4
+    EXPECT_DOUBLE_EQ(grad[1], 12);  // d/dy 2 (4x + y)
+    EXPECT_DOUBLE_EQ(grad[2], 8);
+    EXPECT_DOUBLE_EQ(grad[3], 2);
+  }
 }
 
 TEST(RelaxedSketch, ExactModeAtAConfigurationGivesItsFeatures) {
