@@ -425,15 +425,21 @@ models::FeatureBatch TaskSpace::features(const std::vector<Candidate>& cs) {
   return b;
 }
 
-models::Sample TaskSpace::sample(const Candidate& c) {
-  models::FeatureBatch b = features({c});  // one sketch: no padding
-  models::Sample s;
-  s.task = key_;
-  s.sketch = sketches_[c.sketch].name;
-  s.config = c.json;
-  s.stores = b.stores;
-  s.features = std::move(b.values);
-  return s;
+std::vector<models::Sample> TaskSpace::samples(const std::vector<Candidate>& cs) {
+  const models::FeatureBatch b = features(cs);
+  const size_t row = static_cast<size_t>(b.stores) * b.features;
+  std::vector<models::Sample> out(cs.size());
+  for (size_t i = 0; i < cs.size(); ++i) {
+    models::Sample& s = out[i];
+    s.task = key_;
+    s.sketch = sketches_[cs[i].sketch].name;
+    s.config = cs[i].json;
+    // The row's own stores come first; the padding after them is dropped.
+    s.stores = exact(cs[i].sketch).num_stores();
+    s.features.assign(b.values.begin() + static_cast<std::ptrdiff_t>(i * row),
+                      b.values.begin() + static_cast<std::ptrdiff_t>(i * row + static_cast<size_t>(s.stores) * b.features));
+  }
+  return out;
 }
 
 void TaskSpace::predict(models::Estimator& est, std::vector<Candidate>& cs) {

@@ -100,8 +100,9 @@ class TaskSpace {
 
   // The candidates' exact features, padded to the largest store count.
   models::FeatureBatch features(const std::vector<Candidate>& cs);
-  // A program's features as a training sample (latency left 0).
-  models::Sample sample(const Candidate& c);
+  // The programs' features as training samples (latency left 0), each with its own
+  // sketch's store count; computed in one batch (features()).
+  std::vector<models::Sample> samples(const std::vector<Candidate>& cs);
   // Fills `predicted` of each candidate. Scores are cached by program for one
   // estimator until invalidate_predictions() (call it after the estimator changes); a
   // call with another estimator starts a new cache.

@@ -109,19 +109,30 @@ struct TaskTuner::Impl {
   double fastest_us = std::numeric_limits<double>::infinity();
   double slow_us() const { return opt.slow_factor > 0 && std::isfinite(fastest_us) ? opt.slow_factor * fastest_us : 0; }
 
-  // A measured program: into the history and the estimator's samples.
-  void remember(const Candidate& c, const Record& r) {
-    const double latency_us = r.ok() ? r.latency_us() : 0;
-    if (latency_us > 0) fastest_us = std::min(fastest_us, latency_us);
-    history.push_back({c, latency_us});
-    records.push_back(r);
-    sample_of.push_back(-1);
-    if (latency_us <= 0) return;
-    models::Sample s = space.sample(c);
-    s.latency_us = latency_us;
-    sample_of.back() = static_cast<int>(samples.size());
-    samples.push_back(std::move(s));
+  // Measured programs, in order: into the history and the estimator's samples (the
+  // features of the successful ones computed in one batch: a network run resuming
+  // thousands of programs computed them one at a time).
+  void remember(std::vector<Candidate> cs, std::vector<Record> rs) {
+    auto latency = [](const Record& r) { return r.ok() ? r.latency_us() : 0.0; };
+    std::vector<Candidate> ok;
+    for (size_t i = 0; i < cs.size(); ++i)
+      if (latency(rs[i]) > 0) ok.push_back(cs[i]);
+    std::vector<models::Sample> ss = ok.empty() ? std::vector<models::Sample>() : space.samples(ok);
+    size_t next = 0;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      const double latency_us = latency(rs[i]);
+      history.push_back({std::move(cs[i]), latency_us});
+      records.push_back(std::move(rs[i]));
+      sample_of.push_back(-1);
+      if (latency_us <= 0) continue;
+      fastest_us = std::min(fastest_us, latency_us);
+      models::Sample& s = ss[next++];
+      s.latency_us = latency_us;
+      sample_of.back() = static_cast<int>(samples.size());
+      samples.push_back(std::move(s));
+    }
   }
+  void remember(const Candidate& c, const Record& r) { remember(std::vector<Candidate>{c}, std::vector<Record>{r}); }
 
   // A record that may be the best: a confirmed one (any one when confirmation is off).
   bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
@@ -365,7 +376,9 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   m.res.strategy = strategy.name();
   m.res.estimator = est ? est->kind() : "";
   const std::string generation = codegen::codegen_version(opt.target);
-  for (const Record& r : store.task_records(m.res.task_key, opt.target)) {
+  std::vector<Candidate> resumed;
+  std::vector<Record> resumed_records;
+  for (Record& r : store.task_records(m.res.task_key, opt.target)) {
     // Another machine's latencies do not compare with this one's: its programs are
     // measured again here.
     if (!r.from_host(machine_description(opt.target))) {
@@ -381,11 +394,13 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     try {
       const sched::Sketch* s = nullptr;
       sched::Config c = sched::config_from_json(r.config, m.space.sketches(), store.path(), &s);
-      m.remember(m.space.make(static_cast<int>(s - m.space.sketches().data()), std::move(c)), r);
+      resumed.push_back(m.space.make(static_cast<int>(s - m.space.sketches().data()), std::move(c)));
+      resumed_records.push_back(std::move(r));
     } catch (const Error&) {
       // A program of sketches this basin no longer generates: it counts, it is not reused.
     }
   }
+  m.remember(std::move(resumed), std::move(resumed_records));
   if (m.res.other_host > 0 && opt.log)
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_host) + " records of this task in " + store.path() +
             " were measured on another machine (" + m.other_host_name + ", not " + machine_description(opt.target) +

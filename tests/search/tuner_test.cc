@@ -117,6 +117,28 @@ TEST(TaskSpace, MovesGiveValidNewConfigurations) {
   }
 }
 
+// A batch of programs of sketches with different store counts: each sample has its own
+// sketch's stores (no padding) and the features it has computed alone (a resumed run
+// computes its records' samples in one batch).
+TEST(TaskSpace, SamplesInOneBatchAreEachProgramsOwn) {
+  search::TaskSpace space(move_tasks()[1]);  // the conv2d: 3 to 5 stores
+  std::mt19937_64 rng(7);
+  std::vector<search::Candidate> cs;
+  for (int i = 0; i < 40; ++i) cs.push_back(space.random(rng));
+  const std::vector<models::Sample> batch = space.samples(cs);
+  ASSERT_EQ(batch.size(), cs.size());
+  std::set<int> stores;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const models::Sample alone = space.samples({cs[i]}).at(0);
+    EXPECT_EQ(batch[i].stores, alone.stores) << cs[i].json;
+    EXPECT_EQ(batch[i].features, alone.features) << cs[i].json;
+    EXPECT_EQ(batch[i].features.size(), static_cast<size_t>(alone.stores) * relax::num_features(relax::FeatureSet::Cpu));
+    EXPECT_EQ(batch[i].config, cs[i].json);
+    stores.insert(batch[i].stores);
+  }
+  EXPECT_GE(stores.size(), 2u) << "the batch should mix store counts";
+}
+
 // A tiling moves between sketches that share their splits (a conv's anchor sketches
 // differ in vector axis, packing, accumulator level and producer placement only).
 TEST(TaskSpace, TransplantsATilingIntoSiblingSketches) {
