@@ -1,7 +1,7 @@
 // bench/update_replay: the tuning loop's estimator updates, replayed on tuning runs'
 // records in the order the runs measured them. For each task of each file, the
 // estimator (--estimator, default the shipped ensemble) is updated as the tuning loop
-// updates it (models::train_for_tuning on every program measured so far) after every
+// updates it (models::train_for_tuning on the programs measured so far) after every
 // --batch programs, and each update is judged on the batch measured next: the share
 // of its pairs of programs the updated estimator orders as they ran (the tuning
 // loop's "batch accuracy"). It prints the update seconds (their sum over the run: the
