@@ -32,6 +32,7 @@
 #include "core/ir/partition_loops.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
+#include "core/util/parse.h"
 
 namespace basin::codegen {
 
@@ -327,8 +328,7 @@ std::vector<std::string> missing_cpu_features(const std::string& compiled_for) {
   const llvm::MCSubtargetInfo& here = *tm.getMCSubtargetInfo();
   // The ISA features: those the host's detection names (with + or -).
   std::set<std::string> known;
-  std::istringstream isa(tm.getTargetFeatureString().str());
-  for (std::string f; std::getline(isa, f, ',');)
+  for (const std::string& f : split_list(tm.getTargetFeatureString().str()))
     if (f.size() > 1) known.insert(f.substr(1));
   const size_t space = compiled_for.find(' ');
   const std::string cpu = llvm_cpu_name(compiled_for);
@@ -337,8 +337,7 @@ std::vector<std::string> missing_cpu_features(const std::string& compiled_for) {
   // Those features as the other machine listed them (others it turned on are missing:
   // this host does not name them, and LLVM might not know them).
   std::string features;
-  std::istringstream listed(space == std::string::npos ? "" : compiled_for.substr(space + 1));
-  for (std::string f; std::getline(listed, f, ',');) {
+  for (const std::string& f : split_list(space == std::string::npos ? "" : compiled_for.substr(space + 1))) {
     if (f.size() < 2 || (f[0] != '+' && f[0] != '-')) continue;
     if (known.count(f.substr(1))) features += (features.empty() ? "" : ",") + f;
     else if (f[0] == '+') missing.push_back(f.substr(1));
