@@ -255,37 +255,52 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     std::vector<int64_t> values, cost;
   };
   std::vector<Choices> choices;
+  const int64_t lanes = vector_bytes / 4;
   for (size_t k = 0; k < s.splits.size(); ++k) {
     const sched::SplitSpec& sp = s.splits[k];
     if (sp.parts < 2) continue;
     Choices ch{k, {}, {}};
+    int64_t part = 0;  // the widest part of a vector, a power of two of 4 lanes or more
     for (int64_t v : sched::split_factors(sp)) {
-      if (sp.vectorized && (4 * v) % vector_bytes != 0) continue;
       if (whole_only && sp.extent % v != 0) continue;
+      if (sp.vectorized && v % lanes != 0) {
+        if (v >= 4 && v < lanes && (v & (v - 1)) == 0) part = v;
+        continue;
+      }
       ch.values.push_back(v);
-      ch.cost.push_back(sp.vectorized ? 4 * v / vector_bytes : v);
+      ch.cost.push_back(sp.vectorized ? v / lanes : v);
     }
-    if (ch.values.empty()) {  // no whole vector fits the extent: c's own lanes
-      ch.values.push_back(c.config.factors[k].back());
-      ch.cost.push_back(1);
+    // No whole vector fits the extent: the widest part of one (8 lanes of 56 for
+    // AVX-512: resnet18-c2's fastest tile, session 59), else c's own lanes.
+    if (ch.values.empty()) {
+      const int64_t own = c.config.factors[k].back();
+      ch.values.push_back(part > 0 ? part : own);
+      ch.cost.push_back(part > 0 ? 1 : (own + lanes - 1) / lanes);
     }
     choices.push_back(std::move(ch));
   }
+  // The splits whose factors multiply the vectorized operand's vectors in the tile.
+  std::vector<bool> operand(s.splits.size(), false);
+  for (int a : s.vector_operand_axes) operand[static_cast<size_t>(a)] = true;
+  for (size_t k = 0; k < s.splits.size(); ++k) operand[k] = operand[k] || s.splits[k].vectorized;
   std::vector<std::pair<int64_t, std::vector<int64_t>>> tiles;  // (registers, innermost factors)
   std::vector<int64_t> pick(choices.size());
-  // The vectorized operand's vectors past the first count too: a tile V vectors wide
-  // holds the V vectors it loads beside its accumulators. Without them, on AVX2, a
-  // whole tile of 8 vectors of channels by 1 pixel (8 accumulators, 8 operand vectors)
-  // passed for resnet18-c12's fullest whole tile, over 1 x 7 (session 56).
+  // The vectorized operand's vectors past the first count too: a tile holds the
+  // vectors of that operand it loads beside its accumulators, V along the vectorized
+  // split times the factors of the other splits its reads use. Without them, on AVX2,
+  // a whole tile of 8 vectors of channels by 1 pixel (8 accumulators, 8 operand
+  // vectors) passed for resnet18-c12's fullest whole tile, over 1 x 7 (session 56);
+  // on AVX-512, resnet18-c2's tiles vectorized along the width of 4 channels by 7
+  // rows (28 accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4 (session 59).
   std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t i, int64_t count, int64_t vectors) {
     if (i == choices.size()) {
       if (2 * count >= registers && count + vectors - 1 <= registers) tiles.emplace_back(count, pick);
       return;
     }
-    const bool vectorized = s.splits[choices[i].split].vectorized;
+    const bool loads = operand[choices[i].split];
     for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
       pick[i] = choices[i].values[j];
-      walk(i + 1, count * choices[i].cost[j], vectorized ? choices[i].cost[j] : vectors);
+      walk(i + 1, count * choices[i].cost[j], loads ? vectors * choices[i].cost[j] : vectors);
     }
   };
   walk(0, 1, 1);

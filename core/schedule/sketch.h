@@ -74,6 +74,10 @@ struct Sketch {
   // level at which the accumulator lives (1: covers S2 x S3 tiles, 2: S3, the register
   // tile); whether injective producers (padding) are inlined or computed first.
   int vec_axis = -1;
+  // The spatial axes (their splits' indices) that the reads of the operand loaded as
+  // vectors use, vec_axis among them: the register tile holds that operand's vectors
+  // beside its accumulators (search::TaskSpace::filled_tiles).
+  std::vector<int> vector_operand_axes;
   bool pack = false;
   int acc_level = 2;
   bool inline_producers = true;

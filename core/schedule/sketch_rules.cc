@@ -40,6 +40,27 @@ bool weight_like(const te::OpNode& anchor, const te::OpNode& input, int axis) {
   return ok;
 }
 
+// The spatial axes that the reads of the anchor's vectorized operand use: every input
+// read whose indices use axis `vec` (a conv's input, along its width: n, h and w; its
+// weight, along the output channels: c alone).
+std::vector<int> vector_operand_axes(const te::OpNode& anchor, int vec) {
+  std::vector<bool> used(anchor.axes.size(), false);
+  post_order_visit(anchor.body, [&](const Expr& x) {
+    if (x.kind() != ExprKind::Load) return;
+    auto uses = [&](size_t a) {
+      for (const Expr& ix : x->args)
+        if (uses_var(ix, anchor.axes[a].var)) return true;
+      return false;
+    };
+    if (!uses(static_cast<size_t>(vec))) return;
+    for (size_t a = 0; a < anchor.axes.size(); ++a) used[a] = used[a] || uses(a);
+  });
+  std::vector<int> out;
+  for (size_t a = 0; a < used.size(); ++a)
+    if (used[a]) out.push_back(static_cast<int>(a));
+  return out;
+}
+
 std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
   const te::OpNode& a = *info.anchor;
   std::vector<SplitSpec> splits;
@@ -68,6 +89,7 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
         s.splits = splits;
         s.splits[vec].vectorized = true;
         s.vec_axis = vec;
+        s.vector_operand_axes = vector_operand_axes(a, vec);
         s.pack = pack;
         s.acc_level = acc;
         s.inline_producers = inl;
