@@ -260,17 +260,17 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     const sched::SplitSpec& sp = s.splits[k];
     if (sp.parts < 2) continue;
     Choices ch{k, {}, {}};
-    int64_t part = 0;  // the widest part of a vector, a power of two of 4 lanes or more
+    int64_t part = 0;  // the widest part of a vector: a power of two, half or more
     for (int64_t v : sched::split_factors(sp)) {
       if (whole_only && sp.extent % v != 0) continue;
       if (sp.vectorized && v % lanes != 0) {
-        if (v >= 4 && v < lanes && (v & (v - 1)) == 0) part = v;
+        if (2 * v >= lanes && v < lanes && (v & (v - 1)) == 0) part = v;
         continue;
       }
       ch.values.push_back(v);
       ch.cost.push_back(sp.vectorized ? v / lanes : v);
     }
-    // No whole vector fits the extent: the widest part of one (8 lanes of 56 for
+    // No whole vector fits the extent: half of one where it fits (8 lanes of 56 for
     // AVX-512: resnet18-c2's fastest tile, session 59), else c's own lanes.
     if (ch.values.empty()) {
       const int64_t own = c.config.factors[k].back();

@@ -80,11 +80,14 @@ class TaskSpace {
   int64_t tile_registers(const Candidate& c, int vector_bytes) const;
   // c with register tiles that fill at most `registers` vector registers and at least
   // half of them, the fullest first (ties in the order the tiles were enumerated); a
-  // tile V vectors wide also holds V - 1 more of the operand it loads, within the same
-  // `registers` (its tile_registers plus V - 1 at most `registers`):
+  // tile also holds the vectors it loads of the vectorized operand, V along the
+  // vectorized split times the tile's factors of the other splits that operand's reads
+  // use (Sketch::vector_operand_axes), all but one within the same `registers` (its
+  // tile_registers plus those vectors less one at most `registers`):
   // every split of two or more levels gets an innermost factor among its factors, the
-  // vectorized one whole vectors (c's own lanes where no whole vector is among its
-  // factors), and the levels outside give or take the difference as reshaped_tiles'
+  // vectorized one whole vectors (where none is among its factors, the widest
+  // power-of-two half vector or more that is, one register, else c's own lanes), and
+  // the levels outside give or take the difference as reshaped_tiles'
   // do (with an accumulator at level 1, S2 is 1: its factor goes a level out). The
   // unroll depth is c's, or where that is below the register tile's loop steps (the
   // vector loop one step) the smallest of the menu at least those. Only valid
