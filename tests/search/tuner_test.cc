@@ -56,6 +56,12 @@ LoweredFunc repeated(const LoweredFunc& f, int64_t times) {
   return slow;
 }
 
+// The program of `space` a configuration's JSON names; `s` gets its sketch.
+search::Candidate parse_program(search::TaskSpace& space, const std::string& json, const sched::Sketch** s) {
+  const sched::Config c = sched::config_from_json(json, space.sketches(), "test", s);
+  return space.make(space.sketch_index((*s)->name), c);
+}
+
 std::string temp_db(const char* name) {
   std::string p = "/tmp/basin_tuner_" + std::string(name) + "_" + std::to_string(::getpid()) + ".db";
   std::remove(p.c_str());
@@ -226,11 +232,11 @@ TEST(TaskSpace, ReshapesReachTilesOfNeighbouringSize) {
   const ops::Workload& w = ops::find_workload("resnet18-c2");
   search::TaskSpace space(ops::build_op(w.op, w.params));
   const sched::Sketch* s = nullptr;
-  const sched::Config c = sched::config_from_json(
+  const search::Candidate parent = parse_program(
+      space,
       R"({"sketch":"tile.vec=c.pack.acc2.stage","splits":{"n":[1,1,1],"c":[4,1,16],"h":[2,1,2],"w":[7,1,4],)"
       R"("rc":[16],"rh":[3],"rw":[3]},"unroll":512})",
-      space.sketches(), "test", &s);
-  const search::Candidate parent = space.make(space.sketch_index(s->name), c);
+      &s);
   std::set<std::vector<int64_t>> tiles;
   for (const search::Candidate& r : space.reshaped_tiles(parent)) tiles.insert(space.register_tile(r));
   const std::vector<int64_t> tile = space.register_tile(parent);
@@ -263,11 +269,11 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
   const ops::Workload& w = ops::find_workload("resnet18-c12");
   search::TaskSpace space(ops::build_op(w.op, w.params));
   const sched::Sketch* s = nullptr;
-  const sched::Config c = sched::config_from_json(
+  const search::Candidate parent = parse_program(
+      space,
       R"({"sketch":"tile.vec=c.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,16],"h":[7,1,1],"w":[7,1,1],)"
       R"("rc":[8],"rh":[3],"rw":[3]},"unroll":512})",
-      space.sketches(), "test", &s);
-  const search::Candidate parent = space.make(space.sketch_index(s->name), c);
+      &s);
   EXPECT_EQ(space.tile_registers(parent, 64), 1);
   EXPECT_EQ(space.tile_registers(parent, 32), 2);
   const std::vector<search::Candidate> full = space.filled_tiles(parent, 28, 64);
@@ -355,14 +361,14 @@ TEST(TaskSpace, FilledTilesCountTheVectorOperandsRows) {
   const ops::Workload& w = ops::find_workload("resnet18-c2");
   search::TaskSpace space(ops::build_op(w.op, w.params));
   const sched::Sketch* s = nullptr;
-  const sched::Config c = sched::config_from_json(
+  const search::Candidate parent = parse_program(
+      space,
       R"({"sketch":"tile.vec=w.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,2],"h":[2,1,14],"w":[2,1,7],)"
       R"("rc":[16],"rh":[3],"rw":[1]},"unroll":1024})",
-      space.sketches(), "test", &s);
+      &s);
   EXPECT_EQ(s->vector_operand_axes, (std::vector<int>{0, 2, 3}));  // n, h, w
   const sched::Sketch& by_c = space.sketches()[static_cast<size_t>(space.sketch_index("tile.vec=c.acc1.stage"))];
   EXPECT_EQ(by_c.vector_operand_axes, (std::vector<int>{1}));
-  const search::Candidate parent = space.make(space.sketch_index(s->name), c);
   const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 28, 64, /*fullest_only=*/true);
   ASSERT_FALSE(fullest.empty());
   std::set<std::vector<int64_t>> tiles;
