@@ -60,12 +60,28 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
   };
   walk(structure.body);
   if (s.rule == sched::SketchRule::Anchor) {
-    // The register tile: the innermost (S3) tile of every spatial axis, 4-byte elements.
-    Expr tile = num(4);
-    for (size_t i = 0; i < s.splits.size(); ++i)
-      if (s.splits[i].parts == 3) tile = tile * f64(knobs.factors[i][2]);
-    out.push_back({"register_tile",
-                   tile / num(target.vector_bytes) - num(target.vector_registers - target.reserved_registers)});
+    // The register tile: the innermost (S3) tile of every spatial axis, its vectors a
+    // register each (a part of one too: 8 lanes of AVX-512's 16 take a register).
+    // Beside it, the vectors the vectorized operand loads for each row of the tile
+    // past the first, along the other splits its reads use (a conv vectorized along
+    // the width: its input rows; none where the operand is read along the vectorized
+    // split alone), as search::TaskSpace::filled_tiles counts them (session 59).
+    Expr tile = num(1), rows = num(1), vectors = num(1);
+    std::vector<bool> operand(s.splits.size(), false);
+    for (int a : s.vector_operand_axes) operand[static_cast<size_t>(a)] = true;
+    for (size_t i = 0; i < s.splits.size(); ++i) {
+      if (s.splits[i].parts != 3) continue;
+      const Expr f = f64(knobs.factors[i][2]);
+      if (s.splits[i].vectorized) {
+        vectors = max(num(4) * f / num(target.vector_bytes), num(1));
+        tile = tile * vectors;
+      } else {
+        tile = tile * f;
+        if (operand[i]) rows = rows * f;
+      }
+    }
+    out.push_back({"register_tile", tile + vectors * (rows - num(1)) -
+                                        num(target.vector_registers - target.reserved_registers)});
   }
   if (!parallel.empty()) {
     Expr most = parallel[0];

@@ -32,7 +32,9 @@ struct Constraint {
 // From the sketch's structure (lower_sketch_structure with knob variables):
 //  - vector_lanes: each vectorized loop's extent against 64 lanes;
 //  - register_tile: the anchor's register tile (its innermost tiles) in vector
-//    registers, against the register file less the reserved ones;
+//    registers (a part of a vector takes one), and the vectorized operand's vectors
+//    for the tile's rows past the first (the splits other than the vectorized one that
+//    its reads use), against the register file less the reserved ones;
 //  - local_l1: each local buffer's bytes against L1;
 //  - parallel_work: the core count against the largest parallel extent (a soft target).
 std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::KnobValues& knobs,

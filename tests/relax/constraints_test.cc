@@ -47,6 +47,28 @@ TEST(Constraints, RegisterTileParallelWorkAndLanesOfAMatmul) {
   EXPECT_EQ(pb, 36.0 * 36.0);
 }
 
+// A conv vectorized along its width holds an input vector per row of its register
+// tile beside the accumulators, and 8 lanes of AVX-512's 16 take a register (session
+// 59): resnet18-c2's 4 x 4 x 8 tile is 16 + 3 registers, within 28; its 4 x 7 x 8 tile
+// (1.6 times slower, spilling) is 28 + 6, over. Vectorized along the channels, the
+// weight is read along them alone: no rows.
+TEST(Constraints, RegisterTileCountsTheVectorOperandsRows) {
+  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=64 out_channels=64 height=56 width=56 kernel=3 padding=1"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  const sched::Sketch& by_w = sched::find_sketch(sk, "tile.vec=w.acc2.stage");
+  relax::RelaxedSketch rw(g, by_w, relax::TapeMode::Exact, 0.5, two_cores());
+  auto conv = [](int64_t c, int64_t h, int64_t w) {  // splits n, c, h, w, rc, rh, rw
+    return sched::Config{{{1, 1, 1}, {64 / c, 1, c}, {56 / h > 1 ? 2 : 1, 1, h}, {56 / w, 1, w}, {8}, {3}, {3}}, 512};
+  };
+  EXPECT_DOUBLE_EQ(constraints_at(rw, conv(4, 4, 8))["register_tile"], 16 + 3 - 28);
+  EXPECT_DOUBLE_EQ(constraints_at(rw, conv(4, 7, 8))["register_tile"], 28 + 6 - 28);
+  EXPECT_DOUBLE_EQ(constraints_at(rw, conv(2, 7, 8))["register_tile"], 14 + 6 - 28);
+  const sched::Sketch& by_c = sched::find_sketch(sk, "tile.vec=c.acc2.stage");
+  relax::RelaxedSketch rc(g, by_c, relax::TapeMode::Exact, 0.5, two_cores());
+  EXPECT_DOUBLE_EQ(constraints_at(rc, conv(16, 1, 28))["register_tile"], 28 - 28);
+  EXPECT_DOUBLE_EQ(constraints_at(rc, conv(8, 1, 7))["register_tile"], 7 - 28);  // half a vector: 1 register
+}
+
 // The host's target has the host's register file (HostInfo::vector_isa): before session
 // 56 it had AVX-512's on every CPU. An AVX2 file of 16 ymm makes the 4 x 64 tile above
 // 32 registers, 20 over the 12 left beside the reserved ones.
