@@ -67,8 +67,7 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
     // the width: its input rows; none where the operand is read along the vectorized
     // split alone), as search::TaskSpace::filled_tiles counts them (session 59).
     Expr tile = num(1), rows = num(1), vectors = num(1);
-    std::vector<bool> operand(s.splits.size(), false);
-    for (int a : s.vector_operand_axes) operand[static_cast<size_t>(a)] = true;
+    const std::vector<bool> operand = sched::vector_operand_splits(s);
     for (size_t i = 0; i < s.splits.size(); ++i) {
       if (s.splits[i].parts != 3) continue;
       const Expr f = f64(knobs.factors[i][2]);

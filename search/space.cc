@@ -280,9 +280,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     choices.push_back(std::move(ch));
   }
   // The splits whose factors multiply the vectorized operand's vectors in the tile.
-  std::vector<bool> operand(s.splits.size(), false);
-  for (int a : s.vector_operand_axes) operand[static_cast<size_t>(a)] = true;
-  for (size_t k = 0; k < s.splits.size(); ++k) operand[k] = operand[k] || s.splits[k].vectorized;
+  const std::vector<bool> operand = sched::vector_operand_splits(s);
   std::vector<std::pair<int64_t, std::vector<int64_t>>> tiles;  // (registers, innermost factors)
   std::vector<int64_t> pick(choices.size());
   // The vectorized operand's vectors past the first count too: a tile holds the

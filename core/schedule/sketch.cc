@@ -43,6 +43,13 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c) {
   return m;
 }
 
+std::vector<bool> vector_operand_splits(const Sketch& s) {
+  std::vector<bool> out(s.splits.size(), false);
+  for (int a : s.vector_operand_axes) out[static_cast<size_t>(a)] = true;
+  for (size_t k = 0; k < s.splits.size(); ++k) out[k] = out[k] || s.splits[k].vectorized;
+  return out;
+}
+
 const Sketch& find_sketch(const std::vector<Sketch>& sketches, const std::string& name) {
   for (const Sketch& s : sketches)
     if (s.name == name) return s;

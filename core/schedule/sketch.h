@@ -143,6 +143,10 @@ struct GpuTileUse {
 };
 GpuTileUse gpu_tile_use(const Sketch& s, const Config& c);
 
+// Per split of s, whether the reads of the operand loaded as vectors use it: the
+// vectorized split and those of vector_operand_axes.
+std::vector<bool> vector_operand_splits(const Sketch& s);
+
 // Throws NotFoundError listing the sketches when the name is unknown.
 const Sketch& find_sketch(const std::vector<Sketch>& sketches, const std::string& name);
 

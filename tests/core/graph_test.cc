@@ -249,8 +249,9 @@ TEST(Zoo, EveryTaskOfTheZooHasAGpuSketch) {
     for (const auto& t : p.tasks) {
       std::vector<sched::Sketch> gpu = sched::gpu_sketches(t.graph);
       EXPECT_FALSE(gpu.empty()) << z.name << ": " << t.label;
-      if (!gpu.empty() && sched::cpu_sketches(t.graph).at(0).rule == sched::SketchRule::Anchor)
+      if (!gpu.empty() && sched::cpu_sketches(t.graph).at(0).rule == sched::SketchRule::Anchor) {
         EXPECT_EQ(gpu[0].rule, sched::SketchRule::GpuTile) << z.name << ": " << t.label;
+      }
     }
   }
 }
