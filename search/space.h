@@ -75,20 +75,20 @@ class TaskSpace {
   // The vector registers c's register tile of accumulators takes where a vector holds
   // `vector_bytes` bytes (4-byte accumulators): the vectorized split's innermost factor
   // in whole vectors, times the innermost factors of the other splits of two or more
-  // levels (with an accumulator at level 1, times every such split's S2 factor too). 0 for a sketch of another rule than the anchor's (multi-level tiling of a
-  // conv, dense or matmul), or one that vectorizes no such split.
+  // levels (with an accumulator at level 1, times every such split's S2 factor too). 0
+  // for a sketch of another rule than the anchor's (multi-level tiling of a conv, dense
+  // or matmul), or one that vectorizes no such split.
   int64_t tile_registers(const Candidate& c, int vector_bytes) const;
   // c with register tiles that fill at most `registers` vector registers and at least
-  // half of them, the fullest first (ties in the order the tiles were enumerated); a
-  // tile also holds the vectors it loads of the vectorized operand, V along the
+  // half of them, the fullest first (ties in the order the tiles were enumerated). A
+  // tile also holds the vectors it loads of the vectorized operand: V along the
   // vectorized split times the tile's factors of the other splits that operand's reads
-  // use (Sketch::vector_operand_axes), all but one within the same `registers` (its
-  // tile_registers plus those vectors less one at most `registers`):
-  // every split of two or more levels gets an innermost factor among its factors, the
-  // vectorized one whole vectors (where none is among its factors, the widest
-  // power-of-two half vector or more that is, one register, else c's own lanes), and
-  // the levels outside give or take the difference as reshaped_tiles'
-  // do (with an accumulator at level 1, S2 is 1: its factor goes a level out). The
+  // use (sched::vector_operand_splits); all but one of them count within `registers`
+  // too. Every split of two or more levels gets an innermost factor among its factors,
+  // the vectorized one whole vectors; where no whole vector is among its factors, the
+  // widest power-of-two part of one that is at least half (one register), else c's own
+  // lanes. The levels outside give or take the difference as reshaped_tiles' do (with
+  // an accumulator at level 1, S2 is 1: its factor goes a level out). The
   // unroll depth is c's, or where that is below the register tile's loop steps (the
   // vector loop one step) the smallest of the menu at least those. Only valid
   // configurations, each tile once; none when tile_registers(c) is 0. With
