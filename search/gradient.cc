@@ -307,8 +307,21 @@ class Gradient final : public Strategy {
     const relax::CpuTarget t = relax::CpuTarget::host();
     return {opt_.fill_registers > 0 ? opt_.fill_registers : t.vector_registers - t.reserved_registers, t.vector_bytes};
   }
-  // Per sketch, its random draws `per` given the fullest register-filling tile (one
-  // drawn at random among the fullest of each draw), the best predicted; with
+  // Keeps the first of `cs` (filled tiles, fullest first and of those the fewest loads
+  // first) and those as full with as few loads.
+  static void keep_leanest_fullest(const SearchState& state, std::vector<Candidate>& cs, int vector_bytes) {
+    if (cs.empty()) return;
+    const TaskSpace& space = state.space;
+    const int64_t registers = space.tile_registers(cs[0], vector_bytes), loads = space.tile_loads(cs[0], vector_bytes);
+    cs.erase(std::remove_if(cs.begin(), cs.end(),
+                            [&](const Candidate& c) {
+                              return space.tile_registers(c, vector_bytes) != registers ||
+                                     space.tile_loads(c, vector_bytes) != loads;
+                            }),
+             cs.end());
+  }
+  // Per sketch, its random draws `per` given the fullest register-filling tile with the
+  // fewest loads (one drawn at random among those of each draw), the best predicted; with
   // fill_whole, then the same among the tiles with no partial tile. In that order per
   // sketch; none in `drawn`, which gains them.
   std::vector<Candidate> first_fills(SearchState& state, const std::vector<std::vector<Candidate>>& per,
@@ -322,6 +335,7 @@ class Gradient final : public Strategy {
         for (const Candidate& d : draws) {
           std::vector<Candidate> full =
               state.space.filled_tiles(d, file.registers, file.bytes, /*fullest_only=*/true, whole);
+          keep_leanest_fullest(state, full, file.bytes);
           if (full.empty()) continue;
           Candidate& c = full[std::uniform_int_distribution<size_t>(0, full.size() - 1)(state.rng)];
           if (!state.measured.count(c.json) && !drawn.count(c.json)) cs.push_back(std::move(c));
@@ -336,7 +350,8 @@ class Gradient final : public Strategy {
 
   // Per batch, `fill_slots` sketches in turn (round robin over the rounds), each its
   // fastest program with the fullest register-filling tile that no measured program of
-  // the sketch has, the best predicted among equally full ones. Not in `taken`.
+  // the sketch has, of those the fewest loads, the best predicted among equal ones.
+  // Not in `taken`.
   std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Measured*>& good,
                                     const std::vector<Candidate>& taken, int n) const {
     std::vector<Candidate> out;
@@ -358,9 +373,7 @@ class Gradient final : public Strategy {
       for (Candidate& c : state.space.filled_tiles(parent->candidate, file.registers, file.bytes))
         if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
       if (cs.empty()) continue;
-      const int64_t top = state.space.tile_registers(cs[0], file.bytes);
-      auto fuller = [&](const Candidate& c) { return state.space.tile_registers(c, file.bytes) == top; };
-      cs.erase(std::find_if_not(cs.begin(), cs.end(), fuller), cs.end());
+      keep_leanest_fullest(state, cs, file.bytes);
       Candidate& best = best_predicted(state, cs);
       seen.insert(tile_of(state, best));
       used.insert(best.json);

@@ -244,6 +244,21 @@ int64_t TaskSpace::tile_registers(const Candidate& c, int vector_bytes) const {
   return vector ? count : 0;
 }
 
+int64_t TaskSpace::tile_loads(const Candidate& c, int vector_bytes) const {
+  if (tile_registers(c, vector_bytes) == 0) return 0;
+  const sched::Sketch& s = sketches_[c.sketch];
+  const std::vector<bool> operand = sched::vector_operand_splits(s);
+  int64_t vectors = 1, broadcasts = 1;
+  for (size_t k = 0; k < s.splits.size(); ++k) {
+    if (s.splits[k].parts < 2) continue;
+    const int64_t f = c.config.factors[k].back();
+    if (s.splits[k].vectorized) vectors *= s.vector_operand_strided ? f : (4 * f + vector_bytes - 1) / vector_bytes;
+    else if (operand[k]) vectors *= f;
+    else broadcasts *= f;
+  }
+  return vectors + broadcasts;
+}
+
 std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes,
                                               bool fullest_only, bool whole_only) const {
   const sched::Sketch& s = sketches_[c.sketch];
@@ -281,7 +296,11 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   }
   // The splits whose factors multiply the vectorized operand's vectors in the tile.
   const std::vector<bool> operand = sched::vector_operand_splits(s);
-  std::vector<std::pair<int64_t, std::vector<int64_t>>> tiles;  // (registers, innermost factors)
+  struct Tile {
+    int64_t registers, loads;
+    std::vector<int64_t> inner;  // innermost factors, per choice
+  };
+  std::vector<Tile> tiles;
   std::vector<int64_t> pick(choices.size());
   // The vectorized operand's vectors past the first count too: a tile holds the
   // vectors of that operand it loads beside its accumulators, V along the vectorized
@@ -290,19 +309,42 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   // vectors) passed for resnet18-c12's fullest whole tile, over 1 x 7 (session 56);
   // on AVX-512, resnet18-c2's tiles vectorized along the width of 4 channels by 7
   // rows (28 accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4 (session 59).
-  std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t i, int64_t count, int64_t vectors) {
+  // A step's loads (tile_loads) are the operand's vectors, a load per lane where its
+  // reads are strided, and the other operand's values, broadcast: one per row of the
+  // splits the vectorized operand's reads do not use.
+  struct Walk {
+    int64_t count, vectors, loads, broadcasts;
+  };
+  std::function<void(size_t, Walk)> walk = [&](size_t i, Walk w) {
     if (i == choices.size()) {
-      if (2 * count >= registers && count + vectors - 1 <= registers) tiles.emplace_back(count, pick);
+      if (2 * w.count >= registers && w.count + w.vectors - 1 <= registers)
+        tiles.push_back({w.count, w.loads + w.broadcasts, pick});
       return;
     }
-    const bool loads = operand[choices[i].split];
-    for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
+    const size_t k = choices[i].split;
+    for (size_t j = 0; j < choices[i].values.size() && w.count * choices[i].cost[j] <= registers; ++j) {
       pick[i] = choices[i].values[j];
-      walk(i + 1, count * choices[i].cost[j], loads ? vectors * choices[i].cost[j] : vectors);
+      const int64_t cost = choices[i].cost[j];
+      Walk next = w;
+      next.count *= cost;
+      if (operand[k]) {
+        next.vectors *= cost;
+        next.loads *= s.splits[k].vectorized && s.vector_operand_strided ? pick[i] : cost;
+      } else {
+        next.broadcasts *= cost;
+      }
+      walk(i + 1, next);
     }
   };
-  walk(0, 1, 1);
-  std::stable_sort(tiles.begin(), tiles.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  walk(0, {1, 1, 1, 1});
+  // Of equally full tiles, the fewest loads per step first: each accumulator's update
+  // then takes the fewest loads (BLIS's micro-kernel shape). On gemm-1024 (AVX-512)
+  // the 16-accumulator tiles of 4 x 64 load 8 values a step and 16 x 16 load 17 (rows
+  // of A 4 KB apart); with the same outer splits 16 x 16 ran at 40 ms, 4 x 64 and
+  // 8 x 32 at 19 (session 60).
+  std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) {
+    return a.registers != b.registers ? a.registers > b.registers : a.loads < b.loads;
+  });
   // An accumulator at level 1 covers the S2 x S3 tiles: its S2 factors go out a level,
   // so that it is the register tile.
   auto fold_s2 = [&](std::vector<int64_t>& f) {
@@ -312,7 +354,9 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   };
   std::vector<Candidate> out;
   int64_t fullest = 0;  // the registers of the first valid tile
-  for (const auto& [count, inner] : tiles) {
+  for (const Tile& tile : tiles) {
+    const int64_t count = tile.registers;
+    const std::vector<int64_t>& inner = tile.inner;
     if (fullest_only && count < fullest) break;
     sched::Config n = c.config;
     int64_t steps = 1;  // the register tile's loop steps (the vector loop one)

@@ -79,8 +79,18 @@ class TaskSpace {
   // for a sketch of another rule than the anchor's (multi-level tiling of a conv, dense
   // or matmul), or one that vectorizes no such split.
   int64_t tile_registers(const Candidate& c, int vector_bytes) const;
+  // The loads c's register tile makes per reduction step: the vectorized operand's
+  // vectors (the vectorized split's innermost factor in whole vectors, times the
+  // innermost factors of the other splits its reads use, sched::vector_operand_splits)
+  // plus the other operand's values broadcast, one per tile row of the remaining
+  // splits. A GEMM tile of 4 rows by 64 lanes of AVX-512 loads 4 vectors and 4 values
+  // for its 16 accumulators, 16 by 16 loads 1 and 16. Where the operand's reads along
+  // the vector are strided (Sketch::vector_operand_strided), each vector counts a load
+  // per lane. 0 where tile_registers is.
+  int64_t tile_loads(const Candidate& c, int vector_bytes) const;
   // c with register tiles that fill at most `registers` vector registers and at least
-  // half of them, the fullest first (ties in the order the tiles were enumerated). A
+  // half of them, the fullest first, and of equally full ones those with the fewest
+  // loads per step first (tile_loads; further ties in the order enumerated). A
   // tile also holds the vectors it loads of the vectorized operand: V along the
   // vectorized split times the tile's factors of the other splits that operand's reads
   // use (sched::vector_operand_splits); all but one of them count within `registers`

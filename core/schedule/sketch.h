@@ -78,6 +78,10 @@ struct Sketch {
   // vectors use, vec_axis among them: the register tile holds that operand's vectors
   // beside its accumulators (search::TaskSpace::filled_tiles).
   std::vector<int> vector_operand_axes;
+  // Whether that operand's reads along vec_axis are strided (vec_axis indexes a dimension
+  // other than its innermost) and not repacked: each of its vectors is then a load
+  // per lane (search::TaskSpace::tile_loads). GEMM vectorized along i, unpacked.
+  bool vector_operand_strided = false;
   bool pack = false;
   int acc_level = 2;
   bool inline_producers = true;

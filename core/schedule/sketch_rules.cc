@@ -61,6 +61,20 @@ std::vector<int> vector_operand_axes(const te::OpNode& anchor, int vec) {
   return out;
 }
 
+// Whether every input read whose indices use axis `vec` uses it in its innermost index
+// alone, so that vectors along it are contiguous loads (a stride-2 conv's input, along
+// its width, counts as contiguous: every other lane of two vectors).
+bool reads_contiguously(const te::OpNode& anchor, int vec) {
+  bool contiguous = true;
+  const Var& v = anchor.axes[static_cast<size_t>(vec)].var;
+  post_order_visit(anchor.body, [&](const Expr& x) {
+    if (x.kind() != ExprKind::Load || x->args.empty()) return;
+    for (size_t i = 0; i + 1 < x->args.size(); ++i)
+      if (uses_var(x->args[i], v)) contiguous = false;
+  });
+  return contiguous;
+}
+
 std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
   const te::OpNode& a = *info.anchor;
   std::vector<SplitSpec> splits;
@@ -90,6 +104,7 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
         s.splits[vec].vectorized = true;
         s.vec_axis = vec;
         s.vector_operand_axes = vector_operand_axes(a, vec);
+        s.vector_operand_strided = !pack && !reads_contiguously(a, vec);
         s.pack = pack;
         s.acc_level = acc;
         s.inline_producers = inl;
