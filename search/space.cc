@@ -72,6 +72,24 @@ std::vector<int64_t> innermost_steps(const sched::SplitSpec& sp, int64_t v) {
   return {out.begin(), out.end()};
 }
 
+// The loads per reduction step of a register tile with innermost factors `inner` (per
+// split; those of one level are not read), TaskSpace::tile_loads: the vectorized
+// operand's vectors along the splits its reads use (`operand`, sched::
+// vector_operand_splits), a load per lane where its reads are strided, and the other
+// operand's values, broadcast, one per row of the remaining splits.
+int64_t step_loads(const sched::Sketch& s, const std::vector<bool>& operand, const std::vector<int64_t>& inner,
+                   int vector_bytes) {
+  int64_t vectors = 1, broadcasts = 1;
+  for (size_t k = 0; k < s.splits.size(); ++k) {
+    if (s.splits[k].parts < 2) continue;
+    const int64_t f = inner[k];
+    if (s.splits[k].vectorized) vectors *= s.vector_operand_strided ? f : (4 * f + vector_bytes - 1) / vector_bytes;
+    else if (operand[k]) vectors *= f;
+    else broadcasts *= f;
+  }
+  return vectors + broadcasts;
+}
+
 }  // namespace
 
 TaskSpace::TaskSpace(ops::OpGraph task, const std::string& target)
@@ -247,16 +265,7 @@ int64_t TaskSpace::tile_registers(const Candidate& c, int vector_bytes) const {
 int64_t TaskSpace::tile_loads(const Candidate& c, int vector_bytes) const {
   if (tile_registers(c, vector_bytes) == 0) return 0;
   const sched::Sketch& s = sketches_[c.sketch];
-  const std::vector<bool> operand = sched::vector_operand_splits(s);
-  int64_t vectors = 1, broadcasts = 1;
-  for (size_t k = 0; k < s.splits.size(); ++k) {
-    if (s.splits[k].parts < 2) continue;
-    const int64_t f = c.config.factors[k].back();
-    if (s.splits[k].vectorized) vectors *= s.vector_operand_strided ? f : (4 * f + vector_bytes - 1) / vector_bytes;
-    else if (operand[k]) vectors *= f;
-    else broadcasts *= f;
-  }
-  return vectors + broadcasts;
+  return step_loads(s, sched::vector_operand_splits(s), register_tile(c), vector_bytes);
 }
 
 std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes,
@@ -309,34 +318,22 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   // vectors) passed for resnet18-c12's fullest whole tile, over 1 x 7 (session 56);
   // on AVX-512, resnet18-c2's tiles vectorized along the width of 4 channels by 7
   // rows (28 accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4 (session 59).
-  // A step's loads (tile_loads) are the operand's vectors, a load per lane where its
-  // reads are strided, and the other operand's values, broadcast: one per row of the
-  // splits the vectorized operand's reads do not use.
-  struct Walk {
-    int64_t count, vectors, loads, broadcasts;
-  };
-  std::function<void(size_t, Walk)> walk = [&](size_t i, Walk w) {
+  std::vector<int64_t> inner(s.splits.size(), 0);  // pick, per split (for step_loads)
+  std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t i, int64_t count, int64_t vectors) {
     if (i == choices.size()) {
-      if (2 * w.count >= registers && w.count + w.vectors - 1 <= registers)
-        tiles.push_back({w.count, w.loads + w.broadcasts, pick});
+      if (2 * count >= registers && count + vectors - 1 <= registers) {
+        for (size_t j = 0; j < choices.size(); ++j) inner[choices[j].split] = pick[j];
+        tiles.push_back({count, step_loads(s, operand, inner, vector_bytes), pick});
+      }
       return;
     }
-    const size_t k = choices[i].split;
-    for (size_t j = 0; j < choices[i].values.size() && w.count * choices[i].cost[j] <= registers; ++j) {
+    const bool loads = operand[choices[i].split];
+    for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
       pick[i] = choices[i].values[j];
-      const int64_t cost = choices[i].cost[j];
-      Walk next = w;
-      next.count *= cost;
-      if (operand[k]) {
-        next.vectors *= cost;
-        next.loads *= s.splits[k].vectorized && s.vector_operand_strided ? pick[i] : cost;
-      } else {
-        next.broadcasts *= cost;
-      }
-      walk(i + 1, next);
+      walk(i + 1, count * choices[i].cost[j], loads ? vectors * choices[i].cost[j] : vectors);
     }
   };
-  walk(0, {1, 1, 1, 1});
+  walk(0, 1, 1);
   // Of equally full tiles, the fewest loads per step first: each accumulator's update
   // then takes the fewest loads (BLIS's micro-kernel shape). On gemm-1024 (AVX-512)
   // the 16-accumulator tiles of 4 x 64 load 8 values a step and 16 x 16 load 17 (rows
