@@ -396,6 +396,8 @@ class Emitter {
       case MathFn::fabs: return intrinsic(llvm::Intrinsic::fabs);
       case MathFn::floor: return intrinsic(llvm::Intrinsic::floor);
       case MathFn::ceil: return intrinsic(llvm::Intrinsic::ceil);
+      case MathFn::sin: return libm("sin");
+      case MathFn::cos: return libm("cos");
     }
     return a[0];
   }

@@ -109,11 +109,11 @@ const std::map<std::string, Fn>& references() {
        }},
       {"max_pool2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::max_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
-                                      per_dim(a, "dilation", 2)));
+                                      per_dim(a, "dilation", 2), a.i("ceil_mode") != 0));
        }},
       {"avg_pool2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::avg_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
-                                      false, a.i("count_include_pad") == 1));
+                                      a.i("ceil_mode") != 0, a.i("count_include_pad") == 1));
        }},
       {"global_avg_pool2d", unary([](const TT& x) { return torch::adaptive_avg_pool2d(x, {1, 1}); })},
       {"global_max_pool2d", unary([](const TT& x) { return torch::amax(x, {2, 3}, true); })},
@@ -141,6 +141,30 @@ const std::map<std::string, Fn>& references() {
       {"erf", unary([](const TT& x) { return torch::erf(x); })},
       {"neg", unary([](const TT& x) { return torch::neg(x); })},
       {"abs", unary([](const TT& x) { return torch::abs(x); })},
+      {"sin", unary([](const TT& x) { return torch::sin(x); })},
+      {"cos", unary([](const TT& x) { return torch::cos(x); })},
+      {"equal", binary([](const TT& a, const TT& b) { return torch::eq(a, b); })},
+      {"less", binary([](const TT& a, const TT& b) { return torch::lt(a, b); })},
+      {"less_equal", binary([](const TT& a, const TT& b) { return torch::le(a, b); })},
+      {"greater", binary([](const TT& a, const TT& b) { return torch::gt(a, b); })},
+      {"greater_equal", binary([](const TT& a, const TT& b) { return torch::ge(a, b); })},
+      {"logical_and", binary([](const TT& a, const TT& b) { return torch::logical_and(a, b); })},
+      {"logical_or", binary([](const TT& a, const TT& b) { return torch::logical_or(a, b); })},
+      {"logical_xor", binary([](const TT& a, const TT& b) { return torch::logical_xor(a, b); })},
+      {"logical_not", unary([](const TT& x) { return torch::logical_not(x); })},
+      {"isnan", unary([](const TT& x) { return torch::isnan(x); })},
+      {"isinf", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         bool p = a.i("detect_positive") != 0, n = a.i("detect_negative") != 0;
+         if (p && n) return one(torch::isinf(in[0]));
+         if (p) return one(torch::isposinf(in[0]));
+         if (n) return one(torch::isneginf(in[0]));
+         return one(torch::zeros_like(in[0], torch::kBool));
+       }},
+      {"where", [](const ops::Attrs&, const std::vector<TT>& in) { return one(torch::where(in[0], in[1], in[2])); }},
+      {"mod", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(a.i("fmod") != 0 ? torch::fmod(in[0], in[1]) : torch::remainder(in[0], in[1]));
+       }},
+      {"cast", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(in[0].to(torch_dtype(DType::parse(a.s("to"))))); }},
       {"batch_norm", [](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::batch_norm(in[0], in[1], in[2], in[3], in[4], false, 0.1, a.f("epsilon"), false));
        }},
@@ -191,7 +215,16 @@ const std::map<std::string, Fn>& references() {
          for (size_t k = 0; k < st.size(); ++k) {
            int64_t axis = a.ints("axes").empty() ? static_cast<int64_t>(k) : a.ints("axes")[k];
            int64_t step = a.ints("steps").empty() ? 1 : a.ints("steps")[k];
-           x = x.slice(axis, st[k], en[k], step);
+           if (step > 0) {
+             x = x.slice(axis, st[k], en[k], step);
+             continue;
+           }
+           // LibTorch slices take no negative step: the indices, by ONNX's clamping rule.
+           const int64_t n = x.size(axis);
+           int64_t s = st[k] < 0 ? st[k] + n : st[k], e = en[k] < 0 ? en[k] + n : en[k];
+           s = std::clamp<int64_t>(s, 0, n - 1);
+           e = std::clamp<int64_t>(e, -1, n - 1);
+           x = x.index_select(axis, torch::arange(s, e, step, torch::kInt64));
          }
          return one(x);
        }},
@@ -218,6 +251,28 @@ const std::map<std::string, Fn>& references() {
          shape.insert(shape.end(), in[0].sizes().begin() + axis + 1, in[0].sizes().end());
          return one(torch::index_select(in[0], axis, in[1].flatten()).reshape(shape));
        }},
+      {"gather_elements", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::gather(in[0], a.i("axis"), in[1]));
+       }},
+      {"gather_nd", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // Advanced indexing over the batch axes (aranges) and the tuples' components.
+         const int64_t b = a.i("batch_dims"), k = in[1].size(-1), q = in[1].dim();
+         std::vector<torch::indexing::TensorIndex> idx;
+         for (int64_t d = 0; d < b; ++d) {
+           std::vector<int64_t> view(static_cast<size_t>(q - 1), 1);
+           view[static_cast<size_t>(d)] = in[0].size(d);
+           idx.push_back(torch::arange(in[0].size(d), torch::kInt64).view(view));
+         }
+         for (int64_t j = 0; j < k; ++j) idx.push_back(in[1].select(-1, j));
+         return one(in[0].index(idx));
+       }},
+      {"cumsum", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         int64_t axis = a.i("axis");
+         TT x = a.i("reverse") ? in[0].flip({axis}) : in[0];
+         TT y = torch::cumsum(x, axis, x.scalar_type());
+         if (a.i("exclusive")) y = y - x;
+         return one(a.i("reverse") ? y.flip({axis}) : y);
+       }},
       {"embedding", binary([](const TT& w, const TT& idx) { return torch::embedding(w, idx); })},
       {"broadcast_to", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(in[0].expand(a.ints("new_shape")).contiguous()); }},
       {"squeeze", [](const ops::Attrs& a, const std::vector<TT>& in) {
@@ -241,9 +296,22 @@ const std::map<std::string, Fn>& references() {
          return one(x);
        }},
       {"resize", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // LibTorch's resizes are the ONNX modes they equal; the others have no reference.
          std::vector<int64_t> size = {a.i("out_height"), a.i("out_width")};
-         if (a.s("mode") == "nearest") return one(torch::upsample_nearest2d(in[0], size, c10::nullopt, c10::nullopt));
-         return one(torch::upsample_bilinear2d(in[0], size, a.i("align_corners") == 1, c10::nullopt, c10::nullopt));
+         const std::string& mode = a.s("mode");
+         const std::string& coord = a.s("coord");
+         const std::string& nm = a.s("nearest_mode");
+         bool ac = a.i("align_corners") == 1 || coord == "align_corners";
+         if (mode == "nearest" && coord.empty())
+           return one(torch::upsample_nearest2d(in[0], size, c10::nullopt, c10::nullopt));
+         if (mode == "nearest" && coord == "half_pixel" && nm == "round_prefer_ceil")
+           return one(torch::_upsample_nearest_exact2d(in[0], size, c10::nullopt, c10::nullopt));
+         if ((mode == "bilinear" || mode == "linear") && (coord.empty() || coord == "pytorch_half_pixel" || coord == "align_corners"))
+           return one(torch::upsample_bilinear2d(in[0], size, ac, c10::nullopt, c10::nullopt));
+         if (mode == "cubic" && a.i("exclude_outside") == 0 && a.f("cubic_a") == -0.75 &&
+             (coord.empty() || coord == "half_pixel" || coord == "align_corners"))
+           return one(torch::upsample_bicubic2d(in[0], size, ac, c10::nullopt, c10::nullopt));
+         throw Error("resize mode " + mode + " with coord '" + coord + "' and nearest_mode " + nm + " has no LibTorch equivalent");
        }},
       {"subgraph", [](const ops::Attrs& a, const std::vector<TT>& in) {
          // A fused task: its nodes one by one, each with the kernel of its operator.

@@ -39,6 +39,8 @@ T math_t(MathFn f, T a, T b) {
     case MathFn::fabs: return std::fabs(a);
     case MathFn::floor: return std::floor(a);
     case MathFn::ceil: return std::ceil(a);
+    case MathFn::sin: return std::sin(a);
+    case MathFn::cos: return std::cos(a);
   }
   return a;
 }

@@ -79,7 +79,9 @@ const char* kind_symbol(ExprKind k);
   X(erf, 1)               \
   X(fabs, 1)              \
   X(floor, 1)             \
-  X(ceil, 1)
+  X(ceil, 1)              \
+  X(sin, 1)               \
+  X(cos, 1)
 
 enum class MathFn : uint8_t {
 #define BASIN_X(f, n) f,

@@ -88,6 +88,8 @@ T math(MathFn f, T a, T b) {
     case MathFn::fabs: return std::fabs(a);
     case MathFn::floor: return std::floor(a);
     case MathFn::ceil: return std::ceil(a);
+    case MathFn::sin: return std::sin(a);
+    case MathFn::cos: return std::cos(a);
   }
   return a;
 }

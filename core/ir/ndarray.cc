@@ -1,5 +1,7 @@
 #include "core/ir/ndarray.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,8 @@ NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::m
   numel_ = 1;
   for (int64_t d : shape_) {
     BASIN_CHECK(d >= 0) << "negative extent in shape " << shape_str(shape_);
+    if (d != 0 && numel_ > (int64_t{1} << 62) / d / t.bytes())
+      throw Error("shape " + shape_str(shape_) + " of " + t.str() + " has too many elements to store");
     numel_ *= d;
   }
   size_t bytes = (nbytes() + 63) / 64 * 64;
@@ -41,11 +45,45 @@ void NDArray::set(int64_t i, double v) {
       if (dtype_.bits == 32) as<float>()[i] = static_cast<float>(v);
       else as<double>()[i] = v;
       return;
+    case TypeCode::Int: {
+      // Saturating: a double past the type's range (2^63 is INT64_MAX read through a
+      // double) or NaN has no defined conversion.
+      const double lo = dtype_.bits == 32 ? -2147483648.0 : -9223372036854775808.0;
+      const double hi = dtype_.bits == 32 ? 2147483647.0 : 9223372036854775807.0;
+      int64_t x;
+      if (std::isnan(v)) x = 0;
+      else if (v <= lo) x = dtype_.bits == 32 ? INT32_MIN : INT64_MIN;
+      else if (v >= hi) x = dtype_.bits == 32 ? INT32_MAX : INT64_MAX;
+      else x = static_cast<int64_t>(v);
+      if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(x);
+      else as<int64_t>()[i] = x;
+      return;
+    }
+    case TypeCode::Bool: as<uint8_t>()[i] = v != 0; return;
+  }
+}
+
+int64_t NDArray::get_int(int64_t i) const {
+  switch (dtype_.code) {
+    case TypeCode::Int: return dtype_.bits == 32 ? as<int32_t>()[i] : as<int64_t>()[i];
+    case TypeCode::Bool: return as<uint8_t>()[i] != 0;
+    case TypeCode::Float: {
+      NDArray t(DType::i64(), {1});
+      t.set(0, get(i));
+      return t.as<int64_t>()[0];
+    }
+  }
+  return 0;
+}
+
+void NDArray::set_int(int64_t i, int64_t v) {
+  switch (dtype_.code) {
     case TypeCode::Int:
-      if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(v);
-      else as<int64_t>()[i] = static_cast<int64_t>(v);
+      if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+      else as<int64_t>()[i] = v;
       return;
     case TypeCode::Bool: as<uint8_t>()[i] = v != 0; return;
+    case TypeCode::Float: set(i, static_cast<double>(v)); return;
   }
 }
 

@@ -30,7 +30,13 @@ class NDArray {
 
   // Element access through double, for any dtype (tests, comparisons, printing).
   double get(int64_t i) const;
+  // Out-of-range values saturate for integer dtypes (NaN gives 0).
   void set(int64_t i, double v);
+  // Exact integer access: integer dtypes read and write their values without passing
+  // through a double (int64 extents such as INT64_MAX stay exact); floats convert,
+  // saturating.
+  int64_t get_int(int64_t i) const;
+  void set_int(int64_t i, int64_t v);
 
   NDArray clone() const;
   // Uniform random values in [lo, hi) (integers: [lo, hi - 1]), deterministic in seed.

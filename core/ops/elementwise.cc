@@ -48,6 +48,8 @@ const UnaryInfo kUnary[] = {
     {"erf", "the error function", {-3, 3}},
     {"neg", "-x", {-3, 3}},
     {"abs", "|x|", {-3, 3}},
+    {"sin", "sine", {-4, 4}},
+    {"cos", "cosine", {-4, 4}},
 };
 
 }  // namespace
@@ -71,13 +73,16 @@ Expr unary_expr(const std::string& op, const Expr& x, double alpha, double beta)
   if (op == "rsqrt") return call(MathFn::rsqrt, {x});
   if (op == "erf") return call(MathFn::erf, {x});
   if (op == "neg") return k(0) - x;
-  if (op == "abs") return call(MathFn::fabs, {x});
+  if (op == "abs") return t.is_int() ? select(lt(x, k(0)), k(0) - x, x) : call(MathFn::fabs, {x});
+  if (op == "sin") return call(MathFn::sin, {x});
+  if (op == "cos") return call(MathFn::cos, {x});
   throw OpError(op, "", "is not a unary operator");
 }
 
 Tensor unary(const std::string& op, const Tensor& x, double alpha, double beta) {
   Check c(op);
-  c.that(x.dtype().is_float(), "x", "expects a float tensor, got " + x.dtype().str());
+  c.that(x.dtype().is_float() || (x.dtype().is_int() && (op == "neg" || op == "abs" || op == "relu")), "x",
+         "expects a float tensor, got " + x.dtype().str());
   if (op == "clip") c.that(alpha <= beta, "min", "min " + std::to_string(alpha) + " exceeds max " + std::to_string(beta));
   return te::compute(op, x.shape(), [&](const std::vector<Var>& i) { return unary_expr(op, x.read(as_exprs(i)), alpha, beta); },
                      te::OpPattern::Elementwise, op);

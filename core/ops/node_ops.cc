@@ -1,5 +1,7 @@
 #include "core/ops/node_ops.h"
 
+#include <algorithm>
+#include <climits>
 #include <unordered_map>
 
 #include "core/ops/op_util.h"
@@ -33,6 +35,7 @@ std::vector<ParamSpec> pool_params(bool avg) {
   std::vector<ParamSpec> p = {p_ints("kernel", {2}, "KH,KW"), p_ints("stride", {2}, "stride"),
                               p_ints("padding", {0}, "padding"), p_ints("dilation", {1}, "window dilation")};
   if (avg) p.push_back(p_int("count_include_pad", 1, "1: padding counts in the average"));
+  p.push_back(p_int("ceil_mode", 0, "1: output extents rounded up"));
   return p;
 }
 
@@ -71,6 +74,7 @@ std::vector<NodeOpDef> make_node_ops() {
     Check c(name);
     PoolParams p{c.per_dim(a, "kernel", 2, 1), c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
                  c.per_dim(a, "dilation", 2, 1), avg ? a.i("count_include_pad") == 1 : true};
+    p.ceil_mode = a.i("ceil_mode") != 0;
     return p;
   };
   r.push_back(node("max_pool2d", "2-D max pooling (NCHW)", pool_params(false), 1, 1,
@@ -95,7 +99,7 @@ std::vector<NodeOpDef> make_node_ops() {
                      [n, o](const Attrs&, const std::vector<te::Tensor>& in) { return binary(o, in[0], in[1], n); }));
   }
   for (const char* name : {"relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "exp", "log",
-                           "sqrt", "rsqrt", "erf", "neg", "abs"}) {
+                           "sqrt", "rsqrt", "erf", "neg", "abs", "sin", "cos"}) {
     std::string n = name;
     r.push_back(node(n, "elementwise activation", {}, 1, 1,
                      [n](const Attrs&, const std::vector<te::Tensor>& in) { return unary(n, in[0]); }));
@@ -104,6 +108,44 @@ std::vector<NodeOpDef> make_node_ops() {
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("clip", in[0], a.f("min"), a.f("max")); }));
   r.push_back(node("leaky_relu", "x if x >= 0 else alpha * x", {p_float("alpha", 0.01, "negative slope")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("leaky_relu", in[0], a.f("alpha")); }));
+  const std::pair<const char*, CompareOp> comparisons[] = {{"equal", CompareOp::Equal},
+                                                          {"less", CompareOp::Less},
+                                                          {"less_equal", CompareOp::LessEqual},
+                                                          {"greater", CompareOp::Greater},
+                                                          {"greater_equal", CompareOp::GreaterEqual}};
+  for (const auto& [name, op] : comparisons) {
+    CompareOp o = op;
+    r.push_back(node(name, "comparison -> bool, numpy broadcasting", {}, 2, 2,
+                     [o](const Attrs&, const std::vector<te::Tensor>& in) { return compare(o, in[0], in[1]); }));
+  }
+  for (const char* name : {"logical_and", "logical_or", "logical_xor"}) {
+    std::string n = name;
+    r.push_back(node(n, "logical operator of bool tensors, numpy broadcasting", {}, 2, 2,
+                     [n](const Attrs&, const std::vector<te::Tensor>& in) { return logical(n, in[0], in[1]); }));
+  }
+  r.push_back(node("logical_not", "not x (bool)", {}, 1, 1,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return logical_not(in[0]); }));
+  r.push_back(node("isnan", "true where x is NaN", {}, 1, 1,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return is_nan(in[0]); }));
+  r.push_back(node("isinf", "true where x is an infinity",
+                   {p_int("detect_positive", 1, "1: +inf counts"), p_int("detect_negative", 1, "1: -inf counts")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return is_inf(in[0], a.i("detect_positive") != 0, a.i("detect_negative") != 0);
+                   }));
+  r.push_back(node("where", "condition ? x : y, numpy broadcasting", {}, 3, 3,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return where(in[0], in[1], in[2]); }));
+  r.push_back(node("mod", "remainder: fmod=1 the dividend's sign, 0 the divisor's", {p_int("fmod", 0, "0 or 1")}, 2, 2,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return mod(in[0], in[1], a.i("fmod") != 0); }));
+  r.push_back(node("cast", "elementwise type conversion", {p_str("to", "float32", "float32, float64, int32, int64 or bool")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     DType to;
+                     try {
+                       to = DType::parse(a.s("to"));
+                     } catch (const Error&) {
+                       throw OpError("cast", "to", "'" + a.s("to") + "' is not a type (float32, float64, int32, int64, bool)");
+                     }
+                     return cast_to(in[0], to);
+                   }));
   r.push_back(node("batch_norm", "inference batch norm: x, gamma, beta, mean, var", {p_float("epsilon", 1e-5, "epsilon")}, 5, 5,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return batch_norm(in[0], in[1], in[2], in[3], in[4], a.f("epsilon"));
@@ -152,6 +194,15 @@ std::vector<NodeOpDef> make_node_ops() {
                    }));
   r.push_back(node("gather", "take along axis by indices", {p_int("axis", 0, "axis")}, 2, 2,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], a.i("axis")); }));
+  r.push_back(node("gather_elements", "x's elements at indices along axis", {p_int("axis", 0, "axis")}, 2, 2,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather_elements(in[0], in[1], a.i("axis")); }));
+  r.push_back(node("gather_nd", "x's slices at index tuples", {p_int("batch_dims", 0, "shared leading axes")}, 2, 2,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather_nd(in[0], in[1], a.i("batch_dims")); }));
+  r.push_back(node("cumsum", "running sum along axis",
+                   {p_int("axis", 0, "axis"), p_int("exclusive", 0, "0 or 1"), p_int("reverse", 0, "0 or 1")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return cumsum(in[0], a.i("axis"), a.i("exclusive") != 0, a.i("reverse") != 0);
+                   }));
   r.push_back(node("embedding", "rows of a table: w[V,D], indices", {}, 2, 2,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], 0, "embedding"); }));
   r.push_back(node("broadcast_to", "numpy broadcast", {p_ints("new_shape", {}, "target shape")}, 1, 1,
@@ -161,10 +212,27 @@ std::vector<NodeOpDef> make_node_ops() {
   r.push_back(node("unsqueeze", "insert extent-1 axes", {p_ints("axes", {0}, "positions in the output")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return unsqueeze(in[0], a.ints("axes")); }));
   r.push_back(node("resize", "NCHW resize",
-                   {p_int("out_height", 1, "output H"), p_int("out_width", 1, "output W"), p_str("mode", "nearest", "nearest or bilinear"),
-                    p_int("align_corners", 0, "bilinear: 1 aligns corners")},
+                   {p_int("out_height", 1, "output H"), p_int("out_width", 1, "output W"),
+                    p_str("mode", "nearest", "nearest, bilinear (linear) or cubic"),
+                    p_int("align_corners", 0, "PyTorch's convention: 1 aligns corners"),
+                    p_str("coord", "", "ONNX coordinate transformation mode (empty: PyTorch's conventions)"),
+                    p_str("nearest_mode", "floor", "floor, ceil, round_prefer_floor, round_prefer_ceil"),
+                    p_float("cubic_a", -0.75, "cubic coefficient"), p_int("exclude_outside", 0, "cubic: 1 drops outside taps"),
+                    p_float("scale_h", 0, "H scale of the coordinates (0: out / in)"),
+                    p_float("scale_w", 0, "W scale of the coordinates (0: out / in)")},
                    1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
-                     return resize(in[0], a.i("out_height"), a.i("out_width"), a.s("mode"), a.i("align_corners") == 1);
+                     ResizeParams p;
+                     p.out_h = a.i("out_height");
+                     p.out_w = a.i("out_width");
+                     p.mode = a.s("mode");
+                     p.align_corners = a.i("align_corners") == 1;
+                     p.coord = a.s("coord");
+                     p.nearest_mode = a.s("nearest_mode");
+                     p.cubic_a = a.f("cubic_a");
+                     p.exclude_outside = a.i("exclude_outside") != 0;
+                     p.scale_h = a.f("scale_h");
+                     p.scale_w = a.f("scale_w");
+                     return resize(in[0], p);
                    }));
   return r;
 }
@@ -237,6 +305,17 @@ te::Tensor apply_node(const std::string& op, const Attrs& attrs, const std::vect
 }
 
 InputRange node_input_range(const std::string& op, const Attrs& attrs, int index, const std::vector<te::Tensor>& inputs) {
+  if (op == "gather_elements" && index == 1) {
+    int axis = static_cast<int>(attrs.i("axis"));
+    if (axis < 0) axis += inputs[0].ndim();
+    return {0, static_cast<double>(inputs[0].shape()[axis])};
+  }
+  if (op == "gather_nd" && index == 1) {
+    int64_t lo = INT64_MAX;
+    const int64_t b = attrs.i("batch_dims"), k = inputs[1].shape().back();
+    for (int64_t j = 0; j < k && b + j < inputs[0].ndim(); ++j) lo = std::min(lo, inputs[0].shape()[b + j]);
+    return {0, static_cast<double>(lo)};
+  }
   if ((op == "gather" || op == "embedding") && index == 1) {
     int axis = op == "gather" ? static_cast<int>(attrs.i("axis")) : 0;
     if (axis < 0) axis += inputs[0].ndim();

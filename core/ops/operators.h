@@ -36,6 +36,9 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
 struct PoolParams {
   std::vector<int64_t> kernel, stride, padding, dilation;
   bool count_include_pad = true;
+  // Output extents rounded up: a last, partial window where it starts inside the input
+  // or its leading padding (PyTorch's and ONNX's rule).
+  bool ceil_mode = false;
 };
 Tensor max_pool2d(const Tensor& x, const PoolParams& p);
 Tensor avg_pool2d(const Tensor& x, const PoolParams& p);
@@ -49,6 +52,21 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const std::string& 
 Tensor unary(const std::string& op, const Tensor& x, double alpha = 0, double beta = 0);
 Expr unary_expr(const std::string& op, const Expr& x, double alpha = 0, double beta = 0);
 
+// ---- comparisons, logic, where, mod, cast (logic.cc) ----
+enum class CompareOp { Equal, Less, LessEqual, Greater, GreaterEqual };
+Tensor compare(CompareOp op, const Tensor& a, const Tensor& b);  // -> bool, broadcasting
+// "logical_and", "logical_or", "logical_xor" of bool tensors, broadcasting.
+Tensor logical(const std::string& op, const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& x);
+Tensor is_nan(const Tensor& x);
+Tensor is_inf(const Tensor& x, bool positive, bool negative);
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+// fmod: the dividend's sign (C); otherwise the divisor's (Python; integers only). An
+// integer divisor of 0 gives 0.
+Tensor mod(const Tensor& a, const Tensor& b, bool fmod);
+// Integers from floats truncate toward zero and saturate (NaN gives 0); bool is x != 0.
+Tensor cast_to(const Tensor& x, DType to);
+
 // ---- normalization (normalization.cc) ----
 Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
                   const Tensor& var, double epsilon);
@@ -60,6 +78,9 @@ Tensor rms_norm(const Tensor& x, const Tensor& gamma, int64_t axis, double epsil
 // kind: "sum", "mean", "max", "min"; empty axes reduce every axis.
 Tensor reduce(const std::string& kind, const Tensor& x, const std::vector<int64_t>& axes, bool keepdims);
 
+// Running sum along an axis, ONNX CumSum's exclusive and reverse flags.
+Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse);
+
 // ---- data movement (transform.cc) ----
 Tensor reshape(const Tensor& x, std::vector<int64_t> new_shape, const std::string& op = "reshape");
 Tensor transpose(const Tensor& x, std::vector<int64_t> perm);
@@ -70,10 +91,29 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, const std::string& mode);
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis, const std::string& op = "gather");
+// out[i] = x[i with i[axis] replaced by indices[i]] (ONNX GatherElements); indices of
+// x's rank, negative ones counting from the end, out-of-range ones clamped.
+Tensor gather_elements(const Tensor& x, const Tensor& indices, int64_t axis);
+// ONNX GatherND: x's slices at the index tuples of the indices' last axis, after
+// batch_dims leading axes shared by both; out-of-range indices clamped.
+Tensor gather_nd(const Tensor& x, const Tensor& indices, int64_t batch_dims);
 Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes);
 Tensor unsqueeze(const Tensor& x, const std::vector<int64_t>& axes);
 // x[N, C, H, W] -> [N, C, out_h, out_w]; mode "nearest" or "bilinear".
 Tensor resize(const Tensor& x, int64_t out_h, int64_t out_w, const std::string& mode, bool align_corners);
+// ONNX Resize of NCHW's H and W. mode: nearest, linear (bilinear) or cubic. coord:
+// half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric, or
+// empty for PyTorch's own conventions (legacy nearest; bilinear by align_corners).
+// nearest_mode: floor, ceil, round_prefer_floor, round_prefer_ceil. scale_h/scale_w:
+// the scales the coordinates use (0: out / in).
+struct ResizeParams {
+  int64_t out_h = 1, out_w = 1;
+  std::string mode = "nearest", coord, nearest_mode = "floor";
+  bool align_corners = false;
+  double cubic_a = -0.75, scale_h = 0, scale_w = 0;
+  bool exclude_outside = false;
+};
+Tensor resize(const Tensor& x, const ResizeParams& p);
 
 }  // namespace basin::ops

@@ -20,7 +20,9 @@ std::vector<int64_t> pooled_shape(const Check& c, const Tensor& x, const PoolPar
            "must be between 0 and half the kernel, got " + ints_str(p.padding));
     int64_t span = x.shape()[2 + d] + 2 * p.padding[d] - eff;
     c.that(span >= 0, "kernel", "kernel " + ints_str(p.kernel) + " is larger than the padded input " + ints_str(x.shape()));
-    out.push_back(span / p.stride[d] + 1);
+    int64_t n = (p.ceil_mode ? (span + p.stride[d] - 1) / p.stride[d] : span / p.stride[d]) + 1;
+    if (p.ceil_mode && (n - 1) * p.stride[d] >= x.shape()[2 + d] + p.padding[d]) --n;
+    out.push_back(n);
   }
   return out;
 }
@@ -59,8 +61,12 @@ Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
                           te::OpPattern::Reduction, "avg_pool2d");
   return te::compute("avg_pool2d", out, [&](const std::vector<Var>& i) {
     Expr count;
-    if (p.count_include_pad) {
+    if (p.count_include_pad && !p.ceil_mode) {
       count = Expr(p.kernel[0] * p.kernel[1]);
+    } else if (p.count_include_pad) {
+      // A ceil-mode window past the padded input counts only up to its end.
+      Expr y0 = i[2] * p.stride[0] - p.padding[0], z0 = i[3] * p.stride[1] - p.padding[1];
+      count = (min(y0 + p.kernel[0], Expr(h + p.padding[0])) - y0) * (min(z0 + p.kernel[1], Expr(w + p.padding[1])) - z0);
     } else {
       Expr y0 = i[2] * p.stride[0] - p.padding[0], z0 = i[3] * p.stride[1] - p.padding[1];
       Expr hc = min(y0 + p.kernel[0], Expr(h)) - max(y0, Expr(0));
@@ -95,6 +101,7 @@ OpDef pool_def(const std::string& name, bool is_max) {
                                    p_ints("stride", {2}, "stride"), p_ints("padding", {1}, "zero/neg-inf padding")};
   if (is_max) params.push_back(p_ints("dilation", {1}, "window dilation"));
   else params.push_back(p_int("count_include_pad", 1, "1: divide by the window size; 0: by the valid elements"));
+  params.push_back(p_int("ceil_mode", 0, "1: output extents rounded up (a last, partial window)"));
   return {name, "nn", is_max ? "2-D max pooling (NCHW)" : "2-D average pooling (NCHW)", params,
           [name, is_max](const Attrs& a) {
             Check c(name);
@@ -102,6 +109,9 @@ OpDef pool_def(const std::string& name, bool is_max) {
                                              c.at_least(a, "height", 1), c.at_least(a, "width", 1)});
             PoolParams p{c.per_dim(a, "kernel", 2, 1), c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
                          is_max ? c.per_dim(a, "dilation", 2, 1) : std::vector<int64_t>{1, 1}, true};
+            int64_t ceil_mode = a.i("ceil_mode");
+            c.that(ceil_mode == 0 || ceil_mode == 1, "ceil_mode", "must be 0 or 1, got " + std::to_string(ceil_mode));
+            p.ceil_mode = ceil_mode == 1;
             if (!is_max) {
               int64_t cip = a.i("count_include_pad");
               c.that(cip == 0 || cip == 1, "count_include_pad", "must be 0 or 1, got " + std::to_string(cip));

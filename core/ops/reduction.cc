@@ -41,7 +41,40 @@ Tensor reduce(const std::string& kind, const Tensor& x, const std::vector<int64_
                      te::OpPattern::Elementwise, "mean");
 }
 
+Tensor cumsum(const Tensor& x, int64_t axis_attr, bool exclusive, bool reverse) {
+  Check c("cumsum");
+  c.that(!x.dtype().is_bool(), "x", "expects numbers, got bool");
+  int axis = c.axis(axis_attr, x.ndim(), "axis");
+  const int64_t n = x.shape()[axis];
+  // A sum over the whole axis of the elements up to (or from) each position: n^2 work,
+  // which the sequence lengths of position ids keep small.
+  return te::reduce("cumsum", x.shape(), {n}, te::ReduceKind::Sum,
+                    [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+                      std::vector<Expr> idx = as_exprs(i);
+                      idx[axis] = r[0];
+                      Expr k = r[0], at = i[axis];
+                      Expr in = reverse ? (exclusive ? gt(k, at) : ge(k, at)) : (exclusive ? lt(k, at) : le(k, at));
+                      return select(in, x.read(idx), make_const(x.dtype(), 0));
+                    },
+                    te::OpPattern::Reduction, "cumsum");
+}
+
 void register_reduction_ops(std::vector<OpDef>& r) {
+  r.push_back({"cumsum", "reduction", "running sum along an axis (exclusive: without the element; reverse: from the end)",
+               {p_ints("shape", {3, 5, 7}, "shape of x"), p_int("axis", 1, "axis"), p_int("exclusive", 0, "0 or 1"),
+                p_int("reverse", 0, "0 or 1")},
+               [](const Attrs& a) {
+                 Check c("cumsum");
+                 Tensor x = te::placeholder("x", c.shape(a, "shape"));
+                 for (const char* f : {"exclusive", "reverse"})
+                   c.that(a.i(f) == 0 || a.i(f) == 1, f, "must be 0 or 1, got " + std::to_string(a.i(f)));
+                 OpGraph g;
+                 g.inputs = {x};
+                 g.outputs = {cumsum(x, a.i("axis"), a.i("exclusive") == 1, a.i("reverse") == 1)};
+                 g.ranges = {{-2, 2}};
+                 g.flops = static_cast<double>(x.numel() * x.shape()[c.axis(a.i("axis"), x.ndim(), "axis")]);
+                 return g;
+               }});
   for (const char* name : {"sum", "mean", "max", "min"}) {
     r.push_back({name, "reduction", std::string(name) + " over the given axes (all axes when none are given)",
                  {p_ints("shape", {3, 5, 7}, "shape of x"), p_ints("axes", {1}, "axes reduced (empty: all)"),

@@ -65,6 +65,7 @@ const std::vector<OpDef>& all_ops() {
     register_conv_ops(r);
     register_pool_ops(r);
     register_elementwise_ops(r);
+    register_logic_ops(r);
     register_normalization_ops(r);
     register_reduction_ops(r);
     register_transform_ops(r);

@@ -1,6 +1,7 @@
 // Data movement: reshape, transpose, flatten, concat, split, slice, pad, gather,
 // embedding, broadcast_to, squeeze, unsqueeze, resize (nearest, bilinear).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "core/ops/op_util.h"
@@ -153,13 +154,22 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
   for (size_t k = 0; k < axes.size(); ++k) {
     int a = c.axis(axes[k], r, "axes");
     int64_t n = x.shape()[a];
-    c.that(steps[k] > 0, "steps", "steps must be positive, got " + ints_str(steps));
+    c.that(steps[k] != 0, "steps", "steps must be nonzero, got " + ints_str(steps));
+    // ONNX's rule: negative starts and ends count from the end; a positive step clamps
+    // both to [0, n], a negative one the start to [0, n - 1] and the end to [-1, n - 1].
     int64_t s = starts[k] < 0 ? starts[k] + n : starts[k], e = ends[k] < 0 ? ends[k] + n : ends[k];
-    s = std::clamp<int64_t>(s, 0, n);
-    e = std::clamp<int64_t>(e, 0, n);
+    const int64_t st = steps[k];
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
+      shape[a] = e > s ? 1 + (e - s - 1) / st : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      shape[a] = s > e ? 1 + (s - e - 1) / -st : 0;
+    }
     begin[a] = s;
-    step[a] = steps[k];
-    shape[a] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
+    step[a] = st;
   }
   return injective("slice", shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> idx;
@@ -211,9 +221,59 @@ Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis_attr, const s
     std::vector<Expr> ii(i.begin() + axis, i.begin() + axis + ni);
     Expr k = cast(DType::index(), indices.read(ii));
     k = select(lt(k, Expr(0)), k + n, k);  // negative indices count from the end
+    k = min(max(k, Expr(0)), Expr(n - 1));  // out-of-range indices clamp (never a read outside x)
     std::vector<Expr> src(i.begin(), i.begin() + axis);
     src.push_back(k);
     src.insert(src.end(), i.begin() + axis + ni, i.end());
+    return x.read(src);
+  });
+}
+
+Tensor gather_elements(const Tensor& x, const Tensor& indices, int64_t axis_attr) {
+  Check c("gather_elements");
+  c.that(indices.dtype().is_int(), "indices", "must be an integer tensor, got " + indices.dtype().str());
+  c.that(indices.ndim() == x.ndim(), "indices", "rank " + std::to_string(indices.ndim()) + " differs from x's " +
+                                                     std::to_string(x.ndim()));
+  int axis = c.axis(axis_attr, x.ndim(), "axis");
+  for (int d = 0; d < x.ndim(); ++d)
+    c.that(d == axis || indices.shape()[d] <= x.shape()[d], "indices",
+           "shape " + ints_str(indices.shape()) + " exceeds x's " + ints_str(x.shape()) + " off the axis");
+  const int64_t n = x.shape()[axis];
+  return injective("gather_elements", indices.shape(), [&](const std::vector<Var>& i) {
+    Expr k = cast(DType::index(), indices.read(as_exprs(i)));
+    k = select(lt(k, Expr(0)), k + n, k);
+    k = min(max(k, Expr(0)), Expr(n - 1));
+    std::vector<Expr> src = as_exprs(i);
+    src[axis] = k;
+    return x.read(src);
+  });
+}
+
+Tensor gather_nd(const Tensor& x, const Tensor& indices, int64_t batch_dims) {
+  Check c("gather_nd");
+  c.that(indices.dtype().is_int(), "indices", "must be an integer tensor, got " + indices.dtype().str());
+  const int r = x.ndim(), q = indices.ndim();
+  c.that(batch_dims >= 0 && batch_dims < std::min(r, q), "batch_dims",
+         "must be in [0, " + std::to_string(std::min(r, q)) + "), got " + std::to_string(batch_dims));
+  const int b = static_cast<int>(batch_dims);
+  const int64_t k = indices.shape().back();
+  c.that(k >= 1 && k <= r - b, "indices", "the last extent " + std::to_string(k) + " must be in [1, " + std::to_string(r - b) + "]");
+  for (int d = 0; d < b; ++d)
+    c.that(x.shape()[d] == indices.shape()[d], "indices", "batch extents differ: " + ints_str(x.shape()) + " and " + ints_str(indices.shape()));
+  std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end() - 1);
+  shape.insert(shape.end(), x.shape().begin() + b + k, x.shape().end());
+  return injective("gather_nd", shape, [&](const std::vector<Var>& i) {
+    std::vector<Expr> src(i.begin(), i.begin() + b);
+    std::vector<Expr> at(i.begin(), i.begin() + (q - 1));
+    for (int64_t j = 0; j < k; ++j) {
+      std::vector<Expr> ii = at;
+      ii.push_back(Expr(j));
+      const int64_t n = x.shape()[b + j];
+      Expr v = cast(DType::index(), indices.read(ii));
+      v = select(lt(v, Expr(0)), v + n, v);
+      src.push_back(min(max(v, Expr(0)), Expr(n - 1)));  // out-of-range indices clamp
+    }
+    src.insert(src.end(), i.begin() + (q - 1), i.end());
     return x.read(src);
   });
 }
@@ -260,43 +320,129 @@ Tensor unsqueeze(const Tensor& x, const std::vector<int64_t>& axes_attr) {
 }
 
 Tensor resize(const Tensor& x, int64_t oh, int64_t ow, const std::string& mode, bool align_corners) {
+  ResizeParams p;
+  p.out_h = oh;
+  p.out_w = ow;
+  p.mode = mode;
+  p.align_corners = align_corners;
+  return resize(x, p);
+}
+
+Tensor resize(const Tensor& x, const ResizeParams& p) {
   Check c("resize");
   c.that(x.ndim() == 4, "x", "expected [N, C, H, W], got " + ints_str(x.shape()));
-  c.that(oh >= 1 && ow >= 1, "out_height", "output extents must be positive");
-  c.that(mode == "nearest" || mode == "bilinear", "mode", "'" + mode + "' is not one of nearest, bilinear");
-  c.that(!(align_corners && mode == "nearest"), "align_corners", "applies only to bilinear resizing");
-  int64_t ih = x.shape()[2], iw = x.shape()[3];
-  DType f = DType::f32();
+  c.that(p.out_h >= 1 && p.out_w >= 1, "out_height", "output extents must be positive");
+  const std::string mode = p.mode == "bilinear" ? "linear" : p.mode;
+  c.that(mode == "nearest" || mode == "linear" || mode == "cubic", "mode",
+         "'" + p.mode + "' is not one of nearest, bilinear (linear), cubic");
+  const std::string& coord = p.coord;
+  c.that(coord.empty() || coord == "half_pixel" || coord == "pytorch_half_pixel" || coord == "align_corners" ||
+             coord == "asymmetric" || coord == "half_pixel_symmetric",
+         "coord", "'" + coord + "' is not one of half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric");
+  c.that(!(p.align_corners && mode == "nearest"), "align_corners", "applies only to bilinear resizing");
+  c.that(!(p.align_corners && !coord.empty()), "align_corners", "give coord=align_corners instead");
+  const std::string& nm = p.nearest_mode;
+  c.that(nm == "floor" || nm == "ceil" || nm == "round_prefer_floor" || nm == "round_prefer_ceil", "nearest_mode",
+         "'" + nm + "' is not one of floor, ceil, round_prefer_floor, round_prefer_ceil");
+  c.that(p.scale_h >= 0 && p.scale_w >= 0 && std::isfinite(p.scale_h) && std::isfinite(p.scale_w), "scale_h",
+         "scales must be finite and not negative");
+  c.that(std::isfinite(p.cubic_a), "cubic_a", "must be finite");
+  const int64_t ih = x.shape()[2], iw = x.shape()[3], oh = p.out_h, ow = p.out_w;
+  const DType f = DType::f32();
+  auto F = [&](double v) { return make_const(f, v); };
+  // The source coordinate of output index o along an axis, in float32 as ONNX Runtime
+  // computes it.
+  auto source = [&](const Var& o, int64_t in, int64_t out, double given) -> Expr {
+    const float scale = given > 0 ? static_cast<float>(given) : static_cast<float>(out) / static_cast<float>(in);
+    Expr xo = cast(f, o);
+    if (coord.empty()) {  // PyTorch: multiplies by in / out
+      if (mode == "nearest") return xo * F(static_cast<float>(in) / static_cast<float>(out));
+      if (p.align_corners) return xo * F(out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f);
+      const float r = static_cast<float>(in) / static_cast<float>(out);
+      Expr s = F(r) * (xo + F(0.5)) - F(0.5);
+      return mode == "cubic" ? s : select(lt(s, F(0)), F(0), s);
+    }
+    if (coord == "half_pixel") return (xo + F(0.5)) / F(scale) - F(0.5);
+    if (coord == "pytorch_half_pixel") return out > 1 ? (xo + F(0.5)) / F(scale) - F(0.5) : F(0);
+    if (coord == "align_corners")
+      return out == 1 ? F(0) : xo * F(static_cast<float>(in - 1) / static_cast<float>(out - 1));
+    if (coord == "asymmetric") return xo / F(scale);
+    const float adj = static_cast<float>(out) / (scale * static_cast<float>(in));
+    const float offset = static_cast<float>(in) / 2.0f * (1.0f - adj);
+    return F(offset) + (xo + F(0.5)) / F(scale) - F(0.5);
+  };
+  auto clamp_index = [](Expr k, int64_t in) { return min(max(k, Expr(0)), Expr(in - 1)); };
+  const std::vector<int64_t> out_shape = {x.shape()[0], x.shape()[1], oh, ow};
   if (mode == "nearest") {
-    // PyTorch's legacy nearest: src = min(floor(dst * (in / out)), in - 1) in float32.
-    auto src = [&](const Var& o, int64_t in, int64_t out) {
-      float scale = static_cast<float>(in) / static_cast<float>(out);
-      Expr s = cast(DType::index(), call(MathFn::floor, {cast(f, o) * make_const(f, scale)}));
-      return min(s, Expr(in - 1));
+    auto pick = [&](const Var& o, int64_t in, int64_t out, double given) {
+      Expr s = source(o, in, out, given), r;
+      if (nm == "floor") r = call(MathFn::floor, {s});
+      else if (nm == "ceil") r = call(MathFn::ceil, {s});
+      else if (nm == "round_prefer_floor") r = call(MathFn::ceil, {s - F(0.5)});
+      else r = call(MathFn::floor, {s + F(0.5)});
+      // Clamped in float first: a float past the index range has no defined conversion.
+      r = min(max(r, F(0)), F(static_cast<double>(in - 1)));
+      return clamp_index(cast(DType::index(), r), in);
     };
-    return injective("resize", {x.shape()[0], x.shape()[1], oh, ow}, [&](const std::vector<Var>& i) {
-      return x(i[0], i[1], src(i[2], ih, oh), src(i[3], iw, ow));
+    return injective("resize", out_shape, [&](const std::vector<Var>& i) {
+      return x(i[0], i[1], pick(i[2], ih, oh, p.scale_h), pick(i[3], iw, ow, p.scale_w));
     });
   }
-  struct Axis {
-    Expr lo, step, l0, l1;
+  if (mode == "linear") {
+    struct Axis {
+      Expr lo, hi, w0, w1;
+    };
+    auto axis = [&](const Var& o, int64_t in, int64_t out, double given) {
+      Expr s = source(o, in, out, given);
+      s = min(max(s, F(0)), F(static_cast<double>(in - 1)));
+      Expr lo = cast(DType::index(), s);  // s >= 0: truncation is the floor
+      Expr hi = min(lo + 1, Expr(in - 1));
+      Expr w1 = s - cast(f, lo);
+      return Axis{lo, hi, F(1) - w1, w1};
+    };
+    return injective("resize", out_shape, [&](const std::vector<Var>& i) {
+      Axis h = axis(i[2], ih, oh, p.scale_h), w = axis(i[3], iw, ow, p.scale_w);
+      auto at = [&](const Expr& y, const Expr& z) { return x(i[0], i[1], y, z); };
+      return h.w0 * (w.w0 * at(h.lo, w.lo) + w.w1 * at(h.lo, w.hi)) + h.w1 * (w.w0 * at(h.hi, w.lo) + w.w1 * at(h.hi, w.hi));
+    });
+  }
+  // Cubic convolution with coefficient a over four taps, edge taps clamped; with
+  // exclude_outside, taps outside the input weigh 0 and the rest are renormalized.
+  const double A = p.cubic_a;
+  struct Taps {
+    Expr idx[4], w[4];
   };
-  auto axis = [&](const Var& o, int64_t in, int64_t out) {
-    float scale = align_corners ? (out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f)
-                                : static_cast<float>(in) / static_cast<float>(out);
-    Expr s = align_corners ? cast(f, o) * make_const(f, scale)
-                           : make_const(f, scale) * (cast(f, o) + make_const(f, 0.5)) - make_const(f, 0.5);
-    if (!align_corners) s = select(lt(s, make_const(f, 0)), make_const(f, 0), s);
-    Expr lo = cast(DType::index(), s);
-    Expr step = select(lt(lo, Expr(in - 1)), Expr(1), Expr(0));
-    Expr l1 = s - cast(f, lo);
-    return Axis{lo, step, make_const(f, 1) - l1, l1};
+  auto taps = [&](const Var& o, int64_t in, int64_t out, double given) {
+    Expr s = source(o, in, out, given);
+    Expr fl = call(MathFn::floor, {s});
+    Expr t = s - fl;
+    Expr base = cast(DType::index(), max(min(fl, F(static_cast<double>(in + 2))), F(-3.0)));
+    auto far = [&](Expr d) { return ((F(A) * d - F(5 * A)) * d + F(8 * A)) * d - F(4 * A); };  // 1 < |d| < 2
+    auto near = [&](Expr d) { return ((F(A + 2) * d - F(A + 3)) * d) * d + F(1); };          // |d| <= 1
+    Taps r;
+    Expr w[4] = {far(t + F(1)), near(t), near(F(1) - t), far(F(2) - t)};
+    Expr sum;
+    for (int k = 0; k < 4; ++k) {
+      Expr at = base + (k - 1);
+      if (p.exclude_outside) w[k] = select(logical_and(ge(at, Expr(0)), lt(at, Expr(in))), w[k], F(0));
+      r.idx[k] = clamp_index(at, in);
+      sum = k == 0 ? w[k] : sum + w[k];
+    }
+    for (int k = 0; k < 4; ++k) r.w[k] = p.exclude_outside ? w[k] / sum : w[k];
+    return r;
   };
-  return injective("resize", {x.shape()[0], x.shape()[1], oh, ow}, [&](const std::vector<Var>& i) {
-    Axis h = axis(i[2], ih, oh), w = axis(i[3], iw, ow);
-    auto at = [&](const Expr& y, const Expr& z) { return x(i[0], i[1], y, z); };
-    return h.l0 * (w.l0 * at(h.lo, w.lo) + w.l1 * at(h.lo, w.lo + w.step)) +
-           h.l1 * (w.l0 * at(h.lo + h.step, w.lo) + w.l1 * at(h.lo + h.step, w.lo + w.step));
+  return injective("resize", out_shape, [&](const std::vector<Var>& i) {
+    Taps h = taps(i[2], ih, oh, p.scale_h), w = taps(i[3], iw, ow, p.scale_w);
+    Expr acc;
+    for (int a = 0; a < 4; ++a) {
+      Expr row;
+      for (int b = 0; b < 4; ++b) {
+        Expr v = w.w[b] * x(i[0], i[1], h.idx[a], w.idx[b]);
+        row = b == 0 ? v : row + v;
+      }
+      acc = a == 0 ? h.w[a] * row : acc + h.w[a] * row;
+    }
+    return acc;
   });
 }
 
@@ -354,7 +500,7 @@ void register_transform_ops(std::vector<OpDef>& r) {
                  g.ranges = {{}};
                  return g;
                }});
-  r.push_back({"slice", "data", "x[starts:ends:steps] on the given axes (ONNX semantics, positive steps)",
+  r.push_back({"slice", "data", "x[starts:ends:steps] on the given axes (ONNX semantics, nonzero steps)",
                {p_ints("shape", {7, 9, 4}, "shape of x"), p_ints("starts", {1, -7}, "first index per axis (negative: from the end)"),
                 p_ints("ends", {6, 100}, "end index per axis (clamped)"), p_ints("axes", {}, "sliced axes (default 0..)"),
                 p_ints("steps", {2, 3}, "step per axis (default 1)")},
@@ -362,6 +508,37 @@ void register_transform_ops(std::vector<OpDef>& r) {
                  return one_input(a, "slice", [&](const Tensor& x, const Check&) {
                    return slice(x, a.ints("starts"), a.ints("ends"), a.ints("axes"), a.ints("steps"));
                  });
+               }});
+  r.push_back({"gather_elements", "data", "x's elements at indices along axis (ONNX GatherElements, torch.gather)",
+               {p_ints("shape", {4, 5, 6}, "shape of x"), p_ints("indices_shape", {4, 3, 6}, "shape of the indices"),
+                p_int("axis", 1, "axis")},
+               [](const Attrs& a) {
+                 Check c("gather_elements");
+                 Tensor x = te::placeholder("x", c.shape(a, "shape"));
+                 Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
+                 int axis = c.axis(a.i("axis"), x.ndim(), "axis");
+                 OpGraph g;
+                 g.inputs = {x, idx};
+                 g.outputs = {gather_elements(x, idx, axis)};
+                 g.ranges = {{}, {0, static_cast<double>(x.shape()[axis])}};
+                 return g;
+               }});
+  r.push_back({"gather_nd", "data", "x's slices at index tuples (ONNX GatherND), after batch_dims shared leading axes",
+               {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("indices_shape", {3, 2, 1}, "shape of the index tuples"),
+                p_int("batch_dims", 1, "leading axes shared by x and the indices")},
+               [](const Attrs& a) {
+                 Check c("gather_nd");
+                 Tensor x = te::placeholder("x", c.shape(a, "shape"));
+                 Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
+                 OpGraph g;
+                 g.inputs = {x, idx};
+                 g.outputs = {gather_nd(x, idx, a.i("batch_dims"))};
+                 // Every index tuple's components are below the smallest extent they index.
+                 int64_t lo = INT64_MAX;
+                 const int64_t b = a.i("batch_dims"), k = idx.shape().back();
+                 for (int64_t j = 0; j < k; ++j) lo = std::min(lo, x.shape()[b + j]);
+                 g.ranges = {{}, {0, static_cast<double>(lo)}};
+                 return g;
                }});
   r.push_back({"pad", "data", "pads every axis (constant, edge or reflect)",
                {p_ints("shape", {3, 5, 6}, "shape of x"), p_ints("pads", {0, 1, 2, 1, 0, 3}, "begins of all axes, then ends"),
@@ -412,16 +589,28 @@ void register_transform_ops(std::vector<OpDef>& r) {
   r.push_back({"resize", "data", "resizes the H and W axes of NCHW input (nearest or bilinear, PyTorch conventions)",
                {p_int("batch", 1, "N"), p_int("channels", 3, "C"), p_int("height", 5, "H"), p_int("width", 7, "W"),
                 p_int("out_height", 9, "output H"), p_int("out_width", 10, "output W"),
-                p_str("mode", "bilinear", "nearest or bilinear"), p_int("align_corners", 0, "bilinear only: 1 aligns corner pixels")},
+                p_str("mode", "bilinear", "nearest, bilinear or cubic"), p_int("align_corners", 0, "bilinear and cubic: 1 aligns corner pixels"),
+                p_str("coord", "", "an ONNX coordinate transformation mode (empty: PyTorch's conventions)"),
+                p_str("nearest_mode", "floor", "nearest: floor, ceil, round_prefer_floor, round_prefer_ceil"),
+                p_float("cubic_a", -0.75, "cubic: the coefficient"), p_int("exclude_outside", 0, "cubic: 1 drops taps outside")},
                [](const Attrs& a) {
                  Check c("resize");
                  Tensor x = te::placeholder("x", {c.at_least(a, "batch", 1), c.at_least(a, "channels", 1),
                                                   c.at_least(a, "height", 1), c.at_least(a, "width", 1)});
                  int64_t ac = a.i("align_corners");
                  c.that(ac == 0 || ac == 1, "align_corners", "must be 0 or 1, got " + std::to_string(ac));
+                 ResizeParams p;
+                 p.out_h = c.at_least(a, "out_height", 1);
+                 p.out_w = c.at_least(a, "out_width", 1);
+                 p.mode = a.s("mode");
+                 p.align_corners = ac == 1;
+                 p.coord = a.s("coord");
+                 p.nearest_mode = a.s("nearest_mode");
+                 p.cubic_a = a.f("cubic_a");
+                 p.exclude_outside = a.i("exclude_outside") != 0;
                  OpGraph g;
                  g.inputs = {x};
-                 g.outputs = {resize(x, c.at_least(a, "out_height", 1), c.at_least(a, "out_width", 1), a.s("mode"), ac == 1)};
+                 g.outputs = {resize(x, p)};
                  g.ranges = {{}};
                  g.flops = 7.0 * g.outputs[0].numel();
                  return g;

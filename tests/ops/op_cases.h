@@ -45,6 +45,10 @@ inline std::vector<Case> good_cases() {
       {"conv2d_transpose", "dilation=2 stride=3 output_padding=2 padding=2"},
       {"max_pool2d", ""}, {"max_pool2d", "kernel=2 stride=2 padding=0 height=13 width=13"},
       {"max_pool2d", "kernel=3 stride=1 padding=1 dilation=2"},
+      {"max_pool2d", "kernel=3 stride=2 padding=0 height=14 width=13 ceil_mode=1"},
+      {"max_pool2d", "kernel=2 stride=2 padding=0 height=7 width=7 ceil_mode=1"},
+      {"avg_pool2d", "kernel=3 stride=2 padding=1 height=14 width=12 ceil_mode=1"},
+      {"avg_pool2d", "kernel=3 stride=2 padding=1 height=14 width=12 ceil_mode=1 count_include_pad=0"},
       {"avg_pool2d", ""}, {"avg_pool2d", "count_include_pad=0"}, {"avg_pool2d", "kernel=2 stride=2 padding=0"},
       {"avg_pool2d", "kernel=3,2 stride=1,2 padding=1,1 count_include_pad=0"},
       {"global_avg_pool2d", ""}, {"global_avg_pool2d", "height=1 width=13 channels=3"},
@@ -61,15 +65,27 @@ inline std::vector<Case> good_cases() {
       {"concat", ""}, {"concat", "axis=0 sizes=1,2"}, {"concat", "shape=3,2,9 axis=-1 sizes=4,4,1,7"},
       {"split", ""}, {"split", "shape=7,3 axis=0 sizes=3,4"}, {"split", "shape=2,2,9 axis=-1 sizes=1,1,7"},
       {"slice", ""}, {"slice", "starts=0 ends=-1 steps="}, {"slice", "axes=2,0 starts=1,2 ends=4,7 steps=1,2"},
+      {"slice", "axes=2,0 starts=-1,5 ends=-9223372036854775807,1 steps=-1,-2"},
+      {"slice", "axes=1 starts=2 ends=0 steps=-1"}, {"slice", "axes=-1 starts=1 ends=9223372036854775807 steps=1"},
       {"pad", ""}, {"pad", "mode=edge"}, {"pad", "mode=reflect pads=1,2,1,0,3,2"}, {"pad", "value=2.5 pads=0,0,1,0,0,0"},
       {"gather", ""}, {"gather", "axis=0 indices_shape=11"}, {"gather", "axis=-1 indices_shape=3,1,2"},
       {"embedding", ""}, {"embedding", "num_embeddings=7 dim=3 indices_shape=13"},
+      {"gather_elements", ""}, {"gather_elements", "shape=5,7 indices_shape=5,2 axis=-1"},
+      {"gather_elements", "shape=3,4 indices_shape=6,2 axis=0"},
+      {"gather_nd", ""}, {"gather_nd", "batch_dims=0 shape=4,5,6 indices_shape=7,2"},
+      {"gather_nd", "batch_dims=0 shape=4,5 indices_shape=2,3,2"}, {"gather_nd", "batch_dims=2 shape=2,3,4,5 indices_shape=2,3,1"},
+      {"cumsum", ""}, {"cumsum", "axis=0 exclusive=1"}, {"cumsum", "shape=2,9 axis=-1 reverse=1"},
+      {"cumsum", "shape=2,9 axis=1 reverse=1 exclusive=1"},
       {"broadcast_to", ""}, {"broadcast_to", "shape=1 new_shape=4,5"}, {"broadcast_to", "shape=2,1,3 new_shape=2,7,3"},
       {"squeeze", ""}, {"squeeze", "axes="}, {"squeeze", "axes=-1,1"},
       {"unsqueeze", ""}, {"unsqueeze", "axes=-1"}, {"unsqueeze", "axes=0 shape=5"},
       {"resize", ""}, {"resize", "align_corners=1"}, {"resize", "mode=nearest"},
       {"resize", "mode=nearest out_height=10 out_width=14"}, {"resize", "out_height=3 out_width=4"},
       {"resize", "mode=nearest out_height=2 out_width=3 height=7 width=11"},
+      {"resize", "mode=cubic"}, {"resize", "mode=cubic align_corners=1 out_height=4 out_width=13"},
+      {"resize", "mode=linear coord=pytorch_half_pixel out_height=3 out_width=14"},
+      {"resize", "mode=nearest coord=half_pixel nearest_mode=round_prefer_ceil out_height=10 out_width=21"},
+      {"resize", "mode=cubic coord=half_pixel out_height=11 out_width=3"},
       {"sum", ""}, {"mean", ""}, {"max", ""}, {"min", ""},
       {"conv2d_bias_relu", ""}, {"conv2d_bias_relu", "in_channels=3 out_channels=5 height=9 width=7 kernel=3 stride=2"},
       {"dense_bias_gelu", ""}, {"dense_bias_gelu", "M=5 K=7 N=3"},
@@ -86,13 +102,34 @@ inline std::vector<Case> good_cases() {
     c.push_back({op, "axes=0,2 keepdims=1"});
     c.push_back({op, "shape=4,9 axes=-1"});
   }
+  for (const char* op : {"equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+                         "logical_xor"}) {
+    c.push_back({op, ""});
+    c.push_back({op, "a_shape=5,7 b_shape=5,7"});
+    c.push_back({op, "a_shape=1 b_shape=4,1,3"});
+  }
+  for (const char* op : {"logical_not", "isnan", "isinf"}) {
+    c.push_back({op, ""});
+    c.push_back({op, "shape=97"});
+  }
+  c.push_back({"isinf", "detect_positive=0"});
+  c.push_back({"where", ""});
+  c.push_back({"where", "cond_shape=5,7 x_shape=5,7 y_shape=5,7"});
+  c.push_back({"where", "cond_shape=2,1,3 x_shape=1 y_shape=4,1"});
+  c.push_back({"mod", ""});
+  c.push_back({"mod", "fmod=1"});
+  c.push_back({"mod", "a_shape=5,7 b_shape=1 fmod=1"});
+  c.push_back({"cast", ""});
+  c.push_back({"cast", "to=bool shape=97"});
+  c.push_back({"cast", "to=int32 shape=2,1,3,5"});
+  c.push_back({"cast", "to=float64"});
   for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"}) {
     c.push_back({op, ""});
     c.push_back({op, "a_shape=5,7 b_shape=5,7"});
     c.push_back({op, "a_shape=1 b_shape=4,1,3"});
   }
   for (const char* op : {"relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish",
-                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs"}) {
+                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "sin", "cos"}) {
     c.push_back({op, ""});
     c.push_back({op, "shape=97"});
     c.push_back({op, "shape=2,1,3,5"});
@@ -115,7 +152,7 @@ inline std::vector<BadCase> bad_cases() {
       {"conv2d", "out_channels=10 groups=4 in_channels=8", "groups"},
       {"conv3d", "kernel=12", "kernel"}, {"depthwise_conv2d", "multiplier=0", "multiplier"},
       {"conv2d_transpose", "output_padding=2 stride=2", "output_padding"}, {"conv2d_transpose", "groups=3", "groups"},
-      {"max_pool2d", "padding=2", "padding"}, {"max_pool2d", "kernel=0", "kernel"},
+      {"max_pool2d", "padding=2", "padding"}, {"max_pool2d", "kernel=0", "kernel"}, {"max_pool2d", "ceil_mode=2", "ceil_mode"},
       {"avg_pool2d", "count_include_pad=2", "count_include_pad"}, {"avg_pool2d", "stride=0", "stride"},
       {"global_avg_pool2d", "height=0", "height"}, {"global_max_pool2d", "channels=-1", "channels"},
       {"clip", "min=2 max=1", "min"}, {"leaky_relu", "alpha=nan", "alpha"},
@@ -125,24 +162,34 @@ inline std::vector<BadCase> bad_cases() {
       {"reshape", "new_shape=7,-1", "new_shape"}, {"reshape", "new_shape=-1,-1", "new_shape"},
       {"transpose", "perm=0,0,1", "perm"}, {"flatten", "start_dim=2 end_dim=1", "end_dim"},
       {"concat", "sizes=3,0", "sizes"}, {"concat", "axis=4", "axis"}, {"split", "sizes=2,2", "sizes"},
-      {"slice", "steps=-1,1", "steps"}, {"slice", "starts=1 ends=2,3 steps=", "ends"},
+      {"slice", "steps=0,1", "steps"}, {"slice", "starts=1 ends=2,3 steps=", "ends"},
       {"pad", "mode=wrap", "mode"}, {"pad", "pads=1,2", "pads"}, {"pad", "mode=reflect pads=3,0,0,0,0,0", "pads"},
-      {"gather", "axis=3", "axis"}, {"embedding", "num_embeddings=0", "num_embeddings"},
+      {"gather", "axis=3", "axis"}, {"gather_elements", "indices_shape=4,3", "indices"},
+      {"gather_elements", "indices_shape=5,3,6", "indices"}, {"cumsum", "axis=3", "axis"}, {"gather_nd", "batch_dims=3", "batch_dims"},
+      {"gather_nd", "indices_shape=3,2,3", "indices"}, {"gather_nd", "batch_dims=1 indices_shape=2,1", "indices"}, {"cumsum", "reverse=2", "reverse"}, {"embedding", "num_embeddings=0", "num_embeddings"},
       {"broadcast_to", "new_shape=4", "new_shape"}, {"squeeze", "axes=0", "axes"}, {"unsqueeze", "axes=5", "axes"},
       {"conv2d_bias_relu", "stride=0", "stride"}, {"conv2d_bias_relu", "kernel=20", "kernel"},
       {"dense_bias_gelu", "M=0", "M"}, {"dense_bias_gelu", "K=x", "K"},
       {"subgraph", "graph=x0:f32[2,3]@-1:1;t0=add(x0,x9){}", "graph"},
       {"subgraph", "graph=x0:f32[2,3]@-1:1;x1:f32[4,5]@-1:1;t0=add(x0,x1){}", "graph"},
-      {"resize", "mode=cubic", "mode"}, {"resize", "mode=nearest align_corners=1", "align_corners"},
+      {"resize", "mode=area", "mode"}, {"resize", "coord=tf_crop_and_resize", "coord"},
+      {"resize", "mode=nearest nearest_mode=round", "nearest_mode"}, {"resize", "mode=nearest align_corners=1", "align_corners"},
   };
   for (const char* op : {"sum", "mean", "max", "min"}) {
     c.push_back({op, "axes=0,0", "axes"});
     c.push_back({op, "keepdims=2", "keepdims"});
   }
-  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"})
+  for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "equal", "less", "less_equal",
+                         "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "mod"})
     c.push_back({op, "a_shape=2,3 b_shape=4", "shape"});
+  c.push_back({"logical_not", "shape=3,0", "shape"});
+  c.push_back({"isnan", "shape=0", "shape"});
+  c.push_back({"isinf", "shape=-2", "shape"});
+  c.push_back({"where", "cond_shape=2,3 x_shape=4", "shape"});
+  c.push_back({"mod", "fmod=2", "fmod"});
+  c.push_back({"cast", "to=float16", "to"});
   for (const char* op : {"relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish",
-                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs"})
+                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "sin", "cos"})
     c.push_back({op, "shape=3,0", "shape"});
   return c;
 }
