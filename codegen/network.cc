@@ -1,6 +1,7 @@
 #include "codegen/network.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -48,6 +49,7 @@ struct CompiledNetwork::Impl {
     std::unique_ptr<LlvmKernel> k;  // llvm
     std::string cuda_name;          // cuda: its name in the cubin, and its launch
     GpuLaunch launch;
+    double flops = 0;  // of one launch
   };
   struct Step {
     int kernel = 0;
@@ -154,12 +156,12 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
       if (cuda) {
         f.name = "task" + std::to_string(t);
-        m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f)});
+        m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops});
         gpu_funcs.push_back(std::move(f));
       } else {
         LlvmOptions lo;
         lo.keep_object = true;
-        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}});
+        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops});
       }
     } catch (const Error& e) {
       throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
@@ -304,6 +306,43 @@ Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOpt
   return time_function([&] { run(inputs); }, opt);
 }
 
+NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int rounds) {
+  Impl& m = *impl_;
+  if (m.target != "llvm") throw Error("basin profile times CPU networks only; '" + m.name + "' is compiled for " + m.target);
+  if (rounds < 1) throw Error("profile: rounds must be at least 1, got " + std::to_string(rounds));
+  using clock = std::chrono::steady_clock;
+  auto us = [](clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  NetworkProfile p;
+  p.launches.resize(m.steps.size());
+  for (size_t i = 0; i < m.steps.size(); ++i) {
+    const Impl::Step& st = m.steps[i];
+    const Impl::Kernel& k = m.kernels[st.kernel];
+    KernelProfile& kp = p.launches[i];
+    kp.label = k.label;
+    kp.task_key = k.task_key;
+    kp.kernel = st.kernel;
+    kp.flops = k.flops;
+    for (int a : st.args) kp.bytes += m.slots[a].bytes();
+    kp.us = 1e300;
+  }
+  run(inputs);  // warm-up: the arena, the weights and the code in cache
+  p.run_us = 1e300;
+  for (int r = 0; r < rounds; ++r) {
+    // One whole run timed as a whole, then one timed launch by launch.
+    auto t0 = clock::now();
+    run(inputs);
+    p.run_us = std::min(p.run_us, us(clock::now() - t0));
+    for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
+    for (size_t i = 0; i < m.steps.size(); ++i) {
+      auto a = clock::now();
+      m.kernels[m.steps[i].kernel].k->run_raw(m.step_ptrs[i].data());
+      p.launches[i].us = std::min(p.launches[i].us, us(clock::now() - a));
+    }
+  }
+  for (const KernelProfile& kp : p.launches) p.kernels_us += kp.us;
+  return p;
+}
+
 const std::string& CompiledNetwork::name() const { return impl_->name; }
 const std::string& CompiledNetwork::target() const { return impl_->target; }
 const std::string& CompiledNetwork::cuda_arch() const { return impl_->arch; }
@@ -338,12 +377,13 @@ void CompiledNetwork::save(const std::string& path) const {
     h["cubin"] = {{"offset", blob}, {"size", m.cubin.size()}};
     blob += static_cast<int64_t>(m.cubin.size());
     for (const auto& k : m.kernels)
-      h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"name", k.cuda_name},
+      h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"name", k.cuda_name}, {"flops", k.flops},
                               {"grid", {k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]}},
                               {"block", {k.launch.block[0], k.launch.block[1], k.launch.block[2]}}});
   } else {
     for (const auto& k : m.kernels) {
-      h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"offset", blob}, {"size", code(k).size()}});
+      h["kernels"].push_back(
+          {{"label", k.label}, {"task_key", k.task_key}, {"flops", k.flops}, {"offset", blob}, {"size", code(k).size()}});
       blob += static_cast<int64_t>(code(k).size());
     }
   }
@@ -449,13 +489,13 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
           l.block[d] = block[d];
         }
         m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
-                             k.at("name").get<std::string>(), l});
+                             k.at("name").get<std::string>(), l, k.value("flops", 0.0)});
       }
     } else {
       for (const auto& k : h.at("kernels")) {
         auto [off, size] = bytes(k);
         m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(),
-                             load_llvm_object(data.substr(off, size)), "", {}});
+                             load_llvm_object(data.substr(off, size)), "", {}, k.value("flops", 0.0)});
       }
     }
     std::vector<std::pair<size_t, size_t>> wb;

@@ -34,6 +34,20 @@ struct TensorInfo {
   std::vector<int64_t> shape;
 };
 
+// One kernel launch of a network as `basin profile` reports it.
+struct KernelProfile {
+  std::string label, task_key;
+  int kernel = 0;     // index of the distinct kernel (launches of one task share it)
+  double us = 0;      // the fastest of the rounds
+  double flops = 0;   // floating-point operations of one launch
+  int64_t bytes = 0;  // its tensors' sizes: every input read and the output written once
+};
+struct NetworkProfile {
+  std::vector<KernelProfile> launches;  // in run order
+  double run_us = 0;                    // the fastest whole run (copies in and out included)
+  double kernels_us = 0;                // the launches' times summed
+};
+
 class CompiledNetwork {
  public:
   CompiledNetwork();
@@ -60,6 +74,9 @@ class CompiledNetwork {
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
   // Times run() on these inputs (the copies in and out included).
   Timing time(const std::vector<NDArray>& inputs, const TimingOptions& opt = TimingOptions::full());
+  // Each launch timed alone (steady clock around the call, fastest of `rounds`), and
+  // whole runs; the llvm target only.
+  NetworkProfile profile(const std::vector<NDArray>& inputs, int rounds);
 
   const std::string& name() const;
   const std::string& target() const;  // "llvm" or "cuda"

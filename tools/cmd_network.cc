@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "codegen/llvm_jit.h"
@@ -19,6 +21,9 @@
 #include "core/ir/npy.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
+#include "core/util/parse.h"
+#include "bench/machine.h"
+#include "codegen/cpu_runtime.h"
 #include "search/network.h"
 #include "tools/commands.h"
 
@@ -28,7 +33,7 @@ namespace {
 
 struct NetOptions {
   std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, shapes;
   std::string output;
   int trials = 0, batch = 16, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
@@ -46,9 +51,33 @@ struct Loaded {
   graph::Partition partition;
 };
 
+// --shape NAME=D0,D1,... (an input's shape) or NAME=N (a symbolic dimension).
+graph::ImportOptions import_options(const NetOptions& o) {
+  graph::ImportOptions io;
+  for (const std::string& a : o.shapes) {
+    size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
+      throw Error("--shape '" + a + "': expected NAME=DIMS (an input's shape, 1,128) or NAME=N (a symbolic dimension)");
+    std::vector<int64_t> dims;
+    for (const std::string& x : split_list(a.substr(eq + 1), ',')) {
+      int64_t v = 0;
+      try {
+        size_t used = 0;
+        v = std::stoll(x, &used);
+        if (used != x.size()) throw std::invalid_argument(x);
+      } catch (const std::exception&) {
+        throw Error("--shape '" + a + "': '" + x + "' is not an integer");
+      }
+      dims.push_back(v);
+    }
+    if (!io.shapes.emplace(a.substr(0, eq), dims).second) throw Error("--shape " + a.substr(0, eq) + " is given twice");
+  }
+  return io;
+}
+
 Loaded load(const NetOptions& o) {
   Loaded l;
-  l.graph = graph::optimize(graph::load_model(o.model));
+  l.graph = graph::optimize(graph::load_model(o.model, import_options(o)));
   l.partition = graph::partition(l.graph);
   log_line(o, o.model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
                   std::to_string(l.partition.groups.size()) + " fused groups, " +
@@ -191,11 +220,79 @@ int run_compile(const NetOptions& o) {
   return 0;
 }
 
+// `basin profile`: each launch of the compiled network timed alone, in run order, with
+// its share, GFLOP/s against the measured peak of the threads it runs on, bytes moved
+// and the tuning behind it; then the time outside the kernels.
+int run_profile(const NetOptions& o) {
+  nlohmann::json untuned = nlohmann::json::array();
+  codegen::CompiledNetwork net;
+  std::unique_ptr<search::RecordStore> store;
+  if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records);
+  const bool from_model = o.model.rfind("zoo:", 0) == 0 || !codegen::CompiledNetwork::is_compiled_file(o.model);
+  if (!from_model) {
+    if (!o.shapes.empty()) throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
+    net = codegen::CompiledNetwork::load(o.model);
+  } else {
+    Loaded l = load(o);
+    net = compile(o, l, untuned);
+  }
+  if (o.repeat < 0) throw Error("--repeat must be 1 or more");
+  std::vector<NDArray> in = read_inputs(o, net.inputs());
+  codegen::NetworkProfile p = net.profile(in, o.repeat > 0 ? o.repeat : 20);
+  const int threads = codegen::runtime_threads();
+  const double peak = bench::measured_peak_gflops() * threads / std::max(1, bench::cores());
+  std::set<std::string> untuned_labels;
+  for (const auto& u : untuned) untuned_labels.insert(u.get<std::string>());
+  nlohmann::json launches = nlohmann::json::array();
+  std::map<std::string, int64_t> trials_of;
+  for (const codegen::KernelProfile& k : p.launches) {
+    nlohmann::json e = {{"task", k.label}, {"us", k.us}, {"share", p.run_us > 0 ? k.us / p.run_us : 0.0},
+                        {"gflops", k.us > 0 ? k.flops / k.us / 1e3 : 0.0}, {"bytes", k.bytes}, {"kernel", k.kernel}};
+    e["peak_share"] = peak > 0 ? e["gflops"].get<double>() / peak : 0.0;
+    if (store) {
+      auto it = trials_of.find(k.task_key);
+      if (it == trials_of.end())
+        it = trials_of.emplace(k.task_key, static_cast<int64_t>(store->task_records(k.task_key, net.target()).size())).first;
+      e["trials"] = it->second;
+      e["tuned"] = it->second > 0;
+    } else if (from_model) {
+      e["tuned"] = !untuned_labels.count(k.label);
+    } else {
+      e["tuned"] = nullptr;  // a compiled file without its records: unknown
+    }
+    launches.push_back(e);
+  }
+  const double outside = std::max(0.0, p.run_us - p.kernels_us);
+  nlohmann::json j = {{"model", o.model}, {"threads", threads}, {"peak_gflops", peak}, {"run_us", p.run_us},
+                      {"kernels_us", p.kernels_us}, {"outside_us", outside}, {"launches", launches},
+                      {"kernels", net.kernels()}, {"untuned_tasks", untuned}};
+  if (o.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s: %zu launches of %d kernels, %d threads, peak %.0f GFLOP/s (measured)\n", o.model.c_str(),
+              p.launches.size(), net.kernels(), threads, peak);
+  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned", "trials",
+              "task");
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const auto& e = launches[i];
+    std::string tuned = e["tuned"].is_null() ? "-" : (e["tuned"].get<bool>() ? "yes" : "no");
+    std::string trials = e.contains("trials") ? std::to_string(e["trials"].get<int64_t>()) : "-";
+    std::printf("%4zu %10.1f %5.1f%% %8.1f %5.1f%% %10.1f %6s %7s  %s\n", i, e["us"].get<double>(),
+                100 * e["share"].get<double>(), e["gflops"].get<double>(), 100 * e["peak_share"].get<double>(),
+                e["bytes"].get<int64_t>() / 1024.0, tuned.c_str(), trials.c_str(), e["task"].get<std::string>().c_str());
+  }
+  std::printf("kernels %.1f us, outside kernels %.1f us (%.1f%%), whole run %.1f us\n", p.kernels_us, outside,
+              p.run_us > 0 ? 100 * outside / p.run_us : 0.0, p.run_us);
+  return 0;
+}
+
 int run_run(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
   std::string compiled_for;  // a compiled file's CPU (llvm target)
   if (o.model.rfind("zoo:", 0) != 0 && codegen::CompiledNetwork::is_compiled_file(o.model)) {
+    if (!o.shapes.empty()) throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
     net = codegen::CompiledNetwork::load(o.model);
     if (net.target() == "llvm") {
       compiled_for = net.compiled_for_cpu();
@@ -297,6 +394,8 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
+  cmd->add_option("--shape", o->shapes,
+                  "NAME=D0,D1,... fixes input NAME's shape; NAME=N a symbolic dimension's value (ONNX models; repeatable)");
   return cmd;
 }
 
@@ -336,6 +435,14 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--output", o->output, "write the output to this .npy file (further outputs: NAME.1.npy ...)");
     cmd->add_option("--repeat", o->repeat, "also time N runs and report the fastest");
     cmd->callback([&run, o] { run = [o] { return run_run(*o); }; });
+  }
+  {
+    auto o = std::make_shared<NetOptions>();
+    auto* cmd = network_cmd(app, "profile", "time each kernel launch of a network alone: where its time goes", o);
+    cmd->add_option("--records", o->records, "the records to compile with, and to count the trials behind each task");
+    cmd->add_option("--input", o->inputs, "an .npy file per network input, in order (default: random)");
+    cmd->add_option("--repeat", o->repeat, "rounds; each launch's fastest is reported (default 20)");
+    cmd->callback([&run, o] { run = [o] { return run_profile(*o); }; });
   }
   {
     auto o = std::make_shared<NetOptions>();

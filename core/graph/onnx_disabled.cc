@@ -5,7 +5,7 @@ namespace basin::graph {
 
 bool onnx_enabled() { return false; }
 
-Graph import_onnx(const std::string& path) {
+Graph import_onnx(const std::string& path, const ImportOptions&) {
   throw GraphError("cannot import '" + path + "': basin was built without libonnx (install libonnx-dev and reconfigure)");
 }
 

@@ -4,6 +4,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -65,7 +66,7 @@ NDArray transpose2d(const NDArray& a) {
 
 class Importer {
  public:
-  explicit Importer(std::string path) : path_(std::move(path)) {
+  Importer(std::string path, ImportOptions options) : path_(std::move(path)), options_(std::move(options)) {
     size_t slash = path_.find_last_of('/');
     dir_ = slash == std::string::npos ? "." : path_.substr(0, slash);
   }
@@ -125,7 +126,7 @@ class Importer {
   I const_ints(const onnx::NodeProto& n, int i) const {
     const NDArray& a = const_in(n, i);
     I out;
-    for (int64_t k = 0; k < a.numel(); ++k) out.push_back(static_cast<int64_t>(a.get(k)));
+    for (int64_t k = 0; k < a.numel(); ++k) out.push_back(a.get_int(k));
     return out;
   }
   double const_scalar(const onnx::NodeProto& n, int i) const {
@@ -183,9 +184,23 @@ class Importer {
   std::vector<int> slice(const onnx::NodeProto& n);
   std::vector<int> split(const onnx::NodeProto& n);
   std::vector<int> softmax(const onnx::NodeProto& n, bool log);
+  std::vector<int> scatter_nd(const onnx::NodeProto& n);
+  std::vector<int> einsum(const onnx::NodeProto& n);
+  std::vector<int> resize(const onnx::NodeProto& n);
+  int transposed(const onnx::NodeProto& n, int v, const I& perm) {
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+    return identity ? v : add(n, "transpose", {v}, {{"perm", perm}});
+  }
   I conv_pads(const onnx::NodeProto& n, const I& in_spatial, const I& kernel, const I& stride, const I& dilation);
 
+  void check_support(const onnx::GraphProto& gp) const;
+  void check_opset(const onnx::NodeProto& n) const;
+
+  void fix_symbolic_shapes(onnx::GraphProto& gp) const;
+
   std::string path_, dir_;
+  ImportOptions options_;
   int opset_ = 0;
   Graph g_;
   std::map<std::string, int> vals_;
@@ -236,9 +251,19 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
   };
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT: typed(t.float_data_size(), [&](int i) { return t.float_data(i); }); break;
-    case onnx::TensorProto::INT64: typed(t.int64_data_size(), [&](int i) { return static_cast<double>(t.int64_data(i)); }); break;
     case onnx::TensorProto::DOUBLE: typed(t.double_data_size(), [&](int i) { return t.double_data(i); }); break;
-    default: typed(t.int32_data_size(), [&](int i) { return t.int32_data(i); }); break;  // INT32, BOOL
+    case onnx::TensorProto::INT64:
+      if (t.int64_data_size() != a.numel())
+        fail(what + ": has " + std::to_string(t.int64_data_size()) + " values; shape " + shape_str(s) + " needs " +
+             std::to_string(a.numel()));
+      for (int64_t i = 0; i < a.numel(); ++i) a.set_int(i, t.int64_data(static_cast<int>(i)));
+      break;
+    default:  // INT32, BOOL
+      if (t.int32_data_size() != a.numel())
+        fail(what + ": has " + std::to_string(t.int32_data_size()) + " values; shape " + shape_str(s) + " needs " +
+             std::to_string(a.numel()));
+      for (int64_t i = 0; i < a.numel(); ++i) a.set_int(i, t.int32_data(static_cast<int>(i)));
+      break;
   }
   return a;
 }
@@ -306,13 +331,13 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
 std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
   int x = in(n, 0);
   if (shape(x).size() != 4) fail(node_desc(n) + ": only 2-D pooling is supported, input " + shape_str(shape(x)));
-  if (attr_i(n, "ceil_mode", 0) != 0) fail(node_desc(n) + ": ceil_mode=1 is not supported");
   I k = attr_ints(n, "kernel_shape", {});
   if (k.size() != 2) fail(node_desc(n) + ": kernel_shape must have 2 values");
   I st = attr_ints(n, "strides", I{1, 1}), dil = attr_ints(n, "dilations", I{1, 1});
   I pads = conv_pads(n, {shape(x)[2], shape(x)[3]}, k, st, dil);
   if (pads[0] != pads[2] || pads[1] != pads[3]) fail(node_desc(n) + ": asymmetric pads are not supported");
-  std::map<std::string, ops::AttrValue> a = {{"kernel", k}, {"stride", st}, {"padding", I{pads[0], pads[1]}}, {"dilation", dil}};
+  std::map<std::string, ops::AttrValue> a = {{"kernel", k}, {"stride", st}, {"padding", I{pads[0], pads[1]}}, {"dilation", dil},
+                                              {"ceil_mode", attr_i(n, "ceil_mode", 0) != 0 ? int64_t{1} : int64_t{0}}};
   if (avg) a["count_include_pad"] = attr_i(n, "count_include_pad", 0);
   return {add(n, avg ? "avg_pool2d" : "max_pool2d", {x}, a)};
 }
@@ -391,16 +416,52 @@ std::vector<int> Importer::slice(const onnx::NodeProto& n) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     fail(node_desc(n) + ": starts, ends, axes and steps differ in length");
+  // Per axis of x: the first index, the step and the count taken.
+  I first(s.size(), 0), step(s.size(), 1), count = s;
+  bool any_empty = false;
   for (size_t i = 0; i < starts.size(); ++i) {
     int ax = axis(n, axes[i], s.size());
     axes[i] = ax;
     const int64_t d = s[ax];
-    if (steps[i] <= 0) fail(node_desc(n) + ": only positive steps are supported");
-    auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + d : v, 0, d); };
-    starts[i] = clamp(starts[i]);
-    ends[i] = clamp(ends[i]);
-    if (ends[i] <= starts[i]) fail(node_desc(n) + ": slice of axis " + std::to_string(ax) + " is empty");
+    if (steps[i] == 0) fail(node_desc(n) + ": a step is 0");
+    // Exporters write INT64_MAX and INT64_MIN for open ends: clamped to [-d - 1, d],
+    // where ONNX's rule gives the same slice, so that nothing overflows below.
+    starts[i] = std::clamp<int64_t>(starts[i], -d - 1, d);
+    ends[i] = std::clamp<int64_t>(ends[i], -d - 1, d);
+    int64_t b = starts[i] < 0 ? starts[i] + d : starts[i], e = ends[i] < 0 ? ends[i] + d : ends[i];
+    if (steps[i] > 0) {
+      b = std::clamp<int64_t>(b, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+      count[ax] = e > b ? 1 + (e - b - 1) / steps[i] : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+      count[ax] = b > e ? 1 + (b - e - 1) / -steps[i] : 0;
+    }
+    first[ax] = b;
+    step[ax] = steps[i];
+    any_empty |= count[ax] == 0;
   }
+  if (val(x).constant) {
+    // Constants (shape vectors above all) are sliced here, exactly and possibly empty:
+    // x.shape[2:] of a rank-2 tensor is an empty shape that a Concat then drops.
+    const NDArray& src = val(x).data;
+    NDArray out(src.dtype(), count);
+    const size_t r = s.size();
+    I at(r, 0);
+    for (int64_t o = 0; o < out.numel(); ++o) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < r; ++d) flat = flat * s[d] + first[d] + at[d] * step[d];
+      if (src.dtype().is_float()) out.set(o, src.get(flat));
+      else out.set_int(o, src.get_int(flat));
+      for (size_t d = r; d-- > 0;) {
+        if (++at[d] < count[d]) break;
+        at[d] = 0;
+      }
+    }
+    return {constant(n.output(0), out)};
+  }
+  if (any_empty) fail(node_desc(n) + ": the slice is empty (basin has no empty tensors on the data path)");
   return {add(n, "slice", {x}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}})};
 }
 
@@ -436,6 +497,228 @@ std::vector<int> Importer::softmax(const onnx::NodeProto& n, bool log) {
   int y = add(n, op, {reshape(n, x, {rows, cols})}, {{"axis", int64_t{1}}});
   return {reshape(n, y, s)};
 }
+
+// ScatterND on constants (Swin's attention masks are built so): evaluated here, with
+// every index checked. On the data path it is refused by check_support.
+std::vector<int> Importer::scatter_nd(const onnx::NodeProto& n) {
+  const NDArray& data = const_in(n, 0);
+  const NDArray& idx = const_in(n, 1);
+  const NDArray& upd = const_in(n, 2);
+  const std::string red = attr_s(n, "reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    fail(node_desc(n) + ": reduction '" + red + "' is not one of none, add, mul, max, min");
+  const I& ds = data.shape();
+  const I& is = idx.shape();
+  if (is.empty()) fail(node_desc(n) + ": indices must have rank 1 or more");
+  const int64_t k = is.back();
+  if (k < 1 || k > static_cast<int64_t>(ds.size())) fail(node_desc(n) + ": index depth " + std::to_string(k) + " for data of rank " + std::to_string(ds.size()));
+  I us(is.begin(), is.end() - 1);
+  us.insert(us.end(), ds.begin() + k, ds.end());
+  if (upd.shape() != us) fail(node_desc(n) + ": updates have shape " + shape_str(upd.shape()) + ", expected " + shape_str(us));
+  if (upd.dtype() != data.dtype()) fail(node_desc(n) + ": updates and data differ in type");
+  const int64_t slice = product(I(ds.begin() + k, ds.end()));
+  const int64_t rows = product(I(is.begin(), is.end() - 1));
+  NDArray out = data.clone();
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t v = idx.get_int(r * k + d), e = ds[d];
+      if (v < -e || v >= e) fail(node_desc(n) + ": index " + std::to_string(v) + " is out of range for extent " + std::to_string(e));
+      off = off * e + (v < 0 ? v + e : v);
+    }
+    for (int64_t j = 0; j < slice; ++j) {
+      const int64_t o = off * slice + j, u = r * slice + j;
+      if (!data.dtype().is_float()) {
+        int64_t a = out.get_int(o), b = upd.get_int(u);
+        out.set_int(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : red == "min" ? std::min(a, b) : b);
+      } else {
+        double a = out.get(o), b = upd.get(u);
+        out.set(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : red == "min" ? std::min(a, b) : b);
+      }
+    }
+  }
+  return {constant(n.output(0), out)};
+}
+
+// Einsum of one or two operands as transposes, sums, reshapes and one batched matmul
+// (batch letters, then the left operand's free letters, then the right's), so that it
+// becomes the same tasks as the matmuls it stands for. Ellipses broadcast.
+std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
+  std::string eq;
+  for (char c : attr_s(n, "equation", "")) if (c != ' ') eq += c;
+  const int nin = n.input_size();
+  if (nin < 1 || nin > 2) fail(node_desc(n) + ": einsum of " + std::to_string(nin) + " operands (basin takes 1 or 2)");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), rhs = arrow == std::string::npos ? "" : eq.substr(arrow + 2);
+  std::vector<std::string> terms = {""};
+  for (char c : lhs) {
+    if (c == ',') terms.emplace_back();
+    else terms.back() += c;
+  }
+  if (static_cast<int>(terms.size()) != nin)
+    fail(node_desc(n) + ": equation '" + eq + "' has " + std::to_string(terms.size()) + " terms for " + std::to_string(nin) + " inputs");
+  std::vector<int> v(nin);
+  for (int i = 0; i < nin; ++i) v[i] = in(n, i);
+  // Ellipses become letters of their own ('0', '1', ...), right-aligned across terms.
+  size_t ell = 0;
+  for (int i = 0; i < nin; ++i) {
+    size_t at = terms[i].find("...");
+    if (at == std::string::npos) continue;
+    size_t named = terms[i].size() - 3;
+    if (shape(v[i]).size() < named) fail(node_desc(n) + ": term '" + terms[i] + "' has more letters than input " + std::to_string(i) + "'s rank");
+    ell = std::max(ell, shape(v[i]).size() - named);
+  }
+  auto expand = [&](std::string t, size_t rank) {
+    size_t at = t.find("...");
+    if (at == std::string::npos) return t;
+    size_t k = rank - (t.size() - 3);
+    std::string e;
+    for (size_t j = ell - k; j < ell; ++j) e += static_cast<char>('0' + j);
+    return t.substr(0, at) + e + t.substr(at + 3);
+  };
+  for (int i = 0; i < nin; ++i) terms[i] = expand(terms[i], shape(v[i]).size());
+  if (arrow == std::string::npos) {  // implicit output: the ellipsis, then letters used once, sorted
+    std::map<char, int> count;
+    for (const auto& t : terms)
+      for (char c : t) ++count[c];
+    for (size_t j = 0; j < ell; ++j) rhs += static_cast<char>('0' + j);
+    for (const auto& [c, k] : count)
+      if (k == 1 && !(c >= '0' && c <= '9')) rhs += c;
+  } else if (rhs.find("...") != std::string::npos) {
+    std::string e;
+    for (size_t j = 0; j < ell; ++j) e += static_cast<char>('0' + j);
+    rhs = rhs.substr(0, rhs.find("...")) + e + rhs.substr(rhs.find("...") + 3);
+  }
+  std::map<char, int64_t> extent;
+  for (int i = 0; i < nin; ++i) {
+    const std::string& t = terms[i];
+    if (t.size() != shape(v[i]).size())
+      fail(node_desc(n) + ": term '" + t + "' does not match input " + std::to_string(i) + "'s rank " + std::to_string(shape(v[i]).size()));
+    for (size_t d = 0; d < t.size(); ++d) {
+      if (t.find(t[d]) != d) fail(node_desc(n) + ": a letter repeated within one term (a diagonal) is not supported: '" + eq + "'");
+      int64_t e = shape(v[i])[d];
+      auto it = extent.find(t[d]);
+      if (it == extent.end() || it->second == 1) extent[t[d]] = e;
+      else if (e != 1 && e != it->second) fail(node_desc(n) + ": letter '" + std::string(1, t[d]) + "' has extents " + std::to_string(it->second) + " and " + std::to_string(e));
+    }
+  }
+  for (char c : rhs)
+    if (!extent.count(c)) fail(node_desc(n) + ": output letter '" + std::string(1, c) + "' is in no input");
+  auto in_str = [](const std::string& t, char c) { return t.find(c) != std::string::npos; };
+  // Letters in one operand alone and not in the output are summed first; extent-1
+  // letters that broadcast are expanded.
+  for (int i = 0; i < nin; ++i) {
+    std::string& t = terms[i];
+    I axes;
+    std::string kept;
+    for (size_t d = 0; d < t.size(); ++d) {
+      bool elsewhere = in_str(rhs, t[d]) || (nin == 2 && in_str(terms[1 - i], t[d]));
+      if (!elsewhere) axes.push_back(static_cast<int64_t>(d));
+      else kept += t[d];
+    }
+    if (!axes.empty()) {
+      v[i] = add(n, "sum", {v[i]}, {{"axes", axes}, {"keepdims", int64_t{0}}});
+      t = kept;
+    }
+    I full;
+    for (char c : t) full.push_back(extent[c]);
+    if (full != shape(v[i])) v[i] = add(n, "broadcast_to", {v[i]}, {{"new_shape", full}});
+  }
+  if (nin == 1) {
+    I perm;
+    for (char c : rhs) perm.push_back(static_cast<int64_t>(terms[0].find(c)));
+    return {transposed(n, v[0], perm)};
+  }
+  const std::string &ta = terms[0], &tb = terms[1];
+  std::string batch, left, right, contract;
+  for (char c : ta) {
+    if (in_str(tb, c)) (in_str(rhs, c) ? batch : contract) += c;
+    else left += c;
+  }
+  for (char c : tb)
+    if (!in_str(ta, c)) right += c;
+  auto prod = [&](const std::string& letters) {
+    int64_t p = 1;
+    for (char c : letters) p *= extent[c];
+    return p;
+  };
+  auto perm_of = [](const std::string& from, const std::string& to) {
+    I p;
+    for (char c : to) p.push_back(static_cast<int64_t>(from.find(c)));
+    return p;
+  };
+  const int64_t nb = prod(batch), m = prod(left), k = prod(contract), nn = prod(right);
+  int a = reshape(n, transposed(n, v[0], perm_of(ta, batch + left + contract)), {nb, m, k});
+  int b = reshape(n, transposed(n, v[1], perm_of(tb, batch + contract + right)), {nb, k, nn});
+  int y;
+  if (nb == 1) {
+    int a2 = reshape(n, a, {m, k});
+    y = val(b).constant ? add(n, "dense", {a2, constant(val(v[1]).name + ".einsum_T", transpose2d(reshaped(val(b).data, {k, nn})))})
+                           : add(n, "matmul", {a2, reshape(n, b, {k, nn})});
+  } else {
+    y = add(n, "batch_matmul", {a, b});
+  }
+  std::string got = batch + left + right;
+  I out_shape;
+  for (char c : got) out_shape.push_back(extent[c]);
+  y = reshape(n, y, out_shape);
+  return {transposed(n, y, perm_of(got, rhs))};
+}
+
+// Resize of an NCHW tensor's H and W, by sizes or by scales (which the coordinates then
+// use, as ONNX says), in every mode and coordinate transformation but
+// tf_crop_and_resize.
+std::vector<int> Importer::resize(const onnx::NodeProto& n) {
+  int x = in(n, 0);
+  const I xs = shape(x);
+  if (xs.size() != 4) fail(node_desc(n) + ": only 4-D (NCHW) inputs are resized, got " + shape_str(xs));
+  I axes = attr_ints(n, "axes", {0, 1, 2, 3});
+  for (auto& a : axes) a = axis(n, a, 4);
+  I sizes;
+  std::vector<double> scales;
+  const int scales_at = opset_ >= 11 ? 2 : 1;
+  if (opset_ >= 11 && has_input(n, 3) && const_in(n, 3).numel() > 0) {
+    sizes = const_ints(n, 3);
+  } else if (has_input(n, scales_at) && const_in(n, scales_at).numel() > 0) {
+    const NDArray& sc = const_in(n, scales_at);
+    for (int64_t i = 0; i < sc.numel(); ++i) scales.push_back(sc.get(i));
+  } else {
+    fail(node_desc(n) + ": neither scales nor sizes is given");
+  }
+  const size_t given = sizes.empty() ? scales.size() : sizes.size();
+  if (given != axes.size()) fail(node_desc(n) + ": " + std::to_string(given) + " sizes or scales for " + std::to_string(axes.size()) + " axes");
+  I out = xs;
+  double scale[4] = {1, 1, 1, 1};
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int a = static_cast<int>(axes[k]);
+    if (!sizes.empty()) {
+      out[a] = sizes[k];
+    } else {
+      if (!(scales[k] > 0) || !std::isfinite(scales[k])) fail(node_desc(n) + ": scale " + std::to_string(scales[k]) + " is not positive");
+      scale[a] = scales[k];
+      out[a] = static_cast<int64_t>(std::floor(static_cast<double>(xs[a]) * scales[k]));
+    }
+    if (out[a] < 1 || out[a] > (int64_t{1} << 24)) fail(node_desc(n) + ": output extent " + std::to_string(out[a]) + " along axis " + std::to_string(a));
+  }
+  if (out[0] != xs[0] || out[1] != xs[1]) fail(node_desc(n) + ": only H and W are resized, not N or C (" + shape_str(xs) + " to " + shape_str(out) + ")");
+  const std::string policy = attr_s(n, "keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && !sizes.empty()) fail(node_desc(n) + ": keep_aspect_ratio_policy '" + policy + "' is not supported");
+  std::string mode = attr_s(n, "mode", "nearest");
+  if (attr_i(n, "antialias", 0) != 0 && mode != "nearest" && (out[2] < xs[2] || out[3] < xs[3]))
+    fail(node_desc(n) + ": antialiased downscaling is not supported");
+  std::string coord = attr_s(n, "coordinate_transformation_mode", opset_ >= 11 ? "half_pixel" : "asymmetric");
+  if (coord == "tf_crop_and_resize" || coord == "tf_half_pixel_for_nn")
+    fail(node_desc(n) + ": coordinate_transformation_mode '" + coord + "' is not supported");
+  std::string nearest_mode = attr_s(n, "nearest_mode", opset_ >= 11 ? "round_prefer_floor" : "floor");
+  if (out == xs) return {x};
+  return {add(n, "resize", {x},
+              {{"out_height", out[2]}, {"out_width", out[3]}, {"mode", mode}, {"coord", coord}, {"nearest_mode", nearest_mode},
+               {"cubic_a", attr_f(n, "cubic_coeff_a", -0.75)}, {"exclude_outside", attr_i(n, "exclude_outside", 0) != 0 ? int64_t{1} : int64_t{0}},
+               {"scale_h", sizes.empty() ? scale[2] : 0.0}, {"scale_w", sizes.empty() ? scale[3] : 0.0}})};
+}
+
+// Operators evaluated only where their inputs are constant.
+bool constant_only(const std::string& op) { return op == "ScatterND"; }
 
 const std::map<std::string, Importer::Converter>& Importer::converters() {
   using C = Converter;
@@ -558,7 +841,8 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
        }},
       {"Concat", [](Importer& m, const onnx::NodeProto& n) {
          std::vector<int> ins;
-         for (int i = 0; i < n.input_size(); ++i) ins.push_back(m.in(n, i));
+         for (int i = 0; i < n.input_size(); ++i)
+           if (m.val(m.in(n, i)).numel() > 0 || i + 1 == n.input_size() && ins.empty()) ins.push_back(m.in(n, i));  // empty parts add nothing
          return std::vector<int>{m.add(n, "concat", ins, {{"axis", m.attr_i(n, "axis", 0)}})};
        }},
       {"Slice", [](Importer& m, const onnx::NodeProto& n) { return m.slice(n); }},
@@ -629,10 +913,57 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          int x = m.in(n, 0);
          DType to = dtype_of(static_cast<int>(m.attr_i(n, "to", 1)), m.node_desc(n));
          if (m.val(x).dtype == to) return std::vector<int>{x};
-         if (!m.val(x).constant) m.fail(m.node_desc(n) + ": casts of computed values (" + m.val(x).dtype.str() + " to " + to.str() + ") are not supported");
+         if (!m.val(x).constant) return std::vector<int>{m.add(n, "cast", {x}, {{"to", to.str()}})};
+         const NDArray& src = m.val(x).data;
          NDArray a(to, m.shape(x));
-         for (int64_t i = 0; i < a.numel(); ++i) a.set(i, m.val(x).data.get(i));
+         const bool exact = !src.dtype().is_float() && !to.is_float();
+         for (int64_t i = 0; i < a.numel(); ++i) {
+           if (exact) a.set_int(i, src.get_int(i));
+           else a.set(i, src.get(i));
+         }
          return std::vector<int>{m.constant(m.val(x).name + ".cast", a)};
+       }},
+      {"GatherElements", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         return std::vector<int>{m.add(n, "gather_elements", {x, m.in(n, 1)},
+                                       {{"axis", int64_t{m.axis(n, m.attr_i(n, "axis", 0), m.shape(x).size())}}})};
+       }},
+      {"GatherND", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "gather_nd", {m.in(n, 0), m.in(n, 1)}, {{"batch_dims", m.attr_i(n, "batch_dims", 0)}})};
+       }},
+      {"CumSum", [](Importer& m, const onnx::NodeProto& n) {
+         int x = m.in(n, 0);
+         I ax = m.const_ints(n, 1);
+         if (ax.size() != 1) m.fail(m.node_desc(n) + ": axis must be one value");
+         return std::vector<int>{m.add(n, "cumsum", {x},
+                                       {{"axis", int64_t{m.axis(n, ax[0], m.shape(x).size())}},
+                                        {"exclusive", m.attr_i(n, "exclusive", 0) != 0 ? int64_t{1} : int64_t{0}},
+                                        {"reverse", m.attr_i(n, "reverse", 0) != 0 ? int64_t{1} : int64_t{0}}})};
+       }},
+      {"ScatterND", [](Importer& m, const onnx::NodeProto& n) { return m.scatter_nd(n); }},
+      {"Einsum", [](Importer& m, const onnx::NodeProto& n) { return m.einsum(n); }},
+      {"Resize", [](Importer& m, const onnx::NodeProto& n) { return m.resize(n); }},
+      {"Size", [](Importer& m, const onnx::NodeProto& n) {
+         NDArray a(DType::i64(), {});
+         a.set_int(0, product(m.shape(m.in(n, 0))));
+         return std::vector<int>{m.constant(n.output(0), a)};
+       }},
+      {"Equal", binary("equal")}, {"Less", binary("less")}, {"LessOrEqual", binary("less_equal")},
+      {"Greater", binary("greater")}, {"GreaterOrEqual", binary("greater_equal")},
+      {"And", binary("logical_and")}, {"Or", binary("logical_or")}, {"Xor", binary("logical_xor")},
+      {"Not", unary("logical_not")}, {"IsNaN", unary("isnan")}, {"Sin", unary("sin")}, {"Cos", unary("cos")},
+      {"IsInf", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "isinf", {m.in(n, 0)},
+                                       {{"detect_positive", m.attr_i(n, "detect_positive", 1) != 0 ? int64_t{1} : int64_t{0}},
+                                        {"detect_negative", m.attr_i(n, "detect_negative", 1) != 0 ? int64_t{1} : int64_t{0}}})};
+       }},
+      {"Where", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "where", {m.in(n, 0), m.in(n, 1), m.in(n, 2)})};
+       }},
+      {"Mod", [](Importer& m, const onnx::NodeProto& n) {
+         int64_t f = m.attr_i(n, "fmod", 0);
+         if (f != 0 && f != 1) m.fail(m.node_desc(n) + ": fmod must be 0 or 1, got " + std::to_string(f));
+         return std::vector<int>{m.add(n, "mod", {m.in(n, 0), m.in(n, 1)}, {{"fmod", f}})};
        }},
       {"Shape", [](Importer& m, const onnx::NodeProto& n) {
          const I& s = m.shape(m.in(n, 0));
@@ -643,20 +974,20 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          start = std::clamp<int64_t>(start, 0, r);
          end = std::clamp<int64_t>(end, start, r);
          NDArray a(DType::i64(), {end - start});
-         for (int64_t i = start; i < end; ++i) a.set(i - start, static_cast<double>(s[i]));
+         for (int64_t i = start; i < end; ++i) a.set_int(i - start, s[i]);
          return std::vector<int>{m.constant(n.output(0), a)};
        }},
       {"Constant", [](Importer& m, const onnx::NodeProto& n) {
          NDArray a;
          if (const auto* t = m.attr(n, "value")) a = m.tensor(t->t(), m.node_desc(n));
          else if (const auto* f = m.attr(n, "value_float")) { a = NDArray(DType::f32(), {}); a.set(0, f->f()); }
-         else if (const auto* i = m.attr(n, "value_int")) { a = NDArray(DType::i64(), {}); a.set(0, static_cast<double>(i->i())); }
+         else if (const auto* i = m.attr(n, "value_int")) { a = NDArray(DType::i64(), {}); a.set_int(0, i->i()); }
          else if (const auto* fs = m.attr(n, "value_floats")) {
            a = NDArray(DType::f32(), {fs->floats_size()});
            for (int k = 0; k < fs->floats_size(); ++k) a.set(k, fs->floats(k));
          } else if (const auto* is = m.attr(n, "value_ints")) {
            a = NDArray(DType::i64(), {is->ints_size()});
-           for (int k = 0; k < is->ints_size(); ++k) a.set(k, static_cast<double>(is->ints(k)));
+           for (int k = 0; k < is->ints_size(); ++k) a.set_int(k, is->ints(k));
          } else {
            m.fail(m.node_desc(n) + ": no supported value attribute");
          }
@@ -666,21 +997,201 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          I s = m.const_ints(n, 0);
          NDArray v;
          if (const auto* t = m.attr(n, "value")) v = m.tensor(t->t(), m.node_desc(n));
+         for (int64_t e : s)
+           if (e <= 0) m.fail(m.node_desc(n) + ": extent " + std::to_string(e) + " in " + shape_str(s) + " (basin has no empty tensors)");
          NDArray a(v.defined() && v.numel() ? v.dtype() : DType::f32(), s);
-         double fill = v.defined() && v.numel() ? v.get(0) : 0.0;
-         for (int64_t i = 0; i < a.numel(); ++i) a.set(i, fill);
+         const bool f = a.dtype().is_float();
+         for (int64_t i = 0; i < a.numel(); ++i) {
+           if (f) a.set(i, v.defined() && v.numel() ? v.get(0) : 0.0);
+           else a.set_int(i, v.defined() && v.numel() ? v.get_int(0) : 0);
+         }
          return std::vector<int>{m.constant(n.output(0), a)};
        }},
       {"Range", [](Importer& m, const onnx::NodeProto& n) {
-         double start = m.const_scalar(n, 0), limit = m.const_scalar(n, 1), delta = m.const_scalar(n, 2);
-         if (delta == 0) m.fail(m.node_desc(n) + ": delta is 0");
-         int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-         NDArray a(m.val(m.in(n, 0)).dtype, {count});
-         for (int64_t i = 0; i < count; ++i) a.set(i, start + static_cast<double>(i) * delta);
+         const DType t = m.val(m.in(n, 0)).dtype;
+         for (int i = 0; i < 3; ++i)
+           if (m.const_in(n, i).numel() != 1) m.fail(m.node_desc(n) + ": input " + std::to_string(i) + " must be a scalar");
+         int64_t count;
+         NDArray a;
+         if (t.is_float()) {
+           double start = m.const_scalar(n, 0), limit = m.const_scalar(n, 1), delta = m.const_scalar(n, 2);
+           if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+             m.fail(m.node_desc(n) + ": start, limit and delta must be finite and delta nonzero");
+           double c = std::ceil((limit - start) / delta);
+           if (c > double(1 << 30)) m.fail(m.node_desc(n) + ": " + std::to_string(c) + " elements is too many");
+           count = std::max<int64_t>(0, static_cast<int64_t>(c));
+           a = NDArray(t, {count});
+           for (int64_t i = 0; i < count; ++i) a.set(i, start + static_cast<double>(i) * delta);
+         } else {
+           // Integers exactly, with every step checked for overflow.
+           int64_t start = m.const_in(n, 0).get_int(0), limit = m.const_in(n, 1).get_int(0), delta = m.const_in(n, 2).get_int(0);
+           int64_t span = 0;
+           if (delta == 0) m.fail(m.node_desc(n) + ": delta is 0");
+           if (__builtin_sub_overflow(limit, start, &span) || delta == INT64_MIN)
+             m.fail(m.node_desc(n) + ": the range overflows 64 bits");
+           int64_t c = span / delta + ((span % delta != 0) && ((span > 0) == (delta > 0)) ? 1 : 0);
+           if (c > (1 << 30)) m.fail(m.node_desc(n) + ": " + std::to_string(c) + " elements is too many");
+           count = c > 0 ? c : 0;
+           a = NDArray(t, {count});
+           for (int64_t i = 0; i < count; ++i) a.set_int(i, start + i * delta);  // between start and limit
+         }
+         if (count == 0) m.fail(m.node_desc(n) + ": the range is empty (basin has no empty tensors)");
          return std::vector<int>{m.constant(n.output(0), a)};
        }},
   };
   return c;
+}
+
+// Attributes and inputs that opset 18 added to operators, for ONNX libraries whose
+// schemas stop at opset 17; and the attributes it removed (moved to inputs).
+struct Opset18Change {
+  std::set<std::string> added_attrs, removed_attrs;
+  int max_inputs = -1;  // -1: unchanged
+};
+const std::map<std::string, Opset18Change>& opset18_changes() {
+  static const std::map<std::string, Opset18Change> m = [] {
+    std::map<std::string, Opset18Change> c;
+    c["Split"] = {{"num_outputs"}, {}, -1};
+    c["Resize"] = {{"antialias", "axes", "keep_aspect_ratio_policy"}, {}, -1};
+    c["Pad"] = {{}, {}, 4};
+    c["ScatterND"] = {{}, {}, -1};
+    c["ScatterElements"] = {{}, {}, -1};
+    c["LpPool"] = {{"ceil_mode"}, {}, -1};
+    for (const char* r : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+                          "ReduceLogSumExp", "ReduceSumSquare"})
+      c[r] = {{"noop_with_empty_axes"}, {"axes"}, 2};
+    return c;
+  }();
+  return m;
+}
+
+// ONNX's opset rules: an operator, attribute or input count that the model's declared
+// opset does not define is an error (ONNX Runtime refuses such files too).
+void Importer::check_opset(const onnx::NodeProto& n) const {
+  const auto& range = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = range.find("");
+  const int known = it == range.end() ? 0 : it->second.second;
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), std::min(opset_, known), "");
+  if (!schema) fail(node_desc(n) + ": " + n.op_type() + " is not an operator of opset " + std::to_string(opset_));
+  std::set<std::string> allowed;
+  for (const auto& kv : schema->attributes()) allowed.insert(kv.first);
+  int max_in = schema->max_input();
+  if (opset_ > known && opset_ >= 18) {
+    auto c = opset18_changes().find(n.op_type());
+    if (c != opset18_changes().end()) {
+      for (const auto& a : c->second.added_attrs) allowed.insert(a);
+      for (const auto& a : c->second.removed_attrs) allowed.erase(a);
+      if (c->second.max_inputs >= 0) max_in = std::max(max_in, c->second.max_inputs);
+    }
+  }
+  for (const auto& a : n.attribute())
+    if (!allowed.count(a.name()))
+      fail(node_desc(n) + ": attribute '" + a.name() + "' is not part of " + n.op_type() + " in opset " +
+           std::to_string(opset_) + " (the model declares that opset)");
+  if (n.input_size() > max_in)
+    fail(node_desc(n) + ": " + std::to_string(n.input_size()) + " inputs; " + n.op_type() + " in opset " +
+         std::to_string(opset_) + " takes at most " + std::to_string(max_in));
+}
+
+// Only nodes on the data path must be operators basin compiles: a node whose inputs
+// are all constant (initializers, Constant, Shape of anything, and nodes of those) is
+// evaluated at import by the same converters. Every missing operator is named at once,
+// grouped by operator, in one bounded line.
+void Importer::check_support(const onnx::GraphProto& gp) const {
+  std::set<std::string> data;
+  std::set<std::string> inits;
+  for (const auto& t : gp.initializer()) inits.insert(t.name());
+  for (const auto& vi : gp.input())
+    if (!inits.count(vi.name())) data.insert(vi.name());
+  // Data flows in file order here; a node read before its producer counts as data
+  // (conservative: the real order is checked when nodes are converted).
+  std::set<std::string> produced;
+  for (const auto& n : gp.node())
+    for (const auto& o : n.output()) produced.insert(o);
+  std::set<std::string> seen;
+  struct Missing {
+    int count = 0;
+    std::string names;
+    bool on_data = false;
+  };
+  std::map<std::string, Missing> missing;
+  for (const auto& n : gp.node()) {
+    bool is_data = false;
+    if (n.op_type() != "Shape" && n.op_type() != "Size")
+      for (const auto& x : n.input())
+        is_data |= !x.empty() && (data.count(x) || (produced.count(x) && !seen.count(x)));
+    for (const auto& o : n.output()) {
+      seen.insert(o);
+      if (is_data) data.insert(o);
+    }
+    bool ours = n.domain().empty() || n.domain() == "ai.onnx";
+    if (ours && converters().count(n.op_type()) && !(is_data && constant_only(n.op_type()))) {
+      check_opset(n);
+      continue;
+    }
+    Missing& m = missing[ours ? n.op_type() : n.domain() + "." + n.op_type()];
+    if (++m.count <= 3) m.names += std::string(m.names.empty() ? "" : ", ") + "'" + (n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name()) + "'";
+    m.on_data |= is_data;
+  }
+  if (missing.empty()) return;
+  std::string msg;
+  for (const auto& [op, m] : missing)
+    msg += (msg.empty() ? "" : "; ") + op + " (" + std::to_string(m.count) + (m.count == 1 ? " node: " : " nodes: ") +
+           m.names + (m.count > 3 ? ", ..." : "") +
+           (m.on_data ? (converters().count(op) ? "; basin evaluates it on constants only" : "")
+                      : "; on a constant path, but basin cannot evaluate it") + ")";
+  fail("unsupported operators: " + msg);
+}
+
+// Gives the inputs' symbolic dimensions their values (ImportOptions) in the model
+// itself, so that ONNX's shape inference sees them too.
+void Importer::fix_symbolic_shapes(onnx::GraphProto& gp) const {
+  std::set<std::string> inits, input_names, dim_names;
+  for (const auto& t : gp.initializer()) inits.insert(t.name());
+  for (const auto& vi : gp.input())
+    if (!inits.count(vi.name())) {
+      input_names.insert(vi.name());
+      if (vi.type().has_tensor_type())
+        for (const auto& d : vi.type().tensor_type().shape().dim())
+          if (!d.has_dim_value() && !d.dim_param().empty()) dim_names.insert(d.dim_param());
+    }
+  auto list = [](const std::set<std::string>& s) {
+    std::string r;
+    for (const auto& x : s) r += (r.empty() ? "'" : ", '") + x + "'";
+    return r.empty() ? std::string("none") : r;
+  };
+  for (const auto& [key, dims] : options_.shapes) {
+    if (!input_names.count(key) && !dim_names.count(key))
+      fail("--shape " + key + ": the model has no input or symbolic dimension of that name (inputs: " + list(input_names) +
+           "; symbolic dimensions: " + list(dim_names) + ")");
+    if (!input_names.count(key) && dims.size() != 1)
+      fail("--shape " + key + ": a symbolic dimension takes one value, got " + shape_str(dims));
+    for (int64_t d : dims)
+      if (d <= 0 || d > (int64_t{1} << 31)) fail("--shape " + key + ": extent " + std::to_string(d) + " is not in 1 to 2^31");
+  }
+  for (auto& vi : *gp.mutable_input()) {
+    if (inits.count(vi.name()) || !vi.type().has_tensor_type()) continue;
+    auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+    auto whole = options_.shapes.find(vi.name());
+    if (whole != options_.shapes.end()) {
+      if (static_cast<int>(whole->second.size()) != shape->dim_size())
+        fail("--shape " + vi.name() + ": the input has rank " + std::to_string(shape->dim_size()) + ", got " +
+             shape_str(whole->second));
+      for (int d = 0; d < shape->dim_size(); ++d) shape->mutable_dim(d)->set_dim_value(whole->second[d]);
+      continue;
+    }
+    for (int d = 0; d < shape->dim_size(); ++d) {
+      auto* dim = shape->mutable_dim(d);
+      if (dim->has_dim_value()) continue;
+      auto it = options_.shapes.find(dim->dim_param());
+      if (dim->dim_param().empty() || it == options_.shapes.end())
+        fail("input '" + vi.name() + "' dimension " + std::to_string(d) + " is symbolic" +
+             (dim->dim_param().empty() ? std::string(" (unnamed)") : " ('" + dim->dim_param() + "')") +
+             ": give its value with --shape " + (dim->dim_param().empty() ? vi.name() + "=DIMS" : dim->dim_param() + "=N") +
+             " (or the input's whole shape with --shape " + vi.name() + "=D0,D1,...)");
+      dim->set_dim_value(it->second[0]);
+    }
+  }
 }
 
 Graph Importer::run() {
@@ -699,15 +1210,9 @@ Graph Importer::run() {
   const onnx::GraphProto& gp = model.graph();
   g_.name = gp.name().empty() ? "onnx" : gp.name();
 
-  // Every unsupported operator, at once.
-  std::string unsupported;
-  for (const auto& n : gp.node()) {
-    bool ours = n.domain().empty() || n.domain() == "ai.onnx";
-    if (!ours || !converters().count(n.op_type()))
-      unsupported += (unsupported.empty() ? "" : ", ") + (ours ? n.op_type() : n.domain() + "." + n.op_type()) + " (" +
-                     node_desc(n) + ")";
-  }
-  if (!unsupported.empty()) fail("unsupported operators: " + unsupported);
+  check_support(gp);
+
+  fix_symbolic_shapes(*model.mutable_graph());
 
   // ONNX's shape inference: an inconsistent model fails here with ONNX's message.
   std::map<std::string, I> onnx_shapes;
@@ -741,9 +1246,7 @@ Graph Importer::run() {
     DType dt = dtype_of(vi.type().tensor_type().elem_type(), what);
     I s;
     for (const auto& d : vi.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value())
-        fail(what + " has a symbolic extent '" + d.dim_param() + "': export it with fixed shapes (basin compiles static shapes)");
-      s.push_back(d.dim_value());
+      s.push_back(d.dim_value());  // fix_symbolic_shapes gave every dimension a value
     }
     try {
       vals_[vi.name()] = g_.add_input(vi.name(), s, dt);
@@ -818,9 +1321,9 @@ Graph Importer::run() {
 
 }  // namespace
 
-Graph import_onnx(const std::string& path) {
+Graph import_onnx(const std::string& path, const ImportOptions& options) {
   try {
-    return Importer(path).run();
+    return Importer(path, options).run();
   } catch (const GraphError&) {
     throw;
   } catch (const NotFoundError&) {

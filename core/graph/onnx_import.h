@@ -7,7 +7,9 @@
 // unsupported operator is listed in one error.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "core/graph/graph.h"
 
@@ -16,6 +18,14 @@ namespace basin::graph {
 // True when basin was built with libonnx.
 bool onnx_enabled();
 
-Graph import_onnx(const std::string& path);
+// Values for what the file leaves symbolic. A key is either an input's name (the value
+// is its whole shape) or a symbolic dimension's name (`dim_param`; the value is one
+// extent, used wherever the model names it). A key that names neither is an error,
+// and so is a symbolic dimension left without a value.
+struct ImportOptions {
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+Graph import_onnx(const std::string& path, const ImportOptions& options = {});
 
 }  // namespace basin::graph

@@ -211,7 +211,7 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
     OnnxBuilder b;
     b.input("x", {2, 3});
     b.node("Relu", {"x"}, {"r"});
-    b.node("Einsum", {"r"}, {"e"}, "my_einsum");
+    b.node("Unique", {"r"}, {"e"}, "my_unique");
     b.node("NonZero", {"e"}, {"y"}, "my_nonzero");
     b.output("y");
     b.save(dir + "/unsupported_ops.onnx");

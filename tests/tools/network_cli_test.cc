@@ -136,6 +136,63 @@ TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
   expect_one_error("compile " + model + " --records " + dir + "/corrupt.db -o " + dir + "/x.basin", "corrupt.db");
 }
 
+// `basin profile`: every launch in run order with the keys scripts read, the trials
+// behind each task from the records, and the time outside the kernels; on the model
+// and on its compiled file alike.
+TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
+  const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/cnn.basin";
+  basin::testing::small_cnn().save(model);
+  Result t = run("tune " + model + " --trials 9 --batch 3 --strategy random --records " + db + " --quiet");
+  ASSERT_EQ(t.code, 0) << t.out;
+  Result p = run("profile " + model + " --records " + db + " --repeat 3 --json --quiet");
+  ASSERT_EQ(p.code, 0) << p.out;
+  auto j = nlohmann::json::parse(p.out);
+  ASSERT_EQ(j["launches"].size(), 3u) << p.out;
+  double sum = 0;
+  int64_t trials = 0;
+  for (const auto& l : j["launches"]) {
+    for (const char* k : {"task", "us", "share", "gflops", "peak_share", "bytes", "tuned", "trials"})
+      EXPECT_TRUE(l.contains(k)) << k << " in " << l.dump();
+    EXPECT_GT(l["us"].get<double>(), 0);
+    EXPECT_GT(l["bytes"].get<int64_t>(), 0);
+    sum += l["us"].get<double>();
+    trials += l["trials"].get<int64_t>();
+  }
+  EXPECT_EQ(trials, 9);
+  EXPECT_NEAR(j["kernels_us"].get<double>(), sum, 1e-6 * sum + 1e-9);
+  EXPECT_GE(j["outside_us"].get<double>(), 0);
+  EXPECT_GT(j["run_us"].get<double>(), 0);
+  ASSERT_EQ(run("compile " + model + " --records " + db + " -o " + out + " --quiet").code, 0);
+  Result text = run("profile " + out + " --repeat 2 --quiet");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("outside kernels"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("conv2d+add+relu"), std::string::npos) << text.out;
+  expect_one_error("profile " + model + " --repeat -1", "--repeat");
+}
+
+// --shape gives a symbolic dimension its value; without it, the one error line names
+// the input, the dimension and the flag.
+TEST_F(NetworkCli, SymbolicShapesFromTheCommandLine) {
+  const std::string model = dir + "/sym.onnx";
+  basin::testing::OnnxBuilder b(17);
+  b.input("x", {1, 4});
+  b.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("seq");
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  b.save(model);
+  expect_one_error("run " + model, "--shape seq=");
+  Result r = run("run " + model + " --shape seq=7 --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["outputs"][0]["shape"], (std::vector<int64_t>{1, 7}));
+  Result w = run("run " + model + " --shape x=2,5 --json --quiet");
+  ASSERT_EQ(w.code, 0) << w.out;
+  EXPECT_EQ(nlohmann::json::parse(w.out)["outputs"][0]["shape"], (std::vector<int64_t>{2, 5}));
+  expect_one_error("run " + model + " --shape seq=x", "not an integer");
+  expect_one_error("run " + model + " --shape sequence=3", "'seq'");
+  expect_one_error("run " + model + " --shape seq", "NAME=DIMS");
+  expect_one_error("run zoo:resnet18 --shape seq=3", "zoo network");
+}
+
 #endif
 
 // The cuda target from the command line: compiled for a named architecture without a
