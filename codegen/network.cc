@@ -16,6 +16,7 @@
 #include "core/util/hash.h"
 #include "core/util/host.h"
 #include "core/util/io.h"
+#include "core/util/output_file.h"
 
 namespace basin::codegen {
 
@@ -359,7 +360,7 @@ int64_t CompiledNetwork::weight_bytes() const {
   return b;
 }
 
-void CompiledNetwork::save(const std::string& path) const {
+void CompiledNetwork::save(const std::string& path, const std::vector<std::string>& inputs) const {
   const Impl& m = *impl_;
   nlohmann::json h;
   h["version"] = 1;
@@ -400,28 +401,26 @@ void CompiledNetwork::save(const std::string& path) const {
   h["steps"] = nlohmann::json::array();
   for (const auto& s : m.steps) h["steps"].push_back({{"kernel", s.kernel}, {"args", s.args}});
   std::string text = h.dump();
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error("cannot write '" + tmp + "'");
-    // magic, header size, checksum of everything after it, header, machine code, weights
-    uint64_t n = text.size();
-    uint64_t sum = fnv1a(text);
-    if (m.target == "cuda") sum = fnv1a(m.cubin, sum);
-    else
-      for (const auto& k : m.kernels) sum = fnv1a(code(k), sum);
-    for (const NDArray& w : m.weights) sum = fnv1a({static_cast<const char*>(w.data()), w.nbytes()}, sum);
-    f.write(kMagic, sizeof kMagic - 1);
-    f.write(reinterpret_cast<const char*>(&n), sizeof n);
-    f.write(reinterpret_cast<const char*>(&sum), sizeof sum);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    if (m.target == "cuda") f.write(m.cubin.data(), static_cast<std::streamsize>(m.cubin.size()));
-    else
-      for (const auto& k : m.kernels) f.write(code(k).data(), static_cast<std::streamsize>(code(k).size()));
-    for (const NDArray& w : m.weights) f.write(static_cast<const char*>(w.data()), static_cast<std::streamsize>(w.nbytes()));
-    if (!f) throw Error("writing '" + tmp + "' failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot move '" + tmp + "' to '" + path + "'");
+  write_output_file(
+      path,
+      [&](OutputFile& f) {
+        // magic, header size, checksum of everything after it, header, machine code, weights
+        uint64_t n = text.size();
+        uint64_t sum = fnv1a(text);
+        if (m.target == "cuda") sum = fnv1a(m.cubin, sum);
+        else
+          for (const auto& k : m.kernels) sum = fnv1a(code(k), sum);
+        for (const NDArray& w : m.weights) sum = fnv1a({static_cast<const char*>(w.data()), w.nbytes()}, sum);
+        f.write(kMagic, sizeof kMagic - 1);
+        f.write(&n, sizeof n);
+        f.write(&sum, sizeof sum);
+        f.write(text);
+        if (m.target == "cuda") f.write(m.cubin);
+        else
+          for (const auto& k : m.kernels) f.write(code(k));
+        for (const NDArray& w : m.weights) f.write(w.data(), w.nbytes());
+      },
+      inputs);
 }
 
 bool CompiledNetwork::is_compiled_file(const std::string& path) {

@@ -68,7 +68,9 @@ class CompiledNetwork {
   static CompiledNetwork load(const std::string& path);
   // True when the file starts like a compiled network (its magic), whatever else it holds.
   static bool is_compiled_file(const std::string& path);
-  void save(const std::string& path) const;
+  // Written by core/util/output_file.h's rules; `inputs` are the paths it must not
+  // replace (the model, the records).
+  void save(const std::string& path, const std::vector<std::string>& inputs = {}) const;
 
   // Outputs in the network's order for inputs in its order (checked: dtype and shape).
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/util/error.h"
+#include "core/util/output_file.h"
 #include "core/util/parallel.h"
 #include "relax/features.h"
 #include "core/util/io.h"
@@ -238,13 +239,13 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
 namespace detail {
 
 void write_file(const std::string& path, const std::string& kind, const std::string& payload) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot write estimator file " + path);
   char head[160];
   std::snprintf(head, sizeof head, "basin-estimator %s %d %zu %016llx\n", kind.c_str(), relax::kFeatureVersion,
                 payload.size(), static_cast<unsigned long long>(fnv1a(payload)));
-  f << head << payload;
-  if (!f) throw Error("cannot write estimator file " + path);
+  write_output_file(path, [&](OutputFile& f) {
+    f.write(std::string(head));
+    f.write(payload);
+  });
 }
 
 FileContents read_file(const std::string& path) {

@@ -7,11 +7,13 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "codegen/cuda.h"
 #include "codegen/measure.h"
 #include "core/util/error.h"
+#include "core/util/output_file.h"
 #include "models/dataset.h"
 #include "search/records.h"
 #include "tools/commands.h"
@@ -83,9 +85,9 @@ int run_export(const ExportOptions& o) {
   if (o.out.empty() || o.out == "-") {
     models::export_samples(samples, std::cout);
   } else {
-    std::ofstream f(o.out);
-    if (!f) throw Error("cannot write " + o.out);
-    models::export_samples(samples, f);
+    std::ostringstream text;
+    models::export_samples(samples, text);
+    write_output_file(o.out, [&](OutputFile& f) { f.write(text.str()); }, {o.records});
     std::fprintf(stderr, "wrote %zu samples to %s (%d records skipped)\n", samples.size(), o.out.c_str(), skipped);
   }
   return 0;

@@ -21,6 +21,7 @@
 #include "core/ir/npy.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
+#include "core/util/output_file.h"
 #include "core/util/parse.h"
 #include "bench/machine.h"
 #include "codegen/cpu_runtime.h"
@@ -201,10 +202,12 @@ int run_tune(const NetOptions& o) {
 
 int run_compile(const NetOptions& o) {
   if (o.out.empty()) throw ParseError("give the output file: -o OUT");
+  const std::vector<std::string> reads = {o.model, o.records};
+  check_output_path(o.out, reads);  // before the work, not after it
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
-  net.save(o.out);
+  net.save(o.out, reads);
   nlohmann::json j = {{"model", o.model},          {"output", o.out}, {"target", net.target()},
                       {"kernels", net.kernels()},  {"launches", net.launches()},
                       {"arena_bytes", net.arena_bytes()}, {"tensor_bytes", net.tensor_bytes()},
@@ -288,6 +291,9 @@ int run_profile(const NetOptions& o) {
 }
 
 int run_run(const NetOptions& o) {
+  std::vector<std::string> reads = {o.model, o.records};
+  reads.insert(reads.end(), o.inputs.begin(), o.inputs.end());
+  if (!o.output.empty()) check_output_path(o.output, reads);
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
   std::string compiled_for;  // a compiled file's CPU (llvm target)
@@ -316,7 +322,7 @@ int run_run(const NetOptions& o) {
         size_t dot = file.rfind(".npy");
         file = (dot == std::string::npos ? file : file.substr(0, dot)) + "." + std::to_string(i) + ".npy";
       }
-      write_npy(file, out[i]);
+      write_npy(file, out[i], reads);
       e["file"] = file;
     }
     outs.push_back(e);
@@ -414,7 +420,7 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--seed", o->seed, "seed of the search");
-    cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate");
+    add_timeout_option(cmd, o->timeout);
     add_compile_options(cmd, o->compile_threads, o->max_instructions);
     add_slow_factor_option(cmd, o->slow_factor);
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });

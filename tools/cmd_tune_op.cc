@@ -72,6 +72,21 @@ void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
       });
 }
 
+void add_timeout_option(CLI::App* cmd, double& timeout) {
+  cmd->add_option("--timeout", timeout, "seconds allowed per candidate: compile, check and time (default 10; above 0, at most 3600)")
+      ->check([](const std::string& v) {
+        double t = 0;
+        size_t used = 0;
+        try {
+          t = std::stod(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != v.size()) return std::string("not a number: ") + v;
+        return std::isfinite(t) && t > 0 && t <= 3600 ? std::string() : std::string("above 0 and at most 3600 seconds");
+      });
+}
+
 void draw_progress(int done, int total, double seconds, double best_us) {
   char line[160];
   if (total > 0) {
@@ -335,7 +350,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
                   "default: ensemble, gbt for annealing, none for random");
   cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
-  cmd->add_option("--timeout", o->timeout, "seconds allowed per candidate (compile, check, time)");
+  add_timeout_option(cmd, o->timeout);
   add_compile_options(cmd, o->compile_threads, o->max_instructions);
   add_slow_factor_option(cmd, o->slow_factor);
   cmd->add_option("--confirm", o->confirm,

@@ -32,6 +32,9 @@ std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);
 void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instructions);
 // The tuning commands' --slow-factor (search::TuneOptions::slow_factor).
 void add_slow_factor_option(CLI::App* cmd, double& slow_factor);
+// --timeout: finite, above 0, at most an hour (0, a negative or NaN would store every
+// program as a timeout, never measured again).
+void add_timeout_option(CLI::App* cmd, double& timeout);
 
 // "" when `spec` names a strategy with valid options (search::make_strategy), else why
 // not: a CLI11 validator's answer.

@@ -7,12 +7,14 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 #include "core/graph/passes.h"
 #include "core/util/io.h"
@@ -68,7 +70,7 @@ class Importer {
  public:
   Importer(std::string path, ImportOptions options) : path_(std::move(path)), options_(std::move(options)) {
     size_t slash = path_.find_last_of('/');
-    dir_ = slash == std::string::npos ? "." : path_.substr(0, slash);
+    dir_ = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
   }
 
   Graph run();
@@ -217,23 +219,55 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
+    auto number = [&](const std::string& key, const std::string& v) {
+      int64_t x = -1;
+      size_t used = 0;
+      try {
+        x = std::stoll(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != v.size() || x < 0) fail(what + ": external data " + key + " '" + v + "' is not a byte count");
+      return x;
+    };
     for (const auto& kv : t.external_data()) {
       if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
+      else if (kv.key() == "offset") offset = number("offset", kv.value());
+      else if (kv.key() == "length") length = number("length", kv.value());
     }
     if (location.empty()) fail(what + ": external data without a location");
-    std::string file = location[0] == '/' ? location : dir_ + "/" + location;
-    std::ifstream f(file, std::ios::binary);
-    if (!f) fail(what + ": cannot open its external data file '" + file + "'");
-    f.seekg(0, std::ios::end);
-    const int64_t size = static_cast<int64_t>(f.tellg());
+    // Only files of the model's folder or below: no absolute path, no "..", and the
+    // resolved path (links followed) still inside the folder.
+    if (location[0] == '/' || location.find('\0') != std::string::npos)
+      fail(what + ": external data location '" + location + "' is absolute; it must be relative to the model's folder");
+    for (size_t at = 0; at <= location.size();) {
+      size_t next = location.find('/', at);
+      if (next == std::string::npos) next = location.size();
+      if (location.compare(at, next - at, "..") == 0 && next - at == 2)
+        fail(what + ": external data location '" + location + "' leaves the model's folder");
+      at = next + 1;
+    }
+    const std::string file = dir_ + "/" + location;
+    std::error_code ec;
+    const std::filesystem::path real = std::filesystem::canonical(file, ec);
+    const std::filesystem::path root = std::filesystem::canonical(dir_.empty() ? "." : dir_, ec);
+    if (real.empty() || root.empty()) fail(what + ": cannot open its external data file '" + file + "'");
+    const std::string rs = real.string(), ro = root.string();
+    if (rs.compare(0, ro.size(), ro) != 0 || (rs.size() > ro.size() && rs[ro.size()] != '/' && ro != "/"))
+      fail(what + ": external data '" + location + "' resolves outside the model's folder");
+    if (!std::filesystem::is_regular_file(real, ec))
+      fail(what + ": external data '" + file + "' is not a regular file");
+    const int64_t size = static_cast<int64_t>(std::filesystem::file_size(real, ec));
+    if (ec) fail(what + ": cannot read the size of external data file '" + file + "'");
     if (length < 0) length = static_cast<int64_t>(nbytes);
-    if (length != static_cast<int64_t>(nbytes) || offset < 0 || offset + length > size)
+    if (length != static_cast<int64_t>(nbytes) || offset > size || length > size - offset)
       fail(what + ": external data '" + file + "' holds " + std::to_string(size) + " bytes; the tensor needs " +
            std::to_string(nbytes) + " at offset " + std::to_string(offset));
+    std::ifstream f(real, std::ios::binary);
+    if (!f) fail(what + ": cannot open its external data file '" + file + "'");
     f.seekg(offset);
     f.read(static_cast<char*>(a.data()), static_cast<std::streamsize>(nbytes));
+    if (f.gcount() != static_cast<std::streamsize>(nbytes)) fail(what + ": external data '" + file + "' ended early");
     return a;
   }
   if (t.has_raw_data()) {
@@ -840,9 +874,13 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          return std::vector<int>{m.add(n, "transpose", {m.in(n, 0)}, {{"perm", m.attr_ints(n, "perm", {})}})};
        }},
       {"Concat", [](Importer& m, const onnx::NodeProto& n) {
+         // Empty parts add nothing (constant shape vectors such as x.shape[2:] of a
+         // rank-2 tensor); all empty is the empty constant itself.
          std::vector<int> ins;
          for (int i = 0; i < n.input_size(); ++i)
-           if (m.val(m.in(n, i)).numel() > 0 || i + 1 == n.input_size() && ins.empty()) ins.push_back(m.in(n, i));  // empty parts add nothing
+           if (m.val(m.in(n, i)).numel() > 0) ins.push_back(m.in(n, i));
+         if (ins.empty()) return std::vector<int>{m.in(n, 0)};
+         if (ins.size() == 1) return std::vector<int>{ins[0]};
          return std::vector<int>{m.add(n, "concat", ins, {{"axis", m.attr_i(n, "axis", 0)}})};
        }},
       {"Slice", [](Importer& m, const onnx::NodeProto& n) { return m.slice(n); }},

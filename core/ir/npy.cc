@@ -6,6 +6,7 @@
 
 #include "core/util/error.h"
 #include "core/util/io.h"
+#include "core/util/output_file.h"
 
 namespace basin {
 
@@ -90,23 +91,25 @@ NDArray read_npy(const std::string& path) {
   return a;
 }
 
-void write_npy(const std::string& path, const NDArray& a) {
+void write_npy(const std::string& path, const NDArray& a, const std::vector<std::string>& inputs) {
   std::string shape = "(";
   for (size_t i = 0; i < a.shape().size(); ++i) shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 ? "," : i + 1 < a.shape().size() ? ", " : "");
   shape += ")";
   std::string header = "{'descr': '" + descr_of(a.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t total = 10 + header.size() + 1;
   header += std::string((64 - total % 64) % 64, ' ') + "\n";
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("cannot write '" + path + "'");
-  f.write(kMagic, 6);
-  const char ver[2] = {1, 0};
-  f.write(ver, 2);
-  const uint16_t n = static_cast<uint16_t>(header.size());
-  f.write(reinterpret_cast<const char*>(&n), 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.nbytes()));
-  if (!f) throw Error("writing '" + path + "' failed");
+  write_output_file(
+      path,
+      [&](OutputFile& f) {
+        f.write(kMagic, 6);
+        const char ver[2] = {1, 0};
+        f.write(ver, 2);
+        const uint16_t n = static_cast<uint16_t>(header.size());
+        f.write(&n, 2);
+        f.write(header);
+        f.write(a.data(), a.nbytes());
+      },
+      inputs);
 }
 
 }  // namespace basin

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/ir/ndarray.h"
 
@@ -11,6 +12,7 @@ namespace basin {
 // Throws NotFoundError when the file cannot be opened and ParseError naming the file
 // when it is not a supported .npy array.
 NDArray read_npy(const std::string& path);
-void write_npy(const std::string& path, const NDArray& a);
+// Written by core/util/output_file.h's rules; `inputs` are paths it must not replace.
+void write_npy(const std::string& path, const NDArray& a, const std::vector<std::string>& inputs = {});
 
 }  // namespace basin

@@ -12,7 +12,9 @@ namespace basin {
 
 namespace {
 
-constexpr int kMaxThreads = 999999;
+// More threads than this is a mistake, not a machine: thread creation fails long
+// before (99999 aborted in std::thread).
+constexpr int kMaxThreads = 1024;
 
 // The value of the variable `name` when it is a whole number in [lo, hi]; 0 when it is
 // unset or anything else.
@@ -119,7 +121,7 @@ bool same_host(const std::string& recorded, const std::string& machine) {
 
 void check_settings() {
   refuse_bad_setting("BASIN_NUM_THREADS", 1, kMaxThreads,
-                     "threads (a whole number, at least 1; unset it to use every core)");
+                     "threads (a whole number from 1 to " + std::to_string(kMaxThreads) + "; unset it to use every core)");
   refuse_bad_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks,
                      "chunks per thread (a whole number from 1 to " + std::to_string(kMaxParallelChunks) +
                          "; unset it for " + std::to_string(kDefaultParallelChunks) + ")");

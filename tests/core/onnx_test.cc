@@ -3,6 +3,7 @@
 // model says (checked by hand); opsets 11 to 18; and the corpus of broken files, each
 // rejected with one GraphError that names what is wrong.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
@@ -442,6 +443,64 @@ TEST(OnnxImport, SymbolicDimensionsTakeValues) {
   ImportOptions rank;
   rank.shapes = {{"x", {3}}};
   EXPECT_NE(error_of(rank).find("rank 2"), std::string::npos) << error_of(rank);
+}
+
+// External data is read only from regular files of the model's folder or below, with
+// offsets and lengths checked: an absolute location (/etc/passwd), "..", a link out of
+// the folder, a folder, a FIFO (which would block in open) and an offset past the end
+// are each one clear error, and nothing outside the model is read.
+TEST(OnnxImport, ExternalDataStaysInTheModelsFolder) {
+  TempDir dir;
+  fs::create_directories(dir.path + "/m/sub");
+  std::ofstream(dir.path + "/outside.bin", std::ios::binary) << std::string(64, 'x');
+  std::ofstream(dir.path + "/m/sub/w.bin", std::ios::binary) << std::string(64, '\0');
+  fs::create_symlink(dir.path + "/outside.bin", dir.path + "/m/link.bin");
+  ASSERT_EQ(mkfifo((dir.path + "/m/fifo.bin").c_str(), 0600), 0);
+  fs::create_directories(dir.path + "/m/folder.bin");
+  struct Case {
+    std::string location, offset, needle;
+  };
+  const Case cases[] = {{"/etc/passwd", "", "absolute"},
+                        {"../outside.bin", "", "leaves the model's folder"},
+                        {"sub/../../outside.bin", "", "leaves the model's folder"},
+                        {"link.bin", "", "outside the model's folder"},
+                        {"fifo.bin", "", "not a regular file"},
+                        {"folder.bin", "", "not a regular file"},
+                        {"sub/w.bin", "9223372036854775800", "at offset"},
+                        {"sub/w.bin", "-4", "not a byte count"},
+                        {"sub/w.bin", "12abc", "not a byte count"},
+                        {"sub/w.bin", "", ""}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.location + " @" + c.offset);
+    testing::OnnxBuilder b(17);
+    b.input("x", {4, 4});
+    onnx::TensorProto* t = b.empty_initializer("w", {4, 4});
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value(c.location);
+    if (!c.offset.empty()) {
+      auto* off = t->add_external_data();
+      off->set_key("offset");
+      off->set_value(c.offset);
+    }
+    b.node("Add", {"x", "w"}, {"y"});
+    b.output("y", {4, 4});
+    const std::string path = dir.path + "/m/model.onnx";
+    b.save(path);
+    if (c.needle.empty()) {
+      Graph g = import_onnx(path);
+      EXPECT_EQ(g.value(g.outputs()[0]).shape, (std::vector<int64_t>{4, 4}));
+      continue;
+    }
+    try {
+      import_onnx(path);
+      ADD_FAILURE() << "imported";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("root:"), std::string::npos) << "the error quotes the file: " << e.what();
+    }
+  }
 }
 
 // ONNX's opset rules: opset 18's Split(num_outputs) in a file that declares opset 17 is

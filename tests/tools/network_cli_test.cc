@@ -5,6 +5,7 @@
 // clear error line and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -168,6 +169,48 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
   EXPECT_NE(text.out.find("outside kernels"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("conv2d+add+relu"), std::string::npos) << text.out;
   expect_one_error("profile " + model + " --repeat -1", "--repeat");
+}
+
+// Outputs are written by core/util/output_file.h's rules: never over the command's own
+// inputs, never over something that is not a regular file (a FIFO, a device, a link),
+// through a temporary that a killed run's successor removes; every bad --timeout and
+// BASIN_NUM_THREADS is one error before any work.
+TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
+  const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/cnn.basin";
+  basin::testing::small_cnn().save(model);
+  const int tuned = run("tune " + model + " --trials 3 --batch 3 --strategy random --records " + db + " --quiet").code;
+  ASSERT_TRUE(tuned == 0 || tuned == 4) << tuned;  // 4: a task left without a program
+  const std::string model_bytes = basin::testing::read_file(model), db_bytes = basin::testing::read_file(db);
+  expect_one_error("compile " + model + " --records " + db + " -o " + db, "also an input");
+  expect_one_error("compile " + model + " --records " + db + " -o " + model, "also an input");
+  EXPECT_EQ(basin::testing::read_file(model), model_bytes);
+  EXPECT_EQ(basin::testing::read_file(db), db_bytes);
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  expect_one_error("compile " + model + " -o " + dir + "/fifo", "not a regular file");
+  EXPECT_TRUE(fs::is_fifo(dir + "/fifo"));
+  expect_one_error("run " + model + " --output /dev/full", "not a regular file");
+  Result full = run("records export --records " + db + " --out /dev/full", true);
+  EXPECT_EQ(full.code, 1) << full.out;
+  EXPECT_NE(full.out.find("not a regular file"), std::string::npos) << full.out;
+  fs::create_symlink(dir + "/elsewhere", dir + "/link.basin");
+  expect_one_error("compile " + model + " -o " + dir + "/link.basin", "symbolic link");
+  EXPECT_FALSE(fs::exists(dir + "/elsewhere"));
+  expect_one_error("compile " + model + " -o " + dir + "/no/such/folder/x.basin", "no folder");
+  // A killed compile's temporary (a process that no longer exists) goes with the next write.
+  const std::string stale = dir + "/.cnn.basin.basin-tmp-4194303";
+  std::ofstream(stale) << "half a network";
+  ASSERT_EQ(run("compile " + model + " --records " + db + " -o " + out + " --quiet").code, 0);
+  EXPECT_FALSE(fs::exists(stale));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find("basin-tmp"), std::string::npos) << e.path();
+  EXPECT_TRUE(basin::testing::read_file(out).rfind("BASINNET1", 0) == 0);
+  for (const char* t : {"0", "-1", "nan", "1e30", "inf", "5s"})
+    expect_one_error("tune " + model + " --records " + dir + "/t.db --trials 3 --timeout " + t, "--timeout");
+  EXPECT_FALSE(fs::exists(dir + "/t.db"));
+  Result threads = basin::testing::capture("BASIN_NUM_THREADS=99999 " + basin::testing::basin_path() + " run " + model +
+                                           " --quiet 2>&1");
+  EXPECT_EQ(threads.code, 1) << threads.out;
+  EXPECT_NE(threads.out.find("BASIN_NUM_THREADS"), std::string::npos) << threads.out;
 }
 
 // --shape gives a symbolic dimension its value; without it, the one error line names
