@@ -94,22 +94,25 @@ def matches(r):
 
 
 def table(results):
-    rows = ["| model | exporter | imports | matches ORT (max rel. error) | vs PyTorch | tasks | basin untuned (ms) | ORT (ms) | note |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    timed = any(r.get("latency_ms") is not None for r in results)
+    head = "| model | exporter | imports | matches (max rel. error vs ONNX Runtime) | vs PyTorch | tasks |"
+    if timed:
+        head += " basin untuned (ms) | ONNX Runtime (ms) |"
+    rows = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         imp = "yes" if r.get("rc") == 0 else ("-" if "export_error" in r else "no")
-        err = r.get("err_ort")
-        match = "-" if err is None else ("yes" if matches(r) else "**no**") + f" ({err:.1e})"
-        errt = r.get("err_torch")
-        note = r.get("export_error") or r.get("error") or ""
-        if err is not None and err > TOL and matches(r):
-            note = f"ONNX Runtime is {r['ort_vs_torch']:.1e} from PyTorch here; basin matches PyTorch"
-        note = note.replace("|", "/")
-        lat, ort_ms = r.get("latency_ms"), r.get("ort_ms")
-        rows.append(f"| {r['model']} | {r['exporter']} | {imp} | {match} | "
-                    f"{'-' if errt is None else f'{errt:.1e}'} | {r.get('tasks', '-')} | "
-                    f"{'-' if lat is None else f'{lat:.2f}'} | "
-                    f"{'-' if ort_ms is None else f'{ort_ms:.2f}'} | {note} |")
+        err, errt = r.get("err_ort"), r.get("err_torch")
+        if err is None:
+            match = "-: " + (r.get("export_error") or r.get("error") or "").replace("|", "/")
+        elif err > TOL and matches(r):
+            match = f"yes, against PyTorch: ONNX Runtime is {r['ort_vs_torch']:.1e} off PyTorch here ({err:.1e})"
+        else:
+            match = ("yes" if matches(r) else "**no**") + f" ({err:.1e})"
+        row = f"| {r['model']} | {r['exporter']} | {imp} | {match} | {'-' if errt is None else f'{errt:.1e}'} | {r.get('tasks', '-')} |"
+        if timed:
+            lat, ort_ms = r.get("latency_ms"), r.get("ort_ms")
+            row += f" {'-' if lat is None else f'{lat:.2f}'} | {'-' if ort_ms is None else f'{ort_ms:.2f}'} |"
+        rows.append(row)
     return "\n".join(rows)
 
 
