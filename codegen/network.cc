@@ -6,12 +6,15 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
+#include "core/ir/split_prologue.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/hash.h"
 #include "core/util/host.h"
@@ -64,6 +67,7 @@ struct CompiledNetwork::Impl {
   std::vector<Step> steps;
   std::vector<NDArray> weights;
   int64_t arena_bytes = 0, tensor_bytes = 0;
+  int packed_weights = 0;
   std::string host;
   std::string target = "llvm";
   std::string arch, cubin;  // cuda
@@ -147,14 +151,58 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   m.target = target;
   if (cuda) m.arch = cuda_arch.empty() ? cuda_device_arch() : cuda_arch;
   else m.host = llvm_host_cpu();
-  // Kernels, one per task (on the GPU, CUDA C of one translation unit).
+  // Kernels, one per task (on the GPU, CUDA C of one translation unit). On the CPU, a
+  // first stage that only rearranges an input that is constant in every group of the
+  // task (a sketch's weight repacking) is split off and run here, once per group: the
+  // kernel then reads the packed weight (core/ir/split_prologue.h).
   std::vector<LoweredFunc> gpu_funcs;
+  struct Prepack {
+    int param = -1;
+    std::unique_ptr<LlvmKernel> prologue;
+    DType dtype = DType::f32();
+    std::vector<int64_t> shape;
+  };
+  std::vector<Prepack> prepack(p.tasks.size());
+  std::vector<std::set<int>> constant_inputs(p.tasks.size());
+  {
+    std::vector<bool> seen(p.tasks.size(), false);
+    for (const graph::FusedGroup& fg : p.groups) {
+      if (fg.view || fg.task < 0) continue;
+      std::set<int> here;
+      for (size_t i = 0; i < fg.inputs.size(); ++i)
+        if (g.value(fg.inputs[i]).constant) here.insert(static_cast<int>(i));
+      std::set<int>& all = constant_inputs[static_cast<size_t>(fg.task)];
+      if (!seen[static_cast<size_t>(fg.task)]) {
+        all = here;
+        seen[static_cast<size_t>(fg.task)] = true;
+      } else {
+        std::set<int> both;
+        for (int i : all)
+          if (here.count(i)) both.insert(i);
+        all = both;
+      }
+    }
+  }
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const graph::NetworkTask& task = p.tasks[t];
     try {
       std::vector<sched::Sketch> sketches = sched::sketches_for(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
+      if (!cuda && !constant_inputs[t].empty()) {
+        if (std::optional<SplitPrologue> sp = split_constant_prologue(f, constant_inputs[t])) {
+          Prepack& pp = prepack[t];
+          pp.param = sp->param;
+          const Buffer& packed = sp->prologue.params[1];
+          pp.dtype = packed->dtype;
+          for (const Expr& e : packed->shape) {
+            if (e.kind() != ExprKind::IntImm) throw InternalError("a packed weight of symbolic shape");
+            pp.shape.push_back(e->ival);
+          }
+          pp.prologue = compile_llvm(sp->prologue);
+          f = std::move(sp->kernel);
+        }
+      }
       if (cuda) {
         f.name = "task" + std::to_string(t);
         m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops});
@@ -202,8 +250,29 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     define(v, -1);
   }
   int step = 0;
+  std::map<std::pair<int, int>, int> packed_slot;  // (task, constant value) -> its packed weight's slot
+  auto packed = [&](int task, int v) {
+    auto it = packed_slot.find({task, v});
+    if (it != packed_slot.end()) return it->second;
+    const Prepack& pp = prepack[static_cast<size_t>(task)];
+    NDArray src = g.value(v).data;  // shares the constant's storage; the prologue only reads it
+    NDArray out(pp.dtype, pp.shape);
+    pp.prologue->run({&src, &out});
+    Impl::Slot s;
+    s.info = {g.value(v).name + ".packed", pp.dtype, pp.shape};
+    s.weight = static_cast<int>(m.weights.size());
+    m.weights.push_back(std::move(out));
+    ++m.packed_weights;
+    m.slots.push_back(s);
+    const int id = static_cast<int>(m.slots.size()) - 1;
+    packed_slot[{task, v}] = id;
+    return id;
+  };
   for (const graph::FusedGroup& fg : p.groups) {
-    for (int v : fg.inputs) {
+    const int pre = fg.view || fg.task < 0 ? -1 : prepack[static_cast<size_t>(fg.task)].param;
+    for (size_t i = 0; i < fg.inputs.size(); ++i) {
+      const int v = fg.inputs[i];
+      if (static_cast<int>(i) == pre) continue;  // read through its packed copy
       slot(v);
       if (root[v] >= 0) {
         Live& l = live[live_of_root[root[v]]];
@@ -221,7 +290,8 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     define(fg.output, step);
     Impl::Step st;
     st.kernel = fg.task;
-    for (int v : fg.inputs) st.args.push_back(slot_of[v]);
+    for (size_t i = 0; i < fg.inputs.size(); ++i)
+      st.args.push_back(static_cast<int>(i) == pre ? packed(fg.task, fg.inputs[i]) : slot_of[fg.inputs[i]]);
     st.args.push_back(slot_of[fg.output]);
     m.steps.push_back(std::move(st));
     ++step;
@@ -353,6 +423,7 @@ const std::vector<TensorInfo>& CompiledNetwork::outputs() const { return impl_->
 int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.size()); }
 int CompiledNetwork::launches() const { return static_cast<int>(impl_->steps.size()); }
 int64_t CompiledNetwork::arena_bytes() const { return impl_->arena_bytes; }
+int CompiledNetwork::packed_weights() const { return impl_->packed_weights; }
 int64_t CompiledNetwork::tensor_bytes() const { return impl_->tensor_bytes; }
 int64_t CompiledNetwork::weight_bytes() const {
   int64_t b = 0;
@@ -369,6 +440,7 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
   h["host_cpu"] = m.host;
   h["arch"] = m.arch;
   h["arena_bytes"] = m.arena_bytes;
+  h["packed_weights"] = m.packed_weights;
   h["tensor_bytes"] = m.tensor_bytes;
   int64_t blob = 0;
   // The machine code: each kernel's object (llvm), or the one cubin (cuda).
@@ -471,6 +543,7 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     }
     m.arena_bytes = h.at("arena_bytes").get<int64_t>();
     m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
+    m.packed_weights = h.value("packed_weights", 0);
     auto bytes = [&](const nlohmann::json& j) {
       uint64_t off = j.at("offset").get<uint64_t>(), size = j.at("size").get<uint64_t>();
       if (off > data.size() - blob0 || size > data.size() - blob0 - off) throw ParseError("'" + path + "' is truncated");

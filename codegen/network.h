@@ -93,6 +93,9 @@ class CompiledNetwork {
   int64_t arena_bytes() const;   // the memory plan's arena
   int64_t tensor_bytes() const;  // the intermediate tensors' sizes summed (no reuse)
   int64_t weight_bytes() const;
+  // Weights packed when the network was compiled (a kernel's first stage that
+  // rearranged a constant input, run once instead of on every call).
+  int packed_weights() const;
 
  private:
   struct Impl;

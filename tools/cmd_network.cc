@@ -211,7 +211,8 @@ int run_compile(const NetOptions& o) {
   nlohmann::json j = {{"model", o.model},          {"output", o.out}, {"target", net.target()},
                       {"kernels", net.kernels()},  {"launches", net.launches()},
                       {"arena_bytes", net.arena_bytes()}, {"tensor_bytes", net.tensor_bytes()},
-                      {"weight_bytes", net.weight_bytes()}, {"untuned_tasks", untuned}};
+                      {"weight_bytes", net.weight_bytes()}, {"packed_weights", net.packed_weights()},
+                      {"untuned_tasks", untuned}};
   if (net.target() == "cuda") j["arch"] = net.cuda_arch();
   if (o.json) {
     std::cout << j.dump(2) << "\n";

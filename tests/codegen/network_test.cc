@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <fstream>
+#include <map>
+#include <random>
 
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
@@ -133,6 +134,71 @@ TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
       for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
     }
   }
+}
+
+// A sketch's weight repacking runs once, when the network is compiled: every task
+// whose program repacks a constant weight gets its packed copy as a weight of the
+// network (one per group: the cnn's convolutions of one shape share a task but not
+// their weights), and the outputs still match the interpreter and LibTorch, before
+// and after a save and load.
+TEST_F(Network, ConstantWeightsArePackedWhenCompiled) {
+  graph::Graph g = graph::optimize(cnn());
+  graph::Partition p = graph::partition(g);
+  std::mt19937_64 rng(3);
+  std::vector<ProgramChoice> c;
+  int packing_groups = 0;
+  for (size_t t = 0; t < p.tasks.size(); ++t) {
+    std::vector<sched::Sketch> s = sched::cpu_sketches(p.tasks[t].graph);
+    const sched::Sketch* pick = &s[0];
+    for (const sched::Sketch& k : s)
+      if (k.name.find(".pack") != std::string::npos) pick = &k;
+    c.push_back({pick->name, sched::random_config(*pick, rng), true});
+    if (pick->name.find(".pack") != std::string::npos)
+      for (const graph::FusedGroup& fg : p.groups) packing_groups += fg.task == static_cast<int>(t);
+  }
+  ASSERT_GE(packing_groups, 2) << "the cnn has no task with a packing sketch";
+  CompiledNetwork n = CompiledNetwork::compile(g, p, c);
+  EXPECT_EQ(n.packed_weights(), packing_groups);
+  std::vector<NDArray> in = inputs(n, 7);
+  std::vector<NDArray> got = n.run(in);
+  expect_close(got, graph::interpret_graph(g, in), 1e-4);
+  expect_close(got, TorchExecutor(g).run(in), 1e-4);
+  n.save(dir + "/packed.basin");
+  CompiledNetwork back = CompiledNetwork::load(dir + "/packed.basin");
+  EXPECT_EQ(back.packed_weights(), packing_groups);
+  expect_close(back.run(in), got, 0);
+  // The same programs without the weights constant (inputs of the graph): the kernels
+  // keep their packing stage, and compute the same.
+  graph::Graph h;
+  h.name = "cnn_inputs";
+  std::vector<NDArray> hin = in;
+  std::map<int, int> map;
+  for (int v : g.inputs()) map[v] = h.add_input(g.value(v).name, g.value(v).shape, g.value(v).dtype);
+  for (size_t v = 0; v < g.values().size(); ++v)
+    if (g.values()[v].constant && g.values()[v].shape.size() >= 2) {
+      map[static_cast<int>(v)] = h.add_input(g.values()[v].name, g.values()[v].shape, g.values()[v].dtype);
+      hin.push_back(g.values()[v].data);
+    }
+  for (int nd : g.topo_order()) {
+    const graph::Node& node = g.node(nd);
+    std::vector<int> ins;
+    for (int v : node.inputs) {
+      if (!map.count(v)) map[v] = h.add_constant(g.value(v).name, g.value(v).data);
+      ins.push_back(map[v]);
+    }
+    map[node.output] = h.add_node(node.op, ins, node.attrs.values(), node.name);
+  }
+  for (int v : g.outputs()) h.add_output(map[v]);
+  graph::Partition hp = graph::partition(h);
+  ASSERT_EQ(hp.tasks.size(), p.tasks.size());
+  std::vector<ProgramChoice> hc;
+  for (const graph::NetworkTask& t : hp.tasks)
+    for (size_t k = 0; k < p.tasks.size(); ++k)
+      if (p.tasks[k].key == t.key) hc.push_back(c[k]);
+  ASSERT_EQ(hc.size(), hp.tasks.size());
+  CompiledNetwork hn = CompiledNetwork::compile(h, hp, hc);
+  EXPECT_EQ(hn.packed_weights(), 0);
+  expect_close(hn.run(hin), got, 1e-5);
 }
 
 TEST_F(Network, TheMemoryPlanReusesBuffers) {
