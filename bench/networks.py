@@ -1,18 +1,25 @@
-#!/usr/bin/python3
-"""bench/networks: whole networks at batch 1 against LibTorch in the same run.
+"""bench/networks: whole networks, basin against the runtimes users already run, in one run.
 
-For each network: its untuned latency (every task on its first sketch's default
-configuration) and LibTorch's (the same Graph run op by op with LibTorch's kernels:
-oneDNN and OpenBLAS), both from one `basin compare`; then `basin tune` for --budget
-(the task scheduler spreads it over the network's tasks, from an empty records file);
-then `basin compare --records` for the tuned latency, LibTorch's again, and the largest
-error against LibTorch. Both compares time with the full protocol (warm-up, 5 rounds of
-at least 200 ms, the minimum), on every core for both.
+For each model (exported from PyTorch to ONNX with random weights, batch 1, FP32), on the
+same input and the same threads:
 
-Writes results.json and table.md to --out, and prints the table.
+- basin untuned (every task on its first sketch's default program): `basin run`;
+- basin tuned from an empty records file: `basin tune MODEL.onnx --budget` run in
+  segments that resume one records file, the network timed after each (`basin run
+  --records`), which gives the curve of latency against tuning seconds;
+- ONNX Runtime (intra_op_num_threads), OpenVINO (INFERENCE_PRECISION_HINT f32: its default
+  on AVX-512-BF16 CPUs is bf16; INFERENCE_NUM_THREADS), PyTorch eager, torch.compile
+  (default) and torch.compile with Inductor's `freezing` (its inference setting).
 
-    /usr/bin/python3 bench/networks.py [--networks resnet18,resnet50,mobilenet_v2,bert_base]
-        [--budget 10m] [--strategy gradient] [--out DIR] [--basin build/bin/basin]
+Every output is compared with PyTorch eager's (max relative error: the largest absolute
+difference over the largest magnitude). Writes results.json, table.md and curves.png
+(basin's latency against tuning seconds, the peers as horizontal lines) to --out.
+
+Run with the peers' Python (bench/peers/setup.sh):
+
+    .cache/peers/bin/python bench/networks.py [--models resnet18,mobilenet_v2,...] [--budget 4m]
+        [--segments 30s,1m,2m,4m] [--threads 2] [--repeat 30] [--out DIR] [--basin build/bin/basin]
+        [--peers ort,openvino,eager,compile,compile_freezing] [--table-from results.json]
 """
 import argparse
 import json
@@ -21,99 +28,283 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_model
+import numpy as np
 
-NETWORKS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "models"))
+
+MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x1_0", "transformer_layer",
+          "dcgan", "bert"]
+PEERS = ["ort", "openvino", "eager", "compile", "compile_freezing"]
 
 
-def basin_json(cmd):
-    t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode not in (0, 4):  # 4: tune ended with a task without a program
-        raise SystemExit(f"bench/networks: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+def parse_seconds(s):
+    s = s.strip()
+    if s.endswith("m"):
+        return float(s[:-1]) * 60
+    if s.endswith("h"):
+        return float(s[:-1]) * 3600
+    return float(s.rstrip("s"))
+
+
+def build(name):
+    """The PyTorch model and its inputs."""
+    import torch
+    torch.manual_seed(0)
+    if name == "transformer_layer":
+        m = torch.nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024, batch_first=True).eval()
+        return m, (torch.randn(1, 64, 256, generator=torch.Generator().manual_seed(0)),)
+    if name == "dcgan":
+        nz, ngf = 100, 64
+        L = torch.nn
+        m = L.Sequential(
+            L.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False), L.BatchNorm2d(ngf * 8), L.ReLU(True),
+            L.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False), L.BatchNorm2d(ngf * 4), L.ReLU(True),
+            L.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False), L.BatchNorm2d(ngf * 2), L.ReLU(True),
+            L.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False), L.BatchNorm2d(ngf), L.ReLU(True),
+            L.ConvTranspose2d(ngf, 3, 4, 2, 1, bias=False), L.Tanh())
+        import export
+        with torch.no_grad():
+            export.randomize_batch_norm(m)
+        return m.eval(), (torch.randn(1, nz, 1, 1, generator=torch.Generator().manual_seed(0)),)
+    import export
+    return export.build(name)
+
+
+def rel_err(got, ref):
+    got, ref = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape:
+        return float("inf")
+    return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-6))
+
+
+def time_calls(fn, repeat):
+    fn()
+    fn()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts) * 1e3, float(np.median(ts)) * 1e3
+
+
+def run_peer(peer, model, args, onnx_path, threads, repeat):
+    import torch
+    feeds = [a.numpy() for a in args]
+    if peer == "ort":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+        feed = {i.name: x for i, x in zip(sess.get_inputs(), feeds)}
+        out = sess.run(None, feed)[0]
+        return out, time_calls(lambda: sess.run(None, feed), repeat)
+    if peer == "openvino":
+        import openvino as ov
+        core = ov.Core()
+        cm = core.compile_model(onnx_path, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,
+                                                   "PERFORMANCE_HINT": "LATENCY"})
+        req = cm.create_infer_request()
+        out = req.infer(feeds)[cm.output(0)]
+        return np.asarray(out), time_calls(lambda: req.infer(feeds), repeat)
+    torch.set_num_threads(threads)
+    if peer == "eager":
+        f = model
+    else:
+        import torch._inductor.config as ic
+        ic.freezing = peer == "compile_freezing"
+        torch._dynamo.reset()
+        f = torch.compile(model)
+    with torch.no_grad():
+        out = f(*args)
+        return out.detach().numpy(), time_calls(lambda: f(*args), repeat)
+
+
+def basin_run(basin, onnx_path, inputs, records, threads, repeat, out_npy):
+    cmd = [basin, "run", onnx_path, "--json", "--quiet", "--repeat", str(repeat), "--output", out_npy]
+    for i in inputs:
+        cmd += ["--input", i]
+    if records:
+        cmd += ["--records", records]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, BASIN_NUM_THREADS=str(threads)))
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]}
     j = json.loads(p.stdout)
-    j["_wall_seconds"] = time.time() - t0
-    return j
+    return {"ms": j["latency_us"] / 1e3, "median_ms": j["median_latency_us"] / 1e3, "untuned": len(j.get("untuned_tasks", []))}
+
+
+def basin_tune(basin, onnx_path, records, seconds, threads):
+    cmd = [basin, "tune", onnx_path, "--records", records, "--budget", f"{max(1, int(round(seconds)))}s", "--quiet", "--json"]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, BASIN_NUM_THREADS=str(threads)))
+    return time.time() - t0, p.returncode, (p.stderr.strip().splitlines() or [""])[-1][:300]
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    n = len(results)
+    cols = min(4, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+    for ax, r in zip(axes.flat, results):
+        curve = [(0, r["basin_untuned"].get("ms"))] + [(c["seconds"], c.get("ms")) for c in r.get("curve", [])]
+        curve = [(s, ms) for s, ms in curve if ms is not None]
+        if curve:
+            ax.plot([c[0] for c in curve], [c[1] for c in curve], "o-", label="basin", color="black")
+        for peer, v in r.get("peers", {}).items():
+            if v.get("ms") is not None:
+                ax.axhline(v["ms"], linestyle="--", linewidth=1, label=peer, color=f"C{PEERS.index(peer) if peer in PEERS else 0}")
+        ax.set_title(r["model"])
+        ax.set_xlabel("tuning seconds")
+        ax.set_ylabel("ms")
+        ax.set_ylim(bottom=0)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def table(results, peers):
+    head = "| model | basin untuned (ms) | basin tuned (ms) | tuning s | " + " | ".join(f"{p} (ms)" for p in peers) + \
+           " | best peer / basin | max rel. error vs PyTorch (basin) |"
+    rows = [head, "|" + "---|" * (6 + len(peers))]
+    for r in results:
+        tuned = r.get("basin_tuned", {})
+        best = min([v["ms"] for v in r.get("peers", {}).values() if v.get("ms") is not None] or [float("nan")])
+        ratio = best / tuned["ms"] if tuned.get("ms") else float("nan")
+        cells = []
+        for p in peers:
+            v = r.get("peers", {}).get(p, {})
+            cells.append(f"{v['ms']:.2f}" if v.get("ms") is not None else ("error" if "error" in v else "-"))
+        unt = r.get("basin_untuned", {})
+        rows.append(f"| {r['model']} | {unt.get('ms', float('nan')):.2f} | {tuned.get('ms', float('nan')):.2f} | "
+                    f"{r.get('tuning_seconds', 0):.0f} | " + " | ".join(cells) +
+                    f" | {ratio:.2f} | {tuned.get('err', unt.get('err', float('nan'))):.1e} |")
+    return "\n".join(rows)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--networks", default=",".join(NETWORKS))
-    ap.add_argument("--budget", default="10m", help="tuning time per network (90s, 10m)")
-    ap.add_argument("--strategy", default="gradient")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--budget", default="4m")
+    ap.add_argument("--segments", default="", help="cumulative tuning seconds at which the network is timed "
+                                                  "(default: 30s, then doubling up to the budget)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--out", default="bench-results/networks")
-    ap.add_argument("--basin", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bin", "basin"))
-    ap.add_argument("--table-from", metavar="RESULTS_JSON", help="only rebuild table.md from an earlier results.json")
+    ap.add_argument("--basin", default=os.path.join(ROOT, "build", "bin", "basin"))
+    ap.add_argument("--table-from", metavar="RESULTS_JSON")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    peers = [p for p in a.peers.split(",") if p]
     if a.table_from:
         with open(a.table_from) as f:
-            j = json.load(f)
-        write_table(a.out, j["machine"], j["budget"], j["strategy"], j["results"])
+            results = json.load(f)["results"]
+        print(table(results, peers))
         return
-    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
-    print(f"bench/networks on {machine['cpu']}, {machine['cores']} cores; budget {a.budget} per network, "
-          f"strategy {a.strategy}", file=sys.stderr)
+    import torch
+    import warnings
+    warnings.filterwarnings("ignore")
+    torch.backends.mha.set_fastpath_enabled(False)
+    budget = parse_seconds(a.budget)
+    if a.segments:
+        marks = [parse_seconds(s) for s in a.segments.split(",")]
+    else:
+        marks, t = [], 30.0
+        while t < budget:
+            marks.append(t)
+            t *= 2
+        marks.append(budget)
+    sys.path.insert(0, os.path.join(HERE, "peers"))
+    import versions
+    from machine import cpu_model
+    meta = {"cpu": cpu_model(), "threads": a.threads, "budget_s": budget, "peers": versions.versions(),
+            "date": time.strftime("%Y-%m-%d %H:%M")}
     results = []
-    for net in a.networks.split(","):
-        model = net if net.endswith(".onnx") else f"zoo:{net}"
-        records = os.path.join(a.out, f"{net.replace('/', '_')}.db")
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(records + suffix):
-                os.remove(records + suffix)
-        print(f"[{net}] untuned compare", file=sys.stderr)
-        untuned = basin_json([a.basin, "compare", model, "--json", "--quiet"])
-        print(f"[{net}] tune for {a.budget}", file=sys.stderr)
-        tuned_run = basin_json([a.basin, "tune", model, "--budget", a.budget, "--strategy", a.strategy,
-                                "--records", records, "--json", "--quiet"])
-        print(f"[{net}] tuned compare", file=sys.stderr)
-        tuned = basin_json([a.basin, "compare", model, "--records", records, "--json", "--quiet"])
-        # LibTorch is timed in both compares; the peer is its faster time.
-        torch_us = min(untuned["torch_latency_us"], tuned["torch_latency_us"])
-        r = {
-            "network": net,
-            "tasks": tuned["tasks"],
-            "untuned_us": untuned["latency_us"],
-            "torch_us_untuned_run": untuned["torch_latency_us"],
-            "torch_us_tuned_run": tuned["torch_latency_us"],
-            "tuned_us": tuned["latency_us"],
-            "torch_us": torch_us,
-            "speedup_vs_torch": torch_us / tuned["latency_us"],
-            "max_abs_error": tuned["max_abs_error"],
-            "max_rel_error": tuned["max_rel_error"],
-            "untuned_tasks_after_tuning": len(tuned["untuned_tasks"]),
-            "tune": {k: tuned_run[k] for k in ("trials", "measured", "search_seconds", "overhead_fraction",
-                                                "measure_seconds", "propose_seconds", "update_seconds",
-                                                "setup_seconds", "estimated_latency_us", "tasks_without_program",
-                                                "curve")},
-        }
+    for name in a.models.split(","):
+        r = {"model": name}
+        print(f"== {name}", flush=True)
+        model, args = build(name)
+        with torch.no_grad():
+            ref = model(*args)
+        ref = ref.detach().numpy()
+        d = os.path.join(a.out, name)
+        os.makedirs(d, exist_ok=True)
+        onnx_path = os.path.join(d, f"{name}.onnx")
+        inputs = []
+        for i, t in enumerate(args):
+            inputs.append(os.path.join(d, f"in{i}.npy"))
+            np.save(inputs[-1], t.numpy())
+        names = [f"in{i}" for i in range(len(args))]
+        try:
+            torch.onnx.export(model, args, onnx_path, dynamo=False, opset_version=17, input_names=names,
+                              output_names=["out"])
+            r["exporter"] = "legacy"
+        except Exception as e:  # the legacy exporter fails on some modules: the dynamo one
+            print(f"  legacy export failed ({type(e).__name__}); exporting with dynamo=True", flush=True)
+            try:
+                torch.onnx.export(model, args, onnx_path, dynamo=True, opset_version=18, input_names=names,
+                                  output_names=["out"], external_data=False)
+                r["exporter"] = "dynamo"
+            except Exception as e2:
+                r["error"] = "export: " + (type(e2).__name__ + ": " + str(e2))[:300]
+                results.append(r)
+                print(f"  export failed: {r['error']}", flush=True)
+                continue
+        for p in peers:
+            try:
+                out, (ms, med) = run_peer(p, model, args, onnx_path, a.threads, a.repeat)
+                r.setdefault("peers", {})[p] = {"ms": ms, "median_ms": med, "err": rel_err(out, ref)}
+            except Exception as e:  # a peer that fails is reported, not fatal
+                r.setdefault("peers", {})[p] = {"error": (type(e).__name__ + ": " + str(e))[:300]}
+            print(f"  {p}: {r['peers'][p]}", flush=True)
+        out_npy = os.path.join(d, "basin.npy")
+        u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy)
+        if "ms" in u:
+            u["err"] = rel_err(np.load(out_npy), ref)
+        r["basin_untuned"] = u
+        print(f"  basin untuned: {u}", flush=True)
+        records = os.path.join(d, "records.db")
+        for f in (records, records + "-wal", records + "-shm"):
+            if os.path.exists(f):
+                os.remove(f)
+        spent, curve = 0.0, []
+        for mark in marks:
+            if "error" in u:
+                break
+            wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads)
+            spent = mark
+            c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy)
+            c["seconds"], c["wall_seconds"], c["tune_rc"] = mark, wall, rc
+            if rc not in (0, 4):
+                c["tune_error"] = tail
+            if "ms" in c:
+                c["err"] = rel_err(np.load(out_npy), ref)
+            curve.append(c)
+            print(f"  basin after {mark:.0f}s: {c}", flush=True)
+        r["curve"] = curve
+        r["tuning_seconds"] = spent
+        if curve:
+            r["basin_tuned"] = curve[-1]
         results.append(r)
-        print(f"[{net}] untuned {r['untuned_us']:.0f} us, tuned {r['tuned_us']:.0f} us, LibTorch {r['torch_us']:.0f} us "
-              f"(speedup {r['speedup_vs_torch']:.2f}x), max rel error {r['max_rel_error']:.2g}", file=sys.stderr)
         with open(os.path.join(a.out, "results.json"), "w") as f:
-            json.dump({"machine": machine, "budget": a.budget, "strategy": a.strategy, "results": results}, f, indent=1)
-
-    write_table(a.out, machine, a.budget, a.strategy, results)
-
-
-def write_table(out, machine, budget, strategy, results):
-    lines = [f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['date']}. "
-             f"Tuning: {strategy}, {budget} per network, from empty records. LibTorch: the faster of its "
-             "two timings (untuned and tuned compares).", "",
-             "| network | tasks | untuned (ms) | tuned (ms) | LibTorch (ms) | speedup vs LibTorch | max rel. error | trials | overhead | untuned tasks left |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        t = r["tune"]
-        lines.append(f"| {r['network']} | {r['tasks']} | {r['untuned_us'] / 1e3:.1f} | {r['tuned_us'] / 1e3:.2f} | "
-                     f"{r['torch_us'] / 1e3:.2f} | {r['speedup_vs_torch']:.2f} | {r['max_rel_error']:.1e} | "
-                     f"{t['trials']} | {100 * t['overhead_fraction']:.0f}% | {r['untuned_tasks_after_tuning']} |")
-    met = [r["network"] for r in results if r["speedup_vs_torch"] > 1.0]
-    lines += ["", f"Faster than LibTorch: {len(met)} of {len(results)} ({', '.join(met) if met else 'none'}). "
-              f"Errors within 1e-3: {sum(r['max_rel_error'] <= 1e-3 for r in results)} of {len(results)}."]
-    table = "\n".join(lines)
-    with open(os.path.join(out, "table.md"), "w") as f:
-        f.write(table + "\n")
-    print(table)
+            json.dump({"meta": meta, "results": results}, f, indent=1)
+    t = table(results, peers)
+    with open(os.path.join(a.out, "table.md"), "w") as f:
+        f.write(f"{meta['cpu']}, {a.threads} threads, tuning budget {a.budget}, {meta['date']}\n\n{t}\n")
+    plot(results, os.path.join(a.out, "curves.png"))
+    print(t)
 
 
 if __name__ == "__main__":
