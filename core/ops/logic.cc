@@ -2,6 +2,7 @@
 // operators of masks and index arithmetic (attention masks, padding masks, position
 // ids). Comparisons and tests give bool tensors; where selects by one.
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/ops/op_util.h"
@@ -147,38 +148,38 @@ Tensor cast_to(const Tensor& x, DType to) {
   }, te::OpPattern::Elementwise, "cast");
 }
 
+namespace {
+
+// A broadcasting binary operator of the registry: operands of one dtype drawn from
+// `range`, one output.
+OpDef binary_def(const std::string& name, const std::string& summary, DType operands, InputRange range,
+                 std::function<Tensor(const Tensor&, const Tensor&)> f) {
+  return {name, "elementwise", summary,
+          {p_ints("a_shape", {2, 3, 4}, "shape of a"), p_ints("b_shape", {3, 1}, "shape of b")},
+          [name, operands, range, f](const Attrs& at) {
+            Check c(name);
+            Tensor a = te::placeholder("a", c.shape(at, "a_shape"), operands);
+            Tensor b = te::placeholder("b", c.shape(at, "b_shape"), operands);
+            OpGraph g;
+            g.inputs = {a, b};
+            g.outputs = {f(a, b)};
+            g.ranges = {range, range};
+            g.flops = static_cast<double>(g.outputs[0].numel());
+            return g;
+          }};
+}
+
+}  // namespace
+
 void register_logic_ops(std::vector<OpDef>& r) {
   for (CompareOp op : {CompareOp::Equal, CompareOp::Less, CompareOp::LessEqual, CompareOp::Greater, CompareOp::GreaterEqual}) {
-    std::string name = compare_name(op);
-    r.push_back({name, "elementwise", name + "(a, b) -> bool with broadcasting (int64 operands in the tests, so that values tie)",
-                 {p_ints("a_shape", {2, 3, 4}, "shape of a"), p_ints("b_shape", {3, 1}, "shape of b")},
-                 [op, name](const Attrs& at) {
-                   Check c(name);
-                   Tensor a = te::placeholder("a", c.shape(at, "a_shape"), DType::i64());
-                   Tensor b = te::placeholder("b", c.shape(at, "b_shape"), DType::i64());
-                   OpGraph g;
-                   g.inputs = {a, b};
-                   g.outputs = {compare(op, a, b)};
-                   g.ranges = {{0, 3}, {0, 3}};
-                   g.flops = static_cast<double>(g.outputs[0].numel());
-                   return g;
-                 }});
+    const std::string name = compare_name(op);
+    r.push_back(binary_def(name, name + "(a, b) -> bool with broadcasting (int64 operands in the tests, so that values tie)",
+                           DType::i64(), {0, 3}, [op](const Tensor& a, const Tensor& b) { return compare(op, a, b); }));
   }
-  for (std::string name : {"logical_and", "logical_or", "logical_xor"}) {
-    r.push_back({name, "elementwise", name + " of bool tensors with broadcasting",
-                 {p_ints("a_shape", {2, 3, 4}, "shape of a"), p_ints("b_shape", {3, 1}, "shape of b")},
-                 [name](const Attrs& at) {
-                   Check c(name);
-                   Tensor a = te::placeholder("a", c.shape(at, "a_shape"), DType::boolean());
-                   Tensor b = te::placeholder("b", c.shape(at, "b_shape"), DType::boolean());
-                   OpGraph g;
-                   g.inputs = {a, b};
-                   g.outputs = {logical(name, a, b)};
-                   g.ranges = {{0, 2}, {0, 2}};
-                   g.flops = static_cast<double>(g.outputs[0].numel());
-                   return g;
-                 }});
-  }
+  for (std::string name : {"logical_and", "logical_or", "logical_xor"})
+    r.push_back(binary_def(name, name + " of bool tensors with broadcasting", DType::boolean(), {0, 2},
+                           [name](const Tensor& a, const Tensor& b) { return logical(name, a, b); }));
   r.push_back({"logical_not", "elementwise", "not x, of a bool tensor", {p_ints("shape", {3, 5, 7}, "shape of x")},
                [](const Attrs& at) {
                  Check c("logical_not");

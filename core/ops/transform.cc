@@ -1,8 +1,11 @@
 // Data movement: reshape, transpose, flatten, concat, split, slice, pad, gather,
-// embedding, broadcast_to, squeeze, unsqueeze, resize (nearest, bilinear).
+// gather_elements, gather_nd, embedding, broadcast_to, squeeze, unsqueeze, and ONNX's
+// resize (nearest, linear, cubic).
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
+#include <utility>
 
 #include "core/ops/op_util.h"
 #include "core/ops/operators.h"
@@ -448,6 +451,21 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
 
 namespace {
 
+// x (float32, `shape`) and int64 indices (`indices_shape`) drawn below the bound `f`
+// gives with the output.
+OpGraph indexed(const Attrs& a, const std::string& op,
+                const std::function<std::pair<Tensor, int64_t>(const Tensor&, const Tensor&, const Check&)>& f) {
+  Check c(op);
+  Tensor x = te::placeholder("x", c.shape(a, "shape"));
+  Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
+  auto [y, bound] = f(x, idx, c);
+  OpGraph g;
+  g.inputs = {x, idx};
+  g.outputs = {y};
+  g.ranges = {{}, {0, static_cast<double>(bound)}};
+  return g;
+}
+
 OpGraph one_input(const Attrs& a, const std::string& op, const std::function<Tensor(const Tensor&, const Check&)>& f) {
   Check c(op);
   Tensor x = te::placeholder("x", c.shape(a, "shape"));
@@ -513,32 +531,23 @@ void register_transform_ops(std::vector<OpDef>& r) {
                {p_ints("shape", {4, 5, 6}, "shape of x"), p_ints("indices_shape", {4, 3, 6}, "shape of the indices"),
                 p_int("axis", 1, "axis")},
                [](const Attrs& a) {
-                 Check c("gather_elements");
-                 Tensor x = te::placeholder("x", c.shape(a, "shape"));
-                 Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
-                 int axis = c.axis(a.i("axis"), x.ndim(), "axis");
-                 OpGraph g;
-                 g.inputs = {x, idx};
-                 g.outputs = {gather_elements(x, idx, axis)};
-                 g.ranges = {{}, {0, static_cast<double>(x.shape()[axis])}};
-                 return g;
+                 return indexed(a, "gather_elements", [&](const Tensor& x, const Tensor& idx, const Check& c) {
+                   const int axis = c.axis(a.i("axis"), x.ndim(), "axis");
+                   return std::make_pair(gather_elements(x, idx, axis), x.shape()[axis]);
+                 });
                }});
   r.push_back({"gather_nd", "data", "x's slices at index tuples (ONNX GatherND), after batch_dims shared leading axes",
                {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("indices_shape", {3, 2, 1}, "shape of the index tuples"),
                 p_int("batch_dims", 1, "leading axes shared by x and the indices")},
                [](const Attrs& a) {
-                 Check c("gather_nd");
-                 Tensor x = te::placeholder("x", c.shape(a, "shape"));
-                 Tensor idx = te::placeholder("indices", c.shape(a, "indices_shape"), DType::i64());
-                 OpGraph g;
-                 g.inputs = {x, idx};
-                 g.outputs = {gather_nd(x, idx, a.i("batch_dims"))};
-                 // Every index tuple's components are below the smallest extent they index.
-                 int64_t lo = INT64_MAX;
-                 const int64_t b = a.i("batch_dims"), k = idx.shape().back();
-                 for (int64_t j = 0; j < k; ++j) lo = std::min(lo, x.shape()[b + j]);
-                 g.ranges = {{}, {0, static_cast<double>(lo)}};
-                 return g;
+                 return indexed(a, "gather_nd", [&](const Tensor& x, const Tensor& idx, const Check&) {
+                   Tensor y = gather_nd(x, idx, a.i("batch_dims"));
+                   // Every index tuple's components are below the smallest extent they index.
+                   int64_t lo = INT64_MAX;
+                   const int64_t b = a.i("batch_dims"), k = idx.shape().back();
+                   for (int64_t j = 0; j < k; ++j) lo = std::min(lo, x.shape()[b + j]);
+                   return std::make_pair(y, lo);
+                 });
                }});
   r.push_back({"pad", "data", "pads every axis (constant, edge or reflect)",
                {p_ints("shape", {3, 5, 6}, "shape of x"), p_ints("pads", {0, 1, 2, 1, 0, 3}, "begins of all axes, then ends"),
