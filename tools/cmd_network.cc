@@ -224,6 +224,27 @@ int run_compile(const NetOptions& o) {
   return 0;
 }
 
+// MODEL as `run` and `profile` take it: a compiled file, loaded (true; compiled_for is
+// the CPU it was compiled for, with a note where that is not this one), or a model,
+// compiled with the records (false; untuned names its tasks without a record).
+bool load_or_compile(const NetOptions& o, codegen::CompiledNetwork& net, nlohmann::json& untuned, std::string& compiled_for) {
+  if (o.model.rfind("zoo:", 0) == 0 || !codegen::CompiledNetwork::is_compiled_file(o.model)) {
+    Loaded l = load(o);
+    net = compile(o, l, untuned);
+    return false;
+  }
+  if (!o.shapes.empty()) throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
+  net = codegen::CompiledNetwork::load(o.model);
+  if (net.target() == "llvm") {
+    compiled_for = net.compiled_for_cpu();
+    const std::string here = codegen::llvm_cpu_name(codegen::llvm_host_cpu());
+    if (compiled_for != here)
+      log_line(o, "note: '" + o.model + "' was compiled, and its kernels tuned, for CPU '" + compiled_for + "'; this one is '" +
+                      here + "'");
+  }
+  return true;
+}
+
 // `basin profile`: each launch of the compiled network timed alone, in run order, with
 // its share, GFLOP/s against the measured peak of the threads it runs on, bytes moved
 // and the tuning behind it; then the time outside the kernels.
@@ -232,14 +253,8 @@ int run_profile(const NetOptions& o) {
   codegen::CompiledNetwork net;
   std::unique_ptr<search::RecordStore> store;
   if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records);
-  const bool from_model = o.model.rfind("zoo:", 0) == 0 || !codegen::CompiledNetwork::is_compiled_file(o.model);
-  if (!from_model) {
-    if (!o.shapes.empty()) throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
-    net = codegen::CompiledNetwork::load(o.model);
-  } else {
-    Loaded l = load(o);
-    net = compile(o, l, untuned);
-  }
+  std::string compiled_for;
+  const bool from_model = !load_or_compile(o, net, untuned, compiled_for);
   if (o.repeat < 0) throw Error("--repeat must be 1 or more");
   std::vector<NDArray> in = read_inputs(o, net.inputs());
   codegen::NetworkProfile p = net.profile(in, o.repeat > 0 ? o.repeat : 20);
@@ -298,20 +313,7 @@ int run_run(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
   std::string compiled_for;  // a compiled file's CPU (llvm target)
-  if (o.model.rfind("zoo:", 0) != 0 && codegen::CompiledNetwork::is_compiled_file(o.model)) {
-    if (!o.shapes.empty()) throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
-    net = codegen::CompiledNetwork::load(o.model);
-    if (net.target() == "llvm") {
-      compiled_for = net.compiled_for_cpu();
-      const std::string here = codegen::llvm_cpu_name(codegen::llvm_host_cpu());
-      if (compiled_for != here)
-        log_line(o, "note: '" + o.model + "' was compiled, and its kernels tuned, for CPU '" + compiled_for +
-                        "'; this one is '" + here + "'");
-    }
-  } else {
-    Loaded l = load(o);
-    net = compile(o, l, untuned);
-  }
+  load_or_compile(o, net, untuned, compiled_for);
   std::vector<NDArray> in = read_inputs(o, net.inputs());
   std::vector<NDArray> out = net.run(in);
   nlohmann::json outs = nlohmann::json::array();

@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "core/graph/passes.h"
+#include "core/ops/operators.h"
 #include "core/util/io.h"
 
 namespace basin::graph {
@@ -458,21 +459,9 @@ std::vector<int> Importer::slice(const onnx::NodeProto& n) {
     axes[i] = ax;
     const int64_t d = s[ax];
     if (steps[i] == 0) fail(node_desc(n) + ": a step is 0");
-    // Exporters write INT64_MAX and INT64_MIN for open ends: clamped to [-d - 1, d],
-    // where ONNX's rule gives the same slice, so that nothing overflows below.
-    starts[i] = std::clamp<int64_t>(starts[i], -d - 1, d);
-    ends[i] = std::clamp<int64_t>(ends[i], -d - 1, d);
-    int64_t b = starts[i] < 0 ? starts[i] + d : starts[i], e = ends[i] < 0 ? ends[i] + d : ends[i];
-    if (steps[i] > 0) {
-      b = std::clamp<int64_t>(b, 0, d);
-      e = std::clamp<int64_t>(e, 0, d);
-      count[ax] = e > b ? 1 + (e - b - 1) / steps[i] : 0;
-    } else {
-      b = std::clamp<int64_t>(b, 0, d - 1);
-      e = std::clamp<int64_t>(e, -1, d - 1);
-      count[ax] = b > e ? 1 + (b - e - 1) / -steps[i] : 0;
-    }
-    first[ax] = b;
+    const ops::SliceRange sr = ops::slice_range(starts[i], ends[i], steps[i], d);
+    count[ax] = sr.count;
+    first[ax] = sr.first;
     step[ax] = steps[i];
     any_empty |= count[ax] == 0;
   }

@@ -87,6 +87,13 @@ Tensor transpose(const Tensor& x, std::vector<int64_t> perm);
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes);
+// ONNX Slice's rule along one axis of extent n: negative start and end count from the
+// end; a positive step clamps both to [0, n], a negative one the start to [0, n - 1]
+// and the end to [-1, n - 1]. The first index taken and how many (0: empty).
+struct SliceRange {
+  int64_t first = 0, count = 0;
+};
+SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t n);
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, const std::string& mode);

@@ -141,6 +141,26 @@ std::vector<Tensor> split(const Tensor& x, int64_t axis_attr, const std::vector<
   return outs;
 }
 
+SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t n) {
+  // Clamped to [-n - 1, n] first (ONNX's rule gives the same slice), so that INT64_MIN
+  // and INT64_MAX ends do not overflow.
+  int64_t s = std::clamp<int64_t>(start, -n - 1, n), e = std::clamp<int64_t>(end, -n - 1, n);
+  if (s < 0) s += n;
+  if (e < 0) e += n;
+  SliceRange r;
+  if (step > 0) {
+    s = std::clamp<int64_t>(s, 0, n);
+    e = std::clamp<int64_t>(e, 0, n);
+    r.count = e > s ? 1 + (e - s - 1) / step : 0;
+  } else {
+    s = std::clamp<int64_t>(s, 0, n - 1);
+    e = std::clamp<int64_t>(e, -1, n - 1);
+    r.count = s > e ? 1 + (s - e - 1) / -step : 0;
+  }
+  r.first = s;
+  return r;
+}
+
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes_attr, const std::vector<int64_t>& steps_attr) {
   Check c("slice");
@@ -158,21 +178,10 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
     int a = c.axis(axes[k], r, "axes");
     int64_t n = x.shape()[a];
     c.that(steps[k] != 0, "steps", "steps must be nonzero, got " + ints_str(steps));
-    // ONNX's rule: negative starts and ends count from the end; a positive step clamps
-    // both to [0, n], a negative one the start to [0, n - 1] and the end to [-1, n - 1].
-    int64_t s = starts[k] < 0 ? starts[k] + n : starts[k], e = ends[k] < 0 ? ends[k] + n : ends[k];
-    const int64_t st = steps[k];
-    if (st > 0) {
-      s = std::clamp<int64_t>(s, 0, n);
-      e = std::clamp<int64_t>(e, 0, n);
-      shape[a] = e > s ? 1 + (e - s - 1) / st : 0;
-    } else {
-      s = std::clamp<int64_t>(s, 0, n - 1);
-      e = std::clamp<int64_t>(e, -1, n - 1);
-      shape[a] = s > e ? 1 + (s - e - 1) / -st : 0;
-    }
-    begin[a] = s;
-    step[a] = st;
+    const SliceRange sr = slice_range(starts[k], ends[k], steps[k], n);
+    shape[a] = sr.count;
+    begin[a] = sr.first;
+    step[a] = steps[k];
   }
   return injective("slice", shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> idx;
