@@ -7,24 +7,31 @@ namespace basin::ops {
 
 namespace {
 
-// The input padded with zeros (an injective stage that sketches will inline).
-Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& pad_spatial, const std::string& name) {
+// The input padded with zeros, lo[d] before and hi[d] after spatial dimension d (an
+// injective stage that sketches will inline).
+Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                const std::string& name) {
   bool any = false;
-  for (int64_t p : pad_spatial) any |= p > 0;
+  for (size_t d = 0; d < lo.size(); ++d) any |= lo[d] > 0 || hi[d] > 0;
   if (!any) return x;
-  size_t rank = pad_spatial.size();
+  size_t rank = lo.size();
   std::vector<int64_t> shape = x.shape();
-  for (size_t d = 0; d < rank; ++d) shape[2 + d] += 2 * pad_spatial[d];
+  for (size_t d = 0; d < rank; ++d) shape[2 + d] += lo[d] + hi[d];
   return te::compute(name, shape, [&](const std::vector<Var>& i) {
     Expr inside = bool_imm(true);
     std::vector<Expr> src = {i[0], i[1]};
     for (size_t d = 0; d < rank; ++d) {
-      Expr s = i[2 + d] - pad_spatial[d];
-      if (pad_spatial[d] > 0) inside = logical_and(inside, logical_and(ge(s, Expr(0)), lt(s, Expr(x.shape()[2 + d]))));
+      Expr s = i[2 + d] - lo[d];
+      if (lo[d] > 0) inside = logical_and(inside, ge(s, Expr(0)));
+      if (hi[d] > 0) inside = logical_and(inside, lt(s, Expr(x.shape()[2 + d])));
       src.push_back(s);
     }
     return select(inside, x.read(src), make_const(x.dtype(), 0));
   }, te::OpPattern::Injective, "pad");
+}
+
+Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& name) {
+  return zero_pad(x, pad, pad, name);
 }
 
 }  // namespace
@@ -92,8 +99,42 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
   }
   int64_t icg = ic / g;
   int64_t h = x.shape()[2], wd = x.shape()[3];
-  // out[n, o, y, x] = sum over (c, kh, kw) of in[n, c, iy, ix] * w[c, o % OCg, kh, kw]
-  // where y + pad - kh*dil = iy*stride: a guarded gather over the taps that land on y.
+  Expr zero = make_const(x.dtype(), 0);
+  auto chan = [&](const Var& o, const Var& rc) -> Expr {
+    return g == 1 ? Expr(rc) : floordiv(o, Expr(ocg)) * icg + rc;
+  };
+  auto out_chan = [&](const Var& o) -> Expr { return g == 1 ? Expr(o) : floormod(o, Expr(ocg)); };
+  if (p.dilation[0] == 1 && p.dilation[1] == 1) {
+    // Stride-phase decomposition: output row y = s*q + phase takes its taps kh from the
+    // phase's residue class, kh = (y + pad) % s + s*a, at input row (y + pad) / s - a.
+    // The reduction runs over ceil(K/s) taps per dimension, never over the stride's
+    // zeros; the input is zero-padded so that every row read exists.
+    std::vector<int64_t> taps(2), lo(2), hi(2), k = {w.shape()[2], w.shape()[3]};
+    for (int d = 0; d < 2; ++d) {
+      int64_t s = p.stride[d], pad = p.padding[d];
+      taps[d] = (k[d] + s - 1) / s;
+      lo[d] = std::max<int64_t>(0, taps[d] - 1 - pad / s);
+      hi[d] = std::max<int64_t>(0, (out_shape[2 + d] - 1 + pad) / s - (x.shape()[2 + d] - 1));
+    }
+    bool ragged = k[0] % p.stride[0] != 0 || k[1] % p.stride[1] != 0;
+    Tensor xp = zero_pad(x, lo, hi, "conv2d_transpose_pad");
+    return te::reduce("conv2d_transpose", out_shape, {icg, taps[0], taps[1]}, te::ReduceKind::Sum,
+                      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+                        std::vector<Expr> at(2), tap(2);
+                        for (int d = 0; d < 2; ++d) {
+                          Expr t = i[2 + d] + p.padding[d];
+                          at[d] = floordiv(t, Expr(p.stride[d])) - r[1 + d] + lo[d];
+                          tap[d] = floormod(t, Expr(p.stride[d])) + r[1 + d] * p.stride[d];
+                        }
+                        Expr c = chan(i[1], r[0]);
+                        Expr v = xp(i[0], c, at[0], at[1]) * w(c, out_chan(i[1]), tap[0], tap[1]);
+                        if (!ragged) return v;
+                        return select(logical_and(lt(tap[0], Expr(k[0])), lt(tap[1], Expr(k[1]))), v, zero);
+                      },
+                      te::OpPattern::Anchor, "conv2d_transpose");
+  }
+  // Dilated: out[n, o, y, x] = sum over (c, kh, kw) of in[n, c, iy, ix] * w[c, o % OCg,
+  // kh, kw] where y + pad - kh*dil = iy*stride: a guarded gather over every tap.
   return te::reduce("conv2d_transpose", out_shape, {icg, w.shape()[2], w.shape()[3]}, te::ReduceKind::Sum,
                     [&](const std::vector<Var>& i, const std::vector<Var>& r) {
                       Expr ty = i[2] + p.padding[0] - r[1] * p.dilation[0];
@@ -103,9 +144,8 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
                       ok = logical_and(ok, logical_and(eq(floormod(ty, Expr(p.stride[0])), Expr(0)),
                                                        eq(floormod(tx, Expr(p.stride[1])), Expr(0))));
                       ok = logical_and(ok, logical_and(lt(iy, Expr(h)), lt(ix, Expr(wd))));
-                      Expr chan = g == 1 ? Expr(r[0]) : floordiv(i[1], Expr(ocg)) * icg + r[0];
-                      Expr ocl = g == 1 ? Expr(i[1]) : floormod(i[1], Expr(ocg));
-                      return select(ok, x(i[0], chan, iy, ix) * w(chan, ocl, r[1], r[2]), make_const(x.dtype(), 0));
+                      Expr c = chan(i[1], r[0]);
+                      return select(ok, x(i[0], c, iy, ix) * w(c, out_chan(i[1]), r[1], r[2]), zero);
                     },
                     te::OpPattern::Anchor, "conv2d_transpose");
 }

@@ -28,14 +28,25 @@ std::vector<std::string> axis_names(const te::OpNode& op, bool reduce) {
   return names;
 }
 
-// True if the only spatial axis `axis` of the anchor the input's reads use is `axis`.
+// True if e uses v other than inside a remainder by a constant (a stride phase, v % s).
+bool uses_beyond_phase(const Expr& e, const Var& v) {
+  if (e.kind() == ExprKind::FloorMod && is_const_int(e->args[1])) return false;
+  if (e.kind() == ExprKind::Var) return Var(e).id() == v.id();
+  for (const Expr& a : e->args)
+    if (uses_beyond_phase(a, v)) return true;
+  return false;
+}
+
+// True if the only spatial axis of the anchor the input's reads use is `axis`, apart
+// from stride phases (a transposed convolution's weight tap depends on the output
+// position modulo the stride: still a small constant table per output channel).
 bool weight_like(const te::OpNode& anchor, const te::OpNode& input, int axis) {
   bool ok = true;
   post_order_visit(anchor.body, [&](const Expr& x) {
     if (x.kind() != ExprKind::Load || x->buffer.get() != input.buffer.get()) return;
     for (const Expr& ix : x->args)
       for (size_t a = 0; a < anchor.axes.size(); ++a)
-        if (int(a) != axis && uses_var(ix, anchor.axes[a].var)) ok = false;
+        if (int(a) != axis && uses_beyond_phase(ix, anchor.axes[a].var)) ok = false;
   });
   return ok;
 }

@@ -102,13 +102,16 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
 // tiles of padded, strided, dilated and grouped convolutions, fused epilogues, batched
 // matmuls), 15 random configurations each.
 TEST(Sketch, GpuTileRandomConfigurationsMatchTheDefaultSchedule) {
-  int cases = 0, cached = 0;
+  int cases = 0;
   for (const Case& c : good_cases()) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
     std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
     if (sk.empty() || sk[0].rule != sched::SketchRule::GpuTile) continue;
     ++cases;
-    cached += !sk[0].shared.empty();
+    // Grouped and transposed convolutions read some inputs at indices that are not
+    // affine in the axes (a group's channel offset, a stride phase): those stay global.
+    bool may_miss = c.op == "conv2d_transpose" || c.params.find("groups") != std::string::npos;
+    if (!may_miss) EXPECT_FALSE(sk[0].shared.empty()) << c.op << " " << c.params;
     std::vector<NDArray> in = inputs_for(g, 3);
     std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
     std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "tile"));
@@ -126,7 +129,6 @@ TEST(Sketch, GpuTileRandomConfigurationsMatchTheDefaultSchedule) {
     }
   }
   EXPECT_GE(cases, 15);
-  EXPECT_GE(cached, cases - 4);  // grouped and transposed convolutions read some inputs from global memory
 }
 
 // The cross-thread reduction rule: every case of the suite that has it (softmax and
