@@ -20,6 +20,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -352,6 +353,90 @@ class Emitter {
     return phi;
   }
 
+  // ---- float32 transcendental functions as polynomials, vectorized like any
+  // arithmetic (LLVM would call libm once per lane). Accurate to a few ulp; NaN in,
+  // NaN out. ----
+
+  llvm::Value* fconst(llvm::Type* ty, double v) { return llvm::ConstantFP::get(ty, v); }
+  llvm::Value* call_intrinsic(llvm::Intrinsic::ID id, llvm::Type* ty, std::vector<llvm::Value*> args) {
+    return b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, id, {ty}), args);
+  }
+  llvm::Value* fmuladd(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+    return call_intrinsic(llvm::Intrinsic::fmuladd, a->getType(), {a, b, c});
+  }
+  // Horner's scheme, coefficients from the highest power down.
+  llvm::Value* horner(llvm::Value* x, const std::vector<double>& c) {
+    llvm::Type* ty = x->getType();
+    llvm::Value* r = fconst(ty, c[0]);
+    for (size_t i = 1; i < c.size(); ++i) r = fmuladd(r, x, fconst(ty, c[i]));
+    return r;
+  }
+  llvm::Value* clamp(llvm::Value* x, double lo, double hi) {
+    llvm::Type* ty = x->getType();
+    return call_intrinsic(llvm::Intrinsic::maxnum, ty, {call_intrinsic(llvm::Intrinsic::minnum, ty, {x, fconst(ty, hi)}),
+                                                        fconst(ty, lo)});
+  }
+  // NaN where x is NaN, else r.
+  llvm::Value* keep_nan(llvm::Value* x, llvm::Value* r) { return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r); }
+  // 2^n for an integral float n in [-126, 127].
+  llvm::Value* pow2(llvm::Value* n) {
+    llvm::Type* ity = n->getType()->isVectorTy()
+                          ? static_cast<llvm::Type*>(llvm::VectorType::get(
+                                b_.getInt32Ty(), llvm::cast<llvm::VectorType>(n->getType())->getElementCount()))
+                          : b_.getInt32Ty();
+    llvm::Value* i = b_.CreateFPToSI(n, ity);
+    llvm::Value* bits = b_.CreateShl(b_.CreateAdd(i, llvm::ConstantInt::get(ity, 127)), llvm::ConstantInt::get(ity, 23));
+    return b_.CreateBitCast(bits, n->getType());
+  }
+  // x = n ln2 + f with |f| <= ln2/2 (Cody-Waite: ln2 in two parts, n ln2_hi exact), and
+  // q = e^f - 1 (Taylor to f^8: below 1e-8 relative on that interval).
+  std::pair<llvm::Value*, llvm::Value*> exp_parts(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    llvm::Value* n = call_intrinsic(llvm::Intrinsic::rint, ty, {b_.CreateFMul(x, fconst(ty, 1.4426950408889634))});
+    llvm::Value* f = fmuladd(n, fconst(ty, -0.693359375), x);
+    f = fmuladd(n, fconst(ty, 2.12194440e-4), f);
+    llvm::Value* q = b_.CreateFMul(f, horner(f, {1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0}));
+    return {n, q};
+  }
+  llvm::Value* fast_exp(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    const double hi = 88.72283935546875, lo = -87.33654022216797;  // e^hi: FLT_MAX; e^lo: the least normal
+    auto [n, q] = exp_parts(clamp(x, lo, hi));
+    // 2^n in two factors: n reaches 128 at the top of the range.
+    llvm::Value* n1 = call_intrinsic(llvm::Intrinsic::floor, ty, {b_.CreateFMul(n, fconst(ty, 0.5))});
+    llvm::Value* r = b_.CreateFMul(b_.CreateFMul(b_.CreateFAdd(q, fconst(ty, 1.0)), pow2(n1)), pow2(b_.CreateFSub(n, n1)));
+    r = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(ty, hi)), fconst(ty, HUGE_VAL), r);
+    r = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(ty, lo)), fconst(ty, 0.0), r);
+    return keep_nan(x, r);
+  }
+  // tanh x = expm1(2x) / (expm1(2x) + 2), expm1 = 2^n q + (2^n - 1): exact near 0.
+  llvm::Value* fast_tanh(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    llvm::Value* x2 = b_.CreateFMul(clamp(x, -9.0, 9.0), fconst(ty, 2.0));  // tanh(9) rounds to 1
+    auto [n, q] = exp_parts(x2);
+    llvm::Value* p = pow2(n);
+    llvm::Value* y = fmuladd(p, q, b_.CreateFSub(p, fconst(ty, 1.0)));
+    return keep_nan(x, b_.CreateFDiv(y, b_.CreateFAdd(y, fconst(ty, 2.0))));
+  }
+  // erf: its Maclaurin series below 0.5; above, 1 - t e^(-z^2 + P(t)) with t = 1/(1 + z/2)
+  // and P fitted by least squares to log(erfc(z) / t) + z^2 on [0.5, 10].
+  llvm::Value* fast_erf(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    llvm::Value* z = call_intrinsic(llvm::Intrinsic::fabs, ty, {x});
+    llvm::Value* x2 = b_.CreateFMul(x, x);
+    llvm::Value* small = b_.CreateFMul(
+        b_.CreateFMul(x, fconst(ty, 1.1283791670955126)),
+        horner(x2, {1.0 / 9360, -1.0 / 1320, 1.0 / 216, -1.0 / 42, 0.1, -1.0 / 3, 1.0}));
+    llvm::Value* zc = clamp(z, 0.5, 10.0);
+    llvm::Value* t = b_.CreateFDiv(fconst(ty, 1.0), fmuladd(zc, fconst(ty, 0.5), fconst(ty, 1.0)));
+    llvm::Value* p = horner(t, {0.2652645658, -1.243684195, 2.294052588, -1.99539355, 0.8413662576, -0.4185106865,
+                                0.1569763464, 0.3646826831, 1.00082872, -1.265541151});
+    llvm::Value* e = fast_exp(fmuladd(b_.CreateFNeg(zc), zc, p));
+    llvm::Value* large = b_.CreateFSub(fconst(ty, 1.0), b_.CreateFMul(t, e));
+    large = call_intrinsic(llvm::Intrinsic::copysign, ty, {large, x});
+    return keep_nan(x, b_.CreateSelect(b_.CreateFCmpOLT(z, fconst(ty, 0.5)), small, large));
+  }
+
   llvm::Value* math(MathFn f, DType t, std::vector<llvm::Value*> a) {
     bool vec = false;
     for (llvm::Value* x : a) vec |= is_vector(x);
@@ -380,6 +465,15 @@ class Emitter {
       return out;
     };
     llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
+    if (t.is_float() && t.bits == 32) {
+      switch (f) {
+        case MathFn::exp: return fast_exp(a[0]);
+        case MathFn::sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, fast_exp(b_.CreateFNeg(a[0]))));
+        case MathFn::tanh: return fast_tanh(a[0]);
+        case MathFn::erf: return fast_erf(a[0]);
+        default: break;
+      }
+    }
     switch (f) {
       case MathFn::exp: return intrinsic(llvm::Intrinsic::exp);
       case MathFn::log: return intrinsic(llvm::Intrinsic::log);

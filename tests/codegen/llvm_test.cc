@@ -3,6 +3,8 @@
 // division of negatives, lazy select, integer wrap, bools, allocations).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <thread>
 
 #include "codegen/llvm_jit.h"
@@ -120,6 +122,55 @@ TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {
   both(f, {xa}, {1 << 20}, DType::f32(), &o, &c);
   EXPECT_EQ(c.as<float>()[0], xa.as<float>()[0]);
   EXPECT_EQ(c.as<float>()[5], 0.0f);
+}
+
+// float32 exp, sigmoid, tanh and erf are polynomials in the emitted code: against the
+// interpreter's libm over the whole float range (denormal-free), on a vector loop and a
+// scalar one, with the special values (overflow, underflow, saturation, the erf branch
+// at 0.5, infinities, NaN) and no call left per lane.
+TEST_F(LlvmSemantics, MathFunctionsArePolynomialsAccurateOverTheWholeRange) {
+  std::vector<float> xs = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-7f, 0.4999999f, 0.5f, 0.5000001f, -0.5f, 1.0f, -1.0f,
+                           3.9f, -3.9f, 8.9f, 9.1f, -9.1f, 20.0f, 80.0f, 88.7f, 88.8f, 89.0f, -87.3f, -87.4f,
+                           -100.0f, -200.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+  for (int k = 0; k < 4000; ++k) xs.push_back(-12.0f + 24.0f * static_cast<float>(k) / 4000.0f);
+  for (int k = 0; k < 2000; ++k) xs.push_back(-90.0f + 180.0f * static_cast<float>(k) / 2000.0f);
+  const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
+  NDArray in(DType::f32(), {n});
+  for (int64_t k = 0; k < n; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
+  for (MathFn fn : {MathFn::exp, MathFn::sigmoid, MathFn::tanh, MathFn::erf}) {
+    for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
+      Var o("o"), l("l");
+      Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
+      Buffer out = make_buffer("out", DType::f32(), {Expr(n)});
+      Expr at = o * 8 + l;
+      Stmt body = make_for(o, 0, n / 8, ForKind::Serial,
+                           make_for(l, 0, 8, kind, make_store(out, {at}, call(fn, {load(x, {at})}))));
+      LoweredFunc f{"math", {x, out}, {1}, body};
+      NDArray want, got;
+      both(f, {in}, {n}, DType::f32(), &want, &got);
+      const std::string what = std::string(math_fn_name(fn)) + (kind == ForKind::Vectorized ? " vector" : " scalar");
+      for (int64_t k = 0; k < n; ++k) {
+        float w = want.as<float>()[k], g = got.as<float>()[k], x0 = in.as<float>()[k];
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(g)) << what << "(" << x0 << ") = " << g;
+          continue;
+        }
+        if (std::isinf(w)) {
+          EXPECT_EQ(g, w) << what << "(" << x0 << ")";
+          continue;
+        }
+        // A few ulp of the result, or of the smallest normal float where it underflows.
+        double tol = 4e-7 * std::max(std::fabs(static_cast<double>(w)), 1.2e-38 / 4e-7);
+        if (fn == MathFn::erf) tol = std::max(tol, 2.5e-7);  // 1 - erfc: ulps of 1
+        EXPECT_LE(std::fabs(static_cast<double>(g) - w), tol) << what << "(" << x0 << "): " << g << " vs " << w;
+      }
+      codegen::LlvmOptions keep;
+      keep.keep_ir = true;
+      std::string ir = codegen::compile_llvm(f, keep)->llvm_ir();
+      for (const char* libm : {"@expf", "@tanhf", "@erff", "@llvm.exp."})
+        EXPECT_EQ(ir.find(libm), std::string::npos) << what << " calls " << libm;
+    }
+  }
 }
 
 TEST_F(LlvmSemantics, Int32WrapsBoolsAndCasts) {
