@@ -90,6 +90,18 @@ const std::map<std::string, Fn>& references() {
       {"dense", binary([](const TT& x, const TT& w) { return torch::linear(x, w); })},
       {"matmul", binary([](const TT& a, const TT& b) { return torch::mm(a, b); })},
       {"batch_matmul", binary([](const TT& a, const TT& b) { return torch::bmm(a, b); })},
+      {"attention", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // The unfused composition: the scores viewed as [batch_shape..., L, S] for the mask.
+         TT s = torch::bmm(in[0], in[1]) * a.f("scale");
+         std::vector<int64_t> view;
+         if (a.has("batch_shape")) view = a.ints("batch_shape");                // the graph operator
+         else if (a.has("heads")) view = {a.i("batch"), a.i("heads")};           // the registry operator
+         if (view.empty()) view.push_back(s.size(0));
+         view.push_back(s.size(1));
+         view.push_back(s.size(2));
+         if (in.size() > 3) s = (s.reshape(view) + in[3]).reshape(s.sizes());
+         return one(torch::bmm(torch::softmax(s, -1), in[2]));
+       }},
       {"conv2d_bias_relu", [](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::relu(torch::conv2d(in[0], in[1], in[2], per_dim(a, "stride", 2), per_dim(a, "padding", 2))));
        }},

@@ -15,7 +15,7 @@ enum class Kind { Anchor, Reduction, Elementwise, Injective };
 
 Kind kind_of(const std::string& op) {
   static const std::set<std::string> anchors = {"conv1d", "conv2d", "conv3d", "conv2d_transpose", "dense", "matmul",
-                                                "batch_matmul"};
+                                                "batch_matmul", "attention"};
   static const std::set<std::string> reductions = {"softmax", "log_softmax", "layer_norm", "rms_norm", "sum", "mean",
                                                    "max", "min", "max_pool2d", "avg_pool2d", "global_avg_pool2d",
                                                    "global_max_pool2d"};

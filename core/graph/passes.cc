@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "core/ir/interpreter.h"
@@ -159,6 +161,103 @@ Graph fold_batch_norm(const Graph& g) {
   });
 }
 
+namespace {
+
+// The attention chain that ends at a batch_matmul whose first operand is a softmax.
+struct AttentionMatch {
+  int q = -1, k = -1, v = -1, mask = -1;
+  double scale = 1;
+  std::vector<int64_t> batch_shape;
+};
+
+bool is_scalar_constant(const Graph& g, int v) { return g.value(v).constant && g.value(v).numel() == 1; }
+
+std::optional<AttentionMatch> match_attention(const Graph& g, const Node& bm2) {
+  if (bm2.op != "batch_matmul") return std::nullopt;
+  std::set<int> outputs(g.outputs().begin(), g.outputs().end());
+  // The value v, read by its one consumer only, and produced by a node of `op` (or any
+  // view when op is "view").
+  auto producer = [&](int v, const char* op) -> const Node* {
+    if (outputs.count(v) || g.consumers(v).size() != 1) return nullptr;
+    int p = g.value(v).producer;
+    if (p < 0) return nullptr;
+    const Node& n = g.node(p);
+    if (std::string(op) == "view" ? n.op != "reshape" : n.op != op) return nullptr;
+    return &n;
+  };
+  auto f32 = [&](int v) { return g.value(v).dtype == DType::f32(); };
+  int probs = bm2.inputs[0];
+  const Node* view2 = producer(probs, "view");
+  if (view2) probs = view2->inputs[0];
+  const Node* sm = producer(probs, "softmax");
+  if (!sm) return std::nullopt;
+  const std::vector<int64_t>& view = g.value(sm->output).shape;
+  int rank = static_cast<int>(view.size());
+  if (rank < 3 || (sm->attrs.i("axis") != -1 && sm->attrs.i("axis") != rank - 1)) return std::nullopt;
+  AttentionMatch m;
+  int x = sm->inputs[0];
+  // The logits: (scores [* or / scalar]) [+ mask], each op keeping the scores' shape.
+  if (const Node* add = producer(x, "add")) {
+    for (int side = 0; side < 2; ++side) {
+      int s = add->inputs[side], o = add->inputs[1 - side];
+      if (g.value(s).shape != view || !f32(o) || g.value(o).shape.size() > view.size()) continue;
+      if (g.value(s).producer < 0) continue;
+      const std::string& sop = g.node(g.value(s).producer).op;
+      if (sop != "mul" && sop != "div" && sop != "batch_matmul" && sop != "reshape") continue;
+      m.mask = o;
+      x = s;
+      break;
+    }
+    if (m.mask < 0) return std::nullopt;
+  }
+  const Node* mul = producer(x, "mul");
+  const Node* div = mul ? nullptr : producer(x, "div");
+  if (mul) {
+    int side = is_scalar_constant(g, mul->inputs[1]) ? 1 : is_scalar_constant(g, mul->inputs[0]) ? 0 : -1;
+    if (side < 0 || g.value(mul->inputs[1 - side]).shape != view) return std::nullopt;
+    m.scale = g.value(mul->inputs[side]).data.get(0);
+    x = mul->inputs[1 - side];
+  } else if (div) {
+    if (!is_scalar_constant(g, div->inputs[1]) || g.value(div->inputs[0]).shape != view) return std::nullopt;
+    double d = g.value(div->inputs[1]).data.get(0);
+    if (d == 0) return std::nullopt;
+    m.scale = 1.0 / d;
+    x = div->inputs[0];
+  }
+  if (!std::isfinite(m.scale)) return std::nullopt;
+  const Node* view1 = producer(x, "view");
+  if (view1) x = view1->inputs[0];
+  const Node* bm1 = producer(x, "batch_matmul");
+  if (!bm1) return std::nullopt;
+  const std::vector<int64_t>& scores = g.value(bm1->output).shape;  // [B, L, S]
+  if (view2 ? g.value(bm2.inputs[0]).shape != scores : view != scores) return std::nullopt;
+  if (view[rank - 1] != scores[2] || view[rank - 2] != scores[1]) return std::nullopt;
+  m.batch_shape.assign(view.begin(), view.end() - 2);
+  m.q = bm1->inputs[0];
+  m.k = bm1->inputs[1];
+  m.v = bm2.inputs[1];
+  for (int t : {m.q, m.k, m.v})
+    if (!f32(t)) return std::nullopt;
+  return m;
+}
+
+}  // namespace
+
+Graph fuse_attention(const Graph& g) {
+  bool any = false;
+  Graph r = rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
+    std::optional<AttentionMatch> m = match_attention(g, nd);
+    if (!m) return -1;
+    any = true;
+    std::vector<int> ins = {get(m->q), get(m->k), get(m->v)};
+    if (m->mask >= 0) ins.push_back(get(m->mask));
+    std::map<std::string, ops::AttrValue> attrs = {{"scale", m->scale}};
+    if (m->batch_shape.size() > 1) attrs["batch_shape"] = m->batch_shape;
+    return out.add_node("attention", ins, attrs, nd.name);
+  });
+  return any ? eliminate_dead_code(r) : r;
+}
+
 Graph eliminate_dead_code(const Graph& g) {
   std::vector<bool> live(g.values().size(), false);
   std::vector<int> order = g.topo_order();
@@ -190,6 +289,6 @@ Graph eliminate_dead_code(const Graph& g) {
   return out;
 }
 
-Graph optimize(const Graph& g) { return eliminate_dead_code(fold_constants(fold_batch_norm(g))); }
+Graph optimize(const Graph& g) { return fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g)))); }
 
 }  // namespace basin::graph

@@ -21,9 +21,14 @@ Graph fold_constants(const Graph& g);
 // norm alone) becomes conv -> add(bias) with the scale folded into the weight; the same
 // for conv2d_transpose with one group.
 Graph fold_batch_norm(const Graph& g);
+// Scaled dot-product attention, batch_matmul(q, k) [-> view] [* or / scalar] [+ mask]
+// -> softmax over the last axis [-> view] -> batch_matmul(., v), every value in between
+// read once, becomes one `attention` node (one task, computed row by row).
+Graph fuse_attention(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
-// Every pass above, in order: batch-norm folding, constant folding, dead code.
+// Every pass above, in order: batch-norm folding, constant folding, dead code,
+// attention fusion.
 Graph optimize(const Graph& g);
 
 }  // namespace basin::graph

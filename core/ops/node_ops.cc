@@ -68,6 +68,13 @@ std::vector<NodeOpDef> make_node_ops() {
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return dense(in[0], in[1]); }));
   r.push_back(node("matmul", "a[M,K] b[K,N] -> [M,N]", {}, 2, 2,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return matmul(in[0], in[1]); }));
+  r.push_back(node("attention", "softmax(q[B,L,D] k[B,D,S] * scale + mask) v[B,S,E] -> [B,L,E]",
+                   {p_float("scale", 1.0, "factor of the scores"),
+                    p_ints("batch_shape", {}, "the batch B unflattened for the mask's broadcast (empty: [B])")},
+                   3, 4, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return attention(in[0], in[1], in[2], in.size() > 3 ? &in[3] : nullptr, a.f("scale"),
+                                      a.ints("batch_shape"));
+                   }));
   r.push_back(node("batch_matmul", "a[B,M,K] b[B,K,N] -> [B,M,N]", {}, 2, 2,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return batch_matmul(in[0], in[1]); }));
   auto pool_of = [](const Attrs& a, const std::string& name, bool avg) {

@@ -17,6 +17,11 @@ using te::Tensor;
 Tensor dense(const Tensor& x, const Tensor& w);         // x[M,K] w[N,K] -> [M,N]
 Tensor matmul(const Tensor& a, const Tensor& b);        // a[M,K] b[K,N] -> [M,N]
 Tensor batch_matmul(const Tensor& a, const Tensor& b);  // a[B,M,K] b[B,K,N] -> [B,M,N]
+// softmax(q[B,L,D] k[B,D,S] * scale + mask) v[B,S,E] -> [B,L,E]. The mask (optional) is
+// added in the view [batch_shape..., L, S] of the scores (batch_shape factors B; empty:
+// {B}) and broadcasts against it.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask, double scale,
+                 const std::vector<int64_t>& batch_shape);
 
 // ---- convolution (conv.cc) ----
 struct ConvParams {

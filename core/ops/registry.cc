@@ -62,6 +62,7 @@ const std::vector<OpDef>& all_ops() {
   static const std::vector<OpDef> ops = [] {
     std::vector<OpDef> r;
     register_linear_ops(r);
+    register_attention_ops(r);
     register_conv_ops(r);
     register_pool_ops(r);
     register_elementwise_ops(r);

@@ -4,6 +4,7 @@
 // vectorized axis, weight repacking, accumulator level and producer inlining. Every
 // other task gets the generic sketches: stages fused under their shared leading axes
 // (softmax and the norms computed row by row) or run one after another.
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/schedule/sketch.h"
@@ -149,7 +150,19 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
   if (info.stages.size() == 1 && !info.stages[0]->reduce_axes.empty() && info.max_prefix > 0 &&
       info.max_prefix == static_cast<int>(info.stages[0]->axes.size()) && info.stages[0]->axes.back().extent >= 4)
     prefixes.push_back(info.max_prefix - 1);
-  if (info.max_prefix > 0 && info.stages.size() > 1) prefixes.push_back(0);
+  // Stages one after another through global buffers: only where no intermediate stage is
+  // larger than the output (softmax's and the norms' row statistics), since writing out
+  // a larger one (attention's scores) costs more traffic than the whole task.
+  if (info.max_prefix > 0 && info.stages.size() > 1) {
+    int64_t out = 1, largest = 1;
+    for (int64_t d : info.stages.back()->shape) out *= d;
+    for (size_t j = 0; j + 1 < info.stages.size(); ++j) {
+      int64_t n = 1;
+      for (int64_t d : info.stages[j]->shape) n *= d;
+      largest = std::max(largest, n);
+    }
+    if (largest <= out) prefixes.push_back(0);
+  }
   for (int k : prefixes) {
     Sketch s;
     s.rule = SketchRule::Generic;

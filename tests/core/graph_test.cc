@@ -115,6 +115,57 @@ TEST(Passes, ConstantFoldingComputesConstantSubgraphs) {
   expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-6);
 }
 
+// q, k, v as an exporter writes them: [1, H, L, D] heads viewed as [H, L, D] for the
+// batch_matmuls, the scores viewed back as [1, H, L, S] for the scale, the mask and the
+// softmax. `order` "mul,add" (the exporters' order), "add,mul", or "div".
+Graph attention_net(const std::string& order, int64_t softmax_axis = -1, bool scores_output = false) {
+  const int64_t H = 3, L = 5, S = 7, D = 4, E = 6;
+  Graph g;
+  int q = g.add_input("q", {1, H, L, D}), k = g.add_input("k", {1, H, D, S}), v = g.add_input("v", {1, H, S, E});
+  int mask = g.add_input("mask", {1, 1, L, S});
+  auto view = [&](int x, std::vector<int64_t> shape) { return g.add_node("reshape", {x}, {{"new_shape", shape}}); };
+  int s = g.add_node("batch_matmul", {view(q, {H, L, D}), view(k, {H, D, S})});
+  int x = view(s, {1, H, L, S});
+  int c = g.add_constant("scale", NDArray::random(DType::f32(), {1}, 0.5, 0.5001, 1));
+  if (order == "mul,add") x = g.add_node("add", {g.add_node("mul", {x, c}), mask});
+  if (order == "add,mul") x = g.add_node("mul", {g.add_node("add", {mask, x}), c});
+  if (order == "div") x = g.add_node("div", {x, c});
+  int p = g.add_node("softmax", {x}, {{"axis", softmax_axis}});
+  int o = g.add_node("batch_matmul", {view(p, {H, L, S}), view(v, {H, S, E})});
+  g.add_output(view(o, {1, H, L, E}));
+  if (scores_output) g.add_output(s);
+  return g;
+}
+
+std::vector<NDArray> attention_inputs() {
+  return {NDArray::random(DType::f32(), {1, 3, 5, 4}, -1, 1, 1), NDArray::random(DType::f32(), {1, 3, 4, 7}, -1, 1, 2),
+          NDArray::random(DType::f32(), {1, 3, 7, 6}, -1, 1, 3), NDArray::random(DType::f32(), {1, 1, 5, 7}, -3, 0, 4)};
+}
+
+TEST(Passes, AttentionIsFusedIntoOneNode) {
+  for (const char* order : {"mul,add", "div", ""}) {
+    Graph g = attention_net(order);
+    Graph f = fuse_attention(g);
+    EXPECT_EQ(f.op_counts().count("softmax"), 0u) << order;
+    EXPECT_EQ(f.op_counts().count("batch_matmul"), 0u) << order;
+    ASSERT_EQ(f.op_counts().count("attention"), 1u) << order;
+    Partition part = partition(f);
+    int attention_tasks = 0;
+    for (const auto& t : part.tasks) attention_tasks += t.label.find("attention") != std::string::npos;
+    EXPECT_EQ(attention_tasks, 1) << order;
+    expect_close(interpret_graph(f, attention_inputs()), interpret_graph(g, attention_inputs()), 1e-5);
+  }
+}
+
+TEST(Passes, AttentionVariantsOutsideThePatternStayUnfused) {
+  // The mask added before the scale, a softmax over another axis, the scores read twice.
+  for (Graph g : {attention_net("add,mul"), attention_net("mul,add", 2), attention_net("mul,add", -1, true)}) {
+    Graph f = fuse_attention(g);
+    EXPECT_EQ(f.op_counts().count("attention"), 0u);
+    EXPECT_EQ(f.nodes().size(), g.nodes().size());
+  }
+}
+
 TEST(Passes, DeadCodeIsEliminated) {
   Graph g = small_net(true);
   Graph f = eliminate_dead_code(g);
