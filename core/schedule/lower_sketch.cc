@@ -450,8 +450,24 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const Buffer& target = where[&st];
     std::vector<Expr> tidx = local_index(&st, idx);
     Stmt inner;
+    // A reduction with no free element after the rows (a row's max or sum: softmax, the
+    // norms, pooling over a whole row; the sketch marks its reduction split vectorized)
+    // vectorizes its inner reduction loop instead: a vector of partial results over the
+    // lanes, combined at the end.
+    const bool lanes_reduce = rs && rs->vectorized;
     if (nr == 0) {
       inner = make_store(target, tidx, body);
+    } else if (lanes_reduce) {
+      Buffer part = make_buffer(st.name + "_lanes", target->dtype, {rd.factor}, MemScope::Local);
+      Var h(st.name + ".h");
+      Stmt init = loop(rd.inner, rd.factor, make_store(part, {rd.inner}, te::reduce_identity(st.reduce, target->dtype)),
+                       ForKind::Vectorized);
+      Stmt upd = make_store(part, {rd.inner}, te::reduce_combine(st.reduce, load(part, {rd.inner}), body));
+      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd), ForKind::Vectorized));
+      for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
+      Stmt fold = loop(h, rd.factor, make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), load(part, {h}))));
+      inner = make_allocate(part, make_seq({init, upd, make_store(target, tidx, te::reduce_identity(st.reduce, target->dtype)),
+                                            fold}));
     } else {
       Stmt upd = make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), body));
       upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd)));
@@ -461,7 +477,8 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     bool has_rest = rank > K;
     if (has_rest) {
       inner = loop(sp.outer, sp.outer_extent,
-                   loop(sp.inner, sp.factor, guarded(sp.guard, inner), gpu ? ForKind::Serial : ForKind::Vectorized));
+                   loop(sp.inner, sp.factor, guarded(sp.guard, inner),
+                        gpu || lanes_reduce ? ForKind::Serial : ForKind::Vectorized));
       for (size_t r = rest.size(); r-- > 0;) inner = loop(rest[r], Expr(st.axes[K + r].extent), inner);
     }
     if (K == 0 && has_rest) {

@@ -130,13 +130,18 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
 }
 
 // Per stage after the first k (row) axes: its last free axis split ("stN.v", the
-// vector lanes on the CPU) and its last reduction axis split ("stN.r").
+// vector lanes on the CPU) and its last reduction axis split ("stN.r"; on the CPU the
+// vector lanes instead when nothing is free after the rows: a row's max or sum).
 void add_stage_splits(Sketch& s, const GenericInfo& info, int k, bool vectorized) {
   for (size_t j = 0; j < info.stages.size(); ++j) {
     const te::OpNode& st = *info.stages[j];
+    int64_t free = 1;
+    for (size_t d = static_cast<size_t>(std::max(k, 0)); d < st.axes.size(); ++d) free *= st.axes[d].extent;
+    bool lanes_reduce = vectorized && !st.reduce_axes.empty() && free == 1;
     if (static_cast<int>(st.axes.size()) > k)
-      s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, vectorized));
-    if (!st.reduce_axes.empty()) s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1));
+      s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, vectorized && !lanes_reduce));
+    if (!st.reduce_axes.empty())
+      s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1, lanes_reduce));
   }
 }
 

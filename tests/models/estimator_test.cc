@@ -173,7 +173,7 @@ TEST(Estimators, MlpMseLossPredictsLogLatency) {
   auto e = models::make_estimator("mlp");
   models::TrainOptions opt;
   opt.loss = "mse";
-  opt.epochs = 60;
+  opt.epochs = 100;
   e->train(data, opt);
   models::EvalResult r = models::evaluate(*e, synthetic(30, 10));
   EXPECT_GT(r.r2_log_latency, 0.5);

@@ -117,8 +117,18 @@ TEST(RelaxedSketch, GradientsAgreeWithCentralFiniteDifferences) {
           xm(v) -= h;
           double fd = (loss(rs, xp, w) - loss(rs, xm, w)) / (2 * h);
           double scale = std::max({1.0, std::abs(fd), std::abs(gx[v])});
+          // A kink of min/max (a subgradient) can sit within h of a sample: a step a
+          // hundred times smaller then no longer straddles it.
+          if (std::abs(fd - gx[v]) / scale >= 1e-3) {
+            const double h2 = h / 100;
+            xp = x;
+            xm = x;
+            xp(v) += h2;
+            xm(v) -= h2;
+            fd = (loss(rs, xp, w) - loss(rs, xm, w)) / (2 * h2);
+            scale = std::max({1.0, std::abs(fd), std::abs(gx[v])});
+          }
           ++checked;
-          // A kink of min/max (a subgradient) can sit within h of a sample; those are rare.
           if (std::abs(fd - gx[v]) / scale < 1e-3) ++agreed;
           else ADD_FAILURE() << t.op << " " << s.name << " " << rs.space().var_names()[v] << ": analytic " << gx[v]
                              << ", finite differences " << fd;
