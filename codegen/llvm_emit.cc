@@ -443,9 +443,8 @@ class Emitter {
     if (vec)
       for (llvm::Value*& x : a) x = splat(x);
     llvm::Type* ty = type_like(t, a[0]);
-    auto intrinsic = [&](llvm::Intrinsic::ID id) {
-      return b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, id, {ty}), a);
-    };
+    auto intrinsic = [&](llvm::Intrinsic::ID id) { return call_intrinsic(id, ty, a); };
+    const bool f32 = t.is_float() && t.bits == 32;  // exp, sigmoid, tanh, erf: the polynomials
     auto libm = [&](const char* name) -> llvm::Value* {
       std::string n = t.bits == 32 ? std::string(name) + "f" : name;
       llvm::Type* sty = reg_type(t);
@@ -465,28 +464,19 @@ class Emitter {
       return out;
     };
     llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-    if (t.is_float() && t.bits == 32) {
-      switch (f) {
-        case MathFn::exp: return fast_exp(a[0]);
-        case MathFn::sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, fast_exp(b_.CreateFNeg(a[0]))));
-        case MathFn::tanh: return fast_tanh(a[0]);
-        case MathFn::erf: return fast_erf(a[0]);
-        default: break;
-      }
-    }
     switch (f) {
-      case MathFn::exp: return intrinsic(llvm::Intrinsic::exp);
+      case MathFn::exp: return f32 ? fast_exp(a[0]) : intrinsic(llvm::Intrinsic::exp);
       case MathFn::log: return intrinsic(llvm::Intrinsic::log);
       case MathFn::sqrt: return intrinsic(llvm::Intrinsic::sqrt);
       case MathFn::rsqrt: return b_.CreateFDiv(one, intrinsic(llvm::Intrinsic::sqrt));
       case MathFn::pow: return intrinsic(llvm::Intrinsic::pow);
       case MathFn::sigmoid: {
-        llvm::Value* e = b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::exp, {ty}),
-                                       {b_.CreateFNeg(a[0])});
+        llvm::Value* minus = b_.CreateFNeg(a[0]);
+        llvm::Value* e = f32 ? fast_exp(minus) : call_intrinsic(llvm::Intrinsic::exp, ty, {minus});
         return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
       }
-      case MathFn::tanh: return libm("tanh");
-      case MathFn::erf: return libm("erf");
+      case MathFn::tanh: return f32 ? fast_tanh(a[0]) : libm("tanh");
+      case MathFn::erf: return f32 ? fast_erf(a[0]) : libm("erf");
       case MathFn::fabs: return intrinsic(llvm::Intrinsic::fabs);
       case MathFn::floor: return intrinsic(llvm::Intrinsic::floor);
       case MathFn::ceil: return intrinsic(llvm::Intrinsic::ceil);

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/graph/fusion.h"
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/node_ops.h"
@@ -176,14 +177,13 @@ std::optional<AttentionMatch> match_attention(const Graph& g, const Node& bm2) {
   if (bm2.op != "batch_matmul") return std::nullopt;
   std::set<int> outputs(g.outputs().begin(), g.outputs().end());
   // The value v, read by its one consumer only, and produced by a node of `op` (or any
-  // view when op is "view").
-  auto producer = [&](int v, const char* op) -> const Node* {
+  // view, is_view_op, when op is "view").
+  auto producer = [&](int v, const std::string& op) -> const Node* {
     if (outputs.count(v) || g.consumers(v).size() != 1) return nullptr;
     int p = g.value(v).producer;
     if (p < 0) return nullptr;
     const Node& n = g.node(p);
-    if (std::string(op) == "view" ? n.op != "reshape" : n.op != op) return nullptr;
-    return &n;
+    return (op == "view" ? is_view_op(n.op) : n.op == op) ? &n : nullptr;
   };
   auto f32 = [&](int v) { return g.value(v).dtype == DType::f32(); };
   int probs = bm2.inputs[0];
@@ -203,7 +203,7 @@ std::optional<AttentionMatch> match_attention(const Graph& g, const Node& bm2) {
       if (g.value(s).shape != view || !f32(o) || g.value(o).shape.size() > view.size()) continue;
       if (g.value(s).producer < 0) continue;
       const std::string& sop = g.node(g.value(s).producer).op;
-      if (sop != "mul" && sop != "div" && sop != "batch_matmul" && sop != "reshape") continue;
+      if (sop != "mul" && sop != "div" && sop != "batch_matmul" && !is_view_op(sop)) continue;
       m.mask = o;
       x = s;
       break;

@@ -455,24 +455,26 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     // vectorizes its inner reduction loop instead: a vector of partial results over the
     // lanes, combined at the end.
     const bool lanes_reduce = rs && rs->vectorized;
+    const Expr identity = nr > 0 ? te::reduce_identity(st.reduce, target->dtype) : Expr();
+    // acc[at] combined with the body over every reduction point, the inner split's loop
+    // of the given kind.
+    auto reduction = [&](const Buffer& acc, const std::vector<Expr>& at, ForKind inner_kind) {
+      Stmt upd = make_store(acc, at, te::reduce_combine(st.reduce, load(acc, at), body));
+      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd), inner_kind));
+      for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
+      return upd;
+    };
     if (nr == 0) {
       inner = make_store(target, tidx, body);
     } else if (lanes_reduce) {
       Buffer part = make_buffer(st.name + "_lanes", target->dtype, {rd.factor}, MemScope::Local);
       Var h(st.name + ".h");
-      Stmt init = loop(rd.inner, rd.factor, make_store(part, {rd.inner}, te::reduce_identity(st.reduce, target->dtype)),
-                       ForKind::Vectorized);
-      Stmt upd = make_store(part, {rd.inner}, te::reduce_combine(st.reduce, load(part, {rd.inner}), body));
-      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd), ForKind::Vectorized));
-      for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
+      Stmt init = loop(rd.inner, rd.factor, make_store(part, {rd.inner}, identity), ForKind::Vectorized);
       Stmt fold = loop(h, rd.factor, make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), load(part, {h}))));
-      inner = make_allocate(part, make_seq({init, upd, make_store(target, tidx, te::reduce_identity(st.reduce, target->dtype)),
-                                            fold}));
+      inner = make_allocate(part, make_seq({init, reduction(part, {rd.inner}, ForKind::Vectorized),
+                                            make_store(target, tidx, identity), fold}));
     } else {
-      Stmt upd = make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), body));
-      upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd)));
-      for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
-      inner = make_seq({make_store(target, tidx, te::reduce_identity(st.reduce, target->dtype)), upd});
+      inner = make_seq({make_store(target, tidx, identity), reduction(target, tidx, ForKind::Serial)});
     }
     bool has_rest = rank > K;
     if (has_rest) {

@@ -5,6 +5,8 @@
 // other task gets the generic sketches: stages fused under their shared leading axes
 // (softmax and the norms computed row by row) or run one after another.
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <unordered_set>
 
 #include "core/schedule/sketch.h"
@@ -135,8 +137,8 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
 void add_stage_splits(Sketch& s, const GenericInfo& info, int k, bool vectorized) {
   for (size_t j = 0; j < info.stages.size(); ++j) {
     const te::OpNode& st = *info.stages[j];
-    int64_t free = 1;
-    for (size_t d = static_cast<size_t>(std::max(k, 0)); d < st.axes.size(); ++d) free *= st.axes[d].extent;
+    int64_t free = std::accumulate(st.shape.begin() + std::min<size_t>(k, st.shape.size()), st.shape.end(), int64_t{1},
+                                   std::multiplies<int64_t>());
     bool lanes_reduce = vectorized && !st.reduce_axes.empty() && free == 1;
     if (static_cast<int>(st.axes.size()) > k)
       s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, vectorized && !lanes_reduce));
@@ -159,14 +161,9 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
   // larger than the output (softmax's and the norms' row statistics), since writing out
   // a larger one (attention's scores) costs more traffic than the whole task.
   if (info.max_prefix > 0 && info.stages.size() > 1) {
-    int64_t out = 1, largest = 1;
-    for (int64_t d : info.stages.back()->shape) out *= d;
-    for (size_t j = 0; j + 1 < info.stages.size(); ++j) {
-      int64_t n = 1;
-      for (int64_t d : info.stages[j]->shape) n *= d;
-      largest = std::max(largest, n);
-    }
-    if (largest <= out) prefixes.push_back(0);
+    int64_t largest = 1;
+    for (size_t j = 0; j + 1 < info.stages.size(); ++j) largest = std::max(largest, te::Tensor(info.stages[j]).numel());
+    if (largest <= te::Tensor(info.stages.back()).numel()) prefixes.push_back(0);
   }
   for (int k : prefixes) {
     Sketch s;
