@@ -33,6 +33,68 @@ struct Open {
   int last_pos = 0;
 };
 
+
+// Values read by several nodes that all lie in one elementwise region of the value's shape,
+// a region that closes again in a single value read from outside it (x * sigmoid(x),
+// x + f(x)). Such a value, and every value inside its region, may be read by several nodes
+// of one fused group: the whole region joins the group that computes the value.
+std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) {
+  constexpr size_t kMaxRegion = 16;
+  std::vector<bool> ok(g.values().size(), false);
+  for (size_t v = 0; v < g.values().size(); ++v) {
+    const Value& val = g.value(static_cast<int>(v));
+    if (val.producer < 0 || outputs.count(static_cast<int>(v)) || is_view_op(g.node(val.producer).op)) continue;
+    std::vector<int> frontier = g.consumers(static_cast<int>(v));
+    if (frontier.size() < 2) continue;
+    std::set<int> region;
+    int sink = -1;
+    bool failed = false;
+    while (!failed && sink < 0) {
+      for (int n : frontier) {
+        const Node& nd = g.node(n);
+        if (kind_of(nd.op) != Kind::Elementwise || is_view_op(nd.op) || g.value(nd.output).shape != val.shape) {
+          failed = true;
+          break;
+        }
+        region.insert(n);
+      }
+      if (failed || region.size() > kMaxRegion) break;
+      std::vector<int> escaping;  // values of the region read outside it
+      std::set<int> next;
+      for (int n : region) {
+        int out = g.node(n).output;
+        bool escapes = outputs.count(out) > 0;
+        bool inside = false;
+        for (int c : g.consumers(out)) {
+          if (region.count(c)) inside = true;
+          else {
+            escapes = true;
+            next.insert(c);
+          }
+        }
+        if (escapes) escaping.push_back(out);
+        if (escapes && inside && outputs.count(out)) failed = true;
+      }
+      if (failed || escaping.empty()) break;
+      if (escaping.size() == 1) {
+        bool read_inside = false;
+        for (int c : g.consumers(escaping[0])) read_inside |= region.count(c) > 0;
+        if (read_inside) failed = true;
+        else sink = escaping[0];
+        break;
+      }
+      for (int e : escaping)
+        if (outputs.count(e)) failed = true;
+      frontier.assign(next.begin(), next.end());
+    }
+    if (failed || sink < 0) continue;
+    ok[v] = true;
+    for (int n : region)
+      if (g.node(n).output != sink) ok[g.node(n).output] = true;
+  }
+  return ok;
+}
+
 }  // namespace
 
 bool is_view_op(const std::string& op) {
@@ -48,6 +110,7 @@ Partition partition(const Graph& g) {
   std::vector<Open> groups;
   std::vector<int> group_of_value(g.values().size(), -1);  // the open group whose output a value is
   std::vector<bool> is_view;
+  const std::vector<bool> fanout_ok = closing_fanouts(g, outputs);
   for (int n : order) {
     const Node& nd = g.node(n);
     if (is_view_op(nd.op)) {
@@ -57,7 +120,15 @@ Partition partition(const Graph& g) {
     }
     const Kind k = kind_of(nd.op);
     int join = -1;
+    for (int v : nd.inputs) {  // a region closing a fan-out stays with the value it fans out from
+      int gi = group_of_value[v];
+      if (fanout_ok[v] && gi >= 0 && !is_view[gi]) {
+        join = gi;
+        break;
+      }
+    }
     for (int v : nd.inputs) {
+      if (join >= 0) break;
       int gi = group_of_value[v];
       if (gi < 0 || is_view[gi] || outputs.count(v) || g.consumers(v).size() != 1) continue;
       const Open& G = groups[gi];

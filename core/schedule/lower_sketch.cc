@@ -111,18 +111,20 @@ Expr retarget_loads(const Expr& e, const BufferNode* from, const Buffer& to,
 }
 
 // The anchor's value `value` at output index `idx` through the elementwise epilogue:
-// each stage's body with its read of the stage before replaced by the value so far.
+// each stage's body with its reads of the anchor and of earlier stages replaced by
+// their values at the same index.
 Expr apply_epilogue(const AnchorInfo& info, Expr value, const std::vector<Expr>& idx) {
-  const te::OpNode* prev = info.anchor.get();
+  std::unordered_map<const BufferNode*, Expr> values = {{info.anchor->buffer.get(), value}};
   for (const te::Op& c : info.epilogue) {
     VarMap cm;
     for (size_t i = 0; i < idx.size(); ++i) cm[c->axes[i].var.id()] = idx[i];
     Expr v = rewrite_post_order(c->body, [&](const Expr& x) -> Expr {
-      if (x.kind() == ExprKind::Load && x->buffer.get() == prev->buffer.get()) return value;
-      return Expr();
+      if (x.kind() != ExprKind::Load) return Expr();
+      auto it = values.find(x->buffer.get());
+      return it == values.end() ? Expr() : it->second;
     });
     value = substitute(v, cm);
-    prev = c.get();
+    values[c->buffer.get()] = value;
   }
   return value;
 }

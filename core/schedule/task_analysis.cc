@@ -1,5 +1,6 @@
 #include "core/schedule/task_analysis.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "core/expr/analyzer.h"
@@ -85,20 +86,23 @@ std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
       info.producers.push_back(op);
       continue;
     }
-    // An epilogue stage: same shape, reads the previous stage at its own indices, and
-    // reads no other compute stage.
+    // An epilogue stage: the anchor's shape, reads the anchor or earlier epilogue stages
+    // (at least one) at its own indices, and no other compute stage. A stage may be read
+    // by several later ones (x * sigmoid(x)).
     if (op->shape != anchor->shape) return std::nullopt;
-    bool reads_prev = false;
+    bool reads_stage = false;
     for (const Expr& l : loads_in(op->body)) {
       const te::OpNode* p = producer_of(l->buffer);
-      if (p == prev) {
+      if (p == anchor.get() || std::find_if(info.epilogue.begin(), info.epilogue.end(), [&](const te::Op& e) {
+                                 return e.get() == p;
+                               }) != info.epilogue.end()) {
         if (!reads_at(l, op->axes)) return std::nullopt;
-        reads_prev = true;
+        reads_stage = true;
       } else if (p && !p->is_placeholder) {
         return std::nullopt;
       }
     }
-    if (!reads_prev || readers[prev].size() != 1) return std::nullopt;
+    if (!reads_stage) return std::nullopt;
     info.epilogue.push_back(op);
     prev = op.get();
   }

@@ -14,7 +14,7 @@ namespace basin::sched {
 struct AnchorInfo {
   te::Op anchor;
   std::vector<te::Op> producers;  // injective stages the anchor reads (padding), topo order
-  std::vector<te::Op> epilogue;   // elementwise consumers, anchor first read by epilogue[0]
+  std::vector<te::Op> epilogue;   // elementwise consumers in order, each reading the anchor or earlier ones
   // The input whose dimension `pack_dim` is indexed by spatial axis `vec_axis` alone,
   // one entry per such (axis, input) pair: candidates for repacking.
   struct PackCandidate {

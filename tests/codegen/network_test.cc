@@ -87,6 +87,23 @@ graph::Graph transformer() {
   return g;
 }
 
+// An EfficientNet block: SiLU activations (fan-outs that close again), a depthwise
+// convolution, squeeze-and-excitation and a residual add.
+graph::Graph mbconv() {
+  graph::Graph g;
+  g.name = "mbconv";
+  graph::NetBuilder b(g, 7);
+  auto silu = [&](int v) { return b.op("mul", {v, b.op("sigmoid", {v})}); };
+  int x = g.add_input("x", {1, 8, 12, 12});
+  int e = silu(b.batch_norm(b.conv(x, 24, {1}, {1, 1}, {0, 0})));
+  int d = silu(b.batch_norm(b.conv(e, 24, {3}, {1, 1}, {1, 1}, 24)));
+  int s = b.op("global_avg_pool2d", {d});
+  s = b.op("sigmoid", {b.conv(silu(b.conv(s, 4, {1}, {1, 1}, {0, 0}, 1, true)), 24, {1}, {1, 1}, {0, 0}, 1, true)});
+  int y = b.batch_norm(b.conv(b.op("mul", {d, s}), 8, {1}, {1, 1}, {0, 0}));
+  g.add_output(b.op("add", {y, x}));
+  return g;
+}
+
 class Network : public ::testing::Test {
  protected:
   // The CPU target's tests need LLVM; the cuda one does not (a GPU machine may build
@@ -119,7 +136,7 @@ class Network : public ::testing::Test {
 };
 
 TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
-  for (auto make : {cnn, transformer}) {
+  for (auto make : {cnn, transformer, mbconv}) {
     graph::Graph g = graph::optimize(make());
     SCOPED_TRACE(g.name);
     graph::Partition p = graph::partition(g);
@@ -252,7 +269,7 @@ TEST_F(CudaNetwork, CompilesSavesLoadsAndRuns) {
   std::string why;
   const bool gpu = cuda_available(&why);
   const std::string arch = gpu ? cuda_device_arch() : "sm_90";
-  for (auto make : {cnn, transformer}) {
+  for (auto make : {cnn, transformer, mbconv}) {
     graph::Graph g = graph::optimize(make());
     SCOPED_TRACE(g.name);
     graph::Partition p = graph::partition(g);

@@ -50,6 +50,13 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
       {"layer_norm", "shape=4,48", 15},
       {"layer_norm", "shape=3,5,16 axis=1", 10},
       {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1", 6},
+      // An epilogue whose stages read the anchor's value twice (SiLU: x * sigmoid(x)), on a
+      // depthwise convolution.
+      {"subgraph",
+       "graph=x0:float32[1,8,9,9]@-1:1;x1:float32[8,1,3,3]@-1:1;x2:float32[8,1,1]@-1:1;"
+       "t0=conv2d(x0,x1){dilation=1,1|groups=8|padding=1,1|stride=2,2};t1=add(t0,x2){};t2=sigmoid(t1){};"
+       "t3=mul(t1,t2){}",
+       4},
       // Indices read from memory inside a vectorized loop (bert_base's embedding once failed
       // to compile: a uniform select over a loaded index was splatted).
       {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5", 6},

@@ -201,22 +201,51 @@ TEST(Fusion, AnchorsAbsorbTheirElementwiseChains) {
   for (int v : g.outputs()) EXPECT_TRUE(defined.count(v));
 }
 
-TEST(Fusion, AValueReadTwiceEndsItsGroup) {
+TEST(Fusion, AFanOutThatClosesAgainStaysInOneGroup) {
   Graph g;
   NetBuilder b(g, 2);
   int x = g.add_input("x", {1, 4, 6, 6});
-  int c = b.conv(x, 4, {3}, {1, 1}, {1, 1});
-  int r = b.op("relu", {c});
-  g.add_output(b.op("add", {b.op("sigmoid", {r}), b.op("tanh", {r})}));
+  int c = b.conv(x, 4, {3}, {1, 1}, {1, 1}, 1, true);
+  // SiLU (c * sigmoid(c)) and a second fan-out of the SiLU that closes in an add.
+  int s = b.op("mul", {c, b.op("sigmoid", {c})});
+  g.add_output(b.op("add", {b.op("sigmoid", {s}), b.op("tanh", {s})}));
   Partition p = partition(g);
-  // conv+relu; sigmoid and tanh cannot join it (r has two readers): sigmoid starts a
-  // group, tanh another that the add joins... the add reads two groups' outputs and
-  // joins one of them.
-  ASSERT_GE(p.groups.size(), 3u);
-  EXPECT_EQ(p.tasks[0].label.rfind("conv2d+relu [", 0), 0u) << p.tasks[0].label;
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.tasks[0].label.rfind("conv2d+add+sigmoid+mul+", 0), 0u) << p.tasks[0].label;
+  EXPECT_EQ(p.groups[0].nodes.size(), g.nodes().size());
+  EXPECT_EQ(p.groups[0].output, g.outputs()[0]);
+  // Its epilogue reads the convolution's value twice: still the anchor's tiling sketches.
+  EXPECT_EQ(sched::cpu_sketches(p.tasks[0].graph).at(0).rule, sched::SketchRule::Anchor);
+  EXPECT_EQ(sched::gpu_sketches(p.tasks[0].graph).at(0).rule, sched::SketchRule::GpuTile);
+}
+
+TEST(Fusion, AValueReadOutsideItsRegionEndsItsGroup) {
+  // r is read by an elementwise chain and by a reduction: it is materialized, and the
+  // chain that reads it starts a group of its own.
+  Graph g;
+  NetBuilder b(g, 2);
+  int x = g.add_input("x", {1, 4, 6, 6});
+  int r = b.op("relu", {b.conv(x, 4, {3}, {1, 1}, {1, 1})});
+  int pooled = b.op("global_avg_pool2d", {r});
+  g.add_output(b.op("mul", {b.op("sigmoid", {r}), pooled}));
+  Partition p = partition(g);
+  ASSERT_EQ(p.groups.size(), 3u);
+  EXPECT_EQ(p.tasks[p.groups[0].task].label.rfind("conv2d+relu [", 0), 0u) << p.tasks[p.groups[0].task].label;
   int total_nodes = 0;
   for (const auto& fg : p.groups) total_nodes += static_cast<int>(fg.nodes.size());
   EXPECT_EQ(total_nodes, static_cast<int>(g.nodes().size()));
+  // A fan-out whose readers are a graph output and an elementwise op is not closed either.
+  Graph h;
+  NetBuilder hb(h, 3);
+  int y = h.add_input("y", {1, 4, 6, 6});
+  int t = hb.op("relu", {hb.conv(y, 4, {3}, {1, 1}, {1, 1})});
+  int u = hb.op("sigmoid", {t});
+  h.add_output(u);
+  h.add_output(hb.op("mul", {t, u}));
+  Partition q = partition(h);
+  std::set<int> produced;
+  for (const auto& fg : q.groups) produced.insert(fg.output);
+  EXPECT_TRUE(produced.count(u)) << "a graph output must be some group's output";
 }
 
 TEST(Fusion, IdenticalGroupsAreOneTaskWeightedByCount) {
