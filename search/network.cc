@@ -29,6 +29,7 @@ struct TaskState {
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
   if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
+  if (opt.first_batch <= 0) throw Error("the first round's batch size must be positive");
   const auto t0 = Clock::now();
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
@@ -82,8 +83,10 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   size_t next_warm = 0;
   while (!out_of_budget()) {
     int pick = -1;
+    int batch = opt.batch;
     if (next_warm < warm.size()) {
       pick = static_cast<int>(warm[next_warm++]);
+      batch = std::min(opt.batch, opt.first_batch);
     } else {
       double best_priority = -1;
       for (size_t i = 0; i < tasks.size(); ++i) {
@@ -106,8 +109,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (pick < 0) break;  // every task retired
     TaskState& t = tasks[pick];
     double before = t.tuner->result().best_latency_us;
-    int budget_left = opt.trials > 0 ? opt.trials - total_trials() : opt.batch;
-    int n = t.tuner->round(std::min(opt.batch, std::max(budget_left, 1)), out_of_budget);
+    int budget_left = opt.trials > 0 ? opt.trials - total_trials() : batch;
+    int n = t.tuner->round(std::min(batch, std::max(budget_left, 1)), out_of_budget);
     ++t.rounds;
     double after = t.tuner->result().best_latency_us;
     t.last_gain_us = before > 0 && after > 0 ? before - after : 0;

@@ -2,8 +2,9 @@
 // budget across its tasks (DESIGN.md, "Search"), and the choice of each task's program
 // for compilation from the records.
 //
-// The scheduler, after Ansor's: every task first gets one round (so that each has a
-// valid program early); then each round goes to the task with the largest expected
+// The scheduler, after Ansor's: every task first gets one short round (first_batch
+// programs, the estimator's best guesses: every task has a measured program within the
+// first minute); then each round goes to the task with the largest expected
 // gain in end-to-end latency, weight x (the improvement of its last round, or an
 // optimistic share of its best latency that shrinks with the rounds it already had).
 // A task that has no valid program after three rounds, or whose space is exhausted, is
@@ -28,6 +29,7 @@ struct NetworkTuneOptions {
   int trials = 0;               // stop when the network's tasks have this many records in all
   double budget_seconds = 0;    // or after this much wall time in this run
   int batch = 16;               // programs per round
+  int first_batch = 4;          // programs of each task's first round (at most batch)
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate
   int compile_threads = 0;      // compiling each batch ahead (TuneOptions::compile_threads)

@@ -36,7 +36,7 @@ struct NetOptions {
   std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs, shapes;
   std::string output;
-  int trials = 0, batch = 16, repeat = 0, compile_threads = 0;
+  int trials = 0, batch = 16, first_batch = 4, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, slow_factor = 2;
@@ -145,6 +145,7 @@ int run_tune(const NetOptions& o) {
   to.trials = o.trials;
   to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
   to.batch = o.batch;
+  to.first_batch = o.first_batch;
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;
   to.compile_threads = o.compile_threads;
@@ -422,6 +423,8 @@ void add_network_commands(CLI::App& app, Runner& run) {
         ->check([](const std::string& spec) { return check_strategy_spec(spec); });
     cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
+    cmd->add_option("--first-batch", o->first_batch,
+                    "programs of each task's first round, the estimator's best guesses (default 4)");
     cmd->add_option("--seed", o->seed, "seed of the search");
     add_timeout_option(cmd, o->timeout);
     add_compile_options(cmd, o->compile_threads, o->max_instructions);

@@ -97,6 +97,27 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
   EXPECT_EQ(more.trials, 26);
 }
 
+// The first round of every task is short (first_batch programs), so that every task has
+// a measured program early; later rounds take the full batch.
+TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
+  graph::Partition p = small_partition();
+  RecordStore store(dir + "/r.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.batch = 8;
+  opt.first_batch = 2;
+  opt.trials = 6;
+  NetworkTuneResult r = tune_network(p, store, opt);
+  ASSERT_EQ(r.tasks.size(), 3u);
+  for (const TaskReport& t : r.tasks) {
+    EXPECT_EQ(t.trials, 2) << t.label;
+    EXPECT_GT(t.best_us, 0) << t.label;
+  }
+  opt.trials = 14;  // one more round, a full one
+  NetworkTuneResult more = tune_network(p, store, opt);
+  EXPECT_EQ(more.measured, 8);
+}
+
 TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
   graph::Partition p = small_partition();
   RecordStore store(dir + "/r.db");
@@ -166,6 +187,9 @@ TEST_F(NetworkTune, BadOptionsAreRejected) {
   opt.batch = 0;
   EXPECT_THROW(tune_network(p, store, opt), Error);
   opt.batch = 2;
+  opt.first_batch = 0;
+  EXPECT_THROW(tune_network(p, store, opt), Error);
+  opt.first_batch = 4;
   opt.strategy = "no_such_strategy";
   EXPECT_THROW(tune_network(p, store, opt), Error);
   // No records at all: every task is named untuned.

@@ -131,6 +131,7 @@ TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
   expect_one_error("tune " + model + " --records " + dir + "/r.db --budget soon", "soon");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --max-instructions -1", "--max-instructions");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --slow-factor 0.9", "--slow-factor");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --first-batch 0", "first round");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --strategy gradient:steps=-3", "'steps' must be");
   expect_one_error("compile " + model + " --target opencl -o " + dir + "/x.basin", "--target");
   std::ofstream(dir + "/corrupt.db") << "this is not an SQLite database, not at all, no";
