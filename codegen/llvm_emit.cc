@@ -243,6 +243,62 @@ class Emitter {
     return b_.CreateInBoundsGEP(elem, element_ptr(buf, a.base, a.offset), first);
   }
 
+  // Lanes i * stride of memory from p, for a small stride (a stride-2 convolution's input
+  // along its width): `stride` contiguous vector loads, the last one moved back to end at
+  // the last lane's element (nothing past it is read), then one shuffle that picks the
+  // lanes.
+  static constexpr int64_t kShuffledStride = 4;
+  llvm::Value* strided_by_shuffle(llvm::Type* elem, llvm::Value* p, int64_t stride, llvm::Align align) {
+    const int64_t lanes = vec_->lanes, last = (lanes - 1) * stride;
+    auto* vty = llvm::FixedVectorType::get(elem, static_cast<unsigned>(lanes));
+    std::vector<int64_t> offset;
+    std::vector<llvm::Value*> parts;
+    for (int64_t j = 0; j < stride; ++j) {
+      offset.push_back(std::min(j * lanes, last - (lanes - 1)));
+      parts.push_back(b_.CreateAlignedLoad(vty, b_.CreateInBoundsGEP(elem, p, b_.getInt64(offset.back())), align));
+    }
+    // The parts side by side in one vector of stride * lanes elements.
+    std::vector<llvm::Value*> level = parts;
+    std::vector<int64_t> width(level.size(), lanes);
+    while (level.size() > 1) {
+      std::vector<llvm::Value*> next;
+      std::vector<int64_t> next_width;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) {
+        // Two vectors of possibly different widths: pad the narrower to the wider, join.
+        llvm::Value* x = level[i];
+        llvm::Value* y = level[i + 1];
+        int64_t wx = width[i], wy = width[i + 1], w = std::max(wx, wy);
+        auto widen = [&](llvm::Value* v, int64_t from) {
+          if (from == w) return v;
+          std::vector<int> m;
+          for (int64_t k = 0; k < w; ++k) m.push_back(k < from ? static_cast<int>(k) : -1);
+          return b_.CreateShuffleVector(v, llvm::PoisonValue::get(v->getType()), m);
+        };
+        x = widen(x, wx);
+        y = widen(y, wy);
+        std::vector<int> m;
+        for (int64_t k = 0; k < wx; ++k) m.push_back(static_cast<int>(k));
+        for (int64_t k = 0; k < wy; ++k) m.push_back(static_cast<int>(w + k));
+        next.push_back(b_.CreateShuffleVector(x, y, m));
+        next_width.push_back(wx + wy);
+      }
+      if (level.size() % 2) {
+        next.push_back(level.back());
+        next_width.push_back(width.back());
+      }
+      level = std::move(next);
+      width = std::move(next_width);
+    }
+    std::vector<int> pick;
+    for (int64_t i = 0; i < lanes; ++i) {
+      int64_t e = i * stride;
+      int64_t j = stride - 1;
+      while (j > 0 && offset[static_cast<size_t>(j)] > e) --j;
+      pick.push_back(static_cast<int>(j * lanes + (e - offset[static_cast<size_t>(j)])));
+    }
+    return b_.CreateShuffleVector(level[0], llvm::PoisonValue::get(level[0]->getType()), pick);
+  }
+
   // A load inside a vectorized loop: a vector load, a gather, or a scalar load; masked
   // by the lanes enabled where it sits.
   llvm::Value* vector_load(const ExprNode& n) {
@@ -268,6 +324,8 @@ class Emitter {
         llvm::Value* p = lane0_ptr(n.buffer, a);
         v = mask_ ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vty, p, align, mask_, zero))
                   : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vty, p, align));
+      } else if (kind == Access::Strided && a.vec_coef >= 2 && a.vec_coef <= kShuffledStride) {
+        v = strided_by_shuffle(elem, lane0_ptr(n.buffer, a), a.vec_coef, align);
       } else if (kind == Access::Strided) {
         llvm::Value* p = lane0_ptr(n.buffer, a);
         v = zero;

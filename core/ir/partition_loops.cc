@@ -12,6 +12,7 @@ namespace {
 constexpr int64_t kMaxExtent = 1 << 16;  // the comparisons are evaluated at every point
 constexpr int kMaxStores = 4;
 constexpr int64_t kMaxVectorLanes = 64;
+constexpr int64_t kVectorChunk = 16;  // lanes of each vector of a longer copy loop
 
 // A comparison of a * v + b with 0 (the loop variable alone), as `op`.
 struct Bound {
@@ -85,7 +86,7 @@ bool small(const Stmt& body) {
 // reading nothing it writes.
 bool vectorizable(const Stmt& st) {
   int64_t n = 0;
-  if (!is_const_int(st->extent, &n) || n < 2 || n > kMaxVectorLanes) return false;
+  if (!is_const_int(st->extent, &n) || n < 2 || n > kMaxExtent) return false;
   const Stmt& body = st->body[0];
   if (body.kind() != StmtKind::Store || !body->value.dtype().is_scalar()) return false;
   if (body->indices.size() != 1) return false;  // flattened buffers
@@ -137,9 +138,31 @@ Stmt partition_loops(const Stmt& s, int max_pieces) {
   // has no loop vectorizer, a padded input's interior rows are contiguous copies, and
   // a packing stage's were one scalar load and store an element (on resnet18-c10, 44%
   // of the kernel's time; docs/PERFORMANCE.md, "Strided loads").
+  // A loop longer than kMaxVectorLanes runs as a serial loop over vectors of
+  // kVectorChunk lanes, then one vector of the rest.
   return rewrite_stmt(out, nullptr, [&](const Stmt& st) -> Stmt {
     if (st.kind() != StmtKind::For || st->for_kind != ForKind::Serial || !vectorizable(st)) return Stmt();
-    return make_for(st->var, st->min, st->extent, ForKind::Vectorized, st->body[0]);
+    const Stmt& body = st->body[0];
+    int64_t n = 0;
+    is_const_int(st->extent, &n);
+    if (n <= kMaxVectorLanes) return make_for(st->var, st->min, st->extent, ForKind::Vectorized, body);
+    auto at = [&](const Expr& index) {
+      VarMap m;
+      m[st->var.id()] = index;
+      return make_store(body->buffer, {substitute(body->indices[0], m)}, substitute(body->value, m));
+    };
+    Var outer(st->var.name() + ".o"), lane(st->var.name() + ".v");
+    const int64_t chunks = n / kVectorChunk, rest = n % kVectorChunk;
+    std::vector<Stmt> parts;
+    parts.push_back(make_for(outer, Expr(int64_t{0}), Expr(chunks), ForKind::Serial,
+                             make_for(lane, Expr(int64_t{0}), Expr(kVectorChunk), ForKind::Vectorized,
+                                      at(st->min + outer * Expr(kVectorChunk) + lane))));
+    if (rest > 0) {
+      Var tail(st->var.name() + ".r");
+      parts.push_back(make_for(tail, Expr(int64_t{0}), Expr(rest), rest > 1 ? ForKind::Vectorized : ForKind::Serial,
+                               at(st->min + Expr(chunks * kVectorChunk) + tail)));
+    }
+    return simplify_stmt(make_seq(std::move(parts)));
   });
 }
 

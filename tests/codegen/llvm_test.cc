@@ -286,6 +286,33 @@ TEST_F(LlvmSemantics, StridedVectorLoadsAndStoresAreOneLaneAtATimeAndCorrect) {
   EXPECT_EQ(ir.find("scatter"), std::string::npos) << ir;
 }
 
+// Loads with a small stride in the vector loop (a stride-2 convolution's input along its
+// width) are contiguous vector loads and a shuffle that reads nothing past the last
+// lane's element: against the interpreter, for strides 2 to 4 and at the very end of
+// the buffer.
+TEST_F(LlvmSemantics, SmallStridedLoadsAreShuffledVectorLoadsAndCorrect) {
+  for (int64_t stride : {2, 3, 4}) {
+    constexpr int64_t L = 8, R = 5;
+    const int64_t n = R * L * stride - (stride - 1);  // the last row's last lane is the last element
+    Var r("r"), l("l");
+    Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
+    Buffer out = make_buffer("out", DType::f32(), {Expr(R * L)});
+    Stmt body = make_for(r, 0, R, ForKind::Serial,
+                         make_for(l, 0, L, ForKind::Vectorized,
+                                  make_store(out, {r * L + l}, load(x, {r * (L * stride) + l * stride}) + fconst(1))));
+    LoweredFunc f{"strided", {x, out}, {1}, body};
+    NDArray xa = NDArray::random(DType::f32(), {n}, -1, 1, 8);
+    NDArray want, got;
+    both(f, {xa}, {R * L}, DType::f32(), &want, &got);
+    EXPECT_EQ(compare_arrays(got, want).max_abs, 0) << "stride " << stride;
+    codegen::LlvmOptions keep;
+    keep.keep_ir = true;
+    std::string ir = codegen::compile_llvm(f, keep)->llvm_ir();
+    EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+  }
+}
+
 // A convolution's weight packing, packed[o, c, h, w, l] = wt[o * L + l, c, h, w], under a
 // parallel loop, for each vector width the sketches use: a vector copy, loaded one lane
 // at a time, against the interpreter.

@@ -2,6 +2,8 @@
 // (exact results, bounds checks, errors).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "core/ir/interpreter.h"
@@ -245,6 +247,35 @@ TEST(PartitionLoops, AnInnermostCopyBecomesAVectorLoopWhateverItsLoadsStride) {
   // A store that steps by more than one element: serial.
   Stmt wide = make_for(l, 0, 16, ForKind::Serial, make_store(p, {l * 9}, load(w, {l * 1})));
   EXPECT_TRUE(structural_equal(partition_loops(wide), wide));
+}
+
+// A copy longer than a vector loop takes (a 112-wide padded row) runs as vectors of 16
+// lanes and one vector of the rest, computing the same.
+TEST(PartitionLoops, ALongCopyRunsAsChunksOfVectors) {
+  for (int64_t n : {112, 96, 65}) {
+    Var l("l");
+    Buffer x = make_buffer("x", DType::f32(), {Expr(2 * n)});
+    Buffer y = make_buffer("y", DType::f32(), {Expr(n)});
+    Stmt copy = make_for(l, 0, n, ForKind::Serial, make_store(y, {l * 1}, load(x, {l * 2 + 1})));
+    Stmt q = partition_loops(copy);
+    int vector_loops = 0, longest = 0;
+    visit_stmt(q, [&](const Stmt& st) {
+      if (st.kind() != StmtKind::For || st->for_kind != ForKind::Vectorized) return;
+      ++vector_loops;
+      int64_t e = 0;
+      ASSERT_TRUE(is_const_int(st->extent, &e));
+      longest = std::max<int>(longest, static_cast<int>(e));
+    });
+    EXPECT_EQ(vector_loops, n % 16 > 1 ? 2 : 1) << q;
+    EXPECT_EQ(longest, 16) << q;
+    LoweredFunc f{"copy", {x, y}, {1}, copy}, g{"copy", {x, y}, {1}, q};
+    NDArray xa = NDArray::random(DType::f32(), {2 * n}, -1, 1, 4);
+    NDArray a(DType::f32(), {n}), b(DType::f32(), {n});
+    NDArray x1 = xa.clone(), x2 = xa.clone();
+    interpret(f, {&x1, &a});
+    interpret(g, {&x2, &b});
+    EXPECT_EQ(compare_arrays(b, a).max_abs, 0) << q;
+  }
 }
 
 TEST(PartitionLoops, APieceThatReadsWhatItWritesStaysSerial) {
