@@ -95,6 +95,17 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
   return ok;
 }
 
+// Whether a group of elementwise nodes may become the producer of an anchor's data
+// input: arithmetic cheap enough to compute again wherever the anchor reads it (a
+// squeeze-and-excitation's channel scale before a projection convolution), or to stage
+// once; the sketches choose.
+bool cheap_prologue(const Graph& g, const std::vector<int>& nodes) {
+  static const std::set<std::string> cheap = {"add", "sub", "mul", "div", "neg", "relu", "clip"};
+  for (int n : nodes)
+    if (!cheap.count(g.node(n).op)) return false;
+  return true;
+}
+
 }  // namespace
 
 bool is_view_op(const std::string& op) {
@@ -136,7 +147,9 @@ Partition partition(const Graph& g) {
       bool ok = false;
       if (G.kind == Kind::Anchor) ok = k == Kind::Elementwise && same_shape;
       else if (G.kind == Kind::Reduction) ok = k == Kind::Elementwise && same_shape;
-      else ok = k == Kind::Elementwise || k == Kind::Injective || (k == Kind::Reduction && v == nd.inputs[0]);
+      else
+        ok = k == Kind::Elementwise || k == Kind::Injective || (k == Kind::Reduction && v == nd.inputs[0]) ||
+             (k == Kind::Anchor && v == nd.inputs[0] && cheap_prologue(g, G.nodes));
       if (ok) {
         join = gi;
         break;
@@ -151,6 +164,7 @@ Partition partition(const Graph& g) {
       G.nodes.push_back(n);
       G.last_pos = pos[n];
       if (k == Kind::Reduction) G.kind = Kind::Reduction;
+      if (k == Kind::Anchor) G.kind = Kind::Anchor;
       // the group's old output is now internal
     }
     group_of_value[nd.output] = join;
