@@ -26,10 +26,18 @@ struct TaskState {
 
 }  // namespace
 
+// The programs of every task's first round together, when NetworkTuneOptions::first_batch
+// is automatic.
+constexpr int kFirstRoundPrograms = 256;
+
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
   if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
-  if (opt.first_batch <= 0) throw Error("the first round's batch size must be positive");
+  if (opt.first_batch < 0) throw Error("the first round's batch size must be positive (or 0: automatic)");
+  const int first_batch =
+      opt.first_batch > 0
+          ? std::min(opt.batch, opt.first_batch)
+          : std::min(opt.batch, std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
@@ -86,7 +94,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     int batch = opt.batch;
     if (next_warm < warm.size()) {
       pick = static_cast<int>(warm[next_warm++]);
-      batch = std::min(opt.batch, opt.first_batch);
+      batch = first_batch;
     } else {
       double best_priority = -1;
       for (size_t i = 0; i < tasks.size(); ++i) {

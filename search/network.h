@@ -2,9 +2,9 @@
 // budget across its tasks (DESIGN.md, "Search"), and the choice of each task's program
 // for compilation from the records.
 //
-// The scheduler, after Ansor's: every task first gets one short round (first_batch
-// programs, the estimator's best guesses: every task has a measured program within the
-// first minute); then each round goes to the task with the largest expected
+// The scheduler, after Ansor's: every task first gets one round (first_batch programs,
+// the estimator's best guesses; short when the tasks are many, so that each has a
+// measured program within the first minute); then each round goes to the task with the largest expected
 // gain in end-to-end latency, weight x (the improvement of its last round, or an
 // optimistic share of its best latency that shrinks with the rounds it already had).
 // A task that has no valid program after three rounds, or whose space is exhausted, is
@@ -29,7 +29,10 @@ struct NetworkTuneOptions {
   int trials = 0;               // stop when the network's tasks have this many records in all
   double budget_seconds = 0;    // or after this much wall time in this run
   int batch = 16;               // programs per round
-  int first_batch = 4;          // programs of each task's first round (at most batch)
+  // Programs of each task's first round (at most batch); 0: 256 programs shared by the
+  // tasks, at least 4 each (a network of many tasks has a measured program for each
+  // early, one of few gets a broad first look at each).
+  int first_batch = 0;
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate
   int compile_threads = 0;      // compiling each batch ahead (TuneOptions::compile_threads)

@@ -258,43 +258,6 @@ Graph fuse_attention(const Graph& g) {
   return any ? eliminate_dead_code(r) : r;
 }
 
-Graph scale_conv_weights(const Graph& g) {
-  bool any = false;
-  Graph r = rebuild(g, [&](Graph& out, const Node& conv, const std::function<int(int)>& get) -> int {
-    if (conv.op != "conv1d" && conv.op != "conv2d" && conv.op != "conv3d") return -1;
-    if (conv.attrs.i("groups") != 1 || !g.value(conv.inputs[1]).constant) return -1;
-    const int m = conv.inputs[0];
-    const int p = g.value(m).producer;
-    if (p < 0 || g.node(p).op != "mul" || g.consumers(m).size() != 1) return -1;
-    for (int o : g.outputs())
-      if (o == m) return -1;
-    const Node& mul = g.node(p);
-    const std::vector<int64_t>& shape = g.value(m).shape;
-    // The operand that scales each channel: [1, C, 1, ...], the other the input's shape.
-    auto per_channel = [&](int v) {
-      const std::vector<int64_t>& s = g.value(v).shape;
-      if (s.size() != shape.size() || s[1] != shape[1] || s[0] != 1) return false;
-      for (size_t d = 2; d < s.size(); ++d)
-        if (s[d] != 1) return false;
-      return true;
-    };
-    int x = -1, scale = -1;
-    for (int k : {0, 1}) {
-      if (g.value(mul.inputs[k]).shape == shape && per_channel(mul.inputs[1 - k])) {
-        x = mul.inputs[k];
-        scale = mul.inputs[1 - k];
-        break;
-      }
-    }
-    if (x < 0 || g.value(x).dtype != g.value(conv.inputs[1]).dtype) return -1;
-    any = true;
-    // The weight [OC, C, k...] times the scale [1, C, 1...]: broadcast along C.
-    int w = out.add_node("mul", {get(conv.inputs[1]), get(scale)}, {}, mul.name + ".weights");
-    return out.add_node(conv.op, {get(x), w}, conv.attrs.values(), conv.name);
-  });
-  return any ? eliminate_dead_code(r) : r;
-}
-
 Graph eliminate_dead_code(const Graph& g) {
   std::vector<bool> live(g.values().size(), false);
   std::vector<int> order = g.topo_order();
@@ -327,7 +290,7 @@ Graph eliminate_dead_code(const Graph& g) {
 }
 
 Graph optimize(const Graph& g) {
-  return fuse_attention(scale_conv_weights(eliminate_dead_code(fold_constants(fold_batch_norm(g)))));
+  return fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g))));
 }
 
 }  // namespace basin::graph

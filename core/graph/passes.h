@@ -25,14 +25,10 @@ Graph fold_batch_norm(const Graph& g);
 // -> softmax over the last axis [-> view] -> batch_matmul(., v), every value in between
 // read once, becomes one `attention` node (one task, computed row by row).
 Graph fuse_attention(const Graph& g);
-// conv(x * s, w) with a per-channel scale s [1, C, 1, ...] (squeeze-and-excitation), one
-// group and a constant weight becomes conv(x, w * s): the scale multiplies the weight
-// (OC x C elements) instead of the input (C x H x W). The product read by the conv alone.
-Graph scale_conv_weights(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
-// Every pass above, in order: batch-norm folding, constant folding, dead code, conv
-// weight scaling, attention fusion.
+// Every pass above, in order: batch-norm folding, constant folding, dead code,
+// attention fusion.
 Graph optimize(const Graph& g);
 
 }  // namespace basin::graph

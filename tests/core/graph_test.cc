@@ -101,37 +101,6 @@ TEST(Passes, BatchNormReadTwiceIsNotFolded) {
   expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}));
 }
 
-// Squeeze-and-excitation's channel scale before a convolution moves onto the weight;
-// a grouped convolution, or a product read twice, keeps it.
-TEST(Passes, AChannelScaleBeforeAConvolutionScalesItsWeight) {
-  for (int variant = 0; variant < 3; ++variant) {
-    Graph g;
-    NetBuilder b(g, 5);
-    int x = g.add_input("x", {1, 6, 5, 5});
-    int s = b.op("sigmoid", {b.op("global_avg_pool2d", {x})});
-    int scaled = variant == 1 ? b.op("mul", {s, x}) : b.op("mul", {x, s});  // either operand order
-    int y = variant == 2 ? b.conv(scaled, 6, {3}, {1, 1}, {1, 1}, 3) : b.conv(scaled, 4, {3}, {1, 1}, {1, 1});
-    g.add_output(y);
-    Graph f = scale_conv_weights(g);
-    SCOPED_TRACE(variant);
-    // The product now has the weight's shape (scaled), or the input's (kept).
-    bool weight_scaled = false;
-    for (const Node& nd : f.nodes())
-      if (nd.op == "mul") weight_scaled = f.value(nd.output).shape.size() == 4 && f.value(nd.output).shape[2] == 3;
-    EXPECT_EQ(weight_scaled, variant != 2);
-    NDArray in = NDArray::random(DType::f32(), {1, 6, 5, 5}, -1, 1, 7);
-    expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}));
-  }
-  // The product read by the conv and by the output: unchanged.
-  Graph h;
-  NetBuilder hb(h, 6);
-  int x = h.add_input("x", {1, 6, 5, 5});
-  int m = hb.op("mul", {x, hb.op("sigmoid", {hb.op("global_avg_pool2d", {x})})});
-  h.add_output(hb.conv(m, 4, {1}, {1, 1}, {0, 0}));
-  h.add_output(m);
-  EXPECT_EQ(scale_conv_weights(h).nodes().size(), h.nodes().size());
-}
-
 TEST(Passes, ConstantFoldingComputesConstantSubgraphs) {
   Graph g;
   int x = g.add_input("x", {4});

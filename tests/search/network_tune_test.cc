@@ -187,9 +187,9 @@ TEST_F(NetworkTune, BadOptionsAreRejected) {
   opt.batch = 0;
   EXPECT_THROW(tune_network(p, store, opt), Error);
   opt.batch = 2;
-  opt.first_batch = 0;
+  opt.first_batch = -1;
   EXPECT_THROW(tune_network(p, store, opt), Error);
-  opt.first_batch = 4;
+  opt.first_batch = 0;
   opt.strategy = "no_such_strategy";
   EXPECT_THROW(tune_network(p, store, opt), Error);
   // No records at all: every task is named untuned.
