@@ -15,6 +15,7 @@
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "core/ir/split_prologue.h"
+#include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/hash.h"
 #include "core/util/host.h"
@@ -137,6 +138,31 @@ CompiledNetwork::~CompiledNetwork() = default;
 CompiledNetwork::CompiledNetwork(CompiledNetwork&&) noexcept = default;
 CompiledNetwork& CompiledNetwork::operator=(CompiledNetwork&&) noexcept = default;
 
+namespace {
+
+// The bound of an integer graph input read as indices: the least extent its gathers and
+// embeddings index (ops::node_input_range), 0 when none reads it so.
+int64_t index_bound(const graph::Graph& g, int v) {
+  const graph::Value& val = g.value(v);
+  if (val.constant || val.producer >= 0 || !(val.dtype == DType::i64() || val.dtype == DType::i32())) return 0;
+  int64_t bound = 0;
+  for (int c : g.consumers(v)) {
+    const graph::Node& nd = g.node(c);
+    if (nd.op != "gather" && nd.op != "embedding" && nd.op != "gather_elements" && nd.op != "gather_nd") continue;
+    std::vector<te::Tensor> ph;
+    for (int in : nd.inputs) ph.push_back(te::placeholder(g.value(in).name, g.value(in).shape, g.value(in).dtype));
+    for (size_t k = 0; k < nd.inputs.size(); ++k) {
+      if (nd.inputs[k] != v) continue;
+      ops::InputRange r = ops::node_input_range(nd.op, nd.attrs, static_cast<int>(k), ph);
+      const auto hi = static_cast<int64_t>(r.hi);
+      if (r.lo >= 0 && hi > 0) bound = bound == 0 ? hi : std::min(bound, hi);
+    }
+  }
+  return bound;
+}
+
+}  // namespace
+
 CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Partition& p,
                                          const std::vector<ProgramChoice>& choices, const std::string& target,
                                          const std::string& cuda_arch) {
@@ -224,7 +250,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     if (slot_of[v] >= 0) return slot_of[v];
     const graph::Value& val = g.value(v);
     Impl::Slot s;
-    s.info = {val.name, val.dtype, val.shape};
+    s.info = {val.name, val.dtype, val.shape, index_bound(g, v)};
     if (val.constant) {
       s.weight = static_cast<int>(m.weights.size());
       m.weights.push_back(val.data);
@@ -465,9 +491,11 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
     h["weights"].push_back({{"offset", blob}, {"size", w.nbytes()}});
     blob += static_cast<int64_t>(w.nbytes());
   }
-  for (const auto& s : m.slots)
+  for (const auto& s : m.slots) {
     h["slots"].push_back({{"name", s.info.name}, {"dtype", s.info.dtype.str()}, {"shape", s.info.shape},
                           {"weight", s.weight}, {"offset", s.offset}});
+    if (s.info.index_bound > 0) h["slots"].back()["index_bound"] = s.info.index_bound;
+  }
   h["inputs"] = m.input_slots;
   h["outputs"] = m.output_slots;
   h["steps"] = nlohmann::json::array();
@@ -575,7 +603,7 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     for (const auto& s : h.at("slots")) {
       Impl::Slot sl;
       sl.info = {s.at("name").get<std::string>(), DType::parse(s.at("dtype").get<std::string>()),
-                 s.at("shape").get<std::vector<int64_t>>()};
+                 s.at("shape").get<std::vector<int64_t>>(), s.value("index_bound", int64_t{0})};
       sl.weight = s.at("weight").get<int>();
       sl.offset = s.at("offset").get<int64_t>();
       if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||

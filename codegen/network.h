@@ -32,6 +32,9 @@ struct TensorInfo {
   std::string name;
   DType dtype = DType::f32();
   std::vector<int64_t> shape;
+  // An integer input read as indices (gather, embedding): its values must lie in
+  // [0, index_bound); 0 when it is not one.
+  int64_t index_bound = 0;
 };
 
 // One kernel launch of a network as `basin profile` reports it.

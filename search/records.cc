@@ -118,7 +118,18 @@ struct RecordStore::Db {
     r.target = text(2);
     r.sketch = text(3);
     r.config = text(4);
-    for (const auto& v : nlohmann::json::parse(text(5))) r.latencies_us.push_back(v.get<double>());
+    // A column that is not a JSON array of numbers (a file edited or damaged by hand)
+    // makes its record a failed one, named in its error; the rest of the file reads on.
+    auto numbers = [&](int c, std::vector<double>& out) {
+      nlohmann::json j = nlohmann::json::parse(text(c), nullptr, /*allow_exceptions=*/false);
+      bool ok = j.is_array();
+      if (ok)
+        for (const auto& v : j) ok = ok && v.is_number();
+      if (!ok) return false;
+      for (const auto& v : j) out.push_back(v.get<double>());
+      return true;
+    };
+    const bool latencies_ok = numbers(5, r.latencies_us);
     r.error = text(6);
     r.compile_seconds = sqlite3_column_double(s, 7);
     r.started_at = sqlite3_column_double(s, 8);
@@ -126,9 +137,15 @@ struct RecordStore::Db {
     r.seed = static_cast<uint64_t>(sqlite3_column_int64(s, 10));
     r.estimator_version = text(11);
     r.host = text(12);
-    for (const auto& v : nlohmann::json::parse(text(13))) r.confirm_us.push_back(v.get<double>());
+    const bool confirm_ok = numbers(13, r.confirm_us);
     r.best_seq = sqlite3_column_int64(s, 14);
     r.codegen = text(15);
+    if (!latencies_ok || !confirm_ok) {
+      r.latencies_us.clear();
+      r.confirm_us.clear();
+      r.error = std::string("unreadable record ") + std::to_string(r.id) + ": its " +
+                (latencies_ok ? "confirm_us" : "latencies_us") + " is not a JSON array of numbers";
+    }
     return r;
   }
 
@@ -207,6 +224,39 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
     // file is stamped with our schema version).
     db_->prepare(std::string("SELECT ") + kColumns + " FROM records LIMIT 0");
     if (version == 0) db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+  } catch (...) {
+    sqlite3_close(db_->db);
+    db_->db = nullptr;
+    throw;
+  }
+}
+
+RecordStore::RecordStore(const std::string& path, ReadOnly) : path_(path), db_(std::make_unique<Db>()) {
+  db_->path = path;
+  if (sqlite3_open_v2(path.c_str(), &db_->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db_->db ? sqlite3_errmsg(db_->db) : "cannot open";
+    sqlite3_close(db_->db);
+    db_->db = nullptr;
+    throw Error("records file '" + path + "': " + msg);
+  }
+  sqlite3_busy_timeout(db_->db, 10000);
+  try {
+    const int version = [&] {
+      Db::Stmt v = db_->prepare("PRAGMA user_version");
+      return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
+    }();
+    if (version <= 0) throw Error("records file '" + path + "' is not a basin records database (no schema version)");
+    if (version > kSchemaVersion)
+      throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
+                  std::to_string(kSchemaVersion) + " and older");
+    sqlite3_stmt* probe = nullptr;
+    const bool ours = sqlite3_prepare_v2(db_->db, (std::string("SELECT ") + kColumns + " FROM records LIMIT 0").c_str(),
+                                         -1, &probe, nullptr) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    if (!ours && version < kSchemaVersion)
+      throw Error("records file '" + path + "' has schema version " + std::to_string(version) +
+                  " of an older basin: a tuning command on it (basin tune-op, basin tune) upgrades it");
+    if (!ours) throw Error("records file '" + path + "' is not a basin records database (no records table of basin's)");
   } catch (...) {
     sqlite3_close(db_->db);
     db_->db = nullptr;
@@ -301,14 +351,20 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
   // measured here first, then this machine's; then the one a tuner named its best
   // last; then the programs measured more than once (as the tuner picks its best),
   // fastest first. The same predicates as Record::from_host and Record::from_codegen.
+  // A damaged row reads as a failed record (Db::row): the first readable one in that order.
   const std::string here = machine_description(target);
-  auto r = db_->query(
-      "WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
-      "ORDER BY ((host = ?3 OR host = '' OR host = ?4) AND (codegen = ?5 OR codegen = '')) DESC, "
-      "(host = ?3 OR host = '' OR host = ?4) DESC, best_seq DESC, confirm_us != '[]' DESC, latency_us LIMIT 1",
-      {task_key, target, here, legacy_host_description(here), codegen::codegen_version(target)});
-  if (r.empty()) return std::nullopt;
-  return r[0];
+  for (const char* limit : {" LIMIT 16", ""}) {
+    auto r = db_->query(
+        std::string("WHERE task_key = ? AND target = ? AND error = '' AND latency_us IS NOT NULL "
+                    "ORDER BY ((host = ?3 OR host = '' OR host = ?4) AND (codegen = ?5 OR codegen = '')) DESC, "
+                    "(host = ?3 OR host = '' OR host = ?4) DESC, best_seq DESC, confirm_us != '[]' DESC, latency_us") +
+            limit,
+        {task_key, target, here, legacy_host_description(here), codegen::codegen_version(target)});
+    for (const Record& x : r)
+      if (x.ok()) return x;
+    if (r.size() < 16) break;
+  }
+  return std::nullopt;
 }
 
 bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,

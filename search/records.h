@@ -72,6 +72,11 @@ class RecordStore {
   // Opens or creates the file. Throws basin::Error naming the file when it cannot be
   // opened or is not a basin records database.
   explicit RecordStore(const std::string& path);
+  // Opens an existing file to read only: nothing of the file is changed (no schema, no
+  // journal mode, no version stamped), and a file that is not a basin records database
+  // of this basin's schema is an error naming it. Writing through it is an error.
+  enum class ReadOnly { Yes };
+  RecordStore(const std::string& path, ReadOnly);
   ~RecordStore();
   RecordStore(const RecordStore&) = delete;
   RecordStore& operator=(const RecordStore&) = delete;

@@ -464,9 +464,18 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   }
   std::vector<double> predicted, latency;
   int measured_now = 0;
-  m.prepare(batch);  // compiled ahead on every core; its programs then run one at a time
-  for (const Candidate& c : batch) {
+  // Compiled ahead on every core, a slice at a time so that a budget that runs out
+  // mid-batch stops the round after at most one slice; the programs then run one at a time.
+  constexpr size_t kPrepareSlice = 16;
+  size_t prepared = 0;
+  for (size_t ci = 0; ci < batch.size(); ++ci) {
+    const Candidate& c = batch[ci];
     if (measured_now > 0 && halt()) break;
+    if (ci == prepared) {
+      prepared = std::min(batch.size(), ci + kPrepareSlice);
+      m.prepare(std::vector<Candidate>(batch.begin() + static_cast<std::ptrdiff_t>(ci),
+                                       batch.begin() + static_cast<std::ptrdiff_t>(prepared)));
+    }
     if (!m.measured.insert(c.json).second) throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
     Record r;
     r.task_key = res.task_key;

@@ -79,7 +79,7 @@ struct ExportOptions {
 
 int run_export(const ExportOptions& o) {
   if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
-  search::RecordStore store(o.records);
+  search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
   int skipped = 0;
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, &skipped);
   if (o.out.empty() || o.out == "-") {
@@ -108,7 +108,7 @@ int run_merge(const MergeOptions& o) {
     if (!std::filesystem::exists(f)) throw Error("records file " + f + " does not exist");
     if (std::filesystem::exists(o.into) && std::filesystem::equivalent(f, o.into))
       throw Error("cannot merge " + f + " into itself");
-    inputs.push_back(std::make_unique<search::RecordStore>(f));
+    inputs.push_back(std::make_unique<search::RecordStore>(f, search::RecordStore::ReadOnly::Yes));
   }
   search::RecordStore out(o.into);
   int64_t added = 0, skipped = 0;
@@ -207,7 +207,7 @@ void add_estimator_command(CLI::App& app, Runner& run) {
   ds->add_option("--per-task", d->per_task, "measured configurations per task");
   ds->add_option("--target", d->target, "llvm (the CPU, default) or cuda (GPU 0: the tasks' GPU sketches)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
-  ds->add_option("--seed", d->seed, "random seed");
+  add_seed_option(ds, d->seed, "random seed");
   ds->add_option("--repeat", d->repeat,
                  "measure each program N more times, after the task's others; its latency is the median, and "
                  "`estimator eval` reports how well a second measurement agrees with the first");

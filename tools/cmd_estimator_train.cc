@@ -28,7 +28,7 @@ struct TrainEvalOptions {
 
 models::Split load_split(const TrainEvalOptions& o, int* skipped) {
   if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
-  search::RecordStore store(o.records);
+  search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, skipped);
   if (samples.empty()) throw Error(o.records + " holds no successful " + o.target + " records");
   if (o.test_fraction < 0 || o.test_fraction >= 1) throw Error("--test-fraction must be in [0, 1)");
@@ -134,7 +134,7 @@ void common(CLI::App* c, TrainEvalOptions& o) {
   c->add_option("--records", o.records, "the records file")->required();
   c->add_option("--target", o.target, "target of the records");
   c->add_option("--test-fraction", o.test_fraction, "share of the tasks held out for evaluation");
-  c->add_option("--seed", o.seed, "seed of the split (and of training)");
+  add_seed_option(c, o.seed, "seed of the split (and of training)");
   c->add_flag("--json", o.json, "print one JSON object");
 }
 

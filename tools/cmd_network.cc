@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -36,7 +37,7 @@ struct NetOptions {
   std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs, shapes;
   std::string output;
-  int trials = 0, batch = 16, first_batch = 4, repeat = 0, compile_threads = 0;
+  int trials = 0, batch = 16, first_batch = 0, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, slow_factor = 2;
@@ -87,10 +88,17 @@ Loaded load(const NetOptions& o) {
   return l;
 }
 
+// --records of the commands that only read it (compile, run, profile): an existing
+// basin records file, opened read-only.
+std::unique_ptr<search::RecordStore> open_records_to_read(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw Error("records file " + path + " does not exist");
+  return std::make_unique<search::RecordStore>(path, search::RecordStore::ReadOnly::Yes);
+}
+
 // The programs of a network's tasks; untuned ones named on stderr and in `untuned`.
 codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann::json& untuned) {
   std::unique_ptr<search::RecordStore> store;
-  if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records);
+  if (!o.records.empty()) store = open_records_to_read(o.records);
   std::vector<int> missing;
   std::vector<codegen::ProgramChoice> choices = search::choose_programs(l.partition, store.get(), o.target, &missing);
   untuned = nlohmann::json::array();
@@ -113,7 +121,9 @@ std::vector<NDArray> random_inputs(const std::vector<codegen::TensorInfo>& infos
   uint64_t seed = 1;
   for (const auto& t : infos) {
     bool integer = t.dtype == DType::i64() || t.dtype == DType::i32();
-    in.push_back(NDArray::random(t.dtype, t.shape, integer ? 0 : -1, integer ? 100 : 1, seed++));
+    // Indices within their table (TensorInfo::index_bound); other integers small.
+    const int64_t hi = t.index_bound > 0 ? t.index_bound : 100;
+    in.push_back(NDArray::random(t.dtype, t.shape, integer ? 0 : -1, integer ? static_cast<double>(hi) : 1, seed++));
   }
   return in;
 }
@@ -136,6 +146,9 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
 
 int run_tune(const NetOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
+  if (o.batch <= 0 || o.batch > kMaxBatch) throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
+  if (o.first_batch < 0 || o.first_batch > kMaxBatch)
+    throw ParseError("--first-batch (the first round's batch size) must be 0 (automatic) to " + std::to_string(kMaxBatch));
   Loaded l = load(o);
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
@@ -253,7 +266,7 @@ int run_profile(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
   std::unique_ptr<search::RecordStore> store;
-  if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records);
+  if (!o.records.empty()) store = open_records_to_read(o.records);
   std::string compiled_for;
   const bool from_model = !load_or_compile(o, net, untuned, compiled_for);
   if (o.repeat < 0) throw Error("--repeat must be 1 or more");
@@ -424,8 +437,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--first-batch", o->first_batch,
-                    "programs of each task's first round, the estimator's best guesses (default 4)");
-    cmd->add_option("--seed", o->seed, "seed of the search");
+                    "programs of each task's first round, the estimator's best guesses (default 0: 256 shared "
+                    "by the tasks, 4 to --batch each)");
+    add_seed_option(cmd, o->seed, "seed of the search");
     add_timeout_option(cmd, o->timeout);
     add_compile_options(cmd, o->compile_threads, o->max_instructions);
     add_slow_factor_option(cmd, o->slow_factor);

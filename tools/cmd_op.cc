@@ -243,7 +243,7 @@ void add_op_command(CLI::App& app, Runner& run) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   cmd->add_option("--timing", o->timing, "full (5 rounds of 200 ms) or quick")->check(CLI::IsMember({"full", "quick"}));
   cmd->add_option("--config", o->config, "a configuration file (JSON: sketch, splits, unroll; docs/schedules.md)");
-  cmd->add_option("--seed", o->seed, "seed of the random inputs");
+  add_seed_option(cmd, o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance, "largest accepted max relative error");
   cmd->add_option("--emit", o->emit,
                   "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR), asm (the "

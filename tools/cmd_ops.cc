@@ -79,6 +79,17 @@ void add_workloads_command(CLI::App& app, Runner& run) {
   });
 }
 
+void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& description) {
+  cmd->add_option("--seed", seed, description)->check([](const std::string& v) -> std::string {
+    const std::string max = "18446744073709551615";  // 2^64 - 1
+    bool digits = !v.empty() && v.size() <= max.size();
+    for (char c : v) digits = digits && c >= '0' && c <= '9';
+    if (!digits || (v.size() == max.size() && v > max))
+      return "'" + v + "' is not an integer from 0 to 18446744073709551615";
+    return "";
+  });
+}
+
 std::string check_strategy_spec(const std::string& spec) {
   try {
     search::make_strategy(spec);

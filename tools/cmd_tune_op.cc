@@ -248,7 +248,7 @@ void print_run(const TuneOpOptions& o, const Run& run) {
 int run_tune_op(const TuneOpOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
-  if (o.batch <= 0) throw ParseError("--batch must be positive");
+  if (o.batch <= 0 || o.batch > kMaxBatch) throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
   if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
   if (o.compare && o.target == "cuda")
     throw ParseError("--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
@@ -348,7 +348,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--estimator", o->estimator,
                   "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline or a file (.pt TorchScript, or one written by basin estimator train); "
                   "default: ensemble, gbt for annealing, none for random");
-  cmd->add_option("--seed", o->seed, "seed of the search (one seed, one run)");
+  add_seed_option(cmd, o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   add_timeout_option(cmd, o->timeout);
   add_compile_options(cmd, o->compile_threads, o->max_instructions);

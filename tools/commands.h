@@ -19,6 +19,10 @@ using Runner = std::function<int()>;
 // and the operator library's errors on unknown names and bad values.
 ops::OpGraph op_from_args(const std::string& name, const std::string& workload, const std::vector<std::string>& params);
 
+// The largest --batch of the tuning commands: a round is proposed whole before its
+// budget is checked again, and proposing takes time in proportion to its size.
+constexpr int kMaxBatch = 1024;
+
 // "90", "90s", "5m", "1.5h" -> seconds; ParseError otherwise.
 double parse_duration(const std::string& text);
 // The progress bar of tuning, on stderr: trials done, the trial budget (0: none),
@@ -35,6 +39,10 @@ void add_slow_factor_option(CLI::App* cmd, double& slow_factor);
 // --timeout: finite, above 0, at most an hour (0, a negative or NaN would store every
 // program as a timeout, never measured again).
 void add_timeout_option(CLI::App* cmd, double& timeout);
+
+// --seed: an integer from 0 to 2^64 - 1, written in decimal digits; anything else
+// (negative, larger, not a number) is an error naming the flag, never clamped.
+void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& description);
 
 // "" when `spec` names a strategy with valid options (search::make_strategy), else why
 // not: a CLI11 validator's answer.

@@ -250,6 +250,10 @@ TEST_F(Network, SavesAndLoadsWithoutTheCompiler) {
   EXPECT_EQ(m.weight_bytes(), n.weight_bytes());
   ASSERT_EQ(m.inputs().size(), 1u);
   EXPECT_EQ(m.inputs()[0].dtype, DType::i64());
+  // The ids index a 50-row embedding table: random default inputs stay below 50.
+  EXPECT_EQ(n.inputs()[0].index_bound, 50);
+  EXPECT_EQ(m.inputs()[0].index_bound, 50);
+  EXPECT_EQ(m.outputs()[0].index_bound, 0);
   std::vector<NDArray> in = inputs(n, 4);
   std::vector<NDArray> a = n.run(in), b = m.run(in);
   ASSERT_EQ(a.size(), b.size());

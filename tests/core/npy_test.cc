@@ -82,6 +82,11 @@ TEST(Npy, MalformedFilesAreOneParseErrorNamingTheFile) {
       {"huge_shape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000, 4000000000), }", data)},
       {"endless_extent.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", data)},
       {"no_shape.npy", npy("{'descr': '<f4', 'fortran_order': False}", data)},
+      // A negative extent (once read as positive), a non-integer one, an empty one.
+      {"negative_extent.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", data)},
+      {"negative_pair.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-2, -2), }", data)},
+      {"float_extent.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4.0,), }", data)},
+      {"empty_extent.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,,2), }", data)},
       {"truncated_header.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", data).substr(0, 30)},
   };
   for (const auto& [name, bytes] : cases) {

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <sqlite3.h>
@@ -453,6 +454,82 @@ TEST(Records, AConfirmedRecordsLatencyIsTheMedianOfItsMeasurements) {
   EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"steady\":1}");
   EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->latency_us(), 8.5);  // the upper of two
   EXPECT_THROW(s.confirm(12345, {1}), InternalError);
+}
+
+// Opened to read only, a records file is never changed: a foreign SQLite database is an
+// error and stays byte for byte what it was (no table, no WAL, no version stamped); a
+// basin file reads as usual, and writing through the read-only store is an error.
+TEST(Records, AReadOnlyStoreChangesNoFile) {
+  auto bytes = [](const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  std::string foreign = temp_path("foreign");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const std::string before = bytes(foreign);
+  try {
+    search::RecordStore s(foreign, search::RecordStore::ReadOnly::Yes);
+    FAIL() << "opened a foreign database";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(foreign), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a basin records database"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bytes(foreign), before);
+  EXPECT_FALSE(std::filesystem::exists(foreign + "-wal"));
+  EXPECT_THROW(search::RecordStore(temp_path("missing_ro"), search::RecordStore::ReadOnly::Yes), Error);
+
+  std::string ours = temp_path("ours_ro");
+  {
+    search::RecordStore w(ours);
+    search::Record r;
+    r.task_key = "dense(K=32,M=16,N=32)";
+    r.target = "llvm";
+    r.sketch = "s";
+    r.config = "{}";
+    r.latencies_us = {5};
+    w.add(r);
+  }
+  search::RecordStore ro(ours, search::RecordStore::ReadOnly::Yes);
+  ASSERT_EQ(ro.all().size(), 1u);
+  search::Record more = ro.all()[0];
+  more.config = "{\"other\":1}";
+  EXPECT_THROW(ro.add(more), Error);
+}
+
+// A record whose measurements are not a JSON array of numbers (edited or damaged by
+// hand) reads as a failed record naming itself; the others stay usable.
+TEST(Records, ADamagedRecordFailsAloneAndNamesItself) {
+  std::string path = temp_path("damaged");
+  int64_t bad_id = 0;
+  {
+    search::RecordStore s(path);
+    s.add(rec("{\"good\":1}", {7}));
+    bad_id = s.add(rec("{\"bad\":1}", {5}));
+    s.add(rec("{\"bad2\":1}", {6}));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, ("UPDATE records SET latencies_us = '[1, oops' WHERE id = " + std::to_string(bad_id)).c_str(),
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, ("UPDATE records SET confirm_us = '{\"a\": 1}' WHERE id = " + std::to_string(bad_id + 1)).c_str(),
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  search::RecordStore s(path);
+  std::vector<search::Record> all = s.all();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_TRUE(all[0].ok());
+  EXPECT_FALSE(all[1].ok());
+  EXPECT_NE(all[1].error.find("record " + std::to_string(bad_id)), std::string::npos) << all[1].error;
+  EXPECT_NE(all[1].error.find("latencies_us"), std::string::npos) << all[1].error;
+  EXPECT_FALSE(all[2].ok());
+  EXPECT_NE(all[2].error.find("confirm_us"), std::string::npos) << all[2].error;
+  EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"good\":1}");
 }
 
 TEST(Records, AFileOfANewerSchemaIsAClearError) {

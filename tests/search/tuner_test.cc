@@ -1819,6 +1819,22 @@ TEST(Tuner, StopsOnItsTimeBudget) {
   std::remove(db.c_str());
 }
 
+// A batch far larger than the budget allows: compiled a slice at a time, so the budget
+// stops the round after one slice, not after the whole batch is compiled.
+TEST(Tuner, ABudgetStopsARoundMidBatch) {
+  std::string db = temp_db("budget_batch");
+  search::RecordStore store(db);
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.budget_seconds = 1.0;
+  opt.batch = 1000;
+  search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
+  EXPECT_GT(r.measured, 0);
+  EXPECT_LT(r.measured, 1000);
+  EXPECT_LT(r.seconds, 15.0);  // the budget and one slice of 16 programs, not 1000
+  std::remove(db.c_str());
+}
+
 // Each round's batch, and each contest's measurements, are compiled ahead on two
 // threads and measured from there; one compile thread compiles each program just
 // before it runs. The records are alike.

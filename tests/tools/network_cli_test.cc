@@ -131,9 +131,13 @@ TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
   expect_one_error("tune " + model + " --records " + dir + "/r.db --budget soon", "soon");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --max-instructions -1", "--max-instructions");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --slow-factor 0.9", "--slow-factor");
-  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --first-batch 0", "first round");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --first-batch -1", "first round");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --budget 20s --batch 5000", "at most 1024");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --strategy gradient:steps=-3", "'steps' must be");
   expect_one_error("compile " + model + " --target opencl -o " + dir + "/x.basin", "--target");
+  // A records file the command only reads must exist (never created empty).
+  expect_one_error("compile " + model + " --records " + dir + "/typo.db -o " + dir + "/x.basin", "does not exist");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/typo.db"));
   std::ofstream(dir + "/corrupt.db") << "this is not an SQLite database, not at all, no";
   expect_one_error("compile " + model + " --records " + dir + "/corrupt.db -o " + dir + "/x.basin", "corrupt.db");
 }

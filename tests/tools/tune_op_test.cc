@@ -273,6 +273,11 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy random --budget soon", "not a duration"},
       {"tune-op " + t + " --strategy random --budget -5s", "not a positive duration"},
       {"tune-op " + t + " --strategy random --trials 10 --batch 0", "--batch must be positive"},
+      {"tune-op " + t + " --strategy random --budget 20s --batch 200000", "at most 1024"},
+      // A seed out of range is refused, never clamped (2^64, negative, not a number).
+      {"tune-op " + t + " --strategy random --trials 10 --seed 18446744073709551616", "--seed"},
+      {"tune-op " + t + " --strategy random --trials 10 --seed -1", "--seed"},
+      {"tune-op " + t + " --strategy random --trials 10 --seed 1e3", "--seed"},
       {"tune-op " + t + " --strategy random --trials 10 --confirm -1", "--confirm must be 0 or more"},
       {"tune-op " + t + " --strategy random --trials 10 --compile-threads 0", "--compile-threads"},
       {"tune-op " + t + " --strategy random --trials 10 --max-instructions -5", "--max-instructions"},
