@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <limits>
 #include <thread>
 #include <nlohmann/json.hpp>
@@ -81,6 +82,42 @@ const char* kColumns =
 struct RecordStore::Db {
   sqlite3* db = nullptr;
   std::string path;
+
+  // Opens `path` with the SQLite flags given (waits up to 10 s on a lock); throws
+  // naming the file.
+  void open(int flags) {
+    if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+      std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
+      sqlite3_close(db);
+      db = nullptr;
+      throw Error("records file '" + path + "': " + msg);
+    }
+    sqlite3_busy_timeout(db, 10000);
+  }
+  // The file's schema version (PRAGMA user_version; 0 for a file basin never stamped),
+  // read by a statement finalized at once: a statement left open holds its read
+  // transaction, and a write on top of a read that another process has since overtaken
+  // is a deadlock SQLite answers at once with "database is locked", without waiting
+  // (Records.ProcessesOpeningOneNewFileAtOnceAllSucceed). A version newer than this
+  // basin's is an error.
+  int schema_version() const {
+    const int version = [&] {
+      Stmt v = prepare("PRAGMA user_version");
+      return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
+    }();
+    if (version < 0 || version > kSchemaVersion)
+      throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
+                  std::to_string(kSchemaVersion) + " and older");
+    return version;
+  }
+  // Whether `SELECT columns FROM records` compiles: the table has those columns.
+  bool has_columns(const std::string& columns) const {
+    sqlite3_stmt* probe = nullptr;
+    const bool yes =
+        sqlite3_prepare_v2(db, ("SELECT " + columns + " FROM records LIMIT 0").c_str(), -1, &probe, nullptr) == SQLITE_OK;
+    sqlite3_finalize(probe);
+    return yes;
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error("records file '" + path + "': " + what + ": " + (db ? sqlite3_errmsg(db) : "cannot open"));
@@ -163,14 +200,7 @@ struct RecordStore::Db {
 
 RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_unique<Db>()) {
   db_->path = path;
-  if (sqlite3_open_v2(path.c_str(), &db_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string msg = db_->db ? sqlite3_errmsg(db_->db) : "cannot open";
-    sqlite3_close(db_->db);
-    db_->db = nullptr;
-    throw Error("records file '" + path + "': " + msg);
-  }
-  sqlite3_busy_timeout(db_->db, 10000);
+  db_->open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
     // Converting a new file to WAL needs the file to itself, and SQLite does not run the
     // busy handler for that conversion: a second process opening the file at that moment
@@ -188,28 +218,12 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1 << std::min(attempt, 6), 50)));
     }
     db_->exec("PRAGMA synchronous=NORMAL");
-    // The version is read by a statement finalized before anything is written: a
-    // statement left open holds its read transaction, and a write on top of a read that
-    // another process has since overtaken is a deadlock SQLite answers at once with
-    // "database is locked", without waiting (Records.ProcessesOpeningOneNewFileAtOnceAllSucceed).
-    const int version = [&] {
-      Db::Stmt v = db_->prepare("PRAGMA user_version");
-      return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
-    }();
-    if (version < 0 || version > kSchemaVersion)
-      throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
-                  std::to_string(kSchemaVersion) + " and older");
+    const int version = db_->schema_version();  // before anything is written
     db_->exec(kSchema);
     if (version > 0 && version < kSchemaVersion) {
       // Upgraded under a write lock; another process may have done it meanwhile.
       db_->exec("BEGIN IMMEDIATE");
-      auto has = [&](const char* column) {
-        sqlite3_stmt* probe = nullptr;
-        const bool yes = sqlite3_prepare_v2(db_->db, (std::string("SELECT ") + column + " FROM records LIMIT 0").c_str(),
-                                            -1, &probe, nullptr) == SQLITE_OK;
-        sqlite3_finalize(probe);
-        return yes;
-      };
+      auto has = [&](const char* column) { return db_->has_columns(column); };
       if (!has("host")) db_->exec("ALTER TABLE records ADD COLUMN host TEXT NOT NULL DEFAULT ''");
       if (!has("confirm_us")) db_->exec("ALTER TABLE records ADD COLUMN confirm_us TEXT NOT NULL DEFAULT '[]'");
       if (!has("latency_us")) {
@@ -233,26 +247,12 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
 
 RecordStore::RecordStore(const std::string& path, ReadOnly) : path_(path), db_(std::make_unique<Db>()) {
   db_->path = path;
-  if (sqlite3_open_v2(path.c_str(), &db_->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
-    std::string msg = db_->db ? sqlite3_errmsg(db_->db) : "cannot open";
-    sqlite3_close(db_->db);
-    db_->db = nullptr;
-    throw Error("records file '" + path + "': " + msg);
-  }
-  sqlite3_busy_timeout(db_->db, 10000);
+  if (!std::filesystem::exists(path)) throw Error("records file " + path + " does not exist");
+  db_->open(SQLITE_OPEN_READONLY);
   try {
-    const int version = [&] {
-      Db::Stmt v = db_->prepare("PRAGMA user_version");
-      return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
-    }();
-    if (version <= 0) throw Error("records file '" + path + "' is not a basin records database (no schema version)");
-    if (version > kSchemaVersion)
-      throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
-                  std::to_string(kSchemaVersion) + " and older");
-    sqlite3_stmt* probe = nullptr;
-    const bool ours = sqlite3_prepare_v2(db_->db, (std::string("SELECT ") + kColumns + " FROM records LIMIT 0").c_str(),
-                                         -1, &probe, nullptr) == SQLITE_OK;
-    sqlite3_finalize(probe);
+    const int version = db_->schema_version();
+    if (version == 0) throw Error("records file '" + path + "' is not a basin records database (no schema version)");
+    const bool ours = db_->has_columns(kColumns);
     if (!ours && version < kSchemaVersion)
       throw Error("records file '" + path + "' has schema version " + std::to_string(version) +
                   " of an older basin: a tuning command on it (basin tune-op, basin tune) upgrades it");

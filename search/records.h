@@ -73,8 +73,8 @@ class RecordStore {
   // opened or is not a basin records database.
   explicit RecordStore(const std::string& path);
   // Opens an existing file to read only: nothing of the file is changed (no schema, no
-  // journal mode, no version stamped), and a file that is not a basin records database
-  // of this basin's schema is an error naming it. Writing through it is an error.
+  // journal mode, no version stamped), and a file that does not exist or is not a basin
+  // records database of this basin's schema is an error naming it. Writing through it is an error.
   enum class ReadOnly { Yes };
   RecordStore(const std::string& path, ReadOnly);
   ~RecordStore();

@@ -78,7 +78,6 @@ struct ExportOptions {
 };
 
 int run_export(const ExportOptions& o) {
-  if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
   search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
   int skipped = 0;
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, &skipped);
@@ -105,10 +104,9 @@ struct MergeOptions {
 int run_merge(const MergeOptions& o) {
   std::vector<std::unique_ptr<search::RecordStore>> inputs;
   for (const std::string& f : o.from) {
-    if (!std::filesystem::exists(f)) throw Error("records file " + f + " does not exist");
+    inputs.push_back(std::make_unique<search::RecordStore>(f, search::RecordStore::ReadOnly::Yes));  // f exists
     if (std::filesystem::exists(o.into) && std::filesystem::equivalent(f, o.into))
       throw Error("cannot merge " + f + " into itself");
-    inputs.push_back(std::make_unique<search::RecordStore>(f, search::RecordStore::ReadOnly::Yes));
   }
   search::RecordStore out(o.into);
   int64_t added = 0, skipped = 0;

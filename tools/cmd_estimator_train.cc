@@ -3,7 +3,6 @@
 // row; the same --seed and --test-fraction give the same split in both commands).
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -27,7 +26,6 @@ struct TrainEvalOptions {
 };
 
 models::Split load_split(const TrainEvalOptions& o, int* skipped) {
-  if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
   search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, skipped);
   if (samples.empty()) throw Error(o.records + " holds no successful " + o.target + " records");

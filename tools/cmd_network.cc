@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -88,17 +87,10 @@ Loaded load(const NetOptions& o) {
   return l;
 }
 
-// --records of the commands that only read it (compile, run, profile): an existing
-// basin records file, opened read-only.
-std::unique_ptr<search::RecordStore> open_records_to_read(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw Error("records file " + path + " does not exist");
-  return std::make_unique<search::RecordStore>(path, search::RecordStore::ReadOnly::Yes);
-}
-
 // The programs of a network's tasks; untuned ones named on stderr and in `untuned`.
 codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann::json& untuned) {
   std::unique_ptr<search::RecordStore> store;
-  if (!o.records.empty()) store = open_records_to_read(o.records);
+  if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records, search::RecordStore::ReadOnly::Yes);
   std::vector<int> missing;
   std::vector<codegen::ProgramChoice> choices = search::choose_programs(l.partition, store.get(), o.target, &missing);
   untuned = nlohmann::json::array();
@@ -266,7 +258,7 @@ int run_profile(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
   std::unique_ptr<search::RecordStore> store;
-  if (!o.records.empty()) store = open_records_to_read(o.records);
+  if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records, search::RecordStore::ReadOnly::Yes);
   std::string compiled_for;
   const bool from_model = !load_or_compile(o, net, untuned, compiled_for);
   if (o.repeat < 0) throw Error("--repeat must be 1 or more");

@@ -52,30 +52,27 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
     while (!failed && sink < 0) {
       for (int n : frontier) {
         const Node& nd = g.node(n);
-        if (kind_of(nd.op) != Kind::Elementwise || is_view_op(nd.op) || g.value(nd.output).shape != val.shape) {
+        if (kind_of(nd.op) != Kind::Elementwise || g.value(nd.output).shape != val.shape) {
           failed = true;
           break;
         }
         region.insert(n);
       }
       if (failed || region.size() > kMaxRegion) break;
-      std::vector<int> escaping;  // values of the region read outside it
+      // Values of the region read outside it (or network outputs); the readers outside.
+      std::vector<int> escaping;
       std::set<int> next;
       for (int n : region) {
-        int out = g.node(n).output;
+        const int out = g.node(n).output;
         bool escapes = outputs.count(out) > 0;
-        bool inside = false;
-        for (int c : g.consumers(out)) {
-          if (region.count(c)) inside = true;
-          else {
+        for (int c : g.consumers(out))
+          if (!region.count(c)) {
             escapes = true;
             next.insert(c);
           }
-        }
         if (escapes) escaping.push_back(out);
-        if (escapes && inside && outputs.count(out)) failed = true;
       }
-      if (failed || escaping.empty()) break;
+      if (escaping.empty()) break;
       if (escaping.size() == 1) {
         bool read_inside = false;
         for (int c : g.consumers(escaping[0])) read_inside |= region.count(c) > 0;

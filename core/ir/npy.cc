@@ -54,25 +54,25 @@ NDArray read_npy(const std::string& path) {
   if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) throw bad("no shape");
   std::vector<int64_t> shape;
   std::string dims = m[1];
-  // Comma-separated extents, each decimal digits alone (a trailing comma for one dim).
-  size_t from = 0;
-  while (from <= dims.size()) {
-    size_t comma = dims.find(',', from);
+  // Comma-separated extents, each decimal digits alone; "()" is a scalar and "(3,)" has
+  // one trailing comma.
+  std::vector<std::string> fields;
+  for (size_t from = 0;;) {
+    const size_t comma = dims.find(',', from);
     std::string d = dims.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
     d.erase(0, d.find_first_not_of(" \t"));
     d.erase(d.find_last_not_of(" \t") + 1);
-    const bool last = comma == std::string::npos;
-    if (d.empty()) {
-      // Allowed only as the whole of "()" or after a trailing comma, "(3,)".
-      if (!last || (from != 0 && shape.empty())) throw bad("an empty extent in shape (" + dims + ")");
-    } else {
-      for (char c : d)
-        if (c < '0' || c > '9') throw bad("extent '" + d + "' is not a non-negative integer");
-      if (d.size() > 15) throw bad("extent " + d + " is too large");
-      shape.push_back(std::stoll(d));
-    }
-    if (last) break;
+    fields.push_back(d);
+    if (comma == std::string::npos) break;
     from = comma + 1;
+  }
+  if (fields.back().empty() && (fields.size() > 1 || dims.find(',') == std::string::npos)) fields.pop_back();
+  for (const std::string& d : fields) {
+    if (d.empty()) throw bad("an empty extent in shape (" + dims + ")");
+    for (char c : d)
+      if (c < '0' || c > '9') throw bad("extent '" + d + "' is not a non-negative integer");
+    if (d.size() > 15) throw bad("extent " + d + " is too large");
+    shape.push_back(std::stoll(d));
   }
   DType t;
   if (descr == "<f4") t = DType::f32();
