@@ -377,6 +377,17 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   std::vector<Expr> ext;
   for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
   size_t ki = 0;
+  // Tiles of rows: the parallel loop runs over the tiles of the last shared axis, each
+  // stage over the tile's rows (Sketch::tile_rows).
+  const bool tiled = s.tile_rows;
+  BASIN_CHECK(!tiled || (K > 0 && !gpu)) << "sketch " << s.name << " tiles rows without shared CPU rows";
+  Expr tile;
+  const int64_t last_rows = K > 0 ? task.outputs[0].shape()[K - 1] : 1;
+  if (tiled) {
+    tile = k.factors[ki][0];
+    ext.back() = tile_count(s.splits[ki], tile);
+    ++ki;
+  }
   ParallelAxes rows;
   if (gpu) {
     // The rows fused into one index: blockIdx.x * T + threadIdx.x, T threads per block
@@ -405,18 +416,24 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       where[st.get()] = o->second;
     } else if (K > 0) {
       std::vector<Expr> shape;
+      if (tiled) shape.push_back(tile);
       for (size_t d = K; d < st->shape.size(); ++d) shape.push_back(Expr(st->shape[d]));
       if (shape.empty()) shape.push_back(Expr(int64_t{1}));
-      where[st.get()] = make_buffer(st->name + "_row", st->buffer->dtype, shape, MemScope::Local);
+      where[st.get()] = make_buffer(st->name + "_row", st->buffer->dtype, simplified(shape), MemScope::Local);
       locals.push_back(where[st.get()]);
     } else {
       where[st.get()] = st->buffer;
       globals.push_back(st->buffer);
     }
   }
+  // A stage's row within the tile (tiled sketches): the loop each stage runs over the
+  // tile's rows, set per stage below.
+  Var row_in_tile;
   auto local_index = [&](const te::OpNode* st, const std::vector<Expr>& idx) {
     if (outputs.count(st) || K == 0) return idx;
-    std::vector<Expr> r(idx.begin() + K, idx.end());
+    std::vector<Expr> r;
+    if (tiled) r.push_back(row_in_tile);
+    r.insert(r.end(), idx.begin() + K, idx.end());
     if (r.empty()) r.push_back(Expr(int64_t{0}));
     return r;
   };
@@ -427,9 +444,16 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     int rank = static_cast<int>(st.axes.size());
     VarMap m;
     std::vector<Expr> idx;
+    if (tiled) row_in_tile = Var(st.name + ".t");
     for (int d = 0; d < K; ++d) {
-      m[st.axes[d].var.id()] = q[d];
-      idx.push_back(q[d]);
+      // A tile's row past the last (a partial last tile) recomputes the last row.
+      Expr r = q[d];
+      if (tiled && d == K - 1) {
+        r = q[d] * tile + row_in_tile;
+        if (s.splits[0].guarded) r = min(r, Expr(last_rows - 1));
+      }
+      m[st.axes[d].var.id()] = r;
+      idx.push_back(r);
     }
     // The free axes after the prefix and the reduction axes: each its own loop, the
     // last one of each split by its knob (vector lanes; inner reduction).
@@ -460,8 +484,13 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const Expr identity = nr > 0 ? te::reduce_identity(st.reduce, target->dtype) : Expr();
     // acc[at] combined with the body over every reduction point, the inner split's loop
     // of the given kind.
+    // Over the tile's rows: `body` repeated for each.
+    auto per_row = [&](Stmt body) { return tiled ? loop(row_in_tile, tile, std::move(body)) : body; };
     auto reduction = [&](const Buffer& acc, const std::vector<Expr>& at, ForKind inner_kind) {
       Stmt upd = make_store(acc, at, te::reduce_combine(st.reduce, load(acc, at), body));
+      // A tile's rows inside the reduction loops when a vector of free elements per row
+      // is accumulated: what they read alike is loaded once per tile.
+      if (!lanes_reduce) upd = per_row(upd);
       upd = loop(rd.outer, rd.outer_extent, loop(rd.inner, rd.factor, guarded(rd.guard, upd), inner_kind));
       for (size_t r = red.size(); r-- > 0;) upd = loop(red[r], Expr(st.reduce_axes[r].extent), upd);
       return upd;
@@ -476,8 +505,10 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       inner = make_allocate(part, make_seq({init, reduction(part, {rd.inner}, ForKind::Vectorized),
                                             make_store(target, tidx, identity), fold}));
     } else {
-      inner = make_seq({make_store(target, tidx, identity), reduction(target, tidx, ForKind::Serial)});
+      inner = make_seq({per_row(make_store(target, tidx, identity)), reduction(target, tidx, ForKind::Serial)});
     }
+    // An elementwise stage, or a row's own reduction, runs row after row.
+    if (nr == 0 || lanes_reduce) inner = per_row(inner);
     bool has_rest = rank > K;
     if (has_rest) {
       inner = loop(sp.outer, sp.outer_extent,

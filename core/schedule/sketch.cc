@@ -318,7 +318,7 @@ Config default_config(const Sketch& s) {
     };
     if (s.rule == SketchRule::Anchor && static_cast<int>(i) == s.vec_axis) f.back() = pick(8);
     else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis) f.back() = pick(4);
-    else if (s.rule == SketchRule::Generic) f.back() = pick(8);
+    else if (s.rule == SketchRule::Generic) f.back() = pick(s.tile_rows && i == 0 ? 4 : 8);  // rows.t: 4
     else if ((s.rule == SketchRule::GpuRows || s.rule == SketchRule::GpuReduce) && i == 0)
       f.back() = pick(256);  // threads per block
     c.factors.push_back(f);

@@ -89,6 +89,12 @@ struct Sketch {
   // Generic choice: the number of leading axes shared by every stage, computed at once
   // in one parallel loop (0: every stage runs as its own loop nest).
   int prefix = 0;
+  // Generic choice: the last shared axis in tiles of "rows.t" rows (the first split),
+  // each stage computed for a tile's rows together: a reduction's loop over the tile
+  // sits inside its reduction loops, so that an input read the same way by every row
+  // (attention's keys and values) is loaded once per tile instead of once per row. A
+  // partial last tile recomputes the last row.
+  bool tile_rows = false;
 
   // GpuTile: the inputs cached in shared memory.
   std::vector<SharedFootprint> shared;

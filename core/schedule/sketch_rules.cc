@@ -147,6 +147,29 @@ void add_stage_splits(Sketch& s, const GenericInfo& info, int k, bool vectorized
   }
 }
 
+// Whether tiles of rows along the last shared axis share loads: some reduction stage
+// with free axes after the rows reads an input without that axis (attention's scores
+// read the keys, its weighted sum the values, the same for every query row).
+bool shares_across_rows(const GenericInfo& info) {
+  const int k = info.max_prefix;
+  if (k < 1 || info.stages.back()->shape[k - 1] < 2) return false;
+  for (const te::Op& st : info.stages) {
+    if (st->reduce_axes.empty() || static_cast<int>(st->axes.size()) <= k) continue;
+    int64_t free = 1;
+    for (size_t d = k; d < st->axes.size(); ++d) free *= st->axes[d].extent;
+    if (free < 2) continue;
+    const Var& row = st->axes[k - 1].var;
+    for (const Expr& l : loads_in(inline_stages(st->body, info.inlined))) {
+      const te::OpNode* p = producer_of(l->buffer);
+      if (p && !p->is_placeholder) continue;
+      bool uses = false;
+      for (const Expr& ix : l->args) uses = uses || uses_var(ix, row);
+      if (!uses) return true;
+    }
+  }
+  return false;
+}
+
 std::vector<Sketch> generic_sketches(const GenericInfo& info) {
   std::vector<Sketch> out;
   std::vector<int> prefixes = {info.max_prefix};
@@ -171,6 +194,17 @@ std::vector<Sketch> generic_sketches(const GenericInfo& info) {
     s.prefix = k;
     add_stage_splits(s, info, k, /*vectorized=*/true);
     s.name = k > 0 ? "rows.prefix=" + std::to_string(k) : "stages";
+    out.push_back(s);
+  }
+  if (shares_across_rows(info)) {
+    const int k = info.max_prefix;
+    Sketch s;
+    s.rule = SketchRule::Generic;
+    s.prefix = k;
+    s.tile_rows = true;
+    s.splits.push_back(make_split("rows.t", info.stages.back()->shape[k - 1], 1));
+    add_stage_splits(s, info, k, /*vectorized=*/true);
+    s.name = "rows.tile.prefix=" + std::to_string(k);
     out.push_back(s);
   }
   return out;

@@ -7,14 +7,11 @@
 
 namespace basin::sched {
 
-namespace {
-
 const te::OpNode* producer_of(const Buffer& b) {
   auto p = b->producer.lock();
   return p ? static_cast<const te::OpNode*>(p.get()) : nullptr;
 }
 
-// Every buffer load in e.
 std::vector<Expr> loads_in(const Expr& e) {
   std::vector<Expr> r;
   post_order_visit(e, [&](const Expr& x) {
@@ -22,6 +19,8 @@ std::vector<Expr> loads_in(const Expr& e) {
   });
   return r;
 }
+
+namespace {
 
 // True if the load reads at exactly the given variables, in order.
 bool reads_at(const Expr& load, const std::vector<te::IterVar>& axes) {

@@ -55,6 +55,11 @@ struct GenericInfo {
 };
 GenericInfo analyze_generic(const ops::OpGraph& task);
 
+// The stage that computes a buffer; null for a task's input.
+const te::OpNode* producer_of(const Buffer& b);
+// Every buffer load in e.
+std::vector<Expr> loads_in(const Expr& e);
+
 // e with every read of an inlined stage replaced by that stage's body (recursively).
 Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& inlined);
 

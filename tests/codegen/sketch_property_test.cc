@@ -66,6 +66,10 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
       {"max_pool2d", "", 6},
       {"max_pool2d", "kernel=3 stride=2 padding=1 height=13 width=13", 6},
       {"avg_pool2d", "kernel=3,2 stride=1,2 padding=1,1 count_include_pad=0", 6},
+      // Attention: rows computed one by one, or in tiles of query rows sharing each key
+      // and value vector (a partial last tile at 13 queries).
+      {"attention", "batch=2 heads=2 queries=8 keys=12 head_dim=8 value_dim=8 mask=padding", 6},
+      {"attention", "heads=2 queries=13 keys=9 head_dim=5 value_dim=6 mask=causal", 6},
       // Awkward extents: guarded splits whose last tiles are partial.
       {"dense", "M=37 K=10 N=23", 6},
       {"dense", "M=4 K=197 N=8", 4},

@@ -300,6 +300,35 @@ TEST(Sketch, GenericSketchesOfSoftmaxShareRows) {
   EXPECT_EQ(sk[1].name, "stages");
 }
 
+TEST(Sketch, AttentionTilesQueryRowsThatShareKeysAndValues) {
+  ops::OpGraph g = ops::build_op("attention", parse("heads=2 queries=8 keys=16 head_dim=8 value_dim=8"));
+  std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
+  ASSERT_EQ(sk.size(), 2u);
+  EXPECT_EQ(sk[0].name, "rows.prefix=2");
+  EXPECT_EQ(sk[1].name, "rows.tile.prefix=2");
+  ASSERT_EQ(sk[1].splits[0].name, "rows.t");
+  sched::Config c = sched::default_config(sk[1]);
+  EXPECT_EQ(c.factors[0][0], 4);
+  LoweredFunc f = sched::lower_config(g, sk[1], c);
+  // The parallel loop runs over tiles of 4 query rows; each key vector is read inside the
+  // scores' reduction loop, outside the loop over the tile's rows.
+  int64_t parallel = 0;
+  bool row_loop_inside_reduction = false;
+  std::function<void(const Stmt&, bool)> walk = [&](const Stmt& s, bool in_reduction) {
+    if (s->kind == StmtKind::For) {
+      if (s->for_kind == ForKind::Parallel) is_const_int(s->extent, &parallel);
+      if (s->var.name() == "attention_scores.t" && in_reduction) row_loop_inside_reduction = true;
+      in_reduction = in_reduction || s->var.name().rfind("r0", 0) == 0;
+    }
+    for (const Stmt& b : s->body) walk(b, in_reduction);
+  };
+  walk(f.body, false);
+  EXPECT_EQ(parallel, 2 * 8 / 4) << to_string(f);
+  EXPECT_TRUE(row_loop_inside_reduction) << to_string(f);
+  // Rows that share nothing (softmax) are not tiled.
+  EXPECT_EQ(sched::cpu_sketches(ops::build_op("softmax", parse("shape=6,20"))).size(), 2u);
+}
+
 TEST(Sketch, PoolingCanVectorizeItsLastOutputAxis) {
   ops::OpGraph g = ops::build_op("max_pool2d", parse("channels=8 height=16 width=16 kernel=3 stride=2 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
