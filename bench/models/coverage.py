@@ -10,10 +10,12 @@ table; --doc also rewrites docs/models.md's table.
 
     /usr/bin/python3 bench/models/coverage.py [--set small|full] [--only NAME,...]
         [--out DIR] [--basin build/bin/basin] [--python .cache/peers/bin/python]
-        [--exported DIR] [--doc docs/models.md] [--repeat N]
+        [--exported DIR] [--doc docs/models.md] [--repeat N] [--tune BUDGET]
 
 --exported reuses an earlier export. --repeat N also times basin (untuned programs)
-and ONNX Runtime on the same input, N runs each, 2 threads.
+and ONNX Runtime on the same input, N runs each, 2 threads. --tune BUDGET (with
+--repeat) also tunes each export that matches from an empty records file (`basin tune
+FILE --budget BUDGET`) and times the tuned network.
 """
 import argparse
 import json
@@ -46,12 +48,14 @@ def one_line(text, limit=240):
     return s if len(s) <= limit else s[:limit] + "..."
 
 
-def run_basin(basin, onnx, inputs, out, repeat):
+def run_basin(basin, onnx, inputs, out, repeat, records=None):
     cmd = [basin, "run", onnx, "--output", out, "--json"]
     for i in inputs:
         cmd += ["--input", i]
     if repeat:
         cmd += ["--repeat", str(repeat)]
+    if records:
+        cmd += ["--records", records]
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, BASIN_NUM_THREADS="2"))
     rec = {"basin_s": round(time.time() - t0, 1), "rc": p.returncode}
@@ -65,6 +69,19 @@ def run_basin(basin, onnx, inputs, out, repeat):
             rec["latency_ms"] = j["latency_us"] / 1e3
     except json.JSONDecodeError:
         pass
+    return rec
+
+
+def tune_basin(basin, onnx, records, budget):
+    """basin tune from an empty records file; the seconds it took, or its error."""
+    if os.path.exists(records):
+        os.remove(records)
+    t0 = time.time()
+    p = subprocess.run([basin, "tune", onnx, "--budget", budget, "--records", records, "--quiet"],
+                       capture_output=True, text=True, env=dict(os.environ, BASIN_NUM_THREADS="2"))
+    rec = {"tune_s": round(time.time() - t0, 1)}
+    if p.returncode != 0:
+        rec["tune_error"] = one_line(p.stderr)
     return rec
 
 
@@ -96,8 +113,11 @@ def matches(r):
 def table(results):
     timed = any(r.get("latency_ms") is not None for r in results)
     head = "| model | exporter | imports | matches (max rel. error vs ONNX Runtime) | vs PyTorch | tasks |"
+    tuned = any(r.get("tuned_ms") is not None for r in results)
     if timed:
-        head += " basin untuned (ms) | ONNX Runtime (ms) |"
+        head += " basin untuned (ms) |" + (" basin tuned (ms) |" if tuned else "") + " ONNX Runtime (ms) |"
+        if tuned:
+            head += " ONNX Runtime / basin tuned |"
     rows = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         imp = "yes" if r.get("rc") == 0 else ("-" if "export_error" in r else "no")
@@ -111,7 +131,17 @@ def table(results):
         row = f"| {r['model']} | {r['exporter']} | {imp} | {match} | {'-' if errt is None else f'{errt:.1e}'} | {r.get('tasks', '-')} |"
         if timed:
             lat, ort_ms = r.get("latency_ms"), r.get("ort_ms")
-            row += f" {'-' if lat is None else f'{lat:.2f}'} | {'-' if ort_ms is None else f'{ort_ms:.2f}'} |"
+            tl = r.get("tuned_ms")
+            row += f" {'-' if lat is None else f'{lat:.2f}'} |"
+            if tuned:
+                cell = "-" if tl is None else f"{tl:.2f}"
+                et = r.get("err_tuned")
+                if et is not None and et > TOL and not matches(dict(r, err_ort=et)):
+                    cell += f" (**off by {et:.1e}**)"
+                row += f" {cell} |"
+            row += f" {'-' if ort_ms is None else f'{ort_ms:.2f}'} |"
+            if tuned:
+                row += f" {'-' if tl is None or ort_ms is None else f'{ort_ms / tl:.2f}'} |"
         rows.append(row)
     return "\n".join(rows)
 
@@ -127,7 +157,10 @@ def main():
     ap.add_argument("--exporters", default="legacy,dynamo")
     ap.add_argument("--doc", help="rewrite the table of this markdown file (between its table markers)")
     ap.add_argument("--repeat", type=int, default=0)
+    ap.add_argument("--tune", help="tuning budget per export (30s, 2m): also the tuned latency (with --repeat)")
     a = ap.parse_args()
+    if a.tune and not a.repeat:
+        raise SystemExit("bench/models: --tune needs --repeat N (the runs the tuned network is timed over)")
     os.makedirs(a.out, exist_ok=True)
     exp_dir = a.exported or os.path.join(a.out, "onnx")
     exports = []
@@ -168,6 +201,17 @@ def main():
             r["err_torch"] = rel_err(got, np.load(os.path.join(exp_dir, f"{name}.torch.npy")))
             if a.repeat and os.path.exists(a.python) and a.python == sys.executable:
                 r["ort_ms"] = time_ort(onnx, inputs, a.repeat)
+            if a.tune and matches(r):
+                records = os.path.join(a.out, f"{name}.{exporter}.records.db")
+                r.update(tune_basin(a.basin, onnx, records, a.tune))
+                if "tune_error" not in r:
+                    t = run_basin(a.basin, onnx, inputs, out + ".tuned.npy", a.repeat, records)
+                    if t.get("rc") == 0 and "latency_ms" in t:
+                        r["tuned_ms"] = t["latency_ms"]
+                        r["err_tuned"] = rel_err(np.load(out + ".tuned.npy"),
+                                                 np.load(os.path.join(exp_dir, f"{name}.{exporter}.ort.npy")))
+                    else:
+                        r["tune_error"] = t.get("error", "no latency")
         results.append(r)
         print(json.dumps(r), flush=True)
     with open(os.path.join(a.out, "results.json"), "w") as f:
