@@ -17,7 +17,7 @@
 #include "core/ir/split_prologue.h"
 #include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
-#include "core/util/hash.h"
+#include "core/util/sha256.h"
 #include "core/util/host.h"
 #include "core/util/io.h"
 #include "core/util/output_file.h"
@@ -26,7 +26,11 @@ namespace basin::codegen {
 
 namespace {
 
-constexpr char kMagic[] = "BASINNET1\n";
+// The file: magic, the header's size (8 bytes), the SHA-256 of everything after the
+// digest (32 bytes), the header (JSON), the machine code, the weights.
+constexpr char kMagic[] = "BASINNET2\n";
+constexpr char kOldMagic[] = "BASINNET1\n";
+constexpr size_t kDigest = 32;
 constexpr int64_t kAlign = 64;
 
 int64_t align_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -55,6 +59,9 @@ struct CompiledNetwork::Impl {
     std::string cuda_name;          // cuda: its name in the cubin, and its launch
     GpuLaunch launch;
     double flops = 0;  // of one launch
+    // Its parameters (inputs, then the output): element type and bytes. A loaded
+    // network's steps are checked against them before anything runs.
+    std::vector<std::pair<DType, int64_t>> params;
   };
   struct Step {
     int kernel = 0;
@@ -105,6 +112,28 @@ struct CompiledNetwork::Impl {
       for (int x : s.args) a.push_back(gpu_ptr(x));
       gpu_args.push_back(std::move(a));
     }
+  }
+
+  // Empty when every launch passes its kernel tensors of the element types and sizes
+  // its parameters take, and writes only the arena; else what is wrong.
+  std::string invalid_step() const {
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      const Kernel& k = kernels[static_cast<size_t>(st.kernel)];
+      const std::string where = "launch " + std::to_string(i) + " (" + k.label + ")";
+      if (st.args.size() != k.params.size())
+        return where + " passes " + std::to_string(st.args.size()) + " tensors to a kernel of " +
+               std::to_string(k.params.size()) + " parameters";
+      for (size_t a = 0; a < st.args.size(); ++a) {
+        const Slot& sl = slots[static_cast<size_t>(st.args[a])];
+        if (sl.info.dtype != k.params[a].first || sl.bytes() != k.params[a].second)
+          return where + ": tensor '" + sl.info.name + "' (" + sl.info.dtype.str() + ", " + std::to_string(sl.bytes()) +
+                 " bytes) for a parameter of " + k.params[a].first.str() + ", " + std::to_string(k.params[a].second) +
+                 " bytes";
+      }
+      if (slots[static_cast<size_t>(st.args.back())].weight >= 0) return where + " writes a weight";
+    }
+    return "";
   }
 
   std::unique_ptr<uint8_t, AlignedFree> arena;
@@ -229,14 +258,23 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
           f = std::move(sp->kernel);
         }
       }
+      std::vector<std::pair<DType, int64_t>> params;
+      for (const Buffer& b : f.params) {
+        int64_t n = b->dtype.bytes();
+        for (const Expr& e : b->shape) {
+          if (e.kind() != ExprKind::IntImm) throw InternalError("a kernel parameter of symbolic shape");
+          n *= e->ival;
+        }
+        params.push_back({b->dtype, n});
+      }
       if (cuda) {
         f.name = "task" + std::to_string(t);
-        m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops});
+        m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops, params});
         gpu_funcs.push_back(std::move(f));
       } else {
         LlvmOptions lo;
         lo.keep_object = true;
-        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops});
+        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops, params});
       }
     } catch (const Error& e) {
       throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
@@ -360,6 +398,8 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     if (slot_of[v] >= 0 && root[v] >= 0) m.slots[slot_of[v]].offset = offset_of_root.at(root[v]);
   for (int v : g.inputs()) m.input_slots.push_back(slot_of[v]);
   for (int v : g.outputs()) m.output_slots.push_back(slot_of[v]);
+  const std::string bad = m.invalid_step();
+  if (!bad.empty()) throw InternalError("compile: " + bad);
   m.prepare();
   return net;
 }
@@ -460,7 +500,7 @@ int64_t CompiledNetwork::weight_bytes() const {
 void CompiledNetwork::save(const std::string& path, const std::vector<std::string>& inputs) const {
   const Impl& m = *impl_;
   nlohmann::json h;
-  h["version"] = 1;
+  h["version"] = 2;
   h["name"] = m.name;
   h["target"] = m.target;
   h["host_cpu"] = m.host;
@@ -496,6 +536,11 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
                           {"weight", s.weight}, {"offset", s.offset}});
     if (s.info.index_bound > 0) h["slots"].back()["index_bound"] = s.info.index_bound;
   }
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    nlohmann::json ps = nlohmann::json::array();
+    for (const auto& [dt, bytes] : m.kernels[i].params) ps.push_back({dt.str(), bytes});
+    h["kernels"][i]["params"] = ps;
+  }
   h["inputs"] = m.input_slots;
   h["outputs"] = m.output_slots;
   h["steps"] = nlohmann::json::array();
@@ -504,16 +549,17 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
   write_output_file(
       path,
       [&](OutputFile& f) {
-        // magic, header size, checksum of everything after it, header, machine code, weights
         uint64_t n = text.size();
-        uint64_t sum = fnv1a(text);
-        if (m.target == "cuda") sum = fnv1a(m.cubin, sum);
+        Sha256 sum;
+        sum.update(text);
+        if (m.target == "cuda") sum.update(m.cubin);
         else
-          for (const auto& k : m.kernels) sum = fnv1a(code(k), sum);
-        for (const NDArray& w : m.weights) sum = fnv1a({static_cast<const char*>(w.data()), w.nbytes()}, sum);
+          for (const auto& k : m.kernels) sum.update(code(k));
+        for (const NDArray& w : m.weights) sum.update(w.data(), w.nbytes());
+        const std::array<uint8_t, 32> digest = sum.digest();
         f.write(kMagic, sizeof kMagic - 1);
         f.write(&n, sizeof n);
-        f.write(&sum, sizeof sum);
+        f.write(digest.data(), digest.size());
         f.write(text);
         if (m.target == "cuda") f.write(m.cubin);
         else
@@ -534,21 +580,22 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw NotFoundError("cannot open compiled network '" + path + "'");
   std::string data = read_rest(f);
-  const size_t magic = sizeof kMagic - 1;
-  if (data.size() < magic + 16 || data.compare(0, magic, kMagic) != 0)
+  const size_t magic = sizeof kMagic - 1, head = magic + 8 + kDigest;
+  if (data.compare(0, magic, kOldMagic) == 0)
+    throw ParseError("'" + path + "' was written by an older basin (format 1): compile the network again");
+  if (data.size() < head || data.compare(0, magic, kMagic) != 0)
     throw ParseError("'" + path + "' is not a compiled basin network (bad magic)");
-  uint64_t n = 0, sum = 0;
+  uint64_t n = 0;
   std::memcpy(&n, data.data() + magic, sizeof n);
-  std::memcpy(&sum, data.data() + magic + 8, sizeof sum);
-  if (n > data.size() - magic - 16) throw ParseError("'" + path + "' is truncated (header)");
-  if (fnv1a(std::string_view(data).substr(magic + 16)) != sum)
-    throw ParseError("'" + path + "' is corrupt or truncated (checksum mismatch)");
-  const size_t blob0 = magic + 16 + n;
+  if (n > data.size() - head) throw ParseError("'" + path + "' is truncated (header)");
+  if (sha256_bytes(std::string_view(data).substr(head)) != data.substr(magic + 8, kDigest))
+    throw ParseError("'" + path + "' is corrupt or truncated (SHA-256 mismatch)");
+  const size_t blob0 = head + n;
   CompiledNetwork net;
   Impl& m = *net.impl_;
   try {
-    nlohmann::json h = nlohmann::json::parse(data.substr(magic + 16, n));
-    if (h.at("version").get<int>() != 1) throw ParseError("'" + path + "': unsupported version");
+    nlohmann::json h = nlohmann::json::parse(data.substr(head, n));
+    if (h.at("version").get<int>() != 2) throw ParseError("'" + path + "': unsupported version");
     m.name = h.at("name").get<std::string>();
     m.target = h.value("target", "llvm");
     m.host = h.at("host_cpu").get<std::string>();
@@ -577,6 +624,15 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       if (off > data.size() - blob0 || size > data.size() - blob0 - off) throw ParseError("'" + path + "' is truncated");
       return std::pair<size_t, size_t>(blob0 + off, size);
     };
+    auto params_of = [&](const nlohmann::json& k) {
+      std::vector<std::pair<DType, int64_t>> ps;
+      for (const auto& p : k.at("params")) {
+        const int64_t b = p.at(1).get<int64_t>();
+        if (b < 0) throw ParseError("'" + path + "': a kernel parameter of negative size");
+        ps.push_back({DType::parse(p.at(0).get<std::string>()), b});
+      }
+      return ps;
+    };
     if (m.target == "cuda") {
       auto [off, size] = bytes(h.at("cubin"));
       m.cubin = data.substr(off, size);
@@ -589,13 +645,13 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
           l.block[d] = block[d];
         }
         m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
-                             k.at("name").get<std::string>(), l, k.value("flops", 0.0)});
+                             k.at("name").get<std::string>(), l, k.value("flops", 0.0), params_of(k)});
       }
     } else {
       for (const auto& k : h.at("kernels")) {
         auto [off, size] = bytes(k);
         m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(),
-                             load_llvm_object(data.substr(off, size)), "", {}, k.value("flops", 0.0)});
+                             load_llvm_object(data.substr(off, size)), "", {}, k.value("flops", 0.0), params_of(k)});
       }
     }
     std::vector<std::pair<size_t, size_t>> wb;
@@ -606,6 +662,13 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
                  s.at("shape").get<std::vector<int64_t>>(), s.value("index_bound", int64_t{0})};
       sl.weight = s.at("weight").get<int>();
       sl.offset = s.at("offset").get<int64_t>();
+      // Sizes from the file are bounded before any arithmetic on them.
+      int64_t size = sl.info.dtype.bytes();
+      for (int64_t e : sl.info.shape) {
+        if (e < 0 || (e > 0 && size > (int64_t{1} << 50) / e))
+          throw ParseError("'" + path + "': tensor '" + sl.info.name + "' has an invalid shape " + shape_str(sl.info.shape));
+        size *= e;
+      }
       if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
           (sl.weight < 0 && sl.offset + sl.bytes() > m.arena_bytes))
         throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");
@@ -634,6 +697,10 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw ParseError("'" + path + "' has a corrupt header: " + e.what());
   }
+  for (const NDArray& w : m.weights)
+    if (w.nbytes() == 0 && w.shape().empty()) throw ParseError("'" + path + "': a weight no tensor names");
+  const std::string bad = m.invalid_step();
+  if (!bad.empty()) throw ParseError("'" + path + "': " + bad);
   m.prepare();
   return net;
 }

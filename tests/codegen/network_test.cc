@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,7 +23,7 @@
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
 #include "core/schedule/sketch.h"
-#include "core/util/hash.h"
+#include "core/util/sha256.h"
 
 namespace basin::codegen {
 namespace {
@@ -341,18 +343,36 @@ TEST(CpuFeatures, CodeForAnotherCpuRunsWhereEveryFeatureItUsesIsHere) {
   EXPECT_TRUE(renamed.empty()) << renamed.front();
 }
 
-// A compiled file's bytes with its header's host_cpu replaced, its size and checksum
-// made anew (as another machine would have written it).
-std::string with_host_cpu(const std::string& bytes, const std::string& host) {
-  const size_t magic = std::strlen("BASINNET1\n");
+// A compiled file's bytes with its header changed by `edit`, its size and SHA-256 made
+// anew (as another machine, or a hostile writer, would have written it).
+std::string with_header(const std::string& bytes, const std::function<void(nlohmann::json&)>& edit) {
+  const size_t magic = std::strlen("BASINNET2\n"), head = magic + 8 + 32;
   uint64_t n = 0;
   std::memcpy(&n, bytes.data() + magic, sizeof n);
-  nlohmann::json h = nlohmann::json::parse(bytes.substr(magic + 16, n));
-  h["host_cpu"] = host;
-  const std::string rest = h.dump() + bytes.substr(magic + 16 + n);
-  const uint64_t size = h.dump().size(), sum = fnv1a(rest);
-  return bytes.substr(0, magic) + std::string(reinterpret_cast<const char*>(&size), sizeof size) +
-         std::string(reinterpret_cast<const char*>(&sum), sizeof sum) + rest;
+  nlohmann::json h = nlohmann::json::parse(bytes.substr(head, n));
+  edit(h);
+  const std::string rest = h.dump() + bytes.substr(head + n);
+  const uint64_t size = h.dump().size();
+  return bytes.substr(0, magic) + std::string(reinterpret_cast<const char*>(&size), sizeof size) + sha256_bytes(rest) +
+         rest;
+}
+std::string with_host_cpu(const std::string& bytes, const std::string& host) {
+  return with_header(bytes, [&](nlohmann::json& h) { h["host_cpu"] = host; });
+}
+
+TEST(Sha256, MatchesTheStandardVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // A million 'a's, fed in pieces that straddle the 64-byte blocks.
+  Sha256 s;
+  const std::string piece(999, 'a');
+  for (int i = 0; i < 1000; ++i) s.update(piece);
+  s.update(std::string(1000, 'a'));
+  std::array<uint8_t, 32> d = s.digest();
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(d.data()), 32), sha256_bytes(std::string(1000000, 'a')));
 }
 
 // A network compiled on another CPU loads and runs here when this CPU has every
@@ -416,7 +436,35 @@ TEST_F(Network, CorruptFilesAreClearErrors) {
     SCOPED_TRACE(keep);
     EXPECT_THROW(CompiledNetwork::load(write("cut", bytes.substr(0, static_cast<size_t>(bytes.size() * keep)))), ParseError);
   }
-  // A flipped byte anywhere (header, machine code, weights) is caught by the checksum.
+  // A file of the previous format is refused with what to do.
+  EXPECT_THROW(CompiledNetwork::load(write("old", "BASINNET1\n" + bytes.substr(10))), ParseError);
+  try {
+    CompiledNetwork::load(write("old", "BASINNET1\n" + bytes.substr(10)));
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("compile the network again"), std::string::npos) << e.what();
+  }
+  // A header whose launches disagree with their kernels, its digest made anew: refused
+  // before anything runs, naming the launch.
+  auto refused = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit, const std::string& why) {
+    SCOPED_TRACE(name);
+    try {
+      CompiledNetwork::load(write(name, with_header(bytes, edit)));
+      ADD_FAILURE() << "loaded " << name;
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused("short", [](nlohmann::json& h) { h["steps"][0]["args"].erase(h["steps"][0]["args"].size() - 1); },
+          "passes");
+  refused("swapped", [](nlohmann::json& h) {
+    auto& a = h["steps"][0]["args"];
+    std::swap(a[0], a[a.size() - 1]);
+  }, "launch 0");
+  refused("shape", [](nlohmann::json& h) { h["slots"][0]["shape"] = {-1, 4}; }, "invalid shape");
+  refused("huge", [](nlohmann::json& h) { h["slots"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40}; },
+          "invalid shape");
+  refused("params", [](nlohmann::json& h) { h["kernels"][0].erase("params"); }, "corrupt header");
+  // A flipped byte anywhere (header, machine code, weights) is caught by the digest.
   for (double at : {0.02, 0.5, 0.97}) {
     SCOPED_TRACE(at);
     std::string bad = bytes;

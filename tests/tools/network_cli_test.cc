@@ -208,7 +208,7 @@ TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
   EXPECT_FALSE(fs::exists(stale));
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().filename().string().find("basin-tmp"), std::string::npos) << e.path();
-  EXPECT_TRUE(basin::testing::read_file(out).rfind("BASINNET1", 0) == 0);
+  EXPECT_TRUE(basin::testing::read_file(out).rfind("BASINNET2", 0) == 0);
   for (const char* t : {"0", "-1", "nan", "1e30", "inf", "5s"})
     expect_one_error("tune " + model + " --records " + dir + "/t.db --trials 3 --timeout " + t, "--timeout");
   EXPECT_FALSE(fs::exists(dir + "/t.db"));
@@ -277,7 +277,7 @@ TEST_F(NetworkCli, ZooModelsAndCompiledFilesFromTheCommandLine) {
   }
   bytes[bytes.size() / 2] ^= 0x11;
   std::ofstream(dir + "/bad.basin", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  expect_one_error("run " + dir + "/bad.basin", "checksum");
+  expect_one_error("run " + dir + "/bad.basin", "SHA-256 mismatch");
   expect_one_error("compile zoo:dcgan", "-o");
 }
 
