@@ -53,6 +53,10 @@ class TorchScript final : public DifferentiableEstimator {
       out = module_.forward({features, mask});
     } catch (const c10::Error& e) {
       throw Error(path_ + ": forward failed (" + first_line(e.what_without_backtrace()) + ")");
+    } catch (const std::exception& e) {
+      // An exception raised by the module's own code (torch::jit::JITException): its
+      // message is a TorchScript traceback whose last line names the error.
+      throw Error(path_ + ": forward raised " + last_line(e.what()));
     }
     if (!out.isTensor()) throw Error(path_ + ": forward must return a tensor of scores");
     torch::Tensor s = out.toTensor();
@@ -68,6 +72,11 @@ class TorchScript final : public DifferentiableEstimator {
   static std::string first_line(const char* s) {
     std::string t(s);
     return t.substr(0, t.find('\n'));
+  }
+  static std::string last_line(const char* s) {
+    std::string t(s);
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    return t.substr(t.rfind('\n') == std::string::npos ? 0 : t.rfind('\n') + 1);
   }
   std::string path_;
   torch::jit::Module module_;

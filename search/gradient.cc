@@ -837,8 +837,15 @@ class Gradient final : public Strategy {
       }
       feats.requires_grad_(true);
       torch::Tensor cost = est.forward(feats, mask).to(torch::kFloat64);
-      torch::Tensor gf = torch::autograd::grad({cost.sum()}, {feats}, {}, /*retain_graph=*/false, false,
-                                               /*allow_unused=*/true)[0];
+      torch::Tensor gf;
+      try {
+        gf = torch::autograd::grad({cost.sum()}, {feats}, {}, /*retain_graph=*/false, false,
+                                   /*allow_unused=*/true)[0];
+      } catch (const c10::Error& e) {
+        const std::string why = e.what_without_backtrace();
+        throw Error("the estimator's scores have no gradient in the features, which the gradient search needs (" +
+                    why.substr(0, why.find('\n')) + ")");
+      }
       gf = gf.defined() ? gf.contiguous() : torch::zeros_like(feats);
       const float* gfp = gf.data_ptr<float>();
       // Back through each tape, again a thread per sketch: the score's gradient, and the

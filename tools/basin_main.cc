@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "core/util/blas.h"
@@ -36,6 +37,16 @@ void give_libtorch_its_best_settings(char** argv) {
   const std::string command = argv[1];
   const bool runs_an_estimator = command == "tune-op" || command == "tune" || command == "estimator";
   if (times_torch || runs_an_estimator) basin::exec_with_torch_settings(argv, times_torch);
+}
+
+// An error as one line: its first line, the rest (a LibTorch backtrace, a nested
+// report) only with BASIN_DEBUG=1.
+std::string one_line(const std::string& what) {
+  const char* debug = std::getenv("BASIN_DEBUG");
+  if (debug && std::strcmp(debug, "0") != 0) return what;
+  const size_t nl = what.find('\n');
+  if (nl == std::string::npos) return what;
+  return what.substr(0, nl) + " (BASIN_DEBUG=1 prints the details)";
 }
 
 }  // namespace
@@ -77,13 +88,16 @@ int main(int argc, char** argv) {
     basin::check_settings();
     return run ? run() : 0;
   } catch (const basin::Error& e) {
-    std::cerr << "basin: error: " << e.what() << "\n";
+    std::cerr << "basin: error: " << one_line(e.what()) << "\n";
     return 1;
   } catch (const basin::InternalError& e) {
-    std::cerr << "basin: internal error (please report): " << e.what() << "\n";
+    std::cerr << "basin: internal error (please report): " << one_line(e.what()) << "\n";
     return 70;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "basin: error: out of memory\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "basin: error: " << e.what() << "\n";
+    std::cerr << "basin: error: " << one_line(e.what()) << "\n";
     return 1;
   }
 }

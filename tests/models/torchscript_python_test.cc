@@ -4,11 +4,13 @@
 // `basin tune-op --estimator model.pt` tunes with it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,7 @@
 #include "core/schedule/sketch.h"
 #include "models/dataset.h"
 #include "models/estimator.h"
+#include "relax/features.h"
 
 namespace basin {
 namespace {
@@ -75,6 +78,50 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
   EXPECT_EQ(j["estimator"], model);  // a file is reported by its path
   EXPECT_EQ(j["trials"], 8);
   EXPECT_GT(j["best_latency_us"].get<double>(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A module that raises, and one whose scores have no gradient, stop the tuning with one
+// line naming what went wrong, not a TorchScript or autograd backtrace.
+TEST(TorchScriptEstimator, AFailingModuleIsOneClearLine) {
+  int status = 0;
+  run("/usr/bin/python3 -c 'import torch' 2>/dev/null", &status);
+  if (status != 0) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("basin_ts_bad_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string script = (dir / "make.py").string();
+  std::ofstream(script) << "import sys, torch\n"
+                           "class M(torch.nn.Module):\n"
+                           "    def __init__(self):\n"
+                           "        super().__init__()\n"
+                           "        self.feature_version = " << relax::kFeatureVersion << "\n"
+                           "    def forward(self, x, mask):\n"
+                           "        return x.sum(2).sum(1)\n"
+                           "class Raises(M):\n"
+                           "    def forward(self, x, mask):\n"
+                           "        if x.size(0) > 0:\n"
+                           "            raise RuntimeError('this estimator always fails')\n"
+                           "        return x.sum(2).sum(1)\n"
+                           "class Detached(M):\n"
+                           "    def forward(self, x, mask):\n"
+                           "        return x.detach().sum(2).sum(1)\n"
+                           "m = Raises() if sys.argv[2] == 'raises' else Detached()\n"
+                           "torch.jit.script(m).save(sys.argv[1])\n";
+  const std::map<std::string, std::string> expect = {
+      {"raises", "forward raised builtins.RuntimeError: this estimator always fails"},
+      {"detached", "the estimator's scores have no gradient"}};
+  for (const auto& [kind, why] : expect) {
+    const std::string model = (dir / (kind + ".pt")).string();
+    std::string made = run("/usr/bin/python3 " + script + " " + model + " " + kind + " 2>&1", &status);
+    ASSERT_EQ(status, 0) << made;
+    std::string err = run(std::string(BASIN_BINARY_DIR) + "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
+                          " --strategy gradient --trials 40 --quiet --estimator " + model +
+                          " --records " + (dir / (kind + ".db")).string() + " 2>&1 >/dev/null",
+                          &status);
+    EXPECT_NE(status, 0) << kind;
+    EXPECT_NE(err.find(why), std::string::npos) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
   std::filesystem::remove_all(dir);
 }
 
