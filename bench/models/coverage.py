@@ -15,7 +15,8 @@ table; --doc also rewrites docs/models.md's table.
 --exported reuses an earlier export. --repeat N also times basin (untuned programs)
 and ONNX Runtime on the same input, N runs each, 2 threads. --tune BUDGET (with
 --repeat) also tunes each export that matches from an empty records file (`basin tune
-FILE --budget BUDGET`) and times the tuned network.
+FILE --budget BUDGET`) and times the tuned network; --doc then rewrites the latency
+table (its own markers) instead of the coverage table.
 """
 import argparse
 import json
@@ -180,9 +181,13 @@ def main():
     else:
         with open(os.path.join(exp_dir, "exports.jsonl")) as f:
             exports = [json.loads(l) for l in f if l.startswith("{")]
-    with open(os.path.join(exp_dir, "exports.jsonl"), "w") as f:
-        for e in exports:
-            f.write(json.dumps(e) + "\n")
+    if not a.exported:
+        with open(os.path.join(exp_dir, "exports.jsonl"), "w") as f:
+            for e in exports:
+                f.write(json.dumps(e) + "\n")
+    # An earlier export, narrowed to --only and --exporters.
+    only, exporters = set(filter(None, a.only.split(","))), set(a.exporters.split(","))
+    exports = [e for e in exports if (not only or e["model"] in only) and e.get("exporter", "-") in exporters]
     results = []
     for e in exports:
         name, exporter = e["model"], e.get("exporter", "-")
@@ -228,7 +233,9 @@ def main():
     if a.doc:
         with open(a.doc) as f:
             doc = f.read()
-        begin, end = "<!-- coverage table -->", "<!-- end coverage table -->"
+        # The tuned runs are a table of their own (a subset: --only).
+        begin, end = ("<!-- latency table -->", "<!-- end latency table -->") if a.tune else \
+            ("<!-- coverage table -->", "<!-- end coverage table -->")
         if begin in doc and end in doc:
             doc = doc[:doc.index(begin) + len(begin)] + "\n" + t + "\n" + doc[doc.index(end):]
             with open(a.doc, "w") as f:
