@@ -354,7 +354,8 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   EXPECT_EQ(m3["added"].get<int>() + m3["skipped"].get<int>(), 21);
   EXPECT_EQ(m3["total"].get<int>(), 16 + m3["added"].get<int>());
   EXPECT_NE(stderr_of("records merge --into " + merged + " " + merged).find("into itself"), std::string::npos);
-  for (const std::string& f : {merged, other}) std::remove(f.c_str());
+  for (const std::string& f : {merged, other})
+    for (const char* ext : {"", "-wal", "-shm"}) std::remove((f + ext).c_str());
   // Relabel: the 16 programs' machine renamed and back; a machine the file does not
   // name is refused, the message listing the ones it does.
   const std::string here = basin::host_description(), there = "Other CPU (family 1 model 2), 1 core, sse";
@@ -383,7 +384,9 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
             std::string::npos);
   EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --pair-samples 0").find("--pair-samples must be at least 1"),
             std::string::npos);
-  std::remove(db.c_str());
+  // A read-only open of a WAL database leaves its -wal and -shm files (only a writer
+  // removes them).
+  for (const char* ext : {"", "-wal", "-shm"}) std::remove((db + ext).c_str());
   std::remove(model.c_str());
 }
 
