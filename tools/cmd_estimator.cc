@@ -148,7 +148,7 @@ int run_relabel(const RelabelOptions& o) {
   const std::map<std::string, int64_t> hosts = store.hosts();
   if (!o.from_set || !hosts.count(o.from)) {
     std::string names;
-    for (const auto& [h, n] : hosts) names += "\n  '" + h + "': " + std::to_string(n) + " records";
+    for (const auto& [h, n] : hosts) names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
     if (hosts.empty()) names = " none (the file is empty)";
     throw Error((o.from_set ? "no record of " + o.records + " was measured on '" + o.from + "'"
                             : std::string("--from must name the machine to relabel")) +
