@@ -593,6 +593,7 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   const size_t blob0 = head + n;
   CompiledNetwork net;
   Impl& m = *net.impl_;
+  std::vector<bool> named;  // per weight: whether a tensor is stored in it
   try {
     nlohmann::json h = nlohmann::json::parse(data.substr(head, n));
     if (h.at("version").get<int>() != 2) throw ParseError("'" + path + "': unsupported version");
@@ -656,6 +657,7 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     }
     std::vector<std::pair<size_t, size_t>> wb;
     for (const auto& w : h.at("weights")) wb.push_back(bytes(w));
+    named.assign(wb.size(), false);
     for (const auto& s : h.at("slots")) {
       Impl::Slot sl;
       sl.info = {s.at("name").get<std::string>(), DType::parse(s.at("dtype").get<std::string>()),
@@ -673,11 +675,12 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
           (sl.weight < 0 && sl.offset + sl.bytes() > m.arena_bytes))
         throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");
       if (sl.weight >= 0) {
-        if (static_cast<int>(m.weights.size()) <= sl.weight) m.weights.resize(wb.size());
+        if (m.weights.empty()) m.weights.resize(wb.size());
         NDArray a(sl.info.dtype, sl.info.shape);
         if (a.nbytes() != wb[sl.weight].second) throw ParseError("'" + path + "': weight '" + sl.info.name + "' has the wrong size");
         std::memcpy(a.data(), data.data() + wb[sl.weight].first, a.nbytes());
         m.weights[sl.weight] = std::move(a);
+        named[static_cast<size_t>(sl.weight)] = true;
       }
       m.slots.push_back(std::move(sl));
     }
@@ -697,8 +700,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw ParseError("'" + path + "' has a corrupt header: " + e.what());
   }
-  for (const NDArray& w : m.weights)
-    if (w.nbytes() == 0 && w.shape().empty()) throw ParseError("'" + path + "': a weight no tensor names");
+  if (std::find(named.begin(), named.end(), false) != named.end())
+    throw ParseError("'" + path + "': a weight no tensor names");
   const std::string bad = m.invalid_step();
   if (!bad.empty()) throw ParseError("'" + path + "': " + bad);
   m.prepare();

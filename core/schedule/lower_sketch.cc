@@ -382,11 +382,10 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const bool tiled = s.tile_rows;
   BASIN_CHECK(!tiled || (K > 0 && !gpu)) << "sketch " << s.name << " tiles rows without shared CPU rows";
   Expr tile;
-  const int64_t last_rows = K > 0 ? task.outputs[0].shape()[K - 1] : 1;
+  const SplitSpec* tile_split = tiled ? &s.splits[ki] : nullptr;
   if (tiled) {
-    tile = k.factors[ki][0];
-    ext.back() = tile_count(s.splits[ki], tile);
-    ++ki;
+    tile = k.factors[ki++][0];
+    ext.back() = tile_count(*tile_split, tile);
   }
   ParallelAxes rows;
   if (gpu) {
@@ -450,7 +449,7 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       Expr r = q[d];
       if (tiled && d == K - 1) {
         r = q[d] * tile + row_in_tile;
-        if (s.splits[0].guarded) r = min(r, Expr(last_rows - 1));
+        if (tile_split->guarded) r = min(r, Expr(tile_split->extent - 1));
       }
       m[st.axes[d].var.id()] = r;
       idx.push_back(r);

@@ -34,10 +34,16 @@ std::string run(const std::string& cmd, int* status) {
   return out;
 }
 
-TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
+// Whether Debian's python3-torch, which the modules are written with, is installed.
+bool has_python_torch() {
   int status = 0;
   run("/usr/bin/python3 -c 'import torch' 2>/dev/null", &status);
-  if (status != 0) GTEST_SKIP() << "Debian's python3-torch is not installed: the Python example cannot run";
+  return status == 0;
+}
+
+TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
+  if (!has_python_torch()) GTEST_SKIP() << "Debian's python3-torch is not installed: the Python example cannot run";
+  int status = 0;
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("basin_ts_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string db = (dir / "r.db").string(), data = (dir / "data.jsonl").string(), model = (dir / "model.pt").string();
@@ -84,9 +90,8 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
 // A module that raises, and one whose scores have no gradient, stop the tuning with one
 // line naming what went wrong, not a TorchScript or autograd backtrace.
 TEST(TorchScriptEstimator, AFailingModuleIsOneClearLine) {
+  if (!has_python_torch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
   int status = 0;
-  run("/usr/bin/python3 -c 'import torch' 2>/dev/null", &status);
-  if (status != 0) GTEST_SKIP() << "Debian's python3-torch is not installed";
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("basin_ts_bad_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string script = (dir / "make.py").string();
