@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <thread>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "codegen/version.h"
@@ -248,8 +249,14 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
 RecordStore::RecordStore(const std::string& path, ReadOnly) : path_(path), db_(std::make_unique<Db>()) {
   db_->path = path;
   if (!std::filesystem::exists(path)) throw Error("records file " + path + " does not exist");
-  db_->open(SQLITE_OPEN_READONLY);
+  // A connection opened read-only cannot checkpoint, so the -wal and -shm files it
+  // creates beside a WAL database outlive it. Where the file is writable, the store
+  // opens it read-write under query_only (SQLite refuses every write): the last
+  // connection to close then removes them. A database not in WAL mode is not touched.
+  const bool writable = ::access(path.c_str(), W_OK) == 0;
+  db_->open(writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY);
   try {
+    if (writable) db_->exec("PRAGMA query_only=ON");
     const int version = db_->schema_version();
     if (version == 0) throw Error("records file '" + path + "' is not a basin records database (no schema version)");
     const bool ours = db_->has_columns(kColumns);

@@ -498,6 +498,32 @@ TEST(Records, AReadOnlyStoreChangesNoFile) {
   search::Record more = ro.all()[0];
   more.config = "{\"other\":1}";
   EXPECT_THROW(ro.add(more), Error);
+  EXPECT_THROW(ro.name_best(ro.all()[0].id), Error);
+}
+
+// A read-only store leaves no -wal or -shm file beside the records when it closes, and
+// reads what a writer still holding the file has committed.
+TEST(Records, AReadOnlyStoreLeavesNoWalFiles) {
+  std::string path = temp_path("ro_wal");
+  {
+    search::RecordStore w(path);
+    w.add(rec("{\"a\":1}", {5}));
+  }
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  {
+    search::RecordStore ro(path, search::RecordStore::ReadOnly::Yes);
+    EXPECT_EQ(ro.count(), 1);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
+  {
+    search::RecordStore w(path);
+    w.add(rec("{\"b\":1}", {6}));
+    search::RecordStore ro(path, search::RecordStore::ReadOnly::Yes);
+    EXPECT_EQ(ro.count(), 2);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
 }
 
 // A record whose measurements are not a JSON array of numbers (edited or damaged by
