@@ -1,6 +1,6 @@
 // bench/cache_pressure: a neighbour that streams through N MiB until killed, one cache
 // line at a time, reading and writing. It measures how much a program slows when
-// another process competes for the shared cache and memory (docs/PERFORMANCE.md, "Why
+// another process competes for the shared cache and memory (docs/PERFORMANCE.md@6bf7154, "Why
 // confirmation is not enough").
 //
 //   gcc -O2 -o cache_pressure bench/cache_pressure.c

@@ -7,7 +7,7 @@
 // one program's machine code can differ between two processes (session 45: a third of
 // a GEMM run's programs, in the order of an address addition's operands), so identical
 // code is checked with llc-16 on the optimized IR (`basin op --emit llvm`), which is
-// deterministic (docs/perf/compile-time/identical.sh).
+// deterministic (docs/perf/compile-time/identical.sh@6bf7154).
 //
 // --each FILE writes one line per program (tab-separated: records file, record id,
 // emitted LLVM instructions, compile seconds, the record's latency in us or -1 for an
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   bool json = false;
   std::string each_path;
-  CLI::App app{"bench/compile_replay: tuning runs' programs compiled again (docs/PERFORMANCE.md, \"Compile time\")"};
+  CLI::App app{"bench/compile_replay: tuning runs' programs compiled again (docs/PERFORMANCE.md@6bf7154, \"Compile time\")"};
   app.add_option("--records", files, "a records file (repeatable)")->required()->check(CLI::ExistingFile);
   app.add_flag("--json", json, "print one JSON object");
   app.add_option("--each", each_path, "write one line per program: file, record id, instructions, seconds, latency");

@@ -2,7 +2,7 @@
 // (codegen/measure.h), with random programs of the same task measured in between, as a
 // tuning run measures them. A program's latency should not depend on what the worker
 // ran before; this prints, per measurement of the program, how many random programs
-// the worker had run and the latency, then the spread (docs/PERFORMANCE.md, "The
+// the worker had run and the latency, then the spread (docs/PERFORMANCE.md@6bf7154, "The
 // worker's history changes a program's latency").
 //
 // With --placement K it looks for the state instead, in this process: the program
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   std::string workload, config;
   int rounds = 8, between = 8, placement = 0, paired = 0;
   uint64_t seed = 1;
-  CLI::App app{"bench/measure_state: one program measured again and again (docs/PERFORMANCE.md)",
+  CLI::App app{"bench/measure_state: one program measured again and again (docs/PERFORMANCE.md@6bf7154)",
                "measure_state_bench"};
   app.add_option("--workload", workload, "a named workload (`basin workloads`)")->required();
   app.add_option("--config", config, "the program's configuration (JSON)")->required();

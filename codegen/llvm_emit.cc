@@ -226,7 +226,7 @@ class Emitter {
   // one is a load or store per lane: on Zen 4 LLVM's gathers (64-bit addresses, 8 lanes
   // an instruction) made a convolution whose weights the vector loop reads 2304
   // elements apart twice as slow, and a weight-packing loop read that way 1.3 times
-  // (docs/PERFORMANCE.md, "Strided loads"). A mask or an index that is not affine in
+  // (docs/PERFORMANCE.md@6bf7154, "Strided loads"). A mask or an index that is not affine in
   // the lane keeps the gather or scatter.
   enum class Access { Scalar, Contiguous, Strided, Gather };
   Access classify(const Affine& a) {

@@ -1,7 +1,7 @@
 // The ensemble estimator: the MLP and the GBT, each score divided by its typical spread
 // within a task, averaged. Their errors differ (a per-store network summed over stores
 // against trees over the stores' sum and max), and the average ranks held-out tasks
-// better than either (docs/PERFORMANCE.md, "Feature set 5"). Scores of one task only
+// better than either (docs/PERFORMANCE.md@6bf7154, "Feature set 5"). Scores of one task only
 // need a common scale, not a common offset, so the scales are fixed numbers (the mean
 // over the training tasks of the standard deviation of a part's scores within a task)
 // and one program's score does not depend on the others of its batch: the tuning loop
@@ -78,7 +78,7 @@ class Ensemble final : public DifferentiableEstimator {
   // ensemble), which are trained from the samples only when there are none yet (the
   // shipped MLP alone). Retraining them on one task's few hundred programs, as session
   // 30 did, threw away what the cross-task trees knew and made three of five tasks worse
-  // (docs/PERFORMANCE.md).
+  // (docs/PERFORMANCE.md@6bf7154).
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     run_both([&] { mlp_->update(samples, opt); }, [&] {
       if (gbt_->ready()) gbt_->update(samples, opt);

@@ -8,7 +8,7 @@
 // at every training and update, since a model loaded from a file keeps its trees but
 // not its training parameters. rank:pairwise samples num_pairsample pairs per program
 // and round (XGBoost's default is 1); on the committed dataset 16 pairs at eta 0.1 rank
-// held-out tasks at 0.844 against 0.827 for one pair at 0.2 (docs/PERFORMANCE.md).
+// held-out tasks at 0.844 against 0.827 for one pair at 0.2 (docs/PERFORMANCE.md@6bf7154).
 #include <algorithm>
 #include <cmath>
 #include <map>

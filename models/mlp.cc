@@ -183,7 +183,7 @@ class Mlp final : public DifferentiableEstimator {
   // up to 128 programs of one task each. With `cosine` (training from scratch) the step
   // decays from opt.learning_rate to 0 along a half cosine over all the minibatches:
   // held-out pairwise accuracy over 5 folds of the committed dataset 0.838 against
-  // 0.831 at a constant step (docs/PERFORMANCE.md, "Pair samples and a cosine step").
+  // 0.831 at a constant step (docs/PERFORMANCE.md@6bf7154, "Pair samples and a cosine step").
   // An update (fine-tuning a few hundred programs in the tuning loop) keeps the step.
   void fit(const std::vector<Sample>& samples, const TrainOptions& opt, int epochs, bool cosine) {
     net_->train();

@@ -60,14 +60,14 @@ struct GradientOptions {
   // each (like the follow-up, none when tile_slots is 0: that turns every register-tile
   // place off). Two since session 47: with one, resnet18-c12 held `vec=w` programs 20%
   // behind annealing's best for 300 trials on seeds 1 to 4, and with two it left them on
-  // seeds 1 to 3; C2 and C6 were as fast or faster (docs/PERFORMANCE.md).
+  // seeds 1 to 3; C2 and C6 were as fast or faster (docs/PERFORMANCE.md@6bf7154).
   int tile_sketch_slots = 2;
   double tile_sketch_margin = 0.5;  // its sketches: those whose best is within this share of the best
   // Every visited point also rounded to its nearest tilings (KnobSpace::round_to_tilings):
   // rounding each prime's exponent alone turns a tile of 2^2 * 7^0.29 = 7 into 4, and on
   // resnet18-c10 the gradient search measured 26 programs with the whole 7-wide row in
   // the register tile where annealing measured 405, and annealing's were the fastest
-  // (session 41; docs/PERFORMANCE.md).
+  // (session 41; docs/PERFORMANCE.md@6bf7154).
   int nearest_tilings = 1;
   // Register-filling tiles (docs/search.md): per batch, the fastest program of
   // `fill_slots` sketches in turn with a register tile of accumulators that fills the

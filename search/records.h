@@ -62,7 +62,7 @@ struct Record {
   // The program's latency: the first measurement's minimum, or once it was measured
   // again, the median of every measurement's minimum (the upper one of an even count).
   // A single measurement can catch a shared machine in a moment where it runs fast
-  // (docs/PERFORMANCE.md, "Where the spread comes from"); the median of several less so.
+  // (docs/PERFORMANCE.md@6bf7154, "Where the spread comes from"); the median of several less so.
   double latency_us() const;
   bool confirmed() const { return !confirm_us.empty(); }
 };

@@ -20,7 +20,7 @@ namespace {
 // cores from the GEMM that follows: a network run op by op gets up to 3x slower
 // (bert_base: 580 ms against 180 ms). The commands that time LibTorch as the peer run
 // themselves again with OMP_WAIT_POLICY=PASSIVE, its fastest setting on every network
-// measured (docs/PERFORMANCE.md), unless the user chose a policy. libgomp reads the
+// measured (docs/PERFORMANCE.md@6bf7154), unless the user chose a policy. libgomp reads the
 // variable when it loads, before main, hence the exec.
 //
 // The same for OpenBLAS's kernels: version 0.3.21 does not know newer CPUs (this

@@ -137,7 +137,7 @@ Stmt partition_loops(const Stmt& s, int max_pieces) {
   // The innermost loops that copy or fill run as vector loops: LLVM's pipeline here
   // has no loop vectorizer, a padded input's interior rows are contiguous copies, and
   // a packing stage's were one scalar load and store an element (on resnet18-c10, 44%
-  // of the kernel's time; docs/PERFORMANCE.md, "Strided loads").
+  // of the kernel's time; docs/PERFORMANCE.md@6bf7154, "Strided loads").
   // A loop longer than kMaxVectorLanes runs as a serial loop over vectors of
   // kVectorChunk lanes, then one vector of the rest.
   return rewrite_stmt(out, nullptr, [&](const Stmt& st) -> Stmt {

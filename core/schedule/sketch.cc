@@ -374,7 +374,7 @@ bool plain_name(const std::string& n) {
 std::string config_to_json(const Sketch& s, const Config& c) {
   // The search makes this text for every program it visits (the records' key): written
   // directly, the same bytes as the JSON library's dump (tested); the dump was the
-  // largest part of annealing's proposal time (docs/PERFORMANCE.md).
+  // largest part of annealing's proposal time (docs/PERFORMANCE.md@6bf7154).
   bool plain = plain_name(s.name) && c.factors.size() == s.splits.size();
   for (const SplitSpec& sp : s.splits) plain &= plain_name(sp.name);
   if (plain) {

@@ -229,7 +229,7 @@ TEST_F(LlvmSemantics, SmallConstantLoopsAreUnrolledAndTheirAccumulatorsPromoted)
   // level that basin's unroll depth left a loop): the pipeline unrolls the small loops
   // fully, so every index is a constant and the accumulator lives in registers, with no
   // stack slot left. Left a loop, every addition stored to the stack (resnet18-c12's
-  // packed programs ran up to 2.4 times slower; docs/PERFORMANCE.md,
+  // packed programs ran up to 2.4 times slower; docs/PERFORMANCE.md@6bf7154,
   // "Small loops unrolled by LLVM").
   Var j("j"), k("k"), r("r"), w("w");
   Buffer x = make_buffer("x", DType::f32(), {Expr(256)});

@@ -270,7 +270,7 @@ TEST(Sketch, AnchorSketchesOfAConvolution) {
 TEST(Sketch, StagedPaddingRunsInParallel) {
   // A staged producer is parallel over its first axis of more than one iteration: a
   // batch-1 convolution's padded input over its channels (it ran on one thread, 5 to
-  // 10% of resnet18-c1, -c2 and -c6 on two threads; docs/PERFORMANCE.md, session 38).
+  // 10% of resnet18-c1, -c2 and -c6 on two threads; docs/PERFORMANCE.md@6bf7154, session 38).
   ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   const sched::Sketch& s = sched::find_sketch(sk, "tile.vec=c.pack.acc2.stage");

@@ -501,7 +501,7 @@ TEST(Estimators, LoadedGbtUpdatesWithTheSameParameters) {
 // Training from scratch decays the MLP's step along a cosine; an update keeps it. This
 // checks that both still learn (the synthetic law ranks well after training, and an
 // update on another task's programs moves the scores); what the decay gains is a
-// held-out figure of the benchmark (docs/PERFORMANCE.md), not something a unit test sees.
+// held-out figure of the benchmark (docs/PERFORMANCE.md@6bf7154), not something a unit test sees.
 TEST(Estimators, MlpLearnsFromScratchAndFromAnUpdate) {
   std::vector<models::Sample> data = synthetic(60, 25);
   auto e = models::make_estimator("mlp");

@@ -1517,7 +1517,7 @@ TEST(Tuner, AnotherCodeGenerationsRecordsAreLeftOutAndMeasuredAgain) {
 }
 
 // A program that runs fast only the first time it is measured (as one can in a worker
-// whose history happens to suit it: docs/PERFORMANCE.md) never becomes the best: the
+// whose history happens to suit it: docs/PERFORMANCE.md@6bf7154) never becomes the best: the
 // tuner measures a would-be best again after the round's other programs and keeps the
 // median. Here every measurement after a program's first runs its body 30 times.
 TEST(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
@@ -1605,7 +1605,7 @@ search::TuneResult tune_random(const std::string& db, const search::TuneOptions&
 }
 
 // On a shared machine a program can be fast for a while and slow later (another
-// guest's cache traffic: docs/PERFORMANCE.md). The best is measured again every round,
+// guest's cache traffic: docs/PERFORMANCE.md@6bf7154). The best is measured again every round,
 // so once its median shows the slow phase, new programs challenge it side by side and
 // win. Here every program is fast for its first three measurements and 30 times
 // slower after: a best is measured slow three times alone (its median turns slow), then

@@ -279,7 +279,7 @@ TEST(Cli, EstimatorDatasetTakesTheInstructionLimit) {
 // `estimator dataset --target cuda` measures the tasks' GPU sketches on GPU 0; where
 // there is no GPU it says so in one line before it makes the records file.
 TEST(Cli, EstimatorDatasetOnTheGpuNeedsOne) {
-  if (run("op relu --target cuda").code == 0) GTEST_SKIP() << "a GPU is here (a GPU dataset is measured on one by docs/perf/gpu-session54/run.sh)";
+  if (run("op relu --target cuda").code == 0) GTEST_SKIP() << "a GPU is here (a GPU dataset is measured on one by scripts/gpu-dataset)";
   std::string db = "/tmp/basin_cli_gpu_dataset_" + std::to_string(::getpid()) + ".db";
   std::string err = stderr_of("estimator dataset --target cuda --records " + db + " --tasks gemm-256 --per-task 2");
   EXPECT_NE(err.find("basin: error: the cuda target is unavailable"), std::string::npos) << err;

@@ -1,6 +1,0 @@
-#!/bin/bash
-cd /work/main
-for w in resnet18-c10 resnet18-c6; do
-  /usr/bin/python3 bench/search.py --workloads $w --strategies annealing,gradient --seeds 1 --trials 1000 --retime 3 --threads 1 --interleave --out /tmp/s43/$w-s1 > /tmp/s43/$w-s1.log 2>&1
-done
-echo done > /tmp/s43/DONE
