@@ -18,9 +18,16 @@ BASIN_DEBIAN_PACKAGES=(
   python3-matplotlib                 # bench/search.py's plots (a fresh machine drew none: session 40)
 )
 
+# The sanitizer build's compiler (BUILD_TYPE=asan): clang with its runtimes (ASan, UBSan, libFuzzer).
+BASIN_SANITIZER_PACKAGES=(clang-16 libclang-rt-16-dev)
+
+# basin_install_deps [BUILD_TYPE]: installs the missing packages (and the sanitizer
+# build's for asan).
 basin_install_deps() {
+  local wanted=("${BASIN_DEBIAN_PACKAGES[@]}")
+  if [ "$(basin_build_dir "${1:-Release}")" = build-asan ]; then wanted+=("${BASIN_SANITIZER_PACKAGES[@]}"); fi
   local missing=()
-  for p in "${BASIN_DEBIAN_PACKAGES[@]}"; do
+  for p in "${wanted[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$p")
     fi
@@ -35,15 +42,40 @@ basin_install_deps() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# basin_build BUILD_TYPE [TARGET...]: configures build/ (once) and builds.
+# The build folder of a BUILD_TYPE: build/ for Release and Debug, build-asan/ for asan.
+basin_build_dir() {
+  if [ "${1,,}" = asan ]; then echo build-asan; else echo build; fi
+}
+
+# basin_build BUILD_TYPE [TARGET...]: configures the build folder (once) and builds.
+# asan: clang 16 at -O1 with line tables (assertions on), AddressSanitizer and
+# UndefinedBehaviorSanitizer everywhere, and the fuzz targets (BASIN_FUZZ).
 basin_build() {
   local type="$1"
   shift
   local jobs="${BASIN_JOBS:-$(nproc)}"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$type" >&2
-  if [ $# -gt 0 ]; then
-    cmake --build build -j "$jobs" --target "$@" >&2
+  local dir
+  dir=$(basin_build_dir "$type")
+  if [ "$dir" = build-asan ]; then
+    CC=clang-16 CXX=clang++-16 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBASIN_FUZZ=ON \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" >&2
   else
-    cmake --build build -j "$jobs" >&2
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" >&2
   fi
+  if [ $# -gt 0 ]; then
+    cmake --build "$dir" -j "$jobs" --target "$@" >&2
+  else
+    cmake --build "$dir" -j "$jobs" >&2
+  fi
+}
+
+# The sanitizers' settings for a run of the asan build: every report fatal, with a
+# stack; leaks reported except those of the libraries basin does not build
+# (scripts/lib/lsan.supp).
+basin_sanitizer_env() {
+  local here
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$here/lsan.supp:print_suppressions=0}"
 }
