@@ -1,19 +1,16 @@
-# `cmake --install` puts the libraries, the public headers and an exported CMake
-# package (find_package(basin)) under the prefix.
+# `cmake --install` puts the `basin` command, the C++ API (libbasin.so and
+# <basin/basin.h>), the pretrained estimators and a CMake package under the prefix:
+# find_package(basin) then target_link_libraries(APP PRIVATE basin::basin)
+# (docs/examples/CMakeLists.txt).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS basin_core basin_codegen basin_warnings basin_torch EXPORT basinTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/basin)
+set_target_properties(basin PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
 install(TARGETS basin RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS basin_api EXPORT basinTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/api/include/basin/basin.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/basin)
 # The pretrained estimators, where models::pretrained_cpu_path looks for them.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/weights/ DESTINATION ${CMAKE_INSTALL_DATADIR}/basin)
-foreach(lib core codegen)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${lib}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/basin/${lib}
-          FILES_MATCHING PATTERN "*.h")
-endforeach()
 install(EXPORT basinTargets NAMESPACE basin:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/basin)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/basinConfig.cmake.in
   ${CMAKE_BINARY_DIR}/basinConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/basin)

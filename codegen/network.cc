@@ -167,11 +167,7 @@ CompiledNetwork::~CompiledNetwork() = default;
 CompiledNetwork::CompiledNetwork(CompiledNetwork&&) noexcept = default;
 CompiledNetwork& CompiledNetwork::operator=(CompiledNetwork&&) noexcept = default;
 
-namespace {
-
-// The bound of an integer graph input read as indices: the least extent its gathers and
-// embeddings index (ops::node_input_range), 0 when none reads it so.
-int64_t index_bound(const graph::Graph& g, int v) {
+int64_t input_index_bound(const graph::Graph& g, int v) {
   const graph::Value& val = g.value(v);
   if (val.constant || val.producer >= 0 || !(val.dtype == DType::i64() || val.dtype == DType::i32())) return 0;
   int64_t bound = 0;
@@ -189,6 +185,8 @@ int64_t index_bound(const graph::Graph& g, int v) {
   }
   return bound;
 }
+
+namespace {
 
 }  // namespace
 
@@ -288,7 +286,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     if (slot_of[v] >= 0) return slot_of[v];
     const graph::Value& val = g.value(v);
     Impl::Slot s;
-    s.info = {val.name, val.dtype, val.shape, index_bound(g, v)};
+    s.info = {val.name, val.dtype, val.shape, input_index_bound(g, v)};
     if (val.constant) {
       s.weight = static_cast<int>(m.weights.size());
       m.weights.push_back(val.data);

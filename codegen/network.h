@@ -37,6 +37,10 @@ struct TensorInfo {
   int64_t index_bound = 0;
 };
 
+// The bound of an integer graph input read as indices: the least extent its gathers and
+// embeddings index (ops::node_input_range), 0 when none reads it so.
+int64_t input_index_bound(const graph::Graph& g, int v);
+
 // One kernel launch of a network as `basin profile` reports it.
 struct KernelProfile {
   std::string label, task_key;

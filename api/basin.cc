@@ -1,0 +1,192 @@
+// The C++ API (api/include/basin/basin.h) over the internal libraries: each public type holds the
+// internal object it stands for.
+#include "basin/basin.h"
+
+#include <cstring>
+
+#include "codegen/network.h"
+#include "core/graph/fusion.h"
+#include "core/graph/model.h"
+#include "core/graph/passes.h"
+#include "core/ir/ndarray.h"
+#include "core/util/error.h"
+#include "search/network.h"
+
+namespace basin {
+
+struct Tensor::Impl {
+  NDArray a;
+  std::string dtype;  // a.dtype().str(), kept for dtype()'s reference
+};
+
+namespace {
+
+Tensor wrap(NDArray a) {
+  auto impl = std::make_shared<Tensor::Impl>();
+  impl->dtype = a.dtype().str();
+  impl->a = std::move(a);
+  return Tensor(std::move(impl));
+}
+
+TensorSpec spec(const codegen::TensorInfo& t) { return {t.name, t.dtype.str(), t.shape, t.index_bound}; }
+
+std::vector<TensorSpec> specs(const std::vector<codegen::TensorInfo>& ts) {
+  std::vector<TensorSpec> out;
+  for (const auto& t : ts) out.push_back(spec(t));
+  return out;
+}
+
+// Element counts of a user's shape, checked before anything is allocated.
+void check_shape(const std::vector<int64_t>& shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t e : shape) {
+    if (e < 0 || (e > 0 && n > (int64_t{1} << 40) / e)) throw Error(what + ": invalid shape " + shape_str(shape));
+    n *= e;
+  }
+}
+
+}  // namespace
+
+Tensor::Tensor() : Tensor(std::make_shared<Impl>()) { impl_->dtype = impl_->a.dtype().str(); }
+Tensor::Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tensor::Tensor(const std::string& dtype, const std::vector<int64_t>& shape) {
+  check_shape(shape, "basin::Tensor");
+  *this = wrap(NDArray(DType::parse(dtype), shape));
+}
+Tensor Tensor::random(const TensorSpec& s, double lo, double hi, uint64_t seed) {
+  check_shape(s.shape, "basin::Tensor::random");
+  const DType t = DType::parse(s.dtype);
+  if (s.index_bound > 0) return wrap(NDArray::random(t, s.shape, 0, static_cast<double>(s.index_bound), seed));
+  return wrap(NDArray::random(t, s.shape, lo, hi, seed));
+}
+Tensor Tensor::from_floats(const std::vector<float>& values, const std::vector<int64_t>& shape) {
+  check_shape(shape, "basin::Tensor::from_floats");
+  NDArray a(DType::f32(), shape);
+  if (static_cast<size_t>(a.numel()) != values.size())
+    throw Error("basin::Tensor::from_floats: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
+  if (!values.empty()) std::memcpy(a.data(), values.data(), values.size() * sizeof(float));
+  return wrap(std::move(a));
+}
+const std::string& Tensor::dtype() const { return impl_->dtype; }
+const std::vector<int64_t>& Tensor::shape() const { return impl_->a.shape(); }
+int64_t Tensor::size() const { return impl_->a.numel(); }
+size_t Tensor::bytes() const { return impl_->a.nbytes(); }
+void* Tensor::data() { return impl_->a.data(); }
+const void* Tensor::data() const { return impl_->a.data(); }
+double Tensor::at(int64_t i) const {
+  if (i < 0 || i >= size())
+    throw Error("basin::Tensor::at(" + std::to_string(i) + "): out of range for " + std::to_string(size()) + " elements");
+  return impl_->a.get(i);
+}
+Tensor Tensor::clone() const { return wrap(impl_->a.clone()); }
+
+struct Model::Impl {
+  std::string name;
+  graph::Graph graph;
+  graph::Partition partition;
+};
+
+Model Model::load(const std::string& model, const LoadOptions& options) {
+  graph::ImportOptions io;
+  io.shapes = options.shapes;
+  Model m;
+  m.impl_ = std::make_shared<Impl>();
+  m.impl_->graph = graph::optimize(graph::load_model(model, io));
+  m.impl_->partition = graph::partition(m.impl_->graph);
+  m.impl_->name = m.impl_->graph.name;
+  return m;
+}
+const std::string& Model::name() const { return impl_->name; }
+int Model::tasks() const { return static_cast<int>(impl_->partition.tasks.size()); }
+std::vector<TensorSpec> Model::inputs() const {
+  std::vector<TensorSpec> out;
+  const graph::Graph& g = impl_->graph;
+  for (int v : g.inputs()) {
+    const auto& t = g.value(v);
+    out.push_back({t.name, t.dtype.str(), t.shape, codegen::input_index_bound(g, v)});
+  }
+  return out;
+}
+
+TuningSession::TuningSession(const Model& model, TuneOptions options) : model_(model), options_(std::move(options)) {}
+
+TuneReport TuningSession::run() {
+  const TuneOptions& o = options_;
+  if (o.records.empty()) throw Error("basin::TuneOptions::records: a records file is required");
+  if (o.trials < 0) throw Error("basin::TuneOptions::trials must not be negative");
+  if (o.trials == 0 && !(o.budget_seconds > 0 && o.budget_seconds < 1e7))
+    throw Error("basin::TuneOptions::budget_seconds must be positive (or give trials)");
+  if (o.batch <= 0 || o.batch > 4096) throw Error("basin::TuneOptions::batch must be 1 to 4096");
+  if (o.first_batch < 0 || o.first_batch > 4096) throw Error("basin::TuneOptions::first_batch must be 0 (automatic) to 4096");
+  search::RecordStore store(o.records);
+  search::NetworkTuneOptions to;
+  to.target = o.target;
+  to.strategy = o.strategy;
+  to.seed = o.seed;
+  to.batch = o.batch;
+  to.first_batch = o.first_batch;
+  if (o.trials > 0) to.trials = o.trials;
+  else to.budget_seconds = o.budget_seconds;
+  if (o.on_log) to.log = o.on_log;
+  if (o.on_progress) {
+    to.progress = [&o](int trials, int budget, double seconds, double latency) {
+      o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, latency});
+    };
+  }
+  search::NetworkTuneResult r = search::tune_network(model_.impl().partition, store, to);
+  TuneReport rep;
+  rep.trials = r.trials;
+  rep.measured = r.measured;
+  rep.resumed = r.resumed;
+  rep.seconds = r.seconds;
+  rep.overhead_fraction = r.overhead_fraction;
+  rep.estimated_latency_us = r.estimated_latency_us;
+  for (const auto& t : r.tasks) rep.tasks_without_program += t.best_us <= 0;
+  return rep;
+}
+
+struct Network::Impl {
+  codegen::CompiledNetwork net;
+  int untuned = 0;
+};
+
+Network Network::compile(const Model& model, const std::string& records, const std::string& target) {
+  std::unique_ptr<search::RecordStore> store;
+  if (!records.empty()) store = std::make_unique<search::RecordStore>(records, search::RecordStore::ReadOnly::Yes);
+  std::vector<int> untuned;
+  const Model::Impl& m = model.impl();
+  std::vector<codegen::ProgramChoice> choices = search::choose_programs(m.partition, store.get(), target, &untuned);
+  Network n;
+  n.impl_ = std::make_shared<Impl>();
+  n.impl_->net = codegen::CompiledNetwork::compile(m.graph, m.partition, choices, target);
+  n.impl_->untuned = static_cast<int>(untuned.size());
+  return n;
+}
+
+Network Network::load(const std::string& path) {
+  Network n;
+  n.impl_ = std::make_shared<Impl>();
+  n.impl_->net = codegen::CompiledNetwork::load(path);
+  return n;
+}
+
+void Network::save(const std::string& path) const { impl_->net.save(path); }
+std::vector<TensorSpec> Network::inputs() const { return specs(impl_->net.inputs()); }
+std::vector<TensorSpec> Network::outputs() const { return specs(impl_->net.outputs()); }
+int Network::untuned_tasks() const { return impl_->untuned; }
+
+std::vector<Tensor> Network::run(const std::vector<Tensor>& inputs) {
+  std::vector<NDArray> in;
+  for (const Tensor& t : inputs) in.push_back(t.impl().a);
+  std::vector<Tensor> out;
+  for (NDArray& a : impl_->net.run(in)) out.push_back(wrap(std::move(a)));
+  return out;
+}
+
+double Network::time_us(const std::vector<Tensor>& inputs) {
+  std::vector<NDArray> in;
+  for (const Tensor& t : inputs) in.push_back(t.impl().a);
+  return impl_->net.time(in).min_us;
+}
+
+}  // namespace basin

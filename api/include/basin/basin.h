@@ -1,0 +1,157 @@
+// basin's C++ API: load a network, tune it, compile it, save it, load it and run it.
+//
+//   #include <basin/basin.h>
+//   basin::Model model = basin::Model::load("resnet18.onnx");      // or "zoo:resnet18"
+//   basin::TuneOptions opt;
+//   opt.records = "resnet18.db";                                   // resumable
+//   opt.budget_seconds = 120;
+//   basin::TuningSession(model, opt).run();
+//   basin::Network net = basin::Network::compile(model, opt.records);
+//   net.save("resnet18.basin");                                    // runs without the compiler
+//   std::vector<basin::Tensor> y = basin::Network::load("resnet18.basin").run({x});
+//
+// Every user error (a missing or malformed file, a bad option, an input of the wrong
+// shape) throws std::runtime_error whose what() is one line naming what is at fault.
+// The library is libbasin.so; `find_package(basin)` and `basin::basin` link it. Nothing
+// here names basin's internal headers, which are not installed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace basin {
+
+// An input's or output's description: its name, element type ("float32", "int64",
+// "int32", "float64", ...) and shape. An integer input read as indices (a gather, an
+// embedding) must hold values in [0, index_bound); index_bound is 0 for other inputs.
+struct TensorSpec {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t index_bound = 0;
+};
+
+// A dense row-major host tensor. Copies share their data (clone() copies it).
+class Tensor {
+ public:
+  Tensor();
+  // Zero-filled.
+  Tensor(const std::string& dtype, const std::vector<int64_t>& shape);
+  // Uniform random values in [lo, hi), deterministic in seed; an integer tensor with an
+  // index bound draws indices in [0, index_bound).
+  static Tensor random(const TensorSpec& spec, double lo = -1, double hi = 1, uint64_t seed = 1);
+  // float32 values in row-major order.
+  static Tensor from_floats(const std::vector<float>& values, const std::vector<int64_t>& shape);
+
+  const std::string& dtype() const;
+  const std::vector<int64_t>& shape() const;
+  int64_t size() const;   // elements
+  size_t bytes() const;
+  void* data();
+  const void* data() const;
+  // Element i (row-major), converted to double, for any element type.
+  double at(int64_t i) const;
+  Tensor clone() const;
+
+  struct Impl;
+  explicit Tensor(std::shared_ptr<Impl> impl);
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+struct LoadOptions {
+  // An input's shape (name -> dims) or a symbolic dimension's value (name -> {N}), for
+  // models exported with dynamic axes (as `basin --shape NAME=...`).
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+// A network ready to tune and compile: an ONNX file or a zoo network ("zoo:resnet18"),
+// optimized and partitioned into tasks.
+class Model {
+ public:
+  static Model load(const std::string& model, const LoadOptions& options = {});
+  const std::string& name() const;
+  std::vector<TensorSpec> inputs() const;
+  int tasks() const;  // distinct kernels to tune
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// A tuning run's state, after each round.
+struct Progress {
+  int trials = 0;               // programs proposed so far in this run
+  int trial_budget = 0;         // TuneOptions::trials; 0 when the budget is in seconds
+  double seconds = 0;
+  double budget_seconds = 0;    // TuneOptions::budget_seconds; 0 when in trials
+  double estimated_latency_us = 0;  // the network with each task's best so far (0 until every task has one)
+};
+
+struct TuneOptions {
+  std::string records;          // required: where every measured program goes; a second run resumes
+  double budget_seconds = 60;   // stop after this wall time, or
+  int trials = 0;               // after this many programs in all (when positive, instead of seconds)
+  int batch = 16;               // programs measured per round
+  int first_batch = 0;          // programs of each task's first round; 0: 256 shared by the tasks, at least 4 each
+  std::string strategy = "gradient";  // gradient, annealing, evolutionary, random
+  std::string target = "llvm";  // llvm (this CPU) or cuda
+  uint64_t seed = 1;
+  std::function<void(const Progress&)> on_progress;
+  std::function<void(const std::string&)> on_log;  // one line per event; none when empty
+};
+
+struct TuneReport {
+  int trials = 0, measured = 0, resumed = 0;
+  double seconds = 0;
+  double overhead_fraction = 0;      // the share of the time not spent measuring
+  double estimated_latency_us = 0;   // 0 when a task has no valid program
+  int tasks_without_program = 0;
+};
+
+// A tuning session: the task scheduler spends the budget across the model's tasks,
+// where the network's latency gains most, and records every program measured.
+class TuningSession {
+ public:
+  TuningSession(const Model& model, TuneOptions options);
+  TuneReport run();
+
+ private:
+  Model model_;
+  TuneOptions options_;
+};
+
+// A compiled network: its kernels, memory plan and weights.
+class Network {
+ public:
+  // Each task's best program in `records` (empty: none), the default program for a task
+  // without one (untuned_tasks() counts them).
+  static Network compile(const Model& model, const std::string& records = "", const std::string& target = "llvm");
+  // A file written by save() or `basin compile`; it holds machine code, which runs as
+  // the user: load only files you trust.
+  static Network load(const std::string& path);
+  void save(const std::string& path) const;
+
+  std::vector<TensorSpec> inputs() const;
+  std::vector<TensorSpec> outputs() const;
+  int untuned_tasks() const;
+  // Outputs for inputs in the network's order; the inputs' types and shapes are checked.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // The fastest of several timed runs, in microseconds.
+  double time_us(const std::vector<Tensor>& inputs);
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace basin
