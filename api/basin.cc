@@ -120,14 +120,14 @@ TuneReport TuningSession::run() {
   if (o.first_batch < 0 || o.first_batch > 4096) throw Error("basin::TuneOptions::first_batch must be 0 (automatic) to 4096");
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
-  to.target = o.target;
+  to.task.target = o.target;
+  to.task.seed = o.seed;
+  to.task.batch = o.batch;
   to.strategy = o.strategy;
-  to.seed = o.seed;
-  to.batch = o.batch;
   to.first_batch = o.first_batch;
   if (o.trials > 0) to.trials = o.trials;
   else to.budget_seconds = o.budget_seconds;
-  if (o.on_log) to.log = o.on_log;
+  if (o.on_log) to.task.log = o.on_log;
   if (o.on_progress) {
     to.progress = [&o](int trials, int budget, double seconds, double latency) {
       o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, latency});

@@ -32,12 +32,12 @@ constexpr int kFirstRoundPrograms = 256;
 
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
   if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
-  if (opt.batch <= 0) throw Error("the batch size must be positive");
+  if (opt.task.batch <= 0) throw Error("the batch size must be positive");
   if (opt.first_batch < 0) throw Error("the first round's batch size must be positive (or 0: automatic)");
   const int first_batch =
       opt.first_batch > 0
-          ? std::min(opt.batch, opt.first_batch)
-          : std::min(opt.batch, std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
+          ? std::min(opt.task.batch, opt.first_batch)
+          : std::min(opt.task.batch, std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
@@ -45,20 +45,16 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   const std::string spec =
       !opt.estimator.empty() || tasks.empty() ? opt.estimator : tasks[0].strategy->default_estimator();
   std::vector<std::unique_ptr<models::Estimator>> estimators;
-  if (!spec.empty()) estimators = models::estimators_for_target(spec, opt.target, static_cast<int>(tasks.size()));
+  if (!spec.empty()) estimators = models::estimators_for_target(spec, opt.task.target, static_cast<int>(tasks.size()));
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     TaskState& t = tasks[i];
     if (!spec.empty()) t.est = std::move(estimators[i]);
-    TuneOptions to;
-    to.target = opt.target;
-    to.batch = opt.batch;
-    to.seed = opt.seed + i;
-    to.timeout_seconds = opt.timeout_seconds;
-    to.compile_threads = opt.compile_threads;
-    to.max_instructions = opt.max_instructions;
-    to.slow_factor = opt.slow_factor;
+    TuneOptions to = opt.task;
+    to.seed = opt.task.seed + i;
+    to.trials = 0;  // the scheduler's budget, not the task's
+    to.budget_seconds = 0;
+    to.progress = nullptr;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
-    to.log = opt.log;
     if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
   }
@@ -91,7 +87,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   size_t next_warm = 0;
   while (!out_of_budget()) {
     int pick = -1;
-    int batch = opt.batch;
+    int batch = opt.task.batch;
     if (next_warm < warm.size()) {
       pick = static_cast<int>(warm[next_warm++]);
       batch = first_batch;
@@ -125,7 +121,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (n == 0) t.retired = true;
     if (after <= 0 && t.rounds >= 3) {
       t.retired = true;
-      if (opt.log) opt.log("network: task " + std::to_string(pick) + " (" + p.tasks[pick].label +
+      if (opt.task.log) opt.task.log("network: task " + std::to_string(pick) + " (" + p.tasks[pick].label +
                            ") has no valid program after 3 rounds; retired");
     }
     res.curve.push_back({since(t0), total_trials(), estimate()});

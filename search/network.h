@@ -23,27 +23,32 @@
 namespace basin::search {
 
 struct NetworkTuneOptions {
-  std::string target = "llvm";
+  // Each task's tuner: target, seed (task i tunes with seed + i), batch, timeout,
+  // compile threads, instruction limit, slow factor, log. The scheduler's budget, the
+  // strategy and the estimator below are the network's; TuneOptions' own budget and
+  // progress fields are left to the scheduler. A round is smaller than a lone task's
+  // (16 programs, against 32): the scheduler picks the task of the largest expected
+  // gain again after every round, so shorter rounds move the budget sooner.
+  TuneOptions task = network_task_defaults();
   std::string strategy = "gradient";
   std::string estimator;        // empty: the strategy's default
   int trials = 0;               // stop when the network's tasks have this many records in all
   double budget_seconds = 0;    // or after this much wall time in this run
-  int batch = 16;               // programs per round
-  // Programs of each task's first round (at most batch); 0: 256 programs shared by the
-  // tasks, at least 4 each (a network of many tasks has a measured program for each
+  // Programs of each task's first round (at most task.batch); 0: 256 programs shared by
+  // the tasks, at least 4 each (a network of many tasks has a measured program for each
   // early, one of few gets a broad first look at each).
   int first_batch = 0;
-  uint64_t seed = 1;
-  double timeout_seconds = 10;  // per candidate
-  int compile_threads = 0;      // compiling each batch ahead (TuneOptions::compile_threads)
-  int64_t max_instructions = codegen::kMaxInstructions;  // TuneOptions::max_instructions
-  double slow_factor = 2;       // TuneOptions::slow_factor
-  std::function<void(const std::string&)> log;
   // After each round: trials so far, the trial budget (0 when in seconds), seconds,
   // the estimated network latency (sum of weight x best; 0 until every task has one).
   std::function<void(int, int, double, double)> progress;
   // Test hook: adjusts the options of task i's tuner before it starts (fault injection).
   std::function<void(size_t, TuneOptions&)> task_options;
+
+  static TuneOptions network_task_defaults() {
+    TuneOptions t;
+    t.batch = 16;
+    return t;
+  }
 };
 
 struct TaskReport {

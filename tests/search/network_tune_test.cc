@@ -57,7 +57,7 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
   NetworkTuneOptions opt;
   opt.strategy = "random";
   opt.trials = 18;
-  opt.batch = 4;
+  opt.task.batch = 4;
   NetworkTuneResult r = tune_network(p, store, opt);
   EXPECT_EQ(r.trials, 18);
   EXPECT_EQ(r.measured, 18);
@@ -104,7 +104,7 @@ TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
   RecordStore store(dir + "/r.db");
   NetworkTuneOptions opt;
   opt.strategy = "random";
-  opt.batch = 8;
+  opt.task.batch = 8;
   opt.first_batch = 2;
   opt.trials = 6;
   NetworkTuneResult r = tune_network(p, store, opt);
@@ -124,9 +124,9 @@ TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
   NetworkTuneOptions opt;
   opt.strategy = "random";
   opt.trials = 40;
-  opt.batch = 3;
+  opt.task.batch = 3;
   std::vector<std::string> logs;
-  opt.log = [&](const std::string& line) { logs.push_back(line); };
+  opt.task.log = [&](const std::string& line) { logs.push_back(line); };
   // Task 1's programs all compute a wrong value: none is ever valid.
   opt.task_options = [](size_t task, TuneOptions& to) {
     if (task != 1) return;
@@ -163,7 +163,7 @@ TEST_F(NetworkTune, ATimeBudgetStopsTheRun) {
   NetworkTuneOptions opt;
   opt.strategy = "random";
   opt.budget_seconds = 3;
-  opt.batch = 2;
+  opt.task.batch = 2;
   NetworkTuneResult r = tune_network(p, store, opt);
   EXPECT_GT(r.measured, 0);
   EXPECT_LT(r.seconds, 3 + 10.0);  // at most one program past the budget (timeout 10 s)
@@ -184,9 +184,9 @@ TEST_F(NetworkTune, BadOptionsAreRejected) {
   NetworkTuneOptions opt;
   EXPECT_THROW(tune_network(p, store, opt), Error);  // no budget
   opt.trials = 4;
-  opt.batch = 0;
+  opt.task.batch = 0;
   EXPECT_THROW(tune_network(p, store, opt), Error);
-  opt.batch = 2;
+  opt.task.batch = 2;
   opt.first_batch = -1;
   EXPECT_THROW(tune_network(p, store, opt), Error);
   opt.first_batch = 0;
