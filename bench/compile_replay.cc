@@ -4,7 +4,7 @@
 // seconds are summed: the total, the median, the slowest, and the programs over one
 // second with their share of the total. Run it under two LLVM settings
 // (BASIN_LLVM_ARGS) to compare their compile time. It does not compare machine code:
-// one program's machine code can differ between two processes (session 45: a third of
+// one program's machine code can differ between two processes (a third of
 // a GEMM run's programs, in the order of an address addition's operands), so identical
 // code is checked with llc-16 on the optimized IR (`basin op --emit llvm`), which is
 // deterministic (docs/perf/compile-time/identical.sh@6bf7154).

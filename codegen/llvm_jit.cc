@@ -127,7 +127,7 @@ T take(llvm::Expected<T> v, const std::string& what) {
 // share their address arithmetic), LICM, LLVM's full unrolling of the small
 // constant-trip loops that basin's unroll depth left as loops (a packing stage's
 // innermost loop, a tiling level between the reduction loops), and SROA again once
-// addresses are constant. The full unrolling was added in session 38: resnet18-c12's
+// addresses are constant. With the full unrolling, resnet18-c12's
 // packed programs ran 1.1 to 2.4 times faster with it, 59 programs of five workloads
 // 4.5% faster (geometric mean), for 1 to 5 ms more compile time (docs/PERFORMANCE.md@6bf7154,
 // "Small loops unrolled by LLVM"). O3's partial and runtime unrolling and loop rotation made some
@@ -165,7 +165,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
 // block with thousands of loads and stores (a fully unrolled register tile too large for
 // the registers, its accumulators on the stack) each memory access gained an edge to
 // every earlier one: one resnet18-c2 program spent 4.7 of its 5 s of compile time
-// there (session 45, docs/PERFORMANCE.md@6bf7154, "Compile time"). Past 200 pending memory
+// there (docs/PERFORMANCE.md@6bf7154, "Compile time"). Past 200 pending memory
 // accesses (LLVM's default: 1000) the graph builder now chains them through one
 // barrier node instead: that program compiles in 0.9 s. Of 84 programs of six
 // workloads, the 72 with smaller blocks (every task's fastest among them) got the same

@@ -58,7 +58,7 @@ struct MeasureResult {
 // measurer killed its worker at the 10 s timeout and compiled the batch's other
 // programs again: 12 s before the run's first measurement, a third of a 200-trial
 // run's time, for a program 20 times slower than the best. Of the programs of
-// sessions 42 to 47's tuning runs (docs/PERFORMANCE.md@6bf7154, "Programs too large to
+// a week of tuning runs (docs/PERFORMANCE.md@6bf7154, "Programs too large to
 // compile"), every one over 80,000 instructions ran at least 4.5 times slower than
 // its task's best.
 inline constexpr int64_t kMaxInstructions = 100000;

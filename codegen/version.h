@@ -4,7 +4,7 @@
 // measured again, not reused, and never compared with this one's in training.
 //
 // Bump a target's number with any change to lowering or to its backend that changes
-// how fast programs run (session 38's full unrolling of small loops made some programs
+// how fast programs run (LLVM's full unrolling of small loops made some programs
 // 2.4 times faster; its records would have named stale bests). A change that only
 // fixes an error message or adds a sketch needs no bump. Header-only, so that the
 // records store can name the generation without linking the backends.
@@ -14,16 +14,16 @@
 
 namespace basin::codegen {
 
-// llvm 1: the code until session 43. llvm 2: a constant stride other than one loaded
+// llvm 1: the first numbered generation. llvm 2: a constant stride other than one loaded
 // and stored one lane at a time instead of by gathers and scatters, and every innermost
 // copy loop vectorized (resnet18-c10's committed program, whose packing stage read its
 // weights one scalar at a time, 1.4 times faster on Zen 4). llvm 3: the code
 // generator's dependence graphs limited to 200 pending memory accesses (LLVM: 1000),
-// which changed the machine code of some programs with very large blocks (session 45:
-// 12 of 84 sampled, all far from their task's best; one GEMM program 5.4 times faster).
+// which changed the machine code of some programs with very large blocks
+// (12 of 84 sampled, all far from their task's best; one GEMM program 5.4 times faster).
 // llvm 4: a vectorized loop whose accesses are emitted lane by lane counts one unrolled
-// step per lane (core/ir/mark_unrolled.h), so fewer such nests are unrolled (session
-// 52: 24 of 90 sampled programs changed, none slower beyond the noise, one GEMM program
+// step per lane (core/ir/mark_unrolled.h), so fewer such nests are unrolled
+// (24 of 90 sampled programs changed, none slower beyond the noise, one GEMM program
 // 7 times faster; compile time of the slowest from 6 s to 0.2). llvm 5: float32 exp,
 // sigmoid, tanh and erf as vectorized polynomials instead of one libm call per lane
 // (sigmoid 2.5, tanh 16 and erf 4 times faster on 1.2 M elements). llvm 6: exp's

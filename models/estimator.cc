@@ -150,7 +150,7 @@ void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t
   // on a Zen 4 host it put the gradient search's overhead at 10.3%.
   o.epochs = from_scratch ? 10 : 2;
   // The fine-tuning window: replayed with batches of 16 on four 1000-trial runs and a
-  // network's records of 3795 programs (docs/PERFORMANCE.md@6bf7154, session 58), updates on the
+  // network's records of 3795 programs (docs/PERFORMANCE.md@6bf7154, "Bounded estimator updates"), updates on the
   // newest 128 programs took 8.9 s against 19.0 s on every program so far, and ranked
   // each next batch as well (pairwise 0.7361 against 0.7357; 64: 0.7318 in 6.5 s; 256:
   // 0.7326 in 12.8 s).

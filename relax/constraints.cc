@@ -65,7 +65,7 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
     // Beside it, the vectors the vectorized operand loads for each row of the tile
     // past the first, along the other splits its reads use (a conv vectorized along
     // the width: its input rows; none where the operand is read along the vectorized
-    // split alone), as search::TaskSpace::filled_tiles counts them (session 59).
+    // split alone), as search::TaskSpace::filled_tiles counts them.
     Expr tile = num(1), rows = num(1), vectors = num(1);
     const std::vector<bool> operand = sched::vector_operand_splits(s);
     for (size_t i = 0; i < s.splits.size(); ++i) {

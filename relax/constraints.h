@@ -18,9 +18,9 @@ struct CpuTarget {
   int vector_registers = 32;
   int reserved_registers = 4;  // operands and broadcasts beside the accumulator
   int l1_bytes = 32 * 1024;
-  // The machine's cores and vector register file (HostInfo). Before session 56 it kept
-  // the AVX-512 file above on every CPU, so an AVX2 host's register-tile penalty
-  // allowed twice the registers and twice the bytes it has.
+  // The machine's cores and vector register file (HostInfo), never a fixed
+  // AVX-512 file: on an AVX2 host that would let the register-tile penalty allow twice
+  // the registers and twice the bytes it has.
   static CpuTarget host();
 };
 

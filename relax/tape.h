@@ -35,7 +35,7 @@ class Tape {
   void backward(const double* grad_y, double* grad_x);
   // forward() without its state for backward(): the batch in chunks of `kChunk` rows
   // through one buffer that every tape of the calling thread shares, so that ranking
-  // thousands of programs over many tapes touches little memory (session 47: a tape per
+  // thousands of programs over many tapes touches little memory (a tape per
   // sketch and task, each grown to its largest batch, faulted in fresh pages for a fifth
   // of a network tuner's proposals). Safe on several threads at once.
   void evaluate(const double* x, int batch, double* y) const;

@@ -34,7 +34,7 @@ struct Record {
   std::string estimator_version;
   // The machine that measured it (basin::machine_description(target): the CPU's
   // targets "AMD EPYC (family 26 model 2), 2 cores, avx512", the cuda target the GPU,
-  // "NVIDIA H200 (sm_90)"; before session 54 a cuda record named the CPU); empty in
+  // "NVIDIA H200 (sm_90)"; a cuda record of an older basin names the CPU); empty in
   // files written before schema 2, where it is unknown.
   std::string host;
   // Measured on `machine`, on an unknown one (an old record) or on one described in the

@@ -48,7 +48,7 @@ std::vector<int64_t> with_innermost(std::vector<int64_t> f, int64_t inner) {
 // extent's divisors, or with a guard the products of its primes up to the extent).
 // Prime steps alone keep tiles of neighbouring size apart where the extent mixes
 // primes: 4 and 7 of 56 are three steps apart (over 2, over 2, times 7). On
-// resnet18-c2 (session 49, an Intel host) the gradient search held a 16x2x4 register
+// resnet18-c2 (an Intel host) the gradient search held a 16x2x4 register
 // tile for 230 trials, and annealing's best tile, 16x2x7, was not among its reshapes.
 std::vector<int64_t> innermost_steps(const sched::SplitSpec& sp, int64_t v) {
   const std::vector<int64_t> primes = sched::factor_primes(sp);
@@ -295,7 +295,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
       ch.cost.push_back(sp.vectorized ? v / lanes : v);
     }
     // No whole vector fits the extent: half of one where it fits (8 lanes of 56 for
-    // AVX-512: resnet18-c2's fastest tile, session 59), else c's own lanes.
+    // AVX-512: resnet18-c2's fastest tile), else c's own lanes.
     if (ch.values.empty()) {
       const int64_t own = c.config.factors[k].back();
       ch.values.push_back(part > 0 ? part : own);
@@ -315,9 +315,9 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   // vectors of that operand it loads beside its accumulators, V along the vectorized
   // split times the factors of the other splits its reads use. Without them, on AVX2,
   // a whole tile of 8 vectors of channels by 1 pixel (8 accumulators, 8 operand
-  // vectors) passed for resnet18-c12's fullest whole tile, over 1 x 7 (session 56);
+  // vectors) passed for resnet18-c12's fullest whole tile, over 1 x 7;
   // on AVX-512, resnet18-c2's tiles vectorized along the width of 4 channels by 7
-  // rows (28 accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4 (session 59).
+  // rows (28 accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4.
   std::vector<int64_t> inner(s.splits.size(), 0);  // pick, per split (for step_loads)
   std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t i, int64_t count, int64_t vectors) {
     if (i == choices.size()) {
@@ -338,7 +338,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   // then takes the fewest loads (BLIS's micro-kernel shape). On gemm-1024 (AVX-512)
   // the 16-accumulator tiles of 4 x 64 load 8 values a step and 16 x 16 load 17 (rows
   // of A 4 KB apart); with the same outer splits 16 x 16 ran at 40 ms, 4 x 64 and
-  // 8 x 32 at 19 (session 60).
+  // 8 x 32 at 19.
   std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) {
     return a.registers != b.registers ? a.registers > b.registers : a.loads < b.loads;
   });

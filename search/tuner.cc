@@ -347,7 +347,7 @@ struct TaskTuner::Impl {
     // at least `confirm` more measurements after the window that confirmed it (a
     // contest it defended, or a measurement in each round without challengers). One
     // window can fall in a fast phase of a shared host (a GEMM stopped after 96 trials
-    // on a program 8451 us in its window and 10740 us timed again, session 22); a
+    // on a program 8451 us in its window and 10740 us timed again); a
     // run does not end on it.
     if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us &&
         (opt.confirm <= 0 || res.best->confirm_us.size() >= 2 * static_cast<size_t>(opt.confirm)))

@@ -194,7 +194,7 @@ std::vector<TuneResult> tune_interleaved(const ops::OpGraph& task, const std::ve
 // measurements, the faster). A shared machine's interference only slows a program,
 // so one spike in a short window says nothing about it: with the upper median, a
 // window of two judged each program by its slower measurement, and one slowdown
-// (787 us to 2041) named a program 11% slower the best (session 25). -1 when every
+// (787 us to 2041) named a program 11% slower the best. -1 when every
 // window is empty; the first of equals.
 long contest_winner(const std::vector<std::vector<double>>& windows);
 

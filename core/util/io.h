@@ -1,6 +1,6 @@
 // Reading whole files: the rest of a stream as bytes, in one read where the stream can
 // seek. The range constructor of std::string from istreambuf_iterator copies a character
-// at a time: 21 ms for the 5 MB estimator ensemble against 3 in one read (session 47),
+// at a time: 21 ms for the 5 MB estimator ensemble against 3 in one read,
 // and the loaders of estimators, compiled networks, ONNX models and .npy files all read
 // a whole file.
 #pragma once

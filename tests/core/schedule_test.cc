@@ -270,7 +270,7 @@ TEST(Sketch, AnchorSketchesOfAConvolution) {
 TEST(Sketch, StagedPaddingRunsInParallel) {
   // A staged producer is parallel over its first axis of more than one iteration: a
   // batch-1 convolution's padded input over its channels (it ran on one thread, 5 to
-  // 10% of resnet18-c1, -c2 and -c6 on two threads; docs/PERFORMANCE.md@6bf7154, session 38).
+  // 10% of resnet18-c1, -c2 and -c6 on two threads; docs/PERFORMANCE.md@6bf7154, "Small loops unrolled by LLVM").
   ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   const sched::Sketch& s = sched::find_sketch(sk, "tile.vec=c.pack.acc2.stage");
@@ -404,7 +404,7 @@ TEST(MarkUnrolled, UnrollsNestsWithinTheDepth) {
 }
 
 // A vectorized loop whose loads or stores are emitted one lane at a time (a stride other
-// than one, or a gather) counts one step per lane: session 52's resnet18-c2 programs whose
+// than one, or a gather) counts one step per lane: resnet18-c2 programs whose
 // accumulator tile was written back to NCHW output 3136 elements apart per lane, unrolled
 // as one block of 25,088 scalar stores, took 6 s to compile instead of 0.2.
 TEST(MarkUnrolled, CountsALaneByLaneVectorLoopOnceALane) {

@@ -215,7 +215,7 @@ TEST(Estimators, UpdateImprovesATaskItHasNotSeen) {
 // The tuning loop's updates (models::train_for_tuning after every round, on all the
 // task's programs so far) teach the shipped ensemble a task it has not seen: after five
 // rounds it orders the task's other programs better than before the first. Regression
-// test for the cheaper update (2 passes, 10 rounds; session 41): it must still learn.
+// test for the cheaper update (2 passes, 10 rounds): it must still learn.
 TEST(Estimators, TheTuningLoopsUpdatesTeachTheShippedEnsembleATask) {
   if (models::pretrained_cpu_path("cpu_ensemble.bin").empty()) GTEST_SKIP() << "no shipped ensemble";
   std::vector<models::Sample> seen, eval;

@@ -154,7 +154,7 @@ TEST(KnobSpace, GuardedSplitsTakeNonDivisorTilesUpToTheExtent) {
 
 // resnet18-c10's output row of 7 (a guarded split, primes 2, 3 and 7): a point on the
 // group's bound with 2^2 * 7^0.29 (a tile of 7.0) in the register tile. Rounding each
-// exponent gives 4; the nearest tiling keeps 7 (session 41: the gradient search
+// exponent gives 4; the nearest tiling keeps 7 (before nearest tilings, the gradient search
 // measured 2 programs with the whole row in the register tile, annealing 395, and
 // annealing's were the fastest).
 TEST(KnobSpace, TheNearestTilingKeepsATileThatIsAProductOfPrimes) {

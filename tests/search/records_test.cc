@@ -188,7 +188,7 @@ TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
 
 // A GPU's latencies belong to the GPU: a cuda record names GPU 0
 // (machine_description("cuda"); "" where none is known), and one that names this
-// CPU (as cuda records did before session 54) is not this GPU's, so an H100's
+// CPU (as an older basin's cuda records do) is not this GPU's, so an H100's
 // latencies are never taken for an H200's when both are driven by one kind of CPU.
 TEST(Records, CudaRecordsNameTheGpuNotTheCpu) {
   EXPECT_EQ(machine_description("llvm"), host_description());

@@ -178,7 +178,7 @@ TEST(TaskSpace, TransplantsATilingIntoSiblingSketches) {
 
 // Register-tile reshapes: one or two splits' innermost factors changed by one or two
 // prime steps or to a neighbouring size, the other levels giving or taking the
-// difference, every one valid and every tile once; gemm-1024's 8x16 tile reaches 4x64 in one reshape (session 27: the
+// difference, every one valid and every tile once; gemm-1024's 8x16 tile reaches 4x64 in one reshape (the
 // gradient search never measured it from there in two seeds).
 TEST(TaskSpace, ReshapesTheRegisterTile) {
   for (const ops::OpGraph& g : move_tasks()) {
@@ -229,7 +229,7 @@ TEST(TaskSpace, ReshapesTheRegisterTile) {
 
 // Where an extent mixes primes, a tile reaches the tiles of neighbouring size: on
 // resnet18-c2 (56 = 2^3 x 7) a 16x2x4 register tile (c x h x w) reaches 16x2x7 and
-// 16x2x8 in one reshape, though 4 and 7 are three prime steps apart (session 49: the
+// 16x2x8 in one reshape, though 4 and 7 are three prime steps apart (the
 // gradient search held 16x2x4 for 230 trials; 16x2x7 was annealing's best).
 TEST(TaskSpace, ReshapesReachTilesOfNeighbouringSize) {
   const ops::Workload& w = ops::find_workload("resnet18-c2");
@@ -263,7 +263,7 @@ TEST(TaskSpace, ReshapesReachTilesOfNeighbouringSize) {
 }
 
 // The register-filling tiles (docs/search.md): resnet18-c12's fastest program on Zen 4
-// (session 54) had an unpacked sketch's 16x4x7 tile of c x h x w, 28 AVX-512 registers
+// had an unpacked sketch's 16x4x7 tile of c x h x w, 28 AVX-512 registers
 // of accumulators, and the search's random programs mostly hold far fewer. From a
 // program with a 1-register tile, the fullest tiles of 28 registers come first, that
 // one among them; every tile fills 14 to 28, once, valid, only the register tile's
@@ -301,7 +301,7 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
     best_tile |= space.register_tile(f) == std::vector<int64_t>{1, 16, 4, 7, 0, 0, 0};
   }
   EXPECT_TRUE(best_tile) << "no 16x4x7 tile";
-  // With the accumulator at level 1 it covers the S2 x S3 tiles (session 55: a 16x4x7
+  // With the accumulator at level 1 it covers the S2 x S3 tiles (a 16x4x7
   // program with S2 2 along c, 56 registers, ran 2.5 times slower than the best): a
   // filled tile has S2 1. An unroll depth below the tile's loop steps (its h x w) is
   // raised to the smallest of the menu that unrolls them.
@@ -325,8 +325,8 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
     EXPECT_GE(2 * r, 12);
     EXPECT_EQ(space.register_tile(f)[1] % 8, 0) << "not whole AVX2 vectors: " << f.json;
   }
-  // A tile V vectors wide also holds V - 1 more vectors of the operand it loads
-  // (session 56): AVX-512's fullest tiles of 28 are one vector of 16 channels, none 2 x 14
+  // A tile V vectors wide also holds V - 1 more vectors of the operand it loads:
+  // AVX-512's fullest tiles of 28 are one vector of 16 channels, none 2 x 14
   // or 4 x 7 (29 and 31).
   for (const search::Candidate& f : space.filled_tiles(parent, 28, 64, /*fullest_only=*/true)) {
     EXPECT_EQ(space.tile_registers(f, 64), 28);
@@ -355,7 +355,7 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
 }
 
 // A tile vectorized along a conv's width holds its input's vectors of every row it
-// covers (session 59, Zen 4): resnet18-c2's sketches vectorized along w read the input
+// covers (Zen 4): resnet18-c2's sketches vectorized along w read the input
 // by n, h and w and the weight by c alone; with 56 pixels no whole AVX-512 vector fits,
 // so the filled tiles take 8 lanes, and the fullest hold 16 accumulators: 4 channels by
 // 4 rows (2020 us, the fastest measured) among them, none 4 by 7 (28 accumulators and
@@ -396,7 +396,7 @@ TEST(TaskSpace, FilledTilesCountTheVectorOperandsRows) {
   }
 }
 
-// Of equally full tiles, those with the fewest loads per step come first (session 60):
+// Of equally full tiles, those with the fewest loads per step come first:
 // gemm-1024's fullest tiles on AVX-512 hold 16 accumulators, and with the same outer
 // splits 16 x 16 (1 vector and 16 broadcasts a step) ran at 40 ms where 4 x 64 (4 and
 // 4) ran at 19. resnet18-c2's 4 x 4 x 8 (4 input vectors, 4 weights) comes before
@@ -421,7 +421,7 @@ TEST(TaskSpace, FilledTilesOfEqualRegistersPutTheFewestLoadsFirst) {
   EXPECT_EQ(loads, 17);  // 16 x 16 is among them, last
   // Vectorized along i, A's rows are strided unless packed: a load per lane, and
   // 16 x 16 (16 lanes, 16 values of B) comes before 64 x 4 (64 lanes and 4 values),
-  // which ran at 730 ms where 16 x 16 ran at 62 (session 60). Packed, 64 x 4 first.
+  // which ran at 730 ms where 16 x 16 ran at 62. Packed, 64 x 4 first.
   const search::Candidate by_i = parse_program(
       space, R"({"sketch":"tile.vec=i.acc2","splits":{"i":[8,8,16],"j":[4,16,16],"k":[8]},"unroll":1024})");
   const search::Candidate by_i_packed = parse_program(
@@ -895,7 +895,7 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
 
 // The gradient search measures the fastest program with other factors of a one-level
 // split (a GEMM's k block), each the farthest from the factors measured with that
-// sketch and register tile (gemm-1024 on an Intel host, session 49: its programs had
+// sketch and register tile (gemm-1024 on an Intel host: its programs had
 // k blocks of 256 to 1024, annealing's best 16), and the gaps between them after.
 TEST(Strategies, GradientProbesTheFastestProgramsReductionBlock) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
@@ -997,12 +997,12 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfTheFastestProgram) {
 }
 
 // The gradient search also measures another sketch's fastest program with other
-// register tiles, in a place of its own (resnet18-c12, session 44: the unpacked sketch
+// register tiles, in a place of its own (resnet18-c12: the unpacked sketch
 // was fastest with a 2x7 tile, the packed one with 1x7, and the search held the packed
 // 1x7 program and never measured the unpacked 2x7). Here sketch B's fastest program is
 // within the margin of the best, in another sketch, and so is sketch C's; each round
 // measures a reshape of each into a tile no measured program of its sketch has (two
-// places a batch since session 47: with one, resnet18-c12 held `vec=w` programs 20%
+// places a batch: with one, resnet18-c12 held `vec=w` programs 20%
 // behind for 300 trials on four seeds of four), and still two reshapes of the fastest.
 TEST(Strategies, GradientTriesOtherRegisterTilesOfAnotherSketchsFastestProgram) {
   search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
@@ -1043,7 +1043,7 @@ TEST(Strategies, GradientTriesOtherRegisterTilesOfAnotherSketchsFastestProgram) 
   }
 }
 
-// Register-filling tiles (docs/search.md; resnet18-c12 and -c9 on Zen 4, session 54:
+// Register-filling tiles (docs/search.md; resnet18-c12 and -c9 on Zen 4:
 // the fastest programs' tiles took 28 of 32 AVX-512 registers, in a sketch whose
 // random programs measured among the slowest). The first batch gives every sketch a
 // program whose tile fills at least half the registers allowed; each later batch gives
@@ -1123,7 +1123,7 @@ TEST(Strategies, GradientTriesRegisterFillingTilesOfSketchesInTurn) {
 }
 
 // With fill_whole, every sketch's second program in the first batch has the fullest
-// register-filling tile with no partial tile (session 56: on AVX2 the fastest 1 x 7
+// register-filling tile with no partial tile (on AVX2 the fastest 1 x 7
 // tiles of resnet18-c10 and -c12 were never the fullest, 12 with partial tiles).
 TEST(Strategies, GradientFirstBatchGivesEverySketchAWholeFillingTile) {
   const ops::Workload& w = ops::find_workload("resnet18-c12");
@@ -1184,7 +1184,7 @@ TEST(Strategies, GradientFollowsUpATileCloseToTheBest) {
   for (const search::Candidate& c : got) follow_ups += tile_of(c) == want;
   EXPECT_GE(follow_ups, 1) << "no new program with the close tile";
   // The follow-up has a place of its own: both reshapes of the fastest program into
-  // new tiles are still there (session 28 shared one place, and on gemm-1024 the close
+  // new tiles are still there (sharing one place, and on gemm-1024 the close
   // tiles kept taking it).
   std::set<std::string> reshapes;
   for (const search::Candidate& c : space.reshaped_tiles(history[3].candidate))
@@ -1237,7 +1237,7 @@ TEST(Strategies, GradientCapsSketchesMeasuredSlow) {
 }
 
 // The capped sketches share two ranked places, and the more programs a sketch has had
-// measured, the smaller the margin that caps it (session 25: on resnet18-c12 four
+// measured, the smaller the margin that caps it (on resnet18-c12 four
 // `vec=w` sketches 12% behind the packed ones, with 60 to 170 programs each, kept two
 // ranked places each, a quarter of the trials after the first 300).
 TEST(Strategies, SketchCapsShareTwoPlacesAndTheMarginShrinksWithEvidence) {
@@ -1678,7 +1678,7 @@ double window_us(const search::Record& rec, size_t n) {
   return v[(v.size() - 1) / 2];
 }
 
-// Regression (session 25): a contest judged each program by the upper median of its
+// Regression: a contest judged each program by the upper median of its
 // window, with two measurements its slower one, so one slowdown of a shared machine
 // (787 us measured 2041 once) named a program 11% slower the best. The measurements
 // are those of that run's settle: the best, then its two rivals.

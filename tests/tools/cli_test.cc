@@ -128,7 +128,7 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
 }
 
 // BENCHMARKS.md: the peer runs on basin's threads. With basin's kernels held to one
-// thread (BASIN_NUM_THREADS), LibTorch is too (it used every core before session 23).
+// thread (BASIN_NUM_THREADS), LibTorch is too (it once used every core).
 TEST(Cli, ThePeerRunsOnBasinsThreads) {
   Result all = run("op --workload gemm-256 --compare --timing quick --json");
   ASSERT_EQ(all.code, 0);
