@@ -63,7 +63,8 @@ Tensor Tensor::from_floats(const std::vector<float>& values, const std::vector<i
   check_shape(shape, "basin::Tensor::from_floats");
   NDArray a(DType::f32(), shape);
   if (static_cast<size_t>(a.numel()) != values.size())
-    throw Error("basin::Tensor::from_floats: " + std::to_string(values.size()) + " values for shape " + shape_str(shape));
+    throw Error("basin::Tensor::from_floats: " + std::to_string(values.size()) + " values for shape " +
+                shape_str(shape));
   if (!values.empty()) std::memcpy(a.data(), values.data(), values.size() * sizeof(float));
   return wrap(std::move(a));
 }
@@ -75,7 +76,8 @@ void* Tensor::data() { return impl_->a.data(); }
 const void* Tensor::data() const { return impl_->a.data(); }
 double Tensor::at(int64_t i) const {
   if (i < 0 || i >= size())
-    throw Error("basin::Tensor::at(" + std::to_string(i) + "): out of range for " + std::to_string(size()) + " elements");
+    throw Error("basin::Tensor::at(" + std::to_string(i) + "): out of range for " + std::to_string(size()) +
+                " elements");
   return impl_->a.get(i);
 }
 Tensor Tensor::clone() const { return wrap(impl_->a.clone()); }
@@ -117,7 +119,8 @@ TuneReport TuningSession::run() {
   if (o.trials == 0 && !(o.budget_seconds > 0 && o.budget_seconds < 1e7))
     throw Error("basin::TuneOptions::budget_seconds must be positive (or give trials)");
   if (o.batch <= 0 || o.batch > 4096) throw Error("basin::TuneOptions::batch must be 1 to 4096");
-  if (o.first_batch < 0 || o.first_batch > 4096) throw Error("basin::TuneOptions::first_batch must be 0 (automatic) to 4096");
+  if (o.first_batch < 0 || o.first_batch > 4096)
+    throw Error("basin::TuneOptions::first_batch must be 0 (automatic) to 4096");
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
   to.task.target = o.target;

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   bool json = false;
   std::string each_path;
-  CLI::App app{"bench/compile_replay: tuning runs' programs compiled again (docs/PERFORMANCE.md@6bf7154, \"Compile time\")"};
+  CLI::App app{
+      "bench/compile_replay: tuning runs' programs compiled again (docs/PERFORMANCE.md@6bf7154, \"Compile time\")"};
   app.add_option("--records", files, "a records file (repeatable)")->required()->check(CLI::ExistingFile);
   app.add_flag("--json", json, "print one JSON object");
   app.add_option("--each", each_path, "write one line per program: file, record id, instructions, seconds, latency");
@@ -119,7 +120,6 @@ int main(int argc, char** argv) {
   out["compile_seconds"] = all_total;
   out["over_1s_seconds"] = all_slow;
   if (json) std::cout << out.dump(2) << "\n";
-  else
-    std::printf("all: %zu programs, %.1f s (%.1f s in programs over 1 s)\n", all_programs, all_total, all_slow);
+  else std::printf("all: %zu programs, %.1f s (%.1f s in programs over 1 s)\n", all_programs, all_total, all_slow);
   return 0;
 }

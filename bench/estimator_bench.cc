@@ -22,7 +22,8 @@
 // --weights MLP.bin and --ensemble ENSEMBLE.bin load those estimators instead of
 // training them on the split (for the online update of a shipped estimator).
 //
-//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--ensemble E.bin] [--update 300] [--update-records FILE]
+//   build/bin/estimator_bench --records FILE [--weights MLP.bin] [--ensemble E.bin] [--update 300]
+//       [--update-records FILE]
 //                            [--folds K] [--extra-train FILE] [--kinds LIST] [--json]
 #include <chrono>
 #include <cstdio>
@@ -39,8 +40,12 @@ using namespace basin;
 
 namespace {
 nlohmann::json as_json(const models::EvalResult& r) {
-  return {{"samples", r.samples},         {"tasks", r.tasks},         {"pairwise_accuracy", r.pairwise_accuracy},
-          {"top1_recall", r.top1_recall}, {"top5_recall", r.top5_recall}, {"r2_log_latency", r.r2_log_latency}};
+  return {{"samples", r.samples},
+          {"tasks", r.tasks},
+          {"pairwise_accuracy", r.pairwise_accuracy},
+          {"top1_recall", r.top1_recall},
+          {"top5_recall", r.top5_recall},
+          {"r2_log_latency", r.r2_log_latency}};
 }
 }  // namespace
 
@@ -80,8 +85,7 @@ int main(int argc, char** argv) {
         }
         kinds.insert(k);
       }
-    }
-    else {
+    } else {
       std::cerr << "estimator_bench: unknown argument " << a << "\n";
       return 2;
     }
@@ -134,9 +138,10 @@ int main(int argc, char** argv) {
     out["estimators"][kind]["train_seconds"] = train_s;
     out["estimators"][kind]["pretrained"] = loaded;
     if (!json)
-      std::printf("%-9s held-out: pairwise %.4f  top-1 %.2f  top-5 %.2f  R^2 %.3f  (%d programs, %d tasks; %s %.1f s)\n",
-                  kind.c_str(), r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency, r.samples, r.tasks,
-                  loaded ? "loaded" : "trained", train_s);
+      std::printf(
+          "%-9s held-out: pairwise %.4f  top-1 %.2f  top-5 %.2f  R^2 %.3f  (%d programs, %d tasks; %s %.1f s)\n",
+          kind.c_str(), r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency, r.samples, r.tasks,
+          loaded ? "loaded" : "trained", train_s);
     est[kind] = std::move(e);
   }
   // Online update, per held-out task.
@@ -163,8 +168,13 @@ int main(int argc, char** argv) {
       models::train_for_tuning(*copy, fresh, /*seed=*/1);
       double secs = std::chrono::duration<double>(clock::now() - t0).count();
       double after = models::evaluate(*copy, rest).pairwise_accuracy;
-      out["update"].push_back({{"task", task}, {"estimator", kind}, {"new_records", update}, {"eval_records", rest.size()},
-                               {"before", before}, {"after", after}, {"update_seconds", secs}});
+      out["update"].push_back({{"task", task},
+                               {"estimator", kind},
+                               {"new_records", update},
+                               {"eval_records", rest.size()},
+                               {"before", before},
+                               {"after", after},
+                               {"update_seconds", secs}});
       if (!json)
         std::printf("update %-4s on %d records of %s: pairwise %.3f -> %.3f on its other %zu records, %.3f s\n",
                     kind.c_str(), update, task.c_str(), before, after, rest.size(), secs);
@@ -193,8 +203,11 @@ int main(int argc, char** argv) {
         tasks += r.tasks;
       }
       double acc = agree / std::max(1.0, pairs);
-      out["folds"][kind] = {{"folds", per}, {"pairwise_accuracy", acc}, {"top1_recall", top1 / std::max(1, tasks)},
-                            {"top5_recall", top5 / std::max(1, tasks)}, {"tasks", tasks}};
+      out["folds"][kind] = {{"folds", per},
+                            {"pairwise_accuracy", acc},
+                            {"top1_recall", top1 / std::max(1, tasks)},
+                            {"top5_recall", top5 / std::max(1, tasks)},
+                            {"tasks", tasks}};
       if (!json)
         std::printf("%-9s %d-fold by task: pairwise %.4f  top-1 %.2f  top-5 %.2f  (%d tasks, each held out once)\n",
                     kind.c_str(), folds, acc, top1 / std::max(1, tasks), top5 / std::max(1, tasks), tasks);

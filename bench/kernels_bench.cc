@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
         std::cerr << " | committed config " << row["config_latency_us"].get<double>() << " us ("
                   << row["config_vs_torch"].get<double>() << "x, " << row["config_gflops"].get<double>() << " GFLOP/s)";
       std::cerr << " | compile median " << row["median_compile_ms"].get<double>() << " ms wall, "
-                << row["median_compile_cpu_ms"].get<double>() << " ms CPU (lowering " << row["median_lower_ms"].get<double>()
-                << " ms)\n";
+                << row["median_compile_cpu_ms"].get<double>() << " ms CPU (lowering "
+                << row["median_lower_ms"].get<double>() << " ms)\n";
     }
     out["workloads"].push_back(row);
   }

@@ -117,7 +117,8 @@ int paired_main(const ops::OpGraph& g, const std::vector<sched::Sketch>& sketche
   std::unique_ptr<codegen::LlvmKernel> same;
   for (int tries = 0; tries < 200 && !same; ++tries) {
     const sched::Sketch& o = sketches[std::uniform_int_distribution<size_t>(0, sketches.size() - 1)(rng)];
-    std::unique_ptr<codegen::LlvmKernel> k = codegen::compile_llvm(sched::lower_config(g, o, sched::random_config(o, rng)));
+    std::unique_ptr<codegen::LlvmKernel> k =
+        codegen::compile_llvm(sched::lower_config(g, o, sched::random_config(o, rng)));
     double t = tuning_min_us([&] { k->run_raw(raw.data()); });
     if (t < 2 * t_prog && t > 0.5 * t_prog) same = std::move(k);
   }
@@ -126,7 +127,8 @@ int paired_main(const ops::OpGraph& g, const std::vector<sched::Sketch>& sketche
   std::vector<NDArray> mi = codegen::random_inputs(mm, 1), mo = codegen::fresh_outputs(mm);
   std::vector<void*> mraw;
   for (NDArray* x : codegen::program_args(mi, mo)) mraw.push_back(x->data());
-  std::unique_ptr<codegen::LlvmKernel> gemm = codegen::compile_llvm(sched::lower_config(mm, mms[0], sched::default_config(mms[0])));
+  std::unique_ptr<codegen::LlvmKernel> gemm =
+      codegen::compile_llvm(sched::lower_config(mm, mms[0], sched::default_config(mms[0])));
   std::printf("machine: %s, %d cores; %d pairs (us): program, then program / mean of the reference before and after\n",
               bench::cpu_model().c_str(), bench::cores(), pairs);
   std::vector<double> t, r_same, r_gemm;

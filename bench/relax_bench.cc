@@ -124,16 +124,18 @@ int main(int argc, char** argv) {
                                {"round_seconds_16x128", round_s},
                                {"torch_round_seconds_16x128", torch_round_s}});
     if (!json)
-      std::printf("%-34s vars %3d stores %d  build %6.1f ms  %9.0f configs/s (fwd+bwd, batch 128)  round %.3f s  "
-                  "LibTorch round %.3f s\n",
-                  s.name.c_str(), nv, rs.num_stores(), build_ms, per_sec, round_s, torch_round_s);
+      std::printf(
+          "%-34s vars %3d stores %d  build %6.1f ms  %9.0f configs/s (fwd+bwd, batch 128)  round %.3f s  "
+          "LibTorch round %.3f s\n",
+          s.name.c_str(), nv, rs.num_stores(), build_ms, per_sec, round_s, torch_round_s);
   }
   double n = static_cast<double>(out["sketches"].size());
   out["mean_round_seconds"] = total_round / n;
   out["mean_torch_round_seconds"] = total_torch_round / n;
   if (json) std::cout << out.dump(2) << "\n";
   else
-    std::printf("mean round (16 seeds x 128 steps): stand-in objective %.3f s, through LibTorch (MLP + penalty, Adam) %.3f s\n",
-                total_round / n, total_torch_round / n);
+    std::printf(
+        "mean round (16 seeds x 128 steps): stand-in objective %.3f s, through LibTorch (MLP + penalty, Adam) %.3f s\n",
+        total_round / n, total_torch_round / n);
   return 0;
 }

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   out["next_batch_pairwise"] = all_agree / std::max(1.0, all_pairs);
   if (json) std::cout << out.dump(2) << "\n";
   else
-    std::printf("all: update %.2f s, next-batch pairwise %.4f (%.0f pairs)\n", all_update, all_agree / std::max(1.0, all_pairs),
-                all_pairs);
+    std::printf("all: update %.2f s, next-batch pairwise %.4f (%.0f pairs)\n", all_update,
+                all_agree / std::max(1.0, all_pairs), all_pairs);
   return 0;
 }

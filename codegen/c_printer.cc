@@ -47,8 +47,8 @@ class Printer {
     if (prologue)
       os_ << "typedef long long int64_t;\ntypedef int int32_t;\ntypedef unsigned char uint8_t;\n"
           << helpers("static __device__ __forceinline__") << "\n";
-    os_ << "extern \"C\" __global__ void __launch_bounds__(" << launch.block[0] * launch.block[1] * launch.block[2] << ") "
-        << c_ident(f.name) << "(";
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << launch.block[0] * launch.block[1] * launch.block[2]
+        << ") " << c_ident(f.name) << "(";
     block_threads_ = launch.block[0] * launch.block[1] * launch.block[2];
     params(f, "__restrict__");
     os_ << ") {\n";
@@ -71,10 +71,12 @@ class Printer {
  private:
   // The IR's floor division and modulo and the sigmoid, as functions with `qual`.
   static std::string helpers(const std::string& qual) {
-    return qual + " int64_t basin_floordiv(int64_t a, int64_t b) { int64_t q = a / b; "
-                  "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n" +
-           qual + " int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
-                  "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n" +
+    return qual +
+           " int64_t basin_floordiv(int64_t a, int64_t b) { int64_t q = a / b; "
+           "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n" +
+           qual +
+           " int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
+           "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n" +
            qual + " float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n";
   }
 
@@ -95,15 +97,19 @@ class Printer {
     auto bin = [&](const char* op) { return "(" + expr(n.args[0]) + " " + op + " " + expr(n.args[1]) + ")"; };
     bool f32 = n.dtype.is_float() && n.dtype.bits == 32;
     switch (n.kind) {
-      case ExprKind::IntImm: return std::to_string(n.ival) + (n.dtype.bits == 64 ? "LL" : "");
+      case ExprKind::IntImm:
+        return std::to_string(n.ival) + (n.dtype.bits == 64 ? "LL" : "");
       case ExprKind::FloatImm: {
         if (!std::isfinite(n.fval)) {
           // No literal spells infinity or NaN: C has its macros, CUDA its bit casts.
-          std::string v = std::isnan(n.fval)
-                              ? (d_ == Dialect::Cuda ? (f32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)")
-                                                     : std::string(f32 ? "NAN" : "(double)NAN"))
-                              : (d_ == Dialect::Cuda ? (f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)")
-                                                     : std::string(f32 ? "INFINITY" : "(double)INFINITY"));
+          std::string v =
+              std::isnan(n.fval)
+                  ? (d_ == Dialect::Cuda
+                         ? (f32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)")
+                         : std::string(f32 ? "NAN" : "(double)NAN"))
+                  : (d_ == Dialect::Cuda
+                         ? (f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)")
+                         : std::string(f32 ? "INFINITY" : "(double)INFINITY"));
           return std::isinf(n.fval) && n.fval < 0 ? "(-" + v + ")" : v;
         }
         std::ostringstream s;
@@ -112,11 +118,16 @@ class Printer {
         if (t.find_first_of(".eEn") == std::string::npos) t += ".0";
         return t + (f32 ? "f" : "");
       }
-      case ExprKind::Var: return var(n);
-      case ExprKind::Add: return bin("+");
-      case ExprKind::Sub: return bin("-");
-      case ExprKind::Mul: return bin("*");
-      case ExprKind::Div: return bin("/");
+      case ExprKind::Var:
+        return var(n);
+      case ExprKind::Add:
+        return bin("+");
+      case ExprKind::Sub:
+        return bin("-");
+      case ExprKind::Mul:
+        return bin("*");
+      case ExprKind::Div:
+        return bin("/");
       case ExprKind::FloorDiv:
       case ExprKind::FloorMod: {
         // Of a non-negative index by a positive constant, C's division is the floor
@@ -131,21 +142,32 @@ class Printer {
       case ExprKind::Min:
       case ExprKind::Max: {
         std::string a = expr(n.args[0]), b = expr(n.args[1]);
-        if (n.dtype.is_float()) return std::string(n.kind == ExprKind::Min ? "fmin" : "fmax") + (f32 ? "f(" : "(") + a + ", " + b + ")";
+        if (n.dtype.is_float())
+          return std::string(n.kind == ExprKind::Min ? "fmin" : "fmax") + (f32 ? "f(" : "(") + a + ", " + b + ")";
         return "((" + a + ") " + (n.kind == ExprKind::Min ? "<" : ">") + " (" + b + ") ? (" + a + ") : (" + b + "))";
       }
-      case ExprKind::EQ: return bin("==");
-      case ExprKind::NE: return bin("!=");
-      case ExprKind::LT: return bin("<");
-      case ExprKind::LE: return bin("<=");
-      case ExprKind::GT: return bin(">");
-      case ExprKind::GE: return bin(">=");
-      case ExprKind::And: return bin("&&");
-      case ExprKind::Or: return bin("||");
-      case ExprKind::Not: return "(!" + expr(n.args[0]) + ")";
+      case ExprKind::EQ:
+        return bin("==");
+      case ExprKind::NE:
+        return bin("!=");
+      case ExprKind::LT:
+        return bin("<");
+      case ExprKind::LE:
+        return bin("<=");
+      case ExprKind::GT:
+        return bin(">");
+      case ExprKind::GE:
+        return bin(">=");
+      case ExprKind::And:
+        return bin("&&");
+      case ExprKind::Or:
+        return bin("||");
+      case ExprKind::Not:
+        return "(!" + expr(n.args[0]) + ")";
       case ExprKind::Select:
         return "(" + expr(n.args[0]) + " ? " + expr(n.args[1]) + " : " + expr(n.args[2]) + ")";
-      case ExprKind::Cast: return "((" + c_type(n.dtype) + ")" + expr(n.args[0]) + ")";
+      case ExprKind::Cast:
+        return "((" + c_type(n.dtype) + ")" + expr(n.args[0]) + ")";
       case ExprKind::Call: {
         std::string fn = math_fn_name(n.fn);
         std::string sfx = f32 ? "f" : "";
@@ -172,7 +194,8 @@ class Printer {
         if (is_const_int(n.min, &lo) && lo >= 0) non_negative_vars_.insert(n.var.id());
         if (d_ == Dialect::Cuda && is_gpu_kind(n.for_kind) && n.for_kind != ForKind::VThread) {
           // A bound loop is its index; the launch covers its extent exactly (gpu_launch).
-          os_ << pad << "{\n" << pad << "  const int64_t " << var(*n.var) << " = " << expr(n.min) << " + (int64_t)"
+          os_ << pad << "{\n"
+              << pad << "  const int64_t " << var(*n.var) << " = " << expr(n.min) << " + (int64_t)"
               << for_kind_name(n.for_kind) << ";\n";
           if (is_gpu_thread(n.for_kind)) threads_.push_back(n.var);
           stmt(n.body[0], depth + 1);
@@ -185,8 +208,12 @@ class Printer {
             if (d_ == Dialect::Cuda) throw Error("a parallel (CPU) loop cannot be printed as CUDA: " + var(*n.var));
             os_ << pad << "#pragma omp parallel for\n";
             break;
-          case ForKind::Vectorized: os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma omp simd\n"); break;
-          case ForKind::Unrolled: os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma GCC unroll 1024\n"); break;
+          case ForKind::Vectorized:
+            os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma omp simd\n");
+            break;
+          case ForKind::Unrolled:
+            os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma GCC unroll 1024\n");
+            break;
           case ForKind::VThread:
             // Virtual threads are the thread's own sub-tiles, interleaved by unrolling.
             if (d_ == Dialect::Cuda) {
@@ -195,8 +222,11 @@ class Printer {
             }
             os_ << pad << "/* bound to " << for_kind_name(n.for_kind) << " */\n";
             break;
-          case ForKind::Serial: break;
-          default: os_ << pad << "/* bound to " << for_kind_name(n.for_kind) << " */\n"; break;
+          case ForKind::Serial:
+            break;
+          default:
+            os_ << pad << "/* bound to " << for_kind_name(n.for_kind) << " */\n";
+            break;
         }
         std::string v = var(*n.var);
         os_ << pad << "for (int64_t " << v << " = " << expr(n.min) << "; " << v << " < " << expr(n.min) << " + "
@@ -224,9 +254,9 @@ class Printer {
             count /= block_threads_;
             per_thread_.insert(n.buffer.get());
           }
-          os_ << pad << "{\n" << pad << "  " << (n.buffer->scope == MemScope::Shared ? "__shared__ " : "")
-              << c_type(n.buffer->dtype) << " " << name(n.buffer) << "[" << count << "];  /* "
-              << scope_name(n.buffer->scope) << " */\n";
+          os_ << pad << "{\n"
+              << pad << "  " << (n.buffer->scope == MemScope::Shared ? "__shared__ " : "") << c_type(n.buffer->dtype)
+              << " " << name(n.buffer) << "[" << count << "];  /* " << scope_name(n.buffer->scope) << " */\n";
           stmt(n.body[0], depth + 1);
           os_ << pad << "}\n";
           return;
@@ -234,7 +264,8 @@ class Printer {
         std::string count = "1";
         for (const Expr& e : n.buffer->shape) count += " * " + expr(e);
         std::string t = c_type(n.buffer->dtype), b = name(n.buffer);
-        os_ << pad << "{\n" << pad << "  " << t << "* restrict " << b << " = (" << t << "*)aligned_alloc(64, ((" << count
+        os_ << pad << "{\n"
+            << pad << "  " << t << "* restrict " << b << " = (" << t << "*)aligned_alloc(64, ((" << count
             << ") * sizeof(" << t << ") + 64) & ~(size_t)63);  /* " << scope_name(n.buffer->scope) << " */\n";
         stmt(n.body[0], depth + 1);
         os_ << pad << "  free(" << b << ");\n" << pad << "}\n";
@@ -257,7 +288,9 @@ class Printer {
       case StmtKind::Seq:
         for (const Stmt& c : n.body) stmt(c, depth);
         return;
-      case StmtKind::Barrier: os_ << pad << "__syncthreads();\n"; return;
+      case StmtKind::Barrier:
+        os_ << pad << "__syncthreads();\n";
+        return;
       case StmtKind::Pragma:
         os_ << pad << "/* " << n.key << " = " << expr(n.pragma_value) << " */\n";
         stmt(n.body[0], depth);
@@ -271,18 +304,22 @@ class Printer {
     const ExprNode& n = *e;
     if (!n.dtype.is_int() || n.dtype.is_bool()) return false;
     switch (n.kind) {
-      case ExprKind::IntImm: return n.ival >= 0;
-      case ExprKind::Var: return non_negative_vars_.count(Var(e).id()) > 0;
+      case ExprKind::IntImm:
+        return n.ival >= 0;
+      case ExprKind::Var:
+        return non_negative_vars_.count(Var(e).id()) > 0;
       case ExprKind::Add:
       case ExprKind::Mul:
       case ExprKind::Min:
-      case ExprKind::Max: return non_negative(n.args[0]) && non_negative(n.args[1]);
+      case ExprKind::Max:
+        return non_negative(n.args[0]) && non_negative(n.args[1]);
       case ExprKind::FloorDiv:
       case ExprKind::FloorMod: {
         int64_t d = 0;
         return non_negative(n.args[0]) && is_const_int(n.args[1], &d) && d > 0;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
 
@@ -317,13 +354,26 @@ GpuLaunch gpu_launch(const LoweredFunc& f) {
     if (s.kind() != StmtKind::For || !is_gpu_kind(s->for_kind) || !err.empty()) return;
     int64_t* dim = nullptr;
     switch (s->for_kind) {
-      case ForKind::BlockX: dim = &l.grid[0]; break;
-      case ForKind::BlockY: dim = &l.grid[1]; break;
-      case ForKind::BlockZ: dim = &l.grid[2]; break;
-      case ForKind::ThreadX: dim = &l.block[0]; break;
-      case ForKind::ThreadY: dim = &l.block[1]; break;
-      case ForKind::ThreadZ: dim = &l.block[2]; break;
-      default: return;  // virtual threads are loops inside the thread
+      case ForKind::BlockX:
+        dim = &l.grid[0];
+        break;
+      case ForKind::BlockY:
+        dim = &l.grid[1];
+        break;
+      case ForKind::BlockZ:
+        dim = &l.grid[2];
+        break;
+      case ForKind::ThreadX:
+        dim = &l.block[0];
+        break;
+      case ForKind::ThreadY:
+        dim = &l.block[1];
+        break;
+      case ForKind::ThreadZ:
+        dim = &l.block[2];
+        break;
+      default:
+        return;  // virtual threads are loops inside the thread
     }
     int64_t ext = 0, lo = 0;
     if (!is_const_int(s->extent, &ext) || !is_const_int(s->min, &lo) || lo != 0) {

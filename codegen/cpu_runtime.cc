@@ -44,7 +44,7 @@ class ThreadPool {
   void run(basin_parallel_body body, void* ctx, int64_t extent) {
     std::lock_guard<std::mutex> serial(run_mu_);
     uint32_t g = generation() + 1;  // only run() moves the generation
-    if (g == 0) g = 2;  // 0 means no job; a wrapped generation keeps alternating slots
+    if (g == 0) g = 2;              // 0 means no job; a wrapped generation keeps alternating slots
     Job& job = jobs_[g % 2];
     const int64_t want = std::min<int64_t>(extent, static_cast<int64_t>(n_) * chunks_per_thread());
     job.body = body;

@@ -142,7 +142,8 @@ bool sticky(CUresult rc) {
     case 718:  // CUDA_ERROR_INVALID_PC
     case 719:  // CUDA_ERROR_LAUNCH_FAILED
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -150,8 +151,9 @@ void check(CUresult rc, const char* what) {
   if (rc == 0) return;
   const char* msg = nullptr;
   driver().error_string(rc, &msg);
-  throw CudaError(std::string("CUDA error in ") + what + ": " + (msg ? msg : "unknown") + " (" + std::to_string(rc) + ")",
-                  sticky(rc));
+  throw CudaError(
+      std::string("CUDA error in ") + what + ": " + (msg ? msg : "unknown") + " (" + std::to_string(rc) + ")",
+      sticky(rc));
 }
 
 // The process's context on device 0, made current once.
@@ -222,7 +224,8 @@ const Probe& probe() {
     }
     std::vector<std::string> f;
     size_t at = 0;
-    for (size_t tab; (tab = answer.find('\t', at)) != std::string::npos; at = tab + 1) f.push_back(answer.substr(at, tab - at));
+    for (size_t tab; (tab = answer.find('\t', at)) != std::string::npos; at = tab + 1)
+      f.push_back(answer.substr(at, tab - at));
     f.push_back(answer.substr(at));
     r.ok = f[0] == "ok" && f.size() == 4;
     if (r.ok) {
@@ -319,8 +322,8 @@ void CudaProgram::launch(int kernel, const std::vector<uint64_t>& args) {
   for (size_t i = 0; i < args.size(); ++i) m.params[i] = const_cast<uint64_t*>(&args[i]);
   check(driver().launch(m.functions[kernel], static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
                         static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block[0]),
-                        static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]), 0, nullptr, m.params.data(),
-                        nullptr),
+                        static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]), 0, nullptr,
+                        m.params.data(), nullptr),
         "cuLaunchKernel");
 }
 
@@ -347,7 +350,8 @@ CudaKernel::CudaKernel(const CudaBinary& binary, const LoweredFunc& f) : impl_(s
     }
     m.bytes.push_back(static_cast<size_t>(n));
   }
-  m.program = std::make_unique<CudaProgram>(binary, std::vector<std::pair<std::string, GpuLaunch>>{{cuda_kernel_name(f), gpu_launch(f)}});
+  m.program = std::make_unique<CudaProgram>(
+      binary, std::vector<std::pair<std::string, GpuLaunch>>{{cuda_kernel_name(f), gpu_launch(f)}});
   for (size_t b : m.bytes) m.buffers.push_back(m.program->alloc(b));
 }
 

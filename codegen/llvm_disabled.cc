@@ -22,8 +22,9 @@ const std::string& LlvmKernel::object() const { return llvm_ir(); }
 bool llvm_enabled() { return false; }
 
 std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc&, const LlvmOptions&) {
-  throw Error("the llvm target is unavailable: basin was built without LLVM (configure with LLVM 16 installed "
-              "and BASIN_WITH_LLVM=ON)");
+  throw Error(
+      "the llvm target is unavailable: basin was built without LLVM (configure with LLVM 16 installed "
+      "and BASIN_WITH_LLVM=ON)");
 }
 
 std::unique_ptr<LlvmKernel> load_llvm_object(const std::string&) {

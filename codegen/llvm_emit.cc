@@ -111,7 +111,9 @@ class Emitter {
       y = splat(y);
     }
   }
-  llvm::Value* all_lanes() { return llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), vec_->lanes)); }
+  llvm::Value* all_lanes() {
+    return llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), vec_->lanes));
+  }
 
   llvm::Value* index64(const Expr& e) {
     llvm::Value* v = expr(e);
@@ -124,7 +126,8 @@ class Emitter {
   }
   llvm::Value* scalar_index64(const Expr& e, const char* what) {
     llvm::Value* v = index64(e);
-    if (is_vector(v)) throw InternalError(std::string(what) + " varies across the lanes of a vectorized loop: " + to_string(e));
+    if (is_vector(v))
+      throw InternalError(std::string(what) + " varies across the lanes of a vectorized loop: " + to_string(e));
     return v;
   }
 
@@ -137,15 +140,16 @@ class Emitter {
   // says whether an access is scalar (0), contiguous (1) or a gather.
   const LinearForm& linear(const Expr& flat) {
     auto it = linear_memo_.find(flat.get());
-    if (it == linear_memo_.end()) it = linear_memo_.emplace(flat.get(), std::make_pair(flat, Analyzer().linear_form(flat))).first;
+    if (it == linear_memo_.end())
+      it = linear_memo_.emplace(flat.get(), std::make_pair(flat, Analyzer().linear_form(flat))).first;
     return it->second.second;
   }
 
   struct Affine {
     llvm::Value* base = nullptr;  // i64, null for none
     int64_t offset = 0;
-    int64_t vec_coef = 0;         // coefficient of the vectorized loop's variable
-    bool affine_in_vec = true;    // false: the variable also sits inside a non-linear term
+    int64_t vec_coef = 0;       // coefficient of the vectorized loop's variable
+    bool affine_in_vec = true;  // false: the variable also sits inside a non-linear term
   };
 
   Affine affine(const Expr& flat) {
@@ -313,8 +317,9 @@ class Emitter {
         v = b_.CreateLoad(elem, p);
       } else {  // loaded only if some lane needs it
         llvm::Value* any = b_.CreateOrReduce(mask_);
-        v = branch(any, [&] { return static_cast<llvm::Value*>(b_.CreateLoad(elem, p)); },
-                   [&] { return static_cast<llvm::Value*>(llvm::Constant::getNullValue(elem)); }, "mload");
+        v = branch(
+            any, [&] { return static_cast<llvm::Value*>(b_.CreateLoad(elem, p)); },
+            [&] { return static_cast<llvm::Value*>(llvm::Constant::getNullValue(elem)); }, "mload");
       }
     } else {
       auto* vty = llvm::FixedVectorType::get(elem, vec_->lanes);
@@ -347,13 +352,15 @@ class Emitter {
     llvm::Value* v = expr(n.value);
     if (n.buffer->dtype.is_bool()) {
       llvm::Type* i8 = b_.getInt8Ty();
-      if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) i8 = llvm::FixedVectorType::get(i8, vt->getNumElements());
+      if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType()))
+        i8 = llvm::FixedVectorType::get(i8, vt->getNumElements());
       v = b_.CreateZExt(v, i8);
     }
     llvm::Type* elem = mem_type(n.buffer->dtype);
     if (kind == Access::Scalar) {
       if (is_vector(v))
-        throw InternalError("a store to '" + n.buffer->name + "' at one address takes a value that varies across "
+        throw InternalError("a store to '" + n.buffer->name +
+                            "' at one address takes a value that varies across "
                             "the lanes of a vectorized loop");
       llvm::Value* p = element_ptr(n.buffer, a.base, a.offset);
       if (!mask_) {
@@ -379,7 +386,8 @@ class Emitter {
     } else if (kind == Access::Strided) {
       llvm::Value* p = lane0_ptr(n.buffer, a);
       for (int i = 0; i < vec_->lanes; ++i)
-        b_.CreateStore(b_.CreateExtractElement(v, uint64_t(i)), b_.CreateInBoundsGEP(elem, p, b_.getInt64(a.vec_coef * i)));
+        b_.CreateStore(b_.CreateExtractElement(v, uint64_t(i)),
+                       b_.CreateInBoundsGEP(elem, p, b_.getInt64(a.vec_coef * i)));
     } else {
       llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
       b_.CreateMaskedScatter(v, ptrs, align, mask_ ? mask_ : all_lanes());
@@ -431,21 +439,23 @@ class Emitter {
   }
   llvm::Value* clamp(llvm::Value* x, double lo, double hi) {
     llvm::Type* ty = x->getType();
-    return call_intrinsic(llvm::Intrinsic::maxnum, ty, {call_intrinsic(llvm::Intrinsic::minnum, ty, {x, fconst(ty, hi)}),
-                                                        fconst(ty, lo)});
+    return call_intrinsic(llvm::Intrinsic::maxnum, ty,
+                          {call_intrinsic(llvm::Intrinsic::minnum, ty, {x, fconst(ty, hi)}), fconst(ty, lo)});
   }
   // NaN where x is NaN, else r.
   llvm::Value* keep_nan(llvm::Value* x, llvm::Value* r) { return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r); }
   // The int32 type (scalar or vector) of a float32 value's bits.
   llvm::Type* int_like(llvm::Type* ty) {
-    if (auto* v = llvm::dyn_cast<llvm::VectorType>(ty)) return llvm::VectorType::get(b_.getInt32Ty(), v->getElementCount());
+    if (auto* v = llvm::dyn_cast<llvm::VectorType>(ty))
+      return llvm::VectorType::get(b_.getInt32Ty(), v->getElementCount());
     return b_.getInt32Ty();
   }
   // 2^n for an integral float n in [-126, 127].
   llvm::Value* pow2(llvm::Value* n) {
     llvm::Type* ity = int_like(n->getType());
     llvm::Value* i = b_.CreateFPToSI(n, ity);
-    llvm::Value* bits = b_.CreateShl(b_.CreateAdd(i, llvm::ConstantInt::get(ity, 127)), llvm::ConstantInt::get(ity, 23));
+    llvm::Value* bits =
+        b_.CreateShl(b_.CreateAdd(i, llvm::ConstantInt::get(ity, 127)), llvm::ConstantInt::get(ity, 23));
     return b_.CreateBitCast(bits, n->getType());
   }
   // x = n ln2 + f with |f| <= ln2/2 (Cody-Waite: ln2 in two parts, n ln2_hi exact), and
@@ -456,8 +466,8 @@ class Emitter {
     llvm::Value* n = call_intrinsic(llvm::Intrinsic::rint, ty, {b_.CreateFMul(x, fconst(ty, 1.4426950408889634))});
     llvm::Value* f = fmuladd(n, fconst(ty, -0.693359375), x);
     f = fmuladd(n, fconst(ty, 2.12194440e-4), f);
-    llvm::Value* p = horner(f, {0.0013814613093223339, 0.008368709961328158, 0.04166838737389973, 0.1666652068865695,
-                                0.4999999345162587});
+    llvm::Value* p = horner(
+        f, {0.0013814613093223339, 0.008368709961328158, 0.04166838737389973, 0.1666652068865695, 0.4999999345162587});
     llvm::Value* q = fmuladd(b_.CreateFMul(f, f), p, f);
     return {n, q};
   }
@@ -495,9 +505,8 @@ class Emitter {
     llvm::Type* ty = x->getType();
     llvm::Value* z = call_intrinsic(llvm::Intrinsic::fabs, ty, {x});
     llvm::Value* x2 = b_.CreateFMul(x, x);
-    llvm::Value* small = b_.CreateFMul(
-        b_.CreateFMul(x, fconst(ty, 1.1283791670955126)),
-        horner(x2, {1.0 / 9360, -1.0 / 1320, 1.0 / 216, -1.0 / 42, 0.1, -1.0 / 3, 1.0}));
+    llvm::Value* small = b_.CreateFMul(b_.CreateFMul(x, fconst(ty, 1.1283791670955126)),
+                                       horner(x2, {1.0 / 9360, -1.0 / 1320, 1.0 / 216, -1.0 / 42, 0.1, -1.0 / 3, 1.0}));
     llvm::Value* zc = clamp(z, 0.5, 10.0);
     llvm::Value* t = b_.CreateFDiv(fconst(ty, 1.0), fmuladd(zc, fconst(ty, 0.5), fconst(ty, 1.0)));
     llvm::Value* p = horner(t, {0.2652645658, -1.243684195, 2.294052588, -1.99539355, 0.8413662576, -0.4185106865,
@@ -536,34 +545,50 @@ class Emitter {
     };
     llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
     switch (f) {
-      case MathFn::exp: return f32 ? fast_exp(a[0]) : intrinsic(llvm::Intrinsic::exp);
-      case MathFn::log: return intrinsic(llvm::Intrinsic::log);
-      case MathFn::sqrt: return intrinsic(llvm::Intrinsic::sqrt);
-      case MathFn::rsqrt: return b_.CreateFDiv(one, intrinsic(llvm::Intrinsic::sqrt));
-      case MathFn::pow: return intrinsic(llvm::Intrinsic::pow);
+      case MathFn::exp:
+        return f32 ? fast_exp(a[0]) : intrinsic(llvm::Intrinsic::exp);
+      case MathFn::log:
+        return intrinsic(llvm::Intrinsic::log);
+      case MathFn::sqrt:
+        return intrinsic(llvm::Intrinsic::sqrt);
+      case MathFn::rsqrt:
+        return b_.CreateFDiv(one, intrinsic(llvm::Intrinsic::sqrt));
+      case MathFn::pow:
+        return intrinsic(llvm::Intrinsic::pow);
       case MathFn::sigmoid: {
         // e^-x clamped is enough: beyond the clamp 1 / (1 + e^-x) rounds to 0 or 1 anyway.
         llvm::Value* minus = b_.CreateFNeg(a[0]);
         if (!f32) return b_.CreateFDiv(one, b_.CreateFAdd(one, call_intrinsic(llvm::Intrinsic::exp, ty, {minus})));
         return keep_nan(a[0], b_.CreateFDiv(one, b_.CreateFAdd(one, exp_clamped(minus))));
       }
-      case MathFn::tanh: return f32 ? fast_tanh(a[0]) : libm("tanh");
-      case MathFn::erf: return f32 ? fast_erf(a[0]) : libm("erf");
-      case MathFn::fabs: return intrinsic(llvm::Intrinsic::fabs);
-      case MathFn::floor: return intrinsic(llvm::Intrinsic::floor);
-      case MathFn::ceil: return intrinsic(llvm::Intrinsic::ceil);
-      case MathFn::sin: return libm("sin");
-      case MathFn::cos: return libm("cos");
+      case MathFn::tanh:
+        return f32 ? fast_tanh(a[0]) : libm("tanh");
+      case MathFn::erf:
+        return f32 ? fast_erf(a[0]) : libm("erf");
+      case MathFn::fabs:
+        return intrinsic(llvm::Intrinsic::fabs);
+      case MathFn::floor:
+        return intrinsic(llvm::Intrinsic::floor);
+      case MathFn::ceil:
+        return intrinsic(llvm::Intrinsic::ceil);
+      case MathFn::sin:
+        return libm("sin");
+      case MathFn::cos:
+        return libm("cos");
     }
     return a[0];
   }
 
   llvm::Value* int_binary(ExprKind k, llvm::Value* x, llvm::Value* y) {
     switch (k) {
-      case ExprKind::Add: return b_.CreateAdd(x, y);
-      case ExprKind::Sub: return b_.CreateSub(x, y);
-      case ExprKind::Mul: return b_.CreateMul(x, y);
-      case ExprKind::Div: return b_.CreateSDiv(x, y);
+      case ExprKind::Add:
+        return b_.CreateAdd(x, y);
+      case ExprKind::Sub:
+        return b_.CreateSub(x, y);
+      case ExprKind::Mul:
+        return b_.CreateMul(x, y);
+      case ExprKind::Div:
+        return b_.CreateSDiv(x, y);
       case ExprKind::FloorDiv: {
         llvm::Value* q = b_.CreateSDiv(x, y);
         llvm::Value* r = b_.CreateSRem(x, y);
@@ -579,9 +604,12 @@ class Emitter {
                                            b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
         return b_.CreateSelect(adjust, b_.CreateAdd(r, y), r);
       }
-      case ExprKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
-      case ExprKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
-      default: break;
+      case ExprKind::Min:
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
+      case ExprKind::Max:
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
+      default:
+        break;
     }
     BASIN_CHECK(false) << "integer " << kind_name(k);
     return nullptr;
@@ -589,13 +617,20 @@ class Emitter {
 
   llvm::Value* float_binary(ExprKind k, llvm::Value* x, llvm::Value* y) {
     switch (k) {
-      case ExprKind::Add: return b_.CreateFAdd(x, y);
-      case ExprKind::Sub: return b_.CreateFSub(x, y);
-      case ExprKind::Mul: return b_.CreateFMul(x, y);
-      case ExprKind::Div: return b_.CreateFDiv(x, y);
-      case ExprKind::Min: return b_.CreateMinNum(x, y);
-      case ExprKind::Max: return b_.CreateMaxNum(x, y);
-      default: break;
+      case ExprKind::Add:
+        return b_.CreateFAdd(x, y);
+      case ExprKind::Sub:
+        return b_.CreateFSub(x, y);
+      case ExprKind::Mul:
+        return b_.CreateFMul(x, y);
+      case ExprKind::Div:
+        return b_.CreateFDiv(x, y);
+      case ExprKind::Min:
+        return b_.CreateMinNum(x, y);
+      case ExprKind::Max:
+        return b_.CreateMaxNum(x, y);
+      default:
+        break;
     }
     BASIN_CHECK(false) << "float " << kind_name(k);
     return nullptr;
@@ -604,21 +639,33 @@ class Emitter {
   llvm::Value* compare(ExprKind k, DType t, llvm::Value* x, llvm::Value* y) {
     if (t.is_float()) {
       switch (k) {
-        case ExprKind::EQ: return b_.CreateFCmpOEQ(x, y);
-        case ExprKind::NE: return b_.CreateFCmpUNE(x, y);
-        case ExprKind::LT: return b_.CreateFCmpOLT(x, y);
-        case ExprKind::LE: return b_.CreateFCmpOLE(x, y);
-        case ExprKind::GT: return b_.CreateFCmpOGT(x, y);
-        default: return b_.CreateFCmpOGE(x, y);
+        case ExprKind::EQ:
+          return b_.CreateFCmpOEQ(x, y);
+        case ExprKind::NE:
+          return b_.CreateFCmpUNE(x, y);
+        case ExprKind::LT:
+          return b_.CreateFCmpOLT(x, y);
+        case ExprKind::LE:
+          return b_.CreateFCmpOLE(x, y);
+        case ExprKind::GT:
+          return b_.CreateFCmpOGT(x, y);
+        default:
+          return b_.CreateFCmpOGE(x, y);
       }
     }
     switch (k) {
-      case ExprKind::EQ: return b_.CreateICmpEQ(x, y);
-      case ExprKind::NE: return b_.CreateICmpNE(x, y);
-      case ExprKind::LT: return b_.CreateICmpSLT(x, y);
-      case ExprKind::LE: return b_.CreateICmpSLE(x, y);
-      case ExprKind::GT: return b_.CreateICmpSGT(x, y);
-      default: return b_.CreateICmpSGE(x, y);
+      case ExprKind::EQ:
+        return b_.CreateICmpEQ(x, y);
+      case ExprKind::NE:
+        return b_.CreateICmpNE(x, y);
+      case ExprKind::LT:
+        return b_.CreateICmpSLT(x, y);
+      case ExprKind::LE:
+        return b_.CreateICmpSLE(x, y);
+      case ExprKind::GT:
+        return b_.CreateICmpSGT(x, y);
+      default:
+        return b_.CreateICmpSGE(x, y);
     }
   }
 
@@ -642,7 +689,8 @@ class Emitter {
     switch (n.kind) {
       case ExprKind::IntImm:
         return llvm::ConstantInt::get(reg_type(n.dtype), static_cast<uint64_t>(n.ival), true);
-      case ExprKind::FloatImm: return llvm::ConstantFP::get(reg_type(n.dtype), n.fval);
+      case ExprKind::FloatImm:
+        return llvm::ConstantFP::get(reg_type(n.dtype), n.fval);
       case ExprKind::Var: {
         auto it = vars_.find(n.ival);
         BASIN_CHECK(it != vars_.end()) << "unbound variable " << n.name;
@@ -694,10 +742,14 @@ class Emitter {
           bty = y->getType();
           return y;
         };
-        if (is_and) return branch_typed(x, rhs_fn, [&](llvm::Type* t) { return llvm::ConstantInt::getFalse(t); }, "and");
-        return branch_typed(b_.CreateNot(x), rhs_fn, [&](llvm::Type* t) { return llvm::ConstantInt::getTrue(t); }, "or");
+        if (is_and)
+          return branch_typed(
+              x, rhs_fn, [&](llvm::Type* t) { return llvm::ConstantInt::getFalse(t); }, "and");
+        return branch_typed(
+            b_.CreateNot(x), rhs_fn, [&](llvm::Type* t) { return llvm::ConstantInt::getTrue(t); }, "or");
       }
-      case ExprKind::Not: return b_.CreateNot(expr(n.args[0]));
+      case ExprKind::Not:
+        return b_.CreateNot(expr(n.args[0]));
       case ExprKind::Select: {
         llvm::Value* c = expr(n.args[0]);
         bool faults = may_fault(n.args[1]) || may_fault(n.args[2]);
@@ -716,9 +768,11 @@ class Emitter {
           unify(t, f);
           return b_.CreateSelect(c, t, f);
         }
-        return branch(c, [&] { return expr(n.args[1]); }, [&] { return expr(n.args[2]); }, "select");
+        return branch(
+            c, [&] { return expr(n.args[1]); }, [&] { return expr(n.args[2]); }, "select");
       }
-      case ExprKind::Cast: return cast(n.dtype, n.args[0].dtype(), expr(n.args[0]));
+      case ExprKind::Cast:
+        return cast(n.dtype, n.args[0].dtype(), expr(n.args[0]));
       case ExprKind::Call: {
         std::vector<llvm::Value*> a;
         for (const Expr& x : n.args) a.push_back(expr(x));
@@ -747,11 +801,14 @@ class Emitter {
   template <typename T, typename F>
   llvm::Value* branch_typed(llvm::Value* cond, T then_fn, F else_const, const char* name) {
     llvm::Type* ty = nullptr;
-    return branch(cond, [&] {
-      llvm::Value* v = then_fn();
-      ty = v->getType();
-      return v;
-    }, [&] { return static_cast<llvm::Value*>(else_const(ty)); }, name);
+    return branch(
+        cond,
+        [&] {
+          llvm::Value* v = then_fn();
+          ty = v->getType();
+          return v;
+        },
+        [&] { return static_cast<llvm::Value*>(else_const(ty)); }, name);
   }
 
   // The variable of a loop iteration, in the variable's own type.
@@ -838,7 +895,8 @@ class Emitter {
     }
     size_t slot = 0;
     for (auto& [id, v] : cvars)
-      b_.CreateStore(v->getType() == i64 ? v : b_.CreateSExt(v, i64), b_.CreateConstInBoundsGEP1_64(i64, ctx_arr, slot++));
+      b_.CreateStore(v->getType() == i64 ? v : b_.CreateSExt(v, i64),
+                     b_.CreateConstInBoundsGEP1_64(i64, ctx_arr, slot++));
     for (auto& [buf, p] : cbufs) b_.CreateStore(p, b_.CreateConstInBoundsGEP1_64(i64, ctx_arr, slot++));
     llvm::Value* extent = scalar_index64(n.extent, "a parallel extent");
 
@@ -906,8 +964,8 @@ class Emitter {
     bufs_ = std::move(saved_bufs);
     addr_cache_ = std::move(saved_cache);
     b_.restoreIP(saved_ip);
-    llvm::FunctionCallee rt = mod_.getOrInsertFunction(
-        "basin_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64}, false));
+    llvm::FunctionCallee rt =
+        mod_.getOrInsertFunction("basin_parallel_for", llvm::FunctionType::get(b_.getVoidTy(), {ptr, ptr, i64}, false));
     b_.CreateCall(rt, {outer, ctx_arr, extent});
   }
 
@@ -938,7 +996,8 @@ class Emitter {
     llvm::Type* ptr = llvm::PointerType::get(ctx_, 0);
     llvm::FunctionCallee alloc = mod_.getOrInsertFunction(
         "aligned_alloc", llvm::FunctionType::get(ptr, {b_.getInt64Ty(), b_.getInt64Ty()}, false));
-    llvm::FunctionCallee release = mod_.getOrInsertFunction("free", llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
+    llvm::FunctionCallee release =
+        mod_.getOrInsertFunction("free", llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
     llvm::Value* size = b_.CreateMul(count, b_.getInt64(buf->dtype.bytes()));
     size = b_.CreateAnd(b_.CreateAdd(size, b_.getInt64(64)), b_.getInt64(~int64_t{63}));  // a multiple of 64, > 0
     llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(64), size}, buf->name);
@@ -951,8 +1010,12 @@ class Emitter {
   void stmt(const Stmt& s) {
     const StmtNode& n = *s;
     switch (n.kind) {
-      case StmtKind::For: loop(n); return;
-      case StmtKind::Allocate: allocate(n); return;
+      case StmtKind::For:
+        loop(n);
+        return;
+      case StmtKind::Allocate:
+        allocate(n);
+        return;
       case StmtKind::Store: {
         if (vec_) {
           vector_store(n);
@@ -996,8 +1059,11 @@ class Emitter {
       case StmtKind::Seq:
         for (const Stmt& c : n.body) stmt(c);
         return;
-      case StmtKind::Pragma: stmt(n.body[0]); return;
-      case StmtKind::Barrier: throw Error("the CPU backend cannot compile a GPU barrier");
+      case StmtKind::Pragma:
+        stmt(n.body[0]);
+        return;
+      case StmtKind::Barrier:
+        throw Error("the CPU backend cannot compile a GPU barrier");
     }
   }
 
@@ -1014,9 +1080,9 @@ class Emitter {
   llvm::BasicBlock* entry_block_ = nullptr;
   std::unordered_map<int64_t, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> bufs_;
-  std::optional<VecLoop> vec_;     // the vectorized loop being emitted
-  llvm::Value* mask_ = nullptr;    // lanes enabled where a vector load sits (null: all)
-  bool in_parallel_ = false;       // inside an outlined parallel body
+  std::optional<VecLoop> vec_;   // the vectorized loop being emitted
+  llvm::Value* mask_ = nullptr;  // lanes enabled where a vector load sits (null: all)
+  bool in_parallel_ = false;     // inside an outlined parallel body
   int outlined_ = 0;
   std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
   std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point
@@ -1024,8 +1090,8 @@ class Emitter {
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> emit_llvm_module(const LoweredFunc& f, llvm::LLVMContext& ctx,
-                                               const LlvmOptions& opt, const std::string& entry_name) {
+std::unique_ptr<llvm::Module> emit_llvm_module(const LoweredFunc& f, llvm::LLVMContext& ctx, const LlvmOptions& opt,
+                                               const std::string& entry_name) {
   auto mod = std::make_unique<llvm::Module>(f.name, ctx);
   Emitter(ctx, *mod, opt).emit(f, entry_name);
   std::string err;

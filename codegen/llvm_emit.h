@@ -14,7 +14,7 @@ namespace basin::codegen {
 // The module defines `void <name>(ptr args)`, where args[i] is the pointer of
 // f.params[i]; the body lives in an internal, always-inlined function whose buffer
 // arguments are noalias.
-std::unique_ptr<llvm::Module> emit_llvm_module(const LoweredFunc& f, llvm::LLVMContext& ctx,
-                                               const LlvmOptions& opt, const std::string& entry_name);
+std::unique_ptr<llvm::Module> emit_llvm_module(const LoweredFunc& f, llvm::LLVMContext& ctx, const LlvmOptions& opt,
+                                               const std::string& entry_name);
 
 }  // namespace basin::codegen

@@ -80,7 +80,8 @@ LlvmKernel::~LlvmKernel() = default;
 void LlvmKernel::run(const std::vector<NDArray*>& args) const {
   const auto& params = impl_->params;
   if (args.size() != params.size())
-    throw RuntimeError("kernel takes " + std::to_string(params.size()) + " buffers, got " + std::to_string(args.size()));
+    throw RuntimeError("kernel takes " + std::to_string(params.size()) + " buffers, got " +
+                       std::to_string(args.size()));
   std::vector<void*> ptrs;
   for (size_t i = 0; i < args.size(); ++i) {
     int64_t numel = 1;
@@ -151,7 +152,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int level) {
   llvm::ModulePassManager mpm;
   if (level == 2 || std::getenv("BASIN_LLVM_PIPELINE")) {
     const char* text = std::getenv("BASIN_LLVM_PIPELINE");
-    if (llvm::Error e = pb.parsePassPipeline(mpm, text ? text : kPipeline)) fail("parsing the pass pipeline", std::move(e));
+    if (llvm::Error e = pb.parsePassPipeline(mpm, text ? text : kPipeline))
+      fail("parsing the pass pipeline", std::move(e));
   } else {
     llvm::OptimizationLevel ol = level >= 3   ? llvm::OptimizationLevel::O3
                                  : level == 1 ? llvm::OptimizationLevel::O1
@@ -205,9 +207,9 @@ SharedJit& shared_jit() {
     j->jit = take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "JIT");
     llvm::orc::JITDylib& main = j->jit->getMainJITDylib();
     // libm and libc (expf, aligned_alloc, ...) come from the running process.
-    main.addGenerator(take(
-        llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(j->jit->getDataLayout().getGlobalPrefix()),
-        "process symbols"));
+    main.addGenerator(
+        take(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(j->jit->getDataLayout().getGlobalPrefix()),
+             "process symbols"));
     // The runtime the kernels call, by address (the binary need not export it).
     llvm::orc::MangleAndInterner mangle(j->jit->getExecutionSession(), j->jit->getDataLayout());
     llvm::orc::SymbolMap runtime;

@@ -22,7 +22,7 @@ bool llvm_enabled();
 struct LlvmOptions {
   bool contract_fma = true;  // allow fused multiply-add
   bool keep_ir = false;      // keep the optimized LLVM IR as text (llvm_ir())
-  int opt_level = 2;          // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
+  int opt_level = 2;         // 2: basin's lean pipeline (llvm_jit.cc); 0, 1, 3: LLVM's O0, O1, O3
   bool keep_object = false;  // keep the machine code as a relocatable object (object())
   bool keep_asm = false;     // keep the machine code as assembly text (assembly())
   // A program emitted with more LLVM instructions than this is refused (Error) before it

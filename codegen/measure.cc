@@ -123,9 +123,10 @@ MeasurePool::~MeasurePool() { stop_worker(false); }
 
 void MeasurePool::spawn() {
   if (opt_.target == "cuda" && cuda_driver_initialized_here())
-    throw Error("the cuda measurer forks its workers, and this process has initialized the CUDA driver already "
-                "(it ran a kernel): a forked child cannot use the GPU then; measure before running kernels in "
-                "this process, or in another process");
+    throw Error(
+        "the cuda measurer forks its workers, and this process has initialized the CUDA driver already "
+        "(it ran a kernel): a forked child cannot use the GPU then; measure before running kernels in "
+        "this process, or in another process");
   int req[2], res[2];
   if (pipe(req) != 0 || pipe(res) != 0) throw Error(std::string("measure: cannot create pipes: ") + strerror(errno));
   std::fflush(nullptr);
@@ -172,7 +173,7 @@ struct Compiled {
   std::unique_ptr<LlvmKernel> cpu;
   CudaBinary gpu;
   double lower_seconds = 0, compile_seconds = 0, compile_cpu_seconds = 0;
-  std::string error;  // lowering or compilation failed
+  std::string error;      // lowering or compilation failed
   bool poisoned = false;  // a CUDA error that leaves the context unusable
 };
 
@@ -390,8 +391,8 @@ void MeasurePool::prepare(const std::vector<Candidate>& batch) {
       for (const auto& [slot, start] : running)
         if (start + timeout <= deadline) late.insert(slot);
       for (size_t slot : late)
-        ahead_failed_.emplace(keys[todo[slot]], "timeout: not compiled within " +
-                                                    std::to_string(opt_.timeout_seconds) + " s (the worker was killed)");
+        ahead_failed_.emplace(keys[todo[slot]], "timeout: not compiled within " + std::to_string(opt_.timeout_seconds) +
+                                                    " s (the worker was killed)");
       if (!late.empty())
         for (size_t slot = 0; slot < todo.size(); ++slot)
           if (!late.count(slot)) rest.push_back(todo[slot]);

@@ -41,13 +41,15 @@ struct Candidate {
 struct MeasureResult {
   std::vector<double> latencies_us;  // per-round times; empty on error
   double median_us = 0;
-  double compile_seconds = 0;       // lowering and LLVM compilation
-  double lower_seconds = 0;         // of which lowering (sketch to loop IR)
-  double compile_cpu_seconds = 0;   // the same as CPU time of the worker's thread
-  std::string error;                  // empty when the program ran and matched the reference
-  bool brief = false;  // slower than measure_one's slow_us: timed by its check run and one call
+  double compile_seconds = 0;      // lowering and LLVM compilation
+  double lower_seconds = 0;        // of which lowering (sketch to loop IR)
+  double compile_cpu_seconds = 0;  // the same as CPU time of the worker's thread
+  std::string error;               // empty when the program ran and matched the reference
+  bool brief = false;              // slower than measure_one's slow_us: timed by its check run and one call
   bool ok() const { return error.empty(); }
-  double min_us() const { return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end()); }
+  double min_us() const {
+    return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end());
+  }
 };
 
 // While tuning or collecting a dataset, a program emitted with more LLVM instructions
@@ -66,7 +68,7 @@ inline constexpr int64_t kMaxInstructions = 100000;
 struct MeasureOptions {
   double timeout_seconds = 20;  // per candidate: lowering, compilation, check and timing
   TimingOptions timing = TimingOptions::tuning();
-  double tolerance = 1e-3;      // largest max relative error against the reference
+  double tolerance = 1e-3;  // largest max relative error against the reference
   uint64_t input_seed = 1;
   // Where candidates run: "llvm" (this CPU), or "cuda": printed as CUDA C, compiled by
   // NVRTC for cuda_arch (empty: the GPU's own), run on GPU 0 and timed with events,

@@ -95,7 +95,8 @@ struct CompiledNetwork::Impl {
     if (gpu) return;
     std::string here = cuda_device_arch();
     if (here != arch)
-      throw Error("network '" + name + "' was compiled for " + arch + "; this GPU is " + here + ": compile it again here");
+      throw Error("network '" + name + "' was compiled for " + arch + "; this GPU is " + here +
+                  ": compile it again here");
     std::vector<std::pair<std::string, GpuLaunch>> ks;
     for (const Kernel& k : kernels) ks.push_back({k.cuda_name, k.launch});
     auto p = std::make_unique<CudaProgram>(CudaBinary{arch, cubin, ""}, ks);
@@ -150,7 +151,8 @@ struct CompiledNetwork::Impl {
     for (int s : input_slots) input_info.push_back(slots[s].info);
     for (int s : output_slots) output_info.push_back(slots[s].info);
     if (target == "cuda") return;  // device memory on the first run
-    arena.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(std::max<int64_t>(arena_bytes, kAlign)))));
+    arena.reset(
+        static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(std::max<int64_t>(arena_bytes, kAlign)))));
     if (!arena) throw RuntimeError("cannot allocate the network's " + std::to_string(arena_bytes) + "-byte arena");
     std::memset(arena.get(), 0, static_cast<size_t>(arena_bytes));
     step_ptrs.clear();
@@ -186,9 +188,7 @@ int64_t input_index_bound(const graph::Graph& g, int v) {
   return bound;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Partition& p,
                                          const std::vector<ProgramChoice>& choices, const std::string& target,
@@ -196,8 +196,8 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   const bool cuda = target == "cuda";
   if (!cuda && target != "llvm") throw Error("unknown target '" + target + "' (llvm or cuda)");
   if (choices.size() != p.tasks.size())
-    throw InternalError("compile: " + std::to_string(choices.size()) + " programs for " + std::to_string(p.tasks.size()) +
-                        " tasks");
+    throw InternalError("compile: " + std::to_string(choices.size()) + " programs for " +
+                        std::to_string(p.tasks.size()) + " tasks");
   CompiledNetwork net;
   Impl& m = *net.impl_;
   m.name = g.name;
@@ -410,12 +410,13 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Impl::Slot& s = m.slots[m.input_slots[i]];
     if (inputs[i].dtype() != s.info.dtype || inputs[i].shape() != s.info.shape)
-      throw Error("input '" + s.info.name + "' expects " + s.info.dtype.str() + " " + shape_str(s.info.shape) + ", got " +
-                  inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
+      throw Error("input '" + s.info.name + "' expects " + s.info.dtype.str() + " " + shape_str(s.info.shape) +
+                  ", got " + inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
   }
   if (m.target == "cuda") {
     m.prepare_gpu();
-    for (size_t i = 0; i < inputs.size(); ++i) m.gpu->upload(m.gpu_ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      m.gpu->upload(m.gpu_ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
     for (size_t i = 0; i < m.steps.size(); ++i) m.gpu->launch(m.steps[i].kernel, m.gpu_args[i]);
     m.gpu->synchronize();
     std::vector<NDArray> out;
@@ -443,7 +444,8 @@ Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOpt
 
 NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int rounds) {
   Impl& m = *impl_;
-  if (m.target != "llvm") throw Error("basin profile times CPU networks only; '" + m.name + "' is compiled for " + m.target);
+  if (m.target != "llvm")
+    throw Error("basin profile times CPU networks only; '" + m.name + "' is compiled for " + m.target);
   if (rounds < 1) throw Error("profile: rounds must be at least 1, got " + std::to_string(rounds));
   using clock = std::chrono::steady_clock;
   auto us = [](clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
@@ -467,7 +469,8 @@ NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int 
     auto t0 = clock::now();
     run(inputs);
     p.run_us = std::min(p.run_us, us(clock::now() - t0));
-    for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
     for (size_t i = 0; i < m.steps.size(); ++i) {
       auto a = clock::now();
       m.kernels[m.steps[i].kernel].k->run_raw(m.step_ptrs[i].data());
@@ -514,13 +517,19 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
     h["cubin"] = {{"offset", blob}, {"size", m.cubin.size()}};
     blob += static_cast<int64_t>(m.cubin.size());
     for (const auto& k : m.kernels)
-      h["kernels"].push_back({{"label", k.label}, {"task_key", k.task_key}, {"name", k.cuda_name}, {"flops", k.flops},
+      h["kernels"].push_back({{"label", k.label},
+                              {"task_key", k.task_key},
+                              {"name", k.cuda_name},
+                              {"flops", k.flops},
                               {"grid", {k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]}},
                               {"block", {k.launch.block[0], k.launch.block[1], k.launch.block[2]}}});
   } else {
     for (const auto& k : m.kernels) {
-      h["kernels"].push_back(
-          {{"label", k.label}, {"task_key", k.task_key}, {"flops", k.flops}, {"offset", blob}, {"size", code(k).size()}});
+      h["kernels"].push_back({{"label", k.label},
+                              {"task_key", k.task_key},
+                              {"flops", k.flops},
+                              {"offset", blob},
+                              {"size", code(k).size()}});
       blob += static_cast<int64_t>(code(k).size());
     }
   }
@@ -530,8 +539,11 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
     blob += static_cast<int64_t>(w.nbytes());
   }
   for (const auto& s : m.slots) {
-    h["slots"].push_back({{"name", s.info.name}, {"dtype", s.info.dtype.str()}, {"shape", s.info.shape},
-                          {"weight", s.weight}, {"offset", s.offset}});
+    h["slots"].push_back({{"name", s.info.name},
+                          {"dtype", s.info.dtype.str()},
+                          {"shape", s.info.shape},
+                          {"weight", s.weight},
+                          {"offset", s.offset}});
     if (s.info.index_bound > 0) h["slots"].back()["index_bound"] = s.info.index_bound;
   }
   for (size_t i = 0; i < m.kernels.size(); ++i) {
@@ -609,8 +621,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       if (!missing.empty()) {
         std::string names;
         for (const std::string& f : missing) names += (names.empty() ? "" : ", ") + f;
-        throw Error("'" + path + "' was compiled for CPU '" + llvm_cpu_name(m.host) + "' with instructions this one ('" +
-                    llvm_cpu_name(here) + "'" +
+        throw Error("'" + path + "' was compiled for CPU '" + llvm_cpu_name(m.host) +
+                    "' with instructions this one ('" + llvm_cpu_name(here) + "'" +
                     (this_host().vector_isa != cpu_vector_isa() ? ", BASIN_VECTOR_ISA=" + this_host().vector_isa : "") +
                     ") may not use (" + names + "): compile it again here");
       }
@@ -620,7 +632,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     m.packed_weights = h.value("packed_weights", 0);
     auto bytes = [&](const nlohmann::json& j) {
       uint64_t off = j.at("offset").get<uint64_t>(), size = j.at("size").get<uint64_t>();
-      if (off > data.size() - blob0 || size > data.size() - blob0 - off) throw ParseError("'" + path + "' is truncated");
+      if (off > data.size() - blob0 || size > data.size() - blob0 - off)
+        throw ParseError("'" + path + "' is truncated");
       return std::pair<size_t, size_t>(blob0 + off, size);
     };
     auto params_of = [&](const nlohmann::json& k) {
@@ -649,8 +662,13 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     } else {
       for (const auto& k : h.at("kernels")) {
         auto [off, size] = bytes(k);
-        m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(),
-                             load_llvm_object(data.substr(off, size)), "", {}, k.value("flops", 0.0), params_of(k)});
+        m.kernels.push_back({k.at("label").get<std::string>(),
+                             k.at("task_key").get<std::string>(),
+                             load_llvm_object(data.substr(off, size)),
+                             "",
+                             {},
+                             k.value("flops", 0.0),
+                             params_of(k)});
       }
     }
     std::vector<std::pair<size_t, size_t>> wb;
@@ -666,7 +684,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       int64_t size = sl.info.dtype.bytes();
       for (int64_t e : sl.info.shape) {
         if (e < 0 || (e > 0 && size > (int64_t{1} << 50) / e))
-          throw ParseError("'" + path + "': tensor '" + sl.info.name + "' has an invalid shape " + shape_str(sl.info.shape));
+          throw ParseError("'" + path + "': tensor '" + sl.info.name + "' has an invalid shape " +
+                           shape_str(sl.info.shape));
         size *= e;
       }
       if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
@@ -675,7 +694,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       if (sl.weight >= 0) {
         if (m.weights.empty()) m.weights.resize(wb.size());
         NDArray a(sl.info.dtype, sl.info.shape);
-        if (a.nbytes() != wb[sl.weight].second) throw ParseError("'" + path + "': weight '" + sl.info.name + "' has the wrong size");
+        if (a.nbytes() != wb[sl.weight].second)
+          throw ParseError("'" + path + "': weight '" + sl.info.name + "' has the wrong size");
         std::memcpy(a.data(), data.data() + wb[sl.weight].first, a.nbytes());
         m.weights[sl.weight] = std::move(a);
         named[static_cast<size_t>(sl.weight)] = true;
@@ -683,7 +703,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       m.slots.push_back(std::move(sl));
     }
     auto check_slot = [&](int s) {
-      if (s < 0 || s >= static_cast<int>(m.slots.size())) throw ParseError("'" + path + "': a tensor index is out of range");
+      if (s < 0 || s >= static_cast<int>(m.slots.size()))
+        throw ParseError("'" + path + "': a tensor index is out of range");
       return s;
     };
     for (int s : h.at("inputs").get<std::vector<int>>()) m.input_slots.push_back(check_slot(s));
@@ -691,7 +712,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     for (const auto& s : h.at("steps")) {
       Impl::Step st;
       st.kernel = s.at("kernel").get<int>();
-      if (st.kernel < 0 || st.kernel >= static_cast<int>(m.kernels.size())) throw ParseError("'" + path + "': bad kernel index");
+      if (st.kernel < 0 || st.kernel >= static_cast<int>(m.kernels.size()))
+        throw ParseError("'" + path + "': bad kernel index");
       for (int a : s.at("args").get<std::vector<int>>()) st.args.push_back(check_slot(a));
       m.steps.push_back(std::move(st));
     }

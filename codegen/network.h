@@ -88,7 +88,7 @@ class CompiledNetwork {
   NetworkProfile profile(const std::vector<NDArray>& inputs, int rounds);
 
   const std::string& name() const;
-  const std::string& target() const;  // "llvm" or "cuda"
+  const std::string& target() const;     // "llvm" or "cuda"
   const std::string& cuda_arch() const;  // "sm_90" for the cuda target
   // The CPU it was compiled, and its kernels tuned, for (llvm target: LLVM's name,
   // "znver4"; its features in the file).

@@ -58,8 +58,8 @@ OpCheck check_against_torch(const ops::OpGraph& g, uint64_t seed) {
   c.torch_seconds = seconds_since(t0);
   for (size_t i = 0; i < c.outputs.size(); ++i) {
     if (c.outputs[i].shape() != c.reference[i].shape())
-      throw Error("operator '" + g.op + "' output " + std::to_string(i) + " has shape " + shape_str(c.outputs[i].shape()) +
-                  ", LibTorch's " + shape_str(c.reference[i].shape()));
+      throw Error("operator '" + g.op + "' output " + std::to_string(i) + " has shape " +
+                  shape_str(c.outputs[i].shape()) + ", LibTorch's " + shape_str(c.reference[i].shape()));
     ErrorStats s = compare_arrays(c.outputs[i], c.reference[i]);
     c.max_abs_error = std::max(c.max_abs_error, s.max_abs);
     c.max_rel_error = std::max(c.max_rel_error, s.max_rel);

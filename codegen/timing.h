@@ -32,7 +32,7 @@ struct TimingOptions {
 struct Timing {
   double min_us = 0;
   double median_us = 0;
-  int64_t calls = 0;  // timed calls in all rounds
+  int64_t calls = 0;   // timed calls in all rounds
   bool brief = false;  // timed by its warm-up call and the caller's earlier call alone (TimingOptions::slow_us)
 };
 

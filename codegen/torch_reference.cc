@@ -31,7 +31,8 @@ torch::Dtype torch_dtype(DType t) {
 
 TT to_torch(const NDArray& a) {
   std::vector<int64_t> shape = a.shape();
-  return torch::from_blob(const_cast<void*>(a.data()), shape, torch::TensorOptions().dtype(torch_dtype(a.dtype()))).clone();
+  return torch::from_blob(const_cast<void*>(a.data()), shape, torch::TensorOptions().dtype(torch_dtype(a.dtype())))
+      .clone();
 }
 
 NDArray from_torch(const TT& t, DType want) {
@@ -449,7 +450,8 @@ std::vector<NDArray> TorchExecutor::run(const std::vector<NDArray>& inputs) cons
   torch::NoGradGuard no_grad;
   std::vector<TT> out = impl_->eval(impl_->convert(inputs));
   std::vector<NDArray> res;
-  for (size_t i = 0; i < out.size(); ++i) res.push_back(from_torch(out[i], impl_->g->value(impl_->g->outputs()[i]).dtype));
+  for (size_t i = 0; i < out.size(); ++i)
+    res.push_back(from_torch(out[i], impl_->g->value(impl_->g->outputs()[i]).dtype));
   return res;
 }
 

@@ -34,8 +34,8 @@ struct FeatureExtractor::Entry {
 FeatureExtractor::FeatureExtractor() = default;
 FeatureExtractor::~FeatureExtractor() = default;
 
-Sample FeatureExtractor::features(const std::string& task_key, const std::string& sketch, const std::string& config_json,
-                                  const std::string& target) {
+Sample FeatureExtractor::features(const std::string& task_key, const std::string& sketch,
+                                  const std::string& config_json, const std::string& target) {
   auto it = cache_.find(target + "|" + task_key);
   if (it == cache_.end()) {
     auto e = std::make_unique<Entry>();
@@ -45,8 +45,10 @@ Sample FeatureExtractor::features(const std::string& task_key, const std::string
   }
   Entry& e = *it->second;
   const sched::Sketch* s = nullptr;
-  sched::Config c = sched::config_from_json(config_json, e.sketches, "the configuration of a " + task_key + " record", &s);
-  if (s->name != sketch) throw Error("a " + task_key + " record names sketch " + sketch + " but its configuration " + s->name);
+  sched::Config c =
+      sched::config_from_json(config_json, e.sketches, "the configuration of a " + task_key + " record", &s);
+  if (s->name != sketch)
+    throw Error("a " + task_key + " record names sketch " + sketch + " but its configuration " + s->name);
   auto& rs = e.exact[s->name];
   if (!rs) rs = std::make_unique<relax::RelaxedSketch>(e.task, *s, relax::TapeMode::Exact);
   Eigen::VectorXd x = rs->space().point_of(c);
@@ -140,14 +142,65 @@ using OpParams = std::pair<std::string, std::map<std::string, std::string>>;
 
 const std::vector<OpParams>& suite_ops() {
   static const std::vector<OpParams> suite = {
-      {"conv2d", {{"in_channels", "32"}, {"out_channels", "64"}, {"height", "28"}, {"width", "28"}, {"kernel", "3"}, {"padding", "1"}}},
-      {"conv2d", {{"in_channels", "64"}, {"out_channels", "64"}, {"height", "14"}, {"width", "14"}, {"kernel", "3"}, {"padding", "1"}}},
-      {"conv2d", {{"in_channels", "64"}, {"out_channels", "128"}, {"height", "28"}, {"width", "28"}, {"kernel", "1"}, {"padding", "0"}, {"stride", "2"}}},
-      {"conv2d", {{"in_channels", "16"}, {"out_channels", "32"}, {"height", "56"}, {"width", "56"}, {"kernel", "3"}, {"padding", "1"}, {"stride", "2"}}},
-      {"conv2d", {{"in_channels", "128"}, {"out_channels", "128"}, {"height", "7"}, {"width", "7"}, {"kernel", "3"}, {"padding", "1"}}},
-      {"conv2d", {{"in_channels", "3"}, {"out_channels", "32"}, {"height", "64"}, {"width", "64"}, {"kernel", "5"}, {"padding", "2"}, {"stride", "2"}}},
-      {"conv2d_bias_relu", {{"in_channels", "32"}, {"out_channels", "32"}, {"height", "28"}, {"width", "28"}, {"kernel", "3"}, {"padding", "1"}}},
-      {"conv2d_bias_relu", {{"in_channels", "64"}, {"out_channels", "96"}, {"height", "14"}, {"width", "14"}, {"kernel", "1"}, {"padding", "0"}}},
+      {"conv2d",
+       {{"in_channels", "32"},
+        {"out_channels", "64"},
+        {"height", "28"},
+        {"width", "28"},
+        {"kernel", "3"},
+        {"padding", "1"}}},
+      {"conv2d",
+       {{"in_channels", "64"},
+        {"out_channels", "64"},
+        {"height", "14"},
+        {"width", "14"},
+        {"kernel", "3"},
+        {"padding", "1"}}},
+      {"conv2d",
+       {{"in_channels", "64"},
+        {"out_channels", "128"},
+        {"height", "28"},
+        {"width", "28"},
+        {"kernel", "1"},
+        {"padding", "0"},
+        {"stride", "2"}}},
+      {"conv2d",
+       {{"in_channels", "16"},
+        {"out_channels", "32"},
+        {"height", "56"},
+        {"width", "56"},
+        {"kernel", "3"},
+        {"padding", "1"},
+        {"stride", "2"}}},
+      {"conv2d",
+       {{"in_channels", "128"},
+        {"out_channels", "128"},
+        {"height", "7"},
+        {"width", "7"},
+        {"kernel", "3"},
+        {"padding", "1"}}},
+      {"conv2d",
+       {{"in_channels", "3"},
+        {"out_channels", "32"},
+        {"height", "64"},
+        {"width", "64"},
+        {"kernel", "5"},
+        {"padding", "2"},
+        {"stride", "2"}}},
+      {"conv2d_bias_relu",
+       {{"in_channels", "32"},
+        {"out_channels", "32"},
+        {"height", "28"},
+        {"width", "28"},
+        {"kernel", "3"},
+        {"padding", "1"}}},
+      {"conv2d_bias_relu",
+       {{"in_channels", "64"},
+        {"out_channels", "96"},
+        {"height", "14"},
+        {"width", "14"},
+        {"kernel", "1"},
+        {"padding", "0"}}},
       {"depthwise_conv2d", {{"channels", "64"}, {"height", "56"}, {"width", "56"}}},
       {"depthwise_conv2d", {{"channels", "128"}, {"height", "28"}, {"width", "28"}, {"stride", "2"}}},
       {"dense", {{"M", "64"}, {"K", "512"}, {"N", "512"}}},
@@ -185,8 +238,8 @@ std::vector<std::string> suite_tasks() {
 // strides or axes) of a drawn suite entry scaled by one of 1/2, 2/3, 3/4, 1, 4/3, 3/2.
 // More tasks of the kinds the suite has, for training data; repeats are skipped.
 std::vector<std::string> shape_variants(int n) {
-  static const std::set<std::string> extents = {"in_channels", "out_channels", "height", "width", "channels",
-                                                "M", "K", "N", "B", "shape"};
+  static const std::set<std::string> extents = {
+      "in_channels", "out_channels", "height", "width", "channels", "M", "K", "N", "B", "shape"};
   static const double factors[] = {0.5, 2.0 / 3, 0.75, 1.0, 4.0 / 3, 1.5};
   std::mt19937_64 rng(20261123);
   std::vector<std::string> keys;
@@ -226,7 +279,8 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
   auto range_of = [](const std::string& list, size_t prefix, int64_t max) -> std::optional<std::pair<int, int>> {
     std::string spec = list.substr(prefix);
     size_t dash = spec.find('-', 1);  // not a leading minus sign
-    std::optional<int64_t> from = dash == std::string::npos ? std::optional<int64_t>(0) : parse_int(spec.substr(0, dash));
+    std::optional<int64_t> from =
+        dash == std::string::npos ? std::optional<int64_t>(0) : parse_int(spec.substr(0, dash));
     std::optional<int64_t> to = parse_int(dash == std::string::npos ? spec : spec.substr(dash + 1));
     if (!from || !to || *from < 0 || *to <= *from || *to > max) return std::nullopt;
     return std::pair<int, int>(static_cast<int>(*from), static_cast<int>(*to));
@@ -245,12 +299,15 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
       add_network(name.substr(4));
     } else if (name.rfind("shapes:", 0) == 0) {
       auto r = range_of(name, 7, std::numeric_limits<int>::max());
-      if (!r) throw Error("task list '" + name + "': give shapes:N with N a positive count, or shapes:A-B with 0 <= A < B");
+      if (!r)
+        throw Error("task list '" + name + "': give shapes:N with N a positive count, or shapes:A-B with 0 <= A < B");
       std::vector<std::string> v = shape_variants(r->second);
       for (size_t i = r->first; i < v.size(); ++i) keys.push_back(std::move(v[i]));
     } else if (name.rfind("nets:", 0) == 0) {
       auto r = range_of(name, 5, 100000);
-      if (!r) throw Error("task list '" + name + "': give nets:N with N a count from 1 to 100000, or nets:A-B with 0 <= A < B <= 100000");
+      if (!r)
+        throw Error("task list '" + name +
+                    "': give nets:N with N a count from 1 to 100000, or nets:A-B with 0 <= A < B <= 100000");
       for (int i = r->first; i < r->second; ++i) add_graph(graph::random_network(static_cast<uint64_t>(i)));
     } else {
       add_workload(ops::find_workload(name));
@@ -370,7 +427,8 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
 void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
   // The feature set: CPU, or GPU (the CPU features and more) for samples of the cuda target.
   const bool gpu = !samples.empty() && samples[0].stores > 0 &&
-                   samples[0].features.size() == static_cast<size_t>(samples[0].stores) * relax::num_features(relax::FeatureSet::Gpu);
+                   samples[0].features.size() ==
+                       static_cast<size_t>(samples[0].stores) * relax::num_features(relax::FeatureSet::Gpu);
   const relax::FeatureSet set = gpu ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu;
   nlohmann::json head = {{"feature_version", gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion},
                          {"feature_set", gpu ? "gpu" : "cpu"},
@@ -382,7 +440,7 @@ void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
     nlohmann::json f = nlohmann::json::array();
     for (int st = 0; st < s.stores; ++st)
       f.push_back(std::vector<float>(s.features.begin() + st * nf, s.features.begin() + (st + 1) * nf));
-    out << nlohmann::json{{"task", s.task}, {"sketch", s.sketch}, {"config", s.config}, {"latency_us", s.latency_us},
+    out << nlohmann::json{{"task", s.task}, {"sketch", s.sketch},   {"config", s.config}, {"latency_us", s.latency_us},
                           {"host", s.host}, {"codegen", s.codegen}, {"stores", s.stores}, {"features", f}}
                .dump()
         << "\n";

@@ -18,10 +18,10 @@ namespace basin::models {
 // One measured program: its stores' features (log2(1 + x), [stores][num_features]
 // row-major) and its latency.
 struct Sample {
-  std::string task;    // task key
+  std::string task;  // task key
   std::string sketch;
-  std::string config;  // JSON
-  std::string host;    // the machine that measured it (empty: unknown)
+  std::string config;   // JSON
+  std::string host;     // the machine that measured it (empty: unknown)
   std::string codegen;  // the code generation measured (search::Record::codegen; empty: unknown)
   int stores = 0;
   std::vector<float> features;
@@ -81,7 +81,7 @@ std::vector<Split> task_folds(const std::vector<Sample>& samples, int k, uint64_
 std::vector<std::string> dataset_tasks(const std::string& which);
 
 struct CollectOptions {
-  int per_task = 100;          // measured configurations per task (records already there count)
+  int per_task = 100;  // measured configurations per task (records already there count)
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate
   std::string target = "llvm";

@@ -45,7 +45,8 @@ double typical_spread(const std::vector<double>& score, const std::vector<Sample
 
 class Ensemble final : public DifferentiableEstimator {
  public:
-  Ensemble(std::unique_ptr<Estimator> mlp, std::unique_ptr<Estimator> gbt) : mlp_(std::move(mlp)), gbt_(std::move(gbt)) {
+  Ensemble(std::unique_ptr<Estimator> mlp, std::unique_ptr<Estimator> gbt)
+      : mlp_(std::move(mlp)), gbt_(std::move(gbt)) {
     BASIN_CHECK(mlp_->differentiable()) << "the ensemble's first part must be the MLP";
   }
 
@@ -80,17 +81,18 @@ class Ensemble final : public DifferentiableEstimator {
   // 30 did, threw away what the cross-task trees knew and made three of five tasks worse
   // (docs/PERFORMANCE.md@6bf7154).
   void update(const std::vector<Sample>& samples, const TrainOptions& opt) override {
-    run_both([&] { mlp_->update(samples, opt); }, [&] {
-      if (gbt_->ready()) gbt_->update(samples, opt);
-      else gbt_->train(samples, opt);
-    });
+    run_both([&] { mlp_->update(samples, opt); },
+             [&] {
+               if (gbt_->ready()) gbt_->update(samples, opt);
+               else gbt_->train(samples, opt);
+             });
     rescale(samples);
   }
 
   std::string payload() const override {
     std::string mlp = mlp_->payload(), gbt = gbt_->ready() ? gbt_->payload() : "";
-    nlohmann::json meta = {{"mlp_bytes", mlp.size()}, {"gbt_bytes", gbt.size()}, {"mlp_scale", mlp_scale_},
-                           {"gbt_scale", gbt_scale_}};
+    nlohmann::json meta = {
+        {"mlp_bytes", mlp.size()}, {"gbt_bytes", gbt.size()}, {"mlp_scale", mlp_scale_}, {"gbt_scale", gbt_scale_}};
     return meta.dump() + "\n" + mlp + gbt;
   }
 

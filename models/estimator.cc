@@ -23,7 +23,8 @@ FeatureBatch FeatureBatch::of(const std::vector<const Sample*>& samples) {
   b.batch = static_cast<int>(samples.size());
   // The samples' feature set (CPU or GPU), from their width.
   b.features = relax::num_features();
-  if (!samples.empty() && samples[0]->stores > 0) b.features = static_cast<int>(samples[0]->features.size()) / samples[0]->stores;
+  if (!samples.empty() && samples[0]->stores > 0)
+    b.features = static_cast<int>(samples[0]->features.size()) / samples[0]->stores;
   for (const Sample* s : samples) b.stores = std::max(b.stores, s->stores);
   b.values.assign(static_cast<size_t>(b.batch) * b.stores * b.features, 0.0f);
   b.mask.assign(static_cast<size_t>(b.batch) * b.stores, 0.0f);
@@ -49,7 +50,9 @@ std::string Estimator::payload() const {
 }
 
 namespace {
-bool names_a_file(const std::string& spec) { return spec.find('/') != std::string::npos || spec.find('.') != std::string::npos; }
+bool names_a_file(const std::string& spec) {
+  return spec.find('/') != std::string::npos || spec.find('.') != std::string::npos;
+}
 // No GPU weights ship: on "cuda" the trainable kinds start untrained.
 bool untrained_on(const std::string& spec, const std::string& target) {
   return target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble");
@@ -107,7 +110,8 @@ std::unique_ptr<Estimator> load_estimator(const std::string& path) {
   return load_contents(detail::read_file(path), path);
 }
 
-std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string& spec, const std::string& target, int n) {
+std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string& spec, const std::string& target,
+                                                              int n) {
   std::vector<std::unique_ptr<Estimator>> out(static_cast<size_t>(std::max(n, 0)));
   const std::string file = estimator_file(spec, target);
   if (file.empty() || is_torchscript(file)) {
@@ -118,7 +122,8 @@ std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string&
   const detail::FileContents f = detail::read_file(file);
   // Each estimator owns its weights (LibTorch tensors, an XGBoost booster) and loads
   // nothing shared: one per helper thread at a time.
-  parallel_for(static_cast<int>(out.size()), [&](int i) { out[static_cast<size_t>(i)] = as_spec(load_contents(f, file), spec); });
+  parallel_for(static_cast<int>(out.size()),
+               [&](int i) { out[static_cast<size_t>(i)] = as_spec(load_contents(f, file), spec); });
   return out;
 }
 
@@ -260,12 +265,13 @@ FileContents read_file(const std::string& path) {
   if (!(is >> magic >> kind >> version >> bytes >> sum) || magic != "basin-estimator")
     throw Error(path + " is not a basin estimator file (a TorchScript module must end in .pt)");
   if (version != relax::kFeatureVersion)
-    throw Error(path + ": trained on feature set version " + std::to_string(version) + ", but this basin computes version " +
-                std::to_string(relax::kFeatureVersion) + " (retrain it: basin estimator train)");
+    throw Error(path + ": trained on feature set version " + std::to_string(version) +
+                ", but this basin computes version " + std::to_string(relax::kFeatureVersion) +
+                " (retrain it: basin estimator train)");
   std::string payload = read_rest(f);  // a network's tasks each load the 5 MB ensemble
   if (payload.size() != bytes)
-    throw Error(path + " is truncated or padded: " + std::to_string(payload.size()) + " bytes of payload, the header says " +
-                std::to_string(bytes));
+    throw Error(path + " is truncated or padded: " + std::to_string(payload.size()) +
+                " bytes of payload, the header says " + std::to_string(bytes));
   char want[32];
   std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(fnv1a(payload)));
   if (sum != want) throw Error(path + " is corrupt (checksum mismatch)");

@@ -35,8 +35,8 @@ struct FeatureBatch {
 };
 
 struct TrainOptions {
-  std::string loss = "rank";  // "rank" (pairwise, within a task) or "mse" (log latency)
-  int epochs = 40;            // passes over the data (MLP); the GBT's boosting rounds are epochs / tree_eta
+  std::string loss = "rank";    // "rank" (pairwise, within a task) or "mse" (log latency)
+  int epochs = 40;              // passes over the data (MLP); the GBT's boosting rounds are epochs / tree_eta
   double learning_rate = 1e-3;  // the MLP's Adam step; from scratch it decays along a cosine to 0
   // The GBT's step (XGBoost's eta) and, for the rank loss, the pairs XGBoost samples per
   // program at each round (its num_pairsample). Offline training uses small steps and
@@ -45,7 +45,7 @@ struct TrainOptions {
   double tree_eta = 0.1;
   int tree_pair_samples = 16;
   uint64_t seed = 1;
-  bool verbose = false;       // one line per epoch on stderr
+  bool verbose = false;  // one line per epoch on stderr
 };
 
 class Estimator {
@@ -93,7 +93,8 @@ std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const s
 // n estimators as estimator_for_target(spec, target) makes them, the file read and
 // checked once and the estimators loaded from it on the helper threads: a network's
 // tasks each fine-tune an estimator of their own.
-std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string& spec, const std::string& target, int n);
+std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string& spec, const std::string& target,
+                                                              int n);
 // The file estimator_for_target(spec, target) loads: a shipped weights file for "mlp"
 // and "ensemble" on the CPU, the path itself for a path; empty where none is loaded.
 std::string estimator_file(const std::string& spec, const std::string& target);
@@ -120,7 +121,7 @@ struct EvalResult {
   // task were): the measurements' own noise, a ceiling for any estimator's pairwise
   // accuracy against single measurements.
   double repeatability = -1;
-  int repeated = 0;  // programs measured at least twice
+  int repeated = 0;            // programs measured at least twice
   std::vector<double> scores;  // the estimator's score of each sample, in order
 };
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);

@@ -74,7 +74,8 @@ class Mlp final : public DifferentiableEstimator {
     check_width(b.features);
     torch::NoGradGuard no_grad;
     net_->eval();
-    torch::Tensor s = net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
+    torch::Tensor s =
+        net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
     s = s.to(torch::kFloat64).contiguous();
     return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);
   }
@@ -221,12 +222,13 @@ class Mlp final : public DifferentiableEstimator {
           y.push_back(static_cast<float>(std::log(samples[i].latency_us)));
         }
         FeatureBatch b = FeatureBatch::of(ps);
-        torch::Tensor s = net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
+        torch::Tensor s =
+            net_->forward(tensor_of(b.values, {b.batch, b.stores, b.features}), tensor_of(b.mask, {b.batch, b.stores}));
         torch::Tensor t = tensor_of(y, {b.batch});
         torch::Tensor loss;
         if (opt.loss == "rank") {
           torch::Tensor faster = (t.unsqueeze(1) < t.unsqueeze(0)).to(torch::kFloat32);  // [i][j]: i faster than j
-          torch::Tensor margin = s.unsqueeze(1) - s.unsqueeze(0);                          // want s_i < s_j
+          torch::Tensor margin = s.unsqueeze(1) - s.unsqueeze(0);                        // want s_i < s_j
           loss = (torch::nn::functional::softplus(margin) * faster).sum() / faster.sum().clamp_min(1);
         } else {
           loss = torch::mse_loss(s, t);
@@ -242,7 +244,8 @@ class Mlp final : public DifferentiableEstimator {
         adam.step();
         total += loss.item<double>();
       }
-      if (opt.verbose) std::fprintf(stderr, "[mlp] epoch %d: loss %.4f\n", epoch + 1, total / std::max<size_t>(1, batches.size()));
+      if (opt.verbose)
+        std::fprintf(stderr, "[mlp] epoch %d: loss %.4f\n", epoch + 1, total / std::max<size_t>(1, batches.size()));
     }
     net_->eval();
   }

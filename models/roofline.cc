@@ -36,7 +36,8 @@ class Roofline final : public Estimator {
                      math = index_of("flops_math"), cmp = index_of("flops_cmp_select"), it = index_of("iterations"),
                      lanes = index_of("vector_lanes"), par = index_of("parallel_extent");
     std::vector<int> bytes;
-    for (int k = 0; k < relax::kBufferSlots; ++k) bytes.push_back(index_of("buf" + std::to_string(k) + ".unique_bytes"));
+    for (int k = 0; k < relax::kBufferSlots; ++k)
+      bytes.push_back(index_of("buf" + std::to_string(k) + ".unique_bytes"));
     auto raw = [](float v) { return std::exp2(static_cast<double>(v)) - 1.0; };
     const double lane_rate = peak_gflops_ * 1e9 / (cores_ * 16.0);  // flop/s of one lane of one core
     std::vector<double> out(b.batch);
@@ -61,7 +62,9 @@ class Roofline final : public Estimator {
   }
 
   std::string payload() const override {
-    nlohmann::json j = {{"peak_gflops", peak_gflops_}, {"bandwidth_gbs", bandwidth_gbs_}, {"iteration_ns", iteration_ns_},
+    nlohmann::json j = {{"peak_gflops", peak_gflops_},
+                        {"bandwidth_gbs", bandwidth_gbs_},
+                        {"iteration_ns", iteration_ns_},
                         {"cores", cores_}};
     return j.dump();
   }

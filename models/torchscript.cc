@@ -26,8 +26,8 @@ class TorchScript final : public DifferentiableEstimator {
     c10::IValue v = module_.attr("feature_version");
     if (!v.isInt()) throw Error(path + ": feature_version must be an integer");
     if (v.toInt() != relax::kFeatureVersion)
-      throw Error(path + ": trained on feature set version " + std::to_string(v.toInt()) + ", but this basin computes version " +
-                  std::to_string(relax::kFeatureVersion));
+      throw Error(path + ": trained on feature set version " + std::to_string(v.toInt()) +
+                  ", but this basin computes version " + std::to_string(relax::kFeatureVersion));
     module_.eval();
   }
 
@@ -41,7 +41,8 @@ class TorchScript final : public DifferentiableEstimator {
   std::vector<double> predict(const FeatureBatch& b) override {
     if (b.batch == 0) return {};
     torch::NoGradGuard no_grad;
-    torch::Tensor x = torch::from_blob(const_cast<float*>(b.values.data()), {b.batch, b.stores, b.features}, torch::kFloat32);
+    torch::Tensor x =
+        torch::from_blob(const_cast<float*>(b.values.data()), {b.batch, b.stores, b.features}, torch::kFloat32);
     torch::Tensor m = torch::from_blob(const_cast<float*>(b.mask.data()), {b.batch, b.stores}, torch::kFloat32);
     torch::Tensor s = forward(x, m).to(torch::kFloat64).contiguous();
     return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);

@@ -16,7 +16,7 @@ Expr num(double v) { return float_imm(DType::f64(), v); }
 
 CpuTarget CpuTarget::host() {
   CpuTarget t;
-  t.cores = this_host().cores;  // the threads kernels run on (BASIN_NUM_THREADS)
+  t.cores = this_host().cores;                                  // the threads kernels run on (BASIN_NUM_THREADS)
   const VectorFile file = vector_file(this_host().vector_isa);  // BASIN_VECTOR_ISA's where set
   t.vector_bytes = file.bytes;
   t.vector_registers = file.registers;
@@ -79,8 +79,8 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
         if (operand[i]) rows = rows * f;
       }
     }
-    out.push_back({"register_tile", tile + vectors * (rows - num(1)) -
-                                        num(target.vector_registers - target.reserved_registers)});
+    out.push_back(
+        {"register_tile", tile + vectors * (rows - num(1)) - num(target.vector_registers - target.reserved_registers)});
   }
   if (!parallel.empty()) {
     Expr most = parallel[0];
@@ -100,7 +100,8 @@ std::vector<Constraint> gpu_constraints(const LoweredFunc& structure, const GpuT
     switch (n.kind) {
       case StmtKind::For: {
         if (is_gpu_thread(n.for_kind))
-          out.push_back({"threads_per_block." + std::to_string(threads++), f64(n.extent) - num(target.threads_per_block)});
+          out.push_back(
+              {"threads_per_block." + std::to_string(threads++), f64(n.extent) - num(target.threads_per_block)});
         depth += is_gpu_thread(n.for_kind);
         if (n.for_kind == ForKind::VThread) vstack.push_back(f64(n.extent));
         walk(n.body[0]);

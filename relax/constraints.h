@@ -14,7 +14,7 @@ namespace basin::relax {
 
 struct CpuTarget {
   int cores = 2;
-  int vector_bytes = 64;       // one zmm register
+  int vector_bytes = 64;  // one zmm register
   int vector_registers = 32;
   int reserved_registers = 4;  // operands and broadcasts beside the accumulator
   int l1_bytes = 32 * 1024;

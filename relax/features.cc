@@ -13,10 +13,11 @@ namespace {
 const std::pair<const char*, double> kTrafficCapacities[] = {
     {"2KiB", 2048.0}, {"32KiB", 32768.0}, {"1MiB", 1048576.0}, {"32MiB", 33554432.0}};
 
-const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes", "vector_stride"};
+const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes",
+                               "vector_stride"};
 
 std::vector<std::string> make_names() {
-  std::vector<std::string> n = {"flops_add", "flops_mul", "flops_div", "flops_math", "flops_cmp_select",
+  std::vector<std::string> n = {"flops_add",  "flops_mul",    "flops_div",       "flops_math",   "flops_cmp_select",
                                 "iterations", "vector_lanes", "parallel_extent", "unroll_depth", "unroll_steps"};
   for (int s = 0; s < kBufferSlots; ++s)
     for (const char* f : kSlotFeatures) n.push_back("buf" + std::to_string(s) + "." + f);
@@ -31,7 +32,8 @@ std::vector<std::string> make_names() {
 
 std::vector<std::string> make_gpu_names() {
   std::vector<std::string> n = make_names();
-  for (const char* f : {"gpu.blocks", "gpu.threads_per_block", "gpu.vthreads", "gpu.shared_bytes", "gpu.thread_local_bytes"})
+  for (const char* f :
+       {"gpu.blocks", "gpu.threads_per_block", "gpu.vthreads", "gpu.shared_bytes", "gpu.thread_local_bytes"})
     n.push_back(f);
   for (int s = 0; s < kBufferSlots; ++s) n.push_back("buf" + std::to_string(s) + ".shared");
   return n;
@@ -60,20 +62,33 @@ OpCounts count_ops(const Expr& value) {
     bool fl = x.dtype().is_float();
     switch (x.kind()) {
       case ExprKind::Add:
-      case ExprKind::Sub: c.add += fl; break;
-      case ExprKind::Mul: c.mul += fl; break;
-      case ExprKind::Div: c.div += fl; break;
-      case ExprKind::Call: c.math += 1; break;
+      case ExprKind::Sub:
+        c.add += fl;
+        break;
+      case ExprKind::Mul:
+        c.mul += fl;
+        break;
+      case ExprKind::Div:
+        c.div += fl;
+        break;
+      case ExprKind::Call:
+        c.math += 1;
+        break;
       case ExprKind::Min:
       case ExprKind::Max:
-      case ExprKind::Select: c.cmp += fl; break;
+      case ExprKind::Select:
+        c.cmp += fl;
+        break;
       case ExprKind::EQ:
       case ExprKind::NE:
       case ExprKind::LT:
       case ExprKind::LE:
       case ExprKind::GT:
-      case ExprKind::GE: c.cmp += x.arg(0).dtype().is_float(); break;
-      default: break;
+      case ExprKind::GE:
+        c.cmp += x.arg(0).dtype().is_float();
+        break;
+      default:
+        break;
     }
   });
   return c;
@@ -87,9 +102,8 @@ struct Access {
 };
 // e with every load replaced by 0 (gathers: indices and guards read only loop variables).
 Expr no_loads(const Expr& e) {
-  return rewrite_post_order(e, [](const Expr& x) -> Expr {
-    return x.kind() == ExprKind::Load ? int_imm(x.dtype(), 0) : Expr();
-  });
+  return rewrite_post_order(
+      e, [](const Expr& x) -> Expr { return x.kind() == ExprKind::Load ? int_imm(x.dtype(), 0) : Expr(); });
 }
 Expr flat_of(const Buffer& b, const std::vector<Expr>& idx) {
   if (idx.empty()) return Expr(int64_t{0});
@@ -149,7 +163,9 @@ class Walker {
         guards_.pop_back();
         return;
       }
-      case StmtKind::Store: store(n); return;
+      case StmtKind::Store:
+        store(n);
+        return;
       default:
         for (const Stmt& c : n.body) walk(c);
         return;
@@ -230,7 +246,8 @@ class Walker {
       std::vector<Expr>& u = inner_unique[a];
       u.assign(depth + 1, one());
       for (int l = depth - 1; l >= 0; --l) {
-        Expr at_end = index_at(flat, l, cast(loops_[l].var.dtype(), loops_[l].extent) - int_imm(loops_[l].var.dtype(), 1));
+        Expr at_end =
+            index_at(flat, l, cast(loops_[l].var.dtype(), loops_[l].extent) - int_imm(loops_[l].var.dtype(), 1));
         Expr moves = select(ne(at_end, base), one(), zero());
         slot_moves[a][l] = moves;
         u[l] = u[l + 1] * (one() + moves * (loops_[l].extent - one()));
@@ -256,7 +273,8 @@ class Walker {
       // not move its index, extent above 1); 0 when no loop does.
       Expr distance = zero();
       for (int l = 0; l < depth; ++l)
-        distance = select(logical_and(eq(slot_moves[s][l], zero()), gt(loops_[l].extent, one())), footprint[l + 1], distance);
+        distance =
+            select(logical_and(eq(slot_moves[s][l], zero()), gt(loops_[l].extent, one())), footprint[l + 1], distance);
       v.push_back(distance);
       // The vector loop's stride: 0 without one (or with one lane), else 1 + |elements
       // between lanes| (1: one value broadcast, 2: contiguous, more: a gather or scatter).

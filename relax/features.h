@@ -34,8 +34,8 @@ const std::vector<std::string>& feature_names(FeatureSet set = FeatureSet::Cpu);
 int num_features(FeatureSet set = FeatureSet::Cpu);
 
 struct StoreFeatures {
-  std::string buffer;         // the stored buffer
-  std::vector<Expr> values;   // num_features() float64 expressions of the knob variables
+  std::string buffer;        // the stored buffer
+  std::vector<Expr> values;  // num_features() float64 expressions of the knob variables
 };
 
 // Requires the structure form (multi-dimensional accesses). Loads inside indices

@@ -72,9 +72,7 @@ std::vector<std::vector<double>> KnobSpace::factors(const Eigen::VectorXd& x) co
   return f;
 }
 
-double KnobSpace::unroll(const Eigen::VectorXd& x) const {
-  return std::exp2(x(unroll_var())) - 1.0;
-}
+double KnobSpace::unroll(const Eigen::VectorXd& x) const { return std::exp2(x(unroll_var())) - 1.0; }
 
 Eigen::VectorXd KnobSpace::point_of(const sched::Config& c) const {
   std::string why = sched::invalid_reason(sketch_, c);
@@ -149,7 +147,8 @@ sched::Config KnobSpace::round_to_tilings(const Eigen::VectorXd& x) const {
     if (nearest == tilings.size()) continue;
     for (size_t v = 0; v < vars_.size(); ++v) {
       if (vars_[v].split != static_cast<int>(i)) continue;
-      for (int64_t f = tilings[nearest][static_cast<size_t>(vars_[v].level)]; f % vars_[v].prime == 0; f /= vars_[v].prime)
+      for (int64_t f = tilings[nearest][static_cast<size_t>(vars_[v].level)]; f % vars_[v].prime == 0;
+           f /= vars_[v].prime)
         ++e[v];
     }
   }
@@ -199,7 +198,8 @@ Eigen::VectorXd KnobSpace::center() const {
     const PrimeVar& pv = vars_[v];
     int parts = sketch_.splits[pv.split].parts;
     int primes = members[pv.group] / parts;
-    x(static_cast<int>(v)) = std::min(upper_(static_cast<int>(v)), group_bound_[pv.group] / pv.weight / primes) / (parts + 1);
+    x(static_cast<int>(v)) =
+        std::min(upper_(static_cast<int>(v)), group_bound_[pv.group] / pv.weight / primes) / (parts + 1);
   }
   x(unroll_var()) = upper_(unroll_var()) / 2;
   return x;

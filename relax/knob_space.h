@@ -5,8 +5,8 @@
 // tilings. A guarded split (awkward extents, sched::SplitSpec) has exponents of 2, 3 and
 // its extent's primes, with one constraint over all its levels, sum x_p log2 p <=
 // log2 N: its integer points are the tilings whose product is at most N, and the
-// number of tiles ceil(N / prod f) is relaxed with the rest. The unroll depth u is one real variable z = log2(1 + u), rounded to the
-// nearest menu entry in that space (the entry 0, no unrolling, sits at z = 0).
+// number of tiles ceil(N / prod f) is relaxed with the rest. The unroll depth u is one real variable z = log2(1 + u),
+// rounded to the nearest menu entry in that space (the entry 0, no unrolling, sits at z = 0).
 //
 // Variables are laid out split by split, level by level, prime by prime, then z.
 #pragma once

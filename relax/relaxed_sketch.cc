@@ -103,7 +103,8 @@ void RelaxedSketch::split_outputs(const double* out, int batch, double* features
   const int nf = stores_ * num_features(), nc = num_constraints();
   for (int b = 0; b < batch; ++b) {
     std::copy(&out[b * (nf + nc)], &out[b * (nf + nc) + nf], features + static_cast<size_t>(b) * nf);
-    if (constraints) std::copy(&out[b * (nf + nc) + nf], &out[(b + 1) * (nf + nc)], constraints + static_cast<size_t>(b) * nc);
+    if (constraints)
+      std::copy(&out[b * (nf + nc) + nf], &out[(b + 1) * (nf + nc)], constraints + static_cast<size_t>(b) * nc);
   }
 }
 

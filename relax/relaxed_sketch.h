@@ -24,8 +24,8 @@ FeatureSet feature_set_of(const sched::Sketch& s);
 // cpu_constraints (with `target`).
 class RelaxedSketch {
  public:
-  RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode = TapeMode::Relaxed,
-                double tau = 0.5, const CpuTarget& target = CpuTarget::host());
+  RelaxedSketch(const ops::OpGraph& task, const sched::Sketch& s, TapeMode mode = TapeMode::Relaxed, double tau = 0.5,
+                const CpuTarget& target = CpuTarget::host());
   // The sketch's exact and relaxed evaluators from one derivation of its features and
   // constraints (most of the building: the tapes compiled from it are the rest).
   static std::pair<std::unique_ptr<RelaxedSketch>, std::unique_ptr<RelaxedSketch>> exact_and_relaxed(
@@ -59,7 +59,7 @@ class RelaxedSketch {
   KnobSpace space_;
   TapeMode mode_;
   FeatureSet set_ = FeatureSet::Cpu;
-  std::vector<std::pair<int, int>> knob_of_;  // tape input -> (split, level); (-1, -1) for unroll
+  std::vector<std::pair<int, int>> knob_of_;                    // tape input -> (split, level); (-1, -1) for unroll
   std::vector<std::vector<std::pair<int, double>>> exponents_;  // tape input -> (x index, ln p)
   std::unique_ptr<Tape> tape_;
   int stores_ = 0;

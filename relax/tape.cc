@@ -16,15 +16,14 @@ struct Tape::Compiling {
     Op op;
     int a, b, c;
     uint64_t value;
-    bool operator==(const Key& o) const {
-      return op == o.op && a == o.a && b == o.b && c == o.c && value == o.value;
-    }
+    bool operator==(const Key& o) const { return op == o.op && a == o.a && b == o.b && c == o.c && value == o.value; }
   };
   struct Hash {
     size_t operator()(const Key& k) const {
       uint64_t h = static_cast<uint64_t>(k.op);
-      for (uint64_t v : {static_cast<uint64_t>(static_cast<uint32_t>(k.a)), static_cast<uint64_t>(static_cast<uint32_t>(k.b)),
-                         static_cast<uint64_t>(static_cast<uint32_t>(k.c)), k.value})
+      for (uint64_t v :
+           {static_cast<uint64_t>(static_cast<uint32_t>(k.a)), static_cast<uint64_t>(static_cast<uint32_t>(k.b)),
+            static_cast<uint64_t>(static_cast<uint32_t>(k.c)), k.value})
         h = (h ^ v) * 0x100000001b3ULL;
       return static_cast<size_t>(h ^ (h >> 29));
     }
@@ -85,8 +84,12 @@ int Tape::compile(const Expr& e, Compiling& cx) {
   auto bin = [&](Op op) { return node({op, compile(n.args[0], cx), compile(n.args[1], cx)}); };
   int r = -1;
   switch (n.kind) {
-    case ExprKind::IntImm: r = node({Op::Const, -1, -1, -1, static_cast<double>(n.ival)}); break;
-    case ExprKind::FloatImm: r = node({Op::Const, -1, -1, -1, n.fval}); break;
+    case ExprKind::IntImm:
+      r = node({Op::Const, -1, -1, -1, static_cast<double>(n.ival)});
+      break;
+    case ExprKind::FloatImm:
+      r = node({Op::Const, -1, -1, -1, n.fval});
+      break;
     case ExprKind::Var: {
       int idx = -1;
       for (int i = 0; i < n_inputs_; ++i)
@@ -95,24 +98,60 @@ int Tape::compile(const Expr& e, Compiling& cx) {
       r = node({Op::Input, -1, -1, -1, static_cast<double>(idx)});
       break;
     }
-    case ExprKind::Add: r = bin(Op::Add); break;
-    case ExprKind::Sub: r = bin(Op::Sub); break;
-    case ExprKind::Mul: r = bin(Op::Mul); break;
-    case ExprKind::Div: r = bin(Op::Div); break;  // integer Div is exact by contract
-    case ExprKind::FloorDiv: r = bin(n.dtype.is_float() ? Op::Div : Op::FloorDiv); break;
-    case ExprKind::FloorMod: r = bin(Op::FloorMod); break;
-    case ExprKind::Min: r = bin(Op::Min); break;
-    case ExprKind::Max: r = bin(Op::Max); break;
-    case ExprKind::LT: r = bin(Op::LT); break;
-    case ExprKind::LE: r = bin(Op::LE); break;
-    case ExprKind::GT: r = node({Op::LT, compile(n.args[1], cx), compile(n.args[0], cx)}); break;
-    case ExprKind::GE: r = node({Op::LE, compile(n.args[1], cx), compile(n.args[0], cx)}); break;
-    case ExprKind::EQ: r = bin(Op::EQ); break;
-    case ExprKind::NE: r = node({Op::Not, bin(Op::EQ)}); break;
-    case ExprKind::And: r = bin(Op::And); break;
-    case ExprKind::Or: r = bin(Op::Or); break;
-    case ExprKind::Not: r = node({Op::Not, compile(n.args[0], cx)}); break;
-    case ExprKind::Select: r = node({Op::Select, compile(n.args[0], cx), compile(n.args[1], cx), compile(n.args[2], cx)}); break;
+    case ExprKind::Add:
+      r = bin(Op::Add);
+      break;
+    case ExprKind::Sub:
+      r = bin(Op::Sub);
+      break;
+    case ExprKind::Mul:
+      r = bin(Op::Mul);
+      break;
+    case ExprKind::Div:
+      r = bin(Op::Div);
+      break;  // integer Div is exact by contract
+    case ExprKind::FloorDiv:
+      r = bin(n.dtype.is_float() ? Op::Div : Op::FloorDiv);
+      break;
+    case ExprKind::FloorMod:
+      r = bin(Op::FloorMod);
+      break;
+    case ExprKind::Min:
+      r = bin(Op::Min);
+      break;
+    case ExprKind::Max:
+      r = bin(Op::Max);
+      break;
+    case ExprKind::LT:
+      r = bin(Op::LT);
+      break;
+    case ExprKind::LE:
+      r = bin(Op::LE);
+      break;
+    case ExprKind::GT:
+      r = node({Op::LT, compile(n.args[1], cx), compile(n.args[0], cx)});
+      break;
+    case ExprKind::GE:
+      r = node({Op::LE, compile(n.args[1], cx), compile(n.args[0], cx)});
+      break;
+    case ExprKind::EQ:
+      r = bin(Op::EQ);
+      break;
+    case ExprKind::NE:
+      r = node({Op::Not, bin(Op::EQ)});
+      break;
+    case ExprKind::And:
+      r = bin(Op::And);
+      break;
+    case ExprKind::Or:
+      r = bin(Op::Or);
+      break;
+    case ExprKind::Not:
+      r = node({Op::Not, compile(n.args[0], cx)});
+      break;
+    case ExprKind::Select:
+      r = node({Op::Select, compile(n.args[0], cx), compile(n.args[1], cx), compile(n.args[2], cx)});
+      break;
     case ExprKind::Cast: {
       int a = compile(n.args[0], cx);
       // to an integer: truncation toward zero, which the features never need relaxed
@@ -125,18 +164,34 @@ int Tape::compile(const Expr& e, Compiling& cx) {
     case ExprKind::Call: {
       int a = compile(n.args[0], cx);
       switch (n.fn) {
-        case MathFn::exp: r = node({Op::Exp, a}); break;
-        case MathFn::log: r = node({Op::Log, a}); break;
-        case MathFn::sqrt: r = node({Op::Sqrt, a}); break;
-        case MathFn::pow: r = node({Op::Pow, a, compile(n.args[1], cx)}); break;
-        case MathFn::floor: r = node({Op::Floor, a}); break;
-        case MathFn::ceil: r = node({Op::Ceil, a}); break;
-        case MathFn::fabs: r = node({Op::Abs, a}); break;
-        default: throw InternalError(std::string("the tape has no ") + math_fn_name(n.fn));
+        case MathFn::exp:
+          r = node({Op::Exp, a});
+          break;
+        case MathFn::log:
+          r = node({Op::Log, a});
+          break;
+        case MathFn::sqrt:
+          r = node({Op::Sqrt, a});
+          break;
+        case MathFn::pow:
+          r = node({Op::Pow, a, compile(n.args[1], cx)});
+          break;
+        case MathFn::floor:
+          r = node({Op::Floor, a});
+          break;
+        case MathFn::ceil:
+          r = node({Op::Ceil, a});
+          break;
+        case MathFn::fabs:
+          r = node({Op::Abs, a});
+          break;
+        default:
+          throw InternalError(std::string("the tape has no ") + math_fn_name(n.fn));
       }
       break;
     }
-    case ExprKind::Load: throw InternalError("the tape cannot evaluate a buffer load: " + to_string(e));
+    case ExprKind::Load:
+      throw InternalError("the tape cannot evaluate a buffer load: " + to_string(e));
   }
   cx.memo[e.get()] = r;
   return r;
@@ -162,7 +217,8 @@ void Tape::evaluate(const double* x, int batch, double* y) const {
   if (scratch.size() < ops_.size() * rows) scratch.resize(ops_.size() * rows);
   for (int start = 0; start < batch; start += kChunk) {
     const int n = std::min(kChunk, batch - start);
-    run(x + static_cast<size_t>(start) * n_inputs_, n, scratch.data(), y + static_cast<size_t>(start) * outputs_.size());
+    run(x + static_cast<size_t>(start) * n_inputs_, n, scratch.data(),
+        y + static_cast<size_t>(start) * outputs_.size());
   }
 }
 
@@ -176,23 +232,39 @@ void Tape::apply(const Node& n, const double* x, const double* a, const double* 
     for (int k = 0; k < batch; ++k) out[k] = f(k);
   };
   switch (n.op) {
-    case Op::Const: std::fill(out, out + batch, n.value); break;
+    case Op::Const:
+      std::fill(out, out + batch, n.value);
+      break;
     case Op::Input: {
       const int col = static_cast<int>(n.value);
       each([&](int k) { return x[k * n_inputs_ + col]; });
       break;
     }
-    case Op::Add: each([&](int k) { return a[k] + b[k]; }); break;
-    case Op::Sub: each([&](int k) { return a[k] - b[k]; }); break;
-    case Op::Mul: each([&](int k) { return a[k] * b[k]; }); break;
-    case Op::Div: each([&](int k) { return a[k] / b[k]; }); break;
+    case Op::Add:
+      each([&](int k) { return a[k] + b[k]; });
+      break;
+    case Op::Sub:
+      each([&](int k) { return a[k] - b[k]; });
+      break;
+    case Op::Mul:
+      each([&](int k) { return a[k] * b[k]; });
+      break;
+    case Op::Div:
+      each([&](int k) { return a[k] / b[k]; });
+      break;
     case Op::FloorDiv:
       if (relaxed) each([&](int k) { return a[k] / b[k]; });
       else each([&](int k) { return std::floor(a[k] / b[k]); });
       break;
-    case Op::FloorMod: each([&](int k) { return a[k] - b[k] * std::floor(a[k] / b[k]); }); break;
-    case Op::Min: each([&](int k) { return std::min(a[k], b[k]); }); break;
-    case Op::Max: each([&](int k) { return std::max(a[k], b[k]); }); break;
+    case Op::FloorMod:
+      each([&](int k) { return a[k] - b[k] * std::floor(a[k] / b[k]); });
+      break;
+    case Op::Min:
+      each([&](int k) { return std::min(a[k], b[k]); });
+      break;
+    case Op::Max:
+      each([&](int k) { return std::max(a[k], b[k]); });
+      break;
     case Op::LT:
       if (relaxed) each([&](int k) { return sigmoid((b[k] - a[k]) / tau); });
       else each([&](int k) { return static_cast<double>(a[k] < b[k]); });
@@ -227,10 +299,18 @@ void Tape::apply(const Node& n, const double* x, const double* a, const double* 
       if (relaxed) each([&](int k) { return a[k] * b[k] + (1.0 - a[k]) * c[k]; });
       else each([&](int k) { return a[k] != 0 ? b[k] : c[k]; });
       break;
-    case Op::Exp: each([&](int k) { return std::exp(a[k]); }); break;
-    case Op::Log: each([&](int k) { return std::log(a[k]); }); break;
-    case Op::Sqrt: each([&](int k) { return std::sqrt(a[k]); }); break;
-    case Op::Pow: each([&](int k) { return std::pow(a[k], b[k]); }); break;
+    case Op::Exp:
+      each([&](int k) { return std::exp(a[k]); });
+      break;
+    case Op::Log:
+      each([&](int k) { return std::log(a[k]); });
+      break;
+    case Op::Sqrt:
+      each([&](int k) { return std::sqrt(a[k]); });
+      break;
+    case Op::Pow:
+      each([&](int k) { return std::pow(a[k], b[k]); });
+      break;
     case Op::Floor:
       if (relaxed) each([&](int k) { return a[k]; });
       else each([&](int k) { return std::floor(a[k]); });
@@ -239,7 +319,9 @@ void Tape::apply(const Node& n, const double* x, const double* a, const double* 
       if (relaxed) each([&](int k) { return a[k]; });
       else each([&](int k) { return std::ceil(a[k]); });
       break;
-    case Op::Abs: each([&](int k) { return std::abs(a[k]); }); break;
+    case Op::Abs:
+      each([&](int k) { return std::abs(a[k]); });
+      break;
   }
 }
 
@@ -282,15 +364,31 @@ void Tape::backward(const double* grad_y, double* grad_x) {
         if (g[k] != 0) f(k, g[k]);
     };
     switch (n.op) {
-      case Op::Const: break;
+      case Op::Const:
+        break;
       case Op::Input: {
         const int col = static_cast<int>(n.value);
         each([&](int k, double gk) { grad_x[k * n_inputs_ + col] += gk; });
         break;
       }
-      case Op::Add: each([&](int k, double gk) { ga[k] += gk; gb[k] += gk; }); break;
-      case Op::Sub: each([&](int k, double gk) { ga[k] += gk; gb[k] -= gk; }); break;
-      case Op::Mul: each([&](int k, double gk) { ga[k] += gk * b[k]; gb[k] += gk * a[k]; }); break;
+      case Op::Add:
+        each([&](int k, double gk) {
+          ga[k] += gk;
+          gb[k] += gk;
+        });
+        break;
+      case Op::Sub:
+        each([&](int k, double gk) {
+          ga[k] += gk;
+          gb[k] -= gk;
+        });
+        break;
+      case Op::Mul:
+        each([&](int k, double gk) {
+          ga[k] += gk * b[k];
+          gb[k] += gk * a[k];
+        });
+        break;
       case Op::Div:
       case Op::FloorDiv:  // relaxed: the exact quotient; exact mode: the same slope (a subgradient)
         each([&](int k, double gk) {
@@ -298,9 +396,18 @@ void Tape::backward(const double* grad_y, double* grad_x) {
           gb[k] -= gk * a[k] / (b[k] * b[k]);
         });
         break;
-      case Op::FloorMod: each([&](int k, double gk) { ga[k] += gk; gb[k] -= gk * std::floor(a[k] / b[k]); }); break;
-      case Op::Min: each([&](int k, double gk) { (a[k] <= b[k] ? ga : gb)[k] += gk; }); break;
-      case Op::Max: each([&](int k, double gk) { (a[k] >= b[k] ? ga : gb)[k] += gk; }); break;
+      case Op::FloorMod:
+        each([&](int k, double gk) {
+          ga[k] += gk;
+          gb[k] -= gk * std::floor(a[k] / b[k]);
+        });
+        break;
+      case Op::Min:
+        each([&](int k, double gk) { (a[k] <= b[k] ? ga : gb)[k] += gk; });
+        break;
+      case Op::Max:
+        each([&](int k, double gk) { (a[k] >= b[k] ? ga : gb)[k] += gk; });
+        break;
       case Op::LT:
       case Op::LE:
         if (relaxed)
@@ -319,10 +426,18 @@ void Tape::backward(const double* grad_y, double* grad_x) {
           });
         break;
       case Op::And:
-        if (relaxed) each([&](int k, double gk) { ga[k] += gk * b[k]; gb[k] += gk * a[k]; });
+        if (relaxed)
+          each([&](int k, double gk) {
+            ga[k] += gk * b[k];
+            gb[k] += gk * a[k];
+          });
         break;
       case Op::Or:
-        if (relaxed) each([&](int k, double gk) { ga[k] += gk * (1 - b[k]); gb[k] += gk * (1 - a[k]); });
+        if (relaxed)
+          each([&](int k, double gk) {
+            ga[k] += gk * (1 - b[k]);
+            gb[k] += gk * (1 - a[k]);
+          });
         break;
       case Op::Not:
         if (relaxed) each([&](int k, double gk) { ga[k] -= gk; });
@@ -336,9 +451,15 @@ void Tape::backward(const double* grad_y, double* grad_x) {
           });
         else each([&](int k, double gk) { (a[k] != 0 ? gb : gc)[k] += gk; });
         break;
-      case Op::Exp: each([&](int k, double gk) { ga[k] += gk * v[k]; }); break;
-      case Op::Log: each([&](int k, double gk) { ga[k] += gk / a[k]; }); break;
-      case Op::Sqrt: each([&](int k, double gk) { ga[k] += gk * 0.5 / v[k]; }); break;
+      case Op::Exp:
+        each([&](int k, double gk) { ga[k] += gk * v[k]; });
+        break;
+      case Op::Log:
+        each([&](int k, double gk) { ga[k] += gk / a[k]; });
+        break;
+      case Op::Sqrt:
+        each([&](int k, double gk) { ga[k] += gk * 0.5 / v[k]; });
+        break;
       case Op::Pow:
         each([&](int k, double gk) {
           ga[k] += gk * b[k] * std::pow(a[k], b[k] - 1);
@@ -349,7 +470,9 @@ void Tape::backward(const double* grad_y, double* grad_x) {
       case Op::Ceil:
         if (relaxed) each([&](int k, double gk) { ga[k] += gk; });
         break;
-      case Op::Abs: each([&](int k, double gk) { ga[k] += gk * (a[k] < 0 ? -1.0 : 1.0); }); break;
+      case Op::Abs:
+        each([&](int k, double gk) { ga[k] += gk * (a[k] < 0 ? -1.0 : 1.0); });
+        break;
     }
   }
 }

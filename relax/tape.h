@@ -43,8 +43,30 @@ class Tape {
 
  private:
   enum class Op : uint8_t {
-    Const, Input, Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max,
-    LT, LE, EQ, And, Or, Not, Select, Exp, Log, Sqrt, Pow, Floor, Ceil, Abs
+    Const,
+    Input,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    FloorDiv,
+    FloorMod,
+    Min,
+    Max,
+    LT,
+    LE,
+    EQ,
+    And,
+    Or,
+    Not,
+    Select,
+    Exp,
+    Log,
+    Sqrt,
+    Pow,
+    Floor,
+    Ceil,
+    Abs
   };
   struct Node {
     Op op;

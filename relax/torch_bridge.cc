@@ -40,8 +40,8 @@ struct RelaxedFunction : torch::autograd::Function<RelaxedFunction> {
       ctx->saved_data["generation"] = static_cast<int64_t>(rs->generation());
     }
     auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-    torch::Tensor gf = grads[0].defined() ? as_double(grads[0])
-                                          : torch::zeros({batch, rs->num_stores(), rs->num_features()}, opts);
+    torch::Tensor gf =
+        grads[0].defined() ? as_double(grads[0]) : torch::zeros({batch, rs->num_stores(), rs->num_features()}, opts);
     torch::Tensor gc = grads[1].defined() ? as_double(grads[1]) : torch::zeros({batch, rs->num_constraints()}, opts);
     torch::Tensor gx = torch::empty({batch, rs->num_vars()}, opts);
     rs->backward(gf.data_ptr<double>(), gx.data_ptr<double>(), gc.data_ptr<double>());
@@ -53,8 +53,8 @@ struct RelaxedFunction : torch::autograd::Function<RelaxedFunction> {
 
 std::vector<at::Tensor> relaxed_features(RelaxedSketch& rs, const at::Tensor& x) {
   if (x.dim() != 2 || x.size(1) != rs.num_vars())
-    throw Error("relaxed_features: expected knob points of shape [batch, " + std::to_string(rs.num_vars()) +
-                "], got " + std::to_string(x.dim()) + " dimensions");
+    throw Error("relaxed_features: expected knob points of shape [batch, " + std::to_string(rs.num_vars()) + "], got " +
+                std::to_string(x.dim()) + " dimensions");
   if (!x.is_floating_point()) throw Error("relaxed_features: knob points must be float32 or float64");
   return RelaxedFunction::apply(x, &rs);
 }

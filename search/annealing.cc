@@ -19,17 +19,18 @@ namespace basin::search::detail {
 namespace {
 
 struct AnnealingOptions {
-  int plan_size = 64;      // AutoTVM's
+  int plan_size = 64;  // AutoTVM's
   int chains = 128;
-  int steps = 120;         // per round (the chains persist across rounds)
-  int early_stop = 30;     // steps without a new program among the 2n best
+  int steps = 120;      // per round (the chains persist across rounds)
+  int early_stop = 30;  // steps without a new program among the 2n best
   double diversity_ratio = 2;
   double epsilon = 0.05;
 };
 
 std::vector<OptionField> fields(AnnealingOptions& o) {
   return {
-      {"plan_size", &o.plan_size, nullptr, 1, 1e6, "programs one search plans; the estimator is retrained once per plan"},
+      {"plan_size", &o.plan_size, nullptr, 1, 1e6,
+       "programs one search plans; the estimator is retrained once per plan"},
       {"chains", &o.chains, nullptr, 1, 1e5, "parallel annealing chains"},
       {"steps", &o.steps, nullptr, 0, 1e5, "annealing steps per search"},
       {"early_stop", &o.early_stop, nullptr, 1, 1e5, "steps without a new program among the best that end a search"},
@@ -40,7 +41,9 @@ std::vector<OptionField> fields(AnnealingOptions& o) {
 
 class Annealing final : public Strategy {
  public:
-  explicit Annealing(const StrategyOptions& set) : name_(spec_of("annealing", set)) { set_options("annealing", fields(opt_), set); }
+  explicit Annealing(const StrategyOptions& set) : name_(spec_of("annealing", set)) {
+    set_options("annealing", fields(opt_), set);
+  }
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     AnnealingOptions o = opt_;
@@ -70,8 +73,9 @@ class Annealing final : public Strategy {
       // Programs already taken from the old plan are not measured yet: drop repeats.
       std::set<std::string> have;
       for (const Candidate& c : out) have.insert(c.json);
-      plan_.erase(std::remove_if(plan_.begin(), plan_.end(), [&](const Candidate& c) { return have.count(c.json) > 0; }),
-                  plan_.end());
+      plan_.erase(
+          std::remove_if(plan_.begin(), plan_.end(), [&](const Candidate& c) { return have.count(c.json) > 0; }),
+          plan_.end());
       take();
     }
     return out;
@@ -89,7 +93,7 @@ class Annealing final : public Strategy {
     const double scale = prediction_spread(points);  // energies in units of their spread
 
     const size_t keep = static_cast<size_t>(opt_.diversity_ratio * n);
-    std::map<std::string, Candidate> visited;  // every unmeasured program visited
+    std::map<std::string, Candidate> visited;       // every unmeasured program visited
     std::set<std::pair<double, std::string>> best;  // the `keep` best of them
     auto visit = [&](const Candidate& c) {
       if (state.measured.count(c.json) || !visited.emplace(c.json, c).second) return false;

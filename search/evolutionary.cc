@@ -26,7 +26,8 @@ std::vector<OptionField> fields(EvolutionOptions& o) {
   return {
       {"population", &o.population, nullptr, 1, 1e6, "programs in each generation"},
       {"generations", &o.generations, nullptr, 0, 1000, "generations per batch"},
-      {"measured_share", nullptr, &o.measured_share, 0, 1, "share of the first population from the best measured programs"},
+      {"measured_share", nullptr, &o.measured_share, 0, 1,
+       "share of the first population from the best measured programs"},
       {"crossover", nullptr, &o.crossover, 0, 1, "probability that a child is a crossover (else a mutation)"},
       {"elite", nullptr, &o.elite, 0, 1, "share of each generation kept as it is"},
       {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each batch that is random"},
@@ -51,7 +52,8 @@ class Evolutionary final : public Strategy {
     std::vector<const Measured*> good;
     for (const Measured& m : state.history)
       if (m.ok()) good.push_back(&m);
-    std::sort(good.begin(), good.end(), [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+    std::sort(good.begin(), good.end(),
+              [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
     std::vector<Candidate> pop;
     for (const Measured* m : good) {
       if (static_cast<int>(pop.size()) >= opt_.measured_share * opt_.population) break;

@@ -46,15 +46,15 @@ struct GradientOptions {
   double best_share = 0.25;  // seeds started at the best measured programs
   double seed_noise = 0.5;   // their Gaussian noise, in exponent units
   double epsilon = 0.1;
-  int sketch_slots = 2;  // per batch, the best-predicted program of sketches in turn
-  int local_parents = 4;  // the fastest measured programs whose mutations join the pool
-  int local_moves = 16;   // mutations drawn per parent
-  int sibling_slots = 2;    // per batch, the fastest programs' tilings in other sketches
-  int sibling_parents = 4;  // ... of the fastest this many programs, in order
-  int unroll_slots = 2;     // per batch, the fastest programs with another unroll depth
-  int block_slots = 2;      // per batch, the fastest programs with another one-level split factor
-  int tile_slots = 2;       // per batch, the fastest programs with another register tile
-  int tile_followups = 8;   // programs a register tile close to the best gets (one a batch)
+  int sketch_slots = 2;       // per batch, the best-predicted program of sketches in turn
+  int local_parents = 4;      // the fastest measured programs whose mutations join the pool
+  int local_moves = 16;       // mutations drawn per parent
+  int sibling_slots = 2;      // per batch, the fastest programs' tilings in other sketches
+  int sibling_parents = 4;    // ... of the fastest this many programs, in order
+  int unroll_slots = 2;       // per batch, the fastest programs with another unroll depth
+  int block_slots = 2;        // per batch, the fastest programs with another one-level split factor
+  int tile_slots = 2;         // per batch, the fastest programs with another register tile
+  int tile_followups = 8;     // programs a register tile close to the best gets (one a batch)
   double tile_margin = 0.03;  // ... close: its best within this share of the best of all
   // Per batch, other sketches' fastest programs with another register tile, one place
   // each (like the follow-up, none when tile_slots is 0: that turns every register-tile
@@ -100,7 +100,8 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"sketch_slots", &o.sketch_slots, nullptr, 0, 1e4, "per batch, the best-predicted program of sketches in turn"},
       {"local_parents", &o.local_parents, nullptr, 0, 1e4, "the fastest programs whose mutations are ranked"},
       {"local_moves", &o.local_moves, nullptr, 0, 1e5, "mutations drawn per parent"},
-      {"sibling_slots", &o.sibling_slots, nullptr, 0, 1e4, "per batch, the fastest programs' tilings in other sketches"},
+      {"sibling_slots", &o.sibling_slots, nullptr, 0, 1e4,
+       "per batch, the fastest programs' tilings in other sketches"},
       {"sibling_parents", &o.sibling_parents, nullptr, 0, 1e4, "the fastest programs the sibling slots draw on"},
       {"unroll_slots", &o.unroll_slots, nullptr, 0, 1e4, "per batch, the fastest programs at other unroll depths"},
       {"block_slots", &o.block_slots, nullptr, 0, 1e4,
@@ -126,7 +127,8 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"cap_places", &o.cap.places, nullptr, -1, 1e4,
        "ranked places per batch shared by the sketches measured slow (-1: no cap)"},
       {"cap_evidence", &o.cap.evidence, nullptr, 1, 1e5, "programs a sketch needs measured before it can be capped"},
-      {"cap_margin", nullptr, &o.cap.margin, 0, 100, "how much slower than the best a capped sketch's best is, at first"},
+      {"cap_margin", nullptr, &o.cap.margin, 0, 100,
+       "how much slower than the best a capped sketch's best is, at first"},
       {"cap_margin_floor", nullptr, &o.cap.margin_floor, 0, 100, "the margin's floor as the sketch's programs grow"},
   };
 }
@@ -149,7 +151,9 @@ void project(const relax::KnobSpace& space, double* x) {
 
 class Gradient final : public Strategy {
  public:
-  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)) { set_options("gradient", fields(opt_), set); }
+  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)) {
+    set_options("gradient", fields(opt_), set);
+  }
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     GradientOptions o = opt_;
@@ -176,7 +180,8 @@ class Gradient final : public Strategy {
     std::vector<const Measured*> good;
     for (const Measured& m : state.history)
       if (m.ok()) good.push_back(&m);
-    std::sort(good.begin(), good.end(), [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+    std::sort(good.begin(), good.end(),
+              [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
     const int n_best = std::min(static_cast<int>(good.size()), static_cast<int>(opt_.best_share * opt_.seeds));
     std::normal_distribution<double> noise(0, opt_.seed_noise);
     for (const Measured* m : best_seeds(good, n_best)) {
@@ -191,7 +196,8 @@ class Gradient final : public Strategy {
     for (int i = n_best; i < opt_.seeds; ++i) ++uniform[std::uniform_int_distribution<int>(0, n_sketches - 1)(rng)];
     for (int s = 0; s < n_sketches; ++s)
       if (uniform[s] > 0)
-        for (Eigen::VectorXd& x : space.relaxed(s).space().sample(uniform[s], rng, 20, 5)) seeds[s].push_back(std::move(x));
+        for (Eigen::VectorXd& x : space.relaxed(s).space().sample(uniform[s], rng, 20, 5))
+          seeds[s].push_back(std::move(x));
 
     std::map<std::string, Candidate> visited;
     descend(space, seeds, *est, state, visited);
@@ -201,7 +207,8 @@ class Gradient final : public Strategy {
     for (int i = 0; i < std::min(static_cast<int>(good.size()), opt_.local_parents); ++i)
       for (int k = 0; k < opt_.local_moves; ++k) {
         Candidate c;
-        if (space.mutate(good[i]->candidate, rng, &c) && !state.measured.count(c.json)) visited.emplace(c.json, std::move(c));
+        if (space.mutate(good[i]->candidate, rng, &c) && !state.measured.count(c.json))
+          visited.emplace(c.json, std::move(c));
       }
 
     std::vector<Candidate> ranked;
@@ -259,7 +266,8 @@ class Gradient final : public Strategy {
     std::vector<std::vector<Candidate>> per(static_cast<size_t>(n_sketches));
     for (Candidate& c : all) per[static_cast<size_t>(c.sketch)].push_back(std::move(c));
     for (std::vector<Candidate>& cs : per)
-      std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) { return a.predicted > b.predicted; });
+      std::stable_sort(cs.begin(), cs.end(),
+                       [](const Candidate& a, const Candidate& b) { return a.predicted > b.predicted; });
     // Each sketch's first picks: its draws with a register-filling tile, the best
     // predicted (taken from the back: the fullest tile's first, then the whole one's).
     if (opt_.fill_first) {
@@ -417,8 +425,7 @@ class Gradient final : public Strategy {
       const int s = (round * slots + k) % n_sketches;
       auto best = ranked.end();
       for (auto it = ranked.begin(); it != ranked.end(); ++it)
-        if (it->sketch == s && (best == ranked.end() || it->predicted < best->predicted))
-          best = it;
+        if (it->sketch == s && (best == ranked.end() || it->predicted < best->predicted)) best = it;
       if (best == ranked.end()) continue;
       out.push_back(std::move(*best));
       ranked.erase(best);
@@ -492,7 +499,8 @@ class Gradient final : public Strategy {
         sched::Config config = parent.config;
         config.unroll = *it;
         Candidate c = state.space.make(parent.sketch, std::move(config));
-        if (!state.measured.count(c.json) && !used.count(c.json)) others.emplace_back(std::abs(it - here), std::move(c));
+        if (!state.measured.count(c.json) && !used.count(c.json))
+          others.emplace_back(std::abs(it - here), std::move(c));
       }
       if (others.empty()) continue;
       std::vector<Candidate> cs;
@@ -513,7 +521,7 @@ class Gradient final : public Strategy {
 
   using Tile = std::pair<int, std::vector<int64_t>>;  // a sketch and a register tile
   struct TileGroup {
-    int count = 0;                  // measured programs with the tile
+    int count = 0;                   // measured programs with the tile
     const Measured* best = nullptr;  // the fastest of them
   };
   static Tile tile_of(const SearchState& state, const Candidate& c) { return {c.sketch, state.space.register_tile(c)}; }
@@ -878,8 +886,8 @@ class Gradient final : public Strategy {
         if (!g.violated) {
           std::copy(g.grad_cost.begin(), g.grad_cost.end(), dir.begin());
         } else {
-          relax::scale_penalty_gradient(g.grad_cost.data(), g.grad_penalty.data(), g.batch, g.vars,
-                                        opt_.penalty_weight, dir.data());
+          relax::scale_penalty_gradient(g.grad_cost.data(), g.grad_penalty.data(), g.batch, g.vars, opt_.penalty_weight,
+                                        dir.data());
         }
         for (size_t i = 0; i < g.x.size(); ++i) {
           g.m[i] = b1 * g.m[i] + (1 - b1) * dir[i];

@@ -37,7 +37,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   const int first_batch =
       opt.first_batch > 0
           ? std::min(opt.task.batch, opt.first_batch)
-          : std::min(opt.task.batch, std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
+          : std::min(opt.task.batch,
+                     std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
@@ -121,8 +122,9 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (n == 0) t.retired = true;
     if (after <= 0 && t.rounds >= 3) {
       t.retired = true;
-      if (opt.task.log) opt.task.log("network: task " + std::to_string(pick) + " (" + p.tasks[pick].label +
-                           ") has no valid program after 3 rounds; retired");
+      if (opt.task.log)
+        opt.task.log("network: task " + std::to_string(pick) + " (" + p.tasks[pick].label +
+                     ") has no valid program after 3 rounds; retired");
     }
     res.curve.push_back({since(t0), total_trials(), estimate()});
     if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());

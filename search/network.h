@@ -31,9 +31,9 @@ struct NetworkTuneOptions {
   // gain again after every round, so shorter rounds move the budget sooner.
   TuneOptions task = network_task_defaults();
   std::string strategy = "gradient";
-  std::string estimator;        // empty: the strategy's default
-  int trials = 0;               // stop when the network's tasks have this many records in all
-  double budget_seconds = 0;    // or after this much wall time in this run
+  std::string estimator;      // empty: the strategy's default
+  int trials = 0;             // stop when the network's tasks have this many records in all
+  double budget_seconds = 0;  // or after this much wall time in this run
   // Programs of each task's first round (at most task.batch); 0: 256 programs shared by
   // the tasks, at least 4 each (a network of many tasks has a measured program for each
   // early, one of few gets a broad first look at each).

@@ -114,8 +114,8 @@ struct RecordStore::Db {
   // Whether `SELECT columns FROM records` compiles: the table has those columns.
   bool has_columns(const std::string& columns) const {
     sqlite3_stmt* probe = nullptr;
-    const bool yes =
-        sqlite3_prepare_v2(db, ("SELECT " + columns + " FROM records LIMIT 0").c_str(), -1, &probe, nullptr) == SQLITE_OK;
+    const bool yes = sqlite3_prepare_v2(db, ("SELECT " + columns + " FROM records LIMIT 0").c_str(), -1, &probe,
+                                        nullptr) == SQLITE_OK;
     sqlite3_finalize(probe);
     return yes;
   }
@@ -128,9 +128,8 @@ struct RecordStore::Db {
     if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       std::string msg = err ? err : "unknown error";
       sqlite3_free(err);
-      throw Error("records file '" + path + "': " + msg + (msg.find("not a database") != std::string::npos
-                                                                 ? " (is it a basin records file?)"
-                                                                 : ""));
+      throw Error("records file '" + path + "': " + msg +
+                  (msg.find("not a database") != std::string::npos ? " (is it a basin records file?)" : ""));
     }
   }
 
@@ -306,7 +305,8 @@ int64_t RecordStore::add(const Record& r) {
 
 void RecordStore::confirm(int64_t id, const std::vector<double>& confirm_us) {
   auto r = db_->query("WHERE id = ?", {std::to_string(id)});
-  if (r.empty()) throw InternalError("records file '" + path_ + "' has no record " + std::to_string(id) + " to confirm");
+  if (r.empty())
+    throw InternalError("records file '" + path_ + "' has no record " + std::to_string(id) + " to confirm");
   r[0].confirm_us = confirm_us;
   Db::Stmt st = db_->prepare("UPDATE records SET confirm_us = ?, latency_us = ? WHERE id = ?");
   const std::string text = nlohmann::json(confirm_us).dump();
@@ -376,10 +376,11 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
 
 bool RecordStore::contains(const std::string& task_key, const std::string& target, const std::string& sketch,
                            const std::string& config, const std::string& host, const std::string& codegen) const {
-  return !db_->query("WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? "
-                     "AND (?5 = '' OR host = ?5 OR host = '' OR host = ?6) AND (?7 = '' OR codegen = ?7 OR codegen = '') "
-                     "LIMIT 1",
-                     {task_key, target, sketch, config, host, legacy_host_description(host), codegen})
+  return !db_->query(
+                 "WHERE task_key = ? AND target = ? AND sketch = ? AND config = ? "
+                 "AND (?5 = '' OR host = ?5 OR host = '' OR host = ?6) AND (?7 = '' OR codegen = ?7 OR codegen = '') "
+                 "LIMIT 1",
+                 {task_key, target, sketch, config, host, legacy_host_description(host), codegen})
               .empty();
 }
 

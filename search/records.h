@@ -22,13 +22,13 @@ double upper_median(std::vector<double> v);
 struct Record {
   int64_t id = 0;
   std::string task_key;
-  std::string target;                // "llvm", "cuda"
+  std::string target;  // "llvm", "cuda"
   std::string sketch;
   std::string config;                // JSON (sched::config_to_json)
   std::vector<double> latencies_us;  // per-round samples; empty on error
   std::string error;                 // empty when the program ran and verified
   double compile_seconds = 0;
-  double started_at = 0;             // seconds since the epoch
+  double started_at = 0;  // seconds since the epoch
   double finished_at = 0;
   uint64_t seed = 0;
   std::string estimator_version;

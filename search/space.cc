@@ -268,8 +268,8 @@ int64_t TaskSpace::tile_loads(const Candidate& c, int vector_bytes) const {
   return step_loads(s, sched::vector_operand_splits(s), register_tile(c), vector_bytes);
 }
 
-std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes,
-                                              bool fullest_only, bool whole_only) const {
+std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes, bool fullest_only,
+                                               bool whole_only) const {
   const sched::Sketch& s = sketches_[c.sketch];
   if (registers < 1 || vector_bytes < 4 || tile_registers(c, vector_bytes) == 0) return {};
   // Per split of two or more levels, the innermost factors it may take, in increasing
@@ -391,8 +391,7 @@ int TaskSpace::sketch_distance(int a, int b) const {
   const sched::Sketch &x = sketches_.at(static_cast<size_t>(a)), &y = sketches_.at(static_cast<size_t>(b));
   if (x.rule != y.rule) return 10;
   return (x.vec_axis != y.vec_axis) + (x.pack != y.pack) + (x.acc_level != y.acc_level) +
-         (x.inline_producers != y.inline_producers) + (x.prefix != y.prefix) +
-         (x.tile_rows != y.tile_rows);
+         (x.inline_producers != y.inline_producers) + (x.prefix != y.prefix) + (x.tile_rows != y.tile_rows);
 }
 
 relax::RelaxedSketch& TaskSpace::exact(int sketch) {
@@ -491,8 +490,9 @@ std::vector<models::Sample> TaskSpace::samples(const std::vector<Candidate>& cs)
     s.config = cs[i].json;
     // The row's own stores come first; the padding after them is dropped.
     s.stores = exact(cs[i].sketch).num_stores();
-    s.features.assign(b.values.begin() + static_cast<std::ptrdiff_t>(i * row),
-                      b.values.begin() + static_cast<std::ptrdiff_t>(i * row + static_cast<size_t>(s.stores) * b.features));
+    s.features.assign(
+        b.values.begin() + static_cast<std::ptrdiff_t>(i * row),
+        b.values.begin() + static_cast<std::ptrdiff_t>(i * row + static_cast<size_t>(s.stores) * b.features));
   }
   return out;
 }

@@ -105,8 +105,8 @@ class TaskSpace {
   // `fullest_only`, only the tiles as full as the fullest valid one (the others are
   // not built); with `whole_only`, only tiles whose factors divide their splits'
   // extents (no partial tile at an edge). docs/search.md, "Register-filling tiles".
-  std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes,
-                                      bool fullest_only = false, bool whole_only = false) const;
+  std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes, bool fullest_only = false,
+                                      bool whole_only = false) const;
   // How many of the anchor choices (vector axis, packing, accumulator level, producer
   // placement, shared prefix) two sketches differ in; another rule counts 10.
   int sketch_distance(int a, int b) const;

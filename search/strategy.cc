@@ -26,7 +26,8 @@ std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& s
   std::stringstream in(spec);
   for (std::string part; std::getline(in, part, ':');) parts.push_back(part);
   if (!spec.empty() && spec.back() == ':') parts.emplace_back();
-  if (parts.empty() || parts[0].empty()) throw ParseError("strategy '" + spec + "': no strategy named before its options");
+  if (parts.empty() || parts[0].empty())
+    throw ParseError("strategy '" + spec + "': no strategy named before its options");
   StrategyOptions set;
   for (size_t i = 1; i < parts.size(); ++i) {
     const size_t eq = parts[i].find('=');
@@ -69,8 +70,9 @@ void set_options(const std::string& strategy, const std::vector<OptionField>& fi
     const bool integral = std::floor(v) == v;
     if (!number || (f->integer && !integral) || v < f->lo || v > f->hi) {
       std::ostringstream why;
-      why << "the " << strategy << " strategy's option '" << key << "' must be " << (f->integer ? "an integer" : "a number")
-          << " from " << f->lo << " to " << f->hi << ", not '" << value << "'";
+      why << "the " << strategy << " strategy's option '" << key << "' must be "
+          << (f->integer ? "an integer" : "a number") << " from " << f->lo << " to " << f->hi << ", not '" << value
+          << "'";
       throw ParseError(why.str());
     }
     if (f->integer) *f->integer = static_cast<int>(v);
@@ -148,7 +150,8 @@ std::vector<Candidate> diverse_cover(std::vector<Candidate> pool, int n) {
   using KnobValue = std::tuple<int, int, std::vector<int64_t>>;
   auto values = [](const Candidate& c) {
     std::vector<KnobValue> v;
-    for (size_t k = 0; k < c.config.factors.size(); ++k) v.emplace_back(c.sketch, static_cast<int>(k), c.config.factors[k]);
+    for (size_t k = 0; k < c.config.factors.size(); ++k)
+      v.emplace_back(c.sketch, static_cast<int>(k), c.config.factors[k]);
     v.emplace_back(c.sketch, -1, std::vector<int64_t>{c.config.unroll});
     return v;
   };

@@ -37,7 +37,7 @@ struct SearchState {
   TaskSpace& space;
   // Null, or not ready(): the model-guided strategies propose random configurations.
   models::Estimator* estimator = nullptr;
-  const std::vector<Measured>& history;  // oldest first
+  const std::vector<Measured>& history;             // oldest first
   const std::unordered_set<std::string>& measured;  // the json of every measured program
   std::mt19937_64& rng;
 };

@@ -69,7 +69,7 @@ struct TaskTuner::Impl {
   // so that a tuner whose rounds alternate with other tuners' (a network's tasks,
   // strategies interleaved by tune_interleaved) counts its own time, and a seconds
   // budget is its own.
-  double active_seconds = 0;             // of the spans that ended
+  double active_seconds = 0;                      // of the spans that ended
   std::optional<Clock::time_point> active_since;  // the span running now, if any
   double clock() const { return active_seconds + (active_since ? since(*active_since) : 0); }
   struct Active {
@@ -96,13 +96,13 @@ struct TaskTuner::Impl {
   std::vector<models::Sample> samples;  // successful programs, for the estimator
   size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
-  std::string other_host_name;  // a machine other than this one that measured records of the task
+  std::string other_host_name;     // a machine other than this one that measured records of the task
   std::string other_codegen_name;  // a code generation other than this one's that the task's records name
 
   std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
 
   std::vector<Record> records;  // this machine's records of the task, parallel to history
-  std::vector<int> sample_of;    // each record's index in samples (-1: none)
+  std::vector<int> sample_of;   // each record's index in samples (-1: none)
 
   // The lowest latency of the programs measured so far (infinity: none), and the time
   // above which a new program is timed briefly (0: none; TuneOptions::slow_factor).
@@ -136,7 +136,7 @@ struct TaskTuner::Impl {
 
   // A record that may be the best: a confirmed one (any one when confirmation is off).
   bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
-  long best_index = -1;  // res.best's index in records (-1: none)
+  long best_index = -1;                      // res.best's index in records (-1: none)
   std::unordered_set<size_t> unconfirmable;  // records whose confirmations all failed
   // records[i] becomes the best; an eligible one is named so in the file (the
   // program compilation takes) and in res.bests.
@@ -156,9 +156,7 @@ struct TaskTuner::Impl {
   }
   // Faster than the best, or any program while the best is a fallback_best (result()
   // may be called in the middle of a round, before anything is confirmed).
-  bool beats_best(const Record& r) const {
-    return incumbent() < 0 || r.latency_us() < res.best_latency_us;
-  }
+  bool beats_best(const Record& r) const { return incumbent() < 0 || r.latency_us() < res.best_latency_us; }
   // Without confirmation, any program faster than the best becomes it.
   void consider(size_t i) {
     if (opt.confirm <= 0 && beats_best(records[i])) take_best(i);
@@ -310,7 +308,8 @@ struct TaskTuner::Impl {
     };
     long b = -1;
     for (size_t i = 0; i < records.size(); ++i)
-      if (eligible(records[i]) && (b < 0 || before(records[i], records[static_cast<size_t>(b)]))) b = static_cast<long>(i);
+      if (eligible(records[i]) && (b < 0 || before(records[i], records[static_cast<size_t>(b)])))
+        b = static_cast<long>(i);
     if (b < 0) return;
     // Named already: not named again, nor listed as a change of this run.
     best_index = b;
@@ -362,9 +361,11 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     throw Error("tuning target '" + opt.target + "' is not supported (llvm or cuda)");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
   if (!valid_slow_factor(opt.slow_factor))
-    throw Error("the slow factor must be 0 (every program timed in full) or at least 1, not " + fmt("%g", opt.slow_factor));
+    throw Error("the slow factor must be 0 (every program timed in full) or at least 1, not " +
+                fmt("%g", opt.slow_factor));
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
-    throw Error("the " + strategy.name() + " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
+    throw Error("the " + strategy.name() +
+                " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
                 (est ? est->kind() : std::string("none")));
   const Clock::time_point started = Clock::now();
   set_blas_threads(1);  // the estimator's products on this thread (core/util/blas.h)
@@ -407,8 +408,8 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
             "); they are left out and their programs may be measured again here");
   if (m.res.other_codegen > 0 && opt.log)
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_codegen) + " records of this task in " +
-            store.path() + " measured code of another generation (" + m.other_codegen_name + ", not " +
-            generation + "); they are left out and their programs may be measured again");
+            store.path() + " measured code of another generation (" + m.other_codegen_name + ", not " + generation +
+            "); they are left out and their programs may be measured again");
   m.resume_best();
   m.res.resumed = static_cast<int>(m.measured.size());
   m.res.trials = m.res.resumed;
@@ -476,7 +477,8 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       m.prepare(std::vector<Candidate>(batch.begin() + static_cast<std::ptrdiff_t>(ci),
                                        batch.begin() + static_cast<std::ptrdiff_t>(prepared)));
     }
-    if (!m.measured.insert(c.json).second) throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
+    if (!m.measured.insert(c.json).second)
+      throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
     Record r;
     r.task_key = res.task_key;
     r.target = opt.target;
@@ -517,9 +519,9 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     double wall = m.clock();
     opt.log("tune " + m.label() + " [" + m.strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
             std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
-            (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) + ", batch accuracy " +
-            (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " + fmt("%.2f s", res.propose_seconds) +
-            ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
+            (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) +
+            ", batch accuracy " + (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " +
+            fmt("%.2f s", res.propose_seconds) + ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
             fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)) +
             (res.confirmations > 0 ? ", " + std::to_string(res.confirmations) + " confirmations" : std::string()));
   }
@@ -544,8 +546,8 @@ std::vector<TuneResult> tune_interleaved(const ops::OpGraph& task, const std::ve
   for (const Contender& c : contenders) {
     if (!c.strategy || !c.store) throw InternalError("tune_interleaved: a contender without a strategy or records");
     for (const std::unique_ptr<TaskTuner>& t : tuners)
-      if (&t->store() == c.store || std::filesystem::weakly_canonical(t->store().path()) ==
-                                         std::filesystem::weakly_canonical(c.store->path()))
+      if (&t->store() == c.store ||
+          std::filesystem::weakly_canonical(t->store().path()) == std::filesystem::weakly_canonical(c.store->path()))
         throw Error("the " + c.strategy->name() + " strategy needs a records file of its own (" + c.store->path() +
                     " is another strategy's)");
     tuners.push_back(std::make_unique<TaskTuner>(task, *c.store, *c.strategy, c.estimator, opt));

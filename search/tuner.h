@@ -27,10 +27,10 @@ namespace basin::search {
 
 struct TuneOptions {
   std::string target = "llvm";
-  int trials = 0;               // stop when the task has this many records (0: no limit)
-  double budget_seconds = 0;    // stop after this much wall time in this run (0: no limit)
-  int batch = 32;               // programs per round
-  double stop_at_us = 0;        // also stop once a program runs this fast (0: never)
+  int trials = 0;             // stop when the task has this many records (0: no limit)
+  double budget_seconds = 0;  // stop after this much wall time in this run (0: no limit)
+  int batch = 32;             // programs per round
+  double stop_at_us = 0;      // also stop once a program runs this fast (0: never)
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate: compile, check and time
   // Threads that compile each batch ahead of its measurement (codegen::MeasureOptions::
@@ -47,8 +47,8 @@ struct TuneOptions {
   // programs").
   double slow_factor = 2;
   bool update_estimator = true;
-  std::string label;            // names the task in log lines (default: its key)
-  int min_train_samples = 8;    // an untrained estimator trains once this many programs ran
+  std::string label;          // names the task in log lines (default: its key)
+  int min_train_samples = 8;  // an untrained estimator trains once this many programs ran
   // A program whose first measurement beats the best is measured `confirm` more times
   // at the end of its round, after the round's other programs, and its latency becomes
   // the median (Record::latency_us); only such confirmed programs become the best. Up
@@ -97,14 +97,14 @@ struct BestChange {
 
 struct TuneResult {
   std::string task_key, strategy, estimator;
-  int trials = 0;    // the task's records on this target measured on this machine now
-  int resumed = 0;   // ... of which were in the file when the run started
-  int other_host = 0;  // the task's records in the file from another machine (left out)
+  int trials = 0;         // the task's records on this target measured on this machine now
+  int resumed = 0;        // ... of which were in the file when the run started
+  int other_host = 0;     // the task's records in the file from another machine (left out)
   int other_codegen = 0;  // ... of this machine, of another code generation (left out)
-  int measured = 0;  // ... measured by this run
-  int errors = 0;    // failed programs of this run
+  int measured = 0;       // ... measured by this run
+  int errors = 0;         // failed programs of this run
   int rounds = 0;
-  int updates = 0;   // estimator trainings and updates
+  int updates = 0;        // estimator trainings and updates
   int confirmations = 0;  // measurements again of programs that would become the best
   // Measurements again of the best, one per round, and of the fastest confirmed
   // programs at the end (settle).
@@ -112,7 +112,7 @@ struct TuneResult {
   // Programs measured from a batch compiled ahead on several threads (TuneOptions::
   // compile_threads); the others, confirmations among them, compiled just before.
   int measured_ahead = 0;
-  int brief = 0;  // new programs timed briefly, as slower than slow_factor times the fastest
+  int brief = 0;         // new programs timed briefly, as slower than slow_factor times the fastest
   bool settled = false;  // settle() measured the fastest programs again (a curve point)
   // The confirmed program that won the last contest (the fastest of all while none is
   // confirmed, which the curve does not show) and its latency (Record::latency_us).
@@ -124,7 +124,7 @@ struct TuneResult {
   // times, which overlap when a batch is compiled on several threads (so it can exceed
   // the wall time the pool spent compiling).
   double seconds = 0, measure_seconds = 0, compile_seconds = 0, propose_seconds = 0, update_seconds = 0;
-  double overhead_fraction = 0;  // 1 - measure_seconds / seconds
+  double overhead_fraction = 0;     // 1 - measure_seconds / seconds
   double last_batch_accuracy = -1;  // pairwise, on the last batch's predictions (-1: none)
   std::vector<CurvePoint> curve;
   // Every confirmed program that became the best, in order (a program can return).

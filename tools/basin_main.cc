@@ -33,7 +33,8 @@ namespace {
 void give_libtorch_its_best_settings(char** argv) {
   if (!argv[1]) return;
   bool times_torch = false;
-  for (char** a = argv + 1; *a; ++a) times_torch |= std::strcmp(*a, "compare") == 0 || std::strcmp(*a, "--compare") == 0;
+  for (char** a = argv + 1; *a; ++a)
+    times_torch |= std::strcmp(*a, "compare") == 0 || std::strcmp(*a, "--compare") == 0;
   const std::string command = argv[1];
   const bool runs_an_estimator = command == "tune-op" || command == "tune" || command == "estimator";
   if (times_torch || runs_an_estimator) basin::exec_with_torch_settings(argv, times_torch);

@@ -57,13 +57,14 @@ int run_dataset(const DatasetOptions& o) {
     failed += !r.ok();
     if (done == total || done % 25 == 0)
       std::fprintf(stderr, "[dataset] task %zu/%zu %s: %d/%d measured (%.0f s)\n", position.at(task), tasks.size(),
-                   task.c_str(), done, total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                   task.c_str(), done, total,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
   int measured = models::collect_random(store, tasks, co);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
-    std::cout << nlohmann::json{{"records", o.records}, {"tasks", tasks.size()}, {"measured", measured},
-                                {"failed", failed}, {"total_records", store.count()}, {"seconds", secs}}
+    std::cout << nlohmann::json{{"records", o.records}, {"tasks", tasks.size()},          {"measured", measured},
+                                {"failed", failed},     {"total_records", store.count()}, {"seconds", secs}}
                      .dump(2)
               << "\n";
   } else {
@@ -122,8 +123,9 @@ int run_merge(const MergeOptions& o) {
       ++added;
     }
   if (o.json) {
-    std::cout << nlohmann::json{{"records", o.into}, {"added", added}, {"skipped", skipped}, {"total", out.count()}}.dump()
-              << "\n";
+    std::cout
+        << nlohmann::json{{"records", o.into}, {"added", added}, {"skipped", skipped}, {"total", out.count()}}.dump()
+        << "\n";
   } else {
     std::printf("added %lld records to %s (%lld already there); it holds %lld\n", static_cast<long long>(added),
                 o.into.c_str(), static_cast<long long>(skipped), static_cast<long long>(out.count()));
@@ -148,7 +150,8 @@ int run_relabel(const RelabelOptions& o) {
   const std::map<std::string, int64_t> hosts = store.hosts();
   if (!o.from_set || !hosts.count(o.from)) {
     std::string names;
-    for (const auto& [h, n] : hosts) names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
+    for (const auto& [h, n] : hosts)
+      names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
     if (hosts.empty()) names = " none (the file is empty)";
     throw Error((o.from_set ? "no record of " + o.records + " was measured on '" + o.from + "'"
                             : std::string("--from must name the machine to relabel")) +
@@ -182,8 +185,9 @@ void add_records_command(CLI::App& app, Runner& run) {
   mg->add_flag("--json", m->json, "print one JSON object");
   mg->callback([&run, m] { run = [m] { return run_merge(*m); }; });
   auto rl = std::make_shared<RelabelOptions>();
-  auto* rel = cmd->add_subcommand("relabel", "name the machine that measured records (for records whose "
-                                             "description cannot tell two machines apart)");
+  auto* rel = cmd->add_subcommand("relabel",
+                                  "name the machine that measured records (for records whose "
+                                  "description cannot tell two machines apart)");
   rel->add_option("--records", rl->records, "the records file")->required();
   auto* from = rel->add_option("--from", rl->from, "the machine the records name now (\"\" for an unknown one)");
   rel->add_option("--to", rl->to, "the machine to name instead, e.g. 'AMD EPYC (family 25 model 17), 1 core, avx512'")
@@ -201,7 +205,9 @@ void add_estimator_command(CLI::App& app, Runner& run) {
   auto d = std::make_shared<DatasetOptions>();
   auto* ds = cmd->add_subcommand("dataset", "measure random configurations of a task list into a records file");
   ds->add_option("--records", d->records, "the records file (created if missing; a rerun resumes)")->required();
-  ds->add_option("--tasks", d->tasks, "suite, workloads, networks, zoo:NAME, shapes:N, nets:N (or shapes:A-B, nets:A-B: what N=B adds to N=A) or workload names, separated by commas");
+  ds->add_option("--tasks", d->tasks,
+                 "suite, workloads, networks, zoo:NAME, shapes:N, nets:N (or shapes:A-B, nets:A-B: what N=B adds to "
+                 "N=A) or workload names, separated by commas");
   ds->add_option("--per-task", d->per_task, "measured configurations per task");
   ds->add_option("--target", d->target, "llvm (the CPU, default) or cuda (GPU 0: the tasks' GPU sketches)")
       ->check(CLI::IsMember({"llvm", "cuda"}));

@@ -34,20 +34,28 @@ models::Split load_split(const TrainEvalOptions& o, int* skipped) {
 }
 
 nlohmann::json eval_json(const models::EvalResult& r) {
-  nlohmann::json j = {{"samples", r.samples},         {"tasks", r.tasks},         {"pairwise_accuracy", r.pairwise_accuracy},
-                      {"top1_recall", r.top1_recall}, {"top5_recall", r.top5_recall}, {"r2_log_latency", r.r2_log_latency},
-                      {"predict_seconds", r.predict_seconds}, {"repeated", r.repeated}};
+  nlohmann::json j = {{"samples", r.samples},
+                      {"tasks", r.tasks},
+                      {"pairwise_accuracy", r.pairwise_accuracy},
+                      {"top1_recall", r.top1_recall},
+                      {"top5_recall", r.top5_recall},
+                      {"r2_log_latency", r.r2_log_latency},
+                      {"predict_seconds", r.predict_seconds},
+                      {"repeated", r.repeated}};
   if (r.repeatability >= 0) j["repeatability"] = r.repeatability;
   return j;
 }
 
 void print_eval(const char* what, const models::EvalResult& r) {
-  std::printf("%s: %d programs of %d tasks: pairwise accuracy %.3f, top-1 recall %.2f, top-5 recall %.2f, R^2 (log latency, per task) %.3f\n",
-              what, r.samples, r.tasks, r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency);
+  std::printf(
+      "%s: %d programs of %d tasks: pairwise accuracy %.3f, top-1 recall %.2f, top-5 recall %.2f, R^2 (log latency, "
+      "per task) %.3f\n",
+      what, r.samples, r.tasks, r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency);
   if (r.repeatability >= 0)
-    std::printf("%s: %d programs measured twice: their second measurement orders them like their first in %.3f of pairs "
-                "(the measurements' own noise)\n",
-                what, r.repeated, r.repeatability);
+    std::printf(
+        "%s: %d programs measured twice: their second measurement orders them like their first in %.3f of pairs "
+        "(the measurements' own noise)\n",
+        what, r.repeated, r.repeatability);
 }
 
 int run_train(const TrainEvalOptions& o) {
@@ -73,13 +81,14 @@ int run_train(const TrainEvalOptions& o) {
   models::EvalResult train_eval = models::evaluate(*e, sp.train);
   models::EvalResult test_eval = models::evaluate(*e, sp.test);
   if (o.json) {
-    nlohmann::json j = {{"estimator", o.estimator}, {"loss", o.loss}, {"train_seconds", secs},
-                        {"train", eval_json(train_eval)}, {"test_tasks", sp.test_tasks}, {"saved", o.out}};
+    nlohmann::json j = {{"estimator", o.estimator},    {"loss", o.loss},
+                        {"train_seconds", secs},       {"train", eval_json(train_eval)},
+                        {"test_tasks", sp.test_tasks}, {"saved", o.out}};
     if (!sp.test.empty()) j["test"] = eval_json(test_eval);
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("trained %s (%s loss) on %zu programs in %.1f s%s\n", o.estimator.c_str(), o.loss.c_str(), sp.train.size(),
-                secs, o.out.empty() ? "" : (", saved to " + o.out).c_str());
+    std::printf("trained %s (%s loss) on %zu programs in %.1f s%s\n", o.estimator.c_str(), o.loss.c_str(),
+                sp.train.size(), secs, o.out.empty() ? "" : (", saved to " + o.out).c_str());
     print_eval("training tasks", train_eval);
     if (!sp.test.empty()) print_eval("held-out tasks", test_eval);
   }
@@ -155,7 +164,8 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   auto e = std::make_shared<TrainEvalOptions>();
   auto* ev = estimator->add_subcommand("eval", "pairwise accuracy, top-1/top-5 recall and R^2 on held-out tasks");
   common(ev, *e);
-  ev->add_option("--estimator", e->estimator, "mlp (the pretrained weights), gbt, ensemble, roofline, or a file (.bin, .pt)");
+  ev->add_option("--estimator", e->estimator,
+                 "mlp (the pretrained weights), gbt, ensemble, roofline, or a file (.bin, .pt)");
   ev->add_flag("--all", e->all, "evaluate on every task, not only the held-out ones");
   ev->add_option("--predictions", e->predictions,
                  "write each evaluated program's measured latency and score here, one JSON object per line");

@@ -138,9 +138,11 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
 
 int run_tune(const NetOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
-  if (o.batch <= 0 || o.batch > kMaxBatch) throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
+  if (o.batch <= 0 || o.batch > kMaxBatch)
+    throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
   if (o.first_batch < 0 || o.first_batch > kMaxBatch)
-    throw ParseError("--first-batch (the first round's batch size) must be 0 (automatic) to " + std::to_string(kMaxBatch));
+    throw ParseError("--first-batch (the first round's batch size) must be 0 (automatic) to " +
+                     std::to_string(kMaxBatch));
   Loaded l = load(o);
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
@@ -164,30 +166,36 @@ int run_tune(const NetOptions& o) {
   nlohmann::json tasks = nlohmann::json::array();
   int without = 0;
   for (const auto& t : r.tasks) {
-    tasks.push_back({{"label", t.label}, {"key", t.key}, {"weight", t.weight}, {"trials", t.trials}, {"measured", t.measured},
-                     {"errors", t.errors}, {"best_latency_us", t.best_us > 0 ? nlohmann::json(t.best_us) : nlohmann::json()},
+    tasks.push_back({{"label", t.label},
+                     {"key", t.key},
+                     {"weight", t.weight},
+                     {"trials", t.trials},
+                     {"measured", t.measured},
+                     {"errors", t.errors},
+                     {"best_latency_us", t.best_us > 0 ? nlohmann::json(t.best_us) : nlohmann::json()},
                      {"retired", t.retired}});
     without += t.best_us <= 0;
   }
   nlohmann::json curve = nlohmann::json::array();
   for (const auto& p : r.curve) curve.push_back({p.seconds, p.trials, p.estimated_us});
-  nlohmann::json j = {{"model", o.model},
-                      {"target", o.target},
-                      {"strategy", o.strategy},
-                      {"records", o.records},
-                      {"trials", r.trials},
-                      {"resumed", r.resumed},
-                      {"measured", r.measured},
-                      {"search_seconds", r.seconds},
-                      {"overhead_fraction", r.overhead_fraction},
-                      {"measure_seconds", r.measure_seconds},
-                      {"propose_seconds", r.propose_seconds},
-                      {"update_seconds", r.update_seconds},
-                      {"setup_seconds", r.setup_seconds},
-                      {"estimated_latency_us", r.estimated_latency_us > 0 ? nlohmann::json(r.estimated_latency_us) : nlohmann::json()},
-                      {"tasks", tasks},
-                      {"tasks_without_program", without},
-                      {"curve", curve}};
+  nlohmann::json j = {
+      {"model", o.model},
+      {"target", o.target},
+      {"strategy", o.strategy},
+      {"records", o.records},
+      {"trials", r.trials},
+      {"resumed", r.resumed},
+      {"measured", r.measured},
+      {"search_seconds", r.seconds},
+      {"overhead_fraction", r.overhead_fraction},
+      {"measure_seconds", r.measure_seconds},
+      {"propose_seconds", r.propose_seconds},
+      {"update_seconds", r.update_seconds},
+      {"setup_seconds", r.setup_seconds},
+      {"estimated_latency_us", r.estimated_latency_us > 0 ? nlohmann::json(r.estimated_latency_us) : nlohmann::json()},
+      {"tasks", tasks},
+      {"tasks_without_program", without},
+      {"curve", curve}};
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
@@ -197,11 +205,13 @@ int run_tune(const NetOptions& o) {
       std::printf("%-4zu %-48s %6d %7d %12s\n", i, t.label.substr(0, 48).c_str(), t.weight, t.trials,
                   t.best_us > 0 ? std::to_string(t.best_us).c_str() : "none");
     }
-    std::printf("trials %d (%d resumed), %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s, setup %.1f s; "
-                "overhead %.1f%%), estimated network latency %s\n",
-                r.trials, r.resumed, r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, r.setup_seconds,
-                100 * r.overhead_fraction,
-                r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str() : "n/a (a task has no program)");
+    std::printf(
+        "trials %d (%d resumed), %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s, setup %.1f s; "
+        "overhead %.1f%%), estimated network latency %s\n",
+        r.trials, r.resumed, r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, r.setup_seconds,
+        100 * r.overhead_fraction,
+        r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str()
+                                   : "n/a (a task has no program)");
   }
   return without == 0 ? 0 : 4;
 }
@@ -214,18 +224,25 @@ int run_compile(const NetOptions& o) {
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
   net.save(o.out, reads);
-  nlohmann::json j = {{"model", o.model},          {"output", o.out}, {"target", net.target()},
-                      {"kernels", net.kernels()},  {"launches", net.launches()},
-                      {"arena_bytes", net.arena_bytes()}, {"tensor_bytes", net.tensor_bytes()},
-                      {"weight_bytes", net.weight_bytes()}, {"packed_weights", net.packed_weights()},
+  nlohmann::json j = {{"model", o.model},
+                      {"output", o.out},
+                      {"target", net.target()},
+                      {"kernels", net.kernels()},
+                      {"launches", net.launches()},
+                      {"arena_bytes", net.arena_bytes()},
+                      {"tensor_bytes", net.tensor_bytes()},
+                      {"weight_bytes", net.weight_bytes()},
+                      {"packed_weights", net.packed_weights()},
                       {"untuned_tasks", untuned}};
   if (net.target() == "cuda") j["arch"] = net.cuda_arch();
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("wrote %s: %d kernels, %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f MiB, %zu untuned tasks\n",
-                o.out.c_str(), net.kernels(), net.launches(), net.arena_bytes() / 1048576.0, net.tensor_bytes() / 1048576.0,
-                net.weight_bytes() / 1048576.0, untuned.size());
+    std::printf(
+        "wrote %s: %d kernels, %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f MiB, %zu untuned "
+        "tasks\n",
+        o.out.c_str(), net.kernels(), net.launches(), net.arena_bytes() / 1048576.0, net.tensor_bytes() / 1048576.0,
+        net.weight_bytes() / 1048576.0, untuned.size());
   }
   return 0;
 }
@@ -233,20 +250,22 @@ int run_compile(const NetOptions& o) {
 // MODEL as `run` and `profile` take it: a compiled file, loaded (true; compiled_for is
 // the CPU it was compiled for, with a note where that is not this one), or a model,
 // compiled with the records (false; untuned names its tasks without a record).
-bool load_or_compile(const NetOptions& o, codegen::CompiledNetwork& net, nlohmann::json& untuned, std::string& compiled_for) {
+bool load_or_compile(const NetOptions& o, codegen::CompiledNetwork& net, nlohmann::json& untuned,
+                     std::string& compiled_for) {
   if (o.model.rfind("zoo:", 0) == 0 || !codegen::CompiledNetwork::is_compiled_file(o.model)) {
     Loaded l = load(o);
     net = compile(o, l, untuned);
     return false;
   }
-  if (!o.shapes.empty()) throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
+  if (!o.shapes.empty())
+    throw Error("--shape applies to models; '" + o.model + "' is a compiled network with fixed shapes");
   net = codegen::CompiledNetwork::load(o.model);
   if (net.target() == "llvm") {
     compiled_for = net.compiled_for_cpu();
     const std::string here = codegen::llvm_cpu_name(codegen::llvm_host_cpu());
     if (compiled_for != here)
-      log_line(o, "note: '" + o.model + "' was compiled, and its kernels tuned, for CPU '" + compiled_for + "'; this one is '" +
-                      here + "'");
+      log_line(o, "note: '" + o.model + "' was compiled, and its kernels tuned, for CPU '" + compiled_for +
+                      "'; this one is '" + here + "'");
   }
   return true;
 }
@@ -271,13 +290,18 @@ int run_profile(const NetOptions& o) {
   nlohmann::json launches = nlohmann::json::array();
   std::map<std::string, int64_t> trials_of;
   for (const codegen::KernelProfile& k : p.launches) {
-    nlohmann::json e = {{"task", k.label}, {"us", k.us}, {"share", p.run_us > 0 ? k.us / p.run_us : 0.0},
-                        {"gflops", k.us > 0 ? k.flops / k.us / 1e3 : 0.0}, {"bytes", k.bytes}, {"kernel", k.kernel}};
+    nlohmann::json e = {{"task", k.label},
+                        {"us", k.us},
+                        {"share", p.run_us > 0 ? k.us / p.run_us : 0.0},
+                        {"gflops", k.us > 0 ? k.flops / k.us / 1e3 : 0.0},
+                        {"bytes", k.bytes},
+                        {"kernel", k.kernel}};
     e["peak_share"] = peak > 0 ? e["gflops"].get<double>() / peak : 0.0;
     if (store) {
       auto it = trials_of.find(k.task_key);
       if (it == trials_of.end())
-        it = trials_of.emplace(k.task_key, static_cast<int64_t>(store->task_records(k.task_key, net.target()).size())).first;
+        it = trials_of.emplace(k.task_key, static_cast<int64_t>(store->task_records(k.task_key, net.target()).size()))
+                 .first;
       e["trials"] = it->second;
       e["tuned"] = it->second > 0;
     } else if (from_model) {
@@ -288,24 +312,25 @@ int run_profile(const NetOptions& o) {
     launches.push_back(e);
   }
   const double outside = std::max(0.0, p.run_us - p.kernels_us);
-  nlohmann::json j = {{"model", o.model}, {"threads", threads}, {"peak_gflops", peak}, {"run_us", p.run_us},
-                      {"kernels_us", p.kernels_us}, {"outside_us", outside}, {"launches", launches},
-                      {"kernels", net.kernels()}, {"untuned_tasks", untuned}};
+  nlohmann::json j = {{"model", o.model},     {"threads", threads},         {"peak_gflops", peak},
+                      {"run_us", p.run_us},   {"kernels_us", p.kernels_us}, {"outside_us", outside},
+                      {"launches", launches}, {"kernels", net.kernels()},   {"untuned_tasks", untuned}};
   if (o.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("%s: %zu launches of %d kernels, %d threads, peak %.0f GFLOP/s (measured)\n", o.model.c_str(),
               p.launches.size(), net.kernels(), threads, peak);
-  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned", "trials",
-              "task");
+  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned",
+              "trials", "task");
   for (size_t i = 0; i < launches.size(); ++i) {
     const auto& e = launches[i];
     std::string tuned = e["tuned"].is_null() ? "-" : (e["tuned"].get<bool>() ? "yes" : "no");
     std::string trials = e.contains("trials") ? std::to_string(e["trials"].get<int64_t>()) : "-";
     std::printf("%4zu %10.1f %5.1f%% %8.1f %5.1f%% %10.1f %6s %7s  %s\n", i, e["us"].get<double>(),
                 100 * e["share"].get<double>(), e["gflops"].get<double>(), 100 * e["peak_share"].get<double>(),
-                e["bytes"].get<int64_t>() / 1024.0, tuned.c_str(), trials.c_str(), e["task"].get<std::string>().c_str());
+                e["bytes"].get<int64_t>() / 1024.0, tuned.c_str(), trials.c_str(),
+                e["task"].get<std::string>().c_str());
   }
   std::printf("kernels %.1f us, outside kernels %.1f us (%.1f%%), whole run %.1f us\n", p.kernels_us, outside,
               p.run_us > 0 ? 100 * outside / p.run_us : 0.0, p.run_us);
@@ -351,14 +376,16 @@ int run_run(const NetOptions& o) {
       std::printf("output %s %s %s%s\n", e["name"].get<std::string>().c_str(), e["dtype"].get<std::string>().c_str(),
                   shape_str(e["shape"].get<std::vector<int64_t>>()).c_str(),
                   e.contains("file") ? (" -> " + e["file"].get<std::string>()).c_str() : "");
-    if (j.contains("latency_us")) std::printf("latency %.1f us (min of %d runs)\n", j["latency_us"].get<double>(), o.repeat);
+    if (j.contains("latency_us"))
+      std::printf("latency %.1f us (min of %d runs)\n", j["latency_us"].get<double>(), o.repeat);
   }
   return 0;
 }
 
 int run_compare(const NetOptions& o) {
   if (o.target != "llvm")
-    throw Error("compare times LibTorch on this CPU, for the llvm target; on a GPU compare with PyTorch there (docs/gpu.md)");
+    throw Error(
+        "compare times LibTorch on this CPU, for the llvm target; on a GPU compare with PyTorch there (docs/gpu.md)");
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
@@ -396,21 +423,27 @@ int run_compare(const NetOptions& o) {
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("basin     %10.1f us\nLibTorch  %10.1f us   (speedup %.2fx)\nmax error %.3g absolute, %.3g relative to the largest output\n",
-                basin_us, torch_us, torch_us / basin_us, err.max_abs, err.max_rel);
+    std::printf(
+        "basin     %10.1f us\nLibTorch  %10.1f us   (speedup %.2fx)\nmax error %.3g absolute, %.3g relative to the "
+        "largest output\n",
+        basin_us, torch_us, torch_us / basin_us, err.max_abs, err.max_rel);
   }
   return 0;
 }
 
 CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string& help, std::shared_ptr<NetOptions> o) {
   auto* cmd = app.add_subcommand(name, help);
-  cmd->add_option("model", o->model, "zoo:NAME (resnet18, resnet50, mobilenet_v2, bert_base, vit_b16, dcgan, llama_layer, r3d_18) or an .onnx file")
+  cmd->add_option(
+         "model", o->model,
+         "zoo:NAME (resnet18, resnet50, mobilenet_v2, bert_base, vit_b16, dcgan, llama_layer, r3d_18) or an .onnx file")
       ->required();
-  cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")->check(CLI::IsMember({"llvm", "cuda"}));
+  cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
+      ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
-  cmd->add_option("--shape", o->shapes,
-                  "NAME=D0,D1,... fixes input NAME's shape; NAME=N a symbolic dimension's value (ONNX models; repeatable)");
+  cmd->add_option(
+      "--shape", o->shapes,
+      "NAME=D0,D1,... fixes input NAME's shape; NAME=N a symbolic dimension's value (ONNX models; repeatable)");
   return cmd;
 }
 
@@ -419,12 +452,14 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
 void add_network_commands(CLI::App& app, Runner& run) {
   {
     auto o = std::make_shared<NetOptions>();
-    auto* cmd = network_cmd(app, "tune", "tune every task of a network, the budget spread by the task scheduler; resumable", o);
+    auto* cmd =
+        network_cmd(app, "tune", "tune every task of a network, the budget spread by the task scheduler; resumable", o);
     cmd->add_option("--trials", o->trials, "stop when the network's tasks have N measured programs in all");
     cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 10m, 1h)");
     cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
-    cmd->add_option("--strategy", o->strategy,
-                    "gradient (default), annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`)")
+    cmd->add_option(
+           "--strategy", o->strategy,
+           "gradient (default), annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`)")
         ->check([](const std::string& spec) { return check_strategy_spec(spec); });
     cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
@@ -442,7 +477,8 @@ void add_network_commands(CLI::App& app, Runner& run) {
     auto* cmd = network_cmd(app, "compile", "compile a network with the best record of each task into one file", o);
     cmd->add_option("--records", o->records, "the records file (untuned tasks are named and use a default program)");
     cmd->add_option("-o,--output", o->out, "the compiled network file")->required();
-    cmd->add_option("--arch", o->arch, "with --target cuda: compile for this architecture (sm_80, sm_90) without a GPU");
+    cmd->add_option("--arch", o->arch,
+                    "with --target cuda: compile for this architecture (sm_80, sm_90) without a GPU");
     cmd->callback([&run, o] { run = [o] { return run_compile(*o); }; });
   }
   {

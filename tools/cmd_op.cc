@@ -89,14 +89,15 @@ int run_op(const OpOptions& o) {
     cfg = sched::default_config(*sketch);
   }
   LoweredFunc func = target == "interpreter" && o.config.empty() ? lower_default(op, g.inputs, g.outputs)
-                                                                  : sched::lower_config(g, *sketch, cfg);
+                                                                 : sched::lower_config(g, *sketch, cfg);
   std::vector<NDArray> inputs = codegen::random_inputs(g, o.seed);
   const codegen::TimingOptions topt =
       o.timing == "quick" ? codegen::TimingOptions::quick() : codegen::TimingOptions::full();
   nlohmann::json j = {{"op", op}, {"target", target}, {"params", nlohmann::json::object()}, {"flops", g.flops}};
   for (const auto& [k, v] : g.attrs.values()) j["params"][k] = ops::attr_to_string(v);
   if (!o.workload.empty()) j["workload"] = o.workload;
-  if (target != "interpreter" || !o.config.empty()) j["config"] = nlohmann::json::parse(sched::config_to_json(*sketch, cfg));
+  if (target != "interpreter" || !o.config.empty())
+    j["config"] = nlohmann::json::parse(sched::config_to_json(*sketch, cfg));
   if (o.emit == "ir") std::cout << to_string(func);
   if (o.emit == "c") std::cout << codegen::print_c(func);
   codegen::CudaBinary cuda_bin;
@@ -111,7 +112,9 @@ int run_op(const OpOptions& o) {
       cuda_bin = codegen::compile_cuda(source, op, arch);
       j["arch"] = arch;
       j["cubin_bytes"] = cuda_bin.cubin.size();
-      if (!o.json) std::cerr << "basin: " << op << ": compiled for " << arch << " (" << cuda_bin.cubin.size() << " bytes of cubin)\n";
+      if (!o.json)
+        std::cerr << "basin: " << op << ": compiled for " << arch << " (" << cuda_bin.cubin.size()
+                  << " bytes of cubin)\n";
     }
     if (!gpu) throw Error("the cuda target is unavailable: " + why);
   }
@@ -150,7 +153,8 @@ int run_op(const OpOptions& o) {
     j["gflops"] = g.flops / (t.min_us * 1e-6) / 1e9;
   }
 
-  bool run_oracle = target == "interpreter" || o.oracle == "always" || (o.oracle == "auto" && g.flops <= kOracleFlopLimit);
+  bool run_oracle =
+      target == "interpreter" || o.oracle == "always" || (o.oracle == "auto" && g.flops <= kOracleFlopLimit);
   bool ok = true;
   if (run_oracle) {
     std::vector<NDArray> oracle = codegen::fresh_outputs(g);
@@ -166,7 +170,8 @@ int run_op(const OpOptions& o) {
       outputs = std::move(oracle);
     }
   } else {
-    j["oracle"] = "skipped: " + std::to_string(g.flops / 1e9) + " GFLOP is too much for the interpreter (--oracle always)";
+    j["oracle"] =
+        "skipped: " + std::to_string(g.flops / 1e9) + " GFLOP is too much for the interpreter (--oracle always)";
   }
   std::vector<NDArray> reference = codegen::torch_reference(g, inputs);
   ErrorStats s = compare_all(outputs, reference, op, "LibTorch");
@@ -213,7 +218,8 @@ int run_op(const OpOptions& o) {
 
 }  // namespace
 
-ops::OpGraph op_from_args(const std::string& name, const std::string& workload, const std::vector<std::string>& params) {
+ops::OpGraph op_from_args(const std::string& name, const std::string& workload,
+                          const std::vector<std::string>& params) {
   if (name.empty() == workload.empty()) throw ParseError("give an operator NAME or --workload W (not both)");
   if (workload.empty()) {
     std::map<std::string, std::string> kv;

@@ -32,8 +32,10 @@ void add_ops_command(CLI::App& app, Runner& run) {
         for (const ops::OpDef& d : ops::all_ops()) {
           nlohmann::json params = nlohmann::json::array();
           for (const ops::ParamSpec& p : d.params)
-            params.push_back({{"name", p.name}, {"type", ops::param_type_name(p.type)},
-                              {"default", attr_json(p.default_value)}, {"doc", p.doc}});
+            params.push_back({{"name", p.name},
+                              {"type", ops::param_type_name(p.type)},
+                              {"default", attr_json(p.default_value)},
+                              {"doc", p.doc}});
           list.push_back({{"name", d.name}, {"family", d.family}, {"summary", d.summary}, {"params", params}});
         }
         out["operators"] = list;
@@ -49,8 +51,8 @@ void add_ops_command(CLI::App& app, Runner& run) {
         }
         std::cout << "  " << d.name << ": " << d.summary << "\n";
         for (const ops::ParamSpec& p : d.params)
-          std::cout << "      " << p.name << " (" << ops::param_type_name(p.type)
-                    << ", default " << ops::attr_to_string(p.default_value) << "): " << p.doc << "\n";
+          std::cout << "      " << p.name << " (" << ops::param_type_name(p.type) << ", default "
+                    << ops::attr_to_string(p.default_value) << "): " << p.doc << "\n";
       }
       return 0;
     };
@@ -100,7 +102,8 @@ std::string check_strategy_spec(const std::string& spec) {
 }
 
 void add_strategies_command(CLI::App& app, Runner& run) {
-  auto* cmd = app.add_subcommand("strategies", "list the search strategies and their options (--strategy NAME:KEY=VALUE)");
+  auto* cmd =
+      app.add_subcommand("strategies", "list the search strategies and their options (--strategy NAME:KEY=VALUE)");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "print one JSON object");
   cmd->callback([&run, json] {

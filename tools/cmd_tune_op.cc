@@ -73,7 +73,8 @@ void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
 }
 
 void add_timeout_option(CLI::App* cmd, double& timeout) {
-  cmd->add_option("--timeout", timeout, "seconds allowed per candidate: compile, check and time (default 10; above 0, at most 3600)")
+  cmd->add_option("--timeout", timeout,
+                  "seconds allowed per candidate: compile, check and time (default 10; above 0, at most 3600)")
       ->check([](const std::string& v) {
         double t = 0;
         size_t used = 0;
@@ -98,7 +99,6 @@ void draw_progress(int done, int total, double seconds, double best_us) {
   }
   std::cerr << line << std::flush;
 }
-
 
 namespace {
 
@@ -125,7 +125,8 @@ std::vector<std::string> split_strategies(const std::string& list) {
 std::string records_of(const std::string& path, const std::string& strategy) {
   const size_t slash = path.find_last_of('/');
   const size_t dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == (slash == std::string::npos ? 0 : slash + 1))
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1))
     return path + "." + strategy;
   return path.substr(0, dot) + "." + strategy + path.substr(dot);
 }
@@ -167,7 +168,8 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
                       {"measured_ahead", r.measured_ahead},
                       {"brief", r.brief},
                       {"propose_seconds", r.propose_seconds},
-                      {"update_seconds", r.update_seconds}, {"updates", r.updates},
+                      {"update_seconds", r.update_seconds},
+                      {"updates", r.updates},
                       {"overhead_fraction", r.overhead_fraction},
                       {"flops", g.flops}};
   if (!o.workload.empty()) j["workload"] = o.workload;
@@ -177,8 +179,11 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
   j["curve"] = curve;
   nlohmann::json bests = nlohmann::json::array();
   for (const search::BestChange& b : r.bests)
-    bests.push_back({{"seconds", b.seconds}, {"trials", b.trials}, {"record_id", b.record_id},
-                     {"config", nlohmann::json::parse(b.config)}, {"latency_us", b.latency_us}});
+    bests.push_back({{"seconds", b.seconds},
+                     {"trials", b.trials},
+                     {"record_id", b.record_id},
+                     {"config", nlohmann::json::parse(b.config)},
+                     {"latency_us", b.latency_us}});
   j["bests"] = bests;
   if (r.best) {
     j["best_latency_us"] = r.best->latency_us();
@@ -204,7 +209,8 @@ void compare(const ops::OpGraph& g, std::vector<Run>& runs) {
     const sched::Sketch* s = nullptr;
     sched::Config c = sched::config_from_json(run.result.best->config, sketches, run.records, &s);
     codegen::MeasureResult m = pool->measure_one({&pool->sketches()[static_cast<size_t>(s - sketches.data())], c});
-    if (!m.ok()) throw Error("the " + run.result.strategy + " strategy's best program failed when timed again: " + m.error);
+    if (!m.ok())
+      throw Error("the " + run.result.strategy + " strategy's best program failed when timed again: " + m.error);
     run.json["final_latency_us"] = m.min_us();
   }
   // The same protocol for both (BENCHMARKS.md): full timing, the peer on basin's threads.
@@ -225,14 +231,13 @@ void print_run(const TuneOpOptions& o, const Run& run) {
   std::printf("task               %s\n", r.task_key.c_str());
   const std::string file = j["estimator_file"].get<std::string>();
   std::printf("strategy           %s (estimator %s%s), seed %llu\n", r.strategy.c_str(),
-              run.spec.empty() ? "none" : run.spec.c_str(), file.empty() || file == run.spec ? "" : (": " + file).c_str(),
-              static_cast<unsigned long long>(o.seed));
-  std::printf("trials             %d (%d resumed from %s, %d failed in this run, %d timed briefly as slow)\n",
-              r.trials, r.resumed, run.records.c_str(), r.errors, r.brief);
+              run.spec.empty() ? "none" : run.spec.c_str(),
+              file.empty() || file == run.spec ? "" : (": " + file).c_str(), static_cast<unsigned long long>(o.seed));
+  std::printf("trials             %d (%d resumed from %s, %d failed in this run, %d timed briefly as slow)\n", r.trials,
+              r.resumed, run.records.c_str(), r.errors, r.brief);
   if (r.best)
     std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->latency_us(), j["gflops"].get<double>());
-  else
-    std::printf("best latency       none: no program ran successfully\n");
+  else std::printf("best latency       none: no program ran successfully\n");
   if (j.contains("final_latency_us"))
     std::printf("timed again        %.2f us (full protocol)\n", j["final_latency_us"].get<double>());
   if (j.contains("torch_latency_us"))
@@ -240,26 +245,30 @@ void print_run(const TuneOpOptions& o, const Run& run) {
                 j.contains("speedup_vs_torch")
                     ? ("  (speedup " + std::to_string(j["speedup_vs_torch"].get<double>()) + ")").c_str()
                     : "");
-  std::printf("time               %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s; overhead %.1f%%)\n",
-              r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, 100 * r.overhead_fraction);
+  std::printf(
+      "time               %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s; overhead %.1f%%)\n",
+      r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, 100 * r.overhead_fraction);
   if (r.best) std::printf("best configuration %s\n", r.best->config.c_str());
 }
 
 int run_tune_op(const TuneOpOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
-  if (o.batch <= 0 || o.batch > kMaxBatch) throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
+  if (o.batch <= 0 || o.batch > kMaxBatch)
+    throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
   if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
   if (o.compare && o.target == "cuda")
-    throw ParseError("--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
+    throw ParseError(
+        "--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
   const std::vector<std::string> strategies = split_strategies(o.strategy);
   const bool several = strategies.size() > 1;
   for (size_t i = 0; i < strategies.size(); ++i)
     for (size_t k = 0; k < i; ++k)
       if (strategies[i] == strategies[k]) throw ParseError("--strategy names " + strategies[i] + " twice");
   if (several && !o.estimator.empty())
-    throw ParseError("--estimator names one estimator; with several strategies each tunes with its default "
-                     "(ensemble for gradient and evolutionary, gbt for annealing, none for random)");
+    throw ParseError(
+        "--estimator names one estimator; with several strategies each tunes with its default "
+        "(ensemble for gradient and evolutionary, gbt for annealing, none for random)");
   ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
   std::vector<Run> runs(strategies.size());
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -346,7 +355,8 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 5m, 1h)");
   cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
   cmd->add_option("--estimator", o->estimator,
-                  "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline or a file (.pt TorchScript, or one written by basin estimator train); "
+                  "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline or a file (.pt "
+                  "TorchScript, or one written by basin estimator train); "
                   "default: ensemble, gbt for annealing, none for random");
   add_seed_option(cmd, o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");

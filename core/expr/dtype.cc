@@ -7,9 +7,15 @@ namespace basin {
 std::string DType::str() const {
   std::string s;
   switch (code) {
-    case TypeCode::Int: s = "int" + std::to_string(bits); break;
-    case TypeCode::Float: s = "float" + std::to_string(bits); break;
-    case TypeCode::Bool: s = "bool"; break;
+    case TypeCode::Int:
+      s = "int" + std::to_string(bits);
+      break;
+    case TypeCode::Float:
+      s = "float" + std::to_string(bits);
+      break;
+    case TypeCode::Bool:
+      s = "bool";
+      break;
   }
   if (lanes != 1) s += "x" + std::to_string(lanes);
   return s;

@@ -35,9 +35,7 @@ struct DType {
   // Parses "float32", "f32", "int64", "i32", "bool"; throws ParseError otherwise.
   static DType parse(const std::string& s);
 
-  friend bool operator==(DType a, DType b) {
-    return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-  }
+  friend bool operator==(DType a, DType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
   friend bool operator!=(DType a, DType b) { return !(a == b); }
 };
 

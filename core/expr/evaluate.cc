@@ -28,19 +28,32 @@ namespace {
 template <typename T>
 T math_t(MathFn f, T a, T b) {
   switch (f) {
-    case MathFn::exp: return std::exp(a);
-    case MathFn::log: return std::log(a);
-    case MathFn::sqrt: return std::sqrt(a);
-    case MathFn::rsqrt: return T(1) / std::sqrt(a);
-    case MathFn::pow: return std::pow(a, b);
-    case MathFn::sigmoid: return T(1) / (T(1) + std::exp(-a));
-    case MathFn::tanh: return std::tanh(a);
-    case MathFn::erf: return std::erf(a);
-    case MathFn::fabs: return std::fabs(a);
-    case MathFn::floor: return std::floor(a);
-    case MathFn::ceil: return std::ceil(a);
-    case MathFn::sin: return std::sin(a);
-    case MathFn::cos: return std::cos(a);
+    case MathFn::exp:
+      return std::exp(a);
+    case MathFn::log:
+      return std::log(a);
+    case MathFn::sqrt:
+      return std::sqrt(a);
+    case MathFn::rsqrt:
+      return T(1) / std::sqrt(a);
+    case MathFn::pow:
+      return std::pow(a, b);
+    case MathFn::sigmoid:
+      return T(1) / (T(1) + std::exp(-a));
+    case MathFn::tanh:
+      return std::tanh(a);
+    case MathFn::erf:
+      return std::erf(a);
+    case MathFn::fabs:
+      return std::fabs(a);
+    case MathFn::floor:
+      return std::floor(a);
+    case MathFn::ceil:
+      return std::ceil(a);
+    case MathFn::sin:
+      return std::sin(a);
+    case MathFn::cos:
+      return std::cos(a);
   }
   return a;
 }
@@ -77,22 +90,41 @@ struct Evaluator {
       bool f32 = t.bits == 32;
       auto rnd = [&](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
       switch (k) {
-        case ExprKind::Add: r = f32 ? float(x) + float(y) : x + y; break;
-        case ExprKind::Sub: r = f32 ? float(x) - float(y) : x - y; break;
-        case ExprKind::Mul: r = f32 ? float(x) * float(y) : x * y; break;
-        case ExprKind::Div: r = f32 ? float(x) / float(y) : x / y; break;
-        case ExprKind::Min: r = std::fmin(x, y); break;
-        case ExprKind::Max: r = std::fmax(x, y); break;
-        default: BASIN_CHECK(false) << kind_name(k) << " on floats";
+        case ExprKind::Add:
+          r = f32 ? float(x) + float(y) : x + y;
+          break;
+        case ExprKind::Sub:
+          r = f32 ? float(x) - float(y) : x - y;
+          break;
+        case ExprKind::Mul:
+          r = f32 ? float(x) * float(y) : x * y;
+          break;
+        case ExprKind::Div:
+          r = f32 ? float(x) / float(y) : x / y;
+          break;
+        case ExprKind::Min:
+          r = std::fmin(x, y);
+          break;
+        case ExprKind::Max:
+          r = std::fmax(x, y);
+          break;
+        default:
+          BASIN_CHECK(false) << kind_name(k) << " on floats";
       }
       return Value::of_float(t, rnd(r));
     }
     int64_t x = a.i, y = b.i, r = 0;
     auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
     switch (k) {
-      case ExprKind::Add: r = static_cast<int64_t>(u(x) + u(y)); break;
-      case ExprKind::Sub: r = static_cast<int64_t>(u(x) - u(y)); break;
-      case ExprKind::Mul: r = static_cast<int64_t>(u(x) * u(y)); break;
+      case ExprKind::Add:
+        r = static_cast<int64_t>(u(x) + u(y));
+        break;
+      case ExprKind::Sub:
+        r = static_cast<int64_t>(u(x) - u(y));
+        break;
+      case ExprKind::Mul:
+        r = static_cast<int64_t>(u(x) * u(y));
+        break;
       case ExprKind::Div:
       case ExprKind::FloorDiv:
       case ExprKind::FloorMod:
@@ -101,9 +133,14 @@ struct Evaluator {
         else if (k == ExprKind::FloorDiv) r = (x == INT64_MIN && y == -1) ? x : floordiv_int(x, y);
         else r = (y == -1) ? 0 : floormod_int(x, y);
         break;
-      case ExprKind::Min: r = std::min(x, y); break;
-      case ExprKind::Max: r = std::max(x, y); break;
-      default: BASIN_CHECK(false) << kind_name(k) << " on integers";
+      case ExprKind::Min:
+        r = std::min(x, y);
+        break;
+      case ExprKind::Max:
+        r = std::max(x, y);
+        break;
+      default:
+        BASIN_CHECK(false) << kind_name(k) << " on integers";
     }
     return Value::of_int(t, r);
   }
@@ -112,30 +149,44 @@ struct Evaluator {
     if (a.dtype.is_float()) {
       double x = a.f, y = b.f;
       switch (k) {
-        case ExprKind::EQ: return x == y;
-        case ExprKind::NE: return x != y;
-        case ExprKind::LT: return x < y;
-        case ExprKind::LE: return x <= y;
-        case ExprKind::GT: return x > y;
-        default: return x >= y;
+        case ExprKind::EQ:
+          return x == y;
+        case ExprKind::NE:
+          return x != y;
+        case ExprKind::LT:
+          return x < y;
+        case ExprKind::LE:
+          return x <= y;
+        case ExprKind::GT:
+          return x > y;
+        default:
+          return x >= y;
       }
     }
     int64_t x = a.i, y = b.i;
     switch (k) {
-      case ExprKind::EQ: return x == y;
-      case ExprKind::NE: return x != y;
-      case ExprKind::LT: return x < y;
-      case ExprKind::LE: return x <= y;
-      case ExprKind::GT: return x > y;
-      default: return x >= y;
+      case ExprKind::EQ:
+        return x == y;
+      case ExprKind::NE:
+        return x != y;
+      case ExprKind::LT:
+        return x < y;
+      case ExprKind::LE:
+        return x <= y;
+      case ExprKind::GT:
+        return x > y;
+      default:
+        return x >= y;
     }
   }
 
   Value eval(const Expr& e) {
     const ExprNode& n = *e;
     switch (n.kind) {
-      case ExprKind::IntImm: return Value::of_int(n.dtype, n.ival);
-      case ExprKind::FloatImm: return Value::of_float(n.dtype, n.fval);
+      case ExprKind::IntImm:
+        return Value::of_int(n.dtype, n.ival);
+      case ExprKind::FloatImm:
+        return Value::of_float(n.dtype, n.fval);
       case ExprKind::Var: {
         auto it = vars.find(n.ival);
         if (it == vars.end()) throw RuntimeError("unbound variable '" + n.name + "'");
@@ -148,7 +199,8 @@ struct Evaluator {
       case ExprKind::FloorDiv:
       case ExprKind::FloorMod:
       case ExprKind::Min:
-      case ExprKind::Max: return arith(n.kind, n.dtype, eval(n.args[0]), eval(n.args[1]));
+      case ExprKind::Max:
+        return arith(n.kind, n.dtype, eval(n.args[0]), eval(n.args[1]));
       case ExprKind::EQ:
       case ExprKind::NE:
       case ExprKind::LT:
@@ -160,8 +212,10 @@ struct Evaluator {
         return Value::of_int(n.dtype, eval(n.args[0]).i && eval(n.args[1]).i);
       case ExprKind::Or:
         return Value::of_int(n.dtype, eval(n.args[0]).i || eval(n.args[1]).i);
-      case ExprKind::Not: return Value::of_int(n.dtype, !eval(n.args[0]).i);
-      case ExprKind::Select: return eval(n.args[0]).i ? eval(n.args[1]) : eval(n.args[2]);
+      case ExprKind::Not:
+        return Value::of_int(n.dtype, !eval(n.args[0]).i);
+      case ExprKind::Select:
+        return eval(n.args[0]).i ? eval(n.args[1]) : eval(n.args[2]);
       case ExprKind::Cast: {
         Value v = eval(n.args[0]);
         if (n.dtype.is_float()) return Value::of_float(n.dtype, v.as_double());
@@ -190,9 +244,7 @@ struct Evaluator {
 
 }  // namespace
 
-Value evaluate(const Expr& e, const VarValues& vars, const LoadFn& load) {
-  return Evaluator{vars, load}.eval(e);
-}
+Value evaluate(const Expr& e, const VarValues& vars, const LoadFn& load) { return Evaluator{vars, load}.eval(e); }
 
 int64_t evaluate_int(const Expr& e, const std::unordered_map<int64_t, int64_t>& vars) {
   VarValues vv;

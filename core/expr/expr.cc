@@ -13,25 +13,30 @@ namespace {
 
 std::atomic<int64_t> g_next_id{1};
 
-size_t hash_combine(size_t seed, size_t v) {
-  return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-}
+size_t hash_combine(size_t seed, size_t v) { return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
 
 size_t compute_hash(const ExprNode& n) {
   size_t h = hash_combine(static_cast<size_t>(n.kind), static_cast<size_t>(n.dtype.code));
   h = hash_combine(h, n.dtype.bits * 131 + n.dtype.lanes);
   switch (n.kind) {
     case ExprKind::IntImm:
-    case ExprKind::Var: h = hash_combine(h, std::hash<int64_t>()(n.ival)); break;
+    case ExprKind::Var:
+      h = hash_combine(h, std::hash<int64_t>()(n.ival));
+      break;
     case ExprKind::FloatImm: {
       uint64_t bits;
       std::memcpy(&bits, &n.fval, sizeof bits);
       h = hash_combine(h, std::hash<uint64_t>()(bits));
       break;
     }
-    case ExprKind::Call: h = hash_combine(h, static_cast<size_t>(n.fn)); break;
-    case ExprKind::Load: h = hash_combine(h, std::hash<int64_t>()(n.buffer->id)); break;
-    default: break;
+    case ExprKind::Call:
+      h = hash_combine(h, static_cast<size_t>(n.fn));
+      break;
+    case ExprKind::Load:
+      h = hash_combine(h, std::hash<int64_t>()(n.buffer->id));
+      break;
+    default:
+      break;
   }
   for (const Expr& a : n.args) h = hash_combine(h, a->hash);
   return h;
@@ -50,18 +55,15 @@ std::shared_ptr<ExprNode> node(ExprKind k, DType t, std::vector<Expr> args = {})
   return n;
 }
 
-void check_defined(const Expr& e, const char* what) {
-  BASIN_CHECK(e) << "null operand to " << what;
-}
+void check_defined(const Expr& e, const char* what) { BASIN_CHECK(e) << "null operand to " << what; }
 
 bool is_arith(ExprKind k) {
   return k == ExprKind::Add || k == ExprKind::Sub || k == ExprKind::Mul || k == ExprKind::Div ||
-         k == ExprKind::FloorDiv || k == ExprKind::FloorMod || k == ExprKind::Min ||
-         k == ExprKind::Max;
+         k == ExprKind::FloorDiv || k == ExprKind::FloorMod || k == ExprKind::Min || k == ExprKind::Max;
 }
 bool is_compare(ExprKind k) {
-  return k == ExprKind::EQ || k == ExprKind::NE || k == ExprKind::LT || k == ExprKind::LE ||
-         k == ExprKind::GT || k == ExprKind::GE;
+  return k == ExprKind::EQ || k == ExprKind::NE || k == ExprKind::LT || k == ExprKind::LE || k == ExprKind::GT ||
+         k == ExprKind::GE;
 }
 
 // Coerces a bare immediate operand to the type of the other operand.
@@ -81,7 +83,8 @@ void coerce(Expr& a, Expr& b) {
 const char* kind_name(ExprKind k) {
   switch (k) {
 #define BASIN_X(kind, s, n) \
-  case ExprKind::kind: return #kind;
+  case ExprKind::kind:      \
+    return #kind;
     BASIN_EXPR_NODES(BASIN_X)
 #undef BASIN_X
   }
@@ -91,7 +94,8 @@ const char* kind_name(ExprKind k) {
 const char* kind_symbol(ExprKind k) {
   switch (k) {
 #define BASIN_X(kind, s, n) \
-  case ExprKind::kind: return s;
+  case ExprKind::kind:      \
+    return s;
     BASIN_EXPR_NODES(BASIN_X)
 #undef BASIN_X
   }
@@ -101,7 +105,8 @@ const char* kind_symbol(ExprKind k) {
 static int kind_arity(ExprKind k) {
   switch (k) {
 #define BASIN_X(kind, s, n) \
-  case ExprKind::kind: return n;
+  case ExprKind::kind:      \
+    return n;
     BASIN_EXPR_NODES(BASIN_X)
 #undef BASIN_X
   }
@@ -111,7 +116,8 @@ static int kind_arity(ExprKind k) {
 const char* math_fn_name(MathFn f) {
   switch (f) {
 #define BASIN_X(fn, n) \
-  case MathFn::fn: return #fn;
+  case MathFn::fn:     \
+    return #fn;
     BASIN_MATH_FNS(BASIN_X)
 #undef BASIN_X
   }
@@ -121,7 +127,8 @@ const char* math_fn_name(MathFn f) {
 int math_fn_arity(MathFn f) {
   switch (f) {
 #define BASIN_X(fn, n) \
-  case MathFn::fn: return n;
+  case MathFn::fn:     \
+    return n;
     BASIN_MATH_FNS(BASIN_X)
 #undef BASIN_X
   }
@@ -130,9 +137,12 @@ int math_fn_arity(MathFn f) {
 
 const char* scope_name(MemScope s) {
   switch (s) {
-    case MemScope::Global: return "global";
-    case MemScope::Local: return "local";
-    case MemScope::Shared: return "shared";
+    case MemScope::Global:
+      return "global";
+    case MemScope::Local:
+      return "local";
+    case MemScope::Shared:
+      return "shared";
   }
   return "?";
 }
@@ -170,9 +180,7 @@ Var::Var(std::string name, DType t, VarKind kind) {
   static_cast<Expr&>(*this) = finish(std::move(n));
 }
 
-Var::Var(const Expr& e) : Expr(e) {
-  BASIN_CHECK(e && e.kind() == ExprKind::Var) << "not a variable: " << e;
-}
+Var::Var(const Expr& e) : Expr(e) { BASIN_CHECK(e && e.kind() == ExprKind::Var) << "not a variable: " << e; }
 
 Expr int_imm(DType t, int64_t v) {
   BASIN_CHECK(t.is_int() || t.is_bool()) << "int_imm of type " << t.str();
@@ -204,9 +212,8 @@ Expr bool_imm(bool v) { return int_imm(DType::boolean(), v); }
 Expr make_binary(ExprKind k, Expr a, Expr b) {
   check_defined(a, kind_name(k));
   check_defined(b, kind_name(k));
-  BASIN_CHECK(a.dtype() == b.dtype())
-      << kind_name(k) << " of " << a.dtype().str() << " and " << b.dtype().str() << ": " << a
-      << " , " << b;
+  BASIN_CHECK(a.dtype() == b.dtype()) << kind_name(k) << " of " << a.dtype().str() << " and " << b.dtype().str() << ": "
+                                      << a << " , " << b;
   DType t = a.dtype();
   if (is_arith(k)) {
     BASIN_CHECK(!t.is_bool()) << kind_name(k) << " of bool operands";
@@ -252,8 +259,7 @@ Expr select(Expr c, Expr t, Expr f) {
   check_defined(f, "Select");
   coerce(t, f);
   BASIN_CHECK(c.dtype().is_bool()) << "Select condition of type " << c.dtype().str();
-  BASIN_CHECK(t.dtype() == f.dtype())
-      << "Select branches of " << t.dtype().str() << " and " << f.dtype().str();
+  BASIN_CHECK(t.dtype() == f.dtype()) << "Select branches of " << t.dtype().str() << " and " << f.dtype().str();
   DType ty = t.dtype();
   return finish(node(ExprKind::Select, ty, {std::move(c), std::move(t), std::move(f)}));
 }
@@ -281,8 +287,7 @@ Expr call(MathFn f, std::vector<Expr> args) {
 Expr load(Buffer b, std::vector<Expr> indices) {
   BASIN_CHECK(b) << "load from a null buffer";
   BASIN_CHECK(indices.size() == b->shape.size() || indices.size() == 1)
-      << "load from " << b->name << " with " << indices.size() << " indices, rank "
-      << b->shape.size();
+      << "load from " << b->name << " with " << indices.size() << " indices, rank " << b->shape.size();
   for (const Expr& i : indices) {
     check_defined(i, "Load");
     BASIN_CHECK(i.dtype().is_int()) << "index of type " << i.dtype().str() << " into " << b->name;
@@ -298,25 +303,56 @@ Expr with_args(const Expr& e, std::vector<Expr> args) {
   switch (n.kind) {
     case ExprKind::IntImm:
     case ExprKind::FloatImm:
-    case ExprKind::Var: return e;
-    case ExprKind::Not: return logical_not(args[0]);
-    case ExprKind::Select: return select(args[0], args[1], args[2]);
-    case ExprKind::Cast: return cast(n.dtype, args[0]);
-    case ExprKind::Call: return call(n.fn, std::move(args));
-    case ExprKind::Load: return load(n.buffer, std::move(args));
-    default: return make_binary(n.kind, args[0], args[1]);
+    case ExprKind::Var:
+      return e;
+    case ExprKind::Not:
+      return logical_not(args[0]);
+    case ExprKind::Select:
+      return select(args[0], args[1], args[2]);
+    case ExprKind::Cast:
+      return cast(n.dtype, args[0]);
+    case ExprKind::Call:
+      return call(n.fn, std::move(args));
+    case ExprKind::Load:
+      return load(n.buffer, std::move(args));
+    default:
+      return make_binary(n.kind, args[0], args[1]);
   }
 }
 
-Expr operator+(Expr a, Expr b) { coerce(a, b); return add(a, b); }
-Expr operator-(Expr a, Expr b) { coerce(a, b); return sub(a, b); }
-Expr operator*(Expr a, Expr b) { coerce(a, b); return mul(a, b); }
-Expr operator/(Expr a, Expr b) { coerce(a, b); return div(a, b); }
+Expr operator+(Expr a, Expr b) {
+  coerce(a, b);
+  return add(a, b);
+}
+Expr operator-(Expr a, Expr b) {
+  coerce(a, b);
+  return sub(a, b);
+}
+Expr operator*(Expr a, Expr b) {
+  coerce(a, b);
+  return mul(a, b);
+}
+Expr operator/(Expr a, Expr b) {
+  coerce(a, b);
+  return div(a, b);
+}
 Expr operator-(Expr a) { return sub(make_const(a.dtype(), 0), a); }
-Expr operator<(Expr a, Expr b) { coerce(a, b); return lt(a, b); }
-Expr operator<=(Expr a, Expr b) { coerce(a, b); return le(a, b); }
-Expr operator>(Expr a, Expr b) { coerce(a, b); return gt(a, b); }
-Expr operator>=(Expr a, Expr b) { coerce(a, b); return ge(a, b); }
+Expr operator<(Expr a, Expr b) {
+  coerce(a, b);
+  return lt(a, b);
+}
+Expr operator<=(Expr a, Expr b) {
+  coerce(a, b);
+  return le(a, b);
+}
+Expr operator>(Expr a, Expr b) {
+  coerce(a, b);
+  return gt(a, b);
+}
+Expr operator>=(Expr a, Expr b) {
+  coerce(a, b);
+  return ge(a, b);
+}
 Expr fconst(double v, DType t) { return float_imm(t, v); }
 
 bool is_const_int(const Expr& e, int64_t* v) {
@@ -330,12 +366,8 @@ bool is_const_float(const Expr& e, double* v) {
   return true;
 }
 bool is_const(const Expr& e) { return is_const_int(e) || is_const_float(e); }
-bool is_zero(const Expr& e) {
-  return (is_const_int(e) && e->ival == 0) || (is_const_float(e) && e->fval == 0.0);
-}
-bool is_one(const Expr& e) {
-  return (is_const_int(e) && e->ival == 1) || (is_const_float(e) && e->fval == 1.0);
-}
+bool is_zero(const Expr& e) { return (is_const_int(e) && e->ival == 0) || (is_const_float(e) && e->fval == 0.0); }
+bool is_one(const Expr& e) { return (is_const_int(e) && e->ival == 1) || (is_const_float(e) && e->fval == 1.0); }
 int64_t const_int(const Expr& e) {
   int64_t v = 0;
   BASIN_CHECK(is_const_int(e, &v)) << "expected an integer constant, got " << e;
@@ -344,8 +376,7 @@ int64_t const_int(const Expr& e) {
 
 size_t structural_hash(const Expr& e) { return e ? e->hash : 0; }
 
-bool structural_equal(const Expr& a, const Expr& b,
-                      const std::unordered_map<int64_t, int64_t>* var_map) {
+bool structural_equal(const Expr& a, const Expr& b, const std::unordered_map<int64_t, int64_t>* var_map) {
   if (a.same_as(b)) return true;
   if (!a || !b) return false;
   const ExprNode& x = *a;
@@ -372,7 +403,8 @@ bool structural_equal(const Expr& a, const Expr& b,
     case ExprKind::Load:
       if (x.buffer != y.buffer) return false;
       break;
-    default: break;
+    default:
+      break;
   }
   for (size_t i = 0; i < x.args.size(); ++i)
     if (!structural_equal(x.args[i], y.args[i], var_map)) return false;
@@ -402,7 +434,8 @@ int structural_compare(const Expr& a, const Expr& b) {
     case ExprKind::Load:
       if (int c = cmp(x.buffer->id, y.buffer->id)) return c;
       break;
-    default: break;
+    default:
+      break;
   }
   if (int c = cmp(x.args.size(), y.args.size())) return c;
   for (size_t i = 0; i < x.args.size(); ++i)
@@ -469,9 +502,18 @@ void print(std::ostream& os, const Expr& e) {
       os << t << (n.dtype.bits == 32 ? "f" : "");
       return;
     }
-    case ExprKind::Var: os << n.name; return;
-    case ExprKind::Not: os << "!"; print(os, n.args[0]); return;
-    case ExprKind::Cast: os << n.dtype.str() << "("; print(os, n.args[0]); os << ")"; return;
+    case ExprKind::Var:
+      os << n.name;
+      return;
+    case ExprKind::Not:
+      os << "!";
+      print(os, n.args[0]);
+      return;
+    case ExprKind::Cast:
+      os << n.dtype.str() << "(";
+      print(os, n.args[0]);
+      os << ")";
+      return;
     case ExprKind::Min:
     case ExprKind::Max:
     case ExprKind::Select:

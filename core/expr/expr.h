@@ -113,8 +113,8 @@ struct BufferNode {
   std::weak_ptr<const void> producer;
 };
 using Buffer = std::shared_ptr<const BufferNode>;
-Buffer make_buffer(std::string name, DType dtype, std::vector<Expr> shape,
-                   MemScope scope = MemScope::Global, std::weak_ptr<const void> producer = {});
+Buffer make_buffer(std::string name, DType dtype, std::vector<Expr> shape, MemScope scope = MemScope::Global,
+                   std::weak_ptr<const void> producer = {});
 
 // Handle to an immutable expression node. A default-constructed Expr is null.
 class Expr {
@@ -145,13 +145,13 @@ struct ExprNode {
   ExprKind kind;
   DType dtype;
   std::vector<Expr> args;
-  int64_t ival = 0;      // IntImm value; Var identity
-  double fval = 0;       // FloatImm value
-  std::string name;      // Var name hint
+  int64_t ival = 0;  // IntImm value; Var identity
+  double fval = 0;   // FloatImm value
+  std::string name;  // Var name hint
   VarKind var_kind = VarKind::Index;
   MathFn fn = MathFn::exp;  // Call
-  Buffer buffer;         // Load
-  size_t hash = 0;       // structural hash, computed at construction
+  Buffer buffer;            // Load
+  size_t hash = 0;          // structural hash, computed at construction
 };
 
 // A variable handle: an Expr whose node is a Var.
@@ -220,8 +220,7 @@ int64_t const_int(const Expr& e);
 size_t structural_hash(const Expr& e);
 // Structural equality; variables compare by identity unless `var_map` (from the left
 // side's variable ids to the right side's) says otherwise.
-bool structural_equal(const Expr& a, const Expr& b,
-                      const std::unordered_map<int64_t, int64_t>* var_map = nullptr);
+bool structural_equal(const Expr& a, const Expr& b, const std::unordered_map<int64_t, int64_t>* var_map = nullptr);
 // A total order consistent with structural equality, used for canonical ordering.
 int structural_compare(const Expr& a, const Expr& b);
 

@@ -41,9 +41,7 @@ IntBound type_range(DType t) {
   return IntBound::everything();
 }
 
-IntBound intersect(IntBound a, IntBound b) {
-  return {std::max(a.min, b.min), std::min(a.max, b.max)};
-}
+IntBound intersect(IntBound a, IntBound b) { return {std::max(a.min, b.min), std::min(a.max, b.max)}; }
 
 int64_t floordiv_sat(int64_t a, int64_t c) {
   if (a == kNeg) return c > 0 ? kNeg : kPos;
@@ -71,7 +69,8 @@ IntBound Analyzer::bound(const Expr& e) const {
   const ExprNode& n = *e;
   if (!n.dtype.is_int() && !n.dtype.is_bool()) return IntBound::everything();
   switch (n.kind) {
-    case ExprKind::IntImm: return IntBound::point(n.ival);
+    case ExprKind::IntImm:
+      return IntBound::point(n.ival);
     case ExprKind::Var: {
       auto it = bounds_.find(n.ival);
       return it == bounds_.end() ? type_range(n.dtype) : intersect(it->second, type_range(n.dtype));

@@ -26,12 +26,10 @@ Expr fold_constants(const Expr& e) {
   if (e->args.empty()) return Expr();
   if (e.kind() == ExprKind::Load) return Expr();
   // Integer division by zero is left in place: it is an error at run time, not ours.
-  if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::FloorDiv ||
-       e.kind() == ExprKind::FloorMod) &&
+  if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::FloorDiv || e.kind() == ExprKind::FloorMod) &&
       e.dtype().is_int() && e.arg(1)->ival == 0)
     return Expr();
-  if (e.kind() == ExprKind::Cast && e.dtype().is_int() && e.arg(0).dtype().is_float() &&
-      !std::isfinite(e.arg(0)->fval))
+  if (e.kind() == ExprKind::Cast && e.dtype().is_int() && e.arg(0).dtype().is_float() && !std::isfinite(e.arg(0)->fval))
     return Expr();
   Value v = evaluate(e, {});
   if (e.dtype().is_float()) return float_imm(e.dtype(), v.f);
@@ -40,12 +38,9 @@ Expr fold_constants(const Expr& e) {
 
 namespace {
 
-void add_term(std::vector<std::pair<Expr, int64_t>>& terms, const Expr& t, int64_t c) {
-  terms.emplace_back(t, c);
-}
+void add_term(std::vector<std::pair<Expr, int64_t>>& terms, const Expr& t, int64_t c) { terms.emplace_back(t, c); }
 
-void collect(const Expr& e, int64_t scale, LinearForm& out,
-             std::vector<std::pair<Expr, int64_t>>& terms) {
+void collect(const Expr& e, int64_t scale, LinearForm& out, std::vector<std::pair<Expr, int64_t>>& terms) {
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   switch (e.kind()) {
     case ExprKind::IntImm:
@@ -65,23 +60,22 @@ void collect(const Expr& e, int64_t scale, LinearForm& out,
       if (is_const_int(e.arg(0), &c)) return collect(e.arg(1), scale * c, out, terms);
       break;
     }
-    default: break;
+    default:
+      break;
   }
   add_term(terms, e, scale);
 }
 
 // Sorts terms canonically and merges equal ones.
 void canonicalize(std::vector<std::pair<Expr, int64_t>>& terms) {
-  std::stable_sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) {
-    return structural_compare(a.first, b.first) < 0;
-  });
+  std::stable_sort(terms.begin(), terms.end(),
+                   [](const auto& a, const auto& b) { return structural_compare(a.first, b.first) < 0; });
   std::vector<std::pair<Expr, int64_t>> merged;
   for (auto& t : terms) {
     if (!merged.empty() && structural_equal(merged.back().first, t.first)) merged.back().second += t.second;
     else merged.push_back(t);
   }
-  merged.erase(std::remove_if(merged.begin(), merged.end(), [](const auto& t) { return t.second == 0; }),
-               merged.end());
+  merged.erase(std::remove_if(merged.begin(), merged.end(), [](const auto& t) { return t.second == 0; }), merged.end());
   terms = std::move(merged);
 }
 
@@ -123,9 +117,7 @@ LinearForm Analyzer::linear_form(const Expr& e) const {
 
 Expr Analyzer::from_linear(const LinearForm& f, DType t) const {
   Expr acc;
-  auto scaled = [&](const Expr& term, int64_t k) {
-    return k == 1 ? term : mul(term, int_imm(t, k));
-  };
+  auto scaled = [&](const Expr& term, int64_t k) { return k == 1 ? term : mul(term, int_imm(t, k)); };
   for (const auto& [term, k] : f.terms)
     if (k > 0) acc = acc ? add(acc, scaled(term, k)) : scaled(term, k);
   for (const auto& [term, k] : f.terms)
@@ -167,23 +159,29 @@ Expr Analyzer::simplify_node(const Expr& e) const {
     case ExprKind::Add:
     case ExprKind::Sub:
     case ExprKind::Mul:
-    case ExprKind::Div: return SimplifyRules::arith(*this, e);
+    case ExprKind::Div:
+      return SimplifyRules::arith(*this, e);
     case ExprKind::FloorDiv:
-    case ExprKind::FloorMod: return SimplifyRules::div_mod(*this, e);
+    case ExprKind::FloorMod:
+      return SimplifyRules::div_mod(*this, e);
     case ExprKind::Min:
-    case ExprKind::Max: return SimplifyRules::min_max(*this, e);
+    case ExprKind::Max:
+      return SimplifyRules::min_max(*this, e);
     case ExprKind::EQ:
     case ExprKind::NE:
     case ExprKind::LT:
     case ExprKind::LE:
     case ExprKind::GT:
-    case ExprKind::GE: return SimplifyRules::compare(*this, e);
+    case ExprKind::GE:
+      return SimplifyRules::compare(*this, e);
     case ExprKind::And:
     case ExprKind::Or:
     case ExprKind::Not:
     case ExprKind::Select:
-    case ExprKind::Cast: return SimplifyRules::logic(*this, e);
-    default: return e;
+    case ExprKind::Cast:
+      return SimplifyRules::logic(*this, e);
+    default:
+      return e;
   }
 }
 

@@ -14,12 +14,14 @@ Expr SimplifyRules::arith(const Analyzer& an, const Expr& e) {
         if (is_zero(y)) return x;
         if (is_zero(x)) return y;
         return e;
-      case ExprKind::Sub: return is_zero(y) ? x : e;
+      case ExprKind::Sub:
+        return is_zero(y) ? x : e;
       case ExprKind::Mul:
         if (is_one(y)) return x;
         if (is_one(x)) return y;
         return e;
-      default: return is_one(y) ? x : e;
+      default:
+        return is_one(y) ? x : e;
     }
   }
   if (e.kind() == ExprKind::Div) {

@@ -16,8 +16,7 @@ Expr SimplifyRules::compare(const Analyzer& an, const Expr& e) {
     return bool_imm(k == ExprKind::EQ || k == ExprKind::LE || k == ExprKind::GE);
   }
   ExprKind k = e.kind();
-  LinearForm d = k == ExprKind::GT || k == ExprKind::GE ? an.linear_form(sub(y, x))
-                                                        : an.linear_form(sub(x, y));
+  LinearForm d = k == ExprKind::GT || k == ExprKind::GE ? an.linear_form(sub(y, x)) : an.linear_form(sub(x, y));
   if (k == ExprKind::GT) k = ExprKind::LT;
   if (k == ExprKind::GE) k = ExprKind::LE;
   IntBound b = an.bound(an.from_linear(d, t));

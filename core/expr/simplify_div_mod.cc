@@ -14,9 +14,8 @@ namespace basin {
 namespace {
 
 bool single_term(const LinearForm& f, ExprKind k, int64_t* inner_c) {
-  return f.constant == 0 && f.terms.size() == 1 && f.terms[0].second == 1 &&
-         f.terms[0].first.kind() == k && is_const_int(f.terms[0].first.arg(1), inner_c) &&
-         *inner_c > 0;
+  return f.constant == 0 && f.terms.size() == 1 && f.terms[0].second == 1 && f.terms[0].first.kind() == k &&
+         is_const_int(f.terms[0].first.arg(1), inner_c) && *inner_c > 0;
 }
 
 }  // namespace

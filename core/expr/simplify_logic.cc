@@ -8,12 +8,20 @@ namespace {
 ExprKind negated_int_compare(ExprKind k, bool* swap) {
   *swap = false;
   switch (k) {
-    case ExprKind::EQ: return ExprKind::NE;
-    case ExprKind::NE: return ExprKind::EQ;
-    case ExprKind::LT: *swap = true; return ExprKind::LE;  // !(a < b) == b <= a
-    case ExprKind::LE: *swap = true; return ExprKind::LT;  // !(a <= b) == b < a
-    case ExprKind::GT: return ExprKind::LE;
-    default: return ExprKind::LT;                            // !(a >= b) == a < b
+    case ExprKind::EQ:
+      return ExprKind::NE;
+    case ExprKind::NE:
+      return ExprKind::EQ;
+    case ExprKind::LT:
+      *swap = true;
+      return ExprKind::LE;  // !(a < b) == b <= a
+    case ExprKind::LE:
+      *swap = true;
+      return ExprKind::LT;  // !(a <= b) == b < a
+    case ExprKind::GT:
+      return ExprKind::LE;
+    default:
+      return ExprKind::LT;  // !(a >= b) == a < b
   }
 }
 
@@ -48,7 +56,8 @@ Expr SimplifyRules::logic(const Analyzer& an, const Expr& e) {
           Expr r = swap ? make_binary(k, x.arg(1), x.arg(0)) : make_binary(k, x.arg(0), x.arg(1));
           return resimplify(an, r);
         }
-        default: return e;
+        default:
+          return e;
       }
     }
     case ExprKind::Select: {
@@ -59,7 +68,8 @@ Expr SimplifyRules::logic(const Analyzer& an, const Expr& e) {
     case ExprKind::Cast:
       if (e.arg(0).dtype() == e.dtype()) return e.arg(0);
       return e;
-    default: return e;
+    default:
+      return e;
   }
 }
 

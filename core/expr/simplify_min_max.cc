@@ -22,8 +22,8 @@ Expr SimplifyRules::min_max(const Analyzer& an, const Expr& e) {
   if (x.kind() == e.kind() && is_const_int(y, &c2)) {
     int64_t c1;
     if (is_const_int(x.arg(1), &c1))
-      return resimplify(an, make_binary(e.kind(), x.arg(0),
-                                        int_imm(e.dtype(), is_min ? std::min(c1, c2) : std::max(c1, c2))));
+      return resimplify(
+          an, make_binary(e.kind(), x.arg(0), int_imm(e.dtype(), is_min ? std::min(c1, c2) : std::max(c1, c2))));
   }
   // Constants last, others in structural order.
   bool swap = is_const(x) ? !is_const(y) : (!is_const(y) && structural_compare(x, y) > 0);

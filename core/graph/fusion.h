@@ -29,8 +29,8 @@ struct NetworkTask {
   std::string key;    // sched::task_key of the task
   std::string label;  // readable: "conv2d+add+relu [1, 64, 56, 56]"
   ops::OpGraph graph;
-  int weight = 0;     // groups computing this task
-  double flops = 0;   // of one run
+  int weight = 0;    // groups computing this task
+  double flops = 0;  // of one run
 };
 
 struct Partition {

@@ -14,8 +14,13 @@ struct Graph::Adjacency {
 Graph::Graph() : adj_(std::make_unique<Adjacency>()) {}
 Graph::~Graph() = default;
 Graph::Graph(const Graph& o)
-    : name(o.name), adj_(std::make_unique<Adjacency>(*o.adj_)), values_(o.values_), nodes_(o.nodes_),
-      inputs_(o.inputs_), outputs_(o.outputs_), by_name_(o.by_name_) {}
+    : name(o.name),
+      adj_(std::make_unique<Adjacency>(*o.adj_)),
+      values_(o.values_),
+      nodes_(o.nodes_),
+      inputs_(o.inputs_),
+      outputs_(o.outputs_),
+      by_name_(o.by_name_) {}
 Graph& Graph::operator=(const Graph& o) {
   if (this != &o) *this = Graph(o);
   return *this;
@@ -65,15 +70,16 @@ int Graph::add_constant(const std::string& n, NDArray data) {
   return new_value(std::move(v));
 }
 
-int Graph::add_node(const std::string& op, const std::vector<int>& inputs, const std::map<std::string, ops::AttrValue>& attrs,
-                    const std::string& name) {
+int Graph::add_node(const std::string& op, const std::vector<int>& inputs,
+                    const std::map<std::string, ops::AttrValue>& attrs, const std::string& name) {
   Node nd;
   nd.name = name.empty() ? op + "_" + std::to_string(nodes_.size()) : name;
   nd.op = op;
   std::vector<te::Tensor> args;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i] < 0 || inputs[i] >= static_cast<int>(values_.size()))
-      throw GraphError("node '" + nd.name + "' (" + op + "): input " + std::to_string(i) + " is not a value of the graph");
+      throw GraphError("node '" + nd.name + "' (" + op + "): input " + std::to_string(i) +
+                       " is not a value of the graph");
     const Value& v = values_[inputs[i]];
     args.push_back(te::placeholder(v.name, v.shape, v.dtype));
   }
@@ -101,7 +107,8 @@ int Graph::add_node(const std::string& op, const std::vector<int>& inputs, const
 }
 
 void Graph::add_output(int v) {
-  if (v < 0 || v >= static_cast<int>(values_.size())) throw GraphError("output " + std::to_string(v) + " is not a value");
+  if (v < 0 || v >= static_cast<int>(values_.size()))
+    throw GraphError("output " + std::to_string(v) + " is not a value");
   outputs_.push_back(v);
 }
 

@@ -59,8 +59,8 @@ class Graph {
   int add_constant(const std::string& name, NDArray data);
   // Adds op(inputs) and returns its output value. The name defaults to op_<index>.
   // Throws GraphError naming the node when the operator rejects its inputs.
-  int add_node(const std::string& op, const std::vector<int>& inputs, const std::map<std::string, ops::AttrValue>& attrs = {},
-               const std::string& name = "");
+  int add_node(const std::string& op, const std::vector<int>& inputs,
+               const std::map<std::string, ops::AttrValue>& attrs = {}, const std::string& name = "");
   void add_output(int value);
 
   const std::vector<Value>& values() const { return values_; }

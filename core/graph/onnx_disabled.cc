@@ -6,7 +6,8 @@ namespace basin::graph {
 bool onnx_enabled() { return false; }
 
 Graph import_onnx(const std::string& path, const ImportOptions&) {
-  throw GraphError("cannot import '" + path + "': basin was built without libonnx (install libonnx-dev and reconfigure)");
+  throw GraphError("cannot import '" + path +
+                   "': basin was built without libonnx (install libonnx-dev and reconfigure)");
 }
 
 }  // namespace basin::graph

@@ -32,11 +32,16 @@ std::string dtype_name(int t) { return onnx::TensorProto_DataType_Name(static_ca
 
 DType dtype_of(int t, const std::string& what) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: return DType::f32();
-    case onnx::TensorProto::INT64: return DType::i64();
-    case onnx::TensorProto::INT32: return DType::i32();
-    case onnx::TensorProto::DOUBLE: return DType::f64();
-    case onnx::TensorProto::BOOL: return DType::boolean();
+    case onnx::TensorProto::FLOAT:
+      return DType::f32();
+    case onnx::TensorProto::INT64:
+      return DType::i64();
+    case onnx::TensorProto::INT32:
+      return DType::i32();
+    case onnx::TensorProto::DOUBLE:
+      return DType::f64();
+    case onnx::TensorProto::BOOL:
+      return DType::boolean();
     default:
       throw GraphError(what + ": data type " + (t == 0 ? std::string("UNDEFINED") : dtype_name(t)) +
                        " is not supported (FLOAT, INT64, INT32, DOUBLE, BOOL)");
@@ -172,7 +177,8 @@ class Importer {
   }
   int axis(const onnx::NodeProto& n, int64_t a, size_t rank) const {
     int64_t r = static_cast<int64_t>(rank);
-    if (a < -r || a >= r) fail(node_desc(n) + ": axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    if (a < -r || a >= r)
+      fail(node_desc(n) + ": axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
     return static_cast<int>(a < 0 ? a + r : a);
   }
 
@@ -228,7 +234,8 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used == 0 || used != v.size() || x < 0) fail(what + ": external data " + key + " '" + v + "' is not a byte count");
+      if (used == 0 || used != v.size() || x < 0)
+        fail(what + ": external data " + key + " '" + v + "' is not a byte count");
       return x;
     };
     for (const auto& kv : t.external_data()) {
@@ -285,8 +292,12 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
     for (int64_t i = 0; i < count; ++i) a.set(i, get(static_cast<int>(i)));
   };
   switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT: typed(t.float_data_size(), [&](int i) { return t.float_data(i); }); break;
-    case onnx::TensorProto::DOUBLE: typed(t.double_data_size(), [&](int i) { return t.double_data(i); }); break;
+    case onnx::TensorProto::FLOAT:
+      typed(t.float_data_size(), [&](int i) { return t.float_data(i); });
+      break;
+    case onnx::TensorProto::DOUBLE:
+      typed(t.double_data_size(), [&](int i) { return t.double_data(i); });
+      break;
     case onnx::TensorProto::INT64:
       if (t.int64_data_size() != a.numel())
         fail(what + ": has " + std::to_string(t.int64_data_size()) + " values; shape " + shape_str(s) + " needs " +
@@ -317,7 +328,8 @@ I Importer::conv_pads(const onnx::NodeProto& n, const I& in_s, const I& k, const
       pads[d + r] = total - pads[d];
     }
   }
-  if (pads.size() != 2 * r) fail(node_desc(n) + ": pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * r));
+  if (pads.size() != 2 * r)
+    fail(node_desc(n) + ": pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * r));
   return pads;
 }
 
@@ -325,7 +337,8 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
   int x = in(n, 0), w = in(n, 1);
   const I& xs = shape(x);
   const I& ws = shape(w);
-  if (xs.size() < 3 || ws.size() != xs.size()) fail(node_desc(n) + ": input " + shape_str(xs) + " and weight " + shape_str(ws) + " do not match");
+  if (xs.size() < 3 || ws.size() != xs.size())
+    fail(node_desc(n) + ": input " + shape_str(xs) + " and weight " + shape_str(ws) + " do not match");
   const size_t r = xs.size() - 2;
   I k = attr_ints(n, "kernel_shape", I(ws.begin() + 2, ws.end()));
   I st = attr_ints(n, "strides", I(r, 1)), dil = attr_ints(n, "dilations", I(r, 1));
@@ -338,8 +351,11 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
     I pads = attr_ints(n, "pads", I(4, 0));
     if (pads[0] != pads[2] || pads[1] != pads[3]) fail(node_desc(n) + ": asymmetric pads are not supported");
     y = add(n, "conv2d_transpose", {x, w},
-            {{"stride", st}, {"padding", I{pads[0], pads[1]}}, {"output_padding", attr_ints(n, "output_padding", I{0, 0})},
-             {"dilation", dil}, {"groups", group}});
+            {{"stride", st},
+             {"padding", I{pads[0], pads[1]}},
+             {"output_padding", attr_ints(n, "output_padding", I{0, 0})},
+             {"dilation", dil},
+             {"groups", group}});
   } else {
     I pads = conv_pads(n, in_s, k, st, dil);
     I begin(pads.begin(), pads.begin() + static_cast<long>(r)), end(pads.begin() + static_cast<long>(r), pads.end());
@@ -352,7 +368,8 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
       x = add(n, "pad", {x}, {{"pads", full}, {"value", 0.0}, {"mode", std::string("constant")}});
       begin.assign(r, 0);
     }
-    y = add(n, "conv" + std::to_string(r) + "d", {x, w}, {{"stride", st}, {"padding", begin}, {"dilation", dil}, {"groups", group}});
+    y = add(n, "conv" + std::to_string(r) + "d", {x, w},
+            {{"stride", st}, {"padding", begin}, {"dilation", dil}, {"groups", group}});
   }
   if (has_input(n, 2)) {
     int b = in(n, 2);
@@ -371,8 +388,11 @@ std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
   I st = attr_ints(n, "strides", I{1, 1}), dil = attr_ints(n, "dilations", I{1, 1});
   I pads = conv_pads(n, {shape(x)[2], shape(x)[3]}, k, st, dil);
   if (pads[0] != pads[2] || pads[1] != pads[3]) fail(node_desc(n) + ": asymmetric pads are not supported");
-  std::map<std::string, ops::AttrValue> a = {{"kernel", k}, {"stride", st}, {"padding", I{pads[0], pads[1]}}, {"dilation", dil},
-                                              {"ceil_mode", attr_i(n, "ceil_mode", 0) != 0 ? int64_t{1} : int64_t{0}}};
+  std::map<std::string, ops::AttrValue> a = {{"kernel", k},
+                                             {"stride", st},
+                                             {"padding", I{pads[0], pads[1]}},
+                                             {"dilation", dil},
+                                             {"ceil_mode", attr_i(n, "ceil_mode", 0) != 0 ? int64_t{1} : int64_t{0}}};
   if (avg) a["count_include_pad"] = attr_i(n, "count_include_pad", 0);
   return {add(n, avg ? "avg_pool2d" : "max_pool2d", {x}, a)};
 }
@@ -382,7 +402,8 @@ std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
   I as = shape(a), bs = shape(b);
   if (as.size() < 2 || bs.size() < 2) fail(node_desc(n) + ": 1-D operands are not supported");
   const int64_t k = as.back();
-  if (bs[bs.size() - 2] != k) fail(node_desc(n) + ": shapes " + shape_str(as) + " and " + shape_str(bs) + " do not multiply");
+  if (bs[bs.size() - 2] != k)
+    fail(node_desc(n) + ": shapes " + shape_str(as) + " and " + shape_str(bs) + " do not multiply");
   if (bs.size() == 2) {
     // x[..., K] w[K, N]: rows of x through a dense layer (a constant w is stored transposed).
     const int64_t m = product(as) / k, nn = bs[1];
@@ -394,7 +415,8 @@ std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
     return {reshape(n, y, out)};
   }
   if (as.size() != bs.size() || !std::equal(as.begin(), as.end() - 2, bs.begin()))
-    fail(node_desc(n) + ": batched operands " + shape_str(as) + " and " + shape_str(bs) + " must have equal batch extents");
+    fail(node_desc(n) + ": batched operands " + shape_str(as) + " and " + shape_str(bs) +
+         " must have equal batch extents");
   const int64_t batch = product(I(as.begin(), as.end() - 2));
   const int64_t m = as[as.size() - 2], nn = bs.back();
   int y = add(n, "batch_matmul", {reshape(n, a, {batch, m, k}), reshape(n, b, {batch, k, nn})});
@@ -496,14 +518,16 @@ std::vector<int> Importer::split(const onnx::NodeProto& n) {
   if (has_input(n, 1)) sizes = const_ints(n, 1);
   const int parts = n.output_size();
   if (sizes.empty()) {
-    if (s[ax] % parts) fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts));
+    if (s[ax] % parts)
+      fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts));
     sizes.assign(parts, s[ax] / parts);
   }
   if (static_cast<int>(sizes.size()) != parts) fail(node_desc(n) + ": split sizes and outputs differ in number");
   std::vector<int> out;
   int64_t start = 0;
   for (int64_t sz : sizes) {
-    out.push_back(add(n, "slice", {x}, {{"starts", I{start}}, {"ends", I{start + sz}}, {"axes", I{ax}}, {"steps", I{1}}}));
+    out.push_back(
+        add(n, "slice", {x}, {{"starts", I{start}}, {"ends", I{start + sz}}, {"axes", I{ax}}, {"steps", I{1}}}));
     start += sz;
   }
   return out;
@@ -534,10 +558,12 @@ std::vector<int> Importer::scatter_nd(const onnx::NodeProto& n) {
   const I& is = idx.shape();
   if (is.empty()) fail(node_desc(n) + ": indices must have rank 1 or more");
   const int64_t k = is.back();
-  if (k < 1 || k > static_cast<int64_t>(ds.size())) fail(node_desc(n) + ": index depth " + std::to_string(k) + " for data of rank " + std::to_string(ds.size()));
+  if (k < 1 || k > static_cast<int64_t>(ds.size()))
+    fail(node_desc(n) + ": index depth " + std::to_string(k) + " for data of rank " + std::to_string(ds.size()));
   I us(is.begin(), is.end() - 1);
   us.insert(us.end(), ds.begin() + k, ds.end());
-  if (upd.shape() != us) fail(node_desc(n) + ": updates have shape " + shape_str(upd.shape()) + ", expected " + shape_str(us));
+  if (upd.shape() != us)
+    fail(node_desc(n) + ": updates have shape " + shape_str(upd.shape()) + ", expected " + shape_str(us));
   if (upd.dtype() != data.dtype()) fail(node_desc(n) + ": updates and data differ in type");
   const int64_t slice = product(I(ds.begin() + k, ds.end()));
   const int64_t rows = product(I(is.begin(), is.end() - 1));
@@ -546,17 +572,26 @@ std::vector<int> Importer::scatter_nd(const onnx::NodeProto& n) {
     int64_t off = 0;
     for (int64_t d = 0; d < k; ++d) {
       int64_t v = idx.get_int(r * k + d), e = ds[d];
-      if (v < -e || v >= e) fail(node_desc(n) + ": index " + std::to_string(v) + " is out of range for extent " + std::to_string(e));
+      if (v < -e || v >= e)
+        fail(node_desc(n) + ": index " + std::to_string(v) + " is out of range for extent " + std::to_string(e));
       off = off * e + (v < 0 ? v + e : v);
     }
     for (int64_t j = 0; j < slice; ++j) {
       const int64_t o = off * slice + j, u = r * slice + j;
       if (!data.dtype().is_float()) {
         int64_t a = out.get_int(o), b = upd.get_int(u);
-        out.set_int(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : red == "min" ? std::min(a, b) : b);
+        out.set_int(o, red == "add"   ? a + b
+                       : red == "mul" ? a * b
+                       : red == "max" ? std::max(a, b)
+                       : red == "min" ? std::min(a, b)
+                                      : b);
       } else {
         double a = out.get(o), b = upd.get(u);
-        out.set(o, red == "add" ? a + b : red == "mul" ? a * b : red == "max" ? std::max(a, b) : red == "min" ? std::min(a, b) : b);
+        out.set(o, red == "add"   ? a + b
+                   : red == "mul" ? a * b
+                   : red == "max" ? std::max(a, b)
+                   : red == "min" ? std::min(a, b)
+                                  : b);
       }
     }
   }
@@ -568,7 +603,8 @@ std::vector<int> Importer::scatter_nd(const onnx::NodeProto& n) {
 // becomes the same tasks as the matmuls it stands for. Ellipses broadcast.
 std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
   std::string eq;
-  for (char c : attr_s(n, "equation", "")) if (c != ' ') eq += c;
+  for (char c : attr_s(n, "equation", ""))
+    if (c != ' ') eq += c;
   const int nin = n.input_size();
   if (nin < 1 || nin > 2) fail(node_desc(n) + ": einsum of " + std::to_string(nin) + " operands (basin takes 1 or 2)");
   size_t arrow = eq.find("->");
@@ -579,7 +615,8 @@ std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
     else terms.back() += c;
   }
   if (static_cast<int>(terms.size()) != nin)
-    fail(node_desc(n) + ": equation '" + eq + "' has " + std::to_string(terms.size()) + " terms for " + std::to_string(nin) + " inputs");
+    fail(node_desc(n) + ": equation '" + eq + "' has " + std::to_string(terms.size()) + " terms for " +
+         std::to_string(nin) + " inputs");
   std::vector<int> v(nin);
   for (int i = 0; i < nin; ++i) v[i] = in(n, i);
   // Ellipses become letters of their own ('0', '1', ...), right-aligned across terms.
@@ -588,7 +625,8 @@ std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
     size_t at = terms[i].find("...");
     if (at == std::string::npos) continue;
     size_t named = terms[i].size() - 3;
-    if (shape(v[i]).size() < named) fail(node_desc(n) + ": term '" + terms[i] + "' has more letters than input " + std::to_string(i) + "'s rank");
+    if (shape(v[i]).size() < named)
+      fail(node_desc(n) + ": term '" + terms[i] + "' has more letters than input " + std::to_string(i) + "'s rank");
     ell = std::max(ell, shape(v[i]).size() - named);
   }
   auto expand = [&](std::string t, size_t rank) {
@@ -616,13 +654,17 @@ std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
   for (int i = 0; i < nin; ++i) {
     const std::string& t = terms[i];
     if (t.size() != shape(v[i]).size())
-      fail(node_desc(n) + ": term '" + t + "' does not match input " + std::to_string(i) + "'s rank " + std::to_string(shape(v[i]).size()));
+      fail(node_desc(n) + ": term '" + t + "' does not match input " + std::to_string(i) + "'s rank " +
+           std::to_string(shape(v[i]).size()));
     for (size_t d = 0; d < t.size(); ++d) {
-      if (t.find(t[d]) != d) fail(node_desc(n) + ": a letter repeated within one term (a diagonal) is not supported: '" + eq + "'");
+      if (t.find(t[d]) != d)
+        fail(node_desc(n) + ": a letter repeated within one term (a diagonal) is not supported: '" + eq + "'");
       int64_t e = shape(v[i])[d];
       auto it = extent.find(t[d]);
       if (it == extent.end() || it->second == 1) extent[t[d]] = e;
-      else if (e != 1 && e != it->second) fail(node_desc(n) + ": letter '" + std::string(1, t[d]) + "' has extents " + std::to_string(it->second) + " and " + std::to_string(e));
+      else if (e != 1 && e != it->second)
+        fail(node_desc(n) + ": letter '" + std::string(1, t[d]) + "' has extents " + std::to_string(it->second) +
+             " and " + std::to_string(e));
     }
   }
   for (char c : rhs)
@@ -676,8 +718,9 @@ std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
   int y;
   if (nb == 1) {
     int a2 = reshape(n, a, {m, k});
-    y = val(b).constant ? add(n, "dense", {a2, constant(val(v[1]).name + ".einsum_T", transpose2d(reshaped(val(b).data, {k, nn})))})
-                           : add(n, "matmul", {a2, reshape(n, b, {k, nn})});
+    y = val(b).constant
+            ? add(n, "dense", {a2, constant(val(v[1]).name + ".einsum_T", transpose2d(reshaped(val(b).data, {k, nn})))})
+            : add(n, "matmul", {a2, reshape(n, b, {k, nn})});
   } else {
     y = add(n, "batch_matmul", {a, b});
   }
@@ -709,7 +752,8 @@ std::vector<int> Importer::resize(const onnx::NodeProto& n) {
     fail(node_desc(n) + ": neither scales nor sizes is given");
   }
   const size_t given = sizes.empty() ? scales.size() : sizes.size();
-  if (given != axes.size()) fail(node_desc(n) + ": " + std::to_string(given) + " sizes or scales for " + std::to_string(axes.size()) + " axes");
+  if (given != axes.size())
+    fail(node_desc(n) + ": " + std::to_string(given) + " sizes or scales for " + std::to_string(axes.size()) + " axes");
   I out = xs;
   double scale[4] = {1, 1, 1, 1};
   for (size_t k = 0; k < axes.size(); ++k) {
@@ -717,15 +761,19 @@ std::vector<int> Importer::resize(const onnx::NodeProto& n) {
     if (!sizes.empty()) {
       out[a] = sizes[k];
     } else {
-      if (!(scales[k] > 0) || !std::isfinite(scales[k])) fail(node_desc(n) + ": scale " + std::to_string(scales[k]) + " is not positive");
+      if (!(scales[k] > 0) || !std::isfinite(scales[k]))
+        fail(node_desc(n) + ": scale " + std::to_string(scales[k]) + " is not positive");
       scale[a] = scales[k];
       out[a] = static_cast<int64_t>(std::floor(static_cast<double>(xs[a]) * scales[k]));
     }
-    if (out[a] < 1 || out[a] > (int64_t{1} << 24)) fail(node_desc(n) + ": output extent " + std::to_string(out[a]) + " along axis " + std::to_string(a));
+    if (out[a] < 1 || out[a] > (int64_t{1} << 24))
+      fail(node_desc(n) + ": output extent " + std::to_string(out[a]) + " along axis " + std::to_string(a));
   }
-  if (out[0] != xs[0] || out[1] != xs[1]) fail(node_desc(n) + ": only H and W are resized, not N or C (" + shape_str(xs) + " to " + shape_str(out) + ")");
+  if (out[0] != xs[0] || out[1] != xs[1])
+    fail(node_desc(n) + ": only H and W are resized, not N or C (" + shape_str(xs) + " to " + shape_str(out) + ")");
   const std::string policy = attr_s(n, "keep_aspect_ratio_policy", "stretch");
-  if (policy != "stretch" && !sizes.empty()) fail(node_desc(n) + ": keep_aspect_ratio_policy '" + policy + "' is not supported");
+  if (policy != "stretch" && !sizes.empty())
+    fail(node_desc(n) + ": keep_aspect_ratio_policy '" + policy + "' is not supported");
   std::string mode = attr_s(n, "mode", "nearest");
   if (attr_i(n, "antialias", 0) != 0 && mode != "nearest" && (out[2] < xs[2] || out[3] < xs[3]))
     fail(node_desc(n) + ": antialiased downscaling is not supported");
@@ -735,9 +783,15 @@ std::vector<int> Importer::resize(const onnx::NodeProto& n) {
   std::string nearest_mode = attr_s(n, "nearest_mode", opset_ >= 11 ? "round_prefer_floor" : "floor");
   if (out == xs) return {x};
   return {add(n, "resize", {x},
-              {{"out_height", out[2]}, {"out_width", out[3]}, {"mode", mode}, {"coord", coord}, {"nearest_mode", nearest_mode},
-               {"cubic_a", attr_f(n, "cubic_coeff_a", -0.75)}, {"exclude_outside", attr_i(n, "exclude_outside", 0) != 0 ? int64_t{1} : int64_t{0}},
-               {"scale_h", sizes.empty() ? scale[2] : 0.0}, {"scale_w", sizes.empty() ? scale[3] : 0.0}})};
+              {{"out_height", out[2]},
+               {"out_width", out[3]},
+               {"mode", mode},
+               {"coord", coord},
+               {"nearest_mode", nearest_mode},
+               {"cubic_a", attr_f(n, "cubic_coeff_a", -0.75)},
+               {"exclude_outside", attr_i(n, "exclude_outside", 0) != 0 ? int64_t{1} : int64_t{0}},
+               {"scale_h", sizes.empty() ? scale[2] : 0.0},
+               {"scale_w", sizes.empty() ? scale[3] : 0.0}})};
 }
 
 // Operators evaluated only where their inputs are constant.
@@ -1145,8 +1199,7 @@ void Importer::check_support(const onnx::GraphProto& gp) const {
   for (const auto& n : gp.node()) {
     bool is_data = false;
     if (n.op_type() != "Shape" && n.op_type() != "Size")
-      for (const auto& x : n.input())
-        is_data |= !x.empty() && (data.count(x) || (produced.count(x) && !seen.count(x)));
+      for (const auto& x : n.input()) is_data |= !x.empty() && (data.count(x) || (produced.count(x) && !seen.count(x)));
     for (const auto& o : n.output()) {
       seen.insert(o);
       if (is_data) data.insert(o);
@@ -1157,7 +1210,9 @@ void Importer::check_support(const onnx::GraphProto& gp) const {
       continue;
     }
     Missing& m = missing[ours ? n.op_type() : n.domain() + "." + n.op_type()];
-    if (++m.count <= 3) m.names += std::string(m.names.empty() ? "" : ", ") + "'" + (n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name()) + "'";
+    if (++m.count <= 3)
+      m.names += std::string(m.names.empty() ? "" : ", ") + "'" +
+                 (n.name().empty() ? (n.output_size() ? n.output(0) : "?") : n.name()) + "'";
     m.on_data |= is_data;
   }
   if (missing.empty()) return;
@@ -1166,7 +1221,8 @@ void Importer::check_support(const onnx::GraphProto& gp) const {
     msg += (msg.empty() ? "" : "; ") + op + " (" + std::to_string(m.count) + (m.count == 1 ? " node: " : " nodes: ") +
            m.names + (m.count > 3 ? ", ..." : "") +
            (m.on_data ? (converters().count(op) ? "; basin evaluates it on constants only" : "")
-                      : "; on a constant path, but basin cannot evaluate it") + ")";
+                      : "; on a constant path, but basin cannot evaluate it") +
+           ")";
   fail("unsupported operators: " + msg);
 }
 
@@ -1189,12 +1245,13 @@ void Importer::fix_symbolic_shapes(onnx::GraphProto& gp) const {
   };
   for (const auto& [key, dims] : options_.shapes) {
     if (!input_names.count(key) && !dim_names.count(key))
-      fail("--shape " + key + ": the model has no input or symbolic dimension of that name (inputs: " + list(input_names) +
-           "; symbolic dimensions: " + list(dim_names) + ")");
+      fail("--shape " + key + ": the model has no input or symbolic dimension of that name (inputs: " +
+           list(input_names) + "; symbolic dimensions: " + list(dim_names) + ")");
     if (!input_names.count(key) && dims.size() != 1)
       fail("--shape " + key + ": a symbolic dimension takes one value, got " + shape_str(dims));
     for (int64_t d : dims)
-      if (d <= 0 || d > (int64_t{1} << 31)) fail("--shape " + key + ": extent " + std::to_string(d) + " is not in 1 to 2^31");
+      if (d <= 0 || d > (int64_t{1} << 31))
+        fail("--shape " + key + ": extent " + std::to_string(d) + " is not in 1 to 2^31");
   }
   for (auto& vi : *gp.mutable_input()) {
     if (inits.count(vi.name()) || !vi.type().has_tensor_type()) continue;
@@ -1214,7 +1271,8 @@ void Importer::fix_symbolic_shapes(onnx::GraphProto& gp) const {
       if (dim->dim_param().empty() || it == options_.shapes.end())
         fail("input '" + vi.name() + "' dimension " + std::to_string(d) + " is symbolic" +
              (dim->dim_param().empty() ? std::string(" (unnamed)") : " ('" + dim->dim_param() + "')") +
-             ": give its value with --shape " + (dim->dim_param().empty() ? vi.name() + "=DIMS" : dim->dim_param() + "=N") +
+             ": give its value with --shape " +
+             (dim->dim_param().empty() ? vi.name() + "=DIMS" : dim->dim_param() + "=N") +
              " (or the input's whole shape with --shape " + vi.name() + "=D0,D1,...)");
       dim->set_dim_value(it->second[0]);
     }
@@ -1244,7 +1302,8 @@ Graph Importer::run() {
   // ONNX's shape inference: an inconsistent model fails here with ONNX's message.
   std::map<std::string, I> onnx_shapes;
   try {
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, false));
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception& e) {
     fail(std::string("ONNX shape inference failed: ") + e.what());
   }
@@ -1296,7 +1355,8 @@ Graph Importer::run() {
       if (x.empty() || vals_.count(x)) continue;
       auto it = producer.find(x);
       if (it == producer.end())
-        fail(node_desc(gp.node(i)) + " reads '" + x + "', which no node, input or initializer defines (a missing initializer?)");
+        fail(node_desc(gp.node(i)) + " reads '" + x +
+             "', which no node, input or initializer defines (a missing initializer?)");
       users[it->second].push_back(i);
       ++pending[i];
     }

@@ -289,8 +289,6 @@ Graph eliminate_dead_code(const Graph& g) {
   return out;
 }
 
-Graph optimize(const Graph& g) {
-  return fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g))));
-}
+Graph optimize(const Graph& g) { return fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g)))); }
 
 }  // namespace basin::graph

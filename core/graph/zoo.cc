@@ -15,8 +15,8 @@ int NetBuilder::weight(const std::string& name, std::vector<int64_t> shape, doub
 
 int NetBuilder::uniform(const std::string& name, std::vector<int64_t> shape, double lo, double hi) {
   std::string n = next(name);
-  return g_.add_constant(n, NDArray::random(DType::f32(), std::move(shape), lo, hi,
-                                            seed_ * 1000003 + static_cast<uint64_t>(counter_)));
+  return g_.add_constant(
+      n, NDArray::random(DType::f32(), std::move(shape), lo, hi, seed_ * 1000003 + static_cast<uint64_t>(counter_)));
 }
 
 int NetBuilder::op(const std::string& o, std::vector<int> inputs, const std::map<std::string, ops::AttrValue>& attrs) {
@@ -126,7 +126,8 @@ Graph mobilenet_v2() {
   };
   x = cbr6(x, 32, 3, 2, 1);
   int64_t in_c = 32;
-  const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                            {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   for (const auto& c : cfg) {
     for (int64_t i = 0; i < c[2]; ++i) {
       int64_t stride = i == 0 ? c[3] : 1, hidden = in_c * c[0];
@@ -149,9 +150,9 @@ int attention(NetBuilder& b, int x, int64_t heads, int mask = -1) {
   auto split_heads = [&](int v, I perm) {
     return b.op("transpose", {b.op("reshape", {v}, {{"new_shape", I{s, heads, hd}}})}, {{"perm", perm}});
   };
-  int q = split_heads(b.dense(x, d), {1, 0, 2});   // [H, S, hd]
-  int k = split_heads(b.dense(x, d), {1, 2, 0});   // [H, hd, S]
-  int v = split_heads(b.dense(x, d), {1, 0, 2});   // [H, S, hd]
+  int q = split_heads(b.dense(x, d), {1, 0, 2});  // [H, S, hd]
+  int k = split_heads(b.dense(x, d), {1, 2, 0});  // [H, hd, S]
+  int v = split_heads(b.dense(x, d), {1, 0, 2});  // [H, S, hd]
   int scores = b.op("batch_matmul", {q, k});
   scores = b.op("mul", {scores, b.graph().add_constant("attn.scale" + std::to_string(x), [&] {
                           NDArray a(DType::f32(), {1});
@@ -190,9 +191,9 @@ Graph vit_b16() {
   NetBuilder b(g, 4);
   const int64_t d = 768, tokens = 197;
   int x = g.add_input("input", {1, 3, 224, 224});
-  x = b.conv(x, d, {16}, {16}, {0}, 1, true);                        // [1, D, 14, 14]
+  x = b.conv(x, d, {16}, {16}, {0}, 1, true);  // [1, D, 14, 14]
   x = b.op("reshape", {x}, {{"new_shape", I{d, 196}}});
-  x = b.op("transpose", {x}, {{"perm", I{1, 0}}});                   // [196, D]
+  x = b.op("transpose", {x}, {{"perm", I{1, 0}}});  // [196, D]
   x = b.op("concat", {b.weight("cls_token", {1, d}, 0.05), x}, {{"axis", int64_t{0}}});
   x = b.op("add", {x, b.weight("pos_embedding", {tokens, d}, 0.05)});
   for (int layer = 0; layer < 12; ++layer) {
@@ -213,7 +214,7 @@ Graph dcgan() {
   int x = g.add_input("z", {1, 100, 1, 1});
   x = b.op("relu", {b.batch_norm(b.conv_transpose(x, 512, 4, 1, 0))});  // 4x4
   for (int64_t c : {256, 128, 64}) x = b.op("relu", {b.batch_norm(b.conv_transpose(x, c, 4, 2, 1))});
-  g.add_output(b.op("tanh", {b.conv_transpose(x, 3, 4, 2, 1)}));        // 64x64
+  g.add_output(b.op("tanh", {b.conv_transpose(x, 3, 4, 2, 1)}));  // 64x64
   return g;
 }
 
@@ -231,7 +232,8 @@ Graph llama_layer() {
   NDArray cos_t(DType::f32(), {s, hd}), sin_t(DType::f32(), {s, hd});
   for (int64_t p = 0; p < s; ++p)
     for (int64_t i = 0; i < hd; ++i) {
-      double theta = static_cast<double>(p) * std::pow(10000.0, -2.0 * static_cast<double>(i % (hd / 2)) / static_cast<double>(hd));
+      double theta = static_cast<double>(p) *
+                     std::pow(10000.0, -2.0 * static_cast<double>(i % (hd / 2)) / static_cast<double>(hd));
       cos_t.set(p * hd + i, std::cos(theta));
       sin_t.set(p * hd + i, std::sin(theta));
     }
@@ -254,8 +256,8 @@ Graph llama_layer() {
   int k = rope(heads_of(b.dense(h, d, false), {1, 0, 2}));
   int v = heads_of(b.dense(h, d, false), {1, 0, 2});
   int kt = b.op("transpose", {k}, {{"perm", I{0, 2, 1}}});
-  int scores = b.op("mul", {b.op("batch_matmul", {q, kt}), b.uniform("attn.scale", {1}, 1.0 / std::sqrt(128.0),
-                                                                       1.0 / std::sqrt(128.0) + 1e-9)});
+  int scores = b.op("mul", {b.op("batch_matmul", {q, kt}),
+                            b.uniform("attn.scale", {1}, 1.0 / std::sqrt(128.0), 1.0 / std::sqrt(128.0) + 1e-9)});
   int probs = b.op("softmax", {b.op("add", {scores, maskv})}, {{"axis", int64_t{-1}}});
   int ctx = b.op("batch_matmul", {probs, v});
   ctx = b.op("reshape", {b.op("transpose", {ctx}, {{"perm", I{1, 0, 2}}})}, {{"new_shape", I{s, d}}});
@@ -316,9 +318,12 @@ void random_cnn(NetBuilder& b, std::mt19937_64& rng) {
     const int64_t stride = (h >= 8 && chance(0.35)) ? 2 : 1;
     auto act = [&](int v) {
       switch (std::uniform_int_distribution<int>(0, 2)(rng)) {
-        case 0: return b.op("relu", {v});
-        case 1: return relu6(b, v);
-        default: return v;
+        case 0:
+          return b.op("relu", {v});
+        case 1:
+          return relu6(b, v);
+        default:
+          return v;
       }
     };
     int64_t oc = c;
@@ -432,10 +437,8 @@ Graph random_network(uint64_t index) {
   g.name = "random" + std::to_string(index);
   NetBuilder b(g, 100 + index);
   // Two in three are convolutional, as most of the zoo's tasks are.
-  if (std::uniform_int_distribution<int>(0, 2)(rng))
-    random_cnn(b, rng);
-  else
-    random_transformer(b, rng);
+  if (std::uniform_int_distribution<int>(0, 2)(rng)) random_cnn(b, rng);
+  else random_transformer(b, rng);
   return g;
 }
 

@@ -60,11 +60,17 @@ struct SFn final : SE {
   void run(Frame& fr) const override { f(fr); }
 };
 template <typename F>
-IEP mk_i(F f) { return std::make_unique<IFn<F>>(std::move(f)); }
+IEP mk_i(F f) {
+  return std::make_unique<IFn<F>>(std::move(f));
+}
 template <typename T, typename F>
-FEP<T> mk_f(F f) { return std::make_unique<FFn<T, F>>(std::move(f)); }
+FEP<T> mk_f(F f) {
+  return std::make_unique<FFn<T, F>>(std::move(f));
+}
 template <typename F>
-SEP mk_s(F f) { return std::make_unique<SFn<F>>(std::move(f)); }
+SEP mk_s(F f) {
+  return std::make_unique<SFn<F>>(std::move(f));
+}
 
 [[noreturn]] void out_of_bounds(const BufferNode* b, int64_t i, int64_t n, bool write) {
   throw RuntimeError(std::string("out-of-bounds ") + (write ? "write to '" : "read of '") + b->name +
@@ -77,19 +83,32 @@ inline int64_t wrap(int64_t v, int bits) { return bits >= 64 ? v : wrap_int(v, b
 template <typename T>
 T math(MathFn f, T a, T b) {
   switch (f) {
-    case MathFn::exp: return std::exp(a);
-    case MathFn::log: return std::log(a);
-    case MathFn::sqrt: return std::sqrt(a);
-    case MathFn::rsqrt: return T(1) / std::sqrt(a);
-    case MathFn::pow: return std::pow(a, b);
-    case MathFn::sigmoid: return T(1) / (T(1) + std::exp(-a));
-    case MathFn::tanh: return std::tanh(a);
-    case MathFn::erf: return std::erf(a);
-    case MathFn::fabs: return std::fabs(a);
-    case MathFn::floor: return std::floor(a);
-    case MathFn::ceil: return std::ceil(a);
-    case MathFn::sin: return std::sin(a);
-    case MathFn::cos: return std::cos(a);
+    case MathFn::exp:
+      return std::exp(a);
+    case MathFn::log:
+      return std::log(a);
+    case MathFn::sqrt:
+      return std::sqrt(a);
+    case MathFn::rsqrt:
+      return T(1) / std::sqrt(a);
+    case MathFn::pow:
+      return std::pow(a, b);
+    case MathFn::sigmoid:
+      return T(1) / (T(1) + std::exp(-a));
+    case MathFn::tanh:
+      return std::tanh(a);
+    case MathFn::erf:
+      return std::erf(a);
+    case MathFn::fabs:
+      return std::fabs(a);
+    case MathFn::floor:
+      return std::floor(a);
+    case MathFn::ceil:
+      return std::ceil(a);
+    case MathFn::sin:
+      return std::sin(a);
+    case MathFn::cos:
+      return std::cos(a);
   }
   return a;
 }
@@ -102,8 +121,7 @@ class Compiler {
 
   int slot_of_buffer(const BufferNode* b) {
     auto it = buf_slot.find(b);
-    if (it == buf_slot.end())
-      throw RuntimeError("buffer '" + b->name + "' is neither a parameter nor allocated");
+    if (it == buf_slot.end()) throw RuntimeError("buffer '" + b->name + "' is neither a parameter nor allocated");
     return it->second;
   }
 
@@ -137,9 +155,8 @@ class Compiler {
       case 2: {
         auto [s0, k0] = t[0];
         auto [s1, k1] = t[1];
-        return mk_i([=](Frame& fr) {
-          return static_cast<int64_t>(u(fr.iv[s0]) * u(k0) + u(fr.iv[s1]) * u(k1) + u(c0));
-        });
+        return mk_i(
+            [=](Frame& fr) { return static_cast<int64_t>(u(fr.iv[s0]) * u(k0) + u(fr.iv[s1]) * u(k1) + u(c0)); });
       }
       case 3: {
         auto [s0, k0] = t[0];
@@ -208,7 +225,8 @@ class Compiler {
         return mk_i([a = std::move(a), b = std::move(b), k, bits](Frame& fr) {
           int64_t x = a->ev(fr), y = b->ev(fr);
           if (y == 0) div_by_zero();
-          if (y == -1) return wrap(k == ExprKind::FloorMod ? 0 : static_cast<int64_t>(0 - static_cast<uint64_t>(x)), bits);
+          if (y == -1)
+            return wrap(k == ExprKind::FloorMod ? 0 : static_cast<int64_t>(0 - static_cast<uint64_t>(x)), bits);
           if (k == ExprKind::Div) return x / y;
           return k == ExprKind::FloorDiv ? floordiv_int(x, y) : floormod_int(x, y);
         });
@@ -285,7 +303,8 @@ class Compiler {
           return reinterpret_cast<const int64_t*>(bs.data)[i];
         });
       }
-      default: break;
+      default:
+        break;
     }
     BASIN_CHECK(false) << "interpreter cannot evaluate " << e << " as an integer";
     return nullptr;
@@ -298,12 +317,18 @@ class Compiler {
     return mk_i([a = std::move(a), b = std::move(b), k](Frame& fr) -> int64_t {
       T x = a->ev(fr), y = b->ev(fr);
       switch (k) {
-        case ExprKind::EQ: return x == y;
-        case ExprKind::NE: return x != y;
-        case ExprKind::LT: return x < y;
-        case ExprKind::LE: return x <= y;
-        case ExprKind::GT: return x > y;
-        default: return x >= y;
+        case ExprKind::EQ:
+          return x == y;
+        case ExprKind::NE:
+          return x != y;
+        case ExprKind::LT:
+          return x < y;
+        case ExprKind::LE:
+          return x <= y;
+        case ExprKind::GT:
+          return x > y;
+        default:
+          return x >= y;
       }
     });
   }
@@ -311,12 +336,18 @@ class Compiler {
   IEP compare_int(const ExprNode& n) {
     IEP a = ci(n.args[0]), b = ci(n.args[1]);
     switch (n.kind) {
-      case ExprKind::EQ: return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) == b->ev(fr); });
-      case ExprKind::NE: return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) != b->ev(fr); });
-      case ExprKind::LT: return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) < b->ev(fr); });
-      case ExprKind::LE: return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) <= b->ev(fr); });
-      case ExprKind::GT: return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) > b->ev(fr); });
-      default: return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) >= b->ev(fr); });
+      case ExprKind::EQ:
+        return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) == b->ev(fr); });
+      case ExprKind::NE:
+        return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) != b->ev(fr); });
+      case ExprKind::LT:
+        return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) < b->ev(fr); });
+      case ExprKind::LE:
+        return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) <= b->ev(fr); });
+      case ExprKind::GT:
+        return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) > b->ev(fr); });
+      default:
+        return mk_i([a = std::move(a), b = std::move(b)](Frame& fr) -> int64_t { return a->ev(fr) >= b->ev(fr); });
     }
   }
 
@@ -338,12 +369,18 @@ class Compiler {
       case ExprKind::Max: {
         FEP<T> a = cf<T>(n.args[0]), b = cf<T>(n.args[1]);
         switch (n.kind) {
-          case ExprKind::Add: return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) + b->ev(fr); });
-          case ExprKind::Sub: return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) - b->ev(fr); });
-          case ExprKind::Mul: return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) * b->ev(fr); });
-          case ExprKind::Div: return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) / b->ev(fr); });
-          case ExprKind::Min: return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return std::fmin(a->ev(fr), b->ev(fr)); });
-          default: return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return std::fmax(a->ev(fr), b->ev(fr)); });
+          case ExprKind::Add:
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) + b->ev(fr); });
+          case ExprKind::Sub:
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) - b->ev(fr); });
+          case ExprKind::Mul:
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) * b->ev(fr); });
+          case ExprKind::Div:
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) / b->ev(fr); });
+          case ExprKind::Min:
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return std::fmin(a->ev(fr), b->ev(fr)); });
+          default:
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return std::fmax(a->ev(fr), b->ev(fr)); });
         }
       }
       case ExprKind::Select: {
@@ -371,12 +408,16 @@ class Compiler {
         FEP<T> a = cf<T>(n.args[0]);
         if (n.args.size() == 2) {
           FEP<T> b = cf<T>(n.args[1]);
-          return mk_f<T>([a = std::move(a), b = std::move(b), f](Frame& fr) { return math<T>(f, a->ev(fr), b->ev(fr)); });
+          return mk_f<T>(
+              [a = std::move(a), b = std::move(b), f](Frame& fr) { return math<T>(f, a->ev(fr), b->ev(fr)); });
         }
         switch (f) {  // the common ones without a switch at run time
-          case MathFn::exp: return mk_f<T>([a = std::move(a)](Frame& fr) { return std::exp(a->ev(fr)); });
-          case MathFn::sqrt: return mk_f<T>([a = std::move(a)](Frame& fr) { return std::sqrt(a->ev(fr)); });
-          default: return mk_f<T>([a = std::move(a), f](Frame& fr) { return math<T>(f, a->ev(fr), T(0)); });
+          case MathFn::exp:
+            return mk_f<T>([a = std::move(a)](Frame& fr) { return std::exp(a->ev(fr)); });
+          case MathFn::sqrt:
+            return mk_f<T>([a = std::move(a)](Frame& fr) { return std::sqrt(a->ev(fr)); });
+          default:
+            return mk_f<T>([a = std::move(a), f](Frame& fr) { return math<T>(f, a->ev(fr), T(0)); });
         }
       }
       case ExprKind::Load: {
@@ -390,7 +431,8 @@ class Compiler {
           return reinterpret_cast<const T*>(bs.data)[i];
         });
       }
-      default: break;
+      default:
+        break;
     }
     BASIN_CHECK(false) << "interpreter cannot evaluate " << e << " as a float";
     return nullptr;
@@ -430,8 +472,10 @@ class Compiler {
           if (numel < 0) throw RuntimeError("allocation of negative size");
           std::vector<uint64_t> mem((static_cast<size_t>(numel) * t.bytes() + 7) / 8 + 1);
           uint8_t* p = reinterpret_cast<uint8_t*>(mem.data());
-          if (t == DType::f32()) std::fill_n(reinterpret_cast<float*>(p), numel, std::numeric_limits<float>::quiet_NaN());
-          else if (t == DType::f64()) std::fill_n(reinterpret_cast<double*>(p), numel, std::numeric_limits<double>::quiet_NaN());
+          if (t == DType::f32())
+            std::fill_n(reinterpret_cast<float*>(p), numel, std::numeric_limits<float>::quiet_NaN());
+          else if (t == DType::f64())
+            std::fill_n(reinterpret_cast<double*>(p), numel, std::numeric_limits<double>::quiet_NaN());
           else std::memset(p, 0xA5, static_cast<size_t>(numel) * t.bytes());
           BufSlot saved = fr.bufs[slot];
           fr.bufs[slot] = {p, numel};
@@ -505,7 +549,8 @@ class Compiler {
           for (const SEP& x : *items) x->run(fr);
         });
       }
-      case StmtKind::Pragma: return cs(n.body[0]);
+      case StmtKind::Pragma:
+        return cs(n.body[0]);
       case StmtKind::Barrier:
         // Barriers separate a block's thread loops (stmt.h), which run one after
         // another: nothing is left to wait for.

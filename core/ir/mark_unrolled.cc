@@ -31,7 +31,8 @@ bool has_per_lane_access(const Stmt& s, const Var& v) {
     if (found || x.kind() != StmtKind::Store) return;
     if (x->indices.size() == 1) found = per_lane(x->indices[0], v);
     if (!found) loads(x->value);
-    if (!found) for (const Expr& i : x->indices) loads(i);
+    if (!found)
+      for (const Expr& i : x->indices) loads(i);
   });
   return found;
 }
@@ -49,9 +50,7 @@ struct Marker {
         bool constant = is_const_int(n.extent, &ext);
         // A vectorized loop is one step, or one per lane where its accesses are.
         const bool lanes = n.for_kind != ForKind::Vectorized || has_per_lane_access(n.body[0], n.var);
-        int64_t total = !lanes    ? steps
-                        : constant ? std::min(kMany, std::max<int64_t>(ext, 0) * steps)
-                                   : kMany;
+        int64_t total = !lanes ? steps : constant ? std::min(kMany, std::max<int64_t>(ext, 0) * steps) : kMany;
         ForKind kind = n.for_kind;
         if (kind == ForKind::Serial && constant && max_step >= 0 && total <= max_step) kind = ForKind::Unrolled;
         if (kind == n.for_kind && body.same_as(n.body[0])) return {s, total};
@@ -95,7 +94,8 @@ struct Marker {
         return {same ? s : make_if(n.cond, t, e), std::max(ts, es)};
       }
       case StmtKind::Store:
-      case StmtKind::Barrier: return {s, 1};
+      case StmtKind::Barrier:
+        return {s, 1};
     }
     return {s, 1};
   }

@@ -34,7 +34,8 @@ double NDArray::get(int64_t i) const {
       return dtype_.bits == 32 ? as<float>()[i] : as<double>()[i];
     case TypeCode::Int:
       return dtype_.bits == 32 ? as<int32_t>()[i] : static_cast<double>(as<int64_t>()[i]);
-    case TypeCode::Bool: return as<uint8_t>()[i];
+    case TypeCode::Bool:
+      return as<uint8_t>()[i];
   }
   return 0;
 }
@@ -59,14 +60,18 @@ void NDArray::set(int64_t i, double v) {
       else as<int64_t>()[i] = x;
       return;
     }
-    case TypeCode::Bool: as<uint8_t>()[i] = v != 0; return;
+    case TypeCode::Bool:
+      as<uint8_t>()[i] = v != 0;
+      return;
   }
 }
 
 int64_t NDArray::get_int(int64_t i) const {
   switch (dtype_.code) {
-    case TypeCode::Int: return dtype_.bits == 32 ? as<int32_t>()[i] : as<int64_t>()[i];
-    case TypeCode::Bool: return as<uint8_t>()[i] != 0;
+    case TypeCode::Int:
+      return dtype_.bits == 32 ? as<int32_t>()[i] : as<int64_t>()[i];
+    case TypeCode::Bool:
+      return as<uint8_t>()[i] != 0;
     case TypeCode::Float: {
       NDArray t(DType::i64(), {1});
       t.set(0, get(i));
@@ -82,8 +87,12 @@ void NDArray::set_int(int64_t i, int64_t v) {
       if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
       else as<int64_t>()[i] = v;
       return;
-    case TypeCode::Bool: as<uint8_t>()[i] = v != 0; return;
-    case TypeCode::Float: set(i, static_cast<double>(v)); return;
+    case TypeCode::Bool:
+      as<uint8_t>()[i] = v != 0;
+      return;
+    case TypeCode::Float:
+      set(i, static_cast<double>(v));
+      return;
   }
 }
 
@@ -114,7 +123,7 @@ ErrorStats compare_arrays(const NDArray& got, const NDArray& ref) {
   for (int64_t i = 0; i < ref.numel(); ++i) {
     double a = got.get(i), b = ref.get(i);
     double d = (std::isnan(a) != std::isnan(b)) ? std::numeric_limits<double>::infinity()
-               : (std::isnan(a) ? 0.0 : std::fabs(a - b));
+                                                : (std::isnan(a) ? 0.0 : std::fabs(a - b));
     if (std::isinf(a) && std::isinf(b) && a == b) d = 0;
     s.max_abs = std::max(s.max_abs, d);
     if (std::isfinite(b)) scale = std::max(scale, std::fabs(b));

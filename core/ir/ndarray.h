@@ -23,9 +23,13 @@ class NDArray {
   void* data() { return storage_.get(); }
   const void* data() const { return storage_.get(); }
   template <typename T>
-  T* as() { return static_cast<T*>(data()); }
+  T* as() {
+    return static_cast<T*>(data());
+  }
   template <typename T>
-  const T* as() const { return static_cast<const T*>(data()); }
+  const T* as() const {
+    return static_cast<const T*>(data());
+  }
   bool defined() const { return storage_ != nullptr || numel_ == 0; }
 
   // Element access through double, for any dtype (tests, comparisons, printing).

@@ -93,14 +93,14 @@ NDArray read_npy(const std::string& path) {
       break;
     }
     if (need > have / static_cast<size_t>(e)) {  // extents are at least 1: the product only grows
-      need = have + 1;                            // more than the file holds, without overflowing
+      need = have + 1;                           // more than the file holds, without overflowing
       break;
     }
     need *= static_cast<size_t>(e);
   }
   if (need != have)
-    throw bad("holds " + std::to_string(have) + " data bytes; shape " + shape_str(shape) + " of " + t.str() + " needs " +
-              (need == have + 1 ? "more" : std::to_string(need)));
+    throw bad("holds " + std::to_string(have) + " data bytes; shape " + shape_str(shape) + " of " + t.str() +
+              " needs " + (need == have + 1 ? "more" : std::to_string(need)));
   NDArray a(t, shape);
   std::memcpy(a.data(), data.data() + start + header_len, a.nbytes());
   return a;
@@ -108,7 +108,8 @@ NDArray read_npy(const std::string& path) {
 
 void write_npy(const std::string& path, const NDArray& a, const std::vector<std::string>& inputs) {
   std::string shape = "(";
-  for (size_t i = 0; i < a.shape().size(); ++i) shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 ? "," : i + 1 < a.shape().size() ? ", " : "");
+  for (size_t i = 0; i < a.shape().size(); ++i)
+    shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 ? "," : i + 1 < a.shape().size() ? ", " : "");
   shape += ")";
   std::string header = "{'descr': '" + descr_of(a.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t total = 10 + header.size() + 1;

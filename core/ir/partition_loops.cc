@@ -21,12 +21,18 @@ struct Bound {
   bool holds(int64_t v) const {
     const int64_t x = a * v + b;
     switch (op) {
-      case ExprKind::LT: return x < 0;
-      case ExprKind::LE: return x <= 0;
-      case ExprKind::GT: return x > 0;
-      case ExprKind::GE: return x >= 0;
-      case ExprKind::EQ: return x == 0;
-      default: return x != 0;  // NE
+      case ExprKind::LT:
+        return x < 0;
+      case ExprKind::LE:
+        return x <= 0;
+      case ExprKind::GT:
+        return x > 0;
+      case ExprKind::GE:
+        return x >= 0;
+      case ExprKind::EQ:
+        return x == 0;
+      default:
+        return x != 0;  // NE
     }
   }
 };

@@ -67,7 +67,8 @@ struct StmtSimplifier {
         if (!b.defined()) return Stmt();
         return b.same_as(n.body[0]) && v.same_as(n.pragma_value) ? s : make_pragma(n.key, v, b);
       }
-      case StmtKind::Barrier: return s;
+      case StmtKind::Barrier:
+        return s;
     }
     return s;
   }

@@ -8,8 +8,9 @@ namespace basin {
 
 const char* stmt_kind_name(StmtKind k) {
   switch (k) {
-#define BASIN_X(k) \
-  case StmtKind::k: return #k;
+#define BASIN_X(k)  \
+  case StmtKind::k: \
+    return #k;
     BASIN_STMT_NODES(BASIN_X)
 #undef BASIN_X
   }
@@ -19,20 +20,19 @@ const char* stmt_kind_name(StmtKind k) {
 const char* for_kind_name(ForKind k) {
   switch (k) {
 #define BASIN_X(k, s) \
-  case ForKind::k: return s;
+  case ForKind::k:    \
+    return s;
     BASIN_FOR_KINDS(BASIN_X)
 #undef BASIN_X
   }
   return "?";
 }
 
-bool is_gpu_thread(ForKind k) {
-  return k == ForKind::ThreadX || k == ForKind::ThreadY || k == ForKind::ThreadZ;
-}
+bool is_gpu_thread(ForKind k) { return k == ForKind::ThreadX || k == ForKind::ThreadY || k == ForKind::ThreadZ; }
 bool is_gpu_block(ForKind k) { return k == ForKind::BlockX || k == ForKind::BlockY || k == ForKind::BlockZ; }
 bool is_gpu_kind(ForKind k) {
-  return is_gpu_thread(k) || k == ForKind::BlockX || k == ForKind::BlockY ||
-         k == ForKind::BlockZ || k == ForKind::VThread;
+  return is_gpu_thread(k) || k == ForKind::BlockX || k == ForKind::BlockY || k == ForKind::BlockZ ||
+         k == ForKind::VThread;
 }
 
 StmtKind Stmt::kind() const { return n_->kind; }
@@ -73,8 +73,8 @@ Stmt make_store(Buffer b, std::vector<Expr> indices, Expr value) {
   BASIN_CHECK(b && value.defined()) << "incomplete Store";
   BASIN_CHECK(indices.size() == b->shape.size() || indices.size() == 1)
       << "store to " << b->name << " with " << indices.size() << " indices, rank " << b->shape.size();
-  BASIN_CHECK(value.dtype() == b->dtype)
-      << "store of " << value.dtype().str() << " into " << b->name << " of " << b->dtype.str();
+  BASIN_CHECK(value.dtype() == b->dtype) << "store of " << value.dtype().str() << " into " << b->name << " of "
+                                         << b->dtype.str();
   for (const Expr& i : indices) BASIN_CHECK(i.defined() && i.dtype().is_int()) << "bad index into " << b->name;
   auto n = node(StmtKind::Store);
   n->buffer = std::move(b);
@@ -166,7 +166,8 @@ Stmt rewrite_stmt(const Stmt& s, const std::function<Expr(const Expr&)>& expr_fn
       if (changed) out = make_seq(items);
       break;
     }
-    case StmtKind::Barrier: break;
+    case StmtKind::Barrier:
+      break;
     case StmtKind::Pragma: {
       Expr v = ex(n.pragma_value);
       Stmt b = sub(n.body[0]);
@@ -216,7 +217,8 @@ bool equal_rec(const Stmt& a, const Stmt& b, std::unordered_map<int64_t, int64_t
     case StmtKind::Pragma:
       if (x.key != y.key || !eq(x.pragma_value, y.pragma_value)) return false;
       break;
-    default: break;
+    default:
+      break;
   }
   for (size_t i = 0; i < x.body.size(); ++i)
     if (!equal_rec(x.body[i], y.body[i], vars)) return false;
@@ -263,7 +265,9 @@ void print(std::ostream& os, const Stmt& s, int indent) {
     case StmtKind::Seq:
       for (const Stmt& c : n.body) print(os, c, indent);
       return;
-    case StmtKind::Barrier: os << pad << "barrier()\n"; return;
+    case StmtKind::Barrier:
+      os << pad << "barrier()\n";
+      return;
     case StmtKind::Pragma:
       os << pad << "pragma " << n.key << " = " << n.pragma_value << "\n";
       print(os, n.body[0], indent);

@@ -47,11 +47,11 @@ enum class StmtKind : uint8_t {
 };
 const char* stmt_kind_name(StmtKind k);
 
-#define BASIN_FOR_KINDS(X)                                                               \
-  X(Serial, "serial") X(Parallel, "parallel") X(Vectorized, "vectorized")                \
-  X(Unrolled, "unrolled") X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y")               \
-  X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y")           \
-  X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
+#define BASIN_FOR_KINDS(X)                                                                                \
+  X(Serial, "serial")                                                                                     \
+  X(Parallel, "parallel") X(Vectorized, "vectorized") X(Unrolled, "unrolled") X(BlockX, "blockIdx.x")     \
+      X(BlockY, "blockIdx.y") X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y") \
+          X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
 
 enum class ForKind : uint8_t {
 #define BASIN_X(k, s) k,

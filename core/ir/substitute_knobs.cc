@@ -32,7 +32,8 @@ LoweredFunc substitute_knobs(const LoweredFunc& f, const VarMap& values) {
     });
   };
   Stmt body = rewrite_stmt(f.body, expr_fn, [&](const Stmt& s) -> Stmt {
-    if (s.kind() == StmtKind::Allocate && remap.count(s->buffer.get())) return make_allocate(buf(s->buffer), s->body[0]);
+    if (s.kind() == StmtKind::Allocate && remap.count(s->buffer.get()))
+      return make_allocate(buf(s->buffer), s->body[0]);
     if (s.kind() == StmtKind::Store && remap.count(s->buffer.get()))
       return make_store(buf(s->buffer), s->indices, s->value);
     return Stmt();

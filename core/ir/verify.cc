@@ -44,8 +44,7 @@ struct Verifier {
         check_expr(n.min, "a loop bound");
         check_expr(n.extent, "a loop extent");
         if (vars_in_scope.count(n.var.id())) error("loop variable '" + n.var.name() + "' is bound twice");
-        if (is_gpu_kind(n.for_kind) && !is_zero(n.min))
-          error("GPU loop '" + n.var.name() + "' does not start at 0");
+        if (is_gpu_kind(n.for_kind) && !is_zero(n.min)) error("GPU loop '" + n.var.name() + "' does not start at 0");
         vars_in_scope.insert(n.var.id());
         thread_depth += is_gpu_thread(n.for_kind);
         block_depth += is_gpu_block(n.for_kind);

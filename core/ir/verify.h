@@ -17,8 +17,8 @@
 namespace basin {
 
 struct VerifyOptions {
-  bool allow_knob_vars = false;   // symbolic lowering leaves knob variables free
-  bool require_flat = false;      // after flattening: one index per access
+  bool allow_knob_vars = false;  // symbolic lowering leaves knob variables free
+  bool require_flat = false;     // after flattening: one index per access
 };
 
 // Every problem found, as one line each (empty when well-formed).

@@ -21,8 +21,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   c.that(k.ndim() == 3, "k", "expected [B, D, S] (the keys transposed), got " + ints_str(k.shape()));
   c.that(v.ndim() == 3, "v", "expected [B, S, E], got " + ints_str(v.shape()));
   int64_t B = q.shape()[0], L = q.shape()[1], D = q.shape()[2], S = k.shape()[2], E = v.shape()[2];
-  c.that(k.shape()[0] == B && v.shape()[0] == B, "k", "batch sizes differ: q " + ints_str(q.shape()) + ", k " +
-                                                          ints_str(k.shape()) + ", v " + ints_str(v.shape()));
+  c.that(k.shape()[0] == B && v.shape()[0] == B, "k",
+         "batch sizes differ: q " + ints_str(q.shape()) + ", k " + ints_str(k.shape()) + ", v " + ints_str(v.shape()));
   c.that(k.shape()[1] == D, "k", "q " + ints_str(q.shape()) + " and k " + ints_str(k.shape()) + " disagree on D");
   c.that(v.shape()[1] == S, "v", "k " + ints_str(k.shape()) + " and v " + ints_str(v.shape()) + " disagree on S");
   c.that(q.dtype().is_float() && k.dtype() == q.dtype() && v.dtype() == q.dtype(), "q",
@@ -47,53 +47,58 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   }
   Expr scale_e = make_const(q.dtype(), scale);
   // The scores row with scale and mask: an expression in (b, l, s), inlined where read.
-  Tensor sc = te::reduce("attention_scores", {B, L, S}, {D}, te::ReduceKind::Sum,
-                         [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                           return q(i[0], i[1], r[0]) * k(i[0], r[0], i[2]);
-                         },
-                         te::OpPattern::Reduction, "attention");
-  Tensor t = te::compute("attention_logits", {B, L, S}, [&](const std::vector<Var>& i) {
-    Expr x = sc(i[0], i[1], i[2]);
-    if (scale != 1) x = x * scale_e;
-    if (!mask) return x;
-    // The batch index unflattened over batch_shape, then broadcast against the mask.
-    std::vector<Expr> full;
-    int64_t stride = B;
-    for (int64_t d : batch_shape) {
-      stride /= d;
-      full.push_back(d == 1 ? Expr(0) : floormod(floordiv(Expr(i[0]), Expr(stride)), Expr(d)));
-    }
-    full.push_back(i[1]);
-    full.push_back(i[2]);
-    std::vector<Expr> mi;
-    size_t off = full.size() - mask->shape().size();
-    for (size_t j = 0; j < mask->shape().size(); ++j) mi.push_back(mask->shape()[j] == 1 ? Expr(0) : full[off + j]);
-    return x + mask->read(mi);
-  }, te::OpPattern::Broadcast, "attention");
-  Tensor mx = te::reduce("attention_max", {B, L, 1}, {S}, te::ReduceKind::Max,
-                         [&](const std::vector<Var>& i, const std::vector<Var>& r) { return t(i[0], i[1], r[0]); },
-                         te::OpPattern::Reduction, "attention");
+  Tensor sc = te::reduce(
+      "attention_scores", {B, L, S}, {D}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return q(i[0], i[1], r[0]) * k(i[0], r[0], i[2]); },
+      te::OpPattern::Reduction, "attention");
+  Tensor t = te::compute(
+      "attention_logits", {B, L, S},
+      [&](const std::vector<Var>& i) {
+        Expr x = sc(i[0], i[1], i[2]);
+        if (scale != 1) x = x * scale_e;
+        if (!mask) return x;
+        // The batch index unflattened over batch_shape, then broadcast against the mask.
+        std::vector<Expr> full;
+        int64_t stride = B;
+        for (int64_t d : batch_shape) {
+          stride /= d;
+          full.push_back(d == 1 ? Expr(0) : floormod(floordiv(Expr(i[0]), Expr(stride)), Expr(d)));
+        }
+        full.push_back(i[1]);
+        full.push_back(i[2]);
+        std::vector<Expr> mi;
+        size_t off = full.size() - mask->shape().size();
+        for (size_t j = 0; j < mask->shape().size(); ++j) mi.push_back(mask->shape()[j] == 1 ? Expr(0) : full[off + j]);
+        return x + mask->read(mi);
+      },
+      te::OpPattern::Broadcast, "attention");
+  Tensor mx = te::reduce(
+      "attention_max", {B, L, 1}, {S}, te::ReduceKind::Max,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return t(i[0], i[1], r[0]); },
+      te::OpPattern::Reduction, "attention");
   // Materialized (a Reduction-pattern stage, never inlined): each exponential is read
   // by the sum and once per value column by the output reduction.
-  Tensor e = te::compute("attention_exp", {B, L, S}, [&](const std::vector<Var>& i) {
-    return call(MathFn::exp, {t(i[0], i[1], i[2]) - mx(i[0], i[1], Expr(0))});
-  }, te::OpPattern::Reduction, "attention");
-  Tensor sum = te::reduce("attention_sum", {B, L, 1}, {S}, te::ReduceKind::Sum,
-                          [&](const std::vector<Var>& i, const std::vector<Var>& r) { return e(i[0], i[1], r[0]); },
-                          te::OpPattern::Reduction, "attention");
-  Tensor o = te::reduce("attention_values", {B, L, E}, {S}, te::ReduceKind::Sum,
-                        [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                          return e(i[0], i[1], r[0]) * v(i[0], r[0], i[2]);
-                        },
-                        te::OpPattern::Reduction, "attention");
-  return te::compute("attention", {B, L, E}, [&](const std::vector<Var>& i) {
-    return o(i[0], i[1], i[2]) / sum(i[0], i[1], Expr(0));
-  }, te::OpPattern::Broadcast, "attention");
+  Tensor e = te::compute(
+      "attention_exp", {B, L, S},
+      [&](const std::vector<Var>& i) { return call(MathFn::exp, {t(i[0], i[1], i[2]) - mx(i[0], i[1], Expr(0))}); },
+      te::OpPattern::Reduction, "attention");
+  Tensor sum = te::reduce(
+      "attention_sum", {B, L, 1}, {S}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return e(i[0], i[1], r[0]); },
+      te::OpPattern::Reduction, "attention");
+  Tensor o = te::reduce(
+      "attention_values", {B, L, E}, {S}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return e(i[0], i[1], r[0]) * v(i[0], r[0], i[2]); },
+      te::OpPattern::Reduction, "attention");
+  return te::compute(
+      "attention", {B, L, E}, [&](const std::vector<Var>& i) { return o(i[0], i[1], i[2]) / sum(i[0], i[1], Expr(0)); },
+      te::OpPattern::Broadcast, "attention");
 }
 
 void register_attention_ops(std::vector<OpDef>& r) {
   r.push_back(
-      {"attention", "nn",
+      {"attention",
+       "nn",
        "softmax(q[B,L,D] k[B,D,S] * scale + mask) v[B,S,E], B = batch * heads; mask: none, padding ([batch,1,1,S]), "
        "causal ([1,1,L,S]) or full ([batch,heads,L,S])",
        {p_int("batch", 1, "sequences"), p_int("heads", 2, "heads per sequence"), p_int("queries", 16, "L"),
@@ -114,7 +119,7 @@ void register_attention_ops(std::vector<OpDef>& r) {
          g.ranges = {{}, {}, {}};
          Tensor mask;
          if (m != "none") {
-           std::vector<int64_t> ms = m == "padding" ? std::vector<int64_t>{b, 1, 1, s}
+           std::vector<int64_t> ms = m == "padding"  ? std::vector<int64_t>{b, 1, 1, s}
                                      : m == "causal" ? std::vector<int64_t>{1, 1, l, s}
                                                      : std::vector<int64_t>{b, h, l, s};
            mask = te::placeholder("mask", ms);

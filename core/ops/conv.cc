@@ -17,17 +17,20 @@ Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& lo, const std::vect
   size_t rank = lo.size();
   std::vector<int64_t> shape = x.shape();
   for (size_t d = 0; d < rank; ++d) shape[2 + d] += lo[d] + hi[d];
-  return te::compute(name, shape, [&](const std::vector<Var>& i) {
-    Expr inside = bool_imm(true);
-    std::vector<Expr> src = {i[0], i[1]};
-    for (size_t d = 0; d < rank; ++d) {
-      Expr s = i[2 + d] - lo[d];
-      if (lo[d] > 0) inside = logical_and(inside, ge(s, Expr(0)));
-      if (hi[d] > 0) inside = logical_and(inside, lt(s, Expr(x.shape()[2 + d])));
-      src.push_back(s);
-    }
-    return select(inside, x.read(src), make_const(x.dtype(), 0));
-  }, te::OpPattern::Injective, "pad");
+  return te::compute(
+      name, shape,
+      [&](const std::vector<Var>& i) {
+        Expr inside = bool_imm(true);
+        std::vector<Expr> src = {i[0], i[1]};
+        for (size_t d = 0; d < rank; ++d) {
+          Expr s = i[2 + d] - lo[d];
+          if (lo[d] > 0) inside = logical_and(inside, ge(s, Expr(0)));
+          if (hi[d] > 0) inside = logical_and(inside, lt(s, Expr(x.shape()[2 + d])));
+          src.push_back(s);
+        }
+        return select(inside, x.read(src), make_const(x.dtype(), 0));
+      },
+      te::OpPattern::Injective, "pad");
 }
 
 Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& name) {
@@ -43,9 +46,12 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
   c.that(w.ndim() == rank + 2, "w", "weight rank must match the input's: " + ints_str(w.shape()));
   c.that(p.groups >= 1, "groups", "must be at least 1, got " + std::to_string(p.groups));
   int64_t n = x.shape()[0], ch = x.shape()[1], oc = w.shape()[0], g = p.groups;
-  c.that(ch % g == 0, "groups", std::to_string(ch) + " input channels are not divisible into " + std::to_string(g) + " groups");
-  c.that(oc % g == 0, "groups", std::to_string(oc) + " output channels are not divisible into " + std::to_string(g) + " groups");
-  c.that(w.shape()[1] == ch / g, "w", "expected " + std::to_string(ch / g) + " input channels per group in " + ints_str(w.shape()));
+  c.that(ch % g == 0, "groups",
+         std::to_string(ch) + " input channels are not divisible into " + std::to_string(g) + " groups");
+  c.that(oc % g == 0, "groups",
+         std::to_string(oc) + " output channels are not divisible into " + std::to_string(g) + " groups");
+  c.that(w.shape()[1] == ch / g, "w",
+         "expected " + std::to_string(ch / g) + " input channels per group in " + ints_str(w.shape()));
   c.that(p.stride.size() == size_t(rank) && p.padding.size() == size_t(rank) && p.dilation.size() == size_t(rank),
          "stride", "stride, padding and dilation need one value per spatial dimension");
   std::vector<int64_t> out_shape = {n, oc};
@@ -63,17 +69,18 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
   std::vector<int64_t> rext = {ch / g};
   for (int d = 0; d < rank; ++d) rext.push_back(w.shape()[2 + d]);
   int64_t oc_per_group = oc / g, ic_per_group = ch / g;
-  return te::reduce(op, out_shape, rext, te::ReduceKind::Sum,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                      Expr ic = g == 1 ? Expr(r[0]) : floordiv(i[1], Expr(oc_per_group)) * ic_per_group + r[0];
-                      std::vector<Expr> xi = {i[0], ic}, wi = {i[1], r[0]};
-                      for (int d = 0; d < rank; ++d) {
-                        xi.push_back(i[2 + d] * p.stride[d] + r[1 + d] * p.dilation[d]);
-                        wi.push_back(r[1 + d]);
-                      }
-                      return xp.read(xi) * w.read(wi);
-                    },
-                    te::OpPattern::Anchor, op);
+  return te::reduce(
+      op, out_shape, rext, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        Expr ic = g == 1 ? Expr(r[0]) : floordiv(i[1], Expr(oc_per_group)) * ic_per_group + r[0];
+        std::vector<Expr> xi = {i[0], ic}, wi = {i[1], r[0]};
+        for (int d = 0; d < rank; ++d) {
+          xi.push_back(i[2 + d] * p.stride[d] + r[1 + d] * p.dilation[d]);
+          wi.push_back(r[1 + d]);
+        }
+        return xp.read(xi) * w.read(wi);
+      },
+      te::OpPattern::Anchor, op);
 }
 
 Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposeParams& p) {
@@ -83,8 +90,10 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
   int64_t g = p.groups;
   c.that(g >= 1, "groups", "must be at least 1, got " + std::to_string(g));
   int64_t n = x.shape()[0], ic = x.shape()[1], ocg = w.shape()[1], oc = ocg * g;
-  c.that(ic % g == 0, "groups", std::to_string(ic) + " input channels are not divisible into " + std::to_string(g) + " groups");
-  c.that(w.shape()[0] == ic, "w", "weight " + ints_str(w.shape()) + " must have " + std::to_string(ic) + " input channels");
+  c.that(ic % g == 0, "groups",
+         std::to_string(ic) + " input channels are not divisible into " + std::to_string(g) + " groups");
+  c.that(w.shape()[0] == ic, "w",
+         "weight " + ints_str(w.shape()) + " must have " + std::to_string(ic) + " input channels");
   std::vector<int64_t> out_shape = {n, oc};
   for (int d = 0; d < 2; ++d) {
     c.that(p.stride[d] >= 1, "stride", "must be positive, got " + ints_str(p.stride));
@@ -118,36 +127,38 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
     }
     bool ragged = k[0] % p.stride[0] != 0 || k[1] % p.stride[1] != 0;
     Tensor xp = zero_pad(x, lo, hi, "conv2d_transpose_pad");
-    return te::reduce("conv2d_transpose", out_shape, {icg, taps[0], taps[1]}, te::ReduceKind::Sum,
-                      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                        std::vector<Expr> at(2), tap(2);
-                        for (int d = 0; d < 2; ++d) {
-                          Expr t = i[2 + d] + p.padding[d];
-                          at[d] = floordiv(t, Expr(p.stride[d])) - r[1 + d] + lo[d];
-                          tap[d] = floormod(t, Expr(p.stride[d])) + r[1 + d] * p.stride[d];
-                        }
-                        Expr c = chan(i[1], r[0]);
-                        Expr v = xp(i[0], c, at[0], at[1]) * w(c, out_chan(i[1]), tap[0], tap[1]);
-                        if (!ragged) return v;
-                        return select(logical_and(lt(tap[0], Expr(k[0])), lt(tap[1], Expr(k[1]))), v, zero);
-                      },
-                      te::OpPattern::Anchor, "conv2d_transpose");
+    return te::reduce(
+        "conv2d_transpose", out_shape, {icg, taps[0], taps[1]}, te::ReduceKind::Sum,
+        [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+          std::vector<Expr> at(2), tap(2);
+          for (int d = 0; d < 2; ++d) {
+            Expr t = i[2 + d] + p.padding[d];
+            at[d] = floordiv(t, Expr(p.stride[d])) - r[1 + d] + lo[d];
+            tap[d] = floormod(t, Expr(p.stride[d])) + r[1 + d] * p.stride[d];
+          }
+          Expr c = chan(i[1], r[0]);
+          Expr v = xp(i[0], c, at[0], at[1]) * w(c, out_chan(i[1]), tap[0], tap[1]);
+          if (!ragged) return v;
+          return select(logical_and(lt(tap[0], Expr(k[0])), lt(tap[1], Expr(k[1]))), v, zero);
+        },
+        te::OpPattern::Anchor, "conv2d_transpose");
   }
   // Dilated: out[n, o, y, x] = sum over (c, kh, kw) of in[n, c, iy, ix] * w[c, o % OCg,
   // kh, kw] where y + pad - kh*dil = iy*stride: a guarded gather over every tap.
-  return te::reduce("conv2d_transpose", out_shape, {icg, w.shape()[2], w.shape()[3]}, te::ReduceKind::Sum,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                      Expr ty = i[2] + p.padding[0] - r[1] * p.dilation[0];
-                      Expr tx = i[3] + p.padding[1] - r[2] * p.dilation[1];
-                      Expr iy = floordiv(ty, Expr(p.stride[0])), ix = floordiv(tx, Expr(p.stride[1]));
-                      Expr ok = logical_and(ge(ty, Expr(0)), ge(tx, Expr(0)));
-                      ok = logical_and(ok, logical_and(eq(floormod(ty, Expr(p.stride[0])), Expr(0)),
-                                                       eq(floormod(tx, Expr(p.stride[1])), Expr(0))));
-                      ok = logical_and(ok, logical_and(lt(iy, Expr(h)), lt(ix, Expr(wd))));
-                      Expr c = chan(i[1], r[0]);
-                      return select(ok, x(i[0], c, iy, ix) * w(c, out_chan(i[1]), r[1], r[2]), zero);
-                    },
-                    te::OpPattern::Anchor, "conv2d_transpose");
+  return te::reduce(
+      "conv2d_transpose", out_shape, {icg, w.shape()[2], w.shape()[3]}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        Expr ty = i[2] + p.padding[0] - r[1] * p.dilation[0];
+        Expr tx = i[3] + p.padding[1] - r[2] * p.dilation[1];
+        Expr iy = floordiv(ty, Expr(p.stride[0])), ix = floordiv(tx, Expr(p.stride[1]));
+        Expr ok = logical_and(ge(ty, Expr(0)), ge(tx, Expr(0)));
+        ok = logical_and(ok, logical_and(eq(floormod(ty, Expr(p.stride[0])), Expr(0)),
+                                         eq(floormod(tx, Expr(p.stride[1])), Expr(0))));
+        ok = logical_and(ok, logical_and(lt(iy, Expr(h)), lt(ix, Expr(wd))));
+        Expr c = chan(i[1], r[0]);
+        return select(ok, x(i[0], c, iy, ix) * w(c, out_chan(i[1]), r[1], r[2]), zero);
+      },
+      te::OpPattern::Anchor, "conv2d_transpose");
 }
 
 namespace {
@@ -158,7 +169,8 @@ OpDef conv_def(int rank) {
   std::string name = "conv" + std::to_string(rank) + "d";
   std::vector<ParamSpec> params = {p_int("batch", 1, "N"), p_int("in_channels", 8, "C")};
   std::vector<int64_t> defaults = {9, 10, 11};
-  for (int d = 0; d < rank; ++d) params.push_back(p_int(kSpatialNames[rank - 1][d], defaults[d + 3 - rank], "input extent"));
+  for (int d = 0; d < rank; ++d)
+    params.push_back(p_int(kSpatialNames[rank - 1][d], defaults[d + 3 - rank], "input extent"));
   params.push_back(p_int("out_channels", 16, "OC"));
   params.push_back(p_ints("kernel", {3}, "kernel extent per spatial dimension (one value for all)"));
   params.push_back(p_ints("stride", {1}, "stride per spatial dimension"));
@@ -166,7 +178,10 @@ OpDef conv_def(int rank) {
   params.push_back(p_ints("dilation", {1}, "kernel dilation per spatial dimension"));
   params.push_back(p_int("groups", 1, "channel groups (groups == in_channels: depthwise)"));
   return {name, "nn",
-          std::to_string(rank) + "-D convolution, NC" + (rank == 1 ? "W" : rank == 2 ? "HW" : "DHW") +
+          std::to_string(rank) + "-D convolution, NC" +
+              (rank == 1   ? "W"
+               : rank == 2 ? "HW"
+                           : "DHW") +
               " layout, weight [OC, C/groups, K...]",
           params, [name, rank](const Attrs& a) {
             Check c(name);
@@ -175,10 +190,12 @@ OpDef conv_def(int rank) {
             std::vector<int64_t> xs = {n, ch}, ws = {oc, 0};
             std::vector<int64_t> k = c.per_dim(a, "kernel", rank, 1);
             for (int d = 0; d < rank; ++d) xs.push_back(c.at_least(a, kSpatialNames[rank - 1][d], 1));
-            c.that(ch % g == 0, "groups", std::to_string(ch) + " input channels are not divisible into " + std::to_string(g) + " groups");
+            c.that(ch % g == 0, "groups",
+                   std::to_string(ch) + " input channels are not divisible into " + std::to_string(g) + " groups");
             ws[1] = ch / g;
             ws.insert(ws.end(), k.begin(), k.end());
-            ConvParams p{c.per_dim(a, "stride", rank, 1), c.per_dim(a, "padding", rank, 0), c.per_dim(a, "dilation", rank, 1), g};
+            ConvParams p{c.per_dim(a, "stride", rank, 1), c.per_dim(a, "padding", rank, 0),
+                         c.per_dim(a, "dilation", rank, 1), g};
             Tensor x = te::placeholder("x", xs), w = te::placeholder("w", ws);
             OpGraph gr;
             gr.inputs = {x, w};
@@ -195,26 +212,30 @@ void register_conv_ops(std::vector<OpDef>& r) {
   r.push_back(conv_def(1));
   r.push_back(conv_def(2));
   r.push_back(conv_def(3));
-  r.push_back({"depthwise_conv2d", "nn", "depthwise 2-D convolution (conv2d with groups == channels), weight [C*multiplier, 1, KH, KW]",
-               {p_int("batch", 1, "N"), p_int("channels", 8, "C"), p_int("height", 10, "H"), p_int("width", 10, "W"),
-                p_int("multiplier", 1, "output channels per input channel"),
-                p_ints("kernel", {3}, "KH,KW"), p_ints("stride", {1}, "stride"), p_ints("padding", {1}, "padding"),
-                p_ints("dilation", {1}, "dilation")},
-               [](const Attrs& a) {
-                 Check c("depthwise_conv2d");
-                 int64_t n = c.at_least(a, "batch", 1), ch = c.at_least(a, "channels", 1);
-                 int64_t h = c.at_least(a, "height", 1), w = c.at_least(a, "width", 1), m = c.at_least(a, "multiplier", 1);
-                 std::vector<int64_t> k = c.per_dim(a, "kernel", 2, 1);
-                 Tensor x = te::placeholder("x", {n, ch, h, w}), wt = te::placeholder("w", {ch * m, 1, k[0], k[1]});
-                 ConvParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0), c.per_dim(a, "dilation", 2, 1), ch};
-                 OpGraph g;
-                 g.inputs = {x, wt};
-                 g.outputs = {conv(x, wt, p, "depthwise_conv2d")};
-                 g.ranges = {{}, {}};
-                 g.flops = 2.0 * g.outputs[0].numel() * k[0] * k[1];
-                 return g;
-               }});
-  r.push_back({"conv2d_transpose", "nn", "transposed 2-D convolution, weight [IC, OC/groups, KH, KW]",
+  r.push_back(
+      {"depthwise_conv2d",
+       "nn",
+       "depthwise 2-D convolution (conv2d with groups == channels), weight [C*multiplier, 1, KH, KW]",
+       {p_int("batch", 1, "N"), p_int("channels", 8, "C"), p_int("height", 10, "H"), p_int("width", 10, "W"),
+        p_int("multiplier", 1, "output channels per input channel"), p_ints("kernel", {3}, "KH,KW"),
+        p_ints("stride", {1}, "stride"), p_ints("padding", {1}, "padding"), p_ints("dilation", {1}, "dilation")},
+       [](const Attrs& a) {
+         Check c("depthwise_conv2d");
+         int64_t n = c.at_least(a, "batch", 1), ch = c.at_least(a, "channels", 1);
+         int64_t h = c.at_least(a, "height", 1), w = c.at_least(a, "width", 1), m = c.at_least(a, "multiplier", 1);
+         std::vector<int64_t> k = c.per_dim(a, "kernel", 2, 1);
+         Tensor x = te::placeholder("x", {n, ch, h, w}), wt = te::placeholder("w", {ch * m, 1, k[0], k[1]});
+         ConvParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0), c.per_dim(a, "dilation", 2, 1), ch};
+         OpGraph g;
+         g.inputs = {x, wt};
+         g.outputs = {conv(x, wt, p, "depthwise_conv2d")};
+         g.ranges = {{}, {}};
+         g.flops = 2.0 * g.outputs[0].numel() * k[0] * k[1];
+         return g;
+       }});
+  r.push_back({"conv2d_transpose",
+               "nn",
+               "transposed 2-D convolution, weight [IC, OC/groups, KH, KW]",
                {p_int("batch", 1, "N"), p_int("in_channels", 8, "IC"), p_int("height", 7, "H"), p_int("width", 6, "W"),
                 p_int("out_channels", 6, "OC"), p_ints("kernel", {3}, "KH,KW"), p_ints("stride", {2}, "stride"),
                 p_ints("padding", {1}, "padding"), p_ints("output_padding", {1}, "extra rows/columns on one side"),
@@ -224,7 +245,9 @@ void register_conv_ops(std::vector<OpDef>& r) {
                  int64_t n = c.at_least(a, "batch", 1), ic = c.at_least(a, "in_channels", 1);
                  int64_t h = c.at_least(a, "height", 1), w = c.at_least(a, "width", 1);
                  int64_t oc = c.at_least(a, "out_channels", 1), g = c.at_least(a, "groups", 1);
-                 c.that(oc % g == 0, "groups", std::to_string(oc) + " output channels are not divisible into " + std::to_string(g) + " groups");
+                 c.that(
+                     oc % g == 0, "groups",
+                     std::to_string(oc) + " output channels are not divisible into " + std::to_string(g) + " groups");
                  std::vector<int64_t> k = c.per_dim(a, "kernel", 2, 1);
                  Tensor x = te::placeholder("x", {n, ic, h, w}), wt = te::placeholder("w", {ic, oc / g, k[0], k[1]});
                  ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),

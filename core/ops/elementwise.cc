@@ -83,9 +83,11 @@ Tensor unary(const std::string& op, const Tensor& x, double alpha, double beta) 
   Check c(op);
   c.that(x.dtype().is_float() || (x.dtype().is_int() && (op == "neg" || op == "abs" || op == "relu")), "x",
          "expects a float tensor, got " + x.dtype().str());
-  if (op == "clip") c.that(alpha <= beta, "min", "min " + std::to_string(alpha) + " exceeds max " + std::to_string(beta));
-  return te::compute(op, x.shape(), [&](const std::vector<Var>& i) { return unary_expr(op, x.read(as_exprs(i)), alpha, beta); },
-                     te::OpPattern::Elementwise, op);
+  if (op == "clip")
+    c.that(alpha <= beta, "min", "min " + std::to_string(alpha) + " exceeds max " + std::to_string(beta));
+  return te::compute(
+      op, x.shape(), [&](const std::vector<Var>& i) { return unary_expr(op, x.read(as_exprs(i)), alpha, beta); },
+      te::OpPattern::Elementwise, op);
 }
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const std::string& name) {
@@ -93,28 +95,41 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const std::string& 
   c.that(a.dtype() == b.dtype(), "b", "operand types differ: " + a.dtype().str() + " and " + b.dtype().str());
   std::vector<int64_t> out = broadcast_shapes(c, a.shape(), b.shape());
   bool same = a.shape() == b.shape();
-  return te::compute(name, out, [&](const std::vector<Var>& i) {
-    Expr x = a.read(broadcast_index(a.shape(), out, i)), y = b.read(broadcast_index(b.shape(), out, i));
-    switch (op) {
-      case BinaryOp::Add: return x + y;
-      case BinaryOp::Sub: return x - y;
-      case BinaryOp::Mul: return x * y;
-      case BinaryOp::Div: return x / y;
-      case BinaryOp::Maximum: return max(x, y);
-      case BinaryOp::Minimum: return min(x, y);
-      case BinaryOp::Pow: return call(MathFn::pow, {x, y});
-    }
-    return x;
-  }, same ? te::OpPattern::Elementwise : te::OpPattern::Broadcast, name);
+  return te::compute(
+      name, out,
+      [&](const std::vector<Var>& i) {
+        Expr x = a.read(broadcast_index(a.shape(), out, i)), y = b.read(broadcast_index(b.shape(), out, i));
+        switch (op) {
+          case BinaryOp::Add:
+            return x + y;
+          case BinaryOp::Sub:
+            return x - y;
+          case BinaryOp::Mul:
+            return x * y;
+          case BinaryOp::Div:
+            return x / y;
+          case BinaryOp::Maximum:
+            return max(x, y);
+          case BinaryOp::Minimum:
+            return min(x, y);
+          case BinaryOp::Pow:
+            return call(MathFn::pow, {x, y});
+        }
+        return x;
+      },
+      same ? te::OpPattern::Elementwise : te::OpPattern::Broadcast, name);
 }
 
 void register_elementwise_ops(std::vector<OpDef>& r) {
   for (const BinaryInfo& info : kBinary) {
-    r.push_back({info.name, "elementwise", info.summary,
+    r.push_back({info.name,
+                 "elementwise",
+                 info.summary,
                  {p_ints("a_shape", {2, 3, 4}, "shape of a"), p_ints("b_shape", {3, 1}, "shape of b")},
                  [info](const Attrs& at) {
                    Check c(info.name);
-                   Tensor a = te::placeholder("a", c.shape(at, "a_shape")), b = te::placeholder("b", c.shape(at, "b_shape"));
+                   Tensor a = te::placeholder("a", c.shape(at, "a_shape")),
+                          b = te::placeholder("b", c.shape(at, "b_shape"));
                    OpGraph g;
                    g.inputs = {a, b};
                    g.outputs = {binary(info.op, a, b, info.name)};

@@ -11,15 +11,17 @@ namespace {
 
 // y[..., c, ...] = x[...] + bias[c] along axis `axis`.
 Tensor bias_add(const Tensor& x, const Tensor& bias, int axis) {
-  return te::compute("bias_add", x.shape(), [&](const std::vector<Var>& i) {
-    return x.read(as_exprs(i)) + bias(i[axis]);
-  }, te::OpPattern::Broadcast, "bias_add");
+  return te::compute(
+      "bias_add", x.shape(), [&](const std::vector<Var>& i) { return x.read(as_exprs(i)) + bias(i[axis]); },
+      te::OpPattern::Broadcast, "bias_add");
 }
 
 }  // namespace
 
 void register_fused_ops(std::vector<OpDef>& r) {
-  r.push_back({"conv2d_bias_relu", "fused", "relu(conv2d(x, w) + bias[OC]): a convolution with its epilogue, NCHW",
+  r.push_back({"conv2d_bias_relu",
+               "fused",
+               "relu(conv2d(x, w) + bias[OC]): a convolution with its epilogue, NCHW",
                {p_int("batch", 1, "N"), p_int("in_channels", 8, "C"), p_int("height", 10, "H"), p_int("width", 10, "W"),
                 p_int("out_channels", 16, "OC"), p_ints("kernel", {3}, "KH,KW"), p_ints("stride", {1}, "stride"),
                 p_ints("padding", {1}, "padding")},
@@ -42,20 +44,25 @@ void register_fused_ops(std::vector<OpDef>& r) {
                  g.flops = 2.0 * y.numel() * ch * k[0] * k[1] + 2.0 * y.numel();
                  return g;
                }});
-  r.push_back({"dense_bias_gelu", "fused", "gelu(x[M,K] * w[N,K]^T + bias[N]): a dense layer with its epilogue",
-               {p_int("M", 16, "rows of x"), p_int("K", 32, "reduction extent"), p_int("N", 24, "rows of w")},
-               [](const Attrs& a) {
-                 Check c("dense_bias_gelu");
-                 int64_t m = c.at_least(a, "M", 1), k = c.at_least(a, "K", 1), n = c.at_least(a, "N", 1);
-                 Tensor x = te::placeholder("x", {m, k}), w = te::placeholder("w", {n, k}), b = te::placeholder("bias", {n});
-                 OpGraph g;
-                 g.inputs = {x, w, b};
-                 g.outputs = {unary("gelu", bias_add(dense(x, w), b, 1))};
-                 g.ranges = {{}, {}, {}};
-                 g.flops = 2.0 * m * n * k + 10.0 * m * n;
-                 return g;
-               }});
-  r.push_back({"subgraph", "fused", "a fused subgraph of a network, as fusion writes it (core/ops/subgraph.h)",
+  r.push_back(
+      {"dense_bias_gelu",
+       "fused",
+       "gelu(x[M,K] * w[N,K]^T + bias[N]): a dense layer with its epilogue",
+       {p_int("M", 16, "rows of x"), p_int("K", 32, "reduction extent"), p_int("N", 24, "rows of w")},
+       [](const Attrs& a) {
+         Check c("dense_bias_gelu");
+         int64_t m = c.at_least(a, "M", 1), k = c.at_least(a, "K", 1), n = c.at_least(a, "N", 1);
+         Tensor x = te::placeholder("x", {m, k}), w = te::placeholder("w", {n, k}), b = te::placeholder("bias", {n});
+         OpGraph g;
+         g.inputs = {x, w, b};
+         g.outputs = {unary("gelu", bias_add(dense(x, w), b, 1))};
+         g.ranges = {{}, {}, {}};
+         g.flops = 2.0 * m * n * k + 10.0 * m * n;
+         return g;
+       }});
+  r.push_back({"subgraph",
+               "fused",
+               "a fused subgraph of a network, as fusion writes it (core/ops/subgraph.h)",
                {p_str("graph", "x0:f32[4,8]@-1:1;t0=relu(x0){}", "inputs and nodes (core/ops/subgraph.h)")},
                [](const Attrs& a) {
                  // A malformed text or a node that rejects its inputs: the attribute is at fault.

@@ -6,8 +6,7 @@ namespace basin::ops {
 
 namespace {
 void check_rank(const Check& c, const Tensor& t, int rank, const char* what) {
-  c.that(t.ndim() == rank, what,
-         "expected rank " + std::to_string(rank) + ", got shape " + ints_str(t.shape()));
+  c.that(t.ndim() == rank, what, "expected rank " + std::to_string(rank) + ", got shape " + ints_str(t.shape()));
 }
 }  // namespace
 
@@ -17,9 +16,10 @@ Tensor dense(const Tensor& x, const Tensor& w) {
   check_rank(c, w, 2, "w");
   c.that(x.shape()[1] == w.shape()[1], "K",
          "x " + ints_str(x.shape()) + " and w " + ints_str(w.shape()) + " disagree on K");
-  return te::reduce("dense", {x.shape()[0], w.shape()[0]}, {x.shape()[1]}, te::ReduceKind::Sum,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) { return x(i[0], r[0]) * w(i[1], r[0]); },
-                    te::OpPattern::Anchor, "dense");
+  return te::reduce(
+      "dense", {x.shape()[0], w.shape()[0]}, {x.shape()[1]}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return x(i[0], r[0]) * w(i[1], r[0]); },
+      te::OpPattern::Anchor, "dense");
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -28,26 +28,30 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   check_rank(c, b, 2, "b");
   c.that(a.shape()[1] == b.shape()[0], "K",
          "a " + ints_str(a.shape()) + " and b " + ints_str(b.shape()) + " disagree on K");
-  return te::reduce("matmul", {a.shape()[0], b.shape()[1]}, {a.shape()[1]}, te::ReduceKind::Sum,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) { return a(i[0], r[0]) * b(r[0], i[1]); },
-                    te::OpPattern::Anchor, "matmul");
+  return te::reduce(
+      "matmul", {a.shape()[0], b.shape()[1]}, {a.shape()[1]}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return a(i[0], r[0]) * b(r[0], i[1]); },
+      te::OpPattern::Anchor, "matmul");
 }
 
 Tensor batch_matmul(const Tensor& a, const Tensor& b) {
   Check c("batch_matmul");
   check_rank(c, a, 3, "a");
   check_rank(c, b, 3, "b");
-  c.that(a.shape()[0] == b.shape()[0], "B", "batch sizes differ: " + ints_str(a.shape()) + " and " + ints_str(b.shape()));
-  c.that(a.shape()[2] == b.shape()[1], "K", "a " + ints_str(a.shape()) + " and b " + ints_str(b.shape()) + " disagree on K");
-  return te::reduce("batch_matmul", {a.shape()[0], a.shape()[1], b.shape()[2]}, {a.shape()[2]}, te::ReduceKind::Sum,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                      return a(i[0], i[1], r[0]) * b(i[0], r[0], i[2]);
-                    },
-                    te::OpPattern::Anchor, "batch_matmul");
+  c.that(a.shape()[0] == b.shape()[0], "B",
+         "batch sizes differ: " + ints_str(a.shape()) + " and " + ints_str(b.shape()));
+  c.that(a.shape()[2] == b.shape()[1], "K",
+         "a " + ints_str(a.shape()) + " and b " + ints_str(b.shape()) + " disagree on K");
+  return te::reduce(
+      "batch_matmul", {a.shape()[0], a.shape()[1], b.shape()[2]}, {a.shape()[2]}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return a(i[0], i[1], r[0]) * b(i[0], r[0], i[2]); },
+      te::OpPattern::Anchor, "batch_matmul");
 }
 
 void register_linear_ops(std::vector<OpDef>& r) {
-  r.push_back({"dense", "nn", "y[M,N] = x[M,K] * w[N,K]^T (a fully connected layer)",
+  r.push_back({"dense",
+               "nn",
+               "y[M,N] = x[M,K] * w[N,K]^T (a fully connected layer)",
                {p_int("M", 16, "rows of x"), p_int("K", 32, "reduction extent"), p_int("N", 24, "rows of w")},
                [](const Attrs& a) {
                  Check c("dense");
@@ -60,7 +64,9 @@ void register_linear_ops(std::vector<OpDef>& r) {
                  g.flops = 2.0 * m * n * k;
                  return g;
                }});
-  r.push_back({"matmul", "nn", "c[M,N] = a[M,K] * b[K,N]",
+  r.push_back({"matmul",
+               "nn",
+               "c[M,N] = a[M,K] * b[K,N]",
                {p_int("M", 16, "rows of a"), p_int("K", 32, "reduction extent"), p_int("N", 24, "columns of b")},
                [](const Attrs& a) {
                  Check c("matmul");
@@ -73,7 +79,9 @@ void register_linear_ops(std::vector<OpDef>& r) {
                  g.flops = 2.0 * m * n * k;
                  return g;
                }});
-  r.push_back({"batch_matmul", "nn", "c[B,M,N] = a[B,M,K] * b[B,K,N]",
+  r.push_back({"batch_matmul",
+               "nn",
+               "c[B,M,N] = a[B,M,K] * b[B,K,N]",
                {p_int("B", 2, "batch"), p_int("M", 16, "rows of a"), p_int("K", 32, "reduction extent"),
                 p_int("N", 24, "columns of b")},
                [](const Attrs& a) {

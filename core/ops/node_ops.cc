@@ -46,8 +46,8 @@ std::vector<NodeOpDef> make_node_ops() {
     r.push_back(node(name, "convolution, weight [OC, C/groups, K...]", conv_params(), 2, 2,
                      [rank, name](const Attrs& a, const std::vector<te::Tensor>& in) {
                        Check c(name);
-                       c.that(in[0].ndim() == rank + 2, "x", "expects a rank-" + std::to_string(rank + 2) +
-                                                                  " input, got " + ints_str(in[0].shape()));
+                       c.that(in[0].ndim() == rank + 2, "x",
+                              "expects a rank-" + std::to_string(rank + 2) + " input, got " + ints_str(in[0].shape()));
                        ConvParams p{c.per_dim(a, "stride", rank, 1), c.per_dim(a, "padding", rank, 0),
                                     c.per_dim(a, "dilation", rank, 1), c.at_least(a, "groups", 1)};
                        return conv(in[0], in[1], p, name);
@@ -55,8 +55,8 @@ std::vector<NodeOpDef> make_node_ops() {
   }
   r.push_back(node("conv2d_transpose", "transposed 2-D convolution, weight [IC, OC/groups, KH, KW]",
                    {p_ints("stride", {1}, "stride"), p_ints("padding", {0}, "padding"),
-                    p_ints("output_padding", {0}, "extra rows/columns on one side"), p_ints("dilation", {1}, "dilation"),
-                    p_int("groups", 1, "channel groups")},
+                    p_ints("output_padding", {0}, "extra rows/columns on one side"),
+                    p_ints("dilation", {1}, "dilation"), p_int("groups", 1, "channel groups")},
                    2, 2, [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      Check c("conv2d_transpose");
                      ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
@@ -111,15 +111,17 @@ std::vector<NodeOpDef> make_node_ops() {
     r.push_back(node(n, "elementwise activation", {}, 1, 1,
                      [n](const Attrs&, const std::vector<te::Tensor>& in) { return unary(n, in[0]); }));
   }
-  r.push_back(node("clip", "min(max(x, min), max)", {p_float("min", 0, "lower bound"), p_float("max", 6, "upper bound")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("clip", in[0], a.f("min"), a.f("max")); }));
-  r.push_back(node("leaky_relu", "x if x >= 0 else alpha * x", {p_float("alpha", 0.01, "negative slope")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("leaky_relu", in[0], a.f("alpha")); }));
+  r.push_back(node(
+      "clip", "min(max(x, min), max)", {p_float("min", 0, "lower bound"), p_float("max", 6, "upper bound")}, 1, 1,
+      [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("clip", in[0], a.f("min"), a.f("max")); }));
+  r.push_back(
+      node("leaky_relu", "x if x >= 0 else alpha * x", {p_float("alpha", 0.01, "negative slope")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("leaky_relu", in[0], a.f("alpha")); }));
   const std::pair<const char*, CompareOp> comparisons[] = {{"equal", CompareOp::Equal},
-                                                          {"less", CompareOp::Less},
-                                                          {"less_equal", CompareOp::LessEqual},
-                                                          {"greater", CompareOp::Greater},
-                                                          {"greater_equal", CompareOp::GreaterEqual}};
+                                                           {"less", CompareOp::Less},
+                                                           {"less_equal", CompareOp::LessEqual},
+                                                           {"greater", CompareOp::Greater},
+                                                           {"greater_equal", CompareOp::GreaterEqual}};
   for (const auto& [name, op] : comparisons) {
     CompareOp o = op;
     r.push_back(node(name, "comparison -> bool, numpy broadcasting", {}, 2, 2,
@@ -141,26 +143,30 @@ std::vector<NodeOpDef> make_node_ops() {
                    }));
   r.push_back(node("where", "condition ? x : y, numpy broadcasting", {}, 3, 3,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return where(in[0], in[1], in[2]); }));
-  r.push_back(node("mod", "remainder: fmod=1 the dividend's sign, 0 the divisor's", {p_int("fmod", 0, "0 or 1")}, 2, 2,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return mod(in[0], in[1], a.i("fmod") != 0); }));
-  r.push_back(node("cast", "elementwise type conversion", {p_str("to", "float32", "float32, float64, int32, int64 or bool")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
-                     DType to;
-                     try {
-                       to = DType::parse(a.s("to"));
-                     } catch (const Error&) {
-                       throw OpError("cast", "to", "'" + a.s("to") + "' is not a type (float32, float64, int32, int64, bool)");
-                     }
-                     return cast_to(in[0], to);
-                   }));
-  r.push_back(node("batch_norm", "inference batch norm: x, gamma, beta, mean, var", {p_float("epsilon", 1e-5, "epsilon")}, 5, 5,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+  r.push_back(
+      node("mod", "remainder: fmod=1 the dividend's sign, 0 the divisor's", {p_int("fmod", 0, "0 or 1")}, 2, 2,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return mod(in[0], in[1], a.i("fmod") != 0); }));
+  r.push_back(
+      node("cast", "elementwise type conversion", {p_str("to", "float32", "float32, float64, int32, int64 or bool")}, 1,
+           1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+             DType to;
+             try {
+               to = DType::parse(a.s("to"));
+             } catch (const Error&) {
+               throw OpError("cast", "to", "'" + a.s("to") + "' is not a type (float32, float64, int32, int64, bool)");
+             }
+             return cast_to(in[0], to);
+           }));
+  r.push_back(node("batch_norm", "inference batch norm: x, gamma, beta, mean, var",
+                   {p_float("epsilon", 1e-5, "epsilon")}, 5, 5, [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return batch_norm(in[0], in[1], in[2], in[3], in[4], a.f("epsilon"));
                    }));
-  r.push_back(node("softmax", "softmax along axis", {p_int("axis", -1, "axis")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return softmax(in[0], a.i("axis"), false); }));
-  r.push_back(node("log_softmax", "log-softmax along axis", {p_int("axis", -1, "axis")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return softmax(in[0], a.i("axis"), true); }));
+  r.push_back(
+      node("softmax", "softmax along axis", {p_int("axis", -1, "axis")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return softmax(in[0], a.i("axis"), false); }));
+  r.push_back(
+      node("log_softmax", "log-softmax along axis", {p_int("axis", -1, "axis")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return softmax(in[0], a.i("axis"), true); }));
   r.push_back(node("layer_norm", "layer norm over the axes from `axis` on: x, gamma, beta",
                    {p_int("axis", -1, "first normalized axis"), p_float("epsilon", 1e-5, "epsilon")}, 3, 3,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) {
@@ -173,74 +179,84 @@ std::vector<NodeOpDef> make_node_ops() {
                    }));
   for (const char* name : {"sum", "mean", "max", "min"}) {
     std::string n = name;
-    r.push_back(node(n, "reduction over axes", {p_ints("axes", {}, "axes (empty: all)"), p_int("keepdims", 1, "1: keep")}, 1, 1,
+    r.push_back(node(n, "reduction over axes",
+                     {p_ints("axes", {}, "axes (empty: all)"), p_int("keepdims", 1, "1: keep")}, 1, 1,
                      [n](const Attrs& a, const std::vector<te::Tensor>& in) {
                        return reduce(n, in[0], a.ints("axes"), a.i("keepdims") == 1);
                      }));
   }
-  r.push_back(node("reshape", "same elements, new shape", {p_ints("new_shape", {}, "target shape")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return reshape(in[0], a.ints("new_shape")); }));
+  r.push_back(
+      node("reshape", "same elements, new shape", {p_ints("new_shape", {}, "target shape")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return reshape(in[0], a.ints("new_shape")); }));
   r.push_back(node("transpose", "permute axes", {p_ints("perm", {}, "permutation (empty: reverse)")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return transpose(in[0], a.ints("perm")); }));
-  r.push_back(node("flatten", "merge axes start_dim..end_dim", {p_int("start_dim", 1, "first"), p_int("end_dim", -1, "last")}, 1, 1,
+  r.push_back(node("flatten", "merge axes start_dim..end_dim",
+                   {p_int("start_dim", 1, "first"), p_int("end_dim", -1, "last")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return flatten(in[0], a.i("start_dim"), a.i("end_dim"));
                    }));
   r.push_back(node("concat", "join along axis", {p_int("axis", 0, "axis")}, 1, 64,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return concat(in, a.i("axis")); }));
   r.push_back(node("slice", "strided slice",
-                   {p_ints("starts", {0}, "starts"), p_ints("ends", {1}, "ends"), p_ints("axes", {}, "axes (empty: 0..)"),
-                    p_ints("steps", {}, "steps (empty: 1)")},
+                   {p_ints("starts", {0}, "starts"), p_ints("ends", {1}, "ends"),
+                    p_ints("axes", {}, "axes (empty: 0..)"), p_ints("steps", {}, "steps (empty: 1)")},
                    1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return slice(in[0], a.ints("starts"), a.ints("ends"), a.ints("axes"), a.ints("steps"));
                    }));
-  r.push_back(node("pad", "pad every axis (before..., after...)",
-                   {p_ints("pads", {0}, "pads"), p_float("value", 0, "constant value"), p_str("mode", "constant", "mode")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
-                     return pad(in[0], a.ints("pads"), a.f("value"), a.s("mode"));
-                   }));
-  r.push_back(node("gather", "take along axis by indices", {p_int("axis", 0, "axis")}, 2, 2,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], a.i("axis")); }));
-  r.push_back(node("gather_elements", "x's elements at indices along axis", {p_int("axis", 0, "axis")}, 2, 2,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather_elements(in[0], in[1], a.i("axis")); }));
-  r.push_back(node("gather_nd", "x's slices at index tuples", {p_int("batch_dims", 0, "shared leading axes")}, 2, 2,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather_nd(in[0], in[1], a.i("batch_dims")); }));
+  r.push_back(
+      node("pad", "pad every axis (before..., after...)",
+           {p_ints("pads", {0}, "pads"), p_float("value", 0, "constant value"), p_str("mode", "constant", "mode")}, 1,
+           1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+             return pad(in[0], a.ints("pads"), a.f("value"), a.s("mode"));
+           }));
+  r.push_back(
+      node("gather", "take along axis by indices", {p_int("axis", 0, "axis")}, 2, 2,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], a.i("axis")); }));
+  r.push_back(node(
+      "gather_elements", "x's elements at indices along axis", {p_int("axis", 0, "axis")}, 2, 2,
+      [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather_elements(in[0], in[1], a.i("axis")); }));
+  r.push_back(node(
+      "gather_nd", "x's slices at index tuples", {p_int("batch_dims", 0, "shared leading axes")}, 2, 2,
+      [](const Attrs& a, const std::vector<te::Tensor>& in) { return gather_nd(in[0], in[1], a.i("batch_dims")); }));
   r.push_back(node("cumsum", "running sum along axis",
                    {p_int("axis", 0, "axis"), p_int("exclusive", 0, "0 or 1"), p_int("reverse", 0, "0 or 1")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return cumsum(in[0], a.i("axis"), a.i("exclusive") != 0, a.i("reverse") != 0);
                    }));
-  r.push_back(node("embedding", "rows of a table: w[V,D], indices", {}, 2, 2,
-                   [](const Attrs&, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], 0, "embedding"); }));
-  r.push_back(node("broadcast_to", "numpy broadcast", {p_ints("new_shape", {}, "target shape")}, 1, 1,
-                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return broadcast_to(in[0], a.ints("new_shape")); }));
+  r.push_back(
+      node("embedding", "rows of a table: w[V,D], indices", {}, 2, 2,
+           [](const Attrs&, const std::vector<te::Tensor>& in) { return gather(in[0], in[1], 0, "embedding"); }));
+  r.push_back(
+      node("broadcast_to", "numpy broadcast", {p_ints("new_shape", {}, "target shape")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return broadcast_to(in[0], a.ints("new_shape")); }));
   r.push_back(node("squeeze", "remove extent-1 axes", {p_ints("axes", {}, "axes (empty: all extent-1)")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return squeeze(in[0], a.ints("axes")); }));
   r.push_back(node("unsqueeze", "insert extent-1 axes", {p_ints("axes", {0}, "positions in the output")}, 1, 1,
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return unsqueeze(in[0], a.ints("axes")); }));
-  r.push_back(node("resize", "NCHW resize",
-                   {p_int("out_height", 1, "output H"), p_int("out_width", 1, "output W"),
-                    p_str("mode", "nearest", "nearest, bilinear (linear) or cubic"),
-                    p_int("align_corners", 0, "PyTorch's convention: 1 aligns corners"),
-                    p_str("coord", "", "ONNX coordinate transformation mode (empty: PyTorch's conventions)"),
-                    p_str("nearest_mode", "floor", "floor, ceil, round_prefer_floor, round_prefer_ceil"),
-                    p_float("cubic_a", -0.75, "cubic coefficient"), p_int("exclude_outside", 0, "cubic: 1 drops outside taps"),
-                    p_float("scale_h", 0, "H scale of the coordinates (0: out / in)"),
-                    p_float("scale_w", 0, "W scale of the coordinates (0: out / in)")},
-                   1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
-                     ResizeParams p;
-                     p.out_h = a.i("out_height");
-                     p.out_w = a.i("out_width");
-                     p.mode = a.s("mode");
-                     p.align_corners = a.i("align_corners") == 1;
-                     p.coord = a.s("coord");
-                     p.nearest_mode = a.s("nearest_mode");
-                     p.cubic_a = a.f("cubic_a");
-                     p.exclude_outside = a.i("exclude_outside") != 0;
-                     p.scale_h = a.f("scale_h");
-                     p.scale_w = a.f("scale_w");
-                     return resize(in[0], p);
-                   }));
+  r.push_back(
+      node("resize", "NCHW resize",
+           {p_int("out_height", 1, "output H"), p_int("out_width", 1, "output W"),
+            p_str("mode", "nearest", "nearest, bilinear (linear) or cubic"),
+            p_int("align_corners", 0, "PyTorch's convention: 1 aligns corners"),
+            p_str("coord", "", "ONNX coordinate transformation mode (empty: PyTorch's conventions)"),
+            p_str("nearest_mode", "floor", "floor, ceil, round_prefer_floor, round_prefer_ceil"),
+            p_float("cubic_a", -0.75, "cubic coefficient"), p_int("exclude_outside", 0, "cubic: 1 drops outside taps"),
+            p_float("scale_h", 0, "H scale of the coordinates (0: out / in)"),
+            p_float("scale_w", 0, "W scale of the coordinates (0: out / in)")},
+           1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+             ResizeParams p;
+             p.out_h = a.i("out_height");
+             p.out_w = a.i("out_width");
+             p.mode = a.s("mode");
+             p.align_corners = a.i("align_corners") == 1;
+             p.coord = a.s("coord");
+             p.nearest_mode = a.s("nearest_mode");
+             p.cubic_a = a.f("cubic_a");
+             p.exclude_outside = a.i("exclude_outside") != 0;
+             p.scale_h = a.f("scale_h");
+             p.scale_w = a.f("scale_w");
+             return resize(in[0], p);
+           }));
   return r;
 }
 
@@ -286,8 +302,7 @@ Attrs node_attrs(const std::string& op, const std::map<std::string, AttrValue>& 
         a.set(k, std::vector<int64_t>{std::get<int64_t>(v)});
       else if (spec->type == ParamType::Float && std::holds_alternative<int64_t>(v))
         a.set(k, static_cast<double>(std::get<int64_t>(v)));
-      else
-        throw OpError(op, k, std::string("expects ") + param_type_name(spec->type) + ", got " + attr_to_string(v));
+      else throw OpError(op, k, std::string("expects ") + param_type_name(spec->type) + ", got " + attr_to_string(v));
     } else {
       a.set(k, v);
     }
@@ -303,15 +318,17 @@ te::Tensor apply_node(const std::string& op, const Attrs& attrs, const std::vect
   const NodeOpDef& d = need(op);
   int n = static_cast<int>(inputs.size());
   if (n < d.min_inputs || n > d.max_inputs)
-    throw OpError(op, "", "takes " + std::to_string(d.min_inputs) +
-                              (d.max_inputs != d.min_inputs ? " to " + std::to_string(d.max_inputs) : "") + " inputs, got " +
-                              std::to_string(n));
+    throw OpError(op, "",
+                  "takes " + std::to_string(d.min_inputs) +
+                      (d.max_inputs != d.min_inputs ? " to " + std::to_string(d.max_inputs) : "") + " inputs, got " +
+                      std::to_string(n));
   for (const te::Tensor& t : inputs)
     if (!t.defined()) throw OpError(op, "", "an input is undefined");
   return d.build(attrs, inputs);
 }
 
-InputRange node_input_range(const std::string& op, const Attrs& attrs, int index, const std::vector<te::Tensor>& inputs) {
+InputRange node_input_range(const std::string& op, const Attrs& attrs, int index,
+                            const std::vector<te::Tensor>& inputs) {
   if (op == "gather_elements" && index == 1) {
     int axis = static_cast<int>(attrs.i("axis"));
     if (axis < 0) axis += inputs[0].ndim();

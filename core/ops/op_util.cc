@@ -18,8 +18,7 @@ int64_t Check::at_least(const Attrs& a, const std::string& name, int64_t min) co
 
 std::vector<int64_t> Check::shape(const Attrs& a, const std::string& name, size_t min_rank) const {
   const std::vector<int64_t>& s = a.ints(name);
-  that(s.size() >= min_rank, name,
-       "needs at least " + std::to_string(min_rank) + " dimensions, got " + ints_str(s));
+  that(s.size() >= min_rank, name, "needs at least " + std::to_string(min_rank) + " dimensions, got " + ints_str(s));
   for (int64_t d : s) that(d > 0, name, "extents must be positive, got " + ints_str(s));
   return s;
 }
@@ -47,15 +46,13 @@ std::vector<int> Check::axes(const std::vector<int64_t>& axes, int rank, const s
   return r;
 }
 
-std::vector<int64_t> broadcast_shapes(const Check& c, const std::vector<int64_t>& a,
-                                      const std::vector<int64_t>& b) {
+std::vector<int64_t> broadcast_shapes(const Check& c, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t n = std::max(a.size(), b.size());
   std::vector<int64_t> out(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    c.that(x == y || x == 1 || y == 1, "shape",
-           "shapes " + ints_str(a) + " and " + ints_str(b) + " do not broadcast");
+    c.that(x == y || x == 1 || y == 1, "shape", "shapes " + ints_str(a) + " and " + ints_str(b) + " do not broadcast");
     out[i] = std::max(x, y);
   }
   return out;

@@ -50,8 +50,7 @@ class Check {
 };
 
 // numpy broadcasting of two shapes; throws OpError naming both shapes.
-std::vector<int64_t> broadcast_shapes(const Check& c, const std::vector<int64_t>& a,
-                                      const std::vector<int64_t>& b);
+std::vector<int64_t> broadcast_shapes(const Check& c, const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // The indices into a tensor of shape `in` (right-aligned against the output's shape
 // `out` and indices) that read its broadcast element: 0 along an axis it is broadcast
 // over, the output's index elsewhere, extent-1 axes of both included (so that an

@@ -73,8 +73,8 @@ Tensor mod(const Tensor& a, const Tensor& b, bool fmod);
 Tensor cast_to(const Tensor& x, DType to);
 
 // ---- normalization (normalization.cc) ----
-Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
-                  const Tensor& var, double epsilon);
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,
+                  double epsilon);
 Tensor softmax(const Tensor& x, int64_t axis, bool log);
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, int64_t axis, double epsilon);
 Tensor rms_norm(const Tensor& x, const Tensor& gamma, int64_t axis, double epsilon);

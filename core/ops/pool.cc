@@ -19,7 +19,8 @@ std::vector<int64_t> pooled_shape(const Check& c, const Tensor& x, const PoolPar
     c.that(p.padding[d] >= 0 && 2 * p.padding[d] <= eff, "padding",
            "must be between 0 and half the kernel, got " + ints_str(p.padding));
     int64_t span = x.shape()[2 + d] + 2 * p.padding[d] - eff;
-    c.that(span >= 0, "kernel", "kernel " + ints_str(p.kernel) + " is larger than the padded input " + ints_str(x.shape()));
+    c.that(span >= 0, "kernel",
+           "kernel " + ints_str(p.kernel) + " is larger than the padded input " + ints_str(x.shape()));
     int64_t n = (p.ceil_mode ? (span + p.stride[d] - 1) / p.stride[d] : span / p.stride[d]) + 1;
     if (p.ceil_mode && (n - 1) * p.stride[d] >= x.shape()[2 + d] + p.padding[d]) --n;
     out.push_back(n);
@@ -33,16 +34,15 @@ Tensor max_pool2d(const Tensor& x, const PoolParams& p) {
   Check c("max_pool2d");
   std::vector<int64_t> out = pooled_shape(c, x, p);
   int64_t h = x.shape()[2], w = x.shape()[3];
-  return te::reduce("max_pool2d", out, {p.kernel[0], p.kernel[1]}, te::ReduceKind::Max,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                      Expr y = i[2] * p.stride[0] + r[0] * p.dilation[0] - p.padding[0];
-                      Expr z = i[3] * p.stride[1] + r[1] * p.dilation[1] - p.padding[1];
-                      Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))),
-                                            logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
-                      return select(in, x(i[0], i[1], y, z),
-                                    make_const(x.dtype(), -std::numeric_limits<double>::infinity()));
-                    },
-                    te::OpPattern::Reduction, "max_pool2d");
+  return te::reduce(
+      "max_pool2d", out, {p.kernel[0], p.kernel[1]}, te::ReduceKind::Max,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        Expr y = i[2] * p.stride[0] + r[0] * p.dilation[0] - p.padding[0];
+        Expr z = i[3] * p.stride[1] + r[1] * p.dilation[1] - p.padding[1];
+        Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))), logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
+        return select(in, x(i[0], i[1], y, z), make_const(x.dtype(), -std::numeric_limits<double>::infinity()));
+      },
+      te::OpPattern::Reduction, "max_pool2d");
 }
 
 Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
@@ -50,31 +50,35 @@ Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
   c.that(p.dilation[0] == 1 && p.dilation[1] == 1, "dilation", "average pooling has no dilation");
   std::vector<int64_t> out = pooled_shape(c, x, p);
   int64_t h = x.shape()[2], w = x.shape()[3];
-  Tensor sum = te::reduce("avg_pool2d_sum", out, {p.kernel[0], p.kernel[1]}, te::ReduceKind::Sum,
-                          [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                            Expr y = i[2] * p.stride[0] + r[0] - p.padding[0];
-                            Expr z = i[3] * p.stride[1] + r[1] - p.padding[1];
-                            Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))),
-                                                  logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
-                            return select(in, x(i[0], i[1], y, z), make_const(x.dtype(), 0));
-                          },
-                          te::OpPattern::Reduction, "avg_pool2d");
-  return te::compute("avg_pool2d", out, [&](const std::vector<Var>& i) {
-    Expr count;
-    if (p.count_include_pad && !p.ceil_mode) {
-      count = Expr(p.kernel[0] * p.kernel[1]);
-    } else if (p.count_include_pad) {
-      // A ceil-mode window past the padded input counts only up to its end.
-      Expr y0 = i[2] * p.stride[0] - p.padding[0], z0 = i[3] * p.stride[1] - p.padding[1];
-      count = (min(y0 + p.kernel[0], Expr(h + p.padding[0])) - y0) * (min(z0 + p.kernel[1], Expr(w + p.padding[1])) - z0);
-    } else {
-      Expr y0 = i[2] * p.stride[0] - p.padding[0], z0 = i[3] * p.stride[1] - p.padding[1];
-      Expr hc = min(y0 + p.kernel[0], Expr(h)) - max(y0, Expr(0));
-      Expr wc = min(z0 + p.kernel[1], Expr(w)) - max(z0, Expr(0));
-      count = hc * wc;
-    }
-    return sum(i[0], i[1], i[2], i[3]) / cast(x.dtype(), count);
-  }, te::OpPattern::Elementwise, "avg_pool2d");
+  Tensor sum = te::reduce(
+      "avg_pool2d_sum", out, {p.kernel[0], p.kernel[1]}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        Expr y = i[2] * p.stride[0] + r[0] - p.padding[0];
+        Expr z = i[3] * p.stride[1] + r[1] - p.padding[1];
+        Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))), logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
+        return select(in, x(i[0], i[1], y, z), make_const(x.dtype(), 0));
+      },
+      te::OpPattern::Reduction, "avg_pool2d");
+  return te::compute(
+      "avg_pool2d", out,
+      [&](const std::vector<Var>& i) {
+        Expr count;
+        if (p.count_include_pad && !p.ceil_mode) {
+          count = Expr(p.kernel[0] * p.kernel[1]);
+        } else if (p.count_include_pad) {
+          // A ceil-mode window past the padded input counts only up to its end.
+          Expr y0 = i[2] * p.stride[0] - p.padding[0], z0 = i[3] * p.stride[1] - p.padding[1];
+          count = (min(y0 + p.kernel[0], Expr(h + p.padding[0])) - y0) *
+                  (min(z0 + p.kernel[1], Expr(w + p.padding[1])) - z0);
+        } else {
+          Expr y0 = i[2] * p.stride[0] - p.padding[0], z0 = i[3] * p.stride[1] - p.padding[1];
+          Expr hc = min(y0 + p.kernel[0], Expr(h)) - max(y0, Expr(0));
+          Expr wc = min(z0 + p.kernel[1], Expr(w)) - max(z0, Expr(0));
+          count = hc * wc;
+        }
+        return sum(i[0], i[1], i[2], i[3]) / cast(x.dtype(), count);
+      },
+      te::OpPattern::Elementwise, "avg_pool2d");
 }
 
 Tensor global_pool2d(const Tensor& x, bool average) {
@@ -82,23 +86,28 @@ Tensor global_pool2d(const Tensor& x, bool average) {
   Check c(name);
   c.that(x.ndim() == 4, "x", "expected [N, C, H, W], got " + ints_str(x.shape()));
   std::vector<int64_t> out = {x.shape()[0], x.shape()[1], 1, 1};
-  Tensor red = te::reduce(average ? std::string(name) + "_sum" : std::string(name), out, {x.shape()[2], x.shape()[3]},
-                          average ? te::ReduceKind::Sum : te::ReduceKind::Max,
-                          [&](const std::vector<Var>& i, const std::vector<Var>& r) { return x(i[0], i[1], r[0], r[1]); },
-                          te::OpPattern::Reduction, name);
+  Tensor red = te::reduce(
+      average ? std::string(name) + "_sum" : std::string(name), out, {x.shape()[2], x.shape()[3]},
+      average ? te::ReduceKind::Sum : te::ReduceKind::Max,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return x(i[0], i[1], r[0], r[1]); },
+      te::OpPattern::Reduction, name);
   if (!average) return red;
   double inv = static_cast<double>(x.shape()[2] * x.shape()[3]);
-  return te::compute(name, out, [&](const std::vector<Var>& i) {
-    return red(i[0], i[1], i[2], i[3]) / make_const(x.dtype(), inv);
-  }, te::OpPattern::Elementwise, name);
+  return te::compute(
+      name, out, [&](const std::vector<Var>& i) { return red(i[0], i[1], i[2], i[3]) / make_const(x.dtype(), inv); },
+      te::OpPattern::Elementwise, name);
 }
 
 namespace {
 
 OpDef pool_def(const std::string& name, bool is_max) {
-  std::vector<ParamSpec> params = {p_int("batch", 1, "N"), p_int("channels", 4, "C"), p_int("height", 12, "H"),
-                                   p_int("width", 11, "W"), p_ints("kernel", {3}, "KH,KW"),
-                                   p_ints("stride", {2}, "stride"), p_ints("padding", {1}, "zero/neg-inf padding")};
+  std::vector<ParamSpec> params = {p_int("batch", 1, "N"),
+                                   p_int("channels", 4, "C"),
+                                   p_int("height", 12, "H"),
+                                   p_int("width", 11, "W"),
+                                   p_ints("kernel", {3}, "KH,KW"),
+                                   p_ints("stride", {2}, "stride"),
+                                   p_ints("padding", {1}, "zero/neg-inf padding")};
   if (is_max) params.push_back(p_ints("dilation", {1}, "window dilation"));
   else params.push_back(p_int("count_include_pad", 1, "1: divide by the window size; 0: by the valid elements"));
   params.push_back(p_int("ceil_mode", 0, "1: output extents rounded up (a last, partial window)"));
@@ -127,7 +136,9 @@ OpDef pool_def(const std::string& name, bool is_max) {
 }
 
 OpDef global_def(const std::string& name, bool average) {
-  return {name, "nn", average ? "mean over H and W, keeping [N, C, 1, 1]" : "max over H and W, keeping [N, C, 1, 1]",
+  return {name,
+          "nn",
+          average ? "mean over H and W, keeping [N, C, 1, 1]" : "max over H and W, keeping [N, C, 1, 1]",
           {p_int("batch", 1, "N"), p_int("channels", 4, "C"), p_int("height", 7, "H"), p_int("width", 7, "W")},
           [name, average](const Attrs& a) {
             Check c(name);

@@ -20,25 +20,27 @@ Tensor reduce(const std::string& kind, const Tensor& x, const std::vector<int64_
   }
   te::ReduceKind rk = kind == "max" ? te::ReduceKind::Max : kind == "min" ? te::ReduceKind::Min : te::ReduceKind::Sum;
   c.that(kind == "sum" || kind == "mean" || kind == "max" || kind == "min", "", "is not a reduction");
-  Tensor r = te::reduce(kind == "mean" ? "mean_sum" : kind, out, rext, rk,
-                        [&](const std::vector<Var>& i, const std::vector<Var>& rv) {
-                          std::vector<Expr> idx;
-                          size_t oi = 0, ri = 0;
-                          for (int d = 0; d < rank; ++d) {
-                            if (reduced[d]) {
-                              idx.push_back(rv[ri++]);
-                              if (keepdims) ++oi;
-                            } else {
-                              idx.push_back(i[oi++]);
-                            }
-                          }
-                          return x.read(idx);
-                        },
-                        te::OpPattern::Reduction, kind);
+  Tensor r = te::reduce(
+      kind == "mean" ? "mean_sum" : kind, out, rext, rk,
+      [&](const std::vector<Var>& i, const std::vector<Var>& rv) {
+        std::vector<Expr> idx;
+        size_t oi = 0, ri = 0;
+        for (int d = 0; d < rank; ++d) {
+          if (reduced[d]) {
+            idx.push_back(rv[ri++]);
+            if (keepdims) ++oi;
+          } else {
+            idx.push_back(i[oi++]);
+          }
+        }
+        return x.read(idx);
+      },
+      te::OpPattern::Reduction, kind);
   if (kind != "mean") return r;
   double n = static_cast<double>(product(rext));
-  return te::compute("mean", out, [&](const std::vector<Var>& i) { return r.read(as_exprs(i)) / make_const(x.dtype(), n); },
-                     te::OpPattern::Elementwise, "mean");
+  return te::compute(
+      "mean", out, [&](const std::vector<Var>& i) { return r.read(as_exprs(i)) / make_const(x.dtype(), n); },
+      te::OpPattern::Elementwise, "mean");
 }
 
 Tensor cumsum(const Tensor& x, int64_t axis_attr, bool exclusive, bool reverse) {
@@ -48,19 +50,22 @@ Tensor cumsum(const Tensor& x, int64_t axis_attr, bool exclusive, bool reverse) 
   const int64_t n = x.shape()[axis];
   // A sum over the whole axis of the elements up to (or from) each position: n^2 work,
   // which the sequence lengths of position ids keep small.
-  return te::reduce("cumsum", x.shape(), {n}, te::ReduceKind::Sum,
-                    [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                      std::vector<Expr> idx = as_exprs(i);
-                      idx[axis] = r[0];
-                      Expr k = r[0], at = i[axis];
-                      Expr in = reverse ? (exclusive ? gt(k, at) : ge(k, at)) : (exclusive ? lt(k, at) : le(k, at));
-                      return select(in, x.read(idx), make_const(x.dtype(), 0));
-                    },
-                    te::OpPattern::Reduction, "cumsum");
+  return te::reduce(
+      "cumsum", x.shape(), {n}, te::ReduceKind::Sum,
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        std::vector<Expr> idx = as_exprs(i);
+        idx[axis] = r[0];
+        Expr k = r[0], at = i[axis];
+        Expr in = reverse ? (exclusive ? gt(k, at) : ge(k, at)) : (exclusive ? lt(k, at) : le(k, at));
+        return select(in, x.read(idx), make_const(x.dtype(), 0));
+      },
+      te::OpPattern::Reduction, "cumsum");
 }
 
 void register_reduction_ops(std::vector<OpDef>& r) {
-  r.push_back({"cumsum", "reduction", "running sum along an axis (exclusive: without the element; reverse: from the end)",
+  r.push_back({"cumsum",
+               "reduction",
+               "running sum along an axis (exclusive: without the element; reverse: from the end)",
                {p_ints("shape", {3, 5, 7}, "shape of x"), p_int("axis", 1, "axis"), p_int("exclusive", 0, "0 or 1"),
                 p_int("reverse", 0, "0 or 1")},
                [](const Attrs& a) {
@@ -76,7 +81,9 @@ void register_reduction_ops(std::vector<OpDef>& r) {
                  return g;
                }});
   for (const char* name : {"sum", "mean", "max", "min"}) {
-    r.push_back({name, "reduction", std::string(name) + " over the given axes (all axes when none are given)",
+    r.push_back({name,
+                 "reduction",
+                 std::string(name) + " over the given axes (all axes when none are given)",
                  {p_ints("shape", {3, 5, 7}, "shape of x"), p_ints("axes", {1}, "axes reduced (empty: all)"),
                   p_int("keepdims", 0, "1 keeps reduced axes as extent 1")},
                  [name](const Attrs& a) {

@@ -9,10 +9,14 @@ namespace basin::ops {
 
 const char* param_type_name(ParamType t) {
   switch (t) {
-    case ParamType::Int: return "int";
-    case ParamType::Ints: return "ints";
-    case ParamType::Float: return "float";
-    case ParamType::String: return "string";
+    case ParamType::Int:
+      return "int";
+    case ParamType::Ints:
+      return "ints";
+    case ParamType::Float:
+      return "float";
+    case ParamType::String:
+      return "string";
   }
   return "?";
 }
@@ -96,7 +100,8 @@ int64_t parse_int(const std::string& op, const std::string& name, const std::str
 
 AttrValue parse_value(const std::string& op, const ParamSpec& p, const std::string& text) {
   switch (p.type) {
-    case ParamType::Int: return parse_int(op, p.name, text);
+    case ParamType::Int:
+      return parse_int(op, p.name, text);
     case ParamType::Float: {
       try {
         size_t pos = 0;
@@ -106,7 +111,8 @@ AttrValue parse_value(const std::string& op, const ParamSpec& p, const std::stri
       }
       throw OpError(op, p.name, "expected a number, got '" + text + "'");
     }
-    case ParamType::String: return text;
+    case ParamType::String:
+      return text;
     case ParamType::Ints: {
       std::vector<int64_t> l;
       if (text.empty()) return l;

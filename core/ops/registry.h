@@ -66,7 +66,7 @@ struct OpGraph {
 
 struct OpDef {
   std::string name;
-  std::string family;   // "nn", "elementwise", "normalization", "reduction", "data"
+  std::string family;  // "nn", "elementwise", "normalization", "reduction", "data"
   std::string summary;
   std::vector<ParamSpec> params;
   std::function<OpGraph(const Attrs&)> build;

@@ -58,8 +58,8 @@ double dag_flops(const std::vector<te::Tensor>& outputs) {
 std::string subgraph_to_string(const SubgraphSpec& s) {
   std::string out;
   for (const auto& in : s.inputs) {
-    out += (out.empty() ? "" : ";") + in.name + ":" + in.dtype.str() + "[" + attr_to_string(in.shape) + "]@" + num(in.range.lo) +
-           ":" + num(in.range.hi);
+    out += (out.empty() ? "" : ";") + in.name + ":" + in.dtype.str() + "[" + attr_to_string(in.shape) + "]@" +
+           num(in.range.lo) + ":" + num(in.range.hi);
   }
   for (const auto& n : s.nodes) {
     out += ";" + n.name + "=" + n.op + "(";
@@ -110,7 +110,8 @@ SubgraphSpec parse_subgraph(const std::string& text) {
     n.name = piece.substr(0, eq);
     size_t lp = piece.find('(', eq), rp = piece.find(')', eq);
     size_t lb = piece.find('{', eq), rb = piece.rfind('}');
-    if (lp == std::string::npos || rp == std::string::npos || lb == std::string::npos || rb == std::string::npos || rp > lb)
+    if (lp == std::string::npos || rp == std::string::npos || lb == std::string::npos || rb == std::string::npos ||
+        rp > lb)
       throw bad("expected name=op(inputs){attrs}");
     n.op = piece.substr(eq + 1, lp - eq - 1);
     if (!find_node_op(n.op)) throw bad("unknown graph operator '" + n.op + "'");
@@ -147,7 +148,8 @@ OpGraph build_subgraph(const SubgraphSpec& s) {
     std::vector<te::Tensor> args;
     for (const std::string& a : n.inputs) {
       auto it = env.find(a);
-      if (it == env.end()) throw ParseError("subgraph: node '" + n.name + "' reads '" + a + "', defined nowhere before it");
+      if (it == env.end())
+        throw ParseError("subgraph: node '" + n.name + "' reads '" + a + "', defined nowhere before it");
       args.push_back(it->second);
     }
     if (env.count(n.name)) throw ParseError("subgraph: '" + n.name + "' is defined twice");

@@ -53,7 +53,8 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> shape, const std::string& o
     Expr flat = Expr(0);
     for (size_t d = 0; d < i.size(); ++d) flat = flat + i[d] * os[d];
     std::vector<Expr> src;
-    for (size_t d = 0; d < x.shape().size(); ++d) src.push_back(floormod(floordiv(flat, Expr(is[d])), Expr(x.shape()[d])));
+    for (size_t d = 0; d < x.shape().size(); ++d)
+      src.push_back(floormod(floordiv(flat, Expr(is[d])), Expr(x.shape()[d])));
     return x.read(src);
   });
 }
@@ -81,7 +82,8 @@ Tensor flatten(const Tensor& x, int64_t start_attr, int64_t end_attr) {
   Check c("flatten");
   int r = x.ndim();
   int start = c.axis(start_attr, r, "start_dim"), end = c.axis(end_attr, r, "end_dim");
-  c.that(start <= end, "end_dim", "end_dim " + std::to_string(end_attr) + " comes before start_dim " + std::to_string(start_attr));
+  c.that(start <= end, "end_dim",
+         "end_dim " + std::to_string(end_attr) + " comes before start_dim " + std::to_string(start_attr));
   std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start);
   shape.push_back(product(std::vector<int64_t>(x.shape().begin() + start, x.shape().begin() + end + 1)));
   shape.insert(shape.end(), x.shape().begin() + end + 1, x.shape().end());
@@ -99,7 +101,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis_attr) {
     const auto& s = xs[k].shape();
     bool ok = static_cast<int>(s.size()) == r;
     for (int d = 0; ok && d < r; ++d) ok = d == axis || s[d] == shape[d];
-    c.that(ok, "shape", "input " + std::to_string(k) + " " + ints_str(s) + " does not match " + ints_str(shape) + " off the axis");
+    c.that(ok, "shape",
+           "input " + std::to_string(k) + " " + ints_str(s) + " does not match " + ints_str(shape) + " off the axis");
     offsets.push_back(offsets.back() + s[axis]);
   }
   shape[axis] = offsets.back();
@@ -211,8 +214,10 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, cons
       int64_t n = x.shape()[d];
       Expr s = i[d] - pads[d];
       if (mode == "edge") s = min(max(s, Expr(0)), Expr(n - 1));
-      else if (mode == "reflect") s = select(lt(s, Expr(0)), Expr(0) - s, select(ge(s, Expr(n)), Expr(2 * (n - 1)) - s, s));
-      else if (pads[d] > 0 || pads[r + d] > 0) inside = logical_and(inside, logical_and(ge(s, Expr(0)), lt(s, Expr(n))));
+      else if (mode == "reflect")
+        s = select(lt(s, Expr(0)), Expr(0) - s, select(ge(s, Expr(n)), Expr(2 * (n - 1)) - s, s));
+      else if (pads[d] > 0 || pads[r + d] > 0)
+        inside = logical_and(inside, logical_and(ge(s, Expr(0)), lt(s, Expr(n))));
       src.push_back(s);
     }
     if (mode != "constant") return x.read(src);
@@ -232,7 +237,7 @@ Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis_attr, const s
   return injective(op, shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> ii(i.begin() + axis, i.begin() + axis + ni);
     Expr k = cast(DType::index(), indices.read(ii));
-    k = select(lt(k, Expr(0)), k + n, k);  // negative indices count from the end
+    k = select(lt(k, Expr(0)), k + n, k);   // negative indices count from the end
     k = min(max(k, Expr(0)), Expr(n - 1));  // out-of-range indices clamp (never a read outside x)
     std::vector<Expr> src(i.begin(), i.begin() + axis);
     src.push_back(k);
@@ -244,8 +249,8 @@ Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis_attr, const s
 Tensor gather_elements(const Tensor& x, const Tensor& indices, int64_t axis_attr) {
   Check c("gather_elements");
   c.that(indices.dtype().is_int(), "indices", "must be an integer tensor, got " + indices.dtype().str());
-  c.that(indices.ndim() == x.ndim(), "indices", "rank " + std::to_string(indices.ndim()) + " differs from x's " +
-                                                     std::to_string(x.ndim()));
+  c.that(indices.ndim() == x.ndim(), "indices",
+         "rank " + std::to_string(indices.ndim()) + " differs from x's " + std::to_string(x.ndim()));
   int axis = c.axis(axis_attr, x.ndim(), "axis");
   for (int d = 0; d < x.ndim(); ++d)
     c.that(d == axis || indices.shape()[d] <= x.shape()[d], "indices",
@@ -269,9 +274,11 @@ Tensor gather_nd(const Tensor& x, const Tensor& indices, int64_t batch_dims) {
          "must be in [0, " + std::to_string(std::min(r, q)) + "), got " + std::to_string(batch_dims));
   const int b = static_cast<int>(batch_dims);
   const int64_t k = indices.shape().back();
-  c.that(k >= 1 && k <= r - b, "indices", "the last extent " + std::to_string(k) + " must be in [1, " + std::to_string(r - b) + "]");
+  c.that(k >= 1 && k <= r - b, "indices",
+         "the last extent " + std::to_string(k) + " must be in [1, " + std::to_string(r - b) + "]");
   for (int d = 0; d < b; ++d)
-    c.that(x.shape()[d] == indices.shape()[d], "indices", "batch extents differ: " + ints_str(x.shape()) + " and " + ints_str(indices.shape()));
+    c.that(x.shape()[d] == indices.shape()[d], "indices",
+           "batch extents differ: " + ints_str(x.shape()) + " and " + ints_str(indices.shape()));
   std::vector<int64_t> shape(indices.shape().begin(), indices.shape().end() - 1);
   shape.insert(shape.end(), x.shape().begin() + b + k, x.shape().end());
   return injective("gather_nd", shape, [&](const std::vector<Var>& i) {
@@ -295,8 +302,9 @@ Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) {
   for (int64_t d : shape) c.that(d > 0, "new_shape", "extents must be positive, got " + ints_str(shape));
   c.that(shape.size() >= x.shape().size() && broadcast_shapes(c, x.shape(), shape) == shape, "new_shape",
          ints_str(x.shape()) + " does not broadcast to " + ints_str(shape));
-  return te::compute("broadcast_to", shape, [&](const std::vector<Var>& i) { return x.read(broadcast_index(x.shape(), shape, i)); },
-                     te::OpPattern::Broadcast, "broadcast_to");
+  return te::compute(
+      "broadcast_to", shape, [&](const std::vector<Var>& i) { return x.read(broadcast_index(x.shape(), shape, i)); },
+      te::OpPattern::Broadcast, "broadcast_to");
 }
 
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes_attr) {
@@ -304,7 +312,8 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes_attr) {
   std::vector<int> axes = c.axes(axes_attr, x.ndim(), "axes");
   std::vector<bool> drop(x.ndim(), axes.empty());
   for (int a : axes) {
-    c.that(x.shape()[a] == 1, "axes", "axis " + std::to_string(a) + " of " + ints_str(x.shape()) + " is not of extent 1");
+    c.that(x.shape()[a] == 1, "axes",
+           "axis " + std::to_string(a) + " of " + ints_str(x.shape()) + " is not of extent 1");
     drop[a] = true;
   }
   std::vector<int64_t> shape;
@@ -348,9 +357,11 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
   c.that(mode == "nearest" || mode == "linear" || mode == "cubic", "mode",
          "'" + p.mode + "' is not one of nearest, bilinear (linear), cubic");
   const std::string& coord = p.coord;
-  c.that(coord.empty() || coord == "half_pixel" || coord == "pytorch_half_pixel" || coord == "align_corners" ||
-             coord == "asymmetric" || coord == "half_pixel_symmetric",
-         "coord", "'" + coord + "' is not one of half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric");
+  c.that(
+      coord.empty() || coord == "half_pixel" || coord == "pytorch_half_pixel" || coord == "align_corners" ||
+          coord == "asymmetric" || coord == "half_pixel_symmetric",
+      "coord",
+      "'" + coord + "' is not one of half_pixel, pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric");
   c.that(!(p.align_corners && mode == "nearest"), "align_corners", "applies only to bilinear resizing");
   c.that(!(p.align_corners && !coord.empty()), "align_corners", "give coord=align_corners instead");
   const std::string& nm = p.nearest_mode;
@@ -415,7 +426,8 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
     return injective("resize", out_shape, [&](const std::vector<Var>& i) {
       Axis h = axis(i[2], ih, oh, p.scale_h), w = axis(i[3], iw, ow, p.scale_w);
       auto at = [&](const Expr& y, const Expr& z) { return x(i[0], i[1], y, z); };
-      return h.w0 * (w.w0 * at(h.lo, w.lo) + w.w1 * at(h.lo, w.hi)) + h.w1 * (w.w0 * at(h.hi, w.lo) + w.w1 * at(h.hi, w.hi));
+      return h.w0 * (w.w0 * at(h.lo, w.lo) + w.w1 * at(h.lo, w.hi)) +
+             h.w1 * (w.w0 * at(h.hi, w.lo) + w.w1 * at(h.hi, w.hi));
     });
   }
   // Cubic convolution with coefficient a over four taps, edge taps clamped; with
@@ -430,7 +442,7 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
     Expr t = s - fl;
     Expr base = cast(DType::index(), max(min(fl, F(static_cast<double>(in + 2))), F(-3.0)));
     auto far = [&](Expr d) { return ((F(A) * d - F(5 * A)) * d + F(8 * A)) * d - F(4 * A); };  // 1 < |d| < 2
-    auto near = [&](Expr d) { return ((F(A + 2) * d - F(A + 3)) * d) * d + F(1); };          // |d| <= 1
+    auto near = [&](Expr d) { return ((F(A + 2) * d - F(A + 3)) * d) * d + F(1); };            // |d| <= 1
     Taps r;
     Expr w[4] = {far(t + F(1)), near(t), near(F(1) - t), far(F(2) - t)};
     Expr sum;
@@ -488,16 +500,35 @@ OpGraph one_input(const Attrs& a, const std::string& op, const std::function<Ten
 }  // namespace
 
 void register_transform_ops(std::vector<OpDef>& r) {
-  r.push_back({"reshape", "data", "the same elements in a new shape (one extent may be -1)",
+  r.push_back({"reshape",
+               "data",
+               "the same elements in a new shape (one extent may be -1)",
                {p_ints("shape", {4, 6, 5}, "shape of x"), p_ints("new_shape", {10, -1}, "target shape")},
-               [](const Attrs& a) { return one_input(a, "reshape", [&](const Tensor& x, const Check&) { return reshape(x, a.ints("new_shape")); }); }});
-  r.push_back({"transpose", "data", "permutes the axes (default: reverses them)",
-               {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("perm", {1, 2, 0}, "output axis d is input axis perm[d]")},
-               [](const Attrs& a) { return one_input(a, "transpose", [&](const Tensor& x, const Check&) { return transpose(x, a.ints("perm")); }); }});
-  r.push_back({"flatten", "data", "merges the axes start_dim..end_dim into one",
-               {p_ints("shape", {2, 3, 4, 5}, "shape of x"), p_int("start_dim", 1, "first merged axis"), p_int("end_dim", -1, "last merged axis")},
-               [](const Attrs& a) { return one_input(a, "flatten", [&](const Tensor& x, const Check&) { return flatten(x, a.i("start_dim"), a.i("end_dim")); }); }});
-  r.push_back({"concat", "data", "joins inputs along an axis; input k has extent sizes[k] there",
+               [](const Attrs& a) {
+                 return one_input(a, "reshape",
+                                  [&](const Tensor& x, const Check&) { return reshape(x, a.ints("new_shape")); });
+               }});
+  r.push_back(
+      {"transpose",
+       "data",
+       "permutes the axes (default: reverses them)",
+       {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("perm", {1, 2, 0}, "output axis d is input axis perm[d]")},
+       [](const Attrs& a) {
+         return one_input(a, "transpose", [&](const Tensor& x, const Check&) { return transpose(x, a.ints("perm")); });
+       }});
+  r.push_back({"flatten",
+               "data",
+               "merges the axes start_dim..end_dim into one",
+               {p_ints("shape", {2, 3, 4, 5}, "shape of x"), p_int("start_dim", 1, "first merged axis"),
+                p_int("end_dim", -1, "last merged axis")},
+               [](const Attrs& a) {
+                 return one_input(a, "flatten", [&](const Tensor& x, const Check&) {
+                   return flatten(x, a.i("start_dim"), a.i("end_dim"));
+                 });
+               }});
+  r.push_back({"concat",
+               "data",
+               "joins inputs along an axis; input k has extent sizes[k] there",
                {p_ints("shape", {2, 3, 4}, "shape of the inputs (the axis extent is taken from sizes)"),
                 p_int("axis", 1, "the joined axis"), p_ints("sizes", {3, 1, 5}, "extent of each input along the axis")},
                [](const Attrs& a) {
@@ -516,8 +547,11 @@ void register_transform_ops(std::vector<OpDef>& r) {
                  g.outputs = {concat(g.inputs, axis)};
                  return g;
                }});
-  r.push_back({"split", "data", "cuts x along an axis into parts of the given sizes",
-               {p_ints("shape", {3, 10, 2}, "shape of x"), p_int("axis", 1, "the cut axis"), p_ints("sizes", {2, 5, 3}, "extent of each part")},
+  r.push_back({"split",
+               "data",
+               "cuts x along an axis into parts of the given sizes",
+               {p_ints("shape", {3, 10, 2}, "shape of x"), p_int("axis", 1, "the cut axis"),
+                p_ints("sizes", {2, 5, 3}, "extent of each part")},
                [](const Attrs& a) {
                  Check c("split");
                  Tensor x = te::placeholder("x", c.shape(a, "shape"));
@@ -527,16 +561,21 @@ void register_transform_ops(std::vector<OpDef>& r) {
                  g.ranges = {{}};
                  return g;
                }});
-  r.push_back({"slice", "data", "x[starts:ends:steps] on the given axes (ONNX semantics, nonzero steps)",
-               {p_ints("shape", {7, 9, 4}, "shape of x"), p_ints("starts", {1, -7}, "first index per axis (negative: from the end)"),
-                p_ints("ends", {6, 100}, "end index per axis (clamped)"), p_ints("axes", {}, "sliced axes (default 0..)"),
-                p_ints("steps", {2, 3}, "step per axis (default 1)")},
+  r.push_back({"slice",
+               "data",
+               "x[starts:ends:steps] on the given axes (ONNX semantics, nonzero steps)",
+               {p_ints("shape", {7, 9, 4}, "shape of x"),
+                p_ints("starts", {1, -7}, "first index per axis (negative: from the end)"),
+                p_ints("ends", {6, 100}, "end index per axis (clamped)"),
+                p_ints("axes", {}, "sliced axes (default 0..)"), p_ints("steps", {2, 3}, "step per axis (default 1)")},
                [](const Attrs& a) {
                  return one_input(a, "slice", [&](const Tensor& x, const Check&) {
                    return slice(x, a.ints("starts"), a.ints("ends"), a.ints("axes"), a.ints("steps"));
                  });
                }});
-  r.push_back({"gather_elements", "data", "x's elements at indices along axis (ONNX GatherElements, torch.gather)",
+  r.push_back({"gather_elements",
+               "data",
+               "x's elements at indices along axis (ONNX GatherElements, torch.gather)",
                {p_ints("shape", {4, 5, 6}, "shape of x"), p_ints("indices_shape", {4, 3, 6}, "shape of the indices"),
                 p_int("axis", 1, "axis")},
                [](const Attrs& a) {
@@ -545,26 +584,37 @@ void register_transform_ops(std::vector<OpDef>& r) {
                    return std::make_pair(gather_elements(x, idx, axis), x.shape()[axis]);
                  });
                }});
-  r.push_back({"gather_nd", "data", "x's slices at index tuples (ONNX GatherND), after batch_dims shared leading axes",
-               {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("indices_shape", {3, 2, 1}, "shape of the index tuples"),
-                p_int("batch_dims", 1, "leading axes shared by x and the indices")},
-               [](const Attrs& a) {
-                 return indexed(a, "gather_nd", [&](const Tensor& x, const Tensor& idx, const Check&) {
-                   Tensor y = gather_nd(x, idx, a.i("batch_dims"));
-                   // Every index tuple's components are below the smallest extent they index.
-                   int64_t lo = INT64_MAX;
-                   const int64_t b = a.i("batch_dims"), k = idx.shape().back();
-                   for (int64_t j = 0; j < k; ++j) lo = std::min(lo, x.shape()[b + j]);
-                   return std::make_pair(y, lo);
-                 });
-               }});
-  r.push_back({"pad", "data", "pads every axis (constant, edge or reflect)",
-               {p_ints("shape", {3, 5, 6}, "shape of x"), p_ints("pads", {0, 1, 2, 1, 0, 3}, "begins of all axes, then ends"),
-                p_float("value", 0.0, "fill value of constant padding"), p_str("mode", "constant", "constant, edge or reflect")},
-               [](const Attrs& a) {
-                 return one_input(a, "pad", [&](const Tensor& x, const Check&) { return pad(x, a.ints("pads"), a.f("value"), a.s("mode")); });
-               }});
-  r.push_back({"gather", "data", "selects slices of x along an axis by an int64 index tensor (numpy.take)",
+  r.push_back(
+      {"gather_nd",
+       "data",
+       "x's slices at index tuples (ONNX GatherND), after batch_dims shared leading axes",
+       {p_ints("shape", {3, 4, 5}, "shape of x"), p_ints("indices_shape", {3, 2, 1}, "shape of the index tuples"),
+        p_int("batch_dims", 1, "leading axes shared by x and the indices")},
+       [](const Attrs& a) {
+         return indexed(a, "gather_nd", [&](const Tensor& x, const Tensor& idx, const Check&) {
+           Tensor y = gather_nd(x, idx, a.i("batch_dims"));
+           // Every index tuple's components are below the smallest extent they index.
+           int64_t lo = INT64_MAX;
+           const int64_t b = a.i("batch_dims"), k = idx.shape().back();
+           for (int64_t j = 0; j < k; ++j) lo = std::min(lo, x.shape()[b + j]);
+           return std::make_pair(y, lo);
+         });
+       }});
+  r.push_back(
+      {"pad",
+       "data",
+       "pads every axis (constant, edge or reflect)",
+       {p_ints("shape", {3, 5, 6}, "shape of x"), p_ints("pads", {0, 1, 2, 1, 0, 3}, "begins of all axes, then ends"),
+        p_float("value", 0.0, "fill value of constant padding"),
+        p_str("mode", "constant", "constant, edge or reflect")},
+       [](const Attrs& a) {
+         return one_input(a, "pad", [&](const Tensor& x, const Check&) {
+           return pad(x, a.ints("pads"), a.f("value"), a.s("mode"));
+         });
+       }});
+  r.push_back({"gather",
+               "data",
+               "selects slices of x along an axis by an int64 index tensor (numpy.take)",
                {p_ints("shape", {5, 7, 3}, "shape of x"), p_ints("indices_shape", {2, 4}, "shape of the indices"),
                 p_int("axis", 1, "the indexed axis")},
                [](const Attrs& a) {
@@ -579,7 +629,9 @@ void register_transform_ops(std::vector<OpDef>& r) {
                  g.ranges = {{}, {0, static_cast<double>(shape[axis])}};
                  return g;
                }});
-  r.push_back({"embedding", "data", "rows of a [num_embeddings, dim] table selected by int64 indices",
+  r.push_back({"embedding",
+               "data",
+               "rows of a [num_embeddings, dim] table selected by int64 indices",
                {p_int("num_embeddings", 50, "rows of the table"), p_int("dim", 16, "columns of the table"),
                 p_ints("indices_shape", {2, 7}, "shape of the indices")},
                [](const Attrs& a) {
@@ -593,24 +645,41 @@ void register_transform_ops(std::vector<OpDef>& r) {
                  g.ranges = {{}, {0, static_cast<double>(n)}};
                  return g;
                }});
-  r.push_back({"broadcast_to", "data", "repeats x along its extent-1 (and new leading) axes",
+  r.push_back({"broadcast_to",
+               "data",
+               "repeats x along its extent-1 (and new leading) axes",
                {p_ints("shape", {3, 1}, "shape of x"), p_ints("new_shape", {2, 3, 4}, "target shape")},
                [](const Attrs& a) {
-                 return one_input(a, "broadcast_to", [&](const Tensor& x, const Check&) { return broadcast_to(x, a.ints("new_shape")); });
+                 return one_input(a, "broadcast_to",
+                                  [&](const Tensor& x, const Check&) { return broadcast_to(x, a.ints("new_shape")); });
                }});
-  r.push_back({"squeeze", "data", "removes axes of extent 1 (the given ones, or all)",
-               {p_ints("shape", {3, 1, 4, 1}, "shape of x"), p_ints("axes", {1}, "removed axes (empty: every extent-1 axis)")},
-               [](const Attrs& a) { return one_input(a, "squeeze", [&](const Tensor& x, const Check&) { return squeeze(x, a.ints("axes")); }); }});
-  r.push_back({"unsqueeze", "data", "inserts axes of extent 1 at the given output positions",
+  r.push_back(
+      {"squeeze",
+       "data",
+       "removes axes of extent 1 (the given ones, or all)",
+       {p_ints("shape", {3, 1, 4, 1}, "shape of x"), p_ints("axes", {1}, "removed axes (empty: every extent-1 axis)")},
+       [](const Attrs& a) {
+         return one_input(a, "squeeze", [&](const Tensor& x, const Check&) { return squeeze(x, a.ints("axes")); });
+       }});
+  r.push_back({"unsqueeze",
+               "data",
+               "inserts axes of extent 1 at the given output positions",
                {p_ints("shape", {3, 4}, "shape of x"), p_ints("axes", {0, 2}, "positions in the output")},
-               [](const Attrs& a) { return one_input(a, "unsqueeze", [&](const Tensor& x, const Check&) { return unsqueeze(x, a.ints("axes")); }); }});
-  r.push_back({"resize", "data", "resizes the H and W axes of NCHW input (nearest or bilinear, PyTorch conventions)",
+               [](const Attrs& a) {
+                 return one_input(a, "unsqueeze",
+                                  [&](const Tensor& x, const Check&) { return unsqueeze(x, a.ints("axes")); });
+               }});
+  r.push_back({"resize",
+               "data",
+               "resizes the H and W axes of NCHW input (nearest or bilinear, PyTorch conventions)",
                {p_int("batch", 1, "N"), p_int("channels", 3, "C"), p_int("height", 5, "H"), p_int("width", 7, "W"),
                 p_int("out_height", 9, "output H"), p_int("out_width", 10, "output W"),
-                p_str("mode", "bilinear", "nearest, bilinear or cubic"), p_int("align_corners", 0, "bilinear and cubic: 1 aligns corner pixels"),
+                p_str("mode", "bilinear", "nearest, bilinear or cubic"),
+                p_int("align_corners", 0, "bilinear and cubic: 1 aligns corner pixels"),
                 p_str("coord", "", "an ONNX coordinate transformation mode (empty: PyTorch's conventions)"),
                 p_str("nearest_mode", "floor", "nearest: floor, ceil, round_prefer_floor, round_prefer_ceil"),
-                p_float("cubic_a", -0.75, "cubic: the coefficient"), p_int("exclude_outside", 0, "cubic: 1 drops taps outside")},
+                p_float("cubic_a", -0.75, "cubic: the coefficient"),
+                p_int("exclude_outside", 0, "cubic: 1 drops taps outside")},
                [](const Attrs& a) {
                  Check c("resize");
                  Tensor x = te::placeholder("x", {c.at_least(a, "batch", 1), c.at_least(a, "channels", 1),

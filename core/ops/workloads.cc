@@ -13,7 +13,9 @@ Workload gemm(int n) {
 
 Workload bert(int k, int n) {
   std::string name = "bert-" + std::to_string(k) + "x" + std::to_string(n);
-  return {name, "dense", {{"M", "128"}, {"K", std::to_string(k)}, {"N", std::to_string(n)}},
+  return {name,
+          "dense",
+          {{"M", "128"}, {"K", std::to_string(k)}, {"N", std::to_string(n)}},
           "BERT-base dense layer, 128 tokens, K=" + std::to_string(k) + " N=" + std::to_string(n)};
 }
 
@@ -38,17 +40,35 @@ Workload resnet(int idx, int hw, int ic, int oc, int k, int s) {
 
 const std::vector<Workload>& all_workloads() {
   static const std::vector<Workload> w = {
-      gemm(256), gemm(512), gemm(1024), gemm(2048), gemm(4096),
-      bert(768, 768), bert(768, 3072), bert(3072, 768),
-      {"attn-bmm", "batch_matmul", {{"B", "12"}, {"M", "128"}, {"K", "64"}, {"N", "128"}},
+      gemm(256),
+      gemm(512),
+      gemm(1024),
+      gemm(2048),
+      gemm(4096),
+      bert(768, 768),
+      bert(768, 3072),
+      bert(3072, 768),
+      {"attn-bmm",
+       "batch_matmul",
+       {{"B", "12"}, {"M", "128"}, {"K", "64"}, {"N", "128"}},
        "BERT-base attention scores: 12 heads, 128x64x128"},
-      {"vit-qkv", "dense", {{"M", "197"}, {"K", "768"}, {"N", "2304"}},
+      {"vit-qkv",
+       "dense",
+       {{"M", "197"}, {"K", "768"}, {"N", "2304"}},
        "ViT-B/16 QKV projection: 197 tokens (a prime: guarded tiles), 768->2304"},
       {"vit-softmax", "softmax", {{"shape", "12,197,197"}}, "ViT-B/16 attention softmax: 12 heads, 197x197"},
-      resnet(1, 224, 3, 64, 7, 2), resnet(2, 56, 64, 64, 3, 1), resnet(3, 56, 64, 64, 1, 1),
-      resnet(4, 56, 64, 128, 3, 2), resnet(5, 56, 64, 128, 1, 2), resnet(6, 28, 128, 128, 3, 1),
-      resnet(7, 28, 128, 256, 3, 2), resnet(8, 28, 128, 256, 1, 2), resnet(9, 14, 256, 256, 3, 1),
-      resnet(10, 14, 256, 512, 3, 2), resnet(11, 14, 256, 512, 1, 2), resnet(12, 7, 512, 512, 3, 1),
+      resnet(1, 224, 3, 64, 7, 2),
+      resnet(2, 56, 64, 64, 3, 1),
+      resnet(3, 56, 64, 64, 1, 1),
+      resnet(4, 56, 64, 128, 3, 2),
+      resnet(5, 56, 64, 128, 1, 2),
+      resnet(6, 28, 128, 128, 3, 1),
+      resnet(7, 28, 128, 256, 3, 2),
+      resnet(8, 28, 128, 256, 1, 2),
+      resnet(9, 14, 256, 256, 3, 1),
+      resnet(10, 14, 256, 512, 3, 2),
+      resnet(11, 14, 256, 512, 1, 2),
+      resnet(12, 7, 512, 512, 3, 1),
   };
   return w;
 }

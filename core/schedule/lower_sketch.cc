@@ -265,16 +265,16 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   // they read the packed input, padded with zeros.
   VarMap m;
   for (size_t i = 0; i < ns; ++i)
-    m[a.axes[i].var.id()] = sp[i].guard.defined() && static_cast<int>(i) != vec
-                                ? min(sp[i].full, Expr(a.axes[i].extent - 1))
-                                : sp[i].full;
+    m[a.axes[i].var.id()] =
+        sp[i].guard.defined() && static_cast<int>(i) != vec ? min(sp[i].full, Expr(a.axes[i].extent - 1)) : sp[i].full;
   for (size_t j = 0; j < nr; ++j) m[a.reduce_axes[j].var.id()] = rfull[j];
   body = substitute(body, m);
   if (sp[vec].guard.defined()) {
     const Var& lane = sp[vec].v[3];
     const Expr& g = sp[vec].guard;
     body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
-      if (x.kind() != ExprKind::Load || !uses_var(x, lane) || (packed && x->buffer.get() == packed.get())) return Expr();
+      if (x.kind() != ExprKind::Load || !uses_var(x, lane) || (packed && x->buffer.get() == packed.get()))
+        return Expr();
       return select(g, x, make_const(x.dtype(), 0));
     });
   }
@@ -373,7 +373,8 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const int K = s.prefix;
   const bool gpu = s.rule == SketchRule::GpuRows;
   const bool one_injective = info.stages.size() == 1 && info.stages[0]->reduce_axes.empty();
-  BASIN_CHECK(K <= info.max_prefix || (gpu && one_injective)) << "sketch " << s.name << " shares more axes than the task allows";
+  BASIN_CHECK(K <= info.max_prefix || (gpu && one_injective))
+      << "sketch " << s.name << " shares more axes than the task allows";
   std::vector<Expr> ext;
   for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
   size_t ki = 0;
@@ -500,7 +501,8 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       Buffer part = make_buffer(st.name + "_lanes", target->dtype, {rd.factor}, MemScope::Local);
       Var h(st.name + ".h");
       Stmt init = loop(rd.inner, rd.factor, make_store(part, {rd.inner}, identity), ForKind::Vectorized);
-      Stmt fold = loop(h, rd.factor, make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), load(part, {h}))));
+      Stmt fold = loop(h, rd.factor,
+                       make_store(target, tidx, te::reduce_combine(st.reduce, load(target, tidx), load(part, {h}))));
       inner = make_allocate(part, make_seq({init, reduction(part, {rd.inner}, ForKind::Vectorized),
                                             make_store(target, tidx, identity), fold}));
     } else {
@@ -529,7 +531,6 @@ Stmt build_generic(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   for (const Buffer& b : globals) body = make_allocate(b, body);
   return body;
 }
-
 
 // ---- the GPU tiling rule ----
 
@@ -696,7 +697,8 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
 
   Phase pi = phase("init");
   Inner ii = inner_vars(".init");
-  Stmt init = thread_loop(pi, inner_loops(ii, make_store(acc, acc_index(pi, ii), te::reduce_identity(a.reduce, acc->dtype))));
+  Stmt init =
+      thread_loop(pi, inner_loops(ii, make_store(acc, acc_index(pi, ii), te::reduce_identity(a.reduce, acc->dtype))));
 
   // The write-back through the epilogue.
   Phase pw = phase("store");
@@ -747,7 +749,8 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
     Expr body = inline_stages(st.body, info.inlined);
     for (const auto& [prev, res] : result) {
       Buffer r = res;
-      body = retarget_loads(body, prev->buffer.get(), r, [&](const std::vector<Expr>&) { return std::vector<Expr>{t}; });
+      body =
+          retarget_loads(body, prev->buffer.get(), r, [&](const std::vector<Expr>&) { return std::vector<Expr>{t}; });
     }
     VarMap m;
     for (int d = 0; d < K; ++d) m[st.axes[d].var.id()] = q[d];
@@ -768,16 +771,19 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
       Buffer red = make_buffer(st.name + "_red", dt, {T}, MemScope::Shared);
       Buffer res = make_buffer(st.name + "_res", dt, {T}, MemScope::Local);
       block_buffers.insert(block_buffers.end(), {part, red, res});
-      Stmt partial = make_seq({make_store(part, {t}, te::reduce_identity(st.reduce, dt)),
-                               loop(e, ceil_div(n), make_if(i < n, make_store(part, {t}, te::reduce_combine(st.reduce, load(part, {t}), body)))),
-                               make_store(red, {t}, load(part, {t}))});
+      Stmt partial =
+          make_seq({make_store(part, {t}, te::reduce_identity(st.reduce, dt)),
+                    loop(e, ceil_div(n),
+                         make_if(i < n, make_store(part, {t}, te::reduce_combine(st.reduce, load(part, {t}), body)))),
+                    make_store(red, {t}, load(part, {t}))});
       phases.push_back(loop(t, T, make_pragma(kUnrollPragma, k.unroll, partial), ForKind::ThreadX));
       phases.push_back(make_barrier());
       Var u = thread_var(), w(st.name + ".w");
       std::vector<Stmt> fold;
       fold.push_back(make_store(res, {u}, te::reduce_identity(st.reduce, dt)));
       fold.push_back(loop(w, T, make_store(res, {u}, te::reduce_combine(st.reduce, load(res, {u}), load(red, {w})))));
-      if (out_it != outputs.end()) fold.push_back(make_if(eq(Expr(u), zero), make_store(out_it->second, out_idx, load(res, {u}))));
+      if (out_it != outputs.end())
+        fold.push_back(make_if(eq(Expr(u), zero), make_store(out_it->second, out_idx, load(res, {u}))));
       phases.push_back(loop(u, T, make_seq(fold), ForKind::ThreadX));
       result[&st] = res;
     } else {
@@ -802,8 +808,7 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
 
 }  // namespace
 
-LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
-                                   bool fuse_parallel) {
+LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, bool fuse_parallel) {
   BASIN_CHECK(k.factors.size() == s.splits.size()) << "sketch " << s.name << ": knob values do not match its splits";
   LoweredFunc f;
   f.name = task.op;

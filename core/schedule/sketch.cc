@@ -27,7 +27,8 @@ KnobValues symbolic_knobs(const Sketch& s) {
   KnobValues k;
   for (const SplitSpec& sp : s.splits) {
     std::vector<Expr> v;
-    for (int l = 1; l <= sp.parts; ++l) v.push_back(Var(sp.name + "." + std::to_string(l), DType::index(), VarKind::Knob));
+    for (int l = 1; l <= sp.parts; ++l)
+      v.push_back(Var(sp.name + "." + std::to_string(l), DType::index(), VarKind::Knob));
     k.factors.push_back(v);
   }
   k.unroll = Var("unroll", DType::index(), VarKind::Knob);
@@ -187,8 +188,9 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
                  std::to_string(sp.extent) + ", not " + std::to_string(f);
       continue;
     }
-    if (sp.extent % prod) return "the factors of split '" + sp.name + "' (product " + std::to_string(prod) +
-                                 ") do not divide its extent " + std::to_string(sp.extent);
+    if (sp.extent % prod)
+      return "the factors of split '" + sp.name + "' (product " + std::to_string(prod) + ") do not divide its extent " +
+             std::to_string(sp.extent);
   }
   bool in_menu = false;
   for (int64_t u : s.unroll_menu) in_menu |= u == c.unroll;

@@ -44,10 +44,10 @@ std::vector<std::pair<int64_t, int>> factorize(int64_t n);
 std::vector<int64_t> factor_primes(const SplitSpec& sp);
 
 enum class SketchRule : uint8_t {
-  Anchor,   // multi-level tiling of a conv/dense/matmul with a local accumulator
-  Generic,  // reductions (softmax, norms) and injective ops: parallel outer, vector inner
-  GpuRows,  // GPU: the generic rule's rows bound to blocks x threads, one row per thread
-  GpuTile,  // GPU: an anchor tiled over blocks, virtual threads, threads and registers
+  Anchor,     // multi-level tiling of a conv/dense/matmul with a local accumulator
+  Generic,    // reductions (softmax, norms) and injective ops: parallel outer, vector inner
+  GpuRows,    // GPU: the generic rule's rows bound to blocks x threads, one row per thread
+  GpuTile,    // GPU: an anchor tiled over blocks, virtual threads, threads and registers
   GpuReduce,  // GPU: one block per row, its threads reducing together (softmax, norms)
 };
 // The rules whose programs run on a GPU.
@@ -142,7 +142,7 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task);
 std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target);
 
 // The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).
-constexpr int64_t kMaxGpuThreads = 1024;          // threads per block
+constexpr int64_t kMaxGpuThreads = 1024;           // threads per block
 constexpr int64_t kMaxGpuSharedBytes = 48 * 1024;  // static shared memory per block
 constexpr int64_t kMaxGpuVthreads = 16;            // virtual threads per thread
 constexpr int64_t kMaxGpuRegisterTile = 128;       // accumulator elements per thread

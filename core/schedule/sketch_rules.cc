@@ -141,7 +141,8 @@ void add_stage_splits(Sketch& s, const GenericInfo& info, int k, bool vectorized
                                    std::multiplies<int64_t>());
     bool lanes_reduce = vectorized && !st.reduce_axes.empty() && free == 1;
     if (static_cast<int>(st.axes.size()) > k)
-      s.splits.push_back(make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, vectorized && !lanes_reduce));
+      s.splits.push_back(
+          make_split("st" + std::to_string(j) + ".v", st.axes.back().extent, 1, vectorized && !lanes_reduce));
     if (!st.reduce_axes.empty())
       s.splits.push_back(make_split("st" + std::to_string(j) + ".r", st.reduce_axes.back().extent, 1, lanes_reduce));
   }
@@ -222,7 +223,8 @@ Sketch gpu_tile_sketch(const AnchorInfo& info) {
   s.name = "gpu.tile";
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
   for (size_t i = 0; i < a.axes.size(); ++i) s.splits.push_back({sn[i], a.axes[i].extent, 3, false, false});
-  for (size_t j = 0; j < a.reduce_axes.size(); ++j) s.splits.push_back({rn[j], a.reduce_axes[j].extent, 1, false, false});
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j)
+    s.splits.push_back({rn[j], a.reduce_axes[j].extent, 1, false, false});
   for (const CachedInput& c : cached_inputs(info)) {
     SharedFootprint fp;
     fp.elem_bytes = std::max(1, c.buffer->dtype.bits / 8);

@@ -92,9 +92,8 @@ std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
     bool reads_stage = false;
     for (const Expr& l : loads_in(op->body)) {
       const te::OpNode* p = producer_of(l->buffer);
-      if (p == anchor.get() || std::find_if(info.epilogue.begin(), info.epilogue.end(), [&](const te::Op& e) {
-                                 return e.get() == p;
-                               }) != info.epilogue.end()) {
+      if (p == anchor.get() || std::find_if(info.epilogue.begin(), info.epilogue.end(),
+                                            [&](const te::Op& e) { return e.get() == p; }) != info.epilogue.end()) {
         if (!reads_at(l, op->axes)) return std::nullopt;
         reads_stage = true;
       } else if (p && !p->is_placeholder) {

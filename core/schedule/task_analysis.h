@@ -47,7 +47,7 @@ std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task);
 // Stages of the generic rule: every compute stage except the injective ones inlined
 // into their consumers (an injective stage is inlined unless it is an output).
 struct GenericInfo {
-  std::vector<te::Op> stages;                   // topo order
+  std::vector<te::Op> stages;  // topo order
   std::unordered_set<const te::OpNode*> inlined;
   // The largest prefix of axes that every stage shares with the (single) output and by
   // which every stage reads the stages before it (0 if none or several outputs).

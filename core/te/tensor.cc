@@ -9,22 +9,32 @@ namespace basin::te {
 
 const char* reduce_kind_name(ReduceKind k) {
   switch (k) {
-    case ReduceKind::None: return "none";
-    case ReduceKind::Sum: return "sum";
-    case ReduceKind::Max: return "max";
-    case ReduceKind::Min: return "min";
+    case ReduceKind::None:
+      return "none";
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
   }
   return "?";
 }
 
 const char* pattern_name(OpPattern p) {
   switch (p) {
-    case OpPattern::Placeholder: return "placeholder";
-    case OpPattern::Elementwise: return "elementwise";
-    case OpPattern::Broadcast: return "broadcast";
-    case OpPattern::Injective: return "injective";
-    case OpPattern::Reduction: return "reduction";
-    case OpPattern::Anchor: return "anchor";
+    case OpPattern::Placeholder:
+      return "placeholder";
+    case OpPattern::Elementwise:
+      return "elementwise";
+    case OpPattern::Broadcast:
+      return "broadcast";
+    case OpPattern::Injective:
+      return "injective";
+    case OpPattern::Reduction:
+      return "reduction";
+    case OpPattern::Anchor:
+      return "anchor";
   }
   return "?";
 }
@@ -93,9 +103,8 @@ Tensor placeholder(std::string name, std::vector<int64_t> shape, DType t) {
   return Tensor(op);
 }
 
-Tensor compute(std::string name, std::vector<int64_t> shape,
-               const std::function<Expr(const std::vector<Var>&)>& f, OpPattern pattern,
-               std::string tag) {
+Tensor compute(std::string name, std::vector<int64_t> shape, const std::function<Expr(const std::vector<Var>&)>& f,
+               OpPattern pattern, std::string tag) {
   std::vector<IterVar> axes = make_axes(shape, "i");
   Expr body = f(vars_of(axes));
   BASIN_CHECK(body.defined()) << "compute " << name << " has no body";
@@ -108,10 +117,9 @@ Tensor compute(std::string name, std::vector<int64_t> shape,
   return Tensor(op);
 }
 
-Tensor reduce(std::string name, std::vector<int64_t> shape, std::vector<int64_t> reduce_extents,
-              ReduceKind kind,
-              const std::function<Expr(const std::vector<Var>&, const std::vector<Var>&)>& f,
-              OpPattern pattern, std::string tag) {
+Tensor reduce(std::string name, std::vector<int64_t> shape, std::vector<int64_t> reduce_extents, ReduceKind kind,
+              const std::function<Expr(const std::vector<Var>&, const std::vector<Var>&)>& f, OpPattern pattern,
+              std::string tag) {
   BASIN_CHECK(kind != ReduceKind::None) << "reduce " << name << " without a combiner";
   std::vector<IterVar> axes = make_axes(shape, "i");
   std::vector<IterVar> raxes = make_axes(reduce_extents, "r");
@@ -130,14 +138,16 @@ Tensor reduce(std::string name, std::vector<int64_t> shape, std::vector<int64_t>
 
 Expr reduce_identity(ReduceKind k, DType t) {
   switch (k) {
-    case ReduceKind::Sum: return make_const(t, 0);
+    case ReduceKind::Sum:
+      return make_const(t, 0);
     case ReduceKind::Max:
       return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity())
                           : int_imm(t, t.bits == 32 ? INT32_MIN : INT64_MIN);
     case ReduceKind::Min:
       return t.is_float() ? make_const(t, std::numeric_limits<double>::infinity())
                           : int_imm(t, t.bits == 32 ? INT32_MAX : INT64_MAX);
-    case ReduceKind::None: break;
+    case ReduceKind::None:
+      break;
   }
   BASIN_CHECK(false) << "no identity for reduce kind none";
   return Expr();
@@ -145,10 +155,14 @@ Expr reduce_identity(ReduceKind k, DType t) {
 
 Expr reduce_combine(ReduceKind k, const Expr& acc, const Expr& value) {
   switch (k) {
-    case ReduceKind::Sum: return add(acc, value);
-    case ReduceKind::Max: return max(acc, value);
-    case ReduceKind::Min: return min(acc, value);
-    case ReduceKind::None: break;
+    case ReduceKind::Sum:
+      return add(acc, value);
+    case ReduceKind::Max:
+      return max(acc, value);
+    case ReduceKind::Min:
+      return min(acc, value);
+    case ReduceKind::None:
+      break;
   }
   BASIN_CHECK(false) << "no combiner for reduce kind none";
   return Expr();

@@ -68,22 +68,20 @@ struct OpNode {
   std::vector<IterVar> axes;         // one per output dimension
   std::vector<IterVar> reduce_axes;  // empty unless a reduction
   ReduceKind reduce = ReduceKind::None;
-  Expr body;                         // value (reduce: the value combined per reduction point)
-  std::vector<Tensor> inputs;        // tensors the body reads, in first-read order
+  Expr body;                   // value (reduce: the value combined per reduction point)
+  std::vector<Tensor> inputs;  // tensors the body reads, in first-read order
   OpPattern pattern = OpPattern::Placeholder;
-  std::string tag;                   // the operator family that built it ("conv2d", ...)
+  std::string tag;  // the operator family that built it ("conv2d", ...)
 };
 
 Tensor placeholder(std::string name, std::vector<int64_t> shape, DType t = DType::f32());
 
 // out[axes] = f(axes)
-Tensor compute(std::string name, std::vector<int64_t> shape,
-               const std::function<Expr(const std::vector<Var>&)>& f,
+Tensor compute(std::string name, std::vector<int64_t> shape, const std::function<Expr(const std::vector<Var>&)>& f,
                OpPattern pattern = OpPattern::Injective, std::string tag = "");
 
 // out[axes] = combine over reduce axes r of f(axes, r), starting from the identity.
-Tensor reduce(std::string name, std::vector<int64_t> shape, std::vector<int64_t> reduce_extents,
-              ReduceKind kind,
+Tensor reduce(std::string name, std::vector<int64_t> shape, std::vector<int64_t> reduce_extents, ReduceKind kind,
               const std::function<Expr(const std::vector<Var>&, const std::vector<Var>&)>& f,
               OpPattern pattern = OpPattern::Reduction, std::string tag = "");
 

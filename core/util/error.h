@@ -23,7 +23,8 @@ class OpError : public Error {
  public:
   OpError(std::string op, std::string attr, const std::string& msg)
       : Error("operator '" + op + "': " + (attr.empty() ? "" : "attribute '" + attr + "': ") + msg),
-        op_(std::move(op)), attr_(std::move(attr)) {}
+        op_(std::move(op)),
+        attr_(std::move(attr)) {}
   const std::string& op() const { return op_; }
   const std::string& attr() const { return attr_; }
 
@@ -66,7 +67,10 @@ class CheckFailure {
   }
   template <typename T>
   CheckFailure& operator<<(const T& v) {
-    if (!ctx_) { os_ << ": "; ctx_ = true; }
+    if (!ctx_) {
+      os_ << ": ";
+      ctx_ = true;
+    }
     os_ << v;
     return *this;
   }

@@ -118,10 +118,10 @@ bool same_host(const std::string& recorded, const std::string& machine) {
   return recorded.empty() || recorded == machine || recorded == legacy_host_description(machine);
 }
 
-
 void check_settings() {
-  refuse_bad_setting("BASIN_NUM_THREADS", 1, kMaxThreads,
-                     "threads (a whole number from 1 to " + std::to_string(kMaxThreads) + "; unset it to use every core)");
+  refuse_bad_setting(
+      "BASIN_NUM_THREADS", 1, kMaxThreads,
+      "threads (a whole number from 1 to " + std::to_string(kMaxThreads) + "; unset it to use every core)");
   refuse_bad_setting("BASIN_PARALLEL_CHUNKS", 1, kMaxParallelChunks,
                      "chunks per thread (a whole number from 1 to " + std::to_string(kMaxParallelChunks) +
                          "; unset it for " + std::to_string(kDefaultParallelChunks) + ")");
@@ -129,9 +129,10 @@ void check_settings() {
   if (isa && vector_isa_setting().empty()) {
     const std::string have = cpu_vector_isa();
     throw Error(std::string("BASIN_VECTOR_ISA='") + isa + "' is not " +
-                (x86_rank(have) < 0 ? "available: only an x86 CPU's vector instructions can be narrowed, and this CPU's are " + have
-                                    : "a vector instruction set this CPU has (avx512, avx2 or sse, no wider than its own, " + have +
-                                          "; unset it for " + have + ")"));
+                (x86_rank(have) < 0
+                     ? "available: only an x86 CPU's vector instructions can be narrowed, and this CPU's are " + have
+                     : "a vector instruction set this CPU has (avx512, avx2 or sse, no wider than its own, " + have +
+                           "; unset it for " + have + ")"));
   }
 }
 

@@ -37,7 +37,8 @@ void remove_stale_temporaries(const std::string& dir, const std::string& base) {
     std::string name = e->d_name;
     if (name.rfind(prefix, 0) != 0) continue;
     const std::string pid_text = name.substr(prefix.size());
-    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9)
+      continue;
     const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
     if (pid == getpid() || (kill(pid, 0) == 0 || errno == EPERM)) continue;  // alive (or not ours to judge)
     unlink((dir + "/" + name).c_str());
@@ -52,7 +53,8 @@ void check_output_path(const std::string& path, const std::vector<std::string>& 
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) throw Error("'" + path + "' is a symbolic link: give the path of a regular file to write");
-    if (!S_ISREG(st.st_mode)) throw Error("'" + path + "' exists and is not a regular file (a device, folder or FIFO): not replaced");
+    if (!S_ISREG(st.st_mode))
+      throw Error("'" + path + "' exists and is not a regular file (a device, folder or FIFO): not replaced");
     for (const std::string& in : inputs) {
       struct stat is;
       if (!in.empty() && stat(in.c_str(), &is) == 0 && is.st_dev == st.st_dev && is.st_ino == st.st_ino)
@@ -63,7 +65,8 @@ void check_output_path(const std::string& path, const std::vector<std::string>& 
   }
   struct stat ds;
   const std::string dir = dir_of(path);
-  if (stat(dir.c_str(), &ds) != 0 || !S_ISDIR(ds.st_mode)) throw Error("cannot write '" + path + "': no folder '" + dir + "'");
+  if (stat(dir.c_str(), &ds) != 0 || !S_ISDIR(ds.st_mode))
+    throw Error("cannot write '" + path + "': no folder '" + dir + "'");
 }
 
 void OutputFile::flush() {
@@ -103,8 +106,7 @@ void write_output_file(const std::string& path, const std::function<void(OutputF
     OutputFile f(fd, path);
     fill(f);
     f.flush();
-    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
-      throw Error("writing '" + path + "' failed: " + why());
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) throw Error("writing '" + path + "' failed: " + why());
     const int closed = close(fd);
     fd = -1;
     if (closed != 0) throw Error("writing '" + path + "' failed: " + why());

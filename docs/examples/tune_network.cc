@@ -13,7 +13,9 @@ int main(int argc, char** argv) try {
   basin::TuneOptions opt;
   opt.records = "example.db";  // every measured program; a rerun resumes
   opt.budget_seconds = argc > 2 ? std::atof(argv[2]) : 60;
-  opt.on_progress = [](const basin::Progress& p) { std::fprintf(stderr, "\r%.0f s, %d programs", p.seconds, p.trials); };
+  opt.on_progress = [](const basin::Progress& p) {
+    std::fprintf(stderr, "\r%.0f s, %d programs", p.seconds, p.trials);
+  };
   basin::TuningSession(model, opt).run();
   basin::Network compiled = basin::Network::compile(model, opt.records);
   compiled.save("example.basin");  // runs without the compiler

@@ -35,7 +35,8 @@ TEST(CpuRuntime, EveryIndexRunsOnceWhateverTheExtent) {
     for (int64_t n : {1, 2, 3, 4, 5, 7, 11, 12, 13, 24, 100, 1000, 12345}) {
       Counts c(n);
       basin_parallel_for(count_body, &c, n);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(c.hits[static_cast<size_t>(i)].load(), 1) << "extent " << n << " index " << i;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(c.hits[static_cast<size_t>(i)].load(), 1) << "extent " << n << " index " << i;
     }
   basin_parallel_for(count_body, nullptr, 0);  // nothing to do, nothing touched
 }
@@ -45,7 +46,7 @@ struct SlowThread {
   int64_t extent = 0;
   std::atomic<bool> chosen{false};
   std::atomic<int64_t> done_by_others{0};
-  std::atomic<int64_t> slow_chunk{0};       // the size of the chunk the slow thread took
+  std::atomic<int64_t> slow_chunk{0};  // the size of the chunk the slow thread took
   std::atomic<int64_t> others_before_wake{-1};
 };
 

@@ -56,13 +56,22 @@ void basin_call(void (*k)(P...), void** a) { basin_call_with(k, a, std::index_se
 std::string launcher(const LoweredFunc& f) {
   const codegen::GpuLaunch l = codegen::gpu_launch(f);
   const std::string k = codegen::cuda_kernel_name(f);
-  return "extern \"C\" void basin_launch_" + k + "(void** args) {\n"
-         "  std::barrier<> bar(" + std::to_string(l.block[0]) + ");\n"
+  return "extern \"C\" void basin_launch_" + k +
+         "(void** args) {\n"
+         "  std::barrier<> bar(" +
+         std::to_string(l.block[0]) +
+         ");\n"
          "  basin_block_barrier = &bar;\n"
-         "  for (unsigned b = 0; b < " + std::to_string(l.grid[0]) + "u; ++b) {\n"
+         "  for (unsigned b = 0; b < " +
+         std::to_string(l.grid[0]) +
+         "u; ++b) {\n"
          "    std::vector<std::thread> ts;\n"
-         "    for (unsigned t = 0; t < " + std::to_string(l.block[0]) + "u; ++t)\n"
-         "      ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; basin_call(" + k + ", args); });\n"
+         "    for (unsigned t = 0; t < " +
+         std::to_string(l.block[0]) +
+         "u; ++t)\n"
+         "      ts.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; basin_call(" +
+         k +
+         ", args); });\n"
          "    for (auto& th : ts) th.join();\n"
          "  }\n}\n";
 }
@@ -90,7 +99,8 @@ class CudaEmulation : public ::testing::Test {
 
   // Runs each of fs (distinct names) under the emulation, one compilation for all; the
   // outputs of each.
-  std::vector<std::vector<NDArray>> run(const std::vector<LoweredFunc>& fs, const ops::OpGraph& g, std::vector<NDArray>& in) {
+  std::vector<std::vector<NDArray>> run(const std::vector<LoweredFunc>& fs, const ops::OpGraph& g,
+                                        std::vector<NDArray>& in) {
     // A fresh path each time: a library with thread-local data may stay loaded after
     // dlclose, and dlopen of the same path would return it.
     static int n = 0;
@@ -103,7 +113,8 @@ class CudaEmulation : public ::testing::Test {
     if (!lib) throw Error(std::string("dlopen: ") + dlerror());
     std::vector<std::vector<NDArray>> all;
     for (const LoweredFunc& f : fs) {
-      auto launch = reinterpret_cast<void (*)(void**)>(dlsym(lib, ("basin_launch_" + codegen::cuda_kernel_name(f)).c_str()));
+      auto launch =
+          reinterpret_cast<void (*)(void**)>(dlsym(lib, ("basin_launch_" + codegen::cuda_kernel_name(f)).c_str()));
       if (!launch) throw Error("no launcher for " + f.name);
       std::vector<NDArray> out = codegen::fresh_outputs(g);
       std::vector<void*> args;
@@ -161,7 +172,8 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
         ++programs;
         for (size_t o = 0; o < want[i].size(); ++o)
           EXPECT_LE(compare_arrays(got[i][o], want[i][o]).max_rel, 1e-5)
-              << op << " " << params << " " << configs[i] << "\n" << codegen::print_cuda(fs[i]);
+              << op << " " << params << " " << configs[i] << "\n"
+              << codegen::print_cuda(fs[i]);
       }
     }
   }
@@ -180,16 +192,21 @@ TEST_F(CudaEmulation, AMissingBarrierIsCaught) {
   std::function<Stmt(const Stmt&)> strip = [&](const Stmt& st) -> Stmt {
     const StmtNode& n = *st;
     switch (n.kind) {
-      case StmtKind::Barrier: return make_seq({});
+      case StmtKind::Barrier:
+        return make_seq({});
       case StmtKind::Seq: {
         std::vector<Stmt> items;
         for (const Stmt& x : n.body) items.push_back(strip(x));
         return make_seq(items);
       }
-      case StmtKind::For: return make_for(n.var, n.min, n.extent, n.for_kind, strip(n.body[0]));
-      case StmtKind::Allocate: return make_allocate(n.buffer, strip(n.body[0]));
-      case StmtKind::Pragma: return make_pragma(n.key, n.pragma_value, strip(n.body[0]));
-      default: return st;
+      case StmtKind::For:
+        return make_for(n.var, n.min, n.extent, n.for_kind, strip(n.body[0]));
+      case StmtKind::Allocate:
+        return make_allocate(n.buffer, strip(n.body[0]));
+      case StmtKind::Pragma:
+        return make_pragma(n.key, n.pragma_value, strip(n.body[0]));
+      default:
+        return st;
     }
   };
   LoweredFunc racy = f;

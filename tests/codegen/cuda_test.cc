@@ -89,17 +89,21 @@ TEST(Cuda, PerThreadBuffersAreEachThreadsSlice) {
   EXPECT_NE(k.find("float acc_" + std::to_string(acc->id) + "[2];"), std::string::npos) << k;
   EXPECT_NE(k.find("acc_" + std::to_string(acc->id) + "[1LL] = 3.0f"), std::string::npos) << k;
   // Outside a thread loop it has no slice to name.
-  LoweredFunc g{"stray", {out}, {0},
-                make_for(b, 0, 2, ForKind::BlockX,
-                         make_allocate(acc, make_seq({make_store(acc, {Expr(0)}, fconst(1)),
-                                                      make_for(t, 0, 4, ForKind::ThreadX, make_store(out, {t}, fconst(0)))})))};
+  LoweredFunc g{
+      "stray",
+      {out},
+      {0},
+      make_for(b, 0, 2, ForKind::BlockX,
+               make_allocate(acc, make_seq({make_store(acc, {Expr(0)}, fconst(1)),
+                                            make_for(t, 0, 4, ForKind::ThreadX, make_store(out, {t}, fconst(0)))})))};
   EXPECT_THROW(codegen::print_cuda(g), Error);
   // The tiled rule's accumulator: its register tile per thread.
   ops::OpGraph d = ops::build_op("dense", parse("M=64 K=64 N=64"));
   const sched::Sketch s = sched::gpu_sketches(d).at(0);
   sched::Config c = sched::default_config(s);
   std::string dk = codegen::print_cuda(sched::lower_config(d, s, c));
-  EXPECT_NE(dk.find("[" + std::to_string(sched::gpu_tile_use(s, c).registers) + "];  /* local */"), std::string::npos) << dk;
+  EXPECT_NE(dk.find("[" + std::to_string(sched::gpu_tile_use(s, c).registers) + "];  /* local */"), std::string::npos)
+      << dk;
   EXPECT_NE(dk.find("__syncthreads();"), std::string::npos);
   // Its index arithmetic is on non-negative values: C's division, no floor helper.
   EXPECT_EQ(dk.find("basin_floordiv(", dk.find("extern \"C\"")), std::string::npos) << dk;
@@ -107,10 +111,12 @@ TEST(Cuda, PerThreadBuffersAreEachThreadsSlice) {
   // A possibly negative one keeps the floor semantics.
   Var i("i");
   Buffer o = make_buffer("o", DType::i64(), {Expr(8)});
-  LoweredFunc neg{"neg", {o}, {0}, make_for(i, 0, 8, ForKind::Serial, make_store(o, {i}, floordiv(Expr(i) - 5, Expr(2))))};
+  LoweredFunc neg{
+      "neg", {o}, {0}, make_for(i, 0, 8, ForKind::Serial, make_store(o, {i}, floordiv(Expr(i) - 5, Expr(2))))};
   std::string nc = codegen::print_c(neg);
   EXPECT_NE(nc.find("basin_floordiv(", nc.find("void neg")), std::string::npos) << nc;
-  LoweredFunc pos{"pos", {o}, {0}, make_for(i, 0, 8, ForKind::Serial, make_store(o, {i}, floordiv(Expr(i) + 5, Expr(2))))};
+  LoweredFunc pos{
+      "pos", {o}, {0}, make_for(i, 0, 8, ForKind::Serial, make_store(o, {i}, floordiv(Expr(i) + 5, Expr(2))))};
   std::string pc = codegen::print_c(pos);
   EXPECT_EQ(pc.find("basin_floordiv(", pc.find("void pos")), std::string::npos) << pc;
 }
@@ -310,7 +316,8 @@ TEST(CudaOnGpu, TuneOpMeasuresEveryTrialOnTheGpu) {
   const std::string db = ::testing::TempDir() + "basin_cuda_tune_" + std::to_string(getpid()) + ".db";
   auto r = testing::capture(testing::basin_path() +
                             " tune-op dense --param M=64 --param K=64 --param N=64 --target cuda --strategy gradient"
-                            " --estimator mlp --trials 16 --batch 8 --json --quiet --records " + db + " 2>&1");
+                            " --estimator mlp --trials 16 --batch 8 --json --quiet --records " +
+                            db + " 2>&1");
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db + suffix).c_str());
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));

@@ -92,8 +92,9 @@ TEST_F(LlvmSemantics, FloorDivisionAndModuloOfNegatives) {
   Buffer d = make_buffer("d", DType::i64(), {Expr(8)});
   Buffer out = make_buffer("out", DType::i64(), {Expr(16)});
   Expr xi = load(x, {i}), di = load(d, {i});
-  Stmt body = make_for(i, 0, 8, ForKind::Serial,
-                       make_seq({make_store(out, {i * 2}, floordiv(xi, di)), make_store(out, {i * 2 + 1}, floormod(xi, di))}));
+  Stmt body =
+      make_for(i, 0, 8, ForKind::Serial,
+               make_seq({make_store(out, {i * 2}, floordiv(xi, di)), make_store(out, {i * 2 + 1}, floormod(xi, di))}));
   LoweredFunc f{"divmod", {x, d, out}, {2}, body};
   NDArray xa(DType::i64(), {8}), da(DType::i64(), {8});
   int64_t xs[] = {-7, 7, -7, 7, 0, -1, 13, -13}, ds[] = {2, -2, -2, 2, 3, 4, -5, 5};
@@ -114,8 +115,8 @@ TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {
   Var i("i");
   Buffer x = make_buffer("x", DType::f32(), {Expr(4)});
   Buffer out = make_buffer("out", DType::f32(), {Expr(1 << 20)});
-  Stmt body = make_for(i, 0, 1 << 20, ForKind::Serial,
-                       make_store(out, {i * 1}, select(lt(i, 4), load(x, {i}), fconst(0))));
+  Stmt body =
+      make_for(i, 0, 1 << 20, ForKind::Serial, make_store(out, {i * 1}, select(lt(i, 4), load(x, {i}), fconst(0))));
   LoweredFunc f{"guard", {x, out}, {1}, body};
   NDArray xa = NDArray::random(DType::f32(), {4}, -1, 1, 3);
   NDArray o, c;
@@ -129,9 +130,9 @@ TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {
 // scalar one, with the special values (overflow, underflow, saturation, the erf branch
 // at 0.5, infinities, NaN) and no call left per lane.
 TEST_F(LlvmSemantics, MathFunctionsArePolynomialsAccurateOverTheWholeRange) {
-  std::vector<float> xs = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-7f, 0.4999999f, 0.5f, 0.5000001f, -0.5f, 1.0f, -1.0f,
-                           3.9f, -3.9f, 8.9f, 9.1f, -9.1f, 20.0f, 80.0f, 88.7f, 88.8f, 89.0f, -87.3f, -87.4f,
-                           -100.0f, -200.0f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN};
+  std::vector<float> xs = {0.0f,  -0.0f,  1e-30f, -1e-30f, 1e-7f,   0.4999999f, 0.5f,   0.5000001f, -0.5f,     1.0f,
+                           -1.0f, 3.9f,   -3.9f,  8.9f,    9.1f,    -9.1f,      20.0f,  80.0f,      88.7f,     88.8f,
+                           89.0f, -87.3f, -87.4f, -100.0f, -200.0f, 1e30f,      -1e30f, INFINITY,   -INFINITY, NAN};
   for (int k = 0; k < 4000; ++k) xs.push_back(-12.0f + 24.0f * static_cast<float>(k) / 4000.0f);
   for (int k = 0; k < 2000; ++k) xs.push_back(-90.0f + 180.0f * static_cast<float>(k) / 2000.0f);
   const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
@@ -180,9 +181,9 @@ TEST_F(LlvmSemantics, Int32WrapsBoolsAndCasts) {
   Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
   Expr wrapped = load(x, {i}) + int_imm(DType::i32(), 2147483647);
   Expr v = select(load(flags, {i}), cast(DType::f32(), wrapped), fconst(-1));
-  Stmt body = make_for(i, 0, 4, ForKind::Serial,
-                       make_seq({make_store(flags, {i}, lt(load(x, {i}), int_imm(DType::i32(), 2))),
-                                 make_store(out, {i}, v)}));
+  Stmt body =
+      make_for(i, 0, 4, ForKind::Serial,
+               make_seq({make_store(flags, {i}, lt(load(x, {i}), int_imm(DType::i32(), 2))), make_store(out, {i}, v)}));
   LoweredFunc f{"wrap", {x, flags, out}, {2}, body};
   NDArray xa(DType::i32(), {4}), fa(DType::boolean(), {4});
   for (int k = 0; k < 4; ++k) xa.set(k, k);
@@ -196,7 +197,10 @@ TEST_F(LlvmSemantics, Int32WrapsBoolsAndCasts) {
 TEST_F(LlvmSemantics, BarrierIsRejectedWithAClearError) {
   Var t("t");
   Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
-  LoweredFunc f{"sync", {out}, {0}, make_for(t, 0, 4, ForKind::ThreadX, make_seq({make_barrier(), make_store(out, {t}, fconst(1))}))};
+  LoweredFunc f{"sync",
+                {out},
+                {0},
+                make_for(t, 0, 4, ForKind::ThreadX, make_seq({make_barrier(), make_store(out, {t}, fconst(1))}))};
   EXPECT_THROW(codegen::compile_llvm(f), Error);
 }
 
@@ -236,9 +240,9 @@ TEST_F(LlvmSemantics, SmallConstantLoopsAreUnrolledAndTheirAccumulatorsPromoted)
   Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
   Buffer acc = make_buffer("acc", DType::f32(), {Expr(4)}, MemScope::Local);
   Stmt init = make_for(j, 0, 4, ForKind::Serial, make_store(acc, {j * 1}, fconst(0)));
-  Stmt reduce = make_for(k, 0, 64, ForKind::Serial,
-                         make_for(r, 0, 4, ForKind::Serial,
-                                  make_store(acc, {r * 1}, load(acc, {r * 1}) + load(x, {k * 4 + r}))));
+  Stmt reduce =
+      make_for(k, 0, 64, ForKind::Serial,
+               make_for(r, 0, 4, ForKind::Serial, make_store(acc, {r * 1}, load(acc, {r * 1}) + load(x, {k * 4 + r}))));
   Stmt write = make_for(w, 0, 4, ForKind::Serial, make_store(out, {w * 1}, load(acc, {w * 1})));
   LoweredFunc f{"accumulate", {x, out}, {1}, make_allocate(acc, make_seq({init, reduce, write}))};
   NDArray xa = NDArray::random(DType::f32(), {256}, -1, 1, 5);
@@ -275,10 +279,11 @@ TEST_F(LlvmSemantics, StridedVectorLoadsAndStoresAreOneLaneAtATimeAndCorrect) {
   EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
   EXPECT_NE(ir.find("store <16 x float>"), std::string::npos) << "the copy loop is not a vector loop:\n" << ir;
   // The transpose the other way: a vector loop storing with a stride (a scatter before).
-  Stmt unpack = make_for(o, 0, O, ForKind::Serial,
-                         make_for(k, 0, K, ForKind::Serial,
-                                  make_for(l, 0, L, ForKind::Vectorized,
-                                           make_store(out, {(o * L + l) * K + k}, load(w, {o * (K * L) + k * L + l}) * fconst(2)))));
+  Stmt unpack = make_for(
+      o, 0, O, ForKind::Serial,
+      make_for(k, 0, K, ForKind::Serial,
+               make_for(l, 0, L, ForKind::Vectorized,
+                        make_store(out, {(o * L + l) * K + k}, load(w, {o * (K * L) + k * L + l}) * fconst(2)))));
   LoweredFunc g{"unpack", {w, out}, {1}, unpack};
   both(g, {wa}, {O * K * L}, DType::f32(), &want, &got);
   EXPECT_EQ(compare_arrays(got, want).max_abs, 0);

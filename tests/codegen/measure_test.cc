@@ -248,8 +248,7 @@ TEST_F(Measure, AProgramOverTheInstructionLimitIsAnErrorWithoutCompiling) {
     auto r = pool.measure({s, l, s});
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30);
     EXPECT_TRUE(r[0].ok()) << r[0].error;
-    EXPECT_NE(r[1].error.find("too large to compile: " + std::to_string(large_size)), std::string::npos)
-        << r[1].error;
+    EXPECT_NE(r[1].error.find("too large to compile: " + std::to_string(large_size)), std::string::npos) << r[1].error;
     EXPECT_TRUE(r[1].latencies_us.empty());
     EXPECT_TRUE(r[2].ok()) << r[2].error;
     EXPECT_EQ(pool.workers_started(), 1);
@@ -292,8 +291,8 @@ TEST(Timing, BriefOnlyWhenTheWarmUpAndTheEarlierCallAreBothSlow) {
   auto timed = [&](std::vector<double> calls_us, double prior_us) {
     size_t i = 0;
     std::vector<double> rounds;
-    codegen::Timing t = codegen::time_function(
-        [&] { spin_for(calls_us[std::min(i++, calls_us.size() - 1)]); }, opt, &rounds, prior_us);
+    codegen::Timing t =
+        codegen::time_function([&] { spin_for(calls_us[std::min(i++, calls_us.size() - 1)]); }, opt, &rounds, prior_us);
     EXPECT_EQ(rounds.size(), t.brief ? 1u : 3u);
     return std::make_pair(t, rounds);
   };

@@ -41,7 +41,8 @@ std::vector<ProgramChoice> defaults(const graph::Partition& p) {
 }
 
 // Random valid programs: every task on a random sketch and configuration.
-std::vector<ProgramChoice> random_programs(const graph::Partition& p, uint64_t seed, const std::string& target = "llvm") {
+std::vector<ProgramChoice> random_programs(const graph::Partition& p, uint64_t seed,
+                                           const std::string& target = "llvm") {
   std::mt19937_64 rng(seed);
   std::vector<ProgramChoice> c;
   for (const auto& t : p.tasks) {
@@ -150,7 +151,8 @@ TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
       expect_close(got, TorchExecutor(g).run(in), 1e-4);
       // A second run on the same network gives the same outputs (no stale arena state).
       std::vector<NDArray> again = n.run(in);
-      for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
     }
   }
 }
@@ -434,7 +436,8 @@ TEST_F(Network, CorruptFilesAreClearErrors) {
   EXPECT_THROW(CompiledNetwork::load(write("magic", "NOTBASIN" + bytes.substr(8))), ParseError);
   for (double keep : {0.01, 0.3, 0.9, 0.999}) {
     SCOPED_TRACE(keep);
-    EXPECT_THROW(CompiledNetwork::load(write("cut", bytes.substr(0, static_cast<size_t>(bytes.size() * keep)))), ParseError);
+    EXPECT_THROW(CompiledNetwork::load(write("cut", bytes.substr(0, static_cast<size_t>(bytes.size() * keep)))),
+                 ParseError);
   }
   // A file of the previous format is refused with what to do.
   EXPECT_THROW(CompiledNetwork::load(write("old", "BASINNET1\n" + bytes.substr(10))), ParseError);
@@ -445,7 +448,8 @@ TEST_F(Network, CorruptFilesAreClearErrors) {
   }
   // A header whose launches disagree with their kernels, its digest made anew: refused
   // before anything runs, naming the launch.
-  auto refused = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit, const std::string& why) {
+  auto refused = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit,
+                     const std::string& why) {
     SCOPED_TRACE(name);
     try {
       CompiledNetwork::load(write(name, with_header(bytes, edit)));
@@ -454,16 +458,29 @@ TEST_F(Network, CorruptFilesAreClearErrors) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   };
-  refused("short", [](nlohmann::json& h) { h["steps"][0]["args"].erase(h["steps"][0]["args"].size() - 1); },
-          "passes");
-  refused("swapped", [](nlohmann::json& h) {
-    auto& a = h["steps"][0]["args"];
-    std::swap(a[0], a[a.size() - 1]);
-  }, "launch 0");
-  refused("shape", [](nlohmann::json& h) { h["slots"][0]["shape"] = {-1, 4}; }, "invalid shape");
-  refused("huge", [](nlohmann::json& h) { h["slots"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40}; },
-          "invalid shape");
-  refused("params", [](nlohmann::json& h) { h["kernels"][0].erase("params"); }, "corrupt header");
+  refused(
+      "short", [](nlohmann::json& h) { h["steps"][0]["args"].erase(h["steps"][0]["args"].size() - 1); }, "passes");
+  refused(
+      "swapped",
+      [](nlohmann::json& h) {
+        auto& a = h["steps"][0]["args"];
+        std::swap(a[0], a[a.size() - 1]);
+      },
+      "launch 0");
+  refused(
+      "shape",
+      [](nlohmann::json& h) {
+        h["slots"][0]["shape"] = {-1, 4};
+      },
+      "invalid shape");
+  refused(
+      "huge",
+      [](nlohmann::json& h) {
+        h["slots"][0]["shape"] = {int64_t{1} << 40, int64_t{1} << 40};
+      },
+      "invalid shape");
+  refused(
+      "params", [](nlohmann::json& h) { h["kernels"][0].erase("params"); }, "corrupt header");
   // A flipped byte anywhere (header, machine code, weights) is caught by the digest.
   for (double at : {0.02, 0.5, 0.97}) {
     SCOPED_TRACE(at);

@@ -24,7 +24,8 @@ struct Suite {
   int per_sketch;
 };
 
-std::vector<NDArray> run(const ops::OpGraph& g, std::vector<NDArray>& in, const std::function<void(std::vector<NDArray*>&)>& f) {
+std::vector<NDArray> run(const ops::OpGraph& g, std::vector<NDArray>& in,
+                         const std::function<void(std::vector<NDArray*>&)>& f) {
   std::vector<NDArray> out;
   for (const te::Tensor& t : g.outputs) out.emplace_back(t.dtype(), t.shape());
   std::vector<NDArray*> args;
@@ -81,7 +82,8 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
   for (const Suite& c : suite) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
     std::vector<NDArray> in = codegen::random_inputs(g, 3);
-    std::vector<NDArray> ref = run(g, in, [&](std::vector<NDArray*>& a) { interpret(lower_default(c.op, g.inputs, g.outputs), a); });
+    std::vector<NDArray> ref =
+        run(g, in, [&](std::vector<NDArray*>& a) { interpret(lower_default(c.op, g.inputs, g.outputs), a); });
     for (const sched::Sketch& s : sched::cpu_sketches(g)) {
       for (int t = 0; t < c.per_sketch; ++t) {
         sched::Config cfg = sched::random_config(s, rng);
@@ -98,8 +100,8 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
         for (size_t i = 0; i < got.size(); ++i) {
           ErrorStats vs_oracle = compare_arrays(got[i], oracle[i]);
           ErrorStats vs_default = compare_arrays(oracle[i], ref[i]);
-          EXPECT_LE(vs_oracle.max_rel, 1e-4) << c.op << " " << c.params << " " << sched::config_to_json(s, cfg)
-                                             << "\n" << to_string(f);
+          EXPECT_LE(vs_oracle.max_rel, 1e-4) << c.op << " " << c.params << " " << sched::config_to_json(s, cfg) << "\n"
+                                             << to_string(f);
           EXPECT_LE(vs_default.max_rel, 1e-4) << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
         }
         ++total;

@@ -337,7 +337,8 @@ TEST(Zoo, EveryAnchorTaskOfTheCnnsGetsTheTilingSketches) {
   for (const char* net : {"resnet18", "mobilenet_v2", "bert_base"}) {
     Partition p = partition(optimize(zoo_network(net)));
     for (const auto& t : p.tasks) {
-      bool anchor = t.label.rfind("conv", 0) == 0 || t.label.rfind("dense", 0) == 0 || t.label.rfind("batch_matmul", 0) == 0;
+      bool anchor =
+          t.label.rfind("conv", 0) == 0 || t.label.rfind("dense", 0) == 0 || t.label.rfind("batch_matmul", 0) == 0;
       if (!anchor) continue;
       EXPECT_EQ(sched::cpu_sketches(t.graph).at(0).rule, sched::SketchRule::Anchor) << net << ": " << t.label;
     }

@@ -22,10 +22,9 @@ using te::Tensor;
 LoweredFunc matmul_func(int64_t m, int64_t k, int64_t n, Tensor* a_out = nullptr) {
   Tensor a = te::placeholder("A", {m, k});
   Tensor b = te::placeholder("B", {k, n});
-  Tensor c = te::reduce("C", {m, n}, {k}, te::ReduceKind::Sum,
-                        [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-                          return a(i[0], r[0]) * b(r[0], i[1]);
-                        });
+  Tensor c =
+      te::reduce("C", {m, n}, {k}, te::ReduceKind::Sum,
+                 [&](const std::vector<Var>& i, const std::vector<Var>& r) { return a(i[0], r[0]) * b(r[0], i[1]); });
   if (a_out) *a_out = a;
   return lower_default("matmul", {a, b}, {c});
 }
@@ -72,12 +71,19 @@ TEST(LoopIR, WellFormednessCatchesUnboundVariablesAndBuffers) {
   Stmt phase2 = make_for(u, 0, 4, ForKind::ThreadX, make_store(out, {u}, fconst(2)));
   LoweredFunc ok{"phases", {out}, {0}, make_for(b, 0, 1, ForKind::BlockX, make_seq({phase1, make_barrier(), phase2}))};
   EXPECT_TRUE(well_formed_errors(ok).empty());
-  LoweredFunc inside{"inside", {out}, {0},
-                     make_for(b, 0, 1, ForKind::BlockX,
-                              make_for(t, 0, 4, ForKind::ThreadX, make_seq({make_barrier(), make_store(out, {t}, fconst(1))})))};
+  LoweredFunc inside{
+      "inside",
+      {out},
+      {0},
+      make_for(b, 0, 1, ForKind::BlockX,
+               make_for(t, 0, 4, ForKind::ThreadX, make_seq({make_barrier(), make_store(out, {t}, fconst(1))})))};
   ASSERT_EQ(well_formed_errors(inside).size(), 1u);
   EXPECT_NE(well_formed_errors(inside)[0].find("inside a GPU thread loop"), std::string::npos);
-  LoweredFunc h{"twice", {out}, {0}, make_for(i, 0, 2, ForKind::Serial, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, fconst(1))))};
+  LoweredFunc h{
+      "twice",
+      {out},
+      {0},
+      make_for(i, 0, 2, ForKind::Serial, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, fconst(1))))};
   EXPECT_EQ(well_formed_errors(h).size(), 1u);
 }
 
@@ -90,7 +96,8 @@ TEST(LoopIR, InterpreterReportsOutOfBoundsAndDivisionByZero) {
     interpret(oob, {&o});
     FAIL() << "no error";
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("out-of-bounds write to 'out' at flat index 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out-of-bounds write to 'out' at flat index 4"), std::string::npos)
+        << e.what();
   }
   Buffer iout = make_buffer("iout", DType::i64(), {Expr(4)});
   LoweredFunc dz{"dz", {iout}, {0}, make_for(i, 0, 4, ForKind::Serial, make_store(iout, {i}, floordiv(Expr(8), i)))};
@@ -104,8 +111,8 @@ TEST(LoopIR, UninitializedAllocationReadsAsNaN) {
   Var i("i");
   Buffer out = make_buffer("out", DType::f32(), {Expr(2)});
   Buffer tmp = make_buffer("tmp", DType::f32(), {Expr(2)}, MemScope::Local);
-  LoweredFunc f{"nan", {out}, {0},
-                make_allocate(tmp, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, load(tmp, {i}))))};
+  LoweredFunc f{
+      "nan", {out}, {0}, make_allocate(tmp, make_for(i, 0, 2, ForKind::Serial, make_store(out, {i}, load(tmp, {i}))))};
   NDArray o(DType::f32(), {2});
   interpret(f, {&o});
   EXPECT_TRUE(std::isnan(o.as<float>()[0]));
@@ -139,8 +146,7 @@ TEST(LoopIR, StructuralEqualityRenamesBoundLoopVariables) {
 TEST(LoopIR, SimplifyStmtUsesLoopRanges) {
   Buffer out = make_buffer("out", DType::f32(), {Expr(8)});
   Var i("i");
-  Stmt s = make_for(i, 0, 4, ForKind::Serial,
-                    make_if(lt(i, 10), make_store(out, {floordiv(i * 2 + 1, 2)}, fconst(1))));
+  Stmt s = make_for(i, 0, 4, ForKind::Serial, make_if(lt(i, 10), make_store(out, {floordiv(i * 2 + 1, 2)}, fconst(1))));
   Stmt want = make_for(i, 0, 4, ForKind::Serial, make_store(out, {i}, fconst(1)));
   EXPECT_TRUE(structural_equal(simplify_stmt(s), want)) << simplify_stmt(s);
 }
@@ -154,8 +160,8 @@ namespace {
 TEST(LoopIR, SimplifyStmtRemovesUnitLoops) {
   Buffer out = make_buffer("out", DType::f32(), {Expr(8)});
   Var i("i"), k("k");
-  Stmt s = make_for(i, 0, 4, ForKind::Serial,
-                    make_for(k, 0, 1, ForKind::Serial, make_store(out, {i * 2 + k}, fconst(1))));
+  Stmt s =
+      make_for(i, 0, 4, ForKind::Serial, make_for(k, 0, 1, ForKind::Serial, make_store(out, {i * 2 + k}, fconst(1))));
   Stmt want = make_for(i, 0, 4, ForKind::Serial, make_store(out, {i * 2}, fconst(1)));
   EXPECT_TRUE(structural_equal(simplify_stmt(s), want)) << simplify_stmt(s);
   // GPU bindings stay, even of extent 1.
@@ -183,9 +189,10 @@ LoweredFunc padded_copy(const Var& i, const Var& j, ForKind outer) {
   Buffer x = make_buffer("x", DType::f32(), {Expr(64)});
   Buffer out = make_buffer("out", DType::f32(), {Expr(100)});
   Expr inside = logical_and(logical_and(le(Expr(1), i), lt(i, 9)), logical_and(le(Expr(1), j), lt(j, 9)));
-  Stmt body = make_for(i, 0, 10, outer,
-                       make_for(j, 0, 10, ForKind::Serial,
-                                make_store(out, {i * 10 + j}, select(inside, load(x, {(i - 1) * 8 + (j - 1)}), fconst(0)))));
+  Stmt body =
+      make_for(i, 0, 10, outer,
+               make_for(j, 0, 10, ForKind::Serial,
+                        make_store(out, {i * 10 + j}, select(inside, load(x, {(i - 1) * 8 + (j - 1)}), fconst(0)))));
   return {"pad", {x, out}, {1}, body};
 }
 
@@ -229,7 +236,8 @@ TEST(PartitionLoops, AnInnermostCopyBecomesAVectorLoopWhateverItsLoadsStride) {
   Var k("k"), l("l");
   Buffer w = make_buffer("w", DType::f32(), {Expr(16 * 9)});
   Buffer p = make_buffer("p", DType::f32(), {Expr(9 * 16)});
-  Stmt pack = make_for(k, 0, 9, ForKind::Serial, make_for(l, 0, 16, ForKind::Serial, make_store(p, {k * 16 + l}, load(w, {l * 9 + k}))));
+  Stmt pack = make_for(k, 0, 9, ForKind::Serial,
+                       make_for(l, 0, 16, ForKind::Serial, make_store(p, {k * 16 + l}, load(w, {l * 9 + k}))));
   Stmt q = partition_loops(pack);
   ASSERT_EQ(q.kind(), StmtKind::For);
   EXPECT_EQ(q->for_kind, ForKind::Serial) << q;  // not innermost
@@ -283,11 +291,13 @@ TEST(PartitionLoops, APieceThatReadsWhatItWritesStaysSerial) {
   Var i("i");
   Buffer x = make_buffer("x", DType::f32(), {Expr(10)});
   Buffer out = make_buffer("out", DType::f32(), {Expr(10)});
-  Stmt scan = make_for(i, 0, 10, ForKind::Serial,
-                       make_store(out, {i * 1}, select(lt(i, 1), load(x, {i * 1}), load(out, {i - 1}) + load(x, {i * 1}))));
+  Stmt scan =
+      make_for(i, 0, 10, ForKind::Serial,
+               make_store(out, {i * 1}, select(lt(i, 1), load(x, {i * 1}), load(out, {i - 1}) + load(x, {i * 1}))));
   Stmt p = partition_loops(scan);
   EXPECT_FALSE(structural_equal(p, scan));
-  visit_stmt(p, [&](const Stmt& st) { EXPECT_FALSE(st.kind() == StmtKind::For && st->for_kind == ForKind::Vectorized) << p; });
+  visit_stmt(
+      p, [&](const Stmt& st) { EXPECT_FALSE(st.kind() == StmtKind::For && st->for_kind == ForKind::Vectorized) << p; });
   LoweredFunc f{"scan", {x, out}, {1}, scan}, g{"scan", {x, out}, {1}, p};
   NDArray xa = NDArray::random(DType::f32(), {10}, -1, 1, 4);
   NDArray a(DType::f32(), {10}), b(DType::f32(), {10});
@@ -302,9 +312,9 @@ TEST(PartitionLoops, LeavesOtherLoopsAlone) {
   Buffer x = make_buffer("x", DType::f32(), {Expr(16)});
   Buffer out = make_buffer("out", DType::f32(), {Expr(16)});
   // A comparison of two variables: no constant point where it changes.
-  Stmt two = make_for(i, 0, 8, ForKind::Serial,
-                      make_for(r, 0, 8, ForKind::Serial,
-                               make_store(out, {i}, select(lt(i + r, 8), load(x, {i + r}), fconst(0)))));
+  Stmt two = make_for(
+      i, 0, 8, ForKind::Serial,
+      make_for(r, 0, 8, ForKind::Serial, make_store(out, {i}, select(lt(i + r, 8), load(x, {i + r}), fconst(0)))));
   EXPECT_TRUE(structural_equal(partition_loops(two), two));
   // Seven pieces, over the limit of five.
   Expr holes = logical_and(logical_and(ne(i, 3), ne(i, 5)), ne(i, 7));
@@ -312,9 +322,9 @@ TEST(PartitionLoops, LeavesOtherLoopsAlone) {
   EXPECT_TRUE(structural_equal(partition_loops(many), many));
   EXPECT_FALSE(structural_equal(partition_loops(many, 7), many));
   // A vectorized loop inside: not small.
-  Stmt vec = make_for(i, 0, 2, ForKind::Serial,
-                      make_for(r, 0, 8, ForKind::Vectorized,
-                               make_store(out, {i * 8 + r}, select(lt(i, 1), load(x, {r}), fconst(0)))));
+  Stmt vec = make_for(
+      i, 0, 2, ForKind::Serial,
+      make_for(r, 0, 8, ForKind::Vectorized, make_store(out, {i * 8 + r}, select(lt(i, 1), load(x, {r}), fconst(0)))));
   EXPECT_TRUE(structural_equal(partition_loops(vec), vec));
 }
 

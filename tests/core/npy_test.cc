@@ -24,7 +24,8 @@ struct Dir {
   ~Dir() { fs::remove_all(path); }
   std::string file(const std::string& name, const std::string& bytes) const {
     std::string p = path + "/" + name;
-    std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
 };
@@ -80,7 +81,8 @@ TEST(Npy, MalformedFilesAreOneParseErrorNamingTheFile) {
       {"fortran.npy", npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", data)},
       {"short_data.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", data)},
       {"huge_shape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000, 4000000000), }", data)},
-      {"endless_extent.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", data)},
+      {"endless_extent.npy",
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", data)},
       {"no_shape.npy", npy("{'descr': '<f4', 'fortran_order': False}", data)},
       // A negative extent (once read as positive), a non-integer one, an empty one.
       {"negative_extent.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", data)},

@@ -76,8 +76,8 @@ class OnnxBuilder {
     t->add_dims(static_cast<int64_t>(v.size()));
     for (int64_t x : v) t->add_int64_data(x);
   }
-  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
-                        const std::string& name = "") {
+  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& name = "") {
     onnx::NodeProto* n = graph().add_node();
     n->set_op_type(op);
     n->set_name(name.empty() ? op + "_" + std::to_string(graph().node_size()) : name);
@@ -110,7 +110,8 @@ class OnnxBuilder {
   }
 
  private:
-  static void value_info(onnx::ValueInfoProto* vi, const std::string& name, const std::vector<int64_t>& shape, int elem) {
+  static void value_info(onnx::ValueInfoProto* vi, const std::string& name, const std::vector<int64_t>& shape,
+                         int elem) {
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
@@ -163,7 +164,8 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
     // Truncated: the first 60% of a valid file.
     std::string bytes;
     small_cnn().model().SerializeToString(&bytes);
-    std::ofstream(dir + "/truncated.onnx", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() * 6 / 10));
+    std::ofstream(dir + "/truncated.onnx", std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size() * 6 / 10));
     expect["truncated.onnx"] = "truncated or corrupt";
   }
   {

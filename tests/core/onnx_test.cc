@@ -237,7 +237,7 @@ TEST(OnnxImport, SlicesWithOpenEndsAndNegativeSteps) {
   b.init_i64("s0", {1});
   b.init_i64("e0", {INT64_MAX});
   b.init_i64("a1", {1});
-  b.node("Slice", {"x", "s0", "e0", "a1"}, {"tail"});       // x[:, 1:]
+  b.node("Slice", {"x", "s0", "e0", "a1"}, {"tail"});  // x[:, 1:]
   b.init_i64("s1", {-1});
   b.init_i64("e1", {INT64_MIN});
   b.init_i64("st", {-2});
@@ -336,11 +336,10 @@ TEST(OnnxImport, EinsumBecomesMatmuls) {
     std::vector<int64_t> a, b, out;
     bool const_b;
   };
-  const EinCase cases[] = {
-      {"bhqd,bhkd->bhqk", "bhqd,bhkd->bhqk", {2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 4, 6}, false},
-      {"...ij,jk", "xyij,jk->xyik", {2, 3, 4}, {4, 5}, {2, 3, 5}, true},
-      {"ij,kjl->lik", "ij,kjl->lik", {3, 4}, {2, 4, 5}, {5, 3, 2}, false},
-      {"ia,jb->ij", "ia,jb->ij", {3, 4}, {2, 5}, {3, 2}, false}};
+  const EinCase cases[] = {{"bhqd,bhkd->bhqk", "bhqd,bhkd->bhqk", {2, 3, 4, 5}, {2, 3, 6, 5}, {2, 3, 4, 6}, false},
+                           {"...ij,jk", "xyij,jk->xyik", {2, 3, 4}, {4, 5}, {2, 3, 5}, true},
+                           {"ij,kjl->lik", "ij,kjl->lik", {3, 4}, {2, 4, 5}, {5, 3, 2}, false},
+                           {"ia,jb->ij", "ia,jb->ij", {3, 4}, {2, 5}, {3, 2}, false}};
   for (const EinCase& c : cases) {
     SCOPED_TRACE(c.eq);
     testing::OnnxBuilder b(17);

@@ -25,7 +25,8 @@ bool wait_for(const std::atomic<bool>& flag) {
 TEST(ParallelFor, CallsEveryIndexOnce) {
   for (int threads : {1, 2, 5}) {
     std::vector<std::atomic<int>> calls(1000);
-    basin::parallel_for(1000, [&](int i) { ++calls[static_cast<size_t>(i)]; }, threads);
+    basin::parallel_for(
+        1000, [&](int i) { ++calls[static_cast<size_t>(i)]; }, threads);
     for (const auto& c : calls) ASSERT_EQ(c.load(), 1) << threads << " threads";
   }
   int none = 0;
@@ -65,7 +66,7 @@ TEST(ParallelFor, TheFirstErrorIsRethrownOnceEveryThreadIsDone) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "index 3");
   }
-  EXPECT_EQ(running.load(), 1);  // only the index that threw never finished
+  EXPECT_EQ(running.load(), 1);    // only the index that threw never finished
   EXPECT_LT(finished.load(), 99);  // the others stopped taking indices
 }
 

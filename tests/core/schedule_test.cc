@@ -232,10 +232,10 @@ INSTANTIATE_TEST_SUITE_P(AllOperators, SketchesOfEveryOperator, ::testing::Value
 
 TEST(Sketch, SymbolicLoweringWithValuesSubstitutedIsTheConcreteProgram) {
   std::mt19937_64 rng(5);
-  for (const char* spec : {"conv2d in_channels=8 out_channels=16 height=12 width=12",
-                           "depthwise_conv2d channels=8 height=10 width=10", "dense M=12 K=16 N=24",
-                           "batch_matmul B=2 M=8 K=12 N=16", "softmax shape=6,20", "layer_norm shape=4,12",
-                           "relu shape=3,4,16"}) {
+  for (const char* spec :
+       {"conv2d in_channels=8 out_channels=16 height=12 width=12", "depthwise_conv2d channels=8 height=10 width=10",
+        "dense M=12 K=16 N=24", "batch_matmul B=2 M=8 K=12 N=16", "softmax shape=6,20", "layer_norm shape=4,12",
+        "relu shape=3,4,16"}) {
     std::string s(spec);
     std::string op = s.substr(0, s.find(' '));
     ops::OpGraph g = ops::build_op(op, parse(s.substr(op.size())));
@@ -248,15 +248,16 @@ TEST(Sketch, SymbolicLoweringWithValuesSubstitutedIsTheConcreteProgram) {
         sched::Config cfg = sched::random_config(sk, rng);
         LoweredFunc concrete = sched::lower_sketch(g, sk, sched::concrete_knobs(cfg));
         LoweredFunc substituted = substitute_knobs(symbolic, sched::knob_substitution(sym, cfg));
-        EXPECT_EQ(to_string(substituted), to_string(concrete)) << op << " " << sk.name << " "
-                                                               << sched::config_to_json(sk, cfg);
+        EXPECT_EQ(to_string(substituted), to_string(concrete))
+            << op << " " << sk.name << " " << sched::config_to_json(sk, cfg);
       }
     }
   }
 }
 
 TEST(Sketch, AnchorSketchesOfAConvolution) {
-  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
+  ops::OpGraph g =
+      ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   std::set<std::string> names;
   for (const auto& s : sk) names.insert(s.name);
@@ -271,7 +272,8 @@ TEST(Sketch, StagedPaddingRunsInParallel) {
   // A staged producer is parallel over its first axis of more than one iteration: a
   // batch-1 convolution's padded input over its channels (it ran on one thread, 5 to
   // 10% of resnet18-c1, -c2 and -c6 on two threads; docs/PERFORMANCE.md@6bf7154, "Small loops unrolled by LLVM").
-  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
+  ops::OpGraph g =
+      ops::build_op("conv2d", parse("in_channels=16 out_channels=32 height=14 width=14 kernel=3 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   const sched::Sketch& s = sched::find_sketch(sk, "tile.vec=c.pack.acc2.stage");
   std::mt19937_64 rng(3);
@@ -394,11 +396,14 @@ std::string loop_kinds(const Stmt& s) {
 TEST(MarkUnrolled, UnrollsNestsWithinTheDepth) {
   Buffer b = make_buffer("b", DType::f32(), {Expr(64)});
   Var i("i"), j("j"), v("v");
-  Stmt inner = make_for(j, Expr(0), Expr(4), ForKind::Serial,
-                        make_for(v, Expr(0), Expr(8), ForKind::Vectorized, make_store(b, {Expr(i) * 32 + Expr(j) * 8 + v}, fconst(1.0))));
+  Stmt inner = make_for(
+      j, Expr(0), Expr(4), ForKind::Serial,
+      make_for(v, Expr(0), Expr(8), ForKind::Vectorized, make_store(b, {Expr(i) * 32 + Expr(j) * 8 + v}, fconst(1.0))));
   Stmt nest = make_for(i, Expr(0), Expr(2), ForKind::Serial, inner);
-  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(4), nest))), "serial unrolled vectorized ");
-  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(16), nest))), "unrolled unrolled vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(4), nest))),
+            "serial unrolled vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(16), nest))),
+            "unrolled unrolled vectorized ");
   EXPECT_EQ(loop_kinds(mark_unrolled(make_pragma("auto_unroll_max_step", Expr(0), nest))), "serial serial vectorized ");
   EXPECT_EQ(loop_kinds(mark_unrolled(nest)), "serial serial vectorized ");
 }
@@ -423,7 +428,8 @@ TEST(MarkUnrolled, CountsALaneByLaneVectorLoopOnceALane) {
   // A strided store, a strided load, a non-affine (gathered) load: 4 x 8 steps, over 16.
   EXPECT_EQ(loop_kinds(mark_unrolled(nest(strided, fconst(1.0)))), "serial vectorized ");
   EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {strided})))), "serial vectorized ");
-  EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {floormod(Expr(v) * Expr(v), Expr(1024))})))), "serial vectorized ");
+  EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {floormod(Expr(v) * Expr(v), Expr(1024))})))),
+            "serial vectorized ");
 }
 
 }  // namespace

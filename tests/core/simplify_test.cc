@@ -92,14 +92,23 @@ struct RandomExprGen {
       return vars[pick(0, vars.size() - 1)];
     }
     switch (pick(0, 11)) {
-      case 0: case 1: return gen(depth - 1) + gen(depth - 1);
-      case 2: return gen(depth - 1) - gen(depth - 1);
-      case 3: return gen(depth - 1) * Expr(pick(-4, 8));
-      case 4: return depth <= 2 ? gen(depth - 1) * gen(depth - 1) : gen(depth - 1) + Expr(1);
-      case 5: return floordiv(gen(depth - 1), Expr(pick(0, 4) == 0 ? -pick(1, 6) : pick(1, 16)));
-      case 6: return floormod(gen(depth - 1), Expr(pick(0, 4) == 0 ? -pick(1, 6) : pick(1, 16)));
-      case 7: return min(gen(depth - 1), gen(depth - 1));
-      case 8: return max(gen(depth - 1), gen(depth - 1));
+      case 0:
+      case 1:
+        return gen(depth - 1) + gen(depth - 1);
+      case 2:
+        return gen(depth - 1) - gen(depth - 1);
+      case 3:
+        return gen(depth - 1) * Expr(pick(-4, 8));
+      case 4:
+        return depth <= 2 ? gen(depth - 1) * gen(depth - 1) : gen(depth - 1) + Expr(1);
+      case 5:
+        return floordiv(gen(depth - 1), Expr(pick(0, 4) == 0 ? -pick(1, 6) : pick(1, 16)));
+      case 6:
+        return floormod(gen(depth - 1), Expr(pick(0, 4) == 0 ? -pick(1, 6) : pick(1, 16)));
+      case 7:
+        return min(gen(depth - 1), gen(depth - 1));
+      case 8:
+        return max(gen(depth - 1), gen(depth - 1));
       case 9: {
         Expr c = pick(0, 1) ? lt(gen(depth - 1), gen(depth - 1)) : eq(gen(depth - 1), gen(depth - 1));
         if (pick(0, 3) == 0) c = logical_not(c);
@@ -109,7 +118,8 @@ struct RandomExprGen {
         Expr c = logical_and(le(gen(depth - 1), gen(depth - 1)), ne(gen(depth - 1), Expr(pick(0, 4))));
         return select(logical_or(c, ge(gen(depth - 1), Expr(3))), gen(depth - 1), gen(depth - 1));
       }
-      default: return floordiv(gen(depth - 1), Expr(4)) * 4 + floormod(gen(depth - 1), Expr(4));
+      default:
+        return floordiv(gen(depth - 1), Expr(4)) * 4 + floormod(gen(depth - 1), Expr(4));
     }
   }
 };
@@ -138,8 +148,8 @@ TEST(SimplifyProperty, RandomExpressionsEvaluateEqual) {
       for (int k = 0; k < 3; ++k) vals[vs[k].id()] = g.pick(lo[k], hi[k]);
       int64_t want = evaluate_int(e, vals);
       int64_t got = evaluate_int(s, vals);
-      ASSERT_EQ(want, got) << "expr " << e << "\nsimplified " << s << "\na=" << vals[a.id()]
-                           << " b=" << vals[b.id()] << " c=" << vals[c.id()];
+      ASSERT_EQ(want, got) << "expr " << e << "\nsimplified " << s << "\na=" << vals[a.id()] << " b=" << vals[b.id()]
+                           << " c=" << vals[c.id()];
     }
   }
   // The rules must actually fire on a good share of the corpus.

@@ -14,8 +14,9 @@ namespace {
 TEST(TensorExpr, RecordsInputsAndOrdersProducersFirst) {
   te::Tensor a = te::placeholder("a", {4, 5});
   te::Tensor b = te::compute("b", {4, 5}, [&](const std::vector<Var>& i) { return a(i[0], i[1]) * 2.0; });
-  te::Tensor c = te::reduce("c", {4}, {5}, te::ReduceKind::Max,
-                            [&](const std::vector<Var>& i, const std::vector<Var>& r) { return b(i[0], r[0]) + a(i[0], r[0]); });
+  te::Tensor c =
+      te::reduce("c", {4}, {5}, te::ReduceKind::Max,
+                 [&](const std::vector<Var>& i, const std::vector<Var>& r) { return b(i[0], r[0]) + a(i[0], r[0]); });
   ASSERT_EQ(c.op()->inputs.size(), 2u);
   EXPECT_EQ(c.op()->inputs[0].name(), "b");
   EXPECT_EQ(c.op()->inputs[1].name(), "a");

@@ -33,9 +33,9 @@ using namespace basin;
 // on the size of the machine code (which varies with the CPU): the seed header from
 // tests/fuzz/make_corpus.py is valid on any machine.
 struct Compiled {
-  std::string magic;             // the bytes before the size
-  nlohmann::json kernels;        // each kernel's offset, size and parameters in `blobs`
-  std::string blobs;             // the weights, then each kernel's code
+  std::string magic;       // the bytes before the size
+  nlohmann::json kernels;  // each kernel's offset, size and parameters in `blobs`
+  std::string blobs;       // the weights, then each kernel's code
 };
 
 const Compiled& compiled() {
@@ -111,14 +111,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   file.append(reinterpret_cast<const char*>(digest.data()), digest.size());
   file += rest;
-  const std::string path =
-      fuzz::write_input("net.basin", reinterpret_cast<const uint8_t*>(file.data()), file.size());
+  const std::string path = fuzz::write_input("net.basin", reinterpret_cast<const uint8_t*>(file.data()), file.size());
   try {
     codegen::CompiledNetwork net = codegen::CompiledNetwork::load(path);
     // A network that loads runs on inputs of its shapes.
     std::vector<NDArray> in;
     for (const auto& t : net.inputs()) {
-      if (t.index_bound > 0) in.push_back(NDArray::random(t.dtype, t.shape, 0, static_cast<double>(t.index_bound - 1), 1));
+      if (t.index_bound > 0)
+        in.push_back(NDArray::random(t.dtype, t.shape, 0, static_cast<double>(t.index_bound - 1), 1));
       else in.push_back(NDArray::random(t.dtype, t.shape, -1, 1, 1));
     }
     net.run(in);

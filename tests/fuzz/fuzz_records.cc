@@ -30,7 +30,8 @@ std::string line(const std::string& text, size_t& pos) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   size_t pos = 0;
-  const std::string key = line(text, pos), config = line(text, pos), latencies = line(text, pos), confirm = line(text, pos);
+  const std::string key = line(text, pos), config = line(text, pos), latencies = line(text, pos),
+                    confirm = line(text, pos);
 
   const std::string path = (basin::fuzz::work_dir() / "records.db").string();
   std::remove(path.c_str());
@@ -47,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) __builtin_trap();
   sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "UPDATE records SET task_key = ?, config = ?, latencies_us = ?, confirm_us = ?", -1, &st, nullptr);
+  sqlite3_prepare_v2(db, "UPDATE records SET task_key = ?, config = ?, latencies_us = ?, confirm_us = ?", -1, &st,
+                     nullptr);
   const std::string* fields[] = {&key, &config, &latencies, &confirm};
   for (int i = 0; i < 4; ++i) sqlite3_bind_text(st, i + 1, fields[i]->c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st) != SQLITE_DONE) __builtin_trap();

@@ -20,7 +20,10 @@ inline const std::filesystem::path& work_dir() {
   static const std::filesystem::path dir = [] {
     std::filesystem::path d = std::filesystem::temp_directory_path() / ("basin_fuzz_" + std::to_string(getpid()));
     std::filesystem::create_directories(d);
-    std::atexit([] { std::error_code ec; std::filesystem::remove_all(work_dir(), ec); });
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(work_dir(), ec);
+    });
     return d;
   }();
   return dir;

@@ -27,8 +27,10 @@ std::string key(const std::string& op, const std::map<std::string, std::string>&
 }
 
 TEST(Dataset, CollectionResumesWithoutMeasuringTwice) {
-  std::string db = (std::filesystem::temp_directory_path() / ("basin_ds_" + std::to_string(::getpid()) + ".db")).string();
-  std::vector<std::string> tasks = {key("dense", {{"M", "16"}, {"K", "32"}, {"N", "24"}}), key("softmax", {{"shape", "8,40"}})};
+  std::string db =
+      (std::filesystem::temp_directory_path() / ("basin_ds_" + std::to_string(::getpid()) + ".db")).string();
+  std::vector<std::string> tasks = {key("dense", {{"M", "16"}, {"K", "32"}, {"N", "24"}}),
+                                    key("softmax", {{"shape", "8,40"}})};
   {
     search::RecordStore store(db);
     models::CollectOptions opt;
@@ -100,7 +102,8 @@ TEST(Dataset, ProgramsOverTheInstructionLimitAreErrorRecords) {
 // --repeat: every program of the task measured again after the others; the latency is
 // the median, the samples carry each measurement, a rerun repeats nothing twice.
 TEST(Dataset, RepeatMeasuresEveryProgramAgainAfterTheOthers) {
-  std::string db = (std::filesystem::temp_directory_path() / ("basin_ds_rep_" + std::to_string(::getpid()) + ".db")).string();
+  std::string db =
+      (std::filesystem::temp_directory_path() / ("basin_ds_rep_" + std::to_string(::getpid()) + ".db")).string();
   std::vector<std::string> tasks = {key("dense", {{"M", "16"}, {"K", "32"}, {"N", "24"}})};
   search::RecordStore store(db);
   models::CollectOptions opt;

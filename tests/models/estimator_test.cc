@@ -22,7 +22,8 @@ namespace basin {
 namespace {
 
 std::string temp(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("basin_estimator_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("basin_estimator_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 // A copy of `e` made through its file (saved, loaded back, the file removed).
@@ -58,7 +59,8 @@ std::vector<models::Sample> synthetic(int per_task, uint64_t seed) {
       for (int st = 0; st < smp.stores; ++st) {
         const float* f = &smp.features[st * relax::num_features()];
         auto raw = [&](int k) { return std::exp2(static_cast<double>(f[k])) - 1.0; };
-        t += raw(mul) / std::min(16.0, std::max(1.0, raw(lanes))) / std::min(2.0, std::max(1.0, raw(par))) + 0.05 * raw(bytes);
+        t += raw(mul) / std::min(16.0, std::max(1.0, raw(lanes))) / std::min(2.0, std::max(1.0, raw(par))) +
+             0.05 * raw(bytes);
       }
       smp.latency_us = 1 + t * 1e-3;
       out.push_back(smp);
@@ -314,7 +316,8 @@ TEST(Estimators, BadFilesFailNamingTheFile) {
   expect_error(write("corrupt.bin", corrupt), "corrupt");
   expect_error(write("truncated.bin", bytes.substr(0, bytes.size() - 100)), "truncated");
   std::string other = bytes;
-  const std::string version = " mlp " + std::to_string(relax::kFeatureVersion) + " ";  // the header's feature-set version
+  const std::string version =
+      " mlp " + std::to_string(relax::kFeatureVersion) + " ";  // the header's feature-set version
   const std::string bad = std::to_string(relax::kFeatureVersion + 5);
   ASSERT_NE(other.find(version), std::string::npos);
   other.replace(other.find(version) + 5, version.size() - 6, bad);
@@ -351,7 +354,8 @@ TEST(Estimators, EnsembleIsDifferentiableThroughItsMlp) {
   auto* d = dynamic_cast<models::DifferentiableEstimator*>(e.get());
   ASSERT_NE(d, nullptr);
   models::FeatureBatch b = models::FeatureBatch::of(data);
-  torch::Tensor x = torch::from_blob(b.values.data(), {b.batch, b.stores, b.features}, torch::kFloat32).clone().requires_grad_(true);
+  torch::Tensor x =
+      torch::from_blob(b.values.data(), {b.batch, b.stores, b.features}, torch::kFloat32).clone().requires_grad_(true);
   torch::Tensor m = torch::from_blob(b.mask.data(), {b.batch, b.stores}, torch::kFloat32).clone();
   torch::Tensor s = d->forward(x, m);
   s.sum().backward();
@@ -460,9 +464,13 @@ TEST(Estimators, MalformedEnsembleFilesFailNamingTheFile) {
   std::string p = temp("bad_ensemble.bin");
   models::detail::write_file(p, "ensemble", "{not json\nxyz");
   expect_error(p, "malformed ensemble header");
-  models::detail::write_file(p, "ensemble", R"({"mlp_bytes": 10, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})" "\nxyz");
+  models::detail::write_file(p, "ensemble",
+                             R"({"mlp_bytes": 10, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})"
+                             "\nxyz");
   expect_error(p, "do not add up");
-  models::detail::write_file(p, "ensemble", R"({"mlp_bytes": 3, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})" "\nxyz");
+  models::detail::write_file(p, "ensemble",
+                             R"({"mlp_bytes": 3, "gbt_bytes": 0, "mlp_scale": 1, "gbt_scale": 1})"
+                             "\nxyz");
   expect_error(p, "MLP header");
 }
 

@@ -52,8 +52,10 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
     models::CollectOptions opt;
     opt.per_task = 12;
     std::vector<std::string> tasks = {
-        sched::task_key(ops::build_op("dense", std::map<std::string, std::string>{{"M", "32"}, {"K", "64"}, {"N", "48"}})),
-        sched::task_key(ops::build_op("matmul", std::map<std::string, std::string>{{"M", "48"}, {"K", "32"}, {"N", "64"}}))};
+        sched::task_key(
+            ops::build_op("dense", std::map<std::string, std::string>{{"M", "32"}, {"K", "64"}, {"N", "48"}})),
+        sched::task_key(
+            ops::build_op("matmul", std::map<std::string, std::string>{{"M", "48"}, {"K", "32"}, {"N", "64"}}))};
     models::collect_random(store, tasks, opt);
     std::vector<models::Sample> samples = models::samples_from_records(store.all(), "llvm");
     ASSERT_GE(samples.size(), 20u);
@@ -75,9 +77,10 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
   ASSERT_EQ(ours.size(), python.size());
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], python[i], 1e-4 * (1 + std::abs(python[i])));
   // The module drives a tuning run: the gradient search descends through it.
-  std::string tune = run(std::string(BASIN_BINARY_DIR) + "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
-                         " --strategy gradient --trials 8 --batch 4 --json --estimator " + model +
-                         " --records " + (dir / "tune.db").string() + " 2>/dev/null",
+  std::string tune = run(std::string(BASIN_BINARY_DIR) +
+                             "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
+                             " --strategy gradient --trials 8 --batch 4 --json --estimator " +
+                             model + " --records " + (dir / "tune.db").string() + " 2>/dev/null",
                          &status);
   ASSERT_EQ(status, 0) << tune;
   auto j = nlohmann::json::parse(tune);
@@ -99,7 +102,9 @@ TEST(TorchScriptEstimator, AFailingModuleIsOneClearLine) {
                            "class M(torch.nn.Module):\n"
                            "    def __init__(self):\n"
                            "        super().__init__()\n"
-                           "        self.feature_version = " << relax::kFeatureVersion << "\n"
+                           "        self.feature_version = "
+                        << relax::kFeatureVersion
+                        << "\n"
                            "    def forward(self, x, mask):\n"
                            "        return x.sum(2).sum(1)\n"
                            "class Raises(M):\n"
@@ -119,9 +124,10 @@ TEST(TorchScriptEstimator, AFailingModuleIsOneClearLine) {
     const std::string model = (dir / (kind + ".pt")).string();
     std::string made = run("/usr/bin/python3 " + script + " " + model + " " + kind + " 2>&1", &status);
     ASSERT_EQ(status, 0) << made;
-    std::string err = run(std::string(BASIN_BINARY_DIR) + "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
-                          " --strategy gradient --trials 40 --quiet --estimator " + model +
-                          " --records " + (dir / (kind + ".db")).string() + " 2>&1 >/dev/null",
+    std::string err = run(std::string(BASIN_BINARY_DIR) +
+                              "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
+                              " --strategy gradient --trials 40 --quiet --estimator " +
+                              model + " --records " + (dir / (kind + ".db")).string() + " 2>&1 >/dev/null",
                           &status);
     EXPECT_NE(status, 0) << kind;
     EXPECT_NE(err.find(why), std::string::npos) << err;

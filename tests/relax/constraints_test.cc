@@ -35,12 +35,12 @@ TEST(Constraints, RegisterTileParallelWorkAndLanesOfAMatmul) {
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   const sched::Sketch s = sched::find_sketch(sk, "tile.vec=j.acc2");
   relax::RelaxedSketch rs(g, s, relax::TapeMode::Exact, 0.5, two_cores());
-  sched::Config fits{{{2, 2, 4}, {1, 2, 64}, {8}}, 64};    // 4 x 64 floats: 16 zmm
+  sched::Config fits{{{2, 2, 4}, {1, 2, 64}, {8}}, 64};     // 4 x 64 floats: 16 zmm
   sched::Config spills{{{1, 1, 16}, {1, 1, 64}, {8}}, 64};  // 16 x 64 floats: 64 zmm
   auto a = constraints_at(rs, fits), b = constraints_at(rs, spills);
   EXPECT_DOUBLE_EQ(a["register_tile"], 16 - 28);
   EXPECT_DOUBLE_EQ(b["register_tile"], 64 - 28);
-  EXPECT_DOUBLE_EQ(a["vector_lanes.0"], 0);  // 64 lanes: at the limit
+  EXPECT_DOUBLE_EQ(a["vector_lanes.0"], 0);     // 64 lanes: at the limit
   EXPECT_DOUBLE_EQ(a["parallel_work"], 2 - 4);  // outer tiles: i 64 / 16 = 4, j 128 / 128 = 1
   double pa = relax::penalty(&a["register_tile"], 1), pb = relax::penalty(&b["register_tile"], 1);
   EXPECT_EQ(pa, 0);
@@ -53,7 +53,8 @@ TEST(Constraints, RegisterTileParallelWorkAndLanesOfAMatmul) {
 // (1.6 times slower, spilling) is 28 + 6, over. Vectorized along the channels, the
 // weight is read along them alone: no rows.
 TEST(Constraints, RegisterTileCountsTheVectorOperandsRows) {
-  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=64 out_channels=64 height=56 width=56 kernel=3 padding=1"));
+  ops::OpGraph g =
+      ops::build_op("conv2d", parse("in_channels=64 out_channels=64 height=56 width=56 kernel=3 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   const sched::Sketch& by_w = sched::find_sketch(sk, "tile.vec=w.acc2.stage");
   relax::RelaxedSketch rw(g, by_w, relax::TapeMode::Exact, 0.5, two_cores());

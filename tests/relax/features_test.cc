@@ -75,7 +75,8 @@ TEST(Features, GpuFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     for (const sched::Sketch& s : sched::gpu_sketches(g)) {
       sched::KnobValues sym = sched::symbolic_knobs(s);
-      std::vector<relax::StoreFeatures> symbolic = relax::extract_features(sched::lower_sketch_structure(g, s, sym), gpu);
+      std::vector<relax::StoreFeatures> symbolic =
+          relax::extract_features(sched::lower_sketch_structure(g, s, sym), gpu);
       for (int t = 0; t < 5; ++t) {
         sched::Config c = sched::random_config(s, rng);
         auto at_point = relax::evaluate_features(symbolic, values_of(sched::knob_substitution(sym, c)));
@@ -124,9 +125,9 @@ TEST(Features, KnownGpuValuesOfADenseTile) {
   }
   EXPECT_NEAR(at(0, "gpu.vthreads"), 2, 1e-9);
   EXPECT_NEAR(at(1, "gpu.vthreads"), 1, 1e-9);  // the cooperative load
-  EXPECT_NEAR(at(3, "buf1.shared"), 1, 1e-9);    // the update reads both tiles from shared memory
+  EXPECT_NEAR(at(3, "buf1.shared"), 1, 1e-9);   // the update reads both tiles from shared memory
   EXPECT_NEAR(at(3, "buf2.shared"), 1, 1e-9);
-  EXPECT_NEAR(at(4, "buf1.shared"), 0, 1e-9);    // the output reads the accumulator
+  EXPECT_NEAR(at(4, "buf1.shared"), 0, 1e-9);  // the output reads the accumulator
 }
 
 TEST(Features, KnownValuesOfAMatmulTile) {
@@ -136,7 +137,8 @@ TEST(Features, KnownValuesOfAMatmulTile) {
   sched::Config c;
   c.factors = {{2, 2, 4}, {1, 2, 16}, {8}};  // i: 64 = 4 x 2 x 2 x 4; j: 128 = 4 x 1 x 2 x 16; k: 32 = 4 x 8
   c.unroll = 64;
-  auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c))), {});
+  auto f = relax::evaluate_features(
+      relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c))), {});
   const auto& names = relax::feature_names();
   auto at = [&](size_t store, const std::string& name) {
     for (size_t i = 0; i < names.size(); ++i)
@@ -181,15 +183,19 @@ TEST(Features, KnownValuesOfAMatmulTile) {
 // version 3, which saw only the innermost five levels; they ran in 848 and 967 us. The
 // traffic features see every level.
 TEST(Features, OuterTilesChangeTheTraffic) {
-  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=64 out_channels=64 height=56 width=56 kernel=3 padding=1"));
+  ops::OpGraph g =
+      ops::build_op("conv2d", parse("in_channels=64 out_channels=64 height=56 width=56 kernel=3 padding=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   auto features = [&](const std::string& json) {
     const sched::Sketch* s = nullptr;
     sched::Config c = sched::config_from_json(json, sk, "test", &s);
-    return relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+    return relax::evaluate_features(
+        relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
   };
-  auto a = features(R"({"sketch":"tile.vec=w.acc2.stage","splits":{"n":[1,1,1],"c":[1,2,8],"h":[1,28,2],"w":[1,1,14],"rc":[4],"rh":[1],"rw":[3]},"unroll":512})");
-  auto b = features(R"({"sketch":"tile.vec=w.acc2.stage","splits":{"n":[1,1,1],"c":[2,4,8],"h":[7,1,2],"w":[1,1,14],"rc":[1],"rh":[1],"rw":[3]},"unroll":512})");
+  auto a = features(
+      R"({"sketch":"tile.vec=w.acc2.stage","splits":{"n":[1,1,1],"c":[1,2,8],"h":[1,28,2],"w":[1,1,14],"rc":[4],"rh":[1],"rw":[3]},"unroll":512})");
+  auto b = features(
+      R"({"sketch":"tile.vec=w.acc2.stage","splits":{"n":[1,1,1],"c":[2,4,8],"h":[7,1,2],"w":[1,1,14],"rc":[1],"rh":[1],"rw":[3]},"unroll":512})");
   ASSERT_EQ(a.size(), b.size());
   const auto& names = relax::feature_names();
   int differ = 0;
@@ -215,14 +221,17 @@ TEST(Features, VectorStrideOfAGather) {
     return 0.0;
   };
   const sched::Sketch* s = nullptr;
-  sched::Config c = sched::config_from_json(R"({"sketch":"stages","splits":{"st0.v":[4],"st0.r":[16]},"unroll":0})", sk, "test", &s);
-  auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+  sched::Config c =
+      sched::config_from_json(R"({"sketch":"stages","splits":{"st0.v":[4],"st0.r":[16]},"unroll":0})", sk, "test", &s);
+  auto f = relax::evaluate_features(
+      relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
   bool gather = false;
   for (size_t st = 0; st < f.size(); ++st)
     if (std::abs(at(f, st, "buf1.vector_stride") - 65) < 1e-9) gather = true;
   EXPECT_TRUE(gather) << "no store reads x with 64 elements between its vector lanes";
   c = sched::config_from_json(R"({"sketch":"stages","splits":{"st0.v":[1],"st0.r":[16]},"unroll":0})", sk, "test", &s);
-  f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+  f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))),
+                               {});
   for (size_t st = 0; st < f.size(); ++st) EXPECT_LE(at(f, st, "buf1.vector_stride"), 1.0 + 1e-9) << st;
 }
 
@@ -231,7 +240,8 @@ double feature_total(const ops::OpGraph& g, const std::string& json, const std::
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
   const sched::Sketch* s = nullptr;
   sched::Config c = sched::config_from_json(json, sk, "test", &s);
-  auto f = relax::evaluate_features(relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
+  auto f = relax::evaluate_features(
+      relax::extract_features(sched::lower_sketch_structure(g, *s, sched::concrete_knobs(c))), {});
   const auto& names = relax::feature_names();
   double sum = 0;
   for (size_t i = 0; i < names.size(); ++i)

@@ -15,10 +15,10 @@ namespace {
 
 std::vector<sched::Sketch> suite_sketches() {
   std::vector<sched::Sketch> all;
-  for (const char* spec : {"conv2d in_channels=16 out_channels=32 height=14 width=14",
-                           "depthwise_conv2d channels=24 height=28 width=28", "dense M=128 K=768 N=3072",
-                           "batch_matmul B=12 M=128 K=64 N=128", "softmax shape=12,197", "layer_norm shape=197,768",
-                           "matmul M=257 K=64 N=96"}) {
+  for (const char* spec :
+       {"conv2d in_channels=16 out_channels=32 height=14 width=14", "depthwise_conv2d channels=24 height=28 width=28",
+        "dense M=128 K=768 N=3072", "batch_matmul B=12 M=128 K=64 N=128", "softmax shape=12,197",
+        "layer_norm shape=197,768", "matmul M=257 K=64 N=96"}) {
     std::string s(spec);
     std::string op = s.substr(0, s.find(' '));
     for (const sched::Sketch& sk : sched::cpu_sketches(ops::build_op(op, parse(s.substr(op.size())))))
@@ -97,7 +97,8 @@ TEST(KnobSpace, HitAndRunIsUniformOnAnInterval) {
   std::vector<int> bins(4);
   const int n = 4000;
   for (const Eigen::VectorXd& x : space.sample(n, rng, 50, 5)) bins[std::min(3, static_cast<int>(x(0) / 2))]++;
-  for (int b : bins) EXPECT_NEAR(b, n / 4, n * 0.05) << "bins " << bins[0] << " " << bins[1] << " " << bins[2] << " " << bins[3];
+  for (int b : bins)
+    EXPECT_NEAR(b, n / 4, n * 0.05) << "bins " << bins[0] << " " << bins[1] << " " << bins[2] << " " << bins[3];
 }
 
 TEST(KnobSpace, AwkwardExtentsAreGuarded) {
@@ -158,7 +159,8 @@ TEST(KnobSpace, GuardedSplitsTakeNonDivisorTilesUpToTheExtent) {
 // measured 2 programs with the whole row in the register tile, annealing 395, and
 // annealing's were the fastest).
 TEST(KnobSpace, TheNearestTilingKeepsATileThatIsAProductOfPrimes) {
-  ops::OpGraph g = ops::build_op("conv2d", parse("in_channels=256 out_channels=512 height=14 width=14 stride=2 padding=1"));
+  ops::OpGraph g =
+      ops::build_op("conv2d", parse("in_channels=256 out_channels=512 height=14 width=14 stride=2 padding=1"));
   for (const sched::Sketch& s : sched::cpu_sketches(g)) {
     if (s.name != "tile.vec=c.pack.acc2.stage") continue;
     relax::KnobSpace space(s);
@@ -172,7 +174,10 @@ TEST(KnobSpace, TheNearestTilingKeepsATileThatIsAProductOfPrimes) {
     for (int i = 0; i < space.unroll_var(); ++i) {
       const auto& pv = space.exponent_vars()[static_cast<size_t>(i)];
       if (pv.split != w) continue;
-      x(i) = pv.level != inner ? 0.0 : pv.prime == 2 ? 2.0 : pv.prime == 7 ? std::log2(7.0 / 4.0) / std::log2(7.0) : 0.0;
+      x(i) = pv.level != inner ? 0.0
+             : pv.prime == 2   ? 2.0
+             : pv.prime == 7   ? std::log2(7.0 / 4.0) / std::log2(7.0)
+                               : 0.0;
     }
     ASSERT_TRUE(space.contains(x, 1e-9));
     EXPECT_NEAR(space.factors(x)[static_cast<size_t>(w)][static_cast<size_t>(inner)], 7.0, 1e-9);

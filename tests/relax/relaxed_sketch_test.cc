@@ -44,7 +44,7 @@ TEST(Tape, EqualSubexpressionsCompileOnceAndConstantsFoldInTheTapesMode) {
   auto k = [](int64_t v) { return int_imm(DType::index(), v); };
   auto part = [&] { return x * k(4) + y; };  // a new expression at each call
   const Expr out = part() * part() + floordiv(k(7), k(2)) + select(lt(k(1), k(2)), k(10), k(0));
-  const double in[] = {1, 2, 0, 1};  // two rows: (x, y) = (1, 2), (0, 1)
+  const double in[] = {1, 2, 0, 1};             // two rows: (x, y) = (1, 2), (0, 1)
   const double sig = 1 / (1 + std::exp(-2.0));  // the relaxed 1 < 2 at tau 0.5
   for (relax::TapeMode mode : {relax::TapeMode::Exact, relax::TapeMode::Relaxed}) {
     const bool exact = mode == relax::TapeMode::Exact;
@@ -130,8 +130,9 @@ TEST(RelaxedSketch, GradientsAgreeWithCentralFiniteDifferences) {
           }
           ++checked;
           if (std::abs(fd - gx[v]) / scale < 1e-3) ++agreed;
-          else ADD_FAILURE() << t.op << " " << s.name << " " << rs.space().var_names()[v] << ": analytic " << gx[v]
-                             << ", finite differences " << fd;
+          else
+            ADD_FAILURE() << t.op << " " << s.name << " " << rs.space().var_names()[v] << ": analytic " << gx[v]
+                          << ", finite differences " << fd;
         }
       }
     }
@@ -212,7 +213,8 @@ TEST(RelaxedSketch, EvaluateInChunksEqualsForwardOnSeveralThreads) {
               ASSERT_TRUE(std::isnan(got[i])) << t.op << " " << s.name << " at " << i;
               continue;
             }
-            ASSERT_NEAR(got[i], want[i], 1e-12 * std::max(1.0, std::abs(want[i]))) << t.op << " " << s.name << " at " << i;
+            ASSERT_NEAR(got[i], want[i], 1e-12 * std::max(1.0, std::abs(want[i])))
+                << t.op << " " << s.name << " at " << i;
           }
         };
         for (int k = 0; k < 2; ++k) {

@@ -54,8 +54,7 @@ TEST(TorchBridge, ValuesAreTheEvaluators) {
 // An MLP over each store's features, summed over stores, plus the constraint penalty.
 struct Head {
   torch::nn::Sequential mlp;
-  explicit Head(int features)
-      : mlp(torch::nn::Linear(features, 16), torch::nn::Tanh(), torch::nn::Linear(16, 1)) {
+  explicit Head(int features) : mlp(torch::nn::Linear(features, 16), torch::nn::Tanh(), torch::nn::Linear(16, 1)) {
     mlp->to(torch::kFloat64);
   }
   torch::Tensor loss(relax::RelaxedSketch& rs, const torch::Tensor& x) {

@@ -147,7 +147,8 @@ TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
   EXPECT_GT(r.tasks[2].best_us, 0);
   EXPECT_EQ(r.estimated_latency_us, 0);  // no estimate while a task has no program
   bool named = false;
-  for (const auto& l : logs) named |= l.find("retired") != std::string::npos && l.find(p.tasks[1].label) != std::string::npos;
+  for (const auto& l : logs)
+    named |= l.find("retired") != std::string::npos && l.find(p.tasks[1].label) != std::string::npos;
   EXPECT_TRUE(named);
   // Compilation names the untuned task and falls back to its default program.
   std::vector<int> untuned;

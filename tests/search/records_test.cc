@@ -217,7 +217,8 @@ TEST(Records, CudaRecordsNameTheGpuNotTheCpu) {
   s.add(gpu_named);
   EXPECT_EQ(s.best("dense(K=32,M=16,N=32)", "cuda")->config, "{\"h\":1}");
   EXPECT_FALSE(s.contains("dense(K=32,M=16,N=32)", "cuda", "tile.vec=j.acc2", "{\"h\":2}", "NVIDIA H200 (sm_90)"));
-  EXPECT_TRUE(s.contains("dense(K=32,M=16,N=32)", "cuda", "tile.vec=j.acc2", "{\"h\":2}", "NVIDIA H100 80GB HBM3 (sm_90)"));
+  EXPECT_TRUE(
+      s.contains("dense(K=32,M=16,N=32)", "cuda", "tile.vec=j.acc2", "{\"h\":2}", "NVIDIA H100 80GB HBM3 (sm_90)"));
 }
 
 // A latency belongs to the code as much as to the machine: a record names the code
@@ -386,8 +387,9 @@ TEST(Records, ASchema4FileIsUpgradedAndItsRecordsHaveAnUnknownCodeGeneration) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "ALTER TABLE records DROP COLUMN codegen; PRAGMA user_version=4;", nullptr, nullptr, nullptr),
-            SQLITE_OK)
+  ASSERT_EQ(
+      sqlite3_exec(db, "ALTER TABLE records DROP COLUMN codegen; PRAGMA user_version=4;", nullptr, nullptr, nullptr),
+      SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
   search::RecordStore s(path);
@@ -467,8 +469,9 @@ TEST(Records, AReadOnlyStoreChangesNoFile) {
   std::string foreign = temp_path("foreign");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');", nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine');", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   const std::string before = bytes(foreign);
   try {
@@ -539,11 +542,13 @@ TEST(Records, ADamagedRecordFailsAloneAndNamesItself) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, ("UPDATE records SET latencies_us = '[1, oops' WHERE id = " + std::to_string(bad_id)).c_str(),
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, ("UPDATE records SET confirm_us = '{\"a\": 1}' WHERE id = " + std::to_string(bad_id + 1)).c_str(),
-                         nullptr, nullptr, nullptr),
+  ASSERT_EQ(
+      sqlite3_exec(db, ("UPDATE records SET latencies_us = '[1, oops' WHERE id = " + std::to_string(bad_id)).c_str(),
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(
+                db, ("UPDATE records SET confirm_us = '{\"a\": 1}' WHERE id = " + std::to_string(bad_id + 1)).c_str(),
+                nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
   search::RecordStore s(path);

@@ -31,8 +31,12 @@ inline ops::OpGraph small_gemm() { return ops::build_op("matmul", {{"M", "64"}, 
 
 inline std::vector<ops::OpGraph> move_tasks() {
   return {small_gemm(),
-          ops::build_op("conv2d", {{"in_channels", "16"}, {"out_channels", "32"}, {"height", "14"}, {"width", "14"},
-                                   {"kernel", "3"}, {"padding", "1"}}),
+          ops::build_op("conv2d", {{"in_channels", "16"},
+                                   {"out_channels", "32"},
+                                   {"height", "14"},
+                                   {"width", "14"},
+                                   {"kernel", "3"},
+                                   {"padding", "1"}}),
           ops::build_op("dense", {{"M", "197"}, {"K", "64"}, {"N", "96"}}),
           ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}})};
 }
@@ -46,7 +50,7 @@ inline LoweredFunc repeated(const LoweredFunc& f, int64_t times) {
 
 // The program of `space` a configuration's JSON names; `s`, where given, gets its sketch.
 inline search::Candidate parse_program(search::TaskSpace& space, const std::string& json,
-                                const sched::Sketch** s = nullptr) {
+                                       const sched::Sketch** s = nullptr) {
   const sched::Sketch* sketch = nullptr;
   const sched::Config c = sched::config_from_json(json, space.sketches(), "test", &sketch);
   if (s) *s = sketch;
@@ -54,8 +58,8 @@ inline search::Candidate parse_program(search::TaskSpace& space, const std::stri
 }
 
 // n distinct random programs of `space` into history (latencies 200, 201, ...).
-inline void measure_random(const search::TaskSpace& space, uint64_t seed, size_t n, std::vector<search::Measured>& history,
-                    std::unordered_set<std::string>& measured) {
+inline void measure_random(const search::TaskSpace& space, uint64_t seed, size_t n,
+                           std::vector<search::Measured>& history, std::unordered_set<std::string>& measured) {
   std::mt19937_64 rng(seed);
   while (history.size() < n) {
     search::Candidate c = space.random(rng);
@@ -65,7 +69,7 @@ inline void measure_random(const search::TaskSpace& space, uint64_t seed, size_t
 
 // The programs of `got` that are reshapes of `parent`'s register tile.
 inline std::vector<search::Candidate> reshapes_in(const search::TaskSpace& space, const search::Candidate& parent,
-                                          const std::vector<search::Candidate>& got) {
+                                                  const std::vector<search::Candidate>& got) {
   std::set<std::string> all;
   for (const search::Candidate& r : space.reshaped_tiles(parent)) all.insert(r.json);
   std::vector<search::Candidate> out;

@@ -82,7 +82,8 @@ TEST(TaskSpace, SamplesInOneBatchAreEachProgramsOwn) {
     const models::Sample alone = space.samples({cs[i]}).at(0);
     EXPECT_EQ(batch[i].stores, alone.stores) << cs[i].json;
     EXPECT_EQ(batch[i].features, alone.features) << cs[i].json;
-    EXPECT_EQ(batch[i].features.size(), static_cast<size_t>(alone.stores) * relax::num_features(relax::FeatureSet::Cpu));
+    EXPECT_EQ(batch[i].features.size(),
+              static_cast<size_t>(alone.stores) * relax::num_features(relax::FeatureSet::Cpu));
     EXPECT_EQ(batch[i].config, cs[i].json);
     stores.insert(batch[i].stores);
   }
@@ -213,11 +214,11 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
   const ops::Workload& w = ops::find_workload("resnet18-c12");
   search::TaskSpace space(ops::build_op(w.op, w.params));
   const sched::Sketch* s = nullptr;
-  const search::Candidate parent = parse_program(
-      space,
-      R"({"sketch":"tile.vec=c.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,16],"h":[7,1,1],"w":[7,1,1],)"
-      R"("rc":[8],"rh":[3],"rw":[3]},"unroll":512})",
-      &s);
+  const search::Candidate parent =
+      parse_program(space,
+                    R"({"sketch":"tile.vec=c.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,16],"h":[7,1,1],"w":[7,1,1],)"
+                    R"("rc":[8],"rh":[3],"rw":[3]},"unroll":512})",
+                    &s);
   EXPECT_EQ(space.tile_registers(parent, 64), 1);
   EXPECT_EQ(space.tile_registers(parent, 32), 2);
   const std::vector<search::Candidate> full = space.filled_tiles(parent, 28, 64);
@@ -276,7 +277,8 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
   // Whole tiles have no partial tile at an edge: on AVX2, C12's 7 x 7 output makes the
   // fullest 8 channels by a whole row or column of 7 (the fastest tile there, session
   // 56), where the fullest of all are 12 with partial tiles (4 x 3 of 7 x 7).
-  const std::vector<search::Candidate> whole = space.filled_tiles(parent, 12, 32, /*fullest_only=*/true, /*whole_only=*/true);
+  const std::vector<search::Candidate> whole =
+      space.filled_tiles(parent, 12, 32, /*fullest_only=*/true, /*whole_only=*/true);
   ASSERT_FALSE(whole.empty());
   for (const search::Candidate& f : whole) {
     const std::vector<int64_t> t = space.register_tile(f);
@@ -305,11 +307,11 @@ TEST(TaskSpace, FilledTilesCountTheVectorOperandsRows) {
   const ops::Workload& w = ops::find_workload("resnet18-c2");
   search::TaskSpace space(ops::build_op(w.op, w.params));
   const sched::Sketch* s = nullptr;
-  const search::Candidate parent = parse_program(
-      space,
-      R"({"sketch":"tile.vec=w.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,2],"h":[2,1,14],"w":[2,1,7],)"
-      R"("rc":[16],"rh":[3],"rw":[1]},"unroll":1024})",
-      &s);
+  const search::Candidate parent =
+      parse_program(space,
+                    R"({"sketch":"tile.vec=w.acc1.stage","splits":{"n":[1,1,1],"c":[32,1,2],"h":[2,1,14],"w":[2,1,7],)"
+                    R"("rc":[16],"rh":[3],"rw":[1]},"unroll":1024})",
+                    &s);
   EXPECT_EQ(s->vector_operand_axes, (std::vector<int>{0, 2, 3}));  // n, h, w
   const sched::Sketch& by_c = space.sketches()[static_cast<size_t>(space.sketch_index("tile.vec=c.acc1.stage"))];
   EXPECT_EQ(by_c.vector_operand_axes, (std::vector<int>{1}));
@@ -382,9 +384,8 @@ TEST(TaskSpace, FilledTilesOfEqualRegistersPutTheFewestLoadsFirst) {
   const ops::Workload& c2 = ops::find_workload("resnet18-c2");
   search::TaskSpace conv(ops::build_op(c2.op, c2.params));
   const search::Candidate by_w = parse_program(
-      conv,
-      R"({"sketch":"tile.vec=w.acc1.stage","splits":{"n":[1,1,1],"c":[4,1,16],"h":[56,1,1],"w":[7,1,8],)"
-      R"("rc":[8],"rh":[3],"rw":[3]},"unroll":512})");
+      conv, R"({"sketch":"tile.vec=w.acc1.stage","splits":{"n":[1,1,1],"c":[4,1,16],"h":[56,1,1],"w":[7,1,8],)"
+            R"("rc":[8],"rh":[3],"rw":[3]},"unroll":512})");
   EXPECT_EQ(conv.tile_loads(by_w, 64), 17);  // 16 x 1 x 8
   EXPECT_FALSE(conv.sketches()[static_cast<size_t>(by_w.sketch)].vector_operand_strided);
   // Along the output channels, the weight (c, rc, rh, rw) is strided unless packed.
@@ -414,7 +415,8 @@ TEST(TaskSpace, CandidateFeaturesAreTheTrainingFeatures) {
       for (int st = 0; st < b.stores; ++st) {
         EXPECT_EQ(b.mask[i * b.stores + st], st < s.stores ? 1.0f : 0.0f);
         for (int f = 0; st < s.stores && f < b.features; ++f)
-          EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f], s.features[st * b.features + f]);
+          EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f],
+                    s.features[st * b.features + f]);
       }
     }
   }
@@ -445,7 +447,8 @@ TEST(TaskSpace, EvaluatorsBuiltTogetherAreThoseBuiltAlone) {
         ASSERT_EQ(built.num_constraints(), alone.num_constraints());
         const int batch = 4, nv = built.num_vars();
         std::vector<double> x;
-        for (const Eigen::VectorXd& p : built.space().sample(batch, rng, 20, 5)) x.insert(x.end(), p.data(), p.data() + nv);
+        for (const Eigen::VectorXd& p : built.space().sample(batch, rng, 20, 5))
+          x.insert(x.end(), p.data(), p.data() + nv);
         const size_t nf = static_cast<size_t>(batch) * built.num_stores() * built.num_features();
         const size_t nc = static_cast<size_t>(batch) * built.num_constraints();
         std::vector<double> f1(nf), f2(nf), c1(nc), c2(nc), g1(x.size()), g2(x.size()), up(nf, 1.0);

@@ -140,12 +140,15 @@ TEST(Strategies, OptionsSetBySpec) {
 TEST(Strategies, SearchTheGpuSpace) {
   const int gpu_features = relax::num_features(relax::FeatureSet::Gpu);
   for (const ops::OpGraph& g : {ops::build_op("dense", {{"M", "256"}, {"N", "256"}, {"K", "256"}}),
-                                ops::build_op("conv2d", {{"in_channels", "16"}, {"out_channels", "32"}, {"height", "14"},
-                                                         {"width", "14"}, {"kernel", "3"}, {"padding", "1"}}),
+                                ops::build_op("conv2d", {{"in_channels", "16"},
+                                                         {"out_channels", "32"},
+                                                         {"height", "14"},
+                                                         {"width", "14"},
+                                                         {"kernel", "3"},
+                                                         {"padding", "1"}}),
                                 ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "64,197"}})}) {
     search::TaskSpace space(g, "cuda");
-    for (const sched::Sketch& s : space.sketches())
-      EXPECT_TRUE(sched::is_gpu_rule(s.rule)) << s.name;
+    for (const sched::Sketch& s : space.sketches()) EXPECT_TRUE(sched::is_gpu_rule(s.rule)) << s.name;
     std::mt19937_64 r0(2);
     std::vector<search::Candidate> cs;
     std::unordered_set<std::string> seen;
@@ -164,10 +167,11 @@ TEST(Strategies, SearchTheGpuSpace) {
       ASSERT_EQ(smp.features.size(), static_cast<size_t>(smp.stores) * gpu_features);
       for (int st = 0; st < smp.stores; ++st)
         for (int f = 0; f < gpu_features; ++f)
-          EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f], smp.features[st * gpu_features + f]);
+          EXPECT_EQ(b.values[(static_cast<size_t>(i) * b.stores + st) * b.features + f],
+                    smp.features[st * gpu_features + f]);
       const sched::Sketch& sk = space.sketches()[cs[i].sketch];
       double threads = sk.rule == sched::SketchRule::GpuTile ? sched::gpu_tile_use(sk, cs[i].config).threads
-                                                               : cs[i].config.factors[0][0];
+                                                             : cs[i].config.factors[0][0];
       smp.latency_us = 10 + std::abs(std::log2(threads / 256.0)) + (i % 7) * 0.1;
       samples.push_back(smp);
       if (i < 20) {
@@ -340,7 +344,8 @@ TEST(Strategies, GradientTriesTheFastestTilingInSiblingSketches) {
   for (const search::Candidate& c : sib) farthest = std::max(farthest, space.sketch_distance(best.sketch, c.sketch));
   for (int s = 0; s < static_cast<int>(space.sketches().size()); ++s) {
     search::Candidate out;
-    if (!space.transplant(best, s, &out) || std::any_of(sib.begin(), sib.end(), [&](const search::Candidate& c) { return c.sketch == s; }))
+    if (!space.transplant(best, s, &out) ||
+        std::any_of(sib.begin(), sib.end(), [&](const search::Candidate& c) { return c.sketch == s; }))
       continue;
     EXPECT_GE(space.sketch_distance(best.sketch, s), farthest) << space.sketches()[s].name;
   }
@@ -391,7 +396,8 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
   std::mt19937_64 rng(2);
   search::SearchState state{space, mlp.get(), history, measured, rng};
   std::set<int64_t> first = depths_in(search::make_strategy("gradient")->propose(state, n));
-  EXPECT_TRUE(first.count(0) && first.count(64)) << "the nearest depths, 0 and 64; got " << ::testing::PrintToString(first);
+  EXPECT_TRUE(first.count(0) && first.count(64))
+      << "the nearest depths, 0 and 64; got " << ::testing::PrintToString(first);
   // Those measured (slower), the farther ones follow.
   for (int64_t u : {0, 64}) {
     sched::Config c = fast.config;
@@ -455,8 +461,8 @@ TEST(Strategies, GradientProbesTheFastestProgramsReductionBlock) {
   std::mt19937_64 rng(2);
   search::SearchState state{space, mlp.get(), history, measured, rng};
   std::set<int64_t> first = blocks_in(search::make_strategy("gradient")->propose(state, n));
-  EXPECT_TRUE(first.count(1) && first.count(16)) << "1, the farthest from 256, then 16 between; got "
-                                                 << ::testing::PrintToString(first);
+  EXPECT_TRUE(first.count(1) && first.count(16))
+      << "1, the farthest from 256, then 16 between; got " << ::testing::PrintToString(first);
   for (int64_t b : {1, 16}) {  // measured, slower
     sched::Config c = fast.config;
     c.factors[k] = {b};
@@ -654,9 +660,8 @@ TEST(Strategies, GradientFirstBatchGivesEverySketchAWholeFillingTile) {
     for (const search::Candidate& c : search::make_strategy(spec)->propose(state, n)) {
       // c's tile among the fullest whole ones its own configuration makes.
       const std::vector<search::Candidate> top = space.filled_tiles(c, registers, vb, true, /*whole_only=*/true);
-      if (std::any_of(top.begin(), top.end(), [&](const search::Candidate& t) {
-            return space.register_tile(t) == space.register_tile(c);
-          }))
+      if (std::any_of(top.begin(), top.end(),
+                      [&](const search::Candidate& t) { return space.register_tile(t) == space.register_tile(c); }))
         sketches.insert(c.sketch);
     }
     return sketches;
@@ -795,7 +800,8 @@ TEST(Strategies, SketchCapsShareTwoPlacesAndTheMarginShrinksWithEvidence) {
   search::detail::cap_ranked(ranked, {false, true, true, false}, 2);
   std::vector<std::string> got;
   for (const search::Candidate& c : ranked) got.push_back(c.json);
-  EXPECT_EQ(got, std::vector<std::string>({"0/0", "1/1", "2/2", "3/3", "0/10", "3/13", "0/20", "3/23", "0/30", "3/33"}));
+  EXPECT_EQ(got,
+            std::vector<std::string>({"0/0", "1/1", "2/2", "3/3", "0/10", "3/13", "0/20", "3/23", "0/30", "3/33"}));
   // Nothing capped: nothing cut.
   search::detail::cap_ranked(ranked, {false, false, false, false}, 2);
   EXPECT_EQ(ranked.size(), 10u);
@@ -808,28 +814,31 @@ TEST(Strategies, SketchCapsShareTwoPlacesAndTheMarginShrinksWithEvidence) {
 TEST(Strategies, SmallSpacesNeverRepeatAProgram) {
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
   std::unique_ptr<models::Estimator> roofline = models::make_estimator("roofline");
-  for (const ops::OpGraph& task :
-       {ops::build_op("conv2d", {{"in_channels", "3"}, {"out_channels", "4"}, {"height", "8"}, {"width", "8"},
-                                 {"kernel", "3"}, {"padding", "1"}}),
-        ops::build_op("dense", {{"M", "1"}, {"K", "64"}, {"N", "10"}}),
-        ops::build_op("max_pool2d", {{"channels", "4"}, {"height", "8"}, {"width", "8"}})})
-  for (const std::string& name : search::strategy_names()) {
-    search::TaskSpace space(task);
-    models::Estimator* est = name == "gradient" ? mlp.get() : name == "random" ? nullptr : roofline.get();
-    std::unique_ptr<search::Strategy> s = search::make_strategy(name);
-    std::vector<search::Measured> history;
-    std::unordered_set<std::string> measured;
-    std::mt19937_64 rng(3);
-    for (int round = 0; round < 12; ++round) {
-      search::SearchState state{space, est, history, measured, rng};
-      std::vector<search::Candidate> got = s->propose(state, 32);
-      if (got.empty()) break;
-      for (const search::Candidate& c : got) {
-        ASSERT_TRUE(measured.insert(c.json).second) << name << " round " << round << " repeats " << c.json;
-        history.push_back({c, 1.0 + static_cast<double>(std::hash<std::string>()(c.json) % 1000)});
+  for (const ops::OpGraph& task : {ops::build_op("conv2d", {{"in_channels", "3"},
+                                                            {"out_channels", "4"},
+                                                            {"height", "8"},
+                                                            {"width", "8"},
+                                                            {"kernel", "3"},
+                                                            {"padding", "1"}}),
+                                   ops::build_op("dense", {{"M", "1"}, {"K", "64"}, {"N", "10"}}),
+                                   ops::build_op("max_pool2d", {{"channels", "4"}, {"height", "8"}, {"width", "8"}})})
+    for (const std::string& name : search::strategy_names()) {
+      search::TaskSpace space(task);
+      models::Estimator* est = name == "gradient" ? mlp.get() : name == "random" ? nullptr : roofline.get();
+      std::unique_ptr<search::Strategy> s = search::make_strategy(name);
+      std::vector<search::Measured> history;
+      std::unordered_set<std::string> measured;
+      std::mt19937_64 rng(3);
+      for (int round = 0; round < 12; ++round) {
+        search::SearchState state{space, est, history, measured, rng};
+        std::vector<search::Candidate> got = s->propose(state, 32);
+        if (got.empty()) break;
+        for (const search::Candidate& c : got) {
+          ASSERT_TRUE(measured.insert(c.json).second) << name << " round " << round << " repeats " << c.json;
+          history.push_back({c, 1.0 + static_cast<double>(std::hash<std::string>()(c.json) % 1000)});
+        }
       }
     }
-  }
 }
 
 TEST(Strategies, UntrainedEstimatorFallsBackToRandom) {

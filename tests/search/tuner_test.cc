@@ -45,7 +45,8 @@ void remove_db(const std::string& p) {
 }
 std::string temp_db(const std::string& name) {
   std::string p =
-      (std::filesystem::temp_directory_path() / ("basin_tuner_" + name + "_" + std::to_string(::getpid()) + ".db")).string();
+      (std::filesystem::temp_directory_path() / ("basin_tuner_" + name + "_" + std::to_string(::getpid()) + ".db"))
+          .string();
   remove_db(p);
   temp_files().push_back(p);
   return p;
@@ -211,7 +212,8 @@ CopiedRun tune_from_a_changed_copy(const char* name, const std::function<void(se
 
 TEST_F(Tuner, AnotherMachinesRecordsAreLeftOutAndMeasuredAgain) {
   // The same file, copied to a machine that is not this one.
-  CopiedRun run = tune_from_a_changed_copy("other_host", [](search::Record& r) { r.host = "Elsewhere CPU, 8 cores, avx512"; });
+  CopiedRun run =
+      tune_from_a_changed_copy("other_host", [](search::Record& r) { r.host = "Elsewhere CPU, 8 cores, avx512"; });
   EXPECT_EQ(run.first.measured, 6);
   EXPECT_EQ(run.first.other_host, 0);
   const search::TuneResult& r = run.second;
@@ -519,11 +521,12 @@ TEST_F(Tuner, AResultAskedForMidRoundStillConfirmsTheBest) {
   });
   search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
   int asked = 0;
-  EXPECT_EQ(tuner.round(4, [&] {
-    ++asked;
-    tuner.result();
-    return false;
-  }),
+  EXPECT_EQ(tuner.round(4,
+                        [&] {
+                          ++asked;
+                          tuner.result();
+                          return false;
+                        }),
             4);
   EXPECT_GT(asked, 0);
   const search::TuneResult& r = tuner.result();
@@ -724,9 +727,9 @@ TEST_F(Tuner, InterleavedStrategiesTakeTurnsRoundByRound) {
   for (const search::Record& r : rb) EXPECT_EQ(r.estimator_version.rfind("annealing", 0), 0u) << r.estimator_version;
   // Two strategies cannot share a records file: each would resume from the other's.
   search::RecordStore again(db_a);
-  EXPECT_THROW(search::tune_interleaved(small_gemm(), {{random.get(), nullptr, &a}, {annealing.get(), gbt.get(), &again}},
-                                        opt),
-               Error);
+  EXPECT_THROW(
+      search::tune_interleaved(small_gemm(), {{random.get(), nullptr, &a}, {annealing.get(), gbt.get(), &again}}, opt),
+      Error);
   std::remove(db_a.c_str());
   std::remove(db_b.c_str());
 }

@@ -34,11 +34,39 @@ TEST(Cli, OpsJsonListsEveryDesignOperator) {
     names.insert(op["name"].get<std::string>());
     EXPECT_FALSE(op["params"].empty()) << op["name"];
   }
-  for (const char* op : {"dense", "matmul", "batch_matmul", "conv1d", "conv2d", "conv3d", "conv2d_transpose",
-                         "max_pool2d", "avg_pool2d", "global_avg_pool2d", "add", "pow", "gelu", "hardswish",
-                         "batch_norm", "softmax", "log_softmax", "layer_norm", "rms_norm", "sum", "mean",
-                         "reshape", "transpose", "concat", "split", "slice", "pad", "gather", "embedding",
-                         "broadcast_to", "squeeze", "unsqueeze", "resize"})
+  for (const char* op : {"dense",
+                         "matmul",
+                         "batch_matmul",
+                         "conv1d",
+                         "conv2d",
+                         "conv3d",
+                         "conv2d_transpose",
+                         "max_pool2d",
+                         "avg_pool2d",
+                         "global_avg_pool2d",
+                         "add",
+                         "pow",
+                         "gelu",
+                         "hardswish",
+                         "batch_norm",
+                         "softmax",
+                         "log_softmax",
+                         "layer_norm",
+                         "rms_norm",
+                         "sum",
+                         "mean",
+                         "reshape",
+                         "transpose",
+                         "concat",
+                         "split",
+                         "slice",
+                         "pad",
+                         "gather",
+                         "embedding",
+                         "broadcast_to",
+                         "squeeze",
+                         "unsqueeze",
+                         "resize"})
     EXPECT_TRUE(names.count(op)) << op;
 }
 
@@ -106,7 +134,9 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
   {
     std::string cfg = ::testing::TempDir() + "/basin_cli_cfg.json";
     FILE* f = std::fopen(cfg.c_str(), "w");
-    std::fputs(R"({"sketch": "tile.vec=j.pack.acc2", "splits": {"i": [2, 2, 4], "j": [1, 2, 16], "k": [8]}, "unroll": 64})", f);
+    std::fputs(
+        R"({"sketch": "tile.vec=j.pack.acc2", "splits": {"i": [2, 2, 4], "j": [1, 2, 16], "k": [8]}, "unroll": 64})",
+        f);
     std::fclose(f);
     Result c = run("op --workload gemm-256 --config " + cfg + " --timing quick --json");
     ASSERT_EQ(c.code, 0) << c.out;
@@ -132,7 +162,8 @@ TEST(Cli, OpVerifiesAgainstLibTorch) {
 TEST(Cli, ThePeerRunsOnBasinsThreads) {
   Result all = run("op --workload gemm-256 --compare --timing quick --json");
   ASSERT_EQ(all.code, 0);
-  EXPECT_EQ(nlohmann::json::parse(all.out)["torch_threads"].get<int>(), static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_EQ(nlohmann::json::parse(all.out)["torch_threads"].get<int>(),
+            static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   Result one = basin::testing::capture("BASIN_NUM_THREADS=1 " + basin::testing::basin_path() +
                                        " op --workload gemm-256 --compare --timing quick --json 2>/dev/null");
   ASSERT_EQ(one.code, 0);
@@ -165,7 +196,8 @@ struct BadCall {
 // A thread count that is not one is refused with one line naming it: records would
 // name every core while the user meant fewer.
 // `basin op` with the variable set to each of `bad` fails with one line naming the value.
-void expect_setting_refused(const std::string& var, std::initializer_list<const char*> bad, const std::string& message) {
+void expect_setting_refused(const std::string& var, std::initializer_list<const char*> bad,
+                            const std::string& message) {
   for (const char* v : bad) {
     Result r = basin::testing::capture(var + "='" + v + "' " + basin::testing::basin_path() +
                                        " op --workload gemm-256 --timing quick 2>&1");
@@ -183,8 +215,9 @@ TEST(Cli, ABadThreadCountIsRefused) {
 TEST(Cli, ABadChunkCountIsRefused) {
   expect_setting_refused("BASIN_PARALLEL_CHUNKS", {"abc", "0", "-1", "65", "2x", ""}, "is not a number of chunks");
   for (const char* good : {"1", "64"}) {
-    Result ok = basin::testing::capture(std::string("BASIN_PARALLEL_CHUNKS=") + good + " " + basin::testing::basin_path() +
-                                        " op --workload gemm-256 --timing quick --json 2>&1");
+    Result ok =
+        basin::testing::capture(std::string("BASIN_PARALLEL_CHUNKS=") + good + " " + basin::testing::basin_path() +
+                                " op --workload gemm-256 --timing quick --json 2>&1");
     EXPECT_EQ(ok.code, 0) << good << ": " << ok.out;
   }
 }
@@ -199,7 +232,8 @@ TEST(Cli, ABadVectorIsaIsRefused) {
   }
   expect_setting_refused("BASIN_VECTOR_ISA", {"avx1024", "AVX2", "", "neon", "avx"},
                          "is not a vector instruction set this CPU has");
-  if (isa != "avx512") expect_setting_refused("BASIN_VECTOR_ISA", {"avx512"}, "is not a vector instruction set this CPU has");
+  if (isa != "avx512")
+    expect_setting_refused("BASIN_VECTOR_ISA", {"avx512"}, "is not a vector instruction set this CPU has");
 }
 
 // `--emit asm` prints the machine code; BASIN_VECTOR_ISA holds it to a narrower set:
@@ -215,8 +249,9 @@ TEST(Cli, AVectorIsaHoldsTheMachineCodeToItsRegisters) {
     f << R"({"sketch": "tile.vec=j.pack.acc2", "splits": {"i": [2, 2, 4], "j": [1, 2, 16], "k": [8]}, "unroll": 64})";
   }
   auto assembly = [&cfg](const std::string& setting) {
-    Result r = basin::testing::capture(setting + " " + basin::testing::basin_path() + " op --workload gemm-256 --config " +
-                                       cfg + " --emit asm --timing quick 2>/dev/null");
+    Result r =
+        basin::testing::capture(setting + " " + basin::testing::basin_path() + " op --workload gemm-256 --config " +
+                                cfg + " --emit asm --timing quick 2>/dev/null");
     EXPECT_EQ(r.code, 0) << setting;
     return r.out;
   };
@@ -260,15 +295,17 @@ TEST(Cli, ThePeerKeepsToTheSameVectorIsa) {
 // named again (LLVM's own value of the DAG builder's region limit) is accepted.
 TEST(Cli, ABadLlvmArgumentIsRefused) {
   expect_setting_refused("BASIN_LLVM_ARGS", {"-bogus", "-dag-maps-huge-region=abc"}, "is refused by LLVM");
-  Result ok = basin::testing::capture("BASIN_LLVM_ARGS='-dag-maps-huge-region=1000 -enable-misched=false' " +
-                                      basin::testing::basin_path() + " op --workload gemm-256 --timing quick --json 2>&1");
+  Result ok =
+      basin::testing::capture("BASIN_LLVM_ARGS='-dag-maps-huge-region=1000 -enable-misched=false' " +
+                              basin::testing::basin_path() + " op --workload gemm-256 --timing quick --json 2>&1");
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
 // `estimator dataset --max-instructions N`: programs larger than N are failed records.
 TEST(Cli, EstimatorDatasetTakesTheInstructionLimit) {
   std::string db = "/tmp/basin_cli_limit_" + std::to_string(::getpid()) + ".db";
-  Result d = run("estimator dataset --records " + db + " --tasks gemm-256 --per-task 3 --max-instructions 1 --compile-threads 1 --json");
+  Result d = run("estimator dataset --records " + db +
+                 " --tasks gemm-256 --per-task 3 --max-instructions 1 --compile-threads 1 --json");
   ASSERT_EQ(d.code, 0) << d.out;
   auto j = nlohmann::json::parse(d.out);
   EXPECT_EQ(j["measured"], 3);
@@ -279,7 +316,8 @@ TEST(Cli, EstimatorDatasetTakesTheInstructionLimit) {
 // `estimator dataset --target cuda` measures the tasks' GPU sketches on GPU 0; where
 // there is no GPU it says so in one line before it makes the records file.
 TEST(Cli, EstimatorDatasetOnTheGpuNeedsOne) {
-  if (run("op relu --target cuda").code == 0) GTEST_SKIP() << "a GPU is here (a GPU dataset is measured on one by scripts/gpu-dataset)";
+  if (run("op relu --target cuda").code == 0)
+    GTEST_SKIP() << "a GPU is here (a GPU dataset is measured on one by scripts/gpu-dataset)";
   std::string db = "/tmp/basin_cli_gpu_dataset_" + std::to_string(::getpid()) + ".db";
   std::string err = stderr_of("estimator dataset --target cuda --records " + db + " --tasks gemm-256 --per-task 2");
   EXPECT_NE(err.find("basin: error: the cuda target is unavailable"), std::string::npos) << err;
@@ -380,9 +418,11 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
             std::string::npos);
   EXPECT_NE(stderr_of("estimator train --records " + db + " --loss hinge").find("--loss must be rank or mse"),
             std::string::npos);
-  EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --tree-eta 0").find("--tree-eta must be in (0, 1]"),
+  EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --tree-eta 0")
+                .find("--tree-eta must be in (0, 1]"),
             std::string::npos);
-  EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --pair-samples 0").find("--pair-samples must be at least 1"),
+  EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator gbt --pair-samples 0")
+                .find("--pair-samples must be at least 1"),
             std::string::npos);
   // A read-only open of a WAL database leaves its -wal and -shm files (only a writer
   // removes them).
@@ -402,7 +442,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"op dense --workload gemm-256", "give an operator NAME or --workload"},
       {"op --workload gemm-256 --param M=3", "--param cannot be combined"},
       {"op dense --emit wasm", "--emit"},
-      {"op dense --emit asm --target interpreter", "--emit asm prints the llvm target's code; this is --target interpreter"},
+      {"op dense --emit asm --target interpreter",
+       "--emit asm prints the llvm target's code; this is --target interpreter"},
       {"op dense --emit cuda --target llvm", "--emit cuda prints the cuda target's code; this is --target llvm"},
       {"op dense --seed x", "--seed"},
       {"op dense --target tpu", "--target"},
@@ -417,7 +458,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"records merge /tmp/x.db", "--into is required"},
       {"records relabel --records /nonexistent/r.db --from a --to b", "/nonexistent/r.db does not exist"},
       {"records relabel --records /tmp/x.db --from a", "--to is required"},
-      {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload", "unknown workload 'nosuch-workload'"},
+      {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload",
+       "unknown workload 'nosuch-workload'"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --repeat -1", "--repeat must be 0 or more"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --max-instructions -1", "--max-instructions"},

@@ -29,7 +29,8 @@ TEST(CppExample, TunesCompilesAndRunsAnOnnxModel) {
   std::string dir = (fs::temp_directory_path() / ("basin_example_" + std::to_string(getpid()))).string();
   fs::create_directories(dir);
   basin::testing::small_cnn().save(dir + "/cnn.onnx");
-  auto r = basin::testing::capture("cd " + dir + " && " + BASIN_BINARY_DIR + "/bin/tune_network_example cnn.onnx 8 2>/dev/null");
+  auto r = basin::testing::capture("cd " + dir + " && " + BASIN_BINARY_DIR +
+                                   "/bin/tune_network_example cnn.onnx 8 2>/dev/null");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("small_cnn: output [1, 10]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0 of 3 tasks untuned"), std::string::npos) << r.out;
@@ -53,8 +54,8 @@ TEST(CppExample, BuildsAgainstTheInstalledPackage) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(dir + "/prefix/include/basin/basin.h"));
   EXPECT_FALSE(fs::exists(dir + "/prefix/include/basin/core")) << "internal headers are not installed";
-  r = sh(std::string("cmake -S ") + BASIN_SOURCE_DIR + "/docs/examples -B " + dir + "/build -DCMAKE_PREFIX_PATH=" + dir +
-         "/prefix -DCMAKE_BUILD_TYPE=Release && cmake --build " + dir + "/build");
+  r = sh(std::string("cmake -S ") + BASIN_SOURCE_DIR + "/docs/examples -B " + dir +
+         "/build -DCMAKE_PREFIX_PATH=" + dir + "/prefix -DCMAKE_BUILD_TYPE=Release && cmake --build " + dir + "/build");
   ASSERT_EQ(r.code, 0) << r.out;
   basin::testing::small_cnn().save(dir + "/cnn.onnx");
   r = basin::testing::capture("cd " + dir + " && " + dir + "/build/tune_network cnn.onnx 4 2>/dev/null");

@@ -40,7 +40,8 @@ TEST_P(ModelCoverage, RunsAndMatchesTheReference) {
   std::string args = "run " + (kDir / (stem + ".onnx")).string() + " --quiet";
   for (int i = 0; fs::exists(kDir / (name + ".in" + std::to_string(i) + ".npy")); ++i)
     args += " --input " + (kDir / (name + ".in" + std::to_string(i) + ".npy")).string();
-  const std::string out = (fs::temp_directory_path() / ("basin_cov_" + std::to_string(getpid()) + "_" + stem + ".npy")).string();
+  const std::string out =
+      (fs::temp_directory_path() / ("basin_cov_" + std::to_string(getpid()) + "_" + stem + ".npy")).string();
   testing::Result r = testing::run_basin(args + " --output " + out, true);
   ASSERT_EQ(r.code, 0) << r.out;
   fs::path ref = kDir / (stem + ".ref.npy");
@@ -62,8 +63,8 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
 INSTANTIATE_TEST_SUITE_P(SmallFamilies, ModelCoverage, ::testing::ValuesIn(models()), test_name);
 
 TEST(ModelCoverageSet, EveryFamilyIsPresentWithBothExporters) {
-  const char* families[] = {"tiny_bert", "tiny_distilbert", "tiny_roberta", "tiny_gpt2", "tiny_llama", "tiny_t5_encoder",
-                            "tiny_t5_decoder", "tiny_vit", "tiny_swin", "tiny_cnn_ceil"};
+  const char* families[] = {"tiny_bert",       "tiny_distilbert", "tiny_roberta", "tiny_gpt2", "tiny_llama",
+                            "tiny_t5_encoder", "tiny_t5_decoder", "tiny_vit",     "tiny_swin", "tiny_cnn_ceil"};
   for (const char* f : families)
     for (const char* e : {"legacy", "dynamo"})
       EXPECT_TRUE(fs::exists(kDir / (std::string(f) + "." + e + ".onnx"))) << f << "." << e;

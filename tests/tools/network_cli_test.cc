@@ -95,7 +95,8 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
   auto rj = nlohmann::json::parse(r1.out);
   EXPECT_GT(rj["latency_us"].get<double>(), 0);
   EXPECT_EQ(rj["outputs"][0]["shape"], (std::vector<int64_t>{1, 10}));
-  Result r2 = run("run " + model + " --records " + db + " --input " + dir + "/x.npy --output " + dir + "/y2.npy --quiet");
+  Result r2 =
+      run("run " + model + " --records " + db + " --input " + dir + "/x.npy --output " + dir + "/y2.npy --quiet");
   ASSERT_EQ(r2.code, 0) << r2.out;
   basin::NDArray y1 = basin::read_npy(dir + "/y1.npy"), y2 = basin::read_npy(dir + "/y2.npy");
   ASSERT_EQ(y1.shape(), (std::vector<int64_t>{1, 10}));
@@ -104,7 +105,8 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
   Result cmp = run("compare " + model + " --records " + db + " --json --quiet");
   ASSERT_EQ(cmp.code, 0) << cmp.out;
   auto mj = nlohmann::json::parse(cmp.out);
-  for (const char* k : {"latency_us", "torch_latency_us", "max_abs_error", "speedup_vs_torch"}) EXPECT_TRUE(mj.contains(k)) << k;
+  for (const char* k : {"latency_us", "torch_latency_us", "max_abs_error", "speedup_vs_torch"})
+    EXPECT_TRUE(mj.contains(k)) << k;
   EXPECT_LT(mj["max_rel_error"].get<double>(), 1e-4);
   EXPECT_TRUE(mj["untuned_tasks"].empty());
 }
@@ -123,17 +125,20 @@ TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
   basin::write_npy(dir + "/wrong.npy", basin::NDArray::random(basin::DType::f32(), {1, 3, 8, 9}, -1, 1, 1));
   expect_one_error("run " + model + " --input " + dir + "/wrong.npy", "[1, 3, 8, 9]");
   expect_one_error("run " + model + " --input " + dir + "/missing.npy", "missing.npy");
-  expect_one_error("run " + model + " --input " + dir + "/wrong.npy --input " + dir + "/wrong.npy", "one --input per input");
+  expect_one_error("run " + model + " --input " + dir + "/wrong.npy --input " + dir + "/wrong.npy",
+                   "one --input per input");
   std::ofstream(dir + "/garbage.npy") << "not numpy";
   expect_one_error("run " + model + " --input " + dir + "/garbage.npy", "garbage.npy");
   expect_one_error("tune " + model + " --records " + dir + "/r.db", "--trials N or --budget T");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --budget 1m", "--trials N or --budget T");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --budget soon", "soon");
-  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --max-instructions -1", "--max-instructions");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --max-instructions -1",
+                   "--max-instructions");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --slow-factor 0.9", "--slow-factor");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --first-batch -1", "first round");
   expect_one_error("tune " + model + " --records " + dir + "/r.db --budget 20s --batch 5000", "at most 1024");
-  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --strategy gradient:steps=-3", "'steps' must be");
+  expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --strategy gradient:steps=-3",
+                   "'steps' must be");
   expect_one_error("compile " + model + " --target opencl -o " + dir + "/x.basin", "--target");
   // A records file the command only reads must exist (never created empty).
   expect_one_error("compile " + model + " --records " + dir + "/typo.db -o " + dir + "/x.basin", "does not exist");
@@ -224,7 +229,8 @@ TEST_F(NetworkCli, SymbolicShapesFromTheCommandLine) {
   const std::string model = dir + "/sym.onnx";
   basin::testing::OnnxBuilder b(17);
   b.input("x", {1, 4});
-  b.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param("seq");
+  b.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param(
+      "seq");
   b.node("Relu", {"x"}, {"y"});
   b.output("y");
   b.save(model);
@@ -255,7 +261,8 @@ TEST_F(NetworkCli, CudaTargetFromTheCommandLine) {
   Result probe = run("op relu --target cuda");
   if (probe.code == 0) return;  // a GPU is here: running is tested by network_test on it
   expect_one_error("run " + dir + "/dcgan.cuda.basin", "the cuda target is unavailable");
-  expect_one_error("tune zoo:dcgan --target cuda --trials 4 --records " + dir + "/g.db", "the cuda target is unavailable");
+  expect_one_error("tune zoo:dcgan --target cuda --trials 4 --records " + dir + "/g.db",
+                   "the cuda target is unavailable");
   expect_one_error("compare zoo:dcgan --target cuda", "llvm target");
 }
 

@@ -38,8 +38,8 @@ class TorchOnnx : public ::testing::Test {
   }
   static void check(const std::string& name) {
     const std::string base = dir + "/" + name;
-    auto r = basin::testing::run_basin("run " + base + ".onnx --input " + base + ".input.npy --output " + base +
-                                       ".basin.npy --quiet", true);
+    auto r = basin::testing::run_basin(
+        "run " + base + ".onnx --input " + base + ".input.npy --output " + base + ".basin.npy --quiet", true);
     ASSERT_EQ(r.code, 0) << r.out;
     basin::NDArray got = basin::read_npy(base + ".basin.npy"), want = basin::read_npy(base + ".output.npy");
     ASSERT_EQ(got.shape(), want.shape());

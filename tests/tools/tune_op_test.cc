@@ -74,8 +74,8 @@ TEST(TuneOp, ResumesAfterSigkillWithoutMeasuringTwice) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, &status, 0);
   }
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the tuner stopped by itself (exit " << WEXITSTATUS(status)
-                                   << ") with " << records_in(db) << " records:\n"
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the tuner stopped by itself (exit " << WEXITSTATUS(status) << ") with "
+                                   << records_in(db) << " records:\n"
                                    << basin::testing::read_file(log);
   std::remove(log.c_str());
   const int64_t before = records_in(db);
@@ -131,11 +131,13 @@ TEST(TuneOp, ProgramsHeldToNarrowerVectorsAreAnotherMachinesRecords) {
 
 TEST(TuneOp, JsonReportsTheRunAndThePeer) {
   const std::string db = temp_db("json");
-  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing --trials 12 --batch 6 --compile-threads 2 --compare --json --records " + db);
+  Result r = run("tune-op " + std::string(kTask) +
+                 " --strategy annealing --trials 12 --batch 6 --compile-threads 2 --compare --json --records " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"best_latency_us", "trials", "search_seconds", "curve", "overhead_fraction", "torch_latency_us",
-                          "final_latency_us", "speedup_vs_torch", "best_config", "estimator", "brief"})
+  for (const char* key :
+       {"best_latency_us", "trials", "search_seconds", "curve", "overhead_fraction", "torch_latency_us",
+        "final_latency_us", "speedup_vs_torch", "best_config", "estimator", "brief"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["trials"], 12);
   // Every round's programs compiled ahead on two threads, and the contests' measurements.
@@ -194,7 +196,8 @@ TEST(TuneOp, GradientSearchRunsOnTheShippedEnsembleByDefault) {
 TEST(TuneOp, SeveralStrategiesTakeTurnsEachWithItsOwnRecords) {
   const std::string db = temp_db("turns");
   const std::string base = db.substr(0, db.size() - 3);
-  Result r = run("tune-op " + std::string(kTask) + " --strategy random,annealing --trials 8 --batch 4 --compare --json --records " + db);
+  Result r = run("tune-op " + std::string(kTask) +
+                 " --strategy random,annealing --trials 8 --batch 4 --compare --json --records " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["interleaved"], true);
@@ -212,9 +215,10 @@ TEST(TuneOp, SeveralStrategiesTakeTurnsEachWithItsOwnRecords) {
   EXPECT_EQ(j["runs"][0]["estimator"], "none");
   EXPECT_EQ(j["runs"][1]["estimator"], "gbt");
   EXPECT_EQ(j["runs"][0]["torch_latency_us"], j["runs"][1]["torch_latency_us"]);  // one peer, timed once
-  EXPECT_FALSE(std::filesystem::exists(db));  // the named file is not written
+  EXPECT_FALSE(std::filesystem::exists(db));                                      // the named file is not written
   // Run again: each resumes from its own file and measures nothing.
-  Result again = run("tune-op " + std::string(kTask) + " --strategy random,annealing --trials 8 --json --records " + db);
+  Result again =
+      run("tune-op " + std::string(kTask) + " --strategy random,annealing --trials 8 --json --records " + db);
   ASSERT_EQ(again.code, 0) << again.out;
   auto k = nlohmann::json::parse(again.out);
   for (const auto& run : k["runs"]) {
@@ -231,7 +235,8 @@ TEST(TuneOp, VariantsOfOneStrategyTakeTurns) {
   const std::string db = temp_db("variants");
   const std::string base = db.substr(0, db.size() - 3);
   const std::string b = "annealing:plan_size=4:epsilon=1";
-  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing," + b + " --trials 8 --batch 4 --json --records " + db);
+  Result r = run("tune-op " + std::string(kTask) + " --strategy annealing," + b +
+                 " --trials 8 --batch 4 --json --records " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["runs"].size(), 2u);
@@ -267,7 +272,8 @@ TEST(TuneOp, UserErrorsFailWithOneClearLine) {
       {"tune-op " + t + " --strategy annealing:chains --trials 10", "is not KEY=VALUE"},
       {"tune-op " + t + " --strategy random:chains=8 --trials 10", "takes none"},
       {"tune-op " + t + " --strategy random,random --trials 10", "--strategy names random twice"},
-      {"tune-op " + t + " --strategy gradient,annealing --trials 10 --estimator mlp", "--estimator names one estimator"},
+      {"tune-op " + t + " --strategy gradient,annealing --trials 10 --estimator mlp",
+       "--estimator names one estimator"},
       {"tune-op " + t + " --strategy random", "give one budget"},
       {"tune-op " + t + " --strategy random --trials 10 --budget 5m", "give one budget"},
       {"tune-op " + t + " --strategy random --budget soon", "not a duration"},

@@ -49,7 +49,7 @@ class Tensor {
 
   const std::string& dtype() const;
   const std::vector<int64_t>& shape() const;
-  int64_t size() const;   // elements
+  int64_t size() const;  // elements
   size_t bytes() const;
   void* data();
   const void* data() const;
@@ -89,21 +89,21 @@ class Model {
 
 // A tuning run's state, after each round.
 struct Progress {
-  int trials = 0;               // programs proposed so far in this run
-  int trial_budget = 0;         // TuneOptions::trials; 0 when the budget is in seconds
+  int trials = 0;        // programs proposed so far in this run
+  int trial_budget = 0;  // TuneOptions::trials; 0 when the budget is in seconds
   double seconds = 0;
-  double budget_seconds = 0;    // TuneOptions::budget_seconds; 0 when in trials
+  double budget_seconds = 0;        // TuneOptions::budget_seconds; 0 when in trials
   double estimated_latency_us = 0;  // the network with each task's best so far (0 until every task has one)
 };
 
 struct TuneOptions {
-  std::string records;          // required: where every measured program goes; a second run resumes
-  double budget_seconds = 60;   // stop after this wall time, or
-  int trials = 0;               // after this many programs in all (when positive, instead of seconds)
-  int batch = 16;               // programs measured per round
-  int first_batch = 0;          // programs of each task's first round; 0: 256 shared by the tasks, at least 4 each
+  std::string records;         // required: where every measured program goes; a second run resumes
+  double budget_seconds = 60;  // stop after this wall time, or
+  int trials = 0;              // after this many programs in all (when positive, instead of seconds)
+  int batch = 16;              // programs measured per round
+  int first_batch = 0;         // programs of each task's first round; 0: 256 shared by the tasks, at least 4 each
   std::string strategy = "gradient";  // gradient, annealing, evolutionary, random
-  std::string target = "llvm";  // llvm (this CPU) or cuda
+  std::string target = "llvm";        // llvm (this CPU) or cuda
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_log;  // one line per event; none when empty
@@ -112,8 +112,8 @@ struct TuneOptions {
 struct TuneReport {
   int trials = 0, measured = 0, resumed = 0;
   double seconds = 0;
-  double overhead_fraction = 0;      // the share of the time not spent measuring
-  double estimated_latency_us = 0;   // 0 when a task has no valid program
+  double overhead_fraction = 0;     // the share of the time not spent measuring
+  double estimated_latency_us = 0;  // 0 when a task has no valid program
   int tasks_without_program = 0;
 };
 
