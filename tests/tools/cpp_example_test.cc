@@ -54,8 +54,11 @@ TEST(CppExample, BuildsAgainstTheInstalledPackage) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(fs::exists(dir + "/prefix/include/basin/basin.h"));
   EXPECT_FALSE(fs::exists(dir + "/prefix/include/basin/core")) << "internal headers are not installed";
-  r = sh(std::string("cmake -S ") + BASIN_SOURCE_DIR + "/docs/examples -B " + dir +
-         "/build -DCMAKE_PREFIX_PATH=" + dir + "/prefix -DCMAKE_BUILD_TYPE=Release && cmake --build " + dir + "/build");
+  // The compiler that built basin (and, in the sanitizer build, its runtimes).
+  const std::string flags = BASIN_SANITIZER_FLAGS;
+  r = sh(std::string("cmake -S ") + BASIN_SOURCE_DIR + "/docs/examples -B " + dir + "/build -DCMAKE_PREFIX_PATH=" +
+         dir + "/prefix -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=" + BASIN_CXX_COMPILER +
+         (flags.empty() ? "" : " '-DCMAKE_CXX_FLAGS=" + flags + "'") + " && cmake --build " + dir + "/build");
   ASSERT_EQ(r.code, 0) << r.out;
   basin::testing::small_cnn().save(dir + "/cnn.onnx");
   r = basin::testing::capture("cd " + dir + " && " + dir + "/build/tune_network cnn.onnx 4 2>/dev/null");
