@@ -29,7 +29,7 @@
 
 #include "codegen/cpu_runtime.h"
 #include "codegen/llvm_emit.h"
-#include "core/ir/partition_loops.h"
+#include "core/ir/pass.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
 #include "core/util/parse.h"
@@ -264,10 +264,8 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   const std::string entry = "basin_kernel";
-  // The small loops that select on their own bounds (a padded input's border), split
-  // where the selects are decided (core/ir/partition_loops.h).
-  LoweredFunc g = f;
-  g.body = partition_loops(f.body);
+  // The backend's own passes (core/ir/pass.h).
+  const LoweredFunc g = prepare_for_backend(f);
   std::unique_ptr<llvm::Module> mod = emit_llvm_module(g, *ctx, opt, entry);
   mod->setDataLayout(tm.createDataLayout());
   mod->setTargetTriple(tm.getTargetTriple().str());

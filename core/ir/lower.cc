@@ -1,11 +1,9 @@
 #include "core/ir/lower.h"
 
-#include <chrono>
-#include <cstdlib>
-#include <iostream>
 #include <unordered_set>
 
 #include "core/ir/flatten_buffers.h"
+#include "core/ir/pass.h"
 #include "core/ir/simplify_stmt.h"
 #include "core/ir/verify.h"
 #include "core/util/error.h"
@@ -34,28 +32,6 @@ Stmt loop_nest(const te::OpNode& op) {
   Stmt update = make_store(op.buffer, idx, te::reduce_combine(op.reduce, load(op.buffer, idx), op.body));
   return wrap_loops(op.axes, make_seq({init, wrap_loops(op.reduce_axes, update)}));
 }
-
-// Runs one pass of the pipeline, printing the IR when it changed if asked to; debug
-// builds check well-formedness after every pass.
-struct PassRunner {
-  const LoweredFunc& func;
-  bool debug = std::getenv("BASIN_DEBUG_LOWER") != nullptr;
-  template <typename F>
-  Stmt run(const char* name, const Stmt& s, F pass) {
-    auto t0 = std::chrono::steady_clock::now();
-    Stmt r = pass(s);
-#ifndef NDEBUG
-    LoweredFunc after = func;
-    after.body = r;
-    verify_well_formed(after);
-#endif
-    if (debug && !r.same_as(s)) {
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      std::cerr << "[lower] after " << name << " (" << ms << " ms):\n" << to_string(r);
-    }
-    return r;
-  }
-};
 
 }  // namespace
 
@@ -90,10 +66,9 @@ LoweredFunc lower_default(const std::string& name, const std::vector<te::Tensor>
   for (auto it = intermediates.rbegin(); it != intermediates.rend(); ++it) body = make_allocate(*it, body);
 
   f.body = body;
-  PassRunner passes{f};
-  body = passes.run("flatten_buffers", body, flatten_buffers);
-  body = passes.run("simplify_stmt", body, [](const Stmt& s) { return simplify_stmt(s); });
-  f.body = body;
+  f = run_passes(
+      std::move(f), "lower_default",
+      {{"flatten_buffers", flatten_buffers}, {"simplify_stmt", [](const Stmt& s) { return simplify_stmt(s); }}});
   verify_well_formed(f, {false, true});
   return f;
 }

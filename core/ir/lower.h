@@ -1,8 +1,8 @@
 // Lowering of a tensor-expression DAG to loop IR with the default schedule: one plain
 // loop nest per compute operation in producer-to-consumer order, reductions written
 // as an initialization followed by the update loops, intermediate tensors allocated.
-// The pipeline is a short script of passes (lower.cc); BASIN_DEBUG_LOWER=1 prints the
-// IR after each pass that changed it, with the time it took.
+// The pipeline is a short script of passes (core/ir/pass.h lists every pipeline);
+// BASIN_DEBUG_LOWER=1 prints the IR after each pass that changed it.
 #pragma once
 
 #include <string>

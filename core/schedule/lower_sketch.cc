@@ -9,6 +9,7 @@
 #include "core/expr/analyzer.h"
 #include "core/ir/flatten_buffers.h"
 #include "core/ir/mark_unrolled.h"
+#include "core/ir/pass.h"
 #include "core/ir/simplify_stmt.h"
 #include "core/ir/verify.h"
 #include "core/schedule/task_analysis.h"
@@ -827,8 +828,10 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
 }
 
 LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobValues& k) {
-  LoweredFunc f = lower_sketch_structure(task, s, k, /*fuse_parallel=*/true);
-  f.body = simplify_stmt(flatten_buffers(f.body));
+  LoweredFunc f = run_passes(
+      lower_sketch_structure(task, s, k, /*fuse_parallel=*/true), "lower_sketch",
+      {{"flatten_buffers", flatten_buffers}, {"simplify_stmt", [](const Stmt& st) { return simplify_stmt(st); }}},
+      /*allow_knob_vars=*/true);
   verify_well_formed(f, {true, true});
   return f;
 }
@@ -836,8 +839,8 @@ LoweredFunc lower_sketch(const ops::OpGraph& task, const Sketch& s, const KnobVa
 LoweredFunc lower_config(const ops::OpGraph& task, const Sketch& s, const Config& c) {
   std::string why = invalid_reason(s, c);
   if (!why.empty()) throw Error("invalid configuration for sketch " + s.name + ": " + why);
-  LoweredFunc f = lower_sketch(task, s, concrete_knobs(c));
-  f.body = mark_unrolled(f.body);
+  LoweredFunc f = run_passes(lower_sketch(task, s, concrete_knobs(c)), "lower_config",
+                             {{"mark_unrolled", [](const Stmt& st) { return mark_unrolled(st); }}});
   verify_well_formed(f, {false, true});
   return f;
 }

@@ -9,6 +9,7 @@
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ir/partition_loops.h"
+#include "core/ir/pass.h"
 #include "core/ir/simplify_stmt.h"
 #include "core/ir/verify.h"
 #include "core/te/tensor.h"
@@ -50,6 +51,29 @@ TEST(LoopIR, InterpreterComputesMatmulExactly) {
       for (int k = 0; k < 6; ++k) acc = acc + a.as<float>()[i * 6 + k] * b.as<float>()[k * 5 + j];
       EXPECT_EQ(c.as<float>()[i * 5 + j], acc);
     }
+}
+
+// A pipeline runs its passes in order on the function's body and keeps the rest of
+// the function; the backend's pipeline is partition_loops.
+TEST(LoopIR, PassPipelinesRunInOrder) {
+  Var i("i"), a("inner_wrap"), b("outer_wrap");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
+  LoweredFunc f{"f", {out}, {0}, make_for(i, 0, 4, ForKind::Serial, make_store(out, {i}, fconst(1)))};
+  std::vector<std::string> ran;
+  auto wrap = [&](const Var& v) {
+    return [&ran, v](const Stmt& s) {
+      ran.push_back(v.name());
+      return make_for(v, 0, 1, ForKind::Serial, s);
+    };
+  };
+  LoweredFunc g = run_passes(f, "test", {{"wrap_a", wrap(a)}, {"wrap_b", wrap(b)}});
+  EXPECT_EQ(ran, (std::vector<std::string>{"inner_wrap", "outer_wrap"}));
+  EXPECT_EQ(g.name, "f");
+  EXPECT_EQ(g.params.size(), 1u);
+  const std::string text = to_string(g.body);
+  ASSERT_NE(text.find("inner_wrap"), std::string::npos) << text;
+  EXPECT_LT(text.find("outer_wrap"), text.find("inner_wrap")) << text;
+  EXPECT_EQ(to_string(prepare_for_backend(f).body), to_string(partition_loops(f.body)));
 }
 
 TEST(LoopIR, WellFormednessCatchesUnboundVariablesAndBuffers) {
