@@ -1,0 +1,47 @@
+// Register-filling tiles (sources.h; docs/search.md).
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <random>
+#include <set>
+
+#include "search/sources/common.h"
+#include "search/sources/sources.h"
+
+namespace basin::search::detail {
+
+// Per batch, `fill_slots` sketches in turn (round robin over the rounds), each its
+// fastest program with the fullest register-filling tile that no measured program of
+// the sketch has, of those the fewest loads, the best predicted among equal ones.
+// Not in `taken`.
+std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Measured*>& good,
+                                  const std::vector<Candidate>& taken, int n, const FillOptions& opt) {
+  std::vector<Candidate> out;
+  const size_t slots = slot_count(opt.slots, n);
+  if (slots == 0) return out;
+  const int n_sketches = static_cast<int>(state.space.sketches().size());
+  std::vector<const Measured*> fastest(static_cast<size_t>(n_sketches), nullptr);
+  for (const Measured* m : good)  // fastest first
+    if (!fastest[static_cast<size_t>(m->candidate.sketch)]) fastest[static_cast<size_t>(m->candidate.sketch)] = m;
+  std::set<Tile> seen;
+  std::set<std::string> used;
+  taken_tiles(state, taken, &seen, &used);
+  const VectorFile file = fill_file(opt.registers);
+  const int round = static_cast<int>(state.history.size()) / std::max(n, 1);
+  for (int i = 0; i < n_sketches && out.size() < slots; ++i) {
+    const Measured* parent = fastest[static_cast<size_t>((round * static_cast<int>(slots) + i) % n_sketches)];
+    if (!parent) continue;
+    std::vector<Candidate> cs;
+    for (Candidate& c : state.space.filled_tiles(parent->candidate, file.registers, file.bytes))
+      if (!seen.count(tile_of(state, c)) && !used.count(c.json)) cs.push_back(std::move(c));
+    if (cs.empty()) continue;
+    keep_leanest_fullest(state, cs, file.bytes);
+    Candidate& best = best_predicted(state, cs);
+    seen.insert(tile_of(state, best));
+    used.insert(best.json);
+    out.push_back(std::move(best));
+  }
+  return out;
+}
+
+}  // namespace basin::search::detail
