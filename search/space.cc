@@ -8,6 +8,7 @@
 
 #include "core/util/error.h"
 #include "core/util/parallel.h"
+#include "relax/cpu_tiles.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
 #include "relax/tape.h"
@@ -70,24 +71,6 @@ std::vector<int64_t> innermost_steps(const sched::SplitSpec& sp, int64_t v) {
   }
   out.erase(v);
   return {out.begin(), out.end()};
-}
-
-// The loads per reduction step of a register tile with innermost factors `inner` (per
-// split; those of one level are not read), TaskSpace::tile_loads: the vectorized
-// operand's vectors along the splits its reads use (`operand`, sched::
-// vector_operand_splits), a load per lane where its reads are strided, and the other
-// operand's values, broadcast, one per row of the remaining splits.
-int64_t step_loads(const sched::Sketch& s, const std::vector<bool>& operand, const std::vector<int64_t>& inner,
-                   int vector_bytes) {
-  int64_t vectors = 1, broadcasts = 1;
-  for (size_t k = 0; k < s.splits.size(); ++k) {
-    if (s.splits[k].parts < 2) continue;
-    const int64_t f = inner[k];
-    if (s.splits[k].vectorized) vectors *= s.vector_operand_strided ? f : (4 * f + vector_bytes - 1) / vector_bytes;
-    else if (operand[k]) vectors *= f;
-    else broadcasts *= f;
-  }
-  return vectors + broadcasts;
 }
 
 }  // namespace
@@ -210,11 +193,7 @@ bool TaskSpace::transplant(const Candidate& c, int sketch, Candidate* out) const
 }
 
 std::vector<int64_t> TaskSpace::register_tile(const Candidate& c) const {
-  const sched::Sketch& s = sketches_[c.sketch];
-  std::vector<int64_t> tile(s.splits.size(), 0);
-  for (size_t k = 0; k < s.splits.size(); ++k)
-    if (s.splits[k].parts >= 2) tile[k] = c.config.factors[k].back();
-  return tile;
+  return relax::register_tile(sketches_[c.sketch], c.config);
 }
 
 std::vector<Candidate> TaskSpace::reshaped_tiles(const Candidate& c) const {
@@ -244,28 +223,11 @@ std::vector<Candidate> TaskSpace::reshaped_tiles(const Candidate& c) const {
 }
 
 int64_t TaskSpace::tile_registers(const Candidate& c, int vector_bytes) const {
-  const sched::Sketch& s = sketches_[c.sketch];
-  if (s.rule != sched::SketchRule::Anchor) return 0;
-  int64_t count = 1;
-  bool vector = false;
-  for (size_t k = 0; k < s.splits.size(); ++k) {
-    if (s.splits[k].parts < 2) continue;
-    const std::vector<int64_t>& f = c.config.factors[k];
-    if (s.acc_level == 1) count *= f[f.size() - 2];  // the accumulator covers S2 x S3
-    if (s.splits[k].vectorized) {
-      count *= (4 * f.back() + vector_bytes - 1) / vector_bytes;
-      vector = true;
-    } else {
-      count *= f.back();
-    }
-  }
-  return vector ? count : 0;
+  return relax::tile_registers(sketches_[c.sketch], c.config, vector_bytes);
 }
 
 int64_t TaskSpace::tile_loads(const Candidate& c, int vector_bytes) const {
-  if (tile_registers(c, vector_bytes) == 0) return 0;
-  const sched::Sketch& s = sketches_[c.sketch];
-  return step_loads(s, sched::vector_operand_splits(s), register_tile(c), vector_bytes);
+  return relax::tile_loads(sketches_[c.sketch], c.config, vector_bytes);
 }
 
 std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes, bool fullest_only,
@@ -323,7 +285,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     if (i == choices.size()) {
       if (2 * count >= registers && count + vectors - 1 <= registers) {
         for (size_t j = 0; j < choices.size(); ++j) inner[choices[j].split] = pick[j];
-        tiles.push_back({count, step_loads(s, operand, inner, vector_bytes), pick});
+        tiles.push_back({count, relax::step_loads(s, operand, inner, vector_bytes), pick});
       }
       return;
     }

@@ -72,21 +72,9 @@ class TaskSpace {
   // the outermost (extent / product) last; a factor lost goes to the next level out.
   // Only valid configurations, each tile once.
   std::vector<Candidate> reshaped_tiles(const Candidate& c) const;
-  // The vector registers c's register tile of accumulators takes where a vector holds
-  // `vector_bytes` bytes (4-byte accumulators): the vectorized split's innermost factor
-  // in whole vectors, times the innermost factors of the other splits of two or more
-  // levels (with an accumulator at level 1, times every such split's S2 factor too). 0
-  // for a sketch of another rule than the anchor's (multi-level tiling of a conv, dense
-  // or matmul), or one that vectorizes no such split.
+  // The registers and loads per step of c's register tile (relax/cpu_tiles.h, the CPU
+  // register-tile model).
   int64_t tile_registers(const Candidate& c, int vector_bytes) const;
-  // The loads c's register tile makes per reduction step: the vectorized operand's
-  // vectors (the vectorized split's innermost factor in whole vectors, times the
-  // innermost factors of the other splits its reads use, sched::vector_operand_splits)
-  // plus the other operand's values broadcast, one per tile row of the remaining
-  // splits. A GEMM tile of 4 rows by 64 lanes of AVX-512 loads 4 vectors and 4 values
-  // for its 16 accumulators, 16 by 16 loads 1 and 16. Where the operand's reads along
-  // the vector are strided (Sketch::vector_operand_strided), each vector counts a load
-  // per lane. 0 where tile_registers is.
   int64_t tile_loads(const Candidate& c, int vector_bytes) const;
   // c with register tiles that fill at most `registers` vector registers and at least
   // half of them, the fullest first, and of equally full ones those with the fewest
