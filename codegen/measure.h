@@ -66,7 +66,11 @@ struct MeasureResult {
 inline constexpr int64_t kMaxInstructions = 100000;
 
 struct MeasureOptions {
-  double timeout_seconds = 20;  // per candidate: lowering, compilation, check and timing
+  // Per candidate: lowering, compilation, check and timing. Every tuner passes its own
+  // (TuneOptions::timeout_seconds, `--timeout`, 10 s); this default serves a pool made
+  // directly (the tests, `tune-op`'s final comparison passes 120), where a program may
+  // be large and the machine loaded.
+  double timeout_seconds = 20;
   TimingOptions timing = TimingOptions::tuning();
   double tolerance = 1e-3;  // largest max relative error against the reference
   uint64_t input_seed = 1;
