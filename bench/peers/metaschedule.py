@@ -53,7 +53,7 @@ def compute(op, p):
         x = te.placeholder((n, c, h, w), name="x")
         wt = te.placeholder((o, c, k, k), name="w")
         y = topi.nn.conv2d_nchw(x, wt, (s, s), (pad, pad), (1, 1))
-        return [x, wt, y], 2.0 * n * o * y.shape[2] * y.shape[3] * c * k * k
+        return [x, wt, y], 2.0 * n * o * int(y.shape[2]) * int(y.shape[3]) * c * k * k
     if op in ("matmul", "dense"):
         m, nn, kk = p["M"], p["N"], p["K"]
         a = te.placeholder((m, kk), name="a")
