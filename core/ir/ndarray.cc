@@ -1,6 +1,10 @@
 #include "core/ir/ndarray.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +16,30 @@
 
 namespace basin {
 
+namespace {
+
+std::atomic<int64_t> g_max_tensor_bytes{0};  // 0: the machine's memory
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return buf;
+}
+
+}  // namespace
+
+int64_t max_tensor_bytes() {
+  const int64_t set = g_max_tensor_bytes.load();
+  if (set > 0) return set;
+  static const int64_t memory = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : std::numeric_limits<int64_t>::max();
+  }();
+  return memory;
+}
+
+void set_max_tensor_bytes(int64_t bytes) { g_max_tensor_bytes.store(bytes > 0 ? bytes : 0); }
+
 NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::move(shape)) {
   BASIN_CHECK(t.is_scalar()) << "NDArray of vector type " << t.str();
   numel_ = 1;
@@ -21,6 +49,10 @@ NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::m
       throw Error("shape " + shape_str(shape_) + " of " + t.str() + " has too many elements to store");
     numel_ *= d;
   }
+  if (static_cast<int64_t>(nbytes()) > max_tensor_bytes())
+    throw Error("a tensor of shape " + shape_str(shape_) + " of " + t.str() + " needs " + gib(nbytes()) +
+                ", more than the " + gib(static_cast<uint64_t>(max_tensor_bytes())) + " one tensor may take here" +
+                (g_max_tensor_bytes.load() > 0 ? "" : " (this machine's memory)"));
   size_t bytes = (nbytes() + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
   if (!p) throw std::bad_alloc();

@@ -53,6 +53,14 @@ class NDArray {
   std::shared_ptr<uint8_t> storage_;
 };
 
+// The largest tensor one NDArray may hold, in bytes: the machine's physical memory
+// unless set (the fuzz targets set a small limit). A larger shape is a basin::Error
+// naming it, before anything is allocated: a model whose constant cannot fit is a
+// clear error, not an out-of-memory abort.
+int64_t max_tensor_bytes();
+// 0 restores the default.
+void set_max_tensor_bytes(int64_t bytes);
+
 // Largest absolute difference between two arrays of equal shape (NaN counts as
 // infinite), and the same divided by the largest magnitude of `ref` (at least 1e-6).
 struct ErrorStats {

@@ -12,12 +12,18 @@
 #include <fstream>
 #include <string>
 
+#include "core/ir/ndarray.h"
+
 namespace basin::fuzz {
 
 // A folder of this process under the temporary directory, created once and removed
-// when the process exits normally.
+// when the process exits normally. Every target asks for it first, so its first call
+// also sets the largest tensor the readers may build to 256 MiB: libFuzzer reports an
+// allocation over its 4 GB limit as a bug, and a model may legitimately ask for a
+// tensor that this machine's memory holds (core/ir/ndarray.h).
 inline const std::filesystem::path& work_dir() {
   static const std::filesystem::path dir = [] {
+    basin::set_max_tensor_bytes(int64_t{256} << 20);
     std::filesystem::path d = std::filesystem::temp_directory_path() / ("basin_fuzz_" + std::to_string(getpid()));
     std::filesystem::create_directories(d);
     std::atexit([] {
