@@ -151,8 +151,10 @@ struct CompiledNetwork::Impl {
     for (int s : input_slots) input_info.push_back(slots[s].info);
     for (int s : output_slots) output_info.push_back(slots[s].info);
     if (target == "cuda") return;  // device memory on the first run
-    arena.reset(
-        static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(std::max<int64_t>(arena_bytes, kAlign)))));
+    // aligned_alloc takes a multiple of the alignment.
+    const size_t arena_alloc =
+        static_cast<size_t>((std::max<int64_t>(arena_bytes, kAlign) + kAlign - 1) / kAlign * kAlign);
+    arena.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, arena_alloc)));
     if (!arena) throw RuntimeError("cannot allocate the network's " + std::to_string(arena_bytes) + "-byte arena");
     std::memset(arena.get(), 0, static_cast<size_t>(arena_bytes));
     step_ptrs.clear();
@@ -628,6 +630,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       }
     }
     m.arena_bytes = h.at("arena_bytes").get<int64_t>();
+    if (m.arena_bytes < 0 || m.arena_bytes > max_tensor_bytes())
+      throw ParseError("'" + path + "': an arena of " + std::to_string(m.arena_bytes) + " bytes");
     m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
     m.packed_weights = h.value("packed_weights", 0);
     auto bytes = [&](const nlohmann::json& j) {

@@ -902,6 +902,9 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
              if (infer >= 0) m.fail(m.node_desc(n) + ": more than one -1 in the target shape");
              infer = static_cast<int>(i);
            } else {
+             // Extents from the file: checked before any arithmetic on them.
+             if (t[i] < 0 || (t[i] > 0 && known > std::numeric_limits<int64_t>::max() / t[i]))
+               m.fail(m.node_desc(n) + ": invalid target shape " + shape_str(t));
              known *= t[i];
            }
          }
