@@ -16,14 +16,12 @@ namespace basin {
 
 struct Tensor::Impl {
   NDArray a;
-  std::string dtype;  // a.dtype().str(), kept for dtype()'s reference
 };
 
 namespace {
 
 Tensor wrap(NDArray a) {
   auto impl = std::make_shared<Tensor::Impl>();
-  impl->dtype = a.dtype().str();
   impl->a = std::move(a);
   return Tensor(std::move(impl));
 }
@@ -36,18 +34,23 @@ std::vector<TensorSpec> specs(const std::vector<codegen::TensorInfo>& ts) {
   return out;
 }
 
-// Element counts of a user's shape, checked before anything is allocated.
+// A user's shape: NDArray refuses one too large for this machine, but takes a negative
+// extent for an internal error.
 void check_shape(const std::vector<int64_t>& shape, const std::string& what) {
-  int64_t n = 1;
-  for (int64_t e : shape) {
-    if (e < 0 || (e > 0 && n > (int64_t{1} << 40) / e)) throw Error(what + ": invalid shape " + shape_str(shape));
-    n *= e;
-  }
+  for (int64_t e : shape)
+    if (e < 0) throw Error(what + ": invalid shape " + shape_str(shape));
+}
+
+// The tensors' arrays, sharing their data.
+std::vector<NDArray> arrays(const std::vector<Tensor>& ts) {
+  std::vector<NDArray> out;
+  for (const Tensor& t : ts) out.push_back(t.impl().a);
+  return out;
 }
 
 }  // namespace
 
-Tensor::Tensor() : Tensor(std::make_shared<Impl>()) { impl_->dtype = impl_->a.dtype().str(); }
+Tensor::Tensor() : Tensor(std::make_shared<Impl>()) {}
 Tensor::Tensor(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tensor::Tensor(const std::string& dtype, const std::vector<int64_t>& shape) {
   check_shape(shape, "basin::Tensor");
@@ -68,7 +71,7 @@ Tensor Tensor::from_floats(const std::vector<float>& values, const std::vector<i
   if (!values.empty()) std::memcpy(a.data(), values.data(), values.size() * sizeof(float));
   return wrap(std::move(a));
 }
-const std::string& Tensor::dtype() const { return impl_->dtype; }
+std::string Tensor::dtype() const { return impl_->a.dtype().str(); }
 const std::vector<int64_t>& Tensor::shape() const { return impl_->a.shape(); }
 int64_t Tensor::size() const { return impl_->a.numel(); }
 size_t Tensor::bytes() const { return impl_->a.nbytes(); }
@@ -179,17 +182,11 @@ std::vector<TensorSpec> Network::outputs() const { return specs(impl_->net.outpu
 int Network::untuned_tasks() const { return impl_->untuned; }
 
 std::vector<Tensor> Network::run(const std::vector<Tensor>& inputs) {
-  std::vector<NDArray> in;
-  for (const Tensor& t : inputs) in.push_back(t.impl().a);
   std::vector<Tensor> out;
-  for (NDArray& a : impl_->net.run(in)) out.push_back(wrap(std::move(a)));
+  for (NDArray& a : impl_->net.run(arrays(inputs))) out.push_back(wrap(std::move(a)));
   return out;
 }
 
-double Network::time_us(const std::vector<Tensor>& inputs) {
-  std::vector<NDArray> in;
-  for (const Tensor& t : inputs) in.push_back(t.impl().a);
-  return impl_->net.time(in).min_us;
-}
+double Network::time_us(const std::vector<Tensor>& inputs) { return impl_->net.time(arrays(inputs)).min_us; }
 
 }  // namespace basin

@@ -47,7 +47,7 @@ class Tensor {
   // float32 values in row-major order.
   static Tensor from_floats(const std::vector<float>& values, const std::vector<int64_t>& shape);
 
-  const std::string& dtype() const;
+  std::string dtype() const;
   const std::vector<int64_t>& shape() const;
   int64_t size() const;  // elements
   size_t bytes() const;
