@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -27,6 +28,67 @@ bool onnx_enabled() { return true; }
 namespace {
 
 using I = std::vector<int64_t>;
+
+// libonnx's inference of Conv, ConvTranspose and the pools trusts the ranks of its
+// inputs and the lengths of their attributes (a kernel taken from a weight of another
+// rank indexes past the end of its vectors). Each of their inference functions is
+// wrapped once by one that checks those against the input's rank first and fails
+// with an InferenceError, which the importer reports as a model error.
+void check_conv_pool_ranks(onnx::InferenceContext& ctx, const std::string& op) {
+  auto shape_of = [&](size_t i) -> const onnx::TensorShapeProto* {
+    if (i >= ctx.getNumInputs()) return nullptr;
+    const onnx::TypeProto* t = ctx.getInputType(i);
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return nullptr;
+    return &t->tensor_type().shape();
+  };
+  const onnx::TensorShapeProto* x = shape_of(0);
+  if (!x) return;
+  const int rank = x->dim_size();
+  if (rank < 3) fail_shape_inference(op, ": input X has rank ", rank, ", at least 3 (N, C and a spatial axis)");
+  const size_t spatial = static_cast<size_t>(rank - 2);
+  const bool has_weight = op == "Conv" || op == "ConvTranspose";
+  if (has_weight) {
+    const onnx::TensorShapeProto* w = shape_of(1);
+    if (w && w->dim_size() != rank)
+      fail_shape_inference(op, ": weight W has rank ", w->dim_size(), ", the input X ", rank);
+  }
+  auto check_length = [&](const char* name, size_t want) {
+    const onnx::AttributeProto* a = ctx.getAttribute(name);
+    if (a && static_cast<size_t>(a->ints_size()) != want)
+      fail_shape_inference(op, ": attribute ", name, " has ", a->ints_size(), " values, ", want, " expected");
+  };
+  check_length("kernel_shape", spatial);
+  check_length("strides", spatial);
+  check_length("dilations", spatial);
+  check_length("pads", 2 * spatial);
+  if (op == "ConvTranspose") {
+    check_length("output_padding", spatial);
+    const onnx::AttributeProto* os = ctx.getAttribute("output_shape");
+    if (os && os->ints_size() != static_cast<int>(spatial) && os->ints_size() != rank)
+      fail_shape_inference(op, ": attribute output_shape has ", os->ints_size(), " values, ", spatial, " or ", rank,
+                           " expected");
+  }
+}
+
+void guard_conv_pool_inference() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const std::string op : {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}) {
+      for (int version = 18; version >= 1;) {
+        const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, version);
+        if (!schema) break;
+        onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
+        // The registry owns its schemas as mutable objects and hands out const views.
+        const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction(
+            [op, inner](onnx::InferenceContext& ctx) {
+              check_conv_pool_ranks(ctx, op);
+              if (inner) inner(ctx);
+            });
+        version = schema->SinceVersion() - 1;
+      }
+    }
+  });
+}
 
 std::string dtype_name(int t) { return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t)); }
 
@@ -1304,6 +1366,7 @@ Graph Importer::run() {
 
   // ONNX's shape inference: an inconsistent model fails here with ONNX's message.
   std::map<std::string, I> onnx_shapes;
+  guard_conv_pool_inference();
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));

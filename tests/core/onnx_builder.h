@@ -279,6 +279,60 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
     b.save(dir + "/missing_external_data.onnx");
     expect["missing_external_data.onnx"] = "no_such_file.bin";
   }
+  // Convolutions and pools whose ranks or attribute lengths disagree: libonnx's own
+  // shape inference indexes past its vectors on these, so the importer checks first.
+  {
+    // A rank-2 input; the kernel comes from a 4-D weight (the fuzzer's finding).
+    OnnxBuilder b(17);
+    b.input("x", {1, 6});
+    b.init("w", {3, 2, 3, 3}, std::vector<float>(54, 0.5f));
+    auto* c = b.node("Conv", {"x", "w"}, {"y"}, "conv_of_a_matrix");
+    OnnxBuilder::attr_ints(c, "pads", {1, 1, 1, 117});
+    b.output("y");
+    b.save(dir + "/conv_rank2_input.onnx");
+    expect["conv_rank2_input.onnx"] = "rank 2";
+  }
+  {
+    // The same, the rank-2 input computed by an earlier node.
+    OnnxBuilder b(17);
+    b.input("x", {1, 2, 5, 5});
+    b.init("w", {3, 2, 3, 3}, std::vector<float>(54, 0.5f));
+    OnnxBuilder::attr_int(b.node("Flatten", {"x"}, {"f"}), "axis", 2);
+    b.node("Conv", {"f", "w"}, {"y"}, "conv_of_a_flattened");
+    b.output("y");
+    b.save(dir + "/conv_of_intermediate_rank2.onnx");
+    expect["conv_of_intermediate_rank2.onnx"] = "rank 2";
+  }
+  {
+    // A 1-D convolution's input with a 2-D convolution's weight and no kernel_shape.
+    OnnxBuilder b(17);
+    b.input("x", {1, 2, 9});
+    b.init("w", {3, 2, 3, 3}, std::vector<float>(54, 0.5f));
+    b.node("Conv", {"x", "w"}, {"y"}, "conv_weight_rank");
+    b.output("y");
+    b.save(dir + "/conv_weight_rank.onnx");
+    expect["conv_weight_rank.onnx"] = "weight W has rank 4";
+  }
+  {
+    OnnxBuilder b(17);
+    b.input("x", {1, 2, 6, 6});
+    auto* p = b.node("MaxPool", {"x"}, {"y"}, "pool_strides");
+    OnnxBuilder::attr_ints(p, "kernel_shape", {2, 2});
+    OnnxBuilder::attr_ints(p, "strides", {1, 1, 1});
+    b.output("y");
+    b.save(dir + "/pool_strides_length.onnx");
+    expect["pool_strides_length.onnx"] = "strides has 3 values";
+  }
+  {
+    OnnxBuilder b(17);
+    b.input("x", {1, 2, 4, 4});
+    b.init("w", {2, 3, 3, 3}, std::vector<float>(54, 0.5f));
+    auto* c = b.node("ConvTranspose", {"x", "w"}, {"y"}, "deconv_output_padding");
+    OnnxBuilder::attr_ints(c, "output_padding", {1});
+    b.output("y");
+    b.save(dir + "/conv_transpose_output_padding.onnx");
+    expect["conv_transpose_output_padding.onnx"] = "output_padding has 1 values";
+  }
   return expect;
 }
 
