@@ -15,7 +15,7 @@ BASIN_DEBIAN_PACKAGES=(
   libonnx-dev                        # ONNX import
   python3-torch                      # the TorchScript estimator example (docs/estimators.md) and its test
   python3-torchvision python3-onnx   # tests export torchvision models to ONNX with PyTorch
-  python3-matplotlib                 # bench/search.py's plots (a fresh machine drew none: session 40)
+  python3-matplotlib                 # bench/search.py's plots (without it a fresh machine draws none)
 )
 
 # The sanitizer build's compiler (BUILD_TYPE=asan): clang with its runtimes (ASan, UBSan, libFuzzer).
