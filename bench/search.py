@@ -14,7 +14,7 @@ against LibTorch; then each strategy's ratios to annealing and the C1-C12 geomet
 
     /usr/bin/python3 bench/search.py [--workloads resnet18-c2,gemm-1024] [--seeds 1]
         [--trials 1000] [--strategies gradient,annealing,evolutionary,random] [--threads N]
-        [--interleave] [--out DIR]
+        [--interleave] [--peer metaschedule] [--out DIR]
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR   # plots and table again
     /usr/bin/python3 bench/search.py --from DIR/results.json --out DIR --side-by-side
 
@@ -24,6 +24,14 @@ budget, each strategy's seconds counting its own rounds. All meet the same phase
 host whose speed moves over minutes, which separate runs do not. A strategy may carry
 options (`basin strategies`), so that two variants of one are judged in one run, an A/B:
 --strategies annealing,gradient,gradient:tile_slots=0 --interleave.
+
+With --peer metaschedule, TVM MetaSchedule (apache-tvm in the peers' virtual environment,
+bench/peers/setup.sh) tunes each workload too, on the same threads, with the same trial
+budget or --peer-trials, by
+bench/peers/metaschedule.py: its curve goes into the plots beside basin's, and the table
+says how long each of basin's strategies took to reach MetaSchedule's final best and
+MetaSchedule to reach theirs. MetaSchedule's best is timed by TVM's time evaluator, basin's
+by basin's protocol: the two timers differ, so the table gives both figures as measured.
 
 After each workload and seed, the strategies' best programs are timed again side by side
 (alternating, 3 times each, with LibTorch): the host's speed can drift by tens of percent
@@ -103,6 +111,41 @@ def add_side_by_side(basin, results, workload, seed):
     print(f"{workload} seed {seed} side by side: " +
           ", ".join(f"{r['strategy']} {median(times[r['strategy']]):.1f} us" for r in rs) +
           f", LibTorch {median(torch):.1f} us", file=sys.stderr, flush=True)
+
+
+PEER_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".cache", "peers", "bin", "python")
+
+
+def peer_available(python):
+    """Why MetaSchedule cannot run with `python` (None when it can)."""
+    if not os.path.exists(python):
+        return f"no peers' Python at {python} (bench/peers/setup.sh creates it)"
+    p = subprocess.run([python, "-c", "import tvm, tvm.s_tir.meta_schedule"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"{python} cannot import TVM MetaSchedule: {p.stderr.strip().splitlines()[-1:]}"
+    return None
+
+
+def run_metaschedule(basin, python, workload, seed, trials, threads, out):
+    """bench/peers/metaschedule.py on one workload: its JSON, as a run of results.json (the
+    curve in basin's form: seconds, trials, best so far)."""
+    path = os.path.join(out, f"{workload}.{seed}.metaschedule.json")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "metaschedule.py")
+    cmd = [python, script, "--workload", workload, "--trials", str(trials), "--threads", str(threads),
+           "--seed", str(seed), "--basin", basin, "--out", path]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    with open(path) as f:
+        j = json.load(f)
+    run = {"workload": workload, "strategy": "metaschedule", "peer": True, "seed": seed, "trials": j["trials"],
+           "best_latency_us": j["best_us"], "search_seconds": j["seconds"], "final_latency_us": j["final_us"],
+           "curve": j["curve"], "tvm": j["tvm"], "target": j["target"]}
+    print(f"{workload} metaschedule seed {seed}: best {j['best_us']:.1f} us in {j['trials']} trials, "
+          f"{j['seconds']:.0f} s; timed again by TVM {j['final_us']:.1f} us [{time.time() - t0:.0f} s]",
+          file=sys.stderr, flush=True)
+    return run
 
 
 def remove_db(db):
@@ -217,8 +260,9 @@ def plot(workload, runs, path):
         if not pts:
             continue
         label = f"{r['strategy']} (seed {r['seed']})"
-        line = ax_t.step([p[0] for p in pts], [p[2] for p in pts], where="post", label=label)[0]
-        ax_n.step([p[1] for p in pts], [p[2] for p in pts], where="post", label=label)
+        style = {"color": "black", "linestyle": ":"} if r.get("peer") else {}
+        line = ax_t.step([p[0] for p in pts], [p[2] for p in pts], where="post", label=label, **style)[0]
+        ax_n.step([p[1] for p in pts], [p[2] for p in pts], where="post", label=label, **style)
         if r.get("bests_retimed_us"):
             # The re-timed curve, to the end of the run.
             rc = retimed_curve(r)
@@ -231,6 +275,8 @@ def plot(workload, runs, path):
         ax.set_ylabel("best latency (us)")
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
+    ax_t.set_xscale("symlog", linthresh=10)
+    ax_t.set_xlim(left=0)
     ax_n.legend(fontsize=8)
     fig.suptitle(f"{workload}: best latency found ({cpu_model()}, {os.cpu_count()} cores, {vector_isa()})")
     fig.tight_layout()
@@ -261,7 +307,18 @@ def main():
                     help="tune the strategies at once (basin tune-op --strategy annealing,gradient,...): a round of "
                          "each in turn in one process, each to the full --trials, so that all meet the same phases "
                          "of the host; each strategy's seconds count its own rounds")
+    ap.add_argument("--peer", choices=["metaschedule"],
+                    help="tune each workload with TVM MetaSchedule too (the same trials and threads), from the "
+                         "peers' Python (--peer-python)")
+    ap.add_argument("--peer-trials", type=int, default=0, metavar="N",
+                    help="the peer's trial budget (default: --trials)")
+    ap.add_argument("--peer-python", default=PEER_PYTHON, metavar="PYTHON",
+                    help="the Python with apache-tvm (default: bench/peers/setup.sh's environment)")
     a = ap.parse_args()
+    if a.peer:
+        why = peer_available(a.peer_python)
+        if why:
+            raise SystemExit(f"bench/search: --peer {a.peer}: {why}")
     if a.threads < 0:
         raise SystemExit("bench/search: --threads must be at least 1 (or 0 for every core)")
     if a.threads:
@@ -277,7 +334,7 @@ def main():
         if a.side_by_side and not a.threads and ran_on and ran_on != os.cpu_count():
             os.environ["BASIN_NUM_THREADS"] = str(ran_on)  # time again as the runs were timed
         workloads = list(dict.fromkeys(r["workload"] for r in runs))
-        strategies = list(dict.fromkeys(r["strategy"] for r in runs))
+        strategies = list(dict.fromkeys(r["strategy"] for r in runs if not r.get("peer")))
         seeds = list(dict.fromkeys(r["seed"] for r in runs))
         if a.side_by_side:
             for w in workloads:
@@ -339,6 +396,9 @@ def main():
             add_side_by_side(a.basin, results, w, seed)
             if a.retime:
                 add_retimed_bests(a.basin, results, w, seed, a.retime)
+            if a.peer == "metaschedule":
+                results["runs"].append(run_metaschedule(os.path.abspath(a.basin), a.peer_python, w, seed,
+                                                        a.peer_trials or a.trials, a.threads or os.cpu_count(), a.out))
             with open(os.path.join(a.out, "results.json"), "w") as f:
                 json.dump(results, f, indent=1)
         plot(w, [r for r in results["runs"] if r["workload"] == w], os.path.join(a.out, f"{w}.png"))
@@ -347,8 +407,38 @@ def main():
     print(open(os.path.join(a.out, "table.md")).read())
 
 
+def peer_lines(results, workloads, seeds):
+    """The peers' runs (MetaSchedule) beside basin's strategies: each strategy's seconds and
+    trials to reach the peer's best, and the peer's to reach each strategy's best."""
+    peers = [r for r in results["runs"] if r.get("peer")]
+    if not peers:
+        return []
+    lines = ["", "Against TVM MetaSchedule (its own timer; basin's figures are basin's): the peer's best as it "
+             "measured it and as TVM's time evaluator timed it again; each basin strategy's best, and the "
+             "seconds and trials each side needed to reach the other's best.", "",
+             "| workload | seed | strategy | best (us) | trials | seconds | timed again (us) | "
+             "to MetaSchedule's best: trials, seconds | MetaSchedule to its best: trials, seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for w in workloads:
+        for seed in seeds:
+            for p in (r for r in peers if r["workload"] == w and r["seed"] == seed):
+                lines.append(f"| {w} | {seed} | {p['strategy']} (TVM {p.get('tvm', '?')}) | {p['best_latency_us']:.1f} | "
+                             f"{p['trials']} | {p['search_seconds']:.0f} | {p['final_latency_us']:.1f} | - | - |")
+                for r in results["runs"]:
+                    if r.get("peer") or r["workload"] != w or r["seed"] != seed:
+                        continue
+                    to_peer = reach(r["curve"], p["best_latency_us"])
+                    peer_to = reach(p["curve"], r["best_latency_us"])
+                    fmt = lambda h: f"{h[1]}, {h[0]:.0f}" if h else "not reached"
+                    final = r.get("final_latency_us")
+                    lines.append(f"| {w} | {seed} | {r['strategy']} | {r['best_latency_us']:.1f} | {r['trials']} | "
+                                 f"{r['search_seconds']:.0f} | {f'{final:.1f}' if final else '-'} | {fmt(to_peer)} | "
+                                 f"{fmt(peer_to)} |")
+    return lines
+
+
 def table(results, workloads, strategies, seeds):
-    runs = results["runs"]
+    runs = [r for r in results["runs"] if not r.get("peer")]
     m = results["machine"]
     threads = m.get("threads", m["cores"])
     on = f" (kernels and LibTorch on {threads} thread{'s' if threads != 1 else ''})" if threads != m["cores"] else ""
@@ -438,6 +528,7 @@ def table(results, workloads, strategies, seeds):
         g = math.exp(sum(map(math.log, conv)) / len(conv))
         lines += ["", f"Tuned ResNet-18 layers ({len(conv)} of C1-C12): geometric-mean speedup of the best tuned "
                   f"program over LibTorch (oneDNN) {g:.2f} (target: at least 1.0)."]
+    lines += peer_lines(results, workloads, seeds)
     over = [r["overhead_fraction"] for r in runs]
     lines += ["", f"Tuning overhead (share of wall time outside compile and measure): mean "
               f"{100 * sum(over) / len(over):.1f}%, max {100 * max(over):.1f}% over {len(over)} runs (target: under 10%)."]
