@@ -52,7 +52,7 @@ struct KernelProfile {
 struct NetworkProfile {
   std::vector<KernelProfile> launches;  // in run order
   double run_us = 0;                    // the fastest whole run (copies in and out included)
-  double kernels_us = 0;                // the launches' times summed
+  double kernels_us = 0;                // the fastest launch-by-launch round, summed
 };
 
 class CompiledNetwork {
