@@ -419,21 +419,21 @@ def peer_lines(results, workloads, seeds):
              "| workload | seed | strategy | best (us) | trials | seconds | timed again (us) | "
              "to MetaSchedule's best: trials, seconds | MetaSchedule to its best: trials, seconds |",
              "|---|---|---|---|---|---|---|---|---|"]
+    def trials_seconds(hit):
+        return f"{hit[1]}, {hit[0]:.0f}" if hit else "not reached"
+
+    ours = [r for r in results["runs"] if not r.get("peer")]
     for w in workloads:
         for seed in seeds:
             for p in (r for r in peers if r["workload"] == w and r["seed"] == seed):
                 lines.append(f"| {w} | {seed} | {p['strategy']} (TVM {p.get('tvm', '?')}) | {p['best_latency_us']:.1f} | "
                              f"{p['trials']} | {p['search_seconds']:.0f} | {p['final_latency_us']:.1f} | - | - |")
-                for r in results["runs"]:
-                    if r.get("peer") or r["workload"] != w or r["seed"] != seed:
-                        continue
-                    to_peer = reach(r["curve"], p["best_latency_us"])
-                    peer_to = reach(p["curve"], r["best_latency_us"])
-                    fmt = lambda h: f"{h[1]}, {h[0]:.0f}" if h else "not reached"
+                for r in (r for r in ours if r["workload"] == w and r["seed"] == seed):
                     final = r.get("final_latency_us")
                     lines.append(f"| {w} | {seed} | {r['strategy']} | {r['best_latency_us']:.1f} | {r['trials']} | "
-                                 f"{r['search_seconds']:.0f} | {f'{final:.1f}' if final else '-'} | {fmt(to_peer)} | "
-                                 f"{fmt(peer_to)} |")
+                                 f"{r['search_seconds']:.0f} | {f'{final:.1f}' if final else '-'} | "
+                                 f"{trials_seconds(reach(r['curve'], p['best_latency_us']))} | "
+                                 f"{trials_seconds(reach(p['curve'], r['best_latency_us']))} |")
     return lines
 
 

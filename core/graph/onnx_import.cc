@@ -46,8 +46,7 @@ void check_conv_pool_ranks(onnx::InferenceContext& ctx, const std::string& op) {
   const int rank = x->dim_size();
   if (rank < 3) fail_shape_inference(op, ": input X has rank ", rank, ", at least 3 (N, C and a spatial axis)");
   const size_t spatial = static_cast<size_t>(rank - 2);
-  const bool has_weight = op == "Conv" || op == "ConvTranspose";
-  if (has_weight) {
+  if (op == "Conv" || op == "ConvTranspose") {
     const onnx::TensorShapeProto* w = shape_of(1);
     if (w && w->dim_size() != rank)
       fail_shape_inference(op, ": weight W has rank ", w->dim_size(), ", the input X ", rank);
@@ -79,11 +78,10 @@ void guard_conv_pool_inference() {
         if (!schema) break;
         onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
         // The registry owns its schemas as mutable objects and hands out const views.
-        const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction(
-            [op, inner](onnx::InferenceContext& ctx) {
-              check_conv_pool_ranks(ctx, op);
-              if (inner) inner(ctx);
-            });
+        const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction([op, inner](onnx::InferenceContext& ctx) {
+          check_conv_pool_ranks(ctx, op);
+          if (inner) inner(ctx);
+        });
         version = schema->SinceVersion() - 1;
       }
     }

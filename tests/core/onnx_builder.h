@@ -281,19 +281,35 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
   }
   // Convolutions and pools whose ranks or attribute lengths disagree: libonnx's own
   // shape inference indexes past its vectors on these, so the importer checks first.
-  {
-    // A rank-2 input; the kernel comes from a 4-D weight (the fuzzer's finding).
+  // Each is one node `op` on input x (and a weight w when given) with ints attributes.
+  using Ints = std::vector<int64_t>;
+  auto conv_family = [&](const std::string& file, const std::string& op, const Ints& x, const Ints& w,
+                         const std::map<std::string, Ints>& attrs, const std::string& needle) {
     OnnxBuilder b(17);
-    b.input("x", {1, 6});
-    b.init("w", {3, 2, 3, 3}, std::vector<float>(54, 0.5f));
-    auto* c = b.node("Conv", {"x", "w"}, {"y"}, "conv_of_a_matrix");
-    OnnxBuilder::attr_ints(c, "pads", {1, 1, 1, 117});
+    b.input("x", x);
+    std::vector<std::string> inputs = {"x"};
+    if (!w.empty()) {
+      int64_t n = 1;
+      for (int64_t e : w) n *= e;
+      b.init("w", w, std::vector<float>(static_cast<size_t>(n), 0.5f));
+      inputs.push_back("w");
+    }
+    auto* node = b.node(op, inputs, {"y"}, file.substr(0, file.size() - std::string(".onnx").size()));
+    for (const auto& [name, values] : attrs) OnnxBuilder::attr_ints(node, name, values);
     b.output("y");
-    b.save(dir + "/conv_rank2_input.onnx");
-    expect["conv_rank2_input.onnx"] = "rank 2";
-  }
+    b.save(dir + "/" + file);
+    expect[file] = needle;
+  };
+  // A rank-2 input; the kernel comes from a 4-D weight (the fuzzer's finding).
+  conv_family("conv_rank2_input.onnx", "Conv", {1, 6}, {3, 2, 3, 3}, {{"pads", {1, 1, 1, 117}}}, "rank 2");
+  // A 1-D convolution's input with a 2-D convolution's weight and no kernel_shape.
+  conv_family("conv_weight_rank.onnx", "Conv", {1, 2, 9}, {3, 2, 3, 3}, {}, "weight W has rank 4");
+  conv_family("pool_strides_length.onnx", "MaxPool", {1, 2, 6, 6}, {},
+              {{"kernel_shape", {2, 2}}, {"strides", {1, 1, 1}}}, "strides has 3 values");
+  conv_family("conv_transpose_output_padding.onnx", "ConvTranspose", {1, 2, 4, 4}, {2, 3, 3, 3},
+              {{"output_padding", {1}}}, "output_padding has 1 values");
   {
-    // The same, the rank-2 input computed by an earlier node.
+    // A rank-2 input computed by an earlier node.
     OnnxBuilder b(17);
     b.input("x", {1, 2, 5, 5});
     b.init("w", {3, 2, 3, 3}, std::vector<float>(54, 0.5f));
@@ -302,36 +318,6 @@ inline std::map<std::string, std::string> write_bad_onnx_corpus(const std::strin
     b.output("y");
     b.save(dir + "/conv_of_intermediate_rank2.onnx");
     expect["conv_of_intermediate_rank2.onnx"] = "rank 2";
-  }
-  {
-    // A 1-D convolution's input with a 2-D convolution's weight and no kernel_shape.
-    OnnxBuilder b(17);
-    b.input("x", {1, 2, 9});
-    b.init("w", {3, 2, 3, 3}, std::vector<float>(54, 0.5f));
-    b.node("Conv", {"x", "w"}, {"y"}, "conv_weight_rank");
-    b.output("y");
-    b.save(dir + "/conv_weight_rank.onnx");
-    expect["conv_weight_rank.onnx"] = "weight W has rank 4";
-  }
-  {
-    OnnxBuilder b(17);
-    b.input("x", {1, 2, 6, 6});
-    auto* p = b.node("MaxPool", {"x"}, {"y"}, "pool_strides");
-    OnnxBuilder::attr_ints(p, "kernel_shape", {2, 2});
-    OnnxBuilder::attr_ints(p, "strides", {1, 1, 1});
-    b.output("y");
-    b.save(dir + "/pool_strides_length.onnx");
-    expect["pool_strides_length.onnx"] = "strides has 3 values";
-  }
-  {
-    OnnxBuilder b(17);
-    b.input("x", {1, 2, 4, 4});
-    b.init("w", {2, 3, 3, 3}, std::vector<float>(54, 0.5f));
-    auto* c = b.node("ConvTranspose", {"x", "w"}, {"y"}, "deconv_output_padding");
-    OnnxBuilder::attr_ints(c, "output_padding", {1});
-    b.output("y");
-    b.save(dir + "/conv_transpose_output_padding.onnx");
-    expect["conv_transpose_output_padding.onnx"] = "output_padding has 1 values";
   }
   return expect;
 }

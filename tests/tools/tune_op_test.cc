@@ -325,11 +325,10 @@ TEST(BenchSearch, RunsTheStrategiesAndTheirPeer) {
   const std::string peer_python = std::string(BASIN_SOURCE_DIR) + "/.cache/peers/bin/python";
   const bool with_peer =
       basin::testing::capture(peer_python + " -c 'import tvm.s_tir.meta_schedule' 2>/dev/null").code == 0;
-  const std::string cmd = "/usr/bin/python3 " + std::string(BASIN_SOURCE_DIR) +
-                          "/bench/search.py --basin " + kBasin +
+  const std::string cmd = "/usr/bin/python3 " + std::string(BASIN_SOURCE_DIR) + "/bench/search.py --basin " + kBasin +
                           " --workloads gemm-256 --strategies annealing,gradient --seeds 1 --trials 6 --retime 0"
-                          " --threads 1 --interleave --out " + out + (with_peer ? " --peer metaschedule" : "") +
-                          " 2>&1";
+                          " --threads 1 --interleave --out " +
+                          out + (with_peer ? " --peer metaschedule" : "") + " 2>&1";
   Result r = basin::testing::capture(cmd);
   ASSERT_EQ(r.code, 0) << r.out;
   auto results = nlohmann::json::parse(basin::testing::read_file(out + "/results.json"));
@@ -346,16 +345,22 @@ TEST(BenchSearch, RunsTheStrategiesAndTheirPeer) {
   EXPECT_NE(table.find("| gemm-256 | 1 | gradient |"), std::string::npos) << table;
   EXPECT_EQ(table.find("Against TVM MetaSchedule") != std::string::npos, with_peer) << table;
   std::filesystem::remove_all(out);
-  if (!with_peer) GTEST_SKIP() << "MetaSchedule's part skipped: no apache-tvm in " << peer_python
-                               << " (bench/peers/setup.sh installs it)";
+  if (!with_peer)
+    GTEST_SKIP() << "MetaSchedule's part skipped: no apache-tvm in " << peer_python
+                 << " (bench/peers/setup.sh installs it)";
 }
 
 // The table's comparison with the peer, from a results file: who reached whose best, when.
 TEST(BenchSearch, TheTableSaysWhoReachedWhoseBest) {
   const std::string out = "/tmp/basin_bench_search_from_" + std::to_string(::getpid());
   std::filesystem::create_directories(out);
-  nlohmann::json run = {{"workload", "gemm-256"}, {"seed", 1}, {"trials", 5}, {"search_seconds", 2.0},
-                        {"overhead_fraction", 0.05}, {"final_latency_us", 52.0}, {"torch_latency_us", 60.0}};
+  nlohmann::json run = {{"workload", "gemm-256"},
+                        {"seed", 1},
+                        {"trials", 5},
+                        {"search_seconds", 2.0},
+                        {"overhead_fraction", 0.05},
+                        {"final_latency_us", 52.0},
+                        {"torch_latency_us", 60.0}};
   nlohmann::json ann = run, grad = run, ms = run;
   ann["strategy"] = "annealing";
   ann["best_latency_us"] = 70.0;
@@ -363,11 +368,20 @@ TEST(BenchSearch, TheTableSaysWhoReachedWhoseBest) {
   grad["strategy"] = "gradient";
   grad["best_latency_us"] = 50.0;
   grad["curve"] = {{1.0, 1, 100.0}, {2.0, 5, 50.0}};
-  ms = {{"workload", "gemm-256"}, {"seed", 1}, {"strategy", "metaschedule"}, {"peer", true}, {"trials", 64},
-        {"search_seconds", 20.0}, {"best_latency_us", 60.0}, {"final_latency_us", 61.0}, {"tvm", "0.27"},
+  ms = {{"workload", "gemm-256"},
+        {"seed", 1},
+        {"strategy", "metaschedule"},
+        {"peer", true},
+        {"trials", 64},
+        {"search_seconds", 20.0},
+        {"best_latency_us", 60.0},
+        {"final_latency_us", 61.0},
+        {"tvm", "0.27"},
         {"curve", {{10.0, 1, 80.0}, {20.0, 64, 60.0}}}};
   nlohmann::json results = {{"machine", {{"cpu", "test"}, {"cores", 2}, {"isa", "avx2"}, {"threads", 1}}},
-                            {"trials", 5}, {"interleaved", true}, {"runs", {ann, grad, ms}}};
+                            {"trials", 5},
+                            {"interleaved", true},
+                            {"runs", {ann, grad, ms}}};
   std::ofstream(out + "/in.json") << results.dump();
   Result r = basin::testing::capture("/usr/bin/python3 " + std::string(BASIN_SOURCE_DIR) + "/bench/search.py --from " +
                                      out + "/in.json --out " + out + " 2>&1");
@@ -376,8 +390,7 @@ TEST(BenchSearch, TheTableSaysWhoReachedWhoseBest) {
   // never reached its 50 us; MetaSchedule reached annealing's 70 us at its 64th trial, 20 s.
   EXPECT_NE(r.out.find("| gemm-256 | 1 | gradient | 50.0 | 5 | 2 | 52.0 | 5, 2 | not reached |"), std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("| gemm-256 | 1 | annealing | 70.0 | 5 | 2 | 52.0 | not reached | 64, 20 |"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("| gemm-256 | 1 | annealing | 70.0 | 5 | 2 | 52.0 | not reached | 64, 20 |"), std::string::npos)
       << r.out;
   // The peer is not one of basin's strategies in the tables against annealing.
   EXPECT_EQ(r.out.find("| gemm-256 | 1 | metaschedule | 60.0 | 64 |"), std::string::npos) << r.out;
