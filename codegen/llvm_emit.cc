@@ -26,6 +26,7 @@
 #include <unordered_map>
 
 #include "core/expr/analyzer.h"
+#include "core/ir/version_tiles.h"
 #include "core/util/error.h"
 
 namespace basin::codegen {
@@ -33,10 +34,12 @@ namespace basin::codegen {
 namespace {
 
 // True if evaluating e could fault (a load, or an integer division by a non-constant).
-bool may_fault(const Expr& e) {
+// `loads_in_bounds`: under the pragma kGuardedLoadsInBounds, loads read inside their
+// buffers whatever guards them.
+bool may_fault(const Expr& e, bool loads_in_bounds = false) {
   bool fault = false;
   post_order_visit(e, [&](const Expr& x) {
-    if (x.kind() == ExprKind::Load) fault = true;
+    if (x.kind() == ExprKind::Load && !loads_in_bounds) fault = true;
     if ((x.kind() == ExprKind::Div || x.kind() == ExprKind::FloorDiv || x.kind() == ExprKind::FloorMod) &&
         x.dtype().is_int() && !is_const(x.arg(1)))
       fault = true;
@@ -230,14 +233,16 @@ class Emitter {
   // one is a load or store per lane: on Zen 4 LLVM's gathers (64-bit addresses, 8 lanes
   // an instruction) made a convolution whose weights the vector loop reads 2304
   // elements apart twice as slow, and a weight-packing loop read that way 1.3 times
-  // (docs/PERFORMANCE.md@6bf7154, "Strided loads"). A mask or an index that is not affine in
-  // the lane keeps the gather or scatter.
+  // (docs/PERFORMANCE.md@6bf7154, "Strided loads"). An index that is not affine in the
+  // lane keeps the gather or scatter, and so does a mask, except on a load of a small
+  // stride (masked loads, then a shuffle: strided_by_shuffle).
   enum class Access { Scalar, Contiguous, Strided, Gather };
-  Access classify(const Affine& a) {
+  Access classify(const Affine& a, bool load) {
     if (!a.affine_in_vec) return Access::Gather;
     if (a.vec_coef == 0) return Access::Scalar;
     if (a.vec_coef == 1) return Access::Contiguous;
-    return mask_ ? Access::Gather : Access::Strided;
+    if (!mask_) return Access::Strided;
+    return load && a.vec_coef >= 2 && a.vec_coef <= kShuffledStride ? Access::Strided : Access::Gather;
   }
 
   // The address of lane 0 of an access affine in the vectorized loop's variable.
@@ -251,6 +256,10 @@ class Emitter {
   // along its width): `stride` contiguous vector loads, the last one moved back to end at
   // the last lane's element (nothing past it is read), then one shuffle that picks the
   // lanes.
+  // Under a mask (an inlined padded input's border), each part is a masked load of the
+  // elements that lie between two enabled lanes (an element at i * stride + k, 0 < k <
+  // stride, between lanes i and i + 1): addresses between two addresses the program
+  // reads, so inside the buffer, and the picked lanes of disabled ones zero.
   static constexpr int64_t kShuffledStride = 4;
   llvm::Value* strided_by_shuffle(llvm::Type* elem, llvm::Value* p, int64_t stride, llvm::Align align) {
     const int64_t lanes = vec_->lanes, last = (lanes - 1) * stride;
@@ -259,7 +268,19 @@ class Emitter {
     std::vector<llvm::Value*> parts;
     for (int64_t j = 0; j < stride; ++j) {
       offset.push_back(std::min(j * lanes, last - (lanes - 1)));
-      parts.push_back(b_.CreateAlignedLoad(vty, b_.CreateInBoundsGEP(elem, p, b_.getInt64(offset.back())), align));
+      llvm::Value* at = b_.CreateInBoundsGEP(elem, p, b_.getInt64(offset.back()));
+      if (!mask_) {
+        parts.push_back(b_.CreateAlignedLoad(vty, at, align));
+        continue;
+      }
+      std::vector<int> below, above;
+      for (int64_t m = 0; m < lanes; ++m) {
+        const int64_t e = offset.back() + m;
+        below.push_back(static_cast<int>(e / stride));
+        above.push_back(static_cast<int>(std::min(lanes - 1, (e + stride - 1) / stride)));
+      }
+      llvm::Value* mask = b_.CreateAnd(b_.CreateShuffleVector(mask_, below), b_.CreateShuffleVector(mask_, above));
+      parts.push_back(b_.CreateMaskedLoad(vty, at, align, mask, llvm::Constant::getNullValue(vty)));
     }
     // The parts side by side in one vector of stride * lanes elements.
     std::vector<llvm::Value*> level = parts;
@@ -309,7 +330,7 @@ class Emitter {
     llvm::Type* elem = mem_type(n.dtype);
     Expr flat = flat_expr(n.buffer, n.args);
     Affine a = affine(flat);
-    Access kind = classify(a);
+    Access kind = classify(a, true);
     llvm::Value* v;
     if (kind == Access::Scalar) {
       llvm::Value* p = element_ptr(n.buffer, a.base, a.offset);
@@ -348,7 +369,7 @@ class Emitter {
   void vector_store(const StmtNode& n) {
     Expr flat = flat_expr(n.buffer, n.indices);
     Affine a = affine(flat);
-    Access kind = classify(a);
+    Access kind = classify(a, false);
     llvm::Value* v = expr(n.value);
     if (n.buffer->dtype.is_bool()) {
       llvm::Type* i8 = b_.getInt8Ty();
@@ -752,7 +773,7 @@ class Emitter {
         return b_.CreateNot(expr(n.args[0]));
       case ExprKind::Select: {
         llvm::Value* c = expr(n.args[0]);
-        bool faults = may_fault(n.args[1]) || may_fault(n.args[2]);
+        bool faults = may_fault(n.args[1], loads_in_bounds_) || may_fault(n.args[2], loads_in_bounds_);
         // A uniform condition with operands that vary across lanes becomes a uniform mask;
         // with uniform operands it stays a scalar branch (an index gathered from memory).
         if (vec_ && faults && !is_vector(c) && (uses_var(n.args[1], vec_->var) || uses_var(n.args[2], vec_->var)))
@@ -1059,9 +1080,13 @@ class Emitter {
       case StmtKind::Seq:
         for (const Stmt& c : n.body) stmt(c);
         return;
-      case StmtKind::Pragma:
+      case StmtKind::Pragma: {
+        const bool saved = loads_in_bounds_;
+        if (n.key == kGuardedLoadsInBounds) loads_in_bounds_ = true;
         stmt(n.body[0]);
+        loads_in_bounds_ = saved;
         return;
+      }
       case StmtKind::Barrier:
         throw Error("the CPU backend cannot compile a GPU barrier");
     }
@@ -1080,9 +1105,10 @@ class Emitter {
   llvm::BasicBlock* entry_block_ = nullptr;
   std::unordered_map<int64_t, llvm::Value*> vars_;
   std::unordered_map<const BufferNode*, llvm::Value*> bufs_;
-  std::optional<VecLoop> vec_;   // the vectorized loop being emitted
-  llvm::Value* mask_ = nullptr;  // lanes enabled where a vector load sits (null: all)
-  bool in_parallel_ = false;     // inside an outlined parallel body
+  std::optional<VecLoop> vec_;    // the vectorized loop being emitted
+  llvm::Value* mask_ = nullptr;   // lanes enabled where a vector load sits (null: all)
+  bool loads_in_bounds_ = false;  // inside the pragma kGuardedLoadsInBounds
+  bool in_parallel_ = false;      // inside an outlined parallel body
   int outlined_ = 0;
   std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
   std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point

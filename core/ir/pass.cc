@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/ir/partition_loops.h"
+#include "core/ir/version_tiles.h"
 
 namespace basin {
 
@@ -28,7 +29,9 @@ LoweredFunc run_passes(LoweredFunc f, const char* pipeline, const std::vector<Pa
 }
 
 LoweredFunc prepare_for_backend(const LoweredFunc& f) {
-  return run_passes(f, "backend", {{"partition_loops", [](const Stmt& s) { return partition_loops(s); }}});
+  return run_passes(f, "backend",
+                    {{"version_tiles", [](const Stmt& s) { return version_tiles(s); }},
+                     {"partition_loops", [](const Stmt& s) { return partition_loops(s); }}});
 }
 
 }  // namespace basin

@@ -6,7 +6,8 @@
 //                                              flatten_buffers, simplify_stmt
 //   lower_config  (the same)                  lower_sketch, then mark_unrolled: the program
 //                                              the interpreter runs and the features see
-//   prepare_for_backend (core/ir/pass.cc)     partition_loops: what the LLVM backend emits
+//   prepare_for_backend (core/ir/pass.cc)     version_tiles, partition_loops: what the
+//                                              LLVM backend emits
 //
 // BASIN_DEBUG_LOWER=1 prints the IR after each pass that changed it, with the pipeline's
 // name, the pass's and the time it took; debug builds check well-formedness after every
@@ -32,9 +33,11 @@ struct Pass {
 LoweredFunc run_passes(LoweredFunc f, const char* pipeline, const std::vector<Pass>& passes,
                        bool allow_knob_vars = false);
 
-// The backend's own passes on a lowered program (partition_loops: the small loops that
-// select on their own bounds, a padded input's border, split where the selects are
-// decided). The interpreter and the estimator's features see the program before them.
+// The backend's own passes on a lowered program (version_tiles: a register tile whose
+// loads are guarded runs unguarded where every guard holds over the whole tile;
+// partition_loops: the small loops that select on their own bounds, a padded input's
+// border, split where the selects are decided). The interpreter and the estimator's features see the program before
+// them.
 LoweredFunc prepare_for_backend(const LoweredFunc& f);
 
 }  // namespace basin

@@ -13,7 +13,7 @@ namespace basin::testing {
 inline int64_t unroll_of(const LoweredFunc& f) {
   int64_t u = -1;
   visit_stmt(f.body, [&](const Stmt& s) {
-    if (s.kind() == StmtKind::Pragma) is_const_int(s->pragma_value, &u);
+    if (s.kind() == StmtKind::Pragma && s->key == "auto_unroll_max_step") is_const_int(s->pragma_value, &u);
   });
   return u;
 }

@@ -5,6 +5,10 @@
 
 #include <cmath>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <thread>
 
 #include "codegen/llvm_jit.h"
@@ -13,6 +17,7 @@
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/util/error.h"
+#include "tests/core/guarded_tiles.h"
 #include "tests/ops/op_cases.h"
 
 namespace basin {
@@ -316,6 +321,39 @@ TEST_F(LlvmSemantics, SmallStridedLoadsAreShuffledVectorLoadsAndCorrect) {
     EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
     EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
   }
+}
+
+// Register tiles whose loads are guarded (an inlined padded input, core/ir/version_tiles.h),
+// stride 1 and 2: interior tiles unguarded, border tiles inside the buffer unmasked
+// under the pragma, the first and last rows' border tiles masked (the stride-2 loads
+// masked and shuffled, no gather). The input fills one page between two inaccessible
+// pages, so a read before or after it faults. Against the interpreter.
+TEST_F(LlvmSemantics, GuardedTilesReadOnlyInsideTheirBuffer) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr int64_t rows = 4;
+  const int64_t width = static_cast<int64_t>(page / sizeof(float)) / rows;
+  char* region = static_cast<char*>(mmap(nullptr, 3 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(region, MAP_FAILED);
+  ASSERT_EQ(mprotect(region + page, page, PROT_READ | PROT_WRITE), 0);
+  float* xs = reinterpret_cast<float*>(region + page);
+  for (int64_t stride : {1, 2}) {
+    LoweredFunc f = testing::guarded_tiles(rows, width, stride, 8);
+    NDArray xa = NDArray::random(DType::f32(), {rows * width}, -1, 1, 3);
+    std::copy(xa.as<float>(), xa.as<float>() + rows * width, xs);
+    const int64_t n = rows * (width / stride);
+    NDArray want(DType::f32(), {n}), got(DType::f32(), {n});
+    interpret(f, {&xa, &want});
+    codegen::LlvmOptions keep;
+    keep.keep_ir = true;
+    auto k = codegen::compile_llvm(f, keep);
+    void* args[] = {xs, got.data()};
+    k->run_raw(args);
+    EXPECT_EQ(compare_arrays(got, want).max_abs, 0) << "stride " << stride;
+    const std::string& ir = k->llvm_ir();
+    EXPECT_NE(ir.find("masked.load"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+  }
+  munmap(region, 3 * page);
 }
 
 // A convolution's weight packing, packed[o, c, h, w, l] = wt[o * L + l, c, h, w], under a

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <tuple>
 
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
@@ -12,8 +13,10 @@
 #include "core/ir/pass.h"
 #include "core/ir/simplify_stmt.h"
 #include "core/ir/verify.h"
+#include "core/ir/version_tiles.h"
 #include "core/te/tensor.h"
 #include "core/util/error.h"
+#include "tests/core/guarded_tiles.h"
 
 namespace basin {
 namespace {
@@ -54,7 +57,7 @@ TEST(LoopIR, InterpreterComputesMatmulExactly) {
 }
 
 // A pipeline runs its passes in order on the function's body and keeps the rest of
-// the function; the backend's pipeline is partition_loops.
+// the function; the backend's pipeline is version_tiles, then partition_loops.
 TEST(LoopIR, PassPipelinesRunInOrder) {
   Var i("i"), a("inner_wrap"), b("outer_wrap");
   Buffer out = make_buffer("out", DType::f32(), {Expr(4)});
@@ -350,6 +353,78 @@ TEST(PartitionLoops, LeavesOtherLoopsAlone) {
       i, 0, 2, ForKind::Serial,
       make_for(r, 0, 8, ForKind::Vectorized, make_store(out, {i * 8 + r}, select(lt(i, 1), load(x, {r}), fconst(0)))));
   EXPECT_TRUE(structural_equal(partition_loops(vec), vec));
+}
+
+// A tile whose guarded loads stay inside their buffer runs under the pragma, the
+// others (the first and last rows' border tiles) with their loops rolled. Both copies
+// compute what the program computed.
+int pragmas_in(const Stmt& s) {
+  int n = 0;
+  visit_stmt(
+      s, [&](const Stmt& st) { n += st.kind() == StmtKind::Pragma && st->key == std::string(kGuardedLoadsInBounds); });
+  return n;
+}
+
+int loops_of_kind(const Stmt& s, ForKind k) {
+  int n = 0;
+  visit_stmt(s, [&](const Stmt& st) { n += st.kind() == StmtKind::For && st->for_kind == k; });
+  return n;
+}
+
+void expect_same_values(const LoweredFunc& f, const LoweredFunc& g, int64_t rows, int64_t width) {
+  NDArray x = NDArray::random(DType::f32(), {rows * width}, -1, 1, 5);
+  const int64_t n = const_int(f.params[1]->shape[0]);
+  NDArray want(DType::f32(), {n}), got(DType::f32(), {n});
+  NDArray x1 = x.clone();
+  interpret(f, {&x, &want});
+  interpret(g, {&x1, &got});
+  EXPECT_EQ(compare_arrays(got, want).max_abs, 0) << g.body;
+  EXPECT_TRUE(well_formed_errors(g, {false, true}).empty()) << g.body;
+}
+
+TEST(VersionTiles, GuardedLoadsRunUnmaskedWhereTheyStayInTheirBuffer) {
+  // Several tiles a row, stride 1 and 2; one tile a row, always on the border.
+  for (auto [width, stride, lanes] : {std::tuple{64, 1, 8}, {64, 2, 8}, {16, 1, 16}}) {
+    LoweredFunc f = testing::guarded_tiles(4, width, stride, lanes);
+    LoweredFunc g = f;
+    g.body = version_tiles(f.body);
+    ASSERT_EQ(selects_in(f.body), 1);
+    EXPECT_EQ(selects_in(g.body), 2) << g.body;
+    EXPECT_EQ(pragmas_in(g.body), 1) << g.body;
+    ASSERT_EQ(loops_of_kind(f.body, ForKind::Unrolled), 1);
+    EXPECT_EQ(loops_of_kind(g.body, ForKind::Unrolled), 1) << g.body;  // the other copy rolled
+    int ifs = 0;
+    visit_stmt(g.body, [&](const Stmt& st) { ifs += st.kind() == StmtKind::IfThenElse; });
+    EXPECT_EQ(ifs, 1) << g.body;
+    const std::string text = to_string(g.body);
+    EXPECT_LT(text.find("if "), text.find("allocate")) << text;  // tested once a tile
+    expect_same_values(f, g, 4, width);
+  }
+}
+
+TEST(VersionTiles, ATileThatAlwaysReadsPastItsBufferIsLeftAlone) {
+  // One row, one tile: its reads start before the buffer whatever the tile.
+  LoweredFunc f = testing::guarded_tiles(1, 16, 1, 16);
+  EXPECT_TRUE(structural_equal(version_tiles(f.body), f.body)) << version_tiles(f.body);
+}
+
+TEST(VersionTiles, LeavesTilesItCannotBoundAlone) {
+  // A guarded load whose index is not affine in the tile's loops.
+  Buffer x = make_buffer("x", DType::f32(), {Expr(64)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+  Buffer acc = make_buffer("acc", DType::f32(), {Expr(8)}, MemScope::Local);
+  Var t("t"), l("l"), m("m");
+  Expr at = floormod(Expr(t) * 8 + l, Expr(5)) * 3;
+  Stmt tile = make_allocate(
+      acc, make_seq({make_for(l, 0, 8, ForKind::Serial,
+                              make_store(acc, {l}, select(lt(at, Expr(7)), load(x, {at}), fconst(0)))),
+                     make_for(m, 0, 8, ForKind::Serial, make_store(out, {Expr(t) * 8 + m}, load(acc, {m})))}));
+  Stmt prog = make_for(t, 0, 8, ForKind::Serial, tile);
+  EXPECT_TRUE(structural_equal(version_tiles(prog), prog)) << version_tiles(prog);
+  // Without a Local allocation, no tile.
+  Stmt flat =
+      make_for(t, 0, 64, ForKind::Serial, make_store(out, {t}, select(lt(t, Expr(3)), load(x, {t}), fconst(0))));
+  EXPECT_TRUE(structural_equal(version_tiles(flat), flat));
 }
 
 }  // namespace
