@@ -1,18 +1,20 @@
 // Loop IR to LLVM IR. Loops become header/body/latch blocks with a phi for the
 // induction variable; Select and short-circuit logic whose operands could fault
-// (loads, integer division) become branches, as the IR's lazy semantics require.
+// (loads, integer division) become branches, as the IR's lazy semantics require;
+// under the pragma kGuardedLoadsInBounds (core/ir/version_tiles.h) a Select's loads run
+// whatever its condition, and it selects after.
 //
 // Loop kinds: an unrolled loop with a constant extent is emitted once per iteration; a
 // vectorized loop with a constant extent L is emitted once, its variable an L-lane
 // vector: values that depend on it are vectors, loads and stores with a unit stride in
 // it become vector loads and stores, other constant strides one scalar load (store) per
-// lane put into (taken from) the vector, other indices gathers and scatters, and loads and
-// stores under a lane-varying condition (a Select, a short-circuit operand, an
-// IfThenElse such as a guarded last tile) are masked so that no disabled lane touches
-// memory. A
-// parallel loop is outlined into a function over a chunk of its range and handed to
-// the runtime thread pool (cpu_runtime.h) with its captured values in a context array;
-// the outlined body takes its buffers as noalias arguments, as the kernel body does.
+// lane put into (taken from) the vector (strides 2 to 4: vector loads and a shuffle),
+// other indices gathers and scatters, and loads and stores under a lane-varying
+// condition (a Select, a short-circuit operand, an IfThenElse such as a guarded last
+// tile) are masked so that no disabled lane touches memory. A parallel loop is
+// outlined into a function over a chunk of its range and handed to the runtime thread
+// pool (cpu_runtime.h) with its captured values in a context array; the outlined body
+// takes its buffers as noalias arguments, as the kernel body does.
 #include "codegen/llvm_emit.h"
 
 #include <llvm/IR/IRBuilder.h>
