@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct MeasureResult {
   double compile_cpu_seconds = 0;  // the same as CPU time of the worker's thread
   std::string error;               // empty when the program ran and matched the reference
   bool brief = false;              // slower than measure_one's slow_us: timed by its check run and one call
+  bool constant_stage = false;     // a constant input's repacking ran once, untimed (MeasureOptions::constant_inputs)
   bool ok() const { return error.empty(); }
   double min_us() const {
     return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end());
@@ -92,6 +94,12 @@ struct MeasureOptions {
   // collection set it to kMaxInstructions unless told otherwise
   // (search::TuneOptions::max_instructions, models::CollectOptions::max_instructions).
   int64_t max_instructions = 0;
+  // The task's inputs (by index) that are constants where the task runs (a network's
+  // weights, graph::NetworkTask::constant_inputs). On the CPU, a program's first stage
+  // that only rearranges one of them (a sketch's weight repacking) is split off and run
+  // once before the program's check and timing, as a compiled network runs it once
+  // when it is compiled (core/ir/split_prologue.h): its time is not the kernel's.
+  std::set<int> constant_inputs;
   // Test hook, run in the worker on each lowered program before compilation (fault
   // injection: a store out of bounds, an endless loop, a wrong value). It is called
   // from every compile thread at once, so it must be thread-safe; it is not serialized

@@ -218,34 +218,14 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     std::vector<int64_t> shape;
   };
   std::vector<Prepack> prepack(p.tasks.size());
-  std::vector<std::set<int>> constant_inputs(p.tasks.size());
-  {
-    std::vector<bool> seen(p.tasks.size(), false);
-    for (const graph::FusedGroup& fg : p.groups) {
-      if (fg.view || fg.task < 0) continue;
-      std::set<int> here;
-      for (size_t i = 0; i < fg.inputs.size(); ++i)
-        if (g.value(fg.inputs[i]).constant) here.insert(static_cast<int>(i));
-      std::set<int>& all = constant_inputs[static_cast<size_t>(fg.task)];
-      if (!seen[static_cast<size_t>(fg.task)]) {
-        all = here;
-        seen[static_cast<size_t>(fg.task)] = true;
-      } else {
-        std::set<int> both;
-        for (int i : all)
-          if (here.count(i)) both.insert(i);
-        all = both;
-      }
-    }
-  }
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const graph::NetworkTask& task = p.tasks[t];
     try {
       std::vector<sched::Sketch> sketches = sched::sketches_for(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
-      if (!cuda && !constant_inputs[t].empty()) {
-        if (std::optional<SplitPrologue> sp = split_constant_prologue(f, constant_inputs[t])) {
+      if (!cuda && !task.constant_inputs.empty()) {
+        if (std::optional<SplitPrologue> sp = split_constant_prologue(f, task.constant_inputs)) {
           Prepack& pp = prepack[t];
           pp.param = sp->param;
           const Buffer& packed = sp->prologue.params[1];

@@ -56,6 +56,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.budget_seconds = 0;
     to.progress = nullptr;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
+    to.constant_inputs = p.tasks[i].constant_inputs;
     if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
   }

@@ -421,6 +421,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   mo.target = opt.target;
   mo.compile_threads = opt.compile_threads;
   mo.max_instructions = opt.max_instructions;
+  mo.constant_inputs = opt.constant_inputs;
   m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
   if (!m.samples.empty()) m.update();
 }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ struct TuneOptions {
   // After each measured program: trials done, the trial budget (0 when in seconds),
   // seconds so far, the best latency so far (0 when none ran yet).
   std::function<void(int, int, double, double)> progress;
+  // The task's inputs that are constants where it runs (codegen::MeasureOptions::
+  // constant_inputs): a network's tuning times its programs without their weights'
+  // repacking, as the compiled network runs them.
+  std::set<int> constant_inputs;
   // Test hook passed to the measurer (codegen::MeasureOptions::program_hook): called
   // from several compile threads at once, so it must be thread-safe.
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;

@@ -226,7 +226,19 @@ Partition partition(const Graph& g) {
       it = task_by_key.emplace(key, static_cast<int>(p.tasks.size())).first;
       p.tasks.push_back(std::move(t));
     }
-    ++p.tasks[it->second].weight;
+    NetworkTask& nt = p.tasks[it->second];
+    std::set<int> constant;
+    for (size_t i = 0; i < fg.inputs.size(); ++i)
+      if (g.value(fg.inputs[i]).constant) constant.insert(static_cast<int>(i));
+    if (nt.weight == 0) {
+      nt.constant_inputs = constant;
+    } else {
+      std::set<int> both;
+      for (int i : nt.constant_inputs)
+        if (constant.count(i)) both.insert(i);
+      nt.constant_inputs = both;
+    }
+    ++nt.weight;
     fg.task = it->second;
     p.groups.push_back(std::move(fg));
   }

@@ -9,6 +9,7 @@
 // the number of groups.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct NetworkTask {
   ops::OpGraph graph;
   int weight = 0;    // groups computing this task
   double flops = 0;  // of one run
+  // The task's inputs (by index) that are constants in every group computing it: a
+  // network's weights, whose repacking a compiled network runs once and a network's
+  // tuning leaves out of the timing (core/ir/split_prologue.h).
+  std::set<int> constant_inputs;
 };
 
 struct Partition {

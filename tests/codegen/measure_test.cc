@@ -70,6 +70,37 @@ TEST_F(Measure, MeasuresValidCandidates) {
   EXPECT_EQ(pool.workers_started(), 1);
 }
 
+// A network's weights are constants: a program's repacking of one is split off and run
+// once before its check and timing, as the compiled network runs it; the program still
+// matches the reference. Programs that repack nothing, and pools without constants,
+// time the whole program.
+TEST_F(Measure, AConstantWeightsRepackingRunsOnceUntimed) {
+  std::vector<sched::Sketch> sketches = sched::cpu_sketches(task);
+  const sched::Sketch* packed = nullptr;
+  const sched::Sketch* plain = nullptr;
+  for (const sched::Sketch& s : sketches) {
+    if (s.pack && s.name.find("vec=j") != std::string::npos && !packed) packed = &s;  // packs w
+    if (!s.pack && !plain) plain = &s;
+  }
+  ASSERT_TRUE(packed && plain);
+  std::mt19937_64 rng(5);
+  for (bool constant : {true, false}) {
+    codegen::MeasureOptions opt;
+    if (constant) opt.constant_inputs = {1};  // dense(x, w): the weight
+    codegen::MeasurePool pool(task, sketches, opt);
+    std::vector<codegen::Candidate> batch;
+    for (const sched::Sketch* s : {packed, plain}) {
+      const size_t index = static_cast<size_t>(s - sketches.data());
+      batch.push_back({&pool.sketches()[index], sched::random_config(*s, rng)});
+    }
+    std::vector<codegen::MeasureResult> r = pool.measure(batch);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_TRUE(r[0].ok() && r[1].ok()) << r[0].error << r[1].error;
+    EXPECT_EQ(r[0].constant_stage, constant) << packed->name;
+    EXPECT_FALSE(r[1].constant_stage) << plain->name;
+  }
+}
+
 // Regression: a network's tuners each own a pool; a worker forked later once inherited
 // the earlier pools' pipe ends, so stopping an earlier pool waited forever for its
 // worker to see EOF.
