@@ -1,6 +1,7 @@
 #include "core/graph/fusion.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -226,17 +227,16 @@ Partition partition(const Graph& g) {
       it = task_by_key.emplace(key, static_cast<int>(p.tasks.size())).first;
       p.tasks.push_back(std::move(t));
     }
+    // The task's constant inputs: the first group's, less any another group reads as a
+    // variable.
     NetworkTask& nt = p.tasks[it->second];
-    std::set<int> constant;
-    for (size_t i = 0; i < fg.inputs.size(); ++i)
-      if (g.value(fg.inputs[i]).constant) constant.insert(static_cast<int>(i));
+    auto constant = [&](size_t i) { return g.value(fg.inputs[i]).constant; };
     if (nt.weight == 0) {
-      nt.constant_inputs = constant;
+      for (size_t i = 0; i < fg.inputs.size(); ++i)
+        if (constant(i)) nt.constant_inputs.insert(static_cast<int>(i));
     } else {
-      std::set<int> both;
-      for (int i : nt.constant_inputs)
-        if (constant.count(i)) both.insert(i);
-      nt.constant_inputs = both;
+      for (auto i = nt.constant_inputs.begin(); i != nt.constant_inputs.end();)
+        i = constant(static_cast<size_t>(*i)) ? std::next(i) : nt.constant_inputs.erase(i);
     }
     ++nt.weight;
     fg.task = it->second;
