@@ -8,11 +8,15 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/ir/ndarray.h"
+#include "core/ir/split_prologue.h"
 #include "core/ir/stmt.h"
+#include "core/util/error.h"
 
 namespace basin::codegen {
 
@@ -61,6 +65,35 @@ class LlvmKernel {
 // Compiles f; throws basin::Error if basin was built without LLVM or f uses something
 // the CPU backend cannot run (a GPU barrier).
 std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions& opt = {});
+
+// A constant input's repacking split off a program (core/ir/split_prologue.h) and
+// compiled: run once into a buffer of `dtype` and `shape`, which replaces the
+// program's param `param`. What a compiled network does when it is compiled, and what
+// a network's tuning does before it times a program (MeasureOptions::constant_inputs).
+struct ConstantPrologue {
+  int param = -1;
+  std::unique_ptr<LlvmKernel> kernel;
+  DType dtype = DType::f32();
+  std::vector<int64_t> shape;
+};
+// f's first stage that only repacks one of `constant_params`, compiled, with *f left
+// without it; nullopt (f unchanged) where there is none.
+inline std::optional<ConstantPrologue> compile_constant_prologue(LoweredFunc* f, const std::set<int>& constant_params,
+                                                                 const LlvmOptions& opt = {}) {
+  std::optional<SplitPrologue> sp = split_constant_prologue(*f, constant_params);
+  if (!sp) return std::nullopt;
+  ConstantPrologue c;
+  const Buffer& packed = sp->prologue.params[1];
+  c.param = sp->param;
+  c.dtype = packed->dtype;
+  for (const Expr& e : packed->shape) {
+    if (e.kind() != ExprKind::IntImm) throw InternalError("a packed weight of symbolic shape");
+    c.shape.push_back(e->ival);
+  }
+  c.kernel = compile_llvm(sp->prologue, opt);
+  *f = std::move(sp->kernel);
+  return c;
+}
 
 // A kernel from an object file that compile_llvm made with keep_object (in this or
 // another process on the same CPU): linked by the JIT, not compiled. Its run() checks

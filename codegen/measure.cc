@@ -21,7 +21,6 @@
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
 #include "core/ir/lower.h"
-#include "core/ir/split_prologue.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/error.h"
 
@@ -172,12 +171,7 @@ namespace {
 struct Compiled {
   LoweredFunc func;
   std::unique_ptr<LlvmKernel> cpu;
-  // A constant input's repacking split off (MeasureOptions::constant_inputs): run once
-  // into a buffer of `packed_shape`, which replaces param `packed_param` of `cpu`.
-  std::unique_ptr<LlvmKernel> prologue;
-  int packed_param = -1;
-  DType packed_dtype = DType::f32();
-  std::vector<int64_t> packed_shape;
+  std::optional<ConstantPrologue> prologue;  // MeasureOptions::constant_inputs
   CudaBinary gpu;
   double lower_seconds = 0, compile_seconds = 0, compile_cpu_seconds = 0;
   std::string error;      // lowering or compilation failed
@@ -215,16 +209,8 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       else {
         LlvmOptions lo;
         lo.max_instructions = opt_.max_instructions;
-        if (!opt_.constant_inputs.empty()) {
-          if (std::optional<SplitPrologue> sp = split_constant_prologue(out.func, opt_.constant_inputs)) {
-            const Buffer& packed = sp->prologue.params[1];
-            out.packed_param = sp->param;
-            out.packed_dtype = packed->dtype;
-            for (const Expr& e : packed->shape) out.packed_shape.push_back(const_int(e));
-            out.prologue = compile_llvm(sp->prologue, lo);
-            out.func = std::move(sp->kernel);
-          }
-        }
+        if (!opt_.constant_inputs.empty())
+          out.prologue = compile_constant_prologue(&out.func, opt_.constant_inputs, lo);
         out.cpu = compile_llvm(out.func, lo);
       }
       out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -255,9 +241,9 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       std::vector<NDArray*> args = program_args(inputs_, out);
       NDArray packed;
       if (p.prologue) {  // once, untimed, as a compiled network does when it is compiled
-        packed = NDArray(p.packed_dtype, p.packed_shape);
-        p.prologue->run({args.at(static_cast<size_t>(p.packed_param)), &packed});
-        args[static_cast<size_t>(p.packed_param)] = &packed;
+        packed = NDArray(p.prologue->dtype, p.prologue->shape);
+        p.prologue->kernel->run({args.at(static_cast<size_t>(p.prologue->param)), &packed});
+        args[static_cast<size_t>(p.prologue->param)] = &packed;
         res["constant_stage"] = true;
       }
       std::unique_ptr<CudaKernel> gpu;

@@ -14,7 +14,6 @@
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
-#include "core/ir/split_prologue.h"
 #include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/sha256.h"
@@ -211,33 +210,16 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   // task (a sketch's weight repacking) is split off and run here, once per group: the
   // kernel then reads the packed weight (core/ir/split_prologue.h).
   std::vector<LoweredFunc> gpu_funcs;
-  struct Prepack {
-    int param = -1;
-    std::unique_ptr<LlvmKernel> prologue;
-    DType dtype = DType::f32();
-    std::vector<int64_t> shape;
-  };
-  std::vector<Prepack> prepack(p.tasks.size());
+  std::vector<ConstantPrologue> prepack(p.tasks.size());
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const graph::NetworkTask& task = p.tasks[t];
     try {
       std::vector<sched::Sketch> sketches = sched::sketches_for(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
-      if (!cuda && !task.constant_inputs.empty()) {
-        if (std::optional<SplitPrologue> sp = split_constant_prologue(f, task.constant_inputs)) {
-          Prepack& pp = prepack[t];
-          pp.param = sp->param;
-          const Buffer& packed = sp->prologue.params[1];
-          pp.dtype = packed->dtype;
-          for (const Expr& e : packed->shape) {
-            if (e.kind() != ExprKind::IntImm) throw InternalError("a packed weight of symbolic shape");
-            pp.shape.push_back(e->ival);
-          }
-          pp.prologue = compile_llvm(sp->prologue);
-          f = std::move(sp->kernel);
-        }
-      }
+      if (!cuda && !task.constant_inputs.empty())
+        if (std::optional<ConstantPrologue> c = compile_constant_prologue(&f, task.constant_inputs))
+          prepack[t] = std::move(*c);
       std::vector<std::pair<DType, int64_t>> params;
       for (const Buffer& b : f.params) {
         int64_t n = b->dtype.bytes();
@@ -298,10 +280,10 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   auto packed = [&](int task, int v) {
     auto it = packed_slot.find({task, v});
     if (it != packed_slot.end()) return it->second;
-    const Prepack& pp = prepack[static_cast<size_t>(task)];
+    const ConstantPrologue& pp = prepack[static_cast<size_t>(task)];
     NDArray src = g.value(v).data;  // shares the constant's storage; the prologue only reads it
     NDArray out(pp.dtype, pp.shape);
-    pp.prologue->run({&src, &out});
+    pp.kernel->run({&src, &out});
     Impl::Slot s;
     s.info = {g.value(v).name + ".packed", pp.dtype, pp.shape};
     s.weight = static_cast<int>(m.weights.size());
