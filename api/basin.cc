@@ -7,6 +7,7 @@
 #include "codegen/network.h"
 #include "core/graph/fusion.h"
 #include "core/graph/model.h"
+#include "core/graph/layout.h"
 #include "core/graph/passes.h"
 #include "core/ir/ndarray.h"
 #include "core/util/error.h"
@@ -87,8 +88,14 @@ Tensor Tensor::clone() const { return wrap(impl_->a.clone()); }
 
 struct Model::Impl {
   std::string name;
-  graph::Graph graph;
-  graph::Partition partition;
+  // The optimized graph with every value NCHW (the GPU's), and with the layout plan of
+  // this CPU's vectors (the CPU's); each with its tasks.
+  struct Planned {
+    graph::Graph graph;
+    graph::Partition partition;
+  };
+  Planned nchw, cpu;
+  const Planned& for_target(const std::string& target) const { return target == "llvm" ? cpu : nchw; }
 };
 
 Model Model::load(const std::string& model, const LoadOptions& options) {
@@ -96,16 +103,19 @@ Model Model::load(const std::string& model, const LoadOptions& options) {
   io.shapes = options.shapes;
   Model m;
   m.impl_ = std::make_shared<Impl>();
-  m.impl_->graph = graph::optimize(graph::load_model(model, io));
-  m.impl_->partition = graph::partition(m.impl_->graph);
-  m.impl_->name = m.impl_->graph.name;
+  const int64_t lanes = graph::host_layout_lanes();
+  m.impl_->nchw.graph = graph::optimize(graph::load_model(model, io));
+  m.impl_->nchw.partition = graph::partition(m.impl_->nchw.graph);
+  m.impl_->cpu.graph = graph::plan_layouts(m.impl_->nchw.graph, lanes);
+  m.impl_->cpu.partition = lanes > 0 ? graph::partition(m.impl_->cpu.graph) : m.impl_->nchw.partition;
+  m.impl_->name = m.impl_->nchw.graph.name;
   return m;
 }
 const std::string& Model::name() const { return impl_->name; }
-int Model::tasks() const { return static_cast<int>(impl_->partition.tasks.size()); }
+int Model::tasks() const { return static_cast<int>(impl_->cpu.partition.tasks.size()); }
 std::vector<TensorSpec> Model::inputs() const {
   std::vector<TensorSpec> out;
-  const graph::Graph& g = impl_->graph;
+  const graph::Graph& g = impl_->nchw.graph;
   for (int v : g.inputs()) {
     const auto& t = g.value(v);
     out.push_back({t.name, t.dtype.str(), t.shape, codegen::input_index_bound(g, v)});
@@ -139,7 +149,7 @@ TuneReport TuningSession::run() {
       o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, latency});
     };
   }
-  search::NetworkTuneResult r = search::tune_network(model_.impl().partition, store, to);
+  search::NetworkTuneResult r = search::tune_network(model_.impl().for_target(o.target).partition, store, to);
   TuneReport rep;
   rep.trials = r.trials;
   rep.measured = r.measured;
@@ -160,7 +170,7 @@ Network Network::compile(const Model& model, const std::string& records, const s
   std::unique_ptr<search::RecordStore> store;
   if (!records.empty()) store = std::make_unique<search::RecordStore>(records, search::RecordStore::ReadOnly::Yes);
   std::vector<int> untuned;
-  const Model::Impl& m = model.impl();
+  const Model::Impl::Planned& m = model.impl().for_target(target);
   std::vector<codegen::ProgramChoice> choices = search::choose_programs(m.partition, store.get(), target, &untuned);
   Network n;
   n.impl_ = std::make_shared<Impl>();

@@ -86,6 +86,37 @@ std::vector<int64_t> all_dims(const TT& x) {
   return d;
 }
 
+// The blocked layout [N, C/b, S..., b] and back.
+TT unblock(const TT& x) {
+  std::vector<int64_t> perm = {0, 1, x.dim() - 1};
+  for (int64_t d = 2; d + 1 < x.dim(); ++d) perm.push_back(d);
+  TT y = x.permute(perm);
+  std::vector<int64_t> shape(y.sizes().begin(), y.sizes().end());
+  shape[1] *= shape[2];
+  shape.erase(shape.begin() + 2);
+  return y.reshape(shape);
+}
+TT block(const TT& x, int64_t b) {
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape[1] /= b;
+  shape.insert(shape.begin() + 2, b);
+  std::vector<int64_t> perm = {0, 1};
+  for (int64_t d = 3; d < static_cast<int64_t>(shape.size()); ++d) perm.push_back(d);
+  perm.push_back(2);
+  return x.reshape(shape).permute(perm).contiguous();
+}
+// A pooling kernel of NCHW applied to an input in NCHW or in the blocked layout.
+Fn any_layout(Fn f) {
+  return [f](const ops::Attrs& a, const std::vector<TT>& in) {
+    if (in[0].dim() != 5) return f(a, in);
+    std::vector<TT> plain = in;
+    plain[0] = unblock(in[0]);
+    std::vector<TT> out = f(a, plain);
+    out[0] = block(out[0], in[0].size(4));
+    return out;
+  };
+}
+
 const std::map<std::string, Fn>& references() {
   static const std::map<std::string, Fn> m = {
       {"dense", binary([](const TT& x, const TT& w) { return torch::linear(x, w); })},
@@ -120,16 +151,26 @@ const std::map<std::string, Fn>& references() {
          return one(torch::conv_transpose2d(in[0], in[1], {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
                                             per_dim(a, "output_padding", 2), a.i("groups"), per_dim(a, "dilation", 2)));
        }},
-      {"max_pool2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
+      {"conv2d_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // The weight [OC/bo, C/bi, KH, KW, bi, bo] as [OC, C/groups, KH, KW].
+         const TT& w = in[1];
+         TT wt = w.permute({0, 5, 1, 4, 2, 3}).reshape({w.size(0) * w.size(5), w.size(1) * w.size(4), w.size(2), w.size(3)});
+         return one(block(torch::conv2d(unblock(in[0]), wt, {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                        per_dim(a, "dilation", 2), a.i("groups")),
+                          w.size(5)));
+       }},
+      {"to_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(block(in[0], a.i("block"))); }},
+      {"from_nchwc", unary([](const TT& x) { return unblock(x).contiguous(); })},
+      {"max_pool2d", any_layout([](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::max_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
                                       per_dim(a, "dilation", 2), a.i("ceil_mode") != 0));
-       }},
-      {"avg_pool2d", [](const ops::Attrs& a, const std::vector<TT>& in) {
+       })},
+      {"avg_pool2d", any_layout([](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::avg_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
                                       a.i("ceil_mode") != 0, a.i("count_include_pad") == 1));
-       }},
-      {"global_avg_pool2d", unary([](const TT& x) { return torch::adaptive_avg_pool2d(x, {1, 1}); })},
-      {"global_max_pool2d", unary([](const TT& x) { return torch::amax(x, {2, 3}, true); })},
+       })},
+      {"global_avg_pool2d", any_layout(unary([](const TT& x) { return torch::adaptive_avg_pool2d(x, {1, 1}); }))},
+      {"global_max_pool2d", any_layout(unary([](const TT& x) { return torch::amax(x, {2, 3}, true); }))},
       {"add", binary([](const TT& a, const TT& b) { return torch::add(a, b); })},
       {"sub", binary([](const TT& a, const TT& b) { return torch::sub(a, b); })},
       {"mul", binary([](const TT& a, const TT& b) { return torch::mul(a, b); })},

@@ -17,6 +17,7 @@
 #include "codegen/torch_reference.h"
 #include "core/graph/fusion.h"
 #include "core/graph/model.h"
+#include "core/graph/layout.h"
 #include "core/graph/passes.h"
 #include "core/ir/npy.h"
 #include "core/util/blas.h"
@@ -78,7 +79,9 @@ graph::ImportOptions import_options(const NetOptions& o) {
 
 Loaded load(const NetOptions& o) {
   Loaded l;
-  l.graph = graph::optimize(graph::load_model(o.model, import_options(o)));
+  // The CPU's values in blocked layouts where its vectors gain (layout.h); the GPU's NCHW.
+  l.graph = graph::optimize(graph::load_model(o.model, import_options(o)),
+                            o.target == "llvm" ? graph::host_layout_lanes() : 0);
   l.partition = graph::partition(l.graph);
   log_line(o, o.model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
                   std::to_string(l.partition.groups.size()) + " fused groups, " +

@@ -15,14 +15,14 @@ namespace {
 enum class Kind { Anchor, Reduction, Elementwise, Injective };
 
 Kind kind_of(const std::string& op) {
-  static const std::set<std::string> anchors = {"conv1d", "conv2d", "conv3d",       "conv2d_transpose",
-                                                "dense",  "matmul", "batch_matmul", "attention"};
+  static const std::set<std::string> anchors = {"conv1d", "conv2d",       "conv3d",    "conv2d_transpose", "dense",
+                                                "matmul", "batch_matmul", "attention", "conv2d_nchwc"};
   static const std::set<std::string> reductions = {
       "softmax",    "log_softmax", "layer_norm",        "rms_norm",         "sum", "mean", "max", "min",
       "max_pool2d", "avg_pool2d",  "global_avg_pool2d", "global_max_pool2d"};
-  static const std::set<std::string> injective = {"transpose", "concat",    "slice",        "pad",
-                                                  "gather",    "embedding", "broadcast_to", "resize",
-                                                  "reshape",   "flatten",   "squeeze",      "unsqueeze"};
+  static const std::set<std::string> injective = {"transpose",  "concat",  "slice",     "pad",          "to_nchwc",
+                                                  "from_nchwc", "gather",  "embedding", "broadcast_to", "resize",
+                                                  "reshape",    "flatten", "squeeze",   "unsqueeze"};
   if (anchors.count(op)) return Kind::Anchor;
   if (reductions.count(op)) return Kind::Reduction;
   if (injective.count(op)) return Kind::Injective;

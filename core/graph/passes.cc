@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/graph/fusion.h"
+#include "core/graph/layout.h"
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/node_ops.h"
@@ -289,6 +290,8 @@ Graph eliminate_dead_code(const Graph& g) {
   return out;
 }
 
-Graph optimize(const Graph& g) { return fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g)))); }
+Graph optimize(const Graph& g, int64_t layout_lanes) {
+  return plan_layouts(fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g)))), layout_lanes);
+}
 
 }  // namespace basin::graph

@@ -28,7 +28,8 @@ Graph fuse_attention(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
 // Every pass above, in order: batch-norm folding, constant folding, dead code,
-// attention fusion.
-Graph optimize(const Graph& g);
+// attention fusion; then the layout plan for vectors of `layout_lanes` floats
+// (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
+Graph optimize(const Graph& g, int64_t layout_lanes = 0);
 
 }  // namespace basin::graph

@@ -5,10 +5,9 @@
 
 namespace basin::ops {
 
-namespace {
-
-// The input padded with zeros, lo[d] before and hi[d] after spatial dimension d (an
-// injective stage that sketches will inline).
+// The input padded with zeros, lo[d] before and hi[d] after spatial dimension d (the
+// dimensions from 2 on; any after them, a blocked layout's channels, are carried): an
+// injective stage that sketches will inline.
 Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
                 const std::string& name) {
   bool any = false;
@@ -28,12 +27,15 @@ Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& lo, const std::vect
           if (hi[d] > 0) inside = logical_and(inside, lt(s, Expr(x.shape()[2 + d])));
           src.push_back(s);
         }
+        for (size_t d = 2 + rank; d < i.size(); ++d) src.push_back(i[d]);
         return select(inside, x.read(src), make_const(x.dtype(), 0));
       },
       te::OpPattern::Injective, "pad");
 }
 
-Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& name) {
+namespace {
+
+Tensor pad_both(const Tensor& x, const std::vector<int64_t>& pad, const std::string& name) {
   return zero_pad(x, pad, pad, name);
 }
 
@@ -65,7 +67,7 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
            "kernel " + ints_str(w.shape()) + " does not fit the padded input " + ints_str(x.shape()));
     out_shape.push_back(o);
   }
-  Tensor xp = zero_pad(x, p.padding, op + "_pad");
+  Tensor xp = pad_both(x, p.padding, op + "_pad");
   std::vector<int64_t> rext = {ch / g};
   for (int d = 0; d < rank; ++d) rext.push_back(w.shape()[2 + d]);
   int64_t oc_per_group = oc / g, ic_per_group = ch / g;

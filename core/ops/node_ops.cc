@@ -64,6 +64,18 @@ std::vector<NodeOpDef> make_node_ops() {
                                            c.at_least(a, "groups", 1)};
                      return conv2d_transpose(in[0], in[1], p);
                    }));
+  r.push_back(node("conv2d_nchwc",
+                   "convolution in the blocked layout: x [N, C/bi, H, W, bi], weight [OC/bo, C/bi, KH, KW, bi, bo]",
+                   conv_params(), 2, 2, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     Check c("conv2d_nchwc");
+                     ConvParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
+                                  c.per_dim(a, "dilation", 2, 1), c.at_least(a, "groups", 1)};
+                     return conv2d_nchwc(in[0], in[1], p);
+                   }));
+  r.push_back(node("to_nchwc", "[N, C, S...] -> [N, C/b, S..., b]", {p_int("block", 16, "channels per block")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) { return to_nchwc(in[0], a.i("block")); }));
+  r.push_back(node("from_nchwc", "[N, C/b, S..., b] -> [N, C, S...]", {}, 1, 1,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return from_nchwc(in[0]); }));
   r.push_back(node("dense", "x[M,K] w[N,K] -> [M,N]", {}, 2, 2,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return dense(in[0], in[1]); }));
   r.push_back(node("matmul", "a[M,K] b[K,N] -> [M,N]", {}, 2, 2,

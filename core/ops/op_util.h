@@ -62,4 +62,9 @@ std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vec
 int64_t product(const std::vector<int64_t>& v);
 std::vector<Expr> as_exprs(const std::vector<Var>& v);
 
+// x padded with zeros, lo[d] before and hi[d] after dimension 2 + d; the dimensions
+// after those (a blocked layout's channels) are carried. x itself when nothing is padded.
+te::Tensor zero_pad(const te::Tensor& x, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
+                    const std::string& name);
+
 }  // namespace basin::ops

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ir/ndarray.h"
 #include "core/te/tensor.h"
 
 namespace basin::ops {
@@ -36,6 +37,17 @@ struct ConvTransposeParams {
 };
 // x[N, IC, H, W] w[IC, OC/groups, KH, KW] -> [N, OC, OH, OW]
 Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposeParams& p);
+
+// ---- the blocked channel layout NCHWc (blocked.cc) ----
+// x[N, C, S...] -> [N, C/block, S..., block]
+Tensor to_nchwc(const Tensor& x, int64_t block);
+// x[N, C/b, S..., b] -> [N, C, S...]
+Tensor from_nchwc(const Tensor& x);
+// x[N, C/bi, H, W, bi] w[OC/bo, C/bi, KH, KW, bi, bo] -> [N, OC/bo, OH, OW, bo]; groups 1,
+// or the channels (depthwise: weight [C/b, 1, KH, KW, 1, b], bi == bo).
+Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvParams& p);
+// A conv2d weight [OC, C/groups, KH, KW] in conv2d_nchwc's layout.
+NDArray pack_conv_weight_nchwc(const NDArray& w, int64_t groups, int64_t in_block, int64_t out_block);
 
 // ---- pooling (pool.cc) ----
 struct PoolParams {

@@ -1,4 +1,5 @@
-// max_pool2d, avg_pool2d, global_avg_pool2d, global_max_pool2d (NCHW).
+// max_pool2d, avg_pool2d, global_avg_pool2d, global_max_pool2d: NCHW, or the blocked
+// layout NCHWc ([N, C/b, H, W, b], blocked.cc), whose last axis is carried.
 #include <limits>
 
 #include "core/ops/op_util.h"
@@ -9,7 +10,7 @@ namespace basin::ops {
 namespace {
 
 std::vector<int64_t> pooled_shape(const Check& c, const Tensor& x, const PoolParams& p) {
-  c.that(x.ndim() == 4, "x", "expected [N, C, H, W], got " + ints_str(x.shape()));
+  c.that(x.ndim() == 4 || x.ndim() == 5, "x", "expected [N, C, H, W] or [N, C/b, H, W, b], got " + ints_str(x.shape()));
   std::vector<int64_t> out = {x.shape()[0], x.shape()[1]};
   for (int d = 0; d < 2; ++d) {
     c.that(p.kernel[d] >= 1, "kernel", "must be positive, got " + ints_str(p.kernel));
@@ -25,7 +26,15 @@ std::vector<int64_t> pooled_shape(const Check& c, const Tensor& x, const PoolPar
     if (p.ceil_mode && (n - 1) * p.stride[d] >= x.shape()[2 + d] + p.padding[d]) --n;
     out.push_back(n);
   }
+  if (x.ndim() == 5) out.push_back(x.shape()[4]);
   return out;
+}
+
+// x at (i[0], i[1], y, z), and the blocked layout's channel i[4] where it has one.
+Expr read_at(const Tensor& x, const std::vector<Var>& i, const Expr& y, const Expr& z) {
+  std::vector<Expr> idx = {i[0], i[1], y, z};
+  if (x.ndim() == 5) idx.push_back(i[4]);
+  return x.read(idx);
 }
 
 }  // namespace
@@ -40,7 +49,7 @@ Tensor max_pool2d(const Tensor& x, const PoolParams& p) {
         Expr y = i[2] * p.stride[0] + r[0] * p.dilation[0] - p.padding[0];
         Expr z = i[3] * p.stride[1] + r[1] * p.dilation[1] - p.padding[1];
         Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))), logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
-        return select(in, x(i[0], i[1], y, z), make_const(x.dtype(), -std::numeric_limits<double>::infinity()));
+        return select(in, read_at(x, i, y, z), make_const(x.dtype(), -std::numeric_limits<double>::infinity()));
       },
       te::OpPattern::Reduction, "max_pool2d");
 }
@@ -56,7 +65,7 @@ Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
         Expr y = i[2] * p.stride[0] + r[0] - p.padding[0];
         Expr z = i[3] * p.stride[1] + r[1] - p.padding[1];
         Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))), logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
-        return select(in, x(i[0], i[1], y, z), make_const(x.dtype(), 0));
+        return select(in, read_at(x, i, y, z), make_const(x.dtype(), 0));
       },
       te::OpPattern::Reduction, "avg_pool2d");
   return te::compute(
@@ -76,7 +85,7 @@ Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
           Expr wc = min(z0 + p.kernel[1], Expr(w)) - max(z0, Expr(0));
           count = hc * wc;
         }
-        return sum(i[0], i[1], i[2], i[3]) / cast(x.dtype(), count);
+        return sum.read(as_exprs(i)) / cast(x.dtype(), count);
       },
       te::OpPattern::Elementwise, "avg_pool2d");
 }
@@ -84,17 +93,18 @@ Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
 Tensor global_pool2d(const Tensor& x, bool average) {
   const char* name = average ? "global_avg_pool2d" : "global_max_pool2d";
   Check c(name);
-  c.that(x.ndim() == 4, "x", "expected [N, C, H, W], got " + ints_str(x.shape()));
+  c.that(x.ndim() == 4 || x.ndim() == 5, "x", "expected [N, C, H, W] or [N, C/b, H, W, b], got " + ints_str(x.shape()));
   std::vector<int64_t> out = {x.shape()[0], x.shape()[1], 1, 1};
+  if (x.ndim() == 5) out.push_back(x.shape()[4]);
   Tensor red = te::reduce(
       average ? std::string(name) + "_sum" : std::string(name), out, {x.shape()[2], x.shape()[3]},
       average ? te::ReduceKind::Sum : te::ReduceKind::Max,
-      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return x(i[0], i[1], r[0], r[1]); },
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return read_at(x, i, r[0], r[1]); },
       te::OpPattern::Reduction, name);
   if (!average) return red;
   double inv = static_cast<double>(x.shape()[2] * x.shape()[3]);
   return te::compute(
-      name, out, [&](const std::vector<Var>& i) { return red(i[0], i[1], i[2], i[3]) / make_const(x.dtype(), inv); },
+      name, out, [&](const std::vector<Var>& i) { return red.read(as_exprs(i)) / make_const(x.dtype(), inv); },
       te::OpPattern::Elementwise, name);
 }
 

@@ -23,6 +23,9 @@ std::vector<std::string> axis_names(const te::OpNode& op, bool reduce) {
   size_t n = reduce ? op.reduce_axes.size() : op.axes.size();
   if (op.tag == "conv2d" && n == (reduce ? 3u : 4u))
     names = reduce ? std::vector<std::string>{"rc", "rh", "rw"} : std::vector<std::string>{"n", "c", "h", "w"};
+  else if (op.tag == "conv2d_nchwc" && !reduce && n == 5u) names = {"n", "c", "h", "w", "cb"};
+  else if (op.tag == "conv2d_nchwc" && reduce && (n == 4u || n == 2u))
+    names = n == 4u ? std::vector<std::string>{"rc", "rh", "rw", "rcb"} : std::vector<std::string>{"rh", "rw"};
   else if ((op.tag == "dense" || op.tag == "matmul") && n == (reduce ? 1u : 2u))
     names = reduce ? std::vector<std::string>{"k"} : std::vector<std::string>{"i", "j"};
   else if (op.tag == "batch_matmul" && n == (reduce ? 1u : 3u))

@@ -138,23 +138,27 @@ class Network : public ::testing::Test {
   std::string dir;
 };
 
+// Every value NCHW, and under the layout plan of 16-float vectors (blocked
+// convolutions, epilogues, pooling and squeeze-excitation; blocks of 8 at 24 channels).
 TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
-  for (auto make : {cnn, transformer, mbconv}) {
-    graph::Graph g = graph::optimize(make());
-    SCOPED_TRACE(g.name);
-    graph::Partition p = graph::partition(g);
-    for (uint64_t seed = 0; seed < 4; ++seed) {
-      CompiledNetwork n = CompiledNetwork::compile(g, p, seed == 0 ? defaults(p) : random_programs(p, seed));
-      std::vector<NDArray> in = inputs(n, seed + 1);
-      std::vector<NDArray> got = n.run(in);
-      expect_close(got, graph::interpret_graph(g, in), 1e-4);
-      expect_close(got, TorchExecutor(g).run(in), 1e-4);
-      // A second run on the same network gives the same outputs (no stale arena state).
-      std::vector<NDArray> again = n.run(in);
-      for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
+  for (int64_t lanes : {0, 16})
+    for (auto make : {cnn, transformer, mbconv}) {
+      graph::Graph g = graph::optimize(make(), lanes);
+      SCOPED_TRACE(g.name + ", lanes " + std::to_string(lanes));
+      if (lanes > 0 && g.name != "block") EXPECT_GT(g.op_counts().count("conv2d_nchwc"), 0u);
+      graph::Partition p = graph::partition(g);
+      for (uint64_t seed = 0; seed < 4; ++seed) {
+        CompiledNetwork n = CompiledNetwork::compile(g, p, seed == 0 ? defaults(p) : random_programs(p, seed));
+        std::vector<NDArray> in = inputs(n, seed + 1);
+        std::vector<NDArray> got = n.run(in);
+        expect_close(got, graph::interpret_graph(g, in), 1e-4);
+        expect_close(got, TorchExecutor(g).run(in), 1e-4);
+        // A second run on the same network gives the same outputs (no stale arena state).
+        std::vector<NDArray> again = n.run(in);
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
+      }
     }
-  }
 }
 
 // A sketch's weight repacking runs once, when the network is compiled: every task

@@ -76,6 +76,19 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
       {"dense", "M=4 K=197 N=8", 4},
       {"softmax", "shape=3,197", 10},
       {"conv2d", "in_channels=3 out_channels=5 height=7 width=7 kernel=3 padding=1", 3},
+      // The blocked layout NCHWc: convolutions (an NHWC input, a depthwise one at stride
+      // 2), a blocked bias and activation, pooling over blocked values.
+      {"conv2d_nchwc", "in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1", 5},
+      {"conv2d_nchwc", "in_channels=3 in_block=3 out_channels=8 block=8 height=9 width=9 stride=2", 3},
+      {"conv2d_nchwc", "in_channels=16 out_channels=16 groups=16 block=8 height=9 width=9 stride=2", 4},
+      {"subgraph",
+       "graph=x0:float32[1,2,7,7,8]@-1:1;x1:float32[1,2,1,1,8,8]@-1:1;x2:float32[1,1,1,1,8]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
+       4},
+      {"subgraph",
+       "graph=x0:float32[1,2,9,9,8]@-1:1;"
+       "t0=max_pool2d(x0){ceil_mode=0|dilation=1,1|kernel=3,3|padding=1,1|stride=2,2}",
+       4},
   };
   int total = 0, partial = 0;
   std::mt19937_64 rng(2026);

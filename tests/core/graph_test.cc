@@ -8,6 +8,7 @@
 
 #include "core/graph/fusion.h"
 #include "core/graph/graph.h"
+#include "core/graph/layout.h"
 #include "core/graph/model.h"
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
@@ -283,6 +284,97 @@ TEST(Fusion, IdenticalGroupsAreOneTaskWeightedByCount) {
   EXPECT_EQ(p.groups.size(), 3u);
   EXPECT_GT(p.tasks[0].flops, 2.0 * 8 * 8 * 9 * 100);
   for (const auto& fg : p.groups) EXPECT_EQ(fg.task, 0);
+}
+
+// x[1,3,10,10] -> conv 16 (NHWC read) -> relu -> depthwise stride 2 -> batch_norm ->
+// clip -> conv 24 (blocks of 8 at 16 lanes) -> squeeze-excite (a 4-channel conv, plain)
+// -> mul -> + a second branch -> max_pool -> concat -> global pool -> dense.
+Graph blockable_net() {
+  Graph g;
+  g.name = "blockable";
+  NetBuilder b(g, 11);
+  int x = g.add_input("x", {1, 3, 10, 10});
+  int c = b.op("relu", {b.conv(x, 16, {3}, {1, 1}, {1, 1}, 1, true)});
+  int d = b.op("clip", {
+                           b.batch_norm(b.conv(c, 16, {3}, {2, 2}, {1, 1}, 16)),
+                       });
+  int e = b.conv(d, 24, {1}, {1, 1}, {0, 0}, 1, true);
+  int s = b.op("global_avg_pool2d", {e});
+  s = b.op("relu", {b.conv(s, 4, {1}, {1, 1}, {0, 0}, 1, true)});
+  s = b.op("sigmoid", {b.conv(s, 24, {1}, {1, 1}, {0, 0}, 1, true)});
+  int se = b.op("mul", {e, s});
+  int br = b.op("add", {b.conv(d, 24, {3}, {1, 1}, {1, 1}), se});
+  int p = b.op("max_pool2d", {br}, {{"kernel", I{2}}, {"stride", I{2}}});
+  int q = b.op("avg_pool2d", {se}, {{"kernel", I{2}}, {"stride", I{2}}});
+  int cat = b.op("concat", {p, q}, {{"axis", int64_t{1}}});
+  int f = b.op("flatten", {b.op("global_avg_pool2d", {cat})}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}});
+  g.add_output(b.dense(f, 5));
+  g.add_output(br);
+  return g;
+}
+
+TEST(Layout, ChannelBlocksAreTheVectorsOrTheirHalves) {
+  EXPECT_EQ(channel_block(64, 16), 16);
+  EXPECT_EQ(channel_block(24, 16), 8);
+  EXPECT_EQ(channel_block(40, 16), 8);
+  EXPECT_EQ(channel_block(20, 16), 0);
+  EXPECT_EQ(channel_block(3, 16), 0);
+  EXPECT_EQ(channel_block(24, 8), 8);
+  EXPECT_EQ(channel_block(12, 8), 0);
+  EXPECT_EQ(channel_block(64, 4), 0);  // blocks of fewer than 8 channels are not worth it
+}
+
+TEST(Layout, ConvolutionChainsRunBlockedAndComputeTheSameOutputs) {
+  Graph g = blockable_net();
+  NDArray x = NDArray::random(DType::f32(), {1, 3, 10, 10}, -1, 1, 4);
+  Graph plain = optimize(g);
+  std::vector<NDArray> ref = interpret_graph(plain, {x});
+  for (int64_t lanes : {8, 16}) {
+    SCOPED_TRACE("lanes " + std::to_string(lanes));
+    Graph f = optimize(g, lanes);
+    std::map<std::string, int> ops = f.op_counts();
+    EXPECT_EQ(ops["conv2d_nchwc"], 5);  // all but the 4-channel one
+    EXPECT_EQ(ops["conv2d"], 1);
+    // The 4-channel conv's input and the two network outputs leave the layout; the
+    // image enters it in one block (NHWC), the 4-channel conv's output in another.
+    EXPECT_EQ(ops["from_nchwc"], 3);
+    EXPECT_EQ(ops["to_nchwc"], 2);
+    for (size_t i = 0; i < g.outputs().size(); ++i)
+      EXPECT_EQ(f.value(f.outputs()[i]).shape, g.value(g.outputs()[i]).shape);
+    expect_close(interpret_graph(f, {x}), ref, 1e-5);
+    // Blocked convolutions keep their epilogues.
+    Partition p = partition(f);
+    int fused = 0;
+    for (const auto& t : p.tasks) fused += t.label.rfind("conv2d_nchwc+add", 0) == 0;
+    EXPECT_GE(fused, 3);
+  }
+  EXPECT_EQ(optimize(g, 0).op_counts().count("conv2d_nchwc"), 0u);
+}
+
+TEST(Layout, ConvolutionsWithoutBlocksStayNchw) {
+  Graph g;
+  NetBuilder b(g, 2);
+  int x = g.add_input("x", {1, 6, 8, 8});
+  int c = b.conv(x, 12, {3}, {1, 1}, {1, 1});     // 12 channels: no block
+  int d = b.conv(c, 16, {3}, {1, 1}, {1, 1}, 2);  // two groups: not planned
+  g.add_output(b.op("relu", {d}));
+  Graph f = plan_layouts(g, 16);
+  EXPECT_EQ(f.op_counts().count("conv2d_nchwc"), 0u);
+  EXPECT_EQ(f.op_counts().count("to_nchwc"), 0u);
+  EXPECT_EQ(f.nodes().size(), g.nodes().size());
+}
+
+TEST(Layout, AnUnknownLayoutSettingIsAnError) {
+  const char* old = std::getenv("BASIN_LAYOUT");
+  std::string saved = old ? old : "";
+  setenv("BASIN_LAYOUT", "nhwc", 1);
+  EXPECT_THROW(host_layout_lanes(), Error);
+  setenv("BASIN_LAYOUT", "nchw", 1);
+  EXPECT_EQ(host_layout_lanes(), 0);
+  setenv("BASIN_LAYOUT", "nchwc", 1);
+  EXPECT_GE(host_layout_lanes(), 4);
+  if (old) setenv("BASIN_LAYOUT", saved.c_str(), 1);
+  else unsetenv("BASIN_LAYOUT");
 }
 
 TEST(Subgraph, TextRoundTripsAndRebuildsTheTask) {

@@ -78,7 +78,7 @@ class Model {
   static Model load(const std::string& model, const LoadOptions& options = {});
   const std::string& name() const;
   std::vector<TensorSpec> inputs() const;
-  int tasks() const;  // distinct kernels to tune
+  int tasks() const;  // distinct kernels to tune on the CPU
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

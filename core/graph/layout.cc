@@ -1,0 +1,195 @@
+#include "core/graph/layout.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "core/ops/operators.h"
+#include "core/util/host.h"
+
+namespace basin::graph {
+
+int64_t channel_block(int64_t channels, int64_t lanes) {
+  for (int64_t b = lanes; b >= 8 && b >= lanes / 2; b /= 2)
+    if (channels % b == 0) return b;
+  return 0;
+}
+
+int64_t host_layout_lanes() {
+  if (const char* s = std::getenv("BASIN_LAYOUT")) {
+    if (std::strcmp(s, "nchw") == 0) return 0;
+    if (std::strcmp(s, "nchwc") != 0) throw Error(std::string("BASIN_LAYOUT must be nchw or nchwc, got '") + s + "'");
+  }
+  VectorFile f = vector_file(probe_host().vector_isa);
+  return f.bytes / 4;
+}
+
+namespace {
+
+bool is_elementwise(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "add",        "sub",         "mul",         "div",   "maximum",    "minimum",   "pow",           "relu",
+      "relu6",      "sigmoid",     "tanh",        "gelu",  "silu",       "hardswish", "hardsigmoid",   "exp",
+      "log",        "sqrt",        "rsqrt",       "erf",   "neg",        "abs",       "sin",           "cos",
+      "clip",       "leaky_relu",  "equal",       "less",  "less_equal", "greater",   "greater_equal", "logical_and",
+      "logical_or", "logical_xor", "logical_not", "isnan", "isinf",      "where",     "mod",           "cast"};
+  return ops.count(op) > 0;
+}
+
+bool is_pool(const std::string& op) {
+  return op == "max_pool2d" || op == "avg_pool2d" || op == "global_avg_pool2d" || op == "global_max_pool2d";
+}
+
+// A constant operand of an elementwise node whose output is [N, C, H, W], in the
+// blocked layout of block b: its shape right-aligned against the output's, [n, c, h, w]
+// with c either C (repacked) or 1 (reshaped to [n, 1, h, w, 1]). Undefined when its
+// shape is not of that form.
+std::optional<NDArray> blocked_operand(const NDArray& a, int64_t channels, int64_t b) {
+  std::vector<int64_t> s = a.shape();
+  if (s.size() > 4) return std::nullopt;
+  while (s.size() < 4) s.insert(s.begin(), 1);
+  const int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  if (c == 1) {
+    NDArray out(a.dtype(), {n, 1, h, w, 1});
+    if (out.nbytes()) std::memcpy(out.data(), a.data(), out.nbytes());
+    return out;
+  }
+  if (c != channels || a.dtype().bytes() != 4) return std::nullopt;
+  NDArray out(a.dtype(), {n, c / b, h, w, b});
+  const char* src = static_cast<const char*>(a.data());
+  char* dst = static_cast<char*>(out.data());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < h * w; ++p) {
+        int64_t from = (i * c + ch) * h * w + p;
+        int64_t to = ((i * (c / b) + ch / b) * h * w + p) * b + ch % b;
+        std::memcpy(dst + to * 4, src + from * 4, 4);
+      }
+  return out;
+}
+
+class Planner {
+ public:
+  Planner(const Graph& g, int64_t lanes)
+      : g_(g), lanes_(lanes), plain_(g.values().size(), -1), blocked_(g.values().size(), -1) {
+    out_.name = g.name;
+  }
+
+  Graph run() {
+    for (int v : g_.inputs()) plain_[v] = out_.add_input(g_.value(v).name, g_.value(v).shape, g_.value(v).dtype);
+    for (int n : g_.topo_order()) {
+      const Node& nd = g_.node(n);
+      if (!(nd.op == "conv2d" && conv(nd)) && !(is_elementwise(nd.op) && elementwise(nd)) &&
+          !(is_pool(nd.op) && pool(nd)) && !(nd.op == "concat" && concat(nd))) {
+        std::vector<int> ins;
+        for (int v : nd.inputs) ins.push_back(plain(v));
+        plain_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
+      }
+    }
+    for (int v : g_.outputs()) out_.add_output(plain(v));
+    return std::move(out_);
+  }
+
+ private:
+  const Value& val(int v) const { return g_.value(v); }
+  int64_t block_of(int v) const {
+    const Value& x = val(v);
+    return x.shape.size() == 4 && x.dtype == DType::f32() ? channel_block(x.shape[1], lanes_) : 0;
+  }
+
+  // The block v has in the blocked layout, or would get converted to it.
+  int64_t block(int v) const { return blocked_[v] >= 0 ? out_.value(blocked_[v]).shape.back() : block_of(v); }
+
+  int plain(int v) {
+    if (plain_[v] >= 0) return plain_[v];
+    if (blocked_[v] >= 0) return plain_[v] = out_.add_node("from_nchwc", {blocked_[v]}, {}, val(v).name + ".nchw");
+    return plain_[v] = out_.add_constant(val(v).name, val(v).data);  // a constant, on first use
+  }
+  // A variable value in the blocked layout.
+  int blocked(int v) {
+    if (blocked_[v] >= 0) return blocked_[v];
+    return blocked_[v] = out_.add_node("to_nchwc", {plain(v)}, {{"block", block_of(v)}}, val(v).name + ".nchwc");
+  }
+
+  bool conv(const Node& nd) {
+    const Value &x = val(nd.inputs[0]), &w = val(nd.inputs[1]);
+    if (x.shape.size() != 4 || !w.constant || w.data.dtype() != DType::f32()) return false;
+    const int64_t groups = nd.attrs.i("groups"), ch = x.shape[1], oc = w.shape[0];
+    const bool depthwise = groups != 1;
+    // A depthwise convolution keeps its input's block.
+    const int64_t bo = depthwise ? block(nd.inputs[0]) : block_of(nd.output);
+    if (bo == 0 || !(groups == 1 || (groups == ch && oc == ch))) return false;
+    int in;
+    int64_t bi;
+    if (block(nd.inputs[0]) != 0) {
+      bi = block(nd.inputs[0]);
+      in = blocked(nd.inputs[0]);
+    } else {
+      bi = ch;  // one block of every channel: NHWC
+      in = out_.add_node("to_nchwc", {plain(nd.inputs[0])}, {{"block", bi}}, x.name + ".nhwc");
+    }
+    int wt = out_.add_constant(w.name + ".nchwc", ops::pack_conv_weight_nchwc(w.data, groups, bi, bo));
+    blocked_[nd.output] = out_.add_node("conv2d_nchwc", {in, wt}, nd.attrs.values(), nd.name);
+    return true;
+  }
+
+  bool elementwise(const Node& nd) {
+    const Value& y = val(nd.output);
+    if (y.shape.size() != 4 || y.dtype != DType::f32()) return false;
+    int64_t b = 0;
+    bool any_blocked = false;
+    for (int v : nd.inputs) {
+      const Value& x = val(v);
+      if (x.constant) continue;
+      if (b == 0) b = block(v);
+      if (b == 0 || x.shape.size() != 4 || x.shape[1] != y.shape[1] || block(v) != b) return false;
+      any_blocked |= blocked_[v] >= 0;
+    }
+    if (!any_blocked) return false;
+    for (int v : nd.inputs)
+      if (val(v).constant && !blocked_operand(val(v).data, y.shape[1], b)) return false;
+    std::vector<int> ins;
+    for (int v : nd.inputs)
+      ins.push_back(val(v).constant
+                        ? out_.add_constant(val(v).name + ".nchwc", *blocked_operand(val(v).data, y.shape[1], b))
+                        : blocked(v));
+    blocked_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
+    return true;
+  }
+
+  bool pool(const Node& nd) {
+    if (blocked_[nd.inputs[0]] < 0) return false;
+    blocked_[nd.output] = out_.add_node(nd.op, {blocked_[nd.inputs[0]]}, nd.attrs.values(), nd.name);
+    return true;
+  }
+
+  bool concat(const Node& nd) {
+    const int64_t b = block(nd.inputs[0]), axis = nd.attrs.i("axis");
+    if (b == 0 || (axis != 1 && axis != -3)) return false;
+    bool any_blocked = false;
+    for (int v : nd.inputs) {
+      if (val(v).constant || block(v) != b) return false;
+      any_blocked |= blocked_[v] >= 0;
+    }
+    if (!any_blocked) return false;
+    std::vector<int> ins;
+    for (int v : nd.inputs) ins.push_back(blocked(v));
+    blocked_[nd.output] = out_.add_node("concat", ins, {{"axis", int64_t{1}}}, nd.name);
+    return true;
+  }
+
+  const Graph& g_;
+  int64_t lanes_;
+  Graph out_;
+  std::vector<int> plain_, blocked_;  // the value in each layout in out_, -1 while none
+};
+
+}  // namespace
+
+Graph plan_layouts(const Graph& g, int64_t lanes) {
+  if (lanes <= 0) return g;
+  return Planner(g, lanes).run();
+}
+
+}  // namespace basin::graph

@@ -1,0 +1,41 @@
+// The layout plan (docs/networks.md, "Layouts"): which values of a network are held in
+// the blocked channel layout NCHWc ([N, C/b, H, W, b], core/ops/blocked.cc) instead of
+// NCHW, so that consecutive convolutions, their epilogues and the pooling between them
+// agree on it and nothing is converted between them. The network's inputs and outputs
+// stay NCHW; conversions (to_nchwc, from_nchwc) are added where a blocked value meets
+// an operator that reads NCHW.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/graph/graph.h"
+
+namespace basin::graph {
+
+// The channels per block of a value with `channels` channels on a machine whose vectors
+// hold `lanes` floats: the largest of lanes, lanes / 2 (not below 8) that divides them;
+// 0 when none does.
+int64_t channel_block(int64_t channels, int64_t lanes);
+
+// The blocks of this machine's vectors (16 floats with AVX-512, 8 with AVX2, 4 with
+// SSE), or 0 when BASIN_LAYOUT=nchw turns the plan off (any other value is an error).
+int64_t host_layout_lanes();
+
+// The graph with the plan applied for vectors of `lanes` floats (0: the graph as it is):
+// - conv2d with a constant weight, one group or one per channel, becomes conv2d_nchwc
+//   (its weight packed now) where its output channels have a block (a depthwise one
+//   keeps its input's); an input whose channels have none is read in one block of all
+//   its channels (NHWC);
+// - elementwise operators whose variable inputs are [N, C, H, W] values of the
+//   output's channels in one block, one of them already blocked, run blocked (constant
+//   operands broadcast along the channels are repacked, those along no channel
+//   reshaped);
+// - pooling, global pooling and concatenation along the channels of blocked values (of
+//   one block) run blocked;
+// - every other operator reads NCHW.
+// The outputs are the same up to rounding (a blocked convolution sums its input
+// channels block by block).
+Graph plan_layouts(const Graph& g, int64_t lanes);
+
+}  // namespace basin::graph
