@@ -267,6 +267,13 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       for (NDArray* a : args) raw.push_back(a->data());
       TimingOptions timing = opt_.timing;
       timing.slow_us = slow_us;
+      if (!cuda && opt_.cold_constants && !opt_.constant_inputs.empty())
+        timing.before_call = [&] {
+          for (int i : opt_.constant_inputs) {
+            const NDArray* a = args.at(static_cast<size_t>(i));
+            evict_from_caches(a->data(), a->nbytes());
+          }
+        };
       Timing t = cuda ? gpu->time(opt_.timing, opt_.flush_l2, &rounds)
                       : time_function([&] { p.cpu->run_raw(raw.data()); }, timing, &rounds, check_us);
       res["latencies_us"] = rounds;

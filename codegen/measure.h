@@ -100,6 +100,11 @@ struct MeasureOptions {
   // once before the program's check and timing, as a compiled network runs it once
   // when it is compiled (core/ir/split_prologue.h): its time is not the kernel's.
   std::set<int> constant_inputs;
+  // On the CPU, the constant inputs are evicted from the caches before every timed call
+  // (TimingOptions::before_call): a network whose weights exceed the last-level cache
+  // reads each kernel's weights from memory, where a kernel timed over and over would
+  // find them cached (search::NetworkTuneOptions decides).
+  bool cold_constants = false;
   // Test hook, run in the worker on each lowered program before compilation (fault
   // injection: a store out of bounds, an endless loop, a wrong value). It is called
   // from every compile thread at once, so it must be thread-safe; it is not serialized

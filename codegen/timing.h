@@ -5,6 +5,7 @@
 // with a brief one for candidates known to be slow (TimingOptions::slow_us).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -22,6 +23,10 @@ struct TimingOptions {
   // cost what its latency costs (gemm-1024: the programs measured averaged 2 to 6
   // times the best's latency; docs/search.md, "Brief timing of slow programs").
   double slow_us = 0;
+  // Run before every call, untimed (the warm-up's too): each call is then timed alone,
+  // and a round lasts until its calls alone took min_round_seconds. A network's tuning
+  // evicts the task's weights from the caches here (MeasureOptions::cold_constants).
+  std::function<void()> before_call;
   static TimingOptions full() { return {1, 5, 0.2}; }
   static TimingOptions quick() { return {1, 3, 0.01}; }
   // Candidates during tuning: 3 rounds of at least 5 ms (about 20 ms for a
@@ -39,6 +44,10 @@ struct Timing {
 // The min and median of per-call times in microseconds (one per round, at least one),
 // with the number of timed calls.
 Timing summarize_rounds(std::vector<double> per_call_us, int64_t calls);
+
+// Writes back and evicts the cache lines of [p, p + bytes) from every level of the
+// caches (x86: clflushopt where the CPU has it, else clflush; elsewhere nothing).
+void evict_from_caches(const void* p, size_t bytes);
 
 // Times f; the per-call time of every round goes to `rounds` when given. prior_us: the
 // time of a call of f the caller made just before (a measured candidate's check run),

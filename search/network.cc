@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/util/host.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
 
@@ -26,6 +27,21 @@ struct TaskState {
 
 }  // namespace
 
+double constant_bytes(const graph::Partition& p) {
+  double bytes = 0;
+  for (const graph::NetworkTask& t : p.tasks)
+    for (int i : t.constant_inputs) {
+      const te::Tensor& x = t.graph.inputs.at(static_cast<size_t>(i));
+      bytes += static_cast<double>(t.weight) * static_cast<double>(x.numel()) * x.dtype().bytes();
+    }
+  return bytes;
+}
+
+bool weights_exceed_cache(const graph::Partition& p) {
+  const int64_t llc = last_level_cache_bytes();
+  return constant_bytes(p) > static_cast<double>(llc > 0 ? llc : int64_t{32} << 20);
+}
+
 // The programs of every task's first round together, when NetworkTuneOptions::first_batch
 // is automatic.
 constexpr int kFirstRoundPrograms = 256;
@@ -40,6 +56,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
           : std::min(opt.task.batch,
                      std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
+  const bool cold = weights_exceed_cache(p);
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
   // One estimator per task (each task's updates fine-tune its own), the file read once.
@@ -57,6 +74,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.progress = nullptr;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.constant_inputs = p.tasks[i].constant_inputs;
+    to.cold_constants = opt.task.target == "llvm" && cold;
     if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
   }

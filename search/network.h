@@ -75,7 +75,15 @@ struct NetworkTuneResult {
   std::vector<Point> curve;
 };
 
+// Every task's programs on the CPU are timed with their constant inputs evicted from the
+// caches (TuneOptions::cold_constants) when the network's weights, all its kernels'
+// constant inputs, exceed the last-level cache (32 MiB where it is unknown): in a run of
+// the network each kernel then reads its weights from memory.
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt);
+// The bytes of constant inputs one run of the network's kernels reads, and whether they
+// exceed the last-level cache.
+double constant_bytes(const graph::Partition& p);
+bool weights_exceed_cache(const graph::Partition& p);
 
 // Each task's program: its best valid record on `target`, or, when it has none, its
 // first sketch's default configuration (tuned = false), with the task's index added to

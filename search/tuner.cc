@@ -422,6 +422,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   mo.compile_threads = opt.compile_threads;
   mo.max_instructions = opt.max_instructions;
   mo.constant_inputs = opt.constant_inputs;
+  mo.cold_constants = opt.cold_constants;
   m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
   if (!m.samples.empty()) m.update();
 }

@@ -76,6 +76,9 @@ struct TuneOptions {
   // constant_inputs): a network's tuning times its programs without their weights'
   // repacking, as the compiled network runs them.
   std::set<int> constant_inputs;
+  // Their cache lines evicted before every timed call (codegen::MeasureOptions::
+  // cold_constants): a network whose weights exceed the last-level cache.
+  bool cold_constants = false;
   // Test hook passed to the measurer (codegen::MeasureOptions::program_hook): called
   // from several compile threads at once, so it must be thread-safe.
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;

@@ -56,6 +56,28 @@ std::string vector_isa_setting() {
 
 }  // namespace
 
+int64_t last_level_cache_bytes() {
+  int64_t best_level = 0, bytes = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), size(dir + "size");
+    int64_t l = 0;
+    std::string sz;
+    if (!(level >> l) || !(size >> sz) || sz.empty()) continue;
+    int64_t unit = 1;
+    if (sz.back() == 'K') unit = 1024;
+    else if (sz.back() == 'M') unit = 1024 * 1024;
+    else if (sz.back() == 'G') unit = int64_t{1} << 30;
+    if (unit != 1) sz.pop_back();
+    int64_t v = std::atoll(sz.c_str()) * unit;
+    if (l > best_level || (l == best_level && v > bytes)) {
+      best_level = l;
+      bytes = v;
+    }
+  }
+  return bytes;
+}
+
 std::string cpu_vector_isa() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();

@@ -4,6 +4,7 @@
 // host so that tuning, training and evaluation never mix two machines' latencies.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace basin {
@@ -60,6 +61,9 @@ void check_settings();
 // The widest vector instruction set this CPU has (HostInfo::vector_isa without
 // BASIN_VECTOR_ISA).
 std::string cpu_vector_isa();
+// The size of the CPU's last-level cache (the largest level sysfs lists for CPU 0),
+// in bytes; 0 where it is unknown.
+int64_t last_level_cache_bytes();
 // Chunks per thread that a parallel loop is cut into (codegen/cpu_runtime.h): the
 // threads claim them in turn, so a thread that starts late or runs slow leaves its
 // share to the others. BASIN_PARALLEL_CHUNKS when set to a whole number from 1 (one

@@ -344,5 +344,50 @@ TEST(Timing, BriefOnlyWhenTheWarmUpAndTheEarlierCallAreBothSlow) {
   EXPECT_FALSE(timed({4000}, 3000).first.brief);
 }
 
+// A step before every call (a network's weights evicted from the caches) is not timed:
+// each call is timed alone, and a round ends when the calls alone took its time.
+TEST(Timing, TheStepBeforeEveryCallIsNotTimed) {
+  codegen::TimingOptions opt{1, 3, 0.002};
+  int before = 0, calls = 0;
+  opt.before_call = [&] {
+    ++before;
+    spin_for(1000);
+  };
+  std::vector<double> rounds;
+  codegen::Timing t = codegen::time_function(
+      [&] {
+        ++calls;
+        spin_for(100);
+      },
+      opt, &rounds);
+  EXPECT_EQ(before, calls);
+  EXPECT_EQ(t.calls + 1, calls);  // the warm-up call is not counted
+  ASSERT_EQ(rounds.size(), 3u);
+  for (double r : rounds) EXPECT_LT(r, 900) << "the step's 1000 us were timed";
+  EXPECT_GE(t.min_us, 100);
+  EXPECT_GE(t.calls, 3 * 20);  // 2 ms of 100 us calls per round
+}
+
+TEST(Timing, EvictingFromTheCachesKeepsTheData) {
+  std::vector<float> v(100000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  codegen::evict_from_caches(v.data() + 3, (v.size() - 3) * sizeof(float));  // an unaligned start
+  codegen::evict_from_caches(v.data(), 0);
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], static_cast<float>(i));
+}
+
+// A network whose weights exceed the last-level cache times its tasks with them evicted
+// (search::weights_exceed_cache); the results are right either way.
+TEST_F(Measure, ColdConstantsAreMeasuredAndRight) {
+  codegen::MeasureOptions opt;
+  opt.constant_inputs = {1};
+  opt.cold_constants = true;
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
+  for (const codegen::MeasureResult& r : pool.measure(candidates(pool, {0, 16}))) {
+    EXPECT_TRUE(r.ok()) << r.error;
+    EXPECT_GT(r.min_us(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace basin

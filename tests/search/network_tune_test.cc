@@ -12,6 +12,7 @@
 #include "core/graph/fusion.h"
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
+#include "core/util/host.h"
 #include "search/network.h"
 
 namespace basin::search {
@@ -116,6 +117,33 @@ TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
   opt.trials = 14;  // one more round, a full one
   NetworkTuneResult more = tune_network(p, store, opt);
   EXPECT_EQ(more.measured, 8);
+}
+
+// The network's constant bytes: each task's constant inputs times its groups. Weights
+// beyond the last-level cache make every task's tuner time its programs with them
+// evicted; a small network's stay cached.
+TEST_F(NetworkTune, WeightsBeyondTheCacheAreTimedCold) {
+  graph::Partition p = small_partition();
+  // conv weights [4, 4, 3, 3] and biases [4, 1, 1] twice, dense [6, 4] and its bias [6].
+  EXPECT_DOUBLE_EQ(constant_bytes(p), 4.0 * (2 * (144 + 4) + 24 + 6));
+  EXPECT_FALSE(weights_exceed_cache(p));
+  std::vector<bool> cold;
+  RecordStore store(dir + "/r.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.trials = 3;
+  opt.task.batch = 1;
+  opt.task_options = [&](size_t, TuneOptions& to) { cold.push_back(to.cold_constants); };
+  tune_network(p, store, opt);
+  EXPECT_EQ(cold, std::vector<bool>(3, false));
+  graph::Partition big = p;
+  big.tasks[0].weight =
+      static_cast<int>(std::max<int64_t>(last_level_cache_bytes(), int64_t{32} << 20) / (4 * 148) + 1);
+  EXPECT_TRUE(weights_exceed_cache(big));
+  cold.clear();
+  opt.trials = 6;
+  tune_network(big, store, opt);
+  EXPECT_EQ(cold, std::vector<bool>(3, true));
 }
 
 TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
