@@ -15,7 +15,8 @@ namespace basin::graph {
 
 // The channels per block of a value with `channels` channels on a machine whose vectors
 // hold `lanes` floats: the largest of lanes, lanes / 2 (not below 8) that divides them;
-// 0 when none does.
+// 0 when none does. The plan uses a half vector only for a value whose width fills a
+// smaller share of NCHW's vectors than the half vector fills of its own.
 int64_t channel_block(int64_t channels, int64_t lanes);
 
 // The blocks of this machine's vectors (16 floats with AVX-512, 8 with AVX2, 4 with
