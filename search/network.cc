@@ -57,6 +57,13 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
                      std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
   const bool cold = weights_exceed_cache(p);
+  if (cold && opt.task.target == "llvm" && opt.task.log) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "network: %.0f MB of weights exceed the last-level cache: programs timed with them evicted",
+                  constant_bytes(p) / 1e6);
+    opt.task.log(line);
+  }
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
   // One estimator per task (each task's updates fine-tune its own), the file read once.
