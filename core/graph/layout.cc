@@ -17,12 +17,10 @@ int64_t channel_block(int64_t channels, int64_t lanes) {
 }
 
 int64_t host_layout_lanes() {
-  if (const char* s = std::getenv("BASIN_LAYOUT")) {
-    if (std::strcmp(s, "nchw") == 0) return 0;
-    if (std::strcmp(s, "nchwc") != 0) throw Error(std::string("BASIN_LAYOUT must be nchw or nchwc, got '") + s + "'");
-  }
-  VectorFile f = vector_file(probe_host().vector_isa);
-  return f.bytes / 4;
+  const int setting = blocked_layout_setting();
+  if (setting < 0) throw Error(std::string("BASIN_LAYOUT='") + std::getenv("BASIN_LAYOUT") + "' is not a layout plan");
+  if (setting == 0) return 0;
+  return vector_file(probe_host().vector_isa).bytes / 4;
 }
 
 namespace {

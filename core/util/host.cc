@@ -156,6 +156,15 @@ void check_settings() {
                      : "a vector instruction set this CPU has (avx512, avx2 or sse, no wider than its own, " + have +
                            "; unset it for " + have + ")"));
   }
+  if (blocked_layout_setting() < 0)
+    throw Error(std::string("BASIN_LAYOUT='") + std::getenv("BASIN_LAYOUT") +
+                "' is not a layout plan (nchwc, the default, or nchw)");
+}
+
+int blocked_layout_setting() {
+  const char* s = std::getenv("BASIN_LAYOUT");
+  if (!s || std::string(s) == "nchwc") return 1;
+  return std::string(s) == "nchw" ? 0 : -1;
 }
 
 int parallel_chunks_setting() {

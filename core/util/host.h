@@ -54,13 +54,18 @@ HostInfo probe_host();
 // Throws basin::Error naming the value when BASIN_NUM_THREADS is set to anything but
 // a whole number of at least 1 (probe_host ignores such a value; the command line
 // refuses it, since records would name every core while the user meant fewer).
-// Likewise for BASIN_PARALLEL_CHUNKS (parallel_chunks_setting), and for
+// Likewise for BASIN_PARALLEL_CHUNKS (parallel_chunks_setting), BASIN_LAYOUT
+// (blocked_layout_setting), and for
 // BASIN_VECTOR_ISA set to anything but an x86 CPU's vector instruction set no wider than
 // this CPU's ("avx512", "avx2", "sse").
 void check_settings();
 // The widest vector instruction set this CPU has (HostInfo::vector_isa without
 // BASIN_VECTOR_ISA).
 std::string cpu_vector_isa();
+// BASIN_LAYOUT: 1 when a network's values between convolutions may be held in the
+// blocked layout NCHWc (unset, or "nchwc"), 0 for "nchw", -1 for anything else
+// (check_settings refuses it).
+int blocked_layout_setting();
 // The size of the CPU's last-level cache (the largest level sysfs lists for CPU 0),
 // in bytes; 0 where it is unknown.
 int64_t last_level_cache_bytes();

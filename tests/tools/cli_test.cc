@@ -236,6 +236,13 @@ TEST(Cli, ABadVectorIsaIsRefused) {
     expect_setting_refused("BASIN_VECTOR_ISA", {"avx512"}, "is not a vector instruction set this CPU has");
 }
 
+// BASIN_LAYOUT is nchwc (the default) or nchw (every value of a network NCHW).
+TEST(Cli, ABadLayoutSettingIsRefused) {
+  expect_setting_refused("BASIN_LAYOUT", {"nhwc", "NCHW", ""}, "is not a layout plan");
+  Result ok = basin::testing::capture("BASIN_LAYOUT=nchw " + basin::testing::basin_path() + " ops 2>&1");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
 // `--emit asm` prints the machine code; BASIN_VECTOR_ISA holds it to a narrower set:
 // on an AVX-512 CPU, AVX2's ymm registers and no zmm, or SSE's xmm alone. The kernel
 // still matches LibTorch (basin op fails past --tolerance).
