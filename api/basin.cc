@@ -103,7 +103,7 @@ Model Model::load(const std::string& model, const LoadOptions& options) {
   io.shapes = options.shapes;
   Model m;
   m.impl_ = std::make_shared<Impl>();
-  const int64_t lanes = graph::host_layout_lanes();
+  const int64_t lanes = graph::layout_lanes("llvm");
   m.impl_->nchw.graph = graph::optimize(graph::load_model(model, io));
   m.impl_->nchw.partition = graph::partition(m.impl_->nchw.graph);
   m.impl_->cpu.graph = graph::plan_layouts(m.impl_->nchw.graph, lanes);

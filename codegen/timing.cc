@@ -67,27 +67,21 @@ Timing time_function(const std::function<void()>& f, const TimingOptions& opt, s
     t.brief = true;
     return t;
   }
-  for (int r = 0; r < std::max(1, opt.rounds) && opt.before_call; ++r) {
-    int64_t calls = 0;
-    double elapsed = 0;
-    do {
-      opt.before_call();
-      auto t0 = clock::now();
-      f();
-      elapsed += std::chrono::duration<double>(clock::now() - t0).count();
-      ++calls;
-    } while (elapsed < opt.min_round_seconds);
-    per_call.push_back(elapsed / static_cast<double>(calls) * 1e6);
-    t.calls += calls;
-  }
-  for (int r = 0; r < std::max(1, opt.rounds) && !opt.before_call; ++r) {
+  for (int r = 0; r < std::max(1, opt.rounds); ++r) {
     int64_t calls = 0;
     auto t0 = clock::now();
     double elapsed = 0;
     do {
-      f();
+      if (opt.before_call) {  // each call timed alone
+        opt.before_call();
+        auto c0 = clock::now();
+        f();
+        elapsed += std::chrono::duration<double>(clock::now() - c0).count();
+      } else {  // the round timed whole
+        f();
+        elapsed = std::chrono::duration<double>(clock::now() - t0).count();
+      }
       ++calls;
-      elapsed = std::chrono::duration<double>(clock::now() - t0).count();
     } while (elapsed < opt.min_round_seconds);
     per_call.push_back(elapsed / static_cast<double>(calls) * 1e6);
     t.calls += calls;

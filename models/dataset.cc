@@ -272,7 +272,8 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
   auto add_workload = [&](const ops::Workload& w) { keys.push_back(key_of(w.op, w.params)); };
   // The tasks of a network, after the graph passes and fusion (as `basin tune` sees them).
   auto add_graph = [&](const graph::Graph& g) {
-    for (const graph::NetworkTask& t : graph::partition(graph::optimize(g, graph::host_layout_lanes())).tasks) keys.push_back(t.key);
+    for (const graph::NetworkTask& t : graph::partition(graph::optimize(g, graph::layout_lanes("llvm"))).tasks)
+      keys.push_back(t.key);
   };
   auto add_network = [&](const std::string& net) { add_graph(graph::zoo_network(net)); };
   // The range of "PREFIX:N" (the first N: [0, N)) or "PREFIX:A-B" (the A+1-th to the

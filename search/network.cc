@@ -56,8 +56,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
           : std::min(opt.task.batch,
                      std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
-  const bool cold = weights_exceed_cache(p);
-  if (cold && opt.task.target == "llvm" && opt.task.log) {
+  const bool cold = opt.task.target == "llvm" && weights_exceed_cache(p);
+  if (cold && opt.task.log) {
     char line[160];
     std::snprintf(line, sizeof line,
                   "network: %.0f MB of weights exceed the last-level cache: programs timed with them evicted",
@@ -81,7 +81,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.progress = nullptr;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.constant_inputs = p.tasks[i].constant_inputs;
-    to.cold_constants = opt.task.target == "llvm" && cold;
+    to.cold_constants = cold;
     if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
   }

@@ -79,9 +79,7 @@ graph::ImportOptions import_options(const NetOptions& o) {
 
 Loaded load(const NetOptions& o) {
   Loaded l;
-  // The CPU's values in blocked layouts where its vectors gain (layout.h); the GPU's NCHW.
-  l.graph = graph::optimize(graph::load_model(o.model, import_options(o)),
-                            o.target == "llvm" ? graph::host_layout_lanes() : 0);
+  l.graph = graph::optimize(graph::load_model(o.model, import_options(o)), graph::layout_lanes(o.target));
   l.partition = graph::partition(l.graph);
   log_line(o, o.model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
                   std::to_string(l.partition.groups.size()) + " fused groups, " +

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "core/graph/passes.h"
+#include "core/ops/node_ops.h"
 #include "core/ops/operators.h"
 #include "core/util/host.h"
 
@@ -22,6 +24,8 @@ int64_t host_layout_lanes() {
   if (setting == 0) return 0;
   return vector_file(probe_host().vector_isa).bytes / 4;
 }
+
+int64_t layout_lanes(const std::string& target) { return target == "llvm" ? host_layout_lanes() : 0; }
 
 namespace {
 
@@ -41,30 +45,18 @@ bool is_pool(const std::string& op) {
 
 // A constant operand of an elementwise node whose output is [N, C, H, W], in the
 // blocked layout of block b: its shape right-aligned against the output's, [n, c, h, w]
-// with c either C (repacked) or 1 (reshaped to [n, 1, h, w, 1]). Undefined when its
-// shape is not of that form.
+// with c either C (to_nchwc, evaluated now) or 1 (reshaped to [n, 1, h, w, 1]). None
+// when its shape is not of that form.
 std::optional<NDArray> blocked_operand(const NDArray& a, int64_t channels, int64_t b) {
   std::vector<int64_t> s = a.shape();
   if (s.size() > 4) return std::nullopt;
   while (s.size() < 4) s.insert(s.begin(), 1);
-  const int64_t n = s[0], c = s[1], h = s[2], w = s[3];
-  if (c == 1) {
-    NDArray out(a.dtype(), {n, 1, h, w, 1});
-    if (out.nbytes()) std::memcpy(out.data(), a.data(), out.nbytes());
-    return out;
-  }
-  if (c != channels || a.dtype().bytes() != 4) return std::nullopt;
-  NDArray out(a.dtype(), {n, c / b, h, w, b});
-  const char* src = static_cast<const char*>(a.data());
-  char* dst = static_cast<char*>(out.data());
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < h * w; ++p) {
-        int64_t from = (i * c + ch) * h * w + p;
-        int64_t to = ((i * (c / b) + ch / b) * h * w + p) * b + ch % b;
-        std::memcpy(dst + to * 4, src + from * 4, 4);
-      }
-  return out;
+  if (s[1] != 1 && s[1] != channels) return std::nullopt;
+  if (s[1] == 1) s.push_back(1);
+  NDArray shaped(a.dtype(), s);
+  if (shaped.nbytes()) std::memcpy(shaped.data(), a.data(), shaped.nbytes());
+  if (s.size() == 5) return shaped;
+  return evaluate_node("to_nchwc", ops::node_attrs("to_nchwc", {{"block", b}}), {shaped});
 }
 
 class Planner {
@@ -152,13 +144,15 @@ class Planner {
       any_blocked |= blocked_[v] >= 0;
     }
     if (!any_blocked) return false;
-    for (int v : nd.inputs)
-      if (val(v).constant && !blocked_operand(val(v).data, y.shape[1], b)) return false;
+    std::vector<std::optional<NDArray>> constants(nd.inputs.size());
+    for (size_t k = 0; k < nd.inputs.size(); ++k)
+      if (val(nd.inputs[k]).constant && !(constants[k] = blocked_operand(val(nd.inputs[k]).data, y.shape[1], b)))
+        return false;
     std::vector<int> ins;
-    for (int v : nd.inputs)
-      ins.push_back(val(v).constant
-                        ? out_.add_constant(val(v).name + ".nchwc", *blocked_operand(val(v).data, y.shape[1], b))
-                        : blocked(v));
+    for (size_t k = 0; k < nd.inputs.size(); ++k) {
+      const int v = nd.inputs[k];
+      ins.push_back(constants[k] ? out_.add_constant(val(v).name + ".nchwc", *constants[k]) : blocked(v));
+    }
     blocked_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
     return true;
   }

@@ -22,6 +22,9 @@ int64_t channel_block(int64_t channels, int64_t lanes);
 // The blocks of this machine's vectors (16 floats with AVX-512, 8 with AVX2, 4 with
 // SSE), or 0 when BASIN_LAYOUT=nchw turns the plan off (any other value is an error).
 int64_t host_layout_lanes();
+// The plan's lanes for a target: this machine's on the CPU ("llvm"); 0 (every value
+// NCHW) on the GPU.
+int64_t layout_lanes(const std::string& target);
 
 // The graph with the plan applied for vectors of `lanes` floats (0: the graph as it is):
 // - conv2d with a constant weight, one group or one per channel, becomes conv2d_nchwc
