@@ -27,11 +27,18 @@ struct TimingOptions {
   // and a round lasts until its calls alone took min_round_seconds. A network's tuning
   // evicts the task's weights from the caches here (MeasureOptions::cold_constants).
   std::function<void()> before_call;
-  static TimingOptions full() { return {1, 5, 0.2}; }
-  static TimingOptions quick() { return {1, 3, 0.01}; }
+  static TimingOptions full() { return with(1, 5, 0.2); }
+  static TimingOptions quick() { return with(1, 3, 0.01); }
   // Candidates during tuning: 3 rounds of at least 5 ms (about 20 ms for a
   // sub-millisecond kernel).
-  static TimingOptions tuning() { return {1, 3, 0.005}; }
+  static TimingOptions tuning() { return with(1, 3, 0.005); }
+  static TimingOptions with(int warmup, int rounds, double min_round_seconds) {
+    TimingOptions t;
+    t.warmup = warmup;
+    t.rounds = rounds;
+    t.min_round_seconds = min_round_seconds;
+    return t;
+  }
 };
 
 struct Timing {

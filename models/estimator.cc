@@ -15,6 +15,7 @@
 #include "core/util/parallel.h"
 #include "relax/features.h"
 #include "core/util/io.h"
+#include "models/calibrate.h"
 
 namespace basin::models {
 
@@ -66,6 +67,10 @@ std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const s
 
 std::string estimator_file(const std::string& spec, const std::string& target) {
   if (untrained_on(spec, target)) return "";
+  // This machine's calibration of the shipped weights, where one was made
+  // (models/calibrate.h).
+  if (spec == "mlp" || spec == "ensemble")
+    if (std::string c = calibrated_estimator_path(spec); !c.empty()) return c;
   if (spec == "mlp") return pretrained_cpu_path();
   if (spec == "ensemble") {
     std::string p = pretrained_cpu_path("cpu_ensemble.bin");
@@ -191,7 +196,8 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   std::map<std::string, std::vector<size_t>> by_task;
   for (size_t i = 0; i < samples.size(); ++i) by_task[pair_group(samples[i])].push_back(i);
   r.tasks = static_cast<int>(by_task.size());
-  double right = 0, pairs = 0, top1 = 0, top5 = 0, ss_res = 0, ss_tot = 0, again_agree = 0, again_pairs = 0;
+  double right = 0, pairs = 0, top1 = 0, top5 = 0, best_tenth = 0, ss_res = 0, ss_tot = 0, again_agree = 0,
+         again_pairs = 0;
   for (const auto& [task, idx] : by_task) {
     std::vector<double> first, second;
     for (size_t i : idx)
@@ -216,6 +222,21 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
     std::vector<size_t> order = idx;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] < score[b]; });
     top1 += order[0] == best;
+    // The best tenth, measured and predicted.
+    const size_t tenth = std::max<size_t>(1, idx.size() / 10);
+    std::vector<size_t> fastest = idx;
+    std::sort(fastest.begin(), fastest.end(),
+              [&](size_t a, size_t b) { return samples[a].latency_us < samples[b].latency_us; });
+    size_t found = 0;
+    for (size_t i = 0; i < tenth; ++i)
+      found += std::find(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(tenth), fastest[i]) !=
+               order.begin() + static_cast<std::ptrdiff_t>(tenth);
+    best_tenth += static_cast<double>(found) / static_cast<double>(tenth);
+    EvalResult::Family& fam = r.families[task_family(samples[idx[0]].task)];
+    fam.tasks += 1;
+    fam.samples += static_cast<int>(idx.size());
+    fam.pairs += pc.pairs;
+    fam.pairwise_accuracy += pc.agree;  // divided by the pairs below
     auto top = order.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(5, order.size()));
     top5 += std::find(order.begin(), top, best) != top;
     double mean_l = 0, mean_s = 0;
@@ -237,6 +258,9 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
   r.top5_recall = top5 / r.tasks;
   r.r2_log_latency = ss_tot > 0 ? 1 - ss_res / ss_tot : 0;
   r.repeatability = again_pairs > 0 ? again_agree / again_pairs : -1;
+  r.of_repeatability = r.repeatability > 0 ? r.pairwise_accuracy / r.repeatability : -1;
+  r.best_tenth_recall = best_tenth / r.tasks;
+  for (auto& [name, f] : r.families) f.pairwise_accuracy = f.pairs > 0 ? f.pairwise_accuracy / f.pairs : 0;
   r.scores = std::move(score);
   return r;
 }

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,7 +122,19 @@ struct EvalResult {
   // task were): the measurements' own noise, a ceiling for any estimator's pairwise
   // accuracy against single measurements.
   double repeatability = -1;
-  int repeated = 0;            // programs measured at least twice
+  int repeated = 0;  // programs measured at least twice
+  // pairwise_accuracy / repeatability: the share of what the measurements allow that
+  // the estimator reaches (-1 without repeatability).
+  double of_repeatability = -1;
+  // The search's view: per task, the share of its measured best tenth (at least one
+  // program) that the estimator also ranks in its best tenth, averaged over tasks.
+  double best_tenth_recall = 0;
+  // Pairwise accuracy per operator family (models::task_family).
+  struct Family {
+    int tasks = 0, samples = 0;
+    double pairs = 0, pairwise_accuracy = 0;
+  };
+  std::map<std::string, Family> families;
   std::vector<double> scores;  // the estimator's score of each sample, in order
 };
 EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples);

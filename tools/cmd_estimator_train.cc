@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.h"
+#include "models/calibrate.h"
 #include "models/estimator.h"
 #include "tools/commands.h"
 
@@ -17,12 +18,12 @@ namespace basin::tools {
 namespace {
 
 struct TrainEvalOptions {
-  std::string records, out, estimator = "mlp", target = "llvm", loss = "rank", predictions;
+  std::string records, out, estimator = "mlp", target = "llvm", loss = "rank", predictions, from;
   int epochs = 40;
   double test_fraction = 0.2, learning_rate = 1e-3, tree_eta = 0.1;
   int pair_samples = 16;
   uint64_t seed = 1;
-  bool all = false, json = false, verbose = false;
+  bool all = false, json = false, verbose = false, no_calibrate = false;
 };
 
 models::Split load_split(const TrainEvalOptions& o, int* skipped) {
@@ -41,8 +42,17 @@ nlohmann::json eval_json(const models::EvalResult& r) {
                       {"top5_recall", r.top5_recall},
                       {"r2_log_latency", r.r2_log_latency},
                       {"predict_seconds", r.predict_seconds},
-                      {"repeated", r.repeated}};
-  if (r.repeatability >= 0) j["repeatability"] = r.repeatability;
+                      {"repeated", r.repeated},
+                      {"best_tenth_recall", r.best_tenth_recall}};
+  if (r.repeatability >= 0) {
+    j["repeatability"] = r.repeatability;
+    j["of_repeatability"] = r.of_repeatability;
+  }
+  nlohmann::json fam = nlohmann::json::object();
+  for (const auto& [name, f] : r.families)
+    fam[name] = {
+        {"tasks", f.tasks}, {"samples", f.samples}, {"pairs", f.pairs}, {"pairwise_accuracy", f.pairwise_accuracy}};
+  j["families"] = fam;
   return j;
 }
 
@@ -51,11 +61,17 @@ void print_eval(const char* what, const models::EvalResult& r) {
       "%s: %d programs of %d tasks: pairwise accuracy %.3f, top-1 recall %.2f, top-5 recall %.2f, R^2 (log latency, "
       "per task) %.3f\n",
       what, r.samples, r.tasks, r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency);
+  std::printf("%s: of each task's measured best tenth, %.2f ranked in its predicted best tenth\n", what,
+              r.best_tenth_recall);
   if (r.repeatability >= 0)
     std::printf(
         "%s: %d programs measured twice: their second measurement orders them like their first in %.3f of pairs "
-        "(the measurements' own noise)\n",
-        what, r.repeated, r.repeatability);
+        "(the measurements' own noise); pairwise accuracy / repeatability %.3f\n",
+        what, r.repeated, r.repeatability, r.of_repeatability);
+  if (r.families.size() > 1)
+    for (const auto& [name, f] : r.families)
+      std::printf("%s: %-17s %3d tasks %6d programs  pairwise accuracy %.3f\n", what, name.c_str(), f.tasks, f.samples,
+                  f.pairwise_accuracy);
 }
 
 int run_train(const TrainEvalOptions& o) {
@@ -64,8 +80,10 @@ int run_train(const TrainEvalOptions& o) {
   if (o.pair_samples < 1) throw Error("--pair-samples must be at least 1");
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
-  std::unique_ptr<models::Estimator> e = models::make_estimator(o.estimator);
-  if (!e->trainable()) throw Error("the " + o.estimator + " estimator needs no training");
+  // --from: an estimator fine-tuned (its update) instead of one trained from scratch.
+  std::unique_ptr<models::Estimator> e =
+      o.from.empty() ? models::make_estimator(o.estimator) : models::load_estimator(o.from);
+  if (!e->trainable()) throw Error("the " + e->kind() + " estimator needs no training");
   models::TrainOptions to;
   to.loss = o.loss;
   to.epochs = o.epochs;
@@ -75,7 +93,8 @@ int run_train(const TrainEvalOptions& o) {
   to.seed = o.seed;
   to.verbose = o.verbose;
   auto t0 = std::chrono::steady_clock::now();
-  e->train(sp.train, to);
+  if (o.from.empty()) e->train(sp.train, to);
+  else e->update(sp.train, to);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.out.empty()) e->save(o.out);
   models::EvalResult train_eval = models::evaluate(*e, sp.train);
@@ -87,8 +106,9 @@ int run_train(const TrainEvalOptions& o) {
     if (!sp.test.empty()) j["test"] = eval_json(test_eval);
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("trained %s (%s loss) on %zu programs in %.1f s%s\n", o.estimator.c_str(), o.loss.c_str(),
-                sp.train.size(), secs, o.out.empty() ? "" : (", saved to " + o.out).c_str());
+    std::printf("%s %s (%s loss) on %zu programs in %.1f s%s\n", o.from.empty() ? "trained" : "fine-tuned",
+                e->kind().c_str(), o.loss.c_str(), sp.train.size(), secs,
+                o.out.empty() ? "" : (", saved to " + o.out).c_str());
     print_eval("training tasks", train_eval);
     if (!sp.test.empty()) print_eval("held-out tasks", test_eval);
   }
@@ -118,6 +138,7 @@ void write_predictions(const std::string& path, const std::vector<models::Sample
 int run_eval(const TrainEvalOptions& o) {
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
+  if (o.no_calibrate) models::set_use_calibration(false);
   std::unique_ptr<models::Estimator> e = models::estimator_from_spec(o.estimator);
   std::vector<models::Sample> data = sp.test;
   if (o.all) data.insert(data.end(), sp.train.begin(), sp.train.end());
@@ -127,11 +148,14 @@ int run_eval(const TrainEvalOptions& o) {
   if (o.json) {
     nlohmann::json j = eval_json(r);
     j["estimator"] = o.estimator;
+    j["estimator_file"] = models::estimator_file(o.estimator, o.target);
     j["kind"] = e->kind();
     j["held_out"] = !o.all;
     if (!o.all) j["test_tasks"] = sp.test_tasks;
     std::cout << j.dump(2) << "\n";
   } else {
+    if (std::string f = models::estimator_file(o.estimator, o.target); !f.empty() && f != o.estimator)
+      std::printf("estimator %s: %s\n", o.estimator.c_str(), f.c_str());
     print_eval(o.all ? "all tasks" : "held-out tasks", r);
   }
   return 0;
@@ -152,6 +176,9 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   auto* tr = estimator->add_subcommand("train", "train an estimator on records, report held-out-task accuracy");
   common(tr, *t);
   tr->add_option("--estimator", t->estimator, "mlp, gbt or ensemble");
+  tr->add_option("--from", t->from,
+                 "fine-tune this estimator file (its online update: the MLP's step kept, trees added) instead of "
+                 "training a new one");
   tr->add_option("--out", t->out, "write the trained estimator here");
   tr->add_option("--loss", t->loss, "rank (pairwise, within a task) or mse (log latency)");
   tr->add_option("--epochs", t->epochs, "training epochs (gbt: epochs / eta boosting rounds)");
@@ -167,6 +194,8 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   ev->add_option("--estimator", e->estimator,
                  "mlp (the pretrained weights), gbt, ensemble, roofline, or a file (.bin, .pt)");
   ev->add_flag("--all", e->all, "evaluate on every task, not only the held-out ones");
+  ev->add_flag("--no-calibrate", e->no_calibrate,
+               "mlp and ensemble: the shipped weights, not this machine's calibration of them");
   ev->add_option("--predictions", e->predictions,
                  "write each evaluated program's measured latency and score here, one JSON object per line");
   ev->callback([&run, e] { run = [e] { return run_eval(*e); }; });

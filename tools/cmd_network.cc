@@ -22,11 +22,14 @@
 #include "core/ir/npy.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "core/util/output_file.h"
 #include "core/util/parse.h"
 #include "bench/machine.h"
 #include "codegen/cpu_runtime.h"
+#include "models/calibrate.h"
 #include "search/network.h"
+#include "search/strategy.h"
 #include "tools/commands.h"
 
 namespace basin::tools {
@@ -41,7 +44,7 @@ struct NetOptions {
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, slow_factor = 2;
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, no_calibrate = false;
 };
 
 void log_line(const NetOptions& o, const std::string& line) {
@@ -137,6 +140,38 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
   return in;
 }
 
+// On a machine the shipped weights were not trained on and that has no calibration
+// yet, a time budget of a minute or more first spends a quarter of itself (at most two
+// minutes) calibrating the estimator (models/calibrate.h), and says so; the
+// calibration is kept for every later run here. Shorter budgets and --trials runs
+// leave it to `basin estimator calibrate`.
+void calibrate_if_new(const NetOptions& o, double& budget_seconds) {
+  if (o.no_calibrate) {
+    models::set_use_calibration(false);
+    return;
+  }
+  const std::string spec = o.estimator.empty() ? search::make_strategy(o.strategy)->default_estimator() : o.estimator;
+  if (o.target != "llvm" || (spec != "ensemble" && spec != "mlp") || budget_seconds < 60 ||
+      !models::calibrated_estimator_path(spec).empty() || models::shipped_weights_know_this_host())
+    return;
+  models::CalibrateOptions co;
+  co.kind = spec;
+  co.budget_seconds = std::min(120.0, budget_seconds / 4);
+  co.seed = o.seed;
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "the estimator was not trained on this machine (%s): calibrating it for %.0f s of the budget first "
+                "(kept for later runs; --no-calibrate skips, basin estimator calibrate does it apart)",
+                machine_description("llvm").c_str(), co.budget_seconds);
+  log_line(o, line);
+  const auto t0 = std::chrono::steady_clock::now();
+  models::CalibrateResult r = models::calibrate(co);
+  budget_seconds =
+      std::max(1.0, budget_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::snprintf(line, sizeof line, "calibrated on %d programs of %d tasks: %s", r.measured, r.tasks, r.out.c_str());
+  log_line(o, line);
+}
+
 int run_tune(const NetOptions& o) {
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.batch <= 0 || o.batch > kMaxBatch)
@@ -159,6 +194,7 @@ int run_tune(const NetOptions& o) {
   to.trials = o.trials;
   to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
   to.first_batch = o.first_batch;
+  calibrate_if_new(o, to.budget_seconds);
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.task.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
@@ -365,7 +401,7 @@ int run_run(const NetOptions& o) {
   nlohmann::json j = {{"model", o.model}, {"outputs", outs}, {"untuned_tasks", untuned}};
   if (!compiled_for.empty()) j["compiled_for_cpu"] = compiled_for;
   if (o.repeat > 0) {
-    codegen::TimingOptions t{1, o.repeat, 0.0};
+    codegen::TimingOptions t = codegen::TimingOptions::with(1, o.repeat, 0.0);
     codegen::Timing tm = net.time(in, t);
     j["latency_us"] = tm.min_us;
     j["median_latency_us"] = tm.median_us;
@@ -471,6 +507,8 @@ void add_network_commands(CLI::App& app, Runner& run) {
     add_timeout_option(cmd, o->timeout);
     add_compile_options(cmd, o->compile_threads, o->max_instructions);
     add_slow_factor_option(cmd, o->slow_factor);
+    cmd->add_flag("--no-calibrate", o->no_calibrate,
+                  "use the shipped estimator as it is: no calibration for this machine is made or used");
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

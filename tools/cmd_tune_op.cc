@@ -18,6 +18,7 @@
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/parse.h"
+#include "models/calibrate.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
@@ -109,7 +110,7 @@ struct TuneOpOptions {
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, stop_at = 0, slow_factor = 2;
-  bool compare = false, json = false, quiet = false;
+  bool compare = false, json = false, quiet = false, no_calibrate = false;
 };
 
 // "gradient,annealing" -> {"gradient", "annealing"}.
@@ -257,6 +258,7 @@ int run_tune_op(const TuneOpOptions& o) {
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
   if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
+  if (o.no_calibrate) models::set_use_calibration(false);
   if (o.compare && o.target == "cuda")
     throw ParseError(
         "--compare times the peer on the CPU; on the GPU, bench/gpu_ops.py compares against PyTorch's CUDA kernels");
@@ -358,6 +360,8 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
                   "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline or a file (.pt "
                   "TorchScript, or one written by basin estimator train); "
                   "default: ensemble, gbt for annealing, none for random");
+  cmd->add_flag("--no-calibrate", o->no_calibrate,
+                "mlp and ensemble: the shipped weights, not this machine's calibration of them");
   add_seed_option(cmd, o->seed, "seed of the search (one seed, one run)");
   cmd->add_option("--batch", o->batch, "programs measured per round (default 32)");
   add_timeout_option(cmd, o->timeout);

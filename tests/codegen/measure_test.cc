@@ -317,7 +317,7 @@ void spin_for(double us) {
 }
 
 TEST(Timing, BriefOnlyWhenTheWarmUpAndTheEarlierCallAreBothSlow) {
-  codegen::TimingOptions opt{1, 3, 0.001};
+  codegen::TimingOptions opt = codegen::TimingOptions::with(1, 3, 0.001);
   opt.slow_us = 2000;
   auto timed = [&](std::vector<double> calls_us, double prior_us) {
     size_t i = 0;
@@ -347,7 +347,7 @@ TEST(Timing, BriefOnlyWhenTheWarmUpAndTheEarlierCallAreBothSlow) {
 // A step before every call (a network's weights evicted from the caches) is not timed:
 // each call is timed alone, and a round ends when the calls alone took its time.
 TEST(Timing, TheStepBeforeEveryCallIsNotTimed) {
-  codegen::TimingOptions opt{1, 3, 0.002};
+  codegen::TimingOptions opt = codegen::TimingOptions::with(1, 3, 0.002);
   int before = 0, calls = 0;
   opt.before_call = [&] {
     ++before;

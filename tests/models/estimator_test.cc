@@ -118,6 +118,22 @@ TEST(Estimators, MetricsCountWhatTheyClaim) {
   EXPECT_EQ(r.top5_recall, 1.0);
   EXPECT_EQ(r.repeatability, -1) << "no program was measured twice";
   EXPECT_EQ(r.repeated, 0);
+  EXPECT_EQ(r.of_repeatability, -1);
+  EXPECT_EQ(r.best_tenth_recall, 1.0) << "the fastest is predicted fastest";
+  ASSERT_EQ(r.families.size(), 1u);
+  EXPECT_EQ(r.families.begin()->second.tasks, 1);
+  EXPECT_NEAR(r.families.begin()->second.pairwise_accuracy, 5.0 / 6.0, 1e-12);
+  // Twenty programs, their best tenth the two fastest: one of them predicted in the
+  // best two.
+  std::vector<double> lat;
+  std::vector<float> score;
+  for (int i = 0; i < 20; ++i) {
+    lat.push_back(i + 1);
+    score.push_back(static_cast<float>(i));
+  }
+  std::swap(score[1], score[10]);
+  r = models::evaluate(*e, scored_samples(lat, score));
+  EXPECT_EQ(r.best_tenth_recall, 0.5);
 }
 
 TEST(Estimators, RepeatabilityComparesASecondMeasurementWithTheFirst) {
@@ -132,6 +148,7 @@ TEST(Estimators, RepeatabilityComparesASecondMeasurementWithTheFirst) {
   EXPECT_EQ(r.repeated, 3);
   EXPECT_NEAR(r.repeatability, 2.0 / 3.0, 1e-12);  // (a,b) disagree, (a,c) and (b,c) agree
   EXPECT_EQ(r.pairwise_accuracy, 1.0);             // against the records' latencies
+  EXPECT_NEAR(r.of_repeatability, 1.5, 1e-12);     // above 1: the measurements' noise is the limit
 }
 
 TEST(Estimators, PairsNeverMixTwoMachines) {
