@@ -6,7 +6,9 @@ same input and the same threads:
 - basin untuned (every task on its first sketch's default program): `basin run`;
 - basin tuned from an empty records file: `basin tune MODEL.onnx --budget` run in
   segments that resume one records file, the network timed after each (`basin run
-  --records`), which gives the curve of latency against tuning seconds;
+  --records`), which gives the curve of latency against tuning seconds (on a machine the
+  shipped estimator does not know, the first segment of a minute or more calibrates it
+  first, as `basin tune` does for a user; docs/estimators.md, "A new machine");
 - ONNX Runtime (intra_op_num_threads), OpenVINO (INFERENCE_PRECISION_HINT f32: its default
   on AVX-512-BF16 CPUs is bf16; INFERENCE_NUM_THREADS), PyTorch eager, torch.compile
   (default) and torch.compile with Inductor's `freezing` (its inference setting).

@@ -178,7 +178,6 @@ CalibrateResult calibrate(const CalibrateOptions& opt) {
       }
     if (added == 0) break;
   }
-  res.families = static_cast<int>(family_order.size());
   const std::string host = machine_description("llvm"), codegen = codegen::codegen_version("llvm");
   FeatureExtractor fx;
   std::set<std::string> families_done;
@@ -204,12 +203,13 @@ CalibrateResult calibrate(const CalibrateOptions& opt) {
         ++misses;
         continue;
       }
-      misses = 0;
       try {
         pool.push_back(fx.features(key, s.name, json));
       } catch (const Error&) {
+        ++misses;  // a program whose features cannot be computed is not measured
         continue;
       }
+      misses = 0;
       programs.emplace_back(&s, std::move(c));
     }
     if (pool.size() < 2) continue;

@@ -21,6 +21,7 @@
 #include "core/util/error.h"
 #include "core/util/host.h"
 #include "core/util/parse.h"
+#include "models/calibrate.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
 
@@ -446,6 +447,51 @@ void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
                           {"host", s.host}, {"codegen", s.codegen}, {"stores", s.stores}, {"features", f}}
                .dump()
         << "\n";
+  }
+}
+
+namespace {
+// A CSV field: quoted when it holds a comma, a quote or a line break, quotes doubled.
+std::string csv_field(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string q = "\"";
+  for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+std::string number(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out) {
+  const bool gpu = !samples.empty() && samples[0].stores > 0 &&
+                   samples[0].features.size() ==
+                       static_cast<size_t>(samples[0].stores) * relax::num_features(relax::FeatureSet::Gpu);
+  const relax::FeatureSet set = gpu ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu;
+  const int version = gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion;
+  const int nf = relax::num_features(set);
+  out << "program,task,family,host,codegen,sketch,config,latency_us,measurements_us,feature_version,stores,store";
+  for (const std::string& name : relax::feature_names(set)) out << "," << csv_field(name);
+  out << "\n";
+  std::map<std::string, std::string> families;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    auto fam = families.find(s.task);
+    if (fam == families.end()) fam = families.emplace(s.task, task_family(s.task)).first;
+    std::string measured;
+    for (double m : s.measurements_us) measured += (measured.empty() ? "" : " ") + number(m);
+    const std::string head = std::to_string(i) + "," + csv_field(s.task) + "," + fam->second + "," + csv_field(s.host) +
+                             "," + csv_field(s.codegen) + "," + csv_field(s.sketch) + "," + csv_field(s.config) + "," +
+                             number(s.latency_us) + "," + measured + "," + std::to_string(version) + "," +
+                             std::to_string(s.stores);
+    for (int st = 0; st < s.stores; ++st) {
+      out << head << "," << st;
+      for (int f = 0; f < nf; ++f) out << "," << number(s.features[static_cast<size_t>(st) * nf + f]);
+      out << "\n";
+    }
   }
 }
 

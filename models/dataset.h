@@ -108,5 +108,11 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
 // Writes samples as JSON lines: {"task", "sketch", "config", "latency_us", "stores",
 // "features": [[...], ...]} with the feature names and version in a first header line.
 void export_samples(const std::vector<Sample>& samples, std::ostream& out);
+// Writes samples as CSV (RFC 4180), one row per store of each program: program (its
+// index), task, family (task_family), host, codegen, sketch, config (JSON),
+// latency_us, measurements_us (each measurement's minimum, separated by spaces),
+// feature_version, stores, store (0 to stores - 1), then one column per feature named
+// as relax::feature_names gives them. docs/estimators.md has the schema.
+void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out);
 
 }  // namespace basin::models

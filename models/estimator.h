@@ -129,6 +129,10 @@ struct EvalResult {
   // The search's view: per task, the share of its measured best tenth (at least one
   // program) that the estimator also ranks in its best tenth, averaged over tasks.
   double best_tenth_recall = 0;
+  // The fastest of the estimator's five best-ranked programs of a task, as a multiple
+  // of the task's fastest (geometric mean over tasks; 1 when the five hold the
+  // fastest): what a round of five picks costs against the best measured.
+  double top5_ratio = 0;
   // Pairwise accuracy per operator family (models::task_family).
   struct Family {
     int tasks = 0, samples = 0;

@@ -127,18 +127,25 @@ int run_calibrate(const CalibrateCliOptions& o) {
 }
 
 struct ExportOptions {
-  std::string records, out, target = "llvm";
+  std::string records, out, target = "llvm", format;
 };
 
 int run_export(const ExportOptions& o) {
   search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
   int skipped = 0;
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, &skipped);
+  // The format named, else the output file's extension: .csv is CSV, anything else JSON lines.
+  const bool csv =
+      o.format.empty() ? o.out.size() >= 4 && o.out.compare(o.out.size() - 4, 4, ".csv") == 0 : o.format == "csv";
+  auto write = [&](std::ostream& os) {
+    if (csv) models::export_samples_csv(samples, os);
+    else models::export_samples(samples, os);
+  };
   if (o.out.empty() || o.out == "-") {
-    models::export_samples(samples, std::cout);
+    write(std::cout);
   } else {
     std::ostringstream text;
-    models::export_samples(samples, text);
+    write(text);
     write_output_file(o.out, [&](OutputFile& f) { f.write(text.str()); }, {o.records});
     std::fprintf(stderr, "wrote %zu samples to %s (%d records skipped)\n", samples.size(), o.out.c_str(), skipped);
   }
@@ -225,10 +232,14 @@ void add_records_command(CLI::App& app, Runner& run) {
   auto* cmd = app.add_subcommand("records", "inspect, export, merge and relabel records files");
   cmd->require_subcommand(1);
   auto e = std::make_shared<ExportOptions>();
-  auto* ex = cmd->add_subcommand("export", "write measured programs' features and latencies as JSON lines");
+  auto* ex = cmd->add_subcommand("export", "write measured programs' features and latencies as JSON lines or CSV");
   ex->add_option("--records", e->records, "the records file")->required();
   ex->add_option("--out", e->out, "output file (default: standard output)");
   ex->add_option("--target", e->target, "target of the records to export");
+  ex->add_option("--format", e->format,
+                 "jsonl (a header line, then one JSON object per program) or csv (a row per store of each program); "
+                 "default: csv for an --out ending in .csv, else jsonl")
+      ->check(CLI::IsMember({"jsonl", "csv"}));
   ex->callback([&run, e] { run = [e] { return run_export(*e); }; });
   auto m = std::make_shared<MergeOptions>();
   auto* mg = cmd->add_subcommand("merge", "copy the records of other files into one, each program once");

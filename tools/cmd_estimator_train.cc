@@ -43,7 +43,8 @@ nlohmann::json eval_json(const models::EvalResult& r) {
                       {"r2_log_latency", r.r2_log_latency},
                       {"predict_seconds", r.predict_seconds},
                       {"repeated", r.repeated},
-                      {"best_tenth_recall", r.best_tenth_recall}};
+                      {"best_tenth_recall", r.best_tenth_recall},
+                      {"top5_ratio", r.top5_ratio}};
   if (r.repeatability >= 0) {
     j["repeatability"] = r.repeatability;
     j["of_repeatability"] = r.of_repeatability;
@@ -61,8 +62,10 @@ void print_eval(const char* what, const models::EvalResult& r) {
       "%s: %d programs of %d tasks: pairwise accuracy %.3f, top-1 recall %.2f, top-5 recall %.2f, R^2 (log latency, "
       "per task) %.3f\n",
       what, r.samples, r.tasks, r.pairwise_accuracy, r.top1_recall, r.top5_recall, r.r2_log_latency);
-  std::printf("%s: of each task's measured best tenth, %.2f ranked in its predicted best tenth\n", what,
-              r.best_tenth_recall);
+  std::printf(
+      "%s: of each task's measured best tenth, %.2f ranked in its predicted best tenth; the fastest of the predicted "
+      "best five is %.3f times the task's fastest (geometric mean)\n",
+      what, r.best_tenth_recall, r.top5_ratio);
   if (r.repeatability >= 0)
     std::printf(
         "%s: %d programs measured twice: their second measurement orders them like their first in %.3f of pairs "

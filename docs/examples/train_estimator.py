@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Train a latency estimator in PyTorch and export it as TorchScript for basin.
 
-    basin records export --records tuning.db --out data.jsonl
+    basin records export --records tuning.db --out data.jsonl     # or --out data.csv
     /usr/bin/python3 docs/examples/train_estimator.py data.jsonl model.pt
     basin estimator eval --records tuning.db --estimator model.pt
 
@@ -10,6 +10,7 @@ mask [B, S] float32) -> scores [B], lower = predicted faster, and an integer att
 `feature_version` equal to the feature-set version in the export's header line.
 """
 import argparse
+import csv
 import json
 import random
 
@@ -41,6 +42,28 @@ def batch(samples, num_features):
     return x, m
 
 
+def load(path):
+    """The export's feature names, feature-set version and programs (dicts with "task",
+    "stores", "features" [stores][features] and "latency_us"), from JSON lines or CSV."""
+    if not path.endswith(".csv"):
+        with open(path) as f:
+            header = json.loads(f.readline())
+            return header["feature_names"], header["feature_version"], [json.loads(line) for line in f]
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        columns = next(reader)
+        first = columns.index("store") + 1  # the features follow the store's index
+        at = {name: i for i, name in enumerate(columns)}
+        programs, version = {}, None
+        for row in reader:
+            p = programs.setdefault(int(row[at["program"]]), {
+                "task": row[at["task"]], "stores": int(row[at["stores"]]),
+                "latency_us": float(row[at["latency_us"]]), "features": []})
+            p["features"].append([float(v) for v in row[first:]])
+            version = int(row[at["feature_version"]])
+        return columns[first:], version, [programs[k] for k in sorted(programs)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("data", help="the output of `basin records export`")
@@ -48,14 +71,12 @@ def main():
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--print-scores", type=int, default=0, help="print the scores of the first N samples")
     args = ap.parse_args()
-    with open(args.data) as f:
-        header = json.loads(f.readline())
-        samples = [json.loads(line) for line in f]
-    nf = len(header["feature_names"])
+    names, version, samples = load(args.data)
+    nf = len(names)
     torch.manual_seed(0)
     random.seed(0)
     rows = torch.cat([torch.tensor(s["features"]) for s in samples])
-    model = Estimator(nf, header["feature_version"], rows.mean(0), rows.std(0) + 0.1)
+    model = Estimator(nf, version, rows.mean(0), rows.std(0) + 0.1)
     by_task = {}
     for s in samples:
         by_task.setdefault(s["task"], []).append(s)

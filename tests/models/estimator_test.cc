@@ -134,6 +134,12 @@ TEST(Estimators, MetricsCountWhatTheyClaim) {
   std::swap(score[1], score[10]);
   r = models::evaluate(*e, scored_samples(lat, score));
   EXPECT_EQ(r.best_tenth_recall, 0.5);
+  EXPECT_NEAR(r.top5_ratio, 1.0, 1e-12) << "the fastest is among the predicted five";
+  // The fastest predicted sixth: the best of the five is the second fastest, 2 us
+  // against 1 us.
+  score = {5, 0, 1, 2, 3, 4};
+  r = models::evaluate(*e, scored_samples({1, 2, 3, 4, 5, 6}, score));
+  EXPECT_NEAR(r.top5_ratio, 2.0, 1e-12);
 }
 
 TEST(Estimators, RepeatabilityComparesASecondMeasurementWithTheFirst) {

@@ -61,12 +61,23 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
     ASSERT_GE(samples.size(), 20u);
     std::ofstream f(data);
     models::export_samples(samples, f);
+    std::ofstream c((dir / "data.csv").string());
+    models::export_samples_csv(samples, c);
   }
   std::string out = run("/usr/bin/python3 " BASIN_SOURCE_DIR "/docs/examples/train_estimator.py " + data + " " + model +
                             " --epochs 3 --print-scores 5 2>&1",
                         &status);
   ASSERT_EQ(status, 0) << out;
   std::vector<double> python = nlohmann::json::parse(out.substr(out.rfind('[')));
+  // The same programs exported as CSV train the same module.
+  std::string from_csv =
+      run("/usr/bin/python3 " BASIN_SOURCE_DIR "/docs/examples/train_estimator.py " + (dir / "data.csv").string() +
+              " " + (dir / "csv.pt").string() + " --epochs 3 --print-scores 5 2>&1",
+          &status);
+  ASSERT_EQ(status, 0) << from_csv;
+  std::vector<double> python_csv = nlohmann::json::parse(from_csv.substr(from_csv.rfind('[')));
+  ASSERT_EQ(python_csv.size(), python.size());
+  for (size_t i = 0; i < python.size(); ++i) EXPECT_NEAR(python_csv[i], python[i], 1e-5 * (1 + std::abs(python[i])));
   auto e = models::load_estimator(model);
   EXPECT_EQ(e->kind(), "torchscript");
   EXPECT_TRUE(e->differentiable());

@@ -11,11 +11,13 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <sstream>
 #include <set>
 #include <string>
 #include <sys/wait.h>
 
 #include "core/util/host.h"
+#include "models/estimator.h"
 #include "tests/tools/run_basin.h"
 
 namespace {
@@ -379,9 +381,52 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
             std::string::npos);
   Result r = run("estimator eval --records " + db + " --all --estimator roofline --json");
   ASSERT_EQ(r.code, 0) << r.out;
+  // Calibration: a sample of one task measured into a records file of its own, the
+  // shipped ensemble fine-tuned and written where --out says; then fine-tuned further
+  // with `train --from`, and evaluated against the shipped weights.
+  {
+    const std::string cal_db = db + ".cal.db", cal = db + ".cal.bin", again = db + ".again.bin";
+    Result c =
+        run("estimator calibrate --budget 6s --tasks gemm-256 --records " + cal_db + " --out " + cal + " --json");
+    ASSERT_EQ(c.code, 0) << c.out;
+    auto cj = nlohmann::json::parse(c.out);
+    EXPECT_GE(cj["measured"].get<int>(), 2);
+    EXPECT_EQ(cj["tasks"], 1);
+    EXPECT_EQ(cj["estimator"], cal);
+    Result f = run("estimator train --records " + db + " --from " + cal + " --test-fraction 0 --epochs 1 --out " +
+                   again + " --json");
+    ASSERT_EQ(f.code, 0) << f.out;
+    Result ev = run("estimator eval --records " + db + " --all --estimator " + again + " --json");
+    ASSERT_EQ(ev.code, 0) << ev.out;
+    EXPECT_EQ(nlohmann::json::parse(ev.out)["kind"], "ensemble");
+    EXPECT_TRUE(nlohmann::json::parse(ev.out)["families"].contains("matmul"));
+    Result shipped = run("estimator eval --records " + db + " --all --estimator ensemble --no-calibrate --json");
+    ASSERT_EQ(shipped.code, 0) << shipped.out;
+    EXPECT_EQ(nlohmann::json::parse(shipped.out)["estimator_file"], basin::models::pretrained_cpu_path("cpu_ensemble.bin"));
+    EXPECT_NE(stderr_of("estimator train --records " + db + " --from /nonexistent/e.bin").find("does not exist"),
+              std::string::npos);
+    for (const std::string& x : {cal_db, cal_db + "-wal", cal_db + "-shm", cal, again}) std::remove(x.c_str());
+  }
   Result x = run("records export --records " + db);
   ASSERT_EQ(x.code, 0);
   EXPECT_EQ(std::count(x.out.begin(), x.out.end(), '\n'), 17);  // a header line and 16 programs
+  // CSV: a header row, then a row per store of each program, the feature columns last.
+  Result csv = run("records export --records " + db + " --format csv");
+  ASSERT_EQ(csv.code, 0);
+  EXPECT_EQ(csv.out.rfind("program,task,family,host,codegen,sketch,config,latency_us,measurements_us,feature_version,"
+                          "stores,store,",
+                          0),
+            0u)
+      << csv.out.substr(0, 200);
+  int stores = 0;
+  {
+    std::istringstream lines(x.out.substr(x.out.find('\n') + 1));
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) stores += nlohmann::json::parse(line)["stores"].get<int>();
+  }
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 1 + stores);
+  EXPECT_NE(csv.out.find(",matmul,"), std::string::npos) << "gemm-256's family";
+  EXPECT_NE(stderr_of("records export --records " + db + " --format parquet").find("--format"), std::string::npos);
   // Merge: into a new file, then again (nothing added), then with a second file.
   std::string merged = db + ".merged.db", other = db + ".other.db";
   Result m1 = run("records merge --into " + merged + " " + db + " --json");
@@ -474,6 +519,10 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"estimator dataset --records /tmp/basin_cli_unused.db --target tpu", "--target"},
       {"estimator dataset --records " + std::string(BASIN_BINARY_DIR) + "/CMakeCache.txt", "CMakeCache.txt"},
       {"estimator", "A subcommand is required"},
+      {"estimator calibrate --estimator gbt", "--estimator"},
+      {"estimator calibrate --budget 0", "is not a positive duration"},
+      {"estimator calibrate --budget soon", "soon"},
+      {"estimator calibrate --epochs 0", "--epochs must be at least 1"},
   };
   for (const BadCall& c : calls) {
     Result r = run(c.args);
