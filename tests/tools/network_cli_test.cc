@@ -4,6 +4,8 @@
 // and every broken ONNX file of the corpus, every bad flag and bad input fails with one
 // clear error line and a non-zero exit, never a crash.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 
 #include "core/ir/npy.h"
 #include "core/util/host.h"
+#include "models/calibrate.h"
 #include "tests/tools/run_basin.h"
 
 #if BASIN_HAVE_ONNX
@@ -109,6 +112,26 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
     EXPECT_TRUE(mj.contains(k)) << k;
   EXPECT_LT(mj["max_rel_error"].get<double>(), 1e-4);
   EXPECT_TRUE(mj["untuned_tasks"].empty());
+}
+
+// On a machine the shipped estimator was not trained on, a tuning budget of a minute or
+// more calibrates it first, within the budget (a quarter of it), says so, and keeps the
+// calibration for later runs; --no-calibrate makes none.
+TEST_F(NetworkCli, ANewMachineIsCalibratedWithinTheBudget) {
+  if (basin::models::shipped_weights_know_this_host())
+    GTEST_SKIP() << "the shipped weights were trained on this kind of machine: no calibration is made";
+  const std::string model = dir + "/cnn.onnx", cache = dir + "/cache";
+  basin::testing::small_cnn().save(model);
+  ::setenv("BASIN_CACHE_DIR", cache.c_str(), 1);  // the basin it runs inherits it
+  std::string skipped =
+      basin::testing::basin_stderr("tune " + model + " --budget 60s --no-calibrate --records " + dir + "/a.db --json");
+  EXPECT_EQ(skipped.find("calibrat"), std::string::npos) << skipped;
+  EXPECT_EQ(basin::models::calibrated_estimator_path("ensemble"), "");
+  std::string err = basin::testing::basin_stderr("tune " + model + " --budget 60s --records " + dir + "/b.db --json");
+  EXPECT_NE(err.find("calibrating it for 15 s of the budget first"), std::string::npos) << err;
+  EXPECT_NE(err.find("calibrated on "), std::string::npos) << err;
+  EXPECT_FALSE(basin::models::calibrated_estimator_path("ensemble").empty());
+  ::unsetenv("BASIN_CACHE_DIR");
 }
 
 TEST_F(NetworkCli, EveryBrokenOnnxFileIsOneClearError) {
