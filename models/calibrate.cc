@@ -249,22 +249,8 @@ CalibrateResult calibrate(const CalibrateOptions& opt) {
       for (size_t i = at; i < std::min(picks.size(), at + kChunk); ++i) chunk.push_back(candidate(picks[i]));
       measurer.prepare(chunk);
       for (size_t i = 0; i < chunk.size(); ++i) {
-        const Sample& program = pool[picks[at + i]];
-        search::Record r;
-        r.task_key = key;
-        r.target = "llvm";
-        r.sketch = program.sketch;
-        r.config = program.config;
-        r.seed = opt.seed;
-        r.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-        codegen::MeasureResult m = measurer.measure_one(chunk[i]);
-        r.finished_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-        r.latencies_us = m.latencies_us;
-        r.error = m.error;
-        r.compile_seconds = m.compile_seconds;
-        r.estimator_version = "calibration";
-        r.host = host;
-        r.codegen = codegen;
+        search::Record r =
+            measure_record(measurer, key, "llvm", chunk[i], pool[picks[at + i]].config, opt.seed, "calibration");
         store->add(r);
         ++measured;
       }

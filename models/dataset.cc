@@ -324,6 +324,28 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
   return unique;
 }
 
+search::Record measure_record(codegen::MeasurePool& pool, const std::string& key, const std::string& target,
+                              const codegen::Candidate& program, const std::string& config_json, uint64_t seed,
+                              const std::string& estimator_version) {
+  auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
+  search::Record r;
+  r.task_key = key;
+  r.target = target;
+  r.sketch = program.sketch->name;
+  r.config = config_json;
+  r.seed = seed;
+  r.started_at = now();
+  codegen::MeasureResult m = pool.measure_one(program);
+  r.finished_at = now();
+  r.latencies_us = m.latencies_us;
+  r.error = m.error;
+  r.compile_seconds = m.compile_seconds;
+  r.estimator_version = estimator_version;
+  r.host = machine_description(target);
+  r.codegen = codegen::codegen_version(target);
+  return r;
+}
+
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {
   int measured = 0;
   for (const std::string& key : task_keys) {
@@ -368,21 +390,7 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
     }
     pool.prepare(batch);
     for (size_t i = 0; i < batch.size(); ++i) {
-      search::Record r;
-      r.task_key = key;
-      r.target = opt.target;
-      r.sketch = batch[i].sketch->name;
-      r.config = jsons[i];
-      r.seed = opt.seed;
-      r.started_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      codegen::MeasureResult m = pool.measure_one(batch[i]);
-      r.finished_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      r.latencies_us = m.latencies_us;
-      r.error = m.error;
-      r.compile_seconds = m.compile_seconds;
-      r.estimator_version = "random";
-      r.host = machine_description(opt.target);
-      r.codegen = codegen::codegen_version(opt.target);
+      search::Record r = measure_record(pool, key, opt.target, batch[i], jsons[i], opt.seed, "random");
       store.add(r);
       ++have;
       ++measured;

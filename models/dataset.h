@@ -99,6 +99,14 @@ struct CollectOptions {
   int repeat = 0;
   std::function<void(const std::string& task, int done, int total, const search::Record&)> progress;
 };
+// Measures one program of `key` with the pool (codegen::MeasurePool::measure_one) and
+// returns its record: measured on this machine by this code generation of the pool's
+// target, timed from start to finish, its estimator_version as given (what chose it).
+// The caller stores it.
+search::Record measure_record(codegen::MeasurePool& pool, const std::string& key, const std::string& target,
+                              const codegen::Candidate& program, const std::string& config_json, uint64_t seed,
+                              const std::string& estimator_version);
+
 // Measures uniformly random valid configurations (a uniform sketch, then a uniform
 // configuration) of each task into the store, skipping programs it already holds:
 // a killed run restarted with the same options continues where it stopped. Returns
