@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_set>
 
@@ -355,6 +356,18 @@ struct TaskTuner::Impl {
   }
 };
 
+codegen::MeasureOptions measure_options(const TuneOptions& opt) {
+  codegen::MeasureOptions mo;
+  mo.timeout_seconds = opt.timeout_seconds;
+  mo.program_hook = opt.program_hook;
+  mo.target = opt.target;
+  mo.compile_threads = opt.compile_threads;
+  mo.max_instructions = opt.max_instructions;
+  mo.constant_inputs = opt.constant_inputs;
+  mo.cold_constants = opt.cold_constants;
+  return mo;
+}
+
 TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
                      const TuneOptions& opt) {
   if (opt.target != "llvm" && opt.target != "cuda")
@@ -415,15 +428,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   m.res.trials = m.res.resumed;
   m.res.curve.push_back({0, m.res.trials, m.res.best_latency_us});
   // The worker is forked before LibTorch starts its threads for the estimator.
-  codegen::MeasureOptions mo;
-  mo.timeout_seconds = opt.timeout_seconds;
-  mo.program_hook = opt.program_hook;
-  mo.target = opt.target;
-  mo.compile_threads = opt.compile_threads;
-  mo.max_instructions = opt.max_instructions;
-  mo.constant_inputs = opt.constant_inputs;
-  mo.cold_constants = opt.cold_constants;
-  m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), mo);
+  m.pool = std::make_unique<codegen::MeasurePool>(m.space.task(), m.space.sketches(), measure_options(opt));
   if (!m.samples.empty()) m.update();
 }
 
@@ -467,20 +472,10 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   }
   std::vector<double> predicted, latency;
   int measured_now = 0;
-  // Compiled ahead on every core, a slice at a time so that a budget that runs out
-  // mid-batch stops the round after at most one slice; the programs then run one at a time.
-  constexpr size_t kPrepareSlice = 16;
-  size_t prepared = 0;
-  for (size_t ci = 0; ci < batch.size(); ++ci) {
-    const Candidate& c = batch[ci];
-    if (measured_now > 0 && halt()) break;
-    if (ci == prepared) {
-      prepared = std::min(batch.size(), ci + kPrepareSlice);
-      m.prepare(std::vector<Candidate>(batch.begin() + static_cast<std::ptrdiff_t>(ci),
-                                       batch.begin() + static_cast<std::ptrdiff_t>(prepared)));
-    }
-    if (!m.measured.insert(c.json).second)
-      throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
+  // A program measured (here or by a worker rank) into the file, the history, the best
+  // and the batch's accuracy.
+  auto take = [&](const Candidate& c, const codegen::MeasureResult& mr, const std::string& host,
+                  const std::string& generation, double started_at, double finished_at) {
     Record r;
     r.task_key = res.task_key;
     r.target = opt.target;
@@ -488,11 +483,10 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     r.config = c.json;
     r.seed = opt.seed;
     r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
-    r.host = machine_description(opt.target);
-    r.codegen = codegen::codegen_version(opt.target);
-    r.started_at = epoch_seconds();
-    codegen::MeasureResult mr = m.measure(c, m.slow_us());
-    r.finished_at = epoch_seconds();
+    r.host = host;
+    r.codegen = generation;
+    r.started_at = started_at;
+    r.finished_at = finished_at;
     r.latencies_us = mr.latencies_us;
     r.error = mr.error;
     r.compile_seconds = mr.compile_seconds;
@@ -510,7 +504,111 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     m.consider(m.records.size() - 1);
     res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
     if (opt.progress) opt.progress(res.trials, opt.trials, m.clock(), res.best_latency_us);
+  };
+  // Programs of the batch measured here, compiled ahead on every core a slice at a
+  // time so that a budget that runs out mid-batch stops after at most one slice; the
+  // programs then run one at a time, each followed by `between` (a shared round takes
+  // its workers' results there). Once one program of the round is measured, a spent
+  // budget stops it: the rest go to `unmeasured`.
+  std::vector<size_t> unmeasured;
+  auto measure_here = [&](const std::vector<size_t>& which, const std::function<void()>& between) {
+    constexpr size_t kPrepareSlice = 16;
+    size_t prepared = 0;
+    for (size_t k = 0; k < which.size(); ++k) {
+      if (measured_now > 0 && halt()) {
+        unmeasured.insert(unmeasured.end(), which.begin() + static_cast<std::ptrdiff_t>(k), which.end());
+        return false;
+      }
+      if (k == prepared) {
+        prepared = std::min(which.size(), k + kPrepareSlice);
+        std::vector<Candidate> slice;
+        for (size_t j = k; j < prepared; ++j) slice.push_back(batch[which[j]]);
+        m.prepare(slice);
+      }
+      const Candidate& c = batch[which[k]];
+      const double started = epoch_seconds();
+      codegen::MeasureResult mr = m.measure(c, m.slow_us());
+      take(c, mr, machine_description(opt.target), codegen::codegen_version(opt.target), started, epoch_seconds());
+      if (between) between();
+    }
+    return true;
+  };
+  const std::vector<int> workers = opt.cluster ? opt.cluster->live_workers() : std::vector<int>();
+  // A strategy may propose more than n programs; measured one at a time, a trial budget
+  // stops the round at n, but a shared round sends them all at once: it sends n.
+  if (!workers.empty() && batch.size() > static_cast<size_t>(n)) batch.resize(static_cast<size_t>(n));
+  for (const Candidate& c : batch)
+    if (!m.measured.insert(c.json).second)
+      throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
+  if (workers.empty()) {
+    std::vector<size_t> all(batch.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    measure_here(all, nullptr);
+  } else {
+    // Shared out: program i is measured here when i % K == 0 (K ranks in all), else by
+    // the (i % K)-th live worker, all at once; a worker's results are taken as they
+    // come, between this rank's own. A worker lost on the way leaves its unfinished
+    // programs to be measured here.
+    Cluster& cluster = *opt.cluster;
+    const size_t ranks = workers.size() + 1;
+    std::vector<size_t> mine;
+    std::map<int, std::vector<RemoteProgram>> theirs;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (i % ranks == 0) mine.push_back(i);
+      else
+        theirs[workers[i % ranks - 1]].push_back(
+            {static_cast<int>(i), m.space.sketches()[batch[i].sketch].name, batch[i].json, m.slow_us()});
+    }
+    const codegen::MeasureOptions mo = measure_options(opt);
+    std::map<int, int> pending;  // slot -> the rank measuring it
+    std::map<int, uint64_t> work;
+    for (const auto& [rank, programs] : theirs) {
+      work[rank] = cluster.send(rank, res.task_key, mo, programs);
+      for (const RemoteProgram& p : programs) pending[p.slot] = rank;
+    }
+    std::vector<size_t> orphans;  // slots of lost ranks
+    auto handle = [&](const RemoteOutcome& o) {
+      if (o.kind == RemoteOutcome::Kind::Lost) {
+        for (auto it = pending.begin(); it != pending.end();)
+          if (it->second == o.rank) {
+            orphans.push_back(static_cast<size_t>(it->first));
+            it = pending.erase(it);
+          } else {
+            ++it;
+          }
+        return;
+      }
+      auto it = pending.find(o.slot);
+      if (it == pending.end() || it->second != o.rank || work[o.rank] != o.work) return;  // not this round's
+      pending.erase(it);
+      const size_t slot = static_cast<size_t>(o.slot);
+      if (o.kind == RemoteOutcome::Kind::Skipped) {
+        unmeasured.push_back(slot);
+        return;
+      }
+      res.brief += o.result.brief;
+      res.compile_seconds += o.result.compile_seconds;
+      take(batch[slot], o.result, o.host, o.codegen, o.started_at, o.finished_at);
+    };
+    bool cancelled = false;
+    auto cancel = [&] {
+      if (cancelled) return;
+      cancelled = true;
+      for (const auto& [rank, id] : work) cluster.cancel(rank, id);
+    };
+    measure_here(mine, [&] {
+      while (std::optional<RemoteOutcome> o = cluster.next(0)) handle(*o);
+    });
+    const auto waiting = Clock::now();
+    while (!pending.empty()) {
+      if (!cancelled && measured_now > 0 && halt()) cancel();
+      if (std::optional<RemoteOutcome> o = cluster.next(0.25)) handle(*o);
+    }
+    res.measure_seconds += since(waiting);
+    if (!orphans.empty()) measure_here(orphans, nullptr);
   }
+  // Programs the budget left unmeasured may be proposed again.
+  for (size_t i : unmeasured) m.measured.erase(batch[i].json);
   m.confirm_round();
   res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
   ++res.rounds;

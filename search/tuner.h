@@ -21,6 +21,7 @@
 #include "codegen/measure.h"
 #include "core/ir/stmt.h"
 #include "core/ops/registry.h"
+#include "search/cluster.h"
 #include "search/records.h"
 #include "search/strategy.h"
 
@@ -82,7 +83,16 @@ struct TuneOptions {
   // Test hook passed to the measurer (codegen::MeasureOptions::program_hook): called
   // from several compile threads at once, so it must be thread-safe.
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
+  // The worker ranks of a run shared by several (`mpirun -n K basin tune`,
+  // search/cluster.h): each round's new programs are shared out between this process
+  // and the live workers, which measure theirs on their own machines; measurements
+  // again stay here. Null, or no live worker: every program is measured here.
+  Cluster* cluster = nullptr;
 };
+
+// The measurer's options of a tuner with options `opt` (a worker rank measures a task's
+// programs with the same).
+codegen::MeasureOptions measure_options(const TuneOptions& opt);
 
 // Whether f is a valid TuneOptions::slow_factor: 0 (off), or finite and at least 1 (below 1,
 // programs faster than the fastest would be timed briefly). TaskTuner and the CLI ask here.

@@ -31,6 +31,7 @@
 #include "search/network.h"
 #include "search/strategy.h"
 #include "tools/commands.h"
+#include "tools/ranks.h"
 
 namespace basin::tools {
 
@@ -179,9 +180,14 @@ int run_tune(const NetOptions& o) {
   if (o.first_batch < 0 || o.first_batch > kMaxBatch)
     throw ParseError("--first-batch (the first round's batch size) must be 0 (automatic) to " +
                      std::to_string(kMaxBatch));
+  // Under mpirun, the other ranks measure for rank 0 (docs/distributed.md): they never
+  // load the model or open the records.
+  Ranks ranks = start_ranks(o.quiet);
+  if (ranks.worker()) return ranks.serve();
   Loaded l = load(o);
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
+  to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
   to.task.batch = o.batch;
   to.task.seed = o.seed;
@@ -233,6 +239,11 @@ int run_tune(const NetOptions& o) {
       {"tasks", tasks},
       {"tasks_without_program", without},
       {"curve", curve}};
+  if (ranks.cluster) {
+    int remote = 0;
+    for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
+    j["ranks"] = ranks.report(r.measured - remote, o.quiet);
+  }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {

@@ -22,6 +22,7 @@
 #include "models/estimator.h"
 #include "search/tuner.h"
 #include "tools/commands.h"
+#include "tools/ranks.h"
 
 namespace basin::tools {
 
@@ -272,6 +273,12 @@ int run_tune_op(const TuneOpOptions& o) {
         "--estimator names one estimator; with several strategies each tunes with its default "
         "(ensemble for gradient and evolutionary, gbt for annealing, none for random)");
   ops::OpGraph g = op_from_args(o.name, o.workload, o.params);
+  // Under mpirun, the other ranks measure for rank 0 (docs/distributed.md).
+  Ranks ranks = start_ranks(o.quiet);
+  if (ranks.worker()) return ranks.serve();
+  if (ranks.cluster && several)
+    throw ParseError("a run on several ranks tunes with one strategy (--strategy names " +
+                     std::to_string(strategies.size()) + ")");
   std::vector<Run> runs(strategies.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     Run& run = runs[i];
@@ -295,6 +302,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.stop_at_us = o.stop_at;
   to.confirm = o.confirm;
   to.label = o.workload.empty() ? sched::task_key(g) : o.workload;
+  to.cluster = ranks.cluster.get();
   // One progress bar follows one run; interleaved runs log their rounds.
   const bool bar = !o.quiet && !several && isatty(STDERR_FILENO);
   to.log = tuning_log(o.quiet, bar);
@@ -309,6 +317,11 @@ int run_tune_op(const TuneOpOptions& o) {
   }
   if (bar) std::cerr << "\r\033[K" << std::flush;
   for (Run& run : runs) run.json = result_json(o, g, run);
+  if (ranks.cluster) {
+    int remote = 0;
+    for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
+    runs[0].json["ranks"] = ranks.report(runs[0].result.measured - remote, o.quiet);
+  }
   if (o.compare) compare(g, runs);
 
   if (o.json) {

@@ -11,6 +11,7 @@ BASIN_DEBIAN_PACKAGES=(
   libgtest-dev libgmock-dev          # tests
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libsqlite3-dev                     # records
+  libopenmpi-dev openmpi-bin         # tuning shared by several ranks (mpirun -n K basin tune)
   libxgboost-dev                     # gradient-boosted-tree estimator
   libonnx-dev                        # ONNX import
   python3-torch                      # the TorchScript estimator example (docs/estimators.md) and its test
