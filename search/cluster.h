@@ -51,6 +51,11 @@ struct RankReport {
   bool lost = false;
 };
 
+// Rank 0's messages of the run (heartbeats left out): work sent and results received.
+struct Traffic {
+  int64_t messages_out = 0, bytes_out = 0, messages_in = 0, bytes_in = 0;
+};
+
 class Cluster {
  public:
   virtual ~Cluster() = default;
@@ -69,6 +74,7 @@ class Cluster {
   virtual std::optional<RemoteOutcome> next(double timeout_seconds) = 0;
   // Every rank's share so far; rank 0's `local` programs given.
   virtual std::vector<RankReport> report(int local) = 0;
+  virtual Traffic traffic() = 0;
 };
 
 }  // namespace basin::search

@@ -76,7 +76,10 @@ class Comm {
 
   void post(int to, int tag, std::string body) {
     std::lock_guard<std::mutex> l(mu_);
-    if (!lost_[static_cast<size_t>(to)]) outbox_.push_back({to, tag, std::move(body)});
+    if (lost_[static_cast<size_t>(to)]) return;
+    ++traffic_.messages_out;
+    traffic_.bytes_out += static_cast<int64_t>(body.size());
+    outbox_.push_back({to, tag, std::move(body)});
   }
   // The next message (a lost peer comes as one of tag kLost), waiting up to timeout.
   std::optional<Message> take(double timeout_seconds) {
@@ -90,6 +93,10 @@ class Comm {
   bool lost(int r) {
     std::lock_guard<std::mutex> l(mu_);
     return lost_[static_cast<size_t>(r)];
+  }
+  Traffic traffic() {
+    std::lock_guard<std::mutex> l(mu_);
+    return traffic_;
   }
   bool cancelled(uint64_t work) {
     std::lock_guard<std::mutex> l(mu_);
@@ -161,6 +168,8 @@ class Comm {
         if (m.tag == kBeat) continue;
         std::lock_guard<std::mutex> l(mu_);
         if (lost_[static_cast<size_t>(m.peer)]) continue;  // given up: what it says now is not waited for
+        ++traffic_.messages_in;
+        traffic_.bytes_in += static_cast<int64_t>(m.body.size());
         if (m.tag == kCancel) {
           cancelled_.insert(std::stoull(m.body));
           continue;
@@ -207,6 +216,7 @@ class Comm {
   std::vector<bool> lost_;
   std::set<uint64_t> cancelled_;
   bool stopping_ = false;
+  Traffic traffic_;
   std::vector<Sending> sending_;  // the thread's own
 };
 
@@ -337,6 +347,8 @@ class MpiCluster : public Cluster {
       return o;
     }
   }
+
+  Traffic traffic() override { return s_.comm->traffic(); }
 
   std::vector<RankReport> report(int local) override {
     std::vector<RankReport> out;

@@ -97,6 +97,9 @@ struct TaskTuner::Impl {
   std::vector<models::Sample> samples;  // successful programs, for the estimator
   size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
+  // Measurements of the last contest (confirm_round): a shared round's estimate of the
+  // contest it will hold while the workers measure (TaskTuner::round).
+  int contest_measurements = 5;
   std::string other_host_name;     // a machine other than this one that measured records of the task
   std::string other_codegen_name;  // a code generation other than this one's that the task's records name
 
@@ -511,6 +514,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   // its workers' results there). Once one program of the round is measured, a spent
   // budget stops it: the rest go to `unmeasured`.
   std::vector<size_t> unmeasured;
+  bool contested = false;  // a shared round holds its contest on the way
   auto measure_here = [&](const std::vector<size_t>& which, const std::function<void()>& between) {
     constexpr size_t kPrepareSlice = 16;
     size_t prepared = 0;
@@ -545,19 +549,31 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     measure_here(all, nullptr);
   } else {
-    // Shared out: program i is measured here when i % K == 0 (K ranks in all), else by
-    // the (i % K)-th live worker, all at once; a worker's results are taken as they
-    // come, between this rank's own. A worker lost on the way leaves its unfinished
-    // programs to be measured here.
+    // Shared out, all at once: this rank's share and the live workers' (dealt in turn);
+    // a worker's results are taken as they come, between this rank's own. This rank
+    // also holds the round's contest (confirm_round), which it holds as soon as its
+    // own share is measured, while the workers still measure theirs: its share is the
+    // round's work (the new programs and the last contest's measurements, c) split K
+    // ways, less c. A worker's program that arrives after the contest is a challenger in
+    // the task's next one. A worker lost on the way leaves its unfinished programs to be
+    // measured here.
     Cluster& cluster = *opt.cluster;
-    const size_t ranks = workers.size() + 1;
+    const double ranks = static_cast<double>(workers.size() + 1);
+    const double c = static_cast<double>(m.contest_measurements);
+    const size_t n_new = batch.size();
+    const size_t own =
+        std::min(n_new, static_cast<size_t>(std::max(0.0, std::round((static_cast<double>(n_new) + c) / ranks - c))));
     std::vector<size_t> mine;
     std::map<int, std::vector<RemoteProgram>> theirs;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (i % ranks == 0) mine.push_back(i);
-      else
-        theirs[workers[i % ranks - 1]].push_back(
-            {static_cast<int>(i), m.space.sketches()[batch[i].sketch].name, batch[i].json, m.slow_us()});
+    size_t dealt = 0;
+    for (size_t i = 0; i < n_new; ++i) {
+      // This rank's `own` slots spread evenly over the batch; the others dealt in turn.
+      if ((i + 1) * own / n_new > i * own / n_new) {
+        mine.push_back(i);
+        continue;
+      }
+      theirs[workers[dealt++ % workers.size()]].push_back(
+          {static_cast<int>(i), m.space.sketches()[batch[i].sketch].name, batch[i].json, m.slow_us()});
     }
     const codegen::MeasureOptions mo = measure_options(opt);
     std::map<int, int> pending;  // slot -> the rank measuring it
@@ -596,9 +612,20 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       cancelled = true;
       for (const auto& [rank, id] : work) cluster.cancel(rank, id);
     };
-    measure_here(mine, [&] {
+    auto take_arrived = [&] {
       while (std::optional<RemoteOutcome> o = cluster.next(0)) handle(*o);
-    });
+    };
+    measure_here(mine, take_arrived);
+    take_arrived();
+    // The contest now, unless the budget is spent: then after the workers' results, as
+    // on one rank.
+    if (!(measured_now > 0 && halt())) {
+      const int before = res.confirmations + res.best_remeasurements;
+      m.confirm_round();
+      m.contest_measurements = res.confirmations + res.best_remeasurements - before;
+      contested = true;
+      take_arrived();
+    }
     const auto waiting = Clock::now();
     while (!pending.empty()) {
       if (!cancelled && measured_now > 0 && halt()) cancel();
@@ -609,7 +636,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   }
   // Programs the budget left unmeasured may be proposed again.
   for (size_t i : unmeasured) m.measured.erase(batch[i].json);
-  m.confirm_round();
+  if (!contested) m.confirm_round();
   res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
   ++res.rounds;
   double acc = pairwise_accuracy(predicted, latency);

@@ -38,6 +38,7 @@ namespace basin::tools {
 namespace {
 
 struct NetOptions {
+  std::vector<std::string> more_models;  // tune: further models tuned at once
   std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs, shapes;
   std::string output;
@@ -81,15 +82,41 @@ graph::ImportOptions import_options(const NetOptions& o) {
   return io;
 }
 
-Loaded load(const NetOptions& o) {
+Loaded load(const NetOptions& o, const std::string& model) {
   Loaded l;
-  l.graph = graph::optimize(graph::load_model(o.model, import_options(o)), graph::layout_lanes(o.target));
+  l.graph = graph::optimize(graph::load_model(model, import_options(o)), graph::layout_lanes(o.target));
   l.partition = graph::partition(l.graph);
-  log_line(o, o.model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
+  log_line(o, model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
                   std::to_string(l.partition.groups.size()) + " fused groups, " +
                   std::to_string(l.partition.tasks.size()) + " distinct tasks, " +
                   std::to_string(l.graph.weight_bytes() / (1 << 20)) + " MiB of weights");
   return l;
+}
+Loaded load(const NetOptions& o) { return load(o, o.model); }
+
+// The tasks of several networks as one partition for the task scheduler: a task that
+// two networks share is one task whose weight is the sum of theirs (its constant inputs
+// those constant in both), so that the budget goes where the networks' summed latency
+// gains most.
+graph::Partition merge_tasks(const std::vector<Loaded>& nets) {
+  graph::Partition p;
+  std::map<std::string, size_t> at;
+  for (const Loaded& l : nets)
+    for (const graph::NetworkTask& t : l.partition.tasks) {
+      auto [it, fresh] = at.emplace(t.key, p.tasks.size());
+      if (fresh) {
+        p.tasks.push_back(t);
+        continue;
+      }
+      graph::NetworkTask& m = p.tasks[it->second];
+      m.weight += t.weight;
+      m.flops += t.flops;
+      std::set<int> both;
+      for (int i : m.constant_inputs)
+        if (t.constant_inputs.count(i)) both.insert(i);
+      m.constant_inputs = both;
+    }
+  return p;
 }
 
 // The programs of a network's tasks; untuned ones named on stderr and in `untuned`.
@@ -184,7 +211,15 @@ int run_tune(const NetOptions& o) {
   // load the model or open the records.
   Ranks ranks = start_ranks(o.quiet);
   if (ranks.worker()) return ranks.serve();
-  Loaded l = load(o);
+  std::vector<std::string> models = {o.model};
+  models.insert(models.end(), o.more_models.begin(), o.more_models.end());
+  std::vector<Loaded> nets;
+  for (const std::string& m : models) nets.push_back(load(o, m));
+  const graph::Partition merged = nets.size() > 1 ? merge_tasks(nets) : graph::Partition();
+  const graph::Partition& part = nets.size() > 1 ? merged : nets[0].partition;
+  if (nets.size() > 1)
+    log_line(o, std::to_string(nets.size()) + " networks tuned at once: " + std::to_string(part.tasks.size()) +
+                    " distinct tasks in all");
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
   to.task.cluster = ranks.cluster.get();
@@ -204,7 +239,7 @@ int run_tune(const NetOptions& o) {
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.task.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
-  search::NetworkTuneResult r = search::tune_network(l.partition, store, to);
+  search::NetworkTuneResult r = search::tune_network(part, store, to);
   if (bar) std::cerr << "\r\033[K" << std::flush;
   nlohmann::json tasks = nlohmann::json::array();
   int without = 0;
@@ -239,10 +274,24 @@ int run_tune(const NetOptions& o) {
       {"tasks", tasks},
       {"tasks_without_program", without},
       {"curve", curve}};
+  if (nets.size() > 1) {
+    // Each network's estimated latency from the tasks' best programs.
+    std::map<std::string, double> best;
+    for (const auto& t : r.tasks) best[t.key] = t.best_us;
+    j["models"] = nlohmann::json::array();
+    for (size_t n = 0; n < nets.size(); ++n) {
+      double us = 0;
+      for (const graph::NetworkTask& t : nets[n].partition.tasks)
+        us = us < 0 || best[t.key] <= 0 ? -1 : us + t.weight * best[t.key];
+      j["models"].push_back(
+          {{"model", models[n]}, {"estimated_latency_us", us > 0 ? nlohmann::json(us) : nlohmann::json()}});
+    }
+  }
   if (ranks.cluster) {
     int remote = 0;
     for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
     j["ranks"] = ranks.report(r.measured - remote, o.quiet);
+    j["rank0_traffic"] = ranks.traffic();
   }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
@@ -502,6 +551,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     auto o = std::make_shared<NetOptions>();
     auto* cmd =
         network_cmd(app, "tune", "tune every task of a network, the budget spread by the task scheduler; resumable", o);
+    cmd->add_option("more", o->more_models,
+                    "further models, tuned at once with the first: one task scheduler over all their tasks, the "
+                    "budget where their summed latency gains most");
     cmd->add_option("--trials", o->trials, "stop when the network's tasks have N measured programs in all");
     cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 10m, 1h)");
     cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();

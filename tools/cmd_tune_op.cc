@@ -321,6 +321,7 @@ int run_tune_op(const TuneOpOptions& o) {
     int remote = 0;
     for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
     runs[0].json["ranks"] = ranks.report(runs[0].result.measured - remote, o.quiet);
+    runs[0].json["rank0_traffic"] = ranks.traffic();
   }
   if (o.compare) compare(g, runs);
 

@@ -47,4 +47,13 @@ nlohmann::json Ranks::report(int local, bool quiet) const {
   return j;
 }
 
+nlohmann::json Ranks::traffic() const {
+  if (!cluster) return nullptr;
+  const search::Traffic t = cluster->traffic();
+  return {{"messages_out", t.messages_out},
+          {"bytes_out", t.bytes_out},
+          {"messages_in", t.messages_in},
+          {"bytes_in", t.bytes_in}};
+}
+
 }  // namespace basin::tools

@@ -22,6 +22,8 @@ struct Ranks {
   // Rank 0, after the run: each rank's share (`local`, the programs measured here) as
   // JSON and in one line on stderr naming the lost ranks; null when single.
   nlohmann::json report(int local, bool quiet) const;
+  // Rank 0's messages of the run (search::Traffic) as JSON; null when single.
+  nlohmann::json traffic() const;
 };
 
 // MPI started when mpirun started this process as one of K > 1 ranks; on rank 0, the

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "core/ir/npy.h"
@@ -112,6 +113,34 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
     EXPECT_TRUE(mj.contains(k)) << k;
   EXPECT_LT(mj["max_rel_error"].get<double>(), 1e-4);
   EXPECT_TRUE(mj["untuned_tasks"].empty());
+}
+
+// `basin tune A B C`: one scheduler over the networks' tasks, a task they share one task
+// whose weight is theirs summed, and each network's estimated latency.
+TEST_F(NetworkCli, SeveralModelsAreTunedAtOnce) {
+  auto tasks = [&](const std::string& models, int trials, nlohmann::json* out) {
+    Result r = run("tune " + models + " --trials " + std::to_string(trials) +
+                   " --no-calibrate --json --quiet --records " + dir + "/" + std::to_string(trials) + ".db");
+    EXPECT_TRUE(r.code == 0 || r.code == 4) << r.out;  // 4: a task without a program
+    *out = nlohmann::json::parse(r.out);
+    std::map<std::string, int> weights;
+    for (const nlohmann::json& t : (*out)["tasks"]) weights[t["key"]] += t["weight"].get<int>();
+    EXPECT_EQ(weights.size(), (*out)["tasks"].size()) << "a task listed twice";
+    return weights;
+  };
+  nlohmann::json a, b, ab;
+  std::map<std::string, int> wa = tasks("zoo:resnet18", 1, &a), wb = tasks("zoo:dcgan", 2, &b);
+  std::map<std::string, int> wab = tasks("zoo:resnet18 zoo:dcgan zoo:resnet18", 20, &ab);
+  std::map<std::string, int> want = wb;
+  for (const auto& [key, w] : wa) want[key] += 2 * w;
+  EXPECT_EQ(wab, want);
+  EXPECT_EQ(ab["trials"], 20);
+  ASSERT_EQ(ab["models"].size(), 3u);
+  EXPECT_EQ(ab["models"][0]["model"], "zoo:resnet18");
+  EXPECT_EQ(ab["models"][1]["model"], "zoo:dcgan");
+  EXPECT_EQ(ab["models"][0]["estimated_latency_us"], ab["models"][2]["estimated_latency_us"]);
+  EXPECT_FALSE(a.contains("models"));
+  expect_one_error("tune zoo:resnet18 zoo:resnet1000 --trials 4 --records " + dir + "/x.db", "resnet1000");
 }
 
 // On a machine the shipped estimator was not trained on, a tuning budget of a minute or
