@@ -48,6 +48,9 @@ struct RankReport {
   int rank = 0;
   std::string host;
   int measured = 0;  // programs it measured that reached the records
+  // Seconds it spent compiling and measuring programs (a worker's as of its last
+  // result; rank 0's, its own measurements, `local_busy` of report()).
+  double busy_seconds = 0;
   bool lost = false;
 };
 
@@ -72,8 +75,8 @@ class Cluster {
   // The next outcome, waiting up to `timeout_seconds`; nothing when none came. A lost
   // rank is reported once.
   virtual std::optional<RemoteOutcome> next(double timeout_seconds) = 0;
-  // Every rank's share so far; rank 0's `local` programs given.
-  virtual std::vector<RankReport> report(int local) = 0;
+  // Every rank's share so far; rank 0's `local` programs and busy seconds given.
+  virtual std::vector<RankReport> report(int local, double local_busy = 0) = 0;
   virtual Traffic traffic() = 0;
 };
 

@@ -261,7 +261,11 @@ codegen::MeasureOptions options_from(const nlohmann::json& j) {
 
 class MpiCluster : public Cluster {
  public:
-  MpiCluster(Session::Impl& s) : s_(s), hosts_(static_cast<size_t>(s.size)), measured_(static_cast<size_t>(s.size)) {
+  explicit MpiCluster(Session::Impl& s)
+      : s_(s),
+        hosts_(static_cast<size_t>(s.size)),
+        measured_(static_cast<size_t>(s.size)),
+        busy_(static_cast<size_t>(s.size)) {
     kill_after_ = kill_after(0);
     // Every worker says hello (or is lost) before the first work.
     std::set<int> waiting;
@@ -344,17 +348,19 @@ class MpiCluster : public Cluster {
       o.started_at = j.at("started_at");
       o.finished_at = j.at("finished_at");
       ++measured_[static_cast<size_t>(o.rank)];
+      busy_[static_cast<size_t>(o.rank)] = j.at("busy_seconds");
       return o;
     }
   }
 
   Traffic traffic() override { return s_.comm->traffic(); }
 
-  std::vector<RankReport> report(int local) override {
+  std::vector<RankReport> report(int local, double local_busy) override {
     std::vector<RankReport> out;
-    for (int r = 0; r < s_.size; ++r)
-      out.push_back(
-          {r, hosts_[static_cast<size_t>(r)], r == 0 ? local : measured_[static_cast<size_t>(r)], lost_.count(r) > 0});
+    for (int r = 0; r < s_.size; ++r) {
+      const size_t i = static_cast<size_t>(r);
+      out.push_back({r, hosts_[i], r == 0 ? local : measured_[i], r == 0 ? local_busy : busy_[i], lost_.count(r) > 0});
+    }
     return out;
   }
 
@@ -369,14 +375,16 @@ class MpiCluster : public Cluster {
   Session::Impl& s_;
   std::vector<std::string> hosts_;
   std::vector<int> measured_;
+  std::vector<double> busy_;
   std::set<int> lost_;
   uint64_t next_work_ = 0;
   int kill_after_ = -1, outcomes_ = 0;
 };
 
 nlohmann::json result_json(uint64_t work, int slot, const codegen::MeasureResult& r, const std::string& target,
-                           double started_at) {
-  return {{"work", work},
+                           double started_at, double busy_seconds) {
+  return {{"busy_seconds", busy_seconds},
+          {"work", work},
           {"slot", slot},
           {"kind", "measured"},
           {"latencies_us", r.latencies_us},
@@ -438,6 +446,7 @@ int Session::serve() {
   comm.post(0, kHello, nlohmann::json{{"host", machine_description("llvm")}, {"codegen", codegen_versions()}}.dump());
   const int die_after = kill_after(s.rank);
   int done = 0;
+  double busy = 0;  // seconds spent compiling and measuring
   // One measurer per task and options, kept for the task's later rounds.
   struct Served {
     std::vector<sched::Sketch> sketches;
@@ -494,6 +503,7 @@ int Session::serve() {
     std::vector<codegen::Candidate> ahead;
     for (const codegen::Candidate& c : cs)
       if (c.sketch) ahead.push_back(c);
+    const auto busy_since = Clock::now();
     if (sv && !ahead.empty()) sv->pool->prepare(ahead);
     for (size_t i = 0; i < cs.size(); ++i) {
       if (comm.cancelled(work)) {
@@ -505,12 +515,13 @@ int Session::serve() {
       if (!sv) r.error = failed;
       else if (!cs[i].sketch) r.error = "rank " + std::to_string(s.rank) + " cannot read the configuration";
       else r = sv->pool->measure_one(cs[i], slow[i]);
-      comm.post(0, kResult, result_json(work, slots[i], r, options.target, started).dump());
+      comm.post(0, kResult, result_json(work, slots[i], r, options.target, started, busy + since(busy_since)).dump());
       if (die_after >= 0 && ++done >= die_after) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the result on its way
         raise(SIGKILL);
       }
     }
+    busy += since(busy_since);
   }
 }
 

@@ -173,6 +173,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     tr.retired = tasks[i].retired;
     res.measured += r.measured;
     res.measure_seconds += r.measure_seconds;
+    res.wait_seconds += r.wait_seconds;
     res.propose_seconds += r.propose_seconds;
     res.update_seconds += r.update_seconds;
     res.tasks.push_back(tr);

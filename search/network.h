@@ -65,6 +65,7 @@ struct NetworkTuneResult {
   // Wall time and its parts, as TuneResult's summed over the tasks; setup_seconds is
   // the tasks' tuners starting (spaces, estimators, records read, worker processes).
   double seconds = 0, measure_seconds = 0, propose_seconds = 0, update_seconds = 0, setup_seconds = 0;
+  double wait_seconds = 0;          // of measure_seconds, waiting for worker ranks (TuneResult::wait_seconds)
   double overhead_fraction = 0;     // 1 - measure_seconds / seconds
   double estimated_latency_us = 0;  // sum of weight x best over tasks (0 if one has none)
   struct Point {

@@ -632,6 +632,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       if (std::optional<RemoteOutcome> o = cluster.next(0.25)) handle(*o);
     }
     res.measure_seconds += since(waiting);
+    res.wait_seconds += since(waiting);
     if (!orphans.empty()) measure_here(orphans, nullptr);
   }
   // Programs the budget left unmeasured may be proposed again.

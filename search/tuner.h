@@ -142,6 +142,9 @@ struct TuneResult {
   // times, which overlap when a batch is compiled on several threads (so it can exceed
   // the wall time the pool spent compiling).
   double seconds = 0, measure_seconds = 0, compile_seconds = 0, propose_seconds = 0, update_seconds = 0;
+  // Of measure_seconds, the time a shared round waited for its worker ranks' results
+  // after its own (TuneOptions::cluster).
+  double wait_seconds = 0;
   double overhead_fraction = 0;     // 1 - measure_seconds / seconds
   double last_batch_accuracy = -1;  // pairwise, on the last batch's predictions (-1: none)
   std::vector<CurvePoint> curve;

@@ -251,6 +251,7 @@ int run_tune(const NetOptions& o) {
                      {"measured", t.measured},
                      {"errors", t.errors},
                      {"best_latency_us", t.best_us > 0 ? nlohmann::json(t.best_us) : nlohmann::json()},
+                     {"rounds", t.rounds},
                      {"retired", t.retired}});
     without += t.best_us <= 0;
   }
@@ -267,6 +268,7 @@ int run_tune(const NetOptions& o) {
       {"search_seconds", r.seconds},
       {"overhead_fraction", r.overhead_fraction},
       {"measure_seconds", r.measure_seconds},
+      {"wait_seconds", r.wait_seconds},
       {"propose_seconds", r.propose_seconds},
       {"update_seconds", r.update_seconds},
       {"setup_seconds", r.setup_seconds},
@@ -290,7 +292,7 @@ int run_tune(const NetOptions& o) {
   if (ranks.cluster) {
     int remote = 0;
     for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
-    j["ranks"] = ranks.report(r.measured - remote, o.quiet);
+    j["ranks"] = ranks.report(r.measured - remote, r.measure_seconds - r.wait_seconds, o.quiet);
     j["rank0_traffic"] = ranks.traffic();
   }
   if (o.json) {

@@ -320,7 +320,8 @@ int run_tune_op(const TuneOpOptions& o) {
   if (ranks.cluster) {
     int remote = 0;
     for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
-    runs[0].json["ranks"] = ranks.report(runs[0].result.measured - remote, o.quiet);
+    const search::TuneResult& tr = runs[0].result;
+    runs[0].json["ranks"] = ranks.report(tr.measured - remote, tr.measure_seconds - tr.wait_seconds, o.quiet);
     runs[0].json["rank0_traffic"] = ranks.traffic();
   }
   if (o.compare) compare(g, runs);

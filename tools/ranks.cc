@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "codegen/cpu_runtime.h"
@@ -33,12 +34,16 @@ Ranks start_ranks(bool quiet) {
   return r;
 }
 
-nlohmann::json Ranks::report(int local, bool quiet) const {
+nlohmann::json Ranks::report(int local, double local_busy, bool quiet) const {
   if (!cluster) return nullptr;
   nlohmann::json j = nlohmann::json::array();
   std::string line = "programs measured by rank:";
-  for (const search::RankReport& k : cluster->report(local)) {
-    j.push_back({{"rank", k.rank}, {"host", k.host}, {"measured", k.measured}, {"lost", k.lost}});
+  for (const search::RankReport& k : cluster->report(local, local_busy)) {
+    j.push_back({{"rank", k.rank},
+                 {"host", k.host},
+                 {"measured", k.measured},
+                 {"busy_seconds", std::max(0.0, k.busy_seconds)},
+                 {"lost", k.lost}});
     line += " " + std::to_string(k.rank) + ": " + std::to_string(k.measured) + (k.lost ? " (lost)" : "");
   }
   for (const search::RankReport& k : cluster->report(local))

@@ -21,7 +21,7 @@ struct Ranks {
   int serve() { return session->serve(); }
   // Rank 0, after the run: each rank's share (`local`, the programs measured here) as
   // JSON and in one line on stderr naming the lost ranks; null when single.
-  nlohmann::json report(int local, bool quiet) const;
+  nlohmann::json report(int local, double local_busy, bool quiet) const;
   // Rank 0's messages of the run (search::Traffic) as JSON; null when single.
   nlohmann::json traffic() const;
 };
