@@ -27,15 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 
 
-def seconds(text):
-    text = text.strip()
-    if text.endswith("m"):
-        return float(text[:-1]) * 60
-    if text.endswith("h"):
-        return float(text[:-1]) * 3600
-    return float(text.rstrip("s"))
-
-
 def run(cmd, env, check=True):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if check and p.returncode not in (0, 4):  # 4: a task without a program
