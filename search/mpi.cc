@@ -56,12 +56,6 @@ std::string codegen_versions() { return codegen::codegen_version("llvm") + "; " 
 
 bool built_with_mpi() { return true; }
 
-int launched_ranks() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  return 0;
-}
-
 // The communication thread: sends what is posted, receives into the inbox, beats and
 // watches its peers' heartbeats.
 class Comm {
@@ -448,11 +442,7 @@ int Session::serve() {
   int done = 0;
   double busy = 0;  // seconds spent compiling and measuring
   // One measurer per task and options, kept for the task's later rounds.
-  struct Served {
-    std::vector<sched::Sketch> sketches;
-    std::unique_ptr<codegen::MeasurePool> pool;
-  };
-  std::map<std::string, Served> served;
+  std::map<std::string, std::unique_ptr<codegen::MeasurePool>> served;
   for (;;) {
     std::optional<Message> m = comm.take(1.0);
     if (!m) continue;
@@ -471,30 +461,30 @@ int Session::serve() {
     std::vector<int> slots;
     std::vector<double> slow;
     std::string failed;  // why the work cannot be measured here (each program's error)
-    Served* sv = nullptr;
+    codegen::MeasurePool* pool = nullptr;
+    const std::string served_key = key + "\n" + w.at("options").dump();  // a task measured with given options
     try {
-      auto [it, fresh] = served.try_emplace(key + "\n" + w.at("options").dump());
-      sv = &it->second;
-      if (fresh) {
-        ops::OpGraph task = sched::task_from_key(key);
-        sv->sketches = sched::sketches_for(task, options.target);
-        sv->pool = std::make_unique<codegen::MeasurePool>(task, sv->sketches, options);
+      std::unique_ptr<codegen::MeasurePool>& p = served[served_key];
+      if (!p) {
+        const ops::OpGraph task = sched::task_from_key(key);
+        p = std::make_unique<codegen::MeasurePool>(task, sched::sketches_for(task, options.target), options);
       }
+      pool = p.get();
     } catch (const std::exception& e) {
       failed = std::string("rank ") + std::to_string(s.rank) + " cannot measure task " + key + ": " + e.what();
-      served.erase(key + "\n" + w.at("options").dump());
-      sv = nullptr;
+      served.erase(served_key);
+      pool = nullptr;
     }
     for (const nlohmann::json& p : w.at("programs")) {
       slots.push_back(p.at("slot"));
       slow.push_back(p.at("slow_us"));
       codegen::Candidate c;
-      if (sv) {
+      if (pool) {
         try {
           const sched::Sketch* sk = nullptr;
-          c.config = sched::config_from_json(p.at("config").get<std::string>(), sv->pool->sketches(), "rank 0", &sk);
+          c.config = sched::config_from_json(p.at("config").get<std::string>(), pool->sketches(), "rank 0", &sk);
           c.sketch = sk;
-        } catch (const std::exception& e) {
+        } catch (const std::exception&) {
           c.sketch = nullptr;
         }
       }
@@ -504,7 +494,7 @@ int Session::serve() {
     for (const codegen::Candidate& c : cs)
       if (c.sketch) ahead.push_back(c);
     const auto busy_since = Clock::now();
-    if (sv && !ahead.empty()) sv->pool->prepare(ahead);
+    if (pool && !ahead.empty()) pool->prepare(ahead);
     for (size_t i = 0; i < cs.size(); ++i) {
       if (comm.cancelled(work)) {
         comm.post(0, kResult, nlohmann::json{{"work", work}, {"slot", slots[i]}, {"kind", "skipped"}}.dump());
@@ -512,9 +502,9 @@ int Session::serve() {
       }
       const double started = epoch_seconds();
       codegen::MeasureResult r;
-      if (!sv) r.error = failed;
+      if (!pool) r.error = failed;
       else if (!cs[i].sketch) r.error = "rank " + std::to_string(s.rank) + " cannot read the configuration";
-      else r = sv->pool->measure_one(cs[i], slow[i]);
+      else r = pool->measure_one(cs[i], slow[i]);
       comm.post(0, kResult, result_json(work, slots[i], r, options.target, started, busy + since(busy_since)).dump());
       if (die_after >= 0 && ++done >= die_after) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the result on its way

@@ -13,6 +13,7 @@
 // where mpirun is told not to do so itself (`mpirun --enable-recovery`).
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,7 +27,11 @@ namespace basin::search::mpi {
 bool built_with_mpi();
 // The ranks of the mpirun that started this process, from its environment (Open MPI's
 // OMPI_COMM_WORLD_SIZE, MPICH's PMI_SIZE); 0 when no mpirun started it.
-int launched_ranks();
+inline int launched_ranks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
 
 struct Settings {
   double silence_seconds = 10;                  // rank 0 gives a worker up after this long without word

@@ -1,20 +1,12 @@
 // A basin built without MPI (BASIN_WITH_MPI=OFF, or none found): a single rank runs as
 // always; started by mpirun as one of several ranks, it refuses, as every rank would
 // otherwise tune the whole run into the same records file.
-#include <cstdlib>
-
 #include "core/util/error.h"
 #include "search/mpi.h"
 
 namespace basin::search::mpi {
 
 bool built_with_mpi() { return false; }
-
-int launched_ranks() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char* v = std::getenv(name)) return std::atoi(v);
-  return 0;
-}
 
 struct Session::Impl {};
 

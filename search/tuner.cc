@@ -521,7 +521,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     for (size_t k = 0; k < which.size(); ++k) {
       if (measured_now > 0 && halt()) {
         unmeasured.insert(unmeasured.end(), which.begin() + static_cast<std::ptrdiff_t>(k), which.end());
-        return false;
+        return;
       }
       if (k == prepared) {
         prepared = std::min(which.size(), k + kPrepareSlice);
@@ -535,7 +535,6 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       take(c, mr, machine_description(opt.target), codegen::codegen_version(opt.target), started, epoch_seconds());
       if (between) between();
     }
-    return true;
   };
   const std::vector<int> workers = opt.cluster ? opt.cluster->live_workers() : std::vector<int>();
   // A strategy may propose more than n programs; measured one at a time, a trial budget

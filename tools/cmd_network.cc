@@ -289,12 +289,7 @@ int run_tune(const NetOptions& o) {
           {{"model", models[n]}, {"estimated_latency_us", us > 0 ? nlohmann::json(us) : nlohmann::json()}});
     }
   }
-  if (ranks.cluster) {
-    int remote = 0;
-    for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
-    j["ranks"] = ranks.report(r.measured - remote, r.measure_seconds - r.wait_seconds, o.quiet);
-    j["rank0_traffic"] = ranks.traffic();
-  }
+  ranks.report(j, r.measured, r.measure_seconds - r.wait_seconds, o.quiet);
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {

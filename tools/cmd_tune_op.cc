@@ -317,13 +317,8 @@ int run_tune_op(const TuneOpOptions& o) {
   }
   if (bar) std::cerr << "\r\033[K" << std::flush;
   for (Run& run : runs) run.json = result_json(o, g, run);
-  if (ranks.cluster) {
-    int remote = 0;
-    for (const search::RankReport& k : ranks.cluster->report(0)) remote += k.measured;
-    const search::TuneResult& tr = runs[0].result;
-    runs[0].json["ranks"] = ranks.report(tr.measured - remote, tr.measure_seconds - tr.wait_seconds, o.quiet);
-    runs[0].json["rank0_traffic"] = ranks.traffic();
-  }
+  const search::TuneResult& first = runs[0].result;
+  ranks.report(runs[0].json, first.measured, first.measure_seconds - first.wait_seconds, o.quiet);
   if (o.compare) compare(g, runs);
 
   if (o.json) {

@@ -34,31 +34,28 @@ Ranks start_ranks(bool quiet) {
   return r;
 }
 
-nlohmann::json Ranks::report(int local, double local_busy, bool quiet) const {
-  if (!cluster) return nullptr;
-  nlohmann::json j = nlohmann::json::array();
-  std::string line = "programs measured by rank:";
-  for (const search::RankReport& k : cluster->report(local, local_busy)) {
-    j.push_back({{"rank", k.rank},
-                 {"host", k.host},
-                 {"measured", k.measured},
-                 {"busy_seconds", std::max(0.0, k.busy_seconds)},
-                 {"lost", k.lost}});
+void Ranks::report(nlohmann::json& j, int measured, double busy_seconds, bool quiet) const {
+  if (!cluster) return;
+  int remote = 0;
+  for (const search::RankReport& k : cluster->report(0)) remote += k.measured;
+  nlohmann::json ranks = nlohmann::json::array();
+  std::string line = "programs measured by rank:", lost;
+  for (const search::RankReport& k : cluster->report(measured - remote, busy_seconds)) {
+    ranks.push_back({{"rank", k.rank},
+                     {"host", k.host},
+                     {"measured", k.measured},
+                     {"busy_seconds", std::max(0.0, k.busy_seconds)},
+                     {"lost", k.lost}});
     line += " " + std::to_string(k.rank) + ": " + std::to_string(k.measured) + (k.lost ? " (lost)" : "");
+    if (k.lost) lost += "; rank " + std::to_string(k.rank) + " (" + k.host + ") was lost during the run";
   }
-  for (const search::RankReport& k : cluster->report(local))
-    if (k.lost) line += "; rank " + std::to_string(k.rank) + " (" + k.host + ") was lost during the run";
-  if (!quiet || line.find("lost during") != std::string::npos) std::cerr << "basin: " << line << "\n";
-  return j;
-}
-
-nlohmann::json Ranks::traffic() const {
-  if (!cluster) return nullptr;
+  if (!quiet || !lost.empty()) std::cerr << "basin: " << line << lost << "\n";
   const search::Traffic t = cluster->traffic();
-  return {{"messages_out", t.messages_out},
-          {"bytes_out", t.bytes_out},
-          {"messages_in", t.messages_in},
-          {"bytes_in", t.bytes_in}};
+  j["ranks"] = ranks;
+  j["rank0_traffic"] = {{"messages_out", t.messages_out},
+                        {"bytes_out", t.bytes_out},
+                        {"messages_in", t.messages_in},
+                        {"bytes_in", t.bytes_in}};
 }
 
 }  // namespace basin::tools

@@ -19,11 +19,11 @@ struct Ranks {
   bool worker() const { return session && session->rank() > 0; }
   // Measures what rank 0 sends until it says stop; the command's exit status.
   int serve() { return session->serve(); }
-  // Rank 0, after the run: each rank's share (`local`, the programs measured here) as
-  // JSON and in one line on stderr naming the lost ranks; null when single.
-  nlohmann::json report(int local, double local_busy, bool quiet) const;
-  // Rank 0's messages of the run (search::Traffic) as JSON; null when single.
-  nlohmann::json traffic() const;
+  // Rank 0, after a shared run that measured `measured` programs in all, `busy_seconds`
+  // of them here: each rank's share into `j` ("ranks") with rank 0's messages
+  // ("rank0_traffic", search::Traffic), and one line on stderr naming the lost ranks
+  // (unless quiet and none was lost). Nothing in a run of its own.
+  void report(nlohmann::json& j, int measured, double busy_seconds, bool quiet) const;
 };
 
 // MPI started when mpirun started this process as one of K > 1 ranks; on rank 0, the
