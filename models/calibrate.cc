@@ -16,6 +16,7 @@
 #include "codegen/version.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "core/util/io.h"
 #include "core/util/output_file.h"
@@ -29,18 +30,6 @@ std::atomic<bool> g_use_calibration{true};
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// "AMD EPYC (family 25 model 1), 2 cores, avx2" and "llvm 8" as a directory name.
-std::string slug(const std::string& text) {
-  std::string s;
-  for (char c : text) {
-    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
-    if (keep) s += c;
-    else if (!s.empty() && s.back() != '_') s += '_';
-  }
-  while (!s.empty() && s.back() == '_') s.pop_back();
-  return s.empty() ? "unknown" : s;
-}
 
 std::string shipped_file(const std::string& kind) {
   return kind == "ensemble" ? pretrained_cpu_path("cpu_ensemble.bin")
@@ -61,15 +50,9 @@ std::string meta_path(const std::string& kind) { return calibration_dir() + "/" 
 
 }  // namespace
 
-std::string cache_dir() {
-  if (const char* d = std::getenv("BASIN_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/basin";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/basin";
-  return std::filesystem::temp_directory_path().string() + "/basin-cache";
-}
-
 std::string calibration_dir() {
-  return cache_dir() + "/calibration/" + slug(machine_description("llvm") + " " + codegen::codegen_version("llvm"));
+  return cache_dir() + "/calibration/" +
+         file_slug(machine_description("llvm") + " " + codegen::codegen_version("llvm"));
 }
 
 void set_use_calibration(bool on) { g_use_calibration = on; }

@@ -18,14 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "core/util/hardware.h"
 #include "models/estimator.h"
 #include "search/records.h"
 
 namespace basin::models {
 
-// basin's cache: BASIN_CACHE_DIR, else $XDG_CACHE_HOME/basin, else $HOME/.cache/basin
-// (created when something is written there).
-std::string cache_dir();
+// basin's cache (basin::cache_dir, core/util/hardware.h).
+using basin::cache_dir;
 
 // Where a calibration for this machine and code generation (machine_description and
 // codegen_version of "llvm") is kept: DIR/calibration/SLUG, holding `KIND.bin` (the

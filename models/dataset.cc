@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,7 +20,9 @@
 #include "core/ops/workloads.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
+#include "core/util/parquet.h"
 #include "core/util/parse.h"
 #include "models/calibrate.h"
 #include "relax/features.h"
@@ -435,16 +438,53 @@ int collect_random(search::RecordStore& store, const std::vector<std::string>& t
   return measured;
 }
 
-void export_samples(const std::vector<Sample>& samples, std::ostream& out) {
-  // The feature set: CPU, or GPU (the CPU features and more) for samples of the cuda target.
+namespace {
+
+// The feature set of samples: CPU, or GPU (the CPU features and more) for samples of
+// the cuda target.
+relax::FeatureSet feature_set_of(const std::vector<Sample>& samples) {
   const bool gpu = !samples.empty() && samples[0].stores > 0 &&
                    samples[0].features.size() ==
                        static_cast<size_t>(samples[0].stores) * relax::num_features(relax::FeatureSet::Gpu);
-  const relax::FeatureSet set = gpu ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu;
-  nlohmann::json head = {{"feature_version", gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion},
-                         {"feature_set", gpu ? "gpu" : "cpu"},
+  return gpu ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu;
+}
+int feature_version_of(relax::FeatureSet set) {
+  return set == relax::FeatureSet::Gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion;
+}
+
+// The machines' numbers (Hardware::features's, not logged) by host; a description
+// that does not parse is left out.
+std::map<std::string, Hardware> parsed_machines(const std::map<std::string, std::string>& machines) {
+  std::map<std::string, Hardware> out;
+  for (const auto& [host, text] : machines) try {
+      out.emplace(host, Hardware::from_json(text));
+    } catch (const Error&) {
+    }
+  return out;
+}
+std::vector<double> machine_numbers(const Hardware& h) {
+  return {static_cast<double>(h.vector_bits),
+          static_cast<double>(h.vector_registers),
+          static_cast<double>(h.l1d_bytes),
+          static_cast<double>(h.l2_bytes),
+          static_cast<double>(h.l3_bytes),
+          static_cast<double>(h.cores),
+          h.peak_gflops,
+          h.bandwidth_gbs};
+}
+
+}  // namespace
+
+void export_samples(const std::vector<Sample>& samples, std::ostream& out,
+                    const std::map<std::string, std::string>& machines) {
+  const relax::FeatureSet set = feature_set_of(samples);
+  nlohmann::json described = nlohmann::json::object();
+  for (const auto& [host, hw] : parsed_machines(machines)) described[host] = nlohmann::json::parse(hw.to_json());
+  nlohmann::json head = {{"feature_version", feature_version_of(set)},
+                         {"feature_set", set == relax::FeatureSet::Gpu ? "gpu" : "cpu"},
                          {"feature_names", relax::feature_names(set)},
-                         {"samples", samples.size()}};
+                         {"samples", samples.size()},
+                         {"machines", described}};
   out << head.dump() << "\n";
   int nf = relax::num_features(set);
   for (const Sample& s : samples) {
@@ -472,35 +512,113 @@ std::string number(double v) {
   os << v;
   return os.str();
 }
-}  // namespace
 
-void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out) {
-  const bool gpu = !samples.empty() && samples[0].stores > 0 &&
-                   samples[0].features.size() ==
-                       static_cast<size_t>(samples[0].stores) * relax::num_features(relax::FeatureSet::Gpu);
-  const relax::FeatureSet set = gpu ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu;
-  const int version = gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion;
-  const int nf = relax::num_features(set);
-  out << "program,task,family,host,codegen,sketch,config,latency_us,measurements_us,feature_version,stores,store";
-  for (const std::string& name : relax::feature_names(set)) out << "," << csv_field(name);
-  out << "\n";
+// The rows of the CSV and Parquet exports, one per store of each program, walked in
+// order: `row` gets the sample, its index, its family, its store and the machine's
+// description (null when the records hold none).
+void for_each_row(const std::vector<Sample>& samples, const std::map<std::string, Hardware>& machines,
+                  const std::function<void(const Sample&, size_t, const std::string&, int, const Hardware*)>& row) {
   std::map<std::string, std::string> families;
   for (size_t i = 0; i < samples.size(); ++i) {
     const Sample& s = samples[i];
     auto fam = families.find(s.task);
     if (fam == families.end()) fam = families.emplace(s.task, task_family(s.task)).first;
-    std::string measured;
-    for (double m : s.measurements_us) measured += (measured.empty() ? "" : " ") + number(m);
-    const std::string head = std::to_string(i) + "," + csv_field(s.task) + "," + fam->second + "," + csv_field(s.host) +
-                             "," + csv_field(s.codegen) + "," + csv_field(s.sketch) + "," + csv_field(s.config) + "," +
-                             number(s.latency_us) + "," + measured + "," + std::to_string(version) + "," +
-                             std::to_string(s.stores);
-    for (int st = 0; st < s.stores; ++st) {
-      out << head << "," << st;
-      for (int f = 0; f < nf; ++f) out << "," << number(s.features[static_cast<size_t>(st) * nf + f]);
-      out << "\n";
-    }
+    auto m = machines.find(s.host);
+    for (int st = 0; st < s.stores; ++st) row(s, i, fam->second, st, m == machines.end() ? nullptr : &m->second);
   }
+}
+
+std::string measurements_text(const Sample& s) {
+  std::string measured;
+  for (double m : s.measurements_us) measured += (measured.empty() ? "" : " ") + number(m);
+  return measured;
+}
+
+}  // namespace
+
+std::vector<std::string> export_machine_columns() {
+  std::vector<std::string> out;
+  for (const std::string& n : hardware_feature_names()) out.push_back("machine." + n);
+  return out;
+}
+
+void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out,
+                        const std::map<std::string, std::string>& machines) {
+  const relax::FeatureSet set = feature_set_of(samples);
+  const int version = feature_version_of(set);
+  const int nf = relax::num_features(set);
+  out << "program,task,family,host,codegen,sketch,config,latency_us,measurements_us,feature_version,stores,store";
+  for (const std::string& name : export_machine_columns()) out << "," << name;
+  for (const std::string& name : relax::feature_names(set)) out << "," << csv_field(name);
+  out << "\n";
+  for_each_row(samples, parsed_machines(machines),
+               [&](const Sample& s, size_t i, const std::string& family, int st, const Hardware* hw) {
+                 out << i << "," << csv_field(s.task) << "," << family << "," << csv_field(s.host) << ","
+                     << csv_field(s.codegen) << "," << csv_field(s.sketch) << "," << csv_field(s.config) << ","
+                     << number(s.latency_us) << "," << measurements_text(s) << "," << version << "," << s.stores << ","
+                     << st;
+                 if (hw) {
+                   for (double v : machine_numbers(*hw)) out << "," << number(v);
+                 } else {
+                   for (size_t k = 0; k < hardware_feature_names().size(); ++k) out << ",";
+                 }
+                 for (int f = 0; f < nf; ++f) out << "," << number(s.features[static_cast<size_t>(st) * nf + f]);
+                 out << "\n";
+               });
+}
+
+std::string export_samples_parquet(const std::vector<Sample>& samples,
+                                   const std::map<std::string, std::string>& machines) {
+  const relax::FeatureSet set = feature_set_of(samples);
+  const int version = feature_version_of(set);
+  const int nf = relax::num_features(set);
+  using T = ParquetColumn::Type;
+  std::vector<ParquetColumn> cols;
+  auto add = [&](const std::string& name, T type) {
+    ParquetColumn c;
+    c.name = name;
+    c.type = type;
+    cols.push_back(std::move(c));
+  };
+  add("program", T::Int64);
+  for (const char* name : {"task", "family", "host", "codegen", "sketch", "config"}) add(name, T::String);
+  add("latency_us", T::Double);
+  add("measurements_us", T::String);
+  for (const char* name : {"feature_version", "stores", "store"}) add(name, T::Int64);
+  const size_t first_machine = cols.size();
+  for (const std::string& name : export_machine_columns()) add(name, T::Double);
+  const size_t first_feature = cols.size();
+  for (const std::string& name : relax::feature_names(set)) add(name, T::Float);
+  const size_t nm = first_feature - first_machine;
+  for_each_row(
+      samples, parsed_machines(machines),
+      [&](const Sample& s, size_t i, const std::string& family, int st, const Hardware* hw) {
+        cols[0].i64.push_back(static_cast<int64_t>(i));
+        cols[1].str.push_back(s.task);
+        cols[2].str.push_back(family);
+        cols[3].str.push_back(s.host);
+        cols[4].str.push_back(s.codegen);
+        cols[5].str.push_back(s.sketch);
+        cols[6].str.push_back(s.config);
+        cols[7].f64.push_back(s.latency_us);
+        cols[8].str.push_back(measurements_text(s));
+        cols[9].i64.push_back(version);
+        cols[10].i64.push_back(s.stores);
+        cols[11].i64.push_back(st);
+        const std::vector<double> numbers = hw ? machine_numbers(*hw) : std::vector<double>(nm, 0.0);
+        for (size_t k = 0; k < nm; ++k) {
+          cols[first_machine + k].f64.push_back(numbers[k]);
+          cols[first_machine + k].present.push_back(hw != nullptr);
+        }
+        for (int f = 0; f < nf; ++f)
+          cols[first_feature + static_cast<size_t>(f)].f32.push_back(s.features[static_cast<size_t>(st) * nf + f]);
+      });
+  // A table of no rows keeps the machine columns optional.
+  if (samples.empty())
+    for (size_t k = 0; k < nm; ++k) cols[first_machine + k].present.clear();
+  return parquet_file(cols, {{"basin.feature_version", std::to_string(version)},
+                             {"basin.feature_set", set == relax::FeatureSet::Gpu ? "gpu" : "cpu"},
+                             {"basin.schema", "docs/estimators.md, \"Exporting records\""}});
 }
 
 }  // namespace basin::models

@@ -113,14 +113,30 @@ search::Record measure_record(codegen::MeasurePool& pool, const std::string& key
 // the number of programs measured now (first measurements; repeats are not counted).
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt);
 
-// Writes samples as JSON lines: {"task", "sketch", "config", "latency_us", "stores",
-// "features": [[...], ...]} with the feature names and version in a first header line.
-void export_samples(const std::vector<Sample>& samples, std::ostream& out);
-// Writes samples as CSV (RFC 4180), one row per store of each program: program (its
-// index), task, family (task_family), host, codegen, sketch, config (JSON),
-// latency_us, measurements_us (each measurement's minimum, separated by spaces),
-// feature_version, stores, store (0 to stores - 1), then one column per feature named
-// as relax::feature_names gives them. docs/estimators.md has the schema.
-void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out);
+// The exports (docs/estimators.md, "Exporting records"). `machines` are the records
+// file's descriptions of the machines that measured the samples
+// (search::RecordStore::machines: Hardware::to_json by host).
+//
+// JSON lines: a header line {"feature_version", "feature_set", "feature_names", "samples",
+// "machines": {host: description}}, then {"task", "sketch", "config", "latency_us", "host",
+// "codegen", "stores", "features": [[...], ...]} per program.
+void export_samples(const std::vector<Sample>& samples, std::ostream& out,
+                    const std::map<std::string, std::string>& machines = {});
+// CSV (RFC 4180), one row per store of each program: program (its index), task, family
+// (task_family), host, codegen, sketch, config (JSON), latency_us, measurements_us (each
+// measurement's minimum, separated by spaces), feature_version, stores, store (0 to
+// stores - 1), the machine's numbers (export_machine_columns; empty where the records
+// do not describe the machine), then one column per feature named as
+// relax::feature_names gives them.
+void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out,
+                        const std::map<std::string, std::string>& machines = {});
+// The same rows and columns as a Parquet file (its bytes): the texts UTF-8 strings,
+// program, feature_version, stores and store INT64, latency_us DOUBLE, the machine's
+// numbers optional DOUBLE (null where unknown), the features FLOAT.
+std::string export_samples_parquet(const std::vector<Sample>& samples,
+                                   const std::map<std::string, std::string>& machines = {});
+// "machine.vector_bits" ... "machine.bandwidth_gbs": basin::hardware_feature_names
+// with a prefix, the raw numbers of Hardware (not their logarithms).
+std::vector<std::string> export_machine_columns();
 
 }  // namespace basin::models

@@ -40,6 +40,9 @@ struct RemoteOutcome {
   int slot = -1;
   codegen::MeasureResult result;
   std::string host, codegen;  // the machine that measured it, and its code generation
+  // The description of that machine (basin::Hardware::to_json) as its rank sent it;
+  // empty when it sent none.
+  std::string machine;
   double started_at = 0, finished_at = 0;
 };
 

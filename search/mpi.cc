@@ -20,6 +20,7 @@
 #include "codegen/version.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 
 namespace basin::search::mpi {
@@ -258,6 +259,7 @@ class MpiCluster : public Cluster {
   explicit MpiCluster(Session::Impl& s)
       : s_(s),
         hosts_(static_cast<size_t>(s.size)),
+        machines_(static_cast<size_t>(s.size)),
         measured_(static_cast<size_t>(s.size)),
         busy_(static_cast<size_t>(s.size)) {
     kill_after_ = kill_after(0);
@@ -276,6 +278,7 @@ class MpiCluster : public Cluster {
       if (m->tag != kHello) continue;
       nlohmann::json j = nlohmann::json::parse(m->body);
       hosts_[static_cast<size_t>(m->peer)] = j.at("host").get<std::string>();
+      machines_[static_cast<size_t>(m->peer)] = j.value("machine", std::string());
       if (j.at("codegen") != mine)
         throw Error("rank " + std::to_string(m->peer) + " (" + j.at("host").get<std::string>() +
                     ") runs a basin that generates other code (" + j.at("codegen").get<std::string>() + ", not " +
@@ -339,6 +342,7 @@ class MpiCluster : public Cluster {
       r.constant_stage = j.at("constant_stage");
       o.host = j.at("host");
       o.codegen = j.at("codegen");
+      o.machine = machines_[static_cast<size_t>(o.rank)];
       o.started_at = j.at("started_at");
       o.finished_at = j.at("finished_at");
       ++measured_[static_cast<size_t>(o.rank)];
@@ -368,6 +372,7 @@ class MpiCluster : public Cluster {
 
   Session::Impl& s_;
   std::vector<std::string> hosts_;
+  std::vector<std::string> machines_;  // each rank's description (Hardware::to_json) from its hello
   std::vector<int> measured_;
   std::vector<double> busy_;
   std::set<int> lost_;
@@ -437,7 +442,11 @@ int Session::serve() {
   Impl& s = *impl_;
   if (s.rank == 0) throw InternalError("Session::serve on rank 0");
   Comm& comm = *s.comm;
-  comm.post(0, kHello, nlohmann::json{{"host", machine_description("llvm")}, {"codegen", codegen_versions()}}.dump());
+  comm.post(0, kHello,
+            nlohmann::json{{"host", machine_description("llvm")},
+                           {"codegen", codegen_versions()},
+                           {"machine", this_hardware().to_json()}}
+                .dump());
   const int die_after = kill_after(s.rank);
   int done = 0;
   double busy = 0;  // seconds spent compiling and measuring

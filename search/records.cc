@@ -12,6 +12,7 @@
 
 #include "codegen/version.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 
 namespace basin::search {
@@ -72,6 +73,10 @@ CREATE TABLE IF NOT EXISTS records (
 );
 CREATE INDEX IF NOT EXISTS records_task ON records(task_key, target);
 CREATE INDEX IF NOT EXISTS records_program ON records(task_key, target, sketch, config);
+CREATE TABLE IF NOT EXISTS machines (
+  host TEXT PRIMARY KEY,
+  description TEXT NOT NULL
+);
 )sql";
 
 const char* kColumns =
@@ -275,6 +280,13 @@ RecordStore::~RecordStore() {
 }
 
 int64_t RecordStore::add(const Record& r) {
+  // The first record of this CPU brings the CPU's description (measured once per
+  // machine, basin::this_hardware), so that the file describes every machine whose
+  // latencies it holds.
+  if (!r.host.empty() && r.host == host_description() && described_.count(r.host) == 0) {
+    const Hardware& hw = this_hardware();
+    if (hw.host == r.host) describe_machine(r.host, hw.to_json());
+  }
   Db::Stmt st = db_->prepare(
       "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
       "started_at, finished_at, seed, estimator_version, host, confirm_us, latency_us, codegen) "
@@ -332,11 +344,57 @@ int64_t RecordStore::name_best(int64_t id) {
 }
 
 int64_t RecordStore::relabel_host(const std::string& from, const std::string& to) {
+  // A description of `from` moves to `to`, unless `to` has one of its own.
+  const auto described = machines();
+  if (auto d = described.find(from); d != described.end() && described.count(to) == 0 && !to.empty()) {
+    try {
+      Hardware hw = Hardware::from_json(d->second);
+      hw.host = to;
+      set_machine(to, hw.to_json());
+      Db::Stmt del = db_->prepare("DELETE FROM machines WHERE host = ?");
+      sqlite3_bind_text(del.s, 1, from.c_str(), -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(del.s) != SQLITE_DONE) db_->fail("relabelling a machine's description");
+      described_.erase(from);
+    } catch (const Error&) {
+      // A description this basin cannot read stays under its old name.
+    }
+  }
   Db::Stmt st = db_->prepare("UPDATE records SET host = ? WHERE host = ?");
   sqlite3_bind_text(st.s, 1, to.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(st.s, 2, from.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("relabelling records");
   return sqlite3_changes(db_->db);
+}
+
+void RecordStore::set_machine(const std::string& host, const std::string& description) {
+  Hardware::from_json(description);  // refuses anything but a description
+  Db::Stmt st = db_->prepare("INSERT OR REPLACE INTO machines (host, description) VALUES (?, ?)");
+  sqlite3_bind_text(st.s, 1, host.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st.s, 2, description.c_str(), -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("describing a machine");
+}
+
+void RecordStore::describe_machine(const std::string& host, const std::string& description) {
+  if (described_.count(host)) return;
+  if (machines().count(host) == 0) set_machine(host, description);
+  described_.insert(host);
+}
+
+std::map<std::string, std::string> RecordStore::machines() const {
+  std::map<std::string, std::string> out;
+  // A file written before machines were described has no such table (read-only stores
+  // do not create it).
+  {
+    Db::Stmt probe = db_->prepare("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'machines'");
+    if (sqlite3_step(probe.s) != SQLITE_ROW || sqlite3_column_int(probe.s, 0) == 0) return out;
+  }
+  Db::Stmt st = db_->prepare("SELECT host, description FROM machines ORDER BY host");
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
+    out[reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0))] =
+        reinterpret_cast<const char*>(sqlite3_column_text(st.s, 1));
+  if (rc != SQLITE_DONE) db_->fail("reading the machines' descriptions");
+  return out;
 }
 
 std::map<std::string, int64_t> RecordStore::hosts() const {

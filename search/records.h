@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,7 +106,20 @@ class RecordStore {
   // Names `to` the machine of every record measured on `from` (exactly that
   // description; "" for the records of an unknown machine): returns how many. For
   // records whose description cannot tell their machine from another (basin::same_host).
+  // The machine's description (machines()) moves along, unless `to` has one.
   int64_t relabel_host(const std::string& from, const std::string& to);
+  // The machines' descriptions (basin::Hardware::to_json) by their description in
+  // records (Record::host): every CPU that added a record through this basin (add()
+  // stores this machine's with its first record), and those copied by `basin records
+  // merge` or sent by an MPI rank. Empty for a file written before descriptions were kept.
+  std::map<std::string, std::string> machines() const;
+  // Stores (or replaces) the description of `host`; throws basin::Error when
+  // `description` is not one (Hardware::from_json).
+  void set_machine(const std::string& host, const std::string& description);
+  // Stores the description of `host` unless the file has one (a description is
+  // measured once per machine: the first one stays); remembered, so that later calls
+  // for the same host cost nothing.
+  void describe_machine(const std::string& host, const std::string& description);
   // The machines the records name, each with its count of records.
   std::map<std::string, int64_t> hosts() const;
   int64_t count() const;
@@ -116,6 +130,7 @@ class RecordStore {
   struct Db;
   std::string path_;
   std::unique_ptr<Db> db_;
+  std::set<std::string> described_;  // hosts whose description is in the file
 };
 
 }  // namespace basin::search

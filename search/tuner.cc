@@ -603,6 +603,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       }
       res.brief += o.result.brief;
       res.compile_seconds += o.result.compile_seconds;
+      if (!o.machine.empty() && !o.host.empty()) m.store.describe_machine(o.host, o.machine);
       take(batch[slot], o.result, o.host, o.codegen, o.started_at, o.finished_at);
     };
     bool cancelled = false;

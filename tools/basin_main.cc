@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   basin::tools::add_network_commands(app, run);
   basin::tools::add_estimator_command(app, run);
   basin::tools::add_records_command(app, run);
+  basin::tools::add_machine_command(app, run);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

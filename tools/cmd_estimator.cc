@@ -13,6 +13,7 @@
 #include "codegen/cuda.h"
 #include "codegen/measure.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "core/util/output_file.h"
 #include "models/calibrate.h"
@@ -62,6 +63,7 @@ int run_dataset(const DatasetOptions& o) {
                    task.c_str(), done, total,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
+  this_hardware();  // the machine's description, stored with the records, measured before the programs run
   int measured = models::collect_random(store, tasks, co);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
@@ -100,6 +102,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   if (!o.json) co.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   std::fprintf(stderr, "[calibrate] %s on %s for %s\n", o.estimator.c_str(), machine_description("llvm").c_str(),
                o.budget.c_str());
+  this_hardware();  // the machine's description, stored with the records, measured before the programs run
   models::CalibrateResult r = models::calibrate(co);
   if (o.json) {
     std::cout << nlohmann::json{{"estimator", r.out},
@@ -134,20 +137,34 @@ int run_export(const ExportOptions& o) {
   search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
   int skipped = 0;
   std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, &skipped);
-  // The format named, else the output file's extension: .csv is CSV, anything else JSON lines.
-  const bool csv =
-      o.format.empty() ? o.out.size() >= 4 && o.out.compare(o.out.size() - 4, 4, ".csv") == 0 : o.format == "csv";
-  auto write = [&](std::ostream& os) {
-    if (csv) models::export_samples_csv(samples, os);
-    else models::export_samples(samples, os);
+  const std::map<std::string, std::string> machines = store.machines();
+  // The format named, else the output file's extension: .csv is CSV, .parquet Parquet,
+  // anything else JSON lines.
+  auto ends_with = [&](const std::string& ext) {
+    return o.out.size() >= ext.size() && o.out.compare(o.out.size() - ext.size(), ext.size(), ext) == 0;
   };
-  if (o.out.empty() || o.out == "-") {
-    write(std::cout);
+  const std::string format = !o.format.empty()       ? o.format
+                             : ends_with(".csv")     ? "csv"
+                             : ends_with(".parquet") ? "parquet"
+                                                     : "jsonl";
+  const bool to_stdout = o.out.empty() || o.out == "-";
+  if (format == "parquet" && to_stdout) throw Error("--format parquet writes a file: name it with --out FILE.parquet");
+  if (!to_stdout) check_output_path(o.out, {o.records});
+  std::string bytes;
+  if (format == "parquet") {
+    bytes = models::export_samples_parquet(samples, machines);
   } else {
     std::ostringstream text;
-    write(text);
-    write_output_file(o.out, [&](OutputFile& f) { f.write(text.str()); }, {o.records});
-    std::fprintf(stderr, "wrote %zu samples to %s (%d records skipped)\n", samples.size(), o.out.c_str(), skipped);
+    if (format == "csv") models::export_samples_csv(samples, text, machines);
+    else models::export_samples(samples, text, machines);
+    bytes = text.str();
+  }
+  if (to_stdout) {
+    std::cout << bytes;
+  } else {
+    write_output_file(o.out, [&](OutputFile& f) { f.write(bytes); }, {o.records});
+    std::fprintf(stderr, "wrote %zu samples to %s (%d records skipped; %zu machines described)\n", samples.size(),
+                 o.out.c_str(), skipped, machines.size());
   }
   return 0;
 }
@@ -181,6 +198,14 @@ int run_merge(const MergeOptions& o) {
       out.add(r);
       ++added;
     }
+  // The machines' descriptions come along; a description the file has stays.
+  for (const auto& in : inputs)
+    for (const auto& [host, description] : in->machines()) try {
+        out.describe_machine(host, description);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "basin: warning: %s: the description of '%s' is left out: %s\n", in->path().c_str(),
+                     host.c_str(), e.what());
+      }
   if (o.json) {
     std::cout
         << nlohmann::json{{"records", o.into}, {"added", added}, {"skipped", skipped}, {"total", out.count()}}.dump()
@@ -232,14 +257,15 @@ void add_records_command(CLI::App& app, Runner& run) {
   auto* cmd = app.add_subcommand("records", "inspect, export, merge and relabel records files");
   cmd->require_subcommand(1);
   auto e = std::make_shared<ExportOptions>();
-  auto* ex = cmd->add_subcommand("export", "write measured programs' features and latencies as JSON lines or CSV");
+  auto* ex = cmd->add_subcommand(
+      "export", "write measured programs' features, latencies and machines as JSON lines, CSV or Parquet");
   ex->add_option("--records", e->records, "the records file")->required();
   ex->add_option("--out", e->out, "output file (default: standard output)");
   ex->add_option("--target", e->target, "target of the records to export");
   ex->add_option("--format", e->format,
-                 "jsonl (a header line, then one JSON object per program) or csv (a row per store of each program); "
-                 "default: csv for an --out ending in .csv, else jsonl")
-      ->check(CLI::IsMember({"jsonl", "csv"}));
+                 "jsonl (a header line, then one JSON object per program), csv or parquet (a row per store of "
+                 "each program); default: csv for an --out ending in .csv, parquet for .parquet, else jsonl")
+      ->check(CLI::IsMember({"jsonl", "csv", "parquet"}));
   ex->callback([&run, e] { run = [e] { return run_export(*e); }; });
   auto m = std::make_shared<MergeOptions>();
   auto* mg = cmd->add_subcommand("merge", "copy the records of other files into one, each program once");
@@ -260,6 +286,53 @@ void add_records_command(CLI::App& app, Runner& run) {
     rl->from_set = from->count() > 0;
     run = [rl] { return run_relabel(*rl); };
   });
+}
+
+namespace {
+
+struct MachineOptions {
+  bool measure = false, json = false;
+};
+
+std::string bytes_text(int64_t b) {
+  if (b <= 0) return "unknown";
+  if (b % (1 << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " B";
+}
+
+int run_machine(const MachineOptions& o) {
+  const Hardware hw = o.measure ? remeasure_hardware() : this_hardware();
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::parse(hw.to_json());
+    j["file"] = hardware_cache_path();
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf(
+      "machine: %s\n"
+      "vector registers: %d of %d bits (%s)\n"
+      "data caches: L1 %s, L2 %s, L3 %s\n"
+      "peak: %.1f GFLOP/s of FP32 FMAs on %d thread%s\n"
+      "memory: %.1f GB/s read on %d thread%s\n"
+      "kept in %s%s\n",
+      hw.host.c_str(), hw.vector_registers, hw.vector_bits, hw.vector_isa.c_str(), bytes_text(hw.l1d_bytes).c_str(),
+      bytes_text(hw.l2_bytes).c_str(), bytes_text(hw.l3_bytes).c_str(), hw.peak_gflops, hw.cores,
+      hw.cores == 1 ? "" : "s", hw.bandwidth_gbs, hw.cores, hw.cores == 1 ? "" : "s", hardware_cache_path().c_str(),
+      o.measure ? " (measured now)" : " (measured once per machine; --measure measures it again)");
+  return 0;
+}
+
+}  // namespace
+
+void add_machine_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<MachineOptions>();
+  auto* cmd = app.add_subcommand("machine",
+                                 "this machine's description: vector registers, caches, measured peak and memory "
+                                 "bandwidth (stored with records, read by estimators)");
+  cmd->add_flag("--measure", o->measure, "measure it again now (run it while nothing else runs) and keep the result");
+  cmd->add_flag("--json", o->json, "print one JSON object");
+  cmd->callback([&run, o] { run = [o] { return run_machine(*o); }; });
 }
 
 void add_estimator_command(CLI::App& app, Runner& run) {

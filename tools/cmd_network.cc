@@ -22,10 +22,10 @@
 #include "core/ir/npy.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "core/util/output_file.h"
 #include "core/util/parse.h"
-#include "bench/machine.h"
 #include "codegen/cpu_runtime.h"
 #include "models/calibrate.h"
 #include "search/network.h"
@@ -378,7 +378,9 @@ int run_profile(const NetOptions& o) {
   std::vector<NDArray> in = read_inputs(o, net.inputs());
   codegen::NetworkProfile p = net.profile(in, o.repeat > 0 ? o.repeat : 20);
   const int threads = codegen::runtime_threads();
-  const double peak = bench::measured_peak_gflops() * threads / std::max(1, bench::cores());
+  // The host's measured peak on its threads (measured once per machine), for the threads the kernels ran on.
+  const Hardware& hw = this_hardware();
+  const double peak = hw.peak_gflops * threads / std::max(1, hw.cores);
   std::set<std::string> untuned_labels;
   for (const auto& u : untuned) untuned_labels.insert(u.get<std::string>());
   nlohmann::json launches = nlohmann::json::array();

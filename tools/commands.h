@@ -54,6 +54,8 @@ void add_workloads_command(CLI::App& app, Runner& run);
 void add_strategies_command(CLI::App& app, Runner& run);
 void add_op_command(CLI::App& app, Runner& run);
 void add_records_command(CLI::App& app, Runner& run);
+// `basin machine`: this machine's description (core/util/hardware.h).
+void add_machine_command(CLI::App& app, Runner& run);
 void add_tune_op_command(CLI::App& app, Runner& run);
 // `tune`, `compile`, `run` and `compare` of whole networks (cmd_network.cc).
 void add_network_commands(CLI::App& app, Runner& run);

@@ -6,11 +6,15 @@
 #include <iostream>
 
 #include "codegen/cpu_runtime.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 
 namespace basin::tools {
 
 Ranks start_ranks(bool quiet) {
+  // The machine's description (stored with the records) is measured, once per machine,
+  // before any kernel runs.
+  this_hardware();
   search::mpi::Settings settings;
   // A lost rank is said even when quiet: the run goes on with fewer.
   settings.log = [](const std::string& line) { std::cerr << "basin: " << line << "\n" << std::flush; };

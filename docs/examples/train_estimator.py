@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Train a latency estimator in PyTorch and export it as TorchScript for basin.
 
-    basin records export --records tuning.db --out data.jsonl     # or --out data.csv
+    basin records export --records tuning.db --out data.jsonl     # or data.csv, data.parquet
     /usr/bin/python3 docs/examples/train_estimator.py data.jsonl model.pt
     basin estimator eval --records tuning.db --estimator model.pt
 
@@ -42,9 +42,33 @@ def batch(samples, num_features):
     return x, m
 
 
+def programs_of(columns, rows):
+    """Programs from the rows of the CSV or Parquet export: a row per store, the
+    features after the program's columns and the machine's (`machine.*`)."""
+    first = columns.index("store") + 1
+    while columns[first].startswith("machine."):
+        first += 1
+    at = {name: i for i, name in enumerate(columns)}
+    programs, version = {}, None
+    for row in rows:
+        p = programs.setdefault(int(row[at["program"]]), {
+            "task": row[at["task"]], "stores": int(row[at["stores"]]),
+            "latency_us": float(row[at["latency_us"]]), "features": []})
+        p["features"].append([float(v) for v in row[first:]])
+        version = int(row[at["feature_version"]])
+    return columns[first:], version, [programs[k] for k in sorted(programs)]
+
+
 def load(path):
     """The export's feature names, feature-set version and programs (dicts with "task",
-    "stores", "features" [stores][features] and "latency_us"), from JSON lines or CSV."""
+    "stores", "features" [stores][features] and "latency_us"), from JSON lines, CSV or
+    Parquet (which needs pyarrow)."""
+    if path.endswith(".parquet"):
+        import pyarrow.parquet
+        table = pyarrow.parquet.read_table(path)
+        columns = table.column_names
+        data = [table.column(c).to_pylist() for c in columns]
+        return programs_of(columns, zip(*data))
     if not path.endswith(".csv"):
         with open(path) as f:
             header = json.loads(f.readline())
@@ -52,16 +76,7 @@ def load(path):
     with open(path, newline="") as f:
         reader = csv.reader(f)
         columns = next(reader)
-        first = columns.index("store") + 1  # the features follow the store's index
-        at = {name: i for i, name in enumerate(columns)}
-        programs, version = {}, None
-        for row in reader:
-            p = programs.setdefault(int(row[at["program"]]), {
-                "task": row[at["task"]], "stores": int(row[at["stores"]]),
-                "latency_us": float(row[at["latency_us"]]), "features": []})
-            p["features"].append([float(v) for v in row[first:]])
-            version = int(row[at["feature_version"]])
-        return columns[first:], version, [programs[k] for k in sorted(programs)]
+        return programs_of(columns, reader)
 
 
 def main():

@@ -365,7 +365,9 @@ TEST(Timing, TheStepBeforeEveryCallIsNotTimed) {
   ASSERT_EQ(rounds.size(), 3u);
   for (double r : rounds) EXPECT_LT(r, 900) << "the step's 1000 us were timed";
   EXPECT_GE(t.min_us, 100);
-  EXPECT_GE(t.calls, 3 * 20);  // 2 ms of 100 us calls per round
+  // About 20 calls a round (2 ms of 100 us calls; a preempted call makes it fewer), where
+  // timing the step too would give 2.
+  EXPECT_GE(t.calls, 3 * 10);
 }
 
 TEST(Timing, EvictingFromTheCachesKeepsTheData) {

@@ -19,6 +19,7 @@
 #include "models/dataset.h"
 #include "models/estimator.h"
 #include "relax/features.h"
+#include "tests/pyarrow_python.h"
 
 namespace basin {
 namespace {
@@ -47,6 +48,7 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("basin_ts_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string db = (dir / "r.db").string(), data = (dir / "data.jsonl").string(), model = (dir / "model.pt").string();
+  size_t exported = 0;
   {
     search::RecordStore store(db);
     models::CollectOptions opt;
@@ -61,8 +63,11 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
     ASSERT_GE(samples.size(), 20u);
     std::ofstream f(data);
     models::export_samples(samples, f);
+    exported = samples.size();
     std::ofstream c((dir / "data.csv").string());
-    models::export_samples_csv(samples, c);
+    models::export_samples_csv(samples, c, store.machines());
+    std::ofstream((dir / "data.parquet").string(), std::ios::binary)
+        << models::export_samples_parquet(samples, store.machines());
   }
   std::string out = run("/usr/bin/python3 " BASIN_SOURCE_DIR "/docs/examples/train_estimator.py " + data + " " + model +
                             " --epochs 3 --print-scores 5 2>&1",
@@ -78,6 +83,24 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
   std::vector<double> python_csv = nlohmann::json::parse(from_csv.substr(from_csv.rfind('[')));
   ASSERT_EQ(python_csv.size(), python.size());
   for (size_t i = 0; i < python.size(); ++i) EXPECT_NEAR(python_csv[i], python[i], 1e-5 * (1 + std::abs(python[i])));
+  // The example reads the Parquet export as the CSV one (where a Python has pyarrow).
+  if (const std::string py = testing::pyarrow_python(); !py.empty()) {
+    const std::string check =
+        "import sys, math; sys.path.insert(0, '" BASIN_SOURCE_DIR
+        "/docs/examples'); import train_estimator as t; "
+        "a = t.load(sys.argv[1] + '/data.csv'); b = t.load(sys.argv[1] + '/data.parquet'); "
+        "assert a[0] == b[0] and a[1] == b[1] and len(a[2]) == len(b[2]), (a[0][:3], b[0][:3]); "
+        "assert all(p['task'] == q['task'] and p['stores'] == q['stores'] "
+        "and math.isclose(p['latency_us'], q['latency_us'], rel_tol=1e-8) "
+        "and all(math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-6) for r, w in zip(p['features'], q['features']) "
+        "for x, y in zip(r, w)) for p, q in zip(a[2], b[2])); print(len(b[2]), len(b[0]))";
+    const std::string both = run("'" + py + "' -c \"" + check + "\" " + dir.string() + " 2>&1", &status);
+    ASSERT_EQ(status, 0) << both;
+    EXPECT_EQ(both,
+              std::to_string(exported) + " " + std::to_string(relax::num_features(relax::FeatureSet::Cpu)) + "\n");
+  } else {
+    std::fprintf(stderr, "no Python with pyarrow: the example's Parquet reading is not checked\n");
+  }
   auto e = models::load_estimator(model);
   EXPECT_EQ(e->kind(), "torchscript");
   EXPECT_TRUE(e->differentiable());

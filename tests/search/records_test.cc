@@ -16,6 +16,7 @@
 
 #include "codegen/version.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "search/records.h"
 
@@ -577,6 +578,57 @@ TEST(Records, AFileOfANewerSchemaIsAClearError) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
   }
+}
+
+// The machines' descriptions: this machine's comes with its first record, another
+// machine's only when given (an MPI rank's hello, a merge), the first one stays, a
+// relabel carries it along, and a file without the table reads as describing none.
+TEST(Records, TheMachinesThatMeasuredAreDescribed) {
+  const std::string path = temp_path("machines");
+  const std::string here = host_description(), there = "Other CPU (family 1 model 2), 1 core, sse";
+  {
+    search::RecordStore s(path);
+    EXPECT_TRUE(s.machines().empty());
+    search::Record a = rec("{\"a\":1}", {10});
+    a.host = there;
+    s.add(a);
+    EXPECT_TRUE(s.machines().empty()) << "another machine's record brings no description";
+    search::Record b = rec("{\"a\":2}", {12});
+    b.host = here;
+    s.add(b);
+    auto m = s.machines();
+    ASSERT_EQ(m.size(), 1u);
+    ASSERT_EQ(m.count(here), 1u);
+    EXPECT_EQ(Hardware::from_json(m[here]).host, here);
+    EXPECT_EQ(m[here], this_hardware().to_json());
+    Hardware other = this_hardware();
+    other.host = there;
+    other.cores = 1;
+    s.describe_machine(there, other.to_json());
+    Hardware second = other;
+    second.cores = 7;
+    s.describe_machine(there, second.to_json());
+    EXPECT_EQ(Hardware::from_json(s.machines()[there]).cores, 1) << "the first description stays";
+    EXPECT_THROW(s.set_machine(there, "{\"fast\": true}"), Error);
+    // Relabelled records take their description along.
+    const std::string renamed = "Renamed CPU (family 3 model 4), 1 core, sse";
+    EXPECT_EQ(s.relabel_host(there, renamed), 1);
+    EXPECT_EQ(Hardware::from_json(s.machines().at(renamed)).host, renamed);
+    EXPECT_EQ(s.machines().count(there), 0u);
+  }
+  // Read-only, the same descriptions.
+  EXPECT_EQ(search::RecordStore(path, search::RecordStore::ReadOnly::Yes).machines().size(), 2u);
+  // A file of a basin that kept no descriptions: none, read-only or not.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE machines", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_TRUE(search::RecordStore(path, search::RecordStore::ReadOnly::Yes).machines().empty());
+  EXPECT_EQ(search::RecordStore(path, search::RecordStore::ReadOnly::Yes).count(), 2);
+  EXPECT_TRUE(search::RecordStore(path).machines().empty());
+  for (const char* ext : {"", "-wal", "-shm"}) std::remove((path + ext).c_str());
 }
 
 }  // namespace

@@ -16,8 +16,10 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "models/estimator.h"
+#include "tests/pyarrow_python.h"
 #include "tests/tools/run_basin.h"
 
 namespace {
@@ -402,7 +404,8 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
     EXPECT_TRUE(nlohmann::json::parse(ev.out)["families"].contains("matmul"));
     Result shipped = run("estimator eval --records " + db + " --all --estimator ensemble --no-calibrate --json");
     ASSERT_EQ(shipped.code, 0) << shipped.out;
-    EXPECT_EQ(nlohmann::json::parse(shipped.out)["estimator_file"], basin::models::pretrained_cpu_path("cpu_ensemble.bin"));
+    EXPECT_EQ(nlohmann::json::parse(shipped.out)["estimator_file"],
+              basin::models::pretrained_cpu_path("cpu_ensemble.bin"));
     EXPECT_NE(stderr_of("estimator train --records " + db + " --from /nonexistent/e.bin").find("does not exist"),
               std::string::npos);
     for (const std::string& x : {cal_db, cal_db + "-wal", cal_db + "-shm", cal, again}) std::remove(x.c_str());
@@ -426,12 +429,53 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   }
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 1 + stores);
   EXPECT_NE(csv.out.find(",matmul,"), std::string::npos) << "gemm-256's family";
-  EXPECT_NE(stderr_of("records export --records " + db + " --format parquet").find("--format"), std::string::npos);
+  // This machine's numbers in every row: the dataset command stored its description
+  // (`basin machine`), and the JSON lines' header carries it too.
+  const auto machine = nlohmann::json::parse(run("machine --json").out);
+  ASSERT_EQ(machine["host"], basin::host_description());
+  EXPECT_NE(csv.out.find(",stores,store,machine.vector_bits,machine.vector_registers,machine.l1d_bytes,"),
+            std::string::npos)
+      << csv.out.substr(0, 300);
+  const std::string numbers = ",0," + std::to_string(machine["vector_bits"].get<int>()) + "," +
+                              std::to_string(machine["vector_registers"].get<int>()) + ",";
+  EXPECT_NE(csv.out.find(numbers), std::string::npos) << numbers;
+  const auto header = nlohmann::json::parse(x.out.substr(0, x.out.find('\n')));
+  EXPECT_EQ(header["machines"][basin::host_description()]["vector_bits"], machine["vector_bits"]);
+  // Parquet: the same rows, read back by pyarrow where there is one.
+  const std::string pq = db + ".parquet";
+  ASSERT_EQ(run("records export --records " + db + " --out " + pq).code, 0);
+  {
+    const std::string bytes = basin::testing::read_file(pq);
+    ASSERT_GT(bytes.size(), 8u);
+    EXPECT_EQ(bytes.substr(0, 4), "PAR1");
+    EXPECT_EQ(bytes.substr(bytes.size() - 4), "PAR1");
+  }
+  if (const std::string py = basin::testing::pyarrow_python(); !py.empty()) {
+    const std::string check =
+        "import sys, pyarrow.parquet as q; t = q.read_table(sys.argv[1]).to_pydict(); "
+        "print(len(t['program']), max(t['program']), set(t['machine.vector_bits']), "
+        "set(t['family']), len(t['buf0.unique_bytes']))";
+    basin::testing::Result r = basin::testing::capture("'" + py + "' -c \"" + check + "\" " + pq + " 2>&1");
+    ASSERT_EQ(r.code, 0) << r.out;
+    const std::string want = std::to_string(stores) + " 15 {" + std::to_string(machine["vector_bits"].get<int>()) +
+                             ".0} {'matmul'} " + std::to_string(stores) + "\n";
+    EXPECT_EQ(r.out, want);
+  } else {
+    std::fprintf(stderr, "no Python with pyarrow: the Parquet export is checked by its framing only\n");
+  }
+  std::remove(pq.c_str());
+  EXPECT_NE(stderr_of("records export --records " + db + " --format parquet").find("--out FILE.parquet"),
+            std::string::npos);
   // Merge: into a new file, then again (nothing added), then with a second file.
   std::string merged = db + ".merged.db", other = db + ".other.db";
   Result m1 = run("records merge --into " + merged + " " + db + " --json");
   ASSERT_EQ(m1.code, 0) << m1.out;
   EXPECT_EQ(nlohmann::json::parse(m1.out)["added"], 16);
+  {
+    // The machines' descriptions come along.
+    const std::string jl = run("records export --records " + merged).out;
+    EXPECT_TRUE(nlohmann::json::parse(jl.substr(0, jl.find('\n')))["machines"].contains(basin::host_description()));
+  }
   Result m2 = run("records merge --into " + merged + " " + db + " --json");
   EXPECT_EQ(nlohmann::json::parse(m2.out)["added"], 0);
   EXPECT_EQ(nlohmann::json::parse(m2.out)["skipped"], 16);
@@ -480,6 +524,27 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   // removes them).
   for (const char* ext : {"", "-wal", "-shm"}) std::remove((db + ext).c_str());
   std::remove(model.c_str());
+}
+
+// `basin machine`: this machine's description, kept in basin's cache; a damaged
+// cache file is measured again, never an error.
+TEST(Cli, MachineDescribesThisHost) {
+  Result text = run("machine");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("machine: " + basin::host_description()), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("GFLOP/s"), std::string::npos) << text.out;
+  const std::string path = basin::hardware_cache_path();
+  { std::ofstream(path) << "{\"version\": 1, \"host\""; }
+  Result j = run("machine --json");
+  ASSERT_EQ(j.code, 0) << j.out;
+  auto d = nlohmann::json::parse(j.out);
+  EXPECT_EQ(d["host"], basin::host_description());
+  EXPECT_EQ(d["file"], path);
+  EXPECT_GT(d["bandwidth_gbs"].get<double>(), 0);
+  EXPECT_NO_THROW(basin::Hardware::from_json(basin::testing::read_file(path)));
+  Result again = run("machine --measure --json");
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["host"], basin::host_description());
 }
 
 TEST(Cli, UserErrorsFailWithOneClearLine) {

@@ -1,0 +1,304 @@
+#include "core/util/hardware.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/util/error.h"
+#include "core/util/host.h"
+#include "core/util/output_file.h"
+
+namespace basin {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#if defined(__x86_64__)
+// 16 independent accumulators hide the FMA latency; returns the flops done.
+__attribute__((target("avx512f"))) double fma_avx512(float seed, int64_t iterations) {
+  __m512 a[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_ps(seed + static_cast<float>(i));
+  const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+  for (int64_t n = 0; n < iterations; ++n)
+    for (int i = 0; i < 16; ++i) a[i] = _mm512_fmadd_ps(a[i], x, y);
+  __m512 s = a[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, a[i]);
+  float out[16];
+  _mm512_storeu_ps(out, s);  // not _mm512_reduce_add_ps, whose GCC 12 header warns
+  volatile float sink = out[0];
+  (void)sink;
+  return 2.0 * 16 * 16 * static_cast<double>(iterations);
+}
+
+__attribute__((target("avx2,fma"))) double fma_avx2(float seed, int64_t iterations) {
+  __m256 a[12];
+  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_ps(seed + static_cast<float>(i));
+  const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+  for (int64_t n = 0; n < iterations; ++n)
+    for (int i = 0; i < 12; ++i) a[i] = _mm256_fmadd_ps(a[i], x, y);
+  float out[8];
+  __m256 s = a[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, a[i]);
+  _mm256_storeu_ps(out, s);
+  volatile float sink = out[0];
+  (void)sink;
+  return 2.0 * 8 * 12 * static_cast<double>(iterations);
+}
+#endif
+
+// Runs fn(i) on `threads` threads at once and returns the seconds until the last ends.
+template <typename F>
+double timed_on_threads(int threads, F fn) {
+  std::vector<std::thread> th;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < threads; ++i) th.emplace_back([&fn, i] { fn(i); });
+  for (auto& t : th) t.join();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double log2p1(double x) { return std::log2(1.0 + std::max(0.0, x)); }
+
+}  // namespace
+
+double measure_peak_gflops(int threads, int64_t iterations) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!avx512 && !avx2) return 0;
+  threads = std::max(1, threads);
+  std::vector<double> flops(static_cast<size_t>(threads));
+  const double s = timed_on_threads(threads, [&](int i) {
+    const float seed = 1.0f + static_cast<float>(i);
+    flops[static_cast<size_t>(i)] = avx512 ? fma_avx512(seed, iterations) : fma_avx2(seed, iterations);
+  });
+  double total = 0;
+  for (double f : flops) total += f;
+  return s > 0 ? total / s / 1e9 : 0;
+#else
+  (void)threads;
+  (void)iterations;
+  return 0;
+#endif
+}
+
+double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes) {
+  threads = std::max(1, threads);
+  const size_t words = static_cast<size_t>(std::max<int64_t>(bytes, 1 << 20)) / sizeof(uint64_t);
+  std::unique_ptr<uint64_t[]> buf(new uint64_t[words]);
+  const size_t per = (words + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+  auto range = [&](int i) {
+    const size_t lo = std::min(words, per * static_cast<size_t>(i));
+    return std::pair<size_t, size_t>{lo, std::min(words, lo + per)};
+  };
+  // Each thread touches its own part first, so that its pages are mapped where it runs.
+  timed_on_threads(threads, [&](int i) {
+    auto [lo, hi] = range(i);
+    for (size_t k = lo; k < hi; ++k) buf[k] = k;
+  });
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  double best = 0;
+  for (int p = 0; p < std::max(1, passes); ++p) {
+    const double s = timed_on_threads(threads, [&](int i) {
+      auto [lo, hi] = range(i);
+      // Four independent sums, so that the loads, not an add chain, set the pace.
+      uint64_t a = 0, b = 0, c = 0, d = 0;
+      size_t k = lo;
+      for (; k + 4 <= hi; k += 4) {
+        a += buf[k];
+        b += buf[k + 1];
+        c += buf[k + 2];
+        d += buf[k + 3];
+      }
+      for (; k < hi; ++k) a += buf[k];
+      sums[static_cast<size_t>(i)] = a + b + c + d;
+    });
+    if (s > 0) best = std::max(best, static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
+  }
+  volatile uint64_t sink = 0;
+  for (uint64_t v : sums) sink = sink + v;
+  (void)sink;
+  return best;
+}
+
+int64_t data_cache_bytes(int level) {
+  int64_t bytes = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream lv(dir + "level"), size(dir + "size"), type(dir + "type");
+    int l = 0;
+    std::string sz, kind;
+    if (!(lv >> l) || l != level || !(size >> sz) || sz.empty()) continue;
+    type >> kind;
+    if (kind == "Instruction") continue;
+    int64_t unit = 1;
+    if (sz.back() == 'K') unit = 1024;
+    else if (sz.back() == 'M') unit = 1024 * 1024;
+    else if (sz.back() == 'G') unit = int64_t{1} << 30;
+    if (unit != 1) sz.pop_back();
+    bytes = std::max(bytes, static_cast<int64_t>(std::atoll(sz.c_str())) * unit);
+  }
+  return bytes;
+}
+
+Hardware measure_hardware() {
+  const HostInfo& h = this_host();
+  Hardware hw;
+  hw.host = h.describe();
+  hw.vector_isa = h.vector_isa;
+  const VectorFile vf = vector_file(h.vector_isa);
+  hw.vector_bits = vf.bytes * 8;
+  hw.vector_registers = vf.registers;
+  hw.l1d_bytes = data_cache_bytes(1);
+  hw.l2_bytes = data_cache_bytes(2);
+  hw.l3_bytes = data_cache_bytes(3);
+  hw.cores = h.cores;
+  hw.peak_gflops = measure_peak_gflops(h.cores);
+  const int64_t llc = std::max({hw.l1d_bytes, hw.l2_bytes, hw.l3_bytes});
+  hw.bandwidth_gbs = measure_read_bandwidth_gbs(
+      h.cores, std::min<int64_t>(std::max<int64_t>(4 * llc, int64_t{64} << 20), int64_t{1} << 30));
+  return hw;
+}
+
+std::string Hardware::to_json() const {
+  return nlohmann::json{{"version", kVersion},
+                        {"host", host},
+                        {"vector_isa", vector_isa},
+                        {"vector_bits", vector_bits},
+                        {"vector_registers", vector_registers},
+                        {"l1d_bytes", l1d_bytes},
+                        {"l2_bytes", l2_bytes},
+                        {"l3_bytes", l3_bytes},
+                        {"cores", cores},
+                        {"peak_gflops", peak_gflops},
+                        {"bandwidth_gbs", bandwidth_gbs}}
+      .dump();
+}
+
+Hardware Hardware::from_json(const std::string& text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    if (j.at("version").get<int>() != kVersion)
+      throw Error("a machine description of version " + j.at("version").dump() + ", this basin reads " +
+                  std::to_string(kVersion));
+    Hardware hw;
+    hw.host = j.at("host").get<std::string>();
+    hw.vector_isa = j.at("vector_isa").get<std::string>();
+    hw.vector_bits = j.at("vector_bits").get<int>();
+    hw.vector_registers = j.at("vector_registers").get<int>();
+    hw.l1d_bytes = j.at("l1d_bytes").get<int64_t>();
+    hw.l2_bytes = j.at("l2_bytes").get<int64_t>();
+    hw.l3_bytes = j.at("l3_bytes").get<int64_t>();
+    hw.cores = j.at("cores").get<int>();
+    hw.peak_gflops = j.at("peak_gflops").get<double>();
+    hw.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
+    if (hw.host.empty() || hw.vector_bits < 0 || hw.vector_registers < 0 || hw.l1d_bytes < 0 || hw.l2_bytes < 0 ||
+        hw.l3_bytes < 0 || hw.cores < 1 || !(hw.peak_gflops >= 0) || !(hw.bandwidth_gbs >= 0))
+      throw Error("a machine description with a missing host or a negative number");
+    return hw;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("not a machine description: ") + e.what());
+  }
+}
+
+const std::vector<std::string>& hardware_feature_names() {
+  static const std::vector<std::string> names = {
+      "vector_bits", "vector_registers", "l1d_bytes", "l2_bytes", "l3_bytes", "cores", "peak_gflops", "bandwidth_gbs"};
+  return names;
+}
+
+std::vector<float> Hardware::features() const {
+  const double v[] = {static_cast<double>(vector_bits),
+                      static_cast<double>(vector_registers),
+                      static_cast<double>(l1d_bytes),
+                      static_cast<double>(l2_bytes),
+                      static_cast<double>(l3_bytes),
+                      static_cast<double>(cores),
+                      peak_gflops,
+                      bandwidth_gbs};
+  std::vector<float> f;
+  for (double x : v) f.push_back(static_cast<float>(log2p1(x)));
+  return f;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("BASIN_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/basin";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/basin";
+  return std::filesystem::temp_directory_path().string() + "/basin-cache";
+}
+
+std::string file_slug(const std::string& text) {
+  std::string s;
+  for (char c : text) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+    if (keep) s += c;
+    else if (!s.empty() && s.back() != '_') s += '_';
+  }
+  while (!s.empty() && s.back() == '_') s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
+std::string hardware_cache_path() { return cache_dir() + "/machines/" + file_slug(this_host().describe()) + ".json"; }
+
+namespace {
+void save_hardware(const Hardware& hw) {
+  std::filesystem::create_directories(cache_dir() + "/machines");
+  write_output_file(hardware_cache_path(), [&](OutputFile& out) { out.write(hw.to_json() + "\n"); });
+}
+}  // namespace
+
+Hardware remeasure_hardware() {
+  Hardware hw = measure_hardware();
+  try {
+    save_hardware(hw);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw Error("cannot keep the machine's description in " + hardware_cache_path() + ": " + e.what());
+  }
+  return hw;
+}
+
+const Hardware& this_hardware() {
+  static std::once_flag once;
+  static Hardware hw;
+  std::call_once(once, [] {
+    const std::string host = this_host().describe();
+    try {
+      std::ifstream f(hardware_cache_path());
+      if (f) {
+        std::stringstream text;
+        text << f.rdbuf();
+        Hardware cached = Hardware::from_json(text.str());
+        if (cached.host == host) {
+          hw = cached;
+          return;
+        }
+      }
+    } catch (const Error&) {
+      // A description of another version or a damaged file: measured again below.
+    }
+    hw = measure_hardware();
+    try {
+      save_hardware(hw);
+    } catch (const std::exception&) {
+      // A cache that cannot be written (a read-only home) costs a measurement per process.
+    }
+  });
+  return hw;
+}
+
+}  // namespace basin

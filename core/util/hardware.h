@@ -1,0 +1,74 @@
+// What the machine is made of, as numbers: the description an estimator reads beside a
+// program's features so that one model trained on several machines' measurements can
+// predict for another (docs/estimators.md, "The machine's description"). basin measures
+// it once per machine (HostInfo::describe(): the CPU, its cores and vector set) and keeps
+// it in its cache; records files store the description of every machine whose records
+// they hold (search::RecordStore::machines).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace basin {
+
+struct Hardware {
+  // The version of this description's fields and of how they are measured: a cached
+  // description of another version is measured again.
+  static constexpr int kVersion = 1;
+  std::string host;  // HostInfo::describe() of the machine it describes
+  std::string vector_isa;
+  int vector_bits = 0;       // the widest vector register's bits (HostInfo::vector_isa)
+  int vector_registers = 0;  // how many there are (vector_file)
+  // Data cache sizes as the kernel's sysfs lists them for CPU 0 (0: unknown). Under a
+  // hypervisor they are what the guest is told.
+  int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+  int cores = 1;  // the threads kernels run on (HostInfo::cores)
+  // Measured: independent vector FMAs on `cores` threads, and a read stream over a
+  // buffer four times the last-level cache (at least 64 MiB) on `cores` threads, the
+  // best of three passes.
+  double peak_gflops = 0;
+  double bandwidth_gbs = 0;
+
+  std::string to_json() const;
+  // Throws basin::Error on anything but a description of this version.
+  static Hardware from_json(const std::string& text);
+
+  // The description as estimator input, in the order of hardware_feature_names():
+  // log2(1 + x) of each number, like the program features.
+  std::vector<float> features() const;
+};
+
+// The names of Hardware::features(): vector_bits, vector_registers, l1d_bytes, l2_bytes,
+// l3_bytes, cores, peak_gflops, bandwidth_gbs.
+const std::vector<std::string>& hardware_feature_names();
+
+// Measures this machine now (about half a second; run it while nothing else runs).
+Hardware measure_hardware();
+// This machine's description: read from basin's cache (hardware_cache_path()), else
+// measured and saved there; once per process.
+const Hardware& this_hardware();
+// Where this machine's description is kept: cache_dir()/machines/SLUG.json.
+std::string hardware_cache_path();
+// Measures this machine now and saves the result where this_hardware() reads it (a
+// failure to save is an error naming the file); `basin machine --measure`.
+Hardware remeasure_hardware();
+
+// GFLOP/s of independent vector FMAs on `threads` threads, `iterations` steps of 16
+// (AVX-512) or 12 (AVX2) vector FMAs each; 0 on a CPU with neither.
+double measure_peak_gflops(int threads, int64_t iterations = 20'000'000);
+// GB/s of `threads` threads reading a `bytes` buffer (the best of `passes`).
+double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes = 3);
+// The data cache of `level` (1: the L1 data cache) of CPU 0, in bytes; 0 where sysfs
+// lists none.
+int64_t data_cache_bytes(int level);
+
+// basin's cache: BASIN_CACHE_DIR, else $XDG_CACHE_HOME/basin, else $HOME/.cache/basin
+// (created when something is written there).
+std::string cache_dir();
+// `text` as a file or directory name: letters, digits, '.' and '-' kept, every other
+// run of characters one '_' ("AMD EPYC (family 25 model 1), 2 cores, avx2" becomes
+// "AMD_EPYC_family_25_model_1_2_cores_avx2").
+std::string file_slug(const std::string& text);
+
+}  // namespace basin
