@@ -69,10 +69,16 @@ Sample FeatureExtractor::features(const std::string& task_key, const std::string
 }
 
 std::vector<Sample> samples_from_records(const std::vector<search::Record>& records, const std::string& target,
-                                         int* skipped) {
+                                         int* skipped, const std::map<std::string, std::string>& machines) {
   FeatureExtractor fx;
   std::vector<Sample> out;
   int skip = 0;
+  std::map<std::string, std::vector<float>> described;
+  for (const auto& [host, text] : machines) try {
+      described[host] = Hardware::from_json(text).features();
+    } catch (const Error&) {
+      // A description of another version: the machine counts as not described.
+    }
   for (const search::Record& r : records) {
     if (r.target != target || !r.ok()) continue;
     try {
@@ -82,6 +88,7 @@ std::vector<Sample> samples_from_records(const std::vector<search::Record>& reco
       s.measurements_us.insert(s.measurements_us.end(), r.confirm_us.begin(), r.confirm_us.end());
       s.host = r.host;
       s.codegen = r.codegen;
+      if (auto d = described.find(r.host); d != described.end()) s.machine = d->second;
       out.push_back(std::move(s));
     } catch (const Error&) {
       ++skip;

@@ -29,6 +29,9 @@ struct Sample {
   // The minimum of each measurement of the program, first first (more than one when it
   // was measured again: a confirmed best, or `basin estimator dataset --repeat`).
   std::vector<double> measurements_us;
+  // The measuring machine's description as estimator input (basin::Hardware::features);
+  // empty where the records do not describe it.
+  std::vector<float> machine;
 };
 
 // The features of programs, with one exact evaluator per (task, sketch) kept.
@@ -53,9 +56,12 @@ inline std::string pair_group(const Sample& s) {
 }
 
 // The successful records of a target as samples (failed ones and ones whose task or
-// configuration no longer parses are skipped and counted in *skipped).
+// configuration no longer parses are skipped and counted in *skipped). `machines`
+// (search::RecordStore::machines) fills each sample's `machine` where its host is
+// described.
 std::vector<Sample> samples_from_records(const std::vector<search::Record>& records, const std::string& target,
-                                         int* skipped = nullptr);
+                                         int* skipped = nullptr,
+                                         const std::map<std::string, std::string>& machines = {});
 
 // Splits by task, never by row: about `test_fraction` of the tasks (at least one when
 // the fraction is positive and there are two or more; none for 0) go to the test

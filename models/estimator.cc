@@ -29,8 +29,12 @@ FeatureBatch FeatureBatch::of(const std::vector<const Sample*>& samples) {
   for (const Sample* s : samples) b.stores = std::max(b.stores, s->stores);
   b.values.assign(static_cast<size_t>(b.batch) * b.stores * b.features, 0.0f);
   b.mask.assign(static_cast<size_t>(b.batch) * b.stores, 0.0f);
+  bool described = false;
+  for (const Sample* s : samples) described = described || !s->machine.empty();
+  if (described) b.machines.resize(static_cast<size_t>(b.batch));
   for (int i = 0; i < b.batch; ++i) {
     const Sample& s = *samples[i];
+    if (described) b.machines[static_cast<size_t>(i)] = s.machine;
     BASIN_CHECK(s.features.size() == static_cast<size_t>(s.stores) * b.features) << "a sample of " << s.task;
     std::copy(s.features.begin(), s.features.end(), b.values.begin() + static_cast<size_t>(i) * b.stores * b.features);
     std::fill_n(b.mask.begin() + static_cast<size_t>(i) * b.stores, s.stores, 1.0f);
@@ -80,6 +84,12 @@ std::string estimator_file(const std::string& spec, const std::string& target) {
 }
 
 std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
+  if (kind.rfind("machine+", 0) == 0) {
+    const std::string inner = kind.substr(8);
+    if (inner != "mlp" && inner != "gbt" && inner != "ensemble")
+      throw NotFoundError("unknown estimator '" + kind + "' (machine+mlp, machine+gbt or machine+ensemble)");
+    return make_machine_input(make_estimator(inner));
+  }
   if (kind == "mlp") return detail::make_mlp();
   if (kind == "gbt") return detail::make_gbt();
   if (kind == "roofline") return detail::make_roofline();
@@ -96,11 +106,7 @@ void check_exists(const std::string& path) {
   if (!std::filesystem::exists(path)) throw Error("estimator file " + path + " does not exist");
 }
 std::unique_ptr<Estimator> load_contents(const detail::FileContents& f, const std::string& path) {
-  if (f.kind == "mlp") return detail::load_mlp(f.payload, path);
-  if (f.kind == "gbt") return detail::load_gbt(f.payload, path);
-  if (f.kind == "roofline") return detail::load_roofline(f.payload, path);
-  if (f.kind == "ensemble") return detail::load_ensemble(f.payload, path);
-  throw Error(path + ": unknown estimator kind '" + f.kind + "'");
+  return detail::load_payload(f.kind, f.payload, path);
 }
 // No shipped ensemble: the shipped MLP, its trees from the first update.
 std::unique_ptr<Estimator> as_spec(std::unique_ptr<Estimator> e, const std::string& spec) {
@@ -108,6 +114,16 @@ std::unique_ptr<Estimator> as_spec(std::unique_ptr<Estimator> e, const std::stri
   return e;
 }
 }  // namespace
+
+std::unique_ptr<Estimator> detail::load_payload(const std::string& kind, const std::string& payload,
+                                                const std::string& path) {
+  if (kind == "mlp") return detail::load_mlp(payload, path);
+  if (kind == "gbt") return detail::load_gbt(payload, path);
+  if (kind == "roofline") return detail::load_roofline(payload, path);
+  if (kind == "ensemble") return detail::load_ensemble(payload, path);
+  if (kind.rfind("machine+", 0) == 0) return detail::load_machine_input(payload, path);
+  throw Error(path + ": unknown estimator kind '" + kind + "'");
+}
 
 std::unique_ptr<Estimator> load_estimator(const std::string& path) {
   check_exists(path);
@@ -148,7 +164,7 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
 }
 
 void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed) {
-  const bool from_scratch = !e.ready() || e.kind() == "gbt";
+  const bool from_scratch = !e.ready() || e.kind() == "gbt" || e.kind() == "machine+gbt";
   TrainOptions o;
   o.seed = seed;
   o.tree_eta = 0.2;

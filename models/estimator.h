@@ -31,6 +31,9 @@ namespace basin::models {
 struct FeatureBatch {
   int batch = 0, stores = 0, features = 0;
   std::vector<float> values, mask;
+  // Per program, its machine's description (Sample::machine; empty: not described),
+  // which only an estimator that reads the machine uses.
+  std::vector<std::vector<float>> machines;
   static FeatureBatch of(const std::vector<Sample>& samples);
   static FeatureBatch of(const std::vector<const Sample*>& samples);
 };
@@ -80,7 +83,9 @@ class DifferentiableEstimator : public Estimator {
 };
 
 // A new, untrained estimator of a kind: "mlp", "gbt", "ensemble" or "roofline" (ready
-// to use).
+// to use), or "machine+mlp", "machine+gbt", "machine+ensemble": the same reading the
+// description of the machine that measured each program with its features
+// (make_machine_input).
 // Throws NotFoundError for another name.
 std::unique_ptr<Estimator> make_estimator(const std::string& kind);
 // An estimator from a file: a TorchScript module (*.pt, *.pth) or a file written by
@@ -161,7 +166,19 @@ struct PairCounts {
 };
 PairCounts count_ordered_pairs(const std::vector<double>& score, const std::vector<double>& latency);
 
+// An estimator that reads, beside each store's features, the description of the
+// machine that measured the program (basin::Hardware::features, appended to every
+// store's features): `inner` (an MLP, trees or their ensemble) trained on several
+// machines' records learns how a machine's vector width, caches, peak and bandwidth
+// change which programs are fast. A program whose machine is not described
+// (FeatureBatch::machines, Sample::machine empty), as the tuning loop's own are, reads
+// this machine's (basin::this_hardware). Its kind is "machine+" and the inner kind.
+std::unique_ptr<Estimator> make_machine_input(std::unique_ptr<Estimator> inner);
+
 namespace detail {
+// An estimator of `kind` from its payload (load_estimator's dispatch).
+std::unique_ptr<Estimator> load_payload(const std::string& kind, const std::string& payload, const std::string& path);
+std::unique_ptr<Estimator> load_machine_input(const std::string& payload, const std::string& path);
 // The estimator file: a header line "basin-estimator KIND FEATURE_VERSION BYTES
 // CHECKSUM" and the kind's payload.
 void write_file(const std::string& path, const std::string& kind, const std::string& payload);

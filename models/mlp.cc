@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "models/estimator.h"
 #include "relax/features.h"
 
@@ -147,10 +148,13 @@ class Mlp final : public DifferentiableEstimator {
       hidden_ = meta.at("hidden").get<int>();
       loss_ = meta.at("loss").get<std::string>();
       nf_ = meta.at("features").get<int>();
-      if (nf_ != relax::num_features() && nf_ != relax::num_features(relax::FeatureSet::Gpu))
+      // A feature set's width, or that and the machine's description (make_machine_input).
+      const int cpu = relax::num_features(), gpu = relax::num_features(relax::FeatureSet::Gpu);
+      const int machine = static_cast<int>(hardware_feature_names().size());
+      if (nf_ != cpu && nf_ != gpu && nf_ != cpu + machine && nf_ != gpu + machine)
         throw Error(path + ": an MLP over " + std::to_string(nf_) + " features, neither the CPU set's " +
-                    std::to_string(relax::num_features()) + " nor the GPU set's " +
-                    std::to_string(relax::num_features(relax::FeatureSet::Gpu)));
+                    std::to_string(cpu) + " nor the GPU set's " + std::to_string(gpu) + " (nor either with the " +
+                    std::to_string(machine) + " of the machine's description)");
     } catch (const nlohmann::json::exception& e) {
       throw Error(path + ": malformed MLP header (" + e.what() + ")");
     }

@@ -283,7 +283,7 @@ int64_t RecordStore::add(const Record& r) {
   // The first record of this CPU brings the CPU's description (measured once per
   // machine, basin::this_hardware), so that the file describes every machine whose
   // latencies it holds.
-  if (!r.host.empty() && r.host == host_description() && described_.count(r.host) == 0) {
+  if (!r.host.empty() && r.host == host_description()) {
     const Hardware& hw = this_hardware();
     if (hw.host == r.host) describe_machine(r.host, hw.to_json());
   }
@@ -354,6 +354,7 @@ int64_t RecordStore::relabel_host(const std::string& from, const std::string& to
       Db::Stmt del = db_->prepare("DELETE FROM machines WHERE host = ?");
       sqlite3_bind_text(del.s, 1, from.c_str(), -1, SQLITE_TRANSIENT);
       if (sqlite3_step(del.s) != SQLITE_DONE) db_->fail("relabelling a machine's description");
+      std::lock_guard<std::mutex> lock(described_mu_);
       described_.erase(from);
     } catch (const Error&) {
       // A description this basin cannot read stays under its old name.
@@ -375,6 +376,7 @@ void RecordStore::set_machine(const std::string& host, const std::string& descri
 }
 
 void RecordStore::describe_machine(const std::string& host, const std::string& description) {
+  std::lock_guard<std::mutex> lock(described_mu_);
   if (described_.count(host)) return;
   if (machines().count(host) == 0) set_machine(host, description);
   described_.insert(host);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -130,6 +131,7 @@ class RecordStore {
   struct Db;
   std::string path_;
   std::unique_ptr<Db> db_;
+  std::mutex described_mu_;
   std::set<std::string> described_;  // hosts whose description is in the file
 };
 

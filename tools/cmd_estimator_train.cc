@@ -28,7 +28,7 @@ struct TrainEvalOptions {
 
 models::Split load_split(const TrainEvalOptions& o, int* skipped) {
   search::RecordStore store(o.records, search::RecordStore::ReadOnly::Yes);
-  std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, skipped);
+  std::vector<models::Sample> samples = models::samples_from_records(store.all(), o.target, skipped, store.machines());
   if (samples.empty()) throw Error(o.records + " holds no successful " + o.target + " records");
   if (o.test_fraction < 0 || o.test_fraction >= 1) throw Error("--test-fraction must be in [0, 1)");
   return models::split_by_task(samples, o.test_fraction, o.seed);
@@ -87,6 +87,25 @@ int run_train(const TrainEvalOptions& o) {
   std::unique_ptr<models::Estimator> e =
       o.from.empty() ? models::make_estimator(o.estimator) : models::load_estimator(o.from);
   if (!e->trainable()) throw Error("the " + e->kind() + " estimator needs no training");
+  // An estimator that reads the machine trains on the programs of described machines
+  // only: another machine's program read with this machine's description would teach it
+  // the wrong thing.
+  int undescribed = 0;
+  if (e->kind().rfind("machine+", 0) == 0) {
+    std::vector<models::Sample> kept;
+    for (models::Sample& s : sp.train)
+      if (s.machine.empty()) ++undescribed;
+      else kept.push_back(std::move(s));
+    sp.train = std::move(kept);
+    if (sp.train.empty())
+      throw Error(o.records +
+                  " describes none of the machines that measured its training programs (records of a "
+                  "basin before machine descriptions): the " +
+                  e->kind() + " estimator has nothing to learn from");
+    if (!o.json && undescribed > 0)
+      std::fprintf(stderr, "basin: %d training programs of machines the records do not describe left out\n",
+                   undescribed);
+  }
   models::TrainOptions to;
   to.loss = o.loss;
   to.epochs = o.epochs;
@@ -103,9 +122,13 @@ int run_train(const TrainEvalOptions& o) {
   models::EvalResult train_eval = models::evaluate(*e, sp.train);
   models::EvalResult test_eval = models::evaluate(*e, sp.test);
   if (o.json) {
-    nlohmann::json j = {{"estimator", o.estimator},    {"loss", o.loss},
-                        {"train_seconds", secs},       {"train", eval_json(train_eval)},
-                        {"test_tasks", sp.test_tasks}, {"saved", o.out}};
+    nlohmann::json j = {{"estimator", o.estimator},
+                        {"loss", o.loss},
+                        {"undescribed_left_out", undescribed},
+                        {"train_seconds", secs},
+                        {"train", eval_json(train_eval)},
+                        {"test_tasks", sp.test_tasks},
+                        {"saved", o.out}};
     if (!sp.test.empty()) j["test"] = eval_json(test_eval);
     std::cout << j.dump(2) << "\n";
   } else {
@@ -178,7 +201,9 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   auto t = std::make_shared<TrainEvalOptions>();
   auto* tr = estimator->add_subcommand("train", "train an estimator on records, report held-out-task accuracy");
   common(tr, *t);
-  tr->add_option("--estimator", t->estimator, "mlp, gbt or ensemble");
+  tr->add_option("--estimator", t->estimator,
+                 "mlp, gbt or ensemble; machine+mlp, machine+gbt or machine+ensemble read the description of the "
+                 "machine that measured each program too");
   tr->add_option("--from", t->from,
                  "fine-tune this estimator file (its online update: the MLP's step kept, trees added) instead of "
                  "training a new one");

@@ -14,6 +14,7 @@
 #include "core/ops/registry.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "models/estimator.h"
 #include "relax/features.h"
 #include "tests/ops/op_cases.h"
@@ -191,7 +192,96 @@ TEST_P(EachKind, RanksHeldOutProgramsAndSurvivesSaveAndLoad) {
   std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, EachKind, ::testing::Values("mlp", "gbt", "ensemble", "roofline"));
+INSTANTIATE_TEST_SUITE_P(Kinds, EachKind,
+                         ::testing::Values("mlp", "gbt", "ensemble", "roofline", "machine+gbt", "machine+ensemble"));
+
+// Two machines on which one task's programs order the other way round: an estimator
+// that reads the machine's description learns both orders, one that does not cannot.
+TEST(Estimators, AnEstimatorThatReadsTheMachineLearnsEachMachinesOrder) {
+  Hardware a;
+  a.host = "Machine A (family 1 model 1), 2 cores, avx2";
+  a.vector_isa = "avx2";
+  a.vector_bits = 256;
+  a.vector_registers = 16;
+  a.l1d_bytes = 32 << 10;
+  a.l2_bytes = 512 << 10;
+  a.l3_bytes = 32 << 20;
+  a.cores = 2;
+  a.peak_gflops = 150;
+  a.bandwidth_gbs = 20;
+  Hardware b = a;
+  b.host = "Machine B (family 2 model 2), 2 cores, avx512";
+  b.vector_isa = "avx512";
+  b.vector_bits = 512;
+  b.vector_registers = 32;
+  b.peak_gflops = 450;
+  auto on_both = [&](std::vector<models::Sample> data) {
+    std::vector<models::Sample> out;
+    for (models::Sample s : data) {
+      models::Sample t = s;
+      s.host = a.host;
+      s.machine = a.features();
+      t.host = b.host;
+      t.machine = b.features();
+      t.latency_us = 1.0 / s.latency_us;  // the other order
+      out.push_back(s);
+      out.push_back(t);
+    }
+    return out;
+  };
+  auto of = [](const std::vector<models::Sample>& all, const Hardware& m) {
+    std::vector<models::Sample> out;
+    for (const auto& s : all)
+      if (s.host == m.host) out.push_back(s);
+    return out;
+  };
+  const std::vector<models::Sample> train = on_both(synthetic(60, 21)), test = on_both(synthetic(40, 22));
+  models::TrainOptions opt;
+  opt.epochs = 30;
+  auto plain = models::make_estimator("mlp");
+  plain->train(train, opt);
+  auto reads = models::make_estimator("machine+mlp");
+  EXPECT_EQ(reads->kind(), "machine+mlp");
+  reads->train(train, opt);
+  const double plain_a = models::evaluate(*plain, of(test, a)).pairwise_accuracy;
+  const double plain_b = models::evaluate(*plain, of(test, b)).pairwise_accuracy;
+  const double reads_a = models::evaluate(*reads, of(test, a)).pairwise_accuracy;
+  const double reads_b = models::evaluate(*reads, of(test, b)).pairwise_accuracy;
+  EXPECT_GT(reads_a, 0.8);
+  EXPECT_GT(reads_b, 0.8);
+  EXPECT_LT(plain_a + plain_b, 1.3) << "one order fits both machines only by chance";
+  // Through its file, the same scores.
+  auto back = through_file(*reads, "machine.bin");
+  EXPECT_EQ(back->kind(), "machine+mlp");
+  models::FeatureBatch fb = models::FeatureBatch::of(test);
+  ASSERT_EQ(fb.machines.size(), test.size());
+  std::vector<double> p1 = reads->predict(fb), p2 = back->predict(fb);
+  for (size_t i = 0; i < p1.size(); ++i) EXPECT_NEAR(p1[i], p2[i], 1e-5 * (1 + std::abs(p1[i])));
+  // Programs of no described machine, and the gradient search's forward, read this
+  // machine's description.
+  std::vector<models::Sample> bare = of(test, a);
+  for (auto& s : bare) s.machine.clear();
+  bare.resize(6);
+  models::FeatureBatch bb = models::FeatureBatch::of(bare);
+  EXPECT_TRUE(bb.machines.empty());
+  std::vector<models::Sample> here = bare;
+  for (auto& s : here) s.machine = this_hardware().features();
+  std::vector<double> by_default = reads->predict(bb), as_here = reads->predict(models::FeatureBatch::of(here));
+  ASSERT_TRUE(reads->differentiable());
+  torch::Tensor x = torch::from_blob(bb.values.data(), {bb.batch, bb.stores, bb.features}).clone().requires_grad_(true);
+  torch::Tensor y = dynamic_cast<models::DifferentiableEstimator&>(*reads).forward(
+      x, torch::from_blob(bb.mask.data(), {bb.batch, bb.stores}).clone());
+  y.sum().backward();
+  EXPECT_GT(x.grad().abs().sum().item<double>(), 0);
+  for (size_t i = 0; i < by_default.size(); ++i) {
+    EXPECT_NEAR(by_default[i], as_here[i], 1e-6 * (1 + std::abs(as_here[i])));
+    EXPECT_NEAR(y[static_cast<int64_t>(i)].item<double>(), as_here[i], 1e-4 * (1 + std::abs(as_here[i])));
+  }
+  // Must fail: kinds that learn nothing from it, or read it twice.
+  EXPECT_THROW(models::make_estimator("machine+roofline"), NotFoundError);
+  EXPECT_THROW(models::make_estimator("machine+machine+mlp"), NotFoundError);
+  EXPECT_THROW(models::make_machine_input(models::make_estimator("roofline")), Error);
+}
 
 TEST(Estimators, MlpMseLossPredictsLogLatency) {
   std::vector<models::Sample> data = synthetic(60, 9);

@@ -383,6 +383,31 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
             std::string::npos);
   Result r = run("estimator eval --records " + db + " --all --estimator roofline --json");
   ASSERT_EQ(r.code, 0) << r.out;
+  // An estimator that reads the machine: the dataset's programs are this machine's,
+  // described in the file. A file describing no machine has nothing to teach it.
+  {
+    const std::string reads = db + ".machine.bin", bare = db + ".bare.db";
+    Result mt = run("estimator train --records " + db + " --estimator machine+mlp --test-fraction 0 --epochs 3 --out " +
+                    reads + " --json");
+    ASSERT_EQ(mt.code, 0) << mt.out;
+    EXPECT_EQ(nlohmann::json::parse(mt.out)["undescribed_left_out"], 0);
+    EXPECT_EQ(nlohmann::json::parse(mt.out)["train"]["samples"], 16);
+    Result me = run("estimator eval --records " + db + " --all --estimator " + reads + " --json");
+    ASSERT_EQ(me.code, 0) << me.out;
+    EXPECT_EQ(nlohmann::json::parse(me.out)["kind"], "machine+mlp");
+    ASSERT_EQ(run("records merge --into " + bare + " " + db).code, 0);
+    ASSERT_EQ(basin::testing::capture("/usr/bin/python3 -c \"import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                                      "c.execute('DROP TABLE machines'); c.commit()\" " +
+                                      bare)
+                  .code,
+              0);
+    EXPECT_NE(stderr_of("estimator train --records " + bare + " --estimator machine+mlp --test-fraction 0")
+                  .find("describes none of the machines"),
+              std::string::npos);
+    EXPECT_NE(stderr_of("estimator train --records " + db + " --estimator machine+roofline").find("unknown estimator"),
+              std::string::npos);
+    for (const std::string& f : {reads, bare, bare + "-wal", bare + "-shm"}) std::remove(f.c_str());
+  }
   // Calibration: a sample of one task measured into a records file of its own, the
   // shipped ensemble fine-tuned and written where --out says; then fine-tuned further
   // with `train --from`, and evaluated against the shipped weights.
