@@ -79,8 +79,9 @@ TEST(Hardware, TheMeasuredDescriptionIsThisHost) {
   EXPECT_GT(hw.bandwidth_gbs, 0.1);
 #if defined(__x86_64__)
   if (h.vector_isa != "sse") {
-    // At least one FMA vector a nanosecond on the slowest core basin runs on.
-    EXPECT_GT(hw.peak_gflops, 2.0 * 8);
+    // Measured, not a speed: on a loaded host (the tests run two at a time) the loop
+    // gets what share of the cores it gets.
+    EXPECT_GT(hw.peak_gflops, 1.0);
   }
 #endif
   // Caches nest (where sysfs lists them).
