@@ -68,17 +68,28 @@ Sample FeatureExtractor::features(const std::string& task_key, const std::string
   return out;
 }
 
+namespace {
+
+// The machines' descriptions by host; a description this basin cannot read (another
+// version) is left out: its machine counts as not described.
+std::map<std::string, Hardware> parsed_machines(const std::map<std::string, std::string>& machines) {
+  std::map<std::string, Hardware> out;
+  for (const auto& [host, text] : machines) try {
+      out.emplace(host, Hardware::from_json(text));
+    } catch (const Error&) {
+    }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Sample> samples_from_records(const std::vector<search::Record>& records, const std::string& target,
                                          int* skipped, const std::map<std::string, std::string>& machines) {
   FeatureExtractor fx;
   std::vector<Sample> out;
   int skip = 0;
   std::map<std::string, std::vector<float>> described;
-  for (const auto& [host, text] : machines) try {
-      described[host] = Hardware::from_json(text).features();
-    } catch (const Error&) {
-      // A description of another version: the machine counts as not described.
-    }
+  for (const auto& [host, hw] : parsed_machines(machines)) described[host] = hw.features();
   for (const search::Record& r : records) {
     if (r.target != target || !r.ok()) continue;
     try {
@@ -459,27 +470,6 @@ int feature_version_of(relax::FeatureSet set) {
   return set == relax::FeatureSet::Gpu ? relax::kGpuFeatureVersion : relax::kFeatureVersion;
 }
 
-// The machines' numbers (Hardware::features's, not logged) by host; a description
-// that does not parse is left out.
-std::map<std::string, Hardware> parsed_machines(const std::map<std::string, std::string>& machines) {
-  std::map<std::string, Hardware> out;
-  for (const auto& [host, text] : machines) try {
-      out.emplace(host, Hardware::from_json(text));
-    } catch (const Error&) {
-    }
-  return out;
-}
-std::vector<double> machine_numbers(const Hardware& h) {
-  return {static_cast<double>(h.vector_bits),
-          static_cast<double>(h.vector_registers),
-          static_cast<double>(h.l1d_bytes),
-          static_cast<double>(h.l2_bytes),
-          static_cast<double>(h.l3_bytes),
-          static_cast<double>(h.cores),
-          h.peak_gflops,
-          h.bandwidth_gbs};
-}
-
 }  // namespace
 
 void export_samples(const std::vector<Sample>& samples, std::ostream& out,
@@ -565,7 +555,7 @@ void export_samples_csv(const std::vector<Sample>& samples, std::ostream& out,
                      << number(s.latency_us) << "," << measurements_text(s) << "," << version << "," << s.stores << ","
                      << st;
                  if (hw) {
-                   for (double v : machine_numbers(*hw)) out << "," << number(v);
+                   for (double v : hw->numbers()) out << "," << number(v);
                  } else {
                    for (size_t k = 0; k < hardware_feature_names().size(); ++k) out << ",";
                  }
@@ -612,7 +602,7 @@ std::string export_samples_parquet(const std::vector<Sample>& samples,
         cols[9].i64.push_back(version);
         cols[10].i64.push_back(s.stores);
         cols[11].i64.push_back(st);
-        const std::vector<double> numbers = hw ? machine_numbers(*hw) : std::vector<double>(nm, 0.0);
+        const std::vector<double> numbers = hw ? hw->numbers() : std::vector<double>(nm, 0.0);
         for (size_t k = 0; k < nm; ++k) {
           cols[first_machine + k].f64.push_back(numbers[k]);
           cols[first_machine + k].present.push_back(hw != nullptr);

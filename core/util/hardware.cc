@@ -221,17 +221,20 @@ const std::vector<std::string>& hardware_feature_names() {
   return names;
 }
 
+std::vector<double> Hardware::numbers() const {
+  return {static_cast<double>(vector_bits),
+          static_cast<double>(vector_registers),
+          static_cast<double>(l1d_bytes),
+          static_cast<double>(l2_bytes),
+          static_cast<double>(l3_bytes),
+          static_cast<double>(cores),
+          peak_gflops,
+          bandwidth_gbs};
+}
+
 std::vector<float> Hardware::features() const {
-  const double v[] = {static_cast<double>(vector_bits),
-                      static_cast<double>(vector_registers),
-                      static_cast<double>(l1d_bytes),
-                      static_cast<double>(l2_bytes),
-                      static_cast<double>(l3_bytes),
-                      static_cast<double>(cores),
-                      peak_gflops,
-                      bandwidth_gbs};
   std::vector<float> f;
-  for (double x : v) f.push_back(static_cast<float>(log2p1(x)));
+  for (double x : numbers()) f.push_back(static_cast<float>(log2p1(x)));
   return f;
 }
 

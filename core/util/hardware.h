@@ -34,8 +34,10 @@ struct Hardware {
   // Throws basin::Error on anything but a description of this version.
   static Hardware from_json(const std::string& text);
 
-  // The description as estimator input, in the order of hardware_feature_names():
-  // log2(1 + x) of each number, like the program features.
+  // The numbers, in the order of hardware_feature_names() (the exports' columns).
+  std::vector<double> numbers() const;
+  // The description as estimator input: log2(1 + x) of each of numbers(), like the
+  // program features.
   std::vector<float> features() const;
 };
 
