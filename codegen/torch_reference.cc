@@ -148,8 +148,12 @@ const std::map<std::string, Fn>& references() {
                                   per_dim(a, "dilation", 2), a.i("channels")));
        }},
       {"conv2d_transpose", [](const ops::Attrs& a, const std::vector<TT>& in) {
-         return one(torch::conv_transpose2d(in[0], in[1], {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
-                                            per_dim(a, "output_padding", 2), a.i("groups"), per_dim(a, "dilation", 2)));
+         TT y = torch::conv_transpose2d(in[0], in[1], {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                        per_dim(a, "output_padding", 2), a.i("groups"), per_dim(a, "dilation", 2));
+         if (!a.has("width_phases") || a.i("width_phases") == 0) return one(y);
+         // [N, OC, OH, OW] -> [N, OC, OH, OW/S, S] -> [N, OC, OH, S, OW/S]
+         const int64_t s = per_dim(a, "stride", 2)[1];
+         return one(y.reshape({y.size(0), y.size(1), y.size(2), y.size(3) / s, s}).permute({0, 1, 2, 4, 3}).contiguous());
        }},
       {"conv2d_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) {
          // The weight [OC/bo, C/bi, KH, KW, bi, bo] as [OC, C/groups, KH, KW].

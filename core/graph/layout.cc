@@ -71,7 +71,8 @@ class Planner {
     for (int n : g_.topo_order()) {
       const Node& nd = g_.node(n);
       if (!(nd.op == "conv2d" && conv(nd)) && !(is_elementwise(nd.op) && elementwise(nd)) &&
-          !(is_pool(nd.op) && pool(nd)) && !(nd.op == "concat" && concat(nd))) {
+          !(is_pool(nd.op) && pool(nd)) && !(nd.op == "concat" && concat(nd)) &&
+          !(nd.op == "conv2d_transpose" && transposed_conv(nd))) {
         std::vector<int> ins;
         for (int v : nd.inputs) ins.push_back(plain(v));
         plain_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
@@ -128,6 +129,32 @@ class Planner {
     }
     int wt = out_.add_constant(w.name + ".nchwc", ops::pack_conv_weight_nchwc(w.data, groups, bi, bo));
     blocked_[nd.output] = out_.add_node("conv2d_nchwc", {in, wt}, nd.attrs.values(), nd.name);
+    return true;
+  }
+
+  // A strided transposed convolution whose output channels fill no vector (DCGAN's last
+  // layer: 3) is vectorized along its width, where consecutive columns take their taps
+  // from alternating stride phases (a gather per lane): it computes the width phase-major
+  // instead (ConvTransposeParams::width_phases), each phase a contiguous row, and a
+  // transpose of the last two axes restores [N, OC, OH, OW].
+  bool transposed_conv(const Node& nd) {
+    const Value& y = val(nd.output);
+    const std::vector<int64_t>& stride = nd.attrs.ints("stride");
+    const std::vector<int64_t>& dilation = nd.attrs.ints("dilation");
+    const int64_t sw = stride.empty() ? 1 : stride.back();
+    if (y.shape.size() != 4 || y.dtype != DType::f32() || nd.attrs.i("width_phases") != 0) return false;
+    if (channel_block(y.shape[1], lanes_) != 0 || sw < 2 || y.shape[3] % sw != 0 || y.shape[3] / sw < lanes_)
+      return false;
+    for (int64_t d : dilation)
+      if (d != 1) return false;
+    std::vector<int> ins;
+    for (int v : nd.inputs) ins.push_back(plain(v));
+    std::map<std::string, ops::AttrValue> attrs = nd.attrs.values();
+    attrs["width_phases"] = int64_t{1};
+    const int phased = out_.add_node(nd.op, ins, attrs, nd.name);
+    const int cols =
+        out_.add_node("transpose", {phased}, {{"perm", std::vector<int64_t>{0, 1, 2, 4, 3}}}, nd.name + ".columns");
+    plain_[nd.output] = out_.add_node("reshape", {cols}, {{"new_shape", y.shape}}, nd.name + ".nchw");
     return true;
   }
 

@@ -37,6 +37,9 @@ int64_t layout_lanes(const std::string& target);
 //   reshaped);
 // - pooling, global pooling and concatenation along the channels of blocked values (of
 //   one block) run blocked;
+// - a strided conv2d_transpose whose output channels have no block computes its width
+//   phase-major (each stride phase's columns contiguous, vectorized along them) and a
+//   transpose restores NCHW;
 // - every other operator reads NCHW.
 // The outputs are the same up to rounding (a blocked convolution sums its input
 // channels block by block).

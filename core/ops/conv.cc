@@ -108,6 +108,15 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
     c.that(o >= 1, "padding", "leaves no output for input " + ints_str(x.shape()));
     out_shape.push_back(o);
   }
+  const int64_t sw = p.stride[1];
+  if (p.width_phases) {
+    c.that(p.dilation[0] == 1 && p.dilation[1] == 1, "width_phases", "needs dilation 1, got " + ints_str(p.dilation));
+    c.that(sw >= 2 && out_shape[3] % sw == 0, "width_phases",
+           "needs a width stride of at least 2 that divides the output width " + std::to_string(out_shape[3]) +
+               ", got " + ints_str(p.stride));
+  }
+  const std::vector<int64_t> full = out_shape;  // [N, OC, OH, OW]
+  if (p.width_phases) out_shape = {full[0], full[1], full[2], sw, full[3] / sw};
   int64_t icg = ic / g;
   int64_t h = x.shape()[2], wd = x.shape()[3];
   Expr zero = make_const(x.dtype(), 0);
@@ -125,7 +134,7 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
       int64_t s = p.stride[d], pad = p.padding[d];
       taps[d] = (k[d] + s - 1) / s;
       lo[d] = std::max<int64_t>(0, taps[d] - 1 - pad / s);
-      hi[d] = std::max<int64_t>(0, (out_shape[2 + d] - 1 + pad) / s - (x.shape()[2 + d] - 1));
+      hi[d] = std::max<int64_t>(0, (full[2 + d] - 1 + pad) / s - (x.shape()[2 + d] - 1));
     }
     bool ragged = k[0] % p.stride[0] != 0 || k[1] % p.stride[1] != 0;
     Tensor xp = zero_pad(x, lo, hi, "conv2d_transpose_pad");
@@ -137,6 +146,11 @@ Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposePar
             Expr t = i[2 + d] + p.padding[d];
             at[d] = floordiv(t, Expr(p.stride[d])) - r[1 + d] + lo[d];
             tap[d] = floormod(t, Expr(p.stride[d])) + r[1 + d] * p.stride[d];
+          }
+          if (p.width_phases) {  // column S*q + phase: (S*q + phase + pad) / S = q + (phase + pad) / S
+            Expr t = i[3] + p.padding[1];
+            at[1] = Expr(i[4]) + floordiv(t, Expr(sw)) - r[2] + lo[1];
+            tap[1] = floormod(t, Expr(sw)) + r[2] * sw;
           }
           Expr c = chan(i[1], r[0]);
           Expr v = xp(i[0], c, at[0], at[1]) * w(c, out_chan(i[1]), tap[0], tap[1]);
@@ -241,7 +255,8 @@ void register_conv_ops(std::vector<OpDef>& r) {
                {p_int("batch", 1, "N"), p_int("in_channels", 8, "IC"), p_int("height", 7, "H"), p_int("width", 6, "W"),
                 p_int("out_channels", 6, "OC"), p_ints("kernel", {3}, "KH,KW"), p_ints("stride", {2}, "stride"),
                 p_ints("padding", {1}, "padding"), p_ints("output_padding", {1}, "extra rows/columns on one side"),
-                p_ints("dilation", {1}, "dilation"), p_int("groups", 1, "channel groups")},
+                p_ints("dilation", {1}, "dilation"), p_int("groups", 1, "channel groups"),
+                p_int("width_phases", 0, "1: output [N, OC, OH, S, OW/S], the width's stride phases major")},
                [](const Attrs& a) {
                  Check c("conv2d_transpose");
                  int64_t n = c.at_least(a, "batch", 1), ic = c.at_least(a, "in_channels", 1);
@@ -254,6 +269,9 @@ void register_conv_ops(std::vector<OpDef>& r) {
                  Tensor x = te::placeholder("x", {n, ic, h, w}), wt = te::placeholder("w", {ic, oc / g, k[0], k[1]});
                  ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
                                        c.per_dim(a, "output_padding", 2, 0), c.per_dim(a, "dilation", 2, 1), g};
+                 const int64_t phases = a.i("width_phases");
+                 c.that(phases == 0 || phases == 1, "width_phases", "must be 0 or 1, got " + std::to_string(phases));
+                 p.width_phases = phases == 1;
                  OpGraph gr;
                  gr.inputs = {x, wt};
                  gr.outputs = {conv2d_transpose(x, wt, p)};

@@ -34,8 +34,14 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
 struct ConvTransposeParams {
   std::vector<int64_t> stride, padding, output_padding, dilation;
   int64_t groups = 1;
+  // The output's width in stride-phase-major order, [N, OC, OH, S, OW/S] (S the width's
+  // stride; needs dilation 1 and S dividing OW): column S*q + p at [.., p, q]. Each
+  // phase's row is then a plain convolution along q, which a schedule vectorizes
+  // with contiguous loads; a transpose of the last two axes gives [N, OC, OH, OW].
+  bool width_phases = false;
 };
-// x[N, IC, H, W] w[IC, OC/groups, KH, KW] -> [N, OC, OH, OW]
+// x[N, IC, H, W] w[IC, OC/groups, KH, KW] -> [N, OC, OH, OW] ([N, OC, OH, S, OW/S]
+// with width_phases)
 Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposeParams& p);
 
 // ---- the blocked channel layout NCHWc (blocked.cc) ----

@@ -384,6 +384,39 @@ TEST(Layout, HalfVectorBlocksOnlyOnNarrowMaps) {
   }
 }
 
+// A strided transposed convolution into channels that fill no vector (DCGAN's last
+// layer) computes its width phase-major and transposes it back; one into channels that
+// fill vectors, or of stride 1 along the width, stays as it is. The outputs are the same.
+TEST(Layout, NarrowTransposedConvolutionsComputeTheirWidthByPhase) {
+  struct Case {
+    int64_t out_channels, stride, kernel, padding;
+    bool phased;
+  };
+  for (const Case& c :
+       {Case{3, 2, 4, 1, true}, Case{3, 3, 5, 1, true}, Case{16, 2, 4, 1, false}, Case{3, 1, 3, 1, false}}) {
+    SCOPED_TRACE("out_channels " + std::to_string(c.out_channels) + " stride " + std::to_string(c.stride));
+    Graph g;
+    NetBuilder b(g, 4);
+    int x = g.add_input("x", {1, 6, 5, 8});
+    int w = b.weight("w", {6, c.out_channels, c.kernel, c.kernel}, 0.5);
+    int y = b.op("conv2d_transpose", {x, w},
+                 {{"stride", std::vector<int64_t>{c.stride}},
+                  {"padding", std::vector<int64_t>{c.padding}},
+                  {"output_padding", std::vector<int64_t>{0}}});
+    g.add_output(b.op("tanh", {y}));
+    Graph f = plan_layouts(g, 8);
+    std::map<std::string, int> ops = f.op_counts();
+    EXPECT_EQ(ops["transpose"], c.phased ? 1 : 0);
+    bool phased = false;
+    for (const Node& nd : f.nodes())
+      if (nd.op == "conv2d_transpose") phased = nd.attrs.i("width_phases") == 1;
+    EXPECT_EQ(phased, c.phased);
+    EXPECT_EQ(f.value(f.outputs()[0]).shape, g.value(g.outputs()[0]).shape);
+    NDArray in = NDArray::random(DType::f32(), {1, 6, 5, 8}, -1, 1, 9);
+    expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-5);
+  }
+}
+
 TEST(Layout, AnUnknownLayoutSettingIsAnError) {
   const char* old = std::getenv("BASIN_LAYOUT");
   std::string saved = old ? old : "";
