@@ -15,11 +15,12 @@ same input and the same threads:
 
 Every output is compared with PyTorch eager's (max relative error: the largest absolute
 difference over the largest magnitude). The host's speed drifts over minutes, so the
-ratio of the table comes from a final head-to-head: the tuned network compiled once
-(`basin compile`), then --rounds rounds in which every peer and basin each run --repeat
-times in turn; each keeps its fastest run over all rounds. Writes results.json, table.md
-and curves.png (basin's latency against tuning seconds, the peers as horizontal lines) to
---out.
+figures of the table and the plot come from a final head-to-head: the network compiled
+untuned and after each segment (`basin compile` with the records as they were), then
+--rounds rounds in which every peer and each of basin's networks run --repeat times in
+turn; each keeps its fastest run over all rounds (the timings right after each segment
+stay in results.json as `ms`). Writes results.json, table.md and curves.png (basin's
+latency against tuning seconds, the peers as horizontal lines) to --out.
 
 Run with the peers' Python (bench/peers/setup.sh):
 
@@ -153,21 +154,27 @@ def basin_run(basin, onnx_path, inputs, records, threads, repeat, out_npy):
     return {"ms": j["latency_us"] / 1e3, "median_ms": j["median_latency_us"] / 1e3, "untuned": len(j.get("untuned_tasks", []))}
 
 
-def head_to_head(basin, onnx_path, records, inputs, fns, threads, repeat, rounds, compiled):
-    """Each peer (fns: name -> function) and basin's tuned network, compiled once, timed in
-    turn for `rounds` rounds of `repeat` runs; the fastest run of each over all rounds."""
-    p = subprocess.run([basin, "compile", onnx_path, "--records", records, "-o", compiled, "--quiet"],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]}
-    best = {name: float("inf") for name in list(fns) + ["basin"]}
+def basin_compile(basin, onnx_path, records, compiled):
+    """`basin compile` with the records as they are now (none: untuned); an error dict or None."""
+    cmd = [basin, "compile", onnx_path, "-o", compiled, "--quiet"] + (["--records", records] if records else [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]} if p.returncode != 0 else None
+
+
+def head_to_head(basin, inputs, fns, networks, threads, repeat, rounds):
+    """Each peer (fns: name -> function) and each of basin's compiled networks (networks:
+    label -> .basin file: untuned and after each tuning segment) timed in turn for `rounds`
+    rounds of `repeat` runs; the fastest run of each over all rounds. The host's speed
+    drifts over minutes: only figures of the same rounds compare."""
+    best = {name: float("inf") for name in list(fns) + list(networks)}
     for _ in range(rounds):
         for name, fn in fns.items():
             best[name] = min(best[name], time_calls(fn, repeat)[0])
-        b = basin_run(basin, compiled, inputs, None, threads, repeat, compiled + ".npy")
-        if "error" in b:
-            return b
-        best["basin"] = min(best["basin"], b["ms"])
+        for label, compiled in networks.items():
+            b = basin_run(basin, compiled, inputs, None, threads, repeat, compiled + ".npy")
+            if "error" in b:
+                return b
+            best[label] = min(best[label], b["ms"])
     return best
 
 
@@ -190,7 +197,9 @@ def plot(results, path):
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     for ax, r in zip(axes.flat, results):
-        curve = [(0, r["basin_untuned"].get("ms"))] + [(c["seconds"], c.get("ms")) for c in r.get("curve", [])]
+        u = r["basin_untuned"]
+        curve = [(0, u.get("h2h_ms") or u.get("ms"))] + \
+                [(c["seconds"], c.get("h2h_ms") or c.get("ms")) for c in r.get("curve", [])]
         curve = [(s, ms) for s, ms in curve if ms is not None]
         if curve:
             ax.plot([c[0] for c in curve], [c[1] for c in curve], "o-", label="basin", color="black")
@@ -209,15 +218,24 @@ def plot(results, path):
 
 
 def table(results, peers):
-    """The head-to-head's figures where there are (older results: the first timings)."""
-    head = "| model | basin untuned (ms) | basin tuned (ms) | tuning s | " + " | ".join(f"{p} (ms)" for p in peers) + \
-           " | best peer / basin | max rel. error vs PyTorch (basin) |"
-    rows = [head, "|" + "---|" * (6 + len(peers))]
+    """The head-to-head's figures where there are (older results: the first timings): basin
+    untuned and after each tuning segment, each peer, and the best peer over basin at the end."""
+    marks = []
+    for r in results:
+        for c in r.get("curve", []):
+            if c["seconds"] not in marks:
+                marks.append(c["seconds"])
+    marks.sort()
+    head = "| model | basin untuned (ms) | " + " | ".join(f"basin after {m:.0f} s (ms)" for m in marks) + " | " + \
+           " | ".join(f"{p} (ms)" for p in peers) + " | best peer / basin | max rel. error vs PyTorch (basin) |"
+    rows = [head, "|" + "---|" * (4 + len(marks) + len(peers))]
     for r in results:
         tuned = dict(r.get("basin_tuned", {}))
         final = r.get("final", {})
         if "basin" in final:
             tuned["ms"] = final["basin"]
+        at = {c["seconds"]: c.get("h2h_ms") or c.get("ms") for c in r.get("curve", [])}
+        segs = " | ".join(f"{at[m]:.2f}" if at.get(m) else "-" for m in marks)
         peer_ms = {}
         for p, v in r.get("peers", {}).items():
             if v.get("ms") is not None:
@@ -229,9 +247,8 @@ def table(results, peers):
             v = r.get("peers", {}).get(p, {})
             cells.append(f"{peer_ms[p]:.2f}" if p in peer_ms else ("error" if "error" in v else "-"))
         unt = r.get("basin_untuned", {})
-        rows.append(f"| {r['model']} | {unt.get('ms', float('nan')):.2f} | {tuned.get('ms', float('nan')):.2f} | "
-                    f"{r.get('tuning_seconds', 0):.0f} | " + " | ".join(cells) +
-                    f" | {ratio:.2f} | {tuned.get('err', unt.get('err', float('nan'))):.1e} |")
+        rows.append(f"| {r['model']} | {unt.get('h2h_ms') or unt.get('ms', float('nan')):.2f} | {segs} | " +
+                    " | ".join(cells) + f" | {ratio:.2f} | {tuned.get('err', unt.get('err', float('nan'))):.1e} |")
     return "\n".join(rows)
 
 
@@ -335,15 +352,33 @@ def main():
                 c["tune_error"] = tail
             if "ms" in c:
                 c["err"] = rel_err(np.load(out_npy), ref)
+                c["compiled"] = os.path.join(d, f"{name}.{mark:.0f}s.basin")
+                failed = basin_compile(a.basin, onnx_path, records, c["compiled"])
+                if failed:
+                    c.pop("compiled")
+                    c["compile_error"] = failed["error"]
             curve.append(c)
             print(f"  basin after {mark:.0f}s: {c}", flush=True)
         r["curve"] = curve
         r["tuning_seconds"] = spent
         if curve:
             r["basin_tuned"] = curve[-1]
-            if a.rounds > 0 and "ms" in curve[-1]:
-                r["final"] = head_to_head(a.basin, onnx_path, records, inputs, fns, a.threads, a.repeat, a.rounds,
-                                          os.path.join(d, f"{name}.basin"))
+            if a.rounds > 0 and "compiled" in curve[-1]:
+                networks = {}
+                untuned = os.path.join(d, f"{name}.untuned.basin")
+                if basin_compile(a.basin, onnx_path, None, untuned) is None:
+                    networks["untuned"] = untuned
+                for c in curve:
+                    if "compiled" in c:
+                        networks[f"{c['seconds']:.0f}s"] = c["compiled"]
+                final = head_to_head(a.basin, inputs, fns, networks, a.threads, a.repeat, a.rounds)
+                if "error" not in final:
+                    final["basin"] = final[f"{curve[-1]['seconds']:.0f}s"]
+                    if "untuned" in final:
+                        u["h2h_ms"] = final["untuned"]
+                    for c in curve:
+                        c["h2h_ms"] = final.get(f"{c['seconds']:.0f}s")
+                r["final"] = final
                 print(f"  head-to-head: {r['final']}", flush=True)
         results.append(r)
         with open(os.path.join(a.out, "results.json"), "w") as f:

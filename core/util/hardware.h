@@ -57,8 +57,10 @@ std::string hardware_cache_path();
 Hardware remeasure_hardware();
 
 // GFLOP/s of independent vector FMAs on `threads` threads, `iterations` steps of 16
-// (AVX-512) or 12 (AVX2) vector FMAs each; 0 on a CPU with neither.
-double measure_peak_gflops(int threads, int64_t iterations = 20'000'000);
+// (AVX-512) or 12 (AVX2) vector FMAs each, the best of `passes` (a shared host's
+// neighbours slow some; a kernel timed in a quiet moment must not exceed the peak); 0 on
+// a CPU with neither.
+double measure_peak_gflops(int threads, int64_t iterations = 10'000'000, int passes = 5);
 // GB/s of `threads` threads reading a `bytes` buffer (the best of `passes`).
 double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes = 3);
 // The data cache of `level` (1: the L1 data cache) of CPU 0, in bytes; 0 where sysfs
