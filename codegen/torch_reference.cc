@@ -153,7 +153,8 @@ const std::map<std::string, Fn>& references() {
          if (!a.has("width_phases") || a.i("width_phases") == 0) return one(y);
          // [N, OC, OH, OW] -> [N, OC, OH, OW/S, S] -> [N, OC, OH, S, OW/S]
          const int64_t s = per_dim(a, "stride", 2)[1];
-         return one(y.reshape({y.size(0), y.size(1), y.size(2), y.size(3) / s, s}).permute({0, 1, 2, 4, 3}).contiguous());
+         TT split = y.reshape({y.size(0), y.size(1), y.size(2), y.size(3) / s, s});
+         return one(split.permute({0, 1, 2, 4, 3}).contiguous());
        }},
       {"conv2d_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) {
          // The weight [OC/bo, C/bi, KH, KW, bi, bo] as [OC, C/groups, KH, KW].
