@@ -11,7 +11,8 @@
 // lane put into (taken from) the vector (strides 2 to 4: vector loads and a shuffle),
 // other indices gathers and scatters, and loads and stores under a lane-varying
 // condition (a Select, a short-circuit operand, an IfThenElse such as a guarded last
-// tile) are masked so that no disabled lane touches memory. A parallel loop is
+// tile) are masked so that no disabled lane touches memory; a Select whose condition
+// is the same for every lane is a branch between whole vectors. A parallel loop is
 // outlined into a function over a chunk of its range and handed to the runtime thread
 // pool (cpu_runtime.h) with its captured values in a context array; the outlined body
 // takes its buffers as noalias arguments, as the kernel body does.
@@ -779,9 +780,9 @@ class Emitter {
         // A uniform condition with operands that vary across lanes is a scalar branch
         // between whole vectors: as a mask, the side not taken became masked loads whose
         // disabled lanes still address memory outside its buffer (a concatenation's
-        // other input, tens of KB away), and on a page not mapped each costs the CPU a
-        // microcode assist (shufflenet's 232-channel concat: 238 us in the network,
-        // 11 us alone).
+        // other input, tens of KB away), on pages that may not be mapped, where masked
+        // loads take the CPU's slow path (shufflenet's 232-channel concat: 238 us in the
+        // network, 11 us alone).
         if (vec_ && faults && !is_vector(c) && (uses_var(n.args[1], vec_->var) || uses_var(n.args[2], vec_->var)))
           return branch(
               c, [&] { return splat(expr(n.args[1])); }, [&] { return splat(expr(n.args[2])); }, "select");

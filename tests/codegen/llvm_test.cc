@@ -359,8 +359,8 @@ TEST_F(LlvmSemantics, GuardedTilesReadOnlyInsideTheirBuffer) {
 // A select whose condition is the same for every lane (a concatenation's rows: which
 // input the row comes from) between loads that vary across lanes is a branch between
 // whole vectors: the side not taken touches no memory. As masked loads, its disabled
-// lanes addressed the other input's buffer tens of KB off its ends, and where that
-// was a page not mapped each load cost a microcode assist (shufflenet's 232-channel
+// lanes addressed the other input's buffer tens of KB off its ends, pages that may not
+// be mapped, where masked loads take the CPU's slow path (shufflenet's 232-channel
 // concat: 238 us in the network, 11 us alone). Each input fills one page between two
 // inaccessible ones, so that a read outside it faults. Against the interpreter.
 TEST_F(LlvmSemantics, AUniformSelectBetweenVectorLoadsReadsOneSide) {
