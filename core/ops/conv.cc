@@ -85,6 +85,17 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
       te::OpPattern::Anchor, op);
 }
 
+ConvTransposeParams conv_transpose_params(const Attrs& a) {
+  Check c("conv2d_transpose");
+  ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
+                        c.per_dim(a, "output_padding", 2, 0), c.per_dim(a, "dilation", 2, 1),
+                        c.at_least(a, "groups", 1)};
+  const int64_t phases = a.i("width_phases");
+  c.that(phases == 0 || phases == 1, "width_phases", "must be 0 or 1, got " + std::to_string(phases));
+  p.width_phases = phases == 1;
+  return p;
+}
+
 Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposeParams& p) {
   Check c("conv2d_transpose");
   c.that(x.ndim() == 4, "x", "expected [N, C, H, W], got " + ints_str(x.shape()));
@@ -267,11 +278,7 @@ void register_conv_ops(std::vector<OpDef>& r) {
                      std::to_string(oc) + " output channels are not divisible into " + std::to_string(g) + " groups");
                  std::vector<int64_t> k = c.per_dim(a, "kernel", 2, 1);
                  Tensor x = te::placeholder("x", {n, ic, h, w}), wt = te::placeholder("w", {ic, oc / g, k[0], k[1]});
-                 ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
-                                       c.per_dim(a, "output_padding", 2, 0), c.per_dim(a, "dilation", 2, 1), g};
-                 const int64_t phases = a.i("width_phases");
-                 c.that(phases == 0 || phases == 1, "width_phases", "must be 0 or 1, got " + std::to_string(phases));
-                 p.width_phases = phases == 1;
+                 const ConvTransposeParams p = conv_transpose_params(a);
                  OpGraph gr;
                  gr.inputs = {x, wt};
                  gr.outputs = {conv2d_transpose(x, wt, p)};

@@ -59,15 +59,7 @@ std::vector<NodeOpDef> make_node_ops() {
                     p_ints("dilation", {1}, "dilation"), p_int("groups", 1, "channel groups"),
                     p_int("width_phases", 0, "1: output [N, OC, OH, S, OW/S], the width's stride phases major")},
                    2, 2, [](const Attrs& a, const std::vector<te::Tensor>& in) {
-                     Check c("conv2d_transpose");
-                     ConvTransposeParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
-                                           c.per_dim(a, "output_padding", 2, 0), c.per_dim(a, "dilation", 2, 1),
-                                           c.at_least(a, "groups", 1)};
-                     const int64_t phases = a.i("width_phases");
-                     c.that(phases == 0 || phases == 1, "width_phases",
-                            "must be 0 or 1, got " + std::to_string(phases));
-                     p.width_phases = phases == 1;
-                     return conv2d_transpose(in[0], in[1], p);
+                     return conv2d_transpose(in[0], in[1], conv_transpose_params(a));
                    }));
   r.push_back(node("conv2d_nchwc",
                    "convolution in the blocked layout: x [N, C/bi, H, W, bi], weight [OC/bo, C/bi, KH, KW, bi, bo]",

@@ -40,6 +40,10 @@ struct ConvTransposeParams {
   // with contiguous loads; a transpose of the last two axes gives [N, OC, OH, OW].
   bool width_phases = false;
 };
+class Attrs;
+// The parameters of a conv2d_transpose from its attributes (stride, padding,
+// output_padding, dilation, groups, width_phases), each checked.
+ConvTransposeParams conv_transpose_params(const Attrs& a);
 // x[N, IC, H, W] w[IC, OC/groups, KH, KW] -> [N, OC, OH, OW] ([N, OC, OH, S, OW/S]
 // with width_phases)
 Tensor conv2d_transpose(const Tensor& x, const Tensor& w, const ConvTransposeParams& p);
