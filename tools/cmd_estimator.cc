@@ -63,7 +63,6 @@ int run_dataset(const DatasetOptions& o) {
                    task.c_str(), done, total,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   };
-  this_hardware();  // the machine's description, stored with the records, measured before the programs run
   int measured = models::collect_random(store, tasks, co);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
@@ -102,7 +101,6 @@ int run_calibrate(const CalibrateCliOptions& o) {
   if (!o.json) co.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   std::fprintf(stderr, "[calibrate] %s on %s for %s\n", o.estimator.c_str(), machine_description("llvm").c_str(),
                o.budget.c_str());
-  this_hardware();  // the machine's description, stored with the records, measured before the programs run
   models::CalibrateResult r = models::calibrate(co);
   if (o.json) {
     std::cout << nlohmann::json{{"estimator", r.out},

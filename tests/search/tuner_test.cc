@@ -19,6 +19,7 @@
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "models/dataset.h"
 #include "models/estimator.h"
@@ -765,3 +766,25 @@ TEST_F(Tuner, PairwiseAccuracy) {
 }
 
 }  // namespace
+
+// The machine's description (its measured FMA peak among it) is measured before the
+// tuner's workers and compiling threads start: measured while they ran, it read half
+// the peak of a 2-core machine. In a fresh process with an empty cache, constructing
+// a tuner has described the machine before any program is measured.
+TEST_F(Tuner, DescribesTheMachineBeforeItsWorkersStart) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const std::string dir = temp_db("fresh-cache") + ".d";
+  EXPECT_EXIT(
+      {
+        std::filesystem::create_directories(dir);
+        ::setenv("BASIN_CACHE_DIR", dir.c_str(), 1);
+        std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+        search::TuneOptions opt;
+        opt.trials = 3;
+        search::RecordStore store(dir + "/r.db");
+        search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
+        std::exit(std::filesystem::exists(hardware_cache_path()) && store.all().empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  std::filesystem::remove_all(dir);
+}
