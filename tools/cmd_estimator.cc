@@ -1,4 +1,4 @@
-// `basin estimator dataset|train|eval` and `basin records export|merge|relabel`: the
+// `basin estimator dataset|train|eval` and `basin records export|merge|relabel|describe`: the
 // estimators' data and training (docs/estimators.md), and records files.
 #include <chrono>
 #include <cstdio>
@@ -249,10 +249,53 @@ int run_relabel(const RelabelOptions& o) {
   return 0;
 }
 
+struct DescribeOptions {
+  std::string records;
+  bool json = false;
+};
+
+// Stores this machine's description (basin machine; measured on the threads the
+// records name, BASIN_NUM_THREADS) for the records it measured: a file written
+// before records kept descriptions, or one whose description was measured wrongly,
+// gets the machine's as `basin machine` has it. Refuses a file that does not exist and
+// one with no record of this machine, listing the machines the file does name.
+int run_describe(const DescribeOptions& o) {
+  if (!std::filesystem::exists(o.records)) throw Error("records file " + o.records + " does not exist");
+  search::RecordStore store(o.records);
+  const std::string here = machine_description("llvm");
+  const std::map<std::string, int64_t> hosts = store.hosts();
+  auto it = hosts.find(here);
+  if (it == hosts.end()) {
+    std::string names;
+    for (const auto& [h, n] : hosts)
+      names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
+    if (hosts.empty()) names = " none (the file is empty)";
+    throw Error("no record of " + o.records + " was measured on this machine ('" + here +
+                "'; BASIN_NUM_THREADS sets the threads it names); the file's machines:" + names);
+  }
+  const Hardware& hw = this_hardware();
+  const auto before = store.machines();
+  const bool replaced = before.count(here) > 0;
+  store.set_machine(here, hw.to_json());
+  if (o.json)
+    std::cout << nlohmann::json{{"records", o.records},
+                                {"host", here},
+                                {"described", it->second},
+                                {"replaced", replaced},
+                                {"machine", nlohmann::json::parse(hw.to_json())}}
+                     .dump()
+              << "\n";
+  else
+    std::printf("%s: %lld records of '%s' described (%s): %.1f GFLOP/s peak, %.1f GB/s\n", o.records.c_str(),
+                static_cast<long long>(it->second), here.c_str(),
+                replaced ? "the description they had replaced" : "they had none", hw.peak_gflops, hw.bandwidth_gbs);
+  return 0;
+}
+
 }  // namespace
 
 void add_records_command(CLI::App& app, Runner& run) {
-  auto* cmd = app.add_subcommand("records", "inspect, export, merge and relabel records files");
+  auto* cmd = app.add_subcommand("records", "inspect, export, merge, relabel and describe records files");
   cmd->require_subcommand(1);
   auto e = std::make_shared<ExportOptions>();
   auto* ex = cmd->add_subcommand(
@@ -284,6 +327,13 @@ void add_records_command(CLI::App& app, Runner& run) {
     rl->from_set = from->count() > 0;
     run = [rl] { return run_relabel(*rl); };
   });
+  auto ds = std::make_shared<DescribeOptions>();
+  auto* desc = cmd->add_subcommand("describe",
+                                   "store this machine's description (basin machine) for the records it measured in "
+                                   "a file: one written before records kept descriptions");
+  desc->add_option("--records", ds->records, "the records file")->required();
+  desc->add_flag("--json", ds->json, "print one JSON object");
+  desc->callback([&run, ds] { run = [ds] { return run_describe(*ds); }; });
 }
 
 namespace {

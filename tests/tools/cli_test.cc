@@ -528,9 +528,25 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
             std::string::npos);
   EXPECT_NE(stderr_of("records relabel --records " + db + " --from x --to x").find("are the same machine"),
             std::string::npos);
+  // Describe: refused while no record names this machine (the message lists those
+  // the file names).
+  std::string derr = stderr_of("records describe --records " + db);
+  EXPECT_NE(derr.find("no record of " + db + " was measured on this machine ('" + here + "'"), std::string::npos)
+      << derr;
+  EXPECT_NE(derr.find("'" + there + "': 16 records"), std::string::npos) << derr;
   Result back = run("records relabel --records " + db + " --from '" + there + "' --to '" + here + "'");
   ASSERT_EQ(back.code, 0) << back.out;
   EXPECT_NE(back.out.find("16 records"), std::string::npos) << back.out;
+  // Described again: this machine's description (basin machine) for its 16 records,
+  // replacing the one their first record stored.
+  Result ds = run("records describe --records " + db + " --json");
+  ASSERT_EQ(ds.code, 0) << ds.out;
+  const auto dj = nlohmann::json::parse(ds.out);
+  EXPECT_EQ(dj["described"], 16);
+  EXPECT_EQ(dj["replaced"], true);
+  EXPECT_EQ(dj["host"], here);
+  EXPECT_EQ(dj["machine"]["host"], here);
+  EXPECT_GT(dj["machine"]["vector_bits"].get<int>(), 0);
   // Must-fail: no held-out task with one task; a bad estimator name or file.
   EXPECT_NE(stderr_of("estimator eval --records " + db).find("no held-out tasks"), std::string::npos);
   EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --estimator svm").find("unknown estimator 'svm'"),
@@ -600,6 +616,8 @@ TEST(Cli, UserErrorsFailWithOneClearLine) {
       {"records merge /tmp/x.db", "--into is required"},
       {"records relabel --records /nonexistent/r.db --from a --to b", "/nonexistent/r.db does not exist"},
       {"records relabel --records /tmp/x.db --from a", "--to is required"},
+      {"records describe --records /nonexistent/r.db", "/nonexistent/r.db does not exist"},
+      {"records describe", "--records is required"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --tasks nosuch-workload",
        "unknown workload 'nosuch-workload'"},
       {"estimator dataset --records /tmp/basin_cli_unused.db --per-task 0", "--per-task must be at least 1"},
