@@ -215,6 +215,14 @@ int run_merge(const MergeOptions& o) {
   return 0;
 }
 
+// The machines a records file names, with their records: " 'A': 3 records; 'B': 1
+// records", or " none (the file is empty)".
+std::string machines_listing(const std::map<std::string, int64_t>& hosts) {
+  std::string names;
+  for (const auto& [h, n] : hosts) names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
+  return hosts.empty() ? " none (the file is empty)" : names;
+}
+
 struct RelabelOptions {
   std::string records, from, to;
   bool from_set = false, json = false;
@@ -230,15 +238,10 @@ int run_relabel(const RelabelOptions& o) {
   if (o.from == o.to) throw Error("--from and --to are the same machine, '" + o.to + "'");
   search::RecordStore store(o.records);
   const std::map<std::string, int64_t> hosts = store.hosts();
-  if (!o.from_set || !hosts.count(o.from)) {
-    std::string names;
-    for (const auto& [h, n] : hosts)
-      names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
-    if (hosts.empty()) names = " none (the file is empty)";
+  if (!o.from_set || !hosts.count(o.from))
     throw Error((o.from_set ? "no record of " + o.records + " was measured on '" + o.from + "'"
                             : std::string("--from must name the machine to relabel")) +
-                "; the file's machines:" + names);
-  }
+                "; the file's machines:" + machines_listing(hosts));
   const int64_t n = store.relabel_host(o.from, o.to);
   if (o.json)
     std::cout << nlohmann::json{{"records", o.records}, {"from", o.from}, {"to", o.to}, {"relabelled", n}}.dump()
@@ -265,14 +268,9 @@ int run_describe(const DescribeOptions& o) {
   const std::string here = machine_description("llvm");
   const std::map<std::string, int64_t> hosts = store.hosts();
   auto it = hosts.find(here);
-  if (it == hosts.end()) {
-    std::string names;
-    for (const auto& [h, n] : hosts)
-      names += (names.empty() ? " '" : "; '") + h + "': " + std::to_string(n) + " records";
-    if (hosts.empty()) names = " none (the file is empty)";
+  if (it == hosts.end())
     throw Error("no record of " + o.records + " was measured on this machine ('" + here +
-                "'; BASIN_NUM_THREADS sets the threads it names); the file's machines:" + names);
-  }
+                "'; BASIN_NUM_THREADS sets the threads it names); the file's machines:" + machines_listing(hosts));
   const Hardware& hw = this_hardware();
   const auto before = store.machines();
   const bool replaced = before.count(here) > 0;
