@@ -23,6 +23,7 @@
 #include "core/ir/lower.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/error.h"
+#include "core/util/hardware.h"
 
 namespace basin::codegen {
 
@@ -109,6 +110,11 @@ MeasurePool::MeasurePool(const ops::OpGraph& task, std::vector<sched::Sketch> sk
     throw Error("unknown measuring target '" + opt_.target + "' (llvm or cuda)");
   } else if (!llvm_enabled()) {
     throw Error("measuring needs the llvm target, and basin was built without LLVM");
+  } else {
+    // The CPU's description (its measured FMA peak and bandwidth among it), stored with
+    // the records this pool's measurements become, is measured once per machine before
+    // any worker or compiling thread shares the cores with it.
+    this_hardware();
   }
   inputs_ = random_inputs(task_, opt_.input_seed);
   if (has_torch_reference(task_.op)) {

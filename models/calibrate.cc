@@ -216,7 +216,6 @@ CalibrateResult calibrate(const CalibrateOptions& opt) {
     codegen::MeasureOptions mo;
     mo.timeout_seconds = opt.timeout_seconds;
     mo.target = "llvm";
-    this_hardware();  // the CPU's description, measured before the measurer's worker shares the cores
     codegen::MeasurePool measurer(task, sketches, mo);
     auto candidate = [&](size_t p) {
       // The pool's sketch pointers index `sketches`; the measurer holds its own copy.

@@ -368,9 +368,6 @@ search::Record measure_record(codegen::MeasurePool& pool, const std::string& key
 }
 
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {
-  // The CPU's description, stored with the records, measured before any worker or
-  // compiling thread shares the cores with it.
-  if (opt.target == "llvm") this_hardware();
   int measured = 0;
   for (const std::string& key : task_keys) {
     // Only the records measured here count: another machine's, or another code

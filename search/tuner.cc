@@ -14,7 +14,6 @@
 #include "codegen/version.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
-#include "core/util/hardware.h"
 #include "core/util/host.h"
 
 namespace basin::search {
@@ -384,10 +383,6 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     throw Error("the " + strategy.name() +
                 " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
                 (est ? est->kind() : std::string("none")));
-  // The CPU's description (its FMA peak and bandwidth among it), measured once per
-  // machine and stored with the first record, is measured here, before any worker or
-  // compiling thread of this run shares the cores with it.
-  if (opt.target == "llvm") this_hardware();
   const Clock::time_point started = Clock::now();
   set_blas_threads(1);  // the estimator's products on this thread (core/util/blas.h)
   impl_ = std::make_unique<Impl>(task, store, strategy, est, opt);

@@ -272,8 +272,7 @@ int run_describe(const DescribeOptions& o) {
     throw Error("no record of " + o.records + " was measured on this machine ('" + here +
                 "'; BASIN_NUM_THREADS sets the threads it names); the file's machines:" + machines_listing(hosts));
   const Hardware& hw = this_hardware();
-  const auto before = store.machines();
-  const bool replaced = before.count(here) > 0;
+  const bool replaced = store.machines().count(here) > 0;
   store.set_machine(here, hw.to_json());
   if (o.json)
     std::cout << nlohmann::json{{"records", o.records},
