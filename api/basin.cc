@@ -137,6 +137,7 @@ TuneReport TuningSession::run() {
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
   to.task.target = o.target;
+  to.task.precision = o.precision;
   to.task.seed = o.seed;
   to.task.batch = o.batch;
   to.strategy = o.strategy;
@@ -166,12 +167,14 @@ struct Network::Impl {
   int untuned = 0;
 };
 
-Network Network::compile(const Model& model, const std::string& records, const std::string& target) {
+Network Network::compile(const Model& model, const std::string& records, const std::string& target,
+                         const std::string& precision) {
   std::unique_ptr<search::RecordStore> store;
   if (!records.empty()) store = std::make_unique<search::RecordStore>(records, search::RecordStore::ReadOnly::Yes);
   std::vector<int> untuned;
   const Model::Impl::Planned& m = model.impl().for_target(target);
-  std::vector<codegen::ProgramChoice> choices = search::choose_programs(m.partition, store.get(), target, &untuned);
+  std::vector<codegen::ProgramChoice> choices =
+      search::choose_programs(m.partition, store.get(), target, &untuned, precision);
   Network n;
   n.impl_ = std::make_shared<Impl>();
   n.impl_->net = codegen::CompiledNetwork::compile(m.graph, m.partition, choices, target);

@@ -541,6 +541,26 @@ class Emitter {
     return keep_nan(x, b_.CreateSelect(b_.CreateFCmpOLT(z, fconst(ty, 0.5)), small, large));
   }
 
+  // round_to_tf32 (core/expr/evaluate.h) on the float32 bits: add half an ulp of TF32 to
+  // the magnitude, clear the 13 low bits; NaN and infinities unchanged.
+  llvm::Value* tf32(llvm::Value* x, DType t) {
+    llvm::Type* fty = x->getType();
+    llvm::Type* f32ty = is_vector(x) ? static_cast<llvm::Type*>(llvm::VectorType::get(
+                                           b_.getFloatTy(), llvm::cast<llvm::VectorType>(fty)->getElementCount()))
+                                     : b_.getFloatTy();
+    llvm::Value* f = t.bits == 32 ? x : b_.CreateFPTrunc(x, f32ty);
+    llvm::Type* ity = is_vector(x) ? static_cast<llvm::Type*>(llvm::VectorType::get(
+                                         b_.getInt32Ty(), llvm::cast<llvm::VectorType>(fty)->getElementCount()))
+                                   : b_.getInt32Ty();
+    llvm::Value* u = b_.CreateBitCast(f, ity);
+    u = b_.CreateAnd(b_.CreateAdd(u, llvm::ConstantInt::get(ity, 0x1000)), llvm::ConstantInt::get(ity, 0xffffe000u));
+    llvm::Value* r = b_.CreateBitCast(u, f32ty);
+    llvm::Value* finite =
+        b_.CreateFCmpOLT(call_intrinsic(llvm::Intrinsic::fabs, f32ty, {f}), llvm::ConstantFP::getInfinity(f32ty));
+    r = b_.CreateSelect(finite, r, f);
+    return t.bits == 32 ? r : b_.CreateFPExt(r, fty);
+  }
+
   llvm::Value* math(MathFn f, DType t, std::vector<llvm::Value*> a) {
     bool vec = false;
     for (llvm::Value* x : a) vec |= is_vector(x);
@@ -599,6 +619,8 @@ class Emitter {
         return libm("sin");
       case MathFn::cos:
         return libm("cos");
+      case MathFn::tf32:
+        return tf32(a[0], t);
     }
     return a[0];
   }

@@ -180,6 +180,7 @@ struct Compiled {
   std::optional<ConstantPrologue> prologue;  // MeasureOptions::constant_inputs
   CudaBinary gpu;
   double lower_seconds = 0, compile_seconds = 0, compile_cpu_seconds = 0;
+  double tolerance = 0;   // the largest relative error its sketch's arithmetic allows
   std::string error;      // lowering or compilation failed
   bool poisoned = false;  // a CUDA error that leaves the context unusable
 };
@@ -209,6 +210,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       auto t0 = std::chrono::steady_clock::now();
       double cpu0 = thread_cpu_seconds();
       out.func = sched::lower_config(task_, s, c);
+      out.tolerance = sched::result_tolerance(s, opt_.tolerance);
       out.lower_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (opt_.program_hook) out.func = opt_.program_hook(out.func);
       if (cuda) out.gpu = compile_cuda(print_cuda(out.func), out.func.name, opt_.cuda_arch);
@@ -264,7 +266,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       }
       double worst = 0;
       for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
-      if (!(worst <= opt_.tolerance)) {
+      if (!(worst <= p.tolerance)) {
         res["error"] = "wrong result: max relative error " + std::to_string(worst) + " against the reference";
         return true;
       }

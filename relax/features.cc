@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/schedule/sketch.h"
 #include "core/util/error.h"
 
 namespace basin::relax {
@@ -32,8 +33,8 @@ std::vector<std::string> make_names() {
 
 std::vector<std::string> make_gpu_names() {
   std::vector<std::string> n = make_names();
-  for (const char* f :
-       {"gpu.blocks", "gpu.threads_per_block", "gpu.vthreads", "gpu.shared_bytes", "gpu.thread_local_bytes"})
+  for (const char* f : {"gpu.blocks", "gpu.threads_per_block", "gpu.vthreads", "gpu.shared_bytes",
+                        "gpu.thread_local_bytes", "gpu.tensor_core"})
     n.push_back(f);
   for (int s = 0; s < kBufferSlots; ++s) n.push_back("buf" + std::to_string(s) + ".shared");
   return n;
@@ -145,9 +146,12 @@ class Walker {
       }
       case StmtKind::Pragma: {
         Expr saved = unroll_;
+        const bool saved_mma = in_mma_;
         if (n.key == "auto_unroll_max_step") unroll_ = f64(n.pragma_value);
+        in_mma_ |= n.key == sched::kMmaPragma;
         walk(n.body[0]);
         unroll_ = saved;
+        in_mma_ = saved_mma;
         return;
       }
       case StmtKind::IfThenElse: {
@@ -333,7 +337,7 @@ class Walker {
         if (l.kind == ForKind::VThread) vthreads = vthreads * l.extent;
       }
       v.insert(v.end(), {blocks, threads, vthreads, shared_bytes_.defined() ? shared_bytes_ : zero(),
-                         thread_bytes_.defined() ? thread_bytes_ : zero()});
+                         thread_bytes_.defined() ? thread_bytes_ : zero(), in_mma_ ? one() : zero()});
       for (int s = 0; s < kBufferSlots; ++s)
         v.push_back(s < static_cast<int>(acc.size()) && acc[s].buffer->scope == MemScope::Shared ? one() : zero());
     }
@@ -351,6 +355,7 @@ class Walker {
   std::vector<Guard> guards_;
   Expr unroll_;
   Expr local_bytes_, shared_bytes_, thread_bytes_;
+  bool in_mma_ = false;  // inside a tensor-core fragment's nest (sched::kMmaPragma)
 };
 
 }  // namespace

@@ -234,6 +234,7 @@ nlohmann::json options_json(const codegen::MeasureOptions& o) {
           {"tolerance", o.tolerance},
           {"input_seed", o.input_seed},
           {"target", o.target},
+          {"precision", o.precision},
           {"cuda_arch", o.cuda_arch},
           {"flush_l2", o.flush_l2},
           {"compile_threads", o.compile_threads},
@@ -248,6 +249,7 @@ codegen::MeasureOptions options_from(const nlohmann::json& j) {
   o.tolerance = j.at("tolerance");
   o.input_seed = j.at("input_seed");
   o.target = j.at("target");
+  o.precision = j.at("precision");
   o.cuda_arch = j.at("cuda_arch");
   o.flush_l2 = j.at("flush_l2");
   o.compile_threads = j.at("compile_threads");
@@ -495,7 +497,8 @@ int Session::serve() {
       std::unique_ptr<codegen::MeasurePool>& p = served[served_key];
       if (!p) {
         const ops::OpGraph task = sched::task_from_key(key);
-        p = std::make_unique<codegen::MeasurePool>(task, sched::sketches_for(task, options.target), options);
+        p = std::make_unique<codegen::MeasurePool>(task, sched::sketches_for(task, options.target, options.precision),
+                                                   options);
       }
       pool = p.get();
     } catch (const std::exception& e) {

@@ -187,21 +187,25 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
 }
 
 std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,
-                                                    const std::string& target, std::vector<int>* untuned) {
+                                                    const std::string& target, std::vector<int>* untuned,
+                                                    const std::string& precision) {
   std::vector<codegen::ProgramChoice> out;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     const graph::NetworkTask& t = p.tasks[i];
-    std::vector<sched::Sketch> sketches = sched::sketches_for(t.graph, target);
+    std::vector<sched::Sketch> sketches = sched::sketches_for(t.graph, target, precision);
+    std::set<std::string> names;
+    for (const sched::Sketch& s : sketches) names.insert(s.name);
     codegen::ProgramChoice c;
-    std::optional<Record> best = store ? store->best(t.key, target) : std::nullopt;
+    std::optional<Record> best = store ? store->best(t.key, target, &names) : std::nullopt;
     if (best) {
       const sched::Sketch* s = nullptr;
       c.config = sched::config_from_json(best->config, sketches, store->path(), &s);
       c.sketch = s->name;
       c.tuned = true;
     } else {
-      c.sketch = sketches.at(0).name;
-      c.config = sched::default_config(sketches[0]);
+      const sched::Sketch& s = sketches.at(sched::default_sketch(sketches));
+      c.sketch = s.name;
+      c.config = sched::default_config(s);
       if (untuned) untuned->push_back(static_cast<int>(i));
     }
     out.push_back(std::move(c));

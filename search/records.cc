@@ -413,7 +413,8 @@ std::vector<Record> RecordStore::task_records(const std::string& task_key, const
   return db_->query("WHERE task_key = ? AND target = ? ORDER BY id", {task_key, target});
 }
 
-std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target) const {
+std::optional<Record> RecordStore::best(const std::string& task_key, const std::string& target,
+                                        const std::set<std::string>* sketches) const {
   // Latencies of two machines, or of two code generations, do not compare: the records
   // measured here first, then this machine's; then the one a tuner named its best
   // last; then the programs measured more than once (as the tuner picks its best),
@@ -428,7 +429,7 @@ std::optional<Record> RecordStore::best(const std::string& task_key, const std::
             limit,
         {task_key, target, here, legacy_host_description(here), codegen::codegen_version(target)});
     for (const Record& x : r)
-      if (x.ok()) return x;
+      if (x.ok() && (!sketches || sketches->count(x.sketch))) return x;
     if (r.size() < 16) break;
   }
   return std::nullopt;

@@ -98,7 +98,9 @@ class RecordStore {
   // Record::latency_us, a confirmed one when there is one; when there is none measured
   // here, the same order over this machine's records of other code generations, then
   // over every record.
-  std::optional<Record> best(const std::string& task_key, const std::string& target) const;
+  // With `sketches`, only the records of those sketches (a precision's: sched::sketches_for).
+  std::optional<Record> best(const std::string& task_key, const std::string& target,
+                             const std::set<std::string>* sketches = nullptr) const;
   // True if this exact program was measured already (successfully or not): on any
   // machine when `host` is empty, else on that machine as Record::from_host counts it;
   // by any code generation when `codegen` is empty, else as Record::from_codegen counts.

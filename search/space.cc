@@ -75,8 +75,8 @@ std::vector<int64_t> innermost_steps(const sched::SplitSpec& sp, int64_t v) {
 
 }  // namespace
 
-TaskSpace::TaskSpace(ops::OpGraph task, const std::string& target)
-    : task_(std::move(task)), key_(sched::task_key(task_)), sketches_(sched::sketches_for(task_, target)) {
+TaskSpace::TaskSpace(ops::OpGraph task, const std::string& target, const std::string& precision)
+    : task_(std::move(task)), key_(sched::task_key(task_)), sketches_(sched::sketches_for(task_, target, precision)) {
   if (sketches_.empty()) throw Error("task " + key_ + " has no " + target + " sketch");
   exact_.resize(sketches_.size());
   relaxed_.resize(sketches_.size());

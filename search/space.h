@@ -33,8 +33,9 @@ struct Candidate {
 
 class TaskSpace {
  public:
-  // The task's sketches for `target` ("llvm": CPU sketches, "cuda": GPU sketches).
-  explicit TaskSpace(ops::OpGraph task, const std::string& target = "llvm");
+  // The task's sketches for `target` ("llvm": CPU sketches, "cuda": GPU sketches) and
+  // `precision` (sched::sketches_for).
+  explicit TaskSpace(ops::OpGraph task, const std::string& target = "llvm", const std::string& precision = "tf32");
   ~TaskSpace();
   TaskSpace(const TaskSpace&) = delete;
   TaskSpace& operator=(const TaskSpace&) = delete;

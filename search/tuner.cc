@@ -64,7 +64,7 @@ double pairwise_accuracy(const std::vector<double>& predicted, const std::vector
 
 struct TaskTuner::Impl {
   Impl(const ops::OpGraph& task, RecordStore& st, Strategy& sg, models::Estimator* e, const TuneOptions& o)
-      : space(task, o.target), store(st), strategy(sg), est(e), opt(o) {}
+      : space(task, o.target, o.precision), store(st), strategy(sg), est(e), opt(o) {}
 
   // The tuner's own clock: it runs only inside the constructor, round() and settle(),
   // so that a tuner whose rounds alternate with other tuners' (a network's tasks,
@@ -364,6 +364,7 @@ codegen::MeasureOptions measure_options(const TuneOptions& opt) {
   mo.timeout_seconds = opt.timeout_seconds;
   mo.program_hook = opt.program_hook;
   mo.target = opt.target;
+  mo.precision = opt.precision;
   mo.compile_threads = opt.compile_threads;
   mo.max_instructions = opt.max_instructions;
   mo.constant_inputs = opt.constant_inputs;

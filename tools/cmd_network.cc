@@ -20,6 +20,7 @@
 #include "core/graph/layout.h"
 #include "core/graph/passes.h"
 #include "core/ir/npy.h"
+#include "core/schedule/sketch.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/hardware.h"
@@ -39,7 +40,7 @@ namespace {
 
 struct NetOptions {
   std::vector<std::string> more_models;  // tune: further models tuned at once
-  std::string model, target = "llvm", arch, records, strategy = "gradient", estimator, budget, out;
+  std::string model, target = "llvm", precision = "tf32", arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs, shapes;
   std::string output;
   int trials = 0, batch = 16, first_batch = 0, repeat = 0, compile_threads = 0;
@@ -124,7 +125,8 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
   std::unique_ptr<search::RecordStore> store;
   if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records, search::RecordStore::ReadOnly::Yes);
   std::vector<int> missing;
-  std::vector<codegen::ProgramChoice> choices = search::choose_programs(l.partition, store.get(), o.target, &missing);
+  std::vector<codegen::ProgramChoice> choices =
+      search::choose_programs(l.partition, store.get(), o.target, &missing, o.precision);
   untuned = nlohmann::json::array();
   if (!missing.empty()) {
     std::string names;
@@ -201,6 +203,7 @@ void calibrate_if_new(const NetOptions& o, double& budget_seconds) {
 }
 
 int run_tune(const NetOptions& o) {
+  sched::check_precision(o.precision);
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
@@ -224,6 +227,7 @@ int run_tune(const NetOptions& o) {
   search::NetworkTuneOptions to;
   to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
+  to.task.precision = o.precision;
   to.task.batch = o.batch;
   to.task.seed = o.seed;
   to.task.timeout_seconds = o.timeout;
@@ -260,6 +264,7 @@ int run_tune(const NetOptions& o) {
   nlohmann::json j = {
       {"model", o.model},
       {"target", o.target},
+      {"precision", o.precision},
       {"strategy", o.strategy},
       {"records", o.records},
       {"trials", r.trials},
@@ -311,6 +316,7 @@ int run_tune(const NetOptions& o) {
 }
 
 int run_compile(const NetOptions& o) {
+  sched::check_precision(o.precision);
   if (o.out.empty()) throw ParseError("give the output file: -o OUT");
   const std::vector<std::string> reads = {o.model, o.records};
   check_output_path(o.out, reads);  // before the work, not after it
@@ -535,6 +541,9 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
       ->required();
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
+  cmd->add_option("--precision", o->precision,
+                  "tf32 (default: the GPU's tensor cores multiply in TF32, accumulate in FP32) or fp32 (exact FP32 "
+                  "programs only); the CPU computes in FP32 either way");
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
   cmd->add_option(

@@ -15,6 +15,7 @@
 #include "codegen/measure.h"
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
+#include "core/schedule/sketch.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/parse.h"
@@ -105,7 +106,7 @@ void draw_progress(int done, int total, double seconds, double best_us) {
 namespace {
 
 struct TuneOpOptions {
-  std::string name, workload, target = "llvm", strategy, records, estimator, budget;
+  std::string name, workload, target = "llvm", precision = "tf32", strategy, records, estimator, budget;
   std::vector<std::string> params;
   int trials = 0, batch = 32, confirm = 2, compile_threads = 0;
   uint64_t seed = 1;
@@ -149,6 +150,7 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
   nlohmann::json j = {{"op", g.op},
                       {"task", r.task_key},
                       {"target", o.target},
+                      {"precision", o.precision},
                       {"strategy", r.strategy},
                       {"estimator", run.spec.empty() ? "none" : run.spec},
                       {"estimator_file", models::estimator_file(run.spec, o.target)},
@@ -254,6 +256,7 @@ void print_run(const TuneOpOptions& o, const Run& run) {
 }
 
 int run_tune_op(const TuneOpOptions& o) {
+  sched::check_precision(o.precision);
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0 || o.batch > kMaxBatch)
@@ -291,6 +294,7 @@ int run_tune_op(const TuneOpOptions& o) {
 
   search::TuneOptions to;
   to.target = o.target;
+  to.precision = o.precision;
   to.trials = o.trials;
   to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
   to.batch = o.batch;
@@ -350,6 +354,9 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
   cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
+  cmd->add_option("--precision", o->precision,
+                  "tf32 (default: the GPU's tensor-core sketches too, TF32 products, FP32 sums) or fp32 (exact FP32 "
+                  "programs only); the CPU computes in FP32 either way");
   cmd->add_option("--strategy", o->strategy,
                   "gradient, annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`); "
                   "several, comma-separated (gradient,annealing): "

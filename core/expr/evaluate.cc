@@ -1,6 +1,7 @@
 #include "core/expr/evaluate.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/util/error.h"
 
@@ -22,6 +23,15 @@ int64_t floormod_int(int64_t a, int64_t b) {
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
+}
+
+float round_to_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x1000u) & 0xffffe000u;  // sign-magnitude: adding half an ulp rounds the magnitude away
+  std::memcpy(&x, &u, 4);
+  return x;
 }
 
 namespace {
@@ -54,6 +64,8 @@ T math_t(MathFn f, T a, T b) {
       return std::sin(a);
     case MathFn::cos:
       return std::cos(a);
+    case MathFn::tf32:
+      return static_cast<T>(round_to_tf32(static_cast<float>(a)));
   }
   return a;
 }

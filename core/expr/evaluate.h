@@ -35,5 +35,8 @@ int64_t wrap_int(int64_t v, int bits);
 int64_t floordiv_int(int64_t a, int64_t b);  // b != 0
 int64_t floormod_int(int64_t a, int64_t b);  // b != 0
 double apply_math(MathFn f, double a, double b, int bits);
+// x rounded to TF32 (MathFn::tf32): the 13 low mantissa bits cleared, rounding to
+// nearest with ties away from zero; NaN and infinities unchanged.
+float round_to_tf32(float x);
 
 }  // namespace basin

@@ -68,6 +68,9 @@ const char* kind_name(ExprKind k);
 const char* kind_symbol(ExprKind k);
 
 // Math functions callable through Call. X(name, arity)
+// tf32 rounds a float32 to the TF32 format of NVIDIA's tensor cores (10 mantissa bits),
+// to nearest with ties away from zero, as PTX's cvt.rna.tf32.f32 does; a float64 is
+// rounded to float32 first (round_to_tf32).
 #define BASIN_MATH_FNS(X) \
   X(exp, 1)               \
   X(log, 1)               \
@@ -81,7 +84,8 @@ const char* kind_symbol(ExprKind k);
   X(floor, 1)             \
   X(ceil, 1)              \
   X(sin, 1)               \
-  X(cos, 1)
+  X(cos, 1)               \
+  X(tf32, 1)
 
 enum class MathFn : uint8_t {
 #define BASIN_X(f, n) f,

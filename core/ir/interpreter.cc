@@ -109,6 +109,8 @@ T math(MathFn f, T a, T b) {
       return std::sin(a);
     case MathFn::cos:
       return std::cos(a);
+    case MathFn::tf32:
+      return static_cast<T>(round_to_tf32(static_cast<float>(a)));
   }
   return a;
 }

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/expr/analyzer.h"
+#include "core/expr/evaluate.h"
 #include "core/ir/flatten_buffers.h"
 #include "core/ir/mark_unrolled.h"
 #include "core/ir/pass.h"
@@ -715,6 +716,188 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
   return loop(bx, blocks, blk, ForKind::BlockX);
 }
 
+// ---- the GPU tensor-core rule ----
+
+// The stride in memory of `axis` in the first global load of e (placeholders only): the
+// change of its flat index when the axis moves by one, the other anchor axes at 0.
+int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all) {
+  for (const Expr& l : loads_in(e)) {
+    const te::OpNode* p = producer_of(l->buffer);
+    if (!p || !p->is_placeholder) continue;
+    Expr flat(int64_t{0});
+    for (size_t d = 0; d < l->args.size(); ++d) flat = flat * l->buffer->shape[d] + l->args[d];
+    std::unordered_map<int64_t, int64_t> at;
+    for (const Var& v : all) at[v.id()] = 0;
+    int64_t f0 = evaluate_int(flat, at);
+    at[axis.id()] = 1;
+    return evaluate_int(flat, at) - f0;
+  }
+  return 0;
+}
+
+// An anchor as C[m][n] += A[m][k] * B[k][n] on tensor cores (Sketch::mma_*): per block a
+// BM x BN tile of C, BM = 16 x warps_m x frags_m, BN = 8 x warps_n x frags_n; per step
+// the block's threads stage BM x BK of A and BK x BN of B in shared memory (the factors'
+// values, padding computed as loaded, each filled along its operand's contiguous axis;
+// rows padded, sched::kMmaPadA/B), then each warp multiplies its frags_m x frags_n
+// fragments. A fragment's nest is what one mma.sync.m16n8k8 computes for a thread: its
+// 4 elements of C (lane l: rows l/4 and l/4 + 8, columns 2(l%4) and 2(l%4) + 1) from
+// the shared tiles, the inputs rounded to TF32:
+//
+//   for blockIdx: alloc As, Bs (shared), acc[threads, FM, FN, 4]
+//     threads: acc = 0
+//     for the other reduction axes: for k0:
+//       threads: As[m][k] = A(...), Bs[k][n] = B(...); barrier
+//       threads: for kk: for fm: for fn: pragma mma { for r in 4: for q in 8:
+//         acc[t, fm, fn, r] += tf32(As[row(t, fm, r)][kk*8 + q]) * tf32(Bs[kk*8 + q][col(t, fn, r)]) }
+//       barrier
+//     threads: for fm, fn, r: out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, r])
+//
+// The interpreter runs the nest as written; the CUDA printer emits each pragma's nest as
+// the fragment loads and one mma.sync (codegen/c_printer.cc), whose result is the same
+// sum in the same order.
+Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
+  AnchorInfo info = *analyze_anchor(task);
+  const te::OpNode& a = *info.anchor;
+  const size_t ns = a.axes.size(), nr = a.reduce_axes.size();
+  const int M = s.mma_m, N = s.mma_n, K = s.mma_k;
+  const Expr one(int64_t{1}), zero(int64_t{0});
+  const Expr wm = k.factors[0][0], fm = k.factors[0][1], wn = k.factors[1][0], fn = k.factors[1][1],
+             kf = k.factors[2][0];
+  const Expr bm = Expr(kMmaM) * wm * fm, bn = Expr(kMmaN) * wn * fn, bk = Expr(kMmaK) * kf;
+  const Expr threads = simplify(Expr(kWarp) * wm * wn);
+  std::unordered_set<const te::OpNode*> inl;
+  for (const te::Op& pr : info.producers) inl.insert(pr.get());
+  const Expr fa = inline_stages(a.body.arg(s.mma_a), inl), fb = inline_stages(a.body.arg(1 - s.mma_a), inl);
+
+  // Blocks: the other spatial axes whole, then the tiles of the rows and the columns.
+  std::vector<Expr> nb;
+  std::vector<int> block_axis;
+  for (size_t x = 0; x < ns; ++x)
+    if (static_cast<int>(x) != M && static_cast<int>(x) != N) {
+      nb.push_back(Expr(a.axes[x].extent));
+      block_axis.push_back(static_cast<int>(x));
+    }
+  nb.push_back(floordiv(Expr(a.axes[M].extent), bm));
+  nb.push_back(floordiv(Expr(a.axes[N].extent), bn));
+  Var bx("blockIdx");
+  std::vector<Expr> b = unfuse_index(bx, nb);
+  // The anchor's axes at a block: the other spatial axes fixed, the rows and columns at
+  // the tile's first index plus `m` and `n`.
+  const Expr m0 = b[b.size() - 2] * bm, n0 = b.back() * bn;
+  std::vector<Var> rvars(nr);
+  for (size_t j = 0; j < nr; ++j) rvars[j] = Var(a.reduce_axes[j].var.name() + ".o");
+  Var k0(a.reduce_axes[K].var.name() + ".0");
+  auto axes_at = [&](const Expr& m, const Expr& n, const Expr& kk) {
+    VarMap vm;
+    for (size_t i = 0; i < block_axis.size(); ++i) vm[a.axes[block_axis[i]].var.id()] = b[i];
+    vm[a.axes[M].var.id()] = m0 + m;
+    vm[a.axes[N].var.id()] = n0 + n;
+    for (size_t j = 0; j < nr; ++j) vm[a.reduce_axes[j].var.id()] = rvars[j];
+    vm[a.reduce_axes[K].var.id()] = Expr(k0) * bk + kk;
+    return vm;
+  };
+
+  Buffer as = make_buffer(a.name + "_A_shared", DType::f32(), simplified({bm, bk + Expr(kMmaPadA)}), MemScope::Shared);
+  Buffer bs = make_buffer(a.name + "_B_shared", DType::f32(), simplified({bk, bn + Expr(kMmaPadB)}), MemScope::Shared);
+  Buffer acc =
+      make_buffer(a.name + "_acc", DType::f32(), simplified({threads, fm, fn, Expr(int64_t{4})}), MemScope::Local);
+
+  // The cooperative loads: flat element e * threads + t of the tile, along the operand's
+  // contiguous axis first.
+  std::vector<Var> all_axes;
+  for (const te::IterVar& x : a.axes) all_axes.push_back(x.var);
+  for (const te::IterVar& x : a.reduce_axes) all_axes.push_back(x.var);
+  Var tl("threadIdx.load");
+  auto fill = [&](const Buffer& sh, const Expr& value, const Var& spatial, const Expr& rows, const Expr& cols,
+                  bool k_rows, const std::string& tag) {
+    // sh[rows][cols]: A's rows are m, B's rows are k.
+    int64_t st_s = std::llabs(load_stride(value, spatial, all_axes));
+    int64_t st_k = std::llabs(load_stride(value, a.reduce_axes[K].var, all_axes));
+    bool k_fastest = st_k != 0 && (st_s == 0 || st_k <= st_s);
+    Var e(tag + ".e");
+    Expr size = simplify(rows * cols), flat = Expr(e) * threads + tl;
+    Expr kk, other;  // the k and the row or column index of the element
+    if (k_fastest) {
+      kk = floormod(flat, bk);
+      other = floordiv(flat, bk);
+    } else {
+      Expr ext = k_rows ? cols : rows;
+      other = floormod(flat, ext);
+      kk = floordiv(flat, ext);
+    }
+    VarMap vm = k_rows ? axes_at(zero, other, kk) : axes_at(other, zero, kk);
+    Stmt st =
+        make_store(sh, k_rows ? std::vector<Expr>{kk, other} : std::vector<Expr>{other, kk}, substitute(value, vm));
+    return loop(e, floordiv(size + threads - one, threads), make_if(flat < size, st));
+  };
+  Stmt loads =
+      make_seq({fill(as, fa, a.axes[M].var, bm, bk, false, "A"), fill(bs, fb, a.axes[N].var, bk, bn, true, "B")});
+
+  // A thread's place: warp (wm_i, wn_i), lane; its rows and columns in the block tile.
+  struct Lane {
+    Var t;
+    Expr wmi, wni, lane;
+  };
+  auto lane_of = [&](const std::string& name) {
+    Lane l{Var("threadIdx." + name), {}, {}, {}};
+    Expr warp = floordiv(l.t, Expr(kWarp));
+    l.wmi = floordiv(warp, wn);
+    l.wni = floormod(warp, wn);
+    l.lane = floormod(l.t, Expr(kWarp));
+    return l;
+  };
+  auto row = [&](const Lane& l, const Expr& f, const Expr& r) {
+    return (l.wmi * fm + f) * Expr(kMmaM) + floordiv(l.lane, Expr(4)) + Expr(8) * floordiv(r, Expr(2));
+  };
+  auto col = [&](const Lane& l, const Expr& f, const Expr& r) {
+    return (l.wni * fn + f) * Expr(kMmaN) + Expr(2) * floormod(l.lane, Expr(4)) + floormod(r, Expr(2));
+  };
+  auto thread_loop = [&](const Lane& l, Stmt body) { return loop(l.t, threads, std::move(body), ForKind::ThreadX); };
+  struct Frag {
+    Var fm, fn, r;
+  };
+  auto frag_vars = [&](const std::string& tag) { return Frag{Var("fm" + tag), Var("fn" + tag), Var("r" + tag)}; };
+  auto frag_loops = [&](const Frag& f, Stmt body) {
+    return loop(f.fm, fm, loop(f.fn, fn, loop(f.r, Expr(int64_t{4}), std::move(body))));
+  };
+
+  Lane li = lane_of("init");
+  Frag fi = frag_vars(".init");
+  // Init and write-back unrolled too: the accumulator stays in registers only where
+  // every index into it is a constant.
+  Stmt init = thread_loop(
+      li, make_pragma(kUnrollPragma, k.unroll,
+                      frag_loops(fi, make_store(acc, {li.t, fi.fm, fi.fn, fi.r}, make_const(DType::f32(), 0)))));
+
+  Lane lc = lane_of("compute");
+  Var kk("kk"), vfm("fm"), vfn("fn"), r("r"), q("q");
+  Expr kq = Expr(kk) * Expr(kMmaK) + q;
+  std::vector<Expr> ai = {lc.t, vfm, vfn, r};
+  Expr prod =
+      mul(call(MathFn::tf32, {load(as, {row(lc, vfm, r), kq})}), call(MathFn::tf32, {load(bs, {kq, col(lc, vfn, r)})}));
+  Stmt frag = make_pragma(
+      kMmaPragma, zero, loop(r, Expr(int64_t{4}), loop(q, Expr(kMmaK), make_store(acc, ai, add(load(acc, ai), prod)))));
+  Stmt compute = loop(kk, kf, loop(vfm, fm, loop(vfn, fn, frag)));
+  Stmt step = make_seq({loop(tl, threads, loads, ForKind::ThreadX), make_barrier(),
+                        thread_loop(lc, make_pragma(kUnrollPragma, k.unroll, compute)), make_barrier()});
+  step = loop(k0, floordiv(Expr(a.reduce_axes[K].extent), bk), step);
+  for (size_t j = nr; j-- > 0;)
+    if (static_cast<int>(j) != K) step = loop(rvars[j], Expr(a.reduce_axes[j].extent), step);
+
+  Lane lw = lane_of("store");
+  Frag fw = frag_vars(".store");
+  VarMap at = axes_at(row(lw, fw.fm, fw.r), col(lw, fw.fn, fw.r), zero);
+  std::vector<Expr> out_idx;
+  for (size_t x = 0; x < ns; ++x) out_idx.push_back(at.at(a.axes[x].var.id()));
+  Expr value = apply_epilogue(info, load(acc, {lw.t, fw.fm, fw.fn, fw.r}), out_idx);
+  Stmt store =
+      thread_loop(lw, make_pragma(kUnrollPragma, k.unroll, frag_loops(fw, make_store(out_buf, out_idx, value))));
+
+  Stmt blk = make_allocate(as, make_allocate(bs, make_allocate(acc, make_seq({init, step, store}))));
+  return loop(bx, simplify(product(nb)), blk, ForKind::BlockX);
+}
+
 // ---- the GPU cross-thread reduction rule ----
 
 // One block per row, T threads (the knob), phases between barriers (see build_gpu_tile):
@@ -823,6 +1006,7 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
   if (s.rule == SketchRule::Anchor) f.body = build_anchor(task, s, k, task.outputs[0].buffer(), fuse_parallel);
   else if (s.rule == SketchRule::GpuTile) f.body = build_gpu_tile(task, s, k, task.outputs[0].buffer());
   else if (s.rule == SketchRule::GpuReduce) f.body = build_gpu_reduce(task, s, k, outputs);
+  else if (s.rule == SketchRule::GpuMma) f.body = build_gpu_mma(task, s, k, task.outputs[0].buffer());
   else f.body = build_generic(task, s, k, outputs, fuse_parallel);
   return f;
 }

@@ -200,8 +200,9 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
     if (s.splits[i].vectorized && inner(c, i) > kMaxLanes) return "more than 64 vector lanes";
   if (is_gpu_rule(s.rule)) {
     // The tiles' use of the GPU; the rows' and reductions' threads are their one knob.
-    GpuTileUse u = s.rule == SketchRule::GpuTile ? gpu_tile_use(s, c) : GpuTileUse{};
-    if (s.rule != SketchRule::GpuTile) u.threads = c.factors.at(0).at(0);
+    const bool tiled = s.rule == SketchRule::GpuTile || s.rule == SketchRule::GpuMma;
+    GpuTileUse u = tiled ? gpu_tile_use(s, c) : GpuTileUse{};
+    if (!tiled) u.threads = c.factors.at(0).at(0);
     if (u.threads > kMaxGpuThreads)
       return std::to_string(u.threads) + " threads per block (at most " + std::to_string(kMaxGpuThreads) + ")";
     if (u.vthreads > kMaxGpuVthreads)
@@ -227,6 +228,16 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
 
 GpuTileUse gpu_tile_use(const Sketch& s, const Config& c) {
   GpuTileUse u;
+  if (s.rule == SketchRule::GpuMma) {
+    // Splits: rows (warps, fragments) of 16, columns (warps, fragments) of 8, k steps of 8.
+    const int64_t wm = c.factors[0][0], fm = c.factors[0][1], wn = c.factors[1][0], fn = c.factors[1][1];
+    const int64_t bm = kMmaM * wm * fm, bn = kMmaN * wn * fn, bk = kMmaK * c.factors[2][0];
+    u.threads = kWarp * wm * wn;
+    u.registers = fm * fn * 4;
+    u.shared_bytes = 4 * (bm * (bk + kMmaPadA) + bk * (bn + kMmaPadB));
+    u.blocks = (s.splits[0].extent / (wm * fm)) * (s.splits[1].extent / (wn * fn));
+    return u;
+  }
   std::vector<int64_t> tile(s.splits.size(), 1);
   for (size_t i = 0; i < s.splits.size(); ++i) {
     for (int64_t f : c.factors[i]) tile[i] *= f;
@@ -303,10 +314,26 @@ Config default_gpu_tile(const Sketch& s) {
   return c;
 }
 
+// GpuMma: 2 x 2 warps, each 2 x 4 fragments (a 64 x 64 block tile), k steps of 32, where
+// the extents allow; smaller until it fits the GPU's bounds.
+Config default_gpu_mma(const Sketch& s) {
+  Config c;
+  c.unroll = 512;
+  int64_t wm = largest_divisor_at_most(s.splits[0].extent, 2);
+  int64_t wn = largest_divisor_at_most(s.splits[1].extent, 2);
+  c.factors = {{wm, largest_divisor_at_most(s.splits[0].extent / wm, 2)},
+               {wn, largest_divisor_at_most(s.splits[1].extent / wn, 4)},
+               {largest_divisor_at_most(s.splits[2].extent, 4)}};
+  for (int shrink = 0; shrink < 8 && !invalid_reason(s, c).empty(); ++shrink)
+    c.factors[shrink % 3][shrink % 3 == 2 ? 0 : 1] = 1;
+  return c;
+}
+
 }  // namespace
 
 Config default_config(const Sketch& s) {
   if (s.rule == SketchRule::GpuTile) return default_gpu_tile(s);
+  if (s.rule == SketchRule::GpuMma) return default_gpu_mma(s);
   Config c;
   for (size_t i = 0; i < s.splits.size(); ++i) {
     const SplitSpec& sp = s.splits[i];

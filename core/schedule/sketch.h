@@ -49,11 +49,22 @@ enum class SketchRule : uint8_t {
   GpuRows,    // GPU: the generic rule's rows bound to blocks x threads, one row per thread
   GpuTile,    // GPU: an anchor tiled over blocks, virtual threads, threads and registers
   GpuReduce,  // GPU: one block per row, its threads reducing together (softmax, norms)
+  GpuMma,     // GPU: an anchor as a GEMM on tensor cores (warps of mma.sync fragments, TF32)
 };
 // The rules whose programs run on a GPU.
 inline bool is_gpu_rule(SketchRule r) {
-  return r == SketchRule::GpuRows || r == SketchRule::GpuTile || r == SketchRule::GpuReduce;
+  return r == SketchRule::GpuRows || r == SketchRule::GpuTile || r == SketchRule::GpuReduce || r == SketchRule::GpuMma;
 }
+
+// GpuMma: the fragment of one mma.sync.m16n8k8 (TF32 inputs, FP32 accumulation): C[16][8]
+// += A[16][8] * B[8][8], one warp of 32 threads, each holding 4 elements of C.
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8, kWarp = 32;
+// The key of the Pragma around a fragment's loop nest (see build_gpu_mma in
+// lower_sketch.cc; the CUDA printer emits the nest as one mma.sync).
+constexpr const char* kMmaPragma = "mma.m16n8k8.tf32";
+// GpuMma: the padding of the shared tiles' rows (in elements), which makes each warp's
+// fragment loads free of bank conflicts: A[m][k] rows of BK + 4, B[k][n] rows of BN + 8.
+constexpr int64_t kMmaPadA = 4, kMmaPadB = 8;
 
 // GpuTile: the tile of one input a block caches in shared memory per outer reduction
 // step: dimension d holds 1 + sum_a coef[d][a] * (tile_a - 1) elements, tile_a the
@@ -98,6 +109,13 @@ struct Sketch {
 
   // GpuTile: the inputs cached in shared memory.
   std::vector<SharedFootprint> shared;
+
+  // GpuMma: the anchor as C[m][n] += A[m][k] * B[k][n]. The anchor's body is a product
+  // of two factors; mma_a is the factor that is A (0 or 1), mma_m the spatial axis read
+  // by A alone (the fragments' rows), mma_n the one read by B alone (their columns),
+  // mma_k the reduction axis of the fragments' k. The other spatial axes are one value
+  // per block, the other reduction axes loops around the shared tiles' steps.
+  int mma_a = 0, mma_m = -1, mma_n = -1, mma_k = -1;
 };
 
 // Values of a sketch's knobs: factors[i] holds splits[i].parts factors.
@@ -136,10 +154,32 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   block per row; its T threads ("red.t") each reduce every T-th element into a
 //   partial, the partials meet in shared memory and every thread folds them into its
 //   own copy of the row's value; elementwise stages stride over the row the same way.
-std::vector<Sketch> gpu_sketches(const ops::OpGraph& task);
+// - GpuMma ("gpu.mma.tf32"), beside GpuTile for an anchor that is a GEMM in disguise
+//   (a sum of a product whose factors each read a spatial axis the other does not: dense,
+//   matmul, batch_matmul, convolutions), when the rows' extent divides by 16, the
+//   columns' by 8 and the reduction's by 8: warps of TF32 tensor-core fragments
+//   (docs/gpu.md). Its results are TF32-rounded: gpu_sketches offers it only when
+//   `precision` allows (tf32, the default).
+std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision = "tf32");
 // The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);
-// throws basin::Error for another target.
-std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target);
+// throws basin::Error for another target. The precision (check_precision) selects the
+// GPU's tensor-core sketches; the CPU computes in FP32 whatever it says.
+std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target,
+                                 const std::string& precision = "tf32");
+// The sketch whose default configuration an untuned task runs: the tensor-core sketch
+// where the precision offered one (cuDNN's default for FP32 convolutions is TF32 too),
+// else the first.
+size_t default_sketch(const std::vector<Sketch>& sketches);
+// The floating-point precisions a user may ask for: "tf32" (the default: FP32 data, the
+// GPU's tensor cores multiplying in TF32 and accumulating in FP32) and "fp32" (exact
+// FP32 everywhere). Throws basin::Error naming them for another ("fp16" and "bf16" are
+// not built yet).
+void check_precision(const std::string& precision);
+// The precision a sketch's programs compute in: "tf32" for GpuMma, else "fp32".
+std::string sketch_precision(const Sketch& s);
+// The largest relative error (max |x - ref| / max |ref|) a sketch's results may show
+// against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32.
+double result_tolerance(const Sketch& s, double fp32_tolerance);
 
 // The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).
 constexpr int64_t kMaxGpuThreads = 1024;           // threads per block

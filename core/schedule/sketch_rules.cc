@@ -237,10 +237,84 @@ Sketch gpu_tile_sketch(const AnchorInfo& info) {
   return s;
 }
 
+// GpuMma: the anchor as a GEMM, when its body is a sum of products of two float32
+// factors such that a spatial axis read by one factor alone has an extent divisible by
+// 16 (the rows) and one read by the other alone by 8 (the columns), with a reduction
+// axis read by both of extent divisible by 8 (k). Of the candidates: the columns the
+// output's innermost axis where possible (a thread's two adjacent results are adjacent
+// in memory), the largest k.
+std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
+  const te::OpNode& a = *info.anchor;
+  if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.buffer->dtype != DType::f32())
+    return std::nullopt;
+  auto reads = [&](int factor, const te::IterVar& ax) { return uses_var(a.body.arg(factor), ax.var); };
+  int best_k = -1;
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j) {
+    const te::IterVar& r = a.reduce_axes[j];
+    if (r.extent % kMmaK || !reads(0, r) || !reads(1, r)) continue;
+    if (best_k < 0 || r.extent > a.reduce_axes[best_k].extent) best_k = static_cast<int>(j);
+  }
+  if (best_k < 0) return std::nullopt;
+  Sketch s;
+  bool found = false;
+  for (int fa = 0; fa < 2; ++fa) {
+    // The last axis of each kind: inner axes are the contiguous ones.
+    int m = -1, n = -1;
+    for (size_t x = 0; x < a.axes.size(); ++x) {
+      const te::IterVar& ax = a.axes[x];
+      bool in_a = reads(fa, ax), in_b = reads(1 - fa, ax);
+      if (in_a && !in_b && ax.extent % kMmaM == 0) m = static_cast<int>(x);
+      if (in_b && !in_a && ax.extent % kMmaN == 0) n = static_cast<int>(x);
+    }
+    if (m < 0 || n < 0) continue;
+    if (found && n != static_cast<int>(a.axes.size()) - 1) continue;
+    s.mma_a = fa;
+    s.mma_m = m;
+    s.mma_n = n;
+    found = true;
+  }
+  if (!found) return std::nullopt;
+  s.mma_k = best_k;
+  s.rule = SketchRule::GpuMma;
+  s.name = "gpu.mma.tf32";
+  // Deep enough to unroll a warp's fragments (32 steps each) so that they stay in registers.
+  s.unroll_menu = {64, 512, 4096};
+  std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
+  s.splits.push_back({sn[s.mma_m], a.axes[s.mma_m].extent / kMmaM, 2, false, false});
+  s.splits.push_back({sn[s.mma_n], a.axes[s.mma_n].extent / kMmaN, 2, false, false});
+  s.splits.push_back({rn[s.mma_k], a.reduce_axes[s.mma_k].extent / kMmaK, 1, false, false});
+  return s;
+}
+
 }  // namespace
 
-std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
-  if (auto anchor = analyze_anchor(task)) return {gpu_tile_sketch(*anchor)};
+void check_precision(const std::string& precision) {
+  if (precision == "tf32" || precision == "fp32") return;
+  if (precision == "fp16" || precision == "bf16")
+    throw Error("precision '" + precision + "' is not built yet (tf32 or fp32)");
+  throw Error("unknown precision '" + precision + "' (tf32 or fp32)");
+}
+
+size_t default_sketch(const std::vector<Sketch>& sketches) {
+  for (size_t i = 0; i < sketches.size(); ++i)
+    if (sketches[i].rule == SketchRule::GpuMma) return i;
+  return 0;
+}
+
+std::string sketch_precision(const Sketch& s) { return s.rule == SketchRule::GpuMma ? "tf32" : "fp32"; }
+
+double result_tolerance(const Sketch& s, double fp32_tolerance) {
+  return s.rule == SketchRule::GpuMma ? std::max(fp32_tolerance, 5e-3) : fp32_tolerance;
+}
+
+std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision) {
+  check_precision(precision);
+  if (auto anchor = analyze_anchor(task)) {
+    std::vector<Sketch> out = {gpu_tile_sketch(*anchor)};
+    if (precision == "tf32")
+      if (auto mma = gpu_mma_sketch(*anchor)) out.push_back(*mma);
+    return out;
+  }
   GenericInfo info = analyze_generic(task);
   if (info.stages.empty() || task.outputs.size() != 1) return {};
   const te::OpNode& out = *task.outputs[0].op();
@@ -291,9 +365,12 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task) {
   return result;
 }
 
-std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target) {
-  if (target == "llvm") return cpu_sketches(task);
-  if (target == "cuda") return gpu_sketches(task);
+std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target, const std::string& precision) {
+  if (target == "llvm") {
+    check_precision(precision);
+    return cpu_sketches(task);
+  }
+  if (target == "cuda") return gpu_sketches(task, precision);
   throw Error("unknown target '" + target + "' (llvm or cuda)");
 }
 

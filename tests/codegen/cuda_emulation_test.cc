@@ -45,6 +45,33 @@ static inline double __longlong_as_double(long long i) { double d; std::memcpy(&
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __shared__ static
+// The tensor cores: a warp's 32 threads meet in the mma (each deposits its fragments,
+// waits for the others, computes its own 4 elements of C in the interpreter's order:
+// q = 0..7 added one product at a time, then waits until every lane has read).
+#define BASIN_EMULATED_MMA
+struct basin_warp { std::barrier<> bar{32}; float a[32][4], b[32][2]; };
+static basin_warp* basin_warps = nullptr;
+static inline float basin_tf32(float x) {
+  if (!std::isfinite(x)) return x;
+  uint32_t u; std::memcpy(&u, &x, 4); u = (u + 0x1000u) & 0xffffe000u; std::memcpy(&x, &u, 4); return x;
+}
+static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+static inline void basin_mma_m16n8k8_tf32(float& c0, float& c1, float& c2, float& c3, float a0, float a1, float a2,
+                                          float a3, float b0, float b1) {
+  basin_warp& w = basin_warps[threadIdx.x / 32];
+  const unsigned l = threadIdx.x % 32;
+  w.a[l][0] = a0; w.a[l][1] = a1; w.a[l][2] = a2; w.a[l][3] = a3; w.b[l][0] = b0; w.b[l][1] = b1;
+  w.bar.arrive_and_wait();
+  float* c[4] = {&c0, &c1, &c2, &c3};
+  for (unsigned r = 0; r < 4; ++r) {
+    const unsigned row = l / 4 + 8 * (r / 2), col = 2 * (l % 4) + r % 2;
+    float s = *c[r];
+    for (unsigned q = 0; q < 8; ++q)  // a_i: A[g + 8(i%2)][tq + 4(i/2)]; b_i: B[tq + 4i][g]
+      s = s + w.a[4 * (row % 8) + q % 4][2 * (q / 4) + row / 8] * w.b[4 * col + q % 4][q / 4];
+    *c[r] = s;
+  }
+  w.bar.arrive_and_wait();
+}
 template <typename... P, size_t... I>
 void basin_call_with(void (*k)(P...), void** a, std::index_sequence<I...>) { k(static_cast<P>(a[I])...); }
 template <typename... P>
@@ -62,6 +89,10 @@ std::string launcher(const LoweredFunc& f) {
          std::to_string(l.block[0]) +
          ");\n"
          "  basin_block_barrier = &bar;\n"
+         "  std::vector<basin_warp> warps(" +
+         std::to_string((l.block[0] + 31) / 32) +
+         ");\n"
+         "  basin_warps = warps.data();\n"
          "  for (unsigned b = 0; b < " +
          std::to_string(l.grid[0]) +
          "u; ++b) {\n"
@@ -142,9 +173,14 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       {"layer_norm", "shape=4,48"},
       {"max_pool2d", "kernel=3 stride=2 padding=1 height=13 width=13"},
       {"add", ""},
+      // Tensor-core sketches (gpu.mma.tf32): rows by 16, columns by 8, k by 8.
+      {"dense", "M=32 K=24 N=16"},
+      {"batch_matmul", "B=2 M=16 K=16 N=24"},
+      {"conv2d", "in_channels=8 out_channels=16 height=8 width=8 kernel=3 padding=1"},
+      {"conv2d_bias_relu", "in_channels=16 out_channels=32 height=6 width=8 kernel=3 stride=1 padding=1"},
   };
   std::mt19937_64 rng(12);
-  int programs = 0;
+  int programs = 0, mma_programs = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
@@ -170,6 +206,7 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       std::vector<std::vector<NDArray>> got = run(fs, g, in);
       for (size_t i = 0; i < fs.size(); ++i) {
         ++programs;
+        mma_programs += s.rule == sched::SketchRule::GpuMma;
         for (size_t o = 0; o < want[i].size(); ++o)
           EXPECT_LE(compare_arrays(got[i][o], want[i][o]).max_rel, 1e-5)
               << op << " " << params << " " << configs[i] << "\n"
@@ -177,8 +214,9 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       }
     }
   }
-  std::printf("%d programs ran under the SIMT emulation\n", programs);
+  std::printf("%d programs ran under the SIMT emulation, %d on tensor cores\n", programs, mma_programs);
   EXPECT_GE(programs, 40);
+  EXPECT_GE(mma_programs, 12);
 }
 
 // The emulation is strict enough to catch what it is for: a kernel whose barrier is

@@ -1,10 +1,9 @@
 // The CUDA target without a GPU: for every GPU sketch of the operator suite, at least 50
 // random valid configurations are printed as CUDA C and compiled by NVRTC to cubin for
-// sm_80 and sm_90 (all of a sketch's kernels in one translation unit, one NVRTC call
-// per architecture); the printer's launch extents and its errors; and the target's
-// availability said in one line where there is no driver. On a GPU (CudaOnGpu, each
-// skipped where there is none): the correctness suite against the interpreter, the
-// measurer, and `basin tune-op --target cuda`.
+// sm_80 and sm_90, the tensor-core sketches among them (all of a sketch's kernels in one translation unit, one NVRTC
+// call per architecture); the printer's launch extents and its errors; and the target's availability said in one line
+// where there is no driver. On a GPU (CudaOnGpu, each skipped where there is none): the correctness suite against the
+// interpreter, the measurer, and `basin tune-op --target cuda`.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -49,13 +48,17 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5"},
       {"add", ""},
       {"transpose", "shape=2,3,4,5 perm=3,1,0,2"},
+      // Tensor cores (gpu.mma.tf32) as well.
+      {"dense", "M=64 K=64 N=48"},
+      {"batch_matmul", "B=2 M=32 K=16 N=16"},
   };
   std::mt19937_64 rng(8);
-  int sketches = 0;
+  int sketches = 0, mma = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     for (const sched::Sketch& s : sched::gpu_sketches(g)) {
       ++sketches;
+      mma += s.rule == sched::SketchRule::GpuMma;
       std::vector<LoweredFunc> fs;
       std::set<std::string> distinct;
       for (int i = 0; i < 50; ++i) {
@@ -73,6 +76,7 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
     }
   }
   EXPECT_GE(sketches, 12);
+  EXPECT_GE(mma, 3);  // conv2d_bias_relu, the second dense, batch_matmul
 }
 
 // A Local buffer allocated in the block, outside the thread loops, is per thread: the

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "codegen/llvm_jit.h"
@@ -112,6 +113,37 @@ TEST_F(LlvmSemantics, FloorDivisionAndModuloOfNegatives) {
   for (int k = 0; k < 16; ++k) EXPECT_EQ(o.as<int64_t>()[k], c.as<int64_t>()[k]) << k;
   EXPECT_EQ(o.as<int64_t>()[0], -4);  // floordiv(-7, 2)
   EXPECT_EQ(o.as<int64_t>()[1], 1);   // floormod(-7, 2)
+}
+
+// MathFn::tf32 in the emitted code is bit for bit the interpreter's round_to_tf32, on a
+// vector loop and a scalar one, ties, infinities and NaN among the values.
+TEST_F(LlvmSemantics, Tf32RoundingMatchesTheInterpreterBitForBit) {
+  std::vector<float> xs = {
+      0.0f,      -0.0f, 1.0f,  1.0f + std::ldexp(1.0f, -11), -(1.0f + std::ldexp(1.0f, -11)), 3.4028235e38f, INFINITY,
+      -INFINITY, NAN,   1e-40f};
+  for (int k = 0; k < 4000; ++k) xs.push_back(std::ldexp(static_cast<float>(k) - 2000.0f, (k % 41) - 20) / 3.0f);
+  const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
+  NDArray in(DType::f32(), {n});
+  for (int64_t k = 0; k < n; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
+  for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
+    Var o("o"), l("l");
+    Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
+    Buffer out = make_buffer("out", DType::f32(), {Expr(n)});
+    Expr at = o * 8 + l;
+    Stmt body = make_for(o, 0, n / 8, ForKind::Serial,
+                         make_for(l, 0, 8, kind, make_store(out, {at}, call(MathFn::tf32, {load(x, {at})}))));
+    LoweredFunc f{"tf32", {x, out}, {1}, body};
+    NDArray want, got;
+    both(f, {in}, {n}, DType::f32(), &want, &got);
+    for (int64_t k = 0; k < n; ++k) {
+      float w = want.as<float>()[k], g = got.as<float>()[k];
+      if (std::isnan(w)) {
+        EXPECT_TRUE(std::isnan(g)) << k;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(&w, &g, 4), 0) << in.as<float>()[k] << ": " << g << " vs " << w;
+    }
+  }
 }
 
 TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {

@@ -82,6 +82,26 @@ TEST(Evaluate, Float32RoundsEachOperation) {
   EXPECT_FLOAT_EQ(static_cast<float>(evaluate(call(MathFn::sigmoid, {fconst(0)}), {}).f), 0.5f);
 }
 
+// TF32 (MathFn::tf32): 10 mantissa bits, to nearest with ties away from zero, as PTX's
+// cvt.rna.tf32.f32; non-finite values unchanged.
+TEST(Evaluate, Tf32RoundsToTenMantissaBitsTiesAwayFromZero) {
+  const float ulp = std::ldexp(1.0f, -10);  // TF32's ulp at 1
+  EXPECT_EQ(round_to_tf32(1.0f), 1.0f);
+  EXPECT_EQ(round_to_tf32(1.0f + ulp), 1.0f + ulp);
+  EXPECT_EQ(round_to_tf32(1.0f + ulp / 2), 1.0f + ulp);  // a tie: away from zero
+  EXPECT_EQ(round_to_tf32(-(1.0f + ulp / 2)), -(1.0f + ulp));
+  EXPECT_EQ(round_to_tf32(1.0f + ulp / 2 - std::ldexp(1.0f, -23)), 1.0f);  // below the tie
+  EXPECT_EQ(round_to_tf32(1.0f + 3 * ulp / 4), 1.0f + ulp);
+  EXPECT_EQ(round_to_tf32(0.0f), 0.0f);
+  EXPECT_TRUE(std::isinf(round_to_tf32(INFINITY)));
+  EXPECT_TRUE(std::isnan(round_to_tf32(NAN)));
+  // The largest float rounds up to infinity, as the hardware's conversion does.
+  EXPECT_TRUE(std::isinf(round_to_tf32(3.4028235e38f)));
+  // Through the expression evaluator: float32 and float64 alike.
+  EXPECT_EQ(evaluate(call(MathFn::tf32, {fconst(1.0f + ulp / 2)}), {}).f, 1.0 + ulp);
+  EXPECT_EQ(evaluate(call(MathFn::tf32, {float_imm(DType::f64(), 1.0 + ulp / 2)}), {}).f, 1.0 + ulp);
+}
+
 TEST(Evaluate, SelectIsLazy) {
   Expr e = select(bool_imm(true), Expr(1), floordiv(Expr(1), Expr(0)));
   EXPECT_EQ(evaluate_int(e, {}), 1);

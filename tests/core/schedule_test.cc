@@ -4,11 +4,13 @@
 // gives the concrete program; configuration files parse and fail clearly.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "core/expr/evaluate.h"
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ir/mark_unrolled.h"
@@ -39,12 +41,13 @@ std::vector<NDArray> run(const LoweredFunc& f, const ops::OpGraph& g, std::vecto
   return out;
 }
 
-// The program of sketch s with configuration cfg computes `want` on `in`.
+// The program of sketch s with configuration cfg computes `want` on `in` (to the
+// rounding of its arithmetic: a TF32 program's products are TF32 products).
 void expect_matches(const Case& c, const ops::OpGraph& g, const sched::Sketch& s, const sched::Config& cfg,
                     const LoweredFunc& f, std::vector<NDArray>& in, const std::vector<NDArray>& want) {
   std::vector<NDArray> got = run(f, g, in);
   for (size_t i = 0; i < want.size(); ++i)
-    EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, 1e-5)
+    EXPECT_LE(compare_arrays(got[i], want[i]).max_rel, sched::result_tolerance(s, 1e-5))
         << c.op << " " << c.params << " sketch " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
         << to_string(f);
 }
@@ -129,6 +132,99 @@ TEST(Sketch, GpuTileRandomConfigurationsMatchTheDefaultSchedule) {
     }
   }
   EXPECT_GE(cases, 15);
+}
+
+// The tensor-core rule: every case of the suite that has it, 12 random configurations
+// each. Its products are of TF32-rounded factors: on inputs already in TF32 (every input
+// rounded; cases without an epilogue's own inputs) it computes what the default schedule
+// computes, to the order of the sums; on the FP32 inputs, to TF32's rounding, and
+// visibly differently from FP32 (the rounding is modeled, not skipped).
+TEST(Sketch, GpuMmaRandomConfigurationsMatchTheDefaultSchedule) {
+  std::set<std::string> ops_with;
+  std::vector<Case> cases = good_cases();
+  for (Case c : std::vector<Case>{{"dense", "M=48 K=24 N=40"},
+                                  {"batch_matmul", "B=3 M=16 K=16 N=24"},
+                                  {"conv2d", "in_channels=8 out_channels=32 height=6 width=8 kernel=3 padding=1"},
+                                  {"conv2d", "in_channels=16 out_channels=16 height=9 width=8 kernel=3 stride=2"},
+                                  {"conv2d_bias_relu", "in_channels=8 out_channels=16 height=5 width=16 kernel=1"}})
+    cases.push_back(c);
+  for (const Case& c : cases) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+      if (s.rule != sched::SketchRule::GpuMma) continue;
+      ops_with.insert(c.op);
+      std::vector<NDArray> in = inputs_for(g, 5), rounded;
+      for (const NDArray& a : in) {
+        rounded.push_back(a.clone());
+        for (int64_t i = 0; i < a.numel(); ++i) rounded.back().as<float>()[i] = round_to_tf32(a.as<float>()[i]);
+      }
+      std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
+      std::vector<NDArray> want_tf32 = run(lower_default(c.op, g.inputs, g.outputs), g, rounded);
+      std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "mma"));
+      for (int trial = 0; trial < 12; ++trial) {
+        sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        LoweredFunc f = sched::lower_config(g, s, cfg);
+        int fragments = 0;
+        visit_stmt(f.body,
+                   [&](const Stmt& st) { fragments += st.kind() == StmtKind::Pragma && st->key == sched::kMmaPragma; });
+        EXPECT_EQ(fragments, 1);
+        expect_matches(c, g, s, cfg, f, in, want);
+        std::vector<NDArray> got = run(f, g, rounded);
+        EXPECT_LE(compare_arrays(got[0], want_tf32[0]).max_rel, 1e-5)
+            << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
+        if (trial == 0) {
+          double off = compare_arrays(run(f, g, in)[0], want[0]).max_rel;
+          EXPECT_GT(off, 1e-6) << c.op << " " << c.params << ": no TF32 rounding seen";
+        }
+      }
+    }
+  }
+  for (const char* op : {"dense", "conv2d", "batch_matmul"}) EXPECT_TRUE(ops_with.count(op)) << op;
+}
+
+// The tensor-core rule's bounds and choices: rows by 16, columns by 8, k by 8, which
+// factor is A, and fp32 leaves it out.
+TEST(Sketch, GpuMmaSketchIsOfferedWhereTheFragmentsFit) {
+  auto mma = [](const std::string& op, const std::string& params, const std::string& precision = "tf32") {
+    for (const sched::Sketch& s : sched::gpu_sketches(ops::build_op(op, parse(params)), precision))
+      if (s.rule == sched::SketchRule::GpuMma) return std::optional<sched::Sketch>(s);
+    return std::optional<sched::Sketch>();
+  };
+  auto d = mma("dense", "M=64 K=32 N=48");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->name, "gpu.mma.tf32");
+  EXPECT_EQ(d->mma_m, 0);  // i: rows of x
+  EXPECT_EQ(d->mma_n, 1);  // j: columns, the output's innermost axis
+  EXPECT_EQ(d->splits[0].extent, 4);
+  EXPECT_EQ(d->splits[1].extent, 6);
+  EXPECT_EQ(d->splits[2].extent, 4);
+  EXPECT_FALSE(mma("dense", "M=64 K=32 N=48", "fp32"));
+  EXPECT_FALSE(mma("dense", "M=64 K=12 N=48"));  // k not by 8
+  auto t = mma("dense", "M=8 K=32 N=48");        // rows from w, columns from x
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->mma_m, 1);
+  EXPECT_EQ(t->mma_n, 0);
+  auto conv = mma("conv2d", "in_channels=64 out_channels=64 height=56 width=56 kernel=3 padding=1");
+  ASSERT_TRUE(conv);
+  EXPECT_EQ(conv->mma_m, 1);  // output channels
+  EXPECT_EQ(conv->mma_n, 3);  // width
+  EXPECT_FALSE(mma("conv2d", "in_channels=64 out_channels=64 height=14 width=14 kernel=3 padding=1"));
+  EXPECT_FALSE(mma("softmax", "shape=16,64"));
+  EXPECT_THROW(sched::gpu_sketches(ops::build_op("dense", parse("M=16 K=8 N=8")), "fp16"), Error);
+  EXPECT_THROW(sched::sketches_for(ops::build_op("dense", parse("M=16 K=8 N=8")), "llvm", "fp64"), Error);
+  // Bounds: 1024 threads (32 warps), 128 accumulators per thread, 48 KiB of shared tiles.
+  ops::OpGraph big = ops::build_op("dense", parse("M=1024 K=1024 N=1024"));
+  sched::Sketch s = *mma("dense", "M=1024 K=1024 N=1024");
+  sched::Config c = sched::default_config(s);
+  EXPECT_EQ(sched::invalid_reason(s, c), "");
+  EXPECT_EQ(c.factors, (std::vector<std::vector<int64_t>>{{2, 2}, {2, 4}, {4}}));
+  c.factors = {{8, 1}, {8, 1}, {1}};
+  EXPECT_NE(sched::invalid_reason(s, c).find("threads per block"), std::string::npos);
+  c.factors = {{1, 8}, {1, 8}, {1}};
+  EXPECT_NE(sched::invalid_reason(s, c).find("accumulator"), std::string::npos);
+  c.factors = {{1, 8}, {1, 4}, {32}};
+  EXPECT_NE(sched::invalid_reason(s, c).find("shared memory"), std::string::npos);
+  (void)big;
 }
 
 // The cross-thread reduction rule: every case of the suite that has it (softmax and

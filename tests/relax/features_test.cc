@@ -34,7 +34,9 @@ std::vector<std::pair<std::string, std::string>> suite() {
           // Awkward extents: guarded splits.
           {"dense", "M=37 K=10 N=23"},
           {"matmul", "M=257 K=16 N=8"},
-          {"softmax", "shape=4,197"}};
+          {"softmax", "shape=4,197"},
+          // A tensor-core sketch (gpu.mma.tf32) beside the tile.
+          {"matmul", "M=32 K=16 N=16"}};
 }
 
 TEST(Features, SymbolicFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
@@ -69,7 +71,7 @@ TEST(Features, SymbolicFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures)
 TEST(Features, GpuFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
   std::mt19937_64 rng(10);
   const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
-  ASSERT_EQ(relax::num_features(gpu), relax::num_features() + 9);
+  ASSERT_EQ(relax::num_features(gpu), relax::num_features() + 10);
   int checked = 0;
   for (const auto& [op, params] : suite()) {
     ops::OpGraph g = ops::build_op(op, parse(params));
@@ -128,6 +130,41 @@ TEST(Features, KnownGpuValuesOfADenseTile) {
   EXPECT_NEAR(at(3, "buf1.shared"), 1, 1e-9);   // the update reads both tiles from shared memory
   EXPECT_NEAR(at(3, "buf2.shared"), 1, 1e-9);
   EXPECT_NEAR(at(4, "buf1.shared"), 0, 1e-9);  // the output reads the accumulator
+}
+
+// The tensor-core sketch: 2 x 2 warps of 2 x 4 fragments (a 64 x 64 tile), k steps of 16.
+TEST(Features, KnownGpuValuesOfATensorCoreTile) {
+  ops::OpGraph g = ops::build_op("dense", parse("M=64 K=32 N=128"));
+  std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
+  ASSERT_EQ(sk.size(), 2u);
+  const sched::Sketch& s = sk[1];
+  ASSERT_EQ(s.rule, sched::SketchRule::GpuMma);
+  sched::Config c;
+  c.factors = {{2, 2}, {2, 4}, {2}};
+  c.unroll = 512;
+  ASSERT_EQ(sched::invalid_reason(s, c), "");
+  const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
+  auto f = relax::evaluate_features(
+      relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c)), gpu), {});
+  const auto& names = relax::feature_names(gpu);
+  auto at = [&](size_t store, const std::string& name) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::exp2(f[store][i]) - 1;
+    ADD_FAILURE() << name;
+    return -1.0;
+  };
+  // Stores: the accumulator's init, the two shared tiles' loads, the fragments, the output.
+  ASSERT_EQ(f.size(), 5u);
+  for (size_t st = 0; st < 5; ++st) {
+    EXPECT_NEAR(at(st, "gpu.blocks"), 2, 1e-9);  // 64 / 64 x 128 / 64
+    EXPECT_NEAR(at(st, "gpu.threads_per_block"), 128, 1e-9);
+    EXPECT_NEAR(at(st, "gpu.shared_bytes"), (64 * (16 + 4) + 16 * (64 + 8)) * 4, 1e-6);  // padded rows
+    EXPECT_NEAR(at(st, "gpu.thread_local_bytes"), 2 * 4 * 4 * 4, 1e-9);                  // 2 x 4 fragments of 4
+    EXPECT_NEAR(at(st, "gpu.tensor_core"), st == 3 ? 1 : 0, 1e-9);
+  }
+  EXPECT_EQ(sched::gpu_tile_use(s, c).shared_bytes, (64 * 20 + 16 * 72) * 4);
+  EXPECT_EQ(sched::gpu_tile_use(s, c).threads, 128);
+  EXPECT_EQ(sched::gpu_tile_use(s, c).registers, 32);
 }
 
 TEST(Features, KnownValuesOfAMatmulTile) {

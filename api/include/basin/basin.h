@@ -104,6 +104,7 @@ struct TuneOptions {
   int first_batch = 0;         // programs of each task's first round; 0: 256 shared by the tasks, at least 4 each
   std::string strategy = "gradient";  // gradient, annealing, evolutionary, random
   std::string target = "llvm";        // llvm (this CPU) or cuda
+  std::string precision = "tf32";     // tf32 (cuda: tensor cores, TF32 products) or fp32 (exact)
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_log;  // one line per event; none when empty
@@ -134,7 +135,9 @@ class Network {
  public:
   // Each task's best program in `records` (empty: none), the default program for a task
   // without one (untuned_tasks() counts them).
-  static Network compile(const Model& model, const std::string& records = "", const std::string& target = "llvm");
+  // `precision` as in TuneOptions: fp32 leaves out the records of TF32 programs.
+  static Network compile(const Model& model, const std::string& records = "", const std::string& target = "llvm",
+                         const std::string& precision = "tf32");
   // A file written by save() or `basin compile`; it holds machine code, which runs as
   // the user: load only files you trust.
   static Network load(const std::string& path);
