@@ -4,13 +4,17 @@
 For each workload: `basin tune-op --target cuda` tunes it (each strategy of --strategies,
 from an empty records file, the same trial budget), then the best program is timed again
 with `basin op --target cuda --config BEST` (CUDA events, the L2 flushed before every
-launch) and PyTorch's kernel is timed in this process the same way: FP32 with TF32 off,
-cuDNN's autotuner on. Needs a GPU, a built basin with NVRTC, and PyTorch with CUDA.
+launch) and PyTorch's kernel is timed in this process the same way, twice: TF32 on
+(cuBLAS's and cuDNN's tensor cores) and off (exact FP32), cuDNN's autotuner on. basin
+tunes at --precision (tf32: its tensor-core sketches too; fp32: exact programs only);
+the speedup is against PyTorch at the same precision. Needs a GPU, a built basin with
+NVRTC, and PyTorch with CUDA.
 
 Writes to --out: results.json (every run with its tuning curve) and table.md.
 
     python3 bench/gpu_ops.py [--workloads gemm-4096,resnet18-c1,...] [--strategies gradient]
-        [--trials 1000] [--seed 1] [--estimator mlp] [--basin build/bin/basin] [--out bench-gpu]
+        [--trials 1000] [--seed 1] [--estimator mlp] [--precision tf32|fp32] [--basin build/bin/basin]
+        [--out bench-gpu]
 
 The search-efficiency comparison of the issue: --workloads resnet18-c6,resnet18-c9
 --strategies gradient,annealing,evolutionary,random.
@@ -33,11 +37,11 @@ def run_json(cmd):
     return json.loads(p.stdout)
 
 
-def torch_peer(op, params, flush_l2, rounds=5, min_ms=200.0):
+def torch_peer(op, params, flush_l2, tf32, rounds=5, min_ms=200.0):
     """PyTorch's kernel for the workload, timed like basin's: events, L2 flush per launch."""
     import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
     dev = torch.device("cuda")
     p = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in params.items()}
@@ -93,6 +97,7 @@ def main():
     ap.add_argument("--basin", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "basin"))
     ap.add_argument("--out", default="bench-gpu")
     ap.add_argument("--no-flush", action="store_true", help="time without flushing the L2 (both sides)")
+    ap.add_argument("--precision", default="tf32", choices=["tf32", "fp32"])
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = []
@@ -102,29 +107,38 @@ def main():
                 records = os.path.join(tmp, "records.db")
                 t = run_json([args.basin, "tune-op", "--workload", w, "--target", "cuda", "--strategy", strategy,
                               "--trials", str(args.trials), "--seed", str(args.seed), "--records", records,
-                              "--json", "--quiet"] + (["--estimator", args.estimator] if args.estimator else []))
-                row = {"workload": w, "strategy": strategy, "trials": t["trials"], "errors": t["errors"],
+                              "--precision", args.precision, "--json", "--quiet"] +
+                             (["--estimator", args.estimator] if args.estimator else []))
+                row = {"workload": w, "strategy": strategy, "precision": args.precision, "trials": t["trials"],
+                       "errors": t["errors"], "best_sketch": (t.get("best_config") or {}).get("sketch"),
                        "search_seconds": t["search_seconds"], "overhead_fraction": t["overhead_fraction"],
                        "curve": t["curve"]}
                 if t.get("best_config"):
                     cfg = os.path.join(tmp, "best.json")
                     with open(cfg, "w") as f:
                         json.dump(t["best_config"], f)
-                    o = run_json([args.basin, "op", "--workload", w, "--target", "cuda", "--config", cfg, "--json"])
+                    o = run_json([args.basin, "op", "--workload", w, "--target", "cuda", "--config", cfg,
+                                  "--precision", args.precision, "--json"])
                     row.update({"op": o["op"], "params": o["params"], "basin_us": o["latency_us"],
                                 "verified": o["verified"], "device": o.get("device")})
-                    peer = torch_peer(o["op"], o["params"], not args.no_flush)
-                    row.update({"torch_us": peer["min_us"], "torch_version": peer["torch"],
-                                "speedup": peer["min_us"] / o["latency_us"]})
+                    for tf32 in (True, False):
+                        peer = torch_peer(o["op"], o["params"], not args.no_flush, tf32)
+                        row["torch_tf32_us" if tf32 else "torch_fp32_us"] = peer["min_us"]
+                        row["torch_version"] = peer["torch"]
+                    row["torch_us"] = row["torch_tf32_us" if args.precision == "tf32" else "torch_fp32_us"]
+                    row["speedup"] = row["torch_us"] / o["latency_us"]
                 results.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "curve"}), flush=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
-    lines = ["| workload | strategy | trials | search s | basin us | PyTorch us | PyTorch / basin |", "|---|---|---|---|---|---|---|"]
+    nan = float("nan")
+    lines = ["| workload | strategy | precision | best sketch | trials | search s | basin us | PyTorch TF32 us | "
+             "PyTorch FP32 us | PyTorch / basin (same precision) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r['workload']} | {r['strategy']} | {r['trials']} | {r['search_seconds']:.0f} | "
-                     f"{r.get('basin_us', float('nan')):.1f} | {r.get('torch_us', float('nan')):.1f} | "
-                     f"{r.get('speedup', float('nan')):.2f}x |")
+        lines.append(f"| {r['workload']} | {r['strategy']} | {r['precision']} | {r.get('best_sketch')} | "
+                     f"{r['trials']} | {r['search_seconds']:.0f} | {r.get('basin_us', nan):.1f} | "
+                     f"{r.get('torch_tf32_us', nan):.1f} | {r.get('torch_fp32_us', nan):.1f} | "
+                     f"{r.get('speedup', nan):.2f}x |")
     conv = [r["speedup"] for r in results if r["workload"].startswith("resnet18-c") and "speedup" in r]
     if conv:
         lines.append(f"\nresnet18 C1-C12 geometric mean, PyTorch (cuDNN) / basin: "

@@ -537,7 +537,8 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   auto* cmd = app.add_subcommand(name, help);
   cmd->add_option(
          "model", o->model,
-         "zoo:NAME (resnet18, resnet50, mobilenet_v2, bert_base, vit_b16, dcgan, llama_layer, r3d_18) or an .onnx file")
+         "zoo:NAME (resnet18, resnet50, mobilenet_v2, bert_base, transformer_layer, vit_b16, dcgan, llama_layer, "
+         "r3d_18) or an .onnx file")
       ->required();
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));

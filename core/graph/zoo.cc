@@ -185,6 +185,22 @@ Graph bert_base() {
   return g;
 }
 
+// One encoder layer as PyTorch's nn.TransformerEncoderLayer(d_model=256, nhead=8,
+// dim_feedforward=1024, batch_first=True) in its defaults: post-norm, ReLU, 64 tokens.
+Graph transformer_layer() {
+  Graph g;
+  g.name = "transformer_layer";
+  NetBuilder b(g, 9);
+  const int64_t s = 64, d = 256;
+  int in = g.add_input("x", {1, s, d});
+  int x = b.op("reshape", {in}, {{"new_shape", I{s, d}}});
+  x = b.layer_norm(b.op("add", {x, attention(b, x, 8)}));
+  int h = b.op("relu", {b.dense(x, 1024)});
+  x = b.layer_norm(b.op("add", {x, b.dense(h, d)}));
+  g.add_output(b.op("reshape", {x}, {{"new_shape", I{1, s, d}}}));
+  return g;
+}
+
 Graph vit_b16() {
   Graph g;
   g.name = "vit_b16";
@@ -402,6 +418,10 @@ const std::vector<ZooBuilder>& builders() {
       {{"resnet50", "ResNet-50 (bottleneck blocks), 1x3x224x224 -> 1000 classes"}, [] { return resnet(50); }},
       {{"mobilenet_v2", "MobileNetV2 (depthwise separable, inverted residuals), 1x3x224x224 -> 1000"}, mobilenet_v2},
       {{"bert_base", "BERT-base encoder: 12 layers, hidden 768, 12 heads, sequence 128"}, bert_base},
+      {{"transformer_layer",
+        "one transformer encoder layer (PyTorch's defaults): hidden 256, 8 heads, 1024 "
+        "feed-forward, 64 tokens"},
+       transformer_layer},
       {{"vit_b16", "ViT-B/16: 16x16 patches of 224x224, 12 layers, hidden 768 -> 1000"}, vit_b16},
       {{"dcgan", "DCGAN generator: 100-d noise -> 3x64x64 image (transposed convolutions)"}, dcgan},
       {{"llama_layer", "one LLaMA-7B decoder layer: RMS norm, rotary attention (causal), SiLU-gated MLP, sequence 128"},

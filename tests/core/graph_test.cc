@@ -445,7 +445,7 @@ TEST(Subgraph, TextRoundTripsAndRebuildsTheTask) {
 }
 
 TEST(Zoo, EveryNetworkBuildsDeterministicallyAndPartitions) {
-  ASSERT_EQ(zoo_networks().size(), 8u);
+  ASSERT_EQ(zoo_networks().size(), 9u);
   for (const auto& z : zoo_networks()) {
     SCOPED_TRACE(z.name);
     Graph g = optimize(zoo_network(z.name));
