@@ -778,8 +778,15 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       nb.push_back(Expr(a.axes[x].extent));
       block_axis.push_back(static_cast<int>(x));
     }
-  nb.push_back(floordiv(Expr(a.axes[M].extent), bm));
-  nb.push_back(floordiv(Expr(a.axes[N].extent), bn));
+  const int64_t m_ext = a.axes[M].extent, n_ext = a.axes[N].extent, k_ext = a.reduce_axes[K].extent;
+  auto ceil_div = [&](int64_t n, const Expr& d) { return floordiv(Expr(n) + d - one, d); };
+  nb.push_back(ceil_div(m_ext, bm));
+  nb.push_back(ceil_div(n_ext, bn));
+  // Tiles past an extent (padded to the fragment, or a guarded split's last tile) are
+  // masked: their elements load as zero and are never stored. Decided by the sketch, so
+  // that every configuration has the same structure.
+  const bool guard_m = m_ext % kMmaM != 0 || s.splits[0].guarded, guard_n = n_ext % kMmaN != 0 || s.splits[1].guarded,
+             guard_k = k_ext % kMmaK != 0 || s.splits[2].guarded;
   Var bx("blockIdx");
   std::vector<Expr> b = unfuse_index(bx, nb);
   // The anchor's axes at a block: the other spatial axes fixed, the rows and columns at
@@ -827,8 +834,12 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       kk = floordiv(flat, ext);
     }
     VarMap vm = k_rows ? axes_at(zero, other, kk) : axes_at(other, zero, kk);
-    Stmt st =
-        make_store(sh, k_rows ? std::vector<Expr>{kk, other} : std::vector<Expr>{other, kk}, substitute(value, vm));
+    Expr v = substitute(value, vm), in;
+    auto also = [&](const Expr& c) { in = in.defined() ? logical_and(in, c) : c; };
+    if (k_rows ? guard_n : guard_m) also(lt((k_rows ? n0 : m0) + other, Expr(k_rows ? n_ext : m_ext)));
+    if (guard_k) also(lt(Expr(k0) * bk + kk, Expr(k_ext)));
+    if (in.defined()) v = select(in, v, make_const(DType::f32(), 0));
+    Stmt st = make_store(sh, k_rows ? std::vector<Expr>{kk, other} : std::vector<Expr>{other, kk}, v);
     return loop(e, floordiv(size + threads - one, threads), make_if(flat < size, st));
   };
   Stmt loads =
@@ -881,7 +892,7 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   Stmt compute = loop(kk, kf, loop(vfm, fm, loop(vfn, fn, frag)));
   Stmt step = make_seq({loop(tl, threads, loads, ForKind::ThreadX), make_barrier(),
                         thread_loop(lc, make_pragma(kUnrollPragma, k.unroll, compute)), make_barrier()});
-  step = loop(k0, floordiv(Expr(a.reduce_axes[K].extent), bk), step);
+  step = loop(k0, ceil_div(k_ext, bk), step);
   for (size_t j = nr; j-- > 0;)
     if (static_cast<int>(j) != K) step = loop(rvars[j], Expr(a.reduce_axes[j].extent), step);
 
@@ -891,8 +902,15 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   std::vector<Expr> out_idx;
   for (size_t x = 0; x < ns; ++x) out_idx.push_back(at.at(a.axes[x].var.id()));
   Expr value = apply_epilogue(info, load(acc, {lw.t, fw.fm, fw.fn, fw.r}), out_idx);
-  Stmt store =
-      thread_loop(lw, make_pragma(kUnrollPragma, k.unroll, frag_loops(fw, make_store(out_buf, out_idx, value))));
+  Stmt write = make_store(out_buf, out_idx, value);
+  Expr inside;
+  if (guard_m) inside = lt(at.at(a.axes[M].var.id()), Expr(m_ext));
+  if (guard_n) {
+    Expr c = lt(at.at(a.axes[N].var.id()), Expr(n_ext));
+    inside = inside.defined() ? logical_and(inside, c) : c;
+  }
+  if (inside.defined()) write = make_if(inside, write);
+  Stmt store = thread_loop(lw, make_pragma(kUnrollPragma, k.unroll, frag_loops(fw, write)));
 
   Stmt blk = make_allocate(as, make_allocate(bs, make_allocate(acc, make_seq({init, step, store}))));
   return loop(bx, simplify(product(nb)), blk, ForKind::BlockX);

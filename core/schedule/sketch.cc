@@ -235,7 +235,8 @@ GpuTileUse gpu_tile_use(const Sketch& s, const Config& c) {
     u.threads = kWarp * wm * wn;
     u.registers = fm * fn * 4;
     u.shared_bytes = 4 * (bm * (bk + kMmaPadA) + bk * (bn + kMmaPadB));
-    u.blocks = (s.splits[0].extent / (wm * fm)) * (s.splits[1].extent / (wn * fn));
+    // The blocks of one value of the other spatial axes (a guarded split's last tile partial).
+    u.blocks = ((s.splits[0].extent + wm * fm - 1) / (wm * fm)) * ((s.splits[1].extent + wn * fn - 1) / (wn * fn));
     return u;
   }
   std::vector<int64_t> tile(s.splits.size(), 1);

@@ -156,9 +156,9 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   own copy of the row's value; elementwise stages stride over the row the same way.
 // - GpuMma ("gpu.mma.tf32"), beside GpuTile for an anchor that is a GEMM in disguise
 //   (a sum of a product whose factors each read a spatial axis the other does not: dense,
-//   matmul, batch_matmul, convolutions), when the rows' extent divides by 16, the
-//   columns' by 8 and the reduction's by 8: warps of TF32 tensor-core fragments
-//   (docs/gpu.md). Its results are TF32-rounded: gpu_sketches offers it only when
+//   matmul, batch_matmul, convolutions): warps of TF32 tensor-core fragments, extents
+//   padded to the fragment's 16 x 8 x 8 and the padding masked; none where padding
+//   would waste more than half the work (docs/gpu.md). Its results are TF32-rounded: gpu_sketches offers it only when
 //   `precision` allows (tf32, the default).
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision = "tf32");
 // The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);

@@ -238,51 +238,63 @@ Sketch gpu_tile_sketch(const AnchorInfo& info) {
 }
 
 // GpuMma: the anchor as a GEMM, when its body is a sum of products of two float32
-// factors such that a spatial axis read by one factor alone has an extent divisible by
-// 16 (the rows) and one read by the other alone by 8 (the columns), with a reduction
-// axis read by both of extent divisible by 8 (k). Of the candidates: the columns the
-// output's innermost axis where possible (a thread's two adjacent results are adjacent
-// in memory), the largest k.
+// factors such that a spatial axis is read by one factor alone (the rows, M), another
+// by the other factor alone (the columns, N), and a reduction axis by both (k). Extents
+// that are not multiples of the fragment's (16, 8, 8) are padded: the tiles past them
+// are masked, their elements zero and never stored. Of the candidates, the one that
+// wastes least (the useful share of the padded M x N x k), the columns the output's
+// innermost axis on a tie (a thread's two adjacent results adjacent in memory); none
+// when more than half the padded work would be waste (a matrix-vector product).
 std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.buffer->dtype != DType::f32())
     return std::nullopt;
   auto reads = [&](int factor, const te::IterVar& ax) { return uses_var(a.body.arg(factor), ax.var); };
+  auto useful = [](int64_t extent, int64_t frag) {
+    return static_cast<double>(extent) / static_cast<double>((extent + frag - 1) / frag * frag);
+  };
   int best_k = -1;
   for (size_t j = 0; j < a.reduce_axes.size(); ++j) {
     const te::IterVar& r = a.reduce_axes[j];
-    if (r.extent % kMmaK || !reads(0, r) || !reads(1, r)) continue;
-    if (best_k < 0 || r.extent > a.reduce_axes[best_k].extent) best_k = static_cast<int>(j);
+    if (!reads(0, r) || !reads(1, r)) continue;
+    // The least padding, then the longest (the fewest steps of the loops around).
+    if (best_k < 0 || useful(r.extent, kMmaK) > useful(a.reduce_axes[best_k].extent, kMmaK) ||
+        (useful(r.extent, kMmaK) == useful(a.reduce_axes[best_k].extent, kMmaK) &&
+         r.extent > a.reduce_axes[best_k].extent))
+      best_k = static_cast<int>(j);
   }
   if (best_k < 0) return std::nullopt;
   Sketch s;
-  bool found = false;
-  for (int fa = 0; fa < 2; ++fa) {
-    // The last axis of each kind: inner axes are the contiguous ones.
-    int m = -1, n = -1;
-    for (size_t x = 0; x < a.axes.size(); ++x) {
-      const te::IterVar& ax = a.axes[x];
-      bool in_a = reads(fa, ax), in_b = reads(1 - fa, ax);
-      if (in_a && !in_b && ax.extent % kMmaM == 0) m = static_cast<int>(x);
-      if (in_b && !in_a && ax.extent % kMmaN == 0) n = static_cast<int>(x);
-    }
-    if (m < 0 || n < 0) continue;
-    if (found && n != static_cast<int>(a.axes.size()) - 1) continue;
-    s.mma_a = fa;
-    s.mma_m = m;
-    s.mma_n = n;
-    found = true;
-  }
-  if (!found) return std::nullopt;
+  double best = 0;
+  const int last = static_cast<int>(a.axes.size()) - 1;
+  for (int fa = 0; fa < 2; ++fa)
+    for (int m = 0; m <= last; ++m)
+      for (int n = 0; n <= last; ++n) {
+        if (!reads(fa, a.axes[m]) || reads(1 - fa, a.axes[m])) continue;
+        if (!reads(1 - fa, a.axes[n]) || reads(fa, a.axes[n])) continue;
+        double u = useful(a.axes[m].extent, kMmaM) * useful(a.axes[n].extent, kMmaN);
+        // Ties: the columns innermost, then the later axes (inner ones are contiguous).
+        bool better = u > best + 1e-12 || (u > best - 1e-12 && (n == last) > (s.mma_n == last)) ||
+                      (u > best - 1e-12 && (n == last) == (s.mma_n == last) && m + n > s.mma_m + s.mma_n);
+        if (s.mma_m >= 0 && !better) continue;
+        best = u;
+        s.mma_a = fa;
+        s.mma_m = m;
+        s.mma_n = n;
+      }
+  if (s.mma_m < 0 || best * useful(a.reduce_axes[best_k].extent, kMmaK) < 0.5) return std::nullopt;
   s.mma_k = best_k;
   s.rule = SketchRule::GpuMma;
   s.name = "gpu.mma.tf32";
   // Deep enough to unroll a warp's fragments (32 steps each) so that they stay in registers.
   s.unroll_menu = {64, 512, 4096};
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
-  s.splits.push_back({sn[s.mma_m], a.axes[s.mma_m].extent / kMmaM, 2, false, false});
-  s.splits.push_back({sn[s.mma_n], a.axes[s.mma_n].extent / kMmaN, 2, false, false});
-  s.splits.push_back({rn[s.mma_k], a.reduce_axes[s.mma_k].extent / kMmaK, 1, false, false});
+  auto frags = [](int64_t extent, int64_t frag) { return (extent + frag - 1) / frag; };
+  // Fragments per axis: divisor tilings, guarded where the count is awkward (7 of
+  // ResNet's 56 columns: tiles of 2, 3 and 4 fragments too, the last block masked).
+  s.splits.push_back(make_split(sn[s.mma_m], frags(a.axes[s.mma_m].extent, kMmaM), 2));
+  s.splits.push_back(make_split(sn[s.mma_n], frags(a.axes[s.mma_n].extent, kMmaN), 2));
+  s.splits.push_back(make_split(rn[s.mma_k], frags(a.reduce_axes[s.mma_k].extent, kMmaK), 1));
   return s;
 }
 

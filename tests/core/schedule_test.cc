@@ -143,6 +143,9 @@ TEST(Sketch, GpuMmaRandomConfigurationsMatchTheDefaultSchedule) {
   std::set<std::string> ops_with;
   std::vector<Case> cases = good_cases();
   for (Case c : std::vector<Case>{{"dense", "M=48 K=24 N=40"},
+                                  {"dense", "M=20 K=13 N=27"},  // every extent padded
+                                  {"conv2d", "in_channels=8 out_channels=16 height=7 width=7 kernel=3 padding=1"},
+                                  {"conv2d", "in_channels=3 out_channels=16 height=9 width=9 kernel=5 stride=2"},
                                   {"batch_matmul", "B=3 M=16 K=16 N=24"},
                                   {"conv2d", "in_channels=8 out_channels=32 height=6 width=8 kernel=3 padding=1"},
                                   {"conv2d", "in_channels=16 out_channels=16 height=9 width=8 kernel=3 stride=2"},
@@ -182,8 +185,9 @@ TEST(Sketch, GpuMmaRandomConfigurationsMatchTheDefaultSchedule) {
   for (const char* op : {"dense", "conv2d", "batch_matmul"}) EXPECT_TRUE(ops_with.count(op)) << op;
 }
 
-// The tensor-core rule's bounds and choices: rows by 16, columns by 8, k by 8, which
-// factor is A, and fp32 leaves it out.
+// The tensor-core rule's choices and bounds: which factor is A, which axes are the rows,
+// the columns and k, extents padded to the fragment's, no sketch where padding would
+// waste more than half, and fp32 leaves it out.
 TEST(Sketch, GpuMmaSketchIsOfferedWhereTheFragmentsFit) {
   auto mma = [](const std::string& op, const std::string& params, const std::string& precision = "tf32") {
     for (const sched::Sketch& s : sched::gpu_sketches(ops::build_op(op, parse(params)), precision))
@@ -199,8 +203,11 @@ TEST(Sketch, GpuMmaSketchIsOfferedWhereTheFragmentsFit) {
   EXPECT_EQ(d->splits[1].extent, 6);
   EXPECT_EQ(d->splits[2].extent, 4);
   EXPECT_FALSE(mma("dense", "M=64 K=32 N=48", "fp32"));
-  EXPECT_FALSE(mma("dense", "M=64 K=12 N=48"));  // k not by 8
-  auto t = mma("dense", "M=8 K=32 N=48");        // rows from w, columns from x
+  auto padded = mma("dense", "M=64 K=12 N=48");  // k padded to 16
+  ASSERT_TRUE(padded);
+  EXPECT_EQ(padded->splits[2].extent, 2);
+  EXPECT_FALSE(mma("dense", "M=1 K=512 N=1000"));  // a matrix-vector product
+  auto t = mma("dense", "M=8 K=32 N=48");          // rows from w, columns from x
   ASSERT_TRUE(t);
   EXPECT_EQ(t->mma_m, 1);
   EXPECT_EQ(t->mma_n, 0);
@@ -208,7 +215,14 @@ TEST(Sketch, GpuMmaSketchIsOfferedWhereTheFragmentsFit) {
   ASSERT_TRUE(conv);
   EXPECT_EQ(conv->mma_m, 1);  // output channels
   EXPECT_EQ(conv->mma_n, 3);  // width
-  EXPECT_FALSE(mma("conv2d", "in_channels=64 out_channels=64 height=14 width=14 kernel=3 padding=1"));
+  auto c14 = mma("conv2d", "in_channels=64 out_channels=64 height=14 width=14 kernel=3 padding=1");
+  ASSERT_TRUE(c14);  // 14 columns in 2 fragments of 8
+  EXPECT_EQ(c14->mma_n, 3);
+  EXPECT_EQ(c14->splits[1].extent, 2);
+  auto stem = mma("conv2d", "in_channels=3 out_channels=64 height=224 width=224 kernel=7 stride=2 padding=3");
+  ASSERT_TRUE(stem);
+  EXPECT_EQ(stem->mma_k, 1);             // the kernel's 7 rows in one k of 8, not the 3 channels
+  EXPECT_TRUE(conv->splits[1].guarded);  // 56 columns, 7 fragments: tiles of 2, 3, 4 too
   EXPECT_FALSE(mma("softmax", "shape=16,64"));
   EXPECT_THROW(sched::gpu_sketches(ops::build_op("dense", parse("M=16 K=8 N=8")), "fp16"), Error);
   EXPECT_THROW(sched::sketches_for(ops::build_op("dense", parse("M=16 K=8 N=8")), "llvm", "fp64"), Error);
