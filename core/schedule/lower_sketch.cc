@@ -754,8 +754,8 @@ int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all)
 //     threads: for fm, fn, r: out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, r])
 //
 // The interpreter runs the nest as written; the CUDA printer emits each pragma's nest as
-// the fragment loads and one mma.sync (codegen/c_printer.cc), whose result is the same
-// sum in the same order.
+// the fragment loads and one mma.sync (codegen/c_printer.cc): the same products, summed
+// by the tensor core in its own order (the last bits may differ).
 Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
   AnchorInfo info = *analyze_anchor(task);
   const te::OpNode& a = *info.anchor;
