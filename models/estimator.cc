@@ -1,4 +1,3 @@
-#include "core/util/hash.h"
 #include "models/estimator.h"
 
 #include <algorithm>
@@ -10,12 +9,14 @@
 #include <map>
 #include <sstream>
 
+#include "codegen/cuda.h"
 #include "core/util/error.h"
+#include "core/util/hash.h"
+#include "core/util/io.h"
 #include "core/util/output_file.h"
 #include "core/util/parallel.h"
-#include "relax/features.h"
-#include "core/util/io.h"
 #include "models/calibrate.h"
+#include "relax/features.h"
 
 namespace basin::models {
 
@@ -59,13 +60,26 @@ bool names_a_file(const std::string& spec) {
   return spec.find('/') != std::string::npos || spec.find('.') != std::string::npos;
 }
 // No GPU weights ship: on "cuda" the trainable kinds start untrained.
+// GPU 0's architecture, or sm_90 where there is none (the prior's rates).
+std::string gpu_arch() {
+  static const std::string arch = [] {
+    try {
+      std::string why;
+      return codegen::cuda_available(&why) ? codegen::cuda_device_arch() : std::string("sm_90");
+    } catch (const Error&) {
+      return std::string("sm_90");
+    }
+  }();
+  return arch;
+}
+
 bool untrained_on(const std::string& spec, const std::string& target) {
   return target == "cuda" && (spec == "mlp" || spec == "gbt" || spec == "ensemble");
 }
 }  // namespace
 
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
-  if (untrained_on(spec, target)) return make_estimator(spec);
+  if (untrained_on(spec, target)) return with_gpu_prior(make_estimator(spec), gpu_arch());
   return estimator_from_spec(spec);
 }
 
@@ -93,8 +107,10 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
   if (kind == "mlp") return detail::make_mlp();
   if (kind == "gbt") return detail::make_gbt();
   if (kind == "roofline") return detail::make_roofline();
+  if (kind == "gpu_roofline") return make_gpu_roofline();
   if (kind == "ensemble") return detail::make_ensemble(nullptr);
-  throw NotFoundError("unknown estimator '" + kind + "' (estimators: mlp, gbt, ensemble, roofline, or a file)");
+  throw NotFoundError("unknown estimator '" + kind +
+                      "' (estimators: mlp, gbt, ensemble, roofline, gpu_roofline, or a file)");
 }
 
 namespace {
@@ -120,6 +136,7 @@ std::unique_ptr<Estimator> detail::load_payload(const std::string& kind, const s
   if (kind == "mlp") return detail::load_mlp(payload, path);
   if (kind == "gbt") return detail::load_gbt(payload, path);
   if (kind == "roofline") return detail::load_roofline(payload, path);
+  if (kind == "gpu_roofline") return detail::load_gpu_roofline(payload, path);
   if (kind == "ensemble") return detail::load_ensemble(payload, path);
   if (kind.rfind("machine+", 0) == 0) return detail::load_machine_input(payload, path);
   throw Error(path + ": unknown estimator kind '" + kind + "'");

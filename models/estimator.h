@@ -93,8 +93,9 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind);
 // corrupt, of an unknown kind, or of another feature-set version.
 std::unique_ptr<Estimator> load_estimator(const std::string& path);
 // The estimator `spec` names for tuning on `target`: estimator_from_spec, except on
-// "cuda", where "mlp" and "gbt" start untrained (no GPU weights ship yet; the tuning
-// loop trains them on the first measurements) and a file must hold GPU features.
+// "cuda", where "mlp", "gbt" and "ensemble" start untrained (no GPU weights ship yet)
+// behind the GPU's roofline (with_gpu_prior, for GPU 0's architecture) until the tuning
+// loop has trained them on the first measurements, and a file must hold GPU features.
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target);
 // n estimators as estimator_for_target(spec, target) makes them, the file read and
 // checked once and the estimators loaded from it on the helper threads: a network's
@@ -175,7 +176,17 @@ PairCounts count_ordered_pairs(const std::vector<double>& score, const std::vect
 // this machine's (basin::this_hardware). Its kind is "machine+" and the inner kind.
 std::unique_ptr<Estimator> make_machine_input(std::unique_ptr<Estimator> inner);
 
+// The GPU's analytical estimator ("gpu_roofline", models/gpu_prior.cc): the roofline of
+// each store on the data-sheet rates of `arch` (sm_80: A100; sm_90 and others: H100),
+// tensor-core stores at the TF32 rate. Differentiable; reads the GPU feature set.
+std::unique_ptr<Estimator> make_gpu_roofline(const std::string& arch = "sm_90");
+// `learned` (untrained) scoring with gpu_roofline until it has trained on 8 programs;
+// ready from the start, so the tuning loop's first rounds on a GPU are ranked by the
+// roofline instead of drawn at random. Its kind is the learned one's.
+std::unique_ptr<Estimator> with_gpu_prior(std::unique_ptr<Estimator> learned, const std::string& arch = "sm_90");
+
 namespace detail {
+std::unique_ptr<Estimator> load_gpu_roofline(const std::string& payload, const std::string& path);
 // An estimator of `kind` from its payload (load_estimator's dispatch).
 std::unique_ptr<Estimator> load_payload(const std::string& kind, const std::string& payload, const std::string& path);
 std::unique_ptr<Estimator> load_machine_input(const std::string& payload, const std::string& path);

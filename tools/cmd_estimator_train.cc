@@ -220,7 +220,7 @@ void add_estimator_train_eval(CLI::App* estimator, Runner& run) {
   auto* ev = estimator->add_subcommand("eval", "pairwise accuracy, top-1/top-5 recall and R^2 on held-out tasks");
   common(ev, *e);
   ev->add_option("--estimator", e->estimator,
-                 "mlp (the pretrained weights), gbt, ensemble, roofline, or a file (.bin, .pt)");
+                 "mlp (the pretrained weights), gbt, ensemble, roofline, gpu_roofline, or a file (.bin, .pt)");
   ev->add_flag("--all", e->all, "evaluate on every task, not only the held-out ones");
   ev->add_flag("--no-calibrate", e->no_calibrate,
                "mlp and ensemble: the shipped weights, not this machine's calibration of them");

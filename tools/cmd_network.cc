@@ -570,7 +570,8 @@ void add_network_commands(CLI::App& app, Runner& run) {
            "--strategy", o->strategy,
            "gradient (default), annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`)")
         ->check([](const std::string& spec) { return check_strategy_spec(spec); });
-    cmd->add_option("--estimator", o->estimator, "mlp, gbt, ensemble, roofline or a file (default: the strategy's)");
+    cmd->add_option("--estimator", o->estimator,
+                    "mlp, gbt, ensemble, roofline, gpu_roofline or a file (default: the strategy's)");
     cmd->add_option("--batch", o->batch, "programs per round (default 16)");
     cmd->add_option("--first-batch", o->first_batch,
                     "programs of each task's first round, the estimator's best guesses (default 0: 256 shared "

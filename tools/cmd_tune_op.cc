@@ -373,10 +373,11 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--trials", o->trials, "stop when the task has N measured programs in the records file");
   cmd->add_option("--budget", o->budget, "stop after this wall time (90s, 5m, 1h)");
   cmd->add_option("--records", o->records, "the records file (SQLite; created if missing)")->required();
-  cmd->add_option("--estimator", o->estimator,
-                  "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline or a file (.pt "
-                  "TorchScript, or one written by basin estimator train); "
-                  "default: ensemble, gbt for annealing, none for random");
+  cmd->add_option(
+      "--estimator", o->estimator,
+      "mlp (pretrained), gbt, ensemble (the pretrained MLP and trees), roofline, gpu_roofline or a file (.pt "
+      "TorchScript, or one written by basin estimator train); "
+      "default: ensemble, gbt for annealing, none for random");
   cmd->add_flag("--no-calibrate", o->no_calibrate,
                 "mlp and ensemble: the shipped weights, not this machine's calibration of them");
   add_seed_option(cmd, o->seed, "seed of the search (one seed, one run)");

@@ -5,6 +5,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -390,6 +391,45 @@ TEST(Estimators, TheTuningLoopsUpdateReadsTheNewestProgramsOnly) {
   EXPECT_EQ(p.trained.size(), samples.size());
 }
 
+// The GPU roofline: reads the GPU feature set only, saves and loads its architecture,
+// and ranks a store's flops faster on the tensor cores than on FP32.
+TEST(Estimators, GpuRooflineReadsGpuFeaturesAndRoundTrips) {
+  std::unique_ptr<models::Estimator> g = models::make_gpu_roofline("sm_80");
+  EXPECT_EQ(g->kind(), "gpu_roofline");
+  EXPECT_FALSE(g->trainable());
+  models::Sample cpu;
+  cpu.stores = 1;
+  cpu.features.assign(relax::num_features(), 1.0f);
+  try {
+    g->predict(models::FeatureBatch::of(std::vector<models::Sample>{cpu}));
+    ADD_FAILURE() << "a CPU feature batch was scored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU feature set"), std::string::npos) << e.what();
+  }
+  const auto& names = relax::feature_names(relax::FeatureSet::Gpu);
+  auto at = [&](const std::string& n) {
+    return static_cast<size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
+  models::Sample simt;
+  simt.stores = 1;
+  simt.features.assign(names.size(), 0.0f);
+  simt.features[at("flops_add")] = simt.features[at("flops_mul")] = 30;  // log2(1 + x)
+  simt.features[at("gpu.blocks")] = 10;
+  simt.features[at("gpu.threads_per_block")] = 7;
+  models::Sample tc = simt;
+  tc.features[at("gpu.tensor_core")] = 1;
+  models::FeatureBatch b = models::FeatureBatch::of(std::vector<models::Sample>{simt, tc});
+  std::vector<double> s = g->predict(b);
+  EXPECT_LT(s[1], s[0]);
+  const std::string path = temp("gpu_roofline.bin");
+  g->save(path);
+  std::unique_ptr<models::Estimator> back = models::load_estimator(path);
+  EXPECT_EQ(back->kind(), "gpu_roofline");
+  EXPECT_EQ(back->predict(b), s);
+  EXPECT_NE(models::make_gpu_roofline("sm_90")->predict(b), s);  // another GPU's rates
+  std::filesystem::remove(path);
+}
+
 // What `--estimator SPEC` loads, as tune-op reports it (`estimator_file`).
 TEST(Estimators, TheFileASpecLoadsIsNamed) {
   EXPECT_EQ(models::estimator_file("ensemble", "llvm"), models::pretrained_cpu_path("cpu_ensemble.bin"));
@@ -555,10 +595,12 @@ TEST(Estimators, EstimatorsForEveryTaskScoreAsTheSpecsAndAreEachTheirOwn) {
     EXPECT_EQ(many[1]->predict(pb), want) << spec << ": updating one task's estimator changed another's";
   }
   EXPECT_TRUE(models::estimators_for_target("mlp", "llvm", 0).empty());
-  // On the GPU the trainable kinds start untrained, each its own.
+  // On the GPU the trainable kinds start untrained behind the GPU's roofline (ready from
+  // the start), each its own.
   std::vector<std::unique_ptr<models::Estimator>> gpu = models::estimators_for_target("ensemble", "cuda", 2);
   ASSERT_EQ(gpu.size(), 2u);
-  EXPECT_FALSE(gpu[0]->ready());
+  EXPECT_TRUE(gpu[0]->ready());
+  EXPECT_EQ(gpu[0]->kind(), "ensemble");
   EXPECT_NE(gpu[0].get(), gpu[1].get());
 }
 

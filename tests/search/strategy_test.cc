@@ -201,6 +201,55 @@ TEST(Strategies, SearchTheGpuSpace) {
   EXPECT_THROW(search::TaskSpace(ops::build_op("dense"), "opencl"), Error);
 }
 
+// On a GPU no estimator weights ship: the trainable estimators start behind the GPU's
+// roofline (models::with_gpu_prior), which ranks the first rounds (tensor cores ahead
+// of the same tile on FP32, a GPU filled ahead of an idle one) and which the gradient
+// search descends on; the learned estimator takes over once trained on 8 programs.
+TEST(Strategies, TheGpuPriorRanksUntilTheEstimatorIsTrained) {
+  search::TaskSpace space(ops::build_op("dense", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}), "cuda");
+  ASSERT_EQ(space.sketches().size(), 2u);
+  ASSERT_EQ(space.sketches()[1].rule, sched::SketchRule::GpuMma);
+  std::unique_ptr<models::Estimator> est = models::estimator_for_target("ensemble", "cuda");
+  EXPECT_TRUE(est->ready());
+  EXPECT_EQ(est->kind(), "ensemble");
+  std::unique_ptr<models::Estimator> roof = models::make_gpu_roofline();
+  // The tensor-core default against a one-warp tensor-core program and the SIMT default.
+  sched::Config mma = sched::default_config(space.sketches()[1]), one_warp = mma;
+  one_warp.factors = {{1, 1}, {1, 1}, {1}};
+  std::vector<search::Candidate> cs = {space.make(1, mma), space.make(1, one_warp),
+                                       space.make(0, sched::default_config(space.sketches()[0]))};
+  models::FeatureBatch b = space.features(cs);
+  std::vector<double> p = est->predict(b), r = roof->predict(b);
+  EXPECT_EQ(p, r);
+  EXPECT_LT(r[0], r[2]) << "tensor cores ahead of FP32";
+  EXPECT_LT(r[0], r[1]) << "64 x 64 tiles ahead of one warp's 16 x 8 (8 times the global traffic)";
+  // The gradient search descends on the prior, proposing valid programs.
+  std::mt19937_64 rng(3), r0(4);
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  for (int i = 0; i < 20; ++i) {
+    search::Candidate c = space.random(r0);
+    if (measured.insert(c.json).second) history.push_back({c, 100.0 + i});
+  }
+  search::SearchState state{space, est.get(), history, measured, rng};
+  std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, 16);
+  EXPECT_EQ(got.size(), 16u);
+  for (const search::Candidate& c : got) EXPECT_EQ(sched::invalid_reason(space.sketches()[c.sketch], c.config), "");
+  // Trained on enough programs, the learned estimator scores instead.
+  models::FeatureExtractor fx;
+  std::vector<models::Sample> samples;
+  for (int i = 0; i < 12; ++i) {
+    search::Candidate c = space.random(r0);
+    models::Sample s = fx.features(space.key(), space.sketches()[c.sketch].name, c.json, "cuda");
+    s.latency_us = 50.0 + 3 * i;
+    samples.push_back(s);
+  }
+  models::train_for_tuning(*est, std::vector<models::Sample>(samples.begin(), samples.begin() + 4), 1);
+  EXPECT_EQ(est->predict(b), r) << "trained on 4 programs: still the prior";
+  models::train_for_tuning(*est, samples, 1);
+  EXPECT_NE(est->predict(b), r) << "trained on 12 programs: the learned estimator";
+}
+
 // The gradient search measures, in each batch, the best-predicted program of two
 // sketches in turn, so that over a few rounds every sketch is tried with the estimator's
 // choice (resnet18-c12's best sketch was missed without it).
