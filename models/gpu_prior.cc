@@ -69,10 +69,10 @@ class GpuRoofline final : public DifferentiableEstimator {
     torch::Tensor on_tc = raw(tc).clamp(0, 1);
     torch::Tensor flops = raw(add) + raw(mul) + (1 - on_tc) * (8 * raw(div) + 20 * raw(math) + raw(cmp));
     torch::Tensor bytes = torch::zeros_like(flops);
+    // Global traffic: the unique bytes of the slots that are not shared memory.
     for (int k = 0; k < relax::kBufferSlots; ++k) {
-      static const int first = gpu_index("buf0.unique_bytes"), first_shared = gpu_index("buf0.shared");
-      const int ub = first + (gpu_index("buf1.unique_bytes") - first) * k, sh = first_shared + k;
-      bytes = bytes + raw(ub) * (1 - raw(sh).clamp(0, 1));
+      const std::string slot = "buf" + std::to_string(k);
+      bytes = bytes + raw(gpu_index(slot + ".unique_bytes")) * (1 - raw(gpu_index(slot + ".shared")).clamp(0, 1));
     }
     // The share of the GPU's thread slots (2048 per SM) the store's blocks fill.
     torch::Tensor fill = (raw(blocks).clamp_min(1) * raw(tpb).clamp_min(1) / (r_.sms * 2048)).clamp(1e-6, 1.0);

@@ -87,8 +87,9 @@ double constant_bytes(const graph::Partition& p);
 bool weights_exceed_cache(const graph::Partition& p);
 
 // Each task's program: its best valid record on `target` among the sketches `precision`
-// allows (sched::sketches_for), or, when it has none, its first sketch's default
-// configuration (tuned = false), with the task's index added to `untuned`.
+// allows (sched::sketches_for), or, when it has none, the default configuration of its
+// default sketch (sched::default_sketch; tuned = false), with the task's index added to
+// `untuned`.
 std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,
                                                     const std::string& target, std::vector<int>* untuned,
                                                     const std::string& precision = "tf32");

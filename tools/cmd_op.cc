@@ -73,8 +73,8 @@ int run_op(const OpOptions& o) {
   const std::string emit_target = o.emit == "llvm" || o.emit == "asm" ? "llvm" : o.emit == "cuda" ? "cuda" : "";
   if (!emit_target.empty() && emit_target != target)
     throw Error("--emit " + o.emit + " prints the " + emit_target + " target's code; this is --target " + target);
-  // The program: the given configuration, else the default configuration of the first
-  // sketch (the interpreter target runs the plain default schedule).
+  // The program: the given configuration, else the default configuration of the default
+  // sketch (sched::default_sketch; the interpreter target runs the plain default schedule).
   const bool cuda = target == "cuda";
   sched::check_precision(o.precision);
   std::vector<sched::Sketch> sketches = cuda ? sched::gpu_sketches(g, o.precision) : sched::cpu_sketches(g);
