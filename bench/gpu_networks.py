@@ -15,19 +15,13 @@ GPU (the compilations for --arch) and says what it left for the GPU.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def run_json(cmd, timeout=None):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if p.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {(p.stderr or p.stdout).strip()[-2000:]}")
-    return json.loads(p.stdout)
+sys.path.insert(0, HERE)
+from gpu_ops import run_json  # noqa: E402
 
 
 def main():

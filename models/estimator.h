@@ -204,6 +204,8 @@ std::unique_ptr<Estimator> load_gbt(const std::string& payload, const std::strin
 std::unique_ptr<Estimator> make_roofline();
 std::unique_ptr<Estimator> load_roofline(const std::string& payload, const std::string& path);
 std::unique_ptr<Estimator> load_torchscript(const std::string& path);
+// A batch's scores through e.forward, without gradients (models/torchscript.cc).
+std::vector<double> predict_by_forward(DifferentiableEstimator& e, const FeatureBatch& b);
 // The ensemble of `mlp` (a new one when null) and new trees.
 std::unique_ptr<Estimator> make_ensemble(std::unique_ptr<Estimator> mlp);
 std::unique_ptr<Estimator> load_ensemble(const std::string& payload, const std::string& path);

@@ -46,14 +46,7 @@ class GpuRoofline final : public DifferentiableEstimator {
   void train(const std::vector<Sample>&, const TrainOptions&) override {}  // nothing to learn
   void update(const std::vector<Sample>&, const TrainOptions&) override {}
 
-  std::vector<double> predict(const FeatureBatch& b) override {
-    torch::NoGradGuard no_grad;
-    torch::Tensor f =
-        torch::from_blob(const_cast<float*>(b.values.data()), {b.batch, b.stores, b.features}, torch::kFloat32);
-    torch::Tensor m = torch::from_blob(const_cast<float*>(b.mask.data()), {b.batch, b.stores}, torch::kFloat32);
-    torch::Tensor s = forward(f, m).to(torch::kFloat64).contiguous();
-    return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);
-  }
+  std::vector<double> predict(const FeatureBatch& b) override { return detail::predict_by_forward(*this, b); }
 
   torch::Tensor forward(const torch::Tensor& features, const torch::Tensor& mask) override {
     if (features.size(2) != relax::num_features(relax::FeatureSet::Gpu))
@@ -118,7 +111,6 @@ class WithPrior final : public DifferentiableEstimator {
     train(samples, scratch);
   }
   std::string payload() const override { return learned_->payload(); }
-  bool learned_active() const { return learned_->ready(); }
 
   static constexpr size_t kMinSamples = 8;
 

@@ -38,15 +38,7 @@ class TorchScript final : public DifferentiableEstimator {
   }
   void update(const std::vector<Sample>&, const TrainOptions&) override {}
 
-  std::vector<double> predict(const FeatureBatch& b) override {
-    if (b.batch == 0) return {};
-    torch::NoGradGuard no_grad;
-    torch::Tensor x =
-        torch::from_blob(const_cast<float*>(b.values.data()), {b.batch, b.stores, b.features}, torch::kFloat32);
-    torch::Tensor m = torch::from_blob(const_cast<float*>(b.mask.data()), {b.batch, b.stores}, torch::kFloat32);
-    torch::Tensor s = forward(x, m).to(torch::kFloat64).contiguous();
-    return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);
-  }
+  std::vector<double> predict(const FeatureBatch& b) override { return detail::predict_by_forward(*this, b); }
 
   at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) override {
     c10::IValue out;
@@ -87,6 +79,16 @@ class TorchScript final : public DifferentiableEstimator {
 
 namespace detail {
 std::unique_ptr<Estimator> load_torchscript(const std::string& path) { return std::make_unique<TorchScript>(path); }
+
+std::vector<double> predict_by_forward(DifferentiableEstimator& e, const FeatureBatch& b) {
+  if (b.batch == 0) return {};
+  torch::NoGradGuard no_grad;
+  torch::Tensor x =
+      torch::from_blob(const_cast<float*>(b.values.data()), {b.batch, b.stores, b.features}, torch::kFloat32);
+  torch::Tensor m = torch::from_blob(const_cast<float*>(b.mask.data()), {b.batch, b.stores}, torch::kFloat32);
+  torch::Tensor s = e.forward(x, m).to(torch::kFloat64).contiguous();
+  return std::vector<double>(s.data_ptr<double>(), s.data_ptr<double>() + b.batch);
+}
 }  // namespace detail
 
 }  // namespace basin::models

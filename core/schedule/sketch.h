@@ -175,8 +175,6 @@ size_t default_sketch(const std::vector<Sketch>& sketches);
 // FP32 everywhere). Throws basin::Error naming them for another ("fp16" and "bf16" are
 // not built yet).
 void check_precision(const std::string& precision);
-// The precision a sketch's programs compute in: "tf32" for GpuMma, else "fp32".
-std::string sketch_precision(const Sketch& s);
 // The largest relative error (max |x - ref| / max |ref|) a sketch's results may show
 // against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32.
 double result_tolerance(const Sketch& s, double fp32_tolerance);

@@ -313,8 +313,6 @@ size_t default_sketch(const std::vector<Sketch>& sketches) {
   return 0;
 }
 
-std::string sketch_precision(const Sketch& s) { return s.rule == SketchRule::GpuMma ? "tf32" : "fp32"; }
-
 double result_tolerance(const Sketch& s, double fp32_tolerance) {
   return s.rule == SketchRule::GpuMma ? std::max(fp32_tolerance, 5e-3) : fp32_tolerance;
 }

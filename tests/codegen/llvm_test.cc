@@ -115,6 +115,25 @@ TEST_F(LlvmSemantics, FloorDivisionAndModuloOfNegatives) {
   EXPECT_EQ(o.as<int64_t>()[1], 1);   // floormod(-7, 2)
 }
 
+// The values of xs as float32, cut to a multiple of 8 (the lanes of unary_map's loop).
+NDArray in_lanes(const std::vector<float>& xs) {
+  const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
+  NDArray in(DType::f32(), {n});
+  for (int64_t k = 0; k < n; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
+  return in;
+}
+
+// out[i] = fn(x[i]) for i < n, in rows of 8 whose inner loop is of `kind`.
+LoweredFunc unary_map(const std::string& name, int64_t n, ForKind kind, MathFn fn) {
+  Var o("o"), l("l");
+  Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(n)});
+  Expr at = o * 8 + l;
+  Stmt body =
+      make_for(o, 0, n / 8, ForKind::Serial, make_for(l, 0, 8, kind, make_store(out, {at}, call(fn, {load(x, {at})}))));
+  return LoweredFunc{name, {x, out}, {1}, body};
+}
+
 // MathFn::tf32 in the emitted code is bit for bit the interpreter's round_to_tf32, on a
 // vector loop and a scalar one, ties, infinities and NaN among the values.
 TEST_F(LlvmSemantics, Tf32RoundingMatchesTheInterpreterBitForBit) {
@@ -122,17 +141,10 @@ TEST_F(LlvmSemantics, Tf32RoundingMatchesTheInterpreterBitForBit) {
       0.0f,      -0.0f, 1.0f,  1.0f + std::ldexp(1.0f, -11), -(1.0f + std::ldexp(1.0f, -11)), 3.4028235e38f, INFINITY,
       -INFINITY, NAN,   1e-40f};
   for (int k = 0; k < 4000; ++k) xs.push_back(std::ldexp(static_cast<float>(k) - 2000.0f, (k % 41) - 20) / 3.0f);
-  const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
-  NDArray in(DType::f32(), {n});
-  for (int64_t k = 0; k < n; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
+  NDArray in = in_lanes(xs);
+  const int64_t n = in.numel();
   for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
-    Var o("o"), l("l");
-    Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
-    Buffer out = make_buffer("out", DType::f32(), {Expr(n)});
-    Expr at = o * 8 + l;
-    Stmt body = make_for(o, 0, n / 8, ForKind::Serial,
-                         make_for(l, 0, 8, kind, make_store(out, {at}, call(MathFn::tf32, {load(x, {at})}))));
-    LoweredFunc f{"tf32", {x, out}, {1}, body};
+    LoweredFunc f = unary_map("tf32", n, kind, MathFn::tf32);
     NDArray want, got;
     both(f, {in}, {n}, DType::f32(), &want, &got);
     for (int64_t k = 0; k < n; ++k) {
@@ -172,18 +184,11 @@ TEST_F(LlvmSemantics, MathFunctionsArePolynomialsAccurateOverTheWholeRange) {
                            89.0f, -87.3f, -87.4f, -100.0f, -200.0f, 1e30f,      -1e30f, INFINITY,   -INFINITY, NAN};
   for (int k = 0; k < 4000; ++k) xs.push_back(-12.0f + 24.0f * static_cast<float>(k) / 4000.0f);
   for (int k = 0; k < 2000; ++k) xs.push_back(-90.0f + 180.0f * static_cast<float>(k) / 2000.0f);
-  const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
-  NDArray in(DType::f32(), {n});
-  for (int64_t k = 0; k < n; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
+  NDArray in = in_lanes(xs);
+  const int64_t n = in.numel();
   for (MathFn fn : {MathFn::exp, MathFn::sigmoid, MathFn::tanh, MathFn::erf}) {
     for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
-      Var o("o"), l("l");
-      Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
-      Buffer out = make_buffer("out", DType::f32(), {Expr(n)});
-      Expr at = o * 8 + l;
-      Stmt body = make_for(o, 0, n / 8, ForKind::Serial,
-                           make_for(l, 0, 8, kind, make_store(out, {at}, call(fn, {load(x, {at})}))));
-      LoweredFunc f{"math", {x, out}, {1}, body};
+      LoweredFunc f = unary_map("math", n, kind, fn);
       NDArray want, got;
       both(f, {in}, {n}, DType::f32(), &want, &got);
       const std::string what = std::string(math_fn_name(fn)) + (kind == ForKind::Vectorized ? " vector" : " scalar");

@@ -101,22 +101,32 @@ TEST(Features, GpuFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
   EXPECT_GE(checked, 50);
 }
 
+// The GPU features of sketch s of g at configuration c, per store, raw (2^f - 1) by name.
+struct GpuFeatures {
+  std::vector<std::vector<double>> f;
+  GpuFeatures(const ops::OpGraph& g, const sched::Sketch& s, const sched::Config& c)
+      : f(relax::evaluate_features(
+            relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c)),
+                                    relax::FeatureSet::Gpu),
+            {})) {}
+  size_t size() const { return f.size(); }
+  double at(size_t store, const std::string& name) const {
+    const auto& names = relax::feature_names(relax::FeatureSet::Gpu);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::exp2(f[store][i]) - 1;
+    ADD_FAILURE() << name;
+    return -1.0;
+  }
+};
+
 TEST(Features, KnownGpuValuesOfADenseTile) {
   ops::OpGraph g = ops::build_op("dense", parse("M=64 K=32 N=128"));
   const sched::Sketch s = sched::gpu_sketches(g).at(0);
   sched::Config c;
   c.factors = {{2, 4, 2}, {1, 32, 2}, {8}};  // i: 64 = 4 blocks x 2 vthreads x 4 threads x 2; j: 128 = 2 x 1 x 32 x 2
   c.unroll = 16;
-  const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
-  auto f = relax::evaluate_features(
-      relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c)), gpu), {});
-  const auto& names = relax::feature_names(gpu);
-  auto at = [&](size_t store, const std::string& name) {
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name) return std::exp2(f[store][i]) - 1;
-    ADD_FAILURE() << name;
-    return -1.0;
-  };
+  const GpuFeatures f(g, s, c);
+  auto at = [&](size_t store, const std::string& name) { return f.at(store, name); };
   // Stores: the accumulator's init, the two shared tiles' loads, the update, the output.
   ASSERT_EQ(f.size(), 5u);
   for (size_t st = 0; st < 5; ++st) {
@@ -143,16 +153,8 @@ TEST(Features, KnownGpuValuesOfATensorCoreTile) {
   c.factors = {{2, 2}, {2, 4}, {2}};
   c.unroll = 512;
   ASSERT_EQ(sched::invalid_reason(s, c), "");
-  const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
-  auto f = relax::evaluate_features(
-      relax::extract_features(sched::lower_sketch_structure(g, s, sched::concrete_knobs(c)), gpu), {});
-  const auto& names = relax::feature_names(gpu);
-  auto at = [&](size_t store, const std::string& name) {
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name) return std::exp2(f[store][i]) - 1;
-    ADD_FAILURE() << name;
-    return -1.0;
-  };
+  const GpuFeatures f(g, s, c);
+  auto at = [&](size_t store, const std::string& name) { return f.at(store, name); };
   // Stores: the accumulator's init, the two shared tiles' loads, the fragments, the output.
   ASSERT_EQ(f.size(), 5u);
   for (size_t st = 0; st < 5; ++st) {
