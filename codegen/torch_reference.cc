@@ -9,6 +9,7 @@
 
 #include "codegen/cpu_runtime.h"
 #include "codegen/torch_executor.h"
+#include "core/ops/operators.h"
 #include "core/ops/subgraph.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
@@ -84,6 +85,12 @@ std::vector<int64_t> all_dims(const TT& x) {
   std::vector<int64_t> d;
   for (int64_t i = 0; i < x.dim(); ++i) d.push_back(i);
   return d;
+}
+
+// A rows x cols matrix of doubles as an f32 tensor.
+TT matrix(const std::vector<double>& v, int64_t rows, int64_t cols) {
+  std::vector<float> f(v.begin(), v.end());
+  return torch::tensor(f).reshape({rows, cols});
 }
 
 // The blocked layout [N, C/b, S..., b] and back.
@@ -163,6 +170,28 @@ const std::map<std::string, Fn>& references() {
          return one(block(torch::conv2d(unblock(in[0]), wt, {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
                                         per_dim(a, "dilation", 2), a.i("groups")),
                           w.size(5)));
+       }},
+      {"winograd_input", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         // Overlapping tiles of A x A inputs at steps of m (unfold), then B^T d B.
+         const int64_t m = a.i("m"), p = a.i("padding"), al = m + 2;
+         const TT& x = in[0];
+         const int64_t th = (x.size(2) + 2 * p - 2 + m - 1) / m, tw = (x.size(3) + 2 * p - 2 + m - 1) / m;
+         TT xp = torch::constant_pad_nd(x, {0, 0, p, tw * m + 2 - p - x.size(3), p, th * m + 2 - p - x.size(2)});
+         TT d = xp.unfold(2, al, m).unfold(3, al, m);  // [N, C/b, TH, TW, b, A, A]
+         TT bt = matrix(ops::winograd_matrix(m, 'B'), al, al);
+         TT v = torch::einsum("ur,vs,nchwbrs->uvnchwb", {bt, bt, d});
+         return one(v.reshape({al, al, x.size(0), x.size(1), th * tw, x.size(4)}).contiguous());
+       }},
+      {"winograd_gemm", binary([](const TT& v, const TT& u) { return torch::einsum("uvnctx,uvkcxy->uvnkty", {v, u}); })},
+      {"winograd_output", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         const int64_t m = a.i("m"), h = a.i("height"), w = a.i("width"), al = m + 2;
+         const int64_t th = (h + m - 1) / m, tw = (w + m - 1) / m;
+         const TT& mt = in[0];
+         TT at = matrix(ops::winograd_matrix(m, 'A'), m, al);
+         TT y = torch::einsum("iu,jv,uvnktb->nktijb", {at, at, mt});  // [N, C/b, T, m, m, b]
+         y = y.reshape({mt.size(2), mt.size(3), th, tw, m, m, mt.size(5)}).permute({0, 1, 2, 4, 3, 5, 6});
+         y = y.reshape({mt.size(2), mt.size(3), th * m, tw * m, mt.size(5)});
+         return one(y.slice(2, 0, h).slice(3, 0, w).contiguous());
        }},
       {"to_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(block(in[0], a.i("block"))); }},
       {"from_nchwc", unary([](const TT& x) { return unblock(x).contiguous(); })},

@@ -15,14 +15,15 @@ namespace {
 enum class Kind { Anchor, Reduction, Elementwise, Injective };
 
 Kind kind_of(const std::string& op) {
-  static const std::set<std::string> anchors = {"conv1d", "conv2d",       "conv3d",    "conv2d_transpose", "dense",
-                                                "matmul", "batch_matmul", "attention", "conv2d_nchwc"};
+  static const std::set<std::string> anchors = {"conv1d",       "conv2d",       "conv3d",       "conv2d_transpose",
+                                                "dense",        "matmul",       "batch_matmul", "attention",
+                                                "conv2d_nchwc", "winograd_gemm"};
   static const std::set<std::string> reductions = {
       "softmax",    "log_softmax", "layer_norm",        "rms_norm",         "sum", "mean", "max", "min",
       "max_pool2d", "avg_pool2d",  "global_avg_pool2d", "global_max_pool2d"};
-  static const std::set<std::string> injective = {"transpose",  "concat",  "slice",     "pad",          "to_nchwc",
-                                                  "from_nchwc", "gather",  "embedding", "broadcast_to", "resize",
-                                                  "reshape",    "flatten", "squeeze",   "unsqueeze"};
+  static const std::set<std::string> injective = {
+      "transpose",    "concat", "slice",   "pad",     "to_nchwc", "from_nchwc", "gather",         "embedding",
+      "broadcast_to", "resize", "reshape", "flatten", "squeeze",  "unsqueeze",  "winograd_input", "winograd_output"};
   if (anchors.count(op)) return Kind::Anchor;
   if (reductions.count(op)) return Kind::Reduction;
   if (injective.count(op)) return Kind::Injective;
@@ -129,15 +130,18 @@ Partition partition(const Graph& g) {
     }
     const Kind k = kind_of(nd.op);
     int join = -1;
+    // Winograd's input transform reads every element of its input in up to four tiles
+    // (more for m = 4): a producer fused into it would be computed again per read.
+    const bool starts_group = nd.op == "winograd_input";
     for (int v : nd.inputs) {  // a region closing a fan-out stays with the value it fans out from
       int gi = group_of_value[v];
-      if (fanout_ok[v] && gi >= 0 && !is_view[gi]) {
+      if (fanout_ok[v] && gi >= 0 && !is_view[gi] && !starts_group) {
         join = gi;
         break;
       }
     }
     for (int v : nd.inputs) {
-      if (join >= 0) break;
+      if (join >= 0 || starts_group) break;
       int gi = group_of_value[v];
       if (gi < 0 || is_view[gi] || outputs.count(v) || g.consumers(v).size() != 1) continue;
       const Open& G = groups[gi];

@@ -27,6 +27,16 @@ int64_t host_layout_lanes() {
 
 int64_t layout_lanes(const std::string& target) { return target == "llvm" ? host_layout_lanes() : 0; }
 
+int64_t winograd_auto(int64_t in_channels, int64_t out_channels, int64_t height, int64_t width) {
+  // Measured range: 64 to 512 channels on maps of 7x7 to 56x56 (docs/networks.md).
+  if (in_channels < 64 || out_channels < 64 || height * width < 49) return 0;
+  // F(4x4) multiplies 4 times fewer than the direct convolution, F(2x2) 2.25 times, but
+  // its transformed weight is 36/9 of the weight against 16/9: F(4x4) while that stays
+  // small (up to 128 x 128 channels, 2.4 MB), F(2x2) beyond, where the weights of a
+  // network like ResNet's no longer fit the caches and stream from memory every run.
+  return in_channels * out_channels <= 128 * 128 ? 4 : 2;
+}
+
 namespace {
 
 bool is_elementwise(const std::string& op) {
@@ -127,9 +137,39 @@ class Planner {
       bi = ch;  // one block of every channel: NHWC
       in = out_.add_node("to_nchwc", {plain(nd.inputs[0])}, {{"block", bi}}, x.name + ".nhwc");
     }
+    if (const int64_t m = groups == 1 && block(nd.inputs[0]) != 0 ? winograd_tile(nd) : 0) {
+      const int64_t pad = nd.attrs.ints("padding")[0];
+      const Value& y = val(nd.output);
+      const int tiles = out_.add_node("winograd_input", {in}, {{"m", m}, {"padding", pad}}, nd.name + ".tiles");
+      const int u = out_.add_constant(w.name + ".winograd", ops::winograd_weight(w.data, m, bi, bo));
+      const int prod = out_.add_node("winograd_gemm", {tiles, u}, {}, nd.name + ".gemm");
+      blocked_[nd.output] =
+          out_.add_node("winograd_output", {prod}, {{"m", m}, {"height", y.shape[2]}, {"width", y.shape[3]}}, nd.name);
+      return true;
+    }
     int wt = out_.add_constant(w.name + ".nchwc", ops::pack_conv_weight_nchwc(w.data, groups, bi, bo));
     blocked_[nd.output] = out_.add_node("conv2d_nchwc", {in, wt}, nd.attrs.values(), nd.name);
     return true;
+  }
+
+  // The output tile m of Winograd's F(m x m, 3 x 3) for a conv2d node (groups 1, its
+  // input blocked), or 0 for the direct convolution: BASIN_WINOGRAD's m, or under
+  // `auto` the plan's rule (docs/networks.md, "Winograd").
+  int64_t winograd_tile(const Node& nd) const {
+    const int setting = winograd_setting();
+    if (setting <= 0) return 0;
+    const Value &x = val(nd.inputs[0]), &w = val(nd.inputs[1]);
+    auto all = [&](const char* attr, int64_t v) {
+      for (int64_t a : nd.attrs.ints(attr))
+        if (a != v) return false;
+      return true;
+    };
+    const std::vector<int64_t>& pad = nd.attrs.ints("padding");
+    if (w.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3 || !all("stride", 1) || !all("dilation", 1) ||
+        pad.empty() || pad[0] > 2 || !all("padding", pad[0]))
+      return 0;
+    if (setting > 1) return setting;
+    return winograd_auto(x.shape[1], w.shape[0], val(nd.output).shape[2], val(nd.output).shape[3]);
   }
 
   // A strided transposed convolution whose output channels fill no vector (DCGAN's last

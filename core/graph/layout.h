@@ -26,6 +26,12 @@ int64_t host_layout_lanes();
 // NCHW) on the GPU.
 int64_t layout_lanes(const std::string& target);
 
+// The output tile m of Winograd's F(m x m, 3 x 3) that the plan's `auto` rule gives a
+// 3x3, stride-1 convolution from in_channels into out_channels with outputs of
+// height x width, or 0 where the direct convolution is faster (docs/networks.md,
+// "Winograd").
+int64_t winograd_auto(int64_t in_channels, int64_t out_channels, int64_t height, int64_t width);
+
 // The graph with the plan applied for vectors of `lanes` floats (0: the graph as it is):
 // - conv2d with a constant weight, one group or one per channel, becomes conv2d_nchwc
 //   (its weight packed now) where its output channels have a block (a depthwise one

@@ -73,6 +73,20 @@ std::vector<NodeOpDef> make_node_ops() {
                    [](const Attrs& a, const std::vector<te::Tensor>& in) { return to_nchwc(in[0], a.i("block")); }));
   r.push_back(node("from_nchwc", "[N, C/b, S..., b] -> [N, C, S...]", {}, 1, 1,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return from_nchwc(in[0]); }));
+  r.push_back(node("winograd_input", "x [N, C/b, H, W, b] -> Winograd tiles [A, A, N, C/b, T, b]",
+                   {p_int("m", 2, "output tile"), p_int("padding", 1, "the convolution's padding")}, 1, 1,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return winograd_input(in[0], a.i("m"), a.i("padding"));
+                   }));
+  r.push_back(node("winograd_gemm",
+                   "v [A, A, N, C/bi, T, bi], u [A, A, OC/bo, C/bi, bi, bo] -> [A, A, N, OC/bo, T, bo]", {}, 2, 2,
+                   [](const Attrs&, const std::vector<te::Tensor>& in) { return winograd_gemm(in[0], in[1]); }));
+  r.push_back(
+      node("winograd_output", "[A, A, N, OC/b, T, b] -> [N, OC/b, height, width, b]",
+           {p_int("m", 2, "output tile"), p_int("height", 1, "output rows"), p_int("width", 1, "output columns")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) {
+             return winograd_output(in[0], a.i("m"), a.i("height"), a.i("width"));
+           }));
   r.push_back(node("dense", "x[M,K] w[N,K] -> [M,N]", {}, 2, 2,
                    [](const Attrs&, const std::vector<te::Tensor>& in) { return dense(in[0], in[1]); }));
   r.push_back(node("matmul", "a[M,K] b[K,N] -> [M,N]", {}, 2, 2,

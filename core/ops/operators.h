@@ -59,6 +59,21 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvParams& p);
 // A conv2d weight [OC, C/groups, KH, KW] in conv2d_nchwc's layout.
 NDArray pack_conv_weight_nchwc(const NDArray& w, int64_t groups, int64_t in_block, int64_t out_block);
 
+// ---- Winograd's F(m x m, 3 x 3) in the blocked layout (winograd.cc) ----
+// x[N, C/b, H, W, b] -> V[A, A, N, C/b, T, b]: each tile of (m+2) x (m+2) inputs (the
+// convolution's padding `pad` and zeros past the last tile included), B^T d B; A = m + 2,
+// T the tiles of m x m outputs, row-major. m is 2 or 4.
+Tensor winograd_input(const Tensor& x, int64_t m, int64_t pad);
+// V[A, A, N, C/bi, T, bi] U[A, A, OC/bo, C/bi, bi, bo] -> [A, A, N, OC/bo, T, bo]:
+// one GEMM per tile position.
+Tensor winograd_gemm(const Tensor& v, const Tensor& u);
+// [A, A, N, OC/b, T, b] -> [N, OC/b, height, width, b]: A^T M A per tile.
+Tensor winograd_output(const Tensor& m, int64_t tile, int64_t height, int64_t width);
+// A 3x3 weight [OC, C, 3, 3] transformed (G g G^T, in double) in winograd_gemm's layout.
+NDArray winograd_weight(const NDArray& w, int64_t m, int64_t in_block, int64_t out_block);
+// The transform matrices, row-major: 'B' B^T (A x A), 'G' G (A x 3), 'A' A^T (m x A).
+std::vector<double> winograd_matrix(int64_t m, char which);
+
 // ---- pooling (pool.cc) ----
 struct PoolParams {
   std::vector<int64_t> kernel, stride, padding, dilation;

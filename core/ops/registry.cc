@@ -69,6 +69,7 @@ const std::vector<OpDef>& all_ops() {
     register_attention_ops(r);
     register_conv_ops(r);
     register_blocked_ops(r);
+    register_winograd_ops(r);
     register_pool_ops(r);
     register_elementwise_ops(r);
     register_logic_ops(r);

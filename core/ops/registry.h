@@ -87,6 +87,7 @@ OpGraph build_op(const std::string& name, const Attrs& attrs);
 void register_linear_ops(std::vector<OpDef>& r);
 void register_conv_ops(std::vector<OpDef>& r);
 void register_blocked_ops(std::vector<OpDef>& r);
+void register_winograd_ops(std::vector<OpDef>& r);
 void register_pool_ops(std::vector<OpDef>& r);
 void register_elementwise_ops(std::vector<OpDef>& r);
 void register_normalization_ops(std::vector<OpDef>& r);

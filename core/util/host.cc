@@ -156,9 +156,19 @@ void check_settings() {
                      : "a vector instruction set this CPU has (avx512, avx2 or sse, no wider than its own, " + have +
                            "; unset it for " + have + ")"));
   }
+  if (winograd_setting() < 0)
+    throw Error(std::string("BASIN_WINOGRAD='") + std::getenv("BASIN_WINOGRAD") +
+                "' is not a Winograd setting (auto, the default; off; 2 or 4, the output tile)");
   if (blocked_layout_setting() < 0)
     throw Error(std::string("BASIN_LAYOUT='") + std::getenv("BASIN_LAYOUT") +
                 "' is not a layout plan (nchwc, the default, or nchw)");
+}
+
+int winograd_setting() {
+  const char* s = std::getenv("BASIN_WINOGRAD");
+  if (!s || std::string(s) == "auto") return 1;
+  const std::string v = s;
+  return v == "off" ? 0 : v == "2" ? 2 : v == "4" ? 4 : -1;
 }
 
 int blocked_layout_setting() {

@@ -66,6 +66,11 @@ std::string cpu_vector_isa();
 // blocked layout NCHWc (unset, or "nchwc"), 0 for "nchw", -1 for anything else
 // (check_settings refuses it).
 int blocked_layout_setting();
+// BASIN_WINOGRAD: which 3x3 convolutions of a blocked network are computed by
+// Winograd's F(m x m, 3 x 3) (core/ops/winograd.cc): 1 for the layout plan's own choice
+// (unset, or "auto"), 0 for none ("off"), 2 or 4 for every one that can, with that m;
+// -1 for anything else (check_settings refuses it).
+int winograd_setting();
 // The size of the CPU's last-level cache (the largest level sysfs lists for CPU 0),
 // in bytes; 0 where it is unknown.
 int64_t last_level_cache_bytes();

@@ -161,6 +161,34 @@ TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
     }
 }
 
+// A ResNet basic block of 64 channels on a 9x7 map (tiles past the edge), its 3x3
+// convolutions computed by Winograd's F(2x2) and F(4x4): compiled with random programs,
+// the outputs match LibTorch's direct convolutions of the graph before the plan.
+TEST_F(Network, WinogradConvolutionsMatchLibTorchOnRandomPrograms) {
+  graph::Graph g;
+  g.name = "basic_block";
+  graph::NetBuilder b(g, 11);
+  int x = g.add_input("x", {1, 64, 9, 7});
+  int r = b.op("relu", {b.batch_norm(b.conv(x, 64, {3}, {1, 1}, {1, 1}))});
+  g.add_output(b.op("relu", {b.op("add", {b.batch_norm(b.conv(r, 64, {3}, {1, 1}, {1, 1})), x})}));
+  const char* old = std::getenv("BASIN_WINOGRAD");
+  const std::string saved = old ? old : "";
+  for (const char* m : {"2", "4"}) {
+    SCOPED_TRACE(std::string("m ") + m);
+    setenv("BASIN_WINOGRAD", m, 1);
+    graph::Graph f = graph::optimize(g, 16);
+    EXPECT_EQ(f.op_counts()["winograd_gemm"], 2);
+    graph::Partition p = graph::partition(f);
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      CompiledNetwork n = CompiledNetwork::compile(f, p, seed == 0 ? defaults(p) : random_programs(p, seed));
+      std::vector<NDArray> in = inputs(n, seed + 1);
+      expect_close(n.run(in), TorchExecutor(g).run(in), 1e-4);
+    }
+  }
+  if (old) setenv("BASIN_WINOGRAD", saved.c_str(), 1);
+  else unsetenv("BASIN_WINOGRAD");
+}
+
 // A sketch's weight repacking runs once, when the network is compiled: every task
 // whose program repacks a constant weight gets its packed copy as a weight of the
 // network (one per group: the cnn's convolutions of one shape share a task but not

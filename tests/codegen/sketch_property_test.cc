@@ -81,6 +81,16 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
       {"conv2d_nchwc", "in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1", 5},
       {"conv2d_nchwc", "in_channels=3 in_block=3 out_channels=8 block=8 height=9 width=9 stride=2", 3},
       {"conv2d_nchwc", "in_channels=16 out_channels=16 groups=16 block=8 height=9 width=9 stride=2", 4},
+      // Winograd's F(m x m, 3 x 3): the input tiles (padding and zeros past the last tile
+      // read in place), the batched GEMM, the outputs with an epilogue, odd extents.
+      {"winograd_input", "in_channels=16 block=8 height=9 width=7", 4},
+      {"winograd_input", "m=4 in_channels=8 block=8 height=6 width=5 padding=2", 3},
+      {"winograd_gemm", "in_channels=16 block=8 out_channels=16 height=5 width=7", 5},
+      {"winograd_gemm", "m=4 in_channels=8 block=8 out_channels=16 out_block=16 height=7 width=7", 3},
+      {"subgraph",
+       "graph=x0:float32[4,4,1,2,12,8]@-1:1;x1:float32[1,2,1,1,8]@-1:1;"
+       "t0=winograd_output(x0){height=7|m=2|width=5};t1=add(t0,x1){};t2=relu(t1){}",
+       4},
       {"subgraph",
        "graph=x0:float32[1,2,7,7,8]@-1:1;x1:float32[1,2,1,1,8,8]@-1:1;x2:float32[1,1,1,1,8]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",

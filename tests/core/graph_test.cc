@@ -14,6 +14,7 @@
 #include "core/graph/zoo.h"
 #include "core/ops/subgraph.h"
 #include "core/schedule/sketch.h"
+#include "core/util/host.h"
 
 namespace basin::graph {
 namespace {
@@ -415,6 +416,75 @@ TEST(Layout, NarrowTransposedConvolutionsComputeTheirWidthByPhase) {
     NDArray in = NDArray::random(DType::f32(), {1, 6, 5, 8}, -1, 1, 9);
     expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-5);
   }
+}
+
+// BASIN_WINOGRAD set to `value` for a scope, restored after it.
+class WinogradSetting {
+ public:
+  explicit WinogradSetting(const char* value) {
+    const char* old = std::getenv("BASIN_WINOGRAD");
+    had_ = old != nullptr;
+    if (old) saved_ = old;
+    setenv("BASIN_WINOGRAD", value, 1);
+  }
+  ~WinogradSetting() {
+    if (had_) setenv("BASIN_WINOGRAD", saved_.c_str(), 1);
+    else unsetenv("BASIN_WINOGRAD");
+  }
+
+ private:
+  bool had_ = false;
+  std::string saved_;
+};
+
+// 3x3 stride-1 convolutions of a blocked network, padded or not, on maps that are not
+// a multiple of the tile, computed by F(2x2, 3x3) and F(4x4, 3x3): three nodes each
+// (the weight transformed at planning), the outputs of the direct convolutions; the
+// strided, 1x1 and grouped ones stay direct; the input transform is a task of its own
+// and the output transform keeps the epilogue.
+TEST(Layout, WinogradConvolutionsComputeTheSameOutputs) {
+  Graph g;
+  NetBuilder b(g, 5);
+  int x = g.add_input("x", {1, 16, 9, 7});
+  int c1 = b.op("relu", {b.conv(x, 16, {3}, {1, 1}, {1, 1}, 1, true)});
+  int c2 = b.conv(c1, 32, {3}, {1, 1}, {0, 0});
+  int c3 = b.conv(c1, 16, {3}, {2, 2}, {1, 1});
+  int c4 = b.conv(c1, 16, {1}, {1, 1}, {0, 0});
+  int c5 = b.conv(c1, 16, {3}, {1, 1}, {1, 1}, 2);
+  for (int y : {c2, c3, c4, c5}) g.add_output(y);
+  NDArray in = NDArray::random(DType::f32(), {1, 16, 9, 7}, -1, 1, 10);
+  std::vector<NDArray> ref = interpret_graph(g, {in});
+  for (const char* m : {"2", "4"}) {
+    SCOPED_TRACE(std::string("m ") + m);
+    WinogradSetting setting(m);
+    Graph f = plan_layouts(g, 8);
+    std::map<std::string, int> ops = f.op_counts();
+    EXPECT_EQ(ops["winograd_input"], 2);
+    EXPECT_EQ(ops["winograd_gemm"], 2);
+    EXPECT_EQ(ops["winograd_output"], 2);
+    EXPECT_EQ(ops["conv2d_nchwc"], 2);  // the strided and the 1x1 one
+    for (const Node& nd : f.nodes())
+      if (nd.op == "winograd_input") EXPECT_EQ(nd.attrs.i("m"), std::stoi(m));
+    expect_close(interpret_graph(f, {in}), ref, std::string(m) == "2" ? 1e-5 : 1e-4);
+    bool own_task = false, epilogue = false;
+    for (const auto& t : partition(f).tasks) {
+      own_task |= t.label.rfind("winograd_input [", 0) == 0;
+      epilogue |= t.label.rfind("winograd_output+add+relu", 0) == 0;
+    }
+    EXPECT_TRUE(own_task);
+    EXPECT_TRUE(epilogue);
+  }
+  WinogradSetting off("off");
+  EXPECT_EQ(plan_layouts(g, 8).op_counts().count("winograd_gemm"), 0u);
+}
+
+TEST(Layout, WinogradsAutoRuleKeepsNarrowConvolutionsDirect) {
+  EXPECT_EQ(winograd_auto(16, 16, 56, 56), 0);
+  EXPECT_GT(winograd_auto(64, 64, 56, 56), 0);
+  EXPECT_GT(winograd_auto(512, 512, 7, 7), 0);
+  WinogradSetting bad("3");
+  EXPECT_EQ(winograd_setting(), -1);
+  EXPECT_THROW(check_settings(), Error);
 }
 
 TEST(Layout, AnUnknownLayoutSettingIsAnError) {
