@@ -247,6 +247,16 @@ TEST(Cli, ABadLayoutSettingIsRefused) {
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
+// BASIN_WINOGRAD is auto (the default), off, 2 or 4 (the output tile).
+TEST(Cli, ABadWinogradSettingIsRefused) {
+  expect_setting_refused("BASIN_WINOGRAD", {"3", "on", ""}, "is not a Winograd setting");
+  for (const char* ok_value : {"off", "4"}) {
+    Result ok = basin::testing::capture(std::string("BASIN_WINOGRAD=") + ok_value + " " + basin::testing::basin_path() +
+                                        " ops 2>&1");
+    EXPECT_EQ(ok.code, 0) << ok.out;
+  }
+}
+
 // `--emit asm` prints the machine code; BASIN_VECTOR_ISA holds it to a narrower set:
 // on an AVX-512 CPU, AVX2's ymm registers and no zmm, or SSE's xmm alone. The kernel
 // still matches LibTorch (basin op fails past --tolerance).
