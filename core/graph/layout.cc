@@ -31,9 +31,9 @@ int64_t winograd_auto(int64_t in_channels, int64_t out_channels, int64_t height,
   // Measured range: 64 to 512 channels on maps of 7x7 to 56x56 (docs/networks.md).
   if (in_channels < 64 || out_channels < 64 || height * width < 49) return 0;
   // F(4x4) multiplies 4 times fewer than the direct convolution, F(2x2) 2.25 times, but
-  // its transformed weight is 36/9 of the weight against 16/9: F(4x4) while that stays
-  // small (up to 128 x 128 channels, 2.4 MB), F(2x2) beyond, where the weights of a
-  // network like ResNet's no longer fit the caches and stream from memory every run.
+  // F(4x4)'s transformed weight is 36/9 of the weight, F(2x2)'s 16/9: F(4x4) while that
+  // stays small (up to 128 x 128 channels, 2.4 MB), F(2x2) beyond, where a ResNet's
+  // weights no longer fit the caches and stream from memory every run.
   return in_channels * out_channels <= 128 * 128 ? 4 : 2;
 }
 

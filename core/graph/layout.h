@@ -36,7 +36,9 @@ int64_t winograd_auto(int64_t in_channels, int64_t out_channels, int64_t height,
 // - conv2d with a constant weight, one group or one per channel, becomes conv2d_nchwc
 //   (its weight packed now) where its output channels have a block (a depthwise one
 //   keeps its input's); an input whose channels have none is read in one block of all
-//   its channels (NHWC);
+//   its channels (NHWC); a 3x3 stride-1 one of one group whose input is blocked may
+//   instead become Winograd's winograd_input, winograd_gemm (its weight transformed
+//   now) and winograd_output (winograd_auto, BASIN_WINOGRAD);
 // - elementwise operators whose variable inputs are [N, C, H, W] values of the
 //   output's channels in one block, one of them already blocked, run blocked (constant
 //   operands broadcast along the channels are repacked, those along no channel
