@@ -130,8 +130,8 @@ Partition partition(const Graph& g) {
     }
     const Kind k = kind_of(nd.op);
     int join = -1;
-    // Winograd's input transform reads every element of its input in up to four tiles
-    // (more for m = 4): a producer fused into it would be computed again per read.
+    // Winograd's input transform reads every element of its input in up to four
+    // overlapping tiles: a producer fused into it would be computed again per read.
     const bool starts_group = nd.op == "winograd_input";
     for (int v : nd.inputs) {  // a region closing a fan-out stays with the value it fans out from
       int gi = group_of_value[v];

@@ -8,7 +8,7 @@
 // with U = G g G^T, the weight transformed once when the network is compiled. Each
 // output tile of m x m takes (m+2)^2 multiplications per channel pair instead of 9 m^2:
 // 2.25 times fewer for m = 2, 4 times for m = 4. The matrices are Lavin and Gray's
-// (points 0, 1, -1 and, for m = 4, 2, -2, 1/2 of infinity's convention).
+// (interpolation points 0, 1, -1 and infinity; for m = 4 also 2 and -2).
 #include <cmath>
 
 #include "core/ops/op_util.h"
