@@ -209,6 +209,13 @@ NDArray winograd_weight(const NDArray& w, int64_t m, int64_t in_block, int64_t o
 
 namespace {
 
+// channels / block, checked to divide.
+int64_t blocks(const Check& c, int64_t channels, int64_t block, const std::string& attr) {
+  c.that(channels % block == 0, attr,
+         std::to_string(channels) + " channels are not a multiple of " + std::to_string(block));
+  return channels / block;
+}
+
 std::vector<ParamSpec> shape_params() {
   return {p_int("batch", 1, "N"),
           p_int("in_channels", 16, "C"),
@@ -226,10 +233,9 @@ OpDef input_def() {
           "A = m + 2, T the tiles of m x m outputs",
           params, [](const Attrs& at) {
             Check c("winograd_input");
-            int64_t ch = c.at_least(at, "in_channels", 1), b = c.at_least(at, "block", 1);
-            c.that(ch % b == 0, "block", std::to_string(ch) + " channels are not a multiple of " + std::to_string(b));
+            const int64_t b = c.at_least(at, "block", 1), cb = blocks(c, c.at_least(at, "in_channels", 1), b, "block");
             Tensor x = te::placeholder(
-                "x", {c.at_least(at, "batch", 1), ch / b, c.at_least(at, "height", 1), c.at_least(at, "width", 1), b});
+                "x", {c.at_least(at, "batch", 1), cb, c.at_least(at, "height", 1), c.at_least(at, "width", 1), b});
             OpGraph g;
             g.inputs = {x};
             g.outputs = {winograd_input(x, at.i("m"), at.i("padding"))};
@@ -251,12 +257,10 @@ OpDef gemm_def() {
             int64_t oc = c.at_least(at, "out_channels", 1), bo = at.i("out_block") > 0 ? at.i("out_block") : bi;
             int64_t m = at.i("m");
             const int64_t a = matrices(c, m).alpha;
-            c.that(ch % bi == 0, "block", std::to_string(ch) + " channels are not a multiple of " + std::to_string(bi));
-            c.that(oc % bo == 0, "out_block",
-                   std::to_string(oc) + " channels are not a multiple of " + std::to_string(bo));
+            const int64_t cb = blocks(c, ch, bi, "block"), ob = blocks(c, oc, bo, "out_block");
             const int64_t t = tiles(c.at_least(at, "height", 1), m) * tiles(c.at_least(at, "width", 1), m);
-            Tensor v = te::placeholder("v", {a, a, c.at_least(at, "batch", 1), ch / bi, t, bi});
-            Tensor u = te::placeholder("u", {a, a, oc / bo, ch / bi, bi, bo});
+            Tensor v = te::placeholder("v", {a, a, c.at_least(at, "batch", 1), cb, t, bi});
+            Tensor u = te::placeholder("u", {a, a, ob, cb, bi, bo});
             OpGraph g;
             g.inputs = {v, u};
             g.outputs = {winograd_gemm(v, u)};
@@ -274,9 +278,8 @@ OpDef output_def() {
             Check c("winograd_output");
             int64_t ch = c.at_least(at, "in_channels", 1), b = c.at_least(at, "block", 1), m = at.i("m");
             int64_t h = c.at_least(at, "height", 1), w = c.at_least(at, "width", 1);
-            const int64_t a = matrices(c, m).alpha;
-            c.that(ch % b == 0, "block", std::to_string(ch) + " channels are not a multiple of " + std::to_string(b));
-            Tensor mt = te::placeholder("m", {a, a, c.at_least(at, "batch", 1), ch / b, tiles(h, m) * tiles(w, m), b});
+            const int64_t a = matrices(c, m).alpha, cb = blocks(c, ch, b, "block");
+            Tensor mt = te::placeholder("m", {a, a, c.at_least(at, "batch", 1), cb, tiles(h, m) * tiles(w, m), b});
             OpGraph g;
             g.inputs = {mt};
             g.outputs = {winograd_output(mt, m, h, w)};

@@ -24,6 +24,7 @@
 #include "core/graph/zoo.h"
 #include "core/schedule/sketch.h"
 #include "core/util/sha256.h"
+#include "tests/scoped_env.h"
 
 namespace basin::codegen {
 namespace {
@@ -171,11 +172,9 @@ TEST_F(Network, WinogradConvolutionsMatchLibTorchOnRandomPrograms) {
   int x = g.add_input("x", {1, 64, 9, 7});
   int r = b.op("relu", {b.batch_norm(b.conv(x, 64, {3}, {1, 1}, {1, 1}))});
   g.add_output(b.op("relu", {b.op("add", {b.batch_norm(b.conv(r, 64, {3}, {1, 1}, {1, 1})), x})}));
-  const char* old = std::getenv("BASIN_WINOGRAD");
-  const std::string saved = old ? old : "";
   for (const char* m : {"2", "4"}) {
     SCOPED_TRACE(std::string("m ") + m);
-    setenv("BASIN_WINOGRAD", m, 1);
+    basin::testing::ScopedEnv setting("BASIN_WINOGRAD", m);
     graph::Graph f = graph::optimize(g, 16);
     EXPECT_EQ(f.op_counts()["winograd_gemm"], 2);
     graph::Partition p = graph::partition(f);
@@ -185,8 +184,6 @@ TEST_F(Network, WinogradConvolutionsMatchLibTorchOnRandomPrograms) {
       expect_close(n.run(in), TorchExecutor(g).run(in), 1e-4);
     }
   }
-  if (old) setenv("BASIN_WINOGRAD", saved.c_str(), 1);
-  else unsetenv("BASIN_WINOGRAD");
 }
 
 // A sketch's weight repacking runs once, when the network is compiled: every task

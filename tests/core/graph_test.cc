@@ -15,6 +15,7 @@
 #include "core/ops/subgraph.h"
 #include "core/schedule/sketch.h"
 #include "core/util/host.h"
+#include "tests/scoped_env.h"
 
 namespace basin::graph {
 namespace {
@@ -418,25 +419,6 @@ TEST(Layout, NarrowTransposedConvolutionsComputeTheirWidthByPhase) {
   }
 }
 
-// BASIN_WINOGRAD set to `value` for a scope, restored after it.
-class WinogradSetting {
- public:
-  explicit WinogradSetting(const char* value) {
-    const char* old = std::getenv("BASIN_WINOGRAD");
-    had_ = old != nullptr;
-    if (old) saved_ = old;
-    setenv("BASIN_WINOGRAD", value, 1);
-  }
-  ~WinogradSetting() {
-    if (had_) setenv("BASIN_WINOGRAD", saved_.c_str(), 1);
-    else unsetenv("BASIN_WINOGRAD");
-  }
-
- private:
-  bool had_ = false;
-  std::string saved_;
-};
-
 // 3x3 stride-1 convolutions of a blocked network, padded or not, on maps that are not
 // a multiple of the tile, computed by F(2x2, 3x3) and F(4x4, 3x3): three nodes each
 // (the weight transformed at planning), the outputs of the direct convolutions; the
@@ -456,7 +438,7 @@ TEST(Layout, WinogradConvolutionsComputeTheSameOutputs) {
   std::vector<NDArray> ref = interpret_graph(g, {in});
   for (const char* m : {"2", "4"}) {
     SCOPED_TRACE(std::string("m ") + m);
-    WinogradSetting setting(m);
+    basin::testing::ScopedEnv setting("BASIN_WINOGRAD", m);
     Graph f = plan_layouts(g, 8);
     std::map<std::string, int> ops = f.op_counts();
     EXPECT_EQ(ops["winograd_input"], 2);
@@ -474,7 +456,7 @@ TEST(Layout, WinogradConvolutionsComputeTheSameOutputs) {
     EXPECT_TRUE(own_task);
     EXPECT_TRUE(epilogue);
   }
-  WinogradSetting off("off");
+  basin::testing::ScopedEnv off("BASIN_WINOGRAD", "off");
   EXPECT_EQ(plan_layouts(g, 8).op_counts().count("winograd_gemm"), 0u);
 }
 
@@ -482,7 +464,7 @@ TEST(Layout, WinogradsAutoRuleKeepsNarrowConvolutionsDirect) {
   EXPECT_EQ(winograd_auto(16, 16, 56, 56), 0);
   EXPECT_GT(winograd_auto(64, 64, 56, 56), 0);
   EXPECT_GT(winograd_auto(512, 512, 7, 7), 0);
-  WinogradSetting bad("3");
+  basin::testing::ScopedEnv bad("BASIN_WINOGRAD", "3");
   EXPECT_EQ(winograd_setting(), -1);
   EXPECT_THROW(check_settings(), Error);
 }
