@@ -27,6 +27,8 @@ Run with the peers' Python (bench/peers/setup.sh):
     .cache/peers/bin/python bench/networks.py [--models resnet18,mobilenet_v2,...] [--budget 4m]
         [--segments 30s,1m,2m,4m] [--threads 2] [--repeat 30] [--rounds 5] [--out DIR] [--basin build/bin/basin]
         [--peers ort,openvino,eager,compile,compile_freezing] [--table-from results.json]
+
+--table-from prints the table of an earlier run's results.json and draws its plot to --out.
 """
 import argparse
 import json
@@ -203,9 +205,12 @@ def plot(results, path):
         curve = [(s, ms) for s, ms in curve if ms is not None]
         if curve:
             ax.plot([c[0] for c in curve], [c[1] for c in curve], "o-", label="basin", color="black")
+        # The peers from the same head-to-head as basin's points where there is one.
+        final = r.get("final", {})
         for peer, v in r.get("peers", {}).items():
-            if v.get("ms") is not None:
-                ax.axhline(v["ms"], linestyle="--", linewidth=1, label=peer, color=f"C{PEERS.index(peer) if peer in PEERS else 0}")
+            ms = final.get(peer) if isinstance(final.get(peer), (int, float)) else v.get("ms")
+            if ms is not None:
+                ax.axhline(ms, linestyle="--", linewidth=1, label=peer, color=f"C{PEERS.index(peer) if peer in PEERS else 0}")
         ax.set_title(r["model"])
         ax.set_xlabel("tuning seconds")
         ax.set_ylabel("ms")
@@ -272,6 +277,7 @@ def main():
         with open(a.table_from) as f:
             results = json.load(f)["results"]
         print(table(results, peers))
+        plot(results, os.path.join(a.out, "curves.png"))
         return
     import torch
     import warnings
