@@ -353,7 +353,8 @@ int TaskSpace::sketch_distance(int a, int b) const {
   const sched::Sketch &x = sketches_.at(static_cast<size_t>(a)), &y = sketches_.at(static_cast<size_t>(b));
   if (x.rule != y.rule) return 10;
   return (x.vec_axis != y.vec_axis) + (x.pack != y.pack) + (x.acc_level != y.acc_level) +
-         (x.inline_producers != y.inline_producers) + (x.prefix != y.prefix) + (x.tile_rows != y.tile_rows);
+         (x.inline_producers != y.inline_producers) + (x.prefix != y.prefix) + (x.tile_rows != y.tile_rows) +
+         (x.warp_shuffle != y.warp_shuffle);
 }
 
 relax::RelaxedSketch& TaskSpace::exact(int sketch) {

@@ -918,6 +918,24 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
 
 // ---- the GPU cross-thread reduction rule ----
 
+// A warp's reduction (kWarpReducePragma): dst[t] = the combination of src[base + i],
+// i < 32, those at i >= count the identity, in the order in which five
+// __shfl_down_sync steps (offsets 16, 8, 4, 2, 1) leave it in lane 0: after the step of
+// offset o, lane l holds v(l, o) = v(l, 2o) combined with v(l + o, 2o), v(l, 32) =
+// src[base + l]. The CUDA printer emits the shuffles and a broadcast from lane 0.
+Stmt warp_reduce(te::ReduceKind kind, const Buffer& dst, const Var& t, const Buffer& src, const Expr& base,
+                 const Expr& count) {
+  const DType dt = src->dtype;
+  std::function<Expr(int64_t, int64_t)> v = [&](int64_t l, int64_t o) -> Expr {
+    if (o == kWarp) {
+      const Expr i(l);
+      return simplify(select(lt(i, count), load(src, {simplify(base + i)}), te::reduce_identity(kind, dt)));
+    }
+    return te::reduce_combine(kind, v(l, 2 * o), v(l + o, 2 * o));
+  };
+  return make_pragma(kWarpReducePragma, Expr(kWarp), make_store(dst, {t}, v(0, 1)));
+}
+
 // One block per row, T threads (the knob), phases between barriers (see build_gpu_tile):
 //   for blockIdx (the row): per reduction stage j
 //     threads: part = identity; for e: i = e * T + t; if i < n: part = combine(part, body(i))
@@ -926,7 +944,12 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
 //     threads: res_j = fold(red_j[0..T))                (every thread its own copy)
 //   the output stage, elementwise: threads: for e: i = e * T + t; if i < n: out[row, i] = body
 // Later stages read a reduction's value from the thread's res_j. part and res_j are
-// per-thread buffers ([T], indexed by the thread).
+// per-thread buffers ([T], indexed by the thread). With warp shuffles (T = 32 W, the
+// knob W) the fold is instead
+//     threads: res_j = warp_reduce(red_j[32 (t / 32) ...])
+//              if t % 32 == 0: warps_j[t / 32] = res_j          (warps_j in shared memory)
+//     barrier
+//     threads: res_j = warp_reduce(warps_j[0..W))
 Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
                       const std::unordered_map<const te::OpNode*, Buffer>& outputs) {
   GenericInfo info = analyze_generic(task);
@@ -936,7 +959,7 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
   for (int d = 0; d < K; ++d) ext.push_back(Expr(task.outputs[0].shape()[d]));
   Var bx("blockIdx");
   std::vector<Expr> q = unfuse_index(bx, ext);
-  const Expr T = k.factors[0][0];
+  const Expr T = s.warp_shuffle ? simplify(Expr(kWarp) * k.factors[0][0]) : k.factors[0][0];
   std::vector<Stmt> phases;
   std::vector<Buffer> block_buffers;
   std::unordered_map<const te::OpNode*, Buffer> result;
@@ -982,8 +1005,24 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
       phases.push_back(make_barrier());
       Var u = thread_var(), w(st.name + ".w");
       std::vector<Stmt> fold;
-      fold.push_back(make_store(res, {u}, te::reduce_identity(st.reduce, dt)));
-      fold.push_back(loop(w, T, make_store(res, {u}, te::reduce_combine(st.reduce, load(res, {u}), load(red, {w})))));
+      if (s.warp_shuffle) {
+        // Each warp's 32 partials, then (several warps) the warps' results in shared
+        // memory, combined in the order of a shuffle butterfly.
+        const Expr warp(kWarp);
+        const Expr warps = k.factors[0][0];
+        Buffer wred = make_buffer(st.name + "_warps", dt, {warps}, MemScope::Shared);
+        block_buffers.push_back(wred);
+        fold.push_back(warp_reduce(st.reduce, res, u, red, floordiv(Expr(u), warp) * warp, warp));
+        fold.push_back(
+            make_if(eq(floormod(Expr(u), warp), zero), make_store(wred, {floordiv(Expr(u), warp)}, load(res, {u}))));
+        phases.push_back(loop(u, T, make_seq(fold), ForKind::ThreadX));
+        phases.push_back(make_barrier());
+        u = thread_var();
+        fold = {warp_reduce(st.reduce, res, u, wred, zero, warps)};
+      } else {
+        fold.push_back(make_store(res, {u}, te::reduce_identity(st.reduce, dt)));
+        fold.push_back(loop(w, T, make_store(res, {u}, te::reduce_combine(st.reduce, load(res, {u}), load(red, {w})))));
+      }
       if (out_it != outputs.end())
         fold.push_back(make_if(eq(Expr(u), zero), make_store(out_it->second, out_idx, load(res, {u}))));
       phases.push_back(loop(u, T, make_seq(fold), ForKind::ThreadX));

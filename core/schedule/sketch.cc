@@ -202,7 +202,7 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
     // The tiles' use of the GPU; the rows' and reductions' threads are their one knob.
     const bool tiled = s.rule == SketchRule::GpuTile || s.rule == SketchRule::GpuMma;
     GpuTileUse u = tiled ? gpu_tile_use(s, c) : GpuTileUse{};
-    if (!tiled) u.threads = c.factors.at(0).at(0);
+    if (!tiled) u.threads = c.factors.at(0).at(0) * (s.warp_shuffle ? kWarp : 1);
     if (u.threads > kMaxGpuThreads)
       return std::to_string(u.threads) + " threads per block (at most " + std::to_string(kMaxGpuThreads) + ")";
     if (u.vthreads > kMaxGpuVthreads)
@@ -350,7 +350,7 @@ Config default_config(const Sketch& s) {
     else if (s.rule == SketchRule::Anchor && sp.parts == 3 && static_cast<int>(i) + 1 == s.vec_axis) f.back() = pick(4);
     else if (s.rule == SketchRule::Generic) f.back() = pick(s.tile_rows && i == 0 ? 4 : 8);  // rows.t: 4
     else if ((s.rule == SketchRule::GpuRows || s.rule == SketchRule::GpuReduce) && i == 0)
-      f.back() = pick(256);  // threads per block
+      f.back() = pick(s.warp_shuffle ? 256 / kWarp : 256);  // threads (warps) per block
     c.factors.push_back(f);
   }
   c.unroll = 64;

@@ -65,6 +65,10 @@ constexpr const char* kMmaPragma = "mma.m16n8k8.tf32";
 // GpuMma: the padding of the shared tiles' rows (in elements), which makes each warp's
 // fragment loads free of bank conflicts: A[m][k] rows of BK + 4, B[k][n] rows of BN + 8.
 constexpr int64_t kMmaPadA = 4, kMmaPadB = 8;
+// The key of the Pragma around a warp's reduction (see build_gpu_reduce in
+// lower_sketch.cc): one store of the combination of 32 values in the order of a
+// __shfl_down_sync butterfly, which the CUDA printer emits as five shuffles.
+constexpr const char* kWarpReducePragma = "warp.reduce";
 
 // GpuTile: the tile of one input a block caches in shared memory per outer reduction
 // step: dimension d holds 1 + sum_a coef[d][a] * (tile_a - 1) elements, tile_a the
@@ -106,6 +110,11 @@ struct Sketch {
   // (attention's keys and values) is loaded once per tile instead of once per row. A
   // partial last tile recomputes the last row.
   bool tile_rows = false;
+
+  // GpuReduce: the partials of a row's threads folded by warp shuffles (a warp's 32
+  // partials, then the warps' results) instead of every thread reading all of them
+  // from shared memory. The threads per block are then 32 x the split "red.w".
+  bool warp_shuffle = false;
 
   // GpuTile: the inputs cached in shared memory.
   std::vector<SharedFootprint> shared;
@@ -154,6 +163,8 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   block per row; its T threads ("red.t") each reduce every T-th element into a
 //   partial, the partials meet in shared memory and every thread folds them into its
 //   own copy of the row's value; elementwise stages stride over the row the same way.
+//   Beside it "gpu.reduce.shfl": 32 x "red.w" threads whose partials are folded by
+//   warp shuffles, each warp's, then the warps' results (warp_shuffle).
 // - GpuMma ("gpu.mma.tf32"), beside GpuTile for an anchor that is a GEMM in disguise
 //   (a sum of a product whose factors each read a spatial axis the other does not: dense,
 //   matmul, batch_matmul, convolutions): warps of TF32 tensor-core fragments, extents

@@ -371,6 +371,13 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& pr
     t.guarded = true;
     r.splits.push_back(t);
     result.push_back(r);
+    // The same with warp shuffles: whole warps, at most 32 (1024 threads).
+    Sketch w = r;
+    w.warp_shuffle = true;
+    w.name = "gpu.reduce.shfl.prefix=" + std::to_string(k);
+    w.splits[0] = make_split("red.w", (widest + kWarp - 1) / kWarp, 1);
+    w.splits[0].guarded = true;
+    result.push_back(w);
   }
   return result;
 }

@@ -49,7 +49,7 @@ static inline double __longlong_as_double(long long i) { double d; std::memcpy(&
 // waits for the others, computes its own 4 elements of C in the interpreter's order:
 // q = 0..7 added one product at a time, then waits until every lane has read).
 #define BASIN_EMULATED_MMA
-struct basin_warp { std::barrier<> bar{32}; float a[32][4], b[32][2]; };
+struct basin_warp { std::barrier<> bar{32}; float a[32][4], b[32][2]; double x[32]; };
 static basin_warp* basin_warps = nullptr;
 static inline float basin_tf32(float x) {
   if (!std::isfinite(x)) return x;
@@ -72,6 +72,24 @@ static inline void basin_mma_m16n8k8_tf32(float& c0, float& c1, float& c2, float
   }
   w.bar.arrive_and_wait();
 }
+// Warp shuffles: each lane deposits its value, waits for the others, reads its source
+// lane's (its own past the warp's end), then waits until every lane has read.
+template <typename T>
+static inline T basin_exchange(T v, unsigned from) {
+  basin_warp& w = basin_warps[threadIdx.x / 32];
+  w.x[threadIdx.x % 32] = (double)v;
+  w.bar.arrive_and_wait();
+  const T r = (T)w.x[from];
+  w.bar.arrive_and_wait();
+  return r;
+}
+template <typename T>
+static inline T __shfl_down_sync(unsigned, T v, unsigned d) {
+  const unsigned l = threadIdx.x % 32;
+  return basin_exchange(v, l + d < 32 ? l + d : l);
+}
+template <typename T>
+static inline T __shfl_sync(unsigned, T v, int lane) { return basin_exchange(v, (unsigned)lane); }
 template <typename... P, size_t... I>
 void basin_call_with(void (*k)(P...), void** a, std::index_sequence<I...>) { k(static_cast<P>(a[I])...); }
 template <typename... P>
@@ -183,7 +201,7 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       {"dense", "M=20 K=13 N=27"},
   };
   std::mt19937_64 rng(12);
-  int programs = 0, mma_programs = 0;
+  int programs = 0, mma_programs = 0, shuffle_programs = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
@@ -210,6 +228,7 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       for (size_t i = 0; i < fs.size(); ++i) {
         ++programs;
         mma_programs += s.rule == sched::SketchRule::GpuMma;
+        shuffle_programs += s.warp_shuffle;
         for (size_t o = 0; o < want[i].size(); ++o)
           EXPECT_LE(compare_arrays(got[i][o], want[i][o]).max_rel, 1e-5)
               << op << " " << params << " " << configs[i] << "\n"
@@ -217,9 +236,11 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       }
     }
   }
-  std::printf("%d programs ran under the SIMT emulation, %d on tensor cores\n", programs, mma_programs);
+  std::printf("%d programs ran under the SIMT emulation, %d on tensor cores, %d with warp shuffles\n", programs,
+              mma_programs, shuffle_programs);
   EXPECT_GE(programs, 40);
   EXPECT_GE(mma_programs, 20);
+  EXPECT_GE(shuffle_programs, 9);  // softmax, log_softmax, layer_norm
 }
 
 // The emulation is strict enough to catch what it is for: a kernel whose barrier is

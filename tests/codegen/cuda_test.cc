@@ -53,12 +53,13 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       {"batch_matmul", "B=2 M=32 K=16 N=16"},
   };
   std::mt19937_64 rng(8);
-  int sketches = 0, mma = 0;
+  int sketches = 0, mma = 0, shuffles = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     for (const sched::Sketch& s : sched::gpu_sketches(g)) {
       ++sketches;
       mma += s.rule == sched::SketchRule::GpuMma;
+      shuffles += s.warp_shuffle;
       std::vector<LoweredFunc> fs;
       std::set<std::string> distinct;
       for (int i = 0; i < 50; ++i) {
@@ -76,7 +77,41 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
     }
   }
   EXPECT_GE(sketches, 12);
-  EXPECT_GE(mma, 3);  // conv2d_bias_relu, the second dense, batch_matmul
+  EXPECT_GE(mma, 3);       // conv2d_bias_relu, the second dense, batch_matmul
+  EXPECT_GE(shuffles, 2);  // softmax, layer_norm
+}
+
+// The warp-shuffle reduction rule prints each warp's fold as five __shfl_down_sync steps
+// and a broadcast, twice per reduction (each warp's partials, then the warps' results);
+// a warp reduction's nest of another form is refused.
+TEST(Cuda, WarpReductionsPrintAsShuffles) {
+  ops::OpGraph g = ops::build_op("softmax", parse("shape=6,200"));
+  bool found = false;
+  for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+    if (!s.warp_shuffle) continue;
+    found = true;
+    EXPECT_EQ(s.name, "gpu.reduce.shfl.prefix=1");
+    sched::Config c = sched::default_config(s);
+    std::string k = codegen::print_cuda(sched::lower_config(g, s, c));
+    size_t downs = 0, broadcasts = 0;
+    for (size_t at = k.find("__shfl_down_sync"); at != std::string::npos; at = k.find("__shfl_down_sync", at + 1))
+      ++downs;
+    for (size_t at = k.find("__shfl_sync"); at != std::string::npos; at = k.find("__shfl_sync", at + 1)) ++broadcasts;
+    EXPECT_EQ(downs, 2u * 2u * 5u) << k;  // max and sum, two levels each
+    EXPECT_EQ(broadcasts, 2u * 2u) << k;
+    EXPECT_NE(k.find("fmaxf("), std::string::npos) << k;  // the max's combiner
+  }
+  EXPECT_TRUE(found);
+  Var b("b"), t("t");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+  Buffer red = make_buffer("red", DType::f32(), {Expr(64)}, MemScope::Shared);
+  // A product is no reduction the shuffles know; nor is a sum of values from two buffers.
+  for (const Expr& v : {load(red, {Expr(t)}) * load(red, {Expr(t) + 1}), load(red, {Expr(t)}) + load(out, {Expr(t)})}) {
+    Stmt body =
+        make_for(t, 0, 64, ForKind::ThreadX, make_pragma(sched::kWarpReducePragma, Expr(32), make_store(out, {t}, v)));
+    LoweredFunc f{"bad", {out}, {0}, make_for(b, 0, 1, ForKind::BlockX, make_allocate(red, body))};
+    EXPECT_THROW(codegen::print_cuda(f), Error) << v;
+  }
 }
 
 // A Local buffer allocated in the block, outside the thread loops, is per thread: the
