@@ -421,11 +421,6 @@ class Printer {
     };
     if (st.kind() != StmtKind::Store) fail("not a store");
     const Expr& root = st->value;
-    // One value (the combinations with the identity simplified away): each lane reads it.
-    if (root.kind() == ExprKind::Load) {
-      stmt(st, depth);
-      return;
-    }
     const ExprKind op = root.kind();
     if (op != ExprKind::Add && op != ExprKind::Max && op != ExprKind::Min) fail("not a sum, max or min");
     std::vector<Expr> leaves;

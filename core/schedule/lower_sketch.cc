@@ -919,18 +919,13 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
 // ---- the GPU cross-thread reduction rule ----
 
 // A warp's reduction (kWarpReducePragma): dst[t] = the combination of src[base + i],
-// i < 32, those at i >= count the identity, in the order in which five
+// i < 32, in the order in which five
 // __shfl_down_sync steps (offsets 16, 8, 4, 2, 1) leave it in lane 0: after the step of
 // offset o, lane l holds v(l, o) = v(l, 2o) combined with v(l + o, 2o), v(l, 32) =
 // src[base + l]. The CUDA printer emits the shuffles and a broadcast from lane 0.
-Stmt warp_reduce(te::ReduceKind kind, const Buffer& dst, const Var& t, const Buffer& src, const Expr& base,
-                 const Expr& count) {
-  const DType dt = src->dtype;
+Stmt warp_reduce(te::ReduceKind kind, const Buffer& dst, const Var& t, const Buffer& src, const Expr& base) {
   std::function<Expr(int64_t, int64_t)> v = [&](int64_t l, int64_t o) -> Expr {
-    if (o == kWarp) {
-      const Expr i(l);
-      return simplify(select(lt(i, count), load(src, {simplify(base + i)}), te::reduce_identity(kind, dt)));
-    }
+    if (o == kWarp) return load(src, {simplify(base + Expr(l))});
     return te::reduce_combine(kind, v(l, 2 * o), v(l + o, 2 * o));
   };
   return make_pragma(kWarpReducePragma, Expr(kWarp), make_store(dst, {t}, v(0, 1)));
@@ -946,10 +941,11 @@ Stmt warp_reduce(te::ReduceKind kind, const Buffer& dst, const Var& t, const Buf
 // Later stages read a reduction's value from the thread's res_j. part and res_j are
 // per-thread buffers ([T], indexed by the thread). With warp shuffles (T = 32 W, the
 // knob W) the fold is instead
+//     (the partial phase also sets warps_j[t % 32] = identity; warps_j[32] in shared memory)
 //     threads: res_j = warp_reduce(red_j[32 (t / 32) ...])
-//              if t % 32 == 0: warps_j[t / 32] = res_j          (warps_j in shared memory)
+//              if t % 32 == 0: warps_j[t / 32] = res_j
 //     barrier
-//     threads: res_j = warp_reduce(warps_j[0..W))
+//     threads: res_j = warp_reduce(warps_j[0..32))
 Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValues& k,
                       const std::unordered_map<const te::OpNode*, Buffer>& outputs) {
   GenericInfo info = analyze_generic(task);
@@ -996,12 +992,21 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
       Buffer red = make_buffer(st.name + "_red", dt, {T}, MemScope::Shared);
       Buffer res = make_buffer(st.name + "_res", dt, {T}, MemScope::Local);
       block_buffers.insert(block_buffers.end(), {part, red, res});
-      Stmt partial =
-          make_seq({make_store(part, {t}, te::reduce_identity(st.reduce, dt)),
-                    loop(e, ceil_div(n),
-                         make_if(i < n, make_store(part, {t}, te::reduce_combine(st.reduce, load(part, {t}), body)))),
-                    make_store(red, {t}, load(part, {t}))});
-      phases.push_back(loop(t, T, make_pragma(kUnrollPragma, k.unroll, partial), ForKind::ThreadX));
+      std::vector<Stmt> partial = {
+          make_store(part, {t}, te::reduce_identity(st.reduce, dt)),
+          loop(e, ceil_div(n),
+               make_if(i < n, make_store(part, {t}, te::reduce_combine(st.reduce, load(part, {t}), body)))),
+          make_store(red, {t}, load(part, {t}))};
+      // With warp shuffles, the warps' results: 32 of them whatever the warps, those past
+      // the last warp the identity (each thread writes it to its lane's entry now, the
+      // warps their results after the barrier), so that the fold of the warps reads all
+      // 32 and no condition on the knob is left to simplify away at a configuration.
+      Buffer wred = make_buffer(st.name + "_warps", dt, {Expr(kWarp)}, MemScope::Shared);
+      if (s.warp_shuffle) {
+        block_buffers.push_back(wred);
+        partial.push_back(make_store(wred, {floormod(Expr(t), Expr(kWarp))}, te::reduce_identity(st.reduce, dt)));
+      }
+      phases.push_back(loop(t, T, make_pragma(kUnrollPragma, k.unroll, make_seq(partial)), ForKind::ThreadX));
       phases.push_back(make_barrier());
       Var u = thread_var(), w(st.name + ".w");
       std::vector<Stmt> fold;
@@ -1009,16 +1014,13 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
         // Each warp's 32 partials, then (several warps) the warps' results in shared
         // memory, combined in the order of a shuffle butterfly.
         const Expr warp(kWarp);
-        const Expr warps = k.factors[0][0];
-        Buffer wred = make_buffer(st.name + "_warps", dt, {warps}, MemScope::Shared);
-        block_buffers.push_back(wred);
-        fold.push_back(warp_reduce(st.reduce, res, u, red, floordiv(Expr(u), warp) * warp, warp));
+        fold.push_back(warp_reduce(st.reduce, res, u, red, floordiv(Expr(u), warp) * warp));
         fold.push_back(
             make_if(eq(floormod(Expr(u), warp), zero), make_store(wred, {floordiv(Expr(u), warp)}, load(res, {u}))));
         phases.push_back(loop(u, T, make_seq(fold), ForKind::ThreadX));
         phases.push_back(make_barrier());
         u = thread_var();
-        fold = {warp_reduce(st.reduce, res, u, wred, zero, warps)};
+        fold = {warp_reduce(st.reduce, res, u, wred, zero)};
       } else {
         fold.push_back(make_store(res, {u}, te::reduce_identity(st.reduce, dt)));
         fold.push_back(loop(w, T, make_store(res, {u}, te::reduce_combine(st.reduce, load(res, {u}), load(red, {w})))));
