@@ -409,12 +409,10 @@ class Printer {
   }
 
   // A warp's reduction (sched::kWarpReducePragma, built by sched's build_gpu_reduce):
-  //   dst[D] = a tree of one combiner (+, max or min) over src[I + i], i < n, and the
-  //   combiner's identity in place of i >= n
-  // as lane l's own value src[I + l] (the identity from lane n on), five
-  // __shfl_down_sync steps of offsets 16 to 1 (the tree is their order: lane 0 ends
-  // with it), and lane 0's value broadcast to the warp. I is the first leaf's index;
-  // the other leaves' indices must be I + i for i < n.
+  //   dst[D] = a tree of one combiner (+, max or min) over src[I + i], i < 32
+  // as lane l's own value src[I + l], five __shfl_down_sync steps of offsets 16 to 1
+  // (the tree is their order: lane 0 ends with it), and lane 0's value broadcast to the
+  // warp. I is the first leaf's index; the leaves' indices must be I + i, each i once.
   void warp_reduce(const Stmt& st, int depth) {
     auto fail = [&](const std::string& why) {
       throw Error("malformed warp reduction (" + why + "):\n" + to_string(st));
@@ -425,41 +423,29 @@ class Printer {
     if (op != ExprKind::Add && op != ExprKind::Max && op != ExprKind::Min) fail("not a sum, max or min");
     std::vector<Expr> leaves;
     std::function<void(const Expr&)> flatten = [&](const Expr& e) {
-      if (e.kind() == op) {
-        flatten(e.arg(0));
-        flatten(e.arg(1));
-      } else {
-        leaves.push_back(e);
-      }
+      if (e.kind() != op) return leaves.push_back(e);
+      flatten(e.arg(0));
+      flatten(e.arg(1));
     };
     flatten(root);
-    if (leaves.empty() || leaves[0].kind() != ExprKind::Load) fail("the first value is not a load");
+    if (leaves.size() != static_cast<size_t>(sched::kWarp) || leaves[0].kind() != ExprKind::Load) fail("not 32 loads");
     const Buffer& src = leaves[0]->buffer;
     const Expr first = leaves[0].arg(0);
     std::vector<bool> seen(sched::kWarp, false);
-    int64_t n = 0;
     for (const Expr& leaf : leaves) {
-      if (leaf.kind() == ExprKind::FloatImm || leaf.kind() == ExprKind::IntImm) continue;  // the identity
       int64_t i = -1;
       if (leaf.kind() != ExprKind::Load || leaf->buffer != src || !is_const_int(simplify(leaf.arg(0) - first), &i) ||
           i < 0 || i >= sched::kWarp || seen[i])
         fail("a value is not one of the warp's");
       seen[i] = true;
-      ++n;
     }
-    for (int64_t i = 0; i < n; ++i)
-      if (!seen[i]) fail("the values are not the first " + std::to_string(n));
     if (threads_.empty()) fail("outside a thread loop");
     const DType dt = root.dtype();
     const Expr lane = floormod(threads_.back(), Expr(sched::kWarp));
-    const double inf = std::numeric_limits<double>::infinity();
-    const Expr identity = make_const(dt, op == ExprKind::Add ? 0.0 : op == ExprKind::Max ? -inf : inf);
     const Var v("basin_v", dt), o("basin_o", dt);
     const std::string pad(depth * 2, ' '), type = c_type(dt);
     os_ << pad << "{\n" << pad << "  " << type << " " << expr(v) << " = ";
-    const std::string own = name(src) + "[" + index(src, {simplify(first + lane)}) + "]";
-    if (n == sched::kWarp) os_ << own << ";\n";
-    else os_ << "(" << expr(lane) << " < " << n << ") ? " << own << " : " << expr(identity) << ";\n";
+    os_ << name(src) << "[" << index(src, {simplify(first + lane)}) << "];\n";
     for (int64_t off = sched::kWarp / 2; off >= 1; off /= 2)
       os_ << pad << "  { const " << type << " " << expr(o) << " = __shfl_down_sync(0xffffffffu, " << expr(v) << ", "
           << off << "); " << expr(v) << " = " << expr(with_args(root, {v, o})) << "; }\n";
