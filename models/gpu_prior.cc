@@ -5,7 +5,8 @@
 // GPU's FP32 rate, or its tensor cores' TF32 rate for a fragment's store, scaled by the
 // share of the GPU's thread slots its blocks fill) and its memory time (the bytes of its
 // global buffers at the memory bandwidth); the score is the log of the sum in
-// microseconds. Written in LibTorch, so the gradient search descends on it as on the
+// microseconds, except that a pipeline's asynchronous copies overlap its tensor-core
+// fragments (the larger of their sums counts). Written in LibTorch, so the gradient search descends on it as on the
 // MLP. Its rates are the architecture's data-sheet figures, not measured: it ranks,
 // it does not predict latencies.
 #include <torch/torch.h>
@@ -56,7 +57,7 @@ class GpuRoofline final : public DifferentiableEstimator {
     static const int add = gpu_index("flops_add"), mul = gpu_index("flops_mul"), div = gpu_index("flops_div"),
                      math = gpu_index("flops_math"), cmp = gpu_index("flops_cmp_select"),
                      blocks = gpu_index("gpu.blocks"), tpb = gpu_index("gpu.threads_per_block"),
-                     tc = gpu_index("gpu.tensor_core");
+                     tc = gpu_index("gpu.tensor_core"), async = gpu_index("gpu.async_copy");
     auto raw = [&](int i) { return torch::exp2(features.select(2, i)) - 1; };
     // A fragment's store: its products (its TF32 roundings belong to the fragment loads).
     torch::Tensor on_tc = raw(tc).clamp(0, 1);
@@ -71,7 +72,12 @@ class GpuRoofline final : public DifferentiableEstimator {
     torch::Tensor fill = (raw(blocks).clamp_min(1) * raw(tpb).clamp_min(1) / (r_.sms * 2048)).clamp(1e-6, 1.0);
     torch::Tensor rate = fill * (on_tc * r_.tf32_flops + (1 - on_tc) * r_.fp32_flops);
     torch::Tensor t = torch::maximum(flops / rate, bytes / r_.bandwidth) * mask;
-    return torch::log(t.sum(1) * 1e6 + 1e-3);
+    // A pipeline's copies run while the fragments compute: their time and the
+    // fragments' overlap (the larger counts), the other stores' add up.
+    torch::Tensor copying = raw(async).clamp(0, 1);
+    torch::Tensor plain = (t * (1 - copying) * (1 - on_tc)).sum(1);
+    torch::Tensor overlapped = torch::maximum((t * copying).sum(1), (t * on_tc).sum(1));
+    return torch::log((plain + overlapped) * 1e6 + 1e-3);
   }
 
   std::string payload() const override { return nlohmann::json{{"arch", arch_}}.dump(); }

@@ -34,7 +34,7 @@ std::vector<std::string> make_names() {
 std::vector<std::string> make_gpu_names() {
   std::vector<std::string> n = make_names();
   for (const char* f : {"gpu.blocks", "gpu.threads_per_block", "gpu.vthreads", "gpu.shared_bytes",
-                        "gpu.thread_local_bytes", "gpu.tensor_core"})
+                        "gpu.thread_local_bytes", "gpu.tensor_core", "gpu.async_copy"})
     n.push_back(f);
   for (int s = 0; s < kBufferSlots; ++s) n.push_back("buf" + std::to_string(s) + ".shared");
   return n;
@@ -147,11 +147,14 @@ class Walker {
       case StmtKind::Pragma: {
         Expr saved = unroll_;
         const bool saved_mma = in_mma_;
+        const Expr saved_async = async_;
         if (n.key == "auto_unroll_max_step") unroll_ = f64(n.pragma_value);
         in_mma_ |= n.key == sched::kMmaPragma;
+        if (n.key == sched::kAsyncCopyPragma) async_ = f64(n.pragma_value);
         walk(n.body[0]);
         unroll_ = saved;
         in_mma_ = saved_mma;
+        async_ = saved_async;
         return;
       }
       case StmtKind::IfThenElse: {
@@ -337,7 +340,8 @@ class Walker {
         if (l.kind == ForKind::VThread) vthreads = vthreads * l.extent;
       }
       v.insert(v.end(), {blocks, threads, vthreads, shared_bytes_.defined() ? shared_bytes_ : zero(),
-                         thread_bytes_.defined() ? thread_bytes_ : zero(), in_mma_ ? one() : zero()});
+                         thread_bytes_.defined() ? thread_bytes_ : zero(), in_mma_ ? one() : zero(),
+                         async_.defined() ? async_ : zero()});
       for (int s = 0; s < kBufferSlots; ++s)
         v.push_back(s < static_cast<int>(acc.size()) && acc[s].buffer->scope == MemScope::Shared ? one() : zero());
     }
@@ -356,6 +360,7 @@ class Walker {
   Expr unroll_;
   Expr local_bytes_, shared_bytes_, thread_bytes_;
   bool in_mma_ = false;  // inside a tensor-core fragment's nest (sched::kMmaPragma)
+  Expr async_;           // inside a cp.async group (sched::kAsyncCopyPragma): the groups left in flight
 };
 
 }  // namespace

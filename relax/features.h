@@ -22,10 +22,11 @@ constexpr int kFeatureVersion = 5;
 
 // The CPU features, or for GPU programs the CPU features followed by the GPU ones
 // (block, thread and virtual-thread extents, shared memory and registers, whether the
-// store is a tensor core's, which slots read shared memory; docs/features.md). An estimator is trained on one set; the
+// store is a tensor core's, whether it is an asynchronous copy, which slots read shared
+// memory; docs/features.md). An estimator is trained on one set; the
 // GPU set has its own version.
 enum class FeatureSet : uint8_t { Cpu, Gpu };
-constexpr int kGpuFeatureVersion = 6;
+constexpr int kGpuFeatureVersion = 7;
 // Buffers described per store: the stored buffer, then the first loaded ones.
 constexpr int kBufferSlots = 4;
 constexpr int kIntensityLevels = 5;

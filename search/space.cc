@@ -1,6 +1,7 @@
 #include "search/space.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <set>
@@ -354,7 +355,7 @@ int TaskSpace::sketch_distance(int a, int b) const {
   if (x.rule != y.rule) return 10;
   return (x.vec_axis != y.vec_axis) + (x.pack != y.pack) + (x.acc_level != y.acc_level) +
          (x.inline_producers != y.inline_producers) + (x.prefix != y.prefix) + (x.tile_rows != y.tile_rows) +
-         (x.warp_shuffle != y.warp_shuffle);
+         (x.warp_shuffle != y.warp_shuffle) + std::abs(x.mma_stages - y.mma_stages);
 }
 
 relax::RelaxedSketch& TaskSpace::exact(int sketch) {

@@ -97,7 +97,8 @@ class TaskSpace {
   std::vector<Candidate> filled_tiles(const Candidate& c, int registers, int vector_bytes, bool fullest_only = false,
                                       bool whole_only = false) const;
   // How many of the anchor choices (vector axis, packing, accumulator level, producer
-  // placement, shared prefix) two sketches differ in; another rule counts 10.
+  // placement, shared prefix, warp shuffles; a tensor-core pipeline's stages count their
+  // difference) two sketches differ in; another rule counts 10.
   int sketch_distance(int a, int b) const;
 
   // The candidates' exact features, padded to the largest store count.

@@ -718,31 +718,16 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
 
 // ---- the GPU tensor-core rule ----
 
-// The stride in memory of `axis` in the first global load of e (placeholders only): the
-// change of its flat index when the axis moves by one, the other anchor axes at 0.
-int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all) {
-  for (const Expr& l : loads_in(e)) {
-    const te::OpNode* p = producer_of(l->buffer);
-    if (!p || !p->is_placeholder) continue;
-    Expr flat(int64_t{0});
-    for (size_t d = 0; d < l->args.size(); ++d) flat = flat * l->buffer->shape[d] + l->args[d];
-    std::unordered_map<int64_t, int64_t> at;
-    for (const Var& v : all) at[v.id()] = 0;
-    int64_t f0 = evaluate_int(flat, at);
-    at[axis.id()] = 1;
-    return evaluate_int(flat, at) - f0;
-  }
-  return 0;
-}
-
 // An anchor as C[m][n] += A[m][k] * B[k][n] on tensor cores (Sketch::mma_*): per block a
 // BM x BN tile of C, BM = 16 x warps_m x frags_m, BN = 8 x warps_n x frags_n; per step
 // the block's threads stage BM x BK of A and BK x BN of B in shared memory (the factors'
-// values, padding computed as loaded, each filled along its operand's contiguous axis;
-// rows padded, sched::kMmaPadA/B), then each warp multiplies its frags_m x frags_n
-// fragments. A fragment's nest is what one mma.sync.m16n8k8 computes for a thread: its
-// 4 elements of C (lane l: rows l/4 and l/4 + 8, columns 2(l%4) and 2(l%4) + 1) from
-// the shared tiles, the inputs rounded to TF32:
+// values, padding computed as loaded; each tile stored k innermost or outermost as its
+// operand is contiguous, filled along its inner axis, 4 floats at a time where
+// Sketch::mma_vector; rows padded, sched::kMmaPadKInner/KOuter), then each warp
+// multiplies its frags_m x frags_n fragments. A fragment's nest is what one
+// mma.sync.m16n8k8 computes for a thread: its 4 elements of C (lane l: rows l/4 and
+// l/4 + 8, columns 2(l%4) and 2(l%4) + 1) from the shared tiles, the inputs rounded to
+// TF32:
 //
 //   for blockIdx: alloc As, Bs (shared), acc[threads, FM, FN, 4]
 //     threads: acc = 0
@@ -753,9 +738,17 @@ int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all)
 //       barrier
 //     threads: for fm, fn, r: out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, r])
 //
-// The interpreter runs the nest as written; the CUDA printer emits each pragma's nest as
-// the fragment loads and one mma.sync (codegen/c_printer.cc): the same products, summed
-// by the tensor core in its own order (the last bits may differ).
+// With S > 1 stages (cp.async) the tiles have a leading dimension of S and the steps
+// (the other reduction axes and k0, fused) run as a pipeline:
+//     threads: pragma cp.async(S-1) { tiles of step 0 into stage 0 } ... (steps 0 .. S-2)
+//     for x in steps:
+//       threads: pragma cp.async(S-1) { if x + S-1 < steps: tiles of step x+S-1 into its stage }
+//       barrier; threads: the fragments of stage x mod S; barrier
+//
+// The interpreter runs the nest as written; the CUDA printer emits each mma pragma's
+// nest as the fragment loads and one mma.sync (codegen/c_printer.cc): the same
+// products, summed by the tensor core in its own order (the last bits may differ), and
+// each cp.async pragma's stores as asynchronous copies, a commit and a wait.
 Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
   AnchorInfo info = *analyze_anchor(task);
   const te::OpNode& a = *info.anchor;
@@ -792,58 +785,101 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // The anchor's axes at a block: the other spatial axes fixed, the rows and columns at
   // the tile's first index plus `m` and `n`.
   const Expr m0 = b[b.size() - 2] * bm, n0 = b.back() * bn;
-  std::vector<Var> rvars(nr);
-  for (size_t j = 0; j < nr; ++j) rvars[j] = Var(a.reduce_axes[j].var.name() + ".o");
-  Var k0(a.reduce_axes[K].var.name() + ".0");
-  auto axes_at = [&](const Expr& m, const Expr& n, const Expr& kk) {
+  // The reduction's steps: BK of k at a time, within loops over the other reduction
+  // axes (stages 1), or all of them one fused sequence of steps (a pipeline, stages > 1).
+  const int S = s.mma_stages;
+  const Expr nk = ceil_div(k_ext, bk);
+  std::vector<int> other_r;
+  std::vector<Expr> other_ext;
+  for (size_t j = 0; j < nr; ++j)
+    if (static_cast<int>(j) != K) {
+      other_r.push_back(static_cast<int>(j));
+      other_ext.push_back(Expr(a.reduce_axes[j].extent));
+    }
+  // The anchor's axes at a block: the other spatial axes fixed, the rows and columns at
+  // the tile's first index plus `m` and `n`, the reduction at step `step` (the other
+  // reduction axes and k0) plus `kk`.
+  struct Step {
+    std::vector<Expr> r;  // per reduction axis other than K
+    Expr k0;
+  };
+  auto axes_at = [&](const Expr& m, const Expr& n, const Step& step, const Expr& kk) {
     VarMap vm;
     for (size_t i = 0; i < block_axis.size(); ++i) vm[a.axes[block_axis[i]].var.id()] = b[i];
     vm[a.axes[M].var.id()] = m0 + m;
     vm[a.axes[N].var.id()] = n0 + n;
-    for (size_t j = 0; j < nr; ++j) vm[a.reduce_axes[j].var.id()] = rvars[j];
-    vm[a.reduce_axes[K].var.id()] = Expr(k0) * bk + kk;
+    for (size_t j = 0; j < other_r.size(); ++j) vm[a.reduce_axes[other_r[j]].var.id()] = step.r[j];
+    vm[a.reduce_axes[K].var.id()] = step.k0 * bk + kk;
     return vm;
   };
+  // Step x of the fused sequence: k0 = x mod nk, the other reduction axes from x / nk.
+  auto fused_step = [&](const Expr& x) { return Step{unfuse_index(floordiv(x, nk), other_ext), floormod(x, nk)}; };
 
-  Buffer as = make_buffer(a.name + "_A_shared", DType::f32(), simplified({bm, bk + Expr(kMmaPadA)}), MemScope::Shared);
-  Buffer bs = make_buffer(a.name + "_B_shared", DType::f32(), simplified({bk, bn + Expr(kMmaPadB)}), MemScope::Shared);
+  // The shared tiles, per operand (0: A, 1: B) k innermost or outermost
+  // (Sketch::mma_k_inner), with a leading dimension of S stages when pipelined.
+  auto tile_shape = [&](int op, const Expr& other) {
+    std::vector<Expr> sh;
+    if (S > 1) sh.push_back(Expr(int64_t{S}));
+    if (s.mma_k_inner[op]) {
+      sh.push_back(other);
+      sh.push_back(bk + Expr(kMmaPadKInner));
+    } else {
+      sh.push_back(bk);
+      sh.push_back(other + Expr(kMmaPadKOuter));
+    }
+    return simplified(sh);
+  };
+  auto tile_at = [&](int op, const Expr& stage, const Expr& other, const Expr& kk) {
+    std::vector<Expr> i;
+    if (S > 1) i.push_back(stage);
+    if (s.mma_k_inner[op]) {
+      i.push_back(other);
+      i.push_back(kk);
+    } else {
+      i.push_back(kk);
+      i.push_back(other);
+    }
+    return i;
+  };
+  Buffer as = make_buffer(a.name + "_A_shared", DType::f32(), tile_shape(0, bm), MemScope::Shared);
+  Buffer bs = make_buffer(a.name + "_B_shared", DType::f32(), tile_shape(1, bn), MemScope::Shared);
   Buffer acc =
       make_buffer(a.name + "_acc", DType::f32(), simplified({threads, fm, fn, Expr(int64_t{4})}), MemScope::Local);
 
-  // The cooperative loads: flat element e * threads + t of the tile, along the operand's
-  // contiguous axis first.
-  std::vector<Var> all_axes;
-  for (const te::IterVar& x : a.axes) all_axes.push_back(x.var);
-  for (const te::IterVar& x : a.reduce_axes) all_axes.push_back(x.var);
-  Var tl("threadIdx.load");
-  auto fill = [&](const Buffer& sh, const Expr& value, const Var& spatial, const Expr& rows, const Expr& cols,
-                  bool k_rows, const std::string& tag) {
-    // sh[rows][cols]: A's rows are m, B's rows are k.
-    int64_t st_s = std::llabs(load_stride(value, spatial, all_axes));
-    int64_t st_k = std::llabs(load_stride(value, a.reduce_axes[K].var, all_axes));
-    bool k_fastest = st_k != 0 && (st_s == 0 || st_k <= st_s);
-    Var e(tag + ".e");
-    Expr size = simplify(rows * cols), flat = Expr(e) * threads + tl;
-    Expr kk, other;  // the k and the row or column index of the element
-    if (k_fastest) {
-      kk = floormod(flat, bk);
-      other = floordiv(flat, bk);
-    } else {
-      Expr ext = k_rows ? cols : rows;
-      other = floormod(flat, ext);
-      kk = floordiv(flat, ext);
-    }
-    VarMap vm = k_rows ? axes_at(zero, other, kk) : axes_at(other, zero, kk);
+  // The cooperative fill of operand op's tile for a step: the block's threads take
+  // consecutive elements (or vectors of 4, Sketch::mma_vector) along the tile's inner
+  // axis, flat vector e * threads + t.
+  auto fill = [&](int op, const Var& tl, const Step& step, const Expr& stage, const std::string& tag) {
+    const Expr& value = op == 0 ? fa : fb;
+    const bool k_inner = s.mma_k_inner[op];
+    const int64_t vec = s.mma_vector[op] ? 4 : 1;
+    // The tile's extents in vectors: the inner axis's (k, or the operand's own), the outer's.
+    const Expr other = op == 0 ? bm : bn;
+    const Expr inner_vecs = k_inner ? simplify(Expr(kMmaK / vec) * kf)
+                                    : simplify(op == 0 ? Expr(kMmaM / vec) * wm * fm : Expr(kMmaN / vec) * wn * fn);
+    Var e(tag + ".e"), lane(tag + ".v");
+    const Expr size = simplify(inner_vecs * (k_inner ? other : bk)), flat = Expr(e) * threads + tl;
+    Expr inner = floormod(flat, inner_vecs), outer = floordiv(flat, inner_vecs);
+    if (vec > 1) inner = inner * Expr(vec) + lane;
+    const Expr kk = k_inner ? inner : outer, oth = k_inner ? outer : inner;
+    VarMap vm = op == 0 ? axes_at(oth, zero, step, kk) : axes_at(zero, oth, step, kk);
     Expr v = substitute(value, vm), in;
     auto also = [&](const Expr& c) { in = in.defined() ? logical_and(in, c) : c; };
-    if (k_rows ? guard_n : guard_m) also(lt((k_rows ? n0 : m0) + other, Expr(k_rows ? n_ext : m_ext)));
-    if (guard_k) also(lt(Expr(k0) * bk + kk, Expr(k_ext)));
-    if (in.defined()) v = select(in, v, make_const(DType::f32(), 0));
-    Stmt st = make_store(sh, k_rows ? std::vector<Expr>{kk, other} : std::vector<Expr>{other, kk}, v);
+    if (op == 0 ? guard_m : guard_n) also(lt((op == 0 ? m0 : n0) + oth, Expr(op == 0 ? m_ext : n_ext)));
+    if (guard_k) also(lt(step.k0 * bk + kk, Expr(k_ext)));
+    if (in.defined()) {
+      // A vector is wholly inside or outside (mma_operand_layout): its first lane decides.
+      if (vec > 1) {
+        VarMap first;
+        first[lane.id()] = zero;
+        in = substitute(in, first);
+      }
+      v = select(in, v, make_const(DType::f32(), 0));
+    }
+    Stmt st = make_store(op == 0 ? as : bs, tile_at(op, stage, oth, kk), v);
+    if (vec > 1) st = loop(lane, Expr(vec), st, ForKind::Vectorized);
     return loop(e, floordiv(size + threads - one, threads), make_if(flat < size, st));
   };
-  Stmt loads =
-      make_seq({fill(as, fa, a.axes[M].var, bm, bk, false, "A"), fill(bs, fb, a.axes[N].var, bk, bn, true, "B")});
 
   // A thread's place: warp (wm_i, wn_i), lane; its rows and columns in the block tile.
   struct Lane {
@@ -881,24 +917,61 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       li, make_pragma(kUnrollPragma, k.unroll,
                       frag_loops(fi, make_store(acc, {li.t, fi.fm, fi.fn, fi.r}, make_const(DType::f32(), 0)))));
 
-  Lane lc = lane_of("compute");
-  Var kk("kk"), vfm("fm"), vfn("fn"), r("r"), q("q");
-  Expr kq = Expr(kk) * Expr(kMmaK) + q;
-  std::vector<Expr> ai = {lc.t, vfm, vfn, r};
-  Expr prod =
-      mul(call(MathFn::tf32, {load(as, {row(lc, vfm, r), kq})}), call(MathFn::tf32, {load(bs, {kq, col(lc, vfn, r)})}));
-  Stmt frag = make_pragma(
-      kMmaPragma, zero, loop(r, Expr(int64_t{4}), loop(q, Expr(kMmaK), make_store(acc, ai, add(load(acc, ai), prod)))));
-  Stmt compute = loop(kk, kf, loop(vfm, fm, loop(vfn, fn, frag)));
-  Stmt step = make_seq({loop(tl, threads, loads, ForKind::ThreadX), make_barrier(),
-                        thread_loop(lc, make_pragma(kUnrollPragma, k.unroll, compute)), make_barrier()});
-  step = loop(k0, ceil_div(k_ext, bk), step);
-  for (size_t j = nr; j-- > 0;)
-    if (static_cast<int>(j) != K) step = loop(rvars[j], Expr(a.reduce_axes[j].extent), step);
+  // The fragments of the tiles at `stage`.
+  auto compute = [&](const Expr& stage) {
+    Lane lc = lane_of("compute");
+    Var kk("kk"), vfm("fm"), vfn("fn"), r("r"), q("q");
+    Expr kq = Expr(kk) * Expr(kMmaK) + q;
+    std::vector<Expr> ai = {lc.t, vfm, vfn, r};
+    Expr prod = mul(call(MathFn::tf32, {load(as, tile_at(0, stage, row(lc, vfm, r), kq))}),
+                    call(MathFn::tf32, {load(bs, tile_at(1, stage, col(lc, vfn, r), kq))}));
+    Stmt frag =
+        make_pragma(kMmaPragma, zero,
+                    loop(r, Expr(int64_t{4}), loop(q, Expr(kMmaK), make_store(acc, ai, add(load(acc, ai), prod)))));
+    return thread_loop(lc, make_pragma(kUnrollPragma, k.unroll, loop(kk, kf, loop(vfm, fm, loop(vfn, fn, frag)))));
+  };
+  Stmt step;
+  if (S == 1) {
+    Var k0(a.reduce_axes[K].var.name() + ".0"), tl("threadIdx.load");
+    std::vector<Expr> rv;
+    std::vector<Var> rvars;
+    for (int j : other_r) {
+      rvars.push_back(Var(a.reduce_axes[j].var.name() + ".o"));
+      rv.push_back(rvars.back());
+    }
+    Step at{rv, k0};
+    Stmt loads = make_seq({fill(0, tl, at, zero, "A"), fill(1, tl, at, zero, "B")});
+    step = make_seq({loop(tl, threads, loads, ForKind::ThreadX), make_barrier(), compute(zero), make_barrier()});
+    step = loop(k0, nk, step);
+    for (size_t j = other_r.size(); j-- > 0;) step = loop(rvars[j], other_ext[j], step);
+  } else {
+    // The pipeline: the tiles of steps 0 .. S-2 in flight first; at step x the copies of
+    // step x + S - 1 issued into its stage, then a wait until step x's copies have
+    // landed (at most S - 1 groups pending), a barrier, the fragments of stage x mod S,
+    // and a barrier before that stage is filled again.
+    const Expr steps = simplify(nk * product(other_ext)), depth(int64_t{S - 1});
+    // The copies of step x into stage x mod S, one group; the steps past the last issue
+    // none (an empty group), under `guard`.
+    auto issue = [&](const Var& tl, const Expr& x, const std::string& tag, bool guard) {
+      const Expr stage = floormod(x, Expr(int64_t{S}));
+      Stmt loads =
+          make_seq({fill(0, tl, fused_step(x), stage, "A" + tag), fill(1, tl, fused_step(x), stage, "B" + tag)});
+      if (guard) loads = make_if(lt(x, steps), loads);
+      return make_pragma(kAsyncCopyPragma, depth, loads);
+    };
+    // At least S steps (invalid_reason), so the prologue's steps all exist.
+    Var tp("threadIdx.prologue"), tl("threadIdx.load"), x("step");
+    std::vector<Stmt> prologue;
+    for (int p = 0; p + 1 < S; ++p) prologue.push_back(issue(tp, Expr(int64_t{p}), ".p" + std::to_string(p), false));
+    Stmt body = make_seq({loop(tl, threads, issue(tl, Expr(x) + depth, "", true), ForKind::ThreadX), make_barrier(),
+                          compute(floormod(x, Expr(int64_t{S}))), make_barrier()});
+    step = make_seq({loop(tp, threads, make_seq(prologue), ForKind::ThreadX), loop(x, steps, body)});
+  }
 
   Lane lw = lane_of("store");
   Frag fw = frag_vars(".store");
-  VarMap at = axes_at(row(lw, fw.fm, fw.r), col(lw, fw.fn, fw.r), zero);
+  VarMap at =
+      axes_at(row(lw, fw.fm, fw.r), col(lw, fw.fn, fw.r), Step{std::vector<Expr>(other_r.size(), zero), zero}, zero);
   std::vector<Expr> out_idx;
   for (size_t x = 0; x < ns; ++x) out_idx.push_back(at.at(a.axes[x].var.id()));
   Expr value = apply_epilogue(info, load(acc, {lw.t, fw.fm, fw.fn, fw.r}), out_idx);

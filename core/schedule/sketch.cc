@@ -213,6 +213,9 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
     if (u.shared_bytes > kMaxGpuSharedBytes)
       return std::to_string(u.shared_bytes) + " bytes of shared memory per block (at most " +
              std::to_string(kMaxGpuSharedBytes) + ")";
+    if (s.rule == SketchRule::GpuMma && mma_steps(s, c) < s.mma_stages)
+      return std::to_string(mma_steps(s, c)) + " steps of k for a pipeline of " + std::to_string(s.mma_stages) +
+             " stages";
   }
   if (s.rule == SketchRule::Anchor) {
     // The accumulator: its tiles of every spatial axis (the splits before the reductions).
@@ -226,6 +229,11 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
   return "";
 }
 
+int64_t mma_steps(const Sketch& s, const Config& c) {
+  const int64_t kf = c.factors.at(2).at(0);
+  return (s.splits[2].extent + kf - 1) / kf * s.mma_other_reduce;
+}
+
 GpuTileUse gpu_tile_use(const Sketch& s, const Config& c) {
   GpuTileUse u;
   if (s.rule == SketchRule::GpuMma) {
@@ -234,7 +242,10 @@ GpuTileUse gpu_tile_use(const Sketch& s, const Config& c) {
     const int64_t bm = kMmaM * wm * fm, bn = kMmaN * wn * fn, bk = kMmaK * c.factors[2][0];
     u.threads = kWarp * wm * wn;
     u.registers = fm * fn * 4;
-    u.shared_bytes = 4 * (bm * (bk + kMmaPadA) + bk * (bn + kMmaPadB));
+    auto tile = [&](int op, int64_t other) {
+      return s.mma_k_inner[op] ? other * (bk + kMmaPadKInner) : bk * (other + kMmaPadKOuter);
+    };
+    u.shared_bytes = 4 * s.mma_stages * (tile(0, bm) + tile(1, bn));
     // The blocks of one value of the other spatial axes (a guarded split's last tile partial).
     u.blocks = ((s.splits[0].extent + wm * fm - 1) / (wm * fm)) * ((s.splits[1].extent + wn * fn - 1) / (wn * fn));
     return u;

@@ -63,8 +63,15 @@ constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8, kWarp = 32;
 // lower_sketch.cc; the CUDA printer emits the nest as one mma.sync).
 constexpr const char* kMmaPragma = "mma.m16n8k8.tf32";
 // GpuMma: the padding of the shared tiles' rows (in elements), which makes each warp's
-// fragment loads free of bank conflicts: A[m][k] rows of BK + 4, B[k][n] rows of BN + 8.
-constexpr int64_t kMmaPadA = 4, kMmaPadB = 8;
+// fragment loads free of bank conflicts: a tile stored k innermost ([m][k] or [n][k])
+// has rows of BK + 4, one stored k outermost ([k][m] or [k][n]) rows of BM + 8 or BN + 8.
+constexpr int64_t kMmaPadKInner = 4, kMmaPadKOuter = 8;
+// GpuMma with cp.async (Sketch::mma_stages > 1): the key of the Pragma around a thread's
+// stores of one stage of the shared tiles, each a global value (or zero under a
+// condition) copied as it is. The interpreter runs the stores; the CUDA printer emits
+// each as an asynchronous copy (cp.async, 16 bytes for a vector loop of 4), then
+// commits the group and waits until at most the Pragma's value of groups are pending.
+constexpr const char* kAsyncCopyPragma = "cp.async";
 // The key of the Pragma around a warp's reduction (see build_gpu_reduce in
 // lower_sketch.cc): one store of the combination of 32 values in the order of a
 // __shfl_down_sync butterfly, which the CUDA printer emits as five shuffles.
@@ -125,6 +132,21 @@ struct Sketch {
   // mma_k the reduction axis of the fragments' k. The other spatial axes are one value
   // per block, the other reduction axes loops around the shared tiles' steps.
   int mma_a = 0, mma_m = -1, mma_n = -1, mma_k = -1;
+  // Per operand (A, B): whether its shared tile is stored k innermost ([m][k], [n][k]:
+  // where the operand's memory is contiguous along k) or k outermost ([k][m], [k][n]),
+  // so that the fill's consecutive threads write consecutive shared addresses; and
+  // whether the fill moves 128 bits at a time (4 floats: the operand a plain load,
+  // contiguous along the tile's inner axis, every vector 16-byte aligned and wholly
+  // inside or outside the extents; mma_operand_layout in task_analysis.h).
+  bool mma_k_inner[2] = {true, false};
+  bool mma_vector[2] = {false, false};
+  // The shared tiles' stages: 1, loaded and then used, a barrier between; 2 or 3, a
+  // pipeline of cp.async copies, the tiles of the next stages-1 steps in flight while
+  // a step computes (double or triple buffering; sketch name ".async2", ".async3").
+  int mma_stages = 1;
+  // The product of the extents of the reduction axes other than mma_k (a convolution's
+  // kernel window): steps = ceil(k fragments / k.1) x this.
+  int64_t mma_other_reduce = 1;
 };
 
 // Values of a sketch's knobs: factors[i] holds splits[i].parts factors.
@@ -169,8 +191,9 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   (a sum of a product whose factors each read a spatial axis the other does not: dense,
 //   matmul, batch_matmul, convolutions): warps of TF32 tensor-core fragments, extents
 //   padded to the fragment's 16 x 8 x 8 and the padding masked; none where padding
-//   would waste more than half the work (docs/gpu.md). Its results are TF32-rounded: gpu_sketches offers it only when
-//   `precision` allows (tf32, the default).
+//   would waste more than half the work (docs/gpu.md). Beside it "gpu.mma.tf32.async2"
+//   and ".async3": the shared tiles filled by cp.async, double and triple buffered. Its results are TF32-rounded:
+//   gpu_sketches offers it only when `precision` allows (tf32, the default).
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision = "tf32");
 // The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);
 // throws basin::Error for another target. The precision (check_precision) selects the
@@ -201,6 +224,8 @@ struct GpuTileUse {
   int64_t threads = 1, vthreads = 1, registers = 1, shared_bytes = 0, blocks = 1;
 };
 GpuTileUse gpu_tile_use(const Sketch& s, const Config& c);
+// GpuMma: the steps of a block's reduction (a pipeline needs at least mma_stages).
+int64_t mma_steps(const Sketch& s, const Config& c);
 
 // Per split of s, whether the reads of the operand loaded as vectors use it: the
 // vectorized split and those of vector_operand_axes.

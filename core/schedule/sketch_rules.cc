@@ -295,6 +295,14 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
   s.splits.push_back(make_split(sn[s.mma_m], frags(a.axes[s.mma_m].extent, kMmaM), 2));
   s.splits.push_back(make_split(sn[s.mma_n], frags(a.axes[s.mma_n].extent, kMmaN), 2));
   s.splits.push_back(make_split(rn[s.mma_k], frags(a.reduce_axes[s.mma_k].extent, kMmaK), 1));
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j)
+    if (static_cast<int>(j) != s.mma_k) s.mma_other_reduce *= a.reduce_axes[j].extent;
+  for (int op = 0; op < 2; ++op) {
+    const int factor = op == 0 ? s.mma_a : 1 - s.mma_a;
+    MmaOperandLayout l = mma_operand_layout(info, factor, op == 0 ? s.mma_m : s.mma_n, s.mma_k);
+    s.mma_k_inner[op] = l.k_inner;
+    s.mma_vector[op] = l.vector;
+  }
   return s;
 }
 
@@ -322,7 +330,16 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& pr
   if (auto anchor = analyze_anchor(task)) {
     std::vector<Sketch> out = {gpu_tile_sketch(*anchor)};
     if (precision == "tf32")
-      if (auto mma = gpu_mma_sketch(*anchor)) out.push_back(*mma);
+      if (auto mma = gpu_mma_sketch(*anchor)) {
+        out.push_back(*mma);
+        for (int stages : {2, 3}) {
+          Sketch p = *mma;
+          if (p.splits[2].extent * p.mma_other_reduce < stages) continue;  // too few steps
+          p.mma_stages = stages;
+          p.name += ".async" + std::to_string(stages);
+          out.push_back(p);
+        }
+      }
     return out;
   }
   GenericInfo info = analyze_generic(task);

@@ -1,9 +1,11 @@
 #include "core/schedule/task_analysis.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "core/expr/analyzer.h"
+#include "core/expr/evaluate.h"
 
 namespace basin::sched {
 
@@ -31,6 +33,75 @@ bool reads_at(const Expr& load, const std::vector<te::IterVar>& axes) {
 }
 
 }  // namespace
+
+int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all) {
+  for (const Expr& l : loads_in(e)) {
+    const te::OpNode* p = producer_of(l->buffer);
+    if (!p || !p->is_placeholder) continue;
+    Expr flat(int64_t{0});
+    for (size_t d = 0; d < l->args.size(); ++d) flat = flat * l->buffer->shape[d] + l->args[d];
+    std::unordered_map<int64_t, int64_t> at;
+    for (const Var& v : all) at[v.id()] = 0;
+    int64_t f0 = evaluate_int(flat, at);
+    at[axis.id()] = 1;
+    return evaluate_int(flat, at) - f0;
+  }
+  return 0;
+}
+
+MmaOperandLayout mma_operand_layout(const AnchorInfo& info, int factor, int spatial_axis, int k_axis) {
+  const te::OpNode& a = *info.anchor;
+  std::unordered_set<const te::OpNode*> inl;
+  for (const te::Op& p : info.producers) inl.insert(p.get());
+  const Expr v = inline_stages(a.body.arg(factor), inl);
+  std::vector<Var> all;
+  std::vector<int64_t> ext;
+  for (const te::IterVar& x : a.axes) {
+    all.push_back(x.var);
+    ext.push_back(x.extent);
+  }
+  for (const te::IterVar& x : a.reduce_axes) {
+    all.push_back(x.var);
+    ext.push_back(x.extent);
+  }
+  const Var& s = a.axes[spatial_axis].var;
+  const size_t kx = a.axes.size() + static_cast<size_t>(k_axis), sx = static_cast<size_t>(spatial_axis);
+  const Var& k = all[kx];
+  MmaOperandLayout out;
+  const int64_t st_s = std::llabs(load_stride(v, s, all)), st_k = std::llabs(load_stride(v, k, all));
+  out.k_inner = st_k != 0 && (st_s == 0 || st_k <= st_s);
+  if (v.kind() != ExprKind::Load) return out;
+  const te::OpNode* p = producer_of(v->buffer);
+  if (!p || !p->is_placeholder) return out;
+  for (const Expr& d : v->buffer->shape)
+    if (d.kind() != ExprKind::IntImm) return out;
+  Expr flat(int64_t{0});
+  for (size_t d = 0; d < v->args.size(); ++d) flat = flat * v->buffer->shape[d] + v->args[d];
+  std::unordered_map<int64_t, int64_t> at;
+  for (const Var& x : all) at[x.id()] = 0;
+  const int64_t f0 = evaluate_int(flat, at);
+  std::vector<int64_t> stride(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    at[all[i].id()] = 1;
+    stride[i] = evaluate_int(flat, at) - f0;
+    at[all[i].id()] = 0;
+  }
+  const size_t inner = out.k_inner ? kx : sx;
+  if (stride[inner] != 1 || ext[inner] % 4 != 0 || f0 % 4 != 0) return out;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (i != inner && stride[i] % 4 != 0) return out;
+  // Affine: the strides predict the index at the far corner and at points between.
+  for (int64_t num : {1, 2, 3}) {
+    int64_t want = f0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      at[all[i].id()] = (ext[i] - 1) * num / 3;
+      want += stride[i] * at[all[i].id()];
+    }
+    if (evaluate_int(flat, at) != want) return out;
+  }
+  out.vector = true;
+  return out;
+}
 
 bool is_injective(const te::OpNode& op) {
   return !op.is_placeholder && op.reduce == te::ReduceKind::None &&

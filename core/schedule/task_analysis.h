@@ -63,6 +63,26 @@ std::vector<Expr> loads_in(const Expr& e);
 // e with every read of an inlined stage replaced by that stage's body (recursively).
 Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& inlined);
 
+// The stride in memory of `axis` in the first load of a task input in e: the change of
+// its flat index when the axis moves by one, the other variables of `all` at 0 (0 when
+// e reads no input).
+int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all);
+
+// GpuMma: how a factor of the anchor's product (its producers inlined) is staged in
+// shared memory. k_inner: its tile stored k innermost, where its memory moves least
+// along k (Sketch::mma_k_inner). vector: the fill can move 4 consecutive floats at
+// once: the factor is a plain load of a task input whose flat index is affine in the
+// anchor's axes, advancing by 1 along the tile's inner axis (k, or the factor's own
+// spatial axis) and by multiples of 4 along every other, from an offset that is a
+// multiple of 4, the inner axis's extent a multiple of 4 (a vector is wholly inside or
+// outside it). The tile's inner extents are multiples of 8, so every vector of the
+// fill then starts 16-byte aligned in memory and in the tile.
+struct MmaOperandLayout {
+  bool k_inner = true;
+  bool vector = false;
+};
+MmaOperandLayout mma_operand_layout(const AnchorInfo& info, int factor, int spatial_axis, int k_axis);
+
 // True if op is a pure (non-reducing) compute that may be inlined.
 bool is_injective(const te::OpNode& op);
 

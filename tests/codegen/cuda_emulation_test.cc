@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "codegen/c_printer.h"
@@ -29,6 +30,8 @@ namespace {
 
 const char* kEmulation = R"(#include <barrier>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -90,6 +93,35 @@ static inline T __shfl_down_sync(unsigned, T v, unsigned d) {
 }
 template <typename T>
 static inline T __shfl_sync(unsigned, T v, int lane) { return basin_exchange(v, (unsigned)lane); }
+// The memory path: 128-bit accesses (checked 16-byte aligned, as the GPU requires),
+// and cp.async copies deferred until a wait retires their group, so that a kernel
+// reading a stage before waiting for it reads stale data.
+#define __align__(n) __attribute__((aligned(n)))
+struct alignas(16) float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline void basin_aligned(const void* p, unsigned n) {
+  if (reinterpret_cast<uintptr_t>(p) % n != 0) { std::fprintf(stderr, "misaligned %u-byte access\n", n); std::abort(); }
+}
+static inline float4 basin_ld4(const float* p) { basin_aligned(p, 16); float4 v; std::memcpy(&v, p, 16); return v; }
+static inline void basin_st4(float* p, float4 v) { basin_aligned(p, 16); std::memcpy(p, &v, 16); }
+struct basin_copy { float* dst; const float* src; unsigned bytes; bool full; };
+static thread_local std::vector<std::vector<basin_copy>> basin_groups;
+static thread_local std::vector<basin_copy> basin_open_group;
+static inline void basin_cp_async4(float* d, const float* s, bool full) {
+  basin_aligned(d, 4); basin_open_group.push_back({d, s, 4, full});
+}
+static inline void basin_cp_async16(float* d, const float* s, bool full) {
+  basin_aligned(d, 16); if (full) basin_aligned(s, 16); basin_open_group.push_back({d, s, 16, full});
+}
+static inline void basin_cp_async_commit() { basin_groups.push_back(std::move(basin_open_group)); basin_open_group.clear(); }
+template <int N>
+static inline void basin_cp_async_wait() {
+  while (basin_groups.size() > (size_t)N) {
+    for (const basin_copy& c : basin_groups.front())
+      if (c.full) std::memcpy(c.dst, c.src, c.bytes); else std::memset(c.dst, 0, c.bytes);
+    basin_groups.erase(basin_groups.begin());
+  }
+}
 template <typename... P, size_t... I>
 void basin_call_with(void (*k)(P...), void** a, std::index_sequence<I...>) { k(static_cast<P>(a[I])...); }
 template <typename... P>
@@ -201,7 +233,7 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       {"dense", "M=20 K=13 N=27"},
   };
   std::mt19937_64 rng(12);
-  int programs = 0, mma_programs = 0, shuffle_programs = 0;
+  int programs = 0, mma_programs = 0, shuffle_programs = 0, async_programs = 0, vector_programs = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
@@ -229,6 +261,8 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
         ++programs;
         mma_programs += s.rule == sched::SketchRule::GpuMma;
         shuffle_programs += s.warp_shuffle;
+        async_programs += s.mma_stages > 1;
+        vector_programs += s.rule == sched::SketchRule::GpuMma && (s.mma_vector[0] || s.mma_vector[1]);
         for (size_t o = 0; o < want[i].size(); ++o)
           EXPECT_LE(compare_arrays(got[i][o], want[i][o]).max_rel, 1e-5)
               << op << " " << params << " " << configs[i] << "\n"
@@ -236,11 +270,38 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       }
     }
   }
-  std::printf("%d programs ran under the SIMT emulation, %d on tensor cores, %d with warp shuffles\n", programs,
-              mma_programs, shuffle_programs);
+  std::printf(
+      "%d programs ran under the SIMT emulation, %d on tensor cores (%d pipelined by cp.async, %d with vector "
+      "fills), %d with warp shuffles\n",
+      programs, mma_programs, async_programs, vector_programs, shuffle_programs);
   EXPECT_GE(programs, 40);
   EXPECT_GE(mma_programs, 20);
+  EXPECT_GE(async_programs, 30);   // .async2 and .async3 of the six tensor-core cases
+  EXPECT_GE(vector_programs, 20);  // dense, batch_matmul
   EXPECT_GE(shuffle_programs, 9);  // softmax, log_softmax, layer_norm
+}
+
+// st with `edit` applied to every barrier and pragma (through sequences, loops,
+// allocations and pragmas); edit returns its argument to keep it.
+Stmt edit_stmts(const Stmt& st, const std::function<Stmt(const Stmt&)>& edit) {
+  const StmtNode& n = *st;
+  switch (n.kind) {
+    case StmtKind::Barrier:
+      return edit(st);
+    case StmtKind::Seq: {
+      std::vector<Stmt> items;
+      for (const Stmt& x : n.body) items.push_back(edit_stmts(x, edit));
+      return make_seq(items);
+    }
+    case StmtKind::For:
+      return make_for(n.var, n.min, n.extent, n.for_kind, edit_stmts(n.body[0], edit));
+    case StmtKind::Allocate:
+      return make_allocate(n.buffer, edit_stmts(n.body[0], edit));
+    case StmtKind::Pragma:
+      return edit(make_pragma(n.key, n.pragma_value, edit_stmts(n.body[0], edit)));
+    default:
+      return st;
+  }
 }
 
 // The emulation is strict enough to catch what it is for: a kernel whose barrier is
@@ -250,29 +311,8 @@ TEST_F(CudaEmulation, AMissingBarrierIsCaught) {
   sched::Sketch s = sched::gpu_sketches(g).at(0);
   sched::Config c = sched::default_config(s);
   LoweredFunc f = sched::lower_config(g, s, c);
-  // Drop every barrier.
-  std::function<Stmt(const Stmt&)> strip = [&](const Stmt& st) -> Stmt {
-    const StmtNode& n = *st;
-    switch (n.kind) {
-      case StmtKind::Barrier:
-        return make_seq({});
-      case StmtKind::Seq: {
-        std::vector<Stmt> items;
-        for (const Stmt& x : n.body) items.push_back(strip(x));
-        return make_seq(items);
-      }
-      case StmtKind::For:
-        return make_for(n.var, n.min, n.extent, n.for_kind, strip(n.body[0]));
-      case StmtKind::Allocate:
-        return make_allocate(n.buffer, strip(n.body[0]));
-      case StmtKind::Pragma:
-        return make_pragma(n.key, n.pragma_value, strip(n.body[0]));
-      default:
-        return st;
-    }
-  };
   LoweredFunc racy = f;
-  racy.body = strip(f.body);
+  racy.body = edit_stmts(f.body, [](const Stmt& st) { return st.kind() == StmtKind::Barrier ? make_seq({}) : st; });
   ASSERT_EQ(codegen::print_cuda(racy).find("__syncthreads"), std::string::npos);
   racy.name = "racy";
   std::vector<NDArray> in = codegen::random_inputs(g, 3);
@@ -282,6 +322,31 @@ TEST_F(CudaEmulation, AMissingBarrierIsCaught) {
     wrong += compare_arrays(r[1][0], r[0][0]).max_rel > 1e-5;
   }
   EXPECT_GT(wrong, 0) << "five racy runs matched: the emulation does not interleave the threads";
+}
+
+// A pipeline that does not wait for a stage's copies before computing on it (each wait
+// letting one more group stay pending) reads the tiles of an earlier step: the
+// emulation's copies land only when a wait retires them, as on the GPU they may.
+TEST_F(CudaEmulation, APipelineThatDoesNotWaitForItsCopiesIsCaught) {
+  ops::OpGraph g = ops::build_op("dense", parse("M=32 K=64 N=32"));
+  std::vector<NDArray> in = codegen::random_inputs(g, 4);
+  for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+    if (s.mma_stages < 2) continue;
+    SCOPED_TRACE(s.name);
+    LoweredFunc f = sched::lower_config(g, s, sched::default_config(s));
+    LoweredFunc early = f;
+    int groups = 0;
+    early.body = edit_stmts(f.body, [&](const Stmt& st) {
+      if (st.kind() != StmtKind::Pragma || st->key != sched::kAsyncCopyPragma) return st;
+      ++groups;
+      return make_pragma(st->key, Expr(int64_t{s.mma_stages}), st->body[0]);
+    });
+    ASSERT_EQ(groups, s.mma_stages);  // the prologue's S - 1 and the loop's
+    early.name = "early";
+    std::vector<std::vector<NDArray>> r = run({f, early}, g, in);
+    EXPECT_LE(compare_arrays(r[0][0], codegen::interpret_outputs(f, g, in)[0]).max_rel, 1e-5);
+    EXPECT_GT(compare_arrays(r[1][0], r[0][0]).max_rel, 1e-3) << "computing before the copies landed went unseen";
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The CUDA target without a GPU: for every GPU sketch of the operator suite, at least 50
-// random valid configurations are printed as CUDA C and compiled by NVRTC to cubin for
+// The CUDA target without a GPU: for every GPU sketch of the operator suite, 50 random
+// valid configurations (12 of a pipelined tensor-core sketch) are printed as CUDA C and compiled by NVRTC to cubin for
 // sm_80 and sm_90, the tensor-core sketches among them (all of a sketch's kernels in one translation unit, one NVRTC
 // call per architecture); the printer's launch extents and its errors; and the target's availability said in one line
 // where there is no driver. On a GPU (CudaOnGpu, each skipped where there is none): the correctness suite against the
@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -48,9 +49,11 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5"},
       {"add", ""},
       {"transpose", "shape=2,3,4,5 perm=3,1,0,2"},
-      // Tensor cores (gpu.mma.tf32) as well.
+      // Tensor cores (gpu.mma.tf32, and with cp.async: .async2, .async3) as well; vector
+      // fills (dense, batch_matmul), scalar ones with padding computed (conv2d).
       {"dense", "M=64 K=64 N=48"},
       {"batch_matmul", "B=2 M=32 K=16 N=16"},
+      {"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1"},
   };
   std::mt19937_64 rng(8);
   int sketches = 0, mma = 0, shuffles = 0;
@@ -62,7 +65,10 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       shuffles += s.warp_shuffle;
       std::vector<LoweredFunc> fs;
       std::set<std::string> distinct;
-      for (int i = 0; i < 50; ++i) {
+      // The pipelined tensor-core sketches share the fill and the fragments with the
+      // synchronous one: fewer configurations for them.
+      const int configs = s.mma_stages > 1 ? 12 : 50;
+      for (int i = 0; i < configs; ++i) {
         sched::Config c = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
         distinct.insert(sched::config_to_json(s, c));
         fs.push_back(sched::lower_config(g, s, c));
@@ -77,7 +83,7 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
     }
   }
   EXPECT_GE(sketches, 12);
-  EXPECT_GE(mma, 3);       // conv2d_bias_relu, the second dense, batch_matmul
+  EXPECT_GE(mma, 12);      // conv2d_bias_relu, dense, batch_matmul, conv2d, each synchronous and pipelined
   EXPECT_GE(shuffles, 2);  // softmax, layer_norm
 }
 
@@ -112,6 +118,79 @@ TEST(Cuda, WarpReductionsPrintAsShuffles) {
     LoweredFunc f{"bad", {out}, {0}, make_for(b, 0, 1, ForKind::BlockX, make_allocate(red, body))};
     EXPECT_THROW(codegen::print_cuda(f), Error) << v;
   }
+}
+
+// The tensor-core sketches' memory path: a GEMM whose operands are contiguous along the
+// tiles' inner axes fills them 4 floats at a time (basin_ld4/basin_st4, or 16-byte
+// cp.async copies when pipelined), a convolution with its padding computed copies one
+// float at a time with zeros where it reads nothing; a pipeline of S stages commits one
+// group per step and waits until S - 1 are pending; each stage's tile is S times the
+// synchronous sketch's shared memory. A cp.async group with a wait that is no constant
+// is refused.
+TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
+  auto count = [](const std::string& k, const std::string& what) {  // in the kernel, past the helpers
+    size_t n = 0;
+    for (size_t at = k.find(what, k.find("extern \"C\"")); at != std::string::npos; at = k.find(what, at + 1)) ++n;
+    return n;
+  };
+  struct Want {
+    std::string op, params;
+    bool vector_a, vector_b;
+  };
+  for (const Want& w :
+       {Want{"dense", "M=64 K=64 N=48", true, true}, Want{"batch_matmul", "B=2 M=32 K=32 N=24", true, true},
+        Want{"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1", false, false}}) {
+    ops::OpGraph g = ops::build_op(w.op, parse(w.params));
+    std::map<int, std::string> kernels;
+    std::map<int, sched::Sketch> sketches;
+    std::map<int, sched::Config> configs;
+    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
+      if (s.rule != sched::SketchRule::GpuMma) continue;
+      SCOPED_TRACE(w.op + " " + s.name);
+      EXPECT_EQ(s.mma_vector[0], w.vector_a);
+      EXPECT_EQ(s.mma_vector[1], w.vector_b);
+      sched::Config c = sched::default_config(s);
+      ASSERT_EQ(sched::invalid_reason(s, c), "");
+      LoweredFunc f = sched::lower_config(g, s, c);
+      kernels[s.mma_stages] = codegen::print_cuda(f);
+      sketches[s.mma_stages] = s;
+      configs[s.mma_stages] = c;
+      // The program's shared tiles are what the bounds count.
+      int64_t bytes = 0;
+      visit_stmt(f.body, [&](const Stmt& st) {
+        if (st.kind() != StmtKind::Allocate || st->buffer->scope != MemScope::Shared) return;
+        int64_t n = 4;
+        for (const Expr& d : st->buffer->shape) n *= d->ival;
+        bytes += n;
+      });
+      EXPECT_EQ(bytes, sched::gpu_tile_use(s, c).shared_bytes);
+    }
+    ASSERT_EQ(kernels.size(), 3u) << w.op;  // gpu.mma.tf32, .async2, .async3
+    const std::string& sync = kernels[1];
+    EXPECT_EQ(count(sync, "basin_cp_async"), 0u) << sync;
+    EXPECT_EQ(count(sync, "basin_st4("), (w.vector_a ? 1u : 0u) + (w.vector_b ? 1u : 0u)) << sync;
+    for (int stages : {2, 3}) {
+      const std::string& k = kernels[stages];
+      SCOPED_TRACE(w.op + " stages " + std::to_string(stages));
+      EXPECT_EQ(sched::gpu_tile_use(sketches[stages], configs[stages]).shared_bytes,
+                stages * sched::gpu_tile_use(sketches[1], configs[stages]).shared_bytes);
+      // The prologue's S - 1 groups and the loop's one.
+      EXPECT_EQ(count(k, "basin_cp_async_commit();"), static_cast<size_t>(stages)) << k;
+      EXPECT_EQ(count(k, "basin_cp_async_wait<" + std::to_string(stages - 1) + ">();"), static_cast<size_t>(stages));
+      EXPECT_EQ(count(k, "basin_cp_async16("), static_cast<size_t>(stages) * (w.vector_a + w.vector_b)) << k;
+      EXPECT_EQ(count(k, "basin_cp_async4("), static_cast<size_t>(stages) * (2 - w.vector_a - w.vector_b)) << k;
+      EXPECT_EQ(count(k, "basin_st4("), 0u) << k;
+    }
+  }
+  // A group whose wait is not a constant.
+  Var b("b"), t("t"), n("n");
+  Buffer in = make_buffer("in", DType::f32(), {Expr(64)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+  Buffer sh = make_buffer("sh", DType::f32(), {Expr(64)}, MemScope::Shared);
+  Stmt body = make_for(t, 0, 64, ForKind::ThreadX,
+                       make_pragma(sched::kAsyncCopyPragma, Expr(n), make_store(sh, {t}, load(in, {Expr(t)}))));
+  LoweredFunc f{"bad", {in, out}, {0, 1}, make_for(b, 0, 1, ForKind::BlockX, make_allocate(sh, body))};
+  EXPECT_THROW(codegen::print_cuda(f), Error);
 }
 
 // A Local buffer allocated in the block, outside the thread loops, is per thread: the

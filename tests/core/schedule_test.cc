@@ -164,7 +164,7 @@ TEST(Sketch, GpuMmaRandomConfigurationsMatchTheDefaultSchedule) {
       std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
       std::vector<NDArray> want_tf32 = run(lower_default(c.op, g.inputs, g.outputs), g, rounded);
       std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "mma"));
-      for (int trial = 0; trial < 12; ++trial) {
+      for (int trial = 0; trial < (s.mma_stages > 1 ? 6 : 12); ++trial) {
         sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
         LoweredFunc f = sched::lower_config(g, s, cfg);
         int fragments = 0;
@@ -239,6 +239,40 @@ TEST(Sketch, GpuMmaSketchIsOfferedWhereTheFragmentsFit) {
   c.factors = {{1, 8}, {1, 4}, {32}};
   EXPECT_NE(sched::invalid_reason(s, c).find("shared memory"), std::string::npos);
   (void)big;
+  // The tiles' layouts: x[m][k] and the weights w[n][k] both k innermost, both filled
+  // 4 floats at a time; a convolution's weights [co][ci][ky][kx] read along the channels
+  // (k, stride 9) and its padded input along the width: one tile each way, neither a
+  // plain contiguous load.
+  EXPECT_TRUE(d->mma_k_inner[0] && d->mma_k_inner[1]);
+  EXPECT_TRUE(d->mma_vector[0] && d->mma_vector[1]);
+  EXPECT_FALSE(mma("dense", "M=64 K=30 N=48")->mma_vector[0]);  // rows of 30 floats: unaligned
+  EXPECT_TRUE(conv->mma_k_inner[0]);
+  EXPECT_FALSE(conv->mma_k_inner[1]);
+  EXPECT_FALSE(conv->mma_vector[0] || conv->mma_vector[1]);
+  auto bmm = mma("batch_matmul", "B=2 M=32 K=32 N=24");  // b[k][n]: n innermost
+  ASSERT_TRUE(bmm);
+  EXPECT_FALSE(bmm->mma_k_inner[1]);
+  EXPECT_TRUE(bmm->mma_vector[1]);
+  // The pipelined sketches: at least as many steps as stages; 2 fragments of k give no
+  // triple buffering.
+  auto names = [](const std::string& op, const std::string& params) {
+    std::set<std::string> n;
+    for (const sched::Sketch& x : sched::gpu_sketches(ops::build_op(op, parse(params))))
+      if (x.rule == sched::SketchRule::GpuMma) n.insert(x.name);
+    return n;
+  };
+  EXPECT_EQ(names("dense", "M=64 K=16 N=48"), (std::set<std::string>{"gpu.mma.tf32", "gpu.mma.tf32.async2"}));
+  EXPECT_EQ(names("dense", "M=64 K=24 N=48").size(), 3u);
+  ops::OpGraph small = ops::build_op("dense", parse("M=64 K=32 N=64"));
+  sched::Sketch p = sched::find_sketch(sched::gpu_sketches(small), "gpu.mma.tf32.async3");
+  c.factors = {{1, 1}, {1, 1}, {2}};  // 2 steps of 16
+  EXPECT_NE(sched::invalid_reason(p, c).find("steps of k"), std::string::npos) << sched::invalid_reason(p, c);
+  c.factors = {{1, 1}, {1, 1}, {1}};
+  EXPECT_EQ(sched::invalid_reason(p, c), "");
+  int groups = 0;
+  visit_stmt(sched::lower_config(small, p, c).body,
+             [&](const Stmt& st) { groups += st.kind() == StmtKind::Pragma && st->key == sched::kAsyncCopyPragma; });
+  EXPECT_EQ(groups, 3);  // the prologue's 2, the loop's 1
 }
 
 // The cross-thread reduction rule: every case of the suite that has it (softmax and

@@ -71,7 +71,7 @@ TEST(Features, SymbolicFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures)
 TEST(Features, GpuFeaturesAtAConfigurationEqualTheConcreteProgramsFeatures) {
   std::mt19937_64 rng(10);
   const relax::FeatureSet gpu = relax::FeatureSet::Gpu;
-  ASSERT_EQ(relax::num_features(gpu), relax::num_features() + 10);
+  ASSERT_EQ(relax::num_features(gpu), relax::num_features() + 11);
   int checked = 0;
   for (const auto& [op, params] : suite()) {
     ops::OpGraph g = ops::build_op(op, parse(params));
@@ -146,9 +146,11 @@ TEST(Features, KnownGpuValuesOfADenseTile) {
 TEST(Features, KnownGpuValuesOfATensorCoreTile) {
   ops::OpGraph g = ops::build_op("dense", parse("M=64 K=32 N=128"));
   std::vector<sched::Sketch> sk = sched::gpu_sketches(g);
-  ASSERT_EQ(sk.size(), 2u);
+  ASSERT_EQ(sk.size(), 4u);  // gpu.tile, gpu.mma.tf32, .async2, .async3
   const sched::Sketch& s = sk[1];
   ASSERT_EQ(s.rule, sched::SketchRule::GpuMma);
+  EXPECT_EQ(sk[2].name, "gpu.mma.tf32.async2");
+  EXPECT_EQ(sk[3].name, "gpu.mma.tf32.async3");
   sched::Config c;
   c.factors = {{2, 2}, {2, 4}, {2}};
   c.unroll = 512;
@@ -160,11 +162,26 @@ TEST(Features, KnownGpuValuesOfATensorCoreTile) {
   for (size_t st = 0; st < 5; ++st) {
     EXPECT_NEAR(at(st, "gpu.blocks"), 2, 1e-9);  // 64 / 64 x 128 / 64
     EXPECT_NEAR(at(st, "gpu.threads_per_block"), 128, 1e-9);
-    EXPECT_NEAR(at(st, "gpu.shared_bytes"), (64 * (16 + 4) + 16 * (64 + 8)) * 4, 1e-6);  // padded rows
-    EXPECT_NEAR(at(st, "gpu.thread_local_bytes"), 2 * 4 * 4 * 4, 1e-9);                  // 2 x 4 fragments of 4
+    // Padded rows, k innermost in both tiles: x[m][k] and the weights w[n][k].
+    EXPECT_NEAR(at(st, "gpu.shared_bytes"), (64 * (16 + 4) + 64 * (16 + 4)) * 4, 1e-6);
+    EXPECT_NEAR(at(st, "gpu.thread_local_bytes"), 2 * 4 * 4 * 4, 1e-9);  // 2 x 4 fragments of 4
     EXPECT_NEAR(at(st, "gpu.tensor_core"), st == 3 ? 1 : 0, 1e-9);
   }
-  EXPECT_EQ(sched::gpu_tile_use(s, c).shared_bytes, (64 * 20 + 16 * 72) * 4);
+  EXPECT_EQ(sched::gpu_tile_use(s, c).shared_bytes, (64 * 20 + 64 * 20) * 4);
+  // Double buffered: two stages of each tile.
+  const GpuFeatures f2(g, sk[2], c);
+  EXPECT_NEAR(f2.at(0, "gpu.shared_bytes"), 2 * (64 * 20 + 64 * 20) * 4, 1e-6);
+  EXPECT_EQ(sched::gpu_tile_use(sk[2], c).shared_bytes, 2 * (64 * 20 + 64 * 20) * 4);
+  // Its copies: the two tiles' fills of the prologue and of the loop, one group in flight.
+  int copies = 0;
+  for (size_t st = 0; st < f2.size(); ++st) {
+    const double a = f2.at(st, "gpu.async_copy");
+    EXPECT_TRUE(a == 0 || a == 1) << a;
+    copies += a == 1;
+    if (a == 1) EXPECT_NEAR(f2.at(st, "gpu.tensor_core"), 0, 1e-9);
+  }
+  EXPECT_EQ(copies, 4);
+  for (size_t st = 0; st < 5; ++st) EXPECT_NEAR(at(st, "gpu.async_copy"), 0, 1e-9);
   EXPECT_EQ(sched::gpu_tile_use(s, c).threads, 128);
   EXPECT_EQ(sched::gpu_tile_use(s, c).registers, 32);
 }

@@ -207,8 +207,9 @@ TEST(Strategies, SearchTheGpuSpace) {
 // search descends on; the learned estimator takes over once trained on 8 programs.
 TEST(Strategies, TheGpuPriorRanksUntilTheEstimatorIsTrained) {
   search::TaskSpace space(ops::build_op("dense", {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}}), "cuda");
-  ASSERT_EQ(space.sketches().size(), 2u);
+  ASSERT_EQ(space.sketches().size(), 4u);  // gpu.tile, gpu.mma.tf32, .async2, .async3
   ASSERT_EQ(space.sketches()[1].rule, sched::SketchRule::GpuMma);
+  ASSERT_EQ(space.sketches()[2].mma_stages, 2);
   std::unique_ptr<models::Estimator> est = models::estimator_for_target("ensemble", "cuda");
   EXPECT_TRUE(est->ready());
   EXPECT_EQ(est->kind(), "ensemble");
@@ -216,13 +217,15 @@ TEST(Strategies, TheGpuPriorRanksUntilTheEstimatorIsTrained) {
   // The tensor-core default against a one-warp tensor-core program and the SIMT default.
   sched::Config mma = sched::default_config(space.sketches()[1]), one_warp = mma;
   one_warp.factors = {{1, 1}, {1, 1}, {1}};
+  ASSERT_EQ(sched::invalid_reason(space.sketches()[2], mma), "");
   std::vector<search::Candidate> cs = {space.make(1, mma), space.make(1, one_warp),
-                                       space.make(0, sched::default_config(space.sketches()[0]))};
+                                       space.make(0, sched::default_config(space.sketches()[0])), space.make(2, mma)};
   models::FeatureBatch b = space.features(cs);
   std::vector<double> p = est->predict(b), r = roof->predict(b);
   EXPECT_EQ(p, r);
   EXPECT_LT(r[0], r[2]) << "tensor cores ahead of FP32";
   EXPECT_LT(r[0], r[1]) << "64 x 64 tiles ahead of one warp's 16 x 8 (8 times the global traffic)";
+  EXPECT_LT(r[3], r[0]) << "the same tiles double buffered: copies overlapped with the fragments";
   // The gradient search descends on the prior, proposing valid programs.
   std::mt19937_64 rng(3), r0(4);
   std::vector<search::Measured> history;
