@@ -5,12 +5,12 @@ For each model: compiled untuned and run (`basin compile|run --target cuda`), tu
 --budget from an empty records file (`basin tune --target cuda --precision P`), compiled
 with its records and run again (the fastest of --repeat runs), then PyTorch's own module
 timed the same way by bench/peers/gpu_network.py (eager and torch.compile, TF32 on and
-off). The ratio is PyTorch's fastest at basin's precision over basin's tuned latency.
+off, and under autocast at --precision fp16 or bf16). The ratio is PyTorch's fastest at basin's precision over basin's tuned latency.
 Writes OUT/networks.json and OUT/networks.md; `--rehearse` runs every step that needs no
 GPU (the compilations for --arch) and says what it left for the GPU.
 
     python3 bench/gpu_networks.py [--models resnet18,transformer_layer] [--budget 90s]
-        [--precision tf32] [--basin build/bin/basin] [--out gpu-check] [--rehearse --arch sm_90]
+        [--precision tf32|fp32|fp16|bf16] [--basin build/bin/basin] [--out gpu-check] [--rehearse --arch sm_90]
 """
 import argparse
 import json
@@ -28,7 +28,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="resnet18,transformer_layer")
     ap.add_argument("--budget", default="90s")
-    ap.add_argument("--precision", default="tf32", choices=["tf32", "fp32"])
+    ap.add_argument("--precision", default="tf32", choices=["tf32", "fp32", "fp16", "bf16"])
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--basin", default=os.path.join(HERE, "..", "build", "bin", "basin"))
     ap.add_argument("--estimator", default="", help="basin tune's --estimator")
@@ -65,7 +65,8 @@ def main():
                     row["basin_tuned_ms"] = r["latency_us"] / 1e3
                     row["untuned_tasks_after_tuning"] = len(r.get("untuned_tasks", []))
                     peer = run_json([sys.executable, os.path.join(HERE, "peers", "gpu_network.py"), "--model", model,
-                                     "--repeat", str(args.repeat)])
+                                     "--repeat", str(args.repeat),
+                                     "--precisions", ",".join(sorted({"tf32", "fp32", args.precision}))])
                     row["peer"] = peer
                     same = [v for k, v in peer.items() if k.endswith(f"_{args.precision}_ms") and v]
                     if same:

@@ -4,16 +4,18 @@
 For each workload: `basin tune-op --target cuda` tunes it (each strategy of --strategies,
 from an empty records file, the same trial budget), then the best program is timed again
 with `basin op --target cuda --config BEST` (CUDA events, the L2 flushed before every
-launch) and PyTorch's kernel is timed in this process the same way, twice: TF32 on
-(cuBLAS's and cuDNN's tensor cores) and off (exact FP32), cuDNN's autotuner on. basin
-tunes at --precision (tf32: its tensor-core sketches too; fp32: exact programs only);
-the speedup is against PyTorch at the same precision. Needs a GPU, a built basin with
+launch) and PyTorch's kernel is timed in this process the same way: TF32 on (cuBLAS's
+and cuDNN's tensor cores) and off (exact FP32), and at --precision fp16 or bf16 under
+torch.autocast of that type too (FP32 tensors, as basin's: the casts are in the time),
+cuDNN's autotuner on. basin tunes at --precision (tf32, fp16, bf16: its tensor-core
+sketches too; fp32: exact programs only); the speedup is against PyTorch at the same
+precision. Needs a GPU, a built basin with
 NVRTC, and PyTorch with CUDA.
 
 Writes to --out: results.json (every run with its tuning curve) and table.md.
 
     python3 bench/gpu_ops.py [--workloads gemm-4096,resnet18-c1,...] [--strategies gradient]
-        [--trials 1000] [--seed 1] [--estimator mlp] [--precision tf32|fp32] [--basin build/bin/basin]
+        [--trials 1000] [--seed 1] [--estimator mlp] [--precision tf32|fp32|fp16|bf16] [--basin build/bin/basin]
         [--out bench-gpu]
 
 The search-efficiency comparison of the issue: --workloads resnet18-c6,resnet18-c9
@@ -37,9 +39,11 @@ def run_json(cmd):
     return json.loads(p.stdout)
 
 
-def torch_peer(op, params, flush_l2, tf32, rounds=5, min_ms=200.0):
-    """PyTorch's kernel for the workload, timed like basin's: events, L2 flush per launch."""
+def torch_peer(op, params, flush_l2, precision, rounds=5, min_ms=200.0):
+    """PyTorch's kernel for the workload at a precision (tf32, fp32, or fp16 and bf16 by
+    autocast), timed like basin's: events, L2 flush per launch."""
     import torch
+    tf32 = precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
@@ -61,6 +65,13 @@ def torch_peer(op, params, flush_l2, tf32, rounds=5, min_ms=200.0):
                                                  dilation=p.get("dilation", 1), groups=p.get("groups", 1))
     else:
         raise ValueError(f"no PyTorch peer for {op}")
+    if precision in ("fp16", "bf16"):
+        exact = fn
+        half = torch.float16 if precision == "fp16" else torch.bfloat16
+
+        def fn():
+            with torch.autocast("cuda", dtype=half):
+                return exact()
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size if hasattr(torch.cuda.get_device_properties(dev), "L2_cache_size") else 50 << 20
     flush = torch.empty(max(2 * l2, 8 << 20), dtype=torch.uint8, device=dev)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -97,7 +108,7 @@ def main():
     ap.add_argument("--basin", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "basin"))
     ap.add_argument("--out", default="bench-gpu")
     ap.add_argument("--no-flush", action="store_true", help="time without flushing the L2 (both sides)")
-    ap.add_argument("--precision", default="tf32", choices=["tf32", "fp32"])
+    ap.add_argument("--precision", default="tf32", choices=["tf32", "fp32", "fp16", "bf16"])
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     results = []
@@ -121,24 +132,25 @@ def main():
                                   "--precision", args.precision, "--json"])
                     row.update({"op": o["op"], "params": o["params"], "basin_us": o["latency_us"],
                                 "verified": o["verified"], "device": o.get("device")})
-                    for tf32 in (True, False):
-                        peer = torch_peer(o["op"], o["params"], not args.no_flush, tf32)
-                        row["torch_tf32_us" if tf32 else "torch_fp32_us"] = peer["min_us"]
+                    for precision in sorted({"tf32", "fp32", args.precision}):
+                        peer = torch_peer(o["op"], o["params"], not args.no_flush, precision)
+                        row[f"torch_{precision}_us"] = peer["min_us"]
                         row["torch_version"] = peer["torch"]
-                    row["torch_us"] = row["torch_tf32_us" if args.precision == "tf32" else "torch_fp32_us"]
+                    row["torch_us"] = row[f"torch_{args.precision}_us"]
                     row["speedup"] = row["torch_us"] / o["latency_us"]
                 results.append(row)
                 print(json.dumps({k: v for k, v in row.items() if k != "curve"}), flush=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     nan = float("nan")
-    lines = ["| workload | strategy | precision | best sketch | trials | search s | basin us | PyTorch TF32 us | "
-             "PyTorch FP32 us | PyTorch / basin (same precision) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| workload | strategy | precision | best sketch | trials | search s | basin us | PyTorch same precision us | "
+             "PyTorch TF32 us | PyTorch FP32 us | PyTorch / basin (same precision) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r['workload']} | {r['strategy']} | {r['precision']} | {r.get('best_sketch')} | "
                      f"{r['trials']} | {r['search_seconds']:.0f} | {r.get('basin_us', nan):.1f} | "
-                     f"{r.get('torch_tf32_us', nan):.1f} | {r.get('torch_fp32_us', nan):.1f} | "
-                     f"{r.get('speedup', nan):.2f}x |")
+                     f"{r.get('torch_us', nan):.1f} | {r.get('torch_tf32_us', nan):.1f} | "
+                     f"{r.get('torch_fp32_us', nan):.1f} | {r.get('speedup', nan):.2f}x |")
     conv = [r["speedup"] for r in results if r["workload"].startswith("resnet18-c") and "speedup" in r]
     if conv:
         lines.append(f"\nresnet18 C1-C12 geometric mean, PyTorch (cuDNN) / basin: "

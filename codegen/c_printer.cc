@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "core/expr/analyzer.h"
+#include "core/expr/evaluate.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
 
@@ -39,6 +40,45 @@ static __device__ __forceinline__ float basin_tf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
   return __uint_as_float(u);
 }
+// x rounded to FP16 and to BF16, to nearest even, as FP32 values.
+static __device__ __forceinline__ float basin_fp16(float x) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  float r;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+  return r;
+}
+static __device__ __forceinline__ float basin_bf16(float x) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return __uint_as_float(((unsigned)h) << 16);
+}
+// Two values as one register of two halves, the first in the low half.
+static __device__ __forceinline__ unsigned basin_pack_fp16(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+static __device__ __forceinline__ unsigned basin_pack_bf16(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// The warp's C[16][8] += A[16][16] * B[16][8] on FP16 or BF16 inputs; each thread holds 4
+// elements of C, 8 of A and 4 of B, two to a register (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type").
+#define BASIN_MMA_K16(T, PTX)                                                                                       \
+  static __device__ __forceinline__ void basin_mma_m16n8k16_##T(                                                   \
+      float& c0, float& c1, float& c2, float& c3, float a0, float a1, float a2, float a3, float a4, float a5,       \
+      float a6, float a7, float b0, float b1, float b2, float b3) {                                                 \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX                                              \
+                 ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"                          \
+                 : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)                                                           \
+                 : "r"(basin_pack_##T(a0, a1)), "r"(basin_pack_##T(a2, a3)), "r"(basin_pack_##T(a4, a5)),           \
+                   "r"(basin_pack_##T(a6, a7)), "r"(basin_pack_##T(b0, b1)), "r"(basin_pack_##T(b2, b3)));          \
+  }
+BASIN_MMA_K16(fp16, "f16")
+BASIN_MMA_K16(bf16, "bf16")
 // The warp's C[16][8] += A[16][8] * B[8][8]; each thread holds 4 elements of C, 4 of A
 // and 2 of B (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32).
 static __device__ __forceinline__ void basin_mma_m16n8k8_tf32(float& c0, float& c1, float& c2, float& c3, float a0,
@@ -73,14 +113,14 @@ static __device__ __forceinline__ void basin_cp_async_wait() { asm volatile("cp.
 #endif
 )";
 
-// Whether f uses the tensor cores' helpers (a TF32 rounding or a fragment's nest).
+// Whether f uses the tensor cores' helpers (a TF32, FP16 or BF16 rounding or a fragment's nest).
 bool uses_tensor_cores(const LoweredFunc& f) {
   bool uses = false;
   visit_stmt(f.body, [&](const Stmt& s) {
     if (s.kind() == StmtKind::Pragma && s->key == sched::kMmaPragma) uses = true;
     auto look = [&](const Expr& e) {
       if (e.defined())
-        post_order_visit(e, [&](const Expr& x) { uses |= x.kind() == ExprKind::Call && x->fn == MathFn::tf32; });
+        post_order_visit(e, [&](const Expr& x) { uses |= x.kind() == ExprKind::Call && is_rounding(x->fn); });
     };
     look(s->value);
     look(s->cond);
@@ -134,7 +174,13 @@ class Printer {
         << helpers("static inline")
         << "static inline float basin_tf32(float x) { uint32_t u; memcpy(&u, &x, 4); "
            "if ((u & 0x7f800000u) == 0x7f800000u) return x; u = (u + 0x1000u) & 0xffffe000u; "
-           "memcpy(&x, &u, 4); return x; }\n\n"
+           "memcpy(&x, &u, 4); return x; }\n"
+        << "static inline float basin_fp16(float x) { if (!isfinite(x)) return x; float a = fabsf(x); "
+           "if (a >= 65520.0f) return copysignf(INFINITY, x); if (a < 6.103515625e-05f) return "
+           "copysignf(nearbyintf(a / 5.9604644775390625e-08f) * 5.9604644775390625e-08f, x); uint32_t u; "
+           "memcpy(&u, &x, 4); u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u; memcpy(&x, &u, 4); return x; }\n"
+        << "static inline float basin_bf16(float x) { if (isnan(x)) return x; uint32_t u; memcpy(&u, &x, 4); "
+           "u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; memcpy(&x, &u, 4); return x; }\n\n"
         << "void " << c_ident(f.name) << "(";
     params(f, "restrict");
     os_ << ") {\n";
@@ -250,7 +296,7 @@ class Printer {
         if (n.fn == MathFn::rsqrt) return "(1" + std::string(f32 ? ".0f" : ".0") + " / sqrt" + sfx + "(" + a0 + "))";
         if (n.fn == MathFn::sigmoid) return "basin_sigmoidf(" + a0 + ")";
         if (n.fn == MathFn::pow) return "pow" + sfx + "(" + a0 + ", " + expr(n.args[1]) + ")";
-        if (n.fn == MathFn::tf32) return (f32 ? "basin_tf32(" : "(double)basin_tf32((float)") + a0 + ")";
+        if (is_rounding(n.fn)) return (f32 ? "basin_" + fn + "(" : "(double)basin_" + fn + "((float)") + a0 + ")";
         return fn + sfx + "(" + a0 + ")";
       }
       case ExprKind::Load: {
@@ -403,13 +449,16 @@ class Printer {
   }
 
   // A fragment's nest (sched::kMmaPragma, built by sched's build_gpu_mma) as the warp's
-  // fragment loads and one mma.sync.m16n8k8:
-  //   for r in [0, 4): for q in [0, 8): acc[C(r)] = acc[C(r)] + tf32(A[IA(r, q)]) * tf32(B[IB(r, q)])
+  // fragment loads and one mma.sync, m16n8k8 for TF32 inputs or m16n8k16 for FP16 and
+  // BF16 (K = 8 or 16):
+  //   for r in [0, 4): for q in [0, K): acc[C(r)] = acc[C(r)] + rnd(A[IA(r, q)]) * rnd(B[IB(r, q)])
   // thread t's C element r is at row l/4 + 8(r/2), column 2(l%4) + r%2 (lane l = t % 32),
   // IA depending on t only through the warp t/32 and l/4, IB only through the warp and
-  // l%4. PTX's fragment layouts: a_i holds A[l/4 + 8(i%2)][l%4 + 4(i/2)], b_i holds
-  // B[l%4 + 4i][l/4]; so a_i is IA at r = 2(i%2), q = l%4 + 4(i/2), and b_i is IB at
-  // q = l%4 + 4i with the column l/4: t = 32(t/32) + l/8, r = (l/4)%2.
+  // l%4. PTX's fragment layouts, g = l/4, c = l%4:
+  //   m16n8k8 (tf32):  a_i = A[g + 8(i%2)][c + 4(i/2)], b_i = B[c + 4i][g];
+  //   m16n8k16:        a_i = A[g + 8((i/2)%2)][2c + i%2 + 8(i/4)], b_i = B[2c + i%2 + 8(i/2)][g].
+  // So a_i is IA at the r of its row (0 or 2) and q its column; b_i is IB at its q with
+  // the column g: t = 32(t/32) + l/8, r = (l/4)%2.
   void mma(const Stmt& nest, int depth) {
     auto fail = [&](const std::string& why) {
       throw Error("malformed tensor-core nest (" + why + "):\n" + to_string(nest));
@@ -424,8 +473,13 @@ class Printer {
       fail("not an accumulation of a product");
     Expr fa = v.arg(1).arg(0), fb = v.arg(1).arg(1);
     for (const Expr& f : {fa, fb})
-      if (f.kind() != ExprKind::Call || f->fn != MathFn::tf32 || f.arg(0).kind() != ExprKind::Load)
-        fail("a factor is not a TF32 load");
+      if (f.kind() != ExprKind::Call || !is_rounding(f->fn) || f->fn != fa->fn || f.arg(0).kind() != ExprKind::Load)
+        fail("the factors are not loads rounded alike");
+    const MathFn rnd = fa->fn;
+    const int64_t kdim = rnd == MathFn::tf32 ? 8 : 16;
+    int64_t rs = 0, qs = 0;
+    if (!is_const_int(nest->extent, &rs) || rs != 4 || !is_const_int(nest->body[0]->extent, &qs) || qs != kdim)
+      fail("not 4 x " + std::to_string(kdim) + " products");
     if (threads_.empty()) fail("outside a thread loop");
     const Var t = threads_.back();
     const Expr warp(int64_t{sched::kWarp}), c2(int64_t{2}), c4(int64_t{4}), c8(int64_t{8});
@@ -434,30 +488,38 @@ class Printer {
     const Buffer& ab = fa.arg(0)->buffer;
     const Buffer& bb = fb.arg(0)->buffer;
     const Expr ia = fa.arg(0).arg(0), ib = fb.arg(0).arg(0);
-    std::string pad(depth * 2, ' ');
+    const std::string pad(depth * 2, ' '), fn = math_fn_name(rnd);
+    const int na = kdim == 8 ? 4 : 8, nb = kdim == 8 ? 2 : 4;
     os_ << pad << "{\n";
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < na; ++i) {
       VarMap m;
-      m[r.id()] = Expr(int64_t{2 * (i % 2)});
-      m[q.id()] = tq + Expr(int64_t{4 * (i / 2)});
-      os_ << pad << "  const float basin_a" << i << " = basin_tf32(" << name(ab) << "[" << index(ab, {at(ia, m)})
-          << "]);\n";
+      if (kdim == 8) {
+        m[r.id()] = Expr(int64_t{2 * (i % 2)});
+        m[q.id()] = tq + Expr(int64_t{4 * (i / 2)});
+      } else {
+        m[r.id()] = Expr(int64_t{2 * ((i / 2) % 2)});
+        m[q.id()] = tq * c2 + Expr(int64_t{i % 2 + 8 * (i / 4)});
+      }
+      os_ << pad << "  const float basin_a" << i << " = basin_" << fn << "(" << name(ab) << "["
+          << index(ab, {at(ia, m)}) << "]);\n";
     }
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < nb; ++i) {
       VarMap m;
       m[t.id()] = floordiv(t, warp) * warp + floordiv(lane, c8);
       m[r.id()] = floormod(g, c2);
-      m[q.id()] = tq + Expr(int64_t{4 * i});
-      os_ << pad << "  const float basin_b" << i << " = basin_tf32(" << name(bb) << "[" << index(bb, {at(ib, m)})
-          << "]);\n";
+      m[q.id()] = kdim == 8 ? tq + Expr(int64_t{4 * i}) : tq * c2 + Expr(int64_t{i % 2 + 8 * (i / 2)});
+      os_ << pad << "  const float basin_b" << i << " = basin_" << fn << "(" << name(bb) << "["
+          << index(bb, {at(ib, m)}) << "]);\n";
     }
-    os_ << pad << "  basin_mma_m16n8k8_tf32(";
+    os_ << pad << "  basin_mma_" << (kdim == 8 ? "m16n8k8_" : "m16n8k16_") << fn << "(";
     for (int i = 0; i < 4; ++i) {
       VarMap m;
       m[r.id()] = Expr(int64_t{i});
       os_ << name(st->buffer) << "[" << index(st->buffer, {at(st->indices[0], m)}) << "], ";
     }
-    os_ << "basin_a0, basin_a1, basin_a2, basin_a3, basin_b0, basin_b1);\n" << pad << "}\n";
+    for (int i = 0; i < na; ++i) os_ << "basin_a" << i << ", ";
+    for (int i = 0; i < nb; ++i) os_ << "basin_b" << i << (i + 1 < nb ? ", " : ");\n");
+    os_ << pad << "}\n";
   }
 
   // A store that copies a value from global memory as it is, or zero: dst = c1 ? (c2 ?

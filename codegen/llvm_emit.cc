@@ -561,6 +561,34 @@ class Emitter {
     return t.bits == 32 ? r : b_.CreateFPExt(r, fty);
   }
 
+  // round_to_fp16 and round_to_bf16 (core/expr/evaluate.h): binary16 by LLVM's own
+  // conversions (to nearest even, overflow to infinity, subnormals kept); bfloat16 on the
+  // float32 bits, adding 0x7fff and the kept part's lowest bit and clearing the 16 low
+  // bits, NaN unchanged.
+  llvm::Value* half_rounding(llvm::Value* x, DType t, bool bf16) {
+    llvm::Type* fty = x->getType();
+    auto like = [&](llvm::Type* scalar) -> llvm::Type* {
+      return is_vector(x) ? static_cast<llvm::Type*>(
+                                llvm::VectorType::get(scalar, llvm::cast<llvm::VectorType>(fty)->getElementCount()))
+                          : scalar;
+    };
+    llvm::Type* f32ty = like(b_.getFloatTy());
+    llvm::Value* f = t.bits == 32 ? x : b_.CreateFPTrunc(x, f32ty);
+    llvm::Value* r;
+    if (!bf16) {
+      r = b_.CreateFPExt(b_.CreateFPTrunc(f, like(b_.getHalfTy())), f32ty);
+    } else {
+      llvm::Type* ity = like(b_.getInt32Ty());
+      llvm::Value* u = b_.CreateBitCast(f, ity);
+      llvm::Value* lsb =
+          b_.CreateAnd(b_.CreateLShr(u, llvm::ConstantInt::get(ity, 16)), llvm::ConstantInt::get(ity, 1));
+      u = b_.CreateAdd(b_.CreateAdd(u, llvm::ConstantInt::get(ity, 0x7fff)), lsb);
+      r = b_.CreateBitCast(b_.CreateAnd(u, llvm::ConstantInt::get(ity, 0xffff0000u)), f32ty);
+      r = b_.CreateSelect(b_.CreateFCmpUNO(f, f), f, r);
+    }
+    return t.bits == 32 ? r : b_.CreateFPExt(r, fty);
+  }
+
   llvm::Value* math(MathFn f, DType t, std::vector<llvm::Value*> a) {
     bool vec = false;
     for (llvm::Value* x : a) vec |= is_vector(x);
@@ -621,6 +649,10 @@ class Emitter {
         return libm("cos");
       case MathFn::tf32:
         return tf32(a[0], t);
+      case MathFn::fp16:
+        return half_rounding(a[0], t, false);
+      case MathFn::bf16:
+        return half_rounding(a[0], t, true);
     }
     return a[0];
   }

@@ -186,6 +186,8 @@ int Tape::compile(const Expr& e, Compiling& cx) {
           r = node({Op::Abs, a});
           break;
         case MathFn::tf32:  // a rounding: the identity, relaxed
+        case MathFn::fp16:
+        case MathFn::bf16:
           r = a;
           break;
         default:

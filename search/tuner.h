@@ -29,8 +29,9 @@ namespace basin::search {
 
 struct TuneOptions {
   std::string target = "llvm";
-  // The arithmetic the programs may use (sched::check_precision): "tf32" lets the GPU's
-  // tensor-core sketches in, "fp32" keeps every program exact FP32.
+  // The arithmetic the programs may use (sched::check_precision): "tf32", "fp16" and
+  // "bf16" let the GPU's tensor-core sketches in (their inputs rounded to that format),
+  // "fp32" keeps every program exact FP32.
   std::string precision = "tf32";
   int trials = 0;             // stop when the task has this many records (0: no limit)
   double budget_seconds = 0;  // stop after this much wall time in this run (0: no limit)

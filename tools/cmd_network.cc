@@ -543,8 +543,9 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_option("--precision", o->precision,
-                  "tf32 (default: the GPU's tensor cores multiply in TF32, accumulate in FP32) or fp32 (exact FP32 "
-                  "programs only); the CPU computes in FP32 either way");
+                  "tf32 (default: the GPU's tensor cores multiply in TF32, accumulate in FP32), fp16 or bf16 (inputs "
+                  "rounded to FP16 or BF16, FP32 sums) or fp32 (exact FP32 programs only); the CPU computes in FP32 "
+                  "whatever it says");
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
   cmd->add_option(

@@ -255,9 +255,11 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--config", o->config, "a configuration file (JSON: sketch, splits, unroll; docs/schedules.md)");
   add_seed_option(cmd, o->seed, "seed of the random inputs");
   cmd->add_option("--tolerance", o->tolerance,
-                  "largest accepted max relative error (against LibTorch at least 5e-3 for a TF32 program)");
+                  "largest accepted max relative error (against LibTorch at least 5e-3 for a TF32 or FP16 program, "
+                  "3e-2 for BF16)");
   cmd->add_option("--precision", o->precision,
-                  "tf32 (default: on cuda the tensor-core sketch where there is one) or fp32 (exact FP32)");
+                  "tf32 (default: on cuda the tensor-core sketch where there is one), fp16 or bf16 (its inputs "
+                  "rounded to FP16 or BF16) or fp32 (exact FP32)");
   cmd->add_option("--emit", o->emit,
                   "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR), asm (the "
                   "llvm target's machine code) or cuda (CUDA C)")

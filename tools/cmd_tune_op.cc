@@ -355,8 +355,9 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_option("--precision", o->precision,
-                  "tf32 (default: the GPU's tensor-core sketches too, TF32 products, FP32 sums) or fp32 (exact FP32 "
-                  "programs only); the CPU computes in FP32 either way");
+                  "tf32 (default: the GPU's tensor-core sketches too, TF32 products, FP32 sums), fp16 or bf16 (their "
+                  "inputs rounded to FP16 or BF16) or fp32 (exact FP32 programs only); the CPU computes in FP32 "
+                  "whatever it says");
   cmd->add_option("--strategy", o->strategy,
                   "gradient, annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`); "
                   "several, comma-separated (gradient,annealing): "

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's latency for one of basin's zoo networks on GPU 0: eager and torch.compile,
-each with TF32 on (cuDNN and cuBLAS) and off (exact FP32), batch 1, the fastest of
---repeat calls after a warm-up (each call synchronized). Prints one JSON object.
+each with TF32 on (cuDNN and cuBLAS) and off (exact FP32), and with --precisions fp16 or
+bf16 under torch.autocast of that type (FP32 weights and input, as basin's), batch 1,
+the fastest of --repeat calls after a warm-up (each call synchronized). Prints one JSON
+object.
 
 The networks are PyTorch's own modules with random weights: torchvision's resnet18, and
 nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024, batch_first=True),
@@ -9,7 +11,7 @@ which zoo:transformer_layer builds the same way. Needs PyTorch with CUDA (torchv
 resnet18); a failing torch.compile is reported in the JSON, not raised.
 
     python3 bench/peers/gpu_network.py --model resnet18|transformer_layer [--repeat 50]
-        [--modes eager,compile]
+        [--modes eager,compile] [--precisions tf32,fp32]
 """
 import argparse
 import json
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--precisions", default="tf32,fp32", help="of tf32, fp32, fp16, bf16")
     args = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -54,11 +57,12 @@ def main():
     model, x = build(args.model, torch)
     model, x = model.cuda(), x.cuda()
     out = {"model": args.model, "torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
-    for tf32 in (True, False):
+    for prec in args.precisions.split(","):
+        tf32 = prec == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         torch.backends.cudnn.benchmark = True
-        prec = "tf32" if tf32 else "fp32"
+        half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(prec)
         for mode in args.modes.split(","):
             key = f"{mode}_{prec}_ms"
             try:
@@ -71,6 +75,12 @@ def main():
                         fn = lambda: compiled(x)
                     else:
                         raise ValueError(f"unknown mode {mode}")
+                    if half is not None:
+                        exact = fn
+
+                        def fn():
+                            with torch.autocast("cuda", dtype=half):
+                                return exact()
                     out[key] = round(fastest_ms(fn, torch, args.repeat), 4)
             except Exception as e:  # a peer that cannot run is reported, not fatal
                 out[key] = None

@@ -34,6 +34,32 @@ float round_to_tf32(float x) {
   return x;
 }
 
+float round_to_fp16(float x) {
+  if (!std::isfinite(x)) return x;
+  const float a = std::fabs(x);
+  if (a >= 65520.0f) return std::copysign(INFINITY, x);  // past half the last ulp above 65504
+  if (a < 6.103515625e-05f) {                            // binary16's subnormals: steps of 2^-24
+    const float q = 5.9604644775390625e-08f;
+    return std::copysign(std::nearbyint(a / q) * q, x);  // exact scaling; ties to even
+  }
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+float round_to_bf16(float x) {
+  if (std::isnan(x)) return x;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+bool is_rounding(MathFn f) { return f == MathFn::tf32 || f == MathFn::fp16 || f == MathFn::bf16; }
+
 namespace {
 template <typename T>
 T math_t(MathFn f, T a, T b) {
@@ -66,6 +92,10 @@ T math_t(MathFn f, T a, T b) {
       return std::cos(a);
     case MathFn::tf32:
       return static_cast<T>(round_to_tf32(static_cast<float>(a)));
+    case MathFn::fp16:
+      return static_cast<T>(round_to_fp16(static_cast<float>(a)));
+    case MathFn::bf16:
+      return static_cast<T>(round_to_bf16(static_cast<float>(a)));
   }
   return a;
 }

@@ -38,5 +38,13 @@ double apply_math(MathFn f, double a, double b, int bits);
 // x rounded to TF32 (MathFn::tf32): the 13 low mantissa bits cleared, rounding to
 // nearest with ties away from zero; NaN and infinities unchanged.
 float round_to_tf32(float x);
+// x rounded to the nearest IEEE binary16 value (MathFn::fp16): 10 mantissa bits, ties to
+// even, subnormals below 2^-14, infinity from 65520 on; NaN unchanged.
+float round_to_fp16(float x);
+// x rounded to the nearest bfloat16 value (MathFn::bf16): the 16 low bits cleared, ties
+// to even, overflow to infinity; NaN unchanged.
+float round_to_bf16(float x);
+// Whether f is one of the tensor cores' input roundings (tf32, fp16, bf16).
+bool is_rounding(MathFn f);
 
 }  // namespace basin

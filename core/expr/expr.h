@@ -70,7 +70,9 @@ const char* kind_symbol(ExprKind k);
 // Math functions callable through Call. X(name, arity)
 // tf32 rounds a float32 to the TF32 format of NVIDIA's tensor cores (10 mantissa bits),
 // to nearest with ties away from zero, as PTX's cvt.rna.tf32.f32 does; a float64 is
-// rounded to float32 first (round_to_tf32).
+// rounded to float32 first (round_to_tf32). fp16 and bf16 round a float32 to the
+// nearest IEEE half or bfloat16 value (ties to even, overflow to infinity), as PTX's
+// cvt.rn.f16.f32 and cvt.rn.bf16.f32 do (round_to_fp16, round_to_bf16).
 #define BASIN_MATH_FNS(X) \
   X(exp, 1)               \
   X(log, 1)               \
@@ -85,7 +87,9 @@ const char* kind_symbol(ExprKind k);
   X(ceil, 1)              \
   X(sin, 1)               \
   X(cos, 1)               \
-  X(tf32, 1)
+  X(tf32, 1)              \
+  X(fp16, 1)              \
+  X(bf16, 1)
 
 enum class MathFn : uint8_t {
 #define BASIN_X(f, n) f,

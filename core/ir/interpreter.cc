@@ -111,6 +111,10 @@ T math(MathFn f, T a, T b) {
       return std::cos(a);
     case MathFn::tf32:
       return static_cast<T>(round_to_tf32(static_cast<float>(a)));
+    case MathFn::fp16:
+      return static_cast<T>(round_to_fp16(static_cast<float>(a)));
+    case MathFn::bf16:
+      return static_cast<T>(round_to_bf16(static_cast<float>(a)));
   }
   return a;
 }

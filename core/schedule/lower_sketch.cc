@@ -725,16 +725,17 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
 // operand is contiguous, filled along its inner axis, 4 floats at a time where
 // Sketch::mma_vector; rows padded, sched::kMmaPadKInner/KOuter), then each warp
 // multiplies its frags_m x frags_n fragments. A fragment's nest is what one
-// mma.sync.m16n8k8 computes for a thread: its 4 elements of C (lane l: rows l/4 and
-// l/4 + 8, columns 2(l%4) and 2(l%4) + 1) from the shared tiles, the inputs rounded to
-// TF32:
+// mma.sync.m16n8kK (K = 8 for TF32, 16 for FP16 and BF16) computes for a thread: its 4
+// elements of C (lane l: rows l/4 and l/4 + 8, columns 2(l%4) and 2(l%4) + 1) from the
+// shared tiles, the inputs rounded to the precision's format (rnd: MathFn::tf32, fp16
+// or bf16):
 //
 //   for blockIdx: alloc As, Bs (shared), acc[threads, FM, FN, 4]
 //     threads: acc = 0
 //     for the other reduction axes: for k0:
 //       threads: As[m][k] = A(...), Bs[k][n] = B(...); barrier
-//       threads: for kk: for fm: for fn: pragma mma { for r in 4: for q in 8:
-//         acc[t, fm, fn, r] += tf32(As[row(t, fm, r)][kk*8 + q]) * tf32(Bs[kk*8 + q][col(t, fn, r)]) }
+//       threads: for kk: for fm: for fn: pragma mma { for r in 4: for q in K:
+//         acc[t, fm, fn, r] += rnd(As[row(t, fm, r)][kk*K + q]) * rnd(Bs[kk*K + q][col(t, fn, r)]) }
 //       barrier
 //     threads: for fm, fn, r: out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, r])
 //
@@ -757,7 +758,9 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const Expr one(int64_t{1}), zero(int64_t{0});
   const Expr wm = k.factors[0][0], fm = k.factors[0][1], wn = k.factors[1][0], fn = k.factors[1][1],
              kf = k.factors[2][0];
-  const Expr bm = Expr(kMmaM) * wm * fm, bn = Expr(kMmaN) * wn * fn, bk = Expr(kMmaK) * kf;
+  const int64_t KD = mma_kdim(s);  // the fragment's k
+  const MathFn rounding = mma_rounding(s);
+  const Expr bm = Expr(kMmaM) * wm * fm, bn = Expr(kMmaN) * wn * fn, bk = Expr(KD) * kf;
   const Expr threads = simplify(Expr(kWarp) * wm * wn);
   std::unordered_set<const te::OpNode*> inl;
   for (const te::Op& pr : info.producers) inl.insert(pr.get());
@@ -779,7 +782,7 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // masked: their elements load as zero and are never stored. Decided by the sketch, so
   // that every configuration has the same structure.
   const bool guard_m = m_ext % kMmaM != 0 || s.splits[0].guarded, guard_n = n_ext % kMmaN != 0 || s.splits[1].guarded,
-             guard_k = k_ext % kMmaK != 0 || s.splits[2].guarded;
+             guard_k = k_ext % KD != 0 || s.splits[2].guarded;
   Var bx("blockIdx");
   std::vector<Expr> b = unfuse_index(bx, nb);
   // The anchor's axes at a block: the other spatial axes fixed, the rows and columns at
@@ -855,7 +858,7 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const int64_t vec = s.mma_vector[op] ? 4 : 1;
     // The tile's extents in vectors: the inner axis's (k, or the operand's own), the outer's.
     const Expr other = op == 0 ? bm : bn;
-    const Expr inner_vecs = k_inner ? simplify(Expr(kMmaK / vec) * kf)
+    const Expr inner_vecs = k_inner ? simplify(Expr(KD / vec) * kf)
                                     : simplify(op == 0 ? Expr(kMmaM / vec) * wm * fm : Expr(kMmaN / vec) * wn * fn);
     Var e(tag + ".e"), lane(tag + ".v");
     const Expr size = simplify(inner_vecs * (k_inner ? other : bk)), flat = Expr(e) * threads + tl;
@@ -921,13 +924,12 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   auto compute = [&](const Expr& stage) {
     Lane lc = lane_of("compute");
     Var kk("kk"), vfm("fm"), vfn("fn"), r("r"), q("q");
-    Expr kq = Expr(kk) * Expr(kMmaK) + q;
+    Expr kq = Expr(kk) * Expr(KD) + q;
     std::vector<Expr> ai = {lc.t, vfm, vfn, r};
-    Expr prod = mul(call(MathFn::tf32, {load(as, tile_at(0, stage, row(lc, vfm, r), kq))}),
-                    call(MathFn::tf32, {load(bs, tile_at(1, stage, col(lc, vfn, r), kq))}));
-    Stmt frag =
-        make_pragma(kMmaPragma, zero,
-                    loop(r, Expr(int64_t{4}), loop(q, Expr(kMmaK), make_store(acc, ai, add(load(acc, ai), prod)))));
+    Expr prod = mul(call(rounding, {load(as, tile_at(0, stage, row(lc, vfm, r), kq))}),
+                    call(rounding, {load(bs, tile_at(1, stage, col(lc, vfn, r), kq))}));
+    Stmt frag = make_pragma(
+        kMmaPragma, zero, loop(r, Expr(int64_t{4}), loop(q, Expr(KD), make_store(acc, ai, add(load(acc, ai), prod)))));
     return thread_loop(lc, make_pragma(kUnrollPragma, k.unroll, loop(kk, kf, loop(vfm, fm, loop(vfn, fn, frag)))));
   };
   Stmt step;

@@ -239,7 +239,7 @@ GpuTileUse gpu_tile_use(const Sketch& s, const Config& c) {
   if (s.rule == SketchRule::GpuMma) {
     // Splits: rows (warps, fragments) of 16, columns (warps, fragments) of 8, k steps of 8.
     const int64_t wm = c.factors[0][0], fm = c.factors[0][1], wn = c.factors[1][0], fn = c.factors[1][1];
-    const int64_t bm = kMmaM * wm * fm, bn = kMmaN * wn * fn, bk = kMmaK * c.factors[2][0];
+    const int64_t bm = kMmaM * wm * fm, bn = kMmaN * wn * fn, bk = mma_kdim(s) * c.factors[2][0];
     u.threads = kWarp * wm * wn;
     u.registers = fm * fn * 4;
     auto tile = [&](int op, int64_t other) {

@@ -56,12 +56,13 @@ inline bool is_gpu_rule(SketchRule r) {
   return r == SketchRule::GpuRows || r == SketchRule::GpuTile || r == SketchRule::GpuReduce || r == SketchRule::GpuMma;
 }
 
-// GpuMma: the fragment of one mma.sync.m16n8k8 (TF32 inputs, FP32 accumulation): C[16][8]
-// += A[16][8] * B[8][8], one warp of 32 threads, each holding 4 elements of C.
-constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8, kWarp = 32;
+// GpuMma: the fragment of one mma.sync, FP32 accumulation: C[16][8] += A[16][K] * B[K][8],
+// one warp of 32 threads, each holding 4 elements of C; K = 8 for TF32 inputs
+// (m16n8k8), 16 for FP16 and BF16 inputs (m16n8k16).
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 8, kMmaK16 = 16, kWarp = 32;
 // The key of the Pragma around a fragment's loop nest (see build_gpu_mma in
 // lower_sketch.cc; the CUDA printer emits the nest as one mma.sync).
-constexpr const char* kMmaPragma = "mma.m16n8k8.tf32";
+constexpr const char* kMmaPragma = "mma.sync";
 // GpuMma: the padding of the shared tiles' rows (in elements), which makes each warp's
 // fragment loads free of bank conflicts: a tile stored k innermost ([m][k] or [n][k])
 // has rows of BK + 4, one stored k outermost ([k][m] or [k][n]) rows of BM + 8 or BN + 8.
@@ -132,6 +133,9 @@ struct Sketch {
   // mma_k the reduction axis of the fragments' k. The other spatial axes are one value
   // per block, the other reduction axes loops around the shared tiles' steps.
   int mma_a = 0, mma_m = -1, mma_n = -1, mma_k = -1;
+  // The fragments' input format: "tf32" (m16n8k8), "fp16" or "bf16" (m16n8k16); the
+  // inputs stay FP32 in memory and are rounded to it as the fragments are loaded.
+  std::string mma_precision = "tf32";
   // Per operand (A, B): whether its shared tile is stored k innermost ([m][k], [n][k]:
   // where the operand's memory is contiguous along k) or k outermost ([k][m], [k][n]),
   // so that the fill's consecutive threads write consecutive shared addresses; and
@@ -150,6 +154,10 @@ struct Sketch {
 };
 
 // Values of a sketch's knobs: factors[i] holds splits[i].parts factors.
+// GpuMma: the fragment's k (kMmaK or kMmaK16) and the rounding of its inputs.
+int64_t mma_kdim(const Sketch& s);
+MathFn mma_rounding(const Sketch& s);
+
 struct Config {
   std::vector<std::vector<int64_t>> factors;
   int64_t unroll = 0;
@@ -187,13 +195,15 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   own copy of the row's value; elementwise stages stride over the row the same way.
 //   Beside it "gpu.reduce.shfl": 32 x "red.w" threads whose partials are folded by
 //   warp shuffles, each warp's, then the warps' results (warp_shuffle).
-// - GpuMma ("gpu.mma.tf32"), beside GpuTile for an anchor that is a GEMM in disguise
+// - GpuMma ("gpu.mma.tf32", or "gpu.mma.fp16", "gpu.mma.bf16" at those precisions),
+//   beside GpuTile for an anchor that is a GEMM in disguise
 //   (a sum of a product whose factors each read a spatial axis the other does not: dense,
-//   matmul, batch_matmul, convolutions): warps of TF32 tensor-core fragments, extents
-//   padded to the fragment's 16 x 8 x 8 and the padding masked; none where padding
-//   would waste more than half the work (docs/gpu.md). Beside it "gpu.mma.tf32.async2"
-//   and ".async3": the shared tiles filled by cp.async, double and triple buffered. Its results are TF32-rounded:
-//   gpu_sketches offers it only when `precision` allows (tf32, the default).
+//   matmul, batch_matmul, convolutions): warps of tensor-core fragments, extents padded
+//   to the fragment's 16 x 8 x K and the padding masked; none where padding would waste
+//   more than half the work (docs/gpu.md). Beside it ".async2" and ".async3": the shared
+//   tiles filled by cp.async, double and triple buffered. Its inputs are rounded to the
+//   precision's format: gpu_sketches offers it only when `precision` is tf32 (the
+//   default), fp16 or bf16.
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision = "tf32");
 // The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);
 // throws basin::Error for another target. The precision (check_precision) selects the
@@ -205,12 +215,13 @@ std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& ta
 // else the first.
 size_t default_sketch(const std::vector<Sketch>& sketches);
 // The floating-point precisions a user may ask for: "tf32" (the default: FP32 data, the
-// GPU's tensor cores multiplying in TF32 and accumulating in FP32) and "fp32" (exact
-// FP32 everywhere). Throws basin::Error naming them for another ("fp16" and "bf16" are
-// not built yet).
+// GPU's tensor cores multiplying in TF32 and accumulating in FP32), "fp16" and "bf16"
+// (FP32 data, the tensor cores multiplying inputs rounded to FP16 or BF16, FP32 sums)
+// and "fp32" (exact FP32 everywhere). Throws basin::Error naming them for another.
 void check_precision(const std::string& precision);
 // The largest relative error (max |x - ref| / max |ref|) a sketch's results may show
-// against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32.
+// against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32
+// and FP16 inputs (10 mantissa bits), 3e-2 for BF16 (7).
 double result_tolerance(const Sketch& s, double fp32_tolerance);
 
 // The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).

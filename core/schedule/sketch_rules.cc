@@ -245,7 +245,8 @@ Sketch gpu_tile_sketch(const AnchorInfo& info) {
 // wastes least (the useful share of the padded M x N x k), the columns the output's
 // innermost axis on a tie (a thread's two adjacent results adjacent in memory); none
 // when more than half the padded work would be waste (a matrix-vector product).
-std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
+std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info, const std::string& precision) {
+  const int64_t kdim = precision == "tf32" ? kMmaK : kMmaK16;
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.buffer->dtype != DType::f32())
     return std::nullopt;
@@ -258,8 +259,8 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
     const te::IterVar& r = a.reduce_axes[j];
     if (!reads(0, r) || !reads(1, r)) continue;
     // The least padding, then the longest (the fewest steps of the loops around).
-    if (best_k < 0 || useful(r.extent, kMmaK) > useful(a.reduce_axes[best_k].extent, kMmaK) ||
-        (useful(r.extent, kMmaK) == useful(a.reduce_axes[best_k].extent, kMmaK) &&
+    if (best_k < 0 || useful(r.extent, kdim) > useful(a.reduce_axes[best_k].extent, kdim) ||
+        (useful(r.extent, kdim) == useful(a.reduce_axes[best_k].extent, kdim) &&
          r.extent > a.reduce_axes[best_k].extent))
       best_k = static_cast<int>(j);
   }
@@ -282,10 +283,11 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
         s.mma_m = m;
         s.mma_n = n;
       }
-  if (s.mma_m < 0 || best * useful(a.reduce_axes[best_k].extent, kMmaK) < 0.5) return std::nullopt;
+  if (s.mma_m < 0 || best * useful(a.reduce_axes[best_k].extent, kdim) < 0.5) return std::nullopt;
   s.mma_k = best_k;
   s.rule = SketchRule::GpuMma;
-  s.name = "gpu.mma.tf32";
+  s.mma_precision = precision;
+  s.name = "gpu.mma." + precision;
   // Deep enough to unroll a warp's fragments (32 steps each) so that they stay in registers.
   s.unroll_menu = {64, 512, 4096};
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
@@ -294,7 +296,7 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
   // ResNet's 56 columns: tiles of 2, 3 and 4 fragments too, the last block masked).
   s.splits.push_back(make_split(sn[s.mma_m], frags(a.axes[s.mma_m].extent, kMmaM), 2));
   s.splits.push_back(make_split(sn[s.mma_n], frags(a.axes[s.mma_n].extent, kMmaN), 2));
-  s.splits.push_back(make_split(rn[s.mma_k], frags(a.reduce_axes[s.mma_k].extent, kMmaK), 1));
+  s.splits.push_back(make_split(rn[s.mma_k], frags(a.reduce_axes[s.mma_k].extent, kdim), 1));
   for (size_t j = 0; j < a.reduce_axes.size(); ++j)
     if (static_cast<int>(j) != s.mma_k) s.mma_other_reduce *= a.reduce_axes[j].extent;
   for (int op = 0; op < 2; ++op) {
@@ -309,10 +311,16 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info) {
 }  // namespace
 
 void check_precision(const std::string& precision) {
-  if (precision == "tf32" || precision == "fp32") return;
-  if (precision == "fp16" || precision == "bf16")
-    throw Error("precision '" + precision + "' is not built yet (tf32 or fp32)");
-  throw Error("unknown precision '" + precision + "' (tf32 or fp32)");
+  if (precision == "tf32" || precision == "fp32" || precision == "fp16" || precision == "bf16") return;
+  throw Error("unknown precision '" + precision + "' (tf32, fp32, fp16 or bf16)");
+}
+
+int64_t mma_kdim(const Sketch& s) { return s.mma_precision == "tf32" ? kMmaK : kMmaK16; }
+
+MathFn mma_rounding(const Sketch& s) {
+  if (s.mma_precision == "fp16") return MathFn::fp16;
+  if (s.mma_precision == "bf16") return MathFn::bf16;
+  return MathFn::tf32;
 }
 
 size_t default_sketch(const std::vector<Sketch>& sketches) {
@@ -322,15 +330,16 @@ size_t default_sketch(const std::vector<Sketch>& sketches) {
 }
 
 double result_tolerance(const Sketch& s, double fp32_tolerance) {
-  return s.rule == SketchRule::GpuMma ? std::max(fp32_tolerance, 5e-3) : fp32_tolerance;
+  if (s.rule != SketchRule::GpuMma) return fp32_tolerance;
+  return std::max(fp32_tolerance, s.mma_precision == "bf16" ? 3e-2 : 5e-3);
 }
 
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision) {
   check_precision(precision);
   if (auto anchor = analyze_anchor(task)) {
     std::vector<Sketch> out = {gpu_tile_sketch(*anchor)};
-    if (precision == "tf32")
-      if (auto mma = gpu_mma_sketch(*anchor)) {
+    if (precision != "fp32")
+      if (auto mma = gpu_mma_sketch(*anchor, precision)) {
         out.push_back(*mma);
         for (int stages : {2, 3}) {
           Sketch p = *mma;

@@ -52,13 +52,47 @@ static inline double __longlong_as_double(long long i) { double d; std::memcpy(&
 // waits for the others, computes its own 4 elements of C in the interpreter's order:
 // q = 0..7 added one product at a time, then waits until every lane has read).
 #define BASIN_EMULATED_MMA
-struct basin_warp { std::barrier<> bar{32}; float a[32][4], b[32][2]; double x[32]; };
+struct basin_warp { std::barrier<> bar{32}; float a[32][8], b[32][4]; double x[32]; };
 static basin_warp* basin_warps = nullptr;
 static inline float basin_tf32(float x) {
   if (!std::isfinite(x)) return x;
   uint32_t u; std::memcpy(&u, &x, 4); u = (u + 0x1000u) & 0xffffe000u; std::memcpy(&x, &u, 4); return x;
 }
 static inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+static inline float basin_fp16(float x) { return (float)(_Float16)x; }
+static inline float basin_bf16(float x) {
+  if (std::isnan(x)) return x;
+  uint32_t u; std::memcpy(&u, &x, 4); u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; std::memcpy(&x, &u, 4);
+  return x;
+}
+// m16n8k16 (FP16 and BF16 inputs, already rounded): a_i = A[g + 8((i/2)%2)][2c + i%2 + 8(i/4)],
+// b_i = B[2c + i%2 + 8(i/2)][g]; the products added in the interpreter's order.
+static inline void basin_mma_m16n8k16(float& c0, float& c1, float& c2, float& c3, const float* a, const float* b) {
+  basin_warp& w = basin_warps[threadIdx.x / 32];
+  const unsigned l = threadIdx.x % 32;
+  for (int i = 0; i < 8; ++i) w.a[l][i] = a[i];
+  for (int i = 0; i < 4; ++i) w.b[l][i] = b[i];
+  w.bar.arrive_and_wait();
+  float* c[4] = {&c0, &c1, &c2, &c3};
+  for (unsigned r = 0; r < 4; ++r) {
+    const unsigned row = l / 4 + 8 * (r / 2), col = 2 * (l % 4) + r % 2;
+    float s = *c[r];
+    for (unsigned q = 0; q < 16; ++q)
+      s = s + w.a[4 * (row % 8) + (q % 8) / 2][q % 2 + 2 * (row / 8) + 4 * (q / 8)] *
+                  w.b[4 * col + (q % 8) / 2][q % 2 + 2 * (q / 8)];
+    *c[r] = s;
+  }
+  w.bar.arrive_and_wait();
+}
+#define BASIN_EMULATED_K16(T)                                                                                     \
+  static inline void basin_mma_m16n8k16_##T(float& c0, float& c1, float& c2, float& c3, float a0, float a1,       \
+                                            float a2, float a3, float a4, float a5, float a6, float a7, float b0, \
+                                            float b1, float b2, float b3) {                                       \
+    const float a[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, b[4] = {b0, b1, b2, b3};                                 \
+    basin_mma_m16n8k16(c0, c1, c2, c3, a, b);                                                                     \
+  }
+BASIN_EMULATED_K16(fp16)
+BASIN_EMULATED_K16(bf16)
 static inline void basin_mma_m16n8k8_tf32(float& c0, float& c1, float& c2, float& c3, float a0, float a1, float a2,
                                           float a3, float b0, float b1) {
   basin_warp& w = basin_warps[threadIdx.x / 32];
@@ -302,6 +336,45 @@ Stmt edit_stmts(const Stmt& st, const std::function<Stmt(const Stmt&)>& edit) {
     default:
       return st;
   }
+}
+
+// FP16 and BF16 fragments (m16n8k16, 8 values of A and 4 of B per lane) under the
+// emulation: every tensor-core sketch of three GEMMs, padded ones among them.
+TEST_F(CudaEmulation, HalfPrecisionFragmentsMatchTheInterpreter) {
+  std::mt19937_64 rng(21);
+  int programs = 0;
+  for (const std::string precision : {"fp16", "bf16"})
+    for (const auto& [op, params] : std::vector<std::pair<std::string, std::string>>{
+             {"dense", "M=32 K=48 N=16"},
+             {"conv2d", "in_channels=16 out_channels=16 height=7 width=7 kernel=3 padding=1"},
+             {"batch_matmul", "B=2 M=16 K=40 N=24"}}) {
+      ops::OpGraph g = ops::build_op(op, parse(params));
+      std::vector<NDArray> in = codegen::random_inputs(g, 9);
+      for (const sched::Sketch& s : sched::gpu_sketches(g, precision)) {
+        if (s.rule != sched::SketchRule::GpuMma) continue;
+        std::vector<LoweredFunc> fs;
+        std::vector<std::vector<NDArray>> want;
+        for (int i = 0; i < 2; ++i) {
+          LoweredFunc f;
+          for (int attempt = 0; attempt < 100; ++attempt) {
+            f = sched::lower_config(g, s, i == 0 ? sched::default_config(s) : sched::random_config(s, rng));
+            codegen::GpuLaunch l = codegen::gpu_launch(f);
+            if (l.grid[0] * l.block[0] <= 4096) break;
+          }
+          f.name = "k" + std::to_string(i);
+          want.push_back(codegen::interpret_outputs(f, g, in));
+          fs.push_back(f);
+        }
+        std::vector<std::vector<NDArray>> got = run(fs, g, in);
+        for (size_t i = 0; i < fs.size(); ++i) {
+          ++programs;
+          EXPECT_LE(compare_arrays(got[i][0], want[i][0]).max_rel, 1e-5) << op << " " << s.name << "\n"
+                                                                         << codegen::print_cuda(fs[i]);
+        }
+      }
+    }
+  std::printf("%d FP16 and BF16 programs ran under the SIMT emulation\n", programs);
+  EXPECT_EQ(programs, 36);  // 2 precisions x 3 tasks x 3 sketches x 2 configurations
 }
 
 // The emulation is strict enough to catch what it is for: a kernel whose barrier is

@@ -82,6 +82,30 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       }
     }
   }
+  // FP16 and BF16 fragments (m16n8k16): every tensor-core sketch of a dense and a
+  // convolution, 12 configurations each.
+  int half = 0;
+  for (const char* precision : {"fp16", "bf16"})
+    for (const auto& [op, params] : std::vector<std::pair<std::string, std::string>>{
+             {"dense", "M=64 K=64 N=48"},
+             {"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1"}}) {
+      ops::OpGraph g = ops::build_op(op, parse(params));
+      for (const sched::Sketch& s : sched::gpu_sketches(g, precision)) {
+        if (s.rule != sched::SketchRule::GpuMma) continue;
+        ++half;
+        std::vector<LoweredFunc> fs;
+        for (int i = 0; i < 12; ++i) {
+          fs.push_back(sched::lower_config(g, s, i == 0 ? sched::default_config(s) : sched::random_config(s, rng)));
+          fs.back().name = op + "_" + std::to_string(i);
+        }
+        const std::string unit = codegen::print_cuda_unit(fs);
+        SCOPED_TRACE(op + " " + params + " " + s.name);
+        EXPECT_NE(unit.find(std::string("basin_mma_m16n8k16_") + precision + "("), std::string::npos);
+        for (const char* arch : {"sm_80", "sm_90"})
+          EXPECT_GT(codegen::compile_cuda(unit, op, arch).cubin.size(), 1000u) << arch;
+      }
+    }
+  EXPECT_EQ(half, 12);  // 2 precisions x 2 tasks x 3 sketches
   EXPECT_GE(sketches, 12);
   EXPECT_GE(mma, 12);      // conv2d_bias_relu, dense, batch_matmul, conv2d, each synchronous and pipelined
   EXPECT_GE(shuffles, 2);  // softmax, layer_norm
@@ -191,6 +215,20 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
                        make_pragma(sched::kAsyncCopyPragma, Expr(n), make_store(sh, {t}, load(in, {Expr(t)}))));
   LoweredFunc f{"bad", {in, out}, {0, 1}, make_for(b, 0, 1, ForKind::BlockX, make_allocate(sh, body))};
   EXPECT_THROW(codegen::print_cuda(f), Error);
+}
+
+// `--precision fp16|bf16` on the command line: the kernel's fragments are m16n8k16.
+TEST(Cuda, HalfPrecisionsPrintFragmentsOfKSixteen) {
+  for (const std::string precision : {"fp16", "bf16"}) {
+    auto r = testing::capture(testing::basin_path() +
+                              " op dense --param M=64 --param K=64 --param N=64 --target cuda --arch sm_90 --emit cuda "
+                              "--precision " +
+                              precision + " 2>/dev/null");
+    const size_t kernel = r.out.find("extern \"C\"");  // past the helpers
+    ASSERT_NE(kernel, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("basin_mma_m16n8k16_" + precision + "(", kernel), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("basin_mma_m16n8k8_tf32(", kernel), std::string::npos);
+  }
 }
 
 // A Local buffer allocated in the block, outside the thread loops, is per thread: the

@@ -158,6 +158,31 @@ TEST_F(LlvmSemantics, Tf32RoundingMatchesTheInterpreterBitForBit) {
   }
 }
 
+// MathFn::fp16 and bf16 likewise: binary16's subnormals and overflow, ties, NaN.
+TEST_F(LlvmSemantics, Fp16AndBf16RoundingMatchTheInterpreterBitForBit) {
+  std::vector<float> xs = {
+      0.0f,      -0.0f, 1.0f + std::ldexp(1.0f, -11), 65504.0f, 65520.0f, 3.4028235e38f, 1e-40f, INFINITY,
+      -INFINITY, NAN,   std::ldexp(1.0f, -25)};
+  for (int k = 0; k < 4000; ++k) xs.push_back(std::ldexp(static_cast<float>(k) - 2000.0f, (k % 61) - 40) / 3.0f);
+  NDArray in = in_lanes(xs);
+  const int64_t n = in.numel();
+  for (MathFn fn : {MathFn::fp16, MathFn::bf16})
+    for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
+      LoweredFunc f = unary_map(math_fn_name(fn), n, kind, fn);
+      NDArray want, got;
+      both(f, {in}, {n}, DType::f32(), &want, &got);
+      for (int64_t k = 0; k < n; ++k) {
+        float w = want.as<float>()[k], g = got.as<float>()[k];
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(g)) << k;
+          continue;
+        }
+        EXPECT_EQ(std::memcmp(&w, &g, 4), 0)
+            << math_fn_name(fn) << " " << in.as<float>()[k] << ": " << g << " vs " << w;
+      }
+    }
+}
+
 TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {
   // out[i] = i < 4 ? x[i] : 0 over 1M elements of a 4-element buffer: an eager load
   // would read far outside x.

@@ -102,6 +102,35 @@ TEST(Evaluate, Tf32RoundsToTenMantissaBitsTiesAwayFromZero) {
   EXPECT_EQ(evaluate(call(MathFn::tf32, {float_imm(DType::f64(), 1.0 + ulp / 2)}), {}).f, 1.0 + ulp);
 }
 
+// FP16 and BF16 (MathFn::fp16, bf16): to nearest, ties to even, as PTX's cvt.rn;
+// binary16's subnormals and its overflow at 65520; the compiler's own _Float16
+// conversion agrees on a sweep of values.
+TEST(Evaluate, Fp16AndBf16RoundToNearestEven) {
+  const float h = std::ldexp(1.0f, -10), b = std::ldexp(1.0f, -7);  // their ulps at 1
+  EXPECT_EQ(round_to_fp16(1.0f + h / 2), 1.0f);                     // a tie: to the even 1
+  EXPECT_EQ(round_to_fp16(1.0f + 3 * h / 2), 1.0f + 2 * h);         // a tie: to the even 1 + 2h
+  EXPECT_EQ(round_to_fp16(-(1.0f + 3 * h / 4)), -(1.0f + h));
+  EXPECT_EQ(round_to_fp16(65504.0f), 65504.0f);  // the largest binary16
+  EXPECT_EQ(round_to_fp16(65519.0f), 65504.0f);
+  EXPECT_TRUE(std::isinf(round_to_fp16(65520.0f)));
+  EXPECT_EQ(round_to_fp16(std::ldexp(1.0f, -24)), std::ldexp(1.0f, -24));  // the smallest subnormal
+  EXPECT_EQ(round_to_fp16(std::ldexp(1.0f, -25)), 0.0f);                   // half of it: a tie to 0
+  EXPECT_EQ(round_to_fp16(std::ldexp(3.0f, -26)), std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::isnan(round_to_fp16(NAN)));
+  EXPECT_EQ(round_to_bf16(1.0f + b / 2), 1.0f);
+  EXPECT_EQ(round_to_bf16(1.0f + 3 * b / 2), 1.0f + 2 * b);
+  EXPECT_EQ(round_to_bf16(-(1.0f + 3 * b / 4)), -(1.0f + b));
+  EXPECT_TRUE(std::isinf(round_to_bf16(3.4028235e38f)));
+  EXPECT_TRUE(std::isnan(round_to_bf16(NAN)));
+  EXPECT_EQ(round_to_bf16(1e-40f), std::ldexp(1.0f, -133));  // a subnormal float: 71362 x 2^-149 to 2^16 x 2^-149
+  for (int k = 0; k < 20000; ++k) {
+    const float x = std::ldexp(static_cast<float>(k) - 10000.0f, (k % 61) - 40) / 3.0f;
+    EXPECT_EQ(round_to_fp16(x), static_cast<float>(static_cast<_Float16>(x))) << x;
+  }
+  EXPECT_EQ(evaluate(call(MathFn::fp16, {fconst(1.0f + 3 * h / 2)}), {}).f, 1.0 + 2 * h);
+  EXPECT_EQ(evaluate(call(MathFn::bf16, {float_imm(DType::f64(), 1.0 + 3 * b / 2)}), {}).f, 1.0 + 2 * b);
+}
+
 TEST(Evaluate, SelectIsLazy) {
   Expr e = select(bool_imm(true), Expr(1), floordiv(Expr(1), Expr(0)));
   EXPECT_EQ(evaluate_int(e, {}), 1);

@@ -93,7 +93,14 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
         blocks |= st->for_kind == ForKind::BlockX;
         threads |= st->for_kind == ForKind::ThreadX;
         EXPECT_NE(st->for_kind, ForKind::Parallel);
-        EXPECT_NE(st->for_kind, ForKind::Vectorized);
+        // The one vector loop on a GPU: a tensor-core tile's 128-bit fill, 4 lanes of a
+        // store into shared memory.
+        if (st->for_kind == ForKind::Vectorized) {
+          EXPECT_TRUE(s.rule == sched::SketchRule::GpuMma && (s.mma_vector[0] || s.mma_vector[1])) << s.name;
+          EXPECT_TRUE(is_const_int(st->extent) && st->extent->ival == 4) << to_string(st);
+          EXPECT_TRUE(st->body[0].kind() == StmtKind::Store && st->body[0]->buffer->scope == MemScope::Shared)
+              << to_string(st);
+        }
       });
       EXPECT_TRUE(blocks && threads) << to_string(f);
       expect_matches(c, g, s, cfg, f, in, want);
@@ -153,36 +160,45 @@ TEST(Sketch, GpuMmaRandomConfigurationsMatchTheDefaultSchedule) {
     cases.push_back(c);
   for (const Case& c : cases) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
-    for (const sched::Sketch& s : sched::gpu_sketches(g)) {
-      if (s.rule != sched::SketchRule::GpuMma) continue;
-      ops_with.insert(c.op);
-      std::vector<NDArray> in = inputs_for(g, 5), rounded;
-      for (const NDArray& a : in) {
-        rounded.push_back(a.clone());
-        for (int64_t i = 0; i < a.numel(); ++i) rounded.back().as<float>()[i] = round_to_tf32(a.as<float>()[i]);
-      }
-      std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
-      std::vector<NDArray> want_tf32 = run(lower_default(c.op, g.inputs, g.outputs), g, rounded);
-      std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "mma"));
-      for (int trial = 0; trial < (s.mma_stages > 1 ? 6 : 12); ++trial) {
-        sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-        LoweredFunc f = sched::lower_config(g, s, cfg);
-        int fragments = 0;
-        visit_stmt(f.body,
-                   [&](const Stmt& st) { fragments += st.kind() == StmtKind::Pragma && st->key == sched::kMmaPragma; });
-        EXPECT_EQ(fragments, 1);
-        expect_matches(c, g, s, cfg, f, in, want);
-        std::vector<NDArray> got = run(f, g, rounded);
-        EXPECT_LE(compare_arrays(got[0], want_tf32[0]).max_rel, 1e-5)
-            << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
-        if (trial == 0) {
-          double off = compare_arrays(run(f, g, in)[0], want[0]).max_rel;
-          EXPECT_GT(off, 1e-6) << c.op << " " << c.params << ": no TF32 rounding seen";
+    // TF32 on every sketch; FP16 and BF16 (m16n8k16) on the synchronous one and one pipeline.
+    for (const std::string precision : {"tf32", "fp16", "bf16"})
+      for (const sched::Sketch& s : sched::gpu_sketches(g, precision)) {
+        if (s.rule != sched::SketchRule::GpuMma || (precision != "tf32" && s.mma_stages == 3)) continue;
+        ops_with.insert(c.op + " " + precision);
+        float (*round)(float) = precision == "tf32"   ? round_to_tf32
+                                : precision == "fp16" ? round_to_fp16
+                                                      : round_to_bf16;
+        std::vector<NDArray> in = inputs_for(g, 5), rounded;
+        for (const NDArray& a : in) {
+          rounded.push_back(a.clone());
+          for (int64_t i = 0; i < a.numel(); ++i) rounded.back().as<float>()[i] = round(a.as<float>()[i]);
+        }
+        std::vector<NDArray> want = run(lower_default(c.op, g.inputs, g.outputs), g, in);
+        std::vector<NDArray> want_tf32 = run(lower_default(c.op, g.inputs, g.outputs), g, rounded);
+        std::mt19937_64 rng(std::hash<std::string>()(c.op + c.params + "mma" + precision));
+        for (int trial = 0; trial < (s.mma_stages > 1 || precision != "tf32" ? 5 : 12); ++trial) {
+          sched::Config cfg = trial == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+          LoweredFunc f = sched::lower_config(g, s, cfg);
+          int fragments = 0;
+          visit_stmt(f.body, [&](const Stmt& st) {
+            fragments += st.kind() == StmtKind::Pragma && st->key == sched::kMmaPragma;
+          });
+          EXPECT_EQ(fragments, 1);
+          expect_matches(c, g, s, cfg, f, in, want);
+          std::vector<NDArray> got = run(f, g, rounded);
+          EXPECT_LE(compare_arrays(got[0], want_tf32[0]).max_rel, 1e-5)
+              << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
+          if (trial == 0) {
+            double off = compare_arrays(run(f, g, in)[0], want[0]).max_rel;
+            EXPECT_GT(off, 1e-6) << c.op << " " << c.params << ": no " << precision << " rounding seen";
+            EXPECT_LE(off, sched::result_tolerance(s, 1e-5)) << c.op << " " << c.params << " " << precision;
+          }
         }
       }
-    }
   }
-  for (const char* op : {"dense", "conv2d", "batch_matmul"}) EXPECT_TRUE(ops_with.count(op)) << op;
+  for (const char* op : {"dense", "conv2d", "batch_matmul"})
+    for (const char* precision : {"tf32", "fp16", "bf16"})
+      EXPECT_TRUE(ops_with.count(std::string(op) + " " + precision)) << op << " " << precision;
 }
 
 // The tensor-core rule's choices and bounds: which factor is A, which axes are the rows,
@@ -224,7 +240,21 @@ TEST(Sketch, GpuMmaSketchIsOfferedWhereTheFragmentsFit) {
   EXPECT_EQ(stem->mma_k, 1);             // the kernel's 7 rows in one k of 8, not the 3 channels
   EXPECT_TRUE(conv->splits[1].guarded);  // 56 columns, 7 fragments: tiles of 2, 3, 4 too
   EXPECT_FALSE(mma("softmax", "shape=16,64"));
-  EXPECT_THROW(sched::gpu_sketches(ops::build_op("dense", parse("M=16 K=8 N=8")), "fp16"), Error);
+  EXPECT_THROW(sched::gpu_sketches(ops::build_op("dense", parse("M=16 K=8 N=8")), "fp8"), Error);
+  // FP16 and BF16: fragments of k 16 (a k of 12 padded to 16), rounded inputs, looser tolerances.
+  auto half = mma("dense", "M=64 K=12 N=48", "fp16");
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->name, "gpu.mma.fp16");
+  EXPECT_EQ(sched::mma_kdim(*half), 16);
+  EXPECT_EQ(sched::mma_rounding(*half), MathFn::fp16);
+  EXPECT_EQ(half->splits[2].extent, 1);
+  EXPECT_EQ(sched::result_tolerance(*half, 1e-5), 5e-3);
+  auto brain = mma("dense", "M=64 K=40 N=48", "bf16");
+  ASSERT_TRUE(brain);
+  EXPECT_EQ(brain->name, "gpu.mma.bf16");
+  EXPECT_EQ(brain->splits[2].extent, 3);  // 40 padded to 48
+  EXPECT_EQ(sched::result_tolerance(*brain, 1e-5), 3e-2);
+  EXPECT_EQ(sched::mma_kdim(*d), 8);
   EXPECT_THROW(sched::sketches_for(ops::build_op("dense", parse("M=16 K=8 N=8")), "llvm", "fp64"), Error);
   // Bounds: 1024 threads (32 warps), 128 accumulators per thread, 48 KiB of shared tiles.
   ops::OpGraph big = ops::build_op("dense", parse("M=1024 K=1024 N=1024"));

@@ -104,7 +104,7 @@ struct TuneOptions {
   int first_batch = 0;         // programs of each task's first round; 0: 256 shared by the tasks, at least 4 each
   std::string strategy = "gradient";  // gradient, annealing, evolutionary, random
   std::string target = "llvm";        // llvm (this CPU) or cuda
-  std::string precision = "tf32";     // tf32 (cuda: tensor cores, TF32 products) or fp32 (exact)
+  std::string precision = "tf32";     // tf32, fp16, bf16 (cuda: tensor cores, products in that format) or fp32
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_log;  // one line per event; none when empty
@@ -135,7 +135,8 @@ class Network {
  public:
   // Each task's best program in `records` (empty: none), the default program for a task
   // without one (untuned_tasks() counts them).
-  // `precision` as in TuneOptions: fp32 leaves out the records of TF32 programs.
+  // `precision` as in TuneOptions: only records of its programs are used (fp32 leaves out
+  // the tensor-core programs' records, fp16 those of TF32 and BF16 ones).
   static Network compile(const Model& model, const std::string& records = "", const std::string& target = "llvm",
                          const std::string& precision = "tf32");
   // A file written by save() or `basin compile`; it holds machine code, which runs as
