@@ -56,6 +56,7 @@ std::string Estimator::payload() const {
 }
 
 namespace {
+constexpr const char* kMlpFromCpu = "mlp-from-cpu";
 bool names_a_file(const std::string& spec) {
   return spec.find('/') != std::string::npos || spec.find('.') != std::string::npos;
 }
@@ -78,13 +79,21 @@ bool untrained_on(const std::string& spec, const std::string& target) {
 }
 }  // namespace
 
+std::unique_ptr<Estimator> transfer_to_gpu(const Estimator& cpu_mlp) { return detail::mlp_to_gpu(cpu_mlp); }
+
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
+  if (spec == kMlpFromCpu) {
+    if (target != "cuda")
+      throw Error("the " + std::string(kMlpFromCpu) + " estimator is for the cuda target (on " + target +
+                  " the CPU's MLP is `mlp`)");
+    return with_gpu_prior(make_estimator(spec), gpu_arch());
+  }
   if (untrained_on(spec, target)) return with_gpu_prior(make_estimator(spec), gpu_arch());
   return estimator_from_spec(spec);
 }
 
 std::string estimator_file(const std::string& spec, const std::string& target) {
-  if (untrained_on(spec, target)) return "";
+  if (untrained_on(spec, target) || spec == kMlpFromCpu) return "";
   // This machine's calibration of the shipped weights, where one was made
   // (models/calibrate.h).
   if (spec == "mlp" || spec == "ensemble")
@@ -105,12 +114,17 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
     return make_machine_input(make_estimator(inner));
   }
   if (kind == "mlp") return detail::make_mlp();
+  if (kind == kMlpFromCpu) {
+    const std::string cpu = pretrained_cpu_path();
+    if (cpu.empty()) throw NotFoundError("no shipped CPU MLP (models/weights/cpu_mlp.bin) to transfer to the GPU");
+    return transfer_to_gpu(*load_estimator(cpu));
+  }
   if (kind == "gbt") return detail::make_gbt();
   if (kind == "roofline") return detail::make_roofline();
   if (kind == "gpu_roofline") return make_gpu_roofline();
   if (kind == "ensemble") return detail::make_ensemble(nullptr);
   throw NotFoundError("unknown estimator '" + kind +
-                      "' (estimators: mlp, gbt, ensemble, roofline, gpu_roofline, or a file)");
+                      "' (estimators: mlp, gbt, ensemble, roofline, gpu_roofline, mlp-from-cpu, or a file)");
 }
 
 namespace {

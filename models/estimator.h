@@ -185,7 +185,16 @@ std::unique_ptr<Estimator> make_gpu_roofline(const std::string& arch = "sm_90");
 // roofline instead of drawn at random. Its kind is the learned one's.
 std::unique_ptr<Estimator> with_gpu_prior(std::unique_ptr<Estimator> learned, const std::string& arch = "sm_90");
 
+// The CPU-trained MLP carried over to the GPU feature set (whose first features are the
+// CPU set's): their weights kept, the GPU-only features' starting at zero. Not ready
+// until trained; training it fine-tunes from those weights instead of from random ones.
+// Throws basin::Error for another kind or an MLP that is untrained or not over the CPU set.
+// The estimator spec "mlp-from-cpu" (cuda target only): the shipped CPU MLP so carried
+// over, behind gpu_roofline until trained on 8 programs (with_gpu_prior).
+std::unique_ptr<Estimator> transfer_to_gpu(const Estimator& cpu_mlp);
+
 namespace detail {
+std::unique_ptr<Estimator> mlp_to_gpu(const Estimator& cpu);
 std::unique_ptr<Estimator> load_gpu_roofline(const std::string& payload, const std::string& path);
 // An estimator of `kind` from its payload (load_estimator's dispatch).
 std::unique_ptr<Estimator> load_payload(const std::string& kind, const std::string& payload, const std::string& path);

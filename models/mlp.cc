@@ -89,6 +89,7 @@ class Mlp final : public DifferentiableEstimator {
   void train(const std::vector<Sample>& samples, const TrainOptions& opt) override {
     check_samples(samples);
     seed_cpu_generator(opt.seed);
+    if (transferred_from_ > 0) return fine_tune_transfer(samples, opt);
     // The feature set (CPU or GPU) is the training data's.
     nf_ = width_of(samples[0]);
     net_ = Net(nf_, hidden_);
@@ -129,6 +130,37 @@ class Mlp final : public DifferentiableEstimator {
     check_width(width_of(samples[0]));
     fit(samples, opt, opt.epochs, /*cosine=*/false);
     trained_ = true;
+  }
+
+  // This CPU MLP's weights as an MLP over the GPU feature set, whose first
+  // relax::num_features() features are the CPU set's: their columns of the first layer
+  // and their normalization copied, the GPU features' columns zero (so that it scores a
+  // GPU program as this MLP scores the CPU part of its features), the rest copied.
+  // Not ready until trained: train() then fine-tunes it (fine_tune_transfer).
+  std::unique_ptr<Mlp> to_gpu() const {
+    const int cpu = relax::num_features(), gpu = relax::num_features(relax::FeatureSet::Gpu);
+    if (!trained_ || nf_ != cpu)
+      throw Error("only a trained MLP over the CPU feature set (" + std::to_string(cpu) +
+                  " features) transfers to the GPU's; this one reads " + std::to_string(nf_) +
+                  (trained_ ? "" : " and is untrained"));
+    auto g = std::make_unique<Mlp>(hidden_, loss_);
+    g->nf_ = gpu;
+    g->net_ = Net(gpu, hidden_);
+    torch::NoGradGuard no_grad;
+    g->net_->e1->weight.zero_();
+    g->net_->e1->weight.narrow(1, 0, cpu).copy_(net_->e1->weight);
+    g->net_->e1->bias.copy_(net_->e1->bias);
+    for (auto [to, from] : {std::pair{g->net_->e2, net_->e2}, {g->net_->h1, net_->h1}, {g->net_->h2, net_->h2}}) {
+      to->weight.copy_(from->weight);
+      to->bias.copy_(from->bias);
+    }
+    g->net_->mean.zero_();
+    g->net_->inv_std.fill_(1.0);
+    g->net_->mean.narrow(0, 0, cpu).copy_(net_->mean);
+    g->net_->inv_std.narrow(0, 0, cpu).copy_(net_->inv_std);
+    g->net_->eval();
+    g->transferred_from_ = cpu;
+    return g;
   }
 
   std::string payload() const override {
@@ -173,12 +205,41 @@ class Mlp final : public DifferentiableEstimator {
  private:
   bool trained_ = false;
   int nf_ = relax::num_features();  // the feature set's width: CPU until trained or loaded
+  int transferred_from_ = 0;        // to_gpu's result until trained: the CPU set's width
   // Features per store of a sample.
   static int width_of(const Sample& s) { return static_cast<int>(s.features.size()) / std::max(1, s.stores); }
   void check_width(int features) const {
     if (features != nf_)
       throw Error("this MLP reads " + std::to_string(nf_) + " features per store, not " + std::to_string(features) +
                   " (an estimator of the other target's feature set?)");
+  }
+  // Training a transferred MLP: the GPU features' normalization from the data (their
+  // weights are zero, so the scores do not change), then `opt.epochs` passes from the
+  // transferred weights at the cosine step.
+  void fine_tune_transfer(const std::vector<Sample>& samples, const TrainOptions& opt) {
+    check_width(width_of(samples[0]));
+    loss_ = opt.loss;
+    const int nf = nf_, from = transferred_from_;
+    std::vector<double> sum(nf, 0), sq(nf, 0);
+    double n = 0;
+    for (const Sample& s : samples)
+      for (int st = 0; st < s.stores; ++st, n += 1)
+        for (int f = from; f < nf; ++f) {
+          double v = s.features[st * nf + f];
+          sum[f] += v;
+          sq[f] += v * v;
+        }
+    {
+      torch::NoGradGuard no_grad;
+      for (int f = from; f < nf; ++f) {
+        double m = sum[f] / n, var = std::max(0.0, sq[f] / n - m * m);
+        net_->mean[f] = m;
+        net_->inv_std[f] = 1.0 / std::sqrt(var + 1e-2);
+      }
+    }
+    fit(samples, opt, opt.epochs, /*cosine=*/true);
+    transferred_from_ = 0;
+    trained_ = true;
   }
   static void check_samples(const std::vector<Sample>& samples) {
     if (samples.size() < 2) throw Error("training an estimator needs at least two measured programs");
@@ -267,6 +328,11 @@ std::unique_ptr<Estimator> load_mlp(const std::string& payload, const std::strin
   auto m = std::make_unique<Mlp>();
   m->load(payload, path);
   return m;
+}
+std::unique_ptr<Estimator> mlp_to_gpu(const Estimator& cpu) {
+  const auto* m = dynamic_cast<const Mlp*>(&cpu);
+  if (!m) throw Error("only an MLP transfers to the GPU's feature set, not a " + cpu.kind() + " estimator");
+  return m->to_gpu();
 }
 }  // namespace detail
 

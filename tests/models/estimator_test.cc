@@ -393,6 +393,69 @@ TEST(Estimators, TheTuningLoopsUpdateReadsTheNewestProgramsOnly) {
 
 // The GPU roofline: reads the GPU feature set only, saves and loads its architecture,
 // and ranks a store's flops faster on the tensor cores than on FP32.
+// The shipped CPU MLP carried over to the GPU feature set (models::transfer_to_gpu):
+// before training it scores a GPU program as the CPU MLP scores the program's CPU
+// features; trained on GPU programs whose latency depends on a GPU-only feature, it
+// learns that feature from the transferred weights and then ranks them; the spec
+// "mlp-from-cpu" is it behind the GPU roofline, for the cuda target only; other
+// estimators, untrained ones and GPU ones do not transfer.
+TEST(Estimators, TheCpuMlpTransfersToTheGpuFeatureSet) {
+  const std::string shipped = models::pretrained_cpu_path();
+  ASSERT_FALSE(shipped.empty());
+  std::unique_ptr<models::Estimator> cpu = models::load_estimator(shipped);
+  std::unique_ptr<models::Estimator> gpu = models::transfer_to_gpu(*cpu);
+  EXPECT_EQ(gpu->kind(), "mlp");
+  EXPECT_FALSE(gpu->ready());
+  const int nc = relax::num_features(), ng = relax::num_features(relax::FeatureSet::Gpu);
+  const auto& names = relax::feature_names(relax::FeatureSet::Gpu);
+  auto at = [&](const char* n) { return static_cast<int>(std::find(names.begin(), names.end(), n) - names.begin()); };
+  const int blocks = at("gpu.blocks"), mul = at("flops_mul");
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> u(0.0f, 12.0f);
+  std::vector<models::Sample> g, c;
+  for (int i = 0; i < 120; ++i) {
+    models::Sample s;
+    s.task = i % 2 ? "dense(M=1)" : "dense(M=2)";
+    s.stores = 2;
+    for (int k = 0; k < s.stores * ng; ++k) s.features.push_back(u(rng));
+    // Slower with more blocks (a GPU-only feature) and more multiplications (a CPU one),
+    // summed over the stores as the MLP sums them.
+    double e = 0;
+    for (int st = 0; st < s.stores; ++st) e += 0.5 * s.features[st * ng + blocks] + 0.05 * s.features[st * ng + mul];
+    s.latency_us = std::exp2(e);
+    models::Sample sc = s;
+    sc.features.clear();
+    for (int st = 0; st < s.stores; ++st)
+      sc.features.insert(sc.features.end(), s.features.begin() + st * ng, s.features.begin() + st * ng + nc);
+    g.push_back(s);
+    c.push_back(sc);
+  }
+  std::vector<double> want = cpu->predict(models::FeatureBatch::of(c)), got = gpu->predict(models::FeatureBatch::of(g));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i])));
+  std::vector<double> latency;
+  for (const models::Sample& s : g) latency.push_back(s.latency_us);
+  models::TrainOptions o;
+  o.epochs = 200;  // two minibatches (tasks) a pass
+  gpu->train(g, o);
+  EXPECT_TRUE(gpu->ready());
+  models::PairCounts before = models::count_ordered_pairs(got, latency),
+                     after = models::count_ordered_pairs(gpu->predict(models::FeatureBatch::of(g)), latency);
+  EXPECT_GT(after.agree / after.pairs, 0.85) << "before: " << before.agree / before.pairs;
+  EXPECT_GT(after.agree / after.pairs, before.agree / before.pairs + 0.2);
+  // Trained, it is an MLP over the GPU set like any other: saved and loaded alike.
+  EXPECT_EQ(through_file(*gpu, "transferred.bin")->predict(models::FeatureBatch::of(g)),
+            gpu->predict(models::FeatureBatch::of(g)));
+  EXPECT_THROW(models::transfer_to_gpu(*gpu), Error);                            // already the GPU's
+  EXPECT_THROW(models::transfer_to_gpu(*models::make_estimator("mlp")), Error);  // untrained
+  EXPECT_THROW(models::transfer_to_gpu(*models::make_estimator("roofline")), Error);
+  std::unique_ptr<models::Estimator> spec = models::estimator_for_target("mlp-from-cpu", "cuda");
+  EXPECT_TRUE(spec->ready());  // the roofline scores until it has trained
+  EXPECT_EQ(spec->predict(models::FeatureBatch::of(g)),
+            models::make_gpu_roofline()->predict(models::FeatureBatch::of(g)));
+  EXPECT_THROW(models::estimator_for_target("mlp-from-cpu", "llvm"), Error);
+}
+
 TEST(Estimators, GpuRooflineReadsGpuFeaturesAndRoundTrips) {
   std::unique_ptr<models::Estimator> g = models::make_gpu_roofline("sm_80");
   EXPECT_EQ(g->kind(), "gpu_roofline");
