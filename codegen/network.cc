@@ -214,7 +214,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   for (size_t t = 0; t < p.tasks.size(); ++t) {
     const graph::NetworkTask& task = p.tasks[t];
     try {
-      std::vector<sched::Sketch> sketches = sched::sketches_for(task.graph, target);
+      std::vector<sched::Sketch> sketches = sched::sketches_of_every_precision(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
       if (!cuda && !task.constant_inputs.empty())

@@ -45,7 +45,7 @@ Sample FeatureExtractor::features(const std::string& task_key, const std::string
   if (it == cache_.end()) {
     auto e = std::make_unique<Entry>();
     e->task = sched::task_from_key(task_key);
-    e->sketches = sched::sketches_for(e->task, target);
+    e->sketches = sched::sketches_of_every_precision(e->task, target);
     it = cache_.emplace(target + "|" + task_key, std::move(e)).first;
   }
   Entry& e = *it->second;

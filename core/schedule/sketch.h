@@ -210,6 +210,10 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& pr
 // GPU's tensor-core sketches; the CPU computes in FP32 whatever it says.
 std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target,
                                  const std::string& precision = "tf32");
+// The sketches of every precision (sketch names are unique across them): sketches_for at
+// tf32, and on cuda the tensor-core sketches of fp16 and bf16 too. For reading a record
+// or a chosen program whatever precision chose it.
+std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const std::string& target);
 // The sketch whose default configuration an untuned task runs: the tensor-core sketch
 // where the precision offered one (cuDNN's default for FP32 convolutions is TF32 too),
 // else the first.

@@ -323,6 +323,15 @@ MathFn mma_rounding(const Sketch& s) {
   return MathFn::tf32;
 }
 
+std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const std::string& target) {
+  std::vector<Sketch> out = sketches_for(task, target, "tf32");
+  if (target == "cuda")
+    for (const char* precision : {"fp16", "bf16"})
+      for (Sketch& s : gpu_sketches(task, precision))
+        if (s.rule == SketchRule::GpuMma) out.push_back(std::move(s));
+  return out;
+}
+
 size_t default_sketch(const std::vector<Sketch>& sketches) {
   for (size_t i = 0; i < sketches.size(); ++i)
     if (sketches[i].rule == SketchRule::GpuMma) return i;

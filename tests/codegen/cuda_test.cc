@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -217,7 +218,8 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
   EXPECT_THROW(codegen::print_cuda(f), Error);
 }
 
-// `--precision fp16|bf16` on the command line: the kernel's fragments are m16n8k16.
+// `--precision fp16|bf16` on the command line: the kernel's fragments are m16n8k16, and
+// a network compiles at those precisions.
 TEST(Cuda, HalfPrecisionsPrintFragmentsOfKSixteen) {
   for (const std::string precision : {"fp16", "bf16"}) {
     auto r = testing::capture(testing::basin_path() +
@@ -228,6 +230,13 @@ TEST(Cuda, HalfPrecisionsPrintFragmentsOfKSixteen) {
     ASSERT_NE(kernel, std::string::npos) << r.out;
     EXPECT_NE(r.out.find("basin_mma_m16n8k16_" + precision + "(", kernel), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("basin_mma_m16n8k8_tf32(", kernel), std::string::npos);
+    // A network at that precision compiles for the GPU (its tasks' programs looked up
+    // among every precision's sketches).
+    const std::string out = "/tmp/basin_cuda_half_" + std::to_string(::getpid()) + ".basin";
+    auto c = testing::capture(testing::basin_path() + " compile zoo:transformer_layer --target cuda --arch sm_90 " +
+                              "--precision " + precision + " -o " + out + " 2>&1");
+    EXPECT_EQ(c.code, 0) << c.out;
+    std::filesystem::remove(out);
   }
 }
 
@@ -322,10 +331,10 @@ TEST(Cuda, BadSourceAndArchitectureAreClearErrors) {
 
 // ---- on a GPU (each test skips itself where there is none) ----
 
-// The GPU correctness suite: every GPU sketch of every operator case, the default and 7
-// random configurations, run on the GPU and compared with the interpreter running the
-// same program; zero mismatches. A sketch's kernels are one NVRTC translation unit; the
-// units compile on every core at once (NVRTC is thread-safe), the kernels run in turn.
+// The GPU correctness suite: every GPU sketch of every operator case (and the FP16 and
+// BF16 tensor-core sketches), the default and 7 random configurations, run on the GPU and compared with the interpreter
+// running the same program; zero mismatches. A sketch's kernels are one NVRTC translation unit; the units compile on
+// every core at once (NVRTC is thread-safe), the kernels run in turn.
 TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
   std::string why;
   if (!codegen::cuda_available(&why)) GTEST_SKIP() << "no GPU: " << why;
@@ -343,7 +352,12 @@ TEST(CudaOnGpu, RandomConfigurationsMatchTheInterpreter) {
   std::mt19937_64 rng(21);
   for (const Case& c : cases) {
     auto g = std::make_shared<ops::OpGraph>(ops::build_op(c.op, parse(c.params)));
-    for (const sched::Sketch& s : sched::gpu_sketches(*g)) {
+    // Every sketch at TF32, and the FP16 and BF16 fragments' synchronous sketch.
+    std::vector<sched::Sketch> sketches = sched::gpu_sketches(*g);
+    for (const char* precision : {"fp16", "bf16"})
+      for (const sched::Sketch& s : sched::gpu_sketches(*g, precision))
+        if (s.rule == sched::SketchRule::GpuMma && s.mma_stages == 1) sketches.push_back(s);
+    for (const sched::Sketch& s : sketches) {
       Unit u{&c, g, {}, {}, {}, {}};
       for (int i = 0; i < 8; ++i) {
         sched::Config cfg = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);

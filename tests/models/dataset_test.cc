@@ -150,6 +150,22 @@ std::vector<models::Sample> samples_of_tasks(int tasks, int per_task) {
   return s;
 }
 
+// A GPU record of any precision's sketch reads back as features (the records of a
+// `--precision fp16` run among TF32 ones), and a sketch of no precision is refused.
+TEST(Dataset, GpuRecordsOfEveryPrecisionHaveFeatures) {
+  ops::OpGraph g = ops::build_op("dense", {{"M", "64"}, {"K", "64"}, {"N", "64"}});
+  const std::string key = sched::task_key(g);
+  models::FeatureExtractor fx;
+  for (const char* precision : {"tf32", "fp16", "bf16"}) {
+    const sched::Sketch s = sched::gpu_sketches(g, precision).at(1);
+    ASSERT_EQ(s.name, std::string("gpu.mma.") + precision);
+    models::Sample smp = fx.features(key, s.name, sched::config_to_json(s, sched::default_config(s)), "cuda");
+    EXPECT_EQ(smp.features.size(), static_cast<size_t>(smp.stores) * relax::num_features(relax::FeatureSet::Gpu));
+  }
+  EXPECT_THROW(fx.features(key, "gpu.mma.fp8", R"({"sketch": "gpu.mma.fp8", "splits": {}, "unroll": 64})", "cuda"),
+               Error);
+}
+
 TEST(Dataset, SplitsByTaskNeverByRow) {
   std::vector<models::Sample> s = samples_of_tasks(10, 5);
   models::Split sp = models::split_by_task(s, 0.2, 3);
