@@ -397,7 +397,7 @@ class Printer {
       }
       case StmtKind::Store: {
         BASIN_CHECK(n.indices.size() <= 1) << "print_c expects flattened buffers";
-        if (async_) {
+        if (async_ && n.buffer->scope == MemScope::Shared) {
           Copy c = copy_of(s, Var());
           if (c.ok) {
             os_ << pad << "basin_cp_async4(&" << name(n.buffer) << "[" << index(n.buffer, n.indices) << "], "
@@ -433,6 +433,9 @@ class Printer {
           warp_reduce(n.body[0], depth);
           return;
         }
+        // A thread's copies into shared memory of one step (sched::kAsyncCopyPragma):
+        // cp.async for each store of a global value (or zero), a plain store for any
+        // other, then the group committed and a wait until at most the value are pending.
         if (d_ == Dialect::Cuda && n.key == sched::kAsyncCopyPragma) {
           int64_t pending = 0;
           if (!is_const_int(n.pragma_value, &pending) || pending < 0 || pending > 7)
@@ -566,7 +569,8 @@ class Printer {
   }
   // A vector loop of 4 lanes over a copy (sched's GpuMma fill, Sketch::mma_vector): one
   // 128-bit access, lane 0's addresses 16-byte aligned (the lowering's promise; the
-  // emulation checks it). False, printing nothing, for any other vector loop.
+  // emulation checks it), asynchronous into shared memory inside a cp.async group. False,
+  // printing nothing, for any other vector loop.
   bool vector_copy(const Stmt& loop, int depth) {
     int64_t lanes = 0, lo = 0;
     if (!is_const_int(loop->extent, &lanes) || lanes != 4 || !is_const_int(loop->min, &lo) || lo != 0) return false;
@@ -579,7 +583,7 @@ class Printer {
     const Expr dst = simplify(substitute(st->indices[0], first));
     c.src = simplify(substitute(c.src, first));
     const std::string pad(depth * 2, ' '), d = "&" + name(st->buffer) + "[" + index(st->buffer, {dst}) + "]";
-    if (async_) {
+    if (async_ && st->buffer->scope == MemScope::Shared) {
       os_ << pad << "basin_cp_async16(" << d << ", " << source(c) << ");\n";
       return true;
     }

@@ -785,8 +785,7 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
              guard_k = k_ext % KD != 0 || s.splits[2].guarded;
   Var bx("blockIdx");
   std::vector<Expr> b = unfuse_index(bx, nb);
-  // The anchor's axes at a block: the other spatial axes fixed, the rows and columns at
-  // the tile's first index plus `m` and `n`.
+  // The block tile's first row and column.
   const Expr m0 = b[b.size() - 2] * bm, n0 = b.back() * bn;
   // The reduction's steps: BK of k at a time, within loops over the other reduction
   // axes (stages 1), or all of them one fused sequence of steps (a pipeline, stages > 1).
