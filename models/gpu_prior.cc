@@ -6,9 +6,9 @@
 // share of the GPU's thread slots its blocks fill) and its memory time (the bytes of its
 // global buffers at the memory bandwidth); the score is the log of the sum in
 // microseconds, except that a pipeline's asynchronous copies overlap its tensor-core
-// fragments (the larger of their sums counts). Written in LibTorch, so the gradient search descends on it as on the
-// MLP. Its rates are the architecture's data-sheet figures, not measured: it ranks,
-// it does not predict latencies.
+// fragments (the larger of their sums counts). Written in LibTorch, so the gradient
+// search descends on it as on the MLP. Its rates are the architecture's data-sheet
+// figures, not measured: it ranks, it does not predict latencies.
 #include <torch/torch.h>
 
 #include <algorithm>
