@@ -178,7 +178,8 @@ std::unique_ptr<Estimator> make_machine_input(std::unique_ptr<Estimator> inner);
 
 // The GPU's analytical estimator ("gpu_roofline", models/gpu_prior.cc): the roofline of
 // each store on the data-sheet rates of `arch` (sm_80: A100; sm_90 and others: H100),
-// tensor-core stores at the TF32 rate. Differentiable; reads the GPU feature set.
+// tensor-core stores at the TF32 rate (twice it for FP16 and BF16 fragments), a
+// pipeline's copies overlapping its fragments. Differentiable; reads the GPU feature set.
 std::unique_ptr<Estimator> make_gpu_roofline(const std::string& arch = "sm_90");
 // `learned` (untrained) scoring with gpu_roofline until it has trained on 8 programs;
 // ready from the start, so the tuning loop's first rounds on a GPU are ranked by the

@@ -2,13 +2,14 @@
 // from on the cuda target, where no weights ship yet (docs/estimators.md, "On the GPU").
 //
 // gpu_roofline: each store's time is the larger of its compute time (its flops at the
-// GPU's FP32 rate, or its tensor cores' TF32 rate for a fragment's store, scaled by the
-// share of the GPU's thread slots its blocks fill) and its memory time (the bytes of its
-// global buffers at the memory bandwidth); the score is the log of the sum in
-// microseconds, except that a pipeline's asynchronous copies overlap its tensor-core
-// fragments (the larger of their sums counts). Written in LibTorch, so the gradient
-// search descends on it as on the MLP. Its rates are the architecture's data-sheet
-// figures, not measured: it ranks, it does not predict latencies.
+// GPU's FP32 rate, or for a fragment's store at its tensor cores' rate, TF32's or twice
+// that for FP16 and BF16, scaled by the share of the GPU's thread slots its blocks fill)
+// and its memory time (the bytes of its global buffers at the memory bandwidth); the
+// score is the log of the sum in microseconds, except that a pipeline's asynchronous
+// copies overlap its tensor-core fragments (the larger of their sums counts). Written in
+// LibTorch, so the gradient search descends on it as on the MLP. Its rates are the
+// architecture's data-sheet figures, not measured: it ranks, it does not predict
+// latencies.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -70,7 +71,8 @@ class GpuRoofline final : public DifferentiableEstimator {
     }
     // The share of the GPU's thread slots (2048 per SM) the store's blocks fill.
     torch::Tensor fill = (raw(blocks).clamp_min(1) * raw(tpb).clamp_min(1) / (r_.sms * 2048)).clamp(1e-6, 1.0);
-    torch::Tensor rate = fill * (on_tc * r_.tf32_flops + (1 - on_tc) * r_.fp32_flops);
+    // FP16 and BF16 fragments (gpu.tensor_core 2) at twice the TF32 rate.
+    torch::Tensor rate = fill * (on_tc * r_.tf32_flops * raw(tc).clamp(1, 2) + (1 - on_tc) * r_.fp32_flops);
     torch::Tensor t = torch::maximum(flops / rate, bytes / r_.bandwidth) * mask;
     // A pipeline's copies run while the fragments compute: their time and the
     // fragments' overlap (the larger counts), the other stores' add up.

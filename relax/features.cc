@@ -146,10 +146,19 @@ class Walker {
       }
       case StmtKind::Pragma: {
         Expr saved = unroll_;
-        const bool saved_mma = in_mma_;
+        const double saved_mma = in_mma_;
         const Expr saved_async = async_;
         if (n.key == "auto_unroll_max_step") unroll_ = f64(n.pragma_value);
-        in_mma_ |= n.key == sched::kMmaPragma;
+        if (n.key == sched::kMmaPragma) {
+          // The tensor cores' rate: FP16 and BF16 inputs twice TF32's.
+          in_mma_ = 1;
+          visit_stmt(n.body[0], [&](const Stmt& st) {
+            if (st.kind() == StmtKind::Store)
+              post_order_visit(st->value, [&](const Expr& x) {
+                if (x.kind() == ExprKind::Call && (x->fn == MathFn::fp16 || x->fn == MathFn::bf16)) in_mma_ = 2;
+              });
+          });
+        }
         if (n.key == sched::kAsyncCopyPragma) async_ = f64(n.pragma_value);
         walk(n.body[0]);
         unroll_ = saved;
@@ -340,7 +349,7 @@ class Walker {
         if (l.kind == ForKind::VThread) vthreads = vthreads * l.extent;
       }
       v.insert(v.end(), {blocks, threads, vthreads, shared_bytes_.defined() ? shared_bytes_ : zero(),
-                         thread_bytes_.defined() ? thread_bytes_ : zero(), in_mma_ ? one() : zero(),
+                         thread_bytes_.defined() ? thread_bytes_ : zero(), float_imm(DType::f64(), in_mma_),
                          async_.defined() ? async_ : zero()});
       for (int s = 0; s < kBufferSlots; ++s)
         v.push_back(s < static_cast<int>(acc.size()) && acc[s].buffer->scope == MemScope::Shared ? one() : zero());
@@ -359,8 +368,10 @@ class Walker {
   std::vector<Guard> guards_;
   Expr unroll_;
   Expr local_bytes_, shared_bytes_, thread_bytes_;
-  bool in_mma_ = false;  // inside a tensor-core fragment's nest (sched::kMmaPragma)
-  Expr async_;           // inside a cp.async group (sched::kAsyncCopyPragma): the groups left in flight
+  // Inside a tensor-core fragment's nest (sched::kMmaPragma): 1 for TF32 inputs, 2 for
+  // FP16 and BF16 (the tensor cores' rate relative to TF32's), else 0.
+  double in_mma_ = 0;
+  Expr async_;  // inside a cp.async group (sched::kAsyncCopyPragma): the groups left in flight
 };
 
 }  // namespace

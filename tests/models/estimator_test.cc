@@ -481,9 +481,12 @@ TEST(Estimators, GpuRooflineReadsGpuFeaturesAndRoundTrips) {
   simt.features[at("gpu.threads_per_block")] = 7;
   models::Sample tc = simt;
   tc.features[at("gpu.tensor_core")] = 1;
-  models::FeatureBatch b = models::FeatureBatch::of(std::vector<models::Sample>{simt, tc});
+  models::Sample half = tc;
+  half.features[at("gpu.tensor_core")] = static_cast<float>(std::log2(3.0));  // 2: FP16 or BF16 fragments
+  models::FeatureBatch b = models::FeatureBatch::of(std::vector<models::Sample>{simt, tc, half});
   std::vector<double> s = g->predict(b);
   EXPECT_LT(s[1], s[0]);
+  EXPECT_NEAR(s[1] - s[2], std::log(2.0), 1e-3);  // compute-bound: twice the rate, half the time
   const std::string path = temp("gpu_roofline.bin");
   g->save(path);
   std::unique_ptr<models::Estimator> back = models::load_estimator(path);

@@ -182,6 +182,17 @@ TEST(Features, KnownGpuValuesOfATensorCoreTile) {
   }
   EXPECT_EQ(copies, 4);
   for (size_t st = 0; st < 5; ++st) EXPECT_NEAR(at(st, "gpu.async_copy"), 0, 1e-9);
+  // FP16 fragments: the tensor cores at twice the TF32 rate.
+  const sched::Sketch half = sched::gpu_sketches(g, "fp16").at(1);
+  ASSERT_EQ(half.name, "gpu.mma.fp16");
+  const GpuFeatures fh(g, half, sched::default_config(half));
+  int fragments = 0;
+  for (size_t st = 0; st < fh.size(); ++st) {
+    const double v = fh.at(st, "gpu.tensor_core");
+    EXPECT_TRUE(v == 0 || v == 2) << v;
+    fragments += v == 2;
+  }
+  EXPECT_EQ(fragments, 1);
   EXPECT_EQ(sched::gpu_tile_use(s, c).threads, 128);
   EXPECT_EQ(sched::gpu_tile_use(s, c).registers, 32);
 }
