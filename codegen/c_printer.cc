@@ -542,9 +542,7 @@ class Printer {
       c.cond = c.cond.defined() ? logical_and(c.cond, v.arg(0)) : v.arg(0);
       v = v.arg(1);
     }
-    if (v.kind() != ExprKind::Load || v->buffer->scope != MemScope::Global || v->args.size() != 1 ||
-        per_thread_.count(v->buffer.get()))
-      return c;
+    if (v.kind() != ExprKind::Load || v->buffer->scope != MemScope::Global || v->args.size() != 1) return c;
     if (lane.defined()) {
       if (c.cond.defined() && uses_var(c.cond, lane)) return c;
       auto steps_by_one = [&](const Expr& i) {

@@ -79,8 +79,6 @@ bool untrained_on(const std::string& spec, const std::string& target) {
 }
 }  // namespace
 
-std::unique_ptr<Estimator> transfer_to_gpu(const Estimator& cpu_mlp) { return detail::mlp_to_gpu(cpu_mlp); }
-
 std::unique_ptr<Estimator> estimator_for_target(const std::string& spec, const std::string& target) {
   if (spec == kMlpFromCpu) {
     if (target != "cuda")

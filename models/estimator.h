@@ -195,7 +195,6 @@ std::unique_ptr<Estimator> with_gpu_prior(std::unique_ptr<Estimator> learned, co
 std::unique_ptr<Estimator> transfer_to_gpu(const Estimator& cpu_mlp);
 
 namespace detail {
-std::unique_ptr<Estimator> mlp_to_gpu(const Estimator& cpu);
 std::unique_ptr<Estimator> load_gpu_roofline(const std::string& payload, const std::string& path);
 // An estimator of `kind` from its payload (load_estimator's dispatch).
 std::unique_ptr<Estimator> load_payload(const std::string& kind, const std::string& payload, const std::string& path);

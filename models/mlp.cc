@@ -94,27 +94,9 @@ class Mlp final : public DifferentiableEstimator {
     nf_ = width_of(samples[0]);
     net_ = Net(nf_, hidden_);
     loss_ = opt.loss;
-    // Normalization over the real stores of the training data.
-    int nf = nf_;
-    std::vector<double> sum(nf, 0), sq(nf, 0);
-    double n = 0;
-    for (const Sample& s : samples)
-      for (int st = 0; st < s.stores; ++st, n += 1)
-        for (int f = 0; f < nf; ++f) {
-          double v = s.features[st * nf + f];
-          sum[f] += v;
-          sq[f] += v * v;
-        }
-    torch::Tensor mean = torch::empty({nf}), inv_std = torch::empty({nf});
-    for (int f = 0; f < nf; ++f) {
-      double m = sum[f] / n, var = std::max(0.0, sq[f] / n - m * m);
-      mean[f] = m;
-      inv_std[f] = 1.0 / std::sqrt(var + 1e-2);
-    }
+    normalize_from(samples, 0);
     {
       torch::NoGradGuard no_grad;
-      net_->mean.copy_(mean);
-      net_->inv_std.copy_(inv_std);
       if (loss_ == "mse") {  // start the output at the data's mean log latency
         double my = 0;
         for (const Sample& s : samples) my += std::log(s.latency_us);
@@ -219,7 +201,15 @@ class Mlp final : public DifferentiableEstimator {
   void fine_tune_transfer(const std::vector<Sample>& samples, const TrainOptions& opt) {
     check_width(width_of(samples[0]));
     loss_ = opt.loss;
-    const int nf = nf_, from = transferred_from_;
+    normalize_from(samples, transferred_from_);
+    fit(samples, opt, opt.epochs, /*cosine=*/true);
+    transferred_from_ = 0;
+    trained_ = true;
+  }
+  // The normalization of features `from` on: their mean and inverse deviation over the
+  // real stores of the samples.
+  void normalize_from(const std::vector<Sample>& samples, int from) {
+    const int nf = nf_;
     std::vector<double> sum(nf, 0), sq(nf, 0);
     double n = 0;
     for (const Sample& s : samples)
@@ -229,17 +219,12 @@ class Mlp final : public DifferentiableEstimator {
           sum[f] += v;
           sq[f] += v * v;
         }
-    {
-      torch::NoGradGuard no_grad;
-      for (int f = from; f < nf; ++f) {
-        double m = sum[f] / n, var = std::max(0.0, sq[f] / n - m * m);
-        net_->mean[f] = m;
-        net_->inv_std[f] = 1.0 / std::sqrt(var + 1e-2);
-      }
+    torch::NoGradGuard no_grad;
+    for (int f = from; f < nf; ++f) {
+      double m = sum[f] / n, var = std::max(0.0, sq[f] / n - m * m);
+      net_->mean[f] = m;
+      net_->inv_std[f] = 1.0 / std::sqrt(var + 1e-2);
     }
-    fit(samples, opt, opt.epochs, /*cosine=*/true);
-    transferred_from_ = 0;
-    trained_ = true;
   }
   static void check_samples(const std::vector<Sample>& samples) {
     if (samples.size() < 2) throw Error("training an estimator needs at least two measured programs");
@@ -329,11 +314,12 @@ std::unique_ptr<Estimator> load_mlp(const std::string& payload, const std::strin
   m->load(payload, path);
   return m;
 }
-std::unique_ptr<Estimator> mlp_to_gpu(const Estimator& cpu) {
-  const auto* m = dynamic_cast<const Mlp*>(&cpu);
-  if (!m) throw Error("only an MLP transfers to the GPU's feature set, not a " + cpu.kind() + " estimator");
+}  // namespace detail
+
+std::unique_ptr<Estimator> transfer_to_gpu(const Estimator& cpu_mlp) {
+  const auto* m = dynamic_cast<const Mlp*>(&cpu_mlp);
+  if (!m) throw Error("only an MLP transfers to the GPU's feature set, not a " + cpu_mlp.kind() + " estimator");
   return m->to_gpu();
 }
-}  // namespace detail
 
 }  // namespace basin::models

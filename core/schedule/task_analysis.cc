@@ -32,14 +32,20 @@ bool reads_at(const Expr& load, const std::vector<te::IterVar>& axes) {
   return true;
 }
 
+// A load's index into its buffer, flattened (row-major).
+Expr flat_index(const Expr& load) {
+  Expr flat(int64_t{0});
+  for (size_t d = 0; d < load->args.size(); ++d) flat = flat * load->buffer->shape[d] + load->args[d];
+  return flat;
+}
+
 }  // namespace
 
 int64_t load_stride(const Expr& e, const Var& axis, const std::vector<Var>& all) {
   for (const Expr& l : loads_in(e)) {
     const te::OpNode* p = producer_of(l->buffer);
     if (!p || !p->is_placeholder) continue;
-    Expr flat(int64_t{0});
-    for (size_t d = 0; d < l->args.size(); ++d) flat = flat * l->buffer->shape[d] + l->args[d];
+    const Expr flat = flat_index(l);
     std::unordered_map<int64_t, int64_t> at;
     for (const Var& v : all) at[v.id()] = 0;
     int64_t f0 = evaluate_int(flat, at);
@@ -75,8 +81,7 @@ MmaOperandLayout mma_operand_layout(const AnchorInfo& info, int factor, int spat
   if (!p || !p->is_placeholder) return out;
   for (const Expr& d : v->buffer->shape)
     if (d.kind() != ExprKind::IntImm) return out;
-  Expr flat(int64_t{0});
-  for (size_t d = 0; d < v->args.size(); ++d) flat = flat * v->buffer->shape[d] + v->args[d];
+  const Expr flat = flat_index(v);
   std::unordered_map<int64_t, int64_t> at;
   for (const Var& x : all) at[x.id()] = 0;
   const int64_t f0 = evaluate_int(flat, at);

@@ -241,6 +241,36 @@ class CudaEmulation : public ::testing::Test {
     return all;
   }
 
+  // The default and n - 1 random configurations of s (each with at most a few thousand
+  // threads in all: each is an OS thread here), run under the emulation in one
+  // compilation and compared with the interpreter; how many ran.
+  int check_configs(const ops::OpGraph& g, const sched::Sketch& s, std::vector<NDArray>& in, int n,
+                    std::mt19937_64& rng, const std::string& label) {
+    std::vector<LoweredFunc> fs;
+    std::vector<std::string> configs;
+    std::vector<std::vector<NDArray>> want;
+    for (int i = 0; i < n; ++i) {
+      sched::Config cfg;
+      LoweredFunc f;
+      for (int attempt = 0; attempt < 100; ++attempt) {
+        cfg = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        f = sched::lower_config(g, s, cfg);
+        codegen::GpuLaunch l = codegen::gpu_launch(f);
+        if (l.grid[0] * l.block[0] <= 4096) break;
+      }
+      f.name = "k" + std::to_string(i);
+      want.push_back(codegen::interpret_outputs(f, g, in));
+      fs.push_back(f);
+      configs.push_back(sched::config_to_json(s, cfg));
+    }
+    std::vector<std::vector<NDArray>> got = run(fs, g, in);
+    for (size_t i = 0; i < fs.size(); ++i)
+      for (size_t o = 0; o < want[i].size(); ++o)
+        EXPECT_LE(compare_arrays(got[i][o], want[i][o]).max_rel, 1e-5) << label << " " << configs[i] << "\n"
+                                                                       << codegen::print_cuda(fs[i]);
+    return static_cast<int>(fs.size());
+  }
+
   std::string dir_;
 };
 
@@ -272,36 +302,12 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
     for (const sched::Sketch& s : sched::gpu_sketches(g)) {
-      std::vector<LoweredFunc> fs;
-      std::vector<std::string> configs;
-      std::vector<std::vector<NDArray>> want;
-      for (int i = 0; i < 3; ++i) {
-        // At most a few thousand threads in all: each is an OS thread here.
-        sched::Config cfg;
-        LoweredFunc f;
-        for (int attempt = 0; attempt < 100; ++attempt) {
-          cfg = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-          f = sched::lower_config(g, s, cfg);
-          codegen::GpuLaunch l = codegen::gpu_launch(f);
-          if (l.grid[0] * l.block[0] <= 4096) break;
-        }
-        f.name = "k" + std::to_string(i);
-        want.push_back(codegen::interpret_outputs(f, g, in));
-        fs.push_back(f);
-        configs.push_back(sched::config_to_json(s, cfg));
-      }
-      std::vector<std::vector<NDArray>> got = run(fs, g, in);
-      for (size_t i = 0; i < fs.size(); ++i) {
-        ++programs;
-        mma_programs += s.rule == sched::SketchRule::GpuMma;
-        shuffle_programs += s.warp_shuffle;
-        async_programs += s.mma_stages > 1;
-        vector_programs += s.rule == sched::SketchRule::GpuMma && (s.mma_vector[0] || s.mma_vector[1]);
-        for (size_t o = 0; o < want[i].size(); ++o)
-          EXPECT_LE(compare_arrays(got[i][o], want[i][o]).max_rel, 1e-5)
-              << op << " " << params << " " << configs[i] << "\n"
-              << codegen::print_cuda(fs[i]);
-      }
+      const int k = check_configs(g, s, in, 3, rng, op + " " + params);
+      programs += k;
+      mma_programs += k * (s.rule == sched::SketchRule::GpuMma);
+      shuffle_programs += k * s.warp_shuffle;
+      async_programs += k * (s.mma_stages > 1);
+      vector_programs += k * (s.rule == sched::SketchRule::GpuMma && (s.mma_vector[0] || s.mma_vector[1]));
     }
   }
   std::printf(
@@ -350,28 +356,8 @@ TEST_F(CudaEmulation, HalfPrecisionFragmentsMatchTheInterpreter) {
              {"batch_matmul", "B=2 M=16 K=40 N=24"}}) {
       ops::OpGraph g = ops::build_op(op, parse(params));
       std::vector<NDArray> in = codegen::random_inputs(g, 9);
-      for (const sched::Sketch& s : sched::gpu_sketches(g, precision)) {
-        if (s.rule != sched::SketchRule::GpuMma) continue;
-        std::vector<LoweredFunc> fs;
-        std::vector<std::vector<NDArray>> want;
-        for (int i = 0; i < 2; ++i) {
-          LoweredFunc f;
-          for (int attempt = 0; attempt < 100; ++attempt) {
-            f = sched::lower_config(g, s, i == 0 ? sched::default_config(s) : sched::random_config(s, rng));
-            codegen::GpuLaunch l = codegen::gpu_launch(f);
-            if (l.grid[0] * l.block[0] <= 4096) break;
-          }
-          f.name = "k" + std::to_string(i);
-          want.push_back(codegen::interpret_outputs(f, g, in));
-          fs.push_back(f);
-        }
-        std::vector<std::vector<NDArray>> got = run(fs, g, in);
-        for (size_t i = 0; i < fs.size(); ++i) {
-          ++programs;
-          EXPECT_LE(compare_arrays(got[i][0], want[i][0]).max_rel, 1e-5) << op << " " << s.name << "\n"
-                                                                         << codegen::print_cuda(fs[i]);
-        }
-      }
+      for (const sched::Sketch& s : sched::gpu_sketches(g, precision))
+        if (s.rule == sched::SketchRule::GpuMma) programs += check_configs(g, s, in, 2, rng, op + " " + s.name);
     }
   std::printf("%d FP16 and BF16 programs ran under the SIMT emulation\n", programs);
   EXPECT_EQ(programs, 36);  // 2 precisions x 3 tasks x 3 sketches x 2 configurations

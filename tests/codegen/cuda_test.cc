@@ -34,6 +34,25 @@
 namespace basin {
 namespace {
 
+// The default and n - 1 random configurations of s as one translation unit, compiled by
+// NVRTC for sm_80 and sm_90; the unit.
+std::string compile_configs(const ops::OpGraph& g, const sched::Sketch& s, int n, std::mt19937_64& rng,
+                            const std::string& op) {
+  std::vector<LoweredFunc> fs;
+  std::set<std::string> distinct;
+  for (int i = 0; i < n; ++i) {
+    sched::Config c = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+    distinct.insert(sched::config_to_json(s, c));
+    fs.push_back(sched::lower_config(g, s, c));
+    fs.back().name = op + "_" + std::to_string(i);
+  }
+  const std::string unit = codegen::print_cuda_unit(fs);
+  SCOPED_TRACE(op + " " + s.name + " (" + std::to_string(distinct.size()) + " distinct)");
+  for (const char* arch : {"sm_80", "sm_90"})
+    EXPECT_GT(codegen::compile_cuda(unit, op, arch).cubin.size(), 1000u) << arch;
+  return unit;
+}
+
 TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
   if (!codegen::nvrtc_enabled()) GTEST_SKIP() << "built without the CUDA toolkit (NVRTC)";
   const std::vector<std::pair<std::string, std::string>> suite = {
@@ -64,23 +83,10 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       ++sketches;
       mma += s.rule == sched::SketchRule::GpuMma;
       shuffles += s.warp_shuffle;
-      std::vector<LoweredFunc> fs;
-      std::set<std::string> distinct;
       // The pipelined tensor-core sketches share the fill and the fragments with the
       // synchronous one: fewer configurations for them.
-      const int configs = s.mma_stages > 1 ? 12 : 50;
-      for (int i = 0; i < configs; ++i) {
-        sched::Config c = i == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-        distinct.insert(sched::config_to_json(s, c));
-        fs.push_back(sched::lower_config(g, s, c));
-        fs.back().name = op + "_" + std::to_string(i);
-      }
-      const std::string unit = codegen::print_cuda_unit(fs);
-      SCOPED_TRACE(op + " " + params + " " + s.name + " (" + std::to_string(distinct.size()) + " distinct)");
-      for (const char* arch : {"sm_80", "sm_90"}) {
-        codegen::CudaBinary b = codegen::compile_cuda(unit, op, arch);
-        EXPECT_GT(b.cubin.size(), 1000u) << arch;
-      }
+      SCOPED_TRACE(params);
+      compile_configs(g, s, s.mma_stages > 1 ? 12 : 50, rng, op);
     }
   }
   // FP16 and BF16 fragments (m16n8k16): every tensor-core sketch of a dense and a
@@ -94,16 +100,9 @@ TEST(Cuda, EveryGpuSketchOfTheSuiteCompilesWithNvrtcForSm80AndSm90) {
       for (const sched::Sketch& s : sched::gpu_sketches(g, precision)) {
         if (s.rule != sched::SketchRule::GpuMma) continue;
         ++half;
-        std::vector<LoweredFunc> fs;
-        for (int i = 0; i < 12; ++i) {
-          fs.push_back(sched::lower_config(g, s, i == 0 ? sched::default_config(s) : sched::random_config(s, rng)));
-          fs.back().name = op + "_" + std::to_string(i);
-        }
-        const std::string unit = codegen::print_cuda_unit(fs);
-        SCOPED_TRACE(op + " " + params + " " + s.name);
-        EXPECT_NE(unit.find(std::string("basin_mma_m16n8k16_") + precision + "("), std::string::npos);
-        for (const char* arch : {"sm_80", "sm_90"})
-          EXPECT_GT(codegen::compile_cuda(unit, op, arch).cubin.size(), 1000u) << arch;
+        SCOPED_TRACE(params);
+        const std::string unit = compile_configs(g, s, 12, rng, op);
+        EXPECT_NE(unit.find(std::string("basin_mma_m16n8k16_") + precision + "("), std::string::npos) << s.name;
       }
     }
   EXPECT_EQ(half, 12);  // 2 precisions x 2 tasks x 3 sketches

@@ -75,6 +75,8 @@ class LlvmSemantics : public ::testing::Test {
   void SetUp() override {
     if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
   }
+
+ public:
   // Runs f on both engines with the given (identical) inputs and returns both outputs.
   static void both(const LoweredFunc& f, std::vector<NDArray> in, const std::vector<int64_t>& out_shape, DType t,
                    NDArray* oracle, NDArray* compiled) {
@@ -134,6 +136,26 @@ LoweredFunc unary_map(const std::string& name, int64_t n, ForKind kind, MathFn f
   return LoweredFunc{name, {x, out}, {1}, body};
 }
 
+// A rounding MathFn over xs in the emitted code, on a vector loop and a scalar one,
+// against the interpreter: bit for bit (NaN for NaN).
+void expect_rounding_matches(MathFn fn, const std::vector<float>& xs) {
+  NDArray in = in_lanes(xs);
+  const int64_t n = in.numel();
+  for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
+    LoweredFunc f = unary_map(math_fn_name(fn), n, kind, fn);
+    NDArray want, got;
+    LlvmSemantics::both(f, {in}, {n}, DType::f32(), &want, &got);
+    for (int64_t k = 0; k < n; ++k) {
+      float w = want.as<float>()[k], g = got.as<float>()[k];
+      if (std::isnan(w)) {
+        EXPECT_TRUE(std::isnan(g)) << k;
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(&w, &g, 4), 0) << math_fn_name(fn) << " " << in.as<float>()[k] << ": " << g << " vs " << w;
+    }
+  }
+}
+
 // MathFn::tf32 in the emitted code is bit for bit the interpreter's round_to_tf32, on a
 // vector loop and a scalar one, ties, infinities and NaN among the values.
 TEST_F(LlvmSemantics, Tf32RoundingMatchesTheInterpreterBitForBit) {
@@ -141,21 +163,7 @@ TEST_F(LlvmSemantics, Tf32RoundingMatchesTheInterpreterBitForBit) {
       0.0f,      -0.0f, 1.0f,  1.0f + std::ldexp(1.0f, -11), -(1.0f + std::ldexp(1.0f, -11)), 3.4028235e38f, INFINITY,
       -INFINITY, NAN,   1e-40f};
   for (int k = 0; k < 4000; ++k) xs.push_back(std::ldexp(static_cast<float>(k) - 2000.0f, (k % 41) - 20) / 3.0f);
-  NDArray in = in_lanes(xs);
-  const int64_t n = in.numel();
-  for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
-    LoweredFunc f = unary_map("tf32", n, kind, MathFn::tf32);
-    NDArray want, got;
-    both(f, {in}, {n}, DType::f32(), &want, &got);
-    for (int64_t k = 0; k < n; ++k) {
-      float w = want.as<float>()[k], g = got.as<float>()[k];
-      if (std::isnan(w)) {
-        EXPECT_TRUE(std::isnan(g)) << k;
-        continue;
-      }
-      EXPECT_EQ(std::memcmp(&w, &g, 4), 0) << in.as<float>()[k] << ": " << g << " vs " << w;
-    }
-  }
+  expect_rounding_matches(MathFn::tf32, xs);
 }
 
 // MathFn::fp16 and bf16 likewise: binary16's subnormals and overflow, ties, NaN.
@@ -164,23 +172,7 @@ TEST_F(LlvmSemantics, Fp16AndBf16RoundingMatchTheInterpreterBitForBit) {
       0.0f,      -0.0f, 1.0f + std::ldexp(1.0f, -11), 65504.0f, 65520.0f, 3.4028235e38f, 1e-40f, INFINITY,
       -INFINITY, NAN,   std::ldexp(1.0f, -25)};
   for (int k = 0; k < 4000; ++k) xs.push_back(std::ldexp(static_cast<float>(k) - 2000.0f, (k % 61) - 40) / 3.0f);
-  NDArray in = in_lanes(xs);
-  const int64_t n = in.numel();
-  for (MathFn fn : {MathFn::fp16, MathFn::bf16})
-    for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
-      LoweredFunc f = unary_map(math_fn_name(fn), n, kind, fn);
-      NDArray want, got;
-      both(f, {in}, {n}, DType::f32(), &want, &got);
-      for (int64_t k = 0; k < n; ++k) {
-        float w = want.as<float>()[k], g = got.as<float>()[k];
-        if (std::isnan(w)) {
-          EXPECT_TRUE(std::isnan(g)) << k;
-          continue;
-        }
-        EXPECT_EQ(std::memcmp(&w, &g, 4), 0)
-            << math_fn_name(fn) << " " << in.as<float>()[k] << ": " << g << " vs " << w;
-      }
-    }
+  for (MathFn fn : {MathFn::fp16, MathFn::bf16}) expect_rounding_matches(fn, xs);
 }
 
 TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {
