@@ -93,12 +93,13 @@ static __device__ __forceinline__ void basin_mma_m16n8k8_tf32(float& c0, float& 
 #endif
 )";
 
-// The memory path's helpers for CUDA: 128-bit loads and stores, asynchronous copies to
+// The memory path's helpers for CUDA: 128-bit loads and stores, 64-bit stores, asynchronous copies to
 // shared memory (cp.async, sm_80 and later; a copy whose `full` is false writes zeros
 // and reads nothing), their groups. The emulation (BASIN_EMULATED_MMA) has its own.
 const char* kMemoryHelpers = R"(#ifndef BASIN_EMULATED_MMA
 static __device__ __forceinline__ float4 basin_ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 static __device__ __forceinline__ void basin_st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+static __device__ __forceinline__ void basin_st2(float* p, float2 v) { *reinterpret_cast<float2*>(p) = v; }
 static __device__ __forceinline__ void basin_cp_async4(float* dst, const float* src, bool full) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
                "l"(src), "r"(full ? 4 : 0));
@@ -331,7 +332,7 @@ class Printer {
             os_ << pad << "#pragma omp parallel for\n";
             break;
           case ForKind::Vectorized:
-            if (d_ == Dialect::Cuda && vector_copy(s, depth)) return;
+            if (d_ == Dialect::Cuda && (vector_copy(s, depth) || vector_store(s, depth))) return;
             os_ << pad << (d_ == Dialect::Cuda ? "#pragma unroll\n" : "#pragma omp simd\n");
             break;
           case ForKind::Unrolled:
@@ -589,6 +590,38 @@ class Printer {
     os_ << pad << "basin_st4(" << d << ", "
         << (c.cond.defined() ? "(" + expr(c.cond) + ") ? " + ld + " : make_float4(0.0f, 0.0f, 0.0f, 0.0f)" : ld)
         << ");\n";
+    return true;
+  }
+
+  // A vector loop of 2 or 4 lanes over one store of computed values to consecutive
+  // addresses in global or shared memory (sched's GpuMma write-back,
+  // Sketch::mma_store_vector): each lane's value computed, then one 64- or 128-bit
+  // store, lane 0's address aligned to the vector (the lowering's promise; the emulation
+  // checks it). False, printing nothing, for any other vector loop.
+  bool vector_store(const Stmt& loop, int depth) {
+    int64_t lanes = 0, lo = 0;
+    if (!is_const_int(loop->extent, &lanes) || (lanes != 2 && lanes != 4) || !is_const_int(loop->min, &lo) || lo != 0)
+      return false;
+    const Stmt& st = loop->body[0];
+    if (st.kind() != StmtKind::Store || st->buffer->dtype != DType::f32() || st->indices.size() != 1 ||
+        st->buffer->scope == MemScope::Local)
+      return false;
+    const Var lane = loop->var;
+    auto at = [&](const Expr& e, int64_t i) {
+      VarMap m;
+      m[lane.id()] = Expr(i);
+      return simplify(substitute(e, m));
+    };
+    const Expr dst = at(st->indices[0], 0);
+    for (int64_t i = 1; i < lanes; ++i) {
+      int64_t d = 0;
+      if (!is_const_int(simplify(at(st->indices[0], i) - dst), &d) || d != i) return false;
+    }
+    const std::string pad(depth * 2, ' '), n = std::to_string(lanes);
+    os_ << pad << "basin_st" << n << "(&" << name(st->buffer) << "[" << index(st->buffer, {dst}) << "], make_float" << n
+        << "(";
+    for (int64_t i = 0; i < lanes; ++i) os_ << (i ? ", " : "") << expr(at(st->value, i));
+    os_ << "));\n";
     return true;
   }
 

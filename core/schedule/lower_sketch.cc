@@ -737,7 +737,8 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
 //       threads: for kk: for fm: for fn: pragma mma { for r in 4: for q in K:
 //         acc[t, fm, fn, r] += rnd(As[row(t, fm, r)][kk*K + q]) * rnd(Bs[kk*K + q][col(t, fn, r)]) }
 //       barrier
-//     threads: for fm, fn, r: out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, r])
+//     threads: for fm, fn, h in 2: [vectorized] for c in 2:
+//       out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, 2h + c])
 //
 // With S > 1 stages (cp.async) the tiles have a leading dimension of S and the steps
 // (the other reduction axes and k0, fused) run as a pipeline:
@@ -896,12 +897,15 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     l.lane = floormod(l.t, Expr(kWarp));
     return l;
   };
-  auto row = [&](const Lane& l, const Expr& f, const Expr& r) {
-    return (l.wmi * fm + f) * Expr(kMmaM) + floordiv(l.lane, Expr(4)) + Expr(8) * floordiv(r, Expr(2));
+  // Element r of a fragment's C: row half r / 2, column r % 2.
+  auto row_at = [&](const Lane& l, const Expr& f, const Expr& half) {
+    return (l.wmi * fm + f) * Expr(kMmaM) + floordiv(l.lane, Expr(4)) + Expr(8) * half;
   };
-  auto col = [&](const Lane& l, const Expr& f, const Expr& r) {
-    return (l.wni * fn + f) * Expr(kMmaN) + Expr(2) * floormod(l.lane, Expr(4)) + floormod(r, Expr(2));
+  auto col_at = [&](const Lane& l, const Expr& f, const Expr& c) {
+    return (l.wni * fn + f) * Expr(kMmaN) + Expr(2) * floormod(l.lane, Expr(4)) + c;
   };
+  auto row = [&](const Lane& l, const Expr& f, const Expr& r) { return row_at(l, f, floordiv(r, Expr(2))); };
+  auto col = [&](const Lane& l, const Expr& f, const Expr& r) { return col_at(l, f, floormod(r, Expr(2))); };
   auto thread_loop = [&](const Lane& l, Stmt body) { return loop(l.t, threads, std::move(body), ForKind::ThreadX); };
   struct Frag {
     Var fm, fn, r;
@@ -969,13 +973,17 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     step = make_seq({loop(tp, threads, make_seq(prologue), ForKind::ThreadX), loop(x, steps, body)});
   }
 
+  // The write-back: per fragment, each row half's two columns, as one 64-bit vector
+  // (a Vectorized loop of 2 lanes) where Sketch::mma_store_vector; its first lane's
+  // column decides whether the pair is inside the extent (it is even).
   Lane lw = lane_of("store");
-  Frag fw = frag_vars(".store");
+  Var wfm("fm.store"), wfn("fn.store"), half("h.store"), c2("c.store");
   VarMap at =
-      axes_at(row(lw, fw.fm, fw.r), col(lw, fw.fn, fw.r), Step{std::vector<Expr>(other_r.size(), zero), zero}, zero);
+      axes_at(row_at(lw, wfm, half), col_at(lw, wfn, c2), Step{std::vector<Expr>(other_r.size(), zero), zero}, zero);
   std::vector<Expr> out_idx;
   for (size_t x = 0; x < ns; ++x) out_idx.push_back(at.at(a.axes[x].var.id()));
-  Expr value = apply_epilogue(info, load(acc, {lw.t, fw.fm, fw.fn, fw.r}), out_idx);
+  const Expr r_at = Expr(half) * Expr(int64_t{2}) + c2;
+  Expr value = apply_epilogue(info, load(acc, {lw.t, wfm, wfn, r_at}), out_idx);
   Stmt write = make_store(out_buf, out_idx, value);
   Expr inside;
   if (guard_m) inside = lt(at.at(a.axes[M].var.id()), Expr(m_ext));
@@ -983,8 +991,20 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     Expr c = lt(at.at(a.axes[N].var.id()), Expr(n_ext));
     inside = inside.defined() ? logical_and(inside, c) : c;
   }
-  if (inside.defined()) write = make_if(inside, write);
-  Stmt store = thread_loop(lw, make_pragma(kUnrollPragma, k.unroll, frag_loops(fw, write)));
+  const Expr two(int64_t{2});
+  if (s.mma_store_vector) {
+    write = loop(c2, two, write, ForKind::Vectorized);
+    if (inside.defined()) {
+      VarMap first;
+      first[c2.id()] = zero;
+      write = make_if(substitute(inside, first), write);
+    }
+  } else {
+    if (inside.defined()) write = make_if(inside, write);
+    write = loop(c2, two, write);
+  }
+  Stmt store = thread_loop(
+      lw, make_pragma(kUnrollPragma, k.unroll, loop(wfm, fm, loop(wfn, fn, loop(half, two, std::move(write))))));
 
   Stmt blk = make_allocate(as, make_allocate(bs, make_allocate(acc, make_seq({init, step, store}))));
   return loop(bx, simplify(product(nb)), blk, ForKind::BlockX);

@@ -144,6 +144,10 @@ struct Sketch {
   // inside or outside the extents; mma_operand_layout in task_analysis.h).
   bool mma_k_inner[2] = {true, false};
   bool mma_vector[2] = {false, false};
+  // Whether the write-back stores a lane's two adjacent columns as one 64-bit vector
+  // (the output contiguous along the columns, their extent even; mma_store_vector in
+  // task_analysis.h), else one float at a time.
+  bool mma_store_vector = false;
   // The shared tiles' stages: 1, loaded and then used, a barrier between; 2 or 3, a
   // pipeline of cp.async copies, the tiles of the next stages-1 steps in flight while
   // a step computes (double or triple buffering; sketch name ".async2", ".async3").

@@ -83,6 +83,13 @@ struct MmaOperandLayout {
 };
 MmaOperandLayout mma_operand_layout(const AnchorInfo& info, int factor, int spatial_axis, int k_axis);
 
+// GpuMma: whether the write-back can store a lane's two adjacent columns (the
+// accumulators' elements 0-1 and 2-3) as one 64-bit vector: the task's output is
+// float32, indexed by the anchor's axes, with the columns (`spatial_axis`) innermost
+// (every later extent 1) and of even extent. Each pair then starts at an even column,
+// 8-byte aligned, and lies wholly inside or outside the extent.
+bool mma_store_vector(const AnchorInfo& info, int spatial_axis);
+
 // True if op is a pure (non-reducing) compute that may be inlined.
 bool is_injective(const te::OpNode& op);
 

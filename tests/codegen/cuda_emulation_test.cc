@@ -127,17 +127,20 @@ static inline T __shfl_down_sync(unsigned, T v, unsigned d) {
 }
 template <typename T>
 static inline T __shfl_sync(unsigned, T v, int lane) { return basin_exchange(v, (unsigned)lane); }
-// The memory path: 128-bit accesses (checked 16-byte aligned, as the GPU requires),
+// The memory path: 128-bit and 64-bit accesses (checked aligned, as the GPU requires),
 // and cp.async copies deferred until a wait retires their group, so that a kernel
 // reading a stage before waiting for it reads stale data.
 #define __align__(n) __attribute__((aligned(n)))
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+struct alignas(8) float2 { float x, y; };
+static inline float2 make_float2(float x, float y) { return {x, y}; }
 static inline void basin_aligned(const void* p, unsigned n) {
   if (reinterpret_cast<uintptr_t>(p) % n != 0) { std::fprintf(stderr, "misaligned %u-byte access\n", n); std::abort(); }
 }
 static inline float4 basin_ld4(const float* p) { basin_aligned(p, 16); float4 v; std::memcpy(&v, p, 16); return v; }
 static inline void basin_st4(float* p, float4 v) { basin_aligned(p, 16); std::memcpy(p, &v, 16); }
+static inline void basin_st2(float* p, float2 v) { basin_aligned(p, 8); std::memcpy(p, &v, 8); }
 struct basin_copy { float* dst; const float* src; unsigned bytes; bool full; };
 static thread_local std::vector<std::vector<basin_copy>> basin_groups;
 static thread_local std::vector<basin_copy> basin_open_group;
@@ -297,7 +300,8 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       {"dense", "M=20 K=13 N=27"},
   };
   std::mt19937_64 rng(12);
-  int programs = 0, mma_programs = 0, shuffle_programs = 0, async_programs = 0, vector_programs = 0;
+  int programs = 0, mma_programs = 0, shuffle_programs = 0, async_programs = 0, vector_programs = 0,
+      vector_stores = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
@@ -308,16 +312,18 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       shuffle_programs += k * s.warp_shuffle;
       async_programs += k * (s.mma_stages > 1);
       vector_programs += k * (s.rule == sched::SketchRule::GpuMma && (s.mma_vector[0] || s.mma_vector[1]));
+      vector_stores += k * (s.rule == sched::SketchRule::GpuMma && s.mma_store_vector);
     }
   }
   std::printf(
       "%d programs ran under the SIMT emulation, %d on tensor cores (%d pipelined by cp.async, %d with vector "
-      "fills), %d with warp shuffles\n",
-      programs, mma_programs, async_programs, vector_programs, shuffle_programs);
+      "fills, %d with vector stores), %d with warp shuffles\n",
+      programs, mma_programs, async_programs, vector_programs, vector_stores, shuffle_programs);
   EXPECT_GE(programs, 40);
   EXPECT_GE(mma_programs, 20);
   EXPECT_GE(async_programs, 30);   // .async2 and .async3 of the six tensor-core cases
   EXPECT_GE(vector_programs, 20);  // dense, batch_matmul
+  EXPECT_GE(vector_stores, 30);    // even columns: all but the 7 x 7 convolution and N=27
   EXPECT_GE(shuffle_programs, 9);  // softmax, log_softmax, layer_norm
 }
 

@@ -159,11 +159,15 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
   };
   struct Want {
     std::string op, params;
-    bool vector_a, vector_b;
+    bool vector_a, vector_b, vector_store;
   };
   for (const Want& w :
-       {Want{"dense", "M=64 K=64 N=48", true, true}, Want{"batch_matmul", "B=2 M=32 K=32 N=24", true, true},
-        Want{"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1", false, false}}) {
+       {Want{"dense", "M=64 K=64 N=48", true, true, true}, Want{"batch_matmul", "B=2 M=32 K=32 N=24", true, true, true},
+        Want{"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1", false, false, true},
+        // Odd columns: the write-back stores one float at a time.
+        Want{"conv2d_bias_relu", "in_channels=16 out_channels=32 height=7 width=7 kernel=3 padding=1", false, false,
+             false},
+        Want{"dense", "M=32 K=32 N=27", true, true, false}}) {
     ops::OpGraph g = ops::build_op(w.op, parse(w.params));
     std::map<int, std::string> kernels;
     std::map<int, sched::Sketch> sketches;
@@ -173,6 +177,7 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
       SCOPED_TRACE(w.op + " " + s.name);
       EXPECT_EQ(s.mma_vector[0], w.vector_a);
       EXPECT_EQ(s.mma_vector[1], w.vector_b);
+      EXPECT_EQ(s.mma_store_vector, w.vector_store);
       sched::Config c = sched::default_config(s);
       ASSERT_EQ(sched::invalid_reason(s, c), "");
       LoweredFunc f = sched::lower_config(g, s, c);
@@ -193,6 +198,8 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
     const std::string& sync = kernels[1];
     EXPECT_EQ(count(sync, "basin_cp_async"), 0u) << sync;
     EXPECT_EQ(count(sync, "basin_st4("), (w.vector_a ? 1u : 0u) + (w.vector_b ? 1u : 0u)) << sync;
+    for (const auto& [stages, k] : kernels)  // one 64-bit store per lane and row half
+      EXPECT_EQ(count(k, "basin_st2("), w.vector_store ? 1u : 0u) << k;
     for (int stages : {2, 3}) {
       const std::string& k = kernels[stages];
       SCOPED_TRACE(w.op + " stages " + std::to_string(stages));
@@ -215,6 +222,30 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
                        make_pragma(sched::kAsyncCopyPragma, Expr(n), make_store(sh, {t}, load(in, {Expr(t)}))));
   LoweredFunc f{"bad", {in, out}, {0, 1}, make_for(b, 0, 1, ForKind::BlockX, make_allocate(sh, body))};
   EXPECT_THROW(codegen::print_cuda(f), Error);
+}
+
+// A vector loop of 2 or 4 lanes over a store of computed values to consecutive addresses
+// is one 64- or 128-bit store of the lanes' values; a store whose addresses are not
+// consecutive stays a loop of scalar stores.
+TEST(Cuda, VectorLoopsOverComputedValuesAreOneStore) {
+  Var b("b"), t("t"), l("l");
+  Buffer in = make_buffer("in", DType::f32(), {Expr(256)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(512)});
+  auto kernel = [&](int64_t lanes, int64_t step) {
+    Expr i = Expr(t) * Expr(lanes * step) + Expr(l) * Expr(step);
+    Stmt st = make_store(out, {i}, max(mul(load(in, {Expr(t) + Expr(l)}), fconst(2)), fconst(0)));
+    Stmt body = make_for(t, 0, 64, ForKind::ThreadX, make_for(l, 0, lanes, ForKind::Vectorized, st));
+    return codegen::print_cuda(LoweredFunc{"v", {in, out}, {0, 1}, make_for(b, 0, 1, ForKind::BlockX, body)});
+  };
+  const std::string two = kernel(2, 1), four = kernel(4, 1), strided = kernel(2, 2);
+  const size_t k2 = two.find("extern \"C\""), k4 = four.find("extern \"C\""), ks = strided.find("extern \"C\"");
+  EXPECT_NE(two.find("basin_st2(", k2), std::string::npos) << two;
+  EXPECT_NE(two.find("make_float2(", k2), std::string::npos) << two;
+  EXPECT_NE(four.find("basin_st4(", k4), std::string::npos) << four;
+  EXPECT_NE(four.find("make_float4(", k4), std::string::npos) << four;
+  EXPECT_EQ(strided.find("basin_st2(", ks), std::string::npos) << strided;
+  EXPECT_NE(strided.find("#pragma unroll", ks), std::string::npos) << strided;
+  for (const std::string& k : {two, four, strided}) EXPECT_NO_THROW(codegen::compile_cuda(k, "v", "sm_80")) << k;
 }
 
 // `--precision fp16|bf16` on the command line: the kernel's fragments are m16n8k16, and
