@@ -659,6 +659,11 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
                            shape_str(sl.info.shape));
         size *= e;
       }
+      // Kernels may move 64 and 128 bits at a time (a GPU's vector accesses need them
+      // aligned): every arena tensor starts at a multiple of kAlign, as the plan lays it.
+      if (sl.weight < 0 && sl.offset % kAlign != 0)
+        throw ParseError("'" + path + "': tensor '" + sl.info.name + "' is not aligned to " + std::to_string(kAlign) +
+                         " bytes in the arena (offset " + std::to_string(sl.offset) + ")");
       if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
           (sl.weight < 0 && sl.offset + sl.bytes() > m.arena_bytes))
         throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");

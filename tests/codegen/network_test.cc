@@ -517,6 +517,8 @@ TEST_F(Network, CorruptFilesAreClearErrors) {
       "invalid shape");
   refused(
       "params", [](nlohmann::json& h) { h["kernels"][0].erase("params"); }, "corrupt header");
+  refused(
+      "misaligned", [](nlohmann::json& h) { h["slots"][0]["offset"] = 4; }, "not aligned");
   // A flipped byte anywhere (header, machine code, weights) is caught by the digest.
   for (double at : {0.02, 0.5, 0.97}) {
     SCOPED_TRACE(at);
