@@ -315,6 +315,13 @@ class Printer {
       case StmtKind::For: {
         int64_t lo = -1;
         if (is_const_int(n.min, &lo) && lo >= 0) non_negative_vars_.insert(n.var.id());
+        // The loop's range, while its body is printed (the per-thread slices' bounds).
+        struct Bound {
+          Analyzer& a;
+          const Var& v;
+          ~Bound() { a.unbind(v); }
+        } bound{ranges_, n.var};
+        ranges_.bind_loop(n.var, n.min, n.extent);
         if (d_ == Dialect::Cuda && is_gpu_kind(n.for_kind) && n.for_kind != ForKind::VThread) {
           // A bound loop is its index; the launch covers its extent exactly (gpu_launch).
           os_ << pad << "{\n"
@@ -376,7 +383,7 @@ class Printer {
               throw Error("per-thread buffer '" + n.buffer->name + "' of " + std::to_string(count) +
                           " elements is not split evenly over " + std::to_string(block_threads_) + " threads");
             count /= block_threads_;
-            per_thread_.insert(n.buffer.get());
+            per_thread_[n.buffer.get()] = count;
           }
           os_ << pad << "{\n"
               << pad << "  " << (n.buffer->scope == MemScope::Shared ? "__shared__ __align__(16) " : "")
@@ -432,6 +439,10 @@ class Printer {
         }
         if (d_ == Dialect::Cuda && n.key == sched::kWarpReducePragma) {
           warp_reduce(n.body[0], depth);
+          return;
+        }
+        if (d_ == Dialect::Cuda && n.key == sched::kLaneExchangePragma) {
+          lane_exchange(n.body[0], n.pragma_value, depth);
           return;
         }
         // A thread's copies into shared memory of one step (sched::kAsyncCopyPragma):
@@ -625,6 +636,46 @@ class Printer {
     return true;
   }
 
+  // A value from the lane's pair (sched::kLaneExchangePragma, value 1; sched's GpuMma
+  // write-back of 4 lanes):
+  //   dst = select(t % 2 == 0, L[(t + 1) * S + A], L[(t - 1) * S + B])
+  // for a per-thread buffer L of S elements per thread, A and B independent of the
+  // thread t. Lane t's pair t xor 1 holds the value in its own slice: at A where the
+  // pair is odd (t even), at B where it is even. So every lane sends select(t % 2 == 0,
+  // L[B], L[A]) of its own slice and receives its pair's by one __shfl_xor_sync.
+  void lane_exchange(const Stmt& st, const Expr& mask, int depth) {
+    auto fail = [&](const std::string& why) {
+      throw Error("malformed lane exchange (" + why + "):\n" + to_string(st));
+    };
+    int64_t m = 0;
+    if (!is_const_int(mask, &m) || m != 1) fail("the pair is not lane xor 1");
+    if (threads_.empty()) fail("outside a thread loop");
+    if (st.kind() != StmtKind::Store || st->indices.size() != 1) fail("not a store");
+    const Var t = threads_.back();
+    const Expr& v = st->value;
+    const Expr even = eq(floormod(Expr(t), Expr(int64_t{2})), Expr(int64_t{0}));
+    if (v.kind() != ExprKind::Select || !structural_equal(simplify(v.arg(0)), simplify(even)))
+      fail("not a choice by the lane's parity");
+    const Expr& from_odd = v.arg(1);  // read where t is even: the odd pair's
+    const Expr& from_even = v.arg(2);
+    if (from_odd.kind() != ExprKind::Load || from_even.kind() != ExprKind::Load ||
+        from_even->buffer != from_odd->buffer || from_odd->args.size() != 1 || from_even->args.size() != 1)
+      fail("not two loads of one buffer");
+    const Buffer& src = from_odd->buffer;
+    auto it = per_thread_.find(src.get());
+    if (it == per_thread_.end()) fail("not a per-thread buffer");
+    // The element in the pair's slice: the index less the pair's slice start.
+    auto in_pair = [&](const Expr& i, int64_t pair) {
+      const Expr rest = simplify(i - (Expr(t) + Expr(pair)) * Expr(it->second));
+      if (!in_slice(rest, it->second)) fail("not an element of the pair's slice the same in every lane");
+      return rest;
+    };
+    const Expr a = in_pair(from_odd->args[0], 1), b = in_pair(from_even->args[0], -1);
+    const std::string pad(depth * 2, ' '), l = name(src);
+    os_ << pad << name(st->buffer) << "[" << index(st->buffer, st->indices) << "] = __shfl_xor_sync(0xffffffffu, ("
+        << expr(even) << ") ? " << l << "[" << expr(b) << "] : " << l << "[" << expr(a) << "], 1);\n";
+  }
+
   // A warp's reduction (sched::kWarpReducePragma, built by sched's build_gpu_reduce):
   //   dst[D] = a tree of one combiner (+, max or min) over src[I + i], i < 32
   // as lane l's own value src[I + l], five __shfl_down_sync steps of offsets 16 to 1
@@ -697,24 +748,33 @@ class Printer {
   }
 
   // A flat index; into a per-thread buffer, relative to the thread's own slice: the
-  // index is t * slice + rest with rest independent of the thread variable t, so rest
-  // is the index at t = 0.
+  // index must be t * slice + rest with rest independent of the thread variable t (a
+  // thread reads only its own registers; another lane's value comes by a lane exchange).
   std::string index(const Buffer& b, const std::vector<Expr>& idx) {
     if (idx.empty()) return "0";
-    if (!per_thread_.count(b.get())) return expr(idx[0]);
+    auto it = per_thread_.find(b.get());
+    if (it == per_thread_.end()) return expr(idx[0]);
     if (threads_.empty()) throw Error("per-thread buffer '" + b->name + "' is accessed outside a thread loop");
-    VarMap m;
-    m[threads_.back().id()] = Expr(int64_t{0});
-    return expr(simplify(substitute(idx[0], m)));
+    const Var& t = threads_.back();
+    const Expr rest = simplify(idx[0] - Expr(t) * Expr(it->second));
+    if (!in_slice(rest, it->second))
+      throw Error("per-thread buffer '" + b->name + "' is accessed outside the thread's own slice: " + expr(idx[0]));
+    return expr(rest);
+  }
+  // Whether an index relative to a slice of n elements is in it wherever the enclosing
+  // loops' variables are in their ranges (and it does not depend on the thread).
+  bool in_slice(const Expr& rest, int64_t n) const {
+    return !uses_var(rest, threads_.back()) && ranges_.bound(rest).within(0, n - 1);
   }
 
   Dialect d_;
   std::ostringstream os_;
   int64_t block_threads_ = 1;
-  std::vector<Var> threads_;  // the enclosing thread loops' variables
-  bool async_ = false;        // inside a cp.async pragma: copies are asynchronous
-  std::unordered_set<const BufferNode*> per_thread_;
-  std::unordered_set<int64_t> non_negative_vars_;  // loop variables whose loop starts at >= 0
+  std::vector<Var> threads_;                                   // the enclosing thread loops' variables
+  bool async_ = false;                                         // inside a cp.async pragma: copies are asynchronous
+  std::unordered_map<const BufferNode*, int64_t> per_thread_;  // slice elements
+  Analyzer ranges_;                                            // the enclosing loops' ranges
+  std::unordered_set<int64_t> non_negative_vars_;              // loop variables whose loop starts at >= 0
 };
 
 }  // namespace

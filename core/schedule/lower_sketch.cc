@@ -737,8 +737,8 @@ Stmt build_gpu_tile(const ops::OpGraph& task, const Sketch& s, const KnobValues&
 //       threads: for kk: for fm: for fn: pragma mma { for r in 4: for q in K:
 //         acc[t, fm, fn, r] += rnd(As[row(t, fm, r)][kk*K + q]) * rnd(Bs[kk*K + q][col(t, fn, r)]) }
 //       barrier
-//     threads: for fm, fn, h in 2: [vectorized] for c in 2:
-//       out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, 2h + c])
+//     threads: for fm, fn: out[..., row, ..., col, ...] = epilogue(acc[t, fm, fn, r]),
+//       1, 2 or 4 columns at a time (see the write-back below)
 //
 // With S > 1 stages (cp.async) the tiles have a leading dimension of S and the steps
 // (the other reduction axes and k0, fused) run as a pipeline:
@@ -973,38 +973,64 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     step = make_seq({loop(tp, threads, make_seq(prologue), ForKind::ThreadX), loop(x, steps, body)});
   }
 
-  // The write-back: per fragment, each row half's two columns, as one 64-bit vector
-  // (a Vectorized loop of 2 lanes) where Sketch::mma_store_vector; its first lane's
-  // column decides whether the pair is inside the extent (it is even).
+  // The write-back, per fragment (Sketch::mma_store_lanes):
+  //   1, 2: each row half h's two columns c, a Vectorized loop of 2 (a 64-bit store)
+  //     for 2: out[row(h), col(c)] = epilogue(acc[t, fm, fn, 2h + c]);
+  //   4: a lane (lane % 4 = 2s + p) and its pair (lane xor 1) hold the same rows' columns
+  //     4s .. 4s+3; lane p takes its pair's elements of row half p (one shuffle each,
+  //     sched::kLaneExchangePragma) and stores row half p's 4 columns, 128 bits at once:
+  //     pair[t, c] = p == 0 ? acc[t + 1, fm, fn, c] : acc[t - 1, fm, fn, 2 + c]
+  //     out[row(p), 4s + j] = epilogue(p == j / 2 ? acc[t, fm, fn, j] : pair[t, j % 2]).
+  // A vector's first lane's column decides whether it is inside the extent (a
+  // multiple of the lanes).
+  const int lanes = s.mma_store_lanes;
+  const Expr two(int64_t{2});
   Lane lw = lane_of("store");
-  Var wfm("fm.store"), wfn("fn.store"), half("h.store"), c2("c.store");
-  VarMap at =
-      axes_at(row_at(lw, wfm, half), col_at(lw, wfn, c2), Step{std::vector<Expr>(other_r.size(), zero), zero}, zero);
+  Var wfm("fm.store"), wfn("fn.store"), half("h.store"), c2("c.store"), j4("j.store");
+  const Expr parity = floormod(lw.lane, two);
+  const Expr row_half = lanes == 4 ? parity : Expr(half);
+  const Expr column = lanes == 4 ? (lw.wni * fn + wfn) * Expr(kMmaN) +
+                                       Expr(int64_t{4}) * floordiv(floormod(lw.lane, Expr(int64_t{4})), two) + j4
+                                 : col_at(lw, wfn, c2);
+  const Var& vlane = lanes == 4 ? j4 : c2;
+  VarMap at = axes_at(row_at(lw, wfm, row_half), column, Step{std::vector<Expr>(other_r.size(), zero), zero}, zero);
   std::vector<Expr> out_idx;
   for (size_t x = 0; x < ns; ++x) out_idx.push_back(at.at(a.axes[x].var.id()));
-  const Expr r_at = Expr(half) * Expr(int64_t{2}) + c2;
-  Expr value = apply_epilogue(info, load(acc, {lw.t, wfm, wfn, r_at}), out_idx);
-  Stmt write = make_store(out_buf, out_idx, value);
+  Buffer pair = make_buffer(a.name + "_pair", DType::f32(), simplified({threads, two}), MemScope::Local);
+  Expr acc_value;
+  if (lanes == 4)
+    acc_value = select(eq(parity, floordiv(Expr(j4), two)), load(acc, {lw.t, wfm, wfn, j4}),
+                       load(pair, {lw.t, floormod(Expr(j4), two)}));
+  else acc_value = load(acc, {lw.t, wfm, wfn, Expr(half) * two + c2});
+  Stmt write = make_store(out_buf, out_idx, apply_epilogue(info, acc_value, out_idx));
   Expr inside;
   if (guard_m) inside = lt(at.at(a.axes[M].var.id()), Expr(m_ext));
   if (guard_n) {
     Expr c = lt(at.at(a.axes[N].var.id()), Expr(n_ext));
     inside = inside.defined() ? logical_and(inside, c) : c;
   }
-  const Expr two(int64_t{2});
-  if (s.mma_store_vector) {
-    write = loop(c2, two, write, ForKind::Vectorized);
+  if (lanes > 1) {
+    write = loop(vlane, Expr(int64_t{lanes}), write, ForKind::Vectorized);
     if (inside.defined()) {
       VarMap first;
-      first[c2.id()] = zero;
+      first[vlane.id()] = zero;
       write = make_if(substitute(inside, first), write);
     }
   } else {
     if (inside.defined()) write = make_if(inside, write);
     write = loop(c2, two, write);
   }
-  Stmt store = thread_loop(
-      lw, make_pragma(kUnrollPragma, k.unroll, loop(wfm, fm, loop(wfn, fn, loop(half, two, std::move(write))))));
+  if (lanes == 4) {
+    // Unconditional: every lane of the warp takes part in the shuffles.
+    Expr theirs = select(eq(parity, zero), load(acc, {Expr(lw.t) + one, wfm, wfn, c2}),
+                         load(acc, {Expr(lw.t) - one, wfm, wfn, Expr(c2) + two}));
+    Stmt exchange = loop(c2, two, make_pragma(kLaneExchangePragma, one, make_store(pair, {lw.t, c2}, theirs)));
+    write = make_seq({exchange, write});
+  } else {
+    write = loop(half, two, write);
+  }
+  Stmt store = thread_loop(lw, make_pragma(kUnrollPragma, k.unroll, loop(wfm, fm, loop(wfn, fn, std::move(write)))));
+  if (lanes == 4) store = make_allocate(pair, store);
 
   Stmt blk = make_allocate(as, make_allocate(bs, make_allocate(acc, make_seq({init, step, store}))));
   return loop(bx, simplify(product(nb)), blk, ForKind::BlockX);

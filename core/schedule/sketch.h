@@ -77,6 +77,12 @@ constexpr const char* kAsyncCopyPragma = "cp.async";
 // lower_sketch.cc): one store of the combination of 32 values in the order of a
 // __shfl_down_sync butterfly, which the CUDA printer emits as five shuffles.
 constexpr const char* kWarpReducePragma = "warp.reduce";
+// The key of the Pragma around one store of a value another lane of the warp holds
+// (see build_gpu_mma's write-back in lower_sketch.cc): dst = select(t % 2 == 0,
+// L[t + 1 ...], L[t - 1 ...]) of a per-thread buffer L, lane t reading its pair's
+// (lane t xor 1) register. The interpreter runs the load as written; the CUDA printer
+// emits one __shfl_xor_sync of the value each lane's pair reads from it.
+constexpr const char* kLaneExchangePragma = "warp.exchange";
 
 // GpuTile: the tile of one input a block caches in shared memory per outer reduction
 // step: dimension d holds 1 + sum_a coef[d][a] * (tile_a - 1) elements, tile_a the
@@ -144,10 +150,11 @@ struct Sketch {
   // inside or outside the extents; mma_operand_layout in task_analysis.h).
   bool mma_k_inner[2] = {true, false};
   bool mma_vector[2] = {false, false};
-  // Whether the write-back stores a lane's two adjacent columns as one 64-bit vector
-  // (the output contiguous along the columns, their extent even; mma_store_vector in
-  // task_analysis.h), else one float at a time.
-  bool mma_store_vector = false;
+  // The write-back's vector lanes (mma_store_lanes in task_analysis.h): 4, each lane's
+  // columns paired with its neighbour's by a shuffle and stored 128 bits at a time
+  // (the output contiguous along the columns, their extent a multiple of 4); 2, a
+  // lane's two adjacent columns stored 64 bits at a time (an even extent); else 1.
+  int mma_store_lanes = 1;
   // The shared tiles' stages: 1, loaded and then used, a barrier between; 2 or 3, a
   // pipeline of cp.async copies, the tiles of the next stages-1 steps in flight while
   // a step computes (double or triple buffering; sketch name ".async2", ".async3").

@@ -305,7 +305,7 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info, const std::string& 
     s.mma_k_inner[op] = l.k_inner;
     s.mma_vector[op] = l.vector;
   }
-  s.mma_store_vector = mma_store_vector(info, s.mma_n);
+  s.mma_store_lanes = mma_store_lanes(info, s.mma_n);
   return s;
 }
 

@@ -108,16 +108,17 @@ MmaOperandLayout mma_operand_layout(const AnchorInfo& info, int factor, int spat
   return out;
 }
 
-bool mma_store_vector(const AnchorInfo& info, int spatial_axis) {
+int mma_store_lanes(const AnchorInfo& info, int spatial_axis) {
   const te::OpNode& out = info.epilogue.empty() ? *info.anchor : *info.epilogue.back();
   const std::vector<Expr>& shape = out.buffer->shape;
-  if (out.buffer->dtype != DType::f32() || shape.size() != info.anchor->axes.size()) return false;
+  if (out.buffer->dtype != DType::f32() || shape.size() != info.anchor->axes.size()) return 1;
   for (size_t d = 0; d < shape.size(); ++d) {
     int64_t e = 0;
-    if (!is_const_int(shape[d], &e) || e != info.anchor->axes[d].extent) return false;
-    if (d > static_cast<size_t>(spatial_axis) && e != 1) return false;
+    if (!is_const_int(shape[d], &e) || e != info.anchor->axes[d].extent) return 1;
+    if (d > static_cast<size_t>(spatial_axis) && e != 1) return 1;
   }
-  return info.anchor->axes[spatial_axis].extent % 2 == 0;
+  const int64_t n = info.anchor->axes[spatial_axis].extent;
+  return n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1;
 }
 
 bool is_injective(const te::OpNode& op) {

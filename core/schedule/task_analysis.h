@@ -83,12 +83,13 @@ struct MmaOperandLayout {
 };
 MmaOperandLayout mma_operand_layout(const AnchorInfo& info, int factor, int spatial_axis, int k_axis);
 
-// GpuMma: whether the write-back can store a lane's two adjacent columns (the
-// accumulators' elements 0-1 and 2-3) as one 64-bit vector: the task's output is
-// float32, indexed by the anchor's axes, with the columns (`spatial_axis`) innermost
-// (every later extent 1) and of even extent. Each pair then starts at an even column,
-// 8-byte aligned, and lies wholly inside or outside the extent.
-bool mma_store_vector(const AnchorInfo& info, int spatial_axis);
+// GpuMma: how many adjacent columns the write-back stores as one vector. The task's
+// output must be float32, indexed by the anchor's axes, with the columns
+// (`spatial_axis`) innermost (every later extent 1): then 4 where their extent is a
+// multiple of 4 (a lane and its pair's columns, 128 bits), 2 where it is even (a
+// lane's two adjacent columns, 64 bits), else 1. Each vector then starts at a multiple
+// of its lanes, aligned to its size, and lies wholly inside or outside the extent.
+int mma_store_lanes(const AnchorInfo& info, int spatial_axis);
 
 // True if op is a pure (non-reducing) compute that may be inlined.
 bool is_injective(const te::OpNode& op);

@@ -127,6 +127,8 @@ static inline T __shfl_down_sync(unsigned, T v, unsigned d) {
 }
 template <typename T>
 static inline T __shfl_sync(unsigned, T v, int lane) { return basin_exchange(v, (unsigned)lane); }
+template <typename T>
+static inline T __shfl_xor_sync(unsigned, T v, int m) { return basin_exchange(v, (threadIdx.x % 32) ^ (unsigned)m); }
 // The memory path: 128-bit and 64-bit accesses (checked aligned, as the GPU requires),
 // and cp.async copies deferred until a wait retires their group, so that a kernel
 // reading a stage before waiting for it reads stale data.
@@ -298,10 +300,12 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       // Padded fragments: 7 columns of 8, 20 rows of 32, a k of 13.
       {"conv2d", "in_channels=8 out_channels=16 height=7 width=7 kernel=3 padding=1"},
       {"dense", "M=20 K=13 N=27"},
+      // 18 columns: stored 2 at a time.
+      {"dense", "M=16 K=24 N=18"},
   };
   std::mt19937_64 rng(12);
   int programs = 0, mma_programs = 0, shuffle_programs = 0, async_programs = 0, vector_programs = 0,
-      vector_stores = 0;
+      vector_stores = 0, exchanged_stores = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
@@ -312,18 +316,20 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       shuffle_programs += k * s.warp_shuffle;
       async_programs += k * (s.mma_stages > 1);
       vector_programs += k * (s.rule == sched::SketchRule::GpuMma && (s.mma_vector[0] || s.mma_vector[1]));
-      vector_stores += k * (s.rule == sched::SketchRule::GpuMma && s.mma_store_vector);
+      vector_stores += k * (s.rule == sched::SketchRule::GpuMma && s.mma_store_lanes > 1);
+      exchanged_stores += k * (s.rule == sched::SketchRule::GpuMma && s.mma_store_lanes == 4);
     }
   }
   std::printf(
       "%d programs ran under the SIMT emulation, %d on tensor cores (%d pipelined by cp.async, %d with vector "
-      "fills, %d with vector stores), %d with warp shuffles\n",
-      programs, mma_programs, async_programs, vector_programs, vector_stores, shuffle_programs);
+      "fills, %d with vector stores, %d of them 128-bit by lane exchanges), %d with warp shuffles\n",
+      programs, mma_programs, async_programs, vector_programs, vector_stores, exchanged_stores, shuffle_programs);
   EXPECT_GE(programs, 40);
   EXPECT_GE(mma_programs, 20);
   EXPECT_GE(async_programs, 30);   // .async2 and .async3 of the six tensor-core cases
   EXPECT_GE(vector_programs, 20);  // dense, batch_matmul
-  EXPECT_GE(vector_stores, 30);    // even columns: all but the 7 x 7 convolution and N=27
+  EXPECT_GE(vector_stores, 36);    // even columns: all but the 7 x 7 convolution and N=27
+  EXPECT_GE(exchanged_stores, 27);  // columns by 4: all but those and N=18
   EXPECT_GE(shuffle_programs, 9);  // softmax, log_softmax, layer_norm
 }
 

@@ -159,15 +159,16 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
   };
   struct Want {
     std::string op, params;
-    bool vector_a, vector_b, vector_store;
+    bool vector_a, vector_b;
+    int store_lanes;
   };
   for (const Want& w :
-       {Want{"dense", "M=64 K=64 N=48", true, true, true}, Want{"batch_matmul", "B=2 M=32 K=32 N=24", true, true, true},
-        Want{"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1", false, false, true},
-        // Odd columns: the write-back stores one float at a time.
-        Want{"conv2d_bias_relu", "in_channels=16 out_channels=32 height=7 width=7 kernel=3 padding=1", false, false,
-             false},
-        Want{"dense", "M=32 K=32 N=27", true, true, false}}) {
+       {Want{"dense", "M=64 K=64 N=48", true, true, 4}, Want{"batch_matmul", "B=2 M=32 K=32 N=24", true, true, 4},
+        Want{"conv2d", "in_channels=16 out_channels=32 height=8 width=8 kernel=3 padding=1", false, false, 4},
+        // Columns even but not by 4: 64-bit stores; odd: one float at a time.
+        Want{"dense", "M=32 K=32 N=30", true, true, 2},
+        Want{"conv2d_bias_relu", "in_channels=16 out_channels=32 height=7 width=7 kernel=3 padding=1", false, false, 1},
+        Want{"dense", "M=32 K=32 N=27", true, true, 1}}) {
     ops::OpGraph g = ops::build_op(w.op, parse(w.params));
     std::map<int, std::string> kernels;
     std::map<int, sched::Sketch> sketches;
@@ -177,7 +178,7 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
       SCOPED_TRACE(w.op + " " + s.name);
       EXPECT_EQ(s.mma_vector[0], w.vector_a);
       EXPECT_EQ(s.mma_vector[1], w.vector_b);
-      EXPECT_EQ(s.mma_store_vector, w.vector_store);
+      EXPECT_EQ(s.mma_store_lanes, w.store_lanes);
       sched::Config c = sched::default_config(s);
       ASSERT_EQ(sched::invalid_reason(s, c), "");
       LoweredFunc f = sched::lower_config(g, s, c);
@@ -197,9 +198,12 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
     ASSERT_EQ(kernels.size(), 3u) << w.op;  // gpu.mma.tf32, .async2, .async3
     const std::string& sync = kernels[1];
     EXPECT_EQ(count(sync, "basin_cp_async"), 0u) << sync;
-    EXPECT_EQ(count(sync, "basin_st4("), (w.vector_a ? 1u : 0u) + (w.vector_b ? 1u : 0u)) << sync;
-    for (const auto& [stages, k] : kernels)  // one 64-bit store per lane and row half
-      EXPECT_EQ(count(k, "basin_st2("), w.vector_store ? 1u : 0u) << k;
+    const size_t st4 = w.store_lanes == 4 ? 1 : 0;  // the write-back's
+    EXPECT_EQ(count(sync, "basin_st4("), (w.vector_a ? 1u : 0u) + (w.vector_b ? 1u : 0u) + st4) << sync;
+    for (const auto& [stages, k] : kernels) {  // per fragment, one vector store and its shuffles
+      EXPECT_EQ(count(k, "basin_st2("), w.store_lanes == 2 ? 1u : 0u) << k;
+      EXPECT_EQ(count(k, "__shfl_xor_sync("), st4) << k;
+    }
     for (int stages : {2, 3}) {
       const std::string& k = kernels[stages];
       SCOPED_TRACE(w.op + " stages " + std::to_string(stages));
@@ -210,7 +214,7 @@ TEST(Cuda, TensorCoreTilesAreFilledByVectorAndAsynchronousCopies) {
       EXPECT_EQ(count(k, "basin_cp_async_wait<" + std::to_string(stages - 1) + ">();"), static_cast<size_t>(stages));
       EXPECT_EQ(count(k, "basin_cp_async16("), static_cast<size_t>(stages) * (w.vector_a + w.vector_b)) << k;
       EXPECT_EQ(count(k, "basin_cp_async4("), static_cast<size_t>(stages) * (2 - w.vector_a - w.vector_b)) << k;
-      EXPECT_EQ(count(k, "basin_st4("), 0u) << k;
+      EXPECT_EQ(count(k, "basin_st4("), st4) << k;
     }
   }
   // A group whose wait is not a constant.
@@ -246,6 +250,41 @@ TEST(Cuda, VectorLoopsOverComputedValuesAreOneStore) {
   EXPECT_EQ(strided.find("basin_st2(", ks), std::string::npos) << strided;
   EXPECT_NE(strided.find("#pragma unroll", ks), std::string::npos) << strided;
   for (const std::string& k : {two, four, strided}) EXPECT_NO_THROW(codegen::compile_cuda(k, "v", "sm_80")) << k;
+}
+
+// A value from the lane's pair (sched::kLaneExchangePragma): one __shfl_xor_sync of
+// what each lane's pair reads from it. A per-thread buffer read at another thread's
+// slice without one, or an exchange of another form, is refused.
+TEST(Cuda, LaneExchangesPrintAsOneShuffle) {
+  Var b("b"), t("t"), u("u");
+  Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+  Buffer acc = make_buffer("acc", DType::f32(), {Expr(128)}, MemScope::Local);   // [32 threads, 4]
+  Buffer pair = make_buffer("pair", DType::f32(), {Expr(32)}, MemScope::Local);  // [32 threads, 1]
+  auto kernel = [&](const Expr& value, bool pragma) {
+    Stmt fill = make_for(t, 0, 32, ForKind::ThreadX, make_store(acc, {Expr(t) * 4 + 1}, fconst(3)));
+    Stmt take = make_store(pair, {Expr(u)}, value);
+    if (pragma) take = make_pragma(sched::kLaneExchangePragma, Expr(1), take);
+    Stmt use = make_for(u, 0, 32, ForKind::ThreadX,
+                        make_seq({take, make_store(out, {Expr(b) * 32 + u}, load(pair, {Expr(u)}))}));
+    Stmt body = make_allocate(acc, make_allocate(pair, make_seq({fill, use})));
+    return codegen::print_cuda(LoweredFunc{"x", {out}, {0}, make_for(b, 0, 2, ForKind::BlockX, body)});
+  };
+  const Expr even = eq(floormod(Expr(u), Expr(2)), Expr(0));
+  const Expr good = select(even, load(acc, {(Expr(u) + 1) * 4 + 1}), load(acc, {(Expr(u) - 1) * 4 + 3}));
+  const std::string k = kernel(good, true);
+  // The odd pair's element 1 where this lane is even, the even pair's element 3 where odd.
+  EXPECT_NE(k.find("__shfl_xor_sync(0xffffffffu, "), std::string::npos) << k;
+  EXPECT_NE(k.find("acc_" + std::to_string(acc->id) + "[3LL] : acc_" + std::to_string(acc->id) + "[1LL], 1)"),
+            std::string::npos)
+      << k;
+  EXPECT_NO_THROW(codegen::compile_cuda(k, "x", "sm_80")) << k;
+  EXPECT_THROW(kernel(good, false), Error);  // another thread's registers, read directly
+  const Expr odd = eq(floormod(Expr(u), Expr(2)), Expr(1));
+  for (const Expr& bad :
+       {select(odd, load(acc, {(Expr(u) + 1) * 4 + 1}), load(acc, {(Expr(u) - 1) * 4 + 3})),
+        select(even, load(acc, {(Expr(u) + 1) * 4 + floormod(Expr(u), Expr(2))}), load(acc, {(Expr(u) - 1) * 4})),
+        select(even, load(out, {Expr(u)}), load(out, {Expr(u)}))})
+    EXPECT_THROW(kernel(bad, true), Error) << bad;
 }
 
 // `--precision fp16|bf16` on the command line: the kernel's fragments are m16n8k16, and

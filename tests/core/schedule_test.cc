@@ -94,13 +94,14 @@ TEST_P(SketchesOfEveryOperator, GpuConfigurationsMatchTheDefaultSchedule) {
         threads |= st->for_kind == ForKind::ThreadX;
         EXPECT_NE(st->for_kind, ForKind::Parallel);
         // The vector loops on a GPU: a tensor-core tile's 128-bit fill (4 lanes of a store
-        // into shared memory) and its write-back's 64-bit stores (2 lanes into the output).
+        // into shared memory) and its write-back's 64- or 128-bit stores (2 or 4 lanes
+        // into the output).
         if (st->for_kind == ForKind::Vectorized) {
           ASSERT_EQ(s.rule, sched::SketchRule::GpuMma) << s.name;
           ASSERT_EQ(st->body[0].kind(), StmtKind::Store) << to_string(st);
           const bool fill = st->body[0]->buffer->scope == MemScope::Shared;
-          EXPECT_TRUE(fill ? s.mma_vector[0] || s.mma_vector[1] : s.mma_store_vector) << s.name;
-          EXPECT_TRUE(is_const_int(st->extent) && st->extent->ival == (fill ? 4 : 2)) << to_string(st);
+          EXPECT_TRUE(fill ? s.mma_vector[0] || s.mma_vector[1] : s.mma_store_lanes > 1) << s.name;
+          EXPECT_TRUE(is_const_int(st->extent) && st->extent->ival == (fill ? 4 : s.mma_store_lanes)) << to_string(st);
           if (!fill) EXPECT_EQ(st->body[0]->buffer->scope, MemScope::Global) << to_string(st);
         }
       });
