@@ -157,14 +157,18 @@ TEST(Features, KnownGpuValuesOfATensorCoreTile) {
   ASSERT_EQ(sched::invalid_reason(s, c), "");
   const GpuFeatures f(g, s, c);
   auto at = [&](size_t store, const std::string& name) { return f.at(store, name); };
-  // Stores: the accumulator's init, the two shared tiles' loads, the fragments, the output.
-  ASSERT_EQ(f.size(), 5u);
-  for (size_t st = 0; st < 5; ++st) {
+  // Stores: the accumulator's init, the two shared tiles' loads, the fragments, the
+  // lane exchange of the write-back, the output (128 bits at a time: 128 columns).
+  ASSERT_EQ(f.size(), 6u);
+  EXPECT_NEAR(at(5, "vector_lanes"), 4, 1e-9);
+  EXPECT_NEAR(at(4, "vector_lanes"), 1, 1e-9);
+  for (size_t st = 0; st < 6; ++st) {
     EXPECT_NEAR(at(st, "gpu.blocks"), 2, 1e-9);  // 64 / 64 x 128 / 64
     EXPECT_NEAR(at(st, "gpu.threads_per_block"), 128, 1e-9);
     // Padded rows, k innermost in both tiles: x[m][k] and the weights w[n][k].
     EXPECT_NEAR(at(st, "gpu.shared_bytes"), (64 * (16 + 4) + 64 * (16 + 4)) * 4, 1e-6);
-    EXPECT_NEAR(at(st, "gpu.thread_local_bytes"), 2 * 4 * 4 * 4, 1e-9);  // 2 x 4 fragments of 4
+    // 2 x 4 fragments of 4, and in the write-back the 2 elements taken from the pair.
+    EXPECT_NEAR(at(st, "gpu.thread_local_bytes"), 2 * 4 * 4 * 4 + (st >= 4 ? 2 * 4 : 0), 1e-9);
     EXPECT_NEAR(at(st, "gpu.tensor_core"), st == 3 ? 1 : 0, 1e-9);
   }
   EXPECT_EQ(sched::gpu_tile_use(s, c).shared_bytes, (64 * 20 + 64 * 20) * 4);
@@ -181,7 +185,7 @@ TEST(Features, KnownGpuValuesOfATensorCoreTile) {
     if (a == 1) EXPECT_NEAR(f2.at(st, "gpu.tensor_core"), 0, 1e-9);
   }
   EXPECT_EQ(copies, 4);
-  for (size_t st = 0; st < 5; ++st) EXPECT_NEAR(at(st, "gpu.async_copy"), 0, 1e-9);
+  for (size_t st = 0; st < 6; ++st) EXPECT_NEAR(at(st, "gpu.async_copy"), 0, 1e-9);
   // FP16 fragments: the tensor cores at twice the TF32 rate.
   const sched::Sketch half = sched::gpu_sketches(g, "fp16").at(1);
   ASSERT_EQ(half.name, "gpu.mma.fp16");
