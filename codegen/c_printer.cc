@@ -606,7 +606,7 @@ class Printer {
 
   // A vector loop of 2 or 4 lanes over one store of computed values to consecutive
   // addresses in global or shared memory (sched's GpuMma write-back,
-  // Sketch::mma_store_vector): each lane's value computed, then one 64- or 128-bit
+  // Sketch::mma_store_lanes): each lane's value computed, then one 64- or 128-bit
   // store, lane 0's address aligned to the vector (the lowering's promise; the emulation
   // checks it). False, printing nothing, for any other vector loop.
   bool vector_store(const Stmt& loop, int depth) {
