@@ -114,6 +114,25 @@ static __device__ __forceinline__ void basin_cp_async_wait() { asm volatile("cp.
 #endif
 )";
 
+// A vector loop's lanes: its extent where it starts at 0 and the extent is a constant, else 0.
+int64_t vector_lanes(const Stmt& loop) {
+  int64_t lanes = 0, lo = 0;
+  return is_const_int(loop->extent, &lanes) && is_const_int(loop->min, &lo) && lo == 0 ? lanes : 0;
+}
+// e at lane i of a vector loop over `lane`.
+Expr at_lane(const Expr& e, const Var& lane, int64_t i) {
+  VarMap m;
+  m[lane.id()] = Expr(i);
+  return simplify(substitute(e, m));
+}
+// Whether index i advances by one from each lane to the next.
+bool steps_by_one(const Expr& i, const Var& lane) {
+  VarMap next;
+  next[lane.id()] = Expr(lane) + Expr(int64_t{1});
+  int64_t d = 0;
+  return is_const_int(simplify(substitute(i, next) - i), &d) && d == 1;
+}
+
 // Whether f uses the tensor cores' helpers (a TF32, FP16 or BF16 rounding or a fragment's nest).
 bool uses_tensor_cores(const LoweredFunc& f) {
   bool uses = false;
@@ -557,13 +576,7 @@ class Printer {
     if (v.kind() != ExprKind::Load || v->buffer->scope != MemScope::Global || v->args.size() != 1) return c;
     if (lane.defined()) {
       if (c.cond.defined() && uses_var(c.cond, lane)) return c;
-      auto steps_by_one = [&](const Expr& i) {
-        VarMap next;
-        next[lane.id()] = Expr(lane) + Expr(int64_t{1});
-        int64_t d = 0;
-        return is_const_int(simplify(substitute(i, next) - i), &d) && d == 1;
-      };
-      if (!steps_by_one(st->indices[0]) || !steps_by_one(v->args[0])) return c;
+      if (!steps_by_one(st->indices[0], lane) || !steps_by_one(v->args[0], lane)) return c;
     }
     c.src = v;
     c.ok = true;
@@ -582,16 +595,13 @@ class Printer {
   // emulation checks it), asynchronous into shared memory inside a cp.async group. False,
   // printing nothing, for any other vector loop.
   bool vector_copy(const Stmt& loop, int depth) {
-    int64_t lanes = 0, lo = 0;
-    if (!is_const_int(loop->extent, &lanes) || lanes != 4 || !is_const_int(loop->min, &lo) || lo != 0) return false;
+    if (vector_lanes(loop) != 4) return false;
     const Var lane = loop->var;
     Copy c = copy_of(loop->body[0], lane);
     if (!c.ok) return false;
-    VarMap first;
-    first[lane.id()] = Expr(int64_t{0});
     const Stmt& st = loop->body[0];
-    const Expr dst = simplify(substitute(st->indices[0], first));
-    c.src = simplify(substitute(c.src, first));
+    const Expr dst = at_lane(st->indices[0], lane, 0);
+    c.src = at_lane(c.src, lane, 0);
     const std::string pad(depth * 2, ' '), d = "&" + name(st->buffer) + "[" + index(st->buffer, {dst}) + "]";
     if (async_ && st->buffer->scope == MemScope::Shared) {
       os_ << pad << "basin_cp_async16(" << d << ", " << source(c) << ");\n";
@@ -610,28 +620,15 @@ class Printer {
   // store, lane 0's address aligned to the vector (the lowering's promise; the emulation
   // checks it). False, printing nothing, for any other vector loop.
   bool vector_store(const Stmt& loop, int depth) {
-    int64_t lanes = 0, lo = 0;
-    if (!is_const_int(loop->extent, &lanes) || (lanes != 2 && lanes != 4) || !is_const_int(loop->min, &lo) || lo != 0)
-      return false;
+    const int64_t lanes = vector_lanes(loop);
     const Stmt& st = loop->body[0];
-    if (st.kind() != StmtKind::Store || st->buffer->dtype != DType::f32() || st->indices.size() != 1 ||
-        st->buffer->scope == MemScope::Local)
+    if ((lanes != 2 && lanes != 4) || st.kind() != StmtKind::Store || st->buffer->dtype != DType::f32() ||
+        st->indices.size() != 1 || st->buffer->scope == MemScope::Local || !steps_by_one(st->indices[0], loop->var))
       return false;
-    const Var lane = loop->var;
-    auto at = [&](const Expr& e, int64_t i) {
-      VarMap m;
-      m[lane.id()] = Expr(i);
-      return simplify(substitute(e, m));
-    };
-    const Expr dst = at(st->indices[0], 0);
-    for (int64_t i = 1; i < lanes; ++i) {
-      int64_t d = 0;
-      if (!is_const_int(simplify(at(st->indices[0], i) - dst), &d) || d != i) return false;
-    }
     const std::string pad(depth * 2, ' '), n = std::to_string(lanes);
-    os_ << pad << "basin_st" << n << "(&" << name(st->buffer) << "[" << index(st->buffer, {dst}) << "], make_float" << n
-        << "(";
-    for (int64_t i = 0; i < lanes; ++i) os_ << (i ? ", " : "") << expr(at(st->value, i));
+    os_ << pad << "basin_st" << n << "(&" << name(st->buffer) << "["
+        << index(st->buffer, {at_lane(st->indices[0], loop->var, 0)}) << "], make_float" << n << "(";
+    for (int64_t i = 0; i < lanes; ++i) os_ << (i ? ", " : "") << expr(at_lane(st->value, loop->var, i));
     os_ << "));\n";
     return true;
   }

@@ -996,7 +996,8 @@ Stmt build_gpu_mma(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   VarMap at = axes_at(row_at(lw, wfm, row_half), column, Step{std::vector<Expr>(other_r.size(), zero), zero}, zero);
   std::vector<Expr> out_idx;
   for (size_t x = 0; x < ns; ++x) out_idx.push_back(at.at(a.axes[x].var.id()));
-  Buffer pair = make_buffer(a.name + "_pair", DType::f32(), simplified({threads, two}), MemScope::Local);
+  const Buffer pair =
+      lanes == 4 ? make_buffer(a.name + "_pair", DType::f32(), simplified({threads, two}), MemScope::Local) : Buffer();
   Expr acc_value;
   if (lanes == 4)
     acc_value = select(eq(parity, floordiv(Expr(j4), two)), load(acc, {lw.t, wfm, wfn, j4}),

@@ -246,7 +246,9 @@ Sketch gpu_tile_sketch(const AnchorInfo& info) {
 // innermost axis on a tie (a thread's two adjacent results adjacent in memory); none
 // when more than half the padded work would be waste (a matrix-vector product).
 std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info, const std::string& precision) {
-  const int64_t kdim = precision == "tf32" ? kMmaK : kMmaK16;
+  Sketch s;
+  s.mma_precision = precision;
+  const int64_t kdim = mma_kdim(s);
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.buffer->dtype != DType::f32())
     return std::nullopt;
@@ -265,7 +267,6 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info, const std::string& 
       best_k = static_cast<int>(j);
   }
   if (best_k < 0) return std::nullopt;
-  Sketch s;
   double best = 0;
   const int last = static_cast<int>(a.axes.size()) - 1;
   for (int fa = 0; fa < 2; ++fa)
@@ -286,7 +287,6 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info, const std::string& 
   if (s.mma_m < 0 || best * useful(a.reduce_axes[best_k].extent, kdim) < 0.5) return std::nullopt;
   s.mma_k = best_k;
   s.rule = SketchRule::GpuMma;
-  s.mma_precision = precision;
   s.name = "gpu.mma." + precision;
   // Deep enough to unroll a warp's fragments (32 steps each) so that they stay in registers.
   s.unroll_menu = {64, 512, 4096};
