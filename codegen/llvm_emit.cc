@@ -20,6 +20,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -52,7 +53,8 @@ bool may_fault(const Expr& e, bool loads_in_bounds = false) {
 
 class Emitter {
  public:
-  Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const LlvmOptions& opt) : ctx_(ctx), mod_(mod), b_(ctx) {
+  Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const LlvmOptions& opt)
+      : ctx_(ctx), mod_(mod), b_(ctx), bf16_dot_(opt.bf16_dot) {
     if (opt.contract_fma) {
       llvm::FastMathFlags fmf;
       fmf.setAllowContract(true);
@@ -747,9 +749,27 @@ class Emitter {
     }
   }
 
+  // bfloat16 (a storage type, i16 in registers) to and from float32: the float's upper
+  // 16 bits, rounded to nearest even (round_to_bf16); a NaN stays a quiet NaN (bf16_bits).
+  llvm::Value* from_bf16(llvm::Value* v) {
+    llvm::Type* i32 = type_like(DType::i32(), v);
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, i32), llvm::ConstantInt::get(i32, 16)),
+                            type_like(DType::f32(), v));
+  }
+  llvm::Value* to_bf16(llvm::Value* f) {
+    llvm::Type* i32 = type_like(DType::i32(), f);
+    llvm::Value* u = b_.CreateBitCast(f, i32);
+    llvm::Value* r = b_.CreateBitCast(half_rounding(f, DType::f32(), true), i32);
+    llvm::Value* nan = b_.CreateOr(u, llvm::ConstantInt::get(i32, 0x400000));
+    r = b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, r);
+    return b_.CreateTrunc(b_.CreateLShr(r, llvm::ConstantInt::get(i32, 16)), type_like(DType::bf16(), f));
+  }
+
   llvm::Value* cast(DType to, DType from, llvm::Value* v) {
     llvm::Type* ty = type_like(to, v);
     if (to == from) return v;
+    if (from.is_bf16()) return to.is_float() && to.bits == 32 ? from_bf16(v) : cast(to, DType::f32(), from_bf16(v));
+    if (to.is_bf16()) return to_bf16(from.bits == 32 ? v : b_.CreateFPTrunc(v, type_like(DType::f32(), v)));
     if (to.is_bool()) {
       return from.is_float() ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                              : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
@@ -1143,6 +1163,7 @@ class Emitter {
         for (const Stmt& c : n.body) stmt(c);
         return;
       case StmtKind::Pragma: {
+        if (n.key == kBf16DotPragma && bf16_dot_ && vec_ && !mask_ && bf16_dot(*n.body[0])) return;
         const bool saved = loads_in_bounds_;
         if (n.key == kGuardedLoadsInBounds) loads_in_bounds_ = true;
         stmt(n.body[0]);
@@ -1152,6 +1173,87 @@ class Emitter {
       case StmtKind::Barrier:
         throw Error("the CPU backend cannot compile a GPU barrier");
     }
+  }
+
+  // A store under kBf16DotPragma, acc[I] = (acc[I] + a1 * b1) + a0 * b0 (core/ir/stmt.h),
+  // as vdpbf16ps on chunks of 16, 8 or 4 lanes: a's pair one 32-bit load broadcast to
+  // every lane, b's pairs one vector load of 2 x lanes bfloat16. False, with nothing
+  // emitted, where the store is not of that form (the caller emits it as written).
+  bool bf16_dot(const StmtNode& st) {
+    if (st.kind != StmtKind::Store || st.buffer->dtype != DType::f32()) return false;
+    const int lanes = vec_->lanes;
+    const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : lanes % 4 == 0 ? 4 : 0;
+    if (chunk == 0) return false;
+    const Expr& v = st.value;
+    auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
+    if (!is(v, ExprKind::Add) || !is(v.arg(0), ExprKind::Add) || !is(v.arg(1), ExprKind::Mul) ||
+        !is(v.arg(0).arg(1), ExprKind::Mul))
+      return false;
+    const Expr& old = v.arg(0).arg(0);
+    if (!is(old, ExprKind::Load) || old->buffer != st.buffer) return false;
+    Expr flat_acc = flat_expr(st.buffer, st.indices);
+    if (!structural_equal(flat_expr(old->buffer, old->args), flat_acc)) return false;
+    // The bf16 load under a product's factor.
+    auto operand = [&](const Expr& prod, int i) -> Expr {
+      const Expr& c = prod.arg(static_cast<size_t>(i));
+      if (!is(c, ExprKind::Cast) || !is(c.arg(0), ExprKind::Load) || !c.arg(0).dtype().is_bf16()) return Expr();
+      return c.arg(0);
+    };
+    Expr a1 = operand(v.arg(0).arg(1), 0), b1 = operand(v.arg(0).arg(1), 1);
+    Expr a0 = operand(v.arg(1), 0), b0 = operand(v.arg(1), 1);
+    if (!a0.defined() || !a1.defined() || !b0.defined() || !b1.defined()) return false;
+    if (a0->buffer != a1->buffer || b0->buffer != b1->buffer) return false;
+    Expr fa0 = flat_expr(a0->buffer, a0->args), fa1 = flat_expr(a1->buffer, a1->args);
+    Expr fb0 = flat_expr(b0->buffer, b0->args), fb1 = flat_expr(b1->buffer, b1->args);
+    Analyzer an;
+    auto next = [&](const Expr& x0, const Expr& x1) {
+      int64_t d;
+      return is_const_int(an.simplify(x1 - x0), &d) && d == 1;
+    };
+    if (!next(fa0, fa1) || !next(fb0, fb1)) return false;
+    Affine aa = affine(fa0), ab = affine(fb0), ac = affine(flat_acc);
+    if (!aa.affine_in_vec || aa.vec_coef != 0 || !ab.affine_in_vec || ab.vec_coef != 2 || !ac.affine_in_vec ||
+        ac.vec_coef != 1)
+      return false;
+
+    llvm::Type* f32 = b_.getFloatTy();
+    llvm::Type* bf = b_.getBFloatTy();
+    llvm::Value* acc_ptr = lane0_ptr(st.buffer, ac);
+    auto* acc_ty = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
+    llvm::Value* accv = b_.CreateAlignedLoad(acc_ty, acc_ptr, llvm::Align(4));
+    llvm::Value* pair = b_.CreateAlignedLoad(b_.getInt32Ty(), element_ptr(a0->buffer, aa.base, aa.offset), llvm::Align(2));
+    auto* pair_ty = llvm::FixedVectorType::get(bf, static_cast<unsigned>(2 * chunk));
+    llvm::Value* av = b_.CreateBitCast(b_.CreateVectorSplat(static_cast<unsigned>(chunk), pair), pair_ty);
+    llvm::Value* b_ptr = lane0_ptr(b0->buffer, ab);
+    const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                                   : chunk == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256
+                                                : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128;
+    llvm::Function* dp = llvm::Intrinsic::getDeclaration(&mod_, id);
+    std::vector<llvm::Value*> parts;
+    for (int c = 0; c < lanes / chunk; ++c) {
+      llvm::Value* acc_c = accv;
+      if (chunk != lanes) {
+        std::vector<int> m;
+        for (int l = 0; l < chunk; ++l) m.push_back(c * chunk + l);
+        acc_c = b_.CreateShuffleVector(accv, m);
+      }
+      llvm::Value* bp = b_.CreateInBoundsGEP(b_.getInt16Ty(), b_ptr, b_.getInt64(2 * chunk * c));
+      llvm::Value* bv = b_.CreateAlignedLoad(pair_ty, bp, llvm::Align(2));
+      parts.push_back(b_.CreateCall(dp, {acc_c, av, bv}));
+    }
+    // The chunks side by side again: the first w lanes, then the next chunk's (the
+    // chunk widened to w lanes first, so that both shuffle operands have one type).
+    llvm::Value* result = parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const int w = chunk * static_cast<int>(i);
+      std::vector<int> widen, join;
+      for (int l = 0; l < w; ++l) widen.push_back(l < chunk ? l : -1);
+      llvm::Value* next = w == chunk ? parts[i] : b_.CreateShuffleVector(parts[i], widen);
+      for (int l = 0; l < w + chunk; ++l) join.push_back(l < w ? l : w + (l - w));
+      result = b_.CreateShuffleVector(result, next, join);
+    }
+    b_.CreateAlignedStore(result, acc_ptr, llvm::Align(4));
+    return true;
   }
 
   struct VecLoop {
@@ -1171,6 +1273,7 @@ class Emitter {
   llvm::Value* mask_ = nullptr;   // lanes enabled where a vector load sits (null: all)
   bool loads_in_bounds_ = false;  // inside the pragma kGuardedLoadsInBounds
   bool in_parallel_ = false;      // inside an outlined parallel body
+  bool bf16_dot_ = false;         // LlvmOptions::bf16_dot
   int outlined_ = 0;
   std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
   std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point

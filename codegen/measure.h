@@ -85,7 +85,7 @@ struct MeasureOptions {
   // The precision the tasks' sketches were chosen for (sched::sketches_for): what a
   // worker that builds its own sketches asks (search/mpi.cc). A candidate's result is
   // checked against sched::result_tolerance(its sketch, tolerance).
-  std::string precision = "tf32";
+  std::string precision;
   std::string cuda_arch;
   bool flush_l2 = true;
   // Threads that compile a batch ahead (prepare) in the worker: 0, every core of the

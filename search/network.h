@@ -92,6 +92,6 @@ bool weights_exceed_cache(const graph::Partition& p);
 // `untuned`.
 std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,
                                                     const std::string& target, std::vector<int>* untuned,
-                                                    const std::string& precision = "tf32");
+                                                    const std::string& precision = "");
 
 }  // namespace basin::search

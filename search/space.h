@@ -35,7 +35,7 @@ class TaskSpace {
  public:
   // The task's sketches for `target` ("llvm": CPU sketches, "cuda": GPU sketches) and
   // `precision` (sched::sketches_for).
-  explicit TaskSpace(ops::OpGraph task, const std::string& target = "llvm", const std::string& precision = "tf32");
+  explicit TaskSpace(ops::OpGraph task, const std::string& target = "llvm", const std::string& precision = "");
   ~TaskSpace();
   TaskSpace(const TaskSpace&) = delete;
   TaskSpace& operator=(const TaskSpace&) = delete;

@@ -29,10 +29,11 @@ namespace basin::search {
 
 struct TuneOptions {
   std::string target = "llvm";
-  // The arithmetic the programs may use (sched::check_precision): "tf32", "fp16" and
-  // "bf16" let the GPU's tensor-core sketches in (their inputs rounded to that format),
-  // "fp32" keeps every program exact FP32.
-  std::string precision = "tf32";
+  // The arithmetic the programs may use (sched::resolve_precision): "" the target's
+  // default; "bf16" lets in the sketches that multiply bfloat16 inputs (the CPU's
+  // AVX512-BF16, the GPU's tensor cores), "tf32" and "fp16" the GPU's tensor cores at
+  // those formats, "f32" keeps every program float32.
+  std::string precision;
   int trials = 0;             // stop when the task has this many records (0: no limit)
   double budget_seconds = 0;  // stop after this much wall time in this run (0: no limit)
   int batch = 32;             // programs per round

@@ -40,7 +40,7 @@ namespace {
 
 struct NetOptions {
   std::vector<std::string> more_models;  // tune: further models tuned at once
-  std::string model, target = "llvm", precision = "tf32", arch, records, strategy = "gradient", estimator, budget, out;
+  std::string model, target = "llvm", precision, arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs, shapes;
   std::string output;
   int trials = 0, batch = 16, first_batch = 0, repeat = 0, compile_threads = 0;
@@ -203,7 +203,9 @@ void calibrate_if_new(const NetOptions& o, double& budget_seconds) {
 }
 
 int run_tune(const NetOptions& o) {
-  sched::check_precision(o.precision);
+  sched::resolve_precision(o.target, o.precision);
+  if (const std::string note = sched::precision_note(o.target, o.precision); !note.empty() && !o.quiet)
+    std::fprintf(stderr, "basin: %s\n", note.c_str());
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
@@ -316,7 +318,7 @@ int run_tune(const NetOptions& o) {
 }
 
 int run_compile(const NetOptions& o) {
-  sched::check_precision(o.precision);
+  sched::resolve_precision(o.target, o.precision);
   if (o.out.empty()) throw ParseError("give the output file: -o OUT");
   const std::vector<std::string> reads = {o.model, o.records};
   check_output_path(o.out, reads);  // before the work, not after it
@@ -543,9 +545,9 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_option("--precision", o->precision,
-                  "tf32 (default: the GPU's tensor cores multiply in TF32, accumulate in FP32), fp16 or bf16 (inputs "
-                  "rounded to FP16 or BF16, FP32 sums) or fp32 (exact FP32 programs only); the CPU computes in FP32 "
-                  "whatever it says");
+"f32 (float32 programs only) or bf16 (the matrix products and convolutions may multiply bfloat16 "
+                  "inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on cuda; float32 where that is faster); "
+                  "on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
   cmd->add_option(

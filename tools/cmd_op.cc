@@ -31,7 +31,7 @@ struct OpOptions {
   std::string workload;
   std::vector<std::string> params;
   std::string target;
-  std::string precision = "tf32";
+  std::string precision;
   std::string arch;
   std::string emit;
   std::string config;
@@ -76,8 +76,12 @@ int run_op(const OpOptions& o) {
   // The program: the given configuration, else the default configuration of the default
   // sketch (sched::default_sketch; the interpreter target runs the plain default schedule).
   const bool cuda = target == "cuda";
-  sched::check_precision(o.precision);
-  std::vector<sched::Sketch> sketches = cuda ? sched::gpu_sketches(g, o.precision) : sched::cpu_sketches(g);
+  if (target != "interpreter") {
+    const std::string note = sched::precision_note(target, o.precision);
+    if (!note.empty()) std::fprintf(stderr, "basin: %s\n", note.c_str());
+  }
+  std::vector<sched::Sketch> sketches = target == "interpreter" ? sched::cpu_sketches(g)
+                                                                 : sched::sketches_for(g, target, o.precision);
   if (cuda && sketches.empty()) throw Error("operator '" + op + "' has no GPU sketch yet (its stages share no rows)");
   const sched::Sketch* sketch = &sketches.at(sched::default_sketch(sketches));
   sched::Config cfg;
@@ -258,8 +262,8 @@ void add_op_command(CLI::App& app, Runner& run) {
                   "largest accepted max relative error (against LibTorch at least 5e-3 for a TF32 or FP16 program, "
                   "3e-2 for BF16)");
   cmd->add_option("--precision", o->precision,
-                  "tf32 (default: on cuda the tensor-core sketch where there is one), fp16 or bf16 (its inputs "
-                  "rounded to FP16 or BF16) or fp32 (exact FP32)");
+                  "f32 or bf16 (products of bfloat16 inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on "
+                  "cuda); on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
   cmd->add_option("--emit", o->emit,
                   "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR), asm (the "
                   "llvm target's machine code) or cuda (CUDA C)")

@@ -106,7 +106,7 @@ void draw_progress(int done, int total, double seconds, double best_us) {
 namespace {
 
 struct TuneOpOptions {
-  std::string name, workload, target = "llvm", precision = "tf32", strategy, records, estimator, budget;
+  std::string name, workload, target = "llvm", precision, strategy, records, estimator, budget;
   std::vector<std::string> params;
   int trials = 0, batch = 32, confirm = 2, compile_threads = 0;
   uint64_t seed = 1;
@@ -256,7 +256,9 @@ void print_run(const TuneOpOptions& o, const Run& run) {
 }
 
 int run_tune_op(const TuneOpOptions& o) {
-  sched::check_precision(o.precision);
+  sched::resolve_precision(o.target, o.precision);
+  if (const std::string note = sched::precision_note(o.target, o.precision); !note.empty())
+    std::fprintf(stderr, "basin: %s\n", note.c_str());
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0 || o.batch > kMaxBatch)
@@ -355,9 +357,9 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   cmd->add_option("--precision", o->precision,
-                  "tf32 (default: the GPU's tensor-core sketches too, TF32 products, FP32 sums), fp16 or bf16 (their "
-                  "inputs rounded to FP16 or BF16) or fp32 (exact FP32 programs only); the CPU computes in FP32 "
-                  "whatever it says");
+"f32 (float32 programs only) or bf16 (the matrix products and convolutions may multiply bfloat16 "
+                  "inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on cuda; float32 where that is faster); "
+                  "on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
   cmd->add_option("--strategy", o->strategy,
                   "gradient, annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`); "
                   "several, comma-separated (gradient,annealing): "

@@ -16,6 +16,9 @@ std::string DType::str() const {
     case TypeCode::Bool:
       s = "bool";
       break;
+    case TypeCode::BFloat:
+      s = "bfloat16";
+      break;
   }
   if (lanes != 1) s += "x" + std::to_string(lanes);
   return s;
@@ -27,7 +30,8 @@ DType DType::parse(const std::string& s) {
   if (s == "int32" || s == "i32") return i32();
   if (s == "int64" || s == "i64") return i64();
   if (s == "bool") return boolean();
-  throw ParseError("unknown dtype '" + s + "' (expected float32, float64, int32, int64 or bool)");
+  if (s == "bfloat16" || s == "bf16") return bf16();
+  throw ParseError("unknown dtype '" + s + "' (expected float32, float64, int32, int64, bool or bfloat16)");
 }
 
 }  // namespace basin

@@ -7,7 +7,11 @@
 
 namespace basin {
 
-enum class TypeCode : uint8_t { Int, Float, Bool };
+// BFloat is bfloat16, a storage type only (TypeCode::BFloat, 16 bits): buffers hold it,
+// loads of such a buffer and casts to it have it, and a value of it is only stored or
+// cast back to float32 (exactly: its bits are float32's upper 16). Arithmetic,
+// comparisons and math functions never take it (the expression factories refuse).
+enum class TypeCode : uint8_t { Int, Float, Bool, BFloat };
 
 struct DType {
   TypeCode code = TypeCode::Int;
@@ -19,12 +23,14 @@ struct DType {
   static constexpr DType f32() { return {TypeCode::Float, 32, 1}; }
   static constexpr DType f64() { return {TypeCode::Float, 64, 1}; }
   static constexpr DType boolean() { return {TypeCode::Bool, 1, 1}; }
+  static constexpr DType bf16() { return {TypeCode::BFloat, 16, 1}; }
   // The type of loop variables, extents and indices.
   static constexpr DType index() { return i64(); }
 
   bool is_int() const { return code == TypeCode::Int; }
   bool is_float() const { return code == TypeCode::Float; }
   bool is_bool() const { return code == TypeCode::Bool; }
+  bool is_bf16() const { return code == TypeCode::BFloat; }
   bool is_scalar() const { return lanes == 1; }
   DType element() const { return {code, bits, 1}; }
   DType with_lanes(int n) const { return {code, bits, static_cast<uint16_t>(n)}; }
@@ -32,7 +38,8 @@ struct DType {
   int bytes() const { return code == TypeCode::Bool ? 1 : bits / 8; }
 
   std::string str() const;
-  // Parses "float32", "f32", "int64", "i32", "bool"; throws ParseError otherwise.
+  // Parses "float32", "f32", "int64", "i32", "bool", "bfloat16", "bf16"; throws
+  // ParseError otherwise.
   static DType parse(const std::string& s);
 
   friend bool operator==(DType a, DType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }

@@ -58,6 +58,21 @@ float round_to_bf16(float x) {
   return x;
 }
 
+uint16_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (std::isnan(x)) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  std::memcpy(&u, &(x = round_to_bf16(x)), 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float bf16_value(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
 bool is_rounding(MathFn f) { return f == MathFn::tf32 || f == MathFn::fp16 || f == MathFn::bf16; }
 
 namespace {

@@ -215,6 +215,7 @@ Expr make_binary(ExprKind k, Expr a, Expr b) {
   BASIN_CHECK(a.dtype() == b.dtype()) << kind_name(k) << " of " << a.dtype().str() << " and " << b.dtype().str() << ": "
                                       << a << " , " << b;
   DType t = a.dtype();
+  BASIN_CHECK(!t.is_bf16()) << kind_name(k) << " of bfloat16 operands (a storage type: cast to float32 first)";
   if (is_arith(k)) {
     BASIN_CHECK(!t.is_bool()) << kind_name(k) << " of bool operands";
     if (k == ExprKind::FloorDiv || k == ExprKind::FloorMod)
@@ -259,6 +260,7 @@ Expr select(Expr c, Expr t, Expr f) {
   check_defined(f, "Select");
   coerce(t, f);
   BASIN_CHECK(c.dtype().is_bool()) << "Select condition of type " << c.dtype().str();
+  BASIN_CHECK(!t.dtype().is_bf16()) << "Select of bfloat16 values (a storage type: cast to float32 first)";
   BASIN_CHECK(t.dtype() == f.dtype()) << "Select branches of " << t.dtype().str() << " and " << f.dtype().str();
   DType ty = t.dtype();
   return finish(node(ExprKind::Select, ty, {std::move(c), std::move(t), std::move(f)}));
@@ -267,6 +269,9 @@ Expr select(Expr c, Expr t, Expr f) {
 Expr cast(DType t, Expr a) {
   check_defined(a, "Cast");
   BASIN_CHECK(t.lanes == a.dtype().lanes) << "Cast changes lanes";
+  BASIN_CHECK(!(t.is_bf16() || a.dtype().is_bf16()) || (t.is_float() && t.bits == 32) ||
+              (a.dtype().is_float() && a.dtype().bits == 32) || t == a.dtype())
+      << "Cast between " << a.dtype().str() << " and " << t.str() << " (bfloat16 casts only to and from float32)";
   return finish(node(ExprKind::Cast, t, {std::move(a)}));
 }
 

@@ -25,6 +25,7 @@ Expr fold_constants(const Expr& e) {
     if (!is_const(a)) return Expr();
   if (e->args.empty()) return Expr();
   if (e.kind() == ExprKind::Load) return Expr();
+  if (e.dtype().is_bf16() || e.arg(0).dtype().is_bf16()) return Expr();  // storage only: no constants
   // Integer division by zero is left in place: it is an error at run time, not ours.
   if ((e.kind() == ExprKind::Div || e.kind() == ExprKind::FloorDiv || e.kind() == ExprKind::FloorMod) &&
       e.dtype().is_int() && e.arg(1)->ival == 0)

@@ -276,6 +276,12 @@ class Compiler {
       case ExprKind::Cast: {
         DType from = n.args[0].dtype();
         bool to_bool = n.dtype.is_bool();
+        // bfloat16 values are carried as their 16 bits (a storage type: DType::bf16).
+        if (n.dtype.is_bf16()) {
+          if (from.is_bf16()) return ci(n.args[0]);
+          FEP<float> a = cf<float>(n.args[0]);
+          return mk_i([a = std::move(a)](Frame& fr) -> int64_t { return bf16_bits(a->ev(fr)); });
+        }
         if (from.is_float()) {
           auto conv = [bits, to_bool](double v) -> int64_t {
             if (to_bool) return v != 0;
@@ -305,6 +311,7 @@ class Compiler {
           const BufSlot& bs = fr.bufs[s];
           if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(bs.numel)) out_of_bounds(b, i, bs.numel, false);
           if (t.is_bool()) return bs.data[i] != 0;
+          if (t.is_bf16()) return reinterpret_cast<const uint16_t*>(bs.data)[i];
           if (t.bits == 32) return reinterpret_cast<const int32_t*>(bs.data)[i];
           return reinterpret_cast<const int64_t*>(bs.data)[i];
         });
@@ -406,6 +413,11 @@ class Compiler {
           FEP<double> a = cf<double>(n.args[0]);
           return mk_f<T>([a = std::move(a)](Frame& fr) { return static_cast<T>(a->ev(fr)); });
         }
+        if (from.is_bf16()) {
+          IEP a = ci(n.args[0]);
+          return mk_f<T>(
+              [a = std::move(a)](Frame& fr) { return static_cast<T>(bf16_value(static_cast<uint16_t>(a->ev(fr)))); });
+        }
         IEP a = ci(n.args[0]);
         return mk_f<T>([a = std::move(a)](Frame& fr) { return static_cast<T>(a->ev(fr)); });
       }
@@ -482,6 +494,7 @@ class Compiler {
             std::fill_n(reinterpret_cast<float*>(p), numel, std::numeric_limits<float>::quiet_NaN());
           else if (t == DType::f64())
             std::fill_n(reinterpret_cast<double*>(p), numel, std::numeric_limits<double>::quiet_NaN());
+          else if (t.is_bf16()) std::fill_n(reinterpret_cast<uint16_t*>(p), numel, uint16_t{0x7FC0});  // NaN
           else std::memset(p, 0xA5, static_cast<size_t>(numel) * t.bytes());
           BufSlot saved = fr.bufs[slot];
           fr.bufs[slot] = {p, numel};
@@ -535,6 +548,7 @@ class Compiler {
           check(i, fr.bufs[slot]);
           uint8_t* p = fr.bufs[slot].data;
           if (t.is_bool()) p[i] = x != 0;
+          else if (t.is_bf16()) reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(x);
           else if (t.bits == 32) reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(x);
           else reinterpret_cast<int64_t*>(p)[i] = x;
         });

@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 
+#include "core/expr/evaluate.h"
 #include "core/util/error.h"
 
 namespace basin {
@@ -68,6 +69,8 @@ double NDArray::get(int64_t i) const {
       return dtype_.bits == 32 ? as<int32_t>()[i] : static_cast<double>(as<int64_t>()[i]);
     case TypeCode::Bool:
       return as<uint8_t>()[i];
+    case TypeCode::BFloat:
+      return bf16_value(as<uint16_t>()[i]);
   }
   return 0;
 }
@@ -95,6 +98,9 @@ void NDArray::set(int64_t i, double v) {
     case TypeCode::Bool:
       as<uint8_t>()[i] = v != 0;
       return;
+    case TypeCode::BFloat:
+      as<uint16_t>()[i] = bf16_bits(static_cast<float>(v));
+      return;
   }
 }
 
@@ -104,7 +110,8 @@ int64_t NDArray::get_int(int64_t i) const {
       return dtype_.bits == 32 ? as<int32_t>()[i] : as<int64_t>()[i];
     case TypeCode::Bool:
       return as<uint8_t>()[i] != 0;
-    case TypeCode::Float: {
+    case TypeCode::Float:
+    case TypeCode::BFloat: {
       NDArray t(DType::i64(), {1});
       t.set(0, get(i));
       return t.as<int64_t>()[0];
@@ -123,6 +130,7 @@ void NDArray::set_int(int64_t i, int64_t v) {
       as<uint8_t>()[i] = v != 0;
       return;
     case TypeCode::Float:
+    case TypeCode::BFloat:
       set(i, static_cast<double>(v));
       return;
   }
@@ -137,7 +145,7 @@ NDArray NDArray::clone() const {
 NDArray NDArray::random(DType t, std::vector<int64_t> shape, double lo, double hi, uint64_t seed) {
   NDArray r(t, std::move(shape));
   std::mt19937_64 rng(seed);
-  if (t.is_float()) {
+  if (t.is_float() || t.is_bf16()) {
     std::uniform_real_distribution<double> d(lo, hi);
     for (int64_t i = 0; i < r.numel(); ++i) r.set(i, d(rng));
   } else {

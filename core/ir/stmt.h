@@ -20,6 +20,13 @@
 //   and every access indexes it by the enclosing thread loop's variable.
 // - Pragma attaches a key/value hint (e.g. "auto_unroll_max_step") to its body; the
 //   value is an integer expression, constant once knobs have values.
+// - The Pragma kBf16DotPragma marks one store of a pair of bfloat16 products,
+//     acc[I] = (acc[I] + f32(a[i + 1]) * f32(b[j + 1])) + f32(a[i]) * f32(b[j]),
+//   a and b bfloat16 buffers: what AVX512-BF16's vdpbf16ps computes per float32 lane
+//   (the products are exact in float32). Inside a vectorized loop whose lanes read
+//   acc contiguously, a's pair the same for every lane and b's pairs side by side
+//   (lane l at j + 2l), the LLVM backend emits it as that instruction where the CPU
+//   has it; the interpreter, and every other backend, run the store as written.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 
@@ -99,6 +106,8 @@ struct StmtNode {
   // For/Allocate/Pragma: {body}; IfThenElse: {then} or {then, else}; Seq: the items
   std::vector<Stmt> body;
 };
+
+inline constexpr const char* kBf16DotPragma = "bf16.dot2";
 
 Stmt make_for(Var v, Expr min, Expr extent, ForKind kind, Stmt body);
 Stmt make_allocate(Buffer b, Stmt body);

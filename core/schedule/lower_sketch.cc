@@ -175,7 +175,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     r0[j] = Var(n + ".0");
     r1[j] = Var(n + ".1");
     rfull[j] = Expr(r0[j]) * rf1[j] + r1[j];
-    if (needs_guard(s.splits[ns + j], k.factors[ns + j], !fuse)) rguard[j] = rfull[j] < Expr(a.reduce_axes[j].extent);
+    if (needs_guard(s.splits[ns + j], k.factors[ns + j], !fuse)) rguard[j] = rfull[j] < Expr(s.splits[ns + j].extent);
   }
   std::vector<int> inner_order;
   for (size_t i = 0; i < ns; ++i)
@@ -192,7 +192,8 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   std::vector<Buffer> staged;
   Buffer packed;
   Stmt pack_nest;
-  if (s.pack) {
+  const bool bf16 = s.bf16_pair >= 0;
+  if (s.pack && !bf16) {
     const AnchorInfo::PackCandidate* pc = nullptr;
     for (const auto& c : info.pack_candidates)
       if (c.axis == vec) {
@@ -245,7 +246,77 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     }
     prologue.push_back(loop(o, shape[0], st, ForKind::Parallel));
   }
-  if (!s.inline_producers) {
+  // bfloat16 pairs (Sketch::bf16_pair): the activation copied to bfloat16 (its
+  // producers computed into the copy), the weight packed to bfloat16 pairs
+  // [o][its other dims, the paired one halved][l][q] = w[..., o * t + l, ..., 2 kp + q, ...].
+  std::optional<Bf16Pairing> pairing;
+  Buffer act_bf;
+  if (bf16) {
+    pairing = bf16_pairing(info, vec);
+    BASIN_CHECK(pairing && pairing->reduce_axis == s.bf16_pair) << "sketch " << s.name << " pairs no reduction axis";
+    const te::OpNode& act = *pairing->act;
+    std::vector<Expr> ashape;
+    for (int64_t e : act.shape) ashape.push_back(Expr(e));
+    act_bf = make_buffer(act.name + "_bf16", DType::bf16(), ashape, MemScope::Global);
+    std::vector<Var> av;
+    Expr aval;
+    if (act.is_placeholder) {
+      std::vector<Expr> idx;
+      for (size_t x = 0; x < act.shape.size(); ++x) {
+        av.push_back(Var("cvt." + std::to_string(x)));
+        idx.push_back(av.back());
+      }
+      aval = load(act.buffer, idx);
+    } else {
+      for (const te::IterVar& iv : act.axes) av.push_back(iv.var);
+      std::unordered_set<const te::OpNode*> all;
+      for (const te::Op& pr : info.producers) all.insert(pr.get());
+      aval = inline_stages(act.body, all);
+    }
+    std::vector<Expr> aidx(av.begin(), av.end());
+    Stmt st = make_store(act_bf, aidx, cast(DType::bf16(), aval));
+    size_t par = 0;
+    while (par + 1 < act.shape.size() && act.shape[par] <= 1) ++par;
+    for (size_t x = av.size(); x-- > 0;)
+      st = loop(av[x], Expr(act.shape[x]), st, x == par ? ForKind::Parallel : ForKind::Serial);
+    prologue.push_back(st);
+    staged.push_back(act_bf);
+
+    const te::OpNode& w = *pairing->weight;
+    const int d = pairing->vec_dim, dk = pairing->weight_dim;
+    Expr t = sp[vec].f[3];
+    Expr rows = s.splits[vec].guarded ? sp[vec].f[0] * sp[vec].f[1] * sp[vec].f[2] : floordiv(Expr(w.shape[d]), t);
+    std::vector<Expr> shape = {rows};
+    for (size_t x = 0; x < w.shape.size(); ++x)
+      if (static_cast<int>(x) != d) shape.push_back(Expr(static_cast<int>(x) == dk ? w.shape[x] / 2 : w.shape[x]));
+    shape.push_back(t);
+    shape.push_back(Expr(2));
+    packed = make_buffer(w.name + "_packed", DType::bf16(), simplified(shape), MemScope::Global);
+    Var o("pack.o"), l("pack.l"), q("pack.q");
+    std::vector<Var> xs;
+    std::vector<Expr> src, dst = {o};
+    for (size_t x = 0; x < w.shape.size(); ++x) {
+      if (static_cast<int>(x) == d) {
+        src.push_back(Expr(o) * t + l);
+        continue;
+      }
+      xs.push_back(Var("pack." + std::to_string(x)));
+      src.push_back(static_cast<int>(x) == dk ? Expr(xs.back()) * 2 + q : Expr(xs.back()));
+      dst.push_back(xs.back());
+    }
+    dst.push_back(l);
+    dst.push_back(q);
+    Expr value = load(w.buffer, src);
+    if (sp[vec].guard.defined())
+      value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
+    Stmt pst = loop(l, t, loop(q, Expr(2), make_store(packed, dst, cast(DType::bf16(), value))));
+    for (size_t x = xs.size(); x-- > 0;) {
+      size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
+      pst = loop(xs[x], Expr(dim == static_cast<size_t>(dk) ? w.shape[dim] / 2 : w.shape[dim]), pst);
+    }
+    prologue.push_back(loop(o, shape[0], pst, ForKind::Parallel));
+  }
+  if (!s.inline_producers && !bf16) {
     for (const te::Op& pr : info.producers) {
       std::vector<Expr> idx;
       for (const te::IterVar& iv : pr->axes) idx.push_back(iv.var);
@@ -271,7 +342,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
         sp[i].guard.defined() && static_cast<int>(i) != vec ? min(sp[i].full, Expr(a.axes[i].extent - 1)) : sp[i].full;
   for (size_t j = 0; j < nr; ++j) m[a.reduce_axes[j].var.id()] = rfull[j];
   body = substitute(body, m);
-  if (sp[vec].guard.defined()) {
+  if (sp[vec].guard.defined() && !bf16) {
     const Var& lane = sp[vec].v[3];
     const Expr& g = sp[vec].guard;
     body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
@@ -315,7 +386,37 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
 
   // The accumulator's padded elements are never written back.
   Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)), false);
-  Stmt update = make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
+  Stmt update = bf16 ? Stmt() : make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
+  if (bf16) {
+    // acc += act[k = 2 kp + 1] w[.., kp, .., l, 1], then act[2 kp] w[.., kp, .., l, 0]: one
+    // vdpbf16ps per vector (kBf16DotPragma), the reduction axis replaced by its pair kp.
+    const Var& r = a.reduce_axes[static_cast<size_t>(s.bf16_pair)].var;
+    Expr al, wl;
+    for (size_t i = 0; i < 2; ++i) {
+      const Expr& f = a.body.arg(i);
+      if (f->buffer.get() == pairing->weight->buffer.get() && !wl.defined()) wl = f;
+      else al = f;
+    }
+    const Tiles& tv = sp[vec];
+    Expr outer = (tv.e0 * tv.f[1] + tv.v[1]) * tv.f[2] + tv.v[2];
+    Var kp("bf16.kp");
+    VarMap mk = m;
+    mk[kp.id()] = rfull[static_cast<size_t>(s.bf16_pair)];
+    std::vector<Expr> products;
+    for (int64_t q : {1, 0}) {
+      std::vector<Expr> ai, wi = {outer};
+      for (const Expr& x : al->args) ai.push_back(substitute(substitute(x, {{r.id(), Expr(kp) * 2 + q}}), mk));
+      for (size_t x = 0; x < wl->args.size(); ++x) {
+        if (static_cast<int>(x) == pairing->vec_dim) continue;
+        wi.push_back(static_cast<int>(x) == pairing->weight_dim ? mk[kp.id()] : substitute(wl->args[x], m));
+      }
+      wi.push_back(tv.v[3]);
+      wi.push_back(Expr(q));
+      products.push_back(cast(DType::f32(), load(act_bf, ai)) * cast(DType::f32(), load(packed, wi)));
+    }
+    update = make_pragma(kBf16DotPragma, Expr(1),
+                         make_store(acc, acc_idx, (load(acc, acc_idx) + products[0]) + products[1]));
+  }
   Stmt compute = lvl == 1 ? r_loops(s2_loops(r_loops(s3_loops(update, false), 1)), 0)
                           : r_loops(r_loops(s3_loops(update, false), 1), 0);
   Expr value = load(acc, acc_idx);

@@ -112,6 +112,13 @@ struct Sketch {
   // per lane (search::TaskSpace::tile_loads). GEMM vectorized along i, unpacked.
   bool vector_operand_strided = false;
   bool pack = false;
+  // bfloat16 products (sketch name "tile.bf16...", precision bf16): the reduction axis
+  // (index among the anchor's) summed in pairs, its split over the pairs ("<axis>2",
+  // half the extent); -1 for float32. The activation operand is first stored in
+  // bfloat16 (its producers computed into that copy), the weight packed to bfloat16
+  // pairs [vec tiles][its other dims, the paired one halved][lanes][2], and each pair
+  // of products is one store under kBf16DotPragma (vdpbf16ps), accumulated in float32.
+  int bf16_pair = -1;
   int acc_level = 2;
   bool inline_producers = true;
 
@@ -188,7 +195,10 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 
 // The sketches of a task for the CPU (in a stable order). Every task of the operator
 // library has at least one.
-std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
+// With bf16, also the bfloat16 anchor sketches (Sketch::bf16_pair) where the anchor
+// has that form (sched::bf16_pairing): a task keeps its float32 sketches, so that the
+// search falls back to float32 where bfloat16 does not pay or does not apply.
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16 = false);
 // The sketches of a task for NVIDIA GPUs (docs/gpu.md).
 // - GpuTile, for an anchor (conv, dense, matmul, batch_matmul) and its epilogue: each
 //   spatial axis split into blocks x virtual threads x threads x a register tile
@@ -215,12 +225,12 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task);
 //   tiles filled by cp.async, double and triple buffered. Its inputs are rounded to the
 //   precision's format: gpu_sketches offers it only when `precision` is tf32 (the
 //   default), fp16 or bf16.
-std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision = "tf32");
+std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision = "");
 // The sketches of a task for a target: "llvm" (cpu_sketches) or "cuda" (gpu_sketches);
 // throws basin::Error for another target. The precision (check_precision) selects the
 // GPU's tensor-core sketches; the CPU computes in FP32 whatever it says.
 std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target,
-                                 const std::string& precision = "tf32");
+                                 const std::string& precision = "");
 // The sketches of every precision (sketch names are unique across them): sketches_for at
 // tf32, and on cuda the tensor-core sketches of fp16 and bf16 too. For reading a record
 // or a chosen program whatever precision chose it.
@@ -229,11 +239,19 @@ std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const 
 // where the precision offered one (cuDNN's default for FP32 convolutions is TF32 too),
 // else the first.
 size_t default_sketch(const std::vector<Sketch>& sketches);
-// The floating-point precisions a user may ask for: "tf32" (the default: FP32 data, the
-// GPU's tensor cores multiplying in TF32 and accumulating in FP32), "fp16" and "bf16"
-// (FP32 data, the tensor cores multiplying inputs rounded to FP16 or BF16, FP32 sums)
-// and "fp32" (exact FP32 everywhere). Throws basin::Error naming them for another.
+// The floating-point precisions a user may ask for, one meaning on every target:
+// "f32" (alias "fp32": float32 arithmetic everywhere), "bf16" (matrix products and
+// convolutions multiply bfloat16 inputs, sums in float32: the CPU's AVX512-BF16, the
+// GPU's tensor cores), and on cuda also "tf32" (its default: the tensor cores multiply
+// in TF32) and "fp16". "" is the target's default: f32 on llvm, tf32 on cuda.
+// check_precision throws basin::Error naming them for an unknown one; resolve_precision
+// gives the canonical name on `target` ("f32" as "fp32" on cuda) and throws, in one
+// line, for one the target cannot run.
 void check_precision(const std::string& precision);
+std::string resolve_precision(const std::string& target, const std::string& precision);
+// One line where `precision` on llvm asks for what this CPU lacks (bf16 without
+// AVX512-BF16: its programs then run float32); empty otherwise.
+std::string precision_note(const std::string& target, const std::string& precision);
 // The largest relative error (max |x - ref| / max |ref|) a sketch's results may show
 // against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32
 // and FP16 inputs (10 mantissa bits), 3e-2 for BF16 (7).

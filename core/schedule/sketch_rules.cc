@@ -12,6 +12,7 @@
 #include "core/schedule/sketch.h"
 #include "core/schedule/task_analysis.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 
 namespace basin::sched {
 
@@ -92,7 +93,7 @@ bool reads_contiguously(const te::OpNode& anchor, int vec) {
   return contiguous;
 }
 
-std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
+std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
   const te::OpNode& a = *info.anchor;
   std::vector<SplitSpec> splits;
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
@@ -127,6 +128,30 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info) {
         s.inline_producers = inl;
         s.name = "tile.vec=" + sn[vec] + (pack ? ".pack" : "") + ".acc" + std::to_string(acc) +
                  (info.producers.empty() ? "" : (inl ? ".inline" : ".stage"));
+        if (seen.insert(s.name).second) out.push_back(s);
+      }
+    }
+  }
+  if (bf16) {
+    for (auto [vec, pack] : vec_pack) {
+      if (!pack) continue;
+      std::optional<Bf16Pairing> p = bf16_pairing(info, vec);
+      if (!p) continue;
+      for (int acc : {2, 1}) {
+        Sketch s;
+        s.rule = SketchRule::Anchor;
+        s.splits = splits;
+        const size_t j = a.axes.size() + static_cast<size_t>(p->reduce_axis);
+        s.splits[j] = make_split(rn[static_cast<size_t>(p->reduce_axis)] + "2",
+                                 a.reduce_axes[static_cast<size_t>(p->reduce_axis)].extent / 2, 1);
+        s.splits[vec].vectorized = true;
+        s.vec_axis = vec;
+        s.vector_operand_axes = vector_operand_axes(a, vec);
+        s.pack = true;
+        s.bf16_pair = p->reduce_axis;
+        s.acc_level = acc;
+        s.inline_producers = false;
+        s.name = "tile.bf16.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
         if (seen.insert(s.name).second) out.push_back(s);
       }
     }
@@ -312,8 +337,27 @@ std::optional<Sketch> gpu_mma_sketch(const AnchorInfo& info, const std::string& 
 }  // namespace
 
 void check_precision(const std::string& precision) {
-  if (precision == "tf32" || precision == "fp32" || precision == "fp16" || precision == "bf16") return;
-  throw Error("unknown precision '" + precision + "' (tf32, fp32, fp16 or bf16)");
+  if (precision.empty() || precision == "f32" || precision == "tf32" || precision == "fp32" || precision == "fp16" ||
+      precision == "bf16")
+    return;
+  throw Error("unknown precision '" + precision + "' (f32 or bf16; on cuda also tf32 or fp16)");
+}
+
+std::string resolve_precision(const std::string& target, const std::string& precision) {
+  check_precision(precision);
+  if (target == "llvm") {
+    if (precision.empty() || precision == "f32" || precision == "fp32") return "f32";
+    if (precision == "bf16") return "bf16";
+    throw Error("precision '" + precision + "' is not available on the CPU (--target llvm): f32 or bf16");
+  }
+  if (precision.empty()) return "tf32";
+  return precision == "f32" ? "fp32" : precision;
+}
+
+std::string precision_note(const std::string& target, const std::string& precision) {
+  if (target == "llvm" && resolve_precision(target, precision) == "bf16" && !this_host().bf16_dot)
+    return "this CPU has no AVX512-BF16 (" + this_host().vector_isa + "): --precision bf16 runs float32 programs";
+  return "";
 }
 
 int64_t mma_kdim(const Sketch& s) { return s.mma_precision == "tf32" ? kMmaK : kMmaK16; }
@@ -325,7 +369,11 @@ MathFn mma_rounding(const Sketch& s) {
 }
 
 std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const std::string& target) {
-  std::vector<Sketch> out = sketches_for(task, target, "tf32");
+  std::vector<Sketch> out = sketches_for(task, target, "");
+  if (target == "llvm") {
+    for (Sketch& s : cpu_sketches(task, true))
+      if (s.bf16_pair >= 0) out.push_back(std::move(s));
+  }
   if (target == "cuda")
     for (const char* precision : {"fp16", "bf16"})
       for (Sketch& s : gpu_sketches(task, precision))
@@ -335,17 +383,18 @@ std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const 
 
 size_t default_sketch(const std::vector<Sketch>& sketches) {
   for (size_t i = 0; i < sketches.size(); ++i)
-    if (sketches[i].rule == SketchRule::GpuMma) return i;
+    if (sketches[i].rule == SketchRule::GpuMma || sketches[i].bf16_pair >= 0) return i;
   return 0;
 }
 
 double result_tolerance(const Sketch& s, double fp32_tolerance) {
+  if (s.bf16_pair >= 0) return std::max(fp32_tolerance, 3e-2);
   if (s.rule != SketchRule::GpuMma) return fp32_tolerance;
   return std::max(fp32_tolerance, s.mma_precision == "bf16" ? 3e-2 : 5e-3);
 }
 
-std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& precision) {
-  check_precision(precision);
+std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& given) {
+  const std::string precision = resolve_precision("cuda", given);
   if (auto anchor = analyze_anchor(task)) {
     std::vector<Sketch> out = {gpu_tile_sketch(*anchor)};
     if (precision != "fp32")
@@ -419,16 +468,14 @@ std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& pr
 }
 
 std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& target, const std::string& precision) {
-  if (target == "llvm") {
-    check_precision(precision);
-    return cpu_sketches(task);
-  }
-  if (target == "cuda") return gpu_sketches(task, precision);
+  if (target == "llvm")
+    return cpu_sketches(task, resolve_precision(target, precision) == "bf16" && this_host().bf16_dot);
+  if (target == "cuda") return gpu_sketches(task, resolve_precision(target, precision));
   throw Error("unknown target '" + target + "' (llvm or cuda)");
 }
 
-std::vector<Sketch> cpu_sketches(const ops::OpGraph& task) {
-  if (auto info = analyze_anchor(task)) return anchor_sketches(*info);
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16) {
+  if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16);
   return generic_sketches(analyze_generic(task));
 }
 

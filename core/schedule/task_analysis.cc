@@ -300,4 +300,54 @@ std::vector<CachedInput> cached_inputs(const AnchorInfo& info) {
   return out;
 }
 
+std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
+  const te::OpNode& a = *info.anchor;
+  if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul) return std::nullopt;
+  const AnchorInfo::PackCandidate* pc = nullptr;
+  for (const auto& c : info.pack_candidates)
+    if (c.axis == vec) pc = &c;
+  if (!pc) return std::nullopt;
+  Expr wl, al;
+  for (int i = 0; i < 2; ++i) {
+    const Expr& f = a.body.arg(static_cast<size_t>(i));
+    if (f.kind() != ExprKind::Load || f.dtype() != DType::f32()) return std::nullopt;
+    if (f->buffer.get() == pc->input->buffer.get() && !wl.defined()) wl = f;
+    else al = f;
+  }
+  if (!wl.defined() || !al.defined() || al->buffer.get() == wl->buffer.get()) return std::nullopt;
+  const te::OpNode* ap = producer_of(al->buffer);
+  if (!ap) return std::nullopt;
+  // Every producer feeds act: the last one is act, the others are read by producers only.
+  if (!info.producers.empty() && info.producers.back().get() != ap) return std::nullopt;
+  if (info.producers.empty() && !ap->is_placeholder) return std::nullopt;
+  if (uses_var(al, a.axes[static_cast<size_t>(vec)].var)) return std::nullopt;
+  for (size_t j = a.reduce_axes.size(); j-- > 0;) {
+    const Var& r = a.reduce_axes[j].var;
+    if (a.reduce_axes[j].extent < 2 || a.reduce_axes[j].extent % 2) continue;
+    const std::vector<Expr>& ai = al->args;
+    bool ok = !ai.empty();
+    for (size_t d = 0; ok && d + 1 < ai.size(); ++d) ok = !uses_var(ai[d], r);
+    if (!ok) continue;
+    int64_t step = 0;
+    if (!is_const_int(Analyzer().simplify(substitute(ai.back(), {{r.id(), Expr(r) + 1}}) - ai.back()), &step) ||
+        step != 1)
+      continue;
+    int wd = -1, uses = 0;
+    for (size_t d = 0; d < wl->args.size(); ++d) {
+      if (!uses_var(wl->args[d], r)) continue;
+      ++uses;
+      if (wl->args[d].kind() == ExprKind::Var) wd = static_cast<int>(d);
+    }
+    if (uses != 1 || wd < 0) continue;
+    Bf16Pairing p;
+    p.reduce_axis = static_cast<int>(j);
+    p.act = std::static_pointer_cast<const te::OpNode>(al->buffer->producer.lock());
+    p.weight = pc->input;
+    p.weight_dim = wd;
+    p.vec_dim = pc->dim;
+    return p;
+  }
+  return std::nullopt;
+}
+
 }  // namespace basin::sched

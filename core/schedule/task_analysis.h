@@ -25,6 +25,23 @@ struct AnchorInfo {
   std::vector<PackCandidate> pack_candidates;
 };
 
+// The bfloat16 form of an anchor vectorized along `vec` (Sketch::bf16_pair): its body
+// is a product of two plain loads, one of `weight` (the pack candidate of `vec`, a
+// placeholder) and one of `act` (a placeholder, or the last producer, every producer
+// feeding it), which does not use `vec`. Reduction axis `reduce_axis` (even extent)
+// indexes act's innermost dimension with coefficient 1 and nothing else of act, and
+// weight's dimension `weight_dim` alone, as itself: so k and k + 1 are adjacent in act
+// (one 32-bit load of a bfloat16 pair) and can be made adjacent in the packed weight.
+// The innermost such axis; none where the anchor has no such form.
+struct Bf16Pairing {
+  int reduce_axis = -1;
+  te::Op act;
+  te::Op weight;
+  int weight_dim = -1;  // the dimension of weight indexed by reduce_axis
+  int vec_dim = -1;     // the dimension of weight indexed by vec (the pack candidate's)
+};
+std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec);
+
 // An input of the anchor that a GPU block caches in shared memory (the GpuTile rule):
 // the anchor reads it (a placeholder, or a producer such as the padding, whose values
 // are computed as they are cached) at one list of indices, each affine in the anchor's

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <iterator>
 #include <thread>
 
@@ -91,6 +94,16 @@ std::string cpu_vector_isa() {
 #endif
 }
 
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+  return (a >> 5) & 1u;  // CPUID.(EAX=7,ECX=1):EAX[5], AVX512_BF16
+#else
+  return false;
+#endif
+}
+
 VectorFile vector_file(const std::string& isa) {
   if (isa == "avx512") return {32, 64};
   if (isa == "avx2") return {16, 32};
@@ -119,6 +132,7 @@ HostInfo probe_host() {
   if (const int n = whole_number_setting("BASIN_NUM_THREADS", 1, kMaxThreads)) h.cores = n;
   h.vector_isa = cpu_vector_isa();
   if (std::string narrower = vector_isa_setting(); !narrower.empty()) h.vector_isa = narrower;
+  h.bf16_dot = h.vector_isa == "avx512" && cpu_has_avx512_bf16();
   return h;
 }
 

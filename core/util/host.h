@@ -24,6 +24,9 @@ struct HostInfo {
   // compiled for it, and records name it: a kernel held to AVX2 is another machine's
   // program as far as latencies go).
   std::string vector_isa;
+  // Whether kernels may use AVX512-BF16's vdpbf16ps (pairs of bfloat16 products summed
+  // into float32): the CPU has it and vector_isa is avx512.
+  bool bf16_dot = false;
   // "AMD EPYC (family 26 model 2)": the name, and the numbers where there are some.
   std::string cpu() const;
   // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.

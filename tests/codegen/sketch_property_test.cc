@@ -138,5 +138,70 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
             << " with partial last tiles), no mismatch\n";
 }
 
+// The bfloat16 sketches (precision bf16, Sketch::bf16_pair): random configurations
+// compiled by LLVM (vdpbf16ps where the CPU has AVX512-BF16, the products as written
+// elsewhere) against the interpreter running the same program, which rounds the
+// operands to bfloat16 exactly; and within bfloat16's tolerance of the float32 default.
+TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::vector<Suite> suite = {
+      {"dense", "M=12 K=40 N=32", 8},
+      {"dense", "M=37 K=10 N=23", 6},  // guarded splits: partial last tiles
+      {"matmul", "M=16 K=24 N=48", 6},
+      {"batch_matmul", "B=3 M=8 K=12 N=16", 6},
+      {"conv2d_nchwc", "in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1", 6},
+      {"conv2d_nchwc", "in_channels=16 out_channels=32 block=16 height=8 width=8 kernel=1 stride=2", 4},
+      {"subgraph",
+       "graph=x0:float32[1,2,7,7,8]@-1:1;x1:float32[1,2,1,1,8,8]@-1:1;x2:float32[1,1,1,1,8]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
+       4},
+  };
+  int total = 0;
+  std::mt19937_64 rng(2027);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref =
+        run(g, in, [&](std::vector<NDArray*>& a) { interpret(lower_default(c.op, g.inputs, g.outputs), a); });
+    int sketches = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, true)) {
+      if (s.bf16_pair < 0) continue;
+      ++sketches;
+      for (int t = 0; t < c.per_sketch; ++t) {
+        sched::Config cfg = sched::random_config(s, rng);
+        LoweredFunc f = sched::lower_config(g, s, cfg);
+        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
+        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f)->run(a); });
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_LE(compare_arrays(got[i], oracle[i]).max_rel, 1e-5)
+              << c.op << " " << c.params << " " << sched::config_to_json(s, cfg) << "\n"
+              << to_string(f);
+          const double vs_f32 = compare_arrays(oracle[i], ref[i]).max_rel;
+          EXPECT_LE(vs_f32, sched::result_tolerance(s, 1e-4)) << c.op << " " << sched::config_to_json(s, cfg);
+          EXPECT_GT(vs_f32, 0.0) << "a bfloat16 program computed the float32 result exactly: " << c.op;
+        }
+        ++total;
+        if (HasFailure()) return;
+      }
+    }
+    EXPECT_GE(sketches, 2) << c.op << " " << c.params << " has no bfloat16 sketch";
+  }
+  EXPECT_GE(total, 80);
+  std::cout << "[ property ] " << total << " random bfloat16 configurations compiled by LLVM, no mismatch\n";
+}
+
+// A float32 sketch never offers bfloat16, and an anchor whose pair axis has an odd
+// extent (a 3x3 convolution over 3 channels, NCHW) has no bfloat16 sketch: it stays float32.
+TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
+  ops::OpGraph dense = ops::build_op("dense", parse("M=4 K=8 N=16"));
+  for (const sched::Sketch& s : sched::cpu_sketches(dense)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  ops::OpGraph odd = ops::build_op("dense", parse("M=4 K=7 N=16"));
+  for (const sched::Sketch& s : sched::cpu_sketches(odd, true)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  ops::OpGraph conv = ops::build_op("conv2d", parse("in_channels=3 out_channels=8 height=8 width=8 kernel=3"));
+  for (const sched::Sketch& s : sched::cpu_sketches(conv, true)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  ops::OpGraph soft = ops::build_op("softmax", parse("shape=4,16"));
+  EXPECT_EQ(sched::cpu_sketches(soft, true).size(), sched::cpu_sketches(soft).size());
+}
+
 }  // namespace
 }  // namespace basin

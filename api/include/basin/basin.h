@@ -104,7 +104,7 @@ struct TuneOptions {
   int first_batch = 0;         // programs of each task's first round; 0: 256 shared by the tasks, at least 4 each
   std::string strategy = "gradient";  // gradient, annealing, evolutionary, random
   std::string target = "llvm";        // llvm (this CPU) or cuda
-  std::string precision = "tf32";     // tf32, fp16, bf16 (cuda: tensor cores, products in that format) or fp32
+  std::string precision;  // "" (the target's default: f32 on llvm, tf32 on cuda), f32, bf16; cuda also tf32, fp16
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_log;  // one line per event; none when empty
@@ -138,7 +138,7 @@ class Network {
   // `precision` as in TuneOptions: only records of its programs are used (fp32 leaves out
   // the tensor-core programs' records, fp16 those of TF32 and BF16 ones).
   static Network compile(const Model& model, const std::string& records = "", const std::string& target = "llvm",
-                         const std::string& precision = "tf32");
+                         const std::string& precision = "");
   // A file written by save() or `basin compile`; it holds machine code, which runs as
   // the user: load only files you trust.
   static Network load(const std::string& path);
