@@ -61,6 +61,9 @@ struct CompiledNetwork::Impl {
     // Its parameters (inputs, then the output): element type and bytes. A loaded
     // network's steps are checked against them before anything runs.
     std::vector<std::pair<DType, int64_t>> params;
+    // "bf16" where its program multiplies bfloat16 inputs (a CPU bf16 sketch, a GPU
+    // tensor core at bf16), "fp16" or "tf32" on the GPU's tensor cores, else "f32".
+    std::string precision = "f32";
   };
   struct Step {
     int kernel = 0;
@@ -217,6 +220,9 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       std::vector<sched::Sketch> sketches = sched::sketches_of_every_precision(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
+      const std::string precision = s.bf16_pair >= 0                       ? "bf16"
+                                    : s.rule == sched::SketchRule::GpuMma ? s.mma_precision
+                                                                          : "f32";
       if (!cuda && !task.constant_inputs.empty())
         if (std::optional<ConstantPrologue> c = compile_constant_prologue(&f, task.constant_inputs))
           prepack[t] = std::move(*c);
@@ -231,12 +237,13 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       }
       if (cuda) {
         f.name = "task" + std::to_string(t);
-        m.kernels.push_back({task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops, params});
+        m.kernels.push_back(
+            {task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops, params, precision});
         gpu_funcs.push_back(std::move(f));
       } else {
         LlvmOptions lo;
         lo.keep_object = true;
-        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops, params});
+        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops, params, precision});
       }
     } catch (const Error& e) {
       throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
@@ -423,6 +430,7 @@ NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int 
     kp.task_key = k.task_key;
     kp.kernel = st.kernel;
     kp.flops = k.flops;
+    kp.precision = k.precision;
     for (int a : st.args) kp.bytes += m.slots[a].bytes();
     kp.us = 1e300;
   }
@@ -451,6 +459,12 @@ NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int 
 }
 
 const std::string& CompiledNetwork::name() const { return impl_->name; }
+int CompiledNetwork::kernels_of_precision(const std::string& precision) const {
+  int n = 0;
+  for (const auto& k : impl_->kernels) n += k.precision == precision;
+  return n;
+}
+
 const std::string& CompiledNetwork::target() const { return impl_->target; }
 const std::string& CompiledNetwork::cuda_arch() const { return impl_->arch; }
 std::string CompiledNetwork::compiled_for_cpu() const { return llvm_cpu_name(impl_->host); }
@@ -490,6 +504,7 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
                               {"task_key", k.task_key},
                               {"name", k.cuda_name},
                               {"flops", k.flops},
+                              {"precision", k.precision},
                               {"grid", {k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]}},
                               {"block", {k.launch.block[0], k.launch.block[1], k.launch.block[2]}}});
   } else {
@@ -497,6 +512,7 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
       h["kernels"].push_back({{"label", k.label},
                               {"task_key", k.task_key},
                               {"flops", k.flops},
+                              {"precision", k.precision},
                               {"offset", blob},
                               {"size", code(k).size()}});
       blob += static_cast<int64_t>(code(k).size());
@@ -628,7 +644,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
           l.block[d] = block[d];
         }
         m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
-                             k.at("name").get<std::string>(), l, k.value("flops", 0.0), params_of(k)});
+                             k.at("name").get<std::string>(), l, k.value("flops", 0.0), params_of(k),
+                             k.value("precision", "f32")});
       }
     } else {
       for (const auto& k : h.at("kernels")) {
@@ -639,7 +656,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
                              "",
                              {},
                              k.value("flops", 0.0),
-                             params_of(k)});
+                             params_of(k),
+                             k.value("precision", "f32")});
       }
     }
     std::vector<std::pair<size_t, size_t>> wb;

@@ -48,6 +48,7 @@ struct KernelProfile {
   double us = 0;      // the fastest of the rounds
   double flops = 0;   // floating-point operations of one launch
   int64_t bytes = 0;  // its tensors' sizes: every input read and the output written once
+  std::string precision = "f32";  // what its program multiplies: f32, bf16 (tf32, fp16 on the GPU)
 };
 struct NetworkProfile {
   std::vector<KernelProfile> launches;  // in run order
@@ -88,6 +89,9 @@ class CompiledNetwork {
   NetworkProfile profile(const std::vector<NDArray>& inputs, int rounds);
 
   const std::string& name() const;
+  // The distinct kernels whose programs multiply in `precision` ("f32", "bf16", ...):
+  // at --precision bf16 the others kept float32 (faster, or no bfloat16 form).
+  int kernels_of_precision(const std::string& precision) const;
   const std::string& target() const;     // "llvm" or "cuda"
   const std::string& cuda_arch() const;  // "sm_90" for the cuda target
   // The CPU it was compiled, and its kernels tuned, for (llvm target: LLVM's name,

@@ -335,16 +335,17 @@ int run_compile(const NetOptions& o) {
                       {"tensor_bytes", net.tensor_bytes()},
                       {"weight_bytes", net.weight_bytes()},
                       {"packed_weights", net.packed_weights()},
+                      {"bf16_kernels", net.kernels_of_precision("bf16")},
                       {"untuned_tasks", untuned}};
   if (net.target() == "cuda") j["arch"] = net.cuda_arch();
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf(
-        "wrote %s: %d kernels, %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f MiB, %zu untuned "
-        "tasks\n",
-        o.out.c_str(), net.kernels(), net.launches(), net.arena_bytes() / 1048576.0, net.tensor_bytes() / 1048576.0,
-        net.weight_bytes() / 1048576.0, untuned.size());
+        "wrote %s: %d kernels (%d bf16), %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f MiB, "
+        "%zu untuned tasks\n",
+        o.out.c_str(), net.kernels(), net.kernels_of_precision("bf16"), net.launches(), net.arena_bytes() / 1048576.0,
+        net.tensor_bytes() / 1048576.0, net.weight_bytes() / 1048576.0, untuned.size());
   }
   return 0;
 }
@@ -399,7 +400,8 @@ int run_profile(const NetOptions& o) {
                         {"share", p.run_us > 0 ? k.us / p.run_us : 0.0},
                         {"gflops", k.us > 0 ? k.flops / k.us / 1e3 : 0.0},
                         {"bytes", k.bytes},
-                        {"kernel", k.kernel}};
+                        {"kernel", k.kernel},
+                        {"precision", k.precision}};
     e["peak_share"] = peak > 0 ? e["gflops"].get<double>() / peak : 0.0;
     if (store) {
       auto it = trials_of.find(k.task_key);
@@ -425,16 +427,16 @@ int run_profile(const NetOptions& o) {
   }
   std::printf("%s: %zu launches of %d kernels, %d threads, peak %.0f GFLOP/s (measured)\n", o.model.c_str(),
               p.launches.size(), net.kernels(), threads, peak);
-  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned",
-              "trials", "task");
+  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s %5s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned",
+              "trials", "prec", "task");
   for (size_t i = 0; i < launches.size(); ++i) {
     const auto& e = launches[i];
     std::string tuned = e["tuned"].is_null() ? "-" : (e["tuned"].get<bool>() ? "yes" : "no");
     std::string trials = e.contains("trials") ? std::to_string(e["trials"].get<int64_t>()) : "-";
-    std::printf("%4zu %10.1f %5.1f%% %8.1f %5.1f%% %10.1f %6s %7s  %s\n", i, e["us"].get<double>(),
+    std::printf("%4zu %10.1f %5.1f%% %8.1f %5.1f%% %10.1f %6s %7s %5s  %s\n", i, e["us"].get<double>(),
                 100 * e["share"].get<double>(), e["gflops"].get<double>(), 100 * e["peak_share"].get<double>(),
                 e["bytes"].get<int64_t>() / 1024.0, tuned.c_str(), trials.c_str(),
-                e["task"].get<std::string>().c_str());
+                e["precision"].get<std::string>().c_str(), e["task"].get<std::string>().c_str());
   }
   std::printf("kernels %.1f us, outside kernels %.1f us (%.1f%%), whole run %.1f us\n", p.kernels_us, outside,
               p.run_us > 0 ? 100 * outside / p.run_us : 0.0, p.run_us);
