@@ -32,6 +32,7 @@
 #include "core/expr/analyzer.h"
 #include "core/ir/version_tiles.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 
 namespace basin::codegen {
 
@@ -54,7 +55,7 @@ bool may_fault(const Expr& e, bool loads_in_bounds = false) {
 class Emitter {
  public:
   Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const LlvmOptions& opt)
-      : ctx_(ctx), mod_(mod), b_(ctx), bf16_dot_(opt.bf16_dot) {
+      : ctx_(ctx), mod_(mod), b_(ctx), bf16_dot_(this_host().bf16_dot) {
     if (opt.contract_fma) {
       llvm::FastMathFlags fmf;
       fmf.setAllowContract(true);
@@ -1273,7 +1274,9 @@ class Emitter {
   llvm::Value* mask_ = nullptr;   // lanes enabled where a vector load sits (null: all)
   bool loads_in_bounds_ = false;  // inside the pragma kGuardedLoadsInBounds
   bool in_parallel_ = false;      // inside an outlined parallel body
-  bool bf16_dot_ = false;         // LlvmOptions::bf16_dot
+  // Stores under kBf16DotPragma as vdpbf16ps: the JIT's target is this CPU, which has
+  // AVX512-BF16 (HostInfo::bf16_dot); otherwise they are emitted as written.
+  bool bf16_dot_ = false;
   int outlined_ = 0;
   std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
   std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point

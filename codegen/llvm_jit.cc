@@ -257,7 +257,6 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
   auto t0 = std::chrono::steady_clock::now();
   SharedJit& sj = shared_jit();
   LlvmOptions opt = options;
-  opt.bf16_dot = this_host().bf16_dot;
   if (const char* lvl = std::getenv("BASIN_LLVM_OPT")) opt.opt_level = std::atoi(lvl);  // for experiments
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->params = f.params;

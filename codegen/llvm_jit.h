@@ -32,9 +32,6 @@ struct LlvmOptions {
   // A program emitted with more LLVM instructions than this is refused (Error) before it
   // is optimized; 0: no limit. The measurer sets it while tuning (MeasureOptions).
   int64_t max_instructions = 0;
-  // Stores under kBf16DotPragma (core/ir/stmt.h) as vdpbf16ps: set by compile_llvm
-  // where the target has AVX512-BF16 (HostInfo::bf16_dot); otherwise as written.
-  bool bf16_dot = false;
 };
 
 class LlvmKernel {

@@ -203,9 +203,7 @@ void calibrate_if_new(const NetOptions& o, double& budget_seconds) {
 }
 
 int run_tune(const NetOptions& o) {
-  sched::resolve_precision(o.target, o.precision);
-  if (const std::string note = sched::precision_note(o.target, o.precision); !note.empty() && !o.quiet)
-    std::fprintf(stderr, "basin: %s\n", note.c_str());
+  check_precision_option(o.target, o.precision, o.quiet);
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
@@ -318,7 +316,7 @@ int run_tune(const NetOptions& o) {
 }
 
 int run_compile(const NetOptions& o) {
-  sched::resolve_precision(o.target, o.precision);
+  check_precision_option(o.target, o.precision, /*quiet=*/true);
   if (o.out.empty()) throw ParseError("give the output file: -o OUT");
   const std::vector<std::string> reads = {o.model, o.records};
   check_output_path(o.out, reads);  // before the work, not after it
@@ -546,10 +544,7 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
       ->required();
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
-  cmd->add_option("--precision", o->precision,
-"f32 (float32 programs only) or bf16 (the matrix products and convolutions may multiply bfloat16 "
-                  "inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on cuda; float32 where that is faster); "
-                  "on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
+  add_precision_option(cmd, o->precision);
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
   cmd->add_option(

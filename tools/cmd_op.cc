@@ -76,10 +76,7 @@ int run_op(const OpOptions& o) {
   // The program: the given configuration, else the default configuration of the default
   // sketch (sched::default_sketch; the interpreter target runs the plain default schedule).
   const bool cuda = target == "cuda";
-  if (target != "interpreter") {
-    const std::string note = sched::precision_note(target, o.precision);
-    if (!note.empty()) std::fprintf(stderr, "basin: %s\n", note.c_str());
-  }
+  if (target != "interpreter") check_precision_option(target, o.precision, false);
   std::vector<sched::Sketch> sketches = target == "interpreter" ? sched::cpu_sketches(g)
                                                                  : sched::sketches_for(g, target, o.precision);
   if (cuda && sketches.empty()) throw Error("operator '" + op + "' has no GPU sketch yet (its stages share no rows)");
@@ -261,9 +258,7 @@ void add_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--tolerance", o->tolerance,
                   "largest accepted max relative error (against LibTorch at least 5e-3 for a TF32 or FP16 program, "
                   "3e-2 for BF16)");
-  cmd->add_option("--precision", o->precision,
-                  "f32 or bf16 (products of bfloat16 inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on "
-                  "cuda); on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
+  add_precision_option(cmd, o->precision);
   cmd->add_option("--emit", o->emit,
                   "also print the program: ir (loop IR), c (C source), llvm (optimized LLVM IR), asm (the "
                   "llvm target's machine code) or cuda (CUDA C)")

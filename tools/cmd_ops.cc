@@ -1,9 +1,11 @@
 // `basin ops`, `basin workloads` and `basin strategies`: what basin knows.
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "core/ops/registry.h"
 #include "core/ops/workloads.h"
+#include "core/schedule/sketch.h"
 #include "core/util/error.h"
 #include "search/strategy.h"
 #include "tools/commands.h"
@@ -90,6 +92,19 @@ void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& descripti
       return "'" + v + "' is not an integer from 0 to 18446744073709551615";
     return "";
   });
+}
+
+void add_precision_option(CLI::App* cmd, std::string& precision) {
+  cmd->add_option("--precision", precision,
+                  "f32 (float32 programs only) or bf16 (the matrix products and convolutions may multiply bfloat16 "
+                  "inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on cuda; float32 where that is faster); "
+                  "on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
+}
+
+void check_precision_option(const std::string& target, const std::string& precision, bool quiet) {
+  sched::resolve_precision(target, precision);
+  const std::string note = sched::precision_note(target, precision);
+  if (!note.empty() && !quiet) std::fprintf(stderr, "basin: %s\n", note.c_str());
 }
 
 std::string check_strategy_spec(const std::string& spec) {

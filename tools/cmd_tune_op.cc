@@ -256,9 +256,7 @@ void print_run(const TuneOpOptions& o, const Run& run) {
 }
 
 int run_tune_op(const TuneOpOptions& o) {
-  sched::resolve_precision(o.target, o.precision);
-  if (const std::string note = sched::precision_note(o.target, o.precision); !note.empty())
-    std::fprintf(stderr, "basin: %s\n", note.c_str());
+  check_precision_option(o.target, o.precision, false);
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0 || o.batch > kMaxBatch)
@@ -356,10 +354,7 @@ void add_tune_op_command(CLI::App& app, Runner& run) {
   cmd->add_option("--param", o->params, "operator parameter K=V (repeatable)")->take_all();
   cmd->add_option("--target", o->target, "llvm (the CPU) or cuda (GPU 0; needs a GPU)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
-  cmd->add_option("--precision", o->precision,
-"f32 (float32 programs only) or bf16 (the matrix products and convolutions may multiply bfloat16 "
-                  "inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on cuda; float32 where that is faster); "
-                  "on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
+  add_precision_option(cmd, o->precision);
   cmd->add_option("--strategy", o->strategy,
                   "gradient, annealing, evolutionary or random, with options as NAME:KEY=VALUE (`basin strategies`); "
                   "several, comma-separated (gradient,annealing): "

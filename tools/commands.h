@@ -44,6 +44,13 @@ void add_timeout_option(CLI::App* cmd, double& timeout);
 // (negative, larger, not a number) is an error naming the flag, never clamped.
 void add_seed_option(CLI::App* cmd, uint64_t& seed, const std::string& description);
 
+// --precision (sched::resolve_precision): the same help on every command.
+void add_precision_option(CLI::App* cmd, std::string& precision);
+// Checks `precision` on `target` (one error line for one it cannot run) and, unless
+// quiet, prints sched::precision_note's line where there is one (bf16 on a CPU without
+// AVX512-BF16).
+void check_precision_option(const std::string& target, const std::string& precision, bool quiet);
+
 // "" when `spec` names a strategy with valid options (search::make_strategy), else why
 // not: a CLI11 validator's answer.
 std::string check_strategy_spec(const std::string& spec);

@@ -62,7 +62,8 @@ uint16_t bf16_bits(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   if (std::isnan(x)) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  std::memcpy(&u, &(x = round_to_bf16(x)), 4);
+  const float r = round_to_bf16(x);
+  std::memcpy(&u, &r, 4);
   return static_cast<uint16_t>(u >> 16);
 }
 

@@ -141,6 +141,60 @@ struct Tiles {
   Expr guard;  // full < extent, for a guarded split whose last tile is partial
 };
 
+// A stage's loop nest over `vars` (extents `extents`), parallel over its outermost axis
+// of more than one iteration (a convolution's padded input has a batch of 1: its channels).
+Stmt stage_loops(const std::vector<Var>& vars, const std::vector<int64_t>& extents, Stmt body) {
+  size_t par = 0;
+  while (par + 1 < extents.size() && extents[par] <= 1) ++par;
+  for (size_t x = vars.size(); x-- > 0;)
+    body = loop(vars[x], Expr(extents[x]), body, x == par ? ForKind::Parallel : ForKind::Serial);
+  return body;
+}
+
+// The repacking of input w, read along its dimension d by the vectorized axis (tiles tv,
+// `split` its split): packed[o, rest..., l] = w[..., o * t + l, ...], t the vector tile.
+// A guarded axis packs every row its tiles read, those past the extent zeros: the
+// computation reads them unmasked. With pair_dim >= 0 (bfloat16 pairs, Sketch::bf16_pair)
+// that dimension is halved and a last one of 2 added, the values rounded to bfloat16:
+// packed[o, .., kp, .., l, q] = bf16(w[.., o * t + l, .., 2 kp + q, ..]). Returns the
+// parallel nest; the buffer in *packed.
+Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const SplitSpec& split, Buffer* packed) {
+  const Expr t = tv.f[3];
+  const DType dtype = pair_dim >= 0 ? DType::bf16() : w.buffer->dtype;
+  auto extent = [&](size_t x) { return static_cast<int>(x) == pair_dim ? w.shape[x] / 2 : w.shape[x]; };
+  std::vector<Expr> shape = {split.guarded ? tv.f[0] * tv.f[1] * tv.f[2] : floordiv(Expr(w.shape[d]), t)};
+  for (size_t x = 0; x < w.shape.size(); ++x)
+    if (static_cast<int>(x) != d) shape.push_back(Expr(extent(x)));
+  shape.push_back(t);
+  if (pair_dim >= 0) shape.push_back(Expr(2));
+  shape = simplified(shape);
+  *packed = make_buffer(w.name + "_packed", dtype, shape, MemScope::Global);
+  Var o("pack.o"), l("pack.l"), q("pack.q");
+  std::vector<Var> xs;
+  std::vector<Expr> src, dst = {o};
+  for (size_t x = 0; x < w.shape.size(); ++x) {
+    if (static_cast<int>(x) == d) {
+      src.push_back(Expr(o) * t + l);
+      continue;
+    }
+    xs.push_back(Var("pack." + std::to_string(x)));
+    src.push_back(static_cast<int>(x) == pair_dim ? Expr(xs.back()) * 2 + q : Expr(xs.back()));
+    dst.push_back(xs.back());
+  }
+  dst.push_back(l);
+  if (pair_dim >= 0) dst.push_back(q);
+  Expr value = load(w.buffer, src);
+  if (tv.guard.defined()) value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
+  Stmt st = pair_dim >= 0 ? loop(q, Expr(2), make_store(*packed, dst, cast(dtype, value)))
+                          : make_store(*packed, dst, value);
+  st = loop(l, t, st);
+  for (size_t x = xs.size(); x-- > 0;) {
+    const size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
+    st = loop(xs[x], Expr(extent(dim)), st);
+  }
+  return loop(o, shape[0], st, ForKind::Parallel);
+}
+
 Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf, bool fuse) {
   AnchorInfo info = *analyze_anchor(task);
   const te::OpNode& a = *info.anchor;
@@ -191,8 +245,10 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   std::vector<Stmt> prologue;
   std::vector<Buffer> staged;
   Buffer packed;
-  Stmt pack_nest;
   const bool bf16 = s.bf16_pair >= 0;
+  const Tiles& tv = sp[vec];
+  // The vector tile's index in the packed input.
+  const Expr vec_tile = (tv.e0 * tv.f[1] + tv.v[1]) * tv.f[2] + tv.v[2];
   if (s.pack && !bf16) {
     const AnchorInfo::PackCandidate* pc = nullptr;
     for (const auto& c : info.pack_candidates)
@@ -201,54 +257,18 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
         break;
       }
     BASIN_CHECK(pc) << "sketch " << s.name << " packs an axis with no candidate input";
-    const te::OpNode& w = *pc->input;
-    int d = pc->dim;
-    Expr t = sp[vec].f[3];
-    // A guarded axis packs every row its tiles read, those past the extent zeros: the
-    // computation reads them unmasked.
-    Expr rows = s.splits[vec].guarded ? sp[vec].f[0] * sp[vec].f[1] * sp[vec].f[2] : floordiv(Expr(w.shape[d]), t);
-    std::vector<Expr> shape = {rows};
-    for (size_t x = 0; x < w.shape.size(); ++x)
-      if (static_cast<int>(x) != d) shape.push_back(Expr(w.shape[x]));
-    shape.push_back(t);
-    shape = simplified(shape);
-    packed = make_buffer(w.name + "_packed", w.buffer->dtype, shape, MemScope::Global);
-    const Tiles& tv = sp[vec];
-    Expr outer = (tv.e0 * tv.f[1] + tv.v[1]) * tv.f[2] + tv.v[2];
-    body = retarget_loads(body, w.buffer.get(), packed, [&](const std::vector<Expr>& idx) {
-      std::vector<Expr> r = {outer};
+    const int d = pc->dim;
+    prologue.push_back(pack_input(*pc->input, d, -1, tv, s.splits[vec], &packed));
+    body = retarget_loads(body, pc->input->buffer.get(), packed, [&](const std::vector<Expr>& idx) {
+      std::vector<Expr> r = {vec_tile};
       for (size_t x = 0; x < idx.size(); ++x)
         if (static_cast<int>(x) != d) r.push_back(idx[x]);
       r.push_back(tv.v[3]);
       return r;
     });
-    // The packing nest: packed[o, rest..., l] = w[..., o * t + l, ...].
-    Var o("pack.o"), l("pack.l");
-    std::vector<Var> xs;
-    std::vector<Expr> src, dst = {o};
-    for (size_t x = 0; x < w.shape.size(); ++x) {
-      if (static_cast<int>(x) == d) {
-        src.push_back(Expr(o) * t + l);
-      } else {
-        xs.push_back(Var("pack." + std::to_string(x)));
-        src.push_back(xs.back());
-        dst.push_back(xs.back());
-      }
-    }
-    dst.push_back(l);
-    Expr value = load(w.buffer, src);
-    if (sp[vec].guard.defined())
-      value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
-    Stmt st = loop(l, t, make_store(packed, dst, value));
-    for (size_t x = xs.size(); x-- > 0;) {
-      size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
-      st = loop(xs[x], Expr(w.shape[dim]), st);
-    }
-    prologue.push_back(loop(o, shape[0], st, ForKind::Parallel));
   }
   // bfloat16 pairs (Sketch::bf16_pair): the activation copied to bfloat16 (its
-  // producers computed into the copy), the weight packed to bfloat16 pairs
-  // [o][its other dims, the paired one halved][l][q] = w[..., o * t + l, ..., 2 kp + q, ...].
+  // producers computed into the copy), the weight packed to bfloat16 pairs.
   std::optional<Bf16Pairing> pairing;
   Buffer act_bf;
   if (bf16) {
@@ -273,61 +293,16 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       for (const te::Op& pr : info.producers) all.insert(pr.get());
       aval = inline_stages(act.body, all);
     }
-    std::vector<Expr> aidx(av.begin(), av.end());
-    Stmt st = make_store(act_bf, aidx, cast(DType::bf16(), aval));
-    size_t par = 0;
-    while (par + 1 < act.shape.size() && act.shape[par] <= 1) ++par;
-    for (size_t x = av.size(); x-- > 0;)
-      st = loop(av[x], Expr(act.shape[x]), st, x == par ? ForKind::Parallel : ForKind::Serial);
-    prologue.push_back(st);
+    prologue.push_back(
+        stage_loops(av, act.shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
     staged.push_back(act_bf);
-
-    const te::OpNode& w = *pairing->weight;
-    const int d = pairing->vec_dim, dk = pairing->weight_dim;
-    Expr t = sp[vec].f[3];
-    Expr rows = s.splits[vec].guarded ? sp[vec].f[0] * sp[vec].f[1] * sp[vec].f[2] : floordiv(Expr(w.shape[d]), t);
-    std::vector<Expr> shape = {rows};
-    for (size_t x = 0; x < w.shape.size(); ++x)
-      if (static_cast<int>(x) != d) shape.push_back(Expr(static_cast<int>(x) == dk ? w.shape[x] / 2 : w.shape[x]));
-    shape.push_back(t);
-    shape.push_back(Expr(2));
-    packed = make_buffer(w.name + "_packed", DType::bf16(), simplified(shape), MemScope::Global);
-    Var o("pack.o"), l("pack.l"), q("pack.q");
-    std::vector<Var> xs;
-    std::vector<Expr> src, dst = {o};
-    for (size_t x = 0; x < w.shape.size(); ++x) {
-      if (static_cast<int>(x) == d) {
-        src.push_back(Expr(o) * t + l);
-        continue;
-      }
-      xs.push_back(Var("pack." + std::to_string(x)));
-      src.push_back(static_cast<int>(x) == dk ? Expr(xs.back()) * 2 + q : Expr(xs.back()));
-      dst.push_back(xs.back());
-    }
-    dst.push_back(l);
-    dst.push_back(q);
-    Expr value = load(w.buffer, src);
-    if (sp[vec].guard.defined())
-      value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
-    Stmt pst = loop(l, t, loop(q, Expr(2), make_store(packed, dst, cast(DType::bf16(), value))));
-    for (size_t x = xs.size(); x-- > 0;) {
-      size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
-      pst = loop(xs[x], Expr(dim == static_cast<size_t>(dk) ? w.shape[dim] / 2 : w.shape[dim]), pst);
-    }
-    prologue.push_back(loop(o, shape[0], pst, ForKind::Parallel));
+    prologue.push_back(pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
   }
   if (!s.inline_producers && !bf16) {
     for (const te::Op& pr : info.producers) {
-      std::vector<Expr> idx;
-      for (const te::IterVar& iv : pr->axes) idx.push_back(iv.var);
-      Stmt st = make_store(pr->buffer, idx, pr->body);
-      // Parallel over its outermost axis of more than one iteration (a convolution's
-      // padded input has a batch of 1: its channels).
-      size_t par = 0;
-      while (par + 1 < pr->axes.size() && pr->axes[par].extent <= 1) ++par;
-      for (size_t x = pr->axes.size(); x-- > 0;)
-        st = loop(pr->axes[x].var, Expr(pr->axes[x].extent), st, x == par ? ForKind::Parallel : ForKind::Serial);
-      prologue.push_back(st);
+      std::vector<Var> vars;
+      for (const te::IterVar& iv : pr->axes) vars.push_back(iv.var);
+      prologue.push_back(stage_loops(vars, pr->shape, make_store(pr->buffer, {vars.begin(), vars.end()}, pr->body)));
       staged.push_back(pr->buffer);
     }
   }
@@ -386,29 +361,22 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
 
   // The accumulator's padded elements are never written back.
   Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)), false);
-  Stmt update = bf16 ? Stmt() : make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
-  if (bf16) {
+  Stmt update;
+  if (!bf16) {
+    update = make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
+  } else {
     // acc += act[k = 2 kp + 1] w[.., kp, .., l, 1], then act[2 kp] w[.., kp, .., l, 0]: one
-    // vdpbf16ps per vector (kBf16DotPragma), the reduction axis replaced by its pair kp.
-    const Var& r = a.reduce_axes[static_cast<size_t>(s.bf16_pair)].var;
-    Expr al, wl;
-    for (size_t i = 0; i < 2; ++i) {
-      const Expr& f = a.body.arg(i);
-      if (f->buffer.get() == pairing->weight->buffer.get() && !wl.defined()) wl = f;
-      else al = f;
-    }
-    const Tiles& tv = sp[vec];
-    Expr outer = (tv.e0 * tv.f[1] + tv.v[1]) * tv.f[2] + tv.v[2];
-    Var kp("bf16.kp");
-    VarMap mk = m;
-    mk[kp.id()] = rfull[static_cast<size_t>(s.bf16_pair)];
+    // vdpbf16ps per vector (kBf16DotPragma), the reduction axis k replaced by its pair kp.
+    const size_t j = static_cast<size_t>(s.bf16_pair);
     std::vector<Expr> products;
     for (int64_t q : {1, 0}) {
-      std::vector<Expr> ai, wi = {outer};
-      for (const Expr& x : al->args) ai.push_back(substitute(substitute(x, {{r.id(), Expr(kp) * 2 + q}}), mk));
-      for (size_t x = 0; x < wl->args.size(); ++x) {
+      VarMap mq = m;
+      mq[a.reduce_axes[j].var.id()] = rfull[j] * 2 + q;
+      std::vector<Expr> ai, wi = {vec_tile};
+      for (const Expr& x : pairing->act_load->args) ai.push_back(substitute(x, mq));
+      for (size_t x = 0; x < pairing->weight_load->args.size(); ++x) {
         if (static_cast<int>(x) == pairing->vec_dim) continue;
-        wi.push_back(static_cast<int>(x) == pairing->weight_dim ? mk[kp.id()] : substitute(wl->args[x], m));
+        wi.push_back(static_cast<int>(x) == pairing->weight_dim ? rfull[j] : substitute(pairing->weight_load->args[x], m));
       }
       wi.push_back(tv.v[3]);
       wi.push_back(Expr(q));

@@ -110,22 +110,27 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
       vec_pack.push_back({c.axis, true});
     }
   }
+  // The choices every anchor sketch makes; the caller names it.
+  auto sketch = [&](int vec, bool pack, int acc, bool inl) {
+    Sketch s;
+    s.rule = SketchRule::Anchor;
+    s.splits = splits;
+    s.splits[vec].vectorized = true;
+    s.vec_axis = vec;
+    s.vector_operand_axes = vector_operand_axes(a, vec);
+    s.vector_operand_strided = !pack && !reads_contiguously(a, vec);
+    s.pack = pack;
+    s.acc_level = acc;
+    s.inline_producers = inl;
+    return s;
+  };
   std::vector<Sketch> out;
   std::unordered_set<std::string> seen;
   for (auto [vec, pack] : vec_pack) {
     for (int acc : {2, 1}) {
       for (bool inl : {true, false}) {
         if (!inl && info.producers.empty()) continue;
-        Sketch s;
-        s.rule = SketchRule::Anchor;
-        s.splits = splits;
-        s.splits[vec].vectorized = true;
-        s.vec_axis = vec;
-        s.vector_operand_axes = vector_operand_axes(a, vec);
-        s.vector_operand_strided = !pack && !reads_contiguously(a, vec);
-        s.pack = pack;
-        s.acc_level = acc;
-        s.inline_producers = inl;
+        Sketch s = sketch(vec, pack, acc, inl);
         s.name = "tile.vec=" + sn[vec] + (pack ? ".pack" : "") + ".acc" + std::to_string(acc) +
                  (info.producers.empty() ? "" : (inl ? ".inline" : ".stage"));
         if (seen.insert(s.name).second) out.push_back(s);
@@ -137,20 +142,11 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
       if (!pack) continue;
       std::optional<Bf16Pairing> p = bf16_pairing(info, vec);
       if (!p) continue;
+      const size_t r = static_cast<size_t>(p->reduce_axis);
       for (int acc : {2, 1}) {
-        Sketch s;
-        s.rule = SketchRule::Anchor;
-        s.splits = splits;
-        const size_t j = a.axes.size() + static_cast<size_t>(p->reduce_axis);
-        s.splits[j] = make_split(rn[static_cast<size_t>(p->reduce_axis)] + "2",
-                                 a.reduce_axes[static_cast<size_t>(p->reduce_axis)].extent / 2, 1);
-        s.splits[vec].vectorized = true;
-        s.vec_axis = vec;
-        s.vector_operand_axes = vector_operand_axes(a, vec);
-        s.pack = true;
+        Sketch s = sketch(vec, true, acc, false);
+        s.splits[a.axes.size() + r] = make_split(rn[r] + "2", a.reduce_axes[r].extent / 2, 1);
         s.bf16_pair = p->reduce_axis;
-        s.acc_level = acc;
-        s.inline_producers = false;
         s.name = "tile.bf16.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
         if (seen.insert(s.name).second) out.push_back(s);
       }

@@ -345,6 +345,8 @@ std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
     p.weight = pc->input;
     p.weight_dim = wd;
     p.vec_dim = pc->dim;
+    p.act_load = al;
+    p.weight_load = wl;
     return p;
   }
   return std::nullopt;

@@ -39,6 +39,7 @@ struct Bf16Pairing {
   te::Op weight;
   int weight_dim = -1;  // the dimension of weight indexed by reduce_axis
   int vec_dim = -1;     // the dimension of weight indexed by vec (the pack candidate's)
+  Expr act_load, weight_load;  // the anchor body's two factors
 };
 std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec);
 

@@ -35,6 +35,25 @@ std::vector<NDArray> run(const ops::OpGraph& g, std::vector<NDArray>& in,
   return out;
 }
 
+// The operator's default schedule, interpreted: the float32 reference.
+std::vector<NDArray> default_outputs(const Suite& c, const ops::OpGraph& g, std::vector<NDArray>& in) {
+  return run(g, in, [&](std::vector<NDArray*>& a) { interpret(lower_default(c.op, g.inputs, g.outputs), a); });
+}
+
+// One configuration lowered, then run by the interpreter (the oracle) and compiled by LLVM.
+struct BothEngines {
+  LoweredFunc f;
+  std::vector<NDArray> oracle, got;
+};
+BothEngines run_both(const ops::OpGraph& g, const sched::Sketch& s, const sched::Config& cfg,
+                     std::vector<NDArray>& in) {
+  BothEngines r;
+  r.f = sched::lower_config(g, s, cfg);
+  r.oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(r.f, a); });
+  r.got = run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(r.f)->run(a); });
+  return r;
+}
+
 TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
   if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
   const std::vector<Suite> suite = {
@@ -105,8 +124,7 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
   for (const Suite& c : suite) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
     std::vector<NDArray> in = codegen::random_inputs(g, 3);
-    std::vector<NDArray> ref =
-        run(g, in, [&](std::vector<NDArray*>& a) { interpret(lower_default(c.op, g.inputs, g.outputs), a); });
+    std::vector<NDArray> ref = default_outputs(c, g, in);
     for (const sched::Sketch& s : sched::cpu_sketches(g)) {
       for (int t = 0; t < c.per_sketch; ++t) {
         sched::Config cfg = sched::random_config(s, rng);
@@ -117,9 +135,7 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
           has_partial |= s.splits[i].extent % prod != 0;
         }
         partial += has_partial;
-        LoweredFunc f = sched::lower_config(g, s, cfg);
-        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
-        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f)->run(a); });
+        auto [f, oracle, got] = run_both(g, s, cfg, in);
         for (size_t i = 0; i < got.size(); ++i) {
           ErrorStats vs_oracle = compare_arrays(got[i], oracle[i]);
           ErrorStats vs_default = compare_arrays(oracle[i], ref[i]);
@@ -161,17 +177,14 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
   for (const Suite& c : suite) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
     std::vector<NDArray> in = codegen::random_inputs(g, 3);
-    std::vector<NDArray> ref =
-        run(g, in, [&](std::vector<NDArray*>& a) { interpret(lower_default(c.op, g.inputs, g.outputs), a); });
+    std::vector<NDArray> ref = default_outputs(c, g, in);
     int sketches = 0;
     for (const sched::Sketch& s : sched::cpu_sketches(g, true)) {
       if (s.bf16_pair < 0) continue;
       ++sketches;
       for (int t = 0; t < c.per_sketch; ++t) {
         sched::Config cfg = sched::random_config(s, rng);
-        LoweredFunc f = sched::lower_config(g, s, cfg);
-        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
-        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f)->run(a); });
+        auto [f, oracle, got] = run_both(g, s, cfg, in);
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_LE(compare_arrays(got[i], oracle[i]).max_rel, 1e-5)
               << c.op << " " << c.params << " " << sched::config_to_json(s, cfg) << "\n"
