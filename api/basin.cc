@@ -179,6 +179,8 @@ Network Network::compile(const Model& model, const std::string& records, const s
   n.impl_ = std::make_shared<Impl>();
   n.impl_->net = codegen::CompiledNetwork::compile(m.graph, m.partition, choices, target);
   n.impl_->untuned = static_cast<int>(untuned.size());
+  n.impl_->net.set_accuracy(codegen::measure_accuracy(m.graph, n.impl_->net,
+                                                      codegen::random_inputs(n.impl_->net.inputs()), "random inputs"));
   return n;
 }
 
@@ -193,6 +195,18 @@ void Network::save(const std::string& path) const { impl_->net.save(path); }
 std::vector<TensorSpec> Network::inputs() const { return specs(impl_->net.inputs()); }
 std::vector<TensorSpec> Network::outputs() const { return specs(impl_->net.outputs()); }
 int Network::untuned_tasks() const { return impl_->untuned; }
+int Network::bf16_kernels() const { return impl_->net.kernels_of_precision("bf16"); }
+Accuracy Network::accuracy() const {
+  const codegen::Accuracy& a = impl_->net.accuracy();
+  Accuracy r;
+  r.measured = a.measured;
+  r.note = a.note;
+  r.max_rel_error = a.max_rel;
+  r.max_abs_error = a.max_abs;
+  r.top1_agree = a.top1_agree;
+  r.top1_rows = a.top1_rows;
+  return r;
+}
 
 std::vector<Tensor> Network::run(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> out;

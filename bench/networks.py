@@ -13,6 +13,17 @@ same input and the same threads:
   on AVX-512-BF16 CPUs is bf16; INFERENCE_NUM_THREADS), PyTorch eager, torch.compile
   (default) and torch.compile with Inductor's `freezing` (its inference setting).
 
+--precision bf16 compares what users run on a bfloat16 CPU: basin tunes, compiles and
+runs with `--precision bf16`; OpenVINO runs at its default precision (read back from the
+compiled model and printed: bf16 on AVX512-BF16 CPUs); PyTorch eager and torch.compile
+run under `torch.autocast("cpu", dtype=torch.bfloat16)`; ONNX Runtime has no bfloat16
+CPU path and runs float32. Each peer's precision is in results.json and the table.
+
+Accuracy: besides the timing input, --accuracy-inputs further inputs (random, seeded; an
+integer input random within its range) run through every runtime; results.json and the
+accuracy table give each one's max relative error against PyTorch eager in float32 over
+them all, and for classifiers (an output [1, C]) on how many the top-1 class agrees.
+
 Every output is compared with PyTorch eager's (max relative error: the largest absolute
 difference over the largest magnitude). The host's speed drifts over minutes, so the
 figures of the table and the plot come from a final head-to-head: the network compiled
@@ -26,7 +37,8 @@ Run with the peers' Python (bench/peers/setup.sh):
 
     .cache/peers/bin/python bench/networks.py [--models resnet18,mobilenet_v2,...] [--budget 4m]
         [--segments 30s,1m,2m,4m] [--threads 2] [--repeat 30] [--rounds 5] [--out DIR] [--basin build/bin/basin]
-        [--peers ort,openvino,eager,compile,compile_freezing] [--table-from results.json]
+        [--peers ort,openvino,eager,compile,compile_freezing] [--precision f32|bf16] [--accuracy-inputs 8]
+        [--table-from results.json]
 
 --table-from prints the table of an earlier run's results.json and draws its plot to --out.
 """
@@ -99,13 +111,14 @@ def time_calls(fn, repeat):
     return min(ts) * 1e3, float(np.median(ts)) * 1e3
 
 
-def run_peer(peer, model, args, onnx_path, threads, repeat):
-    out, fn = make_peer(peer, model, args, onnx_path, threads)
-    return out, time_calls(fn, repeat), fn
+def run_peer(peer, model, args, onnx_path, threads, repeat, precision):
+    out, fn, infer, prec = make_peer(peer, model, args, onnx_path, threads, precision)
+    return out, time_calls(fn, repeat), fn, infer, prec
 
 
-def make_peer(peer, model, args, onnx_path, threads):
-    """The peer's output and a function that runs it once."""
+def make_peer(peer, model, args, onnx_path, threads, precision):
+    """The peer's output, a function that runs it once, one that runs it on other
+    inputs (a tuple of tensors) and returns its output, and the precision it runs at."""
     import torch
     feeds = [a.numpy() for a in args]
     if peer == "ort":
@@ -115,17 +128,25 @@ def make_peer(peer, model, args, onnx_path, threads):
         so.inter_op_num_threads = 1
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
-        feed = {i.name: x for i, x in zip(sess.get_inputs(), feeds)}
+        names = [i.name for i in sess.get_inputs()]
+        feed = dict(zip(names, feeds))
         out = sess.run(None, feed)[0]
-        return out, lambda: sess.run(None, feed)
+        return out, lambda: sess.run(None, feed), \
+            lambda xs: sess.run(None, {n: x.numpy() for n, x in zip(names, xs)})[0], "f32"
     if peer == "openvino":
         import openvino as ov
         core = ov.Core()
-        cm = core.compile_model(onnx_path, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,
-                                                   "PERFORMANCE_HINT": "LATENCY"})
+        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
+        if precision == "f32":
+            config["INFERENCE_PRECISION_HINT"] = "f32"  # its default on a bfloat16 CPU is bf16
+        cm = core.compile_model(onnx_path, "CPU", config)
+        hint = str(cm.get_property("INFERENCE_PRECISION_HINT")).lower()  # "<type: 'bfloat16'>", "f32"
+        prec = "bf16" if "bf" in hint else "f16" if ("f16" in hint or "float16" in hint) else \
+            "f32" if ("f32" in hint or "float32" in hint) else hint
         req = cm.create_infer_request()
         out = req.infer(feeds)[cm.output(0)]
-        return np.asarray(out), lambda: req.infer(feeds)
+        return np.asarray(out), lambda: req.infer(feeds), \
+            lambda xs: np.asarray(req.infer([x.numpy() for x in xs])[cm.output(0)]), prec
     torch.set_num_threads(threads)
     if peer == "eager":
         f = model
@@ -134,17 +155,56 @@ def make_peer(peer, model, args, onnx_path, threads):
         ic.freezing = peer == "compile_freezing"
         torch._dynamo.reset()
         f = torch.compile(model)
-    with torch.no_grad():
-        out = f(*args)
 
-    def call():
-        with torch.no_grad():
-            f(*args)
-    return out.detach().numpy(), call
+    def infer(xs):
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            return f(*xs).float().detach().numpy()
+    out = infer(args)
+    return out, lambda: infer(args), infer, precision
 
 
-def basin_run(basin, onnx_path, inputs, records, threads, repeat, out_npy):
+def rows_top1(got, ref):
+    """(agreeing rows, rows) of a classifier's output [N, C]; (0, 0) for other outputs."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if ref.ndim != 2 or ref.shape[1] < 2 or got.shape != ref.shape:
+        return 0, 0
+    return int((got.argmax(1) == ref.argmax(1)).sum()), ref.shape[0]
+
+
+def accuracy_inputs(args, count):
+    """`count` further inputs like `args`: floats standard normal, integers uniform below
+    the example's largest value plus one (token ids within the vocabulary seen)."""
+    import torch
+    sets = []
+    for k in range(count):
+        g = torch.Generator().manual_seed(1000 + k)
+        xs = []
+        for a in args:
+            if a.dtype.is_floating_point:
+                xs.append(torch.randn(a.shape, generator=g, dtype=a.dtype))
+            else:
+                xs.append(torch.randint(0, int(a.max()) + 1, a.shape, generator=g, dtype=a.dtype))
+        sets.append(tuple(xs))
+    return sets
+
+
+def accuracy(outputs, refs):
+    """Max relative error over every input's output, and top-1 agreement."""
+    err, agree, rows = 0.0, 0, 0
+    for got, ref in zip(outputs, refs):
+        err = max(err, rel_err(got, ref))
+        a, n = rows_top1(got, ref)
+        agree, rows = agree + a, rows + n
+    r = {"max_rel_err": err, "inputs": len(refs)}
+    if rows:
+        r["top1_agree"], r["top1_rows"] = agree, rows
+    return r
+
+
+def basin_run(basin, onnx_path, inputs, records, threads, repeat, out_npy, precision="f32"):
     cmd = [basin, "run", onnx_path, "--json", "--quiet", "--repeat", str(repeat), "--output", out_npy]
+    if precision != "f32":
+        cmd += ["--precision", precision]
     for i in inputs:
         cmd += ["--input", i]
     if records:
@@ -153,14 +213,36 @@ def basin_run(basin, onnx_path, inputs, records, threads, repeat, out_npy):
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]}
     j = json.loads(p.stdout)
+    if repeat <= 0:
+        return {}
     return {"ms": j["latency_us"] / 1e3, "median_ms": j["median_latency_us"] / 1e3, "untuned": len(j.get("untuned_tasks", []))}
 
 
-def basin_compile(basin, onnx_path, records, compiled):
-    """`basin compile` with the records as they are now (none: untuned); an error dict or None."""
-    cmd = [basin, "compile", onnx_path, "-o", compiled, "--quiet"] + (["--records", records] if records else [])
+def basin_compile(basin, onnx_path, records, compiled, precision="f32"):
+    """`basin compile` with the records as they are now (none: untuned); an error dict or
+    the compile's JSON (kernels, bf16 kernels, its own accuracy check)."""
+    cmd = [basin, "compile", onnx_path, "-o", compiled, "--quiet", "--json"] + \
+        (["--records", records] if records else []) + (["--precision", precision] if precision != "f32" else [])
     p = subprocess.run(cmd, capture_output=True, text=True)
-    return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]} if p.returncode != 0 else None
+    if p.returncode != 0:
+        return {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:300]}
+    return json.loads(p.stdout)
+
+
+def basin_outputs(basin, compiled, sets, d, threads):
+    """The compiled network's output on each input set (a tuple of tensors)."""
+    outs = []
+    for k, xs in enumerate(sets):
+        files = []
+        for i, x in enumerate(xs):
+            files.append(os.path.join(d, f"acc{k}_in{i}.npy"))
+            np.save(files[-1], x.numpy())
+        out_npy = os.path.join(d, f"acc{k}_out.npy")
+        b = basin_run(basin, compiled, files, None, threads, 0, out_npy)
+        if "error" in b:
+            raise RuntimeError(b["error"])
+        outs.append(np.load(out_npy))
+    return outs
 
 
 def head_to_head(basin, inputs, fns, networks, threads, repeat, rounds):
@@ -180,8 +262,10 @@ def head_to_head(basin, inputs, fns, networks, threads, repeat, rounds):
     return best
 
 
-def basin_tune(basin, onnx_path, records, seconds, threads):
+def basin_tune(basin, onnx_path, records, seconds, threads, precision="f32"):
     cmd = [basin, "tune", onnx_path, "--records", records, "--budget", f"{max(1, int(round(seconds)))}s", "--quiet", "--json"]
+    if precision != "f32":
+        cmd += ["--precision", precision]
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, BASIN_NUM_THREADS=str(threads)))
     return time.time() - t0, p.returncode, (p.stderr.strip().splitlines() or [""])[-1][:300]
@@ -231,8 +315,12 @@ def table(results, peers):
             if c["seconds"] not in marks:
                 marks.append(c["seconds"])
     marks.sort()
+    prec = {}
+    for r in results:
+        for p, v in r.get("peers", {}).items():
+            prec.setdefault(p, v.get("precision"))
     head = "| model | basin untuned (ms) | " + " | ".join(f"basin after {m:.0f} s (ms)" for m in marks) + " | " + \
-           " | ".join(f"{p} (ms)" for p in peers) + " | best peer / basin | max rel. error vs PyTorch (basin) |"
+           " | ".join(f"{p}{' ' + prec[p] if prec.get(p) else ''} (ms)" for p in peers) + " | best peer / basin | max rel. error vs PyTorch (basin) |"
     rows = [head, "|" + "---|" * (4 + len(marks) + len(peers))]
     for r in results:
         tuned = dict(r.get("basin_tuned", {}))
@@ -257,6 +345,26 @@ def table(results, peers):
     return "\n".join(rows)
 
 
+def accuracy_table(results):
+    """Each runtime's precision, max relative error against PyTorch eager in float32 over
+    the accuracy inputs, and top-1 agreement for classifiers."""
+    rows = ["| model | runtime | precision | max rel. error vs f32 | top-1 agrees |", "|---|---|---|---|---|"]
+
+    def row(model, name, prec, acc):
+        if not acc or "error" in acc:
+            rows.append(f"| {model} | {name} | {prec} | {(acc or {}).get('error', '-')} | - |")
+            return
+        top1 = f"{acc['top1_agree']}/{acc['top1_rows']}" if "top1_rows" in acc else "-"
+        rows.append(f"| {model} | {name} | {prec} | {acc['max_rel_err']:.1e} | {top1} |")
+    for r in results:
+        c = r.get("basin_tuned", {})
+        prec = "f32" if not c.get("bf16_kernels") else f"bf16 ({c['bf16_kernels']} of {c['kernels']} kernels)"
+        row(r["model"], "basin", prec, r.get("basin_accuracy"))
+        for p, v in r.get("peers", {}).items():
+            row(r["model"], p, v.get("precision", "-"), v.get("accuracy"))
+    return "\n".join(rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS))
@@ -269,6 +377,9 @@ def main():
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--out", default="bench-results/networks")
     ap.add_argument("--basin", default=os.path.join(ROOT, "build", "bin", "basin"))
+    ap.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                    help="bf16: basin --precision bf16, OpenVINO at its default, PyTorch under bf16 autocast")
+    ap.add_argument("--accuracy-inputs", type=int, default=8, help="further inputs of the accuracy check (0: none)")
     ap.add_argument("--table-from", metavar="RESULTS_JSON")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -277,6 +388,8 @@ def main():
         with open(a.table_from) as f:
             results = json.load(f)["results"]
         print(table(results, peers))
+        print()
+        print(accuracy_table(results))
         plot(results, os.path.join(a.out, "curves.png"))
         return
     import torch
@@ -296,7 +409,7 @@ def main():
     import versions
     from machine import cpu_model
     meta = {"cpu": cpu_model(), "threads": a.threads, "budget_s": budget, "peers": versions.versions(),
-            "date": time.strftime("%Y-%m-%d %H:%M")}
+            "precision": a.precision, "date": time.strftime("%Y-%m-%d %H:%M")}
     results = []
     for name in a.models.split(","):
         r = {"model": name}
@@ -328,16 +441,22 @@ def main():
                 results.append(r)
                 print(f"  export failed: {r['error']}", flush=True)
                 continue
+        sets = accuracy_inputs(args, a.accuracy_inputs)
+        with torch.no_grad():
+            refs = [ref] + [model(*xs).detach().numpy() for xs in sets]
         fns = {}
         for p in peers:
             try:
-                out, (ms, med), fns[p] = run_peer(p, model, args, onnx_path, a.threads, a.repeat)
-                r.setdefault("peers", {})[p] = {"ms": ms, "median_ms": med, "err": rel_err(out, ref)}
+                out, (ms, med), fns[p], infer, prec = run_peer(p, model, args, onnx_path, a.threads, a.repeat,
+                                                               a.precision)
+                r.setdefault("peers", {})[p] = {"ms": ms, "median_ms": med, "err": rel_err(out, ref),
+                                                "precision": prec,
+                                                "accuracy": accuracy([out] + [infer(xs) for xs in sets], refs)}
             except Exception as e:  # a peer that fails is reported, not fatal
                 r.setdefault("peers", {})[p] = {"error": (type(e).__name__ + ": " + str(e))[:300]}
             print(f"  {p}: {r['peers'][p]}", flush=True)
         out_npy = os.path.join(d, "basin.npy")
-        u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy)
+        u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy, a.precision)
         if "ms" in u:
             u["err"] = rel_err(np.load(out_npy), ref)
         r["basin_untuned"] = u
@@ -350,19 +469,22 @@ def main():
         for mark in marks:
             if "error" in u:
                 break
-            wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads)
+            wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads, a.precision)
             spent = mark
-            c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy)
+            c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy, a.precision)
             c["seconds"], c["wall_seconds"], c["tune_rc"] = mark, wall, rc
             if rc not in (0, 4):
                 c["tune_error"] = tail
             if "ms" in c:
                 c["err"] = rel_err(np.load(out_npy), ref)
                 c["compiled"] = os.path.join(d, f"{name}.{mark:.0f}s.basin")
-                failed = basin_compile(a.basin, onnx_path, records, c["compiled"])
-                if failed:
+                compiled = basin_compile(a.basin, onnx_path, records, c["compiled"], a.precision)
+                if "error" in compiled:
                     c.pop("compiled")
-                    c["compile_error"] = failed["error"]
+                    c["compile_error"] = compiled["error"]
+                else:
+                    c["kernels"], c["bf16_kernels"] = compiled["kernels"], compiled.get("bf16_kernels", 0)
+                    c["basin_accuracy_check"] = compiled.get("accuracy")
             curve.append(c)
             print(f"  basin after {mark:.0f}s: {c}", flush=True)
         r["curve"] = curve
@@ -372,7 +494,7 @@ def main():
             if a.rounds > 0 and "compiled" in curve[-1]:
                 networks = {}
                 untuned = os.path.join(d, f"{name}.untuned.basin")
-                if basin_compile(a.basin, onnx_path, None, untuned) is None:
+                if "error" not in basin_compile(a.basin, onnx_path, None, untuned, a.precision):
                     networks["untuned"] = untuned
                 for c in curve:
                     if "compiled" in c:
@@ -386,12 +508,20 @@ def main():
                         c["h2h_ms"] = final.get(f"{c['seconds']:.0f}s")
                 r["final"] = final
                 print(f"  head-to-head: {r['final']}", flush=True)
+            if "compiled" in curve[-1]:
+                try:
+                    outs = basin_outputs(a.basin, curve[-1]["compiled"], sets, d, a.threads)
+                    r["basin_accuracy"] = accuracy([np.load(out_npy)] + outs, refs)
+                except RuntimeError as e:
+                    r["basin_accuracy"] = {"error": str(e)[:300]}
+                print(f"  basin accuracy: {r['basin_accuracy']}", flush=True)
         results.append(r)
         with open(os.path.join(a.out, "results.json"), "w") as f:
             json.dump({"meta": meta, "results": results}, f, indent=1)
-    t = table(results, peers)
+    t = table(results, peers) + "\n\n" + accuracy_table(results)
     with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write(f"{meta['cpu']}, {a.threads} threads, tuning budget {a.budget}, {meta['date']}\n\n{t}\n")
+        f.write(f"{meta['cpu']}, {a.threads} threads, tuning budget {a.budget}, precision {a.precision}, "
+                f"{meta['date']}\n\n{t}\n")
     plot(results, os.path.join(a.out, "curves.png"))
     print(t)
 

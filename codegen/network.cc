@@ -14,6 +14,7 @@
 #include "codegen/c_printer.h"
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
+#include "codegen/torch_executor.h"
 #include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/sha256.h"
@@ -79,6 +80,7 @@ struct CompiledNetwork::Impl {
   int64_t arena_bytes = 0, tensor_bytes = 0;
   int packed_weights = 0;
   std::string host;
+  Accuracy accuracy;
   std::string target = "llvm";
   std::string arch, cubin;  // cuda
 
@@ -474,6 +476,8 @@ int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.si
 int CompiledNetwork::launches() const { return static_cast<int>(impl_->steps.size()); }
 int64_t CompiledNetwork::arena_bytes() const { return impl_->arena_bytes; }
 int CompiledNetwork::packed_weights() const { return impl_->packed_weights; }
+const Accuracy& CompiledNetwork::accuracy() const { return impl_->accuracy; }
+void CompiledNetwork::set_accuracy(const Accuracy& a) { impl_->accuracy = a; }
 int64_t CompiledNetwork::tensor_bytes() const { return impl_->tensor_bytes; }
 int64_t CompiledNetwork::weight_bytes() const {
   int64_t b = 0;
@@ -492,6 +496,10 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
   h["arena_bytes"] = m.arena_bytes;
   h["packed_weights"] = m.packed_weights;
   h["tensor_bytes"] = m.tensor_bytes;
+  if (m.accuracy.measured)
+    h["accuracy"] = {{"note", m.accuracy.note},         {"max_rel", m.accuracy.max_rel},
+                     {"max_abs", m.accuracy.max_abs},   {"top1_agree", m.accuracy.top1_agree},
+                     {"top1_rows", m.accuracy.top1_rows}};
   int64_t blob = 0;
   // The machine code: each kernel's object (llvm), or the one cubin (cuda).
   auto code = [&](const Impl::Kernel& k) -> const std::string& { return k.k->object(); };
@@ -617,6 +625,15 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       throw ParseError("'" + path + "': an arena of " + std::to_string(m.arena_bytes) + " bytes");
     m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
     m.packed_weights = h.value("packed_weights", 0);
+    if (h.contains("accuracy")) {
+      const nlohmann::json& a = h.at("accuracy");
+      m.accuracy.measured = true;
+      m.accuracy.note = a.at("note").get<std::string>();
+      m.accuracy.max_rel = a.at("max_rel").get<double>();
+      m.accuracy.max_abs = a.at("max_abs").get<double>();
+      m.accuracy.top1_agree = a.at("top1_agree").get<int>();
+      m.accuracy.top1_rows = a.at("top1_rows").get<int>();
+    }
     auto bytes = [&](const nlohmann::json& j) {
       uint64_t off = j.at("offset").get<uint64_t>(), size = j.at("size").get<uint64_t>();
       if (off > data.size() - blob0 || size > data.size() - blob0 - off)
@@ -720,6 +737,52 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   if (!bad.empty()) throw ParseError("'" + path + "': " + bad);
   m.prepare();
   return net;
+}
+
+std::vector<NDArray> random_inputs(const std::vector<TensorInfo>& infos) {
+  std::vector<NDArray> in;
+  uint64_t seed = 1;
+  for (const auto& t : infos) {
+    bool integer = t.dtype == DType::i64() || t.dtype == DType::i32();
+    // Indices within their table (TensorInfo::index_bound); other integers small.
+    const int64_t hi = t.index_bound > 0 ? t.index_bound : 100;
+    in.push_back(NDArray::random(t.dtype, t.shape, integer ? 0 : -1, integer ? static_cast<double>(hi) : 1, seed++));
+  }
+  return in;
+}
+
+Accuracy measure_accuracy(const graph::Graph& g, CompiledNetwork& net, const std::vector<NDArray>& inputs,
+                          const std::string& inputs_note) {
+  Accuracy a;
+  std::vector<NDArray> ref;
+  try {
+    TorchExecutor torch(g);
+    ref = torch.run(inputs);
+  } catch (const Error& e) {
+    a.note = std::string("no float32 reference: ") + e.what();
+    return a;
+  }
+  const std::vector<NDArray> got = net.run(inputs);
+  BASIN_CHECK(got.size() == ref.size()) << "the network has " << got.size() << " outputs, the reference " << ref.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const ErrorStats e = compare_arrays(got[i], ref[i]);
+    a.max_rel = std::max(a.max_rel, e.max_rel);
+    a.max_abs = std::max(a.max_abs, e.max_abs);
+    const std::vector<int64_t>& s = ref[i].shape();
+    if (a.top1_rows == 0 && s.size() == 2 && s[1] >= 2 && s[0] >= 1 && ref[i].dtype().is_float()) {
+      auto argmax = [&](const NDArray& x, int64_t row) {
+        int64_t best = 0;
+        for (int64_t c = 1; c < s[1]; ++c)
+          if (x.get(row * s[1] + c) > x.get(row * s[1] + best)) best = c;
+        return best;
+      };
+      a.top1_rows = static_cast<int>(s[0]);
+      for (int64_t r = 0; r < s[0]; ++r) a.top1_agree += argmax(got[i], r) == argmax(ref[i], r);
+    }
+  }
+  a.measured = true;
+  a.note = inputs_note;
+  return a;
 }
 
 }  // namespace basin::codegen

@@ -50,6 +50,20 @@ struct KernelProfile {
   int64_t bytes = 0;  // its tensors' sizes: every input read and the output written once
   std::string precision = "f32";  // what its program multiplies: f32, bf16 (tf32, fp16 on the GPU)
 };
+// A compiled network's outputs against the float32 reference, LibTorch running the same
+// graph (codegen/torch_executor.h), on the same inputs: the error a lower precision
+// (bf16 kernels) costs, and a check of every kernel in any precision.
+struct Accuracy {
+  bool measured = false;
+  // What it was measured on ("random inputs", "the given inputs"), or why it was not.
+  std::string note;
+  double max_rel = 0;  // over every output: the largest |difference| over the output's largest |value|
+  double max_abs = 0;
+  // Classifiers (an output [N, C], C >= 2, the first such): rows whose argmax agrees
+  // with the reference's, of top1_rows (0: not a classifier).
+  int top1_agree = 0, top1_rows = 0;
+};
+
 struct NetworkProfile {
   std::vector<KernelProfile> launches;  // in run order
   double run_us = 0;                    // the fastest whole run (copies in and out included)
@@ -104,6 +118,10 @@ class CompiledNetwork {
   int64_t arena_bytes() const;   // the memory plan's arena
   int64_t tensor_bytes() const;  // the intermediate tensors' sizes summed (no reuse)
   int64_t weight_bytes() const;
+  // Its error against the float32 reference, measured when it was compiled
+  // (measure_accuracy; saved with it). Not measured: measured == false.
+  const Accuracy& accuracy() const;
+  void set_accuracy(const Accuracy& a);
   // Weights packed when the network was compiled (a kernel's first stage that
   // rearranged a constant input, run once instead of on every call).
   int packed_weights() const;
@@ -112,5 +130,15 @@ class CompiledNetwork {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Inputs of these types and shapes, the same for every call: floats uniform in [-1, 1),
+// indices within their table (TensorInfo::index_bound), other integers in [0, 100).
+std::vector<NDArray> random_inputs(const std::vector<TensorInfo>& infos);
+
+// Runs `net` and the float32 reference (LibTorch on `g`, the graph `net` was compiled
+// from) on `inputs` and compares their outputs. A graph LibTorch cannot run gives
+// measured == false and the reason in note.
+Accuracy measure_accuracy(const graph::Graph& g, CompiledNetwork& net, const std::vector<NDArray>& inputs,
+                          const std::string& inputs_note);
 
 }  // namespace basin::codegen

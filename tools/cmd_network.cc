@@ -142,20 +142,8 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
   return codegen::CompiledNetwork::compile(l.graph, l.partition, choices, o.target, o.arch);
 }
 
-std::vector<NDArray> random_inputs(const std::vector<codegen::TensorInfo>& infos) {
-  std::vector<NDArray> in;
-  uint64_t seed = 1;
-  for (const auto& t : infos) {
-    bool integer = t.dtype == DType::i64() || t.dtype == DType::i32();
-    // Indices within their table (TensorInfo::index_bound); other integers small.
-    const int64_t hi = t.index_bound > 0 ? t.index_bound : 100;
-    in.push_back(NDArray::random(t.dtype, t.shape, integer ? 0 : -1, integer ? static_cast<double>(hi) : 1, seed++));
-  }
-  return in;
-}
-
 std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen::TensorInfo>& infos) {
-  if (o.inputs.empty()) return random_inputs(infos);
+  if (o.inputs.empty()) return codegen::random_inputs(infos);
   if (o.inputs.size() != infos.size())
     throw Error("the network takes " + std::to_string(infos.size()) + " inputs; give one --input per input, got " +
                 std::to_string(o.inputs.size()));
@@ -168,6 +156,44 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
     in.push_back(std::move(a));
   }
   return in;
+}
+
+// The compiled network's error against the float32 reference (LibTorch on the graph)
+// on --input's files or random ones, kept in the network; not measured for a cuda
+// network compiled for --arch (it may not run here).
+void check_accuracy(const NetOptions& o, const Loaded& l, codegen::CompiledNetwork& net) {
+  codegen::Accuracy a;
+  if (net.target() == "cuda" && !o.arch.empty()) {
+    a.note = "not measured: compiled for --arch " + o.arch + " without running it";
+  } else {
+    const std::vector<NDArray> in = read_inputs(o, net.inputs());
+    a = codegen::measure_accuracy(l.graph, net, in, o.inputs.empty() ? "random inputs" : "the given inputs");
+  }
+  net.set_accuracy(a);
+}
+
+nlohmann::json accuracy_json(const codegen::Accuracy& a) {
+  nlohmann::json j = {{"measured", a.measured}, {"note", a.note}};
+  if (!a.measured) return j;
+  j["reference"] = "float32 (LibTorch)";
+  j["max_rel_error"] = a.max_rel;
+  j["max_abs_error"] = a.max_abs;
+  if (a.top1_rows > 0) {
+    j["top1_agree"] = a.top1_agree;
+    j["top1_rows"] = a.top1_rows;
+  }
+  return j;
+}
+
+std::string accuracy_line(const codegen::Accuracy& a) {
+  if (!a.measured) return "accuracy: " + a.note;
+  char line[256];
+  std::snprintf(line, sizeof line, "accuracy against float32 (LibTorch) on %s: max error %.2g relative to the largest output",
+                a.note.c_str(), a.max_rel);
+  std::string s = line;
+  if (a.top1_rows > 0)
+    s += ", top-1 agrees on " + std::to_string(a.top1_agree) + " of " + std::to_string(a.top1_rows) + " rows";
+  return s;
 }
 
 // On a machine the shipped weights were not trained on and that has no calibration
@@ -323,6 +349,7 @@ int run_compile(const NetOptions& o) {
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
+  check_accuracy(o, l, net);
   net.save(o.out, reads);
   nlohmann::json j = {{"model", o.model},
                       {"output", o.out},
@@ -334,6 +361,7 @@ int run_compile(const NetOptions& o) {
                       {"weight_bytes", net.weight_bytes()},
                       {"packed_weights", net.packed_weights()},
                       {"bf16_kernels", net.kernels_of_precision("bf16")},
+                      {"accuracy", accuracy_json(net.accuracy())},
                       {"untuned_tasks", untuned}};
   if (net.target() == "cuda") j["arch"] = net.cuda_arch();
   if (o.json) {
@@ -344,6 +372,7 @@ int run_compile(const NetOptions& o) {
         "%zu untuned tasks\n",
         o.out.c_str(), net.kernels(), net.kernels_of_precision("bf16"), net.launches(), net.arena_bytes() / 1048576.0,
         net.tensor_bytes() / 1048576.0, net.weight_bytes() / 1048576.0, untuned.size());
+    std::printf("%s\n", accuracy_line(net.accuracy()).c_str());
   }
   return 0;
 }
@@ -356,6 +385,7 @@ bool load_or_compile(const NetOptions& o, codegen::CompiledNetwork& net, nlohman
   if (o.model.rfind("zoo:", 0) == 0 || !codegen::CompiledNetwork::is_compiled_file(o.model)) {
     Loaded l = load(o);
     net = compile(o, l, untuned);
+    check_accuracy(o, l, net);
     return false;
   }
   if (!o.shapes.empty())
@@ -465,7 +495,8 @@ int run_run(const NetOptions& o) {
     }
     outs.push_back(e);
   }
-  nlohmann::json j = {{"model", o.model}, {"outputs", outs}, {"untuned_tasks", untuned}};
+  nlohmann::json j = {
+      {"model", o.model}, {"outputs", outs}, {"accuracy", accuracy_json(net.accuracy())}, {"untuned_tasks", untuned}};
   if (!compiled_for.empty()) j["compiled_for_cpu"] = compiled_for;
   if (o.repeat > 0) {
     codegen::TimingOptions t = codegen::TimingOptions::with(1, o.repeat, 0.0);
@@ -480,6 +511,8 @@ int run_run(const NetOptions& o) {
       std::printf("output %s %s %s%s\n", e["name"].get<std::string>().c_str(), e["dtype"].get<std::string>().c_str(),
                   shape_str(e["shape"].get<std::vector<int64_t>>()).c_str(),
                   e.contains("file") ? (" -> " + e["file"].get<std::string>()).c_str() : "");
+    std::printf("%s%s\n", accuracy_line(net.accuracy()).c_str(),
+                compiled_for.empty() || !net.accuracy().measured ? "" : " (when it was compiled)");
     if (j.contains("latency_us"))
       std::printf("latency %.1f us (min of %d runs)\n", j["latency_us"].get<double>(), o.repeat);
   }
@@ -493,7 +526,7 @@ int run_compare(const NetOptions& o) {
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
-  std::vector<NDArray> in = random_inputs(net.inputs());
+  std::vector<NDArray> in = codegen::random_inputs(net.inputs());
   const int threads = codegen::match_torch_threads();
   codegen::TorchExecutor torch(l.graph);
   std::vector<NDArray> got = net.run(in), ref = torch.run(in);
@@ -591,6 +624,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_option("-o,--output", o->out, "the compiled network file")->required();
     cmd->add_option("--arch", o->arch,
                     "with --target cuda: compile for this architecture (sm_80, sm_90) without a GPU");
+    cmd->add_option("--input", o->inputs,
+                    "an .npy file per network input, in order: the inputs of the accuracy check against float32 "
+                    "(default: random)");
     cmd->callback([&run, o] { run = [o] { return run_compile(*o); }; });
   }
   {

@@ -69,8 +69,13 @@ TEST_F(Api, TunesCompilesSavesLoadsAndRunsANetwork) {
   EXPECT_EQ(net.untuned_tasks(), 0);
   basin::Network untuned = basin::Network::compile(model);
   EXPECT_EQ(untuned.untuned_tasks(), model.tasks());
+  // Checked against float32 when compiled; the check travels with the file.
+  ASSERT_TRUE(net.accuracy().measured) << net.accuracy().note;
+  EXPECT_LT(net.accuracy().max_rel_error, 1e-4);
+  EXPECT_EQ(net.bf16_kernels(), 0);
   net.save(dir + "/n.basin");
   basin::Network loaded = basin::Network::load(dir + "/n.basin");
+  EXPECT_EQ(loaded.accuracy().max_rel_error, net.accuracy().max_rel_error);
   basin::Tensor x = basin::Tensor::random(loaded.inputs()[0], -1, 1, 3);
   std::vector<basin::Tensor> a = net.run({x}), b = loaded.run({x}), c = untuned.run({x});
   ASSERT_EQ(a.size(), 1u);

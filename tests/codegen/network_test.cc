@@ -20,6 +20,7 @@
 #include "codegen/network.h"
 #include "codegen/torch_executor.h"
 #include "core/graph/fusion.h"
+#include "core/graph/layout.h"
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
 #include "core/schedule/sketch.h"
@@ -292,6 +293,50 @@ TEST_F(Network, SavesAndLoadsWithoutTheCompiler) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(0, std::memcmp(a[i].data(), b[i].data(), a[i].nbytes()));
   EXPECT_GT(m.time(in, TimingOptions::quick()).min_us, 0);
+}
+
+// The accuracy check against float32 (LibTorch on the graph): float32 programs agree to
+// rounding; bf16 programs (every task on its first bf16 sketch where it has one) differ
+// by bfloat16's rounding, not more, and the top-1 class of the classifier agrees; the
+// figures travel with the saved network.
+TEST_F(Network, AccuracyAgainstFloat32IsMeasuredAndSaved) {
+  graph::Graph g = graph::optimize(cnn(), graph::layout_lanes("llvm"));
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork f32 = CompiledNetwork::compile(g, p, defaults(p));
+  const std::vector<NDArray> in = random_inputs(f32.inputs());
+  Accuracy a = measure_accuracy(g, f32, in, "random inputs");
+  ASSERT_TRUE(a.measured) << a.note;
+  EXPECT_LT(a.max_rel, 1e-4);
+  EXPECT_EQ(a.top1_rows, 1);
+  EXPECT_EQ(a.top1_agree, 1);
+
+  std::vector<ProgramChoice> bf16;
+  int paired = 0;
+  for (const auto& t : p.tasks) {
+    std::vector<sched::Sketch> s = sched::cpu_sketches(t.graph, /*bf16=*/true);
+    auto it = std::find_if(s.begin(), s.end(), [](const sched::Sketch& k) { return k.bf16_pair >= 0; });
+    const sched::Sketch& k = it == s.end() ? s[0] : *it;
+    paired += it != s.end();
+    bf16.push_back({k.name, sched::default_config(k), true});
+  }
+  ASSERT_GT(paired, 0);
+  CompiledNetwork low = CompiledNetwork::compile(g, p, bf16);
+  EXPECT_EQ(low.kernels_of_precision("bf16"), paired);
+  Accuracy b = measure_accuracy(g, low, in, "random inputs");
+  ASSERT_TRUE(b.measured) << b.note;
+  EXPECT_GT(b.max_rel, a.max_rel);  // bfloat16 rounding shows
+  EXPECT_LT(b.max_rel, 3e-2);
+  EXPECT_EQ(b.top1_agree, 1);
+  low.set_accuracy(b);
+  low.save(dir + "/low.basin");
+  const Accuracy c = CompiledNetwork::load(dir + "/low.basin").accuracy();
+  EXPECT_TRUE(c.measured);
+  EXPECT_EQ(c.note, "random inputs");
+  EXPECT_EQ(c.max_rel, b.max_rel);
+  EXPECT_EQ(c.top1_rows, 1);
+  // A network saved without the check says so.
+  f32.save(dir + "/f32.basin");
+  EXPECT_FALSE(CompiledNetwork::load(dir + "/f32.basin").accuracy().measured);
 }
 
 // The cuda target: every task's kernel in one cubin, saved and loaded; run on the GPU

@@ -90,6 +90,12 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
   auto cj = nlohmann::json::parse(c.out);
   EXPECT_TRUE(cj["untuned_tasks"].empty());
   EXPECT_EQ(cj["kernels"], 3);
+  // Every compile checks the network against float32 (LibTorch), and the file keeps it.
+  ASSERT_TRUE(cj["accuracy"]["measured"].get<bool>()) << cj.dump();
+  EXPECT_EQ(cj["accuracy"]["note"], "random inputs");
+  EXPECT_LT(cj["accuracy"]["max_rel_error"].get<double>(), 1e-4);
+  EXPECT_EQ(cj["accuracy"]["top1_rows"], 1);  // a classifier: [1, 10]
+  EXPECT_EQ(cj["accuracy"]["top1_agree"], 1);
 
   // The compiled file and the model compiled on the fly give the same output.
   basin::NDArray x = basin::NDArray::random(basin::DType::f32(), {1, 3, 8, 8}, -1, 1, 5);
@@ -98,6 +104,12 @@ TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
   ASSERT_EQ(r1.code, 0) << r1.out;
   auto rj = nlohmann::json::parse(r1.out);
   EXPECT_GT(rj["latency_us"].get<double>(), 0);
+  EXPECT_EQ(rj["accuracy"], cj["accuracy"]);  // measured when it was compiled
+  Result text = run("compile " + model + " --records " + db + " -o " + dir + "/cnn2.basin --input " + dir + "/x.npy");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("accuracy against float32 (LibTorch) on the given inputs: max error"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("top-1 agrees on 1 of 1 rows"), std::string::npos) << text.out;
   EXPECT_EQ(rj["outputs"][0]["shape"], (std::vector<int64_t>{1, 10}));
   Result r2 =
       run("run " + model + " --records " + db + " --input " + dir + "/x.npy --output " + dir + "/y2.npy --quiet");
@@ -192,6 +204,7 @@ TEST_F(NetworkCli, BadInputsAndFlagsAreOneClearError) {
   expect_one_error("tune " + model + " --records " + dir + "/r.db --trials 5 --strategy gradient:steps=-3",
                    "'steps' must be");
   expect_one_error("compile " + model + " --target opencl -o " + dir + "/x.basin", "--target");
+  expect_one_error("compile " + model + " -o " + dir + "/x.basin --input " + dir + "/wrong.npy", "[1, 3, 8, 9]");
   // A records file the command only reads must exist (never created empty).
   expect_one_error("compile " + model + " --records " + dir + "/typo.db -o " + dir + "/x.basin", "does not exist");
   EXPECT_FALSE(std::filesystem::exists(dir + "/typo.db"));

@@ -130,6 +130,15 @@ class TuningSession {
   TuneOptions options_;
 };
 
+// A compiled network's error against the float32 reference (LibTorch running the same
+// graph) on random inputs, measured when it was compiled: what bf16 kernels cost.
+struct Accuracy {
+  bool measured = false;
+  std::string note;  // the inputs, or why it was not measured
+  double max_rel_error = 0, max_abs_error = 0;
+  int top1_agree = 0, top1_rows = 0;  // a classifier's rows whose argmax agrees (rows 0: not one)
+};
+
 // A compiled network: its kernels, memory plan and weights.
 class Network {
  public:
@@ -147,6 +156,9 @@ class Network {
   std::vector<TensorSpec> inputs() const;
   std::vector<TensorSpec> outputs() const;
   int untuned_tasks() const;
+  // Kernels whose programs multiply in bf16 (at precision "bf16" the others kept f32).
+  int bf16_kernels() const;
+  Accuracy accuracy() const;
   // Outputs for inputs in the network's order; the inputs' types and shapes are checked.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   // The fastest of several timed runs, in microseconds.
