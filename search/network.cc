@@ -81,6 +81,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.progress = nullptr;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.constant_inputs = p.tasks[i].constant_inputs;
+    to.precision = sched::task_precision(opt.task.precision, p.tasks[i].writes_output);
     to.cold_constants = cold;
     if (opt.task_options) opt.task_options(i, to);
     t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
@@ -192,7 +193,8 @@ std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, c
   std::vector<codegen::ProgramChoice> out;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     const graph::NetworkTask& t = p.tasks[i];
-    std::vector<sched::Sketch> sketches = sched::sketches_for(t.graph, target, precision);
+    std::vector<sched::Sketch> sketches =
+        sched::sketches_for(t.graph, target, sched::task_precision(precision, t.writes_output));
     std::set<std::string> names;
     for (const sched::Sketch& s : sketches) names.insert(s.name);
     codegen::ProgramChoice c;

@@ -111,6 +111,7 @@ graph::Partition merge_tasks(const std::vector<Loaded>& nets) {
       }
       graph::NetworkTask& m = p.tasks[it->second];
       m.weight += t.weight;
+      m.writes_output = m.writes_output || t.writes_output;
       m.flops += t.flops;
       std::set<int> both;
       for (int i : m.constant_inputs)

@@ -176,6 +176,14 @@ Partition partition(const Graph& g) {
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
   std::sort(idx.begin(), idx.end(), [&](int a, int b) { return groups[a].last_pos < groups[b].last_pos; });
 
+  // The values a network output is, or is a view of.
+  std::set<int> feeds_output;
+  for (int v : g.outputs()) {
+    while (feeds_output.insert(v).second && g.value(v).producer >= 0 && is_view_op(g.node(g.value(v).producer).op) &&
+           !g.node(g.value(v).producer).inputs.empty())
+      v = g.node(g.value(v).producer).inputs[0];
+  }
+
   Partition p;
   std::map<std::string, int> task_by_key;
   for (int gi : idx) {
@@ -242,6 +250,7 @@ Partition partition(const Graph& g) {
       for (auto i = nt.constant_inputs.begin(); i != nt.constant_inputs.end();)
         i = constant(static_cast<size_t>(*i)) ? std::next(i) : nt.constant_inputs.erase(i);
     }
+    nt.writes_output = nt.writes_output || feeds_output.count(fg.output) > 0;
     ++nt.weight;
     fg.task = it->second;
     p.groups.push_back(std::move(fg));

@@ -36,6 +36,9 @@ struct NetworkTask {
   // network's weights, whose repacking a compiled network runs once and a network's
   // tuning leaves out of the timing (core/ir/split_prologue.h).
   std::set<int> constant_inputs;
+  // A group of it writes a network output (directly or through views): at a 16-bit
+  // precision it keeps float32 products (sched::task_precision).
+  bool writes_output = false;
 };
 
 struct Partition {

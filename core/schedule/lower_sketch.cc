@@ -156,12 +156,13 @@ Stmt stage_loops(const std::vector<Var>& vars, const std::vector<int64_t>& exten
 // A guarded axis packs every row its tiles read, those past the extent zeros: the
 // computation reads them unmasked. With pair_dim >= 0 (bfloat16 pairs, Sketch::bf16_pair)
 // that dimension is halved and a last one of 2 added, the values rounded to bfloat16:
-// packed[o, .., kp, .., l, q] = bf16(w[.., o * t + l, .., 2 kp + q, ..]). Returns the
-// parallel nest; the buffer in *packed.
+// packed[o, .., kp, .., l, q] = bf16(w[.., o * t + l, .., 2 kp + q, ..]); an odd extent's
+// last pair is (w[.., extent - 1, ..], 0). Returns the parallel nest; the buffer in *packed.
 Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const SplitSpec& split, Buffer* packed) {
   const Expr t = tv.f[3];
   const DType dtype = pair_dim >= 0 ? DType::bf16() : w.buffer->dtype;
-  auto extent = [&](size_t x) { return static_cast<int>(x) == pair_dim ? w.shape[x] / 2 : w.shape[x]; };
+  auto extent = [&](size_t x) { return static_cast<int>(x) == pair_dim ? (w.shape[x] + 1) / 2 : w.shape[x]; };
+  const bool padded_pairs = pair_dim >= 0 && w.shape[static_cast<size_t>(pair_dim)] % 2 != 0;
   std::vector<Expr> shape = {split.guarded ? tv.f[0] * tv.f[1] * tv.f[2] : floordiv(Expr(w.shape[d]), t)};
   for (size_t x = 0; x < w.shape.size(); ++x)
     if (static_cast<int>(x) != d) shape.push_back(Expr(extent(x)));
@@ -178,12 +179,20 @@ Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const
       continue;
     }
     xs.push_back(Var("pack." + std::to_string(x)));
-    src.push_back(static_cast<int>(x) == pair_dim ? Expr(xs.back()) * 2 + q : Expr(xs.back()));
+    Expr ix = static_cast<int>(x) == pair_dim ? Expr(xs.back()) * 2 + q : Expr(xs.back());
+    // The padding element reads the last one (in bounds) and stores zero.
+    if (static_cast<int>(x) == pair_dim && padded_pairs) ix = min(ix, Expr(w.shape[x] - 1));
+    src.push_back(ix);
     dst.push_back(xs.back());
   }
   dst.push_back(l);
   if (pair_dim >= 0) dst.push_back(q);
   Expr value = load(w.buffer, src);
+  if (padded_pairs) {
+    const Var& kp = xs[static_cast<size_t>(pair_dim < d ? pair_dim : pair_dim - 1)];
+    value = select(Expr(kp) * 2 + q < Expr(w.shape[static_cast<size_t>(pair_dim)]), value,
+                   make_const(w.buffer->dtype, 0));
+  }
   if (tv.guard.defined()) value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
   Stmt st = pair_dim >= 0 ? loop(q, Expr(2), make_store(*packed, dst, cast(dtype, value)))
                           : make_store(*packed, dst, value);
@@ -275,8 +284,11 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     pairing = bf16_pairing(info, vec);
     BASIN_CHECK(pairing && pairing->reduce_axis == s.bf16_pair) << "sketch " << s.name << " pairs no reduction axis";
     const te::OpNode& act = *pairing->act;
+    // Padded pairs: the copy one element longer along the last dimension, that element zero.
+    std::vector<int64_t> copy_shape = act.shape;
+    if (pairing->padded) ++copy_shape.back();
     std::vector<Expr> ashape;
-    for (int64_t e : act.shape) ashape.push_back(Expr(e));
+    for (int64_t e : copy_shape) ashape.push_back(Expr(e));
     act_bf = make_buffer(act.name + "_bf16", DType::bf16(), ashape, MemScope::Global);
     std::vector<Var> av;
     Expr aval;
@@ -293,8 +305,13 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       for (const te::Op& pr : info.producers) all.insert(pr.get());
       aval = inline_stages(act.body, all);
     }
+    if (pairing->padded) {
+      const int64_t last = act.shape.back() - 1;
+      aval = select(Expr(av.back()) <= Expr(last), substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}),
+                    make_const(aval.dtype(), 0));
+    }
     prologue.push_back(
-        stage_loops(av, act.shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
+        stage_loops(av, copy_shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
     staged.push_back(act_bf);
     prologue.push_back(pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
   }

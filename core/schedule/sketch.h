@@ -252,6 +252,11 @@ std::string resolve_precision(const std::string& target, const std::string& prec
 // One line where `precision` on llvm asks for what this CPU lacks (bf16 without
 // AVX512-BF16: its programs then run float32); empty otherwise.
 std::string precision_note(const std::string& target, const std::string& precision);
+// The precision of a network task: `precision`, except that a task writing a network
+// output keeps the target's default where `precision` rounds products' inputs to 16
+// bits (bf16, fp16): its rounding would land in the result unattenuated (a classifier's
+// last dense layer in bf16 was half of resnet18's error against float32).
+std::string task_precision(const std::string& precision, bool writes_output);
 // The largest relative error (max |x - ref| / max |ref|) a sketch's results may show
 // against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32
 // and FP16 inputs (10 mantissa bits), 3e-2 for BF16 (7).

@@ -137,7 +137,11 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
       }
     }
   }
-  if (bf16) {
+  // Winograd's F(4x4) products stay float32: its transforms amplify bfloat16's rounding
+  // of U and V about 12 times (a layer's rms error 2.9e-2 against 2.4e-3 direct, 4.0e-3
+  // for F(2x2): docs/schedules.md, "bfloat16 products").
+  const bool wide_winograd = a.tag == "winograd_gemm" && !a.axes.empty() && a.axes[0].extent > 4;
+  if (bf16 && !wide_winograd) {
     for (auto [vec, pack] : vec_pack) {
       if (!pack) continue;
       std::optional<Bf16Pairing> p = bf16_pairing(info, vec);
@@ -145,7 +149,7 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
       const size_t r = static_cast<size_t>(p->reduce_axis);
       for (int acc : {2, 1}) {
         Sketch s = sketch(vec, true, acc, false);
-        s.splits[a.axes.size() + r] = make_split(rn[r] + "2", a.reduce_axes[r].extent / 2, 1);
+        s.splits[a.axes.size() + r] = make_split(rn[r] + "2", (a.reduce_axes[r].extent + 1) / 2, 1);
         s.bf16_pair = p->reduce_axis;
         s.name = "tile.bf16.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
         if (seen.insert(s.name).second) out.push_back(s);
@@ -354,6 +358,10 @@ std::string precision_note(const std::string& target, const std::string& precisi
   if (target == "llvm" && resolve_precision(target, precision) == "bf16" && !this_host().bf16_dot)
     return "this CPU has no AVX512-BF16 (" + this_host().vector_isa + "): --precision bf16 runs float32 programs";
   return "";
+}
+
+std::string task_precision(const std::string& precision, bool writes_output) {
+  return writes_output && (precision == "bf16" || precision == "fp16") ? "" : precision;
 }
 
 int64_t mma_kdim(const Sketch& s) { return s.mma_precision == "tf32" ? kMmaK : kMmaK16; }

@@ -323,7 +323,8 @@ std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
   if (uses_var(al, a.axes[static_cast<size_t>(vec)].var)) return std::nullopt;
   for (size_t j = a.reduce_axes.size(); j-- > 0;) {
     const Var& r = a.reduce_axes[j].var;
-    if (a.reduce_axes[j].extent < 2 || a.reduce_axes[j].extent % 2) continue;
+    const int64_t extent = a.reduce_axes[j].extent;
+    if (extent < 2) continue;
     const std::vector<Expr>& ai = al->args;
     bool ok = !ai.empty();
     for (size_t d = 0; ok && d + 1 < ai.size(); ++d) ok = !uses_var(ai[d], r);
@@ -339,7 +340,18 @@ std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
       if (wl->args[d].kind() == ExprKind::Var) wd = static_cast<int>(d);
     }
     if (uses != 1 || wd < 0) continue;
+    // An odd extent pairs padded: the activation's last index must be the axis itself
+    // over the whole dimension (its copy then gets one zero element more), and the
+    // weight's dimension the axis's extent.
+    const bool padded = extent % 2 != 0;
+    if (padded) {
+      const std::vector<int64_t>& ashape = ap->shape;
+      if (ai.back().kind() != ExprKind::Var || Var(ai.back()).id() != r.id() || ashape.empty() ||
+          ashape.back() != extent || pc->input->shape[static_cast<size_t>(wd)] != extent)
+        continue;
+    }
     Bf16Pairing p;
+    p.padded = padded;
     p.reduce_axis = static_cast<int>(j);
     p.act = std::static_pointer_cast<const te::OpNode>(al->buffer->producer.lock());
     p.weight = pc->input;

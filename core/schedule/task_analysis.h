@@ -40,6 +40,9 @@ struct Bf16Pairing {
   int weight_dim = -1;  // the dimension of weight indexed by reduce_axis
   int vec_dim = -1;     // the dimension of weight indexed by vec (the pack candidate's)
   Expr act_load, weight_load;  // the anchor body's two factors
+  // An odd extent: the pairs cover it padded by one zero (the bfloat16 activation copy
+  // one element longer along its last dimension, the weight's last pair half zero).
+  bool padded = false;
 };
 std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec);
 

@@ -163,8 +163,13 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
   const std::vector<Suite> suite = {
       {"dense", "M=12 K=40 N=32", 8},
       {"dense", "M=37 K=10 N=23", 6},  // guarded splits: partial last tiles
+      {"dense", "M=9 K=7 N=16", 6},    // an odd reduction: padded pairs
+      // ResNet's first convolution: 3 input channels, padded pairs of the channel block.
+      {"conv2d_nchwc", "in_channels=3 in_block=3 out_channels=16 block=16 height=12 width=12 kernel=7 stride=2 padding=3",
+       4},
       {"matmul", "M=16 K=24 N=48", 6},
       {"batch_matmul", "B=3 M=8 K=12 N=16", 6},
+      {"winograd_gemm", "in_channels=16 block=8 out_channels=16 height=5 width=7", 4},  // F(2x2)
       {"conv2d_nchwc", "in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1", 6},
       {"conv2d_nchwc", "in_channels=16 out_channels=32 block=16 height=8 width=8 kernel=1 stride=2", 4},
       {"subgraph",
@@ -203,15 +208,29 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
   std::cout << "[ property ] " << total << " random bfloat16 configurations compiled by LLVM, no mismatch\n";
 }
 
-// A float32 sketch never offers bfloat16, and an anchor whose pair axis has an odd
-// extent (a 3x3 convolution over 3 channels, NCHW) has no bfloat16 sketch: it stays float32.
+// A float32 sketch never offers bfloat16. An odd reduction pairs padded only where the
+// activation's last index is that axis over its whole extent (a dense's K, a blocked
+// convolution's channel block); a 3x3 convolution over 3 channels in NCHW, whose
+// innermost index is the width plus a tap, has no bfloat16 sketch: it stays float32.
 TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=4 K=8 N=16"));
   for (const sched::Sketch& s : sched::cpu_sketches(dense)) EXPECT_LT(s.bf16_pair, 0) << s.name;
   ops::OpGraph odd = ops::build_op("dense", parse("M=4 K=7 N=16"));
-  for (const sched::Sketch& s : sched::cpu_sketches(odd, true)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  int paired = 0;
+  for (const sched::Sketch& s : sched::cpu_sketches(odd, true)) paired += s.bf16_pair >= 0;
+  EXPECT_GE(paired, 1);
   ops::OpGraph conv = ops::build_op("conv2d", parse("in_channels=3 out_channels=8 height=8 width=8 kernel=3"));
   for (const sched::Sketch& s : sched::cpu_sketches(conv, true)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  // Winograd's F(2x2) products pair; F(4x4)'s stay float32 (its transforms amplify the rounding).
+  int f2 = 0;
+  for (const sched::Sketch& s : sched::cpu_sketches(
+           ops::build_op("winograd_gemm", parse("in_channels=16 block=8 out_channels=16 height=5 width=7")), true))
+    f2 += s.bf16_pair >= 0;
+  EXPECT_GE(f2, 1);
+  for (const sched::Sketch& s : sched::cpu_sketches(
+           ops::build_op("winograd_gemm", parse("m=4 in_channels=8 block=8 out_channels=16 out_block=16 height=7 width=7")),
+           true))
+    EXPECT_LT(s.bf16_pair, 0) << s.name;
   ops::OpGraph soft = ops::build_op("softmax", parse("shape=4,16"));
   EXPECT_EQ(sched::cpu_sketches(soft, true).size(), sched::cpu_sketches(soft).size());
 }

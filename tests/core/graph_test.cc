@@ -288,6 +288,28 @@ TEST(Fusion, IdenticalGroupsAreOneTaskWeightedByCount) {
   for (const auto& fg : p.groups) EXPECT_EQ(fg.task, 0);
 }
 
+// The task writing the network's output (here through a view) is marked: at bf16 its
+// products keep float32 (the output layer's rounding is not attenuated by later layers);
+// the others take the precision asked for.
+TEST(Fusion, TheTaskWritingAnOutputKeepsFloat32ProductsAtBf16) {
+  Graph g;
+  NetBuilder b(g, 4);
+  int x = g.add_input("x", {1, 8, 6, 6});
+  int c = b.op("relu", {b.conv(x, 8, {3}, {1, 1}, {1, 1}, 1, true)});
+  int f = b.op("flatten", {b.op("global_avg_pool2d", {c})}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}});
+  g.add_output(b.op("reshape", {b.dense(f, 10)}, {{"new_shape", std::vector<int64_t>{10}}}));
+  Partition p = partition(g);
+  int marked = 0;
+  for (const NetworkTask& t : p.tasks) {
+    const bool dense = t.label.find("dense") != std::string::npos;
+    EXPECT_EQ(t.writes_output, dense) << t.label;
+    marked += t.writes_output;
+    EXPECT_EQ(sched::task_precision("bf16", t.writes_output), dense ? "" : "bf16");
+    EXPECT_EQ(sched::task_precision("f32", t.writes_output), "f32");
+  }
+  EXPECT_EQ(marked, 1);
+}
+
 // x[1,3,10,10] -> conv 16 (NHWC read) -> relu -> depthwise stride 2 -> batch_norm ->
 // clip -> conv 24 (blocks of 8 at 16 lanes) -> squeeze-excite (a 4-channel conv, plain)
 // -> mul -> + a second branch -> max_pool -> concat -> global pool -> dense.
