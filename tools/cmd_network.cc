@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -160,17 +161,11 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
 }
 
 // The compiled network's error against the float32 reference (LibTorch on the graph)
-// on --input's files or random ones, kept in the network; not measured for a cuda
-// network compiled for --arch (it may not run here).
-void check_accuracy(const NetOptions& o, const Loaded& l, codegen::CompiledNetwork& net) {
-  codegen::Accuracy a;
-  if (net.target() == "cuda" && !o.arch.empty()) {
-    a.note = "not measured: compiled for --arch " + o.arch + " without running it";
-  } else {
-    const std::vector<NDArray> in = read_inputs(o, net.inputs());
-    a = codegen::measure_accuracy(l.graph, net, in, o.inputs.empty() ? "random inputs" : "the given inputs");
-  }
-  net.set_accuracy(a);
+// on `in` (--input's files or random ones), kept in the network.
+void check_accuracy(const NetOptions& o, const Loaded& l, codegen::CompiledNetwork& net,
+                    const std::vector<NDArray>& in) {
+  net.set_accuracy(
+      codegen::measure_accuracy(l.graph, net, in, o.inputs.empty() ? "random inputs" : "the given inputs"));
 }
 
 nlohmann::json accuracy_json(const codegen::Accuracy& a) {
@@ -350,7 +345,14 @@ int run_compile(const NetOptions& o) {
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
-  check_accuracy(o, l, net);
+  // A cuda network compiled for --arch may not run here: not checked.
+  if (net.target() == "cuda" && !o.arch.empty()) {
+    codegen::Accuracy a;
+    a.note = "not measured: compiled for --arch " + o.arch + " without running it";
+    net.set_accuracy(a);
+  } else {
+    check_accuracy(o, l, net, read_inputs(o, net.inputs()));
+  }
   net.save(o.out, reads);
   nlohmann::json j = {{"model", o.model},
                       {"output", o.out},
@@ -380,13 +382,14 @@ int run_compile(const NetOptions& o) {
 
 // MODEL as `run` and `profile` take it: a compiled file, loaded (true; compiled_for is
 // the CPU it was compiled for, with a note where that is not this one), or a model,
-// compiled with the records (false; untuned names its tasks without a record).
+// compiled with the records (false; untuned names its tasks without a record; the
+// graph in *loaded where it is given).
 bool load_or_compile(const NetOptions& o, codegen::CompiledNetwork& net, nlohmann::json& untuned,
-                     std::string& compiled_for) {
+                     std::string& compiled_for, std::optional<Loaded>* loaded = nullptr) {
   if (o.model.rfind("zoo:", 0) == 0 || !codegen::CompiledNetwork::is_compiled_file(o.model)) {
     Loaded l = load(o);
     net = compile(o, l, untuned);
-    check_accuracy(o, l, net);
+    if (loaded) *loaded = std::move(l);
     return false;
   }
   if (!o.shapes.empty())
@@ -479,8 +482,10 @@ int run_run(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
   std::string compiled_for;  // a compiled file's CPU (llvm target)
-  load_or_compile(o, net, untuned, compiled_for);
+  std::optional<Loaded> model;  // a model compiled here: its accuracy checked on the inputs
+  load_or_compile(o, net, untuned, compiled_for, &model);
   std::vector<NDArray> in = read_inputs(o, net.inputs());
+  if (model) check_accuracy(o, *model, net, in);
   std::vector<NDArray> out = net.run(in);
   nlohmann::json outs = nlohmann::json::array();
   for (size_t i = 0; i < out.size(); ++i) {
