@@ -330,6 +330,35 @@ class Emitter {
     return b_.CreateShuffleVector(level[0], llvm::PoisonValue::get(level[0]->getType()), pick);
   }
 
+  // Lanes that alternate between two contiguous runs: an index whose even lanes 2u and
+  // odd lanes 2u + 1 each read contiguously in u (a pair interleaving copy reading rows
+  // 2k and 2k + 1 at column e / 2), unmasked, from an even first lane: two vector loads
+  // of half the lanes, interleaved. Null where the index has no such form.
+  llvm::Value* interleaved_load(const Buffer& buf, const Expr& flat, llvm::Type* elem, llvm::Align align) {
+    const int lanes = vec_->lanes;
+    auto* lo = llvm::dyn_cast<llvm::ConstantInt>(vec_->lo);
+    if (mask_ || lanes % 2 != 0 || !lo || lo->getSExtValue() % 2 != 0) return nullptr;
+    const VecLoop outer = *vec_;
+    Var u(outer.var.name() + ".half");
+    Analyzer an;
+    Affine half[2];
+    vec_ = VecLoop{u, lanes / 2, b_.getInt64(lo->getSExtValue() / 2)};
+    for (int p = 0; p < 2; ++p) {
+      half[p] = affine(an.simplify(substitute(flat, {{outer.var.id(), Expr(u) * 2 + p}})));
+      if (!half[p].affine_in_vec || half[p].vec_coef != 1) {
+        vec_ = outer;
+        return nullptr;
+      }
+    }
+    auto* hty = llvm::FixedVectorType::get(elem, static_cast<unsigned>(lanes / 2));
+    llvm::Value* even = b_.CreateAlignedLoad(hty, lane0_ptr(buf, half[0]), align);
+    llvm::Value* odd = b_.CreateAlignedLoad(hty, lane0_ptr(buf, half[1]), align);
+    vec_ = outer;
+    std::vector<int> mix;
+    for (int l = 0; l < lanes; ++l) mix.push_back(l % 2 == 0 ? l / 2 : lanes / 2 + l / 2);
+    return b_.CreateShuffleVector(even, odd, mix);
+  }
+
   // A load inside a vectorized loop: a vector load, a gather, or a scalar load; masked
   // by the lanes enabled where it sits.
   llvm::Value* vector_load(const ExprNode& n) {
@@ -364,6 +393,8 @@ class Emitter {
         for (int i = 0; i < vec_->lanes; ++i)
           v = b_.CreateInsertElement(v, b_.CreateLoad(elem, b_.CreateInBoundsGEP(elem, p, b_.getInt64(a.vec_coef * i))),
                                      uint64_t(i));
+      } else if (llvm::Value* il = interleaved_load(n.buffer, flat, elem, align)) {
+        v = il;
       } else {
         llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, buffer_ptr(n.buffer), index64(flat));
         v = b_.CreateMaskedGather(vty, ptrs, align, mask_ ? mask_ : all_lanes(), zero);

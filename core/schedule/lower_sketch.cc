@@ -204,6 +204,93 @@ Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const
   return loop(o, shape[0], st, ForKind::Parallel);
 }
 
+// The activation as bfloat16 pairs interleaved along its last dimension (Bf16Pairing::
+// act_vector): act_pk[.., kp, .., x, q] = bf16(act[.., 2 kp + q, .., x]), dimension
+// `pair_dim` halved. The last dimension, read by the vectorized axis (extent `extent`,
+// tiles tv) unmasked, is padded with zeros by as many elements as the axis's last tile
+// reads past its extent. `aval` is act's value at indices `av`. A placeholder's rows
+// are copied in chunks of L = 16, 8 or 4 columns by a vectorized loop over the chunk's
+// 2L outputs (lane e reads column e / 2 of row 2 kp + e % 2: two contiguous loads the
+// backend interleaves), the rest of each row, and the padding, one element at a time.
+// Returns the nest.
+Stmt pack_act_pairs(const te::OpNode& act, const std::vector<Var>& av, const Expr& aval, int pair_dim, const Tiles& tv,
+                    int64_t extent, Buffer* act_pk) {
+  const size_t n = act.shape.size(), pd = static_cast<size_t>(pair_dim);
+  const int64_t width = act.shape.back();
+  const Expr vec_extent = tv.f[0] * tv.f[1] * tv.f[2] * tv.f[3];
+  std::vector<Expr> shape;
+  for (size_t x = 0; x < n; ++x) shape.push_back(Expr(x == pd ? act.shape[x] / 2 : act.shape[x]));
+  shape.back() = shape.back() + max(vec_extent - Expr(extent), Expr(0));
+  shape = simplified(shape);
+  std::vector<Expr> dims = shape;
+  shape.push_back(Expr(2));
+  *act_pk = make_buffer(act.name + "_bf16", DType::bf16(), shape, MemScope::Global);
+  std::vector<Var> xs;
+  for (size_t x = 0; x < n; ++x) xs.push_back(Var("pk." + std::to_string(x)));
+  // act's value at row 2 kp + q of the pair dimension, column `col`.
+  auto value_at = [&](const Expr& q, const Expr& col) {
+    VarMap src;
+    for (size_t x = 0; x < n; ++x)
+      src[av[x].id()] = x == pd ? Expr(xs[x]) * 2 + q : x + 1 == n ? col : Expr(xs[x]);
+    return substitute(aval, src);
+  };
+  auto target = [&](const Expr& col, const Expr& q) {
+    std::vector<Expr> dst(xs.begin(), xs.end() - 1);
+    dst.push_back(col);
+    dst.push_back(q);
+    return dst;
+  };
+  // The chunk width covering the most of a row (the wider on a tie); 0: none.
+  int64_t chunk = 0;
+  if (act.is_placeholder)
+    for (int64_t l : {16, 8, 4})
+      if (width >= l && (chunk == 0 || width - width % l > width - width % chunk)) chunk = l;
+  const int64_t covered = chunk ? width - width % chunk : 0;
+  std::vector<Stmt> row;
+  if (chunk) {
+    Var o("pk.o"), e("pk.e");
+    const Expr col = Expr(o) * chunk + floordiv(Expr(e), Expr(2));
+    const Expr q = floormod(Expr(e), Expr(2));
+    row.push_back(loop(o, Expr(covered / chunk),
+                       loop(e, Expr(2 * chunk), make_store(*act_pk, target(col, q), cast(DType::bf16(), value_at(q, col))),
+                            ForKind::Vectorized)));
+  }
+  // The rest: columns past the chunks, the padding zeros (read in bounds, stored zero).
+  Var c("pk.c"), q("pk.q");
+  const Expr col = Expr(c) + covered;
+  Expr rest = cast(DType::bf16(), select(col < Expr(width), value_at(q, min(col, Expr(width - 1))),
+                                        make_const(aval.dtype(), 0)));
+  row.push_back(loop(c, simplified({dims.back() - Expr(covered)})[0],
+                     loop(q, Expr(2), make_store(*act_pk, target(col, q), rest))));
+  Stmt st = make_seq(row);
+  size_t par = 0;
+  while (par + 2 < n && act.shape[par] <= 1) ++par;
+  for (size_t x = n - 1; x-- > 0;) st = loop(xs[x], dims[x], st, x == par ? ForKind::Parallel : ForKind::Serial);
+  return st;
+}
+
+// Weight w copied to bfloat16 with dimension `pair_dim` moved last (its pairs adjacent):
+// packed[.., k] = bf16(w[.., k, ..]). Returns the nest.
+Stmt weight_pairs_last(const te::OpNode& w, int pair_dim, Buffer* packed) {
+  const size_t n = w.shape.size(), pd = static_cast<size_t>(pair_dim);
+  std::vector<Var> xs;
+  std::vector<Expr> src, dst, shape;
+  for (size_t x = 0; x < n; ++x) {
+    xs.push_back(Var("wpk." + std::to_string(x)));
+    src.push_back(xs.back());
+    if (x != pd) {
+      dst.push_back(xs.back());
+      shape.push_back(Expr(w.shape[x]));
+    }
+  }
+  dst.push_back(xs[pd]);
+  shape.push_back(Expr(w.shape[pd]));
+  *packed = make_buffer(w.name + "_packed", DType::bf16(), shape, MemScope::Global);
+  Stmt st = make_store(*packed, dst, cast(DType::bf16(), load(w.buffer, src)));
+  for (size_t x = n; x-- > 0;) st = loop(xs[x], Expr(w.shape[x]), st, x == 0 ? ForKind::Parallel : ForKind::Serial);
+  return st;
+}
+
 Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf, bool fuse) {
   AnchorInfo info = *analyze_anchor(task);
   const te::OpNode& a = *info.anchor;
@@ -284,12 +371,6 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     pairing = bf16_pairing(info, vec);
     BASIN_CHECK(pairing && pairing->reduce_axis == s.bf16_pair) << "sketch " << s.name << " pairs no reduction axis";
     const te::OpNode& act = *pairing->act;
-    // Padded pairs: the copy one element longer along the last dimension, that element zero.
-    std::vector<int64_t> copy_shape = act.shape;
-    if (pairing->padded) ++copy_shape.back();
-    std::vector<Expr> ashape;
-    for (int64_t e : copy_shape) ashape.push_back(Expr(e));
-    act_bf = make_buffer(act.name + "_bf16", DType::bf16(), ashape, MemScope::Global);
     std::vector<Var> av;
     Expr aval;
     if (act.is_placeholder) {
@@ -305,15 +386,27 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       for (const te::Op& pr : info.producers) all.insert(pr.get());
       aval = inline_stages(act.body, all);
     }
-    if (pairing->padded) {
-      const int64_t last = act.shape.back() - 1;
-      aval = select(Expr(av.back()) <= Expr(last), substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}),
-                    make_const(aval.dtype(), 0));
+    if (pairing->act_vector) {
+      prologue.push_back(pack_act_pairs(act, av, aval, pairing->act_dim, tv, a.axes[static_cast<size_t>(vec)].extent,
+                                        &act_bf));
+      prologue.push_back(weight_pairs_last(*pairing->weight, pairing->weight_dim, &packed));
+    } else {
+      // Padded pairs: the copy one element longer along the last dimension, that element zero.
+      std::vector<int64_t> copy_shape = act.shape;
+      if (pairing->padded) ++copy_shape.back();
+      std::vector<Expr> ashape;
+      for (int64_t e : copy_shape) ashape.push_back(Expr(e));
+      act_bf = make_buffer(act.name + "_bf16", DType::bf16(), ashape, MemScope::Global);
+      if (pairing->padded) {
+        const int64_t last = act.shape.back() - 1;
+        aval = select(Expr(av.back()) <= Expr(last),
+                      substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}), make_const(aval.dtype(), 0));
+      }
+      prologue.push_back(
+          stage_loops(av, copy_shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
+      prologue.push_back(pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
     }
-    prologue.push_back(
-        stage_loops(av, copy_shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
     staged.push_back(act_bf);
-    prologue.push_back(pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
   }
   if (!s.inline_producers && !bf16) {
     for (const te::Op& pr : info.producers) {
@@ -387,6 +480,19 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     const size_t j = static_cast<size_t>(s.bf16_pair);
     std::vector<Expr> products;
     for (int64_t q : {1, 0}) {
+      if (pairing->act_vector) {
+        // The weight's pair broadcast (its reduction dimension last), the activation's
+        // pairs interleaved along its last dimension.
+        std::vector<Expr> wi, ai;
+        for (size_t x = 0; x < pairing->weight_load->args.size(); ++x)
+          if (static_cast<int>(x) != pairing->weight_dim) wi.push_back(substitute(pairing->weight_load->args[x], m));
+        wi.push_back(rfull[j] * 2 + q);
+        for (size_t x = 0; x < pairing->act_load->args.size(); ++x)
+          ai.push_back(static_cast<int>(x) == pairing->act_dim ? rfull[j] : substitute(pairing->act_load->args[x], m));
+        ai.push_back(Expr(q));
+        products.push_back(cast(DType::f32(), load(packed, wi)) * cast(DType::f32(), load(act_bf, ai)));
+        continue;
+      }
       VarMap mq = m;
       mq[a.reduce_axes[j].var.id()] = rfull[j] * 2 + q;
       std::vector<Expr> ai, wi = {vec_tile};

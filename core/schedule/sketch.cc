@@ -196,8 +196,14 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
   for (int64_t u : s.unroll_menu) in_menu |= u == c.unroll;
   if (!in_menu) return "unroll " + std::to_string(c.unroll) + " is not in the menu";
   constexpr int64_t kMaxLanes = 64;
-  for (size_t i = 0; i < s.splits.size(); ++i)
-    if (s.splits[i].vectorized && inner(c, i) > kMaxLanes) return "more than 64 vector lanes";
+  for (size_t i = 0; i < s.splits.size(); ++i) {
+    const SplitSpec& sp = s.splits[i];
+    if (sp.vectorized && inner(c, i) > kMaxLanes) return "more than 64 vector lanes";
+    const int64_t m = sp.lane_multiple, f = inner(c, i);
+    if (sp.vectorized && m > 1 && (f >= m ? f % m != 0 : (f & (f - 1)) != 0))
+      return "the vector factor of split '" + sp.name + "' is a multiple of " + std::to_string(m) +
+             " lanes or a power of two below, not " + std::to_string(f);
+  }
   if (is_gpu_rule(s.rule)) {
     // The tiles' use of the GPU; the rows' and reductions' threads are their one knob.
     const bool tiled = s.rule == SketchRule::GpuTile || s.rule == SketchRule::GpuMma;

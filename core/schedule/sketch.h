@@ -32,6 +32,10 @@ struct SplitSpec {
   int parts = 1;
   bool vectorized = false;  // its innermost factor is a vector loop's lane count
   bool guarded = false;
+  // A vectorized split whose instructions take whole registers of lanes (a bfloat16
+  // pair product: 4, 8 or 16): its innermost factor is a multiple of this, or a power
+  // of two below it.
+  int lane_multiple = 1;
 };
 // A split of `extent`, guarded when the extent is awkward.
 SplitSpec make_split(std::string name, int64_t extent, int parts, bool vectorized = false);

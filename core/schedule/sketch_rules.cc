@@ -142,8 +142,10 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
   // for F(2x2): docs/schedules.md, "bfloat16 products").
   const bool wide_winograd = a.tag == "winograd_gemm" && !a.axes.empty() && a.axes[0].extent > 4;
   if (bf16 && !wide_winograd) {
-    for (auto [vec, pack] : vec_pack) {
-      if (!pack) continue;
+    std::vector<int> vec_axes;
+    for (auto [vec, pack] : vec_pack)
+      if (std::find(vec_axes.begin(), vec_axes.end(), vec) == vec_axes.end()) vec_axes.push_back(vec);
+    for (int vec : vec_axes) {
       std::optional<Bf16Pairing> p = bf16_pairing(info, vec);
       if (!p) continue;
       const size_t r = static_cast<size_t>(p->reduce_axis);
@@ -151,6 +153,12 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
         Sketch s = sketch(vec, true, acc, false);
         s.splits[a.axes.size() + r] = make_split(rn[r] + "2", (a.reduce_axes[r].extent + 1) / 2, 1);
         s.bf16_pair = p->reduce_axis;
+        if (p->act_vector) {
+          // vdpbf16ps takes 4, 8 or 16 lanes (other widths, 24 or 28 lanes, emit slowly):
+          // a guarded split offers such tiles of any width.
+          s.splits[static_cast<size_t>(vec)].guarded = true;
+          s.splits[static_cast<size_t>(vec)].lane_multiple = 16;
+        }
         s.name = "tile.bf16.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
         if (seen.insert(s.name).second) out.push_back(s);
       }

@@ -300,13 +300,72 @@ std::vector<CachedInput> cached_inputs(const AnchorInfo& info) {
   return out;
 }
 
+namespace {
+
+// The activation is the vector operand (Bf16Pairing::act_vector).
+std::optional<Bf16Pairing> act_vector_pairing(const AnchorInfo& info, int vec) {
+  const te::OpNode& a = *info.anchor;
+  const Var& v = a.axes[static_cast<size_t>(vec)].var;
+  if (a.axes[static_cast<size_t>(vec)].extent < 4) return std::nullopt;
+  Expr wl, al;
+  for (int i = 0; i < 2; ++i) {
+    const Expr& f = a.body.arg(static_cast<size_t>(i));
+    if (f.kind() != ExprKind::Load || f.dtype() != DType::f32()) return std::nullopt;
+    if (uses_var(f, v)) al = f;
+    else wl = f;
+  }
+  if (!wl.defined() || !al.defined() || al->buffer.get() == wl->buffer.get()) return std::nullopt;
+  const te::OpNode* wp = producer_of(wl->buffer);
+  const te::OpNode* ap = producer_of(al->buffer);
+  if (!wp || !wp->is_placeholder || !ap) return std::nullopt;
+  if (!info.producers.empty() && info.producers.back().get() != ap) return std::nullopt;
+  if (info.producers.empty() && !ap->is_placeholder) return std::nullopt;
+  const std::vector<Expr>& ai = al->args;
+  if (ai.size() < 2) return std::nullopt;
+  for (size_t d = 0; d + 1 < ai.size(); ++d)
+    if (uses_var(ai[d], v)) return std::nullopt;
+  Analyzer an;
+  int64_t step = 0;
+  if (!is_const_int(an.simplify(substitute(ai.back(), {{v.id(), Expr(v) + 1}}) - ai.back()), &step) || step != 1)
+    return std::nullopt;
+  auto alone = [](const std::vector<Expr>& args, const Var& r) {
+    int dim = -1, uses = 0;
+    for (size_t d = 0; d < args.size(); ++d) {
+      if (!uses_var(args[d], r)) continue;
+      ++uses;
+      if (args[d].kind() == ExprKind::Var && Var(args[d]).id() == r.id()) dim = static_cast<int>(d);
+    }
+    return uses == 1 ? dim : -1;
+  };
+  for (size_t j = a.reduce_axes.size(); j-- > 0;) {
+    const Var& r = a.reduce_axes[j].var;
+    const int64_t extent = a.reduce_axes[j].extent;
+    if (extent < 2 || extent % 2 != 0) continue;
+    const int ad = alone(ai, r), wd = alone(wl->args, r);
+    if (ad < 0 || wd < 0 || ad + 1 == static_cast<int>(ai.size())) continue;
+    Bf16Pairing p;
+    p.act_vector = true;
+    p.reduce_axis = static_cast<int>(j);
+    p.act = std::static_pointer_cast<const te::OpNode>(al->buffer->producer.lock());
+    p.weight = std::static_pointer_cast<const te::OpNode>(wl->buffer->producer.lock());
+    p.weight_dim = wd;
+    p.act_dim = ad;
+    p.act_load = al;
+    p.weight_load = wl;
+    return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul) return std::nullopt;
   const AnchorInfo::PackCandidate* pc = nullptr;
   for (const auto& c : info.pack_candidates)
     if (c.axis == vec) pc = &c;
-  if (!pc) return std::nullopt;
+  if (!pc) return act_vector_pairing(info, vec);
   Expr wl, al;
   for (int i = 0; i < 2; ++i) {
     const Expr& f = a.body.arg(static_cast<size_t>(i));

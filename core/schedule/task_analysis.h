@@ -33,6 +33,15 @@ struct AnchorInfo {
 // weight's dimension `weight_dim` alone, as itself: so k and k + 1 are adjacent in act
 // (one 32-bit load of a bfloat16 pair) and can be made adjacent in the packed weight.
 // The innermost such axis; none where the anchor has no such form.
+//
+// Or, with `act_vector` (no such weight form, the activation the vector operand: an
+// NCHW convolution vectorized along the width): act's innermost index is `vec` with
+// coefficient 1 plus terms of other axes, and `vec` indexes nothing else of act;
+// weight (a placeholder) does not use `vec`. The reduction axis (even extent) indexes
+// act's dimension `act_dim`, not its last, and weight's `weight_dim`, each alone as
+// itself. The weight is copied to bfloat16 with that dimension moved last (its pairs
+// adjacent, one 32-bit load broadcast), the activation to bfloat16 pairs interleaved
+// along its last dimension: act_pk[.., kp, .., x, q] = act[.., 2 kp + q, .., x].
 struct Bf16Pairing {
   int reduce_axis = -1;
   te::Op act;
@@ -43,6 +52,8 @@ struct Bf16Pairing {
   // An odd extent: the pairs cover it padded by one zero (the bfloat16 activation copy
   // one element longer along its last dimension, the weight's last pair half zero).
   bool padded = false;
+  bool act_vector = false;
+  int act_dim = -1;  // act_vector: the dimension of act indexed by reduce_axis
 };
 std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec);
 

@@ -110,6 +110,9 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
        "graph=x0:float32[4,4,1,2,12,8]@-1:1;x1:float32[1,2,1,1,8]@-1:1;"
        "t0=winograd_output(x0){height=7|m=2|width=5};t1=add(t0,x1){};t2=relu(t1){}",
        4},
+      // NCHW, vectorized along the width: the activation's channel pairs interleaved.
+      {"conv2d", "in_channels=10 out_channels=12 height=6 width=28 kernel=1", 6},
+      {"conv2d", "in_channels=6 out_channels=8 height=7 width=9 kernel=3 padding=1", 6},
       {"subgraph",
        "graph=x0:float32[1,2,7,7,8]@-1:1;x1:float32[1,2,1,1,8,8]@-1:1;x2:float32[1,1,1,1,8]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
@@ -172,6 +175,9 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
       {"winograd_gemm", "in_channels=16 block=8 out_channels=16 height=5 width=7", 4},  // F(2x2)
       {"conv2d_nchwc", "in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1", 6},
       {"conv2d_nchwc", "in_channels=16 out_channels=32 block=16 height=8 width=8 kernel=1 stride=2", 4},
+      // NCHW, vectorized along the width: the activation's channel pairs interleaved.
+      {"conv2d", "in_channels=10 out_channels=12 height=6 width=28 kernel=1", 6},
+      {"conv2d", "in_channels=6 out_channels=8 height=7 width=9 kernel=3 padding=1", 6},
       {"subgraph",
        "graph=x0:float32[1,2,7,7,8]@-1:1;x1:float32[1,2,1,1,8,8]@-1:1;x2:float32[1,1,1,1,8]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
@@ -211,7 +217,8 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
 // A float32 sketch never offers bfloat16. An odd reduction pairs padded only where the
 // activation's last index is that axis over its whole extent (a dense's K, a blocked
 // convolution's channel block); a 3x3 convolution over 3 channels in NCHW, whose
-// innermost index is the width plus a tap, has no bfloat16 sketch: it stays float32.
+// innermost index is the width plus a tap and whose channels cannot pair, has no
+// bfloat16 sketch: it stays float32.
 TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=4 K=8 N=16"));
   for (const sched::Sketch& s : sched::cpu_sketches(dense)) EXPECT_LT(s.bf16_pair, 0) << s.name;
@@ -221,6 +228,30 @@ TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   EXPECT_GE(paired, 1);
   ops::OpGraph conv = ops::build_op("conv2d", parse("in_channels=3 out_channels=8 height=8 width=8 kernel=3"));
   for (const sched::Sketch& s : sched::cpu_sketches(conv, true)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  // With an even channel count the NCHW convolution pairs its channels, the activation
+  // the vector operand (its pairs interleaved along the width).
+  int nchw = 0;
+  for (const sched::Sketch& s :
+       sched::cpu_sketches(ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=8 width=8 kernel=3")), true))
+    nchw += s.bf16_pair >= 0 && s.name.find("vec=w") != std::string::npos;
+  EXPECT_GE(nchw, 1);
+  // Its vector tile takes whole vdpbf16ps registers: 16 or 32 lanes, 4 or 8, not 12 or 24.
+  for (const sched::Sketch& s :
+       sched::cpu_sketches(ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=4 width=28 kernel=1")), true)) {
+    if (s.bf16_pair < 0) continue;
+    sched::Config c;
+    for (const sched::SplitSpec& sp : s.splits) c.factors.push_back(std::vector<int64_t>(static_cast<size_t>(sp.parts), 1));
+    c.unroll = s.unroll_menu[0];
+    const size_t w = static_cast<size_t>(s.vec_axis);
+    for (int64_t lanes : {4, 8, 16}) {
+      c.factors[w].back() = lanes;
+      EXPECT_EQ(sched::invalid_reason(s, c), "") << lanes;
+    }
+    for (int64_t lanes : {12, 24}) {
+      c.factors[w].back() = lanes;
+      EXPECT_NE(sched::invalid_reason(s, c).find("multiple of 16 lanes"), std::string::npos) << lanes;
+    }
+  }
   // Winograd's F(2x2) products pair; F(4x4)'s stay float32 (its transforms amplify the rounding).
   int f2 = 0;
   for (const sched::Sketch& s : sched::cpu_sketches(
