@@ -46,6 +46,9 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
   for (size_t v = 0; v < g.values().size(); ++v) {
     const Value& val = g.value(static_cast<int>(v));
     if (val.producer < 0 || outputs.count(static_cast<int>(v)) || is_view_op(g.node(val.producer).op)) continue;
+    auto inside_kind = [&](int n) {
+      return kind_of(g.node(n).op) == Kind::Elementwise && g.value(g.node(n).output).shape == val.shape;
+    };
     std::vector<int> frontier = g.consumers(static_cast<int>(v));
     if (frontier.size() < 2) continue;
     std::set<int> region;
@@ -53,15 +56,15 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
     bool failed = false;
     while (!failed && sink < 0) {
       for (int n : frontier) {
-        const Node& nd = g.node(n);
-        if (kind_of(nd.op) != Kind::Elementwise || g.value(nd.output).shape != val.shape) {
+        if (!inside_kind(n)) {
           failed = true;
           break;
         }
         region.insert(n);
       }
       if (failed || region.size() > kMaxRegion) break;
-      // Values of the region read outside it (or network outputs); the readers outside.
+      // Values of the region read outside it (or network outputs); the readers outside
+      // that may join it. A value read by anything else can only be the sink.
       std::vector<int> escaping;
       std::set<int> next;
       for (int n : region) {
@@ -70,7 +73,7 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
         for (int c : g.consumers(out))
           if (!region.count(c)) {
             escapes = true;
-            next.insert(c);
+            if (inside_kind(c)) next.insert(c);
           }
         if (escapes) escaping.push_back(out);
       }
@@ -84,6 +87,7 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
       }
       for (int e : escaping)
         if (outputs.count(e)) failed = true;
+      if (next.empty()) failed = true;
       frontier.assign(next.begin(), next.end());
     }
     if (failed || sink < 0) continue;

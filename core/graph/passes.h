@@ -25,10 +25,16 @@ Graph fold_batch_norm(const Graph& g);
 // -> softmax over the last axis [-> view] -> batch_matmul(., v), every value in between
 // read once, becomes one `attention` node (one task, computed row by row).
 Graph fuse_attention(const Graph& g);
+// An elementwise node reading a view that only adds leading extents of 1 ([128, 768]
+// -> [1, 128, 768], how an imported MatMul's rows come back) runs on the viewed shape
+// instead, the view moved after it (its other inputs viewed alike where they carry
+// such extents): the chain then fuses into the matrix product's epilogue (a bias,
+// GELU, a residual add), which fusion never does across a view.
+Graph sink_views(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
 // Every pass above, in order: batch-norm folding, constant folding, dead code,
-// attention fusion; then the layout plan for vectors of `layout_lanes` floats
+// attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
 // (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
 Graph optimize(const Graph& g, int64_t layout_lanes = 0);
 

@@ -222,6 +222,52 @@ TEST(Fusion, AFanOutThatClosesAgainStaysInOneGroup) {
   EXPECT_EQ(sched::gpu_sketches(p.tasks[0].graph).at(0).rule, sched::SketchRule::GpuTile);
 }
 
+// A transformer's feed-forward block as exported: rows of [1, 8, 16] through dense layers,
+// each product viewed back to [1, 8, N] before its bias, GELU (x / sqrt 2, erf, + 1,
+// * x, * 0.5) and the residual add. View sinking moves the views after the chains, so
+// each chain fuses into its product's epilogue; the outputs and their names stay.
+TEST(Passes, ViewsSinkBelowElementwiseChainsIntoTheProductsEpilogue) {
+  Graph g;
+  NetBuilder b(g, 4);
+  int x = g.add_input("x", {1, 8, 16});
+  auto rows = [&](int v, int64_t n) {
+    const int64_t k = g.value(v).shape.back();
+    int d = b.op("dense", {b.op("reshape", {v}, {{"new_shape", std::vector<int64_t>{8, k}}}), b.weight("w", {n, k}, 0.3)});
+    return b.op("add", {b.op("reshape", {d}, {{"new_shape", std::vector<int64_t>{1, 8, n}}}), b.weight("b", {n}, 0.3)});
+  };
+  int h = rows(x, 32);
+  auto scalar = [&](const char* name, double v) {
+    NDArray a(DType::f32(), {});
+    a.set(0, v);
+    return g.add_constant(name, a);
+  };
+  int sqrt2 = scalar("sqrt2", 1.4142135), one = scalar("one", 1.0), half = scalar("half", 0.5);
+  int gelu = b.op("mul", {b.op("mul", {h, b.op("add", {b.op("erf", {b.op("div", {h, sqrt2})}), one})}), half});
+  int y = b.op("add", {rows(gelu, 16), x});
+  g.add_output(y);
+  const std::string out_name = g.value(y).name;
+  Graph f = optimize(g);
+  EXPECT_EQ(f.value(f.outputs()[0]).name, out_name);
+  std::vector<std::string> labels;
+  for (const auto& t : partition(f).tasks) labels.push_back(t.label);
+  ASSERT_EQ(labels.size(), 2u) << ::testing::PrintToString(labels);
+  EXPECT_EQ(labels[0].rfind("dense+add+div+erf+add+mul+mul [8, 32]", 0), 0u) << labels[0];
+  EXPECT_EQ(labels[1].rfind("dense+add+add [8, 16]", 0), 0u) << labels[1];
+  NDArray in = NDArray::random(DType::f32(), {1, 8, 16}, -1, 1, 6);
+  expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-5);
+
+  // An operand that broadcasts the result past the view's shape keeps the node (and the
+  // view) where they are.
+  Graph w;
+  NetBuilder c(w, 5);
+  int a = w.add_input("a", {8, 16});
+  int t = w.add_input("t", {2, 8, 16});
+  w.add_output(c.op("relu", {c.op("add", {c.op("reshape", {a}, {{"new_shape", std::vector<int64_t>{1, 8, 16}}}), t})}));
+  Graph sw = sink_views(w);
+  EXPECT_EQ(sw.nodes().size(), w.nodes().size());
+  EXPECT_EQ(sw.node(sw.value(sw.outputs()[0]).producer).op, "relu");
+}
+
 // Squeeze-and-excitation: the channel scale (a cheap elementwise group) becomes the
 // producer of the projection convolution that reads it; a costly one (with a sigmoid)
 // does not.
