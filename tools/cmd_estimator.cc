@@ -351,6 +351,7 @@ int run_machine(const MachineOptions& o) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::parse(hw.to_json());
     j["file"] = hardware_cache_path();
+    j["busy"] = hw.busy;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -365,6 +366,10 @@ int run_machine(const MachineOptions& o) {
       bytes_text(hw.l2_bytes).c_str(), bytes_text(hw.l3_bytes).c_str(), hw.peak_gflops, hw.cores,
       hw.cores == 1 ? "" : "s", hw.bandwidth_gbs, hw.cores, hw.cores == 1 ? "" : "s", hardware_cache_path().c_str(),
       o.measure ? " (measured now)" : " (measured once per machine; --measure measures it again)");
+  if (hw.busy)
+    std::printf(
+        "note: the machine was busy while measured (its threads together fell short of one thread's peak times "
+        "their number): these figures are low; measure again when it is quiet\n");
   return 0;
 }
 

@@ -160,6 +160,10 @@ int64_t data_cache_bytes(int level) {
   return bytes;
 }
 
+bool busy_measurement(double all_threads, double one_thread, int threads) {
+  return threads > 1 && one_thread > 0 && all_threads < 0.75 * threads * one_thread;
+}
+
 Hardware measure_hardware() {
   const HostInfo& h = this_host();
   Hardware hw;
@@ -172,7 +176,14 @@ Hardware measure_hardware() {
   hw.l2_bytes = data_cache_bytes(2);
   hw.l3_bytes = data_cache_bytes(3);
   hw.cores = h.cores;
-  hw.peak_gflops = measure_peak_gflops(h.cores);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    hw.peak_gflops = measure_peak_gflops(h.cores);
+    if (h.cores < 2) break;
+    const double one = measure_peak_gflops(1);
+    hw.busy = busy_measurement(hw.peak_gflops, one, h.cores);
+    if (!hw.busy) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
   const int64_t llc = std::max({hw.l1d_bytes, hw.l2_bytes, hw.l3_bytes});
   hw.bandwidth_gbs = measure_read_bandwidth_gbs(
       h.cores, std::min<int64_t>(std::max<int64_t>(4 * llc, int64_t{64} << 20), int64_t{1} << 30));
@@ -300,6 +311,7 @@ const Hardware& this_hardware() {
       // A description of another version or a damaged file: measured again below.
     }
     hw = measure_hardware();
+    if (hw.busy) return;
     try {
       save_hardware(hw);
     } catch (const std::exception&) {

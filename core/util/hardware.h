@@ -29,6 +29,10 @@ struct Hardware {
   // best of three passes.
   double peak_gflops = 0;
   double bandwidth_gbs = 0;
+  // Not kept: the machine was busy while measured (its threads together reached less
+  // than 3/4 of their number times one thread's peak, three times): the figures are
+  // low, and this_hardware() does not keep them.
+  bool busy = false;
 
   std::string to_json() const;
   // Throws basin::Error on anything but a description of this version.
@@ -45,10 +49,17 @@ struct Hardware {
 // l3_bytes, cores, peak_gflops, bandwidth_gbs.
 const std::vector<std::string>& hardware_feature_names();
 
-// Measures this machine now (about half a second; run it while nothing else runs).
+// Whether a peak measured on `threads` threads together (`all_threads` GFLOP/s) says the
+// machine was busy: less than 3/4 of `threads` times one thread's peak.
+bool busy_measurement(double all_threads, double one_thread, int threads);
+// Measures this machine now (about half a second; run it while nothing else runs). One
+// thread's peak is measured too: on a machine whose other cores are busy (tests run two
+// at a time), the threads together fall short of their number times it, and the
+// measurement is tried again, up to three times, then returned with `busy` set.
 Hardware measure_hardware();
 // This machine's description: read from basin's cache (hardware_cache_path()), else
-// measured and saved there; once per process.
+// measured and saved there (not when measured busy: the next process measures again);
+// once per process.
 const Hardware& this_hardware();
 // Where this machine's description is kept: cache_dir()/machines/SLUG.json.
 std::string hardware_cache_path();
