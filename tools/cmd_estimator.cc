@@ -351,7 +351,7 @@ int run_machine(const MachineOptions& o) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::parse(hw.to_json());
     j["file"] = hardware_cache_path();
-    j["busy"] = hw.busy;
+    j["busy"] = hw.busy;  // to_json has it only when true
     std::cout << j.dump(2) << "\n";
     return 0;
   }

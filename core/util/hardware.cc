@@ -191,7 +191,7 @@ Hardware measure_hardware() {
 }
 
 std::string Hardware::to_json() const {
-  return nlohmann::json{{"version", kVersion},
+  nlohmann::json j{{"version", kVersion},
                         {"host", host},
                         {"vector_isa", vector_isa},
                         {"vector_bits", vector_bits},
@@ -201,8 +201,9 @@ std::string Hardware::to_json() const {
                         {"l3_bytes", l3_bytes},
                         {"cores", cores},
                         {"peak_gflops", peak_gflops},
-                        {"bandwidth_gbs", bandwidth_gbs}}
-      .dump();
+                        {"bandwidth_gbs", bandwidth_gbs}};
+  if (busy) j["busy"] = true;
+  return j.dump();
 }
 
 Hardware Hardware::from_json(const std::string& text) {
@@ -222,6 +223,7 @@ Hardware Hardware::from_json(const std::string& text) {
     hw.cores = j.at("cores").get<int>();
     hw.peak_gflops = j.at("peak_gflops").get<double>();
     hw.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
+    hw.busy = j.value("busy", false);
     if (hw.host.empty() || hw.vector_bits < 0 || hw.vector_registers < 0 || hw.l1d_bytes < 0 || hw.l2_bytes < 0 ||
         hw.l3_bytes < 0 || hw.cores < 1 || !(hw.peak_gflops >= 0) || !(hw.bandwidth_gbs >= 0))
       throw Error("a machine description with a missing host or a negative number");
@@ -302,7 +304,7 @@ const Hardware& this_hardware() {
         std::stringstream text;
         text << f.rdbuf();
         Hardware cached = Hardware::from_json(text.str());
-        if (cached.host == host) {
+        if (cached.host == host && !cached.busy) {
           hw = cached;
           return;
         }
@@ -311,7 +313,6 @@ const Hardware& this_hardware() {
       // A description of another version or a damaged file: measured again below.
     }
     hw = measure_hardware();
-    if (hw.busy) return;
     try {
       save_hardware(hw);
     } catch (const std::exception&) {

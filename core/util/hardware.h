@@ -29,9 +29,9 @@ struct Hardware {
   // best of three passes.
   double peak_gflops = 0;
   double bandwidth_gbs = 0;
-  // Not kept: the machine was busy while measured (its threads together reached less
-  // than 3/4 of their number times one thread's peak, three times): the figures are
-  // low, and this_hardware() does not keep them.
+  // The machine was busy while measured (its threads together reached less than 3/4 of
+  // their number times one thread's peak, three times): the figures are low, and
+  // this_hardware() measures again in the next process. In the JSON only when true.
   bool busy = false;
 
   std::string to_json() const;
@@ -58,8 +58,8 @@ bool busy_measurement(double all_threads, double one_thread, int threads);
 // measurement is tried again, up to three times, then returned with `busy` set.
 Hardware measure_hardware();
 // This machine's description: read from basin's cache (hardware_cache_path()), else
-// measured and saved there (not when measured busy: the next process measures again);
-// once per process.
+// measured and saved there (a description measured busy is measured again); once per
+// process.
 const Hardware& this_hardware();
 // Where this machine's description is kept: cache_dir()/machines/SLUG.json.
 std::string hardware_cache_path();
