@@ -1253,7 +1253,8 @@ class Emitter {
     llvm::Value* acc_ptr = lane0_ptr(st.buffer, ac);
     auto* acc_ty = llvm::FixedVectorType::get(f32, static_cast<unsigned>(lanes));
     llvm::Value* accv = b_.CreateAlignedLoad(acc_ty, acc_ptr, llvm::Align(4));
-    llvm::Value* pair = b_.CreateAlignedLoad(b_.getInt32Ty(), element_ptr(a0->buffer, aa.base, aa.offset), llvm::Align(2));
+    llvm::Value* pair =
+        b_.CreateAlignedLoad(b_.getInt32Ty(), element_ptr(a0->buffer, aa.base, aa.offset), llvm::Align(2));
     auto* pair_ty = llvm::FixedVectorType::get(bf, static_cast<unsigned>(2 * chunk));
     llvm::Value* av = b_.CreateBitCast(b_.CreateVectorSplat(static_cast<unsigned>(chunk), pair), pair_ty);
     llvm::Value* b_ptr = lane0_ptr(b0->buffer, ab);

@@ -285,7 +285,8 @@ Graph sink_views(const Graph& g) {
   bool any = false;
   Graph r = rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
     if (is_view_op(nd.op)) {
-      const int x = get(nd.inputs.at(0));
+      if (nd.inputs.size() != 1) return -1;
+      const int x = get(nd.inputs[0]);
       const int y = out.add_node(nd.op, {x}, nd.attrs.values(), nd.name);
       auto it = source.find(x);
       const int from = it != source.end() ? it->second : x;
@@ -309,38 +310,44 @@ Graph sink_views(const Graph& g) {
     }
     if (core.empty() && !ins.empty()) return -1;
     if (core.size() >= shape.size()) return -1;  // only a view that added leading extents of 1
-    std::vector<int> moved;
-    for (int v : ins) {
-      auto it = source.find(v);
-      if (it != source.end() && out.value(it->second).shape == core) {
-        moved.push_back(it->second);
-        continue;
+    // The rewrite below adds nodes the operators check; one they refuse leaves the node
+    // as it was (what it added is dead code).
+    try {
+      std::vector<int> moved;
+      for (int v : ins) {
+        auto it = source.find(v);
+        if (it != source.end() && out.value(it->second).shape == core) {
+          moved.push_back(it->second);
+          continue;
+        }
+        const std::vector<int64_t>& vs = out.value(v).shape;
+        if (vs.size() <= core.size()) {  // numpy broadcasting aligns it within the core alike
+          moved.push_back(v);
+          continue;
+        }
+        const size_t extra = vs.size() - core.size();
+        for (size_t d = 0; d < extra; ++d)
+          if (vs[d] != 1) return -1;
+        const std::vector<int64_t> inner(vs.begin() + static_cast<std::ptrdiff_t>(extra), vs.end());
+        const std::string name = nd.name + ".in" + std::to_string(moved.size());
+        if (out.value(v).constant) {  // a constant is stored in its new shape, never viewed
+          const NDArray& data = out.value(v).data;
+          NDArray a(data.dtype(), inner);
+          std::memcpy(a.data(), data.data(), data.nbytes());
+          moved.push_back(out.add_constant(name, a));
+        } else {
+          moved.push_back(out.add_node("reshape", {v}, {{"new_shape", inner}}, name));
+        }
       }
-      const std::vector<int64_t>& vs = out.value(v).shape;
-      if (vs.size() <= core.size()) {  // numpy broadcasting aligns it within the core alike
-        moved.push_back(v);
-        continue;
-      }
-      const size_t extra = vs.size() - core.size();
-      for (size_t d = 0; d < extra; ++d)
-        if (vs[d] != 1) return -1;
-      const std::vector<int64_t> inner(vs.begin() + static_cast<std::ptrdiff_t>(extra), vs.end());
-      const std::string name = nd.name + ".in" + std::to_string(moved.size());
-      if (out.value(v).constant) {  // a constant is stored in its new shape, never viewed
-        const NDArray& data = out.value(v).data;
-        NDArray a(data.dtype(), inner);
-        std::memcpy(a.data(), data.data(), data.nbytes());
-        moved.push_back(out.add_constant(name, a));
-      } else {
-        moved.push_back(out.add_node("reshape", {v}, {{"new_shape", inner}}, name));
-      }
+      const int e = out.add_node(nd.op, moved, nd.attrs.values(), nd.name + ".core");
+      if (out.value(e).shape != core) return -1;  // the inputs broadcast beyond the core: keep the node
+      any = true;
+      const int y = out.add_node("reshape", {e}, {{"new_shape", shape}}, nd.name);
+      source[y] = e;
+      return y;
+    } catch (const GraphError&) {
+      return -1;
     }
-    const int e = out.add_node(nd.op, moved, nd.attrs.values(), nd.name + ".core");
-    if (out.value(e).shape != core) return -1;  // the inputs broadcast beyond the core: keep the node
-    any = true;
-    const int y = out.add_node("reshape", {e}, {{"new_shape", shape}}, nd.name);
-    source[y] = e;
-    return y;
   });
   return any ? eliminate_dead_code(r) : g;
 }
@@ -377,7 +384,8 @@ Graph eliminate_dead_code(const Graph& g) {
 }
 
 Graph optimize(const Graph& g, int64_t layout_lanes) {
-  return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g))))), layout_lanes);
+  return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g))))),
+                      layout_lanes);
 }
 
 }  // namespace basin::graph

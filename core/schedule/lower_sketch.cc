@@ -190,12 +190,12 @@ Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const
   Expr value = load(w.buffer, src);
   if (padded_pairs) {
     const Var& kp = xs[static_cast<size_t>(pair_dim < d ? pair_dim : pair_dim - 1)];
-    value = select(Expr(kp) * 2 + q < Expr(w.shape[static_cast<size_t>(pair_dim)]), value,
-                   make_const(w.buffer->dtype, 0));
+    value =
+        select(Expr(kp) * 2 + q < Expr(w.shape[static_cast<size_t>(pair_dim)]), value, make_const(w.buffer->dtype, 0));
   }
   if (tv.guard.defined()) value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
-  Stmt st = pair_dim >= 0 ? loop(q, Expr(2), make_store(*packed, dst, cast(dtype, value)))
-                          : make_store(*packed, dst, value);
+  Stmt st =
+      pair_dim >= 0 ? loop(q, Expr(2), make_store(*packed, dst, cast(dtype, value))) : make_store(*packed, dst, value);
   st = loop(l, t, st);
   for (size_t x = xs.size(); x-- > 0;) {
     const size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
@@ -230,8 +230,7 @@ Stmt pack_act_pairs(const te::OpNode& act, const std::vector<Var>& av, const Exp
   // act's value at row 2 kp + q of the pair dimension, column `col`.
   auto value_at = [&](const Expr& q, const Expr& col) {
     VarMap src;
-    for (size_t x = 0; x < n; ++x)
-      src[av[x].id()] = x == pd ? Expr(xs[x]) * 2 + q : x + 1 == n ? col : Expr(xs[x]);
+    for (size_t x = 0; x < n; ++x) src[av[x].id()] = x == pd ? Expr(xs[x]) * 2 + q : x + 1 == n ? col : Expr(xs[x]);
     return substitute(aval, src);
   };
   auto target = [&](const Expr& col, const Expr& q) {
@@ -251,15 +250,16 @@ Stmt pack_act_pairs(const te::OpNode& act, const std::vector<Var>& av, const Exp
     Var o("pk.o"), e("pk.e");
     const Expr col = Expr(o) * chunk + floordiv(Expr(e), Expr(2));
     const Expr q = floormod(Expr(e), Expr(2));
-    row.push_back(loop(o, Expr(covered / chunk),
-                       loop(e, Expr(2 * chunk), make_store(*act_pk, target(col, q), cast(DType::bf16(), value_at(q, col))),
-                            ForKind::Vectorized)));
+    row.push_back(
+        loop(o, Expr(covered / chunk),
+             loop(e, Expr(2 * chunk), make_store(*act_pk, target(col, q), cast(DType::bf16(), value_at(q, col))),
+                  ForKind::Vectorized)));
   }
   // The rest: columns past the chunks, the padding zeros (read in bounds, stored zero).
   Var c("pk.c"), q("pk.q");
   const Expr col = Expr(c) + covered;
-  Expr rest = cast(DType::bf16(), select(col < Expr(width), value_at(q, min(col, Expr(width - 1))),
-                                        make_const(aval.dtype(), 0)));
+  Expr rest = cast(DType::bf16(),
+                   select(col < Expr(width), value_at(q, min(col, Expr(width - 1))), make_const(aval.dtype(), 0)));
   row.push_back(loop(c, simplified({dims.back() - Expr(covered)})[0],
                      loop(q, Expr(2), make_store(*act_pk, target(col, q), rest))));
   Stmt st = make_seq(row);
@@ -387,8 +387,8 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       aval = inline_stages(act.body, all);
     }
     if (pairing->act_vector) {
-      prologue.push_back(pack_act_pairs(act, av, aval, pairing->act_dim, tv, a.axes[static_cast<size_t>(vec)].extent,
-                                        &act_bf));
+      prologue.push_back(
+          pack_act_pairs(act, av, aval, pairing->act_dim, tv, a.axes[static_cast<size_t>(vec)].extent, &act_bf));
       prologue.push_back(weight_pairs_last(*pairing->weight, pairing->weight_dim, &packed));
     } else {
       // Padded pairs: the copy one element longer along the last dimension, that element zero.
@@ -399,12 +399,14 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       act_bf = make_buffer(act.name + "_bf16", DType::bf16(), ashape, MemScope::Global);
       if (pairing->padded) {
         const int64_t last = act.shape.back() - 1;
-        aval = select(Expr(av.back()) <= Expr(last),
-                      substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}), make_const(aval.dtype(), 0));
+        aval =
+            select(Expr(av.back()) <= Expr(last),
+                   substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}), make_const(aval.dtype(), 0));
       }
       prologue.push_back(
           stage_loops(av, copy_shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
-      prologue.push_back(pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
+      prologue.push_back(
+          pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
     }
     staged.push_back(act_bf);
   }
@@ -499,7 +501,8 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       for (const Expr& x : pairing->act_load->args) ai.push_back(substitute(x, mq));
       for (size_t x = 0; x < pairing->weight_load->args.size(); ++x) {
         if (static_cast<int>(x) == pairing->vec_dim) continue;
-        wi.push_back(static_cast<int>(x) == pairing->weight_dim ? rfull[j] : substitute(pairing->weight_load->args[x], m));
+        wi.push_back(static_cast<int>(x) == pairing->weight_dim ? rfull[j]
+                                                                : substitute(pairing->weight_load->args[x], m));
       }
       wi.push_back(tv.v[3]);
       wi.push_back(Expr(q));

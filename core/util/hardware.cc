@@ -192,16 +192,16 @@ Hardware measure_hardware() {
 
 std::string Hardware::to_json() const {
   nlohmann::json j{{"version", kVersion},
-                        {"host", host},
-                        {"vector_isa", vector_isa},
-                        {"vector_bits", vector_bits},
-                        {"vector_registers", vector_registers},
-                        {"l1d_bytes", l1d_bytes},
-                        {"l2_bytes", l2_bytes},
-                        {"l3_bytes", l3_bytes},
-                        {"cores", cores},
-                        {"peak_gflops", peak_gflops},
-                        {"bandwidth_gbs", bandwidth_gbs}};
+                   {"host", host},
+                   {"vector_isa", vector_isa},
+                   {"vector_bits", vector_bits},
+                   {"vector_registers", vector_registers},
+                   {"l1d_bytes", l1d_bytes},
+                   {"l2_bytes", l2_bytes},
+                   {"l3_bytes", l3_bytes},
+                   {"cores", cores},
+                   {"peak_gflops", peak_gflops},
+                   {"bandwidth_gbs", bandwidth_gbs}};
   if (busy) j["busy"] = true;
   return j.dump();
 }

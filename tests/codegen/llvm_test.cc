@@ -180,8 +180,18 @@ TEST_F(LlvmSemantics, Fp16AndBf16RoundingMatchTheInterpreterBitForBit) {
 // kept a NaN), a load casts back exactly; the emitted code agrees with the interpreter
 // bit for bit, on vector and scalar loops, and both with bf16_bits/bf16_value.
 TEST_F(LlvmSemantics, Bfloat16StorageRoundsAsTheInterpreterDoes) {
-  std::vector<float> xs = {0.0f,      -0.0f,    1.0f,          1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8),
-                           3.4028235e38f, 1e-40f, INFINITY, -INFINITY, NAN, -NAN, std::ldexp(1.0f, -130)};
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           1.0f + std::ldexp(1.0f, -8),
+                           1.0f + 3 * std::ldexp(1.0f, -8),
+                           3.4028235e38f,
+                           1e-40f,
+                           INFINITY,
+                           -INFINITY,
+                           NAN,
+                           -NAN,
+                           std::ldexp(1.0f, -130)};
   for (int k = 0; k < 4000; ++k) xs.push_back(std::ldexp(static_cast<float>(k) - 2000.0f, (k % 61) - 40) / 3.0f);
   NDArray in = in_lanes(xs);
   const int64_t n = in.numel();
@@ -228,8 +238,8 @@ TEST_F(LlvmSemantics, Bfloat16PairProductsMatchTheInterpreter) {
       auto ld = [](const Buffer& x, Expr i) { return cast(DType::f32(), load(x, {std::move(i)})); };
       Expr a0 = ld(a, k * 2), a1 = ld(a, k * 2 + gap);
       Expr b0 = ld(b, (k * lanes + l) * 2), b1 = ld(b, (k * lanes + l) * 2 + 1);
-      Stmt upd = make_pragma(kBf16DotPragma, Expr(1),
-                             make_store(out, {Expr(l)}, (load(out, {Expr(l)}) + a1 * b1) + a0 * b0));
+      Stmt upd =
+          make_pragma(kBf16DotPragma, Expr(1), make_store(out, {Expr(l)}, (load(out, {Expr(l)}) + a1 * b1) + a0 * b0));
       Stmt body = make_seq({make_for(l, 0, lanes, ForKind::Vectorized, make_store(out, {Expr(l)}, Expr(0.5))),
                             make_for(k, 0, pairs, ForKind::Serial, make_for(l, 0, lanes, ForKind::Vectorized, upd))});
       LoweredFunc f{"dot2", {a, b, out}, {2}, body};
@@ -255,9 +265,9 @@ TEST_F(LlvmSemantics, InterleavedRowsMatchTheInterpreter) {
       Buffer x = make_buffer("x", DType::f32(), {Expr(2 * row)});
       Buffer out = make_buffer("out", DType::f32(), {Expr(chunks * lanes + 1)});
       Expr ix = floormod(Expr(e), Expr(2)) * row + Expr(o) * (lanes / 2) + floordiv(Expr(e), Expr(2));
-      Stmt body = make_for(o, 0, chunks, ForKind::Serial,
-                           make_for(e, start, lanes, ForKind::Vectorized,
-                                    make_store(out, {Expr(o) * lanes + e}, load(x, {ix}))));
+      Stmt body = make_for(
+          o, 0, chunks, ForKind::Serial,
+          make_for(e, start, lanes, ForKind::Vectorized, make_store(out, {Expr(o) * lanes + e}, load(x, {ix}))));
       LoweredFunc f{"interleave", {x, out}, {1}, body};
       NDArray xv = NDArray::random(DType::f32(), {2 * row}, -2, 2, 9);
       NDArray want, got;

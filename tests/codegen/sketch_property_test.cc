@@ -168,8 +168,8 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
       {"dense", "M=37 K=10 N=23", 6},  // guarded splits: partial last tiles
       {"dense", "M=9 K=7 N=16", 6},    // an odd reduction: padded pairs
       // ResNet's first convolution: 3 input channels, padded pairs of the channel block.
-      {"conv2d_nchwc", "in_channels=3 in_block=3 out_channels=16 block=16 height=12 width=12 kernel=7 stride=2 padding=3",
-       4},
+      {"conv2d_nchwc",
+       "in_channels=3 in_block=3 out_channels=16 block=16 height=12 width=12 kernel=7 stride=2 padding=3", 4},
       {"matmul", "M=16 K=24 N=48", 6},
       {"batch_matmul", "B=3 M=8 K=12 N=16", 6},
       {"winograd_gemm", "in_channels=16 block=8 out_channels=16 height=5 width=7", 4},  // F(2x2)
@@ -231,16 +231,17 @@ TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   // With an even channel count the NCHW convolution pairs its channels, the activation
   // the vector operand (its pairs interleaved along the width).
   int nchw = 0;
-  for (const sched::Sketch& s :
-       sched::cpu_sketches(ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=8 width=8 kernel=3")), true))
+  for (const sched::Sketch& s : sched::cpu_sketches(
+           ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=8 width=8 kernel=3")), true))
     nchw += s.bf16_pair >= 0 && s.name.find("vec=w") != std::string::npos;
   EXPECT_GE(nchw, 1);
   // Its vector tile takes whole vdpbf16ps registers: 16 or 32 lanes, 4 or 8, not 12 or 24.
-  for (const sched::Sketch& s :
-       sched::cpu_sketches(ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=4 width=28 kernel=1")), true)) {
+  for (const sched::Sketch& s : sched::cpu_sketches(
+           ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=4 width=28 kernel=1")), true)) {
     if (s.bf16_pair < 0) continue;
     sched::Config c;
-    for (const sched::SplitSpec& sp : s.splits) c.factors.push_back(std::vector<int64_t>(static_cast<size_t>(sp.parts), 1));
+    for (const sched::SplitSpec& sp : s.splits)
+      c.factors.push_back(std::vector<int64_t>(static_cast<size_t>(sp.parts), 1));
     c.unroll = s.unroll_menu[0];
     const size_t w = static_cast<size_t>(s.vec_axis);
     for (int64_t lanes : {4, 8, 16}) {
@@ -259,7 +260,8 @@ TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
     f2 += s.bf16_pair >= 0;
   EXPECT_GE(f2, 1);
   for (const sched::Sketch& s : sched::cpu_sketches(
-           ops::build_op("winograd_gemm", parse("m=4 in_channels=8 block=8 out_channels=16 out_block=16 height=7 width=7")),
+           ops::build_op("winograd_gemm",
+                         parse("m=4 in_channels=8 block=8 out_channels=16 out_block=16 height=7 width=7")),
            true))
     EXPECT_LT(s.bf16_pair, 0) << s.name;
   ops::OpGraph soft = ops::build_op("softmax", parse("shape=4,16"));

@@ -232,7 +232,8 @@ TEST(Passes, ViewsSinkBelowElementwiseChainsIntoTheProductsEpilogue) {
   int x = g.add_input("x", {1, 8, 16});
   auto rows = [&](int v, int64_t n) {
     const int64_t k = g.value(v).shape.back();
-    int d = b.op("dense", {b.op("reshape", {v}, {{"new_shape", std::vector<int64_t>{8, k}}}), b.weight("w", {n, k}, 0.3)});
+    int d =
+        b.op("dense", {b.op("reshape", {v}, {{"new_shape", std::vector<int64_t>{8, k}}}), b.weight("w", {n, k}, 0.3)});
     return b.op("add", {b.op("reshape", {d}, {{"new_shape", std::vector<int64_t>{1, 8, n}}}), b.weight("b", {n}, 0.3)});
   };
   int h = rows(x, 32);

@@ -111,7 +111,7 @@ TEST(Hardware, ABusyMachinesPeakIsRecognised) {
   EXPECT_FALSE(busy_measurement(0.8 * 2 * 100, 100, 2));
   EXPECT_TRUE(busy_measurement(700, 100, 16));
   EXPECT_FALSE(busy_measurement(100, 100, 1));  // one thread: nothing to compare
-  EXPECT_FALSE(busy_measurement(0, 0, 2));       // no FMA loop on this CPU
+  EXPECT_FALSE(busy_measurement(0, 0, 2));      // no FMA loop on this CPU
   // A busy description says so in its JSON (read back), a quiet one has no such key.
   Hardware hw;
   hw.host = "h";
