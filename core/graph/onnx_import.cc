@@ -114,13 +114,6 @@ int64_t product(const I& s) {
   return n;
 }
 
-NDArray reshaped(const NDArray& a, I shape) {
-  NDArray b(a.dtype(), std::move(shape));
-  if (b.numel() != a.numel()) throw InternalError("reshaped: element counts differ");
-  std::memcpy(b.data(), a.data(), a.nbytes());
-  return b;
-}
-
 NDArray transpose2d(const NDArray& a) {
   const int64_t r = a.shape()[0], c = a.shape()[1];
   NDArray b(a.dtype(), {c, r});
@@ -232,7 +225,7 @@ class Importer {
   }
   int reshape(const onnx::NodeProto& n, int v, I s) {
     if (s == shape(v)) return v;
-    if (val(v).constant) return constant(val(v).name + ".reshaped", reshaped(val(v).data, s));
+    if (val(v).constant) return constant(val(v).name + ".reshaped", val(v).data.reshaped(s));
     return add(n, "reshape", {v}, {{"new_shape", s}});
   }
   int axis(const onnx::NodeProto& n, int64_t a, size_t rank) const {
@@ -779,7 +772,7 @@ std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
   if (nb == 1) {
     int a2 = reshape(n, a, {m, k});
     y = val(b).constant
-            ? add(n, "dense", {a2, constant(val(v[1]).name + ".einsum_T", transpose2d(reshaped(val(b).data, {k, nn})))})
+            ? add(n, "dense", {a2, constant(val(v[1]).name + ".einsum_T", transpose2d(val(b).data.reshaped({k, nn})))})
             : add(n, "matmul", {a2, reshape(n, b, {k, nn})});
   } else {
     y = add(n, "batch_matmul", {a, b});

@@ -331,10 +331,7 @@ Graph sink_views(const Graph& g) {
         const std::vector<int64_t> inner(vs.begin() + static_cast<std::ptrdiff_t>(extra), vs.end());
         const std::string name = nd.name + ".in" + std::to_string(moved.size());
         if (out.value(v).constant) {  // a constant is stored in its new shape, never viewed
-          const NDArray& data = out.value(v).data;
-          NDArray a(data.dtype(), inner);
-          std::memcpy(a.data(), data.data(), data.nbytes());
-          moved.push_back(out.add_constant(name, a));
+          moved.push_back(out.add_constant(name, out.value(v).data.reshaped(inner)));
         } else {
           moved.push_back(out.add_node("reshape", {v}, {{"new_shape", inner}}, name));
         }

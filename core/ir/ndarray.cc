@@ -136,6 +136,13 @@ void NDArray::set_int(int64_t i, int64_t v) {
   }
 }
 
+NDArray NDArray::reshaped(std::vector<int64_t> shape) const {
+  NDArray b(dtype_, std::move(shape));
+  if (b.numel() != numel_) throw InternalError("reshaped: element counts differ");
+  if (numel_ > 0) std::memcpy(b.data(), data(), nbytes());
+  return b;
+}
+
 NDArray NDArray::clone() const {
   NDArray r(dtype_, shape_);
   if (nbytes()) std::memcpy(r.data(), data(), nbytes());

@@ -43,6 +43,8 @@ class NDArray {
   void set_int(int64_t i, int64_t v);
 
   NDArray clone() const;
+  // A copy with another shape of the same element count (InternalError otherwise).
+  NDArray reshaped(std::vector<int64_t> shape) const;
   // Uniform random values in [lo, hi) (integers: [lo, hi - 1]), deterministic in seed.
   static NDArray random(DType t, std::vector<int64_t> shape, double lo, double hi, uint64_t seed);
 

@@ -302,6 +302,17 @@ std::vector<CachedInput> cached_inputs(const AnchorInfo& info) {
 
 namespace {
 
+// The one index of `args` that uses r, where it is r itself; -1 otherwise.
+int alone(const std::vector<Expr>& args, const Var& r) {
+  int dim = -1, uses = 0;
+  for (size_t d = 0; d < args.size(); ++d) {
+    if (!uses_var(args[d], r)) continue;
+    ++uses;
+    if (args[d].kind() == ExprKind::Var && Var(args[d]).id() == r.id()) dim = static_cast<int>(d);
+  }
+  return uses == 1 ? dim : -1;
+}
+
 // The activation is the vector operand (Bf16Pairing::act_vector).
 std::optional<Bf16Pairing> act_vector_pairing(const AnchorInfo& info, int vec) {
   const te::OpNode& a = *info.anchor;
@@ -328,15 +339,6 @@ std::optional<Bf16Pairing> act_vector_pairing(const AnchorInfo& info, int vec) {
   int64_t step = 0;
   if (!is_const_int(an.simplify(substitute(ai.back(), {{v.id(), Expr(v) + 1}}) - ai.back()), &step) || step != 1)
     return std::nullopt;
-  auto alone = [](const std::vector<Expr>& args, const Var& r) {
-    int dim = -1, uses = 0;
-    for (size_t d = 0; d < args.size(); ++d) {
-      if (!uses_var(args[d], r)) continue;
-      ++uses;
-      if (args[d].kind() == ExprKind::Var && Var(args[d]).id() == r.id()) dim = static_cast<int>(d);
-    }
-    return uses == 1 ? dim : -1;
-  };
   for (size_t j = a.reduce_axes.size(); j-- > 0;) {
     const Var& r = a.reduce_axes[j].var;
     const int64_t extent = a.reduce_axes[j].extent;
@@ -392,13 +394,8 @@ std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
     if (!is_const_int(Analyzer().simplify(substitute(ai.back(), {{r.id(), Expr(r) + 1}}) - ai.back()), &step) ||
         step != 1)
       continue;
-    int wd = -1, uses = 0;
-    for (size_t d = 0; d < wl->args.size(); ++d) {
-      if (!uses_var(wl->args[d], r)) continue;
-      ++uses;
-      if (wl->args[d].kind() == ExprKind::Var) wd = static_cast<int>(d);
-    }
-    if (uses != 1 || wd < 0) continue;
+    const int wd = alone(wl->args, r);
+    if (wd < 0) continue;
     // An odd extent pairs padded: the activation's last index must be the axis itself
     // over the whole dimension (its copy then gets one zero element more), and the
     // weight's dimension the axis's extent.
