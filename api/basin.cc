@@ -63,6 +63,12 @@ Tensor Tensor::random(const TensorSpec& s, double lo, double hi, uint64_t seed) 
   if (s.index_bound > 0) return wrap(NDArray::random(t, s.shape, 0, static_cast<double>(s.index_bound), seed));
   return wrap(NDArray::random(t, s.shape, lo, hi, seed));
 }
+Tensor Tensor::borrow(const std::string& dtype, const std::vector<int64_t>& shape, void* data,
+                      std::shared_ptr<void> owner) {
+  check_shape(shape, "basin::Tensor::borrow");
+  NDArray a = NDArray::borrow(DType::parse(dtype), shape, data, std::move(owner));
+  return wrap(std::move(a));
+}
 Tensor Tensor::from_floats(const std::vector<float>& values, const std::vector<int64_t>& shape) {
   check_shape(shape, "basin::Tensor::from_floats");
   NDArray a(DType::f32(), shape);
@@ -145,6 +151,7 @@ TuneReport TuningSession::run() {
   if (o.trials > 0) to.trials = o.trials;
   else to.budget_seconds = o.budget_seconds;
   if (o.on_log) to.task.log = o.on_log;
+  to.stop = o.stop;
   if (o.on_progress) {
     to.progress = [&o](int trials, int budget, double seconds, double latency) {
       o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, latency});
@@ -159,6 +166,7 @@ TuneReport TuningSession::run() {
   rep.overhead_fraction = r.overhead_fraction;
   rep.estimated_latency_us = r.estimated_latency_us;
   for (const auto& t : r.tasks) rep.tasks_without_program += t.best_us <= 0;
+  rep.stopped = r.stopped;
   return rep;
 }
 
@@ -179,8 +187,8 @@ Network Network::compile(const Model& model, const std::string& records, const s
   n.impl_ = std::make_shared<Impl>();
   n.impl_->net = codegen::CompiledNetwork::compile(m.graph, m.partition, choices, target);
   n.impl_->untuned = static_cast<int>(untuned.size());
-  n.impl_->net.set_accuracy(codegen::measure_accuracy(m.graph, n.impl_->net,
-                                                      codegen::random_inputs(n.impl_->net.inputs()), "random inputs"));
+  n.impl_->net.set_accuracy(
+      codegen::measure_accuracy(m.graph, n.impl_->net, codegen::random_inputs(n.impl_->net.inputs()), "random inputs"));
   return n;
 }
 
@@ -215,5 +223,18 @@ std::vector<Tensor> Network::run(const std::vector<Tensor>& inputs) {
 }
 
 double Network::time_us(const std::vector<Tensor>& inputs) { return impl_->net.time(arrays(inputs)).min_us; }
+
+Profile Network::profile(const std::vector<Tensor>& inputs, int rounds) {
+  if (rounds < 1) throw Error("basin::Network::profile: rounds must be 1 or more");
+  codegen::NetworkProfile p = impl_->net.profile(arrays(inputs), rounds);
+  Profile out;
+  out.run_us = p.run_us;
+  out.kernels_us = p.kernels_us;
+  for (const codegen::KernelProfile& k : p.launches)
+    out.launches.push_back({k.label, k.kernel, k.us, k.flops, k.bytes, k.precision});
+  return out;
+}
+
+std::string Network::target() const { return impl_->net.target(); }
 
 }  // namespace basin

@@ -196,6 +196,10 @@ nlohmann::json request(const std::vector<sched::Sketch>& sketches, const Candida
 
 void MeasurePool::worker_main(int in_fd, int out_fd) {
   signal(SIGPIPE, SIG_IGN);
+  // Ctrl-C at a terminal reaches the whole process group: the tuner decides whether to
+  // stop (and then closes the pipe), so a program being timed is never recorded as a
+  // crash by an interrupt meant for the tuner.
+  signal(SIGINT, SIG_IGN);
   const bool cuda = opt_.target == "cuda";
   std::mutex send_mu;  // one message at a time
   // Lowers and compiles the request's program (on any thread). The cubin is loaded,

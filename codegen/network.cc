@@ -73,6 +73,9 @@ struct CompiledNetwork::Impl {
   std::string name = "network";
   std::vector<Slot> slots;
   std::vector<int> input_slots, output_slots;
+  // The outputs' names as the model gave them (ONNX graph outputs), which the tensors
+  // behind them need not bear (an output can also be a kernel's input, or twice an output).
+  std::vector<std::string> output_names;
   std::vector<TensorInfo> input_info, output_info;
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
@@ -153,7 +156,10 @@ struct CompiledNetwork::Impl {
     input_info.clear();
     output_info.clear();
     for (int s : input_slots) input_info.push_back(slots[s].info);
-    for (int s : output_slots) output_info.push_back(slots[s].info);
+    for (size_t i = 0; i < output_slots.size(); ++i) {
+      output_info.push_back(slots[output_slots[i]].info);
+      if (i < output_names.size() && !output_names[i].empty()) output_info.back().name = output_names[i];
+    }
     if (target == "cuda") return;  // device memory on the first run
     // aligned_alloc takes a multiple of the alignment.
     const size_t arena_alloc =
@@ -222,7 +228,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       std::vector<sched::Sketch> sketches = sched::sketches_of_every_precision(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
-      const std::string precision = s.bf16_pair >= 0                       ? "bf16"
+      const std::string precision = s.bf16_pair >= 0                      ? "bf16"
                                     : s.rule == sched::SketchRule::GpuMma ? s.mma_precision
                                                                           : "f32";
       if (!cuda && !task.constant_inputs.empty())
@@ -368,7 +374,10 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   for (size_t v = 0; v < g.values().size(); ++v)
     if (slot_of[v] >= 0 && root[v] >= 0) m.slots[slot_of[v]].offset = offset_of_root.at(root[v]);
   for (int v : g.inputs()) m.input_slots.push_back(slot_of[v]);
-  for (int v : g.outputs()) m.output_slots.push_back(slot_of[v]);
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    m.output_slots.push_back(slot_of[g.outputs()[i]]);
+    m.output_names.push_back(g.output_name(i));
+  }
   const std::string bad = m.invalid_step();
   if (!bad.empty()) throw InternalError("compile: " + bad);
   m.prepare();
@@ -497,8 +506,10 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
   h["packed_weights"] = m.packed_weights;
   h["tensor_bytes"] = m.tensor_bytes;
   if (m.accuracy.measured)
-    h["accuracy"] = {{"note", m.accuracy.note},         {"max_rel", m.accuracy.max_rel},
-                     {"max_abs", m.accuracy.max_abs},   {"top1_agree", m.accuracy.top1_agree},
+    h["accuracy"] = {{"note", m.accuracy.note},
+                     {"max_rel", m.accuracy.max_rel},
+                     {"max_abs", m.accuracy.max_abs},
+                     {"top1_agree", m.accuracy.top1_agree},
                      {"top1_rows", m.accuracy.top1_rows}};
   int64_t blob = 0;
   // The machine code: each kernel's object (llvm), or the one cubin (cuda).
@@ -546,6 +557,7 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
   }
   h["inputs"] = m.input_slots;
   h["outputs"] = m.output_slots;
+  h["output_names"] = m.output_names;
   h["steps"] = nlohmann::json::array();
   for (const auto& s : m.steps) h["steps"].push_back({{"kernel", s.kernel}, {"args", s.args}});
   std::string text = h.dump();
@@ -720,6 +732,15 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     };
     for (int s : h.at("inputs").get<std::vector<int>>()) m.input_slots.push_back(check_slot(s));
     for (int s : h.at("outputs").get<std::vector<int>>()) m.output_slots.push_back(check_slot(s));
+    if (h.contains("output_names")) {  // files written before outputs kept their names have none
+      const auto& names = h.at("output_names");
+      if (!names.is_array() || names.size() != m.output_slots.size())
+        throw ParseError("'" + path + "': the output names do not match the outputs");
+      for (const auto& n : names) {
+        if (!n.is_string()) throw ParseError("'" + path + "': an output name is not a string");
+        m.output_names.push_back(n.get<std::string>());
+      }
+    }
     for (const auto& s : h.at("steps")) {
       Impl::Step st;
       st.kernel = s.at("kernel").get<int>();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -178,8 +179,12 @@ std::vector<std::unique_ptr<Estimator>> estimators_for_target(const std::string&
 }
 
 std::string pretrained_cpu_path(const std::string& file) {
-  for (const char* dir : {BASIN_SOURCE_DIR "/models/weights", BASIN_INSTALL_DATADIR}) {
-    std::string p = std::string(dir) + "/" + file;
+  // BASIN_DATA_DIR first: the Python package's copy, wherever the wheel was installed.
+  const char* env = std::getenv("BASIN_DATA_DIR");
+  for (std::string dir : {std::string(env ? env : ""), std::string(BASIN_SOURCE_DIR "/models/weights"),
+                          std::string(BASIN_INSTALL_DATADIR)}) {
+    if (dir.empty()) continue;
+    std::string p = dir + "/" + file;
     if (std::filesystem::exists(p)) return p;
   }
   return "";

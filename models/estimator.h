@@ -109,8 +109,9 @@ std::string estimator_file(const std::string& spec, const std::string& target);
 // when they exist, "gbt", "ensemble" (the shipped pretrained ensemble, or without it
 // the shipped MLP and trees trained at the first update), "roofline") or a path.
 std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec);
-// A shipped pretrained CPU estimator file (models/weights/FILE under the source tree or
-// share/basin under the install prefix): cpu_mlp.bin, the MLP; cpu_ensemble.bin, the
+// A shipped pretrained CPU estimator file (under $BASIN_DATA_DIR, which the Python
+// package sets to its copy; models/weights/FILE under the source tree; share/basin
+// under the install prefix): cpu_mlp.bin, the MLP; cpu_ensemble.bin, the
 // MLP and trees. Empty when it is not found.
 std::string pretrained_cpu_path(const std::string& file = "cpu_mlp.bin");
 

@@ -104,6 +104,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   NetworkTuneResult res;
   res.resumed = total_trials();
   auto out_of_budget = [&] {
+    if (res.stopped || (opt.stop && opt.stop())) return res.stopped = true;
     if (opt.trials > 0 && total_trials() >= opt.trials) return true;
     return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
   };
@@ -156,8 +157,10 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     res.curve.push_back({since(t0), total_trials(), estimate()});
     if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
   }
-  // Each task's fastest programs side by side; the final estimate follows.
-  for (TaskState& t : tasks) t.tuner->settle();
+  // Each task's fastest programs side by side; the final estimate follows (not when
+  // stopped: the user wants the run over now).
+  if (!res.stopped)
+    for (TaskState& t : tasks) t.tuner->settle();
   res.curve.push_back({since(t0), total_trials(), estimate()});
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TuneResult& r = tasks[i].tuner->result();

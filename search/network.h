@@ -41,6 +41,10 @@ struct NetworkTuneOptions {
   // After each round: trials so far, the trial budget (0 when in seconds), seconds,
   // the estimated network latency (sum of weight x best; 0 until every task has one).
   std::function<void(int, int, double, double)> progress;
+  // Asked before each program is proposed: true stops the run where it is (no settling
+  // contest; every program measured so far is in the records, so a second run
+  // resumes). Ctrl-C in `basin tune` and in the Python package's tuning.
+  std::function<bool()> stop;
   // Test hook: adjusts the options of task i's tuner before it starts (fault injection).
   std::function<void(size_t, TuneOptions&)> task_options;
 
@@ -74,6 +78,7 @@ struct NetworkTuneResult {
     double estimated_us;
   };
   std::vector<Point> curve;
+  bool stopped = false;  // NetworkTuneOptions::stop ended it
 };
 
 // Every task's programs on the CPU are timed with their constant inputs evicted from the

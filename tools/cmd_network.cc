@@ -184,7 +184,8 @@ nlohmann::json accuracy_json(const codegen::Accuracy& a) {
 std::string accuracy_line(const codegen::Accuracy& a) {
   if (!a.measured) return "accuracy: " + a.note;
   char line[256];
-  std::snprintf(line, sizeof line, "accuracy against float32 (LibTorch) on %s: max error %.2g relative to the largest output",
+  std::snprintf(line, sizeof line,
+                "accuracy against float32 (LibTorch) on %s: max error %.2g relative to the largest output",
                 a.note.c_str(), a.max_rel);
   std::string s = line;
   if (a.top1_rows > 0)
@@ -265,6 +266,13 @@ int run_tune(const NetOptions& o) {
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.task.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;
+  InterruptStops interrupt;
+  to.stop = [&o, bar] {
+    if (!InterruptStops::interrupted()) return false;
+    if (bar) std::cerr << "\r\033[K";
+    log_line(o, "interrupted: the run stops here; the records keep every program measured (the same command resumes)");
+    return true;
+  };
   search::NetworkTuneResult r = search::tune_network(part, store, to);
   if (bar) std::cerr << "\r\033[K" << std::flush;
   nlohmann::json tasks = nlohmann::json::array();
@@ -302,7 +310,8 @@ int run_tune(const NetOptions& o) {
       {"estimated_latency_us", r.estimated_latency_us > 0 ? nlohmann::json(r.estimated_latency_us) : nlohmann::json()},
       {"tasks", tasks},
       {"tasks_without_program", without},
-      {"curve", curve}};
+      {"curve", curve},
+      {"interrupted", r.stopped}};
   if (nets.size() > 1) {
     // Each network's estimated latency from the tasks' best programs.
     std::map<std::string, double> best;
@@ -334,6 +343,7 @@ int run_tune(const NetOptions& o) {
         r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str()
                                    : "n/a (a task has no program)");
   }
+  if (r.stopped) return 130;  // as a shell reports an interrupted command
   return without == 0 ? 0 : 4;
 }
 
@@ -481,7 +491,7 @@ int run_run(const NetOptions& o) {
   if (!o.output.empty()) check_output_path(o.output, reads);
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
-  std::string compiled_for;  // a compiled file's CPU (llvm target)
+  std::string compiled_for;     // a compiled file's CPU (llvm target)
   std::optional<Loaded> model;  // a model compiled here: its accuracy checked on the inputs
   load_or_compile(o, net, untuned, compiled_for, &model);
   std::vector<NDArray> in = read_inputs(o, net.inputs());

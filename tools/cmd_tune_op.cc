@@ -91,6 +91,24 @@ void add_timeout_option(CLI::App* cmd, double& timeout) {
       });
 }
 
+namespace {
+volatile std::sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) {
+  g_interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
+}
+}  // namespace
+
+InterruptStops::InterruptStops() {
+  g_interrupted = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_);
+}
+InterruptStops::~InterruptStops() { sigaction(SIGINT, &old_, nullptr); }
+bool InterruptStops::interrupted() { return g_interrupted != 0; }
+
 void draw_progress(int done, int total, double seconds, double best_us) {
   char line[160];
   if (total > 0) {

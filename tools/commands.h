@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,6 +29,21 @@ double parse_duration(const std::string& text);
 // The progress bar of tuning, on stderr: trials done, the trial budget (0: none),
 // seconds, and the best latency so far.
 void draw_progress(int done, int total, double seconds, double best_us);
+// Ctrl-C while a tuning run is under way: the first stops the run cleanly
+// (interrupted() turns true; the records keep every program measured, and the same
+// command resumes), a second ends the process at once. The handler is restored when
+// the object goes.
+class InterruptStops {
+ public:
+  InterruptStops();
+  ~InterruptStops();
+  InterruptStops(const InterruptStops&) = delete;
+  InterruptStops& operator=(const InterruptStops&) = delete;
+  static bool interrupted();
+
+ private:
+  struct sigaction old_;
+};
 // The log lines of tuning on stderr, "basin: LINE", each clearing the progress bar's
 // line first when a bar is drawn; null when quiet.
 std::function<void(const std::string&)> tuning_log(bool quiet, bool bar);

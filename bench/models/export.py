@@ -8,7 +8,10 @@ per export (what failed is reported, not raised).
 Run with the peers' Python (bench/peers/setup.sh):
 
     .cache/peers/bin/python bench/models/export.py OUT_DIR [--set small|full] [--only NAME,...]
-        [--exporters legacy,dynamo]
+        [--exporters legacy,dynamo,default]
+
+Exporters: legacy (TorchScript, opset 17), dynamo (opset 18), default (torch.onnx.export
+with no options: torch 2.x's choice of exporter and opset, what a user gets first).
 """
 import argparse
 import json
@@ -176,6 +179,8 @@ def export(m, args, path, exporter):
     names = [f"in{i}" for i in range(len(args))]
     if exporter == "legacy":
         torch.onnx.export(m, args, path, dynamo=False, opset_version=17, input_names=names, output_names=["out"])
+    elif exporter == "default":  # what a user gets from torch.onnx.export without options
+        torch.onnx.export(m, args, path, input_names=names, output_names=["out"])
     else:
         torch.onnx.export(m, args, path, dynamo=True, opset_version=18, input_names=names, output_names=["out"],
                           external_data=False)

@@ -20,6 +20,7 @@ Graph::Graph(const Graph& o)
       nodes_(o.nodes_),
       inputs_(o.inputs_),
       outputs_(o.outputs_),
+      output_names_(o.output_names_),
       by_name_(o.by_name_) {}
 Graph& Graph::operator=(const Graph& o) {
   if (this != &o) *this = Graph(o);
@@ -106,10 +107,15 @@ int Graph::add_node(const std::string& op, const std::vector<int>& inputs,
   return nodes_.back().output;
 }
 
-void Graph::add_output(int v) {
+void Graph::add_output(int v, const std::string& name) {
   if (v < 0 || v >= static_cast<int>(values_.size()))
     throw GraphError("output " + std::to_string(v) + " is not a value");
   outputs_.push_back(v);
+  output_names_.push_back(name);
+}
+
+std::string Graph::output_name(size_t i) const {
+  return output_names_.at(i).empty() ? values_.at(static_cast<size_t>(outputs_.at(i))).name : output_names_[i];
 }
 
 std::vector<int> Graph::consumers(int v) const {

@@ -61,7 +61,9 @@ class Graph {
   // Throws GraphError naming the node when the operator rejects its inputs.
   int add_node(const std::string& op, const std::vector<int>& inputs,
                const std::map<std::string, ops::AttrValue>& attrs = {}, const std::string& name = "");
-  void add_output(int value);
+  // An output, named as the model names it (an ONNX graph output's name; empty: the
+  // value's name). Passes that rebuild a graph keep the names (output_name).
+  void add_output(int value, const std::string& name = "");
 
   const std::vector<Value>& values() const { return values_; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -69,6 +71,10 @@ class Graph {
   const Node& node(int n) const { return nodes_.at(n); }
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
+  // Output i's name: as add_output was given it, else its value's.
+  std::string output_name(size_t i) const;
+  // As add_output was given them ("" where none was).
+  const std::vector<std::string>& output_names() const { return output_names_; }
   // Nodes that read value v, in node order.
   std::vector<int> consumers(int v) const;
   // Node indices, producers first (Boost.Graph topological sort).
@@ -87,6 +93,7 @@ class Graph {
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<int> inputs_, outputs_;
+  std::vector<std::string> output_names_;
   std::map<std::string, int> by_name_;
 };
 

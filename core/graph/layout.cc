@@ -88,7 +88,7 @@ class Planner {
         plain_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
       }
     }
-    for (int v : g_.outputs()) out_.add_output(plain(v));
+    for (size_t i = 0; i < g_.outputs().size(); ++i) out_.add_output(plain(g_.outputs()[i]), g_.output_names()[i]);
     return std::move(out_);
   }
 

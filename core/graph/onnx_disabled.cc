@@ -4,6 +4,7 @@
 namespace basin::graph {
 
 bool onnx_enabled() { return false; }
+int newest_onnx_opset() { return 0; }
 
 Graph import_onnx(const std::string& path, const ImportOptions&) {
   throw GraphError("cannot import '" + path +

@@ -196,6 +196,11 @@ class Importer {
     return a.get(0);
   }
   int constant(const std::string& name, NDArray a) { return g_.add_constant(name, std::move(a)); }
+  // A name for constants a node's conversion adds, unique to the node.
+  std::string unique_name(const onnx::NodeProto& n) const {
+    return (n.name().empty() ? (n.output_size() ? n.output(0) : n.op_type()) : n.name()) + ".k" +
+           std::to_string(counter_);
+  }
   int scalar(const std::string& name, double v) {
     NDArray a(DType::f32(), {});
     a.set(0, v);
@@ -920,6 +925,36 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          for (int i = 0; i < 5; ++i) ins.push_back(m.in(n, i));
          return std::vector<int>{m.add(n, "batch_norm", ins, {{"epsilon", m.attr_f(n, "epsilon", 1e-5)}})};
        }},
+      // Operators of later opsets, written with basin's operators.
+      {"Gelu", [](Importer& m, const onnx::NodeProto& n) {  // opset 20
+         const std::string approx = m.attr_s(n, "approximate", "none");
+         int x = m.in(n, 0);
+         if (approx == "none") return std::vector<int>{m.add(n, "gelu", {x})};
+         if (approx != "tanh") m.fail(m.node_desc(n) + ": approximate '" + approx + "' is not none or tanh");
+         // x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))
+         const std::string k = m.unique_name(n);
+         int x3 = m.add(n, "mul", {m.add(n, "mul", {x, x}), x});
+         int inner = m.add(n, "mul", {m.add(n, "add", {x, m.add(n, "mul", {x3, m.scalar(k + ".c", 0.044715)})}),
+                                      m.scalar(k + ".s", std::sqrt(2.0 / M_PI))});
+         int t = m.add(n, "add", {m.add(n, "tanh", {inner}), m.scalar(k + ".one", 1.0)});
+         return std::vector<int>{m.add(n, "mul", {m.add(n, "mul", {x, m.scalar(k + ".half", 0.5)}), t})};
+       }},
+      {"Mish", [](Importer& m, const onnx::NodeProto& n) {  // opset 18: x tanh(log(1 + e^x))
+         int x = m.in(n, 0);
+         int sp = m.add(n, "log", {m.add(n, "add", {m.add(n, "exp", {x}), m.scalar(m.unique_name(n) + ".one", 1.0)})});
+         return std::vector<int>{m.add(n, "mul", {x, m.add(n, "tanh", {sp})})};
+       }},
+      {"Swish", [](Importer& m, const onnx::NodeProto& n) {  // opset 24: x sigmoid(alpha x)
+         int x = m.in(n, 0);
+         const double alpha = m.attr_f(n, "alpha", 1.0);
+         if (alpha == 1.0) return std::vector<int>{m.add(n, "silu", {x})};
+         int ax = m.add(n, "mul", {x, m.scalar(m.unique_name(n) + ".alpha", alpha)});
+         return std::vector<int>{m.add(n, "mul", {x, m.add(n, "sigmoid", {ax})})};
+       }},
+      {"RMSNormalization", [](Importer& m, const onnx::NodeProto& n) {  // opset 23
+         return std::vector<int>{m.add(n, "rms_norm", {m.in(n, 0), m.in(n, 1)},
+                                       {{"axis", m.attr_i(n, "axis", -1)}, {"epsilon", m.attr_f(n, "epsilon", 1e-5)}})};
+       }},
       {"LayerNormalization", [](Importer& m, const onnx::NodeProto& n) {
          int x = m.in(n, 0), scale = m.in(n, 1);
          int b = m.has_input(n, 2) ? m.in(n, 2) : m.constant(n.name() + ".zero_bias", NDArray(DType::f32(), m.shape(scale)));
@@ -1179,28 +1214,40 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
   return c;
 }
 
-// Attributes and inputs that opset 18 added to operators, for ONNX libraries whose
-// schemas stop at opset 17; and the attributes it removed (moved to inputs).
-struct Opset18Change {
-  std::set<std::string> added_attrs, removed_attrs;
-  int max_inputs = -1;  // -1: unchanged
+// The schemas of opset 18 and later, generated from the pinned onnx package
+// (scripts/onnx_schemas.py), for libonnx builds whose own stop earlier (Debian 12's at
+// opset 17): each operator version's attributes and largest input count.
+struct LaterSchema {
+  const char* name;
+  int since;
+  bool deprecated;
+  std::vector<std::string> attrs;
+  int max_inputs;
 };
-const std::map<std::string, Opset18Change>& opset18_changes() {
-  static const std::map<std::string, Opset18Change> m = [] {
-    std::map<std::string, Opset18Change> c;
-    c["Split"] = {{"num_outputs"}, {}, -1};
-    c["Resize"] = {{"antialias", "axes", "keep_aspect_ratio_policy"}, {}, -1};
-    c["Pad"] = {{}, {}, 4};
-    c["ScatterND"] = {{}, {}, -1};
-    c["ScatterElements"] = {{}, {}, -1};
-    c["LpPool"] = {{"ceil_mode"}, {}, -1};
-    for (const char* r : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-                          "ReduceLogSumExp", "ReduceSumSquare"})
-      c[r] = {{"noop_with_empty_axes"}, {"axes"}, 2};
-    return c;
-  }();
-  return m;
+const std::vector<LaterSchema>& later_schemas() {
+  static const std::vector<LaterSchema> v = {
+#include "core/graph/onnx_schemas.inc"
+  };
+  return v;
 }
+// The newest version of `op` at `opset` among the later schemas; null when none of its
+// versions since opset 18 applies (the operator is libonnx's to describe).
+const LaterSchema* later_schema(const std::string& op, int opset) {
+  const LaterSchema* best = nullptr;
+  for (const LaterSchema& s : later_schemas())
+    if (op == s.name && s.since <= opset && (!best || s.since > best->since)) best = &s;
+  return best;
+}
+
+}  // namespace
+
+int newest_onnx_opset() {
+  const auto& range = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = range.find("");
+  return std::max(it == range.end() ? 0 : it->second.second, BASIN_ONNX_SCHEMAS_OPSET);
+}
+
+namespace {
 
 // ONNX's opset rules: an operator, attribute or input count that the model's declared
 // opset does not define is an error (ONNX Runtime refuses such files too).
@@ -1208,18 +1255,19 @@ void Importer::check_opset(const onnx::NodeProto& n) const {
   const auto& range = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto it = range.find("");
   const int known = it == range.end() ? 0 : it->second.second;
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), std::min(opset_, known), "");
-  if (!schema) fail(node_desc(n) + ": " + n.op_type() + " is not an operator of opset " + std::to_string(opset_));
   std::set<std::string> allowed;
-  for (const auto& kv : schema->attributes()) allowed.insert(kv.first);
-  int max_in = schema->max_input();
-  if (opset_ > known && opset_ >= 18) {
-    auto c = opset18_changes().find(n.op_type());
-    if (c != opset18_changes().end()) {
-      for (const auto& a : c->second.added_attrs) allowed.insert(a);
-      for (const auto& a : c->second.removed_attrs) allowed.erase(a);
-      if (c->second.max_inputs >= 0) max_in = std::max(max_in, c->second.max_inputs);
-    }
+  int max_in = 0;
+  const LaterSchema* later = opset_ > known ? later_schema(n.op_type(), opset_) : nullptr;
+  if (later) {
+    if (later->deprecated)
+      fail(node_desc(n) + ": " + n.op_type() + " is deprecated in opset " + std::to_string(opset_));
+    allowed.insert(later->attrs.begin(), later->attrs.end());
+    max_in = later->max_inputs;
+  } else {
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(n.op_type(), std::min(opset_, known), "");
+    if (!schema) fail(node_desc(n) + ": " + n.op_type() + " is not an operator of opset " + std::to_string(opset_));
+    for (const auto& kv : schema->attributes()) allowed.insert(kv.first);
+    max_in = schema->max_input();
   }
   for (const auto& a : n.attribute())
     if (!allowed.count(a.name()))
@@ -1347,7 +1395,8 @@ Graph Importer::run() {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
   if (opset_ == 0) fail("the model imports no opset of the default ONNX domain");
-  if (opset_ < 11 || opset_ > 18) fail("opset " + std::to_string(opset_) + " is not supported (11 to 18)");
+  if (opset_ < 11 || opset_ > newest_onnx_opset())
+    fail("opset " + std::to_string(opset_) + " is not supported (11 to " + std::to_string(newest_onnx_opset()) + ")");
   const onnx::GraphProto& gp = model.graph();
   g_.name = gp.name().empty() ? "onnx" : gp.name();
 
@@ -1457,7 +1506,7 @@ Graph Importer::run() {
   for (const auto& o : gp.output()) {
     auto it = vals_.find(o.name());
     if (it == vals_.end()) fail("graph output '" + o.name() + "' is computed by no node");
-    g_.add_output(it->second);
+    g_.add_output(it->second, o.name());
   }
   if (g_.outputs().empty()) fail("the graph has no outputs");
   return std::move(g_);

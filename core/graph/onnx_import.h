@@ -1,4 +1,6 @@
-// The ONNX importer (DESIGN.md, "Graph"): an .onnx file (opsets 11 to 18) to a Graph.
+// The ONNX importer (DESIGN.md, "Graph"): an .onnx file (opsets 11 to newest_onnx_opset())
+// to a Graph. Each opset's operator rules come from libonnx, and for opset 18 and later
+// from schemas generated from the pinned onnx package (onnx_schemas.inc).
 // Initializers in raw, typed and external-data form; attributes; ONNX's own shape
 // inference, whose shapes are checked against basin's node by node. Shape
 // computations (Shape, Gather, Concat, Unsqueeze, Cast ... on constants) are evaluated
@@ -17,6 +19,9 @@ namespace basin::graph {
 
 // True when basin was built with libonnx.
 bool onnx_enabled();
+// The newest default-domain opset the importer reads: libonnx's or the generated
+// schemas' (scripts/onnx_schemas.py), whichever is newer.
+int newest_onnx_opset();
 
 // Values for what the file leaves symbolic. A key is either an input's name (the value
 // is its whole shape) or a symbolic dimension's name (`dim_param`; the value is one

@@ -44,7 +44,7 @@ Graph rebuild(const Graph& g, const std::function<int(Graph&, const Node&, const
     }
     map[nd.output] = r;
   }
-  for (int v : g.outputs()) out.add_output(get(v));
+  for (size_t i = 0; i < g.outputs().size(); ++i) out.add_output(get(g.outputs()[i]), g.output_names()[i]);
   return out;
 }
 
@@ -376,7 +376,7 @@ Graph eliminate_dead_code(const Graph& g) {
     for (int v : nd.inputs) ins.push_back(get(v));
     map[nd.output] = out.add_node(nd.op, ins, nd.attrs.values(), nd.name);
   }
-  for (int v : g.outputs()) out.add_output(get(v));
+  for (size_t i = 0; i < g.outputs().size(); ++i) out.add_output(get(g.outputs()[i]), g.output_names()[i]);
   return out;
 }
 

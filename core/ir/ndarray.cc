@@ -61,6 +61,24 @@ NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::m
   storage_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
 }
 
+NDArray NDArray::borrow(DType t, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner) {
+  BASIN_CHECK(t.is_scalar()) << "NDArray of vector type " << t.str();
+  NDArray a;
+  a.dtype_ = t;
+  a.shape_ = std::move(shape);
+  a.numel_ = 1;
+  for (int64_t d : a.shape_) {
+    if (d < 0) throw Error("negative extent in shape " + shape_str(a.shape_));
+    if (d != 0 && a.numel_ > (int64_t{1} << 62) / d / t.bytes())
+      throw Error("shape " + shape_str(a.shape_) + " of " + t.str() + " has too many elements to store");
+    a.numel_ *= d;
+  }
+  if (!data && a.numel_ > 0) throw Error("a borrowed tensor of shape " + shape_str(a.shape_) + " has no data");
+  // The aliasing constructor: the owner's count, the caller's pointer.
+  a.storage_ = std::shared_ptr<uint8_t>(std::move(owner), static_cast<uint8_t*>(data));
+  return a;
+}
+
 double NDArray::get(int64_t i) const {
   switch (dtype_.code) {
     case TypeCode::Float:

@@ -15,6 +15,9 @@ class NDArray {
   NDArray() = default;
   // Zero-filled.
   NDArray(DType t, std::vector<int64_t> shape);
+  // An array over memory it does not own (contiguous, row-major, at any alignment):
+  // `owner` lives as long as the array and its copies (null: the caller's concern).
+  static NDArray borrow(DType t, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner);
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }

@@ -17,6 +17,7 @@ BASIN_DEBIAN_PACKAGES=(
   python3-torch                      # the TorchScript estimator example (docs/estimators.md) and its test
   python3-torchvision python3-onnx   # tests export torchvision models to ONNX with PyTorch
   python3-matplotlib                 # bench/search.py's plots (without it a fresh machine draws none)
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-venv  # the Python package (python/) and its tests
 )
 
 # The sanitizer build's compiler (BUILD_TYPE=asan): clang with its runtimes (ASan, UBSan, libFuzzer).

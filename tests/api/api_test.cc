@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -102,6 +105,44 @@ TEST(ApiTensor, HoldsWhatItIsGiven) {
   for (int64_t i = 0; i < idx.size(); ++i) ASSERT_TRUE(idx.at(i) >= 0 && idx.at(i) < 7) << idx.at(i);
 }
 
+TEST_F(Api, AStopRequestEndsTuningWhereItIsAndTheRecordsResume) {
+  basin::Model model = basin::Model::load(kModel);
+  basin::TuneOptions opt;
+  opt.records = dir + "/r.db";
+  opt.budget_seconds = 120;
+  opt.strategy = "random";
+  opt.first_batch = 2;
+  int asked = 0;
+  opt.stop = [&] { return ++asked > 6; };
+  basin::TuneReport rep = basin::TuningSession(model, opt).run();
+  EXPECT_TRUE(rep.stopped);
+  EXPECT_LT(rep.seconds, 60);
+  EXPECT_GT(rep.measured, 0);
+  opt.stop = nullptr;
+  opt.trials = rep.trials + 1;
+  basin::TuneReport again = basin::TuningSession(model, opt).run();
+  EXPECT_FALSE(again.stopped);
+  EXPECT_EQ(again.resumed, rep.trials);  // every program measured before the stop was kept
+}
+
+TEST_F(Api, BorrowedTensorsRunInPlaceAndProfilesTimeEachLaunch) {
+  basin::Network net = basin::Network::compile(basin::Model::load(kModel));
+  basin::Tensor x = basin::Tensor::random(net.inputs()[0]);
+  std::vector<float> mine(static_cast<size_t>(x.size()));
+  std::memcpy(mine.data(), x.data(), x.bytes());
+  auto keep = std::make_shared<int>(0);
+  basin::Tensor b = basin::Tensor::borrow("float32", x.shape(), mine.data(), keep);
+  EXPECT_EQ(b.data(), mine.data());  // no copy
+  EXPECT_EQ(keep.use_count(), 2);    // the owner lives as long as the tensor
+  basin::Tensor y1 = net.run({x})[0], y2 = net.run({b})[0];
+  for (int64_t i = 0; i < y1.size(); ++i) ASSERT_EQ(y1.at(i), y2.at(i));
+  basin::Profile p = net.profile({b}, 2);
+  ASSERT_FALSE(p.launches.empty());
+  EXPECT_GT(p.run_us, 0);
+  for (const auto& l : p.launches) EXPECT_GT(l.us, 0) << l.task;
+  EXPECT_EQ(net.target(), "llvm");
+}
+
 TEST_F(Api, UserErrorsAreOneLineNamingTheirCause) {
   expect_user_error([] { basin::Model::load("/nonexistent/model.onnx"); }, "/nonexistent/model.onnx");
   expect_user_error([] { basin::Model::load("zoo:no_such_net"); }, "no_such_net");
@@ -129,6 +170,8 @@ TEST_F(Api, UserErrorsAreOneLineNamingTheirCause) {
   expect_user_error([&] { net.run({}); }, "input");
   expect_user_error([&] { net.run({basin::Tensor("float32", {3, 3})}); }, net.inputs()[0].name);
   expect_user_error([&] { net.save(dir + "/no/such/folder/n.basin"); }, "n.basin");
+  expect_user_error([] { basin::Tensor::borrow("float32", {2, 2}, nullptr, nullptr); }, "no data");
+  expect_user_error([&] { net.profile({basin::Tensor::random(net.inputs()[0])}, 0); }, "rounds");
 }
 
 }  // namespace

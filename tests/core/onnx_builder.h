@@ -103,6 +103,12 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
+  static void attr_string(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   void save(const std::string& path) const {
     std::string bytes;
     model_.SerializeToString(&bytes);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -504,6 +505,93 @@ TEST(OnnxImport, ExternalDataStaysInTheModelsFolder) {
 
 // ONNX's opset rules: opset 18's Split(num_outputs) in a file that declares opset 17 is
 // an error, as ONNX Runtime says; in an opset-18 file it imports.
+// Opsets after libonnx's own (Debian's stops at 17) up to the newest of the generated
+// schemas: the same model imports at each, a model's output keeps its ONNX name through
+// the passes, and a newer opset is one clear error.
+TEST(Onnx, OpsetsUpToTheNewestImport) {
+  TempDir dir;
+  const int newest = newest_onnx_opset();
+  EXPECT_GE(newest, 20);  // what torch 2.x's exporters write by default
+  for (int opset : {19, 20, 21, 23, newest}) {
+    SCOPED_TRACE(opset);
+    std::string path = dir.path + "/m" + std::to_string(opset) + ".onnx";
+    testing::OnnxBuilder b(opset);
+    b.input("x", {2, 1, 6});
+    b.init_i64("axes", {1});
+    b.node("Squeeze", {"x", "axes"}, {"s"});
+    auto* sm = b.node("Softmax", {"s"}, {"probs"});
+    testing::OnnxBuilder::attr_int(sm, "axis", 1);
+    b.output("probs", {2, 6});
+    b.save(path);
+    Graph g = optimize(import_onnx(path));
+    EXPECT_EQ(g.output_name(0), "probs");
+    NDArray y = interpret_graph(g, {NDArray::random(DType::f32(), {2, 1, 6}, -2, 2, 3)})[0];
+    double s = 0;
+    for (int c = 0; c < 6; ++c) s += y.get(c);
+    EXPECT_NEAR(s, 1, 1e-5);
+  }
+  testing::OnnxBuilder b(newest + 1);
+  b.input("x", {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", {2});
+  b.save(dir.path + "/future.onnx");
+  try {
+    import_onnx(dir.path + "/future.onnx");
+    FAIL() << "opset " << newest + 1 << " accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("(11 to " + std::to_string(newest) + ")"), std::string::npos) << e.what();
+  }
+}
+
+// The operators later opsets added, each against its ONNX definition: Gelu (20; exact
+// and tanh), Mish (18), Swish (24), RMSNormalization (23); and Gelu in an opset-19 file
+// is refused, as it is not yet an operator there.
+TEST(Onnx, OperatorsOfLaterOpsetsMatchTheirDefinitions) {
+  TempDir dir;
+  auto run1 = [&](int opset, const std::string& op, auto set_attrs, std::vector<std::string> extra = {}) {
+    testing::OnnxBuilder b(opset);
+    b.input("x", {3, 8});
+    std::vector<std::string> ins = {"x"};
+    for (const auto& e : extra) {
+      b.init(e, {8}, std::vector<float>(8, 1.5f));
+      ins.push_back(e);
+    }
+    set_attrs(b.node(op, ins, {"y"}));
+    b.output("y", {3, 8});
+    const std::string path = dir.path + "/" + op + std::to_string(opset) + ".onnx";
+    b.save(path);
+    return path;
+  };
+  const NDArray x = NDArray::random(DType::f32(), {3, 8}, -4, 4, 11);
+  auto check = [&](const std::string& path, const std::function<double(int64_t)>& want) {
+    SCOPED_TRACE(path);
+    NDArray y = interpret_graph(optimize(import_onnx(path)), {x})[0];
+    for (int64_t i = 0; i < 24; ++i) EXPECT_NEAR(y.get(i), want(i), 1e-5 * (1 + std::abs(want(i)))) << i;
+  };
+  auto none = [](onnx::NodeProto*) {};
+  check(run1(20, "Gelu", none), [&](int64_t i) { return 0.5 * x.get(i) * (1 + std::erf(x.get(i) / std::sqrt(2.0))); });
+  check(run1(20, "Gelu", [](onnx::NodeProto* n) { testing::OnnxBuilder::attr_string(n, "approximate", "tanh"); }),
+        [&](int64_t i) {
+          const double v = x.get(i);
+          return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        });
+  check(run1(18, "Mish", none), [&](int64_t i) { return x.get(i) * std::tanh(std::log1p(std::exp(x.get(i)))); });
+  check(run1(24, "Swish", [](onnx::NodeProto* n) { testing::OnnxBuilder::attr_float(n, "alpha", 0.5f); }),
+        [&](int64_t i) { return x.get(i) / (1 + std::exp(-0.5 * x.get(i))); });
+  check(run1(23, "RMSNormalization", none, {"scale"}), [&](int64_t i) {
+    const int64_t r = i / 8;
+    double ms = 0;
+    for (int64_t c = 0; c < 8; ++c) ms += x.get(r * 8 + c) * x.get(r * 8 + c) / 8;
+    return 1.5 * x.get(i) / std::sqrt(ms + 1e-5);
+  });
+  try {
+    import_onnx(run1(19, "Gelu", none));
+    FAIL() << "Gelu accepted in opset 19";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("not an operator of opset 19"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OnnxImport, AttributesOfALaterOpsetAreRefused) {
   TempDir dir;
   for (int opset : {17, 18}) {

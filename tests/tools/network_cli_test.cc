@@ -8,15 +8,20 @@
 
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
+#include <chrono>
 #include <map>
 #include <sstream>
 
 #include "core/ir/npy.h"
 #include "core/util/host.h"
 #include "models/calibrate.h"
+#include "search/records.h"
 #include "tests/tools/run_basin.h"
 
 #if BASIN_HAVE_ONNX
@@ -62,6 +67,52 @@ class NetworkCli : public ::testing::Test {
 };
 
 #if BASIN_HAVE_ONNX
+
+// Ctrl-C (SIGINT) during `basin tune`: the run stops after the program being measured,
+// prints its report marked interrupted, exits 130, and the records resume.
+TEST_F(NetworkCli, CtrlCStopsTuningCleanlyAndTheRecordsResume) {
+  const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/tune.json";
+  basin::testing::small_cnn().save(model);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen(out.c_str(), "w", stdout);
+    freopen("/dev/null", "w", stderr);
+    execl(basin::testing::basin_path().c_str(), "basin", "tune", model.c_str(), "--budget", "120s", "--strategy",
+          "random", "--batch", "4", "--records", db.c_str(), "--json", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto count = [&db]() -> int64_t {
+    if (!fs::exists(db)) return 0;
+    try {
+      return basin::search::RecordStore(db).count();
+    } catch (const std::exception&) {
+      return 0;  // still being created
+    }
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (count() < 4 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_LT(seconds, 60);
+  auto j = nlohmann::json::parse(basin::testing::read_file(out));
+  EXPECT_TRUE(j["interrupted"].get<bool>());
+  const int done = j["trials"].get<int>();
+  EXPECT_EQ(done, count());  // every program measured is in the records
+  // Enough trials for every task's first round (the interrupt may come before some had one).
+  Result again = run("tune " + model + " --trials " + std::to_string(done + 12) +
+                     " --strategy random --batch 4 --records " + db + " --json --quiet");
+  ASSERT_EQ(again.code, 0) << again.out;
+  auto aj = nlohmann::json::parse(again.out);
+  EXPECT_EQ(aj["resumed"], done);
+  EXPECT_FALSE(aj["interrupted"].get<bool>());
+}
 
 TEST_F(NetworkCli, TuneCompileRunAndCompareAnOnnxModel) {
   const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/cnn.basin";

@@ -44,6 +44,12 @@ class Tensor {
   // Uniform random values in [lo, hi), deterministic in seed; an integer tensor with an
   // index bound draws indices in [0, index_bound).
   static Tensor random(const TensorSpec& spec, double lo = -1, double hi = 1, uint64_t seed = 1);
+  // A tensor over memory the caller owns (row-major, contiguous, `shape`'s element count
+  // of `dtype`), without a copy: `owner` is kept alive as long as the tensor or a copy of
+  // it (null: the caller keeps the memory alive). The Python package passes NumPy
+  // arrays and torch tensors through it.
+  static Tensor borrow(const std::string& dtype, const std::vector<int64_t>& shape, void* data,
+                       std::shared_ptr<void> owner);
   // float32 values in row-major order.
   static Tensor from_floats(const std::vector<float>& values, const std::vector<int64_t>& shape);
 
@@ -108,6 +114,9 @@ struct TuneOptions {
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_log;  // one line per event; none when empty
+  // Asked before each program: true stops the run where it is (TuneReport::stopped);
+  // every program measured is in the records, and a second run resumes.
+  std::function<bool()> stop;
 };
 
 struct TuneReport {
@@ -116,6 +125,7 @@ struct TuneReport {
   double overhead_fraction = 0;     // the share of the time not spent measuring
   double estimated_latency_us = 0;  // 0 when a task has no valid program
   int tasks_without_program = 0;
+  bool stopped = false;  // TuneOptions::stop ended the run early
 };
 
 // A tuning session: the task scheduler spends the budget across the model's tasks,
@@ -137,6 +147,21 @@ struct Accuracy {
   std::string note;  // the inputs, or why it was not measured
   double max_rel_error = 0, max_abs_error = 0;
   int top1_agree = 0, top1_rows = 0;  // a classifier's rows whose argmax agrees (rows 0: not one)
+};
+
+// One kernel launch of a network, timed alone (Network::profile).
+struct LaunchProfile {
+  std::string task;       // the fused subgraph it runs
+  int kernel = 0;         // the distinct kernel (launches of one task share it)
+  double us = 0;          // the fastest of the rounds
+  double flops = 0;       // floating-point operations of one launch
+  int64_t bytes = 0;      // every input read and the output written once
+  std::string precision;  // what its program multiplies: f32, bf16 (tf32, fp16 on the GPU)
+};
+struct Profile {
+  std::vector<LaunchProfile> launches;  // in run order
+  double run_us = 0;                    // the fastest whole run (copies in and out included)
+  double kernels_us = 0;                // the fastest launch-by-launch round, summed
 };
 
 // A compiled network: its kernels, memory plan and weights.
@@ -163,6 +188,9 @@ class Network {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   // The fastest of several timed runs, in microseconds.
   double time_us(const std::vector<Tensor>& inputs);
+  // Each launch timed alone, the fastest of `rounds` (the llvm target only).
+  Profile profile(const std::vector<Tensor>& inputs, int rounds = 20);
+  std::string target() const;  // "llvm" or "cuda"
 
   struct Impl;
 

@@ -1,0 +1,294 @@
+// basin._basin: the C++ API of <basin/basin.h> for Python (pybind11). Only conversions
+// live here: NumPy arrays in and out without copies, the GIL released while basin works,
+// Ctrl-C and the callbacks' exceptions turned into a clean stop of a tuning run. The
+// Pythonic layer (argument parsing, progress bars, torch) is python/basin/*.py.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <basin/basin.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace py = pybind11;
+
+namespace {
+
+// basin's dtype names for NumPy's, and back.
+// (Read through Python attributes: pybind11 before 2.12 reads the descriptor's C struct,
+// whose layout NumPy 2 changed.)
+std::string dtype_of(const py::dtype& d) {
+  const std::string k = d.attr("kind").cast<std::string>();
+  const char kind = k.empty() ? '?' : k[0];
+  const auto size = d.attr("itemsize").cast<int>();
+  if (kind == 'f' && size == 4) return "float32";
+  if (kind == 'f' && size == 8) return "float64";
+  if (kind == 'i' && size == 4) return "int32";
+  if (kind == 'i' && size == 8) return "int64";
+  if (kind == 'b' && size == 1) return "bool";
+  throw py::value_error("basin: arrays of " + d.attr("name").cast<std::string>() +
+                        " are not supported (float32, float64, int32, int64 or bool)");
+}
+
+py::dtype numpy_dtype(const std::string& dtype) {
+  if (dtype == "float32") return py::dtype::of<float>();
+  if (dtype == "float64") return py::dtype::of<double>();
+  if (dtype == "int32") return py::dtype::of<int32_t>();
+  if (dtype == "int64") return py::dtype::of<int64_t>();
+  if (dtype == "bool") return py::dtype::of<bool>();
+  throw py::value_error("basin: a tensor of " + dtype + " has no NumPy type");
+}
+
+// A NumPy array (C-contiguous, as the caller made it) as a tensor over its memory; the
+// array stays referenced while the tensor lives (dropped with the GIL held).
+basin::Tensor borrow(const py::array& a) {
+  if (!(a.flags() & py::array::c_style)) throw py::value_error("basin: arrays must be C-contiguous");
+  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+  auto* keep = new py::object(a);
+  std::shared_ptr<void> owner(keep, [](void* p) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+  return basin::Tensor::borrow(dtype_of(a.dtype()), shape, const_cast<void*>(a.data()), std::move(owner));
+}
+
+std::vector<basin::Tensor> borrow_all(const std::vector<py::array>& arrays) {
+  std::vector<basin::Tensor> out;
+  for (const py::array& a : arrays) out.push_back(borrow(a));
+  return out;
+}
+
+// A tensor as a NumPy array over the same memory, which the array keeps alive. The
+// strides are given: pybind11 before 2.12 would compute them from the descriptor's C
+// struct, whose layout NumPy 2 changed.
+py::array to_numpy(const basin::Tensor& t) {
+  auto* keep = new basin::Tensor(t);
+  py::capsule owner(keep, [](void* p) { delete static_cast<basin::Tensor*>(p); });
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t step = t.size() > 0 ? static_cast<py::ssize_t>(t.bytes() / static_cast<size_t>(t.size()))
+                                  : (t.dtype() == "float64" || t.dtype() == "int64" ? 8
+                                     : t.dtype() == "bool"                          ? 1
+                                                                                    : 4);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= std::max<py::ssize_t>(shape[i], 1);
+  }
+  return py::array(numpy_dtype(t.dtype()), shape, strides, keep->data(), owner);
+}
+
+py::dict spec_dict(const basin::TensorSpec& s) {
+  py::dict d;
+  d["name"] = s.name;
+  d["dtype"] = s.dtype;
+  d["shape"] = py::tuple(py::cast(s.shape));
+  d["index_bound"] = s.index_bound;
+  return d;
+}
+py::list spec_list(const std::vector<basin::TensorSpec>& specs) {
+  py::list l;
+  for (const auto& s : specs) l.append(spec_dict(s));
+  return l;
+}
+
+// A tuning run with the GIL released. The callbacks take it back; an exception one of
+// them raises, or Ctrl-C (Python's signal handler, run by PyErr_CheckSignals on the main
+// thread), stops the run cleanly and is raised once the run has returned: every program
+// measured is in the records.
+py::dict tune(const basin::Model& model, basin::TuneOptions o, std::function<void(py::dict)> on_progress,
+              std::function<void(std::string)> on_log) {
+  std::optional<py::error_already_set> pending;
+  auto fail = [&pending](py::error_already_set& e) {
+    if (!pending) pending.emplace(std::move(e));
+  };
+  if (on_progress)
+    o.on_progress = [&](const basin::Progress& p) {
+      py::gil_scoped_acquire gil;
+      if (pending) return;
+      py::dict d;
+      d["trials"] = p.trials;
+      d["trial_budget"] = p.trial_budget;
+      d["seconds"] = p.seconds;
+      d["budget_seconds"] = p.budget_seconds;
+      d["estimated_latency_us"] = p.estimated_latency_us;
+      try {
+        on_progress(d);
+      } catch (py::error_already_set& e) {
+        fail(e);
+      }
+    };
+  if (on_log)
+    o.on_log = [&](const std::string& line) {
+      py::gil_scoped_acquire gil;
+      if (pending) return;
+      try {
+        on_log(line);
+      } catch (py::error_already_set& e) {
+        fail(e);
+      }
+    };
+  o.stop = [&]() {
+    py::gil_scoped_acquire gil;
+    if (!pending && PyErr_CheckSignals() != 0) {
+      py::error_already_set e;
+      fail(e);
+    }
+    return pending.has_value();
+  };
+  basin::TuneReport r;
+  {
+    py::gil_scoped_release release;
+    r = basin::TuningSession(model, o).run();
+  }
+  if (pending) throw std::move(*pending);
+  py::dict d;
+  d["trials"] = r.trials;
+  d["measured"] = r.measured;
+  d["resumed"] = r.resumed;
+  d["seconds"] = r.seconds;
+  d["overhead_fraction"] = r.overhead_fraction;
+  d["estimated_latency_us"] = r.estimated_latency_us;
+  d["tasks_without_program"] = r.tasks_without_program;
+  d["stopped"] = r.stopped;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_basin, m) {
+  m.doc() = "basin's C++ API (<basin/basin.h>); use the basin package, not this module";
+  static py::exception<std::runtime_error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const py::builtin_exception& e) {  // ValueError and the like: as raised
+      e.set_error();
+    } catch (const std::runtime_error& e) {
+      PyErr_SetString(error.ptr(), e.what());
+    }
+  });
+
+  py::class_<basin::Model>(m, "Model")
+      .def_static(
+          "load",
+          [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes) {
+            basin::LoadOptions lo;
+            lo.shapes = shapes;
+            py::gil_scoped_release release;
+            return basin::Model::load(path, lo);
+          },
+          py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>())
+      .def_property_readonly("name", &basin::Model::name)
+      .def_property_readonly("inputs", [](const basin::Model& mo) { return spec_list(mo.inputs()); })
+      .def_property_readonly("tasks", &basin::Model::tasks);
+
+  m.def(
+      "tune",
+      [](const basin::Model& model, const std::string& records, double budget_seconds, int trials, int batch,
+         int first_batch, const std::string& strategy, const std::string& target, const std::string& precision,
+         uint64_t seed, std::function<void(py::dict)> on_progress, std::function<void(std::string)> on_log) {
+        basin::TuneOptions o;
+        o.records = records;
+        o.budget_seconds = budget_seconds;
+        o.trials = trials;
+        o.batch = batch;
+        o.first_batch = first_batch;
+        o.strategy = strategy;
+        o.target = target;
+        o.precision = precision;
+        o.seed = seed;
+        return tune(model, std::move(o), std::move(on_progress), std::move(on_log));
+      },
+      py::arg("model"), py::arg("records"), py::arg("budget_seconds"), py::arg("trials"), py::arg("batch"),
+      py::arg("first_batch"), py::arg("strategy"), py::arg("target"), py::arg("precision"), py::arg("seed"),
+      py::arg("on_progress").none(true), py::arg("on_log").none(true));
+
+  py::class_<basin::Network>(m, "Network")
+      .def_static(
+          "compile",
+          [](const basin::Model& model, const std::string& records, const std::string& target,
+             const std::string& precision) {
+            py::gil_scoped_release release;
+            return basin::Network::compile(model, records, target, precision);
+          },
+          py::arg("model"), py::arg("records"), py::arg("target"), py::arg("precision"))
+      .def_static(
+          "load",
+          [](const std::string& path) {
+            py::gil_scoped_release release;
+            return basin::Network::load(path);
+          },
+          py::arg("path"))
+      .def("save", &basin::Network::save, py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("inputs", [](const basin::Network& n) { return spec_list(n.inputs()); })
+      .def_property_readonly("outputs", [](const basin::Network& n) { return spec_list(n.outputs()); })
+      .def_property_readonly("untuned_tasks", &basin::Network::untuned_tasks)
+      .def_property_readonly("bf16_kernels", &basin::Network::bf16_kernels)
+      .def_property_readonly("target", &basin::Network::target)
+      .def_property_readonly("accuracy",
+                             [](const basin::Network& n) {
+                               basin::Accuracy a = n.accuracy();
+                               py::dict d;
+                               d["measured"] = a.measured;
+                               d["note"] = a.note;
+                               d["max_rel_error"] = a.max_rel_error;
+                               d["max_abs_error"] = a.max_abs_error;
+                               d["top1_agree"] = a.top1_agree;
+                               d["top1_rows"] = a.top1_rows;
+                               return d;
+                             })
+      .def(
+          "run",
+          [](basin::Network& n, const std::vector<py::array>& inputs) {
+            std::vector<basin::Tensor> in = borrow_all(inputs);
+            std::vector<basin::Tensor> out;
+            {
+              py::gil_scoped_release release;
+              out = n.run(in);
+            }
+            py::list l;
+            for (const basin::Tensor& t : out) l.append(to_numpy(t));
+            return l;
+          },
+          py::arg("inputs"))
+      .def(
+          "time_us",
+          [](basin::Network& n, const std::vector<py::array>& inputs) {
+            std::vector<basin::Tensor> in = borrow_all(inputs);
+            py::gil_scoped_release release;
+            return n.time_us(in);
+          },
+          py::arg("inputs"))
+      .def(
+          "profile",
+          [](basin::Network& n, const std::vector<py::array>& inputs, int rounds) {
+            std::vector<basin::Tensor> in = borrow_all(inputs);
+            basin::Profile p;
+            {
+              py::gil_scoped_release release;
+              p = n.profile(in, rounds);
+            }
+            py::list rows;
+            for (const basin::LaunchProfile& k : p.launches) {
+              py::dict d;
+              d["task"] = k.task;
+              d["kernel"] = k.kernel;
+              d["us"] = k.us;
+              d["flops"] = k.flops;
+              d["bytes"] = k.bytes;
+              d["precision"] = k.precision;
+              rows.append(d);
+            }
+            py::dict d;
+            d["launches"] = rows;
+            d["run_us"] = p.run_us;
+            d["kernels_us"] = p.kernels_us;
+            return d;
+          },
+          py::arg("inputs"), py::arg("rounds"));
+}
