@@ -104,7 +104,7 @@ struct Access {
 // e with every load replaced by 0 (gathers: indices and guards read only loop variables).
 Expr no_loads(const Expr& e) {
   return rewrite_post_order(
-      e, [](const Expr& x) -> Expr { return x.kind() == ExprKind::Load ? int_imm(x.dtype(), 0) : Expr(); });
+      e, [](const Expr& x) -> Expr { return x.kind() == ExprKind::Load ? make_const(x.dtype(), 0) : Expr(); });
 }
 Expr flat_of(const Buffer& b, const std::vector<Expr>& idx) {
   if (idx.empty()) return Expr(int64_t{0});

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include "core/graph/fusion.h"
+#include "core/graph/passes.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
 #include "relax/features.h"
@@ -281,6 +283,29 @@ TEST(Features, OuterTilesChangeTheTraffic) {
 
 // A vector loop across rows is a gather: summing the rows of x[8, 64] with the rows
 // vectorized reads x with 64 elements between lanes; a one-lane vector loop is no vector (0).
+// A guard or index that reads a float value (a where's isnan condition fused after a
+// softmax, as torch's exporter writes BERT's attention): its loads count as zero of
+// their own type (an integer zero for a float load was an internal error).
+TEST(Features, GuardsReadingFloatValuesExtract) {
+  graph::Graph g;
+  int x = g.add_input("x", {2, 16});
+  int sm = g.add_node("softmax", {x}, {{"axis", int64_t{-1}}});
+  int nan = g.add_node("isnan", {sm});
+  int zero = g.add_constant("zero", NDArray(DType::f32(), {}));
+  g.add_output(g.add_node("where", {nan, zero, sm}));
+  graph::Partition p = graph::partition(graph::optimize(g));
+  int extracted = 0;
+  for (const graph::NetworkTask& t : p.tasks)
+    for (const sched::Sketch& s : sched::cpu_sketches(t.graph)) {
+      SCOPED_TRACE(t.label + " " + s.name);
+      auto f = relax::extract_features(
+          sched::lower_sketch_structure(t.graph, s, sched::concrete_knobs(sched::default_config(s))));
+      EXPECT_FALSE(f.empty());
+      ++extracted;
+    }
+  EXPECT_GT(extracted, 0);
+}
+
 TEST(Features, VectorStrideOfAGather) {
   ops::OpGraph g = ops::build_op("sum", parse("shape=8,64 axes=1"));
   std::vector<sched::Sketch> sk = sched::cpu_sketches(g);
