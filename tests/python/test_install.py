@@ -2,7 +2,7 @@
 (scikit-build-core) builds the extension against this build tree's libbasin.so
 (BASIN_PREBUILT: the libraries are not built twice), and the installed package imports,
 finds its estimators, runs a network and provides the `basin` command.
-BASIN_TEST_FULL_INSTALL=1 builds everything from scratch instead (about ten minutes on
+BASIN_TEST_FULL_INSTALL=1 builds everything from scratch instead (about six minutes on
 two cores), as a user's `pip install .` does."""
 
 import os
