@@ -276,11 +276,7 @@ class Network:
 
     def run(self, inputs):
         """{output name: array} for inputs given as {name: array} or a list in input order."""
-        args = (inputs,) if isinstance(inputs, dict) else tuple(inputs)
-        if isinstance(inputs, dict):
-            arrays = self._arrays((), inputs)
-        else:
-            arrays = self._arrays(args, {})
+        arrays = self._arrays((), inputs) if isinstance(inputs, dict) else self._arrays(tuple(inputs), {})
         return dict(zip((s.name for s in self._outputs), self._impl.run(arrays)))
 
     def time_us(self, *args, **kwargs):

@@ -155,3 +155,12 @@ def test_an_exception_in_a_callback_stops_the_run_and_keeps_the_records(tiny_cnn
     assert len(seen) == 1  # no callback after the first raised
     resumed = model.tune(trials=1, records=tmp_path / "r.db", strategy="random", progress=False)
     assert resumed.resumed == seen[0]
+
+
+def test_the_progress_display_shows_budget_tasks_and_latency(tiny_cnn, tmp_path, capsys):
+    model = basin.Model.load(tiny_cnn)
+    model.tune(trials=model.tasks, records=tmp_path / "r.db", strategy="random", first_batch=1, progress=True)
+    err = capsys.readouterr().err
+    # tqdm's bar where it is installed, plain lines otherwise: both name the tasks and the trials.
+    assert f"{model.tasks} tasks" in err and "trials" in err, err
+    assert "estimated" in err, err
