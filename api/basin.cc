@@ -11,6 +11,7 @@
 #include "core/graph/passes.h"
 #include "core/ir/ndarray.h"
 #include "core/util/error.h"
+#include "relax/features.h"
 #include "search/network.h"
 
 namespace basin {
@@ -236,5 +237,11 @@ Profile Network::profile(const std::vector<Tensor>& inputs, int rounds) {
 }
 
 std::string Network::target() const { return impl_->net.target(); }
+
+std::vector<std::string> feature_names(const std::string& target) {
+  if (target != "llvm" && target != "cuda")
+    throw Error("basin::feature_names: unknown target '" + target + "' (llvm or cuda)");
+  return relax::feature_names(target == "cuda" ? relax::FeatureSet::Gpu : relax::FeatureSet::Cpu);
+}
 
 }  // namespace basin

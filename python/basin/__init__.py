@@ -27,8 +27,9 @@ if _build_config.TORCH_WHEEL:
     import torch  # noqa: F401  (see _build_config)
 
 from . import _basin  # noqa: E402
+from . import features  # noqa: E402
 from ._network import Model, Network, TuneReport, profile  # noqa: E402
 from ._basin import Error  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Network", "TuneReport", "Error", "profile", "__version__"]
+__all__ = ["Model", "Network", "TuneReport", "Error", "profile", "features", "__version__"]

@@ -173,6 +173,8 @@ PYBIND11_MODULE(_basin, m) {
     }
   });
 
+  m.def("feature_names", &basin::feature_names, py::arg("target"));
+
   py::class_<basin::Model>(m, "Model")
       .def_static(
           "load",

@@ -143,6 +143,14 @@ TEST_F(Api, BorrowedTensorsRunInPlaceAndProfilesTimeEachLaunch) {
   EXPECT_EQ(net.target(), "llvm");
 }
 
+TEST_F(Api, FeatureNamesAreTheEstimatorsInput) {
+  std::vector<std::string> cpu = basin::feature_names(), gpu = basin::feature_names("cuda");
+  ASSERT_FALSE(cpu.empty());
+  EXPECT_EQ(cpu[0], "flops_add");
+  EXPECT_NE(cpu, gpu);
+  expect_user_error([] { basin::feature_names("tpu"); }, "tpu");
+}
+
 TEST_F(Api, UserErrorsAreOneLineNamingTheirCause) {
   expect_user_error([] { basin::Model::load("/nonexistent/model.onnx"); }, "/nonexistent/model.onnx");
   expect_user_error([] { basin::Model::load("zoo:no_such_net"); }, "no_such_net");

@@ -164,3 +164,12 @@ def test_the_progress_display_shows_budget_tasks_and_latency(tiny_cnn, tmp_path,
     # tqdm's bar where it is installed, plain lines otherwise: both name the tasks and the trials.
     assert f"{model.tasks} tasks" in err and "trials" in err, err
     assert "estimated" in err, err
+
+
+def test_the_feature_names_are_those_of_the_estimators():
+    cpu, gpu = basin.features.names(), basin.features.names("cuda")
+    assert cpu and len(set(cpu)) == len(cpu) and all(isinstance(n, str) for n in cpu)
+    assert "flops_mul" in cpu and "buf0.unique_bytes" in cpu
+    assert gpu != cpu
+    with pytest.raises(basin.Error, match="tpu"):
+        basin.features.names("tpu")

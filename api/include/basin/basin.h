@@ -198,4 +198,9 @@ class Network {
   std::shared_ptr<Impl> impl_;
 };
 
+// The features a latency estimator reads for each buffer store of a program, in the
+// order of a feature vector (docs/features.md; each is log2(1 + x)); target "llvm"
+// (the CPU's set) or "cuda" (the GPU's).
+std::vector<std::string> feature_names(const std::string& target = "llvm");
+
 }  // namespace basin
