@@ -4,8 +4,8 @@
     fast = basin.torch.compile(model.eval(), (x,), budget="4m")
     y = fast(x)                     # torch tensors in, torch tensors out
 
-compile() exports the module to ONNX (torch.onnx's dynamo exporter on torch 2.x, the
-TorchScript one on older torch), tunes its kernels, compiles the network and returns a
+compile() exports the module to ONNX (torch.onnx's dynamo exporter at torch's default
+opset on torch 2.x, the TorchScript one on older torch), tunes its kernels, compiles the network and returns a
 callable with the module's calling convention. Every measured program goes to a records
 file (by default one in the cache folder, shared by every module): a second compile()
 of the same module finds its kernels there and does not tune again.
@@ -19,7 +19,6 @@ import torch as _torch
 
 from ._network import Model, Network, parse_duration
 
-_DEFAULT_OPSET_DYNAMO = 18  # the newest opset basin imports
 _DEFAULT_OPSET_LEGACY = 17  # the newest the TorchScript exporter of torch 1.13 writes
 
 
@@ -41,8 +40,9 @@ def export(module, example_inputs, path, opset=None):
     args = tuple(example_inputs)
     with _torch.no_grad():
         if _torch_major() >= 2:
-            _torch.onnx.export(module, args, path, dynamo=True, opset_version=opset or _DEFAULT_OPSET_DYNAMO,
-                               external_data=False, verbose=False)
+            # torch's own choice of opset unless one is asked for (torch 2.15: 20).
+            kw = {"opset_version": opset} if opset else {}
+            _torch.onnx.export(module, args, path, dynamo=True, external_data=False, verbose=False, **kw)
         else:
             names = [f"input{i}" for i in range(len(args))]
             _torch.onnx.export(module, args, path, opset_version=opset or _DEFAULT_OPSET_LEGACY, input_names=names,
