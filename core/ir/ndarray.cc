@@ -27,6 +27,19 @@ std::string gib(uint64_t bytes) {
   return buf;
 }
 
+// The elements of a shape (a negative extent is an internal error; the API checks users'
+// shapes first), refusing a count whose bytes would overflow.
+int64_t element_count(DType t, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    BASIN_CHECK(d >= 0) << "negative extent in shape " << shape_str(shape);
+    if (d != 0 && n > (int64_t{1} << 62) / d / t.bytes())
+      throw Error("shape " + shape_str(shape) + " of " + t.str() + " has too many elements to store");
+    n *= d;
+  }
+  return n;
+}
+
 }  // namespace
 
 int64_t max_tensor_bytes() {
@@ -43,13 +56,7 @@ void set_max_tensor_bytes(int64_t bytes) { g_max_tensor_bytes.store(bytes > 0 ? 
 
 NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::move(shape)) {
   BASIN_CHECK(t.is_scalar()) << "NDArray of vector type " << t.str();
-  numel_ = 1;
-  for (int64_t d : shape_) {
-    BASIN_CHECK(d >= 0) << "negative extent in shape " << shape_str(shape_);
-    if (d != 0 && numel_ > (int64_t{1} << 62) / d / t.bytes())
-      throw Error("shape " + shape_str(shape_) + " of " + t.str() + " has too many elements to store");
-    numel_ *= d;
-  }
+  numel_ = element_count(t, shape_);
   if (static_cast<int64_t>(nbytes()) > max_tensor_bytes())
     throw Error("a tensor of shape " + shape_str(shape_) + " of " + t.str() + " needs " + gib(nbytes()) +
                 ", more than the " + gib(static_cast<uint64_t>(max_tensor_bytes())) + " one tensor may take here" +
@@ -66,13 +73,7 @@ NDArray NDArray::borrow(DType t, std::vector<int64_t> shape, void* data, std::sh
   NDArray a;
   a.dtype_ = t;
   a.shape_ = std::move(shape);
-  a.numel_ = 1;
-  for (int64_t d : a.shape_) {
-    if (d < 0) throw Error("negative extent in shape " + shape_str(a.shape_));
-    if (d != 0 && a.numel_ > (int64_t{1} << 62) / d / t.bytes())
-      throw Error("shape " + shape_str(a.shape_) + " of " + t.str() + " has too many elements to store");
-    a.numel_ *= d;
-  }
+  a.numel_ = element_count(t, a.shape_);
   if (!data && a.numel_ > 0) throw Error("a borrowed tensor of shape " + shape_str(a.shape_) + " has no data");
   // The aliasing constructor: the owner's count, the caller's pointer.
   a.storage_ = std::shared_ptr<uint8_t>(std::move(owner), static_cast<uint8_t*>(data));

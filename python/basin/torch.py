@@ -52,14 +52,9 @@ def export(module, example_inputs, path, opset=None):
 def _flatten(out):
     """The tensors of a module's output and how to put them back (torch's pytree: tuples, lists,
     dicts and Hugging Face's ModelOutput)."""
-    try:
-        from torch.utils import _pytree as pytree
-        leaves, spec = pytree.tree_flatten(out)
-        return leaves, (lambda xs: pytree.tree_unflatten(xs, spec))
-    except Exception:  # an older torch without the module: a tensor or a tuple of them
-        if isinstance(out, _torch.Tensor):
-            return [out], (lambda xs: xs[0])
-        return list(out), (lambda xs: type(out)(xs))
+    from torch.utils import _pytree as pytree
+    leaves, spec = pytree.tree_flatten(out)
+    return leaves, (lambda xs: pytree.tree_unflatten(xs, spec))
 
 
 class CompiledModule:

@@ -71,10 +71,8 @@ py::array to_numpy(const basin::Tensor& t) {
   py::capsule owner(keep, [](void* p) { delete static_cast<basin::Tensor*>(p); });
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   std::vector<py::ssize_t> strides(shape.size());
-  py::ssize_t step = t.size() > 0 ? static_cast<py::ssize_t>(t.bytes() / static_cast<size_t>(t.size()))
-                                  : (t.dtype() == "float64" || t.dtype() == "int64" ? 8
-                                     : t.dtype() == "bool"                          ? 1
-                                                                                    : 4);
+  const std::string dt = t.dtype();
+  py::ssize_t step = dt == "float64" || dt == "int64" ? 8 : dt == "bool" ? 1 : 4;  // numpy_dtype's types
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = step;
     step *= std::max<py::ssize_t>(shape[i], 1);
