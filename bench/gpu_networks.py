@@ -55,9 +55,12 @@ def main():
                               args.precision, "-o", net, "--json"])
                     r = run_json([args.basin, "run", net, "--target", "cuda", "--repeat", str(args.repeat), "--json"])
                     row["basin_untuned_ms"] = r["latency_us"] / 1e3
+                    # Exit status 4: a task ended without a program (compiled with its default).
                     t = run_json([args.basin, "tune", f"zoo:{model}", "--target", "cuda", "--precision",
                                   args.precision, "--budget", args.budget, "--records", records, "--seed", "1",
-                                  "--json", "--quiet"] + (["--estimator", args.estimator] if args.estimator else []))
+                                  "--json", "--quiet"] + (["--estimator", args.estimator] if args.estimator else []),
+                                 ok=(0, 4))
+                    row["tasks_without_program"] = sum(1 for x in t.get("tasks", []) if not x.get("best_latency_us"))
                     row.update({"trials": t.get("trials"), "search_seconds": t.get("search_seconds")})
                     run_json([args.basin, "compile", f"zoo:{model}", "--target", "cuda", "--precision",
                               args.precision, "--records", records, "-o", net, "--json"])

@@ -32,9 +32,9 @@ import tempfile
 DEFAULT_WORKLOADS = ["gemm-4096"] + [f"resnet18-c{i}" for i in range(1, 13)]
 
 
-def run_json(cmd):
+def run_json(cmd, ok=(0,)):
     p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
+    if p.returncode not in ok:
         raise RuntimeError(f"{' '.join(cmd)} failed: {p.stderr.strip() or p.stdout.strip()}")
     return json.loads(p.stdout)
 

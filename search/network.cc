@@ -117,9 +117,19 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   while (!out_of_budget()) {
     int pick = -1;
     int batch = opt.task.batch;
+    // A first round ends by its task's share of what is left of the budget, so that a
+    // budget too small for every task's full first round (a GPU's compilations, a
+    // network of many tasks) still leaves each task a measured program.
+    std::function<bool()> round_stop = out_of_budget;
     if (next_warm < warm.size()) {
+      const int remaining = static_cast<int>(warm.size() - next_warm);
       pick = static_cast<int>(warm[next_warm++]);
       batch = first_batch;
+      if (opt.trials > 0) batch = std::min(batch, std::max(1, (opt.trials - total_trials()) / remaining));
+      if (opt.budget_seconds > 0) {
+        const double deadline = since(t0) + (opt.budget_seconds - since(t0)) / remaining;
+        round_stop = [&out_of_budget, &t0, deadline] { return out_of_budget() || since(t0) >= deadline; };
+      }
     } else {
       double best_priority = -1;
       for (size_t i = 0; i < tasks.size(); ++i) {
@@ -143,7 +153,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     TaskState& t = tasks[pick];
     double before = t.tuner->result().best_latency_us;
     int budget_left = opt.trials > 0 ? opt.trials - total_trials() : batch;
-    int n = t.tuner->round(std::min(batch, std::max(budget_left, 1)), out_of_budget);
+    int n = t.tuner->round(std::min(batch, std::max(budget_left, 1)), round_stop);
     ++t.rounds;
     double after = t.tuner->result().best_latency_us;
     t.last_gain_us = before > 0 && after > 0 ? before - after : 0;

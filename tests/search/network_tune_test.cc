@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "codegen/llvm_jit.h"
 #include "codegen/network.h"
@@ -117,6 +119,42 @@ TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
   opt.trials = 14;  // one more round, a full one
   NetworkTuneResult more = tune_network(p, store, opt);
   EXPECT_EQ(more.measured, 8);
+}
+
+// A budget too small for every task's full first round still leaves each task a
+// measured program: a first round takes its task's share of the trials left, and ends
+// by its task's share of the seconds left (a GPU's trials are slow; a network has
+// many tasks).
+TEST_F(NetworkTune, ASmallBudgetIsSharedByTheFirstRounds) {
+  graph::Partition p = small_partition();
+  {
+    RecordStore store(dir + "/trials.db");
+    NetworkTuneOptions opt;
+    opt.strategy = "random";
+    opt.task.batch = 16;  // the first rounds' 16 programs each would leave tasks 1 and 2 none
+    opt.trials = 7;
+    NetworkTuneResult r = tune_network(p, store, opt);
+    EXPECT_EQ(r.trials, 7);
+    for (const TaskReport& t : r.tasks) {
+      EXPECT_GE(t.trials, 2) << t.label;
+      EXPECT_GT(t.best_us, 0) << t.label;
+    }
+  }
+  RecordStore store(dir + "/seconds.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.task.batch = 16;
+  opt.budget_seconds = 3;
+  // Every program takes 0.3 s more (after its measurement): 16 of them, 4.8 s.
+  opt.task_options = [](size_t, TuneOptions& to) {
+    to.progress = [](int, int, double, double) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+  };
+  NetworkTuneResult r = tune_network(p, store, opt);
+  for (const TaskReport& t : r.tasks) {
+    EXPECT_GT(t.best_us, 0) << t.label;
+    EXPECT_LT(t.trials, 16) << t.label;
+  }
+  EXPECT_GT(r.estimated_latency_us, 0);
 }
 
 // The network's constant bytes: each task's constant inputs times its groups. Weights
