@@ -4,15 +4,21 @@
 
 #include <cstring>
 
+#include "api/estimator.h"
 #include "codegen/network.h"
 #include "core/graph/fusion.h"
 #include "core/graph/model.h"
 #include "core/graph/layout.h"
 #include "core/graph/passes.h"
 #include "core/ir/ndarray.h"
+#include "core/ops/registry.h"
+#include "core/ops/workloads.h"
+#include "core/schedule/sketch.h"
 #include "core/util/error.h"
 #include "relax/features.h"
 #include "search/network.h"
+#include "search/strategy.h"
+#include "search/tuner.h"
 
 namespace basin {
 
@@ -132,8 +138,9 @@ std::vector<TensorSpec> Model::inputs() const {
 
 TuningSession::TuningSession(const Model& model, TuneOptions options) : model_(model), options_(std::move(options)) {}
 
-TuneReport TuningSession::run() {
-  const TuneOptions& o = options_;
+namespace {
+
+void check_tune_options(const TuneOptions& o) {
   if (o.records.empty()) throw Error("basin::TuneOptions::records: a records file is required");
   if (o.trials < 0) throw Error("basin::TuneOptions::trials must not be negative");
   if (o.trials == 0 && !(o.budget_seconds > 0 && o.budget_seconds < 1e7))
@@ -141,6 +148,15 @@ TuneReport TuningSession::run() {
   if (o.batch <= 0 || o.batch > 4096) throw Error("basin::TuneOptions::batch must be 1 to 4096");
   if (o.first_batch < 0 || o.first_batch > 4096)
     throw Error("basin::TuneOptions::first_batch must be 0 (automatic) to 4096");
+  if (o.target != "llvm" && o.target != "cuda")
+    throw Error("basin::TuneOptions::target: unknown target '" + o.target + "' (llvm or cuda)");
+}
+
+}  // namespace
+
+TuneReport TuningSession::run() {
+  const TuneOptions& o = options_;
+  check_tune_options(o);
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
   to.task.target = o.target;
@@ -149,6 +165,11 @@ TuneReport TuningSession::run() {
   to.task.batch = o.batch;
   to.strategy = o.strategy;
   to.first_batch = o.first_batch;
+  to.estimator = o.estimator;
+  if (o.custom_estimator) {
+    std::shared_ptr<Estimator> e = o.custom_estimator;
+    to.make_estimator = [e](size_t) { return api::adapt(e); };
+  }
   if (o.trials > 0) to.trials = o.trials;
   else to.budget_seconds = o.budget_seconds;
   if (o.on_log) to.task.log = o.on_log;
@@ -168,6 +189,67 @@ TuneReport TuningSession::run() {
   rep.estimated_latency_us = r.estimated_latency_us;
   for (const auto& t : r.tasks) rep.tasks_without_program += t.best_us <= 0;
   rep.stopped = r.stopped;
+  return rep;
+}
+
+OperatorTuneReport tune_operator(const OperatorSpec& spec, const TuneOptions& o) {
+  check_tune_options(o);
+  if (spec.workload.empty() == spec.op.empty())
+    throw Error("basin::OperatorSpec: give a workload or an operator (one of them)");
+  if (!spec.workload.empty() && !spec.params.empty())
+    throw Error("basin::OperatorSpec: a workload has its own parameters (params must be empty)");
+  ops::OpGraph g;
+  std::string label = spec.workload;
+  if (!spec.workload.empty()) {
+    const ops::Workload& w = ops::find_workload(spec.workload);
+    g = ops::build_op(w.op, w.params);
+  } else {
+    g = ops::build_op(spec.op, spec.params);
+    label = sched::task_key(g);
+  }
+  std::unique_ptr<search::Strategy> strategy = search::make_strategy(o.strategy);
+  std::unique_ptr<models::Estimator> est;
+  if (o.custom_estimator) {
+    est = api::adapt(o.custom_estimator);
+  } else {
+    const std::string name = o.estimator.empty() ? strategy->default_estimator() : o.estimator;
+    if (!name.empty()) est = models::estimator_for_target(name, o.target);
+  }
+  search::RecordStore store(o.records);
+  search::TuneOptions to;
+  to.target = o.target;
+  to.precision = o.precision;
+  to.seed = o.seed;
+  to.batch = o.batch;
+  if (o.trials > 0) to.trials = o.trials;
+  else to.budget_seconds = o.budget_seconds;
+  to.label = label;
+  if (o.on_log) to.log = o.on_log;
+  if (o.on_progress)
+    to.progress = [&o](int trials, int budget, double seconds, double best) {
+      o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, best});
+    };
+  search::TaskTuner tuner(g, store, *strategy, est.get(), to);
+  bool stopped = false;
+  auto stop = [&] { return stopped || (stopped = o.stop && o.stop()); };
+  while (!tuner.done() && !stop())
+    if (tuner.round(o.batch, stop) == 0) break;
+  if (!stopped) tuner.settle();  // as the network's tuner: a stop ends the run now
+  const search::TuneResult& r = tuner.result();
+  OperatorTuneReport rep;
+  rep.task = r.task_key;
+  rep.trials = r.trials;
+  rep.measured = r.measured;
+  rep.resumed = r.resumed;
+  rep.errors = r.errors;
+  rep.seconds = r.seconds;
+  rep.best_latency_us = r.best ? r.best_latency_us : 0;
+  if (r.best) {
+    rep.best_sketch = r.best->sketch;
+    rep.best_config = r.best->config;
+  }
+  rep.estimator = r.estimator;
+  rep.stopped = stopped;
   return rep;
 }
 

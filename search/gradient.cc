@@ -112,7 +112,7 @@ class Gradient final : public Strategy {
     if (!guided(state)) return random_batch(state, n);
     auto* est = dynamic_cast<models::DifferentiableEstimator*>(state.estimator);
     if (!est)
-      throw Error("the gradient strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
+      throw Error("the gradient strategy needs a differentiable estimator (mlp, ensemble, a TorchScript file, or one of its own with a gradient), not " +
                   state.estimator->kind());
     // Every sketch's evaluators at once, on the helper threads: the first batch ranks
     // every sketch's programs, and the descents start from every sketch.

@@ -67,13 +67,15 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
   // One estimator per task (each task's updates fine-tune its own), the file read once.
-  const std::string spec =
-      !opt.estimator.empty() || tasks.empty() ? opt.estimator : tasks[0].strategy->default_estimator();
+  const std::string spec = opt.make_estimator ? ""
+                           : !opt.estimator.empty() || tasks.empty() ? opt.estimator
+                                                                     : tasks[0].strategy->default_estimator();
   std::vector<std::unique_ptr<models::Estimator>> estimators;
   if (!spec.empty()) estimators = models::estimators_for_target(spec, opt.task.target, static_cast<int>(tasks.size()));
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     TaskState& t = tasks[i];
-    if (!spec.empty()) t.est = std::move(estimators[i]);
+    if (opt.make_estimator) t.est = opt.make_estimator(i);
+    else if (!spec.empty()) t.est = std::move(estimators[i]);
     TuneOptions to = opt.task;
     to.seed = opt.task.seed + i;
     to.trials = 0;  // the scheduler's budget, not the task's

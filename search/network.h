@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct NetworkTuneOptions {
   TuneOptions task = network_task_defaults();
   std::string strategy = "gradient";
   std::string estimator;      // empty: the strategy's default
+  // When set, makes task i's estimator in place of `estimator` (a user's own, api/).
+  std::function<std::unique_ptr<models::Estimator>(size_t)> make_estimator;
   int trials = 0;             // stop when the network's tasks have this many records in all
   double budget_seconds = 0;  // or after this much wall time in this run
   // Programs of each task's first round (at most task.batch); 0: 256 programs shared by

@@ -382,7 +382,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
                 fmt("%g", opt.slow_factor));
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
     throw Error("the " + strategy.name() +
-                " strategy needs a differentiable estimator (mlp or a TorchScript file), not " +
+                " strategy needs a differentiable estimator (mlp, ensemble, a TorchScript file, or one of its own with a gradient), not " +
                 (est ? est->kind() : std::string("none")));
   const Clock::time_point started = Clock::now();
   set_blas_threads(1);  // the estimator's products on this thread (core/util/blas.h)

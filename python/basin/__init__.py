@@ -27,9 +27,12 @@ if _build_config.TORCH_WHEEL:
     import torch  # noqa: F401  (see _build_config)
 
 from . import _basin  # noqa: E402
-from . import features  # noqa: E402
-from ._network import Model, Network, TuneReport, profile  # noqa: E402
+from . import estimators, features  # noqa: E402
+from ._network import Model, Network, OperatorTuneReport, TuneReport, profile, tune_op  # noqa: E402
 from ._basin import Error  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Network", "TuneReport", "Error", "profile", "features", "__version__"]
+__all__ = [
+    "Model", "Network", "TuneReport", "OperatorTuneReport", "Error", "profile", "tune_op", "estimators", "features",
+    "__version__",
+]

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from . import _basin
+from . import _basin, estimators
 from ._progress import ProgressDisplay
 
 TensorSpec = collections.namedtuple("TensorSpec", ["name", "dtype", "shape", "index_bound"])
@@ -57,6 +57,96 @@ resumed from the file, wall seconds, the share not spent measuring, the network'
 estimated latency with each task's best program (0 when a task has none)."""
 
 
+def _check_tuning(records, budget, trials, batch, first_batch, seed, estimator):
+    """The budget's seconds and the estimator for the extension, after the checks every
+    tuning call makes (one ValueError each)."""
+    if records is None or not str(records):
+        raise ValueError("records: a records file is required (every measured program goes there; a second run "
+                         "resumes)")
+    if not isinstance(trials, int) or isinstance(trials, bool) or trials < 0:
+        raise ValueError(f"trials: {trials!r} must be a non-negative integer")
+    seconds = 0.0 if trials > 0 else parse_duration(budget)
+    for name, v in (("batch", batch), ("first_batch", first_batch), ("seed", seed)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{name}: {v!r} must be a non-negative integer")
+    spec, bridged = estimators.bridge(estimator)
+    return seconds, spec, bridged
+
+
+class _Display:
+    """The progress callback and log of a tuning run: a bar (or the caller's callable) and
+    the caller's log, written around the bar."""
+
+    def __init__(self, progress, log, seconds, trials, what, latency="estimated"):
+        if log is not None and not callable(log):
+            raise ValueError("log: must be a callable taking one line")
+        self.display = None
+        self.on_progress = None
+        if callable(progress):
+            self.on_progress = progress
+        elif progress:
+            self.display = ProgressDisplay(seconds, trials, what, latency=latency)
+            self.on_progress = self.display.update
+        self.on_log = log
+        if self.display is not None and log is not None:
+            self.on_log = lambda line: self.display.write(line, log)  # noqa: E731
+
+    def __enter__(self):
+        return self.on_progress, self.on_log
+
+    def __exit__(self, *exc):
+        if self.display is not None:
+            self.display.close()
+        return False
+
+
+OperatorTuneReport = collections.namedtuple(
+    "OperatorTuneReport",
+    ["task", "trials", "measured", "resumed", "errors", "seconds", "best_latency_us", "best_sketch", "best_config",
+     "estimator", "stopped"],
+)
+OperatorTuneReport.__doc__ = """What tune_op did: the task's key in the records, its programs (trials) in the
+records, measured in this run, resumed from the file, failed, wall seconds, the best
+program's latency (0 when none ran), sketch and configuration (JSON), the estimator's
+kind, and whether Ctrl-C (or an exception of a callback) stopped the run."""
+
+
+def tune_op(
+    workload=None,
+    op=None,
+    params=None,
+    *,
+    records,
+    budget="1m",
+    trials=0,
+    strategy="gradient",
+    estimator=None,
+    target="llvm",
+    precision="",
+    seed=1,
+    batch=16,
+    progress=True,
+    log=None,
+):
+    """Tunes one operator, as `basin tune-op` does: a named workload ("gemm-4096"; `basin
+    workloads`) or an operator (`basin ops`) with its parameters (a dict, values as the
+    CLI's --param takes them). The budget, records, strategy, estimator (a Python one
+    too: basin.estimators), progress and log as in Model.tune. Returns an
+    OperatorTuneReport."""
+    if (workload is None) == (op is None):
+        raise ValueError("give a workload or an op (one of them)")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"params: {params!r} must be a dict of the operator's parameters")
+    if workload is not None and params:
+        raise ValueError("params: a workload has its own parameters")
+    seconds, spec, bridged = _check_tuning(records, budget, trials, batch, 0, seed, estimator)
+    kv = {str(k): str(v) for k, v in (params or {}).items()}
+    with _Display(progress, log, seconds, trials, workload or op, "best") as (on_progress, on_log):
+        r = _basin.tune_operator(workload or "", op or "", kv, os.fspath(records), seconds, trials, batch, strategy,
+                                 spec, bridged, target, precision, seed, on_progress, on_log)
+    return OperatorTuneReport(**r)
+
+
 class Model:
     """A network ready to tune and compile: an ONNX file or a zoo network ("zoo:resnet18")."""
 
@@ -101,37 +191,20 @@ class Model:
         seed=1,
         batch=16,
         first_batch=0,
+        estimator=None,
         progress=True,
         log=None,
     ):
         """Tunes the network's tasks for `budget` (seconds or "4m"; or `trials` programs in all),
         every program measured going to `records`, which a second run resumes. strategy:
-        gradient, annealing, evolutionary or random. progress: True (a bar: tqdm where it is
-        installed, plain lines otherwise), False, or a callable taking each round's dict. log: a
-        callable taking each event's line. Ctrl-C stops the run cleanly, then raises
-        KeyboardInterrupt. Returns a TuneReport."""
-        if records is None or not str(records):
-            raise ValueError("records: a records file is required (every measured program goes there; a second run "
-                             "resumes)")
-        if not isinstance(trials, int) or trials < 0:
-            raise ValueError(f"trials: {trials!r} must be a non-negative integer")
-        seconds = 0.0 if trials > 0 else parse_duration(budget)
-        for name, v in (("batch", batch), ("first_batch", first_batch), ("seed", seed)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"{name}: {v!r} must be a non-negative integer")
-        display = None
-        on_progress = None
-        if callable(progress):
-            on_progress = progress
-        elif progress:
-            display = ProgressDisplay(seconds, trials, self.tasks)
-            on_progress = display.update
-        if log is not None and not callable(log):
-            raise ValueError("log: must be a callable taking one line")
-        on_log = log
-        if display is not None and log is not None:
-            on_log = lambda line: display.write(line, log)  # noqa: E731
-        try:
+        gradient, annealing, evolutionary or random. estimator: None (the strategy's default),
+        the name of one of basin's (mlp, gbt, ensemble, roofline) or a file, or a Python
+        estimator (basin.estimators; every task asks the same object). progress: True (a bar:
+        tqdm where it is installed, plain lines otherwise), False, or a callable taking each
+        round's dict. log: a callable taking each event's line. Ctrl-C stops the run cleanly,
+        then raises KeyboardInterrupt. Returns a TuneReport."""
+        seconds, spec, bridged = _check_tuning(records, budget, trials, batch, first_batch, seed, estimator)
+        with _Display(progress, log, seconds, trials, f"{self.tasks} tasks") as (on_progress, on_log):
             r = _basin.tune(
                 self._impl,
                 os.fspath(records),
@@ -140,15 +213,14 @@ class Model:
                 batch,
                 first_batch,
                 strategy,
+                spec,
+                bridged,
                 target,
                 precision,
                 seed,
                 on_progress,
                 on_log,
             )
-        finally:
-            if display is not None:
-                display.close()
         return TuneReport(**r)
 
     def __repr__(self):

@@ -12,13 +12,15 @@ def _latency(us):
 
 
 class ProgressDisplay:
-    """Budget spent (seconds, or trials when the budget is in trials), the tasks, and the
-    network's estimated latency, after each round."""
+    """Budget spent (seconds, or trials when the budget is in trials), what is tuned ("18
+    tasks", an operator) and the network's estimated latency (an operator's best), after
+    each round."""
 
-    def __init__(self, budget_seconds, trials, tasks, stream=None):
+    def __init__(self, budget_seconds, trials, tasks, stream=None, latency="estimated"):
         self.by_trials = trials > 0
         self.total = trials if self.by_trials else budget_seconds
         self.tasks = tasks
+        self.latency = latency
         self.stream = stream or sys.stderr
         self.bar = None
         self.last_line = 0.0
@@ -29,11 +31,11 @@ class ProgressDisplay:
         if tqdm is not None:
             unit = "trial" if self.by_trials else "s"
             fmt = "{l_bar}{bar}| {n:.0f}/{total:.0f} " + unit + " [{elapsed}<{remaining}{postfix}]"
-            self.bar = tqdm(total=self.total, desc=f"basin: {tasks} tasks", bar_format=fmt, file=self.stream)
+            self.bar = tqdm(total=self.total, desc=f"basin: {tasks}", bar_format=fmt, file=self.stream)
 
     def update(self, p):
         done = p["trials"] if self.by_trials else min(p["seconds"], self.total)
-        text = f"{p['trials']} trials, estimated {_latency(p['estimated_latency_us'])}"
+        text = f"{p['trials']} trials, {self.latency} {_latency(p['estimated_latency_us'])}"
         if self.bar is not None:
             self.bar.n = done
             self.bar.set_postfix_str(text, refresh=False)
@@ -44,7 +46,7 @@ class ProgressDisplay:
             return
         self.last_line = now
         spent = f"{done}/{self.total} trials" if self.by_trials else f"{done:.0f}/{self.total:.0f} s"
-        print(f"basin: {spent}, {self.tasks} tasks, {text}", file=self.stream, flush=True)
+        print(f"basin: {spent}, {self.tasks}, {text}", file=self.stream, flush=True)
 
     def write(self, line, log):
         if self.bar is not None:

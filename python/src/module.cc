@@ -10,6 +10,7 @@
 #include <basin/basin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -94,16 +95,110 @@ py::list spec_list(const std::vector<basin::TensorSpec>& specs) {
   return l;
 }
 
-// A tuning run with the GIL released. The callbacks take it back; an exception one of
-// them raises, or Ctrl-C (Python's signal handler, run by PyErr_CheckSignals on the main
-// thread), stops the run cleanly and is raised once the run has returned: every program
-// measured is in the records.
-py::dict tune(const basin::Model& model, basin::TuneOptions o, std::function<void(py::dict)> on_progress,
-              std::function<void(std::string)> on_log) {
-  std::optional<py::error_already_set> pending;
+// A pending Python exception: the first one a callback or the estimator raised, raised
+// again once the tuning run has returned.
+using Pending = std::optional<py::error_already_set>;
+
+// A copy of a batch's features as NumPy arrays (the estimator may keep them: update()
+// collects training data).
+// (Strides given: see to_numpy.)
+template <class T>
+py::array_t<T> copy_array(const T* data, const std::vector<py::ssize_t>& shape) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t step = sizeof(T);
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= std::max<py::ssize_t>(shape[i], 1);
+  }
+  py::array_t<T> a(shape, strides);
+  size_t n = 1;
+  for (py::ssize_t e : shape) n *= static_cast<size_t>(e);
+  if (n) std::memcpy(a.mutable_data(), data, n * sizeof(T));
+  return a;
+}
+
+// A NumPy array (or what NumPy makes one of) of T, flattened.
+template <class T>
+std::vector<T> flat(const py::object& o) {
+  auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(o);
+  if (!a) throw py::error_already_set();
+  return std::vector<T>(a.data(), a.data() + a.size());
+}
+
+// The Python estimator (basin.estimators' bridge over the user's object) as a
+// basin::Estimator: each call takes the GIL; an exception the user's code raises is kept
+// (Pending) and stops the run as a basin error, then raised as it was.
+class PyEstimator final : public basin::Estimator {
+ public:
+  PyEstimator(py::object bridge, Pending* pending) : bridge_(std::move(bridge)), pending_(pending) {
+    name_ = bridge_.attr("name").cast<std::string>();
+    differentiable_ = bridge_.attr("differentiable").cast<bool>();
+  }
+  ~PyEstimator() override {
+    py::gil_scoped_acquire gil;
+    bridge_ = py::object();
+  }
+  std::string name() const override { return name_; }
+  bool differentiable() const override { return differentiable_; }
+  bool ready() const override {
+    return call("ready", [&] { return bridge_.attr("_ready")().cast<bool>(); });
+  }
+  std::vector<double> predict(const basin::FeatureBatch& x) override {
+    return call("predict", [&] {
+      return flat<double>(bridge_.attr("_predict")(values(x), mask(x)));
+    });
+  }
+  std::vector<float> gradient(const basin::FeatureBatch& x) override {
+    return call("gradient", [&] {
+      return flat<float>(bridge_.attr("_gradient")(values(x), mask(x)));
+    });
+  }
+  void update(const basin::FeatureBatch& x, const std::vector<double>& latencies_us) override {
+    call("update", [&] {
+      bridge_.attr("_update")(values(x), mask(x),
+                              copy_array(latencies_us.data(), {static_cast<py::ssize_t>(latencies_us.size())}));
+      return 0;
+    });
+  }
+
+ private:
+  static py::array_t<float> values(const basin::FeatureBatch& x) {
+    return copy_array(x.values, {x.batch, x.stores, x.features});
+  }
+  static py::array_t<float> mask(const basin::FeatureBatch& x) { return copy_array(x.mask, {x.batch, x.stores}); }
+  template <class F>
+  auto call(const char* what, F f) const -> decltype(f()) {
+    py::gil_scoped_acquire gil;
+    if (*pending_) throw std::runtime_error("basin: the estimator's earlier error stops the run");
+    try {
+      return f();
+    } catch (py::error_already_set& e) {
+      const std::string msg = e.what();
+      pending_->emplace(std::move(e));
+      throw std::runtime_error("basin: the estimator '" + name_ + "' raised in " + what + ": " + msg);
+    } catch (const py::cast_error& e) {
+      throw std::runtime_error("basin: the estimator '" + name_ + "': " + what + " returned " + e.what());
+    }
+  }
+  py::object bridge_;
+  Pending* pending_;
+  std::string name_;
+  bool differentiable_ = false;
+};
+
+// A tuning run (`run` with the GIL released). The callbacks take the GIL back; an
+// exception one of them raises, or Ctrl-C (Python's signal handler, run by
+// PyErr_CheckSignals on the main thread), stops the run cleanly and is raised once the
+// run has returned: every program measured is in the records. An exception of the
+// estimator ends the run there (the records kept) and is raised as it was.
+template <class Run>
+auto tune_with(basin::TuneOptions o, py::object estimator, std::function<void(py::dict)> on_progress,
+               std::function<void(std::string)> on_log, Run run) {
+  Pending pending;
   auto fail = [&pending](py::error_already_set& e) {
     if (!pending) pending.emplace(std::move(e));
   };
+  if (!estimator.is_none()) o.custom_estimator = std::make_shared<PyEstimator>(estimator, &pending);
   if (on_progress)
     o.on_progress = [&](const basin::Progress& p) {
       py::gil_scoped_acquire gil;
@@ -138,11 +233,20 @@ py::dict tune(const basin::Model& model, basin::TuneOptions o, std::function<voi
     }
     return pending.has_value();
   };
-  basin::TuneReport r;
-  {
+  try {
     py::gil_scoped_release release;
-    r = basin::TuningSession(model, o).run();
+    auto r = run(o);
+    return std::make_pair(std::move(r), std::move(pending));
+  } catch (const std::exception&) {
+    if (pending) throw std::move(*pending);
+    throw;
   }
+}
+
+py::dict tune(const basin::Model& model, basin::TuneOptions o, py::object estimator,
+              std::function<void(py::dict)> on_progress, std::function<void(std::string)> on_log) {
+  auto [r, pending] = tune_with(std::move(o), std::move(estimator), std::move(on_progress), std::move(on_log),
+                                [&](const basin::TuneOptions& to) { return basin::TuningSession(model, to).run(); });
   if (pending) throw std::move(*pending);
   py::dict d;
   d["trials"] = r.trials;
@@ -154,6 +258,44 @@ py::dict tune(const basin::Model& model, basin::TuneOptions o, std::function<voi
   d["tasks_without_program"] = r.tasks_without_program;
   d["stopped"] = r.stopped;
   return d;
+}
+
+py::dict tune_operator(const basin::OperatorSpec& spec, basin::TuneOptions o, py::object estimator,
+                       std::function<void(py::dict)> on_progress, std::function<void(std::string)> on_log) {
+  auto [r, pending] =
+      tune_with(std::move(o), std::move(estimator), std::move(on_progress), std::move(on_log),
+                [&](const basin::TuneOptions& to) { return basin::tune_operator(spec, to); });
+  if (pending) throw std::move(*pending);
+  py::dict d;
+  d["task"] = r.task;
+  d["trials"] = r.trials;
+  d["measured"] = r.measured;
+  d["resumed"] = r.resumed;
+  d["errors"] = r.errors;
+  d["seconds"] = r.seconds;
+  d["best_latency_us"] = r.best_latency_us;
+  d["best_sketch"] = r.best_sketch;
+  d["best_config"] = r.best_config;
+  d["estimator"] = r.estimator;
+  d["stopped"] = r.stopped;
+  return d;
+}
+
+basin::TuneOptions tune_options(const std::string& records, double budget_seconds, int trials, int batch,
+                                int first_batch, const std::string& strategy, const std::string& estimator,
+                                const std::string& target, const std::string& precision, uint64_t seed) {
+  basin::TuneOptions o;
+  o.records = records;
+  o.budget_seconds = budget_seconds;
+  o.trials = trials;
+  o.batch = batch;
+  o.first_batch = first_batch;
+  o.strategy = strategy;
+  o.estimator = estimator;
+  o.target = target;
+  o.precision = precision;
+  o.seed = seed;
+  return o;
 }
 
 }  // namespace
@@ -190,22 +332,38 @@ PYBIND11_MODULE(_basin, m) {
   m.def(
       "tune",
       [](const basin::Model& model, const std::string& records, double budget_seconds, int trials, int batch,
-         int first_batch, const std::string& strategy, const std::string& target, const std::string& precision,
-         uint64_t seed, std::function<void(py::dict)> on_progress, std::function<void(std::string)> on_log) {
-        basin::TuneOptions o;
-        o.records = records;
-        o.budget_seconds = budget_seconds;
-        o.trials = trials;
-        o.batch = batch;
-        o.first_batch = first_batch;
-        o.strategy = strategy;
-        o.target = target;
-        o.precision = precision;
-        o.seed = seed;
-        return tune(model, std::move(o), std::move(on_progress), std::move(on_log));
+         int first_batch, const std::string& strategy, const std::string& estimator_spec, py::object estimator,
+         const std::string& target, const std::string& precision, uint64_t seed,
+         std::function<void(py::dict)> on_progress, std::function<void(std::string)> on_log) {
+        return tune(model,
+                    tune_options(records, budget_seconds, trials, batch, first_batch, strategy, estimator_spec, target,
+                                 precision, seed),
+                    std::move(estimator), std::move(on_progress), std::move(on_log));
       },
       py::arg("model"), py::arg("records"), py::arg("budget_seconds"), py::arg("trials"), py::arg("batch"),
-      py::arg("first_batch"), py::arg("strategy"), py::arg("target"), py::arg("precision"), py::arg("seed"),
+      py::arg("first_batch"), py::arg("strategy"), py::arg("estimator_spec"), py::arg("estimator").none(true),
+      py::arg("target"), py::arg("precision"), py::arg("seed"), py::arg("on_progress").none(true),
+      py::arg("on_log").none(true));
+
+  m.def(
+      "tune_operator",
+      [](const std::string& workload, const std::string& op, const std::map<std::string, std::string>& params,
+         const std::string& records, double budget_seconds, int trials, int batch, const std::string& strategy,
+         const std::string& estimator_spec, py::object estimator, const std::string& target,
+         const std::string& precision, uint64_t seed, std::function<void(py::dict)> on_progress,
+         std::function<void(std::string)> on_log) {
+        basin::OperatorSpec spec;
+        spec.workload = workload;
+        spec.op = op;
+        spec.params = params;
+        return tune_operator(spec,
+                             tune_options(records, budget_seconds, trials, batch, 0, strategy, estimator_spec, target,
+                                          precision, seed),
+                             std::move(estimator), std::move(on_progress), std::move(on_log));
+      },
+      py::arg("workload"), py::arg("op"), py::arg("params"), py::arg("records"), py::arg("budget_seconds"),
+      py::arg("trials"), py::arg("batch"), py::arg("strategy"), py::arg("estimator_spec"),
+      py::arg("estimator").none(true), py::arg("target"), py::arg("precision"), py::arg("seed"),
       py::arg("on_progress").none(true), py::arg("on_log").none(true));
 
   py::class_<basin::Network>(m, "Network")

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -123,6 +124,163 @@ TEST_F(Api, AStopRequestEndsTuningWhereItIsAndTheRecordsResume) {
   basin::TuneReport again = basin::TuningSession(model, opt).run();
   EXPECT_FALSE(again.stopped);
   EXPECT_EQ(again.resumed, rep.trials);  // every program measured before the stop was kept
+}
+
+// An estimator of one's own: linear in the features summed over a program's real
+// stores, fitted to log latency by least squares on its diagonal (enough to rank), its
+// gradient the weights on every real store.
+class Linear final : public basin::Estimator {
+ public:
+  std::string name() const override { return "linear"; }
+  bool differentiable() const override { return true; }
+  std::vector<double> predict(const basin::FeatureBatch& x) override {
+    ++predicts;
+    features = x.features;
+    std::vector<double> s(static_cast<size_t>(x.batch), 0.0);
+    for (int b = 0; b < x.batch; ++b)
+      for (int t = 0; t < x.stores; ++t)
+        for (int f = 0; f < x.features; ++f)
+          s[b] += x.mask[b * x.stores + t] * w(f) * x.values[(static_cast<size_t>(b) * x.stores + t) * x.features + f];
+    return s;
+  }
+  std::vector<float> gradient(const basin::FeatureBatch& x) override {
+    ++gradients;
+    std::vector<float> g(static_cast<size_t>(x.batch) * x.stores * x.features);
+    for (size_t i = 0; i < g.size(); ++i)
+      g[i] = static_cast<float>(x.mask[i / x.features] * w(static_cast<int>(i % x.features)));
+    return g;
+  }
+  void update(const basin::FeatureBatch& x, const std::vector<double>& latencies_us) override {
+    ASSERT_EQ(latencies_us.size(), static_cast<size_t>(x.batch));
+    updated += x.batch;
+    weights.assign(static_cast<size_t>(x.features), 0.0);
+    for (int f = 0; f < x.features; ++f) {
+      double xy = 0, xx = 1e-6;
+      for (int b = 0; b < x.batch; ++b) {
+        double v = 0;
+        for (int t = 0; t < x.stores; ++t)
+          v += x.mask[b * x.stores + t] * x.values[(static_cast<size_t>(b) * x.stores + t) * x.features + f];
+        xy += v * std::log(latencies_us[static_cast<size_t>(b)]);
+        xx += v * v;
+      }
+      weights[static_cast<size_t>(f)] = xy / xx / x.features;
+    }
+  }
+  double w(int f) const { return weights.empty() ? 1.0 : weights[static_cast<size_t>(f)]; }
+  std::vector<double> weights;
+  int predicts = 0, gradients = 0, updated = 0, features = 0;
+};
+
+TEST_F(Api, AnEstimatorOfOnesOwnDrivesTheGradientSearchOfAnOperator) {
+  auto est = std::make_shared<Linear>();
+  basin::TuneOptions opt;
+  opt.records = dir + "/op.db";
+  opt.trials = 30;
+  opt.custom_estimator = est;
+  int progress = 0;
+  opt.on_progress = [&](const basin::Progress& p) {
+    ++progress;
+    EXPECT_GE(p.estimated_latency_us, 0);
+  };
+  basin::OperatorSpec op;
+  op.op = "matmul";
+  op.params = {{"M", "48"}, {"N", "64"}, {"K", "32"}};
+  basin::OperatorTuneReport r = basin::tune_operator(op, opt);
+  EXPECT_EQ(r.trials, 30);
+  EXPECT_EQ(r.measured, 30);
+  EXPECT_GT(r.best_latency_us, 0);
+  EXPECT_FALSE(r.best_sketch.empty());
+  EXPECT_EQ(r.estimator, "linear");
+  EXPECT_EQ(r.task, "matmul(K=32,M=48,N=64)");
+  EXPECT_GT(est->predicts, 0);
+  EXPECT_GT(est->gradients, 0);  // the gradient search descended on its scores
+  EXPECT_GE(est->updated, 8);    // and it learned from the measurements
+  EXPECT_EQ(est->features, static_cast<int>(basin::feature_names().size()));
+  EXPECT_EQ(progress, 30);
+  // A named workload, resumed; a stop ends the run before its next program.
+  basin::OperatorSpec w;
+  w.workload = "gemm-256";
+  opt.trials = 100;
+  opt.custom_estimator = nullptr;
+  opt.estimator = "roofline";
+  opt.strategy = "annealing";
+  int asked = 0;
+  opt.stop = [&] { return ++asked > 3; };
+  basin::OperatorTuneReport s = basin::tune_operator(w, opt);
+  EXPECT_TRUE(s.stopped);
+  EXPECT_LT(s.trials, 100);
+  EXPECT_EQ(s.estimator, "roofline");
+}
+
+TEST_F(Api, EveryTaskOfANetworkAsksTheSameEstimatorOfOnesOwn) {
+  auto est = std::make_shared<Linear>();
+  basin::Model model = basin::Model::load(kModel);
+  basin::TuneOptions opt;
+  opt.records = dir + "/net.db";
+  opt.trials = 12 * model.tasks();
+  opt.batch = 4;
+  opt.first_batch = 4;
+  opt.custom_estimator = est;
+  basin::TuneReport r = basin::TuningSession(model, opt).run();
+  EXPECT_EQ(r.tasks_without_program, 0);
+  EXPECT_GT(est->gradients, 0);
+  EXPECT_GE(est->updated, 8);
+}
+
+// An estimator that breaks its contract, in one way each.
+class Broken final : public basin::Estimator {
+ public:
+  explicit Broken(std::string how) : how_(std::move(how)) {}
+  bool differentiable() const override { return how_ != "no gradient"; }
+  std::vector<double> predict(const basin::FeatureBatch& x) override {
+    if (how_ == "count") return std::vector<double>(static_cast<size_t>(x.batch) + 1, 0.0);
+    if (how_ == "nan") return std::vector<double>(static_cast<size_t>(x.batch), std::nan(""));
+    if (how_ == "throws") throw std::runtime_error("the estimator's own error");
+    return std::vector<double>(static_cast<size_t>(x.batch), 1.0);
+  }
+  std::vector<float> gradient(const basin::FeatureBatch& x) override {
+    return std::vector<float>(static_cast<size_t>(x.batch), 0.0f);  // "gradient size": too short
+  }
+
+ private:
+  std::string how_;
+};
+
+TEST_F(Api, AnEstimatorOfOnesOwnThatBreaksItsContractIsOneClearError) {
+  basin::OperatorSpec op;
+  op.workload = "gemm-256";
+  auto tune = [&](const std::string& how, const std::string& strategy) {
+    basin::TuneOptions opt;
+    opt.records = dir + "/" + how + ".db";
+    opt.trials = 24;
+    opt.batch = 8;
+    opt.strategy = strategy;
+    opt.custom_estimator = std::make_shared<Broken>(how);
+    basin::tune_operator(op, opt);
+  };
+  expect_user_error([&] { tune("count", "annealing"); }, "predict returns one per program");
+  expect_user_error([&] { tune("nan", "annealing"); }, "not finite");
+  expect_user_error([&] { tune("throws", "annealing"); }, "the estimator's own error");
+  expect_user_error([&] { tune("no gradient", "gradient"); }, "needs a differentiable estimator");
+  expect_user_error([&] { tune("gradient size", "gradient"); }, "returned a gradient of");
+  basin::TuneOptions opt;
+  opt.records = dir + "/x.db";
+  opt.trials = 4;
+  basin::OperatorSpec both = op;
+  both.op = "matmul";
+  expect_user_error([&] { basin::tune_operator(both, opt); }, "give a workload or an operator");
+  expect_user_error([&] { basin::tune_operator(basin::OperatorSpec(), opt); }, "give a workload or an operator");
+  basin::OperatorSpec params = op;
+  params.params = {{"M", "4"}};
+  expect_user_error([&] { basin::tune_operator(params, opt); }, "params must be empty");
+  basin::OperatorSpec nonesuch;
+  nonesuch.workload = "nonesuch";
+  expect_user_error([&] { basin::tune_operator(nonesuch, opt); }, "nonesuch");
+  opt.target = "tpu";
+  expect_user_error([&] { basin::tune_operator(op, opt); }, "unknown target 'tpu'");
+  opt.target = "llvm";
+  opt.estimator = "nonesuch";
+  expect_user_error([&] { basin::tune_operator(op, opt); }, "nonesuch");
 }
 
 TEST_F(Api, BorrowedTensorsRunInPlaceAndProfilesTimeEachLaunch) {

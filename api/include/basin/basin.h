@@ -102,6 +102,41 @@ struct Progress {
   double estimated_latency_us = 0;  // the network with each task's best so far (0 until every task has one)
 };
 
+// A batch of programs' features as an estimator reads them (valid during the call only):
+// values [batch][stores][features], row-major, each log2(1 + x) of a buffer store's
+// feature in feature_names(target) order; mask [batch][stores], 1 for a program's real
+// store and 0 for the padding (a program with fewer stores than the batch's largest has
+// zero rows there).
+struct FeatureBatch {
+  int batch = 0, stores = 0, features = 0;
+  const float* values = nullptr;
+  const float* mask = nullptr;
+};
+
+// A latency estimator of one's own (docs/estimators.md, "Estimators in Python"): the
+// search asks it to score programs, lower meaning predicted faster, and tells it the
+// latencies measured. The gradient search also needs the scores' gradient in the
+// features. Each program's score depends on its own features only. Called on the tuning
+// thread, one call at a time; an exception stops the tuning run (the records kept).
+class Estimator {
+ public:
+  virtual ~Estimator() = default;
+  // The estimator's name in records and logs.
+  virtual std::string name() const { return "user"; }
+  // One score per program.
+  virtual std::vector<double> predict(const FeatureBatch& x) = 0;
+  // True when gradient() is implemented: the gradient strategy needs it.
+  virtual bool differentiable() const { return false; }
+  // d(sum of the scores) / d values: batch x stores x features floats, values' layout.
+  virtual std::vector<float> gradient(const FeatureBatch& x);
+  // The measured latencies (microseconds) of programs of the task being tuned (the
+  // task's programs so far, or its newest ones): learn from them.
+  virtual void update(const FeatureBatch& x, const std::vector<double>& latencies_us);
+  // False while the scores mean nothing yet: the search then proposes programs at
+  // random, and calls update() once 8 programs are measured.
+  virtual bool ready() const { return true; }
+};
+
 struct TuneOptions {
   std::string records;         // required: where every measured program goes; a second run resumes
   double budget_seconds = 60;  // stop after this wall time, or
@@ -112,6 +147,11 @@ struct TuneOptions {
   std::string target = "llvm";        // llvm (this CPU) or cuda
   std::string precision;  // "" (the target's default: f32 on llvm, tf32 on cuda), f32, bf16; cuda also tf32, fp16
   uint64_t seed = 1;
+  // The latency estimator: "" (the strategy's default), a kind (mlp, gbt, ensemble,
+  // roofline) or a file (basin's estimator file or a TorchScript module); or one's own
+  // object (custom_estimator, which then takes the place of every task's).
+  std::string estimator;
+  std::shared_ptr<Estimator> custom_estimator;
   std::function<void(const Progress&)> on_progress;
   std::function<void(const std::string&)> on_log;  // one line per event; none when empty
   // Asked before each program: true stops the run where it is (TuneReport::stopped);
@@ -139,6 +179,29 @@ class TuningSession {
   Model model_;
   TuneOptions options_;
 };
+
+// One operator tuned alone, as `basin tune-op` does: a named workload ("gemm-4096";
+// `basin workloads` lists them) or an operator (`basin ops`) and its parameters.
+struct OperatorSpec {
+  std::string workload;
+  std::string op;
+  std::map<std::string, std::string> params;
+};
+
+struct OperatorTuneReport {
+  std::string task;  // the task's key in the records
+  int trials = 0, measured = 0, resumed = 0, errors = 0;
+  double seconds = 0;
+  double best_latency_us = 0;  // 0 when no valid program ran
+  std::string best_sketch, best_config;
+  std::string estimator;  // the estimator's kind ("" for none)
+  bool stopped = false;
+};
+
+// Tunes one operator for options' budget (trials or seconds) with options' strategy and
+// estimator, every program measured going to options.records (a second run resumes);
+// first_batch is not used. on_progress's estimated_latency_us is the best so far.
+OperatorTuneReport tune_operator(const OperatorSpec& op, const TuneOptions& options);
 
 // A compiled network's error against the float32 reference (LibTorch running the same
 // graph) on random inputs, measured when it was compiled: what bf16 kernels cost.
