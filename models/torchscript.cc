@@ -5,7 +5,10 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <sstream>
+
 #include "core/util/error.h"
+#include "core/util/output_file.h"
 #include "models/estimator.h"
 #include "relax/features.h"
 
@@ -59,7 +62,12 @@ class TorchScript final : public DifferentiableEstimator {
     return s;
   }
 
-  void save(const std::string& path) const override { const_cast<torch::jit::Module&>(module_).save(path); }
+  // By the output-file rules (core/util/output_file.h), as every file basin writes.
+  void save(const std::string& path) const override {
+    std::ostringstream bytes;
+    const_cast<torch::jit::Module&>(module_).save(bytes);
+    write_output_file(path, [&](OutputFile& f) { f.write(bytes.str()); });
+  }
 
  private:
   static std::string first_line(const char* s) {

@@ -1,5 +1,7 @@
 #include "search/records.h"
 
+#include <sys/stat.h>
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -90,8 +92,19 @@ struct RecordStore::Db {
   std::string path;
 
   // Opens `path` with the SQLite flags given (waits up to 10 s on a lock); throws
-  // naming the file.
+  // naming the file. A records path is a file: SQLite's special names (an empty path,
+  // ":memory:", a "file:" URI) would keep nothing, and a folder, FIFO or device is no
+  // records file (opening a FIFO would block).
   void open(int flags) {
+    if (path.empty()) throw Error("the records path is empty: give a file");
+    if (path == ":memory:" || path.rfind("file:", 0) == 0)
+      throw Error("records file '" + path +
+                  "': SQLite reads this name as an in-memory database or a URI, which keeps nothing; give a file path "
+                  "('./" +
+                  path + "' for a file of that name)");
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw Error("records file '" + path + "' is not a regular file (a folder, FIFO or device)");
     if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
       std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
       sqlite3_close(db);
@@ -205,8 +218,25 @@ struct RecordStore::Db {
 
 RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_unique<Db>()) {
   db_->path = path;
+  struct stat before;
+  const bool holds_data = ::stat(path.c_str(), &before) == 0 && before.st_size > 0;
   db_->open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
+    // A file that holds data must be basin's before anything is changed in it (the
+    // journal mode, the schema, the version): a schema version with a records table, or
+    // an older basin's unstamped records table; any other database is refused as it is.
+    if (holds_data) {
+      const int version = db_->schema_version();
+      const bool records_table = db_->has_columns("id, task_key, target, sketch, config, latencies_us");
+      if (!records_table) {
+        Db::Stmt tables = db_->prepare("SELECT count(*) FROM sqlite_master");
+        const bool empty = sqlite3_step(tables.s) == SQLITE_ROW && sqlite3_column_int(tables.s, 0) == 0;
+        if (!empty || version != 0)
+          throw Error("records file '" + path +
+                      "' is not a basin records database (a database of other tables): "
+                      "left as it is");
+      }
+    }
     // Converting a new file to WAL needs the file to itself, and SQLite does not run the
     // busy handler for that conversion: a second process opening the file at that moment
     // gets "database is locked" at once. So the conversion is retried here, within the

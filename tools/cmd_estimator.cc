@@ -93,6 +93,7 @@ int run_calibrate(const CalibrateCliOptions& o) {
   co.epochs = o.epochs;
   co.out = o.out;
   if (co.epochs < 1) throw Error("--epochs must be at least 1");
+  if (!o.out.empty()) check_output_path(o.out, {o.records});  // never the records; before the work
   std::unique_ptr<search::RecordStore> store;
   if (!o.records.empty()) {
     store = std::make_unique<search::RecordStore>(o.records);

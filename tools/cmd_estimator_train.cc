@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.h"
+#include "core/util/output_file.h"
 #include "models/calibrate.h"
 #include "models/estimator.h"
 #include "tools/commands.h"
@@ -81,6 +82,7 @@ int run_train(const TrainEvalOptions& o) {
   if (o.loss != "rank" && o.loss != "mse") throw Error("--loss must be rank or mse");
   if (!(o.tree_eta > 0 && o.tree_eta <= 1)) throw Error("--tree-eta must be in (0, 1]");
   if (o.pair_samples < 1) throw Error("--pair-samples must be at least 1");
+  if (!o.out.empty()) check_output_path(o.out, {o.records, o.from});  // never an input; before the work
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
   // --from: an estimator fine-tuned (its update) instead of one trained from scratch.
@@ -145,23 +147,27 @@ int run_train(const TrainEvalOptions& o) {
 // measured latency and the estimator's score (lower = predicted faster; compare
 // scores within a task only).
 void write_predictions(const std::string& path, const std::vector<models::Sample>& data,
-                       const std::vector<double>& scores) {
-  std::ofstream f(path);
-  if (!f) throw Error("cannot write predictions file " + path);
-  for (size_t i = 0; i < data.size(); ++i) {
-    const models::Sample& s = data[i];
-    nlohmann::json j = {{"task", s.task},
-                        {"host", s.host},
-                        {"sketch", s.sketch},
-                        {"config", nlohmann::json::parse(s.config)},
-                        {"latency_us", s.latency_us},
-                        {"score", scores[i]}};
-    f << j.dump() << "\n";
-  }
-  if (!f) throw Error("cannot write predictions file " + path);
+                       const std::vector<double>& scores, const std::vector<std::string>& inputs) {
+  write_output_file(
+      path,
+      [&](OutputFile& f) {
+        for (size_t i = 0; i < data.size(); ++i) {
+          const models::Sample& s = data[i];
+          nlohmann::json j = {{"task", s.task},
+                              {"host", s.host},
+                              {"sketch", s.sketch},
+                              {"config", nlohmann::json::parse(s.config)},
+                              {"latency_us", s.latency_us},
+                              {"score", scores[i]}};
+          f.write(j.dump() + "\n");
+        }
+      },
+      inputs);
 }
 
 int run_eval(const TrainEvalOptions& o) {
+  const std::vector<std::string> reads = {o.records, o.estimator};
+  if (!o.predictions.empty()) check_output_path(o.predictions, reads);  // before the work
   int skipped = 0;
   models::Split sp = load_split(o, &skipped);
   if (o.no_calibrate) models::set_use_calibration(false);
@@ -170,7 +176,7 @@ int run_eval(const TrainEvalOptions& o) {
   if (o.all) data.insert(data.end(), sp.train.begin(), sp.train.end());
   if (data.empty()) throw Error("no held-out tasks: use --all or a larger --test-fraction");
   models::EvalResult r = models::evaluate(*e, data);
-  if (!o.predictions.empty()) write_predictions(o.predictions, data, r.scores);
+  if (!o.predictions.empty()) write_predictions(o.predictions, data, r.scores, reads);
   if (o.json) {
     nlohmann::json j = eval_json(r);
     j["estimator"] = o.estimator;

@@ -58,6 +58,7 @@ void log_line(const NetOptions& o, const std::string& line) {
 struct Loaded {
   graph::Graph graph;
   graph::Partition partition;
+  std::vector<std::string> files;  // the external-data files the model read: inputs too
 };
 
 // --shape NAME=D0,D1,... (an input's shape) or NAME=N (a symbolic dimension).
@@ -86,7 +87,9 @@ graph::ImportOptions import_options(const NetOptions& o) {
 
 Loaded load(const NetOptions& o, const std::string& model) {
   Loaded l;
-  l.graph = graph::optimize(graph::load_model(model, import_options(o)), graph::layout_lanes(o.target));
+  graph::ImportOptions io = import_options(o);
+  io.files_read = &l.files;
+  l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target));
   l.partition = graph::partition(l.graph);
   log_line(o, model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
                   std::to_string(l.partition.groups.size()) + " fused groups, " +
@@ -350,9 +353,11 @@ int run_tune(const NetOptions& o) {
 int run_compile(const NetOptions& o) {
   check_precision_option(o.target, o.precision, /*quiet=*/true);
   if (o.out.empty()) throw ParseError("give the output file: -o OUT");
-  const std::vector<std::string> reads = {o.model, o.records};
+  std::vector<std::string> reads = {o.model, o.records};
   check_output_path(o.out, reads);  // before the work, not after it
   Loaded l = load(o);
+  reads.insert(reads.end(), l.files.begin(), l.files.end());
+  check_output_path(o.out, reads);  // nor the model's external data
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);
   // A cuda network compiled for --arch may not run here: not checked.
@@ -494,6 +499,10 @@ int run_run(const NetOptions& o) {
   std::string compiled_for;     // a compiled file's CPU (llvm target)
   std::optional<Loaded> model;  // a model compiled here: its accuracy checked on the inputs
   load_or_compile(o, net, untuned, compiled_for, &model);
+  if (model && !o.output.empty()) {
+    reads.insert(reads.end(), model->files.begin(), model->files.end());
+    check_output_path(o.output, reads);  // nor the model's external data
+  }
   std::vector<NDArray> in = read_inputs(o, net.inputs());
   if (model) check_accuracy(o, *model, net, in);
   std::vector<NDArray> out = net.run(in);
@@ -650,7 +659,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     auto* cmd = network_cmd(app, "run", "run a compiled network file (or compile MODEL first) on .npy inputs", o);
     cmd->add_option("--records", o->records, "when MODEL is a model: the records to compile it with");
     cmd->add_option("--input", o->inputs, "an .npy file per network input, in order (default: random)");
-    cmd->add_option("--output", o->output, "write the output to this .npy file (further outputs: NAME.1.npy ...)");
+    cmd->add_option("--output", o->output, "write the output to this .npy file (further outputs: NAME.1.npy ...)")
+        ->check(
+            [](const std::string& v) { return v.empty() ? std::string("the output path is empty") : std::string(); });
     cmd->add_option("--repeat", o->repeat, "also time N runs and report the fastest");
     cmd->callback([&run, o] { run = [o] { return run_run(*o); }; });
   }

@@ -331,6 +331,7 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
            std::to_string(nbytes) + " at offset " + std::to_string(offset));
     std::ifstream f(real, std::ios::binary);
     if (!f) fail(what + ": cannot open its external data file '" + file + "'");
+    if (options_.files_read) options_.files_read->push_back(rs);
     f.seekg(offset);
     f.read(static_cast<char*>(a.data()), static_cast<std::streamsize>(nbytes));
     if (f.gcount() != static_cast<std::streamsize>(nbytes)) fail(what + ": external data '" + file + "' ended early");

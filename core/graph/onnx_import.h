@@ -29,6 +29,9 @@ int newest_onnx_opset();
 // and so is a symbolic dimension left without a value.
 struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> shapes;
+  // When set, receives the external-data files the model read (their resolved paths):
+  // inputs of the command, which its output must never replace.
+  std::vector<std::string>* files_read = nullptr;
 };
 
 Graph import_onnx(const std::string& path, const ImportOptions& options = {});

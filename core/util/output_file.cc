@@ -103,6 +103,10 @@ void write_output_file(const std::string& path, const std::function<void(OutputF
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw Error("cannot write '" + path + "': creating its temporary '" + tmp + "': " + why());
   try {
+    // A file replaced keeps its permissions (a private file stays private).
+    struct stat old;
+    if (stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode) && fchmod(fd, old.st_mode & 07777) != 0)
+      throw Error("cannot write '" + path + "': setting its permissions: " + why());
     OutputFile f(fd, path);
     fill(f);
     f.flush();

@@ -4,6 +4,7 @@
 //   device, FIFO, socket or symbolic link at the path is refused, untouched.
 // - The target is never one of the command's own inputs (the same file by device and
 //   inode: `-o` naming the model or the records file).
+// - A file replaced keeps its permission bits.
 // - The bytes go to a temporary file in the target's folder, created exclusively
 //   (O_EXCL, never following a link), every write and the close checked, flushed to
 //   disk, then renamed over the target: a reader sees the old file or the new one,

@@ -159,6 +159,37 @@ TEST(Records, AFileThatIsNotARecordsDatabaseIsAClearError) {
   }
 }
 
+// A database of other tables is refused before anything in it changes (no journal
+// mode, schema or version of basin's written); SQLite's special names are refused; an
+// empty file becomes a records file.
+TEST(Records, ADatabaseOfOtherTablesIsLeftAsItIs) {
+  const std::string path = temp_path("foreign");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES('mine')", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  std::ifstream in(path, std::ios::binary);
+  const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    search::RecordStore s(path);
+    FAIL() << "opened a database of other tables";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a basin records database"), std::string::npos) << e.what();
+  }
+  std::ifstream again(path, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), before);
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  for (const std::string special : {"", ":memory:", "file:x.db?mode=memory"})
+    EXPECT_THROW(search::RecordStore{special}, Error) << "'" << special << "'";
+  const std::string empty = temp_path("empty");
+  std::ofstream{empty};
+  search::RecordStore s(empty);
+  s.add(rec("{\"a\":1}", {5}));
+  EXPECT_EQ(s.all().size(), 1u);
+}
+
 TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
   std::string path = temp_path("hosts");
   search::RecordStore s(path);

@@ -389,7 +389,7 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   EXPECT_NEAR(agree / pairs, ej["pairwise_accuracy"].get<double>(), 1e-9);
   std::remove(pred.c_str());
   EXPECT_NE(stderr_of("estimator eval --records " + db + " --all --predictions /nonexistent/dir/p.jsonl")
-                .find("cannot write predictions file /nonexistent/dir/p.jsonl"),
+                .find("cannot write '/nonexistent/dir/p.jsonl': no folder"),
             std::string::npos);
   Result r = run("estimator eval --records " + db + " --all --estimator roofline --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -347,6 +347,53 @@ TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
   EXPECT_NE(threads.out.find("BASIN_NUM_THREADS"), std::string::npos) << threads.out;
 }
 
+// No command destroys a file it reads or writes a file that keeps nothing: a records
+// path SQLite reads as special, a model's external-data file named as the output, an
+// estimator command's output naming its records or its estimator, a database of other
+// tables opened as records; a file replaced keeps its permissions.
+TEST_F(NetworkCli, NoCommandDestroysAFileItReadsOrKeepsNothing) {
+  auto refused = [&](const std::string& args, const std::string& needle) {
+    SCOPED_TRACE(args);
+    Result r = run(args, true);
+    EXPECT_NE(r.code, 0) << r.out;
+    EXPECT_LT(r.code, 128) << "killed by a signal";
+    EXPECT_NE(r.out.find(needle), std::string::npos) << r.out;
+  };
+  const std::string model = dir + "/ext.onnx", db = dir + "/r.db";
+  basin::testing::small_cnn(basin::testing::InitForm::External, dir).save(model);
+  ASSERT_TRUE(fs::exists(dir + "/w.bin"));
+  const std::string weights = basin::testing::read_file(dir + "/w.bin");
+  const int tuned = run("tune " + model + " --trials 3 --batch 3 --strategy random --records " + db + " --quiet").code;
+  ASSERT_TRUE(tuned == 0 || tuned == 4) << tuned;
+  const std::string db_bytes = basin::testing::read_file(db);
+  refused("compile " + model + " --records " + db + " -o " + dir + "/w.bin --quiet", "also an input");
+  refused("run " + model + " --output " + dir + "/fc_w.bin --quiet", "also an input");
+  EXPECT_EQ(basin::testing::read_file(dir + "/w.bin"), weights);
+  refused("run " + model + " --output ''", "the output path is empty");
+  for (const std::string& special : {std::string("''"), std::string(":memory:"), std::string("'file:x.db?mode=memory'")}) {
+    refused("tune-op --workload gemm-256 --strategy random --trials 2 --records " + special + " --quiet",
+            special == "''" ? "empty" : "keeps nothing");
+    refused("tune " + model + " --trials 2 --records " + special + " --quiet", special == "''" ? "empty" : "keeps nothing");
+    refused("records merge --into " + special + " " + db, special == "''" ? "empty" : "keeps nothing");
+  }
+  ASSERT_EQ(mkfifo((dir + "/fifo.db").c_str(), 0600), 0);
+  refused("tune-op --workload gemm-256 --strategy random --trials 2 --records " + dir + "/fifo.db --quiet", "not a regular file");
+  refused("estimator train --records " + db + " --out " + db, "also an input");
+  refused("estimator eval --records " + db + " --estimator mlp --predictions " + db, "also an input");
+  refused("estimator eval --records " + db + " --estimator mlp --predictions /dev/full", "not a regular file");
+  refused("estimator calibrate --records " + db + " --out " + db + " --budget 5s", "also an input");
+  EXPECT_EQ(basin::testing::read_file(db), db_bytes);
+  // A file replaced keeps its permissions.
+  const std::string exported = dir + "/private.jsonl";
+  std::ofstream(exported) << "old";
+  ASSERT_EQ(chmod(exported.c_str(), 0600), 0);
+  ASSERT_EQ(run("records export --records " + db + " --out " + exported).code, 0);
+  struct stat st;
+  ASSERT_EQ(stat(exported.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(basin::testing::read_file(exported), "old");
+}
+
 // --shape gives a symbolic dimension its value; without it, the one error line names
 // the input, the dimension and the flag.
 TEST_F(NetworkCli, SymbolicShapesFromTheCommandLine) {
