@@ -34,7 +34,17 @@ struct Open {
   std::vector<int> nodes;
   Kind kind;
   int last_pos = 0;
+  size_t inputs = 0;  // values read from outside the group (an upper bound: a value read twice counts twice)
 };
+
+// A fused group's largest size: its operators, and the inputs they read from outside
+// it. A longer chain (thousands of elementwise operators, each with a constant of its
+// own) becomes several kernels: one kernel of them all would be one expression as deep
+// as the chain and a function of as many arguments, which code generation handles in
+// time and stack that grow faster than the chain. No network of the benchmark sets
+// has a group near either bound.
+constexpr size_t kMaxGroupNodes = 64;
+constexpr size_t kMaxGroupInputs = 64;
 
 // Values read by several nodes that all lie in one elementwise region of the value's shape,
 // a region that closes again in a single value read from outside it (x * sigmoid(x),
@@ -125,6 +135,9 @@ Partition partition(const Graph& g) {
   std::vector<int> group_of_value(g.values().size(), -1);  // the open group whose output a value is
   std::vector<bool> is_view;
   const std::vector<bool> fanout_ok = closing_fanouts(g, outputs);
+  auto fits = [](const Open& G, const Node& nd) {
+    return G.nodes.size() < kMaxGroupNodes && G.inputs + nd.inputs.size() - 1 <= kMaxGroupInputs;
+  };
   for (int n : order) {
     const Node& nd = g.node(n);
     if (is_view_op(nd.op)) {
@@ -139,7 +152,7 @@ Partition partition(const Graph& g) {
     const bool starts_group = nd.op == "winograd_input";
     for (int v : nd.inputs) {  // a region closing a fan-out stays with the value it fans out from
       int gi = group_of_value[v];
-      if (fanout_ok[v] && gi >= 0 && !is_view[gi] && !starts_group) {
+      if (fanout_ok[v] && gi >= 0 && !is_view[gi] && !starts_group && fits(groups[gi], nd)) {
         join = gi;
         break;
       }
@@ -147,7 +160,7 @@ Partition partition(const Graph& g) {
     for (int v : nd.inputs) {
       if (join >= 0 || starts_group) break;
       int gi = group_of_value[v];
-      if (gi < 0 || is_view[gi] || outputs.count(v) || g.consumers(v).size() != 1) continue;
+      if (gi < 0 || is_view[gi] || outputs.count(v) || g.consumers(v).size() != 1 || !fits(groups[gi], nd)) continue;
       const Open& G = groups[gi];
       bool same_shape = g.value(nd.output).shape == g.value(v).shape;
       bool ok = false;
@@ -162,13 +175,14 @@ Partition partition(const Graph& g) {
       }
     }
     if (join < 0) {
-      groups.push_back({{n}, k, pos[n]});
+      groups.push_back({{n}, k, pos[n], nd.inputs.size()});
       is_view.push_back(false);
       join = static_cast<int>(groups.size()) - 1;
     } else {
       Open& G = groups[join];
       G.nodes.push_back(n);
       G.last_pos = pos[n];
+      G.inputs += nd.inputs.size() - 1;  // one of them is the group's own value
       if (k == Kind::Reduction) G.kind = Kind::Reduction;
       if (k == Kind::Anchor) G.kind = Kind::Anchor;
       // the group's old output is now internal

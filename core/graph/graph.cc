@@ -9,6 +9,9 @@ namespace basin::graph {
 
 struct Graph::Adjacency {
   boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS> g;
+  // Per value, the nodes that read it, in node order (each once): consumers() in
+  // constant time, so that a pass asking it of every value stays linear.
+  std::vector<std::vector<int>> readers;
 };
 
 Graph::Graph() : adj_(std::make_unique<Adjacency>()) {}
@@ -103,6 +106,11 @@ int Graph::add_node(const std::string& op, const std::vector<int>& inputs,
   int id = static_cast<int>(boost::add_vertex(adj_->g));
   for (int in : inputs)
     if (values_[in].producer >= 0) boost::add_edge(values_[in].producer, id, adj_->g);
+  if (adj_->readers.size() < values_.size()) adj_->readers.resize(values_.size());
+  for (int in : inputs) {
+    std::vector<int>& r = adj_->readers[static_cast<size_t>(in)];
+    if (r.empty() || r.back() != id) r.push_back(id);
+  }
   nodes_.push_back(std::move(nd));
   return nodes_.back().output;
 }
@@ -119,14 +127,8 @@ std::string Graph::output_name(size_t i) const {
 }
 
 std::vector<int> Graph::consumers(int v) const {
-  std::vector<int> out;
-  for (size_t n = 0; n < nodes_.size(); ++n)
-    for (int in : nodes_[n].inputs)
-      if (in == v) {
-        out.push_back(static_cast<int>(n));
-        break;
-      }
-  return out;
+  if (v < 0 || static_cast<size_t>(v) >= adj_->readers.size()) return {};
+  return adj_->readers[static_cast<size_t>(v)];
 }
 
 std::vector<int> Graph::topo_order() const {

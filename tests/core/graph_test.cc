@@ -204,6 +204,40 @@ TEST(Fusion, AnchorsAbsorbTheirElementwiseChains) {
   for (int v : g.outputs()) EXPECT_TRUE(defined.count(v));
 }
 
+// A chain of thousands of elementwise operators, each with a constant of its own,
+// becomes kernels of at most 64 operators reading at most 64 values: one kernel of the
+// whole chain would be an expression as deep as the chain (its code generation
+// overflowed the stack at 20,000) and a function of as many arguments. The consumers
+// of every value are those of the nodes that read it.
+TEST(Fusion, ALongChainBecomesKernelsOfBoundedSize) {
+  Graph g;
+  int x = g.add_input("x", {1, 16});
+  for (int i = 0; i < 20000; ++i)
+    x = g.add_node("add", {x, g.add_constant("c" + std::to_string(i), NDArray::random(DType::f32(), {1, 16}, -1, 1, 1))});
+  g.add_output(x);
+  Partition p = partition(g);
+  size_t nodes = 0;
+  for (const auto& fg : p.groups) {
+    EXPECT_LE(fg.nodes.size(), 64u);
+    EXPECT_LE(fg.inputs.size(), 64u);
+    nodes += fg.nodes.size();
+  }
+  EXPECT_EQ(nodes, g.nodes().size());
+  EXPECT_GE(p.groups.size(), 20000u / 64);
+  EXPECT_LE(p.tasks.size(), 3u);  // the full kernels are one task
+  for (size_t v = 0; v < g.values().size(); ++v) {
+    std::vector<int> expect;
+    for (size_t n = 0; n < g.nodes().size(); ++n)
+      for (int in : g.nodes()[n].inputs)
+        if (in == static_cast<int>(v)) {
+          expect.push_back(static_cast<int>(n));
+          break;
+        }
+    ASSERT_EQ(g.consumers(static_cast<int>(v)), expect) << v;
+    if (v > 200) break;  // (the reference is quadratic)
+  }
+}
+
 TEST(Fusion, AFanOutThatClosesAgainStaysInOneGroup) {
   Graph g;
   NetBuilder b(g, 2);
