@@ -218,7 +218,12 @@ class Printer {
            qual +
            " int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
            "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n" +
-           qual + " float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n";
+           qual + " float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n" +
+           // Max and min propagate NaN (core/expr/expr.h), unlike C's fmax and fmin.
+           qual + " float basin_fmaxf(float a, float b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n" +
+           qual + " float basin_fminf(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n" +
+           qual + " double basin_fmax(double a, double b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }\n" +
+           qual + " double basin_fmin(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }\n";
   }
 
   void params(const LoweredFunc& f, const char* restrict_kw) {
@@ -284,7 +289,8 @@ class Printer {
       case ExprKind::Max: {
         std::string a = expr(n.args[0]), b = expr(n.args[1]);
         if (n.dtype.is_float())
-          return std::string(n.kind == ExprKind::Min ? "fmin" : "fmax") + (f32 ? "f(" : "(") + a + ", " + b + ")";
+          return std::string(n.kind == ExprKind::Min ? "basin_fmin" : "basin_fmax") + (f32 ? "f(" : "(") + a + ", " +
+                 b + ")";
         return "((" + a + ") " + (n.kind == ExprKind::Min ? "<" : ">") + " (" + b + ") ? (" + a + ") : (" + b + "))";
       }
       case ExprKind::EQ:

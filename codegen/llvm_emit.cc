@@ -21,6 +21,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -727,6 +728,24 @@ class Emitter {
     return nullptr;
   }
 
+  // Max and min propagate NaN (core/expr/expr.h): NaN where either operand is, else the
+  // larger (smaller). A constant operand (not NaN) goes first: select(c > v, c, v) is
+  // x86's maxps exactly, one instruction that returns v where v is NaN (a ReLU, a clip).
+  // Two variables take one more compare and blend, for a NaN in the first.
+  llvm::Value* nan_max_min(bool is_max, llvm::Value* x, llvm::Value* y) {
+    auto pick = [&](llvm::Value* a, llvm::Value* b) {  // a where it beats b, else b (b's NaN kept)
+      return b_.CreateSelect(is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b), a, b);
+    };
+    auto constant_number = [](llvm::Value* v) {
+      const llvm::APFloat* f = nullptr;
+      return llvm::isa<llvm::Constant>(v) && llvm::PatternMatch::match(v, llvm::PatternMatch::m_APFloat(f)) &&
+             !f->isNaN();
+    };
+    if (constant_number(x)) return pick(x, y);
+    if (constant_number(y)) return pick(y, x);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, pick(x, y));
+  }
+
   llvm::Value* float_binary(ExprKind k, llvm::Value* x, llvm::Value* y) {
     switch (k) {
       case ExprKind::Add:
@@ -738,9 +757,8 @@ class Emitter {
       case ExprKind::Div:
         return b_.CreateFDiv(x, y);
       case ExprKind::Min:
-        return b_.CreateMinNum(x, y);
       case ExprKind::Max:
-        return b_.CreateMaxNum(x, y);
+        return nan_max_min(k == ExprKind::Max, x, y);
       default:
         break;
     }

@@ -87,6 +87,12 @@ const char* kColumns =
 
 }  // namespace
 
+// A text column's value; NULL (a file edited by another tool) reads as empty.
+static std::string column_text(sqlite3_stmt* s, int c) {
+  const unsigned char* t = sqlite3_column_text(s, c);
+  return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+}
+
 struct RecordStore::Db {
   sqlite3* db = nullptr;
   std::string path;
@@ -163,10 +169,7 @@ struct RecordStore::Db {
   }
 
   static Record row(sqlite3_stmt* s) {
-    auto text = [&](int c) {
-      const unsigned char* t = sqlite3_column_text(s, c);
-      return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
-    };
+    auto text = [&](int c) { return column_text(s, c); };
     Record r;
     r.id = sqlite3_column_int64(s, 0);
     r.task_key = text(1);
@@ -422,9 +425,7 @@ std::map<std::string, std::string> RecordStore::machines() const {
   }
   Db::Stmt st = db_->prepare("SELECT host, description FROM machines ORDER BY host");
   int rc;
-  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
-    out[reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0))] =
-        reinterpret_cast<const char*>(sqlite3_column_text(st.s, 1));
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out[column_text(st.s, 0)] = column_text(st.s, 1);
   if (rc != SQLITE_DONE) db_->fail("reading the machines' descriptions");
   return out;
 }
@@ -433,8 +434,7 @@ std::map<std::string, int64_t> RecordStore::hosts() const {
   Db::Stmt st = db_->prepare("SELECT host, COUNT(*) FROM records GROUP BY host");
   std::map<std::string, int64_t> out;
   int rc;
-  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
-    out[reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0))] = sqlite3_column_int64(st.s, 1);
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) out[column_text(st.s, 0)] += sqlite3_column_int64(st.s, 1);
   if (rc != SQLITE_DONE) db_->fail("counting the records' machines");
   return out;
 }

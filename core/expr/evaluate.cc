@@ -160,11 +160,11 @@ struct Evaluator {
         case ExprKind::Div:
           r = f32 ? float(x) / float(y) : x / y;
           break;
-        case ExprKind::Min:
-          r = std::fmin(x, y);
+        case ExprKind::Min:  // NaN propagates (expr.h)
+          r = std::isnan(x) ? x : std::isnan(y) ? y : (x < y ? x : y);
           break;
         case ExprKind::Max:
-          r = std::fmax(x, y);
+          r = std::isnan(x) ? x : std::isnan(y) ? y : (x > y ? x : y);
           break;
         default:
           BASIN_CHECK(false) << kind_name(k) << " on floats";

@@ -184,6 +184,10 @@ Expr mul(Expr a, Expr b);
 Expr div(Expr a, Expr b);
 Expr floordiv(Expr a, Expr b);
 Expr floormod(Expr a, Expr b);
+// On floats, min and max propagate NaN (as ONNX Runtime and PyTorch do): NaN where
+// either operand is NaN, else the smaller (larger) operand; a ReLU, a clip, a max
+// pooling or a max reduction of a NaN is NaN. Every evaluator (the interpreter, the
+// simplifier's folding, LLVM, the printed CUDA C) keeps this rule.
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr eq(Expr a, Expr b);

@@ -149,20 +149,32 @@ class Importer {
       if (a.name() == name) return &a;
     return nullptr;
   }
-  int64_t attr_i(const onnx::NodeProto& n, const std::string& name, int64_t def) const {
+  // The attribute `name` when it is of `type` (null when absent). One of another type is
+  // an error, never read as its field of `type` (0, or a default): an INT alpha is not a
+  // FLOAT alpha of 0. An attribute without a type (UNDEFINED, written by old exporters)
+  // is read by the field asked for.
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name,
+                                   onnx::AttributeProto::AttributeType type) const {
     const auto* a = attr(n, name);
+    if (a && a->type() != type && a->type() != onnx::AttributeProto::UNDEFINED)
+      fail(node_desc(n) + ": attribute '" + name + "' is " + onnx::AttributeProto::AttributeType_Name(a->type()) +
+           "; it must be " + onnx::AttributeProto::AttributeType_Name(type));
+    return a;
+  }
+  int64_t attr_i(const onnx::NodeProto& n, const std::string& name, int64_t def) const {
+    const auto* a = attr(n, name, onnx::AttributeProto::INT);
     return a ? a->i() : def;
   }
   double attr_f(const onnx::NodeProto& n, const std::string& name, double def) const {
-    const auto* a = attr(n, name);
+    const auto* a = attr(n, name, onnx::AttributeProto::FLOAT);
     return a ? a->f() : def;
   }
   std::string attr_s(const onnx::NodeProto& n, const std::string& name, const std::string& def) const {
-    const auto* a = attr(n, name);
+    const auto* a = attr(n, name, onnx::AttributeProto::STRING);
     return a ? a->s() : def;
   }
   I attr_ints(const onnx::NodeProto& n, const std::string& name, I def) const {
-    const auto* a = attr(n, name);
+    const auto* a = attr(n, name, onnx::AttributeProto::INTS);
     return a ? I(a->ints().begin(), a->ints().end()) : def;
   }
 
@@ -1152,13 +1164,13 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
        }},
       {"Constant", [](Importer& m, const onnx::NodeProto& n) {
          NDArray a;
-         if (const auto* t = m.attr(n, "value")) a = m.tensor(t->t(), m.node_desc(n));
-         else if (const auto* f = m.attr(n, "value_float")) { a = NDArray(DType::f32(), {}); a.set(0, f->f()); }
-         else if (const auto* i = m.attr(n, "value_int")) { a = NDArray(DType::i64(), {}); a.set_int(0, i->i()); }
-         else if (const auto* fs = m.attr(n, "value_floats")) {
+         if (const auto* t = m.attr(n, "value", onnx::AttributeProto::TENSOR)) a = m.tensor(t->t(), m.node_desc(n));
+         else if (const auto* f = m.attr(n, "value_float", onnx::AttributeProto::FLOAT)) { a = NDArray(DType::f32(), {}); a.set(0, f->f()); }
+         else if (const auto* i = m.attr(n, "value_int", onnx::AttributeProto::INT)) { a = NDArray(DType::i64(), {}); a.set_int(0, i->i()); }
+         else if (const auto* fs = m.attr(n, "value_floats", onnx::AttributeProto::FLOATS)) {
            a = NDArray(DType::f32(), {fs->floats_size()});
            for (int k = 0; k < fs->floats_size(); ++k) a.set(k, fs->floats(k));
-         } else if (const auto* is = m.attr(n, "value_ints")) {
+         } else if (const auto* is = m.attr(n, "value_ints", onnx::AttributeProto::INTS)) {
            a = NDArray(DType::i64(), {is->ints_size()});
            for (int k = 0; k < is->ints_size(); ++k) a.set_int(k, is->ints(k));
          } else {
@@ -1169,7 +1181,7 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
       {"ConstantOfShape", [](Importer& m, const onnx::NodeProto& n) {
          I s = m.const_ints(n, 0);
          NDArray v;
-         if (const auto* t = m.attr(n, "value")) v = m.tensor(t->t(), m.node_desc(n));
+         if (const auto* t = m.attr(n, "value", onnx::AttributeProto::TENSOR)) v = m.tensor(t->t(), m.node_desc(n));
          for (int64_t e : s)
            if (e <= 0) m.fail(m.node_desc(n) + ": extent " + std::to_string(e) + " in " + shape_str(s) + " (basin has no empty tensors)");
          NDArray a(v.defined() && v.numel() ? v.dtype() : DType::f32(), s);

@@ -391,9 +391,15 @@ class Compiler {
           case ExprKind::Div:
             return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return a->ev(fr) / b->ev(fr); });
           case ExprKind::Min:
-            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return std::fmin(a->ev(fr), b->ev(fr)); });
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) {
+              const T x = a->ev(fr), y = b->ev(fr);  // NaN propagates (expr.h)
+              return std::isnan(x) ? x : std::isnan(y) ? y : (x < y ? x : y);
+            });
           default:
-            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) { return std::fmax(a->ev(fr), b->ev(fr)); });
+            return mk_f<T>([a = std::move(a), b = std::move(b)](Frame& fr) {
+              const T x = a->ev(fr), y = b->ev(fr);
+              return std::isnan(x) ? x : std::isnan(y) ? y : (x > y ? x : y);
+            });
         }
       }
       case ExprKind::Select: {

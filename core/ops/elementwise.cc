@@ -65,7 +65,9 @@ Expr unary_expr(const std::string& op, const Expr& x, double alpha, double beta)
   if (op == "tanh") return call(MathFn::tanh, {x});
   if (op == "gelu") return x * k(0.5) * (k(1) + call(MathFn::erf, {x * k(M_SQRT1_2)}));
   if (op == "silu") return x * call(MathFn::sigmoid, {x});
-  if (op == "hardswish") return x * min(max(x + k(3), k(0)), k(6)) / k(6);
+  // x times hardsigmoid(x): x * relu6(x + 3) / 6 in that order overflows for x above
+  // float's largest / 6.
+  if (op == "hardswish") return x * (min(max(x + k(3), k(0)), k(6)) / k(6));
   if (op == "hardsigmoid") return min(max(x + k(3), k(0)), k(6)) / k(6);
   if (op == "exp") return call(MathFn::exp, {x});
   if (op == "log") return call(MathFn::log, {x});

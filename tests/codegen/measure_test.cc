@@ -363,7 +363,9 @@ TEST(Timing, TheStepBeforeEveryCallIsNotTimed) {
   EXPECT_EQ(before, calls);
   EXPECT_EQ(t.calls + 1, calls);  // the warm-up call is not counted
   ASSERT_EQ(rounds.size(), 3u);
-  for (double r : rounds) EXPECT_LT(r, 900) << "the step's 1000 us were timed";
+  // Timing the step would put every round past 1000 us; a preempted round (a loaded
+  // machine) may pass 900 alone.
+  EXPECT_LT(*std::min_element(rounds.begin(), rounds.end()), 900) << "the step's 1000 us were timed";
   EXPECT_GE(t.min_us, 100);
   // About 20 calls a round (2 ms of 100 us calls; a preempted call makes it fewer), where
   // timing the step too would give 2.

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -161,6 +163,67 @@ TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
           EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
       }
     }
+}
+
+// NaN propagates as in LibTorch (and ONNX Runtime) through every max and min: a ReLU,
+// a clip, an elementwise maximum and minimum, a max reduction, a max pooling, a ReLU
+// fused after a convolution, HardSwish, a softmax; and HardSwish of a huge x is x, as
+// ONNX defines it (x * hardsigmoid(x)), not inf. The compiled network (default and random programs, NCHW and blocked
+// layouts) and the interpreter agree with LibTorch on which outputs are NaN and on the rest.
+TEST_F(Network, NanPropagatesAsInLibTorch) {
+  graph::Graph base;
+  base.name = "nan";
+  {
+    graph::Graph& g = base;
+    graph::NetBuilder b(g, 7);
+    int x = g.add_input("x", {1, 16, 6, 6});
+    int y = g.add_input("y", {1, 16, 6, 6});
+    g.add_output(b.op("relu", {x}));
+    g.add_output(b.op("clip", {x}, {{"min", -0.5}, {"max", 0.5}}));
+    g.add_output(b.op("maximum", {x, y}));
+    g.add_output(b.op("minimum", {y, x}));
+    g.add_output(b.op("max", {x}, {{"axes", I{2, 3}}, {"keepdims", int64_t{0}}}));
+    g.add_output(b.op("max_pool2d", {x}, {{"kernel", I{2, 2}}, {"stride", I{2, 2}}, {"padding", I{0, 0}}}));
+    g.add_output(b.op("relu", {b.conv(x, 16, {3}, {1, 1}, {1, 1})}));
+    g.add_output(b.op("hardswish", {y}));
+    g.add_output(b.op("softmax", {x}, {{"axis", int64_t{-1}}}));
+  }
+  NDArray x = NDArray::random(DType::f32(), {1, 16, 6, 6}, -1, 1, 3);
+  NDArray y = NDArray::random(DType::f32(), {1, 16, 6, 6}, -1, 1, 4);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i : {0, 7, 40, 333, 575}) x.set(i, nan);  // corners, inside, last
+  for (int64_t i : {1, 7, 100}) y.set(i, nan);
+  y.set(200, 6e37);  // x * 6 would overflow
+  const std::vector<NDArray> in = {x, y};
+  const std::vector<NDArray> ref = TorchExecutor(base).run(in);
+  auto same = [&](const std::vector<NDArray>& got, const std::string& who) {
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t o = 0; o < got.size(); ++o) {
+      int nans = 0;
+      for (int64_t i = 0; i < ref[o].numel(); ++i) {
+        if (o == 7 && i == 200) {  // LibTorch's x * relu6(x + 3) / 6 overflows; ONNX's x * hardsigmoid(x) does not
+          EXPECT_NEAR(got[o].get(i), 6e37, 6e31) << who;
+          continue;
+        }
+        const double r = ref[o].get(i), v = got[o].get(i);
+        nans += std::isnan(r);
+        ASSERT_EQ(std::isnan(r), std::isnan(v))
+            << who << ", output " << o << ", element " << i << ": " << v << " where LibTorch gives " << r;
+        if (!std::isnan(r))
+          ASSERT_NEAR(v, r, 1e-4 * std::max(1.0, std::abs(r))) << who << ", output " << o << ", " << i;
+      }
+      EXPECT_GT(nans, 0) << "output " << o << " has no NaN to check";
+    }
+  };
+  for (int64_t lanes : {0, 16}) {
+    graph::Graph g = graph::optimize(base, lanes);
+    graph::Partition p = graph::partition(g);
+    same(graph::interpret_graph(g, in), "interpreter, lanes " + std::to_string(lanes));
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      CompiledNetwork n = CompiledNetwork::compile(g, p, seed == 0 ? defaults(p) : random_programs(p, seed));
+      same(n.run(in), "compiled, lanes " + std::to_string(lanes) + ", seed " + std::to_string(seed));
+    }
+  }
 }
 
 // A ResNet basic block of 64 channels on a 9x7 map (tiles past the edge), its 3x3

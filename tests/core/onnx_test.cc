@@ -619,6 +619,54 @@ TEST(OnnxImport, AttributesOfALaterOpsetAreRefused) {
   }
 }
 
+// An attribute of another type than its operator's is an error naming it and both
+// types, never read as the field of the right type (0, or the default): LeakyRelu's
+// alpha given as INT 1 was a ReLU.
+TEST(OnnxImport, AttributesOfTheWrongTypeAreRefused) {
+  TempDir dir;
+  struct Case {
+    const char* op;
+    const char* attr;
+    std::function<void(onnx::NodeProto*)> set;
+    const char* given;
+    const char* wanted;
+  };
+  const std::vector<Case> cases = {
+      {"LeakyRelu", "alpha", [](onnx::NodeProto* n) { testing::OnnxBuilder::attr_int(n, "alpha", 1); }, "INT", "FLOAT"},
+      {"Softmax", "axis", [](onnx::NodeProto* n) { testing::OnnxBuilder::attr_string(n, "axis", "0"); }, "STRING",
+       "INT"},
+      {"Transpose", "perm",
+       [](onnx::NodeProto* n) {
+         auto* a = n->add_attribute();
+         a->set_name("perm");
+         a->set_type(onnx::AttributeProto::FLOATS);
+         a->add_floats(1);
+         a->add_floats(0);
+       },
+       "FLOATS", "INTS"},
+      {"Flatten", "axis", [](onnx::NodeProto* n) { testing::OnnxBuilder::attr_float(n, "axis", 1.0f); }, "FLOAT",
+       "INT"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    testing::OnnxBuilder b(13);
+    b.input("x", {2, 6});
+    c.set(b.node(c.op, {"x"}, {"y"}));
+    b.output("y");
+    const std::string path = dir.path + "/" + c.op + ".onnx";
+    b.save(path);
+    try {
+      import_onnx(path);
+      FAIL() << "accepted " << c.attr << " as " << c.given;
+    } catch (const GraphError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find(std::string("attribute '") + c.attr + "' is " + c.given + "; it must be " + c.wanted),
+                std::string::npos)
+          << m;
+    }
+  }
+}
+
 // googlenet's and squeezenet's pooling: ceil_mode=1.
 TEST(OnnxImport, PoolingWithCeilMode) {
   TempDir dir;

@@ -166,9 +166,9 @@ TEST(Records, ADatabaseOfOtherTablesIsLeftAsItIs) {
   const std::string path = temp_path("foreign");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES('mine')", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES('mine')", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(db);
   std::ifstream in(path, std::ios::binary);
   const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -188,6 +188,34 @@ TEST(Records, ADatabaseOfOtherTablesIsLeftAsItIs) {
   search::RecordStore s(empty);
   s.add(rec("{\"a\":1}", {5}));
   EXPECT_EQ(s.all().size(), 1u);
+}
+
+// A records file edited by another tool, its text columns NULL where basin writes ''
+// (no NOT NULL constraint of basin's): every reader takes NULL as empty.
+TEST(Records, NullTextColumnsReadAsEmpty) {
+  const std::string path = temp_path("nulls");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* sql =
+      "CREATE TABLE records (id INTEGER PRIMARY KEY AUTOINCREMENT, task_key TEXT, target TEXT, sketch TEXT, config "
+      "TEXT, latencies_us TEXT, min_latency_us REAL, error TEXT, compile_seconds REAL, started_at REAL, finished_at "
+      "REAL, seed INTEGER, estimator_version TEXT, host TEXT, confirm_us TEXT, latency_us REAL, best_seq INTEGER, "
+      "codegen TEXT);"
+      "CREATE TABLE machines (host TEXT, description TEXT);"
+      "INSERT INTO records (task_key, target, sketch, config, latencies_us, min_latency_us, error, compile_seconds, "
+      "started_at, finished_at, seed, estimator_version, host, confirm_us, latency_us, best_seq, codegen) VALUES "
+      "('dense(K=32,M=16,N=32)', 'llvm', 's', '{}', '[5]', 5, NULL, 0, 0, 0, 1, NULL, NULL, '[]', 5, 0, NULL);"
+      "INSERT INTO machines VALUES (NULL, NULL);"
+      "PRAGMA user_version=5;";
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  search::RecordStore s(path);
+  auto all = s.all();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].host, "");
+  EXPECT_EQ(all[0].error, "");
+  EXPECT_EQ(s.hosts().at(""), 1);
+  EXPECT_EQ(s.machines().count(""), 1u);
 }
 
 TEST(Records, EachRecordNamesItsMachineAndBestPrefersThisOne) {
