@@ -42,8 +42,7 @@ std::vector<TensorSpec> specs(const std::vector<codegen::TensorInfo>& ts) {
   return out;
 }
 
-// A user's shape: NDArray refuses one too large for this machine, but takes a negative
-// extent for an internal error.
+// A user's shape, named as the API's (NDArray's own error names the shape alone).
 void check_shape(const std::vector<int64_t>& shape, const std::string& what) {
   for (int64_t e : shape)
     if (e < 0) throw Error(what + ": invalid shape " + shape_str(shape));

@@ -91,6 +91,10 @@ int Graph::add_node(const std::string& op, const std::vector<int>& inputs,
   try {
     nd.attrs = ops::node_attrs(op, attrs);
     out = ops::apply_node(op, nd.attrs, args);
+    // The output is a tensor like any other: its size by the one rule that cannot wrap
+    // (the compiled network's arena holds it). A Pad of 2^62 or an Expand to
+    // [2^32, 2^32] is an error here, not a wrapped offset later.
+    tensor_bytes(out.dtype(), out.shape());
   } catch (const Error& e) {
     std::string shapes;
     for (int v : inputs) shapes += (shapes.empty() ? "" : ", ") + shape_str(values_[v].shape);

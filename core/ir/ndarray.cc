@@ -32,7 +32,7 @@ std::string gib(uint64_t bytes) {
 int64_t element_count(DType t, const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    BASIN_CHECK(d >= 0) << "negative extent in shape " << shape_str(shape);
+    if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative extent");
     if (d != 0 && n > (int64_t{1} << 62) / d / t.bytes())
       throw Error("shape " + shape_str(shape) + " of " + t.str() + " has too many elements to store");
     n *= d;
@@ -54,13 +54,19 @@ int64_t max_tensor_bytes() {
 
 void set_max_tensor_bytes(int64_t bytes) { g_max_tensor_bytes.store(bytes > 0 ? bytes : 0); }
 
+int64_t tensor_bytes(DType t, const std::vector<int64_t>& shape) {
+  const int64_t bytes = element_count(t, shape) * static_cast<int64_t>(t.bytes());
+  if (bytes > max_tensor_bytes())
+    throw Error("a tensor of shape " + shape_str(shape) + " of " + t.str() + " needs " +
+                gib(static_cast<uint64_t>(bytes)) + ", more than the " +
+                gib(static_cast<uint64_t>(max_tensor_bytes())) + " one tensor may take here" +
+                (g_max_tensor_bytes.load() > 0 ? "" : " (this machine's memory)"));
+  return bytes;
+}
+
 NDArray::NDArray(DType t, std::vector<int64_t> shape) : dtype_(t), shape_(std::move(shape)) {
   BASIN_CHECK(t.is_scalar()) << "NDArray of vector type " << t.str();
-  numel_ = element_count(t, shape_);
-  if (static_cast<int64_t>(nbytes()) > max_tensor_bytes())
-    throw Error("a tensor of shape " + shape_str(shape_) + " of " + t.str() + " needs " + gib(nbytes()) +
-                ", more than the " + gib(static_cast<uint64_t>(max_tensor_bytes())) + " one tensor may take here" +
-                (g_max_tensor_bytes.load() > 0 ? "" : " (this machine's memory)"));
+  numel_ = tensor_bytes(t, shape_) / static_cast<int64_t>(t.bytes());
   size_t bytes = (nbytes() + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
   if (!p) throw std::bad_alloc();

@@ -65,6 +65,11 @@ class NDArray {
 int64_t max_tensor_bytes();
 // 0 restores the default.
 void set_max_tensor_bytes(int64_t bytes);
+// The bytes of a tensor of `shape` and type t, by the rules every tensor of basin
+// follows, data-path values of a graph included (whose memory the compiled network's
+// arena holds): no negative extent, an element count whose arithmetic cannot wrap, at
+// most max_tensor_bytes(). Throws basin::Error naming the shape otherwise.
+int64_t tensor_bytes(DType t, const std::vector<int64_t>& shape);
 
 // Largest absolute difference between two arrays of equal shape (NaN counts as
 // infinite), and the same divided by the largest magnitude of `ref` (at least 1e-6).

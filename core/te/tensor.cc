@@ -60,8 +60,10 @@ namespace {
 std::shared_ptr<OpNode> new_op(std::string name, std::vector<int64_t> shape, DType t) {
   auto op = std::make_shared<OpNode>();
   std::vector<Expr> ext;
+  // A negative extent comes from an operator's arithmetic on its attributes (a pad
+  // that wraps, a slice past the end): the caller's error, not basin's.
   for (int64_t d : shape) {
-    BASIN_CHECK(d >= 0) << "tensor " << name << " with negative extent " << d;
+    if (d < 0) throw Error("tensor " + name + " would have a negative extent (" + std::to_string(d) + ")");
     ext.push_back(Expr(d));
   }
   op->name = name;

@@ -81,6 +81,30 @@ TEST(Graph, ANodeWithIncompatibleInputsNamesItself) {
   EXPECT_THROW(g.add_node("conv2d", {a, a}), GraphError);
 }
 
+// A node's output follows the size rule of every tensor (tensor_bytes): an extent
+// that wraps negative, an element count that overflows, more than one tensor may take
+// here are one GraphError naming the node, never a shape that compiles and then writes
+// past its arena.
+TEST(Graph, AnOutputTooLargeToExistIsAnErrorNamingItsNode) {
+  Graph g;
+  int x = g.add_input("x", {1, 4});
+  const int64_t huge = int64_t{1} << 62;
+  auto refused = [&](const std::string& op, const std::map<std::string, ops::AttrValue>& attrs,
+                     const std::string& needle) {
+    try {
+      g.add_node(op, {x}, attrs, "big_" + op);
+      ADD_FAILURE() << op << " accepted";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("big_" + op), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused("pad", {{"pads", I{0, huge, 0, huge}}}, "negative extent");
+  refused("broadcast_to", {{"new_shape", I{int64_t{1} << 32, int64_t{1} << 32, 4}}}, "too many elements");
+  refused("broadcast_to", {{"new_shape", I{int64_t{1} << 20, int64_t{1} << 20, 4}}}, "more than the");
+  EXPECT_EQ(g.nodes().size(), 0u);
+}
+
 TEST(Passes, BatchNormFoldingKeepsTheOutputs) {
   Graph g = small_net();
   Graph f = fold_batch_norm(g);
@@ -213,7 +237,8 @@ TEST(Fusion, ALongChainBecomesKernelsOfBoundedSize) {
   Graph g;
   int x = g.add_input("x", {1, 16});
   for (int i = 0; i < 20000; ++i)
-    x = g.add_node("add", {x, g.add_constant("c" + std::to_string(i), NDArray::random(DType::f32(), {1, 16}, -1, 1, 1))});
+    x = g.add_node("add",
+                   {x, g.add_constant("c" + std::to_string(i), NDArray::random(DType::f32(), {1, 16}, -1, 1, 1))});
   g.add_output(x);
   Partition p = partition(g);
   size_t nodes = 0;
