@@ -205,7 +205,11 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, cons
     c.that(pads[d] >= 0 && pads[r + d] >= 0, "pads", "must be non-negative, got " + ints_str(pads));
     if (mode == "reflect")
       c.that(pads[d] < shape[d] && pads[r + d] < shape[d], "pads", "reflect padding must be smaller than the extent");
-    shape[d] += pads[d] + pads[r + d];
+    int64_t padded = 0;  // extent + both pads, checked: a pad near 2^62 must not wrap
+    c.that(!__builtin_add_overflow(shape[d], pads[d], &padded) &&
+               !__builtin_add_overflow(padded, pads[r + d], &padded),
+           "pads", "give an extent too large to exist: " + ints_str(pads));
+    shape[d] = padded;
   }
   return injective("pad", shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> src;
