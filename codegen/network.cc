@@ -394,6 +394,17 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
     if (inputs[i].dtype() != s.info.dtype || inputs[i].shape() != s.info.shape)
       throw Error("input '" + s.info.name + "' expects " + s.info.dtype.str() + " " + shape_str(s.info.shape) +
                   ", got " + inputs[i].dtype().str() + " " + shape_str(inputs[i].shape()));
+    // Indices outside the table they index are an error, as in ONNX Runtime (the
+    // kernels clamp them, so as never to read outside the table, but a clamped index
+    // is a wrong answer); negative ones count from the end, as ONNX's Gather says.
+    if (s.info.index_bound > 0)
+      for (int64_t k = 0; k < inputs[i].numel(); ++k) {
+        const int64_t v = inputs[i].get_int(k);
+        if (v < -s.info.index_bound || v >= s.info.index_bound)
+          throw Error("input '" + s.info.name + "': index " + std::to_string(v) + " (element " + std::to_string(k) +
+                      ") is outside [-" + std::to_string(s.info.index_bound) + ", " +
+                      std::to_string(s.info.index_bound) + "), the table it indexes");
+      }
   }
   if (m.target == "cuda") {
     m.prepare_gpu();

@@ -33,7 +33,8 @@ struct TensorInfo {
   DType dtype = DType::f32();
   std::vector<int64_t> shape;
   // An integer input read as indices (gather, embedding): its values must lie in
-  // [0, index_bound); 0 when it is not one.
+  // [-index_bound, index_bound) (a negative one counts from the end; run() refuses
+  // others); 0 when it is not one.
   int64_t index_bound = 0;
 };
 

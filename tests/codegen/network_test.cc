@@ -656,5 +656,34 @@ TEST_F(Network, BadInputsAreClearErrors) {
   }
 }
 
+// An index outside the table it indexes is an error naming the input and the index, as
+// in ONNX Runtime (the kernel would clamp it: a wrong row, silently); a negative one
+// counts from the end.
+TEST_F(Network, IndicesOutsideTheirTableAreAnError) {
+  graph::Graph g;
+  int ids = g.add_input("ids", {1, 4}, DType::i64());
+  int table = g.add_constant("table", NDArray::random(DType::f32(), {10, 3}, -1, 1, 1));
+  g.add_output(g.add_node("embedding", {table, ids}));
+  g = graph::optimize(g);
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork n = CompiledNetwork::compile(g, p, defaults(p));
+  ASSERT_EQ(n.inputs()[0].index_bound, 10);
+  NDArray in(DType::i64(), {1, 4});
+  for (int64_t i = 0; i < 4; ++i) in.set_int(i, i);
+  in.set_int(3, -1);  // the last row
+  NDArray out = n.run({in})[0];
+  EXPECT_EQ(out.get(3 * 3), g.value(table).data.get(9 * 3));
+  for (int64_t bad : {int64_t{10}, int64_t{1000000000}, int64_t{-11}}) {
+    in.set_int(2, bad);
+    try {
+      n.run({in});
+      ADD_FAILURE() << "index " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("index " + std::to_string(bad)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("'ids'"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace basin::codegen

@@ -27,7 +27,8 @@ namespace basin {
 
 // An input's or output's description: its name, element type ("float32", "int64",
 // "int32", "float64", ...) and shape. An integer input read as indices (a gather, an
-// embedding) must hold values in [0, index_bound); index_bound is 0 for other inputs.
+// embedding) must hold values in [-index_bound, index_bound) (a negative index counts
+// from the end; running refuses others); index_bound is 0 for other inputs.
 struct TensorSpec {
   std::string name;
   std::string dtype;
