@@ -236,6 +236,7 @@ int run_tune(const NetOptions& o) {
   if (o.first_batch < 0 || o.first_batch > kMaxBatch)
     throw ParseError("--first-batch (the first round's batch size) must be 0 (automatic) to " +
                      std::to_string(kMaxBatch));
+  const double budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);  // before any file is made
   // Under mpirun, the other ranks measure for rank 0 (docs/distributed.md): they never
   // load the model or open the records.
   Ranks ranks = start_ranks(o.quiet);
@@ -263,7 +264,7 @@ int run_tune(const NetOptions& o) {
   to.strategy = o.strategy;
   to.estimator = o.estimator;
   to.trials = o.trials;
-  to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
+  to.budget_seconds = budget_seconds;
   to.first_batch = o.first_batch;
   calibrate_if_new(o, to.budget_seconds);
   const bool bar = !o.quiet && isatty(STDERR_FILENO);

@@ -41,6 +41,8 @@ double parse_duration(const std::string& text) {
   auto it = units.find(unit);
   if (it == units.end() || !(v > 0) || !std::isfinite(v))
     throw ParseError("--budget: '" + text + "' is not a positive duration (90, 90s, 5m, 1h)");
+  // At most a year: a larger figure (1e306h) would overflow the clock's arithmetic.
+  if (v * it->second > 365.0 * 24 * 3600) throw ParseError("--budget: '" + text + "' is longer than a year");
   return v * it->second;
 }
 
@@ -77,7 +79,7 @@ void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
 
 void add_timeout_option(CLI::App* cmd, double& timeout) {
   cmd->add_option("--timeout", timeout,
-                  "seconds allowed per candidate: compile, check and time (default 10; above 0, at most 3600)")
+                  "seconds allowed per candidate: compile, check and time (default 10; 0.01 to 3600)")
       ->check([](const std::string& v) {
         double t = 0;
         size_t used = 0;
@@ -87,7 +89,8 @@ void add_timeout_option(CLI::App* cmd, double& timeout) {
           used = 0;
         }
         if (used == 0 || used != v.size()) return std::string("not a number: ") + v;
-        return std::isfinite(t) && t > 0 && t <= 3600 ? std::string() : std::string("above 0 and at most 3600 seconds");
+        // Below 10 ms no program compiles in time: every one would be recorded as a timeout.
+        return std::isfinite(t) && t >= 0.01 && t <= 3600 ? std::string() : std::string("0.01 to 3600 seconds");
       });
 }
 
@@ -280,6 +283,7 @@ int run_tune_op(const TuneOpOptions& o) {
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
   if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
+  const double budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);  // before any file is made
   if (o.no_calibrate) models::set_use_calibration(false);
   if (o.compare && o.target == "cuda")
     throw ParseError(
@@ -314,7 +318,7 @@ int run_tune_op(const TuneOpOptions& o) {
   to.target = o.target;
   to.precision = o.precision;
   to.trials = o.trials;
-  to.budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);
+  to.budget_seconds = budget_seconds;
   to.batch = o.batch;
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;

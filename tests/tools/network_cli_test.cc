@@ -338,8 +338,9 @@ TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().filename().string().find("basin-tmp"), std::string::npos) << e.path();
   EXPECT_TRUE(basin::testing::read_file(out).rfind("BASINNET2", 0) == 0);
-  for (const char* t : {"0", "-1", "nan", "1e30", "inf", "5s"})
+  for (const char* t : {"0", "-1", "nan", "1e30", "inf", "5s", "1e-300"})
     expect_one_error("tune " + model + " --records " + dir + "/t.db --trials 3 --timeout " + t, "--timeout");
+  expect_one_error("tune " + model + " --records " + dir + "/t.db --budget 1e306h", "longer than a year");
   EXPECT_FALSE(fs::exists(dir + "/t.db"));
   Result threads = basin::testing::capture("BASIN_NUM_THREADS=99999 " + basin::testing::basin_path() + " run " + model +
                                            " --quiet 2>&1");
