@@ -378,7 +378,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     throw Error("tuning target '" + opt.target + "' is not supported (llvm or cuda)");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
   if (!valid_slow_factor(opt.slow_factor))
-    throw Error("the slow factor must be 0 (every program timed in full) or at least 1, not " +
+    throw Error("the slow factor must be 0 (every program timed in full) or 1 to 1e6, not " +
                 fmt("%g", opt.slow_factor));
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
     throw Error("the " + strategy.name() +

@@ -101,7 +101,9 @@ codegen::MeasureOptions measure_options(const TuneOptions& opt);
 
 // Whether f is a valid TuneOptions::slow_factor: 0 (off), or finite and at least 1 (below 1,
 // programs faster than the fastest would be timed briefly). TaskTuner and the CLI ask here.
-inline bool valid_slow_factor(double f) { return f == 0 || (f >= 1 && std::isfinite(f)); }
+// At most 1e6: a larger factor times a latency leaves the range the measurer's timer
+// takes (1e308 killed the workers).
+inline bool valid_slow_factor(double f) { return f == 0 || (f >= 1 && f <= 1e6); }
 
 struct CurvePoint {
   double seconds = 0;  // since the run started (programs found in the file: 0)

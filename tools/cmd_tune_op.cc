@@ -65,7 +65,7 @@ void add_compile_options(CLI::App* cmd, int& compile_threads, int64_t& max_instr
 void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
   cmd->add_option("--slow-factor", slow_factor,
                   "a new program slower than F times the fastest so far is timed by its check run and one call, "
-                  "not in full rounds (default 2; 0: every program in full; else at least 1)")
+                  "not in full rounds (default 2; 0: every program in full; else 1 to 1e6)")
       ->check([](const std::string& v) {
         double f = 0;
         try {
@@ -73,7 +73,7 @@ void add_slow_factor_option(CLI::App* cmd, double& slow_factor) {
         } catch (const std::exception&) {
           return std::string("not a number: ") + v;
         }
-        return search::valid_slow_factor(f) ? std::string() : std::string("0 (off) or at least 1");
+        return search::valid_slow_factor(f) ? std::string() : std::string("0 (off) or 1 to 1e6");
       });
 }
 
