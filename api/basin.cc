@@ -151,6 +151,15 @@ void check_tune_options(const TuneOptions& o) {
     throw Error("basin::TuneOptions::target: unknown target '" + o.target + "' (llvm or cuda)");
 }
 
+// The tuners' progress callback (trials, trial budget, seconds, latency) as
+// TuneOptions::on_progress; none without one.
+std::function<void(int, int, double, double)> progress_of(const TuneOptions& o) {
+  if (!o.on_progress) return nullptr;
+  return [&o](int trials, int budget, double seconds, double latency) {
+    o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, latency});
+  };
+}
+
 }  // namespace
 
 TuneReport TuningSession::run() {
@@ -173,11 +182,7 @@ TuneReport TuningSession::run() {
   else to.budget_seconds = o.budget_seconds;
   if (o.on_log) to.task.log = o.on_log;
   to.stop = o.stop;
-  if (o.on_progress) {
-    to.progress = [&o](int trials, int budget, double seconds, double latency) {
-      o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, latency});
-    };
-  }
+  to.progress = progress_of(o);
   search::NetworkTuneResult r = search::tune_network(model_.impl().for_target(o.target).partition, store, to);
   TuneReport rep;
   rep.trials = r.trials;
@@ -224,10 +229,7 @@ OperatorTuneReport tune_operator(const OperatorSpec& spec, const TuneOptions& o)
   else to.budget_seconds = o.budget_seconds;
   to.label = label;
   if (o.on_log) to.log = o.on_log;
-  if (o.on_progress)
-    to.progress = [&o](int trials, int budget, double seconds, double best) {
-      o.on_progress({trials, budget, seconds, o.trials > 0 ? 0 : o.budget_seconds, best});
-    };
+  to.progress = progress_of(o);
   search::TaskTuner tuner(g, store, *strategy, est.get(), to);
   bool stopped = false;
   auto stop = [&] { return stopped || (stopped = o.stop && o.stop()); };

@@ -64,21 +64,26 @@ std::vector<basin::Tensor> borrow_all(const std::vector<py::array>& arrays) {
   return out;
 }
 
-// A tensor as a NumPy array over the same memory, which the array keeps alive. The
-// strides are given: pybind11 before 2.12 would compute them from the descriptor's C
-// struct, whose layout NumPy 2 changed.
+// C-order strides of `shape` for elements of `itemsize` bytes. Arrays are made with their
+// strides given: pybind11 before 2.12 would compute them from the descriptor's C struct,
+// whose layout NumPy 2 changed.
+std::vector<py::ssize_t> c_strides(const std::vector<py::ssize_t>& shape, py::ssize_t itemsize) {
+  std::vector<py::ssize_t> strides(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = itemsize;
+    itemsize *= std::max<py::ssize_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+// A tensor as a NumPy array over the same memory, which the array keeps alive.
 py::array to_numpy(const basin::Tensor& t) {
   auto* keep = new basin::Tensor(t);
   py::capsule owner(keep, [](void* p) { delete static_cast<basin::Tensor*>(p); });
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  std::vector<py::ssize_t> strides(shape.size());
   const std::string dt = t.dtype();
-  py::ssize_t step = dt == "float64" || dt == "int64" ? 8 : dt == "bool" ? 1 : 4;  // numpy_dtype's types
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = step;
-    step *= std::max<py::ssize_t>(shape[i], 1);
-  }
-  return py::array(numpy_dtype(t.dtype()), shape, strides, keep->data(), owner);
+  const py::ssize_t size = dt == "float64" || dt == "int64" ? 8 : dt == "bool" ? 1 : 4;  // numpy_dtype's types
+  return py::array(numpy_dtype(t.dtype()), shape, c_strides(shape, size), keep->data(), owner);
 }
 
 py::dict spec_dict(const basin::TensorSpec& s) {
@@ -101,16 +106,9 @@ using Pending = std::optional<py::error_already_set>;
 
 // A copy of a batch's features as NumPy arrays (the estimator may keep them: update()
 // collects training data).
-// (Strides given: see to_numpy.)
 template <class T>
 py::array_t<T> copy_array(const T* data, const std::vector<py::ssize_t>& shape) {
-  std::vector<py::ssize_t> strides(shape.size());
-  py::ssize_t step = sizeof(T);
-  for (size_t i = shape.size(); i-- > 0;) {
-    strides[i] = step;
-    step *= std::max<py::ssize_t>(shape[i], 1);
-  }
-  py::array_t<T> a(shape, strides);
+  py::array_t<T> a(shape, c_strides(shape, sizeof(T)));
   size_t n = 1;
   for (py::ssize_t e : shape) n *= static_cast<size_t>(e);
   if (n) std::memcpy(a.mutable_data(), data, n * sizeof(T));
