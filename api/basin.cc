@@ -34,7 +34,7 @@ Tensor wrap(NDArray a) {
   return Tensor(std::move(impl));
 }
 
-TensorSpec spec(const codegen::TensorInfo& t) { return {t.name, t.dtype.str(), t.shape, t.index_bound}; }
+TensorSpec spec(const codegen::TensorInfo& t) { return {t.name, t.dtype.str(), t.shape, t.index_bound, t.divisor}; }
 
 std::vector<TensorSpec> specs(const std::vector<codegen::TensorInfo>& ts) {
   std::vector<TensorSpec> out;
@@ -67,6 +67,7 @@ Tensor Tensor::random(const TensorSpec& s, double lo, double hi, uint64_t seed) 
   check_shape(s.shape, "basin::Tensor::random");
   const DType t = DType::parse(s.dtype);
   if (s.index_bound > 0) return wrap(NDArray::random(t, s.shape, 0, static_cast<double>(s.index_bound), seed));
+  if (s.divisor) return wrap(NDArray::random(t, s.shape, std::max(lo, 1.0), std::max(hi, 2.0), seed));
   return wrap(NDArray::random(t, s.shape, lo, hi, seed));
 }
 Tensor Tensor::borrow(const std::string& dtype, const std::vector<int64_t>& shape, void* data,
@@ -130,7 +131,7 @@ std::vector<TensorSpec> Model::inputs() const {
   const graph::Graph& g = impl_->nchw.graph;
   for (int v : g.inputs()) {
     const auto& t = g.value(v);
-    out.push_back({t.name, t.dtype.str(), t.shape, codegen::input_index_bound(g, v)});
+    out.push_back({t.name, t.dtype.str(), t.shape, codegen::input_index_bound(g, v), codegen::input_is_divisor(g, v)});
   }
   return out;
 }

@@ -213,10 +213,16 @@ class Printer {
   // The IR's floor division and modulo and the sigmoid, as functions with `qual`.
   static std::string helpers(const std::string& qual) {
     return qual +
-           " int64_t basin_floordiv(int64_t a, int64_t b) { int64_t q = a / b; "
+           // Defined for every pair, as the interpreter: a zero divisor gives 0, a
+           // divisor of -1 the wrapped negation (quotient) or 0 (remainder).
+           " int64_t basin_div(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? "
+           "(int64_t)(0ull - (unsigned long long)a) : a / b; }\n" +
+           qual +
+           " int64_t basin_floordiv(int64_t a, int64_t b) { if (b == 0) return 0; "
+           "if (b == -1) return (int64_t)(0ull - (unsigned long long)a); int64_t q = a / b; "
            "return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }\n" +
            qual +
-           " int64_t basin_floormod(int64_t a, int64_t b) { int64_t r = a % b; "
+           " int64_t basin_floormod(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; "
            "return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n" +
            qual + " float basin_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n" +
            // Max and min propagate NaN (core/expr/expr.h), unlike C's fmax and fmin.
@@ -272,8 +278,11 @@ class Printer {
         return bin("-");
       case ExprKind::Mul:
         return bin("*");
-      case ExprKind::Div:
-        return bin("/");
+      case ExprKind::Div: {
+        int64_t d = 0;
+        if (n.dtype.is_float() || (is_const_int(n.args[1], &d) && d != 0 && d != -1)) return bin("/");
+        return "basin_div(" + expr(n.args[0]) + ", " + expr(n.args[1]) + ")";
+      }
       case ExprKind::FloorDiv:
       case ExprKind::FloorMod: {
         // Of a non-negative index by a positive constant, C's division is the floor

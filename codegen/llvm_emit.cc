@@ -692,6 +692,44 @@ class Emitter {
     return a[0];
   }
 
+  // Integer division is defined for every pair of operands, as the interpreter defines
+  // it: a zero divisor gives 0 (quotient and remainder, as numpy), INT_MIN / -1 wraps
+  // to INT_MIN and INT_MIN % -1 is 0. The hardware instruction traps on both (SIGFPE),
+  // so a divisor that is not a constant other than 0 and -1 goes through a safe one.
+  llvm::Value* int_division(ExprKind k, llvm::Value* x, llvm::Value* y) {
+    llvm::Type* t = x->getType();
+    llvm::Value* zero = llvm::ConstantInt::get(t, 0);
+    llvm::Value* minus_one = llvm::ConstantInt::getSigned(t, -1);
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(y);
+    if (auto* v = llvm::dyn_cast<llvm::Constant>(y); v && !c && v->getType()->isVectorTy())
+      c = llvm::dyn_cast_or_null<llvm::ConstantInt>(v->getSplatValue());
+    const bool safe = c && !c->isZero() && !c->isMinusOne();
+    llvm::Value* y_is_zero = nullptr;
+    llvm::Value* y_is_minus_one = nullptr;
+    llvm::Value* d = y;
+    if (!safe) {
+      y_is_zero = b_.CreateICmpEQ(y, zero);
+      y_is_minus_one = b_.CreateICmpEQ(y, minus_one);
+      d = b_.CreateSelect(b_.CreateOr(y_is_zero, y_is_minus_one), llvm::ConstantInt::get(t, 1), y);
+    }
+    llvm::Value* r = nullptr;
+    if (k == ExprKind::Div) {
+      r = b_.CreateSDiv(x, d);
+    } else {
+      llvm::Value* q = b_.CreateSDiv(x, d);
+      llvm::Value* rem = b_.CreateSRem(x, d);
+      llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(rem, zero),
+                                         b_.CreateICmpNE(b_.CreateICmpSLT(rem, zero), b_.CreateICmpSLT(d, zero)));
+      r = k == ExprKind::FloorDiv ? b_.CreateSub(q, b_.CreateZExt(adjust, t))
+                                  : b_.CreateSelect(adjust, b_.CreateAdd(rem, d), rem);
+    }
+    if (safe) return r;
+    // y == -1: the quotient is -x (wrapping), the remainder 0.
+    llvm::Value* by_minus_one = k == ExprKind::FloorMod ? zero : b_.CreateSub(zero, x);
+    r = b_.CreateSelect(y_is_minus_one, by_minus_one, r);
+    return b_.CreateSelect(y_is_zero, zero, r);
+  }
+
   llvm::Value* int_binary(ExprKind k, llvm::Value* x, llvm::Value* y) {
     switch (k) {
       case ExprKind::Add:
@@ -701,22 +739,9 @@ class Emitter {
       case ExprKind::Mul:
         return b_.CreateMul(x, y);
       case ExprKind::Div:
-        return b_.CreateSDiv(x, y);
-      case ExprKind::FloorDiv: {
-        llvm::Value* q = b_.CreateSDiv(x, y);
-        llvm::Value* r = b_.CreateSRem(x, y);
-        llvm::Value* zero = llvm::ConstantInt::get(x->getType(), 0);
-        llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                                           b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
-        return b_.CreateSub(q, b_.CreateZExt(adjust, x->getType()));
-      }
-      case ExprKind::FloorMod: {
-        llvm::Value* r = b_.CreateSRem(x, y);
-        llvm::Value* zero = llvm::ConstantInt::get(x->getType(), 0);
-        llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                                           b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
-        return b_.CreateSelect(adjust, b_.CreateAdd(r, y), r);
-      }
+      case ExprKind::FloorDiv:
+      case ExprKind::FloorMod:
+        return int_division(k, x, y);
       case ExprKind::Min:
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
       case ExprKind::Max:

@@ -1,6 +1,7 @@
 #include "codegen/network.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/torch_executor.h"
+#include "core/graph/fusion.h"
 #include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/util/sha256.h"
@@ -129,6 +131,7 @@ struct CompiledNetwork::Impl {
       const Step& st = steps[i];
       const Kernel& k = kernels[static_cast<size_t>(st.kernel)];
       const std::string where = "launch " + std::to_string(i) + " (" + k.label + ")";
+      if (st.args.empty()) return where + " passes no tensors (a kernel writes its last one)";
       if (st.args.size() != k.params.size())
         return where + " passes " + std::to_string(st.args.size()) + " tensors to a kernel of " +
                std::to_string(k.params.size()) + " parameters";
@@ -180,6 +183,25 @@ CompiledNetwork::CompiledNetwork() : impl_(std::make_unique<Impl>()) {}
 CompiledNetwork::~CompiledNetwork() = default;
 CompiledNetwork::CompiledNetwork(CompiledNetwork&&) noexcept = default;
 CompiledNetwork& CompiledNetwork::operator=(CompiledNetwork&&) noexcept = default;
+
+bool input_is_divisor(const graph::Graph& g, int v) {
+  const graph::Value& val = g.value(v);
+  if (val.constant || val.producer >= 0 || val.dtype.is_float() || val.dtype.is_bool()) return false;
+  std::vector<int> work{v};
+  std::vector<bool> seen(g.values().size(), false);
+  seen[v] = true;
+  while (!work.empty()) {
+    const int u = work.back();
+    work.pop_back();
+    for (int c : g.consumers(u)) {
+      const graph::Node& nd = g.node(c);
+      if ((nd.op == "div" || nd.op == "mod") && nd.inputs.size() == 2 && nd.inputs[1] == u) return true;
+      if (graph::is_view_op(nd.op) && !nd.inputs.empty() && nd.inputs[0] == u)
+        if (!seen[nd.output]) seen[nd.output] = true, work.push_back(nd.output);
+    }
+  }
+  return false;
+}
 
 int64_t input_index_bound(const graph::Graph& g, int v) {
   const graph::Value& val = g.value(v);
@@ -265,7 +287,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     if (slot_of[v] >= 0) return slot_of[v];
     const graph::Value& val = g.value(v);
     Impl::Slot s;
-    s.info = {val.name, val.dtype, val.shape, input_index_bound(g, v)};
+    s.info = {val.name, val.dtype, val.shape, input_index_bound(g, v), input_is_divisor(g, v)};
     if (val.constant) {
       s.weight = static_cast<int>(m.weights.size());
       m.weights.push_back(val.data);
@@ -405,6 +427,11 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
                       ") is outside [-" + std::to_string(s.info.index_bound) + ", " +
                       std::to_string(s.info.index_bound) + "), the table it indexes");
       }
+    if (s.info.divisor)
+      for (int64_t k = 0; k < inputs[i].numel(); ++k)
+        if (inputs[i].get_int(k) == 0)
+          throw Error("input '" + s.info.name + "': integer division by zero (element " + std::to_string(k) +
+                      " is 0 and divides)");
   }
   if (m.target == "cuda") {
     m.prepare_gpu();
@@ -560,6 +587,7 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
                           {"weight", s.weight},
                           {"offset", s.offset}});
     if (s.info.index_bound > 0) h["slots"].back()["index_bound"] = s.info.index_bound;
+    if (s.info.divisor) h["slots"].back()["divisor"] = true;
   }
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     nlohmann::json ps = nlohmann::json::array();
@@ -595,11 +623,14 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
       inputs);
 }
 
+// Any version's magic ("BASINNET" and a digit): load() says what to do with an old one
+// rather than a reader of ONNX calling it invalid.
 bool CompiledNetwork::is_compiled_file(const std::string& path) {
   const size_t n = sizeof kMagic - 1;
   std::string head(n, '\0');
   std::ifstream f(path, std::ios::binary);
-  return f.read(head.data(), static_cast<std::streamsize>(n)) && head == kMagic;
+  return f.read(head.data(), static_cast<std::streamsize>(n)) && head.compare(0, 8, "BASINNET") == 0 &&
+         std::isdigit(static_cast<unsigned char>(head[8])) && head[9] == '\n';
 }
 
 CompiledNetwork CompiledNetwork::load(const std::string& path) {
@@ -706,7 +737,8 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
     for (const auto& s : h.at("slots")) {
       Impl::Slot sl;
       sl.info = {s.at("name").get<std::string>(), DType::parse(s.at("dtype").get<std::string>()),
-                 s.at("shape").get<std::vector<int64_t>>(), s.value("index_bound", int64_t{0})};
+                 s.at("shape").get<std::vector<int64_t>>(), s.value("index_bound", int64_t{0}),
+                 s.value("divisor", false)};
       sl.weight = s.at("weight").get<int>();
       sl.offset = s.at("offset").get<int64_t>();
       // Sizes from the file are bounded before any arithmetic on them.
@@ -722,8 +754,9 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
       if (sl.weight < 0 && sl.offset % kAlign != 0)
         throw ParseError("'" + path + "': tensor '" + sl.info.name + "' is not aligned to " + std::to_string(kAlign) +
                          " bytes in the arena (offset " + std::to_string(sl.offset) + ")");
+      // (offset > arena - bytes, not offset + bytes > arena: a sum near 2^63 would wrap)
       if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
-          (sl.weight < 0 && sl.offset + sl.bytes() > m.arena_bytes))
+          (sl.weight < 0 && (sl.bytes() > m.arena_bytes || sl.offset > m.arena_bytes - sl.bytes())))
         throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");
       if (sl.weight >= 0) {
         if (m.weights.empty()) m.weights.resize(wb.size());
@@ -778,7 +811,8 @@ std::vector<NDArray> random_inputs(const std::vector<TensorInfo>& infos) {
     bool integer = t.dtype == DType::i64() || t.dtype == DType::i32();
     // Indices within their table (TensorInfo::index_bound); other integers small.
     const int64_t hi = t.index_bound > 0 ? t.index_bound : 100;
-    in.push_back(NDArray::random(t.dtype, t.shape, integer ? 0 : -1, integer ? static_cast<double>(hi) : 1, seed++));
+    const double lo = integer ? (t.divisor ? 1 : 0) : -1;  // divisors are never 0
+    in.push_back(NDArray::random(t.dtype, t.shape, lo, integer ? static_cast<double>(hi) : 1, seed++));
   }
   return in;
 }

@@ -36,19 +36,25 @@ struct TensorInfo {
   // [-index_bound, index_bound) (a negative one counts from the end; run() refuses
   // others); 0 when it is not one.
   int64_t index_bound = 0;
+  // An integer input that divides (Div's divisor, Mod's): run() refuses a zero in it,
+  // as ONNX Runtime does (the kernels define x / 0 as 0, never trapping).
+  bool divisor = false;
 };
 
 // The bound of an integer graph input read as indices: the least extent its gathers and
 // embeddings index (ops::node_input_range), 0 when none reads it so.
 int64_t input_index_bound(const graph::Graph& g, int v);
 
+// Whether an integer graph input is a divisor (of a div or mod, directly or through views).
+bool input_is_divisor(const graph::Graph& g, int v);
+
 // One kernel launch of a network as `basin profile` reports it.
 struct KernelProfile {
   std::string label, task_key;
-  int kernel = 0;     // index of the distinct kernel (launches of one task share it)
-  double us = 0;      // the fastest of the rounds
-  double flops = 0;   // floating-point operations of one launch
-  int64_t bytes = 0;  // its tensors' sizes: every input read and the output written once
+  int kernel = 0;                 // index of the distinct kernel (launches of one task share it)
+  double us = 0;                  // the fastest of the rounds
+  double flops = 0;               // floating-point operations of one launch
+  int64_t bytes = 0;              // its tensors' sizes: every input read and the output written once
   std::string precision = "f32";  // what its program multiplies: f32, bf16 (tf32, fp16 on the GPU)
 };
 // A compiled network's outputs against the float32 reference, LibTorch running the same

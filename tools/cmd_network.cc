@@ -86,6 +86,10 @@ graph::ImportOptions import_options(const NetOptions& o) {
 }
 
 Loaded load(const NetOptions& o, const std::string& model) {
+  if (model.rfind("zoo:", 0) != 0 && codegen::CompiledNetwork::is_compiled_file(model))
+    throw Error("'" + model +
+                "' is a compiled basin network: this command takes a model (an ONNX file or zoo:NAME); `basin run` "
+                "and `basin profile` take compiled networks");
   Loaded l;
   graph::ImportOptions io = import_options(o);
   io.files_read = &l.files;

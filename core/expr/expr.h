@@ -5,8 +5,11 @@
 // - Integers are two's-complement with wrap-around on overflow at their bit width.
 // - Div on floats is IEEE division. Div on integers truncates toward zero and is meant
 //   for divisions known to be exact; FloorDiv and FloorMod round toward negative
-//   infinity (Python semantics: floormod(a, b) has the sign of b). Dividing an integer
-//   by zero is an error at evaluation time.
+//   infinity (Python semantics: floormod(a, b) has the sign of b). Integer division is
+//   defined for every operand pair, so that no kernel traps: a zero divisor gives 0
+//   (quotient and remainder, as numpy), a divisor of -1 the wrapped negation and a
+//   zero remainder (INT_MIN / -1 is INT_MIN). Folding constants refuses a zero divisor
+//   (a model dividing by a constant 0 is an error when it is loaded).
 // - Float operations round to their own type (float32 ops are float32 ops); nothing is
 //   reassociated; Call uses the C math library of the element type.
 // - Select(c, a, b) evaluates only the chosen operand, so a guarded out-of-range load

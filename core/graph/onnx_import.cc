@@ -983,8 +983,11 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
       {"Flatten", [](Importer& m, const onnx::NodeProto& n) {
          int x = m.in(n, 0);
          const I s = m.shape(x);
-         int ax = static_cast<int>(m.attr_i(n, "axis", 1));
-         if (ax < 0) ax += static_cast<int>(s.size());
+         // Flatten's axis lies in [-rank, rank] (rank itself: everything in the first factor).
+         const int64_t r = static_cast<int64_t>(s.size()), a = m.attr_i(n, "axis", 1);
+         if (a < -r || a > r)
+           m.fail(m.node_desc(n) + ": axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+         const int ax = static_cast<int>(a < 0 ? a + r : a);
          return std::vector<int>{m.reshape(n, x, {product(I(s.begin(), s.begin() + ax)), product(I(s.begin() + ax, s.end()))})};
        }},
       {"Reshape", [](Importer& m, const onnx::NodeProto& n) {
@@ -1463,10 +1466,19 @@ Graph Importer::run() {
   // Node order: producers first (the file's order need not be), cycles and undefined
   // inputs named.
   const int nn = gp.node_size();
+  // Every name is defined once (ONNX graphs are in SSA form): a second writer of an
+  // output, or a node writing an input's or initializer's name, makes the graph invalid.
   std::map<std::string, int> producer;
   for (int i = 0; i < nn; ++i)
-    for (const auto& o : gp.node(i).output())
-      if (!o.empty()) producer[o] = i;
+    for (const auto& o : gp.node(i).output()) {
+      if (o.empty()) continue;
+      if (vals_.count(o))
+        fail(node_desc(gp.node(i)) + " writes '" + o + "', which is already a graph input or initializer");
+      auto [it, fresh] = producer.emplace(o, i);
+      if (!fresh)
+        fail(node_desc(gp.node(i)) + " writes '" + o + "', which " + node_desc(gp.node(it->second)) +
+             " writes too (each name is defined once)");
+    }
   std::vector<std::vector<int>> users(nn);
   std::vector<int> pending(nn, 0);
   for (int i = 0; i < nn; ++i)

@@ -10,15 +10,16 @@ import numpy as np
 from . import _basin, estimators
 from ._progress import ProgressDisplay
 
-TensorSpec = collections.namedtuple("TensorSpec", ["name", "dtype", "shape", "index_bound"])
-TensorSpec.__doc__ = """An input's or output's name, dtype (NumPy's name), shape and, for an integer input read
-as indices, the bound its values must stay under (0 otherwise)."""
+TensorSpec = collections.namedtuple("TensorSpec", ["name", "dtype", "shape", "index_bound", "divisor"])
+TensorSpec.__doc__ = """An input's or output's name, dtype (NumPy's name), shape; for an integer input read
+as indices, the bound its values must stay under (0 otherwise); whether it is an integer divisor
+(then it must hold no zero)."""
 
 _DTYPES = {"float32", "float64", "int32", "int64", "bool"}
 
 
 def _specs(dicts):
-    return [TensorSpec(d["name"], d["dtype"], tuple(d["shape"]), d["index_bound"]) for d in dicts]
+    return [TensorSpec(d["name"], d["dtype"], tuple(d["shape"]), d["index_bound"], d["divisor"]) for d in dicts]
 
 
 def parse_duration(budget):
@@ -265,7 +266,8 @@ def random_inputs(specs, seed=1):
         elif s.dtype == "bool":
             out.append(rng.integers(0, 2, s.shape).astype(bool))
         else:
-            out.append(rng.integers(0, s.index_bound if s.index_bound > 0 else 100, s.shape).astype(s.dtype))
+            low = 1 if s.divisor else 0  # a divisor holds no zero
+            out.append(rng.integers(low, s.index_bound if s.index_bound > 0 else 100, s.shape).astype(s.dtype))
     return out
 
 

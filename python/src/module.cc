@@ -92,6 +92,7 @@ py::dict spec_dict(const basin::TensorSpec& s) {
   d["dtype"] = s.dtype;
   d["shape"] = py::tuple(py::cast(s.shape));
   d["index_bound"] = s.index_bound;
+  d["divisor"] = s.divisor;
   return d;
 }
 py::list spec_list(const std::vector<basin::TensorSpec>& specs) {
@@ -142,14 +143,10 @@ class PyEstimator final : public basin::Estimator {
     return call("ready", [&] { return bridge_.attr("_ready")().cast<bool>(); });
   }
   std::vector<double> predict(const basin::FeatureBatch& x) override {
-    return call("predict", [&] {
-      return flat<double>(bridge_.attr("_predict")(values(x), mask(x)));
-    });
+    return call("predict", [&] { return flat<double>(bridge_.attr("_predict")(values(x), mask(x))); });
   }
   std::vector<float> gradient(const basin::FeatureBatch& x) override {
-    return call("gradient", [&] {
-      return flat<float>(bridge_.attr("_gradient")(values(x), mask(x)));
-    });
+    return call("gradient", [&] { return flat<float>(bridge_.attr("_gradient")(values(x), mask(x))); });
   }
   void update(const basin::FeatureBatch& x, const std::vector<double>& latencies_us) override {
     call("update", [&] {
@@ -260,9 +257,8 @@ py::dict tune(const basin::Model& model, basin::TuneOptions o, py::object estima
 
 py::dict tune_operator(const basin::OperatorSpec& spec, basin::TuneOptions o, py::object estimator,
                        std::function<void(py::dict)> on_progress, std::function<void(std::string)> on_log) {
-  auto [r, pending] =
-      tune_with(std::move(o), std::move(estimator), std::move(on_progress), std::move(on_log),
-                [&](const basin::TuneOptions& to) { return basin::tune_operator(spec, to); });
+  auto [r, pending] = tune_with(std::move(o), std::move(estimator), std::move(on_progress), std::move(on_log),
+                                [&](const basin::TuneOptions& to) { return basin::tune_operator(spec, to); });
   if (pending) throw std::move(*pending);
   py::dict d;
   d["task"] = r.task;
@@ -354,10 +350,10 @@ PYBIND11_MODULE(_basin, m) {
         spec.workload = workload;
         spec.op = op;
         spec.params = params;
-        return tune_operator(spec,
-                             tune_options(records, budget_seconds, trials, batch, 0, strategy, estimator_spec, target,
-                                          precision, seed),
-                             std::move(estimator), std::move(on_progress), std::move(on_log));
+        return tune_operator(
+            spec,
+            tune_options(records, budget_seconds, trials, batch, 0, strategy, estimator_spec, target, precision, seed),
+            std::move(estimator), std::move(on_progress), std::move(on_log));
       },
       py::arg("workload"), py::arg("op"), py::arg("params"), py::arg("records"), py::arg("budget_seconds"),
       py::arg("trials"), py::arg("batch"), py::arg("strategy"), py::arg("estimator_spec"),

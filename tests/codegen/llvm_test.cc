@@ -118,6 +118,38 @@ TEST_F(LlvmSemantics, FloorDivisionAndModuloOfNegatives) {
   EXPECT_EQ(o.as<int64_t>()[1], 1);   // floormod(-7, 2)
 }
 
+// Division is defined for every operand pair, in the interpreter and the compiled code
+// alike: a zero divisor gives 0, a divisor of -1 the wrapped negation (INT64_MIN / -1 is
+// INT64_MIN) and a zero remainder; the hardware's trap (SIGFPE) is never reached, in
+// scalar or vector loops.
+TEST_F(LlvmSemantics, DivisionByZeroAndMinusOneIsDefinedAndNeverTraps) {
+  for (ForKind kind : {ForKind::Serial, ForKind::Vectorized}) {
+    Var i("i");
+    Buffer x = make_buffer("x", DType::i64(), {Expr(8)});
+    Buffer d = make_buffer("d", DType::i64(), {Expr(8)});
+    Buffer out = make_buffer("out", DType::i64(), {Expr(24)});
+    Expr xi = load(x, {i}), di = load(d, {i});
+    Stmt body = make_for(i, 0, 8, kind,
+                         make_seq({make_store(out, {i}, div(xi, di)), make_store(out, {i + 8}, floordiv(xi, di)),
+                                   make_store(out, {i + 16}, floormod(xi, di))}));
+    LoweredFunc f{"divzero", {x, d, out}, {2}, body};
+    NDArray xa(DType::i64(), {8}), da(DType::i64(), {8});
+    const int64_t xs[] = {INT64_MIN, INT64_MIN, 5, -5, 7, INT64_MIN, 0, -7};
+    const int64_t ds[] = {-1, 0, 0, -1, -1, 1, 0, 2};
+    for (int k = 0; k < 8; ++k) xa.set_int(k, xs[k]), da.set_int(k, ds[k]);
+    NDArray o, c;
+    both(f, {xa, da}, {24}, DType::i64(), &o, &c);
+    for (int k = 0; k < 24; ++k) EXPECT_EQ(o.as<int64_t>()[k], c.as<int64_t>()[k]) << k;
+    const int64_t want_div[] = {INT64_MIN, 0, 0, 5, -7, INT64_MIN, 0, -3};
+    const int64_t want_mod[] = {0, 0, 0, 0, 0, 0, 0, 1};
+    for (int k = 0; k < 8; ++k) {
+      EXPECT_EQ(c.as<int64_t>()[k], want_div[k]) << k;
+      EXPECT_EQ(c.as<int64_t>()[16 + k], want_mod[k]) << k;
+    }
+    EXPECT_EQ(c.as<int64_t>()[8 + 7], -4);  // floordiv(-7, 2)
+  }
+}
+
 // The values of xs as float32, cut to a multiple of 8 (the lanes of unary_map's loop).
 NDArray in_lanes(const std::vector<float>& xs) {
   const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;

@@ -627,6 +627,23 @@ TEST_F(Network, CorruptFilesAreClearErrors) {
       "params", [](nlohmann::json& h) { h["kernels"][0].erase("params"); }, "corrupt header");
   refused(
       "misaligned", [](nlohmann::json& h) { h["slots"][0]["offset"] = 4; }, "not aligned");
+  refused(
+      "no args",
+      [](nlohmann::json& h) {
+        h["kernels"][h["steps"][0]["kernel"].get<int>()]["params"] = nlohmann::json::array();
+        h["steps"][0]["args"] = nlohmann::json::array();
+      },
+      "passes no tensors");
+  refused(
+      "wrapping offset",  // offset + size wraps past 2^63
+      [](nlohmann::json& h) {
+        for (auto& s : h["slots"])
+          if (s["weight"].get<int>() < 0) {
+            s["offset"] = INT64_MAX - 63;
+            break;
+          }
+      },
+      "outside its storage");
   // A flipped byte anywhere (header, machine code, weights) is caught by the digest.
   for (double at : {0.02, 0.5, 0.97}) {
     SCOPED_TRACE(at);
@@ -682,6 +699,45 @@ TEST_F(Network, IndicesOutsideTheirTableAreAnError) {
       EXPECT_NE(std::string(e.what()).find("index " + std::to_string(bad)), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("'ids'"), std::string::npos) << e.what();
     }
+  }
+}
+
+// Integer division is defined for every operand pair (a zero divisor gives 0,
+// INT64_MIN / -1 wraps), so no kernel traps; a zero in an input that divides is an
+// error, as in ONNX Runtime.
+TEST_F(Network, IntegerDivisionNeverTrapsAndAZeroDivisorInputIsAnError) {
+  graph::Graph g;
+  int a = g.add_input("a", {4}, DType::i64());
+  int b = g.add_input("b", {4}, DType::i64());
+  NDArray two(DType::i64(), {1});
+  two.set_int(0, 2);
+  int c = g.add_node("sub", {b, g.add_constant("two", two)});  // b - 2: zeros and -1 in the kernel
+  g.add_output(g.add_node("div", {a, b}));
+  g.add_output(g.add_node("mod", {a, b}, {{"fmod", ops::AttrValue(int64_t{0})}}));
+  g.add_output(g.add_node("div", {a, c}));
+  g.add_output(g.add_node("mod", {a, c}, {{"fmod", ops::AttrValue(int64_t{0})}}));
+  g = graph::optimize(g);
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork n = CompiledNetwork::compile(g, p, defaults(p));
+  EXPECT_FALSE(n.inputs()[0].divisor);
+  EXPECT_TRUE(n.inputs()[1].divisor);
+  const std::vector<int64_t> av = {INT64_MIN, 7, -7, 5}, bv = {-1, 2, 2, 1};
+  NDArray ai(DType::i64(), {4}), bi(DType::i64(), {4});
+  for (int i = 0; i < 4; ++i) ai.set_int(i, av[i]), bi.set_int(i, bv[i]);
+  std::vector<NDArray> out = n.run({ai, bi});
+  const std::vector<std::vector<int64_t>> want = {{INT64_MIN, 3, -3, 5},
+                                                  {0, 1, 1, 0},
+                                                  {3074457345618258602, 0, 0, -5},  // by -3, 0, 0, -1
+                                                  {-2, 0, 0, 0}};
+  for (size_t o = 0; o < want.size(); ++o)
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[o].get_int(i), want[o][i]) << "output " << o << " element " << i;
+  bi.set_int(2, 0);
+  try {
+    n.run({ai, bi});
+    ADD_FAILURE() << "a zero divisor accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
   }
 }
 

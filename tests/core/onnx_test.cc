@@ -667,6 +667,65 @@ TEST(OnnxImport, AttributesOfTheWrongTypeAreRefused) {
   }
 }
 
+// A graph that is not in SSA form (a name written twice, a node writing an input's
+// name) and an axis outside its range are refused, naming the node; never imported with
+// one of the writers silently winning.
+TEST(OnnxImport, InvalidGraphsAreRefused) {
+  TempDir dir;
+  struct Case {
+    const char* name;
+    std::function<void(testing::OnnxBuilder&)> build;
+    const char* why;
+  };
+  const std::vector<Case> cases = {
+      {"twice",
+       [](testing::OnnxBuilder& b) {
+         b.node("Relu", {"x"}, {"y"});
+         b.node("Sigmoid", {"x"}, {"y"});
+       },
+       "writes too"},
+      {"input",
+       [](testing::OnnxBuilder& b) {
+         b.node("Relu", {"x"}, {"x"});
+         b.node("Sigmoid", {"x"}, {"y"});
+       },
+       "already a graph input"},
+      {"flatten",
+       [](testing::OnnxBuilder& b) {
+         testing::OnnxBuilder::attr_int(b.node("Flatten", {"x"}, {"y"}), "axis", -(int64_t{1} << 62));
+       },
+       "out of range for rank 2"},
+      {"flatten3",
+       [](testing::OnnxBuilder& b) { testing::OnnxBuilder::attr_int(b.node("Flatten", {"x"}, {"y"}), "axis", 3); },
+       "axis"},  // (ONNX's shape inference names this one first)
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    testing::OnnxBuilder b(13);
+    b.input("x", {2, 6});
+    c.build(b);
+    b.output("y");
+    const std::string path = dir.path + "/" + c.name + ".onnx";
+    b.save(path);
+    try {
+      import_onnx(path);
+      FAIL() << "accepted";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.why), std::string::npos) << e.what();
+    }
+  }
+  // Flatten's axis may be the rank itself (or minus it).
+  for (int64_t axis : {int64_t{2}, int64_t{-2}}) {
+    testing::OnnxBuilder b(13);
+    b.input("x", {2, 6});
+    testing::OnnxBuilder::attr_int(b.node("Flatten", {"x"}, {"y"}), "axis", axis);
+    b.output("y");
+    b.save(dir.path + "/ok.onnx");
+    Graph g = import_onnx(dir.path + "/ok.onnx");
+    EXPECT_EQ(g.value(g.outputs()[0]).shape, (std::vector<int64_t>{axis == 2 ? 12 : 1, axis == 2 ? 1 : 12}));
+  }
+}
+
 // googlenet's and squeezenet's pooling: ceil_mode=1.
 TEST(OnnxImport, PoolingWithCeilMode) {
   TempDir dir;

@@ -338,6 +338,15 @@ TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
   for (const auto& e : fs::directory_iterator(dir))
     EXPECT_EQ(e.path().filename().string().find("basin-tmp"), std::string::npos) << e.path();
   EXPECT_TRUE(basin::testing::read_file(out).rfind("BASINNET2", 0) == 0);
+  // A compiled network where a model is expected, and one of an older format where a
+  // compiled network is: what it is and what to do, never "invalid ONNX".
+  expect_one_error("tune " + out + " --records " + dir + "/t.db --trials 3", "is a compiled basin network");
+  {
+    std::string old = basin::testing::read_file(out);
+    old.replace(0, 10, "BASINNET1\n");
+    std::ofstream(dir + "/old.basin", std::ios::binary) << old;
+  }
+  expect_one_error("run " + dir + "/old.basin", "compile the network again");
   for (const char* t : {"0", "-1", "nan", "1e30", "inf", "5s", "1e-300"})
     expect_one_error("tune " + model + " --records " + dir + "/t.db --trials 3 --timeout " + t, "--timeout");
   expect_one_error("tune " + model + " --records " + dir + "/t.db --budget 1e306h", "longer than a year");
@@ -371,14 +380,17 @@ TEST_F(NetworkCli, NoCommandDestroysAFileItReadsOrKeepsNothing) {
   refused("run " + model + " --output " + dir + "/fc_w.bin --quiet", "also an input");
   EXPECT_EQ(basin::testing::read_file(dir + "/w.bin"), weights);
   refused("run " + model + " --output ''", "the output path is empty");
-  for (const std::string& special : {std::string("''"), std::string(":memory:"), std::string("'file:x.db?mode=memory'")}) {
+  for (const std::string& special :
+       {std::string("''"), std::string(":memory:"), std::string("'file:x.db?mode=memory'")}) {
     refused("tune-op --workload gemm-256 --strategy random --trials 2 --records " + special + " --quiet",
             special == "''" ? "empty" : "keeps nothing");
-    refused("tune " + model + " --trials 2 --records " + special + " --quiet", special == "''" ? "empty" : "keeps nothing");
+    refused("tune " + model + " --trials 2 --records " + special + " --quiet",
+            special == "''" ? "empty" : "keeps nothing");
     refused("records merge --into " + special + " " + db, special == "''" ? "empty" : "keeps nothing");
   }
   ASSERT_EQ(mkfifo((dir + "/fifo.db").c_str(), 0600), 0);
-  refused("tune-op --workload gemm-256 --strategy random --trials 2 --records " + dir + "/fifo.db --quiet", "not a regular file");
+  refused("tune-op --workload gemm-256 --strategy random --trials 2 --records " + dir + "/fifo.db --quiet",
+          "not a regular file");
   refused("estimator train --records " + db + " --out " + db, "also an input");
   refused("estimator eval --records " + db + " --estimator mlp --predictions " + db, "also an input");
   refused("estimator eval --records " + db + " --estimator mlp --predictions /dev/full", "not a regular file");

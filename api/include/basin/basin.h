@@ -28,12 +28,15 @@ namespace basin {
 // An input's or output's description: its name, element type ("float32", "int64",
 // "int32", "float64", ...) and shape. An integer input read as indices (a gather, an
 // embedding) must hold values in [-index_bound, index_bound) (a negative index counts
-// from the end; running refuses others); index_bound is 0 for other inputs.
+// from the end; running refuses others); index_bound is 0 for other inputs. An integer
+// input that divides (an integer Div's or Mod's divisor) must hold no zero: running
+// refuses one, as ONNX Runtime does.
 struct TensorSpec {
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
   int64_t index_bound = 0;
+  bool divisor = false;
 };
 
 // A dense row-major host tensor. Copies share their data (clone() copies it).
@@ -43,7 +46,7 @@ class Tensor {
   // Zero-filled.
   Tensor(const std::string& dtype, const std::vector<int64_t>& shape);
   // Uniform random values in [lo, hi), deterministic in seed; an integer tensor with an
-  // index bound draws indices in [0, index_bound).
+  // index bound draws indices in [0, index_bound), a divisor no zero (values below 1 are 1).
   static Tensor random(const TensorSpec& spec, double lo = -1, double hi = 1, uint64_t seed = 1);
   // A tensor over memory the caller owns (row-major, contiguous, `shape`'s element count
   // of `dtype`), without a copy: `owner` is kept alive as long as the tensor or a copy of
