@@ -61,7 +61,7 @@ bool use_calibration() { return g_use_calibration; }
 std::string calibrated_estimator_path(const std::string& kind) {
   if (!use_calibration() || (kind != "ensemble" && kind != "mlp")) return "";
   const std::string file = calibration_dir() + "/" + kind + ".bin", base = shipped_file(kind);
-  if (base.empty() || !std::filesystem::exists(file) || !std::filesystem::exists(meta_path(kind))) return "";
+  if (base.empty() || !regular_file(file) || !regular_file(meta_path(kind))) return "";
   try {
     std::ifstream f(meta_path(kind));
     nlohmann::json meta = nlohmann::json::parse(f);

@@ -10,6 +10,7 @@
 #include "core/util/error.h"
 #include "core/util/output_file.h"
 #include "models/estimator.h"
+#include "models/plugin_call.h"
 #include "relax/features.h"
 
 namespace basin::models {
@@ -18,7 +19,7 @@ namespace {
 
 class TorchScript final : public DifferentiableEstimator {
  public:
-  explicit TorchScript(const std::string& path) : path_(path) {
+  explicit TorchScript(const std::string& path) : path_(path), calls_("TorchScript estimator " + path + ": forward") {
     try {
       module_ = torch::jit::load(path);
     } catch (const c10::Error& e) {
@@ -44,16 +45,28 @@ class TorchScript final : public DifferentiableEstimator {
   std::vector<double> predict(const FeatureBatch& b) override { return detail::predict_by_forward(*this, b); }
 
   at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) override {
-    c10::IValue out;
+    // On the plug-in's own thread, bounded in time (models/plugin_call.h): the job holds
+    // copies of the inputs and a handle of the module, so that a call given up as stuck
+    // reads nothing of its caller's. Autograd's mode is the caller's.
+    auto out_holder = std::make_shared<c10::IValue>();
+    torch::jit::Module module = module_;
+    const bool grad = at::GradMode::is_enabled();
+    at::Tensor f = features.clone(), m = mask.clone();
     try {
-      out = module_.forward({features, mask});
+      calls_.run([module, grad, f, m, out_holder]() mutable {
+        at::AutoGradMode mode(grad);
+        *out_holder = module.forward({f, m});
+      });
     } catch (const c10::Error& e) {
       throw Error(path_ + ": forward failed (" + first_line(e.what_without_backtrace()) + ")");
+    } catch (const Error&) {
+      throw;  // the time bound's
     } catch (const std::exception& e) {
       // An exception raised by the module's own code (torch::jit::JITException): its
       // message is a TorchScript traceback whose last line names the error.
       throw Error(path_ + ": forward raised " + last_line(e.what()));
     }
+    c10::IValue out = *out_holder;
     if (!out.isTensor()) throw Error(path_ + ": forward must return a tensor of scores");
     torch::Tensor s = out.toTensor();
     if (s.dim() == 2 && s.size(1) == 1) s = s.squeeze(1);
@@ -81,6 +94,7 @@ class TorchScript final : public DifferentiableEstimator {
   }
   std::string path_;
   torch::jit::Module module_;
+  BoundedCalls calls_;
 };
 
 }  // namespace

@@ -1,10 +1,14 @@
 #include "search/records.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <functional>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -79,6 +83,16 @@ CREATE TABLE IF NOT EXISTS machines (
   host TEXT PRIMARY KEY,
   description TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS claims (
+  task_key TEXT NOT NULL,
+  target TEXT NOT NULL,
+  sketch TEXT NOT NULL,
+  config TEXT NOT NULL,
+  node TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  claimed_at REAL NOT NULL,
+  PRIMARY KEY (task_key, target, sketch, config)
+);
 )sql";
 
 const char* kColumns =
@@ -111,7 +125,11 @@ struct RecordStore::Db {
     struct stat st;
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       throw Error("records file '" + path + "' is not a regular file (a folder, FIFO or device)");
-    if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    open_name(path, flags);
+  }
+  // sqlite3_open_v2 of `name` (a path, or a URI with SQLITE_OPEN_URI).
+  void open_name(const std::string& name, int flags) {
+    if (sqlite3_open_v2(name.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
       std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
       sqlite3_close(db);
       db = nullptr;
@@ -128,7 +146,8 @@ struct RecordStore::Db {
   int schema_version() const {
     const int version = [&] {
       Stmt v = prepare("PRAGMA user_version");
-      return sqlite3_step(v.s) == SQLITE_ROW ? sqlite3_column_int(v.s, 0) : 0;
+      if (sqlite3_step(v.s) != SQLITE_ROW) fail("reading its schema version");
+      return sqlite3_column_int(v.s, 0);
     }();
     if (version < 0 || version > kSchemaVersion)
       throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
@@ -219,10 +238,29 @@ struct RecordStore::Db {
   }
 };
 
+// The folder a path is in ("." for a bare name).
+static std::string folder_of(const std::string& path) {
+  const std::string d = std::filesystem::path(path).parent_path().string();
+  return d.empty() ? "." : d;
+}
+
 RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_unique<Db>()) {
   db_->path = path;
   struct stat before;
-  const bool holds_data = ::stat(path.c_str(), &before) == 0 && before.st_size > 0;
+  const bool exists = ::stat(path.c_str(), &before) == 0;
+  const bool holds_data = exists && before.st_size > 0;
+  // A tuning run writes records, and SQLite keeps its journal beside the file: a file
+  // or folder this process cannot write is named as such before anything runs.
+  if (!path.empty() && exists && S_ISREG(before.st_mode) && ::access(path.c_str(), W_OK) != 0)
+    throw Error("records file '" + path +
+                "' is read-only: this command adds records to it (make it writable, or give another file)");
+  if (!path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0 &&
+      ::access(folder_of(path).c_str(), W_OK | X_OK) != 0 && (!exists || S_ISREG(before.st_mode)))
+    throw Error(exists ? "records file '" + path + "' is in a folder this process cannot write ('" + folder_of(path) +
+                             "'): SQLite keeps its journal beside the file"
+                       : "cannot create records file '" + path + "': its folder '" + folder_of(path) +
+                             "' is not writable" +
+                             (std::filesystem::is_directory(folder_of(path)) ? "" : " (or does not exist)"));
   db_->open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
     // A file that holds data must be basin's before anything is changed in it (the
@@ -294,7 +332,30 @@ RecordStore::RecordStore(const std::string& path, ReadOnly) : path_(path), db_(s
   db_->open(writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY);
   try {
     if (writable) db_->exec("PRAGMA query_only=ON");
-    const int version = db_->schema_version();
+    int version = 0;
+    try {
+      version = db_->schema_version();
+    } catch (const Error&) {
+      // A WAL database in a folder this process cannot write: SQLite cannot make the
+      // -shm file a reader needs. Read as an immutable file (a -wal file beside it
+      // without its -shm, which no writer of this folder's files leaves, is not read).
+      if (writable || ::access(folder_of(path).c_str(), W_OK | X_OK) == 0) throw;
+      sqlite3_close(db_->db);
+      db_->db = nullptr;
+      std::string uri = "file:";
+      for (char c : std::filesystem::absolute(path).string()) {
+        if (c == '%' || c == '?' || c == '#') {
+          static const char* hex = "0123456789ABCDEF";
+          uri += '%';
+          uri += hex[(static_cast<unsigned char>(c) >> 4) & 15];
+          uri += hex[static_cast<unsigned char>(c) & 15];
+        } else {
+          uri += c;
+        }
+      }
+      db_->open_name(uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+      version = db_->schema_version();
+    }
     if (version == 0) throw Error("records file '" + path + "' is not a basin records database (no schema version)");
     const bool ours = db_->has_columns(kColumns);
     if (!ours && version < kSchemaVersion)
@@ -309,7 +370,94 @@ RecordStore::RecordStore(const std::string& path, ReadOnly) : path_(path), db_(s
 }
 
 RecordStore::~RecordStore() {
-  if (db_ && db_->db) sqlite3_close(db_->db);
+  if (!db_ || !db_->db) return;
+  if (claimed_) {  // this process's claims of programs it did not measure
+    const std::string sql =
+        "DELETE FROM claims WHERE node = '" + this_node() + "' AND pid = " + std::to_string(::getpid());
+    sqlite3_exec(db_->db, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+  sqlite3_close(db_->db);
+}
+
+// The machine's network name: a process id means something only there.
+std::string RecordStore::this_node() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  std::string s(name);
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') out += c;
+  return out;
+}
+
+// One transaction that takes the write lock at once (waiting as every write does):
+// what `body` reads cannot change before it writes.
+template <typename F>
+static auto immediately(sqlite3* db, const std::function<void(const char*)>& exec, F body) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    auto out = body();
+    exec("COMMIT");
+    return out;
+  } catch (...) {
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+int64_t RecordStore::add_new(const std::vector<Record>& rs) {
+  return immediately(
+      db_->db, [&](const char* sql) { db_->exec(sql); },
+      [&] {
+        int64_t added = 0;
+        for (const Record& r : rs)
+          if (!contains(r.task_key, r.target, r.sketch, r.config, r.host, r.codegen)) {
+            add(r);
+            ++added;
+          }
+        return added;
+      });
+}
+
+bool RecordStore::claim(const std::string& task_key, const std::string& target, const std::string& sketch,
+                        const std::string& config, const std::string& host, const std::string& codegen) {
+  const std::string node = this_node();
+  const int64_t pid = ::getpid();
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return immediately(
+      db_->db, [&](const char* sql) { db_->exec(sql); },
+      [&] {
+        if (contains(task_key, target, sketch, config, host, codegen)) return false;
+        {
+          Db::Stmt q = db_->prepare(
+              "SELECT node, pid, claimed_at FROM claims WHERE task_key = ? AND target = ? AND sketch = ? AND config = "
+              "?");
+          const std::string* args[] = {&task_key, &target, &sketch, &config};
+          for (int i = 0; i < 4; ++i) sqlite3_bind_text(q.s, i + 1, args[i]->c_str(), -1, SQLITE_TRANSIENT);
+          if (sqlite3_step(q.s) == SQLITE_ROW) {
+            const std::string other = column_text(q.s, 0);
+            const int64_t other_pid = sqlite3_column_int64(q.s, 1);
+            const double at = sqlite3_column_double(q.s, 2);
+            const bool mine = other == node && other_pid == pid;
+            // Alive: on this machine, a process of that id (kill 0 tells, EPERM included);
+            // elsewhere, as long as the claim is young.
+            const bool alive = other == node
+                                   ? other_pid > 0 && (::kill(static_cast<pid_t>(other_pid), 0) == 0 || errno == EPERM)
+                                   : true;
+            if (!mine && alive && now - at < 6 * 3600) return false;
+          }
+        }
+        Db::Stmt ins = db_->prepare(
+            "INSERT OR REPLACE INTO claims (task_key, target, sketch, config, node, pid, claimed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)");
+        const std::string* args[] = {&task_key, &target, &sketch, &config, &node};
+        for (int i = 0; i < 5; ++i) sqlite3_bind_text(ins.s, i + 1, args[i]->c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(ins.s, 6, pid);
+        sqlite3_bind_double(ins.s, 7, now);
+        if (sqlite3_step(ins.s) != SQLITE_DONE) db_->fail("claiming a program");
+        claimed_ = true;
+        return true;
+      });
 }
 
 int64_t RecordStore::add(const Record& r) {
@@ -345,7 +493,14 @@ int64_t RecordStore::add(const Record& r) {
   else sqlite3_bind_null(st.s, 15);
   sqlite3_bind_text(st.s, 16, r.codegen.c_str(), -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("adding a record");
-  return sqlite3_last_insert_rowid(db_->db);
+  const int64_t id = sqlite3_last_insert_rowid(db_->db);
+  if (claimed_) {  // the claim, if this process made one, is done
+    Db::Stmt del = db_->prepare("DELETE FROM claims WHERE task_key = ? AND target = ? AND sketch = ? AND config = ?");
+    const std::string* args[] = {&r.task_key, &r.target, &r.sketch, &r.config};
+    for (int i = 0; i < 4; ++i) sqlite3_bind_text(del.s, i + 1, args[i]->c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(del.s) != SQLITE_DONE) db_->fail("ending a claim");
+  }
+  return id;
 }
 
 void RecordStore::confirm(int64_t id, const std::vector<double>& confirm_us) {

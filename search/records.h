@@ -86,6 +86,16 @@ class RecordStore {
   const std::string& path() const { return path_; }
   // Adds and commits one record; returns its id.
   int64_t add(const Record& r);
+  // Adds, in one transaction against other writers, each of `rs` whose program the file
+  // does not hold (contains() with its host and code generation): returns how many.
+  // Two merges into one file at once add each program once.
+  int64_t add_new(const std::vector<Record>& rs);
+  // Claims a program this process is about to measure, so that another process tuning
+  // the same file does not measure it too: false when the file holds it (contains())
+  // or another live process claimed it. add() of its record ends the claim; a claim of
+  // a process that has ended (or is older than six hours) is void.
+  bool claim(const std::string& task_key, const std::string& target, const std::string& sketch,
+             const std::string& config, const std::string& host, const std::string& codegen);
   // Stores the re-measurements of record `id` (Record::confirm_us) and its latency.
   void confirm(int64_t id, const std::vector<double>& confirm_us);
   // Names record `id` its task's best on its target (Record::best_seq): returns the
@@ -131,8 +141,10 @@ class RecordStore {
 
  private:
   struct Db;
+  static std::string this_node();
   std::string path_;
   std::unique_ptr<Db> db_;
+  bool claimed_ = false;  // this process claimed programs (claim())
   std::mutex described_mu_;
   std::set<std::string> described_;  // hosts whose description is in the file
 };

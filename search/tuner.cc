@@ -227,9 +227,12 @@ struct TaskTuner::Impl {
     for (int k = 0; k < times; ++k)
       for (size_t i : which) ahead.push_back(history[i].candidate);
     prepare(ahead);
-    for (int k = 0; k < times; ++k)
+    for (int k = 0; k < times; ++k) {
+      // Every program measured at least once, then no measurement past the time budget.
+      if (k > 0 && opt.budget_seconds > 0 && clock() >= opt.budget_seconds) break;
       for (size_t j = 0; j < which.size(); ++j)
         if (std::optional<double> t = measure_again(which[j])) window[j].push_back(*t);
+    }
     return window;
   }
   // `contest` (record indices) measured `confirm` times each, side by side; each keeps
@@ -377,12 +380,16 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
   if (opt.target != "llvm" && opt.target != "cuda")
     throw Error("tuning target '" + opt.target + "' is not supported (llvm or cuda)");
   if (opt.batch <= 0) throw Error("the batch size must be positive");
+  if (opt.confirm < 0 || opt.confirm > TuneOptions::kMaxConfirm)
+    throw Error("confirm must be 0 to " + std::to_string(TuneOptions::kMaxConfirm) + " measurements, got " +
+                std::to_string(opt.confirm));
   if (!valid_slow_factor(opt.slow_factor))
     throw Error("the slow factor must be 0 (every program timed in full) or 1 to 1e6, not " +
                 fmt("%g", opt.slow_factor));
   if (strategy.needs_gradients() && !dynamic_cast<models::DifferentiableEstimator*>(est))
     throw Error("the " + strategy.name() +
-                " strategy needs a differentiable estimator (mlp, ensemble, a TorchScript file, or one of its own with a gradient), not " +
+                " strategy needs a differentiable estimator (mlp, ensemble, a TorchScript file, or one of its own with "
+                "a gradient), not " +
                 (est ? est->kind() : std::string("none")));
   const Clock::time_point started = Clock::now();
   set_blas_threads(1);  // the estimator's products on this thread (core/util/blas.h)
@@ -531,6 +538,12 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
         m.prepare(slice);
       }
       const Candidate& c = batch[which[k]];
+      // Another process tuning this file measures (or has measured) it: not twice.
+      if (!m.store.claim(res.task_key, opt.target, m.space.sketches()[c.sketch].name, c.json,
+                         machine_description(opt.target), codegen::codegen_version(opt.target))) {
+        ++res.left_to_others;
+        continue;
+      }
       const double started = epoch_seconds();
       codegen::MeasureResult mr = m.measure(c, m.slow_us());
       take(c, mr, machine_description(opt.target), codegen::codegen_version(opt.target), started, epoch_seconds());

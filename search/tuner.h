@@ -66,7 +66,9 @@ struct TuneOptions {
   // challengers measures the best once more. On a shared machine whose speed moves in
   // phases, a best confirmed in a fast one is measured in later ones, and a program is
   // compared with the best only in the same phase (docs/search.md, "Confirmation").
+  // At most kMaxConfirm; a contest stops measuring when the time budget is spent.
   int confirm = 2;
+  static constexpr int kMaxConfirm = 50;
   int confirm_programs = 2;
   // At the end of a run (TaskTuner::settle), a last contest of the best and the
   // fastest other confirmed programs, settle_programs in all, measured `confirm` more
@@ -122,12 +124,13 @@ struct BestChange {
 
 struct TuneResult {
   std::string task_key, strategy, estimator;
-  int trials = 0;         // the task's records on this target measured on this machine now
-  int resumed = 0;        // ... of which were in the file when the run started
-  int other_host = 0;     // the task's records in the file from another machine (left out)
-  int other_codegen = 0;  // ... of this machine, of another code generation (left out)
-  int measured = 0;       // ... measured by this run
-  int errors = 0;         // failed programs of this run
+  int trials = 0;          // the task's records on this target measured on this machine now
+  int resumed = 0;         // ... of which were in the file when the run started
+  int other_host = 0;      // the task's records in the file from another machine (left out)
+  int other_codegen = 0;   // ... of this machine, of another code generation (left out)
+  int measured = 0;        // ... measured by this run
+  int errors = 0;          // failed programs of this run
+  int left_to_others = 0;  // proposed programs another process tuning the file measured (RecordStore::claim)
   int rounds = 0;
   int updates = 0;        // estimator trainings and updates
   int confirmations = 0;  // measurements again of programs that would become the best

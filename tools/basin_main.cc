@@ -11,6 +11,7 @@
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
+#include "models/plugin_call.h"
 #include "tools/commands.h"
 
 namespace {
@@ -40,14 +41,21 @@ void give_libtorch_its_best_settings(char** argv) {
   if (times_torch || runs_an_estimator) basin::exec_with_torch_settings(argv, times_torch);
 }
 
-// An error as one line: its first line, the rest (a LibTorch backtrace, a nested
-// report) only with BASIN_DEBUG=1.
+// An error as one line of at most about 2,000 characters: its first line, the rest (a
+// LibTorch backtrace, a nested report) only with BASIN_DEBUG=1; a longer line (a
+// model's names can be megabytes) keeps its beginning and end.
 std::string one_line(const std::string& what) {
   const char* debug = std::getenv("BASIN_DEBUG");
   if (debug && std::strcmp(debug, "0") != 0) return what;
   const size_t nl = what.find('\n');
-  if (nl == std::string::npos) return what;
-  return what.substr(0, nl) + " (BASIN_DEBUG=1 prints the details)";
+  std::string line = what.substr(0, nl);
+  constexpr size_t kHead = 1500, kTail = 400;
+  const bool cut = line.size() > kHead + kTail + 100;
+  if (cut)
+    line = line.substr(0, kHead) + " [... " + std::to_string(line.size() - kHead - kTail) + " characters ...] " +
+           line.substr(line.size() - kTail);
+  if (nl == std::string::npos && !cut) return line;
+  return line + " (BASIN_DEBUG=1 prints the details)";
 }
 
 }  // namespace
@@ -91,6 +99,12 @@ int main(int argc, char** argv) {
     return run ? run() : 0;
   } catch (const basin::Error& e) {
     std::cerr << "basin: error: " << one_line(e.what()) << "\n";
+    // A plug-in's call left running (models/plugin_call.h): the process ends here, not
+    // through exit handlers that would tear down what that call still uses.
+    if (basin::models::plugin_stuck()) {
+      std::cerr.flush();
+      std::_Exit(1);
+    }
     return 1;
   } catch (const basin::InternalError& e) {
     std::cerr << "basin: internal error (please report): " << one_line(e.what()) << "\n";

@@ -186,17 +186,22 @@ int run_merge(const MergeOptions& o) {
   }
   search::RecordStore out(o.into);
   int64_t added = 0, skipped = 0;
-  for (const auto& in : inputs)
-    for (const search::Record& r : in->all()) {
-      // The same program measured on two machines, or by two code generations, is two
-      // records.
-      if (out.contains(r.task_key, r.target, r.sketch, r.config, r.host, r.codegen)) {
-        ++skipped;
-        continue;
-      }
-      out.add(r);
-      ++added;
+  // The same program measured on two machines, or by two code generations, is two
+  // records. Checked and added under the write lock a chunk at a time (RecordStore::
+  // add_new): a merge into the same file at once adds each program once, and a tuner
+  // writing to it waits for one chunk only.
+  constexpr size_t kChunk = 256;
+  for (const auto& in : inputs) {
+    const std::vector<search::Record> all = in->all();
+    for (size_t at = 0; at < all.size(); at += kChunk) {
+      const std::vector<search::Record> chunk(
+          all.begin() + static_cast<std::ptrdiff_t>(at),
+          all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), at + kChunk)));
+      const int64_t n = out.add_new(chunk);
+      added += n;
+      skipped += static_cast<int64_t>(chunk.size()) - n;
     }
+  }
   // The machines' descriptions come along; a description the file has stays.
   for (const auto& in : inputs)
     for (const auto& [host, description] : in->machines()) try {

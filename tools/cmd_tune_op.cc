@@ -282,7 +282,8 @@ int run_tune_op(const TuneOpOptions& o) {
   if (o.trials < 0) throw ParseError("--trials must be positive");
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
-  if (o.confirm < 0) throw ParseError("--confirm must be 0 or more");
+  if (o.confirm < 0 || o.confirm > search::TuneOptions::kMaxConfirm)
+    throw ParseError("--confirm must be 0 to " + std::to_string(search::TuneOptions::kMaxConfirm));
   const double budget_seconds = o.budget.empty() ? 0 : parse_duration(o.budget);  // before any file is made
   if (o.no_calibrate) models::set_use_calibration(false);
   if (o.compare && o.target == "cuda")

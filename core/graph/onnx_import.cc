@@ -85,6 +85,40 @@ void guard_conv_pool_inference() {
         version = schema->SinceVersion() - 1;
       }
     }
+    // Split of opset 18 into num_outputs parts that the extent does not divide: the
+    // specification makes the last part smaller, where the inference of the ONNX
+    // release linked (whose newest Split may be opset 13's) refuses it. Only a node
+    // with num_outputs (opset 18's attribute) is inferred here.
+    const onnx::OpSchema* split = onnx::OpSchemaRegistry::Schema("Split", 18);
+    if (split) {
+      onnx::InferenceFunction inner = split->GetTypeAndShapeInferenceFunction();
+      const_cast<onnx::OpSchema*>(split)->TypeAndShapeInferenceFunction([inner](onnx::InferenceContext& ctx) {
+        const onnx::AttributeProto* num = ctx.getAttribute("num_outputs");
+        const bool sizes_given = ctx.getNumInputs() > 1 && ctx.getInputType(1) != nullptr;
+        if (num && !sizes_given && onnx::hasInputShape(ctx, 0)) {
+          const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, 0);
+          const onnx::AttributeProto* ax = ctx.getAttribute("axis");
+          const int64_t rank = shape.dim_size(), parts = static_cast<int64_t>(ctx.getNumOutputs());
+          int64_t axis = ax ? ax->i() : 0;
+          if (axis < 0) axis += rank;
+          if (axis >= 0 && axis < rank && shape.dim(static_cast<int>(axis)).has_dim_value() && parts > 0 &&
+              num->i() == parts) {
+            const int64_t extent = shape.dim(static_cast<int>(axis)).dim_value(), chunk = (extent + parts - 1) / parts;
+            if (chunk * (parts - 1) < extent || parts == 1) {
+              for (size_t i = 0; i < ctx.getNumOutputs(); ++i) {
+                onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
+                onnx::TensorShapeProto* out = ctx.getOutputType(i)->mutable_tensor_type()->mutable_shape();
+                *out = shape;
+                out->mutable_dim(static_cast<int>(axis))
+                    ->set_dim_value(std::min(chunk, extent - chunk * static_cast<int64_t>(i)));
+              }
+              return;
+            }
+          }
+        }
+        if (inner) inner(ctx);
+      });
+    }
   });
 }
 
@@ -588,12 +622,34 @@ std::vector<int> Importer::split(const onnx::NodeProto& n) {
   I sizes = attr_ints(n, "split", {});
   if (has_input(n, 1)) sizes = const_ints(n, 1);
   const int parts = n.output_size();
+  if (parts < 1) fail(node_desc(n) + ": no outputs");
   if (sizes.empty()) {
-    if (s[ax] % parts)
-      fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts));
-    sizes.assign(parts, s[ax] / parts);
+    if (opset_ >= 18) {
+      // num_outputs parts of ceil(extent / num_outputs), the last one what is left.
+      const int64_t num = attr_i(n, "num_outputs", parts);
+      if (num != parts)
+        fail(node_desc(n) + ": num_outputs is " + std::to_string(num) + " but the node has " + std::to_string(parts) +
+             " outputs");
+      const int64_t chunk = (s[ax] + parts - 1) / parts;
+      if (chunk * (parts - 1) >= s[ax] && parts > 1)
+        fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts) +
+             " parts of " + std::to_string(chunk) + " and a smaller last one");
+      for (int p = 0; p < parts; ++p) sizes.push_back(std::min(chunk, s[ax] - chunk * p));
+    } else {
+      if (s[ax] % parts)
+        fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts));
+      sizes.assign(parts, s[ax] / parts);
+    }
   }
   if (static_cast<int>(sizes.size()) != parts) fail(node_desc(n) + ": split sizes and outputs differ in number");
+  int64_t total = 0;
+  for (int64_t sz : sizes) {
+    if (sz < 0 || sz > s[ax]) fail(node_desc(n) + ": a split size of " + std::to_string(sz));
+    total += sz;
+  }
+  if (total != s[ax])
+    fail(node_desc(n) + ": split sizes add up to " + std::to_string(total) + ", not the axis extent " +
+         std::to_string(s[ax]));
   std::vector<int> out;
   int64_t start = 0;
   for (int64_t sz : sizes) {

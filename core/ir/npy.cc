@@ -2,7 +2,8 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <cctype>
+#include <set>
 
 #include "core/util/error.h"
 #include "core/util/io.h"
@@ -21,6 +22,88 @@ std::string descr_of(DType t) {
   if (t == DType::i32()) return "<i4";
   if (t.is_bool()) return "|b1";
   throw Error("no .npy type for " + t.str());
+}
+
+// The header as numpy reads it (a Python dict literal, numpy's safe_eval): strings in
+// single or double quotes, True/False, a tuple of integers; a repeated key takes its last
+// value; the keys must be exactly descr, fortran_order and shape.
+struct Header {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+template <typename Bad>
+Header parse_header(const std::string& text, const Bad& bad) {
+  size_t p = 0;
+  auto space = [&] {
+    while (p < text.size() && (text[p] == ' ' || text[p] == '\t' || text[p] == '\n' || text[p] == '\r')) ++p;
+  };
+  auto expect = [&](char c) {
+    space();
+    if (p >= text.size() || text[p] != c) throw bad(std::string("malformed header (expected '") + c + "')");
+    ++p;
+  };
+  auto peek = [&](char c) {
+    space();
+    return p < text.size() && text[p] == c;
+  };
+  auto string = [&] {
+    space();
+    if (p >= text.size() || (text[p] != '\'' && text[p] != '"')) throw bad("malformed header (expected a string)");
+    const char q = text[p++];
+    const size_t end = text.find(q, p);
+    if (end == std::string::npos) throw bad("malformed header (an unterminated string)");
+    std::string v = text.substr(p, end - p);
+    if (v.find('\\') != std::string::npos) throw bad("malformed header (an escape in a string)");
+    p = end + 1;
+    return v;
+  };
+  auto word = [&] {
+    space();
+    const size_t from = p;
+    while (p < text.size() && (std::isalnum(static_cast<unsigned char>(text[p])) || text[p] == '_')) ++p;
+    return text.substr(from, p - from);
+  };
+  Header h;
+  std::set<std::string> seen;
+  expect('{');
+  while (!peek('}')) {
+    const std::string key = string();
+    expect(':');
+    if (key == "descr") {
+      if (peek('[')) throw bad("a structured element type");
+      h.descr = string();
+    } else if (key == "fortran_order") {
+      const std::string v = word();
+      if (v != "True" && v != "False") throw bad("fortran_order is '" + v + "', not True or False");
+      h.fortran_order = v == "True";
+    } else if (key == "shape") {
+      expect('(');
+      h.shape.clear();
+      while (!peek(')')) {
+        std::string d = word();
+        if (!d.empty() && (d.back() == 'L' || d.back() == 'l')) d.pop_back();  // Python 2's long
+        if (d.empty()) throw bad("malformed shape");
+        for (char c : d)
+          if (c < '0' || c > '9') throw bad("extent '" + d + "' is not a non-negative integer");
+        if (d.size() > 15) throw bad("extent " + d + " is too large");
+        h.shape.push_back(std::stoll(d));
+        if (!peek(')')) expect(',');
+      }
+      expect(')');
+    } else {
+      throw bad("the header has the key '" + key + "' (numpy's are descr, fortran_order, shape)");
+    }
+    seen.insert(key);
+    if (!peek('}')) expect(',');
+  }
+  expect('}');
+  space();
+  if (p != text.size()) throw bad("malformed header (text after the dictionary)");
+  for (const char* k : {"descr", "fortran_order", "shape"})
+    if (!seen.count(k)) throw bad(std::string("the header has no '") + k + "'");
+  return h;
 }
 
 }  // namespace
@@ -46,34 +129,9 @@ NDArray read_npy(const std::string& path) {
     throw bad("format version " + std::to_string(major));
   }
   if (start + header_len > data.size()) throw bad("truncated header");
-  std::string header = data.substr(start, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'"))) throw bad("no descr");
-  const std::string descr = m[1];
-  if (std::regex_search(header, m, std::regex("'fortran_order'\\s*:\\s*True"))) throw bad("Fortran order");
-  if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)"))) throw bad("no shape");
-  std::vector<int64_t> shape;
-  std::string dims = m[1];
-  // Comma-separated extents, each decimal digits alone; "()" is a scalar and "(3,)" has
-  // one trailing comma.
-  std::vector<std::string> fields;
-  for (size_t from = 0;;) {
-    const size_t comma = dims.find(',', from);
-    std::string d = dims.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
-    d.erase(0, d.find_first_not_of(" \t"));
-    d.erase(d.find_last_not_of(" \t") + 1);
-    fields.push_back(d);
-    if (comma == std::string::npos) break;
-    from = comma + 1;
-  }
-  if (fields.back().empty() && (fields.size() > 1 || dims.find(',') == std::string::npos)) fields.pop_back();
-  for (const std::string& d : fields) {
-    if (d.empty()) throw bad("an empty extent in shape (" + dims + ")");
-    for (char c : d)
-      if (c < '0' || c > '9') throw bad("extent '" + d + "' is not a non-negative integer");
-    if (d.size() > 15) throw bad("extent " + d + " is too large");
-    shape.push_back(std::stoll(d));
-  }
+  const Header h = parse_header(data.substr(start, header_len), bad);
+  const std::string& descr = h.descr;
+  const std::vector<int64_t>& shape = h.shape;
   DType t;
   if (descr == "<f4") t = DType::f32();
   else if (descr == "<f8") t = DType::f64();
@@ -102,7 +160,25 @@ NDArray read_npy(const std::string& path) {
     throw bad("holds " + std::to_string(have) + " data bytes; shape " + shape_str(shape) + " of " + t.str() +
               " needs " + (need == have + 1 ? "more" : std::to_string(need)));
   NDArray a(t, shape);
-  std::memcpy(a.data(), data.data() + start + header_len, a.nbytes());
+  const char* src = data.data() + start + header_len;
+  if (!h.fortran_order || shape.size() < 2) {
+    std::memcpy(a.data(), src, a.nbytes());
+    return a;
+  }
+  // Fortran order: the first index varies fastest in the file.
+  const size_t e = t.bytes(), r = shape.size();
+  std::vector<int64_t> idx(r, 0), fstride(r, 1);
+  for (size_t d = 1; d < r; ++d) fstride[d] = fstride[d - 1] * shape[d - 1];
+  auto* dst = static_cast<char*>(a.data());
+  for (int64_t flat = 0; flat < a.numel(); ++flat) {
+    int64_t from = 0;
+    for (size_t d = 0; d < r; ++d) from += idx[d] * fstride[d];
+    std::memcpy(dst + flat * e, src + from * e, e);
+    for (size_t d = r; d-- > 0;) {  // the next C-order index
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
   return a;
 }
 

@@ -1,4 +1,5 @@
 #include "core/util/hardware.h"
+#include "core/util/io.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -299,7 +300,8 @@ const Hardware& this_hardware() {
   std::call_once(once, [] {
     const std::string host = this_host().describe();
     try {
-      std::ifstream f(hardware_cache_path());
+      std::ifstream f;
+      if (regular_file(hardware_cache_path())) f.open(hardware_cache_path());
       if (f) {
         std::stringstream text;
         text << f.rdbuf();

@@ -170,12 +170,19 @@ void check_settings() {
                      : "a vector instruction set this CPU has (avx512, avx2 or sse, no wider than its own, " + have +
                            "; unset it for " + have + ")"));
   }
+  refuse_bad_setting("BASIN_PLUGIN_TIMEOUT", 1, 86400,
+                     "seconds a plug-in's call may take (a whole number from 1 to 86400; unset it for 120)");
   if (winograd_setting() < 0)
     throw Error(std::string("BASIN_WINOGRAD='") + std::getenv("BASIN_WINOGRAD") +
                 "' is not a Winograd setting (auto, the default; off; 2 or 4, the output tile)");
   if (blocked_layout_setting() < 0)
     throw Error(std::string("BASIN_LAYOUT='") + std::getenv("BASIN_LAYOUT") +
                 "' is not a layout plan (nchwc, the default, or nchw)");
+}
+
+int plugin_timeout_seconds() {
+  const int n = whole_number_setting("BASIN_PLUGIN_TIMEOUT", 1, 86400);
+  return n > 0 ? n : 120;
 }
 
 int winograd_setting() {

@@ -5,11 +5,21 @@
 // a whole file.
 #pragma once
 
+#include <filesystem>
 #include <istream>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 namespace basin {
+
+// Whether `path` is a regular file (through symbolic links). The files basin reads
+// without being told to (its caches) are opened only when they are: opening a FIFO
+// blocks until something writes to it, and a device may never end.
+inline bool regular_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
 
 // Everything from the stream's position to its end (fewer bytes if a read fails).
 inline std::string read_rest(std::istream& in) {

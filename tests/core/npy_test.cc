@@ -66,6 +66,17 @@ TEST(Npy, ReadsNumPysOwnSpellings) {
   NDArray b = read_npy(d.file("np2.npy", npy("{'descr':'<f4','fortran_order':False,'shape':(1, 3)}", data, 2)));
   EXPECT_EQ(b.shape(), (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(b.get(2), 3.0);
+  // As numpy reads the header (a Python literal): double quotes, a repeated key's last
+  // value, Fortran order (the first index fastest in the file).
+  float w[6] = {0, 3, 1, 4, 2, 5};  // [[0, 1, 2], [3, 4, 5]] in Fortran order
+  std::string wd(reinterpret_cast<const char*>(w), sizeof w);
+  NDArray f = read_npy(d.file("f.npy", npy("{\"descr\": \"<f4\", \"fortran_order\": True, \"shape\": (2, 3)}", wd)));
+  ASSERT_EQ(f.shape(), (std::vector<int64_t>{2, 3}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(f.get(i), i) << i;
+  NDArray r =
+      read_npy(d.file("r.npy", npy("{'descr': '<i4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,), }", wd)));
+  EXPECT_EQ(r.dtype(), DType::f32());
+  EXPECT_EQ(r.get(1), 3.0);
 }
 
 TEST(Npy, MalformedFilesAreOneParseErrorNamingTheFile) {
@@ -78,7 +89,11 @@ TEST(Npy, MalformedFilesAreOneParseErrorNamingTheFile) {
       {"version.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", data, 9)},
       {"big_endian.npy", npy("{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", data)},
       {"float16.npy", npy("{'descr': '<f2', 'fortran_order': False, 'shape': (8,), }", data)},
-      {"fortran.npy", npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", data)},
+      {"extra_key.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'x': 1}", data)},
+      {"no_order.npy", npy("{'descr': '<f4', 'shape': (4,)}", data)},
+      {"order_word.npy", npy("{'descr': '<f4', 'fortran_order': 0, 'shape': (4,)}", data)},
+      {"after.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,)} x", data)},
+      {"structured.npy", npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,)}", data)},
       {"short_data.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", data)},
       {"huge_shape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4000000000, 4000000000), }", data)},
       {"endless_extent.npy",

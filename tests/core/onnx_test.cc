@@ -726,6 +726,38 @@ TEST(OnnxImport, InvalidGraphsAreRefused) {
   }
 }
 
+// Opset 18's Split into num_outputs parts that the extent does not divide: parts of
+// ceil(extent / n), the last one smaller; split sizes that do not add up are refused.
+TEST(OnnxImport, UnevenSplitOfOpset18) {
+  TempDir dir;
+  testing::OnnxBuilder b(18);
+  b.input("x", {2, 7});
+  onnx::NodeProto* sp = b.node("Split", {"x"}, {"a", "b", "c"});
+  testing::OnnxBuilder::attr_int(sp, "axis", 1);
+  testing::OnnxBuilder::attr_int(sp, "num_outputs", 3);
+  for (const char* o : {"a", "b", "c"}) b.output(o);
+  b.save(dir.path + "/split.onnx");
+  Graph g = import_onnx(dir.path + "/split.onnx");
+  ASSERT_EQ(g.outputs().size(), 3u);
+  EXPECT_EQ(g.value(g.outputs()[0]).shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(g.value(g.outputs()[1]).shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(g.value(g.outputs()[2]).shape, (std::vector<int64_t>{2, 1}));
+  testing::OnnxBuilder bad(11);  // (split sizes an attribute)
+  bad.input("x", {2, 7});
+  onnx::NodeProto* bs = bad.node("Split", {"x"}, {"a", "b"});
+  testing::OnnxBuilder::attr_ints(bs, "split", {3, 5});
+  testing::OnnxBuilder::attr_int(bs, "axis", 1);
+  bad.output("a");
+  bad.output("b");
+  bad.save(dir.path + "/bad.onnx");
+  try {
+    import_onnx(dir.path + "/bad.onnx");
+    FAIL() << "accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("8"), std::string::npos) << e.what();
+  }
+}
+
 // googlenet's and squeezenet's pooling: ceil_mode=1.
 TEST(OnnxImport, PoolingWithCeilMode) {
   TempDir dir;

@@ -124,8 +124,9 @@ TEST(TorchScriptEstimator, TrainedInPythonScoresAsInPython) {
   std::filesystem::remove_all(dir);
 }
 
-// A module that raises, and one whose scores have no gradient, stop the tuning with one
-// line naming what went wrong, not a TorchScript or autograd backtrace.
+// A module that raises, one whose scores have no gradient and one that never returns
+// stop the tuning with one line naming what went wrong, not a TorchScript or autograd
+// backtrace, nor a hang.
 TEST(TorchScriptEstimator, AFailingModuleIsOneClearLine) {
   if (!has_python_torch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
   int status = 0;
@@ -149,16 +150,24 @@ TEST(TorchScriptEstimator, AFailingModuleIsOneClearLine) {
                            "class Detached(M):\n"
                            "    def forward(self, x, mask):\n"
                            "        return x.detach().sum(2).sum(1)\n"
-                           "m = Raises() if sys.argv[2] == 'raises' else Detached()\n"
+                           "class Loops(M):\n"
+                           "    def forward(self, x, mask):\n"
+                           "        i = 0\n"
+                           "        while i >= 0:\n"
+                           "            i = i + 1\n"
+                           "        return x.sum(2).sum(1)\n"
+                           "m = {'raises': Raises, 'detached': Detached, 'loops': Loops}[sys.argv[2]]()\n"
                            "torch.jit.script(m).save(sys.argv[1])\n";
   const std::map<std::string, std::string> expect = {
       {"raises", "forward raised builtins.RuntimeError: this estimator always fails"},
-      {"detached", "the estimator's scores have no gradient"}};
+      {"detached", "the estimator's scores have no gradient"},
+      // A forward that never returns: given up after BASIN_PLUGIN_TIMEOUT seconds.
+      {"loops", "forward did not return within 3 s"}};
   for (const auto& [kind, why] : expect) {
     const std::string model = (dir / (kind + ".pt")).string();
     std::string made = run("/usr/bin/python3 " + script + " " + model + " " + kind + " 2>&1", &status);
     ASSERT_EQ(status, 0) << made;
-    std::string err = run(std::string(BASIN_BINARY_DIR) +
+    std::string err = run("BASIN_PLUGIN_TIMEOUT=3 timeout 300 " + std::string(BASIN_BINARY_DIR) +
                               "/bin/basin tune-op dense --param M=32 --param K=64 --param N=48"
                               " --strategy gradient --trials 40 --quiet --estimator " +
                               model + " --records " + (dir / (kind + ".db")).string() + " 2>&1 >/dev/null",

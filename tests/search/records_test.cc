@@ -92,6 +92,55 @@ TEST(Records, TwoHandlesShareOneFile) {
   EXPECT_EQ(b.best("dense(K=32,M=16,N=32)", "llvm")->config, "{\"x\":2}");
 }
 
+// Two processes tuning one file measure each program once: a program another live
+// process claimed, or one the file holds, cannot be claimed; the claim of a process
+// that ended is void, and a record ends its claim.
+TEST(Records, AProgramIsClaimedByOneProcessAtATime) {
+  std::string path = temp_path("claims");
+  const std::string task = "dense(K=32,M=16,N=32)", sk = "tile.vec=j.acc2", cfg = "{\"c\":1}";
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    bool ok = false;
+    {
+      search::RecordStore s(path);
+      ok = s.claim(task, "llvm", sk, cfg, "", "");
+    }
+    char c = ok ? '1' : '0';
+    if (write(ready[1], &c, 1) != 1) _exit(2);
+    if (read(done[0], &c, 1) != 1) _exit(2);  // alive until told
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  search::RecordStore s(path);
+  // (The child's store is closed, which voids its claims: claimed again by hand.)
+  EXPECT_TRUE(s.claim(task, "llvm", sk, cfg, "", ""));
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const std::string sql = "UPDATE claims SET pid = " + std::to_string(pid);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_FALSE(s.claim(task, "llvm", sk, cfg, "", ""));  // the child's, and it lives
+  EXPECT_TRUE(s.claim(task, "llvm", sk, "{\"c\":2}", "", ""));
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(s.claim(task, "llvm", sk, cfg, "", ""));  // its process has ended
+  search::Record r = rec(cfg, {5});
+  s.add(r);
+  EXPECT_FALSE(s.claim(task, "llvm", sk, cfg, "", ""));  // measured
+  // Adding only what the file lacks, under one lock.
+  EXPECT_EQ(s.add_new({rec(cfg, {6}), rec("{\"c\":3}", {7})}), 1);
+  EXPECT_EQ(s.add_new({rec("{\"c\":3}", {7})}), 0);
+  EXPECT_EQ(s.count(), 2);
+}
+
 // Regression: a tuner creating its records file while another process (`basin
 // records`, a test polling the count) opens it failed at once with "database is
 // locked": the open kept a read transaction (its schema-version query) while it wrote,

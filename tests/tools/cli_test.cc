@@ -14,6 +14,7 @@
 #include <sstream>
 #include <set>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "core/util/hardware.h"
@@ -214,6 +215,62 @@ TEST(Cli, ABadThreadCountIsRefused) {
   expect_setting_refused("BASIN_NUM_THREADS", {"abc", "0", "-2", "4x", "", "1.5"}, "is not a number of threads");
   Result ok = basin::testing::capture("BASIN_NUM_THREADS=2 " + basin::testing::basin_path() + " ops 2>&1");
   EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
+TEST(Cli, ABadPluginTimeoutIsRefused) {
+  expect_setting_refused("BASIN_PLUGIN_TIMEOUT", {"abc", "0", "-1", "86401", "1.5", ""},
+                         "is not a number of seconds a plug-in's call may take");
+}
+
+// An error line stays a line: a name of 100,000 characters is cut in its middle.
+TEST(Cli, AnErrorLineIsBoundedInLength) {
+  Result r = basin::testing::run_basin("op " + std::string(100000, 'x'), true);
+  EXPECT_EQ(r.code, 1) << r.out.substr(0, 200);
+  EXPECT_LT(r.out.size(), 2500u);
+  EXPECT_NE(r.out.find("unknown operator 'xxx"), std::string::npos) << r.out.substr(0, 200);
+  EXPECT_NE(r.out.find("characters ...]"), std::string::npos) << r.out.substr(0, 200);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);
+}
+
+// A records file this process cannot write, or one in a folder it cannot write, is
+// named as such: tuning refuses it before measuring anything, reading it works. (Root
+// writes anything: the commands run as "nobody" then, through setpriv.)
+TEST(Cli, ReadOnlyRecordsAreNamedAsSuch) {
+  namespace fs = std::filesystem;
+  std::string as_user;
+  if (::geteuid() == 0) {
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    if (basin::testing::capture(as_user + basin::testing::basin_path() + " --version >/dev/null 2>&1").code != 0)
+      GTEST_SKIP() << "root, and the user nobody cannot run " << basin::testing::basin_path() << " through setpriv";
+  }
+  const std::string dir = fs::temp_directory_path().string() + "/basin_ro_" + std::to_string(getpid());
+  fs::create_directories(dir + "/ro");
+  fs::create_directories(dir + "/rw");
+  const std::string db = dir + "/ro/r.db";
+  ASSERT_EQ(run("tune-op --workload gemm-256 --strategy random --trials 3 --quiet --records " + db).code, 0);
+  for (const char* ext : {"-wal", "-shm"}) ASSERT_FALSE(fs::exists(db + ext));
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir + "/ro", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                   fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(dir + "/rw", fs::perms::all);
+  fs::permissions(dir, fs::perms::all);
+  const std::string basin = "BASIN_CACHE_DIR=" + dir + "/rw " + as_user + basin::testing::basin_path();
+  auto error_of = [&](const std::string& args) {
+    Result r = basin::testing::capture(basin + " " + args + " 2>&1 >/dev/null");
+    EXPECT_EQ(r.code, 1) << args << ": " << r.out;
+    return r.out;
+  };
+  const std::string tune = "tune-op --workload gemm-256 --strategy random --trials 6 --quiet --records ";
+  EXPECT_NE(error_of(tune + db).find("is read-only"), std::string::npos);
+  EXPECT_NE(error_of(tune + dir + "/ro/new.db").find("is not writable"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir + "/ro/new.db"));
+  Result exported =
+      basin::testing::capture(basin + " records export --records " + db + " --out " + dir + "/rw/out.jsonl 2>&1");
+  EXPECT_EQ(exported.code, 0) << exported.out;
+  const std::string lines = basin::testing::read_file(dir + "/rw/out.jsonl");
+  EXPECT_GE(std::count(lines.begin(), lines.end(), '\n'), 3) << lines;
+  fs::permissions(dir + "/ro", fs::perms::owner_all);
+  fs::remove_all(dir);
 }
 
 TEST(Cli, ABadChunkCountIsRefused) {
@@ -523,6 +580,15 @@ TEST(Cli, EstimatorTrainEvalAndExport) {
   EXPECT_EQ(m3["added"].get<int>() + m3["skipped"].get<int>(), 21);
   EXPECT_EQ(m3["total"].get<int>(), 16 + m3["added"].get<int>());
   EXPECT_NE(stderr_of("records merge --into " + merged + " " + merged).find("into itself"), std::string::npos);
+  // Four merges of one file into a new one at once: each program once.
+  const std::string racing = db + ".racing.db", m = basin::testing::basin_path() + " records merge --into ";
+  std::string all_at_once;
+  for (int i = 0; i < 4; ++i) all_at_once += m + racing + " " + db + " >/dev/null 2>&1 & ";
+  ASSERT_EQ(basin::testing::capture(all_at_once + "wait").code, 0);
+  Result counted = run("records merge --into " + racing + " " + db + " --json");
+  ASSERT_EQ(counted.code, 0) << counted.out;
+  EXPECT_EQ(nlohmann::json::parse(counted.out)["total"], 16) << counted.out;
+  for (const char* ext : {"", "-wal", "-shm"}) std::remove((racing + ext).c_str());
   for (const std::string& f : {merged, other})
     for (const char* ext : {"", "-wal", "-shm"}) std::remove((f + ext).c_str());
   // Relabel: the 16 programs' machine renamed and back; a machine the file does not
@@ -596,6 +662,17 @@ TEST(Cli, MachineDescribesThisHost) {
   Result again = run("machine --measure --json");
   ASSERT_EQ(again.code, 0) << again.out;
   EXPECT_EQ(nlohmann::json::parse(again.out)["host"], basin::host_description());
+  // A FIFO where the description is kept (opening it would block until a writer came):
+  // measured again, and the FIFO left as it is.
+  const std::string cache = ::testing::TempDir() + "basin_fifo_cache_" + std::to_string(getpid());
+  std::filesystem::create_directories(cache + "/machines");
+  const std::string fifo = cache + "/machines/" + std::filesystem::path(path).filename().string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Result blocked = basin::testing::capture("BASIN_CACHE_DIR=" + cache + " timeout 120 " + basin::testing::basin_path() +
+                                           " machine --json 2>&1");
+  EXPECT_EQ(blocked.code, 0) << blocked.out;
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  std::filesystem::remove_all(cache);
 }
 
 TEST(Cli, UserErrorsFailWithOneClearLine) {

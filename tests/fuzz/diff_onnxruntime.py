@@ -1,0 +1,200 @@
+"""Differential fuzzing against ONNX Runtime: random small ONNX graphs (a seeded draw of
+chains of elementwise, broadcast, reduction, softmax, layout and matrix operators, on
+inputs that hold NaN and infinities now and then) are run by `basin run` and by ONNX
+Runtime on the same inputs; the outputs must agree (NaN where ONNX Runtime has NaN,
+else within float32 tolerance) or basin must refuse the model with one clear line.
+
+    python diff_onnxruntime.py BASIN_BINARY CASES [SEED]
+
+Exits 1 on the first disagreement or crash, printing the model and inputs kept for it.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+ort.set_default_logger_severity(3)  # no warnings about unused initializers
+from onnx import TensorProto, helper, numpy_helper
+
+# The operators basin imports (Sign, Softplus, Elu, Selu, Floor and Ceil it refuses).
+UNARY = ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Erf", "HardSwish", "HardSigmoid", "LeakyRelu", "Sqrt",
+         "Reciprocal", "IsNaN"]
+BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"]
+
+
+class Draw:
+    def __init__(self, rng):
+        self.rng = rng
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def name(self, p):
+        self.n += 1
+        return f"{p}{self.n}"
+
+    def const(self, shape):
+        name = self.name("c")
+        data = self.rng.uniform(-2, 2, shape).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(data, name))
+        return name
+
+    def step(self, x, shape):
+        """One operator on x (of `shape`): its output and shape."""
+        r = self.rng
+        kind = r.choice(["unary", "binary", "clip", "reduce", "softmax", "transpose", "matmul", "reshape"],
+                        p=[0.3, 0.2, 0.08, 0.1, 0.08, 0.08, 0.08, 0.08])
+        y = self.name("v")
+        if kind == "unary":
+            op = str(r.choice(UNARY))
+            if op == "IsNaN":  # a bool, back to float
+                b = self.name("b")
+                self.nodes.append(helper.make_node("IsNaN", [x], [b]))
+                self.nodes.append(helper.make_node("Cast", [b], [y], to=TensorProto.FLOAT))
+            else:
+                attrs = {"alpha": float(r.uniform(0.01, 0.5))} if op == "LeakyRelu" else {}
+                self.nodes.append(helper.make_node(op, [x], [y], **attrs))
+            return y, shape
+        if kind == "binary":
+            op = str(r.choice(BINARY))
+            # A constant broadcast over trailing dims, or x with itself.
+            k = int(r.integers(0, len(shape) + 1))
+            other = self.const(shape[len(shape) - k:]) if r.random() < 0.8 else x
+            ins = [x, other] if r.random() < 0.5 else [other, x]
+            self.nodes.append(helper.make_node(op, ins, [y]))
+            return y, shape
+        if kind == "clip":
+            lo, hi = sorted(r.uniform(-1.5, 1.5, 2).astype(np.float32))
+            mn, mx = self.name("lo"), self.name("hi")
+            self.inits += [numpy_helper.from_array(np.array(lo, np.float32), mn),
+                           numpy_helper.from_array(np.array(hi, np.float32), mx)]
+            self.nodes.append(helper.make_node("Clip", [x, mn, mx], [y]))
+            return y, shape
+        if kind == "reduce" and len(shape) > 1:
+            op = str(r.choice(["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"]))
+            ax = int(r.integers(0, len(shape)))
+            axes = self.name("axes")
+            self.inits.append(numpy_helper.from_array(np.array([ax], np.int64), axes))
+            if op == "ReduceSum":
+                self.nodes.append(helper.make_node(op, [x, axes], [y], keepdims=1))
+            else:  # axes an attribute before opset 18
+                self.nodes.append(helper.make_node(op, [x], [y], axes=[ax], keepdims=1))
+            s = list(shape)
+            s[ax] = 1
+            return y, s
+        if kind == "softmax":
+            ax = int(r.integers(-len(shape), len(shape)))
+            self.nodes.append(helper.make_node(str(r.choice(["Softmax", "LogSoftmax"])), [x], [y], axis=ax))
+            return y, shape
+        if kind == "transpose" and len(shape) > 1:
+            perm = [int(p) for p in r.permutation(len(shape))]
+            self.nodes.append(helper.make_node("Transpose", [x], [y], perm=perm))
+            return y, [shape[p] for p in perm]
+        if kind == "matmul" and len(shape) > 1:
+            n = int(r.integers(1, 9))
+            w = self.const([shape[-1], n])
+            self.nodes.append(helper.make_node("MatMul", [x, w], [y]))
+            return y, shape[:-1] + [n]
+        if kind == "reshape" and len(shape) > 1:
+            s = [int(np.prod(shape[:-1])), shape[-1]] if r.random() < 0.5 else [int(np.prod(shape))]
+            t = self.name("shape")
+            self.inits.append(numpy_helper.from_array(np.array(s, np.int64), t))
+            self.nodes.append(helper.make_node("Reshape", [x, t], [y]))
+            return y, s
+        self.nodes.append(helper.make_node("Relu", [x], [y]))
+        return y, shape
+
+
+def make_case(rng):
+    rank = int(rng.integers(1, 4))
+    shape = [int(d) for d in rng.integers(1, 6, rank)]
+    d = Draw(rng)
+    x, s = "x", shape
+    for _ in range(int(rng.integers(1, 7))):
+        x, s = d.step(x, s)
+    graph = helper.make_graph(d.nodes, "diff", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], d.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = rng.uniform(-3, 3, shape).astype(np.float32)
+    if rng.random() < 0.3:  # NaN and infinities, as ONNX defines their propagation
+        flat = data.reshape(-1)
+        for v in (np.nan, np.inf, -np.inf):
+            if rng.random() < 0.5:
+                flat[int(rng.integers(0, flat.size))] = v
+    return model, data
+
+
+# basin's reductions by maximum and minimum propagate NaN, as PyTorch's and numpy's do;
+# ONNX Runtime's skip it on some paths. Where a graph has one, a NaN of basin's where
+# ONNX Runtime has a number is that difference, not a disagreement.
+NAN_PROPAGATING = {"ReduceMax", "ReduceMin"}
+
+
+def agree(got, want, ops):
+    if got.shape != want.shape:
+        return f"shape {got.shape} against {want.shape}"
+    nan_w, nan_g = np.isnan(want), np.isnan(got)
+    if NAN_PROPAGATING & set(ops):
+        want = np.where(nan_g, np.nan, want)
+        nan_w = np.isnan(want)
+    if (nan_w != nan_g).any():
+        return f"NaN at {np.argwhere(nan_w != nan_g)[:4].tolist()} differs (basin {got[nan_w != nan_g][:4]}, " \
+               f"ONNX Runtime {want[nan_w != nan_g][:4]})"
+    ok = ~nan_w
+    g, w = got[ok].astype(np.float64), want[ok].astype(np.float64)
+    inf = np.isinf(w) | np.isinf(g)
+    if (g[inf] != w[inf]).any():
+        return "infinities differ"
+    g, w = g[~inf], w[~inf]
+    scale = max(1.0, float(np.abs(w).max())) if w.size else 1.0
+    err = float(np.abs(g - w).max()) / scale if w.size else 0.0
+    return None if err <= 2e-4 else f"largest difference {err:.3g} of the largest value"
+
+
+def main():
+    basin, cases = sys.argv[1], int(sys.argv[2])
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    rng = np.random.default_rng(seed)
+    work = tempfile.mkdtemp(prefix="basin_diff_")
+    refused = 0
+    for i in range(cases):
+        model, data = make_case(rng)
+        path, inp, out = (os.path.join(work, f) for f in ("m.onnx", "x.npy", "y.npy"))
+        onnx.save(model, path)
+        np.save(inp, data)
+        try:
+            want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": data})[0]
+        except Exception:  # a model ONNX Runtime refuses says nothing of basin
+            continue
+        env = dict(os.environ, BASIN_NUM_THREADS="1")
+        p = subprocess.run([basin, "run", path, "--input", inp, "--output", out, "--quiet"], capture_output=True,
+                           text=True, env=env, timeout=300)
+        problem = None
+        if p.returncode == 1 and p.stderr.count("\n") == 1 and p.stderr.startswith("basin: error:"):
+            refused += 1
+            if os.environ.get("BASIN_FUZZ_VERBOSE"):
+                print(f"case {i} refused: {p.stderr.strip()}", file=sys.stderr)
+        elif p.returncode != 0:
+            problem = f"basin exited {p.returncode}: {p.stderr[-2000:]}"
+        else:
+            problem = agree(np.load(out), want, [n.op_type for n in model.graph.node])
+        if problem:
+            keep = os.path.join(os.getcwd(), f"diff-case-{seed}-{i}")
+            os.makedirs(keep, exist_ok=True)
+            shutil.copy(path, keep)
+            shutil.copy(inp, keep)
+            print(f"case {i} (seed {seed}): {problem}\n  operators: {[n.op_type for n in model.graph.node]}\n"
+                  f"  kept in {keep}", file=sys.stderr)
+            sys.exit(1)
+    shutil.rmtree(work)
+    print(f"{cases} random graphs: basin agrees with ONNX Runtime {ort.__version__} "
+          f"({refused} refused with one line)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
