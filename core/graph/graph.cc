@@ -1,4 +1,5 @@
 #include "core/graph/graph.h"
+#include "core/util/checked.h"
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/topological_sort.hpp>
@@ -32,11 +33,7 @@ Graph& Graph::operator=(const Graph& o) {
 Graph::Graph(Graph&&) noexcept = default;
 Graph& Graph::operator=(Graph&&) noexcept = default;
 
-int64_t Value::numel() const {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  return n;
-}
+int64_t Value::numel() const { return checked_product(shape); }
 
 int Graph::new_value(Value v) {
   if (v.name.empty()) v.name = "v" + std::to_string(values_.size());

@@ -1,4 +1,5 @@
 #include "core/graph/onnx_import.h"
+#include "core/util/checked.h"
 
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -142,11 +143,7 @@ DType dtype_of(int t, const std::string& what) {
   }
 }
 
-int64_t product(const I& s) {
-  int64_t n = 1;
-  for (int64_t e : s) n *= e;
-  return n;
-}
+int64_t product(const I& s) { return checked_product(s); }
 
 NDArray transpose2d(const NDArray& a) {
   const int64_t r = a.shape()[0], c = a.shape()[1];
@@ -830,9 +827,9 @@ std::vector<int> Importer::einsum(const onnx::NodeProto& n) {
   for (char c : tb)
     if (!in_str(ta, c)) right += c;
   auto prod = [&](const std::string& letters) {
-    int64_t p = 1;
-    for (char c : letters) p *= extent[c];
-    return p;
+    std::vector<int64_t> es;
+    for (char c : letters) es.push_back(extent[c]);
+    return checked_product(es);
   };
   auto perm_of = [](const std::string& from, const std::string& to) {
     I p;

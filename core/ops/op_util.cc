@@ -1,5 +1,7 @@
 #include "core/ops/op_util.h"
 
+#include "core/util/checked.h"
+
 #include <algorithm>
 
 namespace basin::ops {
@@ -67,11 +69,8 @@ std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vec
   return idx;
 }
 
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
+// A shape's element count; one past 2^63 - 1 is an error, never a wrapped count.
+int64_t product(const std::vector<int64_t>& v) { return checked_product(v); }
 
 std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
 

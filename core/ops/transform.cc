@@ -7,6 +7,7 @@
 #include <functional>
 #include <utility>
 
+#include "core/util/checked.h"
 #include "core/ops/op_util.h"
 #include "core/ops/operators.h"
 
@@ -37,7 +38,7 @@ Tensor reshape(const Tensor& x, std::vector<int64_t> shape, const std::string& o
       infer = static_cast<int>(d);
     } else {
       c.that(shape[d] > 0, "new_shape", "extents must be positive or -1, got " + ints_str(shape));
-      known *= shape[d];
+      known = checked_product({known, shape[d]});
     }
   }
   if (infer >= 0) {
@@ -206,8 +207,7 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, cons
     if (mode == "reflect")
       c.that(pads[d] < shape[d] && pads[r + d] < shape[d], "pads", "reflect padding must be smaller than the extent");
     int64_t padded = 0;  // extent + both pads, checked: a pad near 2^62 must not wrap
-    c.that(!__builtin_add_overflow(shape[d], pads[d], &padded) &&
-               !__builtin_add_overflow(padded, pads[r + d], &padded),
+    c.that(!__builtin_add_overflow(shape[d], pads[d], &padded) && !__builtin_add_overflow(padded, pads[r + d], &padded),
            "pads", "give an extent too large to exist: " + ints_str(pads));
     shape[d] = padded;
   }

@@ -1,4 +1,5 @@
 #include "core/te/tensor.h"
+#include "core/util/checked.h"
 
 #include <limits>
 #include <unordered_set>
@@ -43,11 +44,7 @@ const Buffer& Tensor::buffer() const { return op_->buffer; }
 const std::string& Tensor::name() const { return op_->name; }
 DType Tensor::dtype() const { return op_->buffer->dtype; }
 const std::vector<int64_t>& Tensor::shape() const { return op_->shape; }
-int64_t Tensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape()) n *= d;
-  return n;
-}
+int64_t Tensor::numel() const { return checked_product(shape()); }
 
 Expr Tensor::read(std::vector<Expr> indices) const {
   BASIN_CHECK(static_cast<int>(indices.size()) == ndim())

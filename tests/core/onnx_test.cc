@@ -18,6 +18,7 @@
 #include "core/graph/model.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/passes.h"
+#include "core/util/checked.h"
 
 #if BASIN_HAVE_ONNX
 #include "tests/core/onnx_builder.h"
@@ -756,6 +757,17 @@ TEST(OnnxImport, UnevenSplitOfOpset18) {
   } catch (const GraphError& e) {
     EXPECT_NE(std::string(e.what()).find("8"), std::string::npos) << e.what();
   }
+}
+
+// Element counts never wrap (core/util/checked.h): shapes of extents near 2^63, which
+// the structure-aware fuzzer drew into reductions and reshapes, are one clear error.
+TEST(ElementCounts, AnOverflowingShapeIsAnError) {
+  EXPECT_EQ(checked_product({2, 3, 4}), 24);
+  EXPECT_EQ(checked_product({}), 1);
+  EXPECT_EQ(checked_product({0, INT64_MAX}), 0);
+  EXPECT_THROW(checked_product({INT64_MAX, 3}), Error);
+  EXPECT_THROW(checked_product({int64_t{1} << 32, int64_t{1} << 32}), Error);
+  EXPECT_THROW(checked_product({64, INT64_MAX}), Error);
 }
 
 // googlenet's and squeezenet's pooling: ceil_mode=1.

@@ -47,20 +47,66 @@ class Choices {
   const uint8_t* end_;
 };
 
-const char* const kOps[] = {
-    "Add",        "Sub",       "Mul",         "Div",          "Relu",        "Sigmoid",   "Tanh",
-    "Conv",       "MatMul",    "Gemm",        "MaxPool",      "AveragePool", "Reshape",   "Transpose",
-    "Concat",     "Split",     "Slice",       "Gather",       "Softmax",     "Flatten",   "Squeeze",
-    "Unsqueeze",  "ReduceSum", "ReduceMean",  "ReduceMax",    "Clip",        "Pad",       "Expand",
-    "Where",      "Cast",      "Shape",       "ConstantOfShape", "Constant", "Range",     "Mod",
-    "Pow",        "Sqrt",      "Erf",         "LayerNormalization", "BatchNormalization", "Resize", "Tile",
-    "GlobalAveragePool", "ConvTranspose", "Einsum", "TopK", "Equal", "Less", "Not", "LeakyRelu", "HardSwish",
-    "Identity",   "Dropout",   "NoSuchOp"};
-const char* const kAttrs[] = {"axis",     "axes",   "perm",      "kernel_shape", "strides", "pads",  "group",
-                              "dilations", "split", "keepdims",  "to",           "value",   "alpha", "beta",
-                              "transA",   "transB", "num_outputs", "epsilon",    "mode",    "equation", "min",
-                              "max",      "allowzero", "auto_pad", "ceil_mode",  "fmod",    "k",     "largest"};
-const int kTypes[] = {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64,   onnx::TensorProto::INT32,
+const char* const kOps[] = {"Add",
+                            "Sub",
+                            "Mul",
+                            "Div",
+                            "Relu",
+                            "Sigmoid",
+                            "Tanh",
+                            "Conv",
+                            "MatMul",
+                            "Gemm",
+                            "MaxPool",
+                            "AveragePool",
+                            "Reshape",
+                            "Transpose",
+                            "Concat",
+                            "Split",
+                            "Slice",
+                            "Gather",
+                            "Softmax",
+                            "Flatten",
+                            "Squeeze",
+                            "Unsqueeze",
+                            "ReduceSum",
+                            "ReduceMean",
+                            "ReduceMax",
+                            "Clip",
+                            "Pad",
+                            "Expand",
+                            "Where",
+                            "Cast",
+                            "Shape",
+                            "ConstantOfShape",
+                            "Constant",
+                            "Range",
+                            "Mod",
+                            "Pow",
+                            "Sqrt",
+                            "Erf",
+                            "LayerNormalization",
+                            "BatchNormalization",
+                            "Resize",
+                            "Tile",
+                            "GlobalAveragePool",
+                            "ConvTranspose",
+                            "Einsum",
+                            "TopK",
+                            "Equal",
+                            "Less",
+                            "Not",
+                            "LeakyRelu",
+                            "HardSwish",
+                            "Identity",
+                            "Dropout",
+                            "NoSuchOp"};
+const char* const kAttrs[] = {"axis",      "axes",      "perm",   "kernel_shape", "strides",     "pads",
+                              "group",     "dilations", "split",  "keepdims",     "to",          "value",
+                              "alpha",     "beta",      "transA", "transB",       "num_outputs", "epsilon",
+                              "mode",      "equation",  "min",    "max",          "allowzero",   "auto_pad",
+                              "ceil_mode", "fmod",      "k",      "largest"};
+const int kTypes[] = {onnx::TensorProto::FLOAT,  onnx::TensorProto::INT64,  onnx::TensorProto::INT32,
                       onnx::TensorProto::DOUBLE, onnx::TensorProto::BOOL,   onnx::TensorProto::FLOAT16,
                       onnx::TensorProto::UINT8,  onnx::TensorProto::STRING, 0};
 
@@ -161,8 +207,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (c.coin()) n->set_name("n" + std::to_string(i));
     for (size_t k = 0, ins = c.pick(4); k <= ins; ++k) {
       const size_t r = c.bits(8);
-      if (r < 8) n->add_input("");                         // an absent optional input
-      else if (r < 12) n->add_input("undefined");          // read before (never) written
+      if (r < 8) n->add_input("");                 // an absent optional input
+      else if (r < 12) n->add_input("undefined");  // read before (never) written
       else n->add_input(names[names.size() - 1 - c.pick(std::min<size_t>(names.size(), 4))]);
     }
     for (size_t k = 0, outs = c.bits(8) < 240 ? 1 : c.pick(4); k < outs; ++k) {
