@@ -220,7 +220,9 @@ const std::map<std::string, Fn>& references() {
       {"tanh", unary([](const TT& x) { return torch::tanh(x); })},
       {"gelu", unary([](const TT& x) { return torch::gelu(x); })},
       {"silu", unary([](const TT& x) { return torch::silu(x); })},
-      {"hardswish", unary([](const TT& x) { return torch::hardswish(x); })},
+      // ONNX's x * hardsigmoid(x): torch::hardswish's x * relu6(x + 3) / 6 overflows
+      // above about 5.7e37, where the product is finite.
+      {"hardswish", unary([](const TT& x) { return x * torch::hardsigmoid(x); })},
       {"hardsigmoid", unary([](const TT& x) { return torch::hardsigmoid(x); })},
       {"exp", unary([](const TT& x) { return torch::exp(x); })},
       {"log", unary([](const TT& x) { return torch::log(x); })},

@@ -702,6 +702,27 @@ TEST_F(Network, IndicesOutsideTheirTableAreAnError) {
   }
 }
 
+// HardSwish is ONNX's x * hardsigmoid(x), in the kernels and in the float32 reference:
+// finite for x up to float32's largest (LibTorch's own hardswish overflows above about
+// 5.7e37, which made a right answer look infinitely wrong).
+TEST_F(Network, HardSwishOfHugeValuesIsFiniteInTheReference) {
+  graph::Graph g;
+  int x = g.add_input("x", {4}, DType::f32());
+  g.add_output(g.add_node("hardswish", {x}));
+  g = graph::optimize(g);
+  graph::Partition p = graph::partition(g);
+  CompiledNetwork n = CompiledNetwork::compile(g, p, defaults(p));
+  NDArray in(DType::f32(), {4});
+  const float xs[] = {1e38f, 3e38f, -1e38f, 1.5f};
+  for (int i = 0; i < 4; ++i) in.as<float>()[i] = xs[i];
+  const NDArray ours = n.run({in})[0], ref = TorchExecutor(g).run({in})[0];
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_TRUE(std::isfinite(ref.get(i))) << i;
+    EXPECT_EQ(ours.get(i), ref.get(i)) << i;
+  }
+  EXPECT_EQ(ours.get(0), 1e38f);
+}
+
 // Integer division is defined for every operand pair (a zero divisor gives 0,
 // INT64_MIN / -1 wraps), so no kernel traps; a zero in an input that divides is an
 // error, as in ONNX Runtime.
