@@ -28,16 +28,23 @@ std::string gib(uint64_t bytes) {
 }
 
 // The elements of a shape (a negative extent is an internal error; the API checks users'
-// shapes first), refusing a count whose bytes would overflow.
+// shapes first), refusing a count whose bytes would overflow. The bound holds for the
+// product of the non-zero extents too: an empty tensor of shape [0, 2^62, 3] would let
+// every product over its other extents (a pooling window, a row length) wrap.
 int64_t element_count(DType t, const std::vector<int64_t>& shape) {
-  int64_t n = 1;
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative extent");
-    if (d != 0 && n > (int64_t{1} << 62) / d / t.bytes())
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > (int64_t{1} << 62) / d / t.bytes())
       throw Error("shape " + shape_str(shape) + " of " + t.str() + " has too many elements to store");
-    n *= d;
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 }  // namespace

@@ -103,6 +103,11 @@ TEST(Graph, AnOutputTooLargeToExistIsAnErrorNamingItsNode) {
   refused("broadcast_to", {{"new_shape", I{int64_t{1} << 32, int64_t{1} << 32, 4}}}, "too many elements");
   refused("broadcast_to", {{"new_shape", I{int64_t{1} << 20, int64_t{1} << 20, 4}}}, "more than the");
   EXPECT_EQ(g.nodes().size(), 0u);
+  // An empty tensor whose other extents multiply past 2^62 (the fuzzer's global pooling
+  // of such a tensor wrapped its window's size): refused, as any tensor of that shape.
+  EXPECT_THROW(NDArray(DType::f32(), {0, huge, 3}), Error);
+  EXPECT_THROW(tensor_bytes(DType::f32(), {huge, 3, 0}), Error);
+  EXPECT_EQ(NDArray(DType::f32(), {0, 1 << 20, 3}).numel(), 0);
 }
 
 TEST(Passes, BatchNormFoldingKeepsTheOutputs) {
