@@ -50,6 +50,11 @@ int Graph::new_value(Value v) {
 int Graph::add_input(const std::string& n, std::vector<int64_t> shape, DType dtype) {
   for (int64_t e : shape)
     if (e <= 0) throw GraphError("input '" + n + "': extents must be positive, got " + shape_str(shape));
+  try {
+    tensor_bytes(dtype, shape);  // a tensor that can exist here: every product of its extents fits
+  } catch (const Error& e) {
+    throw GraphError("input '" + n + "': " + e.what());
+  }
   Value v;
   v.name = n;
   v.dtype = dtype;

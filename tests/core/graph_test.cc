@@ -108,6 +108,7 @@ TEST(Graph, AnOutputTooLargeToExistIsAnErrorNamingItsNode) {
   EXPECT_THROW(NDArray(DType::f32(), {0, huge, 3}), Error);
   EXPECT_THROW(tensor_bytes(DType::f32(), {huge, 3, 0}), Error);
   EXPECT_EQ(NDArray(DType::f32(), {0, 1 << 20, 3}).numel(), 0);
+  EXPECT_THROW(g.add_input("huge", {1, 1, huge, 3}), GraphError);  // (no input too large to exist)
 }
 
 TEST(Passes, BatchNormFoldingKeepsTheOutputs) {
