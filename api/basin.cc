@@ -15,6 +15,7 @@
 #include "core/ops/workloads.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "core/util/host.h"
 #include "relax/features.h"
 #include "search/network.h"
 #include "search/strategy.h"
@@ -321,6 +322,8 @@ Profile Network::profile(const std::vector<Tensor>& inputs, int rounds) {
 }
 
 std::string Network::target() const { return impl_->net.target(); }
+
+int plugin_call_bound_seconds() { return plugin_timeout_seconds(); }
 
 std::vector<std::string> feature_names(const std::string& target) {
   if (target != "llvm" && target != "cuda")

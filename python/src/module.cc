@@ -10,7 +10,11 @@
 #include <basin/basin.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -165,9 +169,18 @@ class PyEstimator final : public basin::Estimator {
   auto call(const char* what, F f) const -> decltype(f()) {
     py::gil_scoped_acquire gil;
     if (*pending_) throw std::runtime_error("basin: the estimator's earlier error stops the run");
+    Watchdog watchdog(basin::plugin_call_bound_seconds());
     try {
       return f();
     } catch (py::error_already_set& e) {
+      if (watchdog.fired() && e.matches(PyExc_TimeoutError)) {
+        const std::string msg = "the estimator '" + name_ + "' did not return from " + what + " within " +
+                                std::to_string(basin::plugin_call_bound_seconds()) +
+                                " s (BASIN_PLUGIN_TIMEOUT sets the bound on a plug-in's call)";
+        PyErr_SetString(PyExc_TimeoutError, msg.c_str());
+        pending_->emplace(py::error_already_set());
+        throw std::runtime_error("basin: " + msg);
+      }
       const std::string msg = e.what();
       pending_->emplace(std::move(e));
       throw std::runtime_error("basin: the estimator '" + name_ + "' raised in " + what + ": " + msg);
@@ -175,6 +188,48 @@ class PyEstimator final : public basin::Estimator {
       throw std::runtime_error("basin: the estimator '" + name_ + "': " + what + " returned " + e.what());
     }
   }
+  // A time bound on one call of the estimator's Python code, which runs on the calling
+  // thread with the GIL: past it, a thread of its own raises TimeoutError in that code
+  // (PyThreadState_SetAsyncExc, delivered between two bytecodes). It acts only under the
+  // GIL and only while the call runs (done is set before the GIL is let go), so it never
+  // reaches code after the call.
+  class Watchdog {
+   public:
+    explicit Watchdog(int seconds) : target_(PyThread_get_thread_ident()) {
+      thread_ = std::thread([this, seconds] {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return done_; })) return;
+        lock.unlock();
+        py::gil_scoped_acquire gil;
+        lock.lock();
+        if (done_) return;
+        fired_ = true;
+        PyThreadState_SetAsyncExc(target_, PyExc_TimeoutError);
+      });
+    }
+    ~Watchdog() {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_ = true;
+        // (A TimeoutError raised as the call returned, not yet delivered, is taken back.)
+        if (fired_) PyThreadState_SetAsyncExc(target_, nullptr);
+      }
+      cv_.notify_all();
+      py::gil_scoped_release release;  // the watchdog may be waiting for the GIL
+      thread_.join();
+    }
+    bool fired() {
+      std::lock_guard<std::mutex> lock(mu_);
+      return fired_;
+    }
+
+   private:
+    unsigned long target_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false, fired_ = false;
+    std::thread thread_;
+  };
   py::object bridge_;
   Pending* pending_;
   std::string name_;

@@ -4,6 +4,7 @@ its own gradient, one estimator shared by a network's tasks, and the bad ones, e
 refused with one clear exception."""
 
 import sqlite3
+import time
 
 import numpy as np
 import pytest
@@ -150,6 +151,29 @@ def test_the_estimators_exception_is_raised_as_it_was_and_the_records_kept(tmp_p
     assert kept > 0
     r = basin.tune_op(**OP, records=db, trials=kept + 4, strategy="random", progress=False)
     assert r.resumed == kept and r.measured == 4
+
+
+class NeverReturns(NumpyLinear):
+    """Ready from the start; its predict never returns."""
+
+    def ready(self):
+        return True
+
+    def predict(self, features):
+        while True:
+            pass
+
+
+def test_an_estimator_that_never_returns_is_given_up_in_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("BASIN_PLUGIN_TIMEOUT", "2")
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not return from predict within 2 s"):
+        basin.tune_op(**OP, records=tmp_path / "r.db", trials=24, strategy="annealing", estimator=NeverReturns(),
+                      batch=8, progress=False)
+    assert time.monotonic() - start < 60
+    # The package goes on working.
+    r = basin.tune_op(**OP, records=tmp_path / "r.db", trials=4, strategy="random", progress=False)
+    assert r.trials >= 4
 
 
 class WrongCount(NumpyLinear):

@@ -270,4 +270,9 @@ class Network {
 // (the CPU's set) or "cuda" (the GPU's).
 std::vector<std::string> feature_names(const std::string& target = "llvm");
 
+// The seconds one call of a plug-in (a TorchScript estimator's forward, a Python
+// estimator's predict, gradient or update) may take before the run gives it up:
+// BASIN_PLUGIN_TIMEOUT, a whole number from 1 to 86400, 120 when unset.
+int plugin_call_bound_seconds();
+
 }  // namespace basin
