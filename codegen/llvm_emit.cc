@@ -663,10 +663,11 @@ class Emitter {
       case MathFn::pow:
         return intrinsic(llvm::Intrinsic::pow);
       case MathFn::sigmoid: {
-        // e^-x clamped is enough: beyond the clamp 1 / (1 + e^-x) rounds to 0 or 1 anyway.
+        // e^-x infinite past the clamp, so that the sigmoid of a large negative x (and of
+        // -inf) is 0, not the 2.9e-39 that e^-x clamped at its largest finite value gives.
         llvm::Value* minus = b_.CreateFNeg(a[0]);
         if (!f32) return b_.CreateFDiv(one, b_.CreateFAdd(one, call_intrinsic(llvm::Intrinsic::exp, ty, {minus})));
-        return keep_nan(a[0], b_.CreateFDiv(one, b_.CreateFAdd(one, exp_clamped(minus))));
+        return keep_nan(a[0], b_.CreateFDiv(one, b_.CreateFAdd(one, fast_exp(minus))));
       }
       case MathFn::tanh:
         return f32 ? fast_tanh(a[0]) : libm("tanh");

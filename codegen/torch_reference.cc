@@ -224,6 +224,16 @@ const std::map<std::string, Fn>& references() {
       // above about 5.7e37, where the product is finite.
       {"hardswish", unary([](const TT& x) { return x * torch::hardsigmoid(x); })},
       {"hardsigmoid", unary([](const TT& x) { return torch::hardsigmoid(x); })},
+      {"floor", unary([](const TT& x) { return torch::floor(x); })},
+      {"ceil", unary([](const TT& x) { return torch::ceil(x); })},
+      {"sign", unary([](const TT& x) { return torch::sign(x); })},
+      {"softplus", unary([](const TT& x) { return torch::softplus(x, 1, 1e30); })},  // (no linear threshold)
+      {"elu", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(torch::where(in[0] > 0, in[0], a.f("alpha") * torch::expm1(in[0])));
+       }},
+      {"selu", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         return one(a.f("gamma") * torch::where(in[0] > 0, in[0], a.f("alpha") * torch::expm1(in[0])));
+       }},
       {"exp", unary([](const TT& x) { return torch::exp(x); })},
       {"log", unary([](const TT& x) { return torch::log(x); })},
       {"sqrt", unary([](const TT& x) { return torch::sqrt(x); })},

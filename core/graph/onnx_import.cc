@@ -959,7 +959,15 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
       {"Pow", binary("pow")}, {"Max", binary("maximum")}, {"Min", binary("minimum")}, {"Sum", binary("add")},
       {"Relu", unary("relu")}, {"Sigmoid", unary("sigmoid")}, {"Tanh", unary("tanh")}, {"Exp", unary("exp")},
       {"Log", unary("log")}, {"Sqrt", unary("sqrt")}, {"Erf", unary("erf")}, {"Neg", unary("neg")}, {"Abs", unary("abs")},
-      {"HardSwish", unary("hardswish")},
+      {"HardSwish", unary("hardswish")}, {"Floor", unary("floor")}, {"Ceil", unary("ceil")}, {"Sign", unary("sign")},
+      {"Softplus", unary("softplus")},
+      {"Elu", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "elu", {m.in(n, 0)}, {{"alpha", m.attr_f(n, "alpha", 1.0)}})};
+       }},
+      {"Selu", [](Importer& m, const onnx::NodeProto& n) {
+         return std::vector<int>{m.add(n, "selu", {m.in(n, 0)}, {{"alpha", m.attr_f(n, "alpha", 1.67326319217681884765625)},
+                                                                  {"gamma", m.attr_f(n, "gamma", 1.05070102214813232421875)}})};
+       }},
       {"Reciprocal", [](Importer& m, const onnx::NodeProto& n) {
          return std::vector<int>{m.add(n, "div", {m.scalar(n.name() + ".one", 1.0), m.in(n, 0)})};
        }},

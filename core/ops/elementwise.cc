@@ -50,6 +50,12 @@ const UnaryInfo kUnary[] = {
     {"abs", "|x|", {-3, 3}},
     {"sin", "sine", {-4, 4}},
     {"cos", "cosine", {-4, 4}},
+    {"floor", "the greatest integer not above x", {-4, 4}},
+    {"ceil", "the least integer not below x", {-4, 4}},
+    {"sign", "-1, 0 or 1 by x's sign (NaN stays NaN)", {-3, 3}},
+    {"softplus", "log(1 + e ** x)", {-8, 8}},
+    {"elu", "x if x > 0 else alpha * (e ** x - 1)", {-4, 4}},
+    {"selu", "gamma * (x if x > 0 else alpha * (e ** x - 1))", {-4, 4}},
 };
 
 }  // namespace
@@ -78,6 +84,15 @@ Expr unary_expr(const std::string& op, const Expr& x, double alpha, double beta)
   if (op == "abs") return t.is_int() ? select(lt(x, k(0)), k(0) - x, x) : call(MathFn::fabs, {x});
   if (op == "sin") return call(MathFn::sin, {x});
   if (op == "cos") return call(MathFn::cos, {x});
+  if (op == "floor") return call(MathFn::floor, {x});
+  if (op == "ceil") return call(MathFn::ceil, {x});
+  if (op == "sign") return select(gt(x, k(0)), k(1), select(lt(x, k(0)), k(-1), x));
+  // max(x, 0) + log(1 + e ** -|x|): no overflow for large x.
+  if (op == "softplus")
+    return max(x, k(0)) + call(MathFn::log, {k(1) + call(MathFn::exp, {k(0) - call(MathFn::fabs, {x})})});
+  // (alpha: the negative side's scale; beta: selu's gamma)
+  if (op == "elu") return select(gt(x, k(0)), x, k(alpha) * (call(MathFn::exp, {x}) - k(1)));
+  if (op == "selu") return k(beta) * select(gt(x, k(0)), x, k(alpha) * (call(MathFn::exp, {x}) - k(1)));
   throw OpError(op, "", "is not a unary operator");
 }
 
@@ -148,6 +163,11 @@ void register_elementwise_ops(std::vector<OpDef>& r) {
       params.push_back(p_float("max", 1.5, "upper bound"));
     }
     if (name == "leaky_relu") params.push_back(p_float("alpha", 0.01, "slope for x < 0"));
+    if (name == "elu") params.push_back(p_float("alpha", 1.0, "scale of the negative side"));
+    if (name == "selu") {
+      params.push_back(p_float("alpha", 1.67326319217681884765625, "scale of the negative side"));
+      params.push_back(p_float("gamma", 1.05070102214813232421875, "overall scale"));
+    }
     r.push_back({name, "elementwise", info.summary, params, [info, name](const Attrs& at) {
                    Check c(name);
                    Tensor x = te::placeholder("x", c.shape(at, "shape"));
@@ -157,9 +177,13 @@ void register_elementwise_ops(std::vector<OpDef>& r) {
                      beta = at.f("max");
                      c.that(std::isfinite(alpha) && std::isfinite(beta), "min", "bounds must be finite");
                    }
-                   if (name == "leaky_relu") {
+                   if (name == "leaky_relu" || name == "elu" || name == "selu") {
                      alpha = at.f("alpha");
                      c.that(std::isfinite(alpha), "alpha", "must be finite");
+                   }
+                   if (name == "selu") {
+                     beta = at.f("gamma");
+                     c.that(std::isfinite(beta), "gamma", "must be finite");
                    }
                    OpGraph g;
                    g.inputs = {x};

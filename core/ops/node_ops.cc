@@ -128,8 +128,9 @@ std::vector<NodeOpDef> make_node_ops() {
     r.push_back(node(n, "elementwise with numpy broadcasting", {}, 2, 2,
                      [n, o](const Attrs&, const std::vector<te::Tensor>& in) { return binary(o, in[0], in[1], n); }));
   }
-  for (const char* name : {"relu", "relu6", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "exp", "log",
-                           "sqrt", "rsqrt", "erf", "neg", "abs", "sin", "cos"}) {
+  for (const char* name :
+       {"relu",  "relu6", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "exp",  "log",     "sqrt",
+        "rsqrt", "erf",   "neg",     "abs",  "sin",  "cos",  "floor",     "ceil",        "sign", "softplus"}) {
     std::string n = name;
     r.push_back(node(n, "elementwise activation", {}, 1, 1,
                      [n](const Attrs&, const std::vector<te::Tensor>& in) { return unary(n, in[0]); }));
@@ -140,6 +141,15 @@ std::vector<NodeOpDef> make_node_ops() {
   r.push_back(
       node("leaky_relu", "x if x >= 0 else alpha * x", {p_float("alpha", 0.01, "negative slope")}, 1, 1,
            [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("leaky_relu", in[0], a.f("alpha")); }));
+  r.push_back(
+      node("elu", "x if x > 0 else alpha * (e ** x - 1)", {p_float("alpha", 1.0, "negative side's scale")}, 1, 1,
+           [](const Attrs& a, const std::vector<te::Tensor>& in) { return unary("elu", in[0], a.f("alpha")); }));
+  r.push_back(node("selu", "gamma * (x if x > 0 else alpha * (e ** x - 1))",
+                   {p_float("alpha", 1.67326319217681884765625, "negative side's scale"),
+                    p_float("gamma", 1.05070102214813232421875, "overall scale")},
+                   1, 1, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return unary("selu", in[0], a.f("alpha"), a.f("gamma"));
+                   }));
   const std::pair<const char*, CompareOp> comparisons[] = {{"equal", CompareOp::Equal},
                                                            {"less", CompareOp::Less},
                                                            {"less_equal", CompareOp::LessEqual},

@@ -22,9 +22,8 @@ import onnxruntime as ort
 ort.set_default_logger_severity(3)  # no warnings about unused initializers
 from onnx import TensorProto, helper, numpy_helper
 
-# The operators basin imports (Sign, Softplus, Elu, Selu, Floor and Ceil it refuses).
-UNARY = ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Erf", "HardSwish", "HardSigmoid", "LeakyRelu", "Sqrt",
-         "Reciprocal", "IsNaN"]
+UNARY = ["Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Exp", "Softplus", "Erf", "Floor", "Ceil", "Sign", "HardSwish",
+         "HardSigmoid", "Elu", "Selu", "LeakyRelu", "Sqrt", "Reciprocal", "IsNaN"]
 BINARY = ["Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"]
 
 
@@ -56,7 +55,7 @@ class Draw:
                 self.nodes.append(helper.make_node("IsNaN", [x], [b]))
                 self.nodes.append(helper.make_node("Cast", [b], [y], to=TensorProto.FLOAT))
             else:
-                attrs = {"alpha": float(r.uniform(0.01, 0.5))} if op == "LeakyRelu" else {}
+                attrs = {"alpha": float(r.uniform(0.01, 0.5))} if op in ("LeakyRelu", "Elu") else {}
                 self.nodes.append(helper.make_node(op, [x], [y], **attrs))
             return y, shape
         if kind == "binary":

@@ -222,8 +222,9 @@ inline std::vector<Case> good_cases() {
     c.push_back({op, "a_shape=5,7 b_shape=5,7"});
     c.push_back({op, "a_shape=1 b_shape=4,1,3"});
   }
-  for (const char* op : {"relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish",
-                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "sin", "cos"}) {
+  for (const char* op : {"relu",        "relu6", "clip", "leaky_relu", "sigmoid",  "tanh", "gelu", "silu", "hardswish",
+                         "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",    "erf",  "neg",  "abs",  "sin",
+                         "cos",         "floor", "ceil", "sign",       "softplus", "elu",  "selu"}) {
     c.push_back({op, ""});
     c.push_back({op, "shape=97"});
     c.push_back({op, "shape=2,1,3,5"});
@@ -282,6 +283,8 @@ inline std::vector<BadCase> bad_cases() {
       {"global_max_pool2d", "channels=-1", "channels"},
       {"clip", "min=2 max=1", "min"},
       {"leaky_relu", "alpha=nan", "alpha"},
+      {"elu", "alpha=inf", "alpha"},
+      {"selu", "gamma=nan", "gamma"},
       {"batch_norm", "epsilon=0", "epsilon"},
       {"batch_norm", "shape=5", "shape"},
       {"softmax", "axis=5", "axis"},
@@ -336,8 +339,9 @@ inline std::vector<BadCase> bad_cases() {
   c.push_back({"where", "cond_shape=2,3 x_shape=4", "shape"});
   c.push_back({"mod", "fmod=2", "fmod"});
   c.push_back({"cast", "to=float16", "to"});
-  for (const char* op : {"relu", "relu6", "clip", "leaky_relu", "sigmoid", "tanh", "gelu", "silu", "hardswish",
-                         "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "erf", "neg", "abs", "sin", "cos"})
+  for (const char* op : {"relu",        "relu6", "clip", "leaky_relu", "sigmoid",  "tanh", "gelu", "silu", "hardswish",
+                         "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",    "erf",  "neg",  "abs",  "sin",
+                         "cos",         "floor", "ceil", "sign",       "softplus", "elu",  "selu"})
     c.push_back({op, "shape=3,0", "shape"});
   return c;
 }
