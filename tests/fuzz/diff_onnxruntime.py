@@ -1,5 +1,6 @@
 """Differential fuzzing against ONNX Runtime: random small ONNX graphs (a seeded draw of
-chains of elementwise, broadcast, reduction, softmax, layout and matrix operators, on
+chains of elementwise, broadcast, reduction, softmax, layout, slicing, gathering, padding,
+concatenation, selection and matrix operators, convolutions and pooling on images, on
 inputs that hold NaN and infinities now and then) are run by `basin run` and by ONNX
 Runtime on the same inputs; the outputs must agree (NaN where ONNX Runtime has NaN,
 else within float32 tolerance) or basin must refuse the model with one clear line.
@@ -45,9 +46,76 @@ class Draw:
     def step(self, x, shape):
         """One operator on x (of `shape`): its output and shape."""
         r = self.rng
-        kind = r.choice(["unary", "binary", "clip", "reduce", "softmax", "transpose", "matmul", "reshape"],
-                        p=[0.3, 0.2, 0.08, 0.1, 0.08, 0.08, 0.08, 0.08])
+        kinds = ["unary", "binary", "clip", "reduce", "softmax", "transpose", "matmul", "reshape", "concat", "slice",
+                 "gather", "pad", "where"]
+        weights = [0.2, 0.14, 0.05, 0.08, 0.06, 0.06, 0.06, 0.06, 0.06, 0.06, 0.05, 0.06, 0.06]
+        if len(shape) == 4:  # images: convolutions and pooling too
+            kinds += ["conv", "pool"]
+            weights += [0.2, 0.1]
+        weights = np.array(weights) / np.sum(weights)
+        kind = r.choice(kinds, p=weights)
         y = self.name("v")
+        if kind == "conv":
+            n, c, h, w = shape
+            k = int(r.integers(1, min(h, w, 3) + 1))
+            cout, stride, pad = int(r.integers(1, 5)), int(r.integers(1, 3)), int(r.integers(0, k))
+            weight = self.const([cout, c, k, k])
+            ins = [x, weight] + ([self.const([cout])] if r.random() < 0.5 else [])
+            self.nodes.append(helper.make_node("Conv", ins, [y], kernel_shape=[k, k], strides=[stride, stride],
+                                               pads=[pad] * 4))
+            return y, [n, cout, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1]
+        if kind == "pool":
+            n, c, h, w = shape
+            k = int(r.integers(1, min(h, w, 3) + 1))
+            stride = int(r.integers(1, 3))
+            op = str(r.choice(["MaxPool", "AveragePool"]))
+            self.nodes.append(helper.make_node(op, [x], [y], kernel_shape=[k, k], strides=[stride, stride]))
+            return y, [n, c, (h - k) // stride + 1, (w - k) // stride + 1]
+        if kind == "concat":
+            ax = int(r.integers(0, len(shape)))
+            other = self.const(shape) if r.random() < 0.5 else x
+            self.nodes.append(helper.make_node("Concat", [x, other], [y], axis=ax - len(shape) * int(r.random() < .5)))
+            s = list(shape)
+            s[ax] *= 2
+            return y, s
+        if kind == "slice":
+            ax = int(r.integers(0, len(shape)))
+            d = shape[ax]
+            step = int(r.choice([1, 1, 2, -1]))
+            if step > 0:
+                start, end = int(r.integers(-d, d)), int(r.integers(-d, d + 2))
+            else:
+                start, end = int(r.integers(-1, d)), int(r.integers(-d - 1, 0))
+            rng_ = range(*slice(start, end, step).indices(d))
+            if len(rng_) == 0:
+                self.nodes.append(helper.make_node("Relu", [x], [y]))
+                return y, shape
+            names = [self.name(v) for v in ("st", "en", "ax", "sp")]
+            for nm, v in zip(names, (start, end, ax, step)):
+                self.inits.append(numpy_helper.from_array(np.array([v], np.int64), nm))
+            self.nodes.append(helper.make_node("Slice", [x] + names, [y]))
+            s = list(shape)
+            s[ax] = len(rng_)
+            return y, s
+        if kind == "gather":
+            ax = int(r.integers(0, len(shape)))
+            d = shape[ax]
+            idx = r.integers(-d, d, int(r.integers(1, 4))).astype(np.int64)
+            t = self.name("idx")
+            self.inits.append(numpy_helper.from_array(idx, t))
+            self.nodes.append(helper.make_node("Gather", [x, t], [y], axis=ax))
+            return y, shape[:ax] + [len(idx)] + shape[ax + 1:]
+        if kind == "pad":
+            pads = [int(v) for v in r.integers(0, 3, 2 * len(shape))]
+            t = self.name("pads")
+            self.inits.append(numpy_helper.from_array(np.array(pads, np.int64), t))
+            self.nodes.append(helper.make_node("Pad", [x, t], [y], mode="constant"))
+            return y, [d + pads[i] + pads[i + len(shape)] for i, d in enumerate(shape)]
+        if kind == "where":
+            c, b = self.name("cond"), self.const(shape[-1:])
+            self.nodes.append(helper.make_node("Greater", [x, b], [c]))
+            self.nodes.append(helper.make_node("Where", [c, x, self.const(shape)], [y]))
+            return y, shape
         if kind == "unary":
             op = str(r.choice(UNARY))
             if op == "IsNaN":  # a bool, back to float
@@ -109,8 +177,11 @@ class Draw:
 
 
 def make_case(rng):
-    rank = int(rng.integers(1, 4))
+    rank = int(rng.integers(1, 5))
     shape = [int(d) for d in rng.integers(1, 6, rank)]
+    if rank == 4:
+        shape[0] = 1
+        shape[2:] = [int(d) for d in rng.integers(3, 8, 2)]
     d = Draw(rng)
     x, s = "x", shape
     for _ in range(int(rng.integers(1, 7))):
