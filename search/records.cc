@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <functional>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -186,6 +185,27 @@ struct RecordStore::Db {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st.s, nullptr) != SQLITE_OK) fail("preparing a query");
     return st;
   }
+  // `sql` prepared with `texts` bound to its first parameters.
+  Stmt prepare(const std::string& sql, std::initializer_list<const std::string*> texts) const {
+    Stmt st = prepare(sql);
+    int i = 0;
+    for (const std::string* t : texts) sqlite3_bind_text(st.s, ++i, t->c_str(), -1, SQLITE_TRANSIENT);
+    return st;
+  }
+  // `body` in one transaction that takes the write lock at once (waiting as every
+  // write does): what it reads cannot change before it writes.
+  template <typename F>
+  auto immediately(F body) const {
+    exec("BEGIN IMMEDIATE");
+    try {
+      auto out = body();
+      exec("COMMIT");
+      return out;
+    } catch (...) {
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
 
   static Record row(sqlite3_stmt* s) {
     auto text = [&](int c) { return column_text(s, c); };
@@ -244,6 +264,16 @@ static std::string folder_of(const std::string& path) {
   return d.empty() ? "." : d;
 }
 
+// The machine's network name: a process id means something only there.
+static std::string this_node() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "";
+  std::string out;
+  for (const char* c = name; *c; ++c)
+    if (std::isalnum(static_cast<unsigned char>(*c)) || *c == '.' || *c == '-' || *c == '_') out += *c;
+  return out;
+}
+
 RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_unique<Db>()) {
   db_->path = path;
   struct stat before;
@@ -254,13 +284,13 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
   if (!path.empty() && exists && S_ISREG(before.st_mode) && ::access(path.c_str(), W_OK) != 0)
     throw Error("records file '" + path +
                 "' is read-only: this command adds records to it (make it writable, or give another file)");
+  const std::string folder = folder_of(path);
   if (!path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0 &&
-      ::access(folder_of(path).c_str(), W_OK | X_OK) != 0 && (!exists || S_ISREG(before.st_mode)))
-    throw Error(exists ? "records file '" + path + "' is in a folder this process cannot write ('" + folder_of(path) +
+      ::access(folder.c_str(), W_OK | X_OK) != 0 && (!exists || S_ISREG(before.st_mode)))
+    throw Error(exists ? "records file '" + path + "' is in a folder this process cannot write ('" + folder +
                              "'): SQLite keeps its journal beside the file"
-                       : "cannot create records file '" + path + "': its folder '" + folder_of(path) +
-                             "' is not writable" +
-                             (std::filesystem::is_directory(folder_of(path)) ? "" : " (or does not exist)"));
+                       : "cannot create records file '" + path + "': its folder '" + folder + "' is not writable" +
+                             (std::filesystem::is_directory(folder) ? "" : " (or does not exist)"));
   db_->open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   try {
     // A file that holds data must be basin's before anything is changed in it (the
@@ -371,52 +401,32 @@ RecordStore::RecordStore(const std::string& path, ReadOnly) : path_(path), db_(s
 
 RecordStore::~RecordStore() {
   if (!db_ || !db_->db) return;
-  if (claimed_) {  // this process's claims of programs it did not measure
-    const std::string sql =
-        "DELETE FROM claims WHERE node = '" + this_node() + "' AND pid = " + std::to_string(::getpid());
-    sqlite3_exec(db_->db, sql.c_str(), nullptr, nullptr, nullptr);
+  if (claimed_) {  // this process's claims of programs it did not measure (best effort)
+    try {
+      const std::string node = this_node();
+      Db::Stmt del = db_->prepare("DELETE FROM claims WHERE node = ? AND pid = ?", {&node});
+      sqlite3_bind_int64(del.s, 2, ::getpid());
+      sqlite3_step(del.s);
+    } catch (const Error&) {
+    }
   }
   sqlite3_close(db_->db);
 }
 
-// The machine's network name: a process id means something only there.
-std::string RecordStore::this_node() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "";
-  std::string s(name);
-  std::string out;
-  for (char c : s)
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') out += c;
-  return out;
-}
-
-// One transaction that takes the write lock at once (waiting as every write does):
-// what `body` reads cannot change before it writes.
-template <typename F>
-static auto immediately(sqlite3* db, const std::function<void(const char*)>& exec, F body) {
-  exec("BEGIN IMMEDIATE");
-  try {
-    auto out = body();
-    exec("COMMIT");
-    return out;
-  } catch (...) {
-    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-}
+// The WHERE clause of one program's claim, its four parameters the program's columns.
+static constexpr char kClaimOfProgram[] =
+    " FROM claims WHERE task_key = ? AND target = ? AND sketch = ? AND config = ?";
 
 int64_t RecordStore::add_new(const std::vector<Record>& rs) {
-  return immediately(
-      db_->db, [&](const char* sql) { db_->exec(sql); },
-      [&] {
-        int64_t added = 0;
-        for (const Record& r : rs)
-          if (!contains(r.task_key, r.target, r.sketch, r.config, r.host, r.codegen)) {
-            add(r);
-            ++added;
-          }
-        return added;
-      });
+  return db_->immediately([&] {
+    int64_t added = 0;
+    for (const Record& r : rs)
+      if (!contains(r.task_key, r.target, r.sketch, r.config, r.host, r.codegen)) {
+        add(r);
+        ++added;
+      }
+    return added;
+  });
 }
 
 bool RecordStore::claim(const std::string& task_key, const std::string& target, const std::string& sketch,
@@ -424,40 +434,33 @@ bool RecordStore::claim(const std::string& task_key, const std::string& target, 
   const std::string node = this_node();
   const int64_t pid = ::getpid();
   const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return immediately(
-      db_->db, [&](const char* sql) { db_->exec(sql); },
-      [&] {
-        if (contains(task_key, target, sketch, config, host, codegen)) return false;
-        {
-          Db::Stmt q = db_->prepare(
-              "SELECT node, pid, claimed_at FROM claims WHERE task_key = ? AND target = ? AND sketch = ? AND config = "
-              "?");
-          const std::string* args[] = {&task_key, &target, &sketch, &config};
-          for (int i = 0; i < 4; ++i) sqlite3_bind_text(q.s, i + 1, args[i]->c_str(), -1, SQLITE_TRANSIENT);
-          if (sqlite3_step(q.s) == SQLITE_ROW) {
-            const std::string other = column_text(q.s, 0);
-            const int64_t other_pid = sqlite3_column_int64(q.s, 1);
-            const double at = sqlite3_column_double(q.s, 2);
-            const bool mine = other == node && other_pid == pid;
-            // Alive: on this machine, a process of that id (kill 0 tells, EPERM included);
-            // elsewhere, as long as the claim is young.
-            const bool alive = other == node
-                                   ? other_pid > 0 && (::kill(static_cast<pid_t>(other_pid), 0) == 0 || errno == EPERM)
-                                   : true;
-            if (!mine && alive && now - at < 6 * 3600) return false;
-          }
-        }
-        Db::Stmt ins = db_->prepare(
-            "INSERT OR REPLACE INTO claims (task_key, target, sketch, config, node, pid, claimed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)");
-        const std::string* args[] = {&task_key, &target, &sketch, &config, &node};
-        for (int i = 0; i < 5; ++i) sqlite3_bind_text(ins.s, i + 1, args[i]->c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(ins.s, 6, pid);
-        sqlite3_bind_double(ins.s, 7, now);
-        if (sqlite3_step(ins.s) != SQLITE_DONE) db_->fail("claiming a program");
-        claimed_ = true;
-        return true;
-      });
+  return db_->immediately([&] {
+    if (contains(task_key, target, sketch, config, host, codegen)) return false;
+    {
+      Db::Stmt q = db_->prepare(std::string("SELECT node, pid, claimed_at") + kClaimOfProgram,
+                                {&task_key, &target, &sketch, &config});
+      if (sqlite3_step(q.s) == SQLITE_ROW) {
+        const std::string other = column_text(q.s, 0);
+        const int64_t other_pid = sqlite3_column_int64(q.s, 1);
+        const double at = sqlite3_column_double(q.s, 2);
+        const bool mine = other == node && other_pid == pid;
+        // Alive: on this machine, a process of that id (kill 0 tells, EPERM included);
+        // elsewhere, as long as the claim is young.
+        const bool alive =
+            other == node ? other_pid > 0 && (::kill(static_cast<pid_t>(other_pid), 0) == 0 || errno == EPERM) : true;
+        if (!mine && alive && now - at < 6 * 3600) return false;
+      }
+    }
+    Db::Stmt ins = db_->prepare(
+        "INSERT OR REPLACE INTO claims (task_key, target, sketch, config, node, pid, claimed_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        {&task_key, &target, &sketch, &config, &node});
+    sqlite3_bind_int64(ins.s, 6, pid);
+    sqlite3_bind_double(ins.s, 7, now);
+    if (sqlite3_step(ins.s) != SQLITE_DONE) db_->fail("claiming a program");
+    claimed_ = true;
+    return true;
+  });
 }
 
 int64_t RecordStore::add(const Record& r) {
@@ -495,9 +498,8 @@ int64_t RecordStore::add(const Record& r) {
   if (sqlite3_step(st.s) != SQLITE_DONE) db_->fail("adding a record");
   const int64_t id = sqlite3_last_insert_rowid(db_->db);
   if (claimed_) {  // the claim, if this process made one, is done
-    Db::Stmt del = db_->prepare("DELETE FROM claims WHERE task_key = ? AND target = ? AND sketch = ? AND config = ?");
-    const std::string* args[] = {&r.task_key, &r.target, &r.sketch, &r.config};
-    for (int i = 0; i < 4; ++i) sqlite3_bind_text(del.s, i + 1, args[i]->c_str(), -1, SQLITE_TRANSIENT);
+    Db::Stmt del =
+        db_->prepare(std::string("DELETE") + kClaimOfProgram, {&r.task_key, &r.target, &r.sketch, &r.config});
     if (sqlite3_step(del.s) != SQLITE_DONE) db_->fail("ending a claim");
   }
   return id;

@@ -141,7 +141,6 @@ class RecordStore {
 
  private:
   struct Db;
-  static std::string this_node();
   std::string path_;
   std::unique_ptr<Db> db_;
   bool claimed_ = false;  // this process claimed programs (claim())

@@ -229,7 +229,7 @@ struct TaskTuner::Impl {
     prepare(ahead);
     for (int k = 0; k < times; ++k) {
       // Every program measured at least once, then no measurement past the time budget.
-      if (k > 0 && opt.budget_seconds > 0 && clock() >= opt.budget_seconds) break;
+      if (k > 0 && budget_spent()) break;
       for (size_t j = 0; j < which.size(); ++j)
         if (std::optional<double> t = measure_again(which[j])) window[j].push_back(*t);
     }
@@ -358,8 +358,9 @@ struct TaskTuner::Impl {
     if (opt.stop_at_us > 0 && res.best_latency_us > 0 && res.best_latency_us <= opt.stop_at_us &&
         (opt.confirm <= 0 || res.best->confirm_us.size() >= 2 * static_cast<size_t>(opt.confirm)))
       return true;
-    return opt.budget_seconds > 0 && clock() >= opt.budget_seconds;
+    return budget_spent();
   }
+  bool budget_spent() const { return opt.budget_seconds > 0 && clock() >= opt.budget_seconds; }
 };
 
 codegen::MeasureOptions measure_options(const TuneOptions& opt) {
@@ -523,6 +524,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   // budget stops it: the rest go to `unmeasured`.
   std::vector<size_t> unmeasured;
   bool contested = false;  // a shared round holds its contest on the way
+  const std::string here = machine_description(opt.target), generation = codegen::codegen_version(opt.target);
   auto measure_here = [&](const std::vector<size_t>& which, const std::function<void()>& between) {
     constexpr size_t kPrepareSlice = 16;
     size_t prepared = 0;
@@ -539,14 +541,13 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
       }
       const Candidate& c = batch[which[k]];
       // Another process tuning this file measures (or has measured) it: not twice.
-      if (!m.store.claim(res.task_key, opt.target, m.space.sketches()[c.sketch].name, c.json,
-                         machine_description(opt.target), codegen::codegen_version(opt.target))) {
+      if (!m.store.claim(res.task_key, opt.target, m.space.sketches()[c.sketch].name, c.json, here, generation)) {
         ++res.left_to_others;
         continue;
       }
       const double started = epoch_seconds();
       codegen::MeasureResult mr = m.measure(c, m.slow_us());
-      take(c, mr, machine_description(opt.target), codegen::codegen_version(opt.target), started, epoch_seconds());
+      take(c, mr, here, generation, started, epoch_seconds());
       if (between) between();
     }
   };

@@ -70,6 +70,17 @@ void check_conv_pool_ranks(onnx::InferenceContext& ctx, const std::string& op) {
   }
 }
 
+// Opset 18's Split into `parts` without sizes: parts of ceil(extent / parts), the last
+// one what is left; empty where that leaves a part empty or negative.
+std::vector<int64_t> uneven_split(int64_t extent, int64_t parts) {
+  if (parts < 1) return {};
+  const int64_t chunk = (extent + parts - 1) / parts;
+  if (parts > 1 && chunk * (parts - 1) >= extent) return {};
+  std::vector<int64_t> sizes;
+  for (int64_t p = 0; p < parts; ++p) sizes.push_back(std::min(chunk, extent - chunk * p));
+  return sizes;
+}
+
 void guard_conv_pool_inference() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -102,19 +113,18 @@ void guard_conv_pool_inference() {
           const int64_t rank = shape.dim_size(), parts = static_cast<int64_t>(ctx.getNumOutputs());
           int64_t axis = ax ? ax->i() : 0;
           if (axis < 0) axis += rank;
-          if (axis >= 0 && axis < rank && shape.dim(static_cast<int>(axis)).has_dim_value() && parts > 0 &&
-              num->i() == parts) {
-            const int64_t extent = shape.dim(static_cast<int>(axis)).dim_value(), chunk = (extent + parts - 1) / parts;
-            if (chunk * (parts - 1) < extent || parts == 1) {
-              for (size_t i = 0; i < ctx.getNumOutputs(); ++i) {
-                onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
-                onnx::TensorShapeProto* out = ctx.getOutputType(i)->mutable_tensor_type()->mutable_shape();
-                *out = shape;
-                out->mutable_dim(static_cast<int>(axis))
-                    ->set_dim_value(std::min(chunk, extent - chunk * static_cast<int64_t>(i)));
-              }
-              return;
+          const std::vector<int64_t> sizes =
+              axis >= 0 && axis < rank && shape.dim(static_cast<int>(axis)).has_dim_value() && num->i() == parts
+                  ? uneven_split(shape.dim(static_cast<int>(axis)).dim_value(), parts)
+                  : std::vector<int64_t>();
+          if (!sizes.empty()) {
+            for (size_t i = 0; i < ctx.getNumOutputs(); ++i) {
+              onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
+              onnx::TensorShapeProto* out = ctx.getOutputType(i)->mutable_tensor_type()->mutable_shape();
+              *out = shape;
+              out->mutable_dim(static_cast<int>(axis))->set_dim_value(sizes[i]);
             }
+            return;
           }
         }
         if (inner) inner(ctx);
@@ -627,11 +637,10 @@ std::vector<int> Importer::split(const onnx::NodeProto& n) {
       if (num != parts)
         fail(node_desc(n) + ": num_outputs is " + std::to_string(num) + " but the node has " + std::to_string(parts) +
              " outputs");
-      const int64_t chunk = (s[ax] + parts - 1) / parts;
-      if (chunk * (parts - 1) >= s[ax] && parts > 1)
+      sizes = uneven_split(s[ax], parts);
+      if (sizes.empty())
         fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts) +
-             " parts of " + std::to_string(chunk) + " and a smaller last one");
-      for (int p = 0; p < parts; ++p) sizes.push_back(std::min(chunk, s[ax] - chunk * p));
+             " parts of the same size and a smaller last one");
     } else {
       if (s[ax] % parts)
         fail(node_desc(n) + ": axis extent " + std::to_string(s[ax]) + " does not split into " + std::to_string(parts));

@@ -300,8 +300,9 @@ const Hardware& this_hardware() {
   std::call_once(once, [] {
     const std::string host = this_host().describe();
     try {
+      const std::string path = hardware_cache_path();
       std::ifstream f;
-      if (regular_file(hardware_cache_path())) f.open(hardware_cache_path());
+      if (regular_file(path)) f.open(path);
       if (f) {
         std::stringstream text;
         text << f.rdbuf();

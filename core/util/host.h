@@ -74,8 +74,8 @@ int blocked_layout_setting();
 // (unset, or "auto"), 0 for none ("off"), 2 or 4 for every one that can, with that m;
 // -1 for anything else (check_settings refuses it).
 int winograd_setting();
-// BASIN_PLUGIN_TIMEOUT: the seconds one call of a plug-in loaded from a file (a
-// TorchScript estimator's forward) may take before it is given up as stuck; a whole
+// BASIN_PLUGIN_TIMEOUT: the seconds one call of a plug-in (a TorchScript estimator's
+// forward, a Python estimator's method) may take before it is given up as stuck; a whole
 // number from 1 to 86400, 120 when unset (check_settings refuses anything else).
 int plugin_timeout_seconds();
 // The size of the CPU's last-level cache (the largest level sysfs lists for CPU 0),
