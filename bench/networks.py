@@ -19,6 +19,13 @@ compiled model and printed: bf16 on AVX512-BF16 CPUs); PyTorch eager and torch.c
 run under `torch.autocast("cpu", dtype=torch.bfloat16)`; ONNX Runtime has no bfloat16
 CPU path and runs float32. Each peer's precision is in results.json and the table.
 
+--precision int8 compares what users deploy after quantizing: the exported model goes
+through ONNX Runtime's `quantize_static` (QDQ format, its default int8 types, per-channel
+weights, min-max calibration on --calibration-inputs seeded inputs), and ONNX Runtime,
+OpenVINO (its default precision) and basin (tuned on it) all run that one QDQ file;
+PyTorch has no path for it and is left out. Accuracy is against PyTorch eager in float32,
+as for every precision.
+
 Accuracy: besides the timing input, --accuracy-inputs further inputs (random, seeded;
 none for a model with integer inputs, whose exported graphs specialise on the example's
 token ids) run through every runtime; results.json and the
@@ -38,7 +45,8 @@ Run with the peers' Python (bench/peers/setup.sh):
 
     .cache/peers/bin/python bench/networks.py [--models resnet18,mobilenet_v2,...] [--budget 4m]
         [--segments 30s,1m,2m,4m] [--threads 2] [--repeat 30] [--rounds 5] [--out DIR] [--basin build/bin/basin]
-        [--peers ort,openvino,eager,compile,compile_freezing] [--precision f32|bf16] [--accuracy-inputs 8]
+        [--peers ort,openvino,eager,compile,compile_freezing] [--precision f32|bf16|int8] [--accuracy-inputs 8]
+        [--calibration-inputs 8]
         [--table-from results.json]
 
 --table-from prints the table of an earlier run's results.json and draws its plot to --out.
@@ -133,7 +141,8 @@ def make_peer(peer, model, args, onnx_path, threads, precision):
         feed = dict(zip(names, feeds))
         out = sess.run(None, feed)[0]
         return out, lambda: sess.run(None, feed), \
-            lambda xs: sess.run(None, {n: x.numpy() for n, x in zip(names, xs)})[0], "f32"
+            lambda xs: sess.run(None, {n: x.numpy() for n, x in zip(names, xs)})[0], \
+            "int8" if precision == "int8" else "f32"
     if peer == "openvino":
         import openvino as ov
         core = ov.Core()
@@ -144,6 +153,8 @@ def make_peer(peer, model, args, onnx_path, threads, precision):
         hint = str(cm.get_property("INFERENCE_PRECISION_HINT")).lower()  # "<type: 'bfloat16'>", "f32"
         prec = "bf16" if "bf" in hint else "f16" if ("f16" in hint or "float16" in hint) else \
             "f32" if ("f32" in hint or "float32" in hint) else hint
+        if precision == "int8":  # the QDQ model's quantized operators run in int8, the rest at `prec`
+            prec = "int8+" + prec
         req = cm.create_infer_request()
         out = req.infer(feeds)[cm.output(0)]
         return np.asarray(out), lambda: req.infer(feeds), \
@@ -162,6 +173,28 @@ def make_peer(peer, model, args, onnx_path, threads, precision):
             return f(*xs).float().detach().numpy()
     out = infer(args)
     return out, lambda: infer(args), infer, precision
+
+
+def quantize_qdq(onnx_path, args, count):
+    """ONNX Runtime's static quantization of the model (QDQ, per-channel weights, min-max
+    calibration on `count` seeded inputs like `args`; integer inputs calibrate on the
+    example itself) beside it as NAME.qdq.onnx."""
+    import torch
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    names = [f"in{i}" for i in range(len(args))]
+    sets = [args] if any(not a.dtype.is_floating_point for a in args) else [
+        tuple(torch.randn(a.shape, generator=torch.Generator().manual_seed(2000 + k), dtype=a.dtype) for a in args)
+        for k in range(count)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{n: x.numpy() for n, x in zip(names, xs)} for xs in sets])
+
+        def get_next(self):
+            return next(self.it, None)
+    out = onnx_path[:-len(".onnx")] + ".qdq.onnx"
+    quantize_static(onnx_path, out, Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
+    return out
 
 
 def rows_top1(got, ref):
@@ -358,6 +391,7 @@ def accuracy_table(results):
     for r in results:
         c = r.get("basin_tuned", {})
         prec = "f32" if not c.get("bf16_kernels") else f"bf16 ({c['bf16_kernels']} of {c['kernels']} kernels)"
+        prec = r.get("basin_precision", prec)
         row(r["model"], "basin", prec, r.get("basin_accuracy"))
         for p, v in r.get("peers", {}).items():
             row(r["model"], p, v.get("precision", "-"), v.get("accuracy"))
@@ -376,13 +410,22 @@ def main():
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--out", default="bench-results/networks")
     ap.add_argument("--basin", default=os.path.join(ROOT, "build", "bin", "basin"))
-    ap.add_argument("--precision", default="f32", choices=["f32", "bf16"],
-                    help="bf16: basin --precision bf16, OpenVINO at its default, PyTorch under bf16 autocast")
+    ap.add_argument("--precision", default="f32", choices=["f32", "bf16", "int8"],
+                    help="bf16: basin --precision bf16, OpenVINO at its default, PyTorch under bf16 autocast; "
+                         "int8: every runtime on ONNX Runtime's quantize_static QDQ model")
+    ap.add_argument("--calibration-inputs", type=int, default=8, help="int8: the calibration inputs")
     ap.add_argument("--accuracy-inputs", type=int, default=8, help="further inputs of the accuracy check (0: none)")
     ap.add_argument("--table-from", metavar="RESULTS_JSON")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     peers = [p for p in a.peers.split(",") if p]
+    if a.precision == "int8":
+        dropped = [p for p in peers if p not in ("ort", "openvino")]
+        peers = [p for p in peers if p in ("ort", "openvino")]
+        if dropped:
+            print(f"int8: {', '.join(dropped)} have no path for a QDQ model and are left out", flush=True)
+    # basin's --precision: the QDQ model is int8 by its own operators.
+    basin_precision = "f32" if a.precision == "int8" else a.precision
     if a.table_from:
         with open(a.table_from) as f:
             results = json.load(f)["results"]
@@ -440,6 +483,15 @@ def main():
                 results.append(r)
                 print(f"  export failed: {r['error']}", flush=True)
                 continue
+        if a.precision == "int8":
+            r["basin_precision"] = "int8 (the QDQ model)"
+            try:
+                onnx_path = quantize_qdq(onnx_path, args, a.calibration_inputs)
+            except Exception as e:
+                r["error"] = "quantize_static: " + (type(e).__name__ + ": " + str(e))[:300]
+                results.append(r)
+                print(f"  {r['error']}", flush=True)
+                continue
         sets = accuracy_inputs(args, a.accuracy_inputs)
         with torch.no_grad():
             refs = [ref] + [model(*xs).detach().numpy() for xs in sets]
@@ -455,7 +507,7 @@ def main():
                 r.setdefault("peers", {})[p] = {"error": (type(e).__name__ + ": " + str(e))[:300]}
             print(f"  {p}: {r['peers'][p]}", flush=True)
         out_npy = os.path.join(d, "basin.npy")
-        u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy, a.precision)
+        u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy, basin_precision)
         if "ms" in u:
             u["err"] = rel_err(np.load(out_npy), ref)
         r["basin_untuned"] = u
@@ -468,16 +520,16 @@ def main():
         for mark in marks:
             if "error" in u:
                 break
-            wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads, a.precision)
+            wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads, basin_precision)
             spent = mark
-            c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy, a.precision)
+            c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy, basin_precision)
             c["seconds"], c["wall_seconds"], c["tune_rc"] = mark, wall, rc
             if rc not in (0, 4):
                 c["tune_error"] = tail
             if "ms" in c:
                 c["err"] = rel_err(np.load(out_npy), ref)
                 c["compiled"] = os.path.join(d, f"{name}.{mark:.0f}s.basin")
-                compiled = basin_compile(a.basin, onnx_path, records, c["compiled"], a.precision)
+                compiled = basin_compile(a.basin, onnx_path, records, c["compiled"], basin_precision)
                 if "error" in compiled:
                     c.pop("compiled")
                     c["compile_error"] = compiled["error"]
@@ -493,7 +545,7 @@ def main():
             if a.rounds > 0 and "compiled" in curve[-1]:
                 networks = {}
                 untuned = os.path.join(d, f"{name}.untuned.basin")
-                if "error" not in basin_compile(a.basin, onnx_path, None, untuned, a.precision):
+                if "error" not in basin_compile(a.basin, onnx_path, None, untuned, basin_precision):
                     networks["untuned"] = untuned
                 for c in curve:
                     if "compiled" in c:

@@ -679,6 +679,8 @@ class Emitter {
         return intrinsic(llvm::Intrinsic::floor);
       case MathFn::ceil:
         return intrinsic(llvm::Intrinsic::ceil);
+      case MathFn::rint:
+        return intrinsic(llvm::Intrinsic::roundeven);
       case MathFn::sin:
         return libm("sin");
       case MathFn::cos:

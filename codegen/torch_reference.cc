@@ -52,6 +52,15 @@ std::vector<int64_t> per_dim(const ops::Attrs& a, const std::string& name, size_
 
 std::vector<TT> one(TT t) { return {std::move(t)}; }
 
+// A quantization scale or zero point broadcast against x: per tensor as it is, per axis
+// (one value per index of `axis`) as [1, ..., C, ..., 1].
+TT quant_param(const TT& p, const TT& x, int64_t axis) {
+  if (p.numel() == 1) return p.reshape({});
+  std::vector<int64_t> s(static_cast<size_t>(x.dim()), 1);
+  s[static_cast<size_t>(axis < 0 ? axis + x.dim() : axis)] = p.numel();
+  return p.reshape(s);
+}
+
 Fn unary(std::function<TT(const TT&)> f) {
   return [f](const ops::Attrs&, const std::vector<TT>& in) { return one(f(in[0])); };
 }
@@ -226,6 +235,7 @@ const std::map<std::string, Fn>& references() {
       {"hardsigmoid", unary([](const TT& x) { return torch::hardsigmoid(x); })},
       {"floor", unary([](const TT& x) { return torch::floor(x); })},
       {"ceil", unary([](const TT& x) { return torch::ceil(x); })},
+      {"round", unary([](const TT& x) { return torch::round(x); })},  // ties to even
       {"sign", unary([](const TT& x) { return torch::sign(x); })},
       {"softplus", unary([](const TT& x) { return torch::softplus(x, 1, 1e30); })},  // (no linear threshold)
       {"elu", [](const ops::Attrs& a, const std::vector<TT>& in) {
@@ -265,6 +275,16 @@ const std::map<std::string, Fn>& references() {
          return one(a.i("fmod") != 0 ? torch::fmod(in[0], in[1]) : torch::remainder(in[0], in[1]));
        }},
       {"cast", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(in[0].to(torch_dtype(DType::parse(a.s("to"))))); }},
+      {"quantize_linear", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));
+         TT v = torch::round(in[0] / s) + zp.to(torch::kFloat32);  // torch::round: ties to even
+         TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax"))).to(torch::kInt32);
+         return one(torch::where(torch::isnan(v), zp.expand_as(q), q));
+       }},
+      {"dequantize_linear", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));
+         return one((in[0] - zp).to(torch::kFloat32) * s);
+       }},
       {"batch_norm", [](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::batch_norm(in[0], in[1], in[2], in[3], in[4], false, 0.1, a.f("epsilon"), false));
        }},

@@ -185,7 +185,32 @@ int Tape::compile(const Expr& e, Compiling& cx) {
         case MathFn::fabs:
           r = node({Op::Abs, a});
           break;
-        case MathFn::tf32:  // a rounding: the identity, relaxed
+        case MathFn::rsqrt:
+          r = node({Op::Div, node({Op::Const, -1, -1, -1, 1.0}), node({Op::Sqrt, a})});
+          break;
+        case MathFn::sigmoid: {  // 1 / (1 + e^-x)
+          const int one = node({Op::Const, -1, -1, -1, 1.0});
+          const int minus = node({Op::Sub, node({Op::Const, -1, -1, -1, 0.0}), a});
+          r = node({Op::Div, one, node({Op::Add, one, node({Op::Exp, minus})})});
+          break;
+        }
+        case MathFn::tanh: {  // 2 / (1 + e^-2x) - 1
+          const int one = node({Op::Const, -1, -1, -1, 1.0});
+          const int e = node({Op::Exp, node({Op::Mul, node({Op::Const, -1, -1, -1, -2.0}), a})});
+          r = node({Op::Sub, node({Op::Div, node({Op::Const, -1, -1, -1, 2.0}), node({Op::Add, one, e})}), one});
+          break;
+        }
+        case MathFn::erf:
+          r = node({Op::Erf, a});
+          break;
+        case MathFn::sin:
+          r = node({Op::Sin, a});
+          break;
+        case MathFn::cos:
+          r = node({Op::Cos, a});
+          break;
+        case MathFn::rint:  // a rounding: the identity, relaxed
+        case MathFn::tf32:
         case MathFn::fp16:
         case MathFn::bf16:
           r = a;
@@ -326,6 +351,15 @@ void Tape::apply(const Node& n, const double* x, const double* a, const double* 
       break;
     case Op::Abs:
       each([&](int k) { return std::abs(a[k]); });
+      break;
+    case Op::Erf:
+      each([&](int k) { return std::erf(a[k]); });
+      break;
+    case Op::Sin:
+      each([&](int k) { return std::sin(a[k]); });
+      break;
+    case Op::Cos:
+      each([&](int k) { return std::cos(a[k]); });
       break;
   }
 }
@@ -477,6 +511,15 @@ void Tape::backward(const double* grad_y, double* grad_x) {
         break;
       case Op::Abs:
         each([&](int k, double gk) { ga[k] += gk * (a[k] < 0 ? -1.0 : 1.0); });
+        break;
+      case Op::Erf:  // 2 / sqrt(pi) e^(-x^2)
+        each([&](int k, double gk) { ga[k] += gk * 1.1283791670955126 * std::exp(-a[k] * a[k]); });
+        break;
+      case Op::Sin:
+        each([&](int k, double gk) { ga[k] += gk * std::cos(a[k]); });
+        break;
+      case Op::Cos:
+        each([&](int k, double gk) { ga[k] += gk * -std::sin(a[k]); });
         break;
     }
   }

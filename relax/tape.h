@@ -66,7 +66,10 @@ class Tape {
     Pow,
     Floor,
     Ceil,
-    Abs
+    Abs,
+    Erf,
+    Sin,
+    Cos
   };
   struct Node {
     Op op;

@@ -76,6 +76,8 @@ const char* kind_symbol(ExprKind k);
 // rounded to float32 first (round_to_tf32). fp16 and bf16 round a float32 to the
 // nearest IEEE half or bfloat16 value (ties to even, overflow to infinity), as PTX's
 // cvt.rn.f16.f32 and cvt.rn.bf16.f32 do (round_to_fp16, round_to_bf16).
+// rint rounds to the nearest integer, ties to even (C's rint in the default rounding
+// mode, numpy's and ONNX's round).
 #define BASIN_MATH_FNS(X) \
   X(exp, 1)               \
   X(log, 1)               \
@@ -88,6 +90,7 @@ const char* kind_symbol(ExprKind k);
   X(fabs, 1)              \
   X(floor, 1)             \
   X(ceil, 1)              \
+  X(rint, 1)              \
   X(sin, 1)               \
   X(cos, 1)               \
   X(tf32, 1)              \

@@ -41,12 +41,12 @@ namespace {
 
 bool is_elementwise(const std::string& op) {
   static const std::set<std::string> ops = {
-      "add",         "sub",     "mul",        "div",      "maximum",       "minimum",     "pow",         "relu",
-      "relu6",       "sigmoid", "tanh",       "gelu",     "silu",          "hardswish",   "hardsigmoid", "exp",
-      "floor",       "ceil",    "sign",       "softplus", "elu",           "selu",        "log",         "sqrt",
-      "rsqrt",       "erf",     "neg",        "abs",      "sin",           "cos",         "clip",        "leaky_relu",
-      "equal",       "less",    "less_equal", "greater",  "greater_equal", "logical_and", "logical_or",  "logical_xor",
-      "logical_not", "isnan",   "isinf",      "where",    "mod",           "cast"};
+      "add",         "sub",         "mul",   "div",        "maximum",  "minimum",       "pow",         "relu",
+      "relu6",       "sigmoid",     "tanh",  "gelu",       "silu",     "hardswish",     "hardsigmoid", "exp",
+      "floor",       "ceil",        "round", "sign",       "softplus", "elu",           "selu",        "log",
+      "sqrt",        "rsqrt",       "erf",   "neg",        "abs",      "sin",           "cos",         "clip",
+      "leaky_relu",  "equal",       "less",  "less_equal", "greater",  "greater_equal", "logical_and", "logical_or",
+      "logical_xor", "logical_not", "isnan", "isinf",      "where",    "mod",           "cast"};
   return ops.count(op) > 0;
 }
 

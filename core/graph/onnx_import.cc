@@ -135,7 +135,39 @@ void guard_conv_pool_inference() {
 
 std::string dtype_name(int t) { return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t)); }
 
+// The bytes of an ONNX integer type that basin's graphs hold as int32 (the quantized
+// types: INT8, UINT8, INT16, UINT16), 0 for another type.
+int narrow_int_bytes(int t) {
+  switch (t) {
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+      return 1;
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+// The range of a quantized integer type (QuantizeLinear's saturation).
+std::pair<int64_t, int64_t> int_range(int t) {
+  switch (t) {
+    case onnx::TensorProto::INT8:
+      return {-128, 127};
+    case onnx::TensorProto::UINT8:
+      return {0, 255};
+    case onnx::TensorProto::INT16:
+      return {-32768, 32767};
+    case onnx::TensorProto::UINT16:
+      return {0, 65535};
+    default:
+      return {INT32_MIN, INT32_MAX};
+  }
+}
+
 DType dtype_of(int t, const std::string& what) {
+  if (narrow_int_bytes(t)) return DType::i32();
   switch (t) {
     case onnx::TensorProto::FLOAT:
       return DType::f32();
@@ -149,7 +181,8 @@ DType dtype_of(int t, const std::string& what) {
       return DType::boolean();
     default:
       throw GraphError(what + ": data type " + (t == 0 ? std::string("UNDEFINED") : dtype_name(t)) +
-                       " is not supported (FLOAT, INT64, INT32, DOUBLE, BOOL)");
+                       " is not supported (FLOAT, INT64, INT32, DOUBLE, BOOL; INT8, UINT8, INT16, UINT16 inside a "
+                       "graph)");
   }
 }
 
@@ -297,6 +330,9 @@ class Importer {
   using Converter = std::function<std::vector<int>(Importer&, const onnx::NodeProto&)>;
   static const std::map<std::string, Converter>& converters();
   std::vector<int> conv(const onnx::NodeProto& n, bool transpose);
+  // The convolution of x by w (Conv's attributes; no bias), the matrix product a b.
+  int conv_of(const onnx::NodeProto& n, int x, int w, bool transpose);
+  int matmul_of(const onnx::NodeProto& n, int a, int b);
   std::vector<int> pool(const onnx::NodeProto& n, bool avg);
   std::vector<int> matmul(const onnx::NodeProto& n);
   std::vector<int> gemm(const onnx::NodeProto& n);
@@ -317,6 +353,62 @@ class Importer {
   void check_support(const onnx::GraphProto& gp) const;
   void check_opset(const onnx::NodeProto& n) const;
 
+  // ---- quantization ----
+  // The quantized values (8- and 16-bit integers, int32 in basin's graph) and their ONNX
+  // type: initializers of those types and the outputs of the operators that quantize.
+  int qtype(const onnx::NodeProto& n, int v) const {
+    auto it = qtype_.find(v);
+    if (it == qtype_.end())
+      fail(node_desc(n) + ": '" + val(v).name + "' is not a quantized tensor (INT8, UINT8, INT16 or UINT16)");
+    return it->second;
+  }
+  int quantized(int v, int type) {
+    qtype_[v] = type;
+    return v;
+  }
+  // Input i of n if present, else a zero point of 0 shaped as the scale.
+  int zero_point(const onnx::NodeProto& n, int i, int scale);
+  // scale (float32) and zero point (int32) for quantize_linear and dequantize_linear:
+  // per tensor (one value) or per index of `axis` of x.
+  // (Single values are made scalars.)
+  void check_quant_params(const onnx::NodeProto& n, int x, int& scale, int& zp, int64_t axis);
+  int quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type);
+  int dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis);
+  // The outputs of DequantizeLinear: the integers, scale, zero point and axis they came
+  // from, so that an operator reading dequantized 8-bit integers runs on the integers.
+  struct Dequantized {
+    int q = -1, scale = -1, zero_point = -1;
+    int64_t axis = 1;
+  };
+  std::map<int, Dequantized> dq_;
+  // v's Dequantized: DequantizeLinear's output, or a view of one (per tensor); null for
+  // another value.
+  const Dequantized* dequantized(const onnx::NodeProto& n, int v);
+  std::map<int, int> qtype_;
+  // The integer form of a product (convolution, matrix product) of a dequantized 8-bit
+  // activation x (per-tensor scale and zero point) by a dequantized 8-bit constant w
+  // (per tensor, or per index of w_axis, its output channels): x's integers less its
+  // zero point and w's less its own, whose product the operator sums exactly in int32,
+  // and the float32 factor of the sum (x's scale times w's: [] or [w's extent along
+  // w_axis]). QDQ models (onnxruntime.quantization's QDQ format) write every quantized
+  // operator so. No value (ok false) where the operands are not of that form.
+  struct IntegerOperands {
+    bool ok = false;
+    int x = -1, w = -1;
+    NDArray scale;
+  };
+  IntegerOperands integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis);
+  // The int32 integers of a bias dequantized with the product's own factor (per channel
+  // or per tensor, zero point 0: how QDQ models store a bias), so that it joins the sum
+  // before the one scaling, as the runtimes add it; -1 for another bias.
+  int integer_bias(const onnx::NodeProto& n, int bias, const NDArray& factor);
+  // x (int32, a sum of products) as float32 times factor (shape [] or [C], C placed on
+  // `axis` of x).
+  int scale_sum(const onnx::NodeProto& n, int acc, const NDArray& factor, int64_t axis);
+  std::vector<int> dynamic_quantize(const onnx::NodeProto& n);
+  std::vector<int> qlinear(const onnx::NodeProto& n, bool conv);
+  std::vector<int> integer_product(const onnx::NodeProto& n, bool conv);
+
   void fix_symbolic_shapes(onnx::GraphProto& gp) const;
 
   std::string path_, dir_;
@@ -333,7 +425,24 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
   for (int64_t e : s)
     if (e < 0) fail(what + ": negative extent in " + shape_str(s));
   NDArray a(dt, s);
-  const size_t nbytes = a.nbytes();
+  // 8- and 16-bit integers are stored narrow in the file and widened to int32 here.
+  const int narrow = narrow_int_bytes(t.data_type());
+  const bool is_signed = t.data_type() == onnx::TensorProto::INT8 || t.data_type() == onnx::TensorProto::INT16;
+  const size_t nbytes = narrow ? static_cast<size_t>(a.numel()) * static_cast<size_t>(narrow) : a.nbytes();
+  std::string narrow_bytes;
+  char* dest = static_cast<char*>(a.data());
+  if (narrow) {
+    narrow_bytes.resize(nbytes);
+    dest = narrow_bytes.data();
+  }
+  auto widen = [&](const char* src) {
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const auto* b = reinterpret_cast<const unsigned char*>(src) + i * narrow;
+      int64_t v = narrow == 1 ? b[0] : b[0] | (b[1] << 8);  // little-endian, as ONNX stores raw data
+      if (is_signed && v >= (int64_t{1} << (8 * narrow - 1))) v -= int64_t{1} << (8 * narrow);
+      a.set_int(i, v);
+    }
+  };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -386,15 +495,17 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
     if (!f) fail(what + ": cannot open its external data file '" + file + "'");
     if (options_.files_read) options_.files_read->push_back(rs);
     f.seekg(offset);
-    f.read(static_cast<char*>(a.data()), static_cast<std::streamsize>(nbytes));
+    f.read(dest, static_cast<std::streamsize>(nbytes));
     if (f.gcount() != static_cast<std::streamsize>(nbytes)) fail(what + ": external data '" + file + "' ended early");
+    if (narrow) widen(dest);
     return a;
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
       fail(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes; shape " + shape_str(s) + " of " +
-           dt.str() + " needs " + std::to_string(nbytes));
-    std::memcpy(a.data(), t.raw_data().data(), nbytes);
+           dtype_name(t.data_type()) + " needs " + std::to_string(nbytes));
+    if (narrow) widen(t.raw_data().data());
+    else std::memcpy(a.data(), t.raw_data().data(), nbytes);
     return a;
   }
   auto typed = [&](int64_t count, const std::function<double(int)>& get) {
@@ -416,11 +527,19 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
              std::to_string(a.numel()));
       for (int64_t i = 0; i < a.numel(); ++i) a.set_int(i, t.int64_data(static_cast<int>(i)));
       break;
-    default:  // INT32, BOOL
+    default:  // INT32, BOOL, and the narrow integers (wrapped to their width, as a C cast would)
       if (t.int32_data_size() != a.numel())
         fail(what + ": has " + std::to_string(t.int32_data_size()) + " values; shape " + shape_str(s) + " needs " +
              std::to_string(a.numel()));
-      for (int64_t i = 0; i < a.numel(); ++i) a.set_int(i, t.int32_data(static_cast<int>(i)));
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        int64_t v = t.int32_data(static_cast<int>(i));
+        if (narrow) {
+          const int64_t span = int64_t{1} << (8 * narrow);
+          v &= span - 1;
+          if (is_signed && v >= span / 2) v -= span;
+        }
+        a.set_int(i, v);
+      }
       break;
   }
   return a;
@@ -447,6 +566,30 @@ I Importer::conv_pads(const onnx::NodeProto& n, const I& in_s, const I& k, const
 
 std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
   int x = in(n, 0), w = in(n, 1);
+  int y;
+  const IntegerOperands q = transpose ? IntegerOperands{} : integer_operands(n, x, w, 0);
+  if (q.ok) {
+    y = conv_of(n, q.x, q.w, false);
+    const int b = has_input(n, 2) ? integer_bias(n, in(n, 2), q.scale) : -1;
+    if (b >= 0) {
+      I bs(shape(y).size() - 1, 1);
+      bs[0] = shape(b)[0];
+      return {scale_sum(n, add(n, "add", {y, reshape(n, b, bs)}), q.scale, 1)};
+    }
+    y = scale_sum(n, y, q.scale, 1);
+  } else {
+    y = conv_of(n, x, w, transpose);
+  }
+  if (has_input(n, 2)) {
+    int b = in(n, 2);
+    I bs(shape(x).size() - 1, 1);
+    bs[0] = shape(b).at(0);
+    y = add(n, "add", {y, reshape(n, b, bs)});
+  }
+  return {y};
+}
+
+int Importer::conv_of(const onnx::NodeProto& n, int x, int w, bool transpose) {
   const I& xs = shape(x);
   const I& ws = shape(w);
   if (xs.size() < 3 || ws.size() != xs.size())
@@ -483,13 +626,7 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
     y = add(n, "conv" + std::to_string(r) + "d", {x, w},
             {{"stride", st}, {"padding", begin}, {"dilation", dil}, {"groups", group}});
   }
-  if (has_input(n, 2)) {
-    int b = in(n, 2);
-    I bs(r + 1, 1);
-    bs[0] = shape(b).at(0);
-    y = add(n, "add", {y, reshape(n, b, bs)});
-  }
-  return {y};
+  return y;
 }
 
 std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
@@ -510,7 +647,13 @@ std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
 }
 
 std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
-  int a = in(n, 0), b = in(n, 1);
+  const int a = in(n, 0), b = in(n, 1);
+  const IntegerOperands q = integer_operands(n, a, b, static_cast<int64_t>(shape(b).size()) - 1);
+  if (q.ok) return {scale_sum(n, matmul_of(n, q.x, q.w), q.scale, -1)};
+  return {matmul_of(n, a, b)};
+}
+
+int Importer::matmul_of(const onnx::NodeProto& n, int a, int b) {
   I as = shape(a), bs = shape(b);
   if (as.size() < 2 || bs.size() < 2) fail(node_desc(n) + ": 1-D operands are not supported");
   const int64_t k = as.back();
@@ -524,7 +667,7 @@ std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
                             : add(n, "matmul", {x2, b});
     I out(as.begin(), as.end() - 1);
     out.push_back(nn);
-    return {reshape(n, y, out)};
+    return reshape(n, y, out);
   }
   if (as.size() != bs.size() || !std::equal(as.begin(), as.end() - 2, bs.begin()))
     fail(node_desc(n) + ": batched operands " + shape_str(as) + " and " + shape_str(bs) +
@@ -534,14 +677,25 @@ std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
   int y = add(n, "batch_matmul", {reshape(n, a, {batch, m, k}), reshape(n, b, {batch, k, nn})});
   I out(as.begin(), as.end() - 1);
   out.push_back(nn);
-  return {reshape(n, y, out)};
+  return reshape(n, y, out);
 }
 
 std::vector<int> Importer::gemm(const onnx::NodeProto& n) {
   int a = in(n, 0), b = in(n, 1);
+  const bool trans_b = attr_i(n, "transB", 0) != 0;
+  const IntegerOperands q = attr_i(n, "transA", 0) ? IntegerOperands{} : integer_operands(n, a, b, trans_b ? 0 : 1);
   if (attr_i(n, "transA", 0)) a = add(n, "transpose", {a}, {{"perm", I{1, 0}}});
   int y;
-  if (attr_i(n, "transB", 0)) {
+  const int int_bias = q.ok && has_input(n, 2) && attr_f(n, "alpha", 1) == 1 && attr_f(n, "beta", 1) == 1
+                           ? integer_bias(n, in(n, 2), q.scale)
+                           : -1;
+  if (int_bias >= 0) {
+    const int acc = trans_b ? add(n, "dense", {q.x, q.w}) : matmul_of(n, q.x, q.w);
+    return {scale_sum(n, add(n, "add", {acc, int_bias}), q.scale, -1)};
+  }
+  if (q.ok) {
+    y = scale_sum(n, trans_b ? add(n, "dense", {q.x, q.w}) : matmul_of(n, q.x, q.w), q.scale, -1);
+  } else if (trans_b) {
     y = add(n, "dense", {a, b});
   } else if (val(b).constant) {
     y = add(n, "dense", {a, constant(val(b).name + ".T", transpose2d(val(b).data))});
@@ -556,6 +710,201 @@ std::vector<int> Importer::gemm(const onnx::NodeProto& n) {
     y = add(n, "add", {y, c});
   }
   return {y};
+}
+
+// ---- quantization ----
+
+int Importer::zero_point(const onnx::NodeProto& n, int i, int scale) {
+  if (has_input(n, i)) return in(n, i);
+  return quantized(constant(unique_name(n) + ".zero_point", NDArray(DType::i32(), shape(scale))),
+                   onnx::TensorProto::UINT8);
+}
+
+void Importer::check_quant_params(const onnx::NodeProto& n, int x, int& scale, int& zp, int64_t axis) {
+  if (val(scale).dtype != DType::f32())
+    fail(node_desc(n) + ": scale '" + val(scale).name + "' is " + val(scale).dtype.str() + "; basin takes FLOAT");
+  if (val(scale).numel() == 1 && val(zp).numel() == 1) {  // one value each, of any rank
+    scale = reshape(n, scale, {});
+    zp = reshape(n, zp, {});
+    return;
+  }
+  if (shape(scale) != shape(zp))
+    fail(node_desc(n) + ": zero point " + shape_str(shape(zp)) + " and scale " + shape_str(shape(scale)) +
+         " differ in shape");
+  if (val(scale).numel() == 1 && shape(scale).size() <= 1) return;
+  const int a = this->axis(n, axis, shape(x).size());
+  if (shape(scale).size() != 1 || shape(scale)[0] != shape(x)[static_cast<size_t>(a)])
+    fail(node_desc(n) + ": scale " + shape_str(shape(scale)) + " is neither one value nor one per index of axis " +
+         std::to_string(a) + " of " + shape_str(shape(x)) +
+         (shape(scale).size() > 1 ? " (blocked quantization is not supported)" : ""));
+}
+
+int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type) {
+  check_quant_params(n, x, scale, zp, axis);
+  const auto [lo, hi] = int_range(type);
+  const int64_t a = val(scale).numel() == 1 ? 1 : this->axis(n, axis, shape(x).size());
+  return quantized(add(n, "quantize_linear", {x, scale, zp}, {{"axis", a}, {"qmin", lo}, {"qmax", hi}}), type);
+}
+
+int Importer::dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis) {
+  check_quant_params(n, q, scale, zp, axis);
+  const int64_t a = val(scale).numel() == 1 ? 1 : this->axis(n, axis, shape(q).size());
+  const int y = add(n, "dequantize_linear", {q, scale, zp}, {{"axis", a}});
+  dq_[y] = {q, scale, zp, a};
+  return y;
+}
+
+const Importer::Dequantized* Importer::dequantized(const onnx::NodeProto& n, int v) {
+  auto it = dq_.find(v);
+  if (it != dq_.end()) return &it->second;
+  // A view (Flatten, Reshape, Squeeze ...) of per-tensor dequantized integers is the
+  // dequantized view of the integers.
+  const int p = val(v).producer;
+  if (p < 0 || g_.node(p).op != "reshape") return nullptr;
+  const Dequantized* src = dequantized(n, g_.node(p).inputs[0]);
+  if (!src || val(src->scale).numel() != 1) return nullptr;
+  Dequantized d = *src;
+  d.q = quantized(reshape(n, src->q, shape(v)), qtype_.at(src->q));
+  return &(dq_[v] = d);
+}
+
+Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis) {
+  IntegerOperands r;
+  const Dequantized *dx = dequantized(n, x), *dw = dequantized(n, w);
+  if (!dx || !dw || !qtype_.count(dx->q) || !qtype_.count(dw->q)) return r;
+  const Dequantized qx = *dx, qw = *dw;
+  auto eight_bit = [&](int v) {
+    auto it = qtype_.find(v);
+    return it != qtype_.end() && narrow_int_bytes(it->second) == 1;
+  };
+  auto constant_of = [&](int v) { return val(v).constant; };
+  // Scales and zero points are constants; x's per tensor; w's per tensor or per index
+  // of w_axis; w's integers a constant unless its parameters are per tensor.
+  if (!eight_bit(qx.q) || !eight_bit(qw.q) || !constant_of(qx.scale) || !constant_of(qx.zero_point) ||
+      !constant_of(qw.scale) || !constant_of(qw.zero_point) || val(qx.scale).numel() != 1)
+    return r;
+  const NDArray &sw = val(qw.scale).data, &zw = val(qw.zero_point).data;
+  const bool per_axis = sw.numel() != 1;
+  const I& ws = shape(qw.q);
+  if (per_axis && (qw.axis != w_axis || !constant_of(qw.q))) return r;
+  const float sx = static_cast<float>(val(qx.scale).data.get(0));
+  r.scale = NDArray(DType::f32(), per_axis ? I{sw.numel()} : I{});
+  for (int64_t c = 0; c < r.scale.numel(); ++c)
+    r.scale.as<float>()[c] = sx * static_cast<float>(sw.get(c));  // float32 products, as the runtimes compute them
+  const std::string k = unique_name(n);
+  r.x = val(qx.zero_point).data.get_int(0) == 0 ? qx.q : add(n, "sub", {qx.q, qx.zero_point});
+  if (constant_of(qw.q)) {
+    // (w - zero point) computed here, per index of w_axis.
+    const NDArray& q = val(qw.q).data;
+    NDArray wi(DType::i32(), ws);
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(w_axis) + 1; d < ws.size(); ++d) inner *= ws[d];
+    for (int64_t i = 0; i < wi.numel(); ++i)
+      wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? (i / inner) % ws[static_cast<size_t>(w_axis)] : 0));
+    r.w = constant(k + ".w_int", std::move(wi));
+  } else {
+    r.w = zw.get_int(0) == 0 ? qw.q : add(n, "sub", {qw.q, qw.zero_point});
+  }
+  r.ok = true;
+  return r;
+}
+
+int Importer::integer_bias(const onnx::NodeProto& n, int bias, const NDArray& factor) {
+  const Dequantized* d = dequantized(n, bias);
+  if (!d || shape(bias).size() != 1 || !val(d->q).constant || !val(d->scale).constant || !val(d->zero_point).constant)
+    return -1;
+  const NDArray &s = val(d->scale).data, &z = val(d->zero_point).data;
+  for (int64_t c = 0; c < shape(bias)[0]; ++c) {
+    const float want = factor.as<float>()[factor.numel() == 1 ? 0 : c];
+    if (z.get_int(s.numel() == 1 ? 0 : c) != 0 || static_cast<float>(s.get(s.numel() == 1 ? 0 : c)) != want) return -1;
+  }
+  return d->q;
+}
+
+int Importer::scale_sum(const onnx::NodeProto& n, int acc, const NDArray& factor, int64_t axis) {
+  const int f = add(n, "cast", {acc}, {{"to", std::string("float32")}});
+  const size_t r = shape(f).size();
+  I fs(factor.numel() == 1 ? 0 : r - (axis < 0 ? r - 1 : static_cast<size_t>(axis)), 1);
+  if (!fs.empty()) fs[0] = factor.numel();
+  return add(n, "mul", {f, constant(unique_name(n) + ".scale", factor.reshaped(fs))});
+}
+
+// y, y_scale, y_zero_point = DynamicQuantizeLinear(x): uint8 over x's range with 0 in
+// it: scale = (max(x, 0) - min(x, 0)) / 255, zero point = saturate(round(-min / scale)).
+std::vector<int> Importer::dynamic_quantize(const onnx::NodeProto& n) {
+  const int x = in(n, 0);
+  const std::string k = unique_name(n);
+  I all;
+  for (size_t d = 0; d < shape(x).size(); ++d) all.push_back(static_cast<int64_t>(d));
+  const int zero = scalar(k + ".zero", 0.0);
+  const int lo = add(n, "minimum", {add(n, "min", {x}, {{"axes", all}, {"keepdims", int64_t{0}}}), zero});
+  const int hi = add(n, "maximum", {add(n, "max", {x}, {{"axes", all}, {"keepdims", int64_t{0}}}), zero});
+  const int scale = add(n, "div", {add(n, "sub", {hi, lo}), scalar(k + ".levels", 255.0)});
+  const int none = constant(k + ".no_zero_point", NDArray(DType::i32(), {}));
+  const int zp = quantize(n, add(n, "neg", {lo}), scale, none, 1, onnx::TensorProto::UINT8);
+  return {quantize(n, x, scale, zp, 1, onnx::TensorProto::UINT8), scale, zp};
+}
+
+// QLinearConv (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+// y_zero_point, B) and QLinearMatMul (a, a_scale, a_zero_point, b, b_scale,
+// b_zero_point, y_scale, y_zero_point): the integer product (plus B, int32, for the
+// convolution) scaled by x's and w's scales and quantized to y's.
+std::vector<int> Importer::qlinear(const onnx::NodeProto& n, bool is_conv) {
+  const int x = in(n, 0), w = in(n, 3);
+  qtype(n, x);
+  qtype(n, w);
+  const int xd = dequantize(n, x, in(n, 1), in(n, 2), 1);
+  const int64_t w_axis = is_conv ? 0 : static_cast<int64_t>(shape(w).size()) - 1;
+  const int wd = dequantize(n, w, in(n, 4), in(n, 5), w_axis);
+  IntegerOperands q = integer_operands(n, xd, wd, w_axis);
+  if (!q.ok)
+    fail(node_desc(n) +
+         ": basin takes 8-bit operands, constant scales and zero points, per tensor for the data and "
+         "per tensor or per output channel for the weight");
+  int y;
+  if (is_conv) {
+    int acc = conv_of(n, q.x, q.w, false);
+    if (has_input(n, 8)) {
+      I bs(shape(acc).size() - 1, 1);
+      bs[0] = shape(in(n, 8)).at(0);
+      acc = add(n, "add", {acc, reshape(n, in(n, 8), bs)});
+    }
+    y = scale_sum(n, acc, q.scale, 1);
+  } else {
+    y = scale_sum(n, matmul_of(n, q.x, q.w), q.scale, -1);
+  }
+  const int ys = in(n, 6), yz = in(n, 7);
+  return {quantize(n, y, ys, yz, 1, qtype(n, yz))};
+}
+
+// MatMulInteger (A, B, a_zero_point, b_zero_point) and ConvInteger (x, w,
+// x_zero_point, w_zero_point): int32 sums of the operands less their zero points (a's
+// per tensor or per row, b's per tensor or per column; x's per tensor, w's per tensor
+// or per output channel).
+std::vector<int> Importer::integer_product(const onnx::NodeProto& n, bool is_conv) {
+  int a = in(n, 0), b = in(n, 1);
+  qtype(n, a);
+  qtype(n, b);
+  auto less = [&](int v, int i, int64_t axis, const char* what) {
+    if (!has_input(n, i)) return v;
+    const int zp = in(n, i);
+    if (val(zp).numel() == 1) return add(n, "sub", {v, reshape(n, zp, {})});
+    const int64_t r = static_cast<int64_t>(shape(v).size()), ax = axis < 0 ? axis + r : axis;
+    if (shape(zp).size() != 1 || shape(zp)[0] != shape(v)[static_cast<size_t>(ax)])
+      fail(node_desc(n) + ": " + what + " zero point " + shape_str(shape(zp)) + " is neither one value nor one per " +
+           (is_conv      ? "output channel"
+            : axis == -2 ? "row"
+                         : "column"));
+    I s(static_cast<size_t>(r - ax), 1);
+    s[0] = shape(zp)[0];
+    return add(n, "sub", {v, reshape(n, zp, s)});
+  };
+  if (is_conv) {
+    if (has_input(n, 2) && val(in(n, 2)).numel() != 1) fail(node_desc(n) + ": x_zero_point must be one value");
+    return {conv_of(n, less(a, 2, 0, "x"), less(b, 3, 0, "w"), false)};
+  }
+  if (shape(a).size() < 2 || shape(b).size() < 2) fail(node_desc(n) + ": 1-D operands are not supported");
+  return {matmul_of(n, less(a, 2, -2, "a"), less(b, 3, -1, "b"))};
 }
 
 std::vector<int> Importer::reduce(const onnx::NodeProto& n, const std::string& kind) {
@@ -968,7 +1317,7 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
       {"Pow", binary("pow")}, {"Max", binary("maximum")}, {"Min", binary("minimum")}, {"Sum", binary("add")},
       {"Relu", unary("relu")}, {"Sigmoid", unary("sigmoid")}, {"Tanh", unary("tanh")}, {"Exp", unary("exp")},
       {"Log", unary("log")}, {"Sqrt", unary("sqrt")}, {"Erf", unary("erf")}, {"Neg", unary("neg")}, {"Abs", unary("abs")},
-      {"HardSwish", unary("hardswish")}, {"Floor", unary("floor")}, {"Ceil", unary("ceil")}, {"Sign", unary("sign")},
+      {"HardSwish", unary("hardswish")}, {"Floor", unary("floor")}, {"Ceil", unary("ceil")}, {"Round", unary("round")}, {"Sign", unary("sign")},
       {"Softplus", unary("softplus")},
       {"Elu", [](Importer& m, const onnx::NodeProto& n) {
          return std::vector<int>{m.add(n, "elu", {m.in(n, 0)}, {{"alpha", m.attr_f(n, "alpha", 1.0)}})};
@@ -1001,6 +1350,31 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          }
          return std::vector<int>{m.add(n, "clip", {m.in(n, 0)}, {{"min", lo}, {"max", hi}})};
        }},
+      // Quantization: 8- and 16-bit integers are int32 values holding the type's range.
+      {"QuantizeLinear", [](Importer& m, const onnx::NodeProto& n) {
+         if (m.attr_i(n, "block_size", 0) != 0) m.fail(m.node_desc(n) + ": blocked quantization is not supported");
+         const int scale = m.in(n, 1);
+         int type = static_cast<int>(m.attr_i(n, "output_dtype", 0));
+         const int zp = m.zero_point(n, 2, scale);
+         if (m.has_input(n, 2)) type = m.qtype(n, zp);
+         else if (type == 0) type = onnx::TensorProto::UINT8;
+         if (!narrow_int_bytes(type))
+           m.fail(m.node_desc(n) + ": quantizing to " + dtype_name(type) +
+                  " is not supported (INT8, UINT8, INT16, UINT16)");
+         return std::vector<int>{m.quantize(n, m.in(n, 0), scale, zp, m.attr_i(n, "axis", 1), type)};
+       }},
+      {"DequantizeLinear", [](Importer& m, const onnx::NodeProto& n) {
+         if (m.attr_i(n, "block_size", 0) != 0) m.fail(m.node_desc(n) + ": blocked quantization is not supported");
+         const int x = m.in(n, 0), scale = m.in(n, 1);
+         if (m.val(x).dtype != DType::i32())
+           m.fail(m.node_desc(n) + ": '" + m.val(x).name + "' is not a quantized tensor (INT8, UINT8, INT16, UINT16 or INT32)");
+         return std::vector<int>{m.dequantize(n, x, scale, m.zero_point(n, 2, scale), m.attr_i(n, "axis", 1))};
+       }},
+      {"DynamicQuantizeLinear", [](Importer& m, const onnx::NodeProto& n) { return m.dynamic_quantize(n); }},
+      {"QLinearConv", [](Importer& m, const onnx::NodeProto& n) { return m.qlinear(n, true); }},
+      {"QLinearMatMul", [](Importer& m, const onnx::NodeProto& n) { return m.qlinear(n, false); }},
+      {"ConvInteger", [](Importer& m, const onnx::NodeProto& n) { return m.integer_product(n, true); }},
+      {"MatMulInteger", [](Importer& m, const onnx::NodeProto& n) { return m.integer_product(n, false); }},
       {"Softmax", [](Importer& m, const onnx::NodeProto& n) { return m.softmax(n, false); }},
       {"LogSoftmax", [](Importer& m, const onnx::NodeProto& n) { return m.softmax(n, true); }},
       {"BatchNormalization", [](Importer& m, const onnx::NodeProto& n) {
@@ -1169,7 +1543,11 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
        }},
       {"Cast", [](Importer& m, const onnx::NodeProto& n) {
          int x = m.in(n, 0);
-         DType to = dtype_of(static_cast<int>(m.attr_i(n, "to", 1)), m.node_desc(n));
+         const int to_type = static_cast<int>(m.attr_i(n, "to", 1));
+         if (narrow_int_bytes(to_type))
+           m.fail(m.node_desc(n) + ": casting to " + dtype_name(to_type) +
+                  " is not supported (basin makes 8- and 16-bit integers by QuantizeLinear only)");
+         DType to = dtype_of(to_type, m.node_desc(n));
          if (m.val(x).dtype == to) return std::vector<int>{x};
          if (!m.val(x).constant) return std::vector<int>{m.add(n, "cast", {x}, {{"to", to.str()}})};
          const NDArray& src = m.val(x).data;
@@ -1516,11 +1894,15 @@ Graph Importer::run() {
   for (const auto& t : gp.initializer()) {
     inits.insert(t.name());
     vals_[t.name()] = constant(t.name(), tensor(t, "initializer '" + t.name() + "'"));
+    if (narrow_int_bytes(t.data_type())) quantized(vals_[t.name()], t.data_type());
   }
   for (const auto& vi : gp.input()) {
     if (inits.count(vi.name())) continue;
     const std::string what = "input '" + vi.name() + "'";
     if (!vi.type().has_tensor_type()) fail(what + " is not a tensor");
+    if (narrow_int_bytes(vi.type().tensor_type().elem_type()))
+      fail(what + " is " + dtype_name(vi.type().tensor_type().elem_type()) +
+           ": basin takes 8- and 16-bit integers inside a graph only (quantize a FLOAT input in the model)");
     DType dt = dtype_of(vi.type().tensor_type().elem_type(), what);
     I s;
     for (const auto& d : vi.type().tensor_type().shape().dim()) {
@@ -1601,6 +1983,9 @@ Graph Importer::run() {
   for (const auto& o : gp.output()) {
     auto it = vals_.find(o.name());
     if (it == vals_.end()) fail("graph output '" + o.name() + "' is computed by no node");
+    if (qtype_.count(it->second))
+      fail("graph output '" + o.name() + "' is " + dtype_name(qtype_.at(it->second)) +
+           ": basin gives 8- and 16-bit integers inside a graph only (dequantize it in the model)");
     g_.add_output(it->second, o.name());
   }
   if (g_.outputs().empty()) fail("the graph has no outputs");

@@ -104,6 +104,8 @@ T math(MathFn f, T a, T b) {
       return std::floor(a);
     case MathFn::ceil:
       return std::ceil(a);
+    case MathFn::rint:
+      return std::nearbyint(a);
     case MathFn::sin:
       return std::sin(a);
     case MathFn::cos:

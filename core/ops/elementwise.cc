@@ -52,6 +52,7 @@ const UnaryInfo kUnary[] = {
     {"cos", "cosine", {-4, 4}},
     {"floor", "the greatest integer not above x", {-4, 4}},
     {"ceil", "the least integer not below x", {-4, 4}},
+    {"round", "the nearest integer, ties to even", {-4, 4}},
     {"sign", "-1, 0 or 1 by x's sign (NaN stays NaN)", {-3, 3}},
     {"softplus", "log(1 + e ** x)", {-8, 8}},
     {"elu", "x if x > 0 else alpha * (e ** x - 1)", {-4, 4}},
@@ -86,6 +87,7 @@ Expr unary_expr(const std::string& op, const Expr& x, double alpha, double beta)
   if (op == "cos") return call(MathFn::cos, {x});
   if (op == "floor") return call(MathFn::floor, {x});
   if (op == "ceil") return call(MathFn::ceil, {x});
+  if (op == "round") return call(MathFn::rint, {x});
   if (op == "sign") return select(gt(x, k(0)), k(1), select(lt(x, k(0)), k(-1), x));
   // max(x, 0) + log(1 + e ** -|x|): no overflow for large x.
   if (op == "softplus")

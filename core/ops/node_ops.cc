@@ -129,8 +129,8 @@ std::vector<NodeOpDef> make_node_ops() {
                      [n, o](const Attrs&, const std::vector<te::Tensor>& in) { return binary(o, in[0], in[1], n); }));
   }
   for (const char* name :
-       {"relu",  "relu6", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "exp",  "log",     "sqrt",
-        "rsqrt", "erf",   "neg",     "abs",  "sin",  "cos",  "floor",     "ceil",        "sign", "softplus"}) {
+       {"relu",  "relu6", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "exp",   "log",  "sqrt",
+        "rsqrt", "erf",   "neg",     "abs",  "sin",  "cos",  "floor",     "ceil",        "round", "sign", "softplus"}) {
     std::string n = name;
     r.push_back(node(n, "elementwise activation", {}, 1, 1,
                      [n](const Attrs&, const std::vector<te::Tensor>& in) { return unary(n, in[0]); }));
@@ -190,6 +190,17 @@ std::vector<NodeOpDef> make_node_ops() {
              }
              return cast_to(in[0], to);
            }));
+  r.push_back(node("quantize_linear", "saturate(round(x / scale) + zero_point): float32 x, int32 out",
+                   {p_int("axis", 1, "the axis of per-axis scales"), p_int("qmin", 0, "least value (0: uint8)"),
+                    p_int("qmax", 255, "greatest value (255: uint8)")},
+                   3, 3, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return quantize_linear(in[0], in[1], in[2], a.i("axis"), a.i("qmin"), a.i("qmax"));
+                   }));
+  r.push_back(node("dequantize_linear", "(x - zero_point) * scale: int32 x, float32 out",
+                   {p_int("axis", 1, "the axis of per-axis scales")}, 3, 3,
+                   [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return dequantize_linear(in[0], in[1], in[2], a.i("axis"));
+                   }));
   r.push_back(node("batch_norm", "inference batch norm: x, gamma, beta, mean, var",
                    {p_float("epsilon", 1e-5, "epsilon")}, 5, 5, [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return batch_norm(in[0], in[1], in[2], in[3], in[4], a.f("epsilon"));

@@ -77,6 +77,7 @@ const std::vector<OpDef>& all_ops() {
     register_reduction_ops(r);
     register_transform_ops(r);
     register_fused_ops(r);
+    register_quantize_ops(r);
     return r;
   }();
   return ops;

@@ -96,5 +96,6 @@ void register_transform_ops(std::vector<OpDef>& r);
 void register_fused_ops(std::vector<OpDef>& r);
 void register_logic_ops(std::vector<OpDef>& r);
 void register_attention_ops(std::vector<OpDef>& r);
+void register_quantize_ops(std::vector<OpDef>& r);
 
 }  // namespace basin::ops

@@ -208,6 +208,18 @@ TEST_F(LlvmSemantics, Fp16AndBf16RoundingMatchTheInterpreterBitForBit) {
   for (MathFn fn : {MathFn::fp16, MathFn::bf16}) expect_rounding_matches(fn, xs);
 }
 
+// MathFn::rint (ONNX's Round, quantization's rounding) rounds ties to even, in the
+// emitted code as in the interpreter: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2.
+TEST_F(LlvmSemantics, RintRoundsTiesToEvenAsTheInterpreter) {
+  std::vector<float> xs = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 8388607.5f, 3.4028235e38f, INFINITY, -INFINITY, NAN};
+  for (int k = 0; k < 4000; ++k) xs.push_back((static_cast<float>(k) - 2000.0f) / 4.0f);
+  expect_rounding_matches(MathFn::rint, xs);
+  NDArray in = in_lanes({0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 3.49f, -3.51f});
+  NDArray want, got;
+  LlvmSemantics::both(unary_map("rint", 8, ForKind::Vectorized, MathFn::rint), {in}, {8}, DType::f32(), &want, &got);
+  const float expected[] = {0, 2, 2, -0.0f, -2, -2, 3, -4};
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(got.as<float>()[k], expected[k]) << k;
+}
 // bfloat16 storage (DType::bf16): a store rounds a float32 to it (ties to even, NaN
 // kept a NaN), a load casts back exactly; the emitted code agrees with the interpreter
 // bit for bit, on vector and scalar loops, and both with bf16_bits/bf16_value.

@@ -69,6 +69,26 @@ class OnnxBuilder {
       kv->set_value(file);
     }
   }
+  // An integer initializer of an ONNX integer type (INT8, UINT8, INT16, UINT16, INT32):
+  // raw little-endian bytes of the type's width, or typed (int32_data) values.
+  void init_int(const std::string& name, const std::vector<int64_t>& shape, const std::vector<int64_t>& v, int elem,
+                bool raw = true) {
+    onnx::TensorProto* t = graph().add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem);
+    for (int64_t d : shape) t->add_dims(d);
+    const int width = elem == onnx::TensorProto::INT8 || elem == onnx::TensorProto::UINT8     ? 1
+                      : elem == onnx::TensorProto::INT16 || elem == onnx::TensorProto::UINT16 ? 2
+                                                                                              : 4;
+    if (!raw) {
+      for (int64_t x : v) t->add_int32_data(static_cast<int32_t>(x));
+      return;
+    }
+    std::string bytes;
+    for (int64_t x : v)
+      for (int b = 0; b < width; ++b) bytes.push_back(static_cast<char>((static_cast<uint64_t>(x) >> (8 * b)) & 0xff));
+    t->set_raw_data(bytes);
+  }
   void init_i64(const std::string& name, const std::vector<int64_t>& v) {
     onnx::TensorProto* t = graph().add_initializer();
     t->set_name(name);

@@ -217,14 +217,20 @@ inline std::vector<Case> good_cases() {
   c.push_back({"cast", "to=bool shape=97"});
   c.push_back({"cast", "to=int32 shape=2,1,3,5"});
   c.push_back({"cast", "to=float64"});
+  c.push_back({"quantize_linear", ""});
+  c.push_back({"quantize_linear", "per_axis=1 axis=1 qmin=-128 qmax=127 shape=2,16,3,5"});
+  c.push_back({"quantize_linear", "per_axis=1 axis=-1 qmin=-32768 qmax=32767 shape=4,97"});
+  c.push_back({"dequantize_linear", ""});
+  c.push_back({"dequantize_linear", "per_axis=1 axis=0 shape=16,3,3"});
   for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"}) {
     c.push_back({op, ""});
     c.push_back({op, "a_shape=5,7 b_shape=5,7"});
     c.push_back({op, "a_shape=1 b_shape=4,1,3"});
   }
-  for (const char* op : {"relu",        "relu6", "clip", "leaky_relu", "sigmoid",  "tanh", "gelu", "silu", "hardswish",
-                         "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",    "erf",  "neg",  "abs",  "sin",
-                         "cos",         "floor", "ceil", "sign",       "softplus", "elu",  "selu"}) {
+  for (const char* op :
+       {"relu",        "relu6", "clip", "leaky_relu", "sigmoid", "tanh",     "gelu", "silu", "hardswish",
+        "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",   "erf",      "neg",  "abs",  "sin",
+        "cos",         "floor", "ceil", "round",      "sign",    "softplus", "elu",  "selu"}) {
     c.push_back({op, ""});
     c.push_back({op, "shape=97"});
     c.push_back({op, "shape=2,1,3,5"});
@@ -339,9 +345,13 @@ inline std::vector<BadCase> bad_cases() {
   c.push_back({"where", "cond_shape=2,3 x_shape=4", "shape"});
   c.push_back({"mod", "fmod=2", "fmod"});
   c.push_back({"cast", "to=float16", "to"});
-  for (const char* op : {"relu",        "relu6", "clip", "leaky_relu", "sigmoid",  "tanh", "gelu", "silu", "hardswish",
-                         "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",    "erf",  "neg",  "abs",  "sin",
-                         "cos",         "floor", "ceil", "sign",       "softplus", "elu",  "selu"})
+  c.push_back({"quantize_linear", "qmin=5 qmax=4", "qmin"});
+  c.push_back({"quantize_linear", "per_axis=1 axis=3", "axis"});
+  c.push_back({"dequantize_linear", "per_axis=1 axis=-4", "axis"});
+  for (const char* op :
+       {"relu",        "relu6", "clip", "leaky_relu", "sigmoid", "tanh",     "gelu", "silu", "hardswish",
+        "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",   "erf",      "neg",  "abs",  "sin",
+        "cos",         "floor", "ceil", "round",      "sign",    "softplus", "elu",  "selu"})
     c.push_back({op, "shape=3,0", "shape"});
   return c;
 }

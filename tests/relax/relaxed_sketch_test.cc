@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "core/expr/evaluate.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
 #include "relax/features.h"
@@ -60,6 +61,31 @@ TEST(Tape, EqualSubexpressionsCompileOnceAndConstantsFoldInTheTapesMode) {
     EXPECT_DOUBLE_EQ(grad[1], 12);  // d/dy 2 (4x + y)
     EXPECT_DOUBLE_EQ(grad[2], 8);
     EXPECT_DOUBLE_EQ(grad[3], 2);
+  }
+}
+
+// Every math function compiles (a feature may hold any: a quantization's NaN test of a
+// layer norm's value holds rsqrt), with the value of core/expr/evaluate and the
+// derivative of central differences.
+TEST(Tape, EveryMathFunctionHasAValueAndADerivative) {
+  Var x("x");
+  const Expr xf = cast(DType::f64(), x) * make_const(DType::f64(), 0.25);
+  for (int f = 0; f <= static_cast<int>(MathFn::bf16); ++f) {
+    const MathFn fn = static_cast<MathFn>(f);
+    const Expr out = math_fn_arity(fn) == 2 ? call(fn, {xf, make_const(DType::f64(), 2.0)}) : call(fn, {xf});
+    relax::Tape tape({out}, {x}, relax::TapeMode::Relaxed, 0.5);
+    const double in = 3.0, h = 1e-4;
+    double v = 0, grad = 0, up = 0, down = 0;
+    tape.forward(&in, 1, &v);
+    const double one = 1;
+    tape.backward(&one, &grad);
+    const bool rounding = fn == MathFn::floor || fn == MathFn::ceil || fn == MathFn::rint || is_rounding(fn);
+    if (!rounding)
+      EXPECT_NEAR(v, evaluate(out, {{x.id(), Value::of_int(DType::index(), 3)}}).f, 1e-9) << math_fn_name(fn);
+    const double lo = in - h, hi = in + h;
+    tape.forward(&hi, 1, &up);
+    tape.forward(&lo, 1, &down);
+    EXPECT_NEAR(grad, (up - down) / (2 * h), 1e-5) << math_fn_name(fn);
   }
 }
 

@@ -1,0 +1,434 @@
+// Quantized ONNX models: QuantizeLinear and DequantizeLinear (per tensor and per axis,
+// 8- and 16-bit types), the QDQ form folded into integer operators, QLinearConv,
+// QLinearMatMul, ConvInteger, MatMulInteger and DynamicQuantizeLinear, each against the
+// ONNX definition computed here by hand; the graph interpreter and compiled networks
+// (default and random programs) agree; and the files basin refuses, each with one
+// clear error.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "codegen/network.h"
+#include "core/graph/fusion.h"
+#include "core/graph/onnx_import.h"
+#include "core/graph/passes.h"
+#include "core/schedule/sketch.h"
+
+#if BASIN_HAVE_ONNX
+#include "tests/core/onnx_builder.h"
+#endif
+
+namespace basin::codegen {
+namespace {
+
+#if BASIN_HAVE_ONNX
+
+namespace fs = std::filesystem;
+using I = std::vector<int64_t>;
+using testing::OnnxBuilder;
+constexpr int kU8 = onnx::TensorProto::UINT8, kS8 = onnx::TensorProto::INT8, kS32 = onnx::TensorProto::INT32;
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    path = (fs::temp_directory_path() / ("basin_quant_" + std::to_string(getpid()))).string();
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// ONNX QuantizeLinear on one float32 value: the quotient in float32, ties to even.
+int64_t quantize(float x, float scale, int64_t zp, int64_t lo, int64_t hi) {
+  const float q = std::nearbyint(x / scale) + static_cast<float>(zp);
+  return static_cast<int64_t>(std::min<float>(std::max<float>(q, static_cast<float>(lo)), static_cast<float>(hi)));
+}
+
+NDArray floats(const I& shape, const std::vector<float>& v) {
+  NDArray a(DType::f32(), shape);
+  for (size_t i = 0; i < v.size(); ++i) a.as<float>()[i] = v[i];
+  return a;
+}
+
+void scale_init(OnnxBuilder& b, const std::string& name, const std::vector<float>& v, const I& shape = {}) {
+  b.init(name, shape, v);
+}
+
+// The outputs of g by the graph interpreter and by compiled networks: default programs
+// and two random ones.
+struct Runs {
+  std::vector<NDArray> oracle;
+  std::vector<std::vector<NDArray>> compiled;
+};
+Runs run_everywhere(const graph::Graph& imported, const std::vector<NDArray>& in) {
+  Runs r;
+  r.oracle = graph::interpret_graph(imported, in);
+  graph::Graph g = graph::optimize(imported);
+  graph::Partition p = graph::partition(g);
+  for (uint64_t seed : {0, 1, 2}) {
+    std::mt19937_64 rng(seed);
+    std::vector<ProgramChoice> c;
+    for (const auto& t : p.tasks) {
+      std::vector<sched::Sketch> s = sched::cpu_sketches(t.graph);
+      const sched::Sketch& k = seed == 0 ? s[0] : s[rng() % s.size()];
+      c.push_back({k.name, seed == 0 ? sched::default_config(k) : sched::random_config(k, rng), seed != 0});
+    }
+    r.compiled.push_back(CompiledNetwork::compile(g, p, c).run(in));
+  }
+  return r;
+}
+
+// Every run gives exactly `want` (integer results and their exact scaling).
+void expect_exact(const Runs& r, const std::vector<std::vector<double>>& want) {
+  for (size_t run = 0; run <= r.compiled.size(); ++run) {
+    const std::vector<NDArray>& out = run == 0 ? r.oracle : r.compiled[run - 1];
+    ASSERT_EQ(out.size(), want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(out[o].numel(), static_cast<int64_t>(want[o].size())) << "output " << o;
+      for (size_t i = 0; i < want[o].size(); ++i)
+        EXPECT_FLOAT_EQ(out[o].get(static_cast<int64_t>(i)), want[o][i])
+            << (run == 0 ? "interpreter" : "compiled run " + std::to_string(run)) << ", output " << o << " [" << i
+            << "]";
+    }
+  }
+}
+
+// QuantizeLinear rounds ties to even and saturates, per tensor and per axis, to uint8,
+// int8 and int16; DequantizeLinear gives back (q - zero point) * scale.
+TEST(Quantized, QuantizeAndDequantizeAsOnnxDefinesThem) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("x", {1, 2, 4});
+  scale_init(b, "s_axis", {0.5f, 2.0f}, {2});
+  b.init_int("z_axis", {2}, {10, 250}, kU8);
+  scale_init(b, "s8", {0.25f});
+  b.init_int("z8", {}, {-3}, kS8, false);
+  auto* q = b.node("QuantizeLinear", {"x", "s_axis", "z_axis"}, {"qa"});
+  OnnxBuilder::attr_int(q, "axis", 1);
+  auto* d = b.node("DequantizeLinear", {"qa", "s_axis", "z_axis"}, {"ya"});
+  OnnxBuilder::attr_int(d, "axis", 1);
+  b.node("QuantizeLinear", {"x", "s8", "z8"}, {"q8"});
+  b.node("DequantizeLinear", {"q8", "s8", "z8"}, {"y8"});
+  for (const char* o : {"ya", "y8"}) b.output(o, {1, 2, 4});
+  b.save(dir.path + "/qdq.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/qdq.onnx");
+  // Row 0: ties of x / 0.5 (0.25 -> 0.5 -> 0, 0.75 -> 1.5 -> 2, -1.25 -> -2.5 -> -2) and
+  // saturation at 0; row 1 (scale 2, zero point 250): saturation at 255.
+  const std::vector<float> x = {0.25f, 0.75f, -1.25f, -7.0f, 3.0f, 5.0f, 100.0f, -1.0f};
+  const float sa[] = {0.5f, 2.0f};
+  const int64_t za[] = {10, 250};
+  std::vector<std::vector<double>> want(2);
+  for (int i = 0; i < 8; ++i) {
+    const int c = i / 4;
+    want[0].push_back((quantize(x[i], sa[c], za[c], 0, 255) - za[c]) * static_cast<double>(sa[c]));
+    want[1].push_back((quantize(x[i], 0.25f, -3, -128, 127) + 3) * 0.25);
+  }
+  EXPECT_EQ(want[0][0], 0.0);               // 0.5 rounds to 0
+  EXPECT_EQ(want[0][1], 1.0);               // 1.5 rounds to 2: 2 * 0.5
+  EXPECT_EQ(want[0][2], -1.0);              // -2.5 rounds to -2
+  EXPECT_EQ(want[0][3], -5.0);              // saturated at 0: (0 - 10) * 0.5
+  EXPECT_EQ(want[0][6], 10.0);              // saturated at 255: (255 - 250) * 2
+  EXPECT_EQ(want[1][6], (127 + 3) * 0.25);  // int8 saturation
+  expect_exact(run_everywhere(g, {floats({1, 2, 4}, x)}), want);
+}
+
+// The ONNX float arithmetic of a QDQ model, computed here in double: x quantized to
+// uint8, a convolution with per-channel int8 weights and an int32 bias, requantized,
+// a Relu, requantized, a Gemm with per-tensor int8 weights.
+struct QdqModel {
+  static constexpr float sx = 0.03f, s1 = 0.05f, s2 = 0.04f, sg = 0.02f;
+  static constexpr int64_t zx = 120, z1 = 100, z2 = 0;
+  std::vector<float> sw = {0.01f, 0.02f, 0.015f, 0.005f};
+  std::vector<int64_t> w, bias, wg;
+  QdqModel() {
+    std::mt19937 rng(5);
+    for (int i = 0; i < 4 * 3 * 9; ++i) w.push_back(static_cast<int64_t>(rng() % 255) - 127);
+    for (int i = 0; i < 4; ++i) bias.push_back(static_cast<int64_t>(rng() % 2001) - 1000);
+    for (int i = 0; i < 5 * 144; ++i) wg.push_back(static_cast<int64_t>(rng() % 255) - 127);
+  }
+  void write(const std::string& path) const {
+    OnnxBuilder b(13);
+    b.input("x", {1, 3, 6, 6});
+    b.init("sx", {}, {sx});
+    b.init_int("zx", {}, {zx}, kU8);
+    b.init("s1", {}, {s1});
+    b.init_int("z1", {}, {z1}, kU8);
+    b.init("s2", {}, {s2});
+    b.init_int("z2", {}, {z2}, kU8);
+    b.init("sw", {4}, sw);
+    b.init_int("zw", {4}, {0, 0, 0, 0}, kS8);
+    b.init_int("w", {4, 3, 3, 3}, w, kS8);
+    std::vector<float> sb;
+    for (float s : sw) sb.push_back(sx * s);
+    b.init("sb", {4}, sb);
+    b.init_int("zb", {4}, {0, 0, 0, 0}, kS32);
+    b.init_int("b", {4}, bias, kS32);
+    b.init("sg", {}, {sg});
+    b.init_int("zg", {}, {0}, kS8);
+    b.init_int("wg", {5, 144}, wg, kS8);
+    b.node("QuantizeLinear", {"x", "sx", "zx"}, {"xq"});
+    b.node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"});
+    auto* dw = b.node("DequantizeLinear", {"w", "sw", "zw"}, {"wd"});
+    OnnxBuilder::attr_int(dw, "axis", 0);
+    auto* db = b.node("DequantizeLinear", {"b", "sb", "zb"}, {"bd"});
+    OnnxBuilder::attr_int(db, "axis", 0);
+    auto* c = b.node("Conv", {"xd", "wd", "bd"}, {"c"});
+    OnnxBuilder::attr_ints(c, "pads", {1, 1, 1, 1});
+    b.node("QuantizeLinear", {"c", "s1", "z1"}, {"cq"});
+    b.node("DequantizeLinear", {"cq", "s1", "z1"}, {"cd"});
+    b.node("Relu", {"cd"}, {"r"});
+    b.node("QuantizeLinear", {"r", "s2", "z2"}, {"rq"});
+    b.node("DequantizeLinear", {"rq", "s2", "z2"}, {"rd"});
+    auto* f = b.node("Flatten", {"rd"}, {"f"});
+    OnnxBuilder::attr_int(f, "axis", 1);
+    b.node("DequantizeLinear", {"wg", "sg", "zg"}, {"wgd"});
+    auto* gm = b.node("Gemm", {"f", "wgd"}, {"y"});
+    OnnxBuilder::attr_int(gm, "transB", 1);
+    b.output("y", {1, 5});
+    b.save(path);
+  }
+  // The output, and the quantized activation before the Gemm (its integers).
+  std::vector<double> by_hand(const std::vector<float>& x, std::vector<int64_t>* rq) const {
+    std::vector<int64_t> xq;
+    for (float v : x) xq.push_back(quantize(v, sx, zx, 0, 255));
+    rq->assign(144, 0);
+    for (int o = 0; o < 4; ++o)
+      for (int yy = 0; yy < 6; ++yy)
+        for (int xx = 0; xx < 6; ++xx) {
+          double s = static_cast<double>(bias[o]) * static_cast<double>(sx * sw[o]);
+          for (int c = 0; c < 3; ++c)
+            for (int ky = 0; ky < 3; ++ky)
+              for (int kx = 0; kx < 3; ++kx) {
+                const int iy = yy + ky - 1, ix = xx + kx - 1;
+                if (iy < 0 || iy >= 6 || ix < 0 || ix >= 6) continue;
+                s += static_cast<double>((xq[(c * 6 + iy) * 6 + ix] - zx) * sx) *
+                     static_cast<double>(w[((o * 3 + c) * 3 + ky) * 3 + kx] * sw[o]);
+              }
+          const float cd = static_cast<float>((quantize(static_cast<float>(s), s1, z1, 0, 255) - z1) * s1);
+          (*rq)[(o * 6 + yy) * 6 + xx] = quantize(std::max(cd, 0.0f), s2, z2, 0, 255);
+        }
+    std::vector<double> y(5, 0.0);
+    for (int n = 0; n < 5; ++n)
+      for (int k = 0; k < 144; ++k)
+        y[n] += static_cast<double>((*rq)[k] * s2) * static_cast<double>(wg[n * 144 + k] * sg);
+    return y;
+  }
+};
+
+// A QDQ model (the form onnxruntime.quantization's quantize_static writes) imports as
+// integer operators: the convolution and the Gemm sum int8 products exactly in int32,
+// scaled once; their results are the ONNX float arithmetic's, to within a rounding of
+// the sum (one quantization step where a sum lands on a tie).
+TEST(Quantized, QdqOperatorsRunOnTheIntegers) {
+  TempDir dir;
+  QdqModel m;
+  m.write(dir.path + "/model.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/model.onnx");
+  int int_products = 0;
+  for (const graph::Node& nd : g.nodes()) {
+    if ((nd.op == "conv2d" || nd.op == "dense") && g.value(nd.output).dtype == DType::i32()) ++int_products;
+  }
+  EXPECT_EQ(int_products, 2) << "the QDQ convolution and Gemm became integer operators";
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::vector<float> x(108);
+  for (float& v : x) v = u(rng);
+  std::vector<int64_t> rq;
+  const std::vector<double> want = m.by_hand(x, &rq);
+  const Runs r = run_everywhere(g, {floats({1, 3, 6, 6}, x)});
+  // One step of the activation moves the output by at most s2 * 127 * sg.
+  const double step = QdqModel::s2 * 127 * QdqModel::sg;
+  for (size_t run = 0; run <= r.compiled.size(); ++run) {
+    const NDArray& y = run == 0 ? r.oracle[0] : r.compiled[run - 1][0];
+    for (int n = 0; n < 5; ++n) EXPECT_NEAR(y.get(n), want[static_cast<size_t>(n)], 2 * step) << run << " " << n;
+    if (run > 0)  // compiled code and the interpreter agree exactly
+      for (int n = 0; n < 5; ++n) EXPECT_EQ(y.get(n), r.oracle[0].get(n)) << run << " " << n;
+  }
+}
+
+// MatMulInteger (per-row and per-column zero points), ConvInteger (padding counts as
+// the zero point), QLinearMatMul, QLinearConv and DynamicQuantizeLinear, by hand.
+TEST(Quantized, IntegerOperatorsAsOnnxDefinesThem) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("a", {2, 3});
+  b.input("x", {1, 2, 3, 3});
+  b.init("sa", {}, {0.1f});
+  b.init_int("za", {}, {10}, kU8);
+  b.init_int("za_rows", {2}, {12, 7}, kU8);
+  b.init_int("B", {3, 4}, {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12}, kS8);
+  b.init_int("zb_cols", {4}, {0, 1, -1, 2}, kS8);
+  b.init("sb", {}, {0.05f});
+  b.init_int("zb", {}, {0}, kS8);
+  b.init("sy", {}, {0.02f});
+  b.init_int("zy", {}, {128}, kU8);
+  b.init("sxc", {}, {0.05f});
+  b.init_int("zxc", {}, {3}, kU8);
+  b.init_int("W", {2, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 8, 7, 6, 5, 4, 3, 2, 1}, kU8);
+  b.init_int("zw", {2}, {2, 5}, kU8);
+  b.init("sw", {2}, {0.1f, 0.2f});
+  b.init_int("bias", {2}, {-40, 90}, kS32);
+  b.node("QuantizeLinear", {"a", "sa", "za"}, {"aq"});
+  b.node("MatMulInteger", {"aq", "B", "za_rows", "zb_cols"}, {"mi"});
+  auto* c1 = b.node("Cast", {"mi"}, {"mi_f"});
+  OnnxBuilder::attr_int(c1, "to", onnx::TensorProto::FLOAT);
+  b.node("QLinearMatMul", {"aq", "sa", "za", "B", "sb", "zb", "sy", "zy"}, {"qm"});
+  b.node("DequantizeLinear", {"qm", "sy", "zy"}, {"qm_f"});
+  b.node("QuantizeLinear", {"x", "sxc", "zxc"}, {"xq"});
+  auto* ci = b.node("ConvInteger", {"xq", "W", "zxc", "zw"}, {"cint"});
+  OnnxBuilder::attr_ints(ci, "pads", {1, 0, 1, 0});
+  auto* c2 = b.node("Cast", {"cint"}, {"cint_f"});
+  OnnxBuilder::attr_int(c2, "to", onnx::TensorProto::FLOAT);
+  b.node("QLinearConv", {"xq", "sxc", "zxc", "W", "sw", "zw", "sy", "zy", "bias"}, {"qc"});
+  b.node("DequantizeLinear", {"qc", "sy", "zy"}, {"qc_f"});
+  b.node("DynamicQuantizeLinear", {"a"}, {"dq", "ds", "dz"});
+  b.node("DequantizeLinear", {"dq", "ds", "dz"}, {"dq_f"});
+  auto* c3 = b.node("Cast", {"dz"}, {"dz_f"});
+  OnnxBuilder::attr_int(c3, "to", onnx::TensorProto::FLOAT);
+  b.output("mi_f", {2, 4});
+  b.output("qm_f", {2, 4});
+  b.output("cint_f", {1, 2, 4, 2});
+  b.output("qc_f", {1, 2, 2, 2});
+  b.output("dq_f", {2, 3});
+  b.output("ds", {});
+  b.output("dz_f", {});
+  b.save(dir.path + "/ints.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/ints.onnx");
+
+  const std::vector<float> a = {0.3f, -0.5f, 1.2f, 2.0f, 0.05f, -1.0f};
+  std::vector<float> x(18);
+  for (int i = 0; i < 18; ++i) x[static_cast<size_t>(i)] = 0.13f * static_cast<float>(i) - 0.9f;
+  const int64_t B[3][4] = {{1, -2, 3, -4}, {5, -6, 7, -8}, {9, -10, 11, -12}}, zbc[4] = {0, 1, -1, 2};
+  std::vector<int64_t> aq;
+  for (float v : a) aq.push_back(quantize(v, 0.1f, 10, 0, 255));
+  std::vector<std::vector<double>> want(7);
+  const int64_t zar[2] = {12, 7};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      int64_t s = 0, t = 0;
+      for (int k = 0; k < 3; ++k) {
+        s += (aq[static_cast<size_t>(i * 3 + k)] - zar[i]) * (B[k][j] - zbc[j]);
+        t += (aq[static_cast<size_t>(i * 3 + k)] - 10) * B[k][j];
+      }
+      want[0].push_back(static_cast<double>(s));
+      const float real = static_cast<float>(t) * (0.1f * 0.05f);
+      want[1].push_back((quantize(real, 0.02f, 128, 0, 255) - 128) * static_cast<double>(0.02f));
+    }
+  std::vector<int64_t> xq;
+  for (float v : x) xq.push_back(quantize(v, 0.05f, 3, 0, 255));
+  const int64_t W[2][2][2][2] = {{{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}}, {{{8, 7}, {6, 5}}, {{4, 3}, {2, 1}}}};
+  const int64_t zw[2] = {2, 5}, bias[2] = {-40, 90};
+  const float sw[2] = {0.1f, 0.2f};
+  // ConvInteger pads one row above and below, no columns: output [1, 2, 4, 2].
+  // QLinearConv pads nothing: output [1, 2, 2, 2].
+  for (int o = 0; o < 2; ++o)
+    for (int yy = 0; yy < 4; ++yy)
+      for (int xx = 0; xx < 2; ++xx) {
+        int64_t s = 0;
+        for (int c = 0; c < 2; ++c)
+          for (int ky = 0; ky < 2; ++ky)
+            for (int kx = 0; kx < 2; ++kx) {
+              const int iy = yy + ky - 1, ix = xx + kx;
+              const int64_t v = iy < 0 || iy >= 3 ? 3 : xq[static_cast<size_t>((c * 3 + iy) * 3 + ix)];
+              s += (v - 3) * (W[o][c][ky][kx] - zw[o]);
+            }
+        want[2].push_back(static_cast<double>(s));
+        if (yy == 0 || yy == 3) continue;
+        const float real = static_cast<float>(s + bias[o]) * (0.05f * sw[o]);
+        want[3].push_back((quantize(real, 0.02f, 128, 0, 255) - 128) * static_cast<double>(0.02f));
+      }
+  const float lo = std::min(0.0f, *std::min_element(a.begin(), a.end())),
+              hi = std::max(0.0f, *std::max_element(a.begin(), a.end()));
+  const float ds = (hi - lo) / 255.0f;
+  const int64_t dz = quantize(-lo, ds, 0, 0, 255);
+  for (float v : a) want[4].push_back(static_cast<float>((quantize(v, ds, dz, 0, 255) - dz) * ds));
+  want[5] = {ds};
+  want[6] = {static_cast<double>(dz)};
+  expect_exact(run_everywhere(g, {floats({2, 3}, a), floats({1, 2, 3, 3}, x)}), want);
+}
+
+// What basin does not take is one clear error naming it.
+TEST(Quantized, UnsupportedQuantizedModelsAreClearErrors) {
+  TempDir dir;
+  auto expect_error = [&](OnnxBuilder& b, const std::string& file, const std::string& needle) {
+    b.save(dir.path + "/" + file);
+    try {
+      graph::import_onnx(dir.path + "/" + file);
+      ADD_FAILURE() << file << " accepted";
+    } catch (const graph::GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << file << ": " << e.what();
+    }
+  };
+  {
+    OnnxBuilder b(13);
+    b.input("x", {4}, kU8);
+    b.node("Identity", {"x"}, {"y"});
+    b.output("y", {4}, kU8);
+    expect_error(b, "uint8_input.onnx", "inside a graph only");
+  }
+  {
+    OnnxBuilder b(13);
+    b.input("x", {4});
+    b.init("s", {}, {0.1f});
+    b.init_int("z", {}, {0}, kS8);
+    b.node("QuantizeLinear", {"x", "s", "z"}, {"y"});
+    b.output("y", {4}, kS8);
+    expect_error(b, "int8_output.onnx", "dequantize it in the model");
+  }
+  {
+    OnnxBuilder b(13);
+    b.input("x", {4});
+    auto* c = b.node("Cast", {"x"}, {"y"});
+    OnnxBuilder::attr_int(c, "to", kU8);
+    auto* c2 = b.node("Cast", {"y"}, {"z"});
+    OnnxBuilder::attr_int(c2, "to", onnx::TensorProto::FLOAT);
+    b.output("z", {4});
+    expect_error(b, "cast_uint8.onnx", "casting to UINT8");
+  }
+  {
+    OnnxBuilder b(13);
+    b.input("x", {2, 4});
+    b.init("s", {3}, {0.1f, 0.2f, 0.3f});
+    b.init_int("z", {3}, {0, 0, 0}, kU8);
+    auto* q = b.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+    OnnxBuilder::attr_int(q, "axis", 1);
+    b.node("DequantizeLinear", {"q", "s", "z"}, {"y"});
+    b.output("y", {2, 4});
+    expect_error(b, "scale_length.onnx", "one per index of axis 1");
+  }
+  {
+    OnnxBuilder b(13);
+    b.input("x", {4});
+    b.init("s", {}, {0.1f});
+    b.init("z", {}, {0.0f});
+    b.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+    b.node("DequantizeLinear", {"q", "s", "z"}, {"y"});
+    b.output("y", {4});
+    expect_error(b, "float_zero_point.onnx", "y_zero_point");
+  }
+  {
+    OnnxBuilder b(13);
+    b.input("a", {2, 3});
+    b.input("sa", {});  // a scale computed at run time
+    b.init_int("za", {}, {0}, kU8);
+    b.init_int("B", {3, 2}, {1, 2, 3, 4, 5, 6}, kS8);
+    b.init("sb", {}, {0.1f});
+    b.init_int("zb", {}, {0}, kS8);
+    b.node("QuantizeLinear", {"a", "sa", "za"}, {"aq"});
+    b.node("QLinearMatMul", {"aq", "sa", "za", "B", "sb", "zb", "sb", "za"}, {"y"});
+    b.node("DequantizeLinear", {"y", "sb", "za"}, {"yf"});
+    b.output("yf", {2, 2});
+    expect_error(b, "runtime_scale.onnx", "constant scales");
+  }
+}
+
+#else
+
+TEST(Quantized, NeedsOnnx) { GTEST_SKIP() << "built without ONNX"; }
+
+#endif
+
+}  // namespace
+}  // namespace basin::codegen
