@@ -27,7 +27,7 @@ std::string c_ident(const std::string& s) {
 std::string c_type(DType t) {
   if (t.is_bool()) return "uint8_t";
   if (t.is_float()) return t.bits == 32 ? "float" : "double";
-  return "int" + std::to_string(t.bits) + "_t";
+  return (t.is_uint() ? "uint" : "int") + std::to_string(t.bits) + "_t";
 }
 
 // The tensor cores' operations for CUDA (sm_80 and later), in a unit whose kernels use
@@ -176,7 +176,8 @@ class Printer {
         << launch.grid[2] << "), block (" << launch.block[0] << ", " << launch.block[1] << ", " << launch.block[2]
         << ")\n";
     if (prologue)
-      os_ << "typedef long long int64_t;\ntypedef int int32_t;\ntypedef unsigned char uint8_t;\n"
+      os_ << "typedef long long int64_t;\ntypedef int int32_t;\ntypedef unsigned char uint8_t;\ntypedef signed char "
+             "int8_t;\n"
           << helpers("static __device__ __forceinline__") << (tensor_cores ? kTensorCoreHelpers : "")
           << (memory_path ? kMemoryHelpers : "") << "\n";
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << launch.block[0] * launch.block[1] * launch.block[2]

@@ -854,10 +854,10 @@ class Emitter {
     }
     if (to.is_float()) {
       if (from.is_float()) return b_.CreateFPCast(v, ty);
-      return from.is_bool() ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
+      return from.is_bool() || from.is_uint() ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
     }
-    if (from.is_float()) return b_.CreateFPToSI(v, ty);
-    return from.is_bool() ? b_.CreateZExt(v, ty) : b_.CreateSExtOrTrunc(v, ty);
+    if (from.is_float()) return to.is_uint() ? b_.CreateFPToUI(v, ty) : b_.CreateFPToSI(v, ty);
+    return from.is_bool() || from.is_uint() ? b_.CreateZExtOrTrunc(v, ty) : b_.CreateSExtOrTrunc(v, ty);
   }
 
   llvm::Value* expr(const Expr& e) {

@@ -27,6 +27,8 @@ torch::Dtype torch_dtype(DType t) {
   if (t == DType::i32()) return torch::kInt32;
   if (t == DType::i64()) return torch::kInt64;
   if (t.is_bool()) return torch::kBool;
+  if (t == DType::i8()) return torch::kInt8;
+  if (t == DType::u8()) return torch::kUInt8;
   throw Error("no LibTorch dtype for " + t.str());
 }
 
@@ -68,13 +70,19 @@ Fn binary(std::function<TT(const TT&, const TT&)> f) {
   return [f](const ops::Attrs&, const std::vector<TT>& in) { return one(f(in[0], in[1])); };
 }
 
+// 8-bit integers as int32: basin's products sum them so (LibTorch multiplies no int8).
+TT wide(const TT& t) {
+  return t.scalar_type() == torch::kInt8 || t.scalar_type() == torch::kUInt8 ? t.to(torch::kInt32) : t;
+}
+
 Fn conv_nd(int rank) {
   return [rank](const ops::Attrs& a, const std::vector<TT>& in) {
     auto s = per_dim(a, "stride", rank), p = per_dim(a, "padding", rank), d = per_dim(a, "dilation", rank);
     int64_t g = a.i("groups");
-    if (rank == 1) return one(torch::conv1d(in[0], in[1], {}, s, p, d, g));
-    if (rank == 2) return one(torch::conv2d(in[0], in[1], {}, s, p, d, g));
-    return one(torch::conv3d(in[0], in[1], {}, s, p, d, g));
+    const TT x = wide(in[0]), w = wide(in[1]);
+    if (rank == 1) return one(torch::conv1d(x, w, {}, s, p, d, g));
+    if (rank == 2) return one(torch::conv2d(x, w, {}, s, p, d, g));
+    return one(torch::conv3d(x, w, {}, s, p, d, g));
   };
 }
 
@@ -135,9 +143,9 @@ Fn any_layout(Fn f) {
 
 const std::map<std::string, Fn>& references() {
   static const std::map<std::string, Fn> m = {
-      {"dense", binary([](const TT& x, const TT& w) { return torch::linear(x, w); })},
-      {"matmul", binary([](const TT& a, const TT& b) { return torch::mm(a, b); })},
-      {"batch_matmul", binary([](const TT& a, const TT& b) { return torch::bmm(a, b); })},
+      {"dense", binary([](const TT& x, const TT& w) { return torch::linear(wide(x), wide(w)); })},
+      {"matmul", binary([](const TT& a, const TT& b) { return torch::mm(wide(a), wide(b)); })},
+      {"batch_matmul", binary([](const TT& a, const TT& b) { return torch::bmm(wide(a), wide(b)); })},
       {"attention", [](const ops::Attrs& a, const std::vector<TT>& in) {
          // The unfused composition: the scores viewed as [batch_shape..., L, S] for the mask.
          TT s = torch::bmm(in[0], in[1]) * a.f("scale");
@@ -278,12 +286,13 @@ const std::map<std::string, Fn>& references() {
       {"quantize_linear", [](const ops::Attrs& a, const std::vector<TT>& in) {
          const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));
          TT v = torch::round(in[0] / s) + zp.to(torch::kFloat32);  // torch::round: ties to even
-         TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax"))).to(torch::kInt32);
-         return one(torch::where(torch::isnan(v), zp.expand_as(q), q));
+         const torch::Dtype out = torch_dtype(ops::quantized_type(a.i("qmin"), a.i("qmax")));
+         TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax"))).to(out);
+         return one(torch::where(torch::isnan(v), zp.to(out).expand_as(q), q));
        }},
       {"dequantize_linear", [](const ops::Attrs& a, const std::vector<TT>& in) {
          const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));
-         return one((in[0] - zp).to(torch::kFloat32) * s);
+         return one((wide(in[0]) - zp).to(torch::kFloat32) * s);
        }},
       {"batch_norm", [](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::batch_norm(in[0], in[1], in[2], in[3], in[4], false, 0.1, a.f("epsilon"), false));

@@ -7,6 +7,13 @@
 
 namespace basin {
 
+int64_t wrap_to(DType t, int64_t v) {
+  if (t.is_bool()) return v != 0;
+  if (t.is_uint())
+    return t.bits >= 64 ? v : static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t{1} << t.bits) - 1));
+  return wrap_int(v, t.bits);
+}
+
 int64_t wrap_int(int64_t v, int bits) {
   if (bits >= 64) return v;
   int s = 64 - bits;
@@ -127,7 +134,7 @@ double apply_math(MathFn f, double a, double b, int bits) {
 Value Value::of_int(DType t, int64_t v) {
   Value r;
   r.dtype = t;
-  r.i = t.is_bool() ? (v != 0) : wrap_int(v, t.bits);
+  r.i = wrap_to(t, v);
   return r;
 }
 

@@ -32,6 +32,9 @@ int64_t evaluate_int(const Expr& e, const std::unordered_map<int64_t, int64_t>& 
 // Integer helpers with the IR's semantics, shared by the evaluator, the simplifier's
 // constant folding and the interpreter.
 int64_t wrap_int(int64_t v, int bits);
+// v as a value of integer (or bool) type t: signed types wrapped to their bits, unsigned
+// ones cut to them, bools 0 or 1.
+int64_t wrap_to(DType t, int64_t v);
 int64_t floordiv_int(int64_t a, int64_t b);  // b != 0
 int64_t floormod_int(int64_t a, int64_t b);  // b != 0
 double apply_math(MathFn f, double a, double b, int bits);

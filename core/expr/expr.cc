@@ -1,5 +1,7 @@
 #include "core/expr/expr.h"
 
+#include "core/expr/evaluate.h"
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -183,15 +185,9 @@ Var::Var(std::string name, DType t, VarKind kind) {
 Var::Var(const Expr& e) : Expr(e) { BASIN_CHECK(e && e.kind() == ExprKind::Var) << "not a variable: " << e; }
 
 Expr int_imm(DType t, int64_t v) {
-  BASIN_CHECK(t.is_int() || t.is_bool()) << "int_imm of type " << t.str();
+  BASIN_CHECK(t.is_int() || t.is_uint() || t.is_bool()) << "int_imm of type " << t.str();
   auto n = node(ExprKind::IntImm, t);
-  if (t.is_bool()) {
-    v = v != 0;
-  } else if (t.bits < 64) {  // wrap to the bit width
-    int s = 64 - t.bits;
-    v = static_cast<int64_t>(static_cast<uint64_t>(v) << s) >> s;
-  }
-  n->ival = v;
+  n->ival = wrap_to(t.element(), v);  // to the bit width
   return finish(std::move(n));
 }
 
@@ -216,6 +212,7 @@ Expr make_binary(ExprKind k, Expr a, Expr b) {
                                       << a << " , " << b;
   DType t = a.dtype();
   BASIN_CHECK(!t.is_bf16()) << kind_name(k) << " of bfloat16 operands (a storage type: cast to float32 first)";
+  BASIN_CHECK(!t.is_byte()) << kind_name(k) << " of " << t.str() << " operands (a storage type: cast to int32 first)";
   if (is_arith(k)) {
     BASIN_CHECK(!t.is_bool()) << kind_name(k) << " of bool operands";
     if (k == ExprKind::FloorDiv || k == ExprKind::FloorMod)

@@ -167,6 +167,8 @@ std::pair<int64_t, int64_t> int_range(int t) {
 }
 
 DType dtype_of(int t, const std::string& what) {
+  if (t == onnx::TensorProto::INT8) return DType::i8();
+  if (t == onnx::TensorProto::UINT8) return DType::u8();
   if (narrow_int_bytes(t)) return DType::i32();
   switch (t) {
     case onnx::TensorProto::FLOAT:
@@ -331,7 +333,8 @@ class Importer {
   static const std::map<std::string, Converter>& converters();
   std::vector<int> conv(const onnx::NodeProto& n, bool transpose);
   // The convolution of x by w (Conv's attributes; no bias), the matrix product a b.
-  int conv_of(const onnx::NodeProto& n, int x, int w, bool transpose);
+  // (pad_value: what x is padded with; 0 unless x holds integers with a zero point.)
+  int conv_of(const onnx::NodeProto& n, int x, int w, bool transpose, int64_t pad_value = 0);
   int matmul_of(const onnx::NodeProto& n, int a, int b);
   std::vector<int> pool(const onnx::NodeProto& n, bool avg);
   std::vector<int> matmul(const onnx::NodeProto& n);
@@ -392,12 +395,21 @@ class Importer {
   // and the float32 factor of the sum (x's scale times w's: [] or [w's extent along
   // w_axis]). QDQ models (onnxruntime.quantization's QDQ format) write every quantized
   // operator so. No value (ok false) where the operands are not of that form.
+  //
+  // Where w is a constant with zero points 0 (ONNX Runtime's int8 weights), the product
+  // takes the 8-bit integers as they are, x's zero point then a correction of the sum
+  // (-zero point x w's sum per output channel) and the value a convolution pads x with.
+  // Otherwise both are int32 less their zero points.
   struct IntegerOperands {
     bool ok = false;
     int x = -1, w = -1;
-    NDArray scale;
+    NDArray scale, correction;  // correction: int32 [C] (empty: none)
+    int64_t pad = 0;
   };
   IntegerOperands integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis);
+  // The int32 sum of an integer product plus q's correction and the int32 bias (a value
+  // [C], or -1), as float32 scaled by q's factor; C placed on `axis` of acc.
+  int integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis);
   // The int32 integers of a bias dequantized with the product's own factor (per channel
   // or per tensor, zero point 0: how QDQ models store a bias), so that it joins the sum
   // before the one scaling, as the runtimes add it; -1 for another bias.
@@ -569,14 +581,10 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
   int y;
   const IntegerOperands q = transpose ? IntegerOperands{} : integer_operands(n, x, w, 0);
   if (q.ok) {
-    y = conv_of(n, q.x, q.w, false);
+    y = conv_of(n, q.x, q.w, false, q.pad);
     const int b = has_input(n, 2) ? integer_bias(n, in(n, 2), q.scale) : -1;
-    if (b >= 0) {
-      I bs(shape(y).size() - 1, 1);
-      bs[0] = shape(b)[0];
-      return {scale_sum(n, add(n, "add", {y, reshape(n, b, bs)}), q.scale, 1)};
-    }
-    y = scale_sum(n, y, q.scale, 1);
+    y = integer_result(n, y, q, b, 1);
+    if (b >= 0) return {y};
   } else {
     y = conv_of(n, x, w, transpose);
   }
@@ -589,7 +597,7 @@ std::vector<int> Importer::conv(const onnx::NodeProto& n, bool transpose) {
   return {y};
 }
 
-int Importer::conv_of(const onnx::NodeProto& n, int x, int w, bool transpose) {
+int Importer::conv_of(const onnx::NodeProto& n, int x, int w, bool transpose, int64_t pad_value) {
   const I& xs = shape(x);
   const I& ws = shape(w);
   if (xs.size() < 3 || ws.size() != xs.size())
@@ -614,13 +622,16 @@ int Importer::conv_of(const onnx::NodeProto& n, int x, int w, bool transpose) {
   } else {
     I pads = conv_pads(n, in_s, k, st, dil);
     I begin(pads.begin(), pads.begin() + static_cast<long>(r)), end(pads.begin() + static_cast<long>(r), pads.end());
-    if (begin != end) {
+    bool padded = false;
+    for (int64_t v : pads) padded |= v != 0;
+    if (begin != end || (pad_value != 0 && padded)) {
       I full(2 * (r + 2), 0);
       for (size_t d = 0; d < r; ++d) {
         full[d + 2] = begin[d];
         full[r + 2 + d + 2] = end[d];
       }
-      x = add(n, "pad", {x}, {{"pads", full}, {"value", 0.0}, {"mode", std::string("constant")}});
+      x = add(n, "pad", {x},
+              {{"pads", full}, {"value", static_cast<double>(pad_value)}, {"mode", std::string("constant")}});
       begin.assign(r, 0);
     }
     y = add(n, "conv" + std::to_string(r) + "d", {x, w},
@@ -649,7 +660,7 @@ std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
 std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
   const int a = in(n, 0), b = in(n, 1);
   const IntegerOperands q = integer_operands(n, a, b, static_cast<int64_t>(shape(b).size()) - 1);
-  if (q.ok) return {scale_sum(n, matmul_of(n, q.x, q.w), q.scale, -1)};
+  if (q.ok) return {integer_result(n, matmul_of(n, q.x, q.w), q, -1, -1)};
   return {matmul_of(n, a, b)};
 }
 
@@ -689,12 +700,9 @@ std::vector<int> Importer::gemm(const onnx::NodeProto& n) {
   const int int_bias = q.ok && has_input(n, 2) && attr_f(n, "alpha", 1) == 1 && attr_f(n, "beta", 1) == 1
                            ? integer_bias(n, in(n, 2), q.scale)
                            : -1;
-  if (int_bias >= 0) {
-    const int acc = trans_b ? add(n, "dense", {q.x, q.w}) : matmul_of(n, q.x, q.w);
-    return {scale_sum(n, add(n, "add", {acc, int_bias}), q.scale, -1)};
-  }
   if (q.ok) {
-    y = scale_sum(n, trans_b ? add(n, "dense", {q.x, q.w}) : matmul_of(n, q.x, q.w), q.scale, -1);
+    y = integer_result(n, trans_b ? add(n, "dense", {q.x, q.w}) : matmul_of(n, q.x, q.w), q, int_bias, -1);
+    if (int_bias >= 0) return {y};
   } else if (trans_b) {
     y = add(n, "dense", {a, b});
   } else if (val(b).constant) {
@@ -741,6 +749,7 @@ void Importer::check_quant_params(const onnx::NodeProto& n, int x, int& scale, i
 
 int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type) {
   check_quant_params(n, x, scale, zp, axis);
+  if (val(zp).dtype != DType::i32()) zp = add(n, "cast", {zp}, {{"to", std::string("int32")}});
   const auto [lo, hi] = int_range(type);
   const int64_t a = val(scale).numel() == 1 ? 1 : this->axis(n, axis, shape(x).size());
   return quantized(add(n, "quantize_linear", {x, scale, zp}, {{"axis", a}, {"qmin", lo}, {"qmax", hi}}), type);
@@ -748,6 +757,7 @@ int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64
 
 int Importer::dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis) {
   check_quant_params(n, q, scale, zp, axis);
+  if (val(zp).dtype != DType::i32()) zp = add(n, "cast", {zp}, {{"to", std::string("int32")}});
   const int64_t a = val(scale).numel() == 1 ? 1 : this->axis(n, axis, shape(q).size());
   const int y = add(n, "dequantize_linear", {q, scale, zp}, {{"axis", a}});
   dq_[y] = {q, scale, zp, a};
@@ -783,19 +793,42 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, i
   if (!eight_bit(qx.q) || !eight_bit(qw.q) || !constant_of(qx.scale) || !constant_of(qx.zero_point) ||
       !constant_of(qw.scale) || !constant_of(qw.zero_point) || val(qx.scale).numel() != 1)
     return r;
-  const NDArray &sw = val(qw.scale).data, &zw = val(qw.zero_point).data;
+  // (Copies: adding values below moves the graph's values.)
+  const NDArray sw = val(qw.scale).data, zw = val(qw.zero_point).data;
   const bool per_axis = sw.numel() != 1;
-  const I& ws = shape(qw.q);
+  const I ws = shape(qw.q);
   if (per_axis && (qw.axis != w_axis || !constant_of(qw.q))) return r;
   const float sx = static_cast<float>(val(qx.scale).data.get(0));
   r.scale = NDArray(DType::f32(), per_axis ? I{sw.numel()} : I{});
   for (int64_t c = 0; c < r.scale.numel(); ++c)
     r.scale.as<float>()[c] = sx * static_cast<float>(sw.get(c));  // float32 products, as the runtimes compute them
   const std::string k = unique_name(n);
-  r.x = val(qx.zero_point).data.get_int(0) == 0 ? qx.q : add(n, "sub", {qx.q, qx.zero_point});
+  const int64_t zx = val(qx.zero_point).data.get_int(0);
+  bool zero_zw = true;
+  for (int64_t i = 0; i < zw.numel(); ++i) zero_zw &= zw.get_int(i) == 0;
+  if (constant_of(qw.q) && zero_zw && val(qx.q).dtype.is_byte() && val(qw.q).dtype.is_byte()) {
+    // The 8-bit form: sum (x - zx) w = sum x w - zx sum w.
+    r.x = qx.q;
+    r.w = qw.q;
+    r.pad = zx;
+    if (zx != 0) {
+      const NDArray q = val(qw.q).data;
+      const int64_t channels = ws[static_cast<size_t>(w_axis)];
+      int64_t inner = 1;
+      for (size_t d = static_cast<size_t>(w_axis) + 1; d < ws.size(); ++d) inner *= ws[d];
+      r.correction = NDArray(DType::i32(), {channels});
+      std::vector<int64_t> sums(static_cast<size_t>(channels), 0);
+      for (int64_t i = 0; i < q.numel(); ++i) sums[static_cast<size_t>((i / inner) % channels)] += q.get_int(i);
+      for (int64_t c = 0; c < channels; ++c) r.correction.set_int(c, -zx * sums[static_cast<size_t>(c)]);
+    }
+    r.ok = true;
+    return r;
+  }
+  const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}});
+  r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
   if (constant_of(qw.q)) {
     // (w - zero point) computed here, per index of w_axis.
-    const NDArray& q = val(qw.q).data;
+    const NDArray q = val(qw.q).data;
     NDArray wi(DType::i32(), ws);
     int64_t inner = 1;
     for (size_t d = static_cast<size_t>(w_axis) + 1; d < ws.size(); ++d) inner *= ws[d];
@@ -803,10 +836,31 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, i
       wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? (i / inner) % ws[static_cast<size_t>(w_axis)] : 0));
     r.w = constant(k + ".w_int", std::move(wi));
   } else {
-    r.w = zw.get_int(0) == 0 ? qw.q : add(n, "sub", {qw.q, qw.zero_point});
+    const int wi = add(n, "cast", {qw.q}, {{"to", std::string("int32")}});
+    r.w = zw.get_int(0) == 0 ? wi : add(n, "sub", {wi, qw.zero_point});
   }
   r.ok = true;
   return r;
+}
+
+int Importer::integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis) {
+  int add_in = bias;
+  if (q.correction.numel() > 0) {
+    NDArray c = q.correction.clone();
+    if (bias >= 0 && val(bias).constant && val(bias).numel() == c.numel()) {
+      for (int64_t i = 0; i < c.numel(); ++i) c.set_int(i, c.get_int(i) + val(bias).data.get_int(i));
+      add_in = -1;
+    }
+    add_in = add_in >= 0 ? add(n, "add", {add_in, constant(unique_name(n) + ".correction", std::move(c))})
+                         : constant(unique_name(n) + ".correction", std::move(c));
+  }
+  if (add_in >= 0) {
+    const size_t r = shape(acc).size();
+    I s(r - (axis < 0 ? r - 1 : static_cast<size_t>(axis)), 1);
+    s[0] = val(add_in).numel();
+    acc = add(n, "add", {acc, reshape(n, add_in, s)});
+  }
+  return scale_sum(n, acc, q.scale, axis);
 }
 
 int Importer::integer_bias(const onnx::NodeProto& n, int bias, const NDArray& factor) {
@@ -863,15 +917,9 @@ std::vector<int> Importer::qlinear(const onnx::NodeProto& n, bool is_conv) {
          "per tensor or per output channel for the weight");
   int y;
   if (is_conv) {
-    int acc = conv_of(n, q.x, q.w, false);
-    if (has_input(n, 8)) {
-      I bs(shape(acc).size() - 1, 1);
-      bs[0] = shape(in(n, 8)).at(0);
-      acc = add(n, "add", {acc, reshape(n, in(n, 8), bs)});
-    }
-    y = scale_sum(n, acc, q.scale, 1);
+    y = integer_result(n, conv_of(n, q.x, q.w, false, q.pad), q, has_input(n, 8) ? in(n, 8) : -1, 1);
   } else {
-    y = scale_sum(n, matmul_of(n, q.x, q.w), q.scale, -1);
+    y = integer_result(n, matmul_of(n, q.x, q.w), q, -1, -1);
   }
   const int ys = in(n, 6), yz = in(n, 7);
   return {quantize(n, y, ys, yz, 1, qtype(n, yz))};
@@ -885,9 +933,13 @@ std::vector<int> Importer::integer_product(const onnx::NodeProto& n, bool is_con
   int a = in(n, 0), b = in(n, 1);
   qtype(n, a);
   qtype(n, b);
+  auto i32 = [&](int v) {
+    return val(v).dtype == DType::i32() ? v : add(n, "cast", {v}, {{"to", std::string("int32")}});
+  };
   auto less = [&](int v, int i, int64_t axis, const char* what) {
+    v = i32(v);
     if (!has_input(n, i)) return v;
-    const int zp = in(n, i);
+    const int zp = i32(in(n, i));
     if (val(zp).numel() == 1) return add(n, "sub", {v, reshape(n, zp, {})});
     const int64_t r = static_cast<int64_t>(shape(v).size()), ax = axis < 0 ? axis + r : axis;
     if (shape(zp).size() != 1 || shape(zp)[0] != shape(v)[static_cast<size_t>(ax)])
@@ -1366,7 +1418,7 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
       {"DequantizeLinear", [](Importer& m, const onnx::NodeProto& n) {
          if (m.attr_i(n, "block_size", 0) != 0) m.fail(m.node_desc(n) + ": blocked quantization is not supported");
          const int x = m.in(n, 0), scale = m.in(n, 1);
-         if (m.val(x).dtype != DType::i32())
+         if (m.val(x).dtype != DType::i32() && !m.val(x).dtype.is_byte())
            m.fail(m.node_desc(n) + ": '" + m.val(x).name + "' is not a quantized tensor (INT8, UINT8, INT16, UINT16 or INT32)");
          return std::vector<int>{m.dequantize(n, x, scale, m.zero_point(n, 2, scale), m.attr_i(n, "axis", 1))};
        }},

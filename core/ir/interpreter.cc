@@ -283,11 +283,12 @@ class Compiler {
           FEP<float> a = cf<float>(n.args[0]);
           return mk_i([a = std::move(a)](Frame& fr) -> int64_t { return bf16_bits(a->ev(fr)); });
         }
+        const DType to = n.dtype.element();
         if (from.is_float()) {
-          auto conv = [bits, to_bool](double v) -> int64_t {
+          auto conv = [to, to_bool](double v) -> int64_t {
             if (to_bool) return v != 0;
             if (!std::isfinite(v)) throw RuntimeError("cast of a non-finite float to an integer");
-            return wrap(static_cast<int64_t>(v), bits);
+            return wrap_to(to, static_cast<int64_t>(v));
           };
           if (from == DType::f32()) {
             FEP<float> a = cf<float>(n.args[0]);
@@ -297,10 +298,7 @@ class Compiler {
           return mk_i([a = std::move(a), conv](Frame& fr) { return conv(a->ev(fr)); });
         }
         IEP a = ci(n.args[0]);
-        return mk_i([a = std::move(a), bits, to_bool](Frame& fr) -> int64_t {
-          int64_t v = a->ev(fr);
-          return to_bool ? v != 0 : wrap(v, bits);
-        });
+        return mk_i([a = std::move(a), to](Frame& fr) -> int64_t { return wrap_to(to, a->ev(fr)); });
       }
       case ExprKind::Load: {
         int s = slot_of_buffer(n.buffer.get());
@@ -313,6 +311,7 @@ class Compiler {
           if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(bs.numel)) out_of_bounds(b, i, bs.numel, false);
           if (t.is_bool()) return bs.data[i] != 0;
           if (t.is_bf16()) return reinterpret_cast<const uint16_t*>(bs.data)[i];
+          if (t.bits == 8) return t.is_uint() ? bs.data[i] : static_cast<int8_t>(bs.data[i]);
           if (t.bits == 32) return reinterpret_cast<const int32_t*>(bs.data)[i];
           return reinterpret_cast<const int64_t*>(bs.data)[i];
         });
@@ -556,6 +555,7 @@ class Compiler {
           uint8_t* p = fr.bufs[slot].data;
           if (t.is_bool()) p[i] = x != 0;
           else if (t.is_bf16()) reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(x);
+          else if (t.bits == 8) p[i] = static_cast<uint8_t>(x);
           else if (t.bits == 32) reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(x);
           else reinterpret_cast<int64_t*>(p)[i] = x;
         });

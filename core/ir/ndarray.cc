@@ -98,7 +98,8 @@ double NDArray::get(int64_t i) const {
     case TypeCode::Float:
       return dtype_.bits == 32 ? as<float>()[i] : as<double>()[i];
     case TypeCode::Int:
-      return dtype_.bits == 32 ? as<int32_t>()[i] : static_cast<double>(as<int64_t>()[i]);
+    case TypeCode::UInt:
+      return static_cast<double>(get_int(i));
     case TypeCode::Bool:
       return as<uint8_t>()[i];
     case TypeCode::BFloat:
@@ -113,18 +114,16 @@ void NDArray::set(int64_t i, double v) {
       if (dtype_.bits == 32) as<float>()[i] = static_cast<float>(v);
       else as<double>()[i] = v;
       return;
-    case TypeCode::Int: {
+    case TypeCode::Int:
+    case TypeCode::UInt: {
       // Saturating: a double past the type's range (2^63 is INT64_MAX read through a
       // double) or NaN has no defined conversion.
-      const double lo = dtype_.bits == 32 ? -2147483648.0 : -9223372036854775808.0;
-      const double hi = dtype_.bits == 32 ? 2147483647.0 : 9223372036854775807.0;
       int64_t x;
       if (std::isnan(v)) x = 0;
-      else if (v <= lo) x = dtype_.bits == 32 ? INT32_MIN : INT64_MIN;
-      else if (v >= hi) x = dtype_.bits == 32 ? INT32_MAX : INT64_MAX;
+      else if (v <= -9223372036854775808.0) x = INT64_MIN;
+      else if (v >= 9223372036854775807.0) x = INT64_MAX;
       else x = static_cast<int64_t>(v);
-      if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(x);
-      else as<int64_t>()[i] = x;
+      set_int(i, x);
       return;
     }
     case TypeCode::Bool:
@@ -139,7 +138,9 @@ void NDArray::set(int64_t i, double v) {
 int64_t NDArray::get_int(int64_t i) const {
   switch (dtype_.code) {
     case TypeCode::Int:
-      return dtype_.bits == 32 ? as<int32_t>()[i] : as<int64_t>()[i];
+      return dtype_.bits == 8 ? as<int8_t>()[i] : dtype_.bits == 32 ? as<int32_t>()[i] : as<int64_t>()[i];
+    case TypeCode::UInt:
+      return as<uint8_t>()[i];
     case TypeCode::Bool:
       return as<uint8_t>()[i] != 0;
     case TypeCode::Float:
@@ -154,9 +155,13 @@ int64_t NDArray::get_int(int64_t i) const {
 
 void NDArray::set_int(int64_t i, int64_t v) {
   switch (dtype_.code) {
-    case TypeCode::Int:
-      if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+    case TypeCode::Int:  // saturating
+      if (dtype_.bits == 8) as<int8_t>()[i] = static_cast<int8_t>(std::clamp<int64_t>(v, INT8_MIN, INT8_MAX));
+      else if (dtype_.bits == 32) as<int32_t>()[i] = static_cast<int32_t>(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
       else as<int64_t>()[i] = v;
+      return;
+    case TypeCode::UInt:
+      as<uint8_t>()[i] = static_cast<uint8_t>(std::clamp<int64_t>(v, 0, UINT8_MAX));
       return;
     case TypeCode::Bool:
       as<uint8_t>()[i] = v != 0;

@@ -80,7 +80,7 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
           xi.push_back(i[2 + d] * p.stride[d] + r[1 + d] * p.dilation[d]);
           wi.push_back(r[1 + d]);
         }
-        return xp.read(xi) * w.read(wi);
+        return widened(xp.read(xi)) * widened(w.read(wi));
       },
       te::OpPattern::Anchor, op);
 }

@@ -18,7 +18,9 @@ Tensor dense(const Tensor& x, const Tensor& w) {
          "x " + ints_str(x.shape()) + " and w " + ints_str(w.shape()) + " disagree on K");
   return te::reduce(
       "dense", {x.shape()[0], w.shape()[0]}, {x.shape()[1]}, te::ReduceKind::Sum,
-      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return x(i[0], r[0]) * w(i[1], r[0]); },
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        return widened(x(i[0], r[0])) * widened(w(i[1], r[0]));
+      },
       te::OpPattern::Anchor, "dense");
 }
 
@@ -30,7 +32,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
          "a " + ints_str(a.shape()) + " and b " + ints_str(b.shape()) + " disagree on K");
   return te::reduce(
       "matmul", {a.shape()[0], b.shape()[1]}, {a.shape()[1]}, te::ReduceKind::Sum,
-      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return a(i[0], r[0]) * b(r[0], i[1]); },
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        return widened(a(i[0], r[0])) * widened(b(r[0], i[1]));
+      },
       te::OpPattern::Anchor, "matmul");
 }
 
@@ -44,7 +48,9 @@ Tensor batch_matmul(const Tensor& a, const Tensor& b) {
          "a " + ints_str(a.shape()) + " and b " + ints_str(b.shape()) + " disagree on K");
   return te::reduce(
       "batch_matmul", {a.shape()[0], a.shape()[1], b.shape()[2]}, {a.shape()[2]}, te::ReduceKind::Sum,
-      [&](const std::vector<Var>& i, const std::vector<Var>& r) { return a(i[0], i[1], r[0]) * b(i[0], r[0], i[2]); },
+      [&](const std::vector<Var>& i, const std::vector<Var>& r) {
+        return widened(a(i[0], i[1], r[0])) * widened(b(i[0], r[0], i[2]));
+      },
       te::OpPattern::Anchor, "batch_matmul");
 }
 

@@ -167,11 +167,17 @@ Tensor cast_to(const Tensor& x, DType to) {
       "cast", x.shape(),
       [&](const std::vector<Var>& i) {
         Expr v = x.read(as_exprs(i));
-        if (to.is_bool()) return ne(v, make_const(v.dtype(), 0));
-        if (to.is_int() && v.dtype().is_float()) {
+        if (to.is_bool()) return ne(widened(v), make_const(widened(v).dtype(), 0));
+        if ((to.is_int() || to.is_uint()) && v.dtype().is_float()) {
           // Out-of-range and NaN values saturate (C's cast is undefined there).
-          const double lo = to.bits == 32 ? -2147483648.0 : -9223372036854775808.0;
-          const double hi = to.bits == 32 ? 2147483647.0 : 9223372036854774784.0;
+          const double lo = to.is_uint()    ? 0.0
+                            : to.bits == 8  ? -128.0
+                            : to.bits == 32 ? -2147483648.0
+                                            : -9223372036854775808.0;
+          const double hi = to.is_uint()    ? 255.0
+                            : to.bits == 8  ? 127.0
+                            : to.bits == 32 ? 2147483647.0
+                                            : 9223372036854774784.0;
           Expr f = max(min(v, make_const(v.dtype(), hi)), make_const(v.dtype(), lo));
           return select(ne(v, v), make_const(to, 0), cast(to, f));
         }

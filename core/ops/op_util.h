@@ -62,6 +62,10 @@ std::vector<Expr> broadcast_index(const std::vector<int64_t>& in, const std::vec
 int64_t product(const std::vector<int64_t>& v);
 std::vector<Expr> as_exprs(const std::vector<Var>& v);
 
+// A factor of a product: an 8-bit integer (a storage type) as int32, anything else as
+// it is. The integer anchors (convolutions, matrix products) sum 8-bit products in int32.
+inline Expr widened(const Expr& v) { return v.dtype().is_byte() ? cast(DType::i32(), v) : v; }
+
 // x padded with zeros, lo[d] before and hi[d] after dimension 2 + d; the dimensions
 // after those (a blocked layout's channels) are carried. x itself when nothing is padded.
 te::Tensor zero_pad(const te::Tensor& x, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,

@@ -111,11 +111,14 @@ Tensor cast_to(const Tensor& x, DType to);
 
 // ---- linear quantization (quantize.cc) ----
 // ONNX QuantizeLinear: saturate(round(x / scale) + zero_point) to [qmin, qmax], ties to
-// even, NaN to the zero point; float32 x, int32 out. scale (float32) and zero_point
-// (int32) are per tensor (shape [] or [1]) or per index of `axis` ([x.shape[axis]]).
+// even, NaN to the zero point; float32 x, out of quantized_type(qmin, qmax). scale
+// (float32) and zero_point (int32) are per tensor (shape [] or [1]) or per index of
+// `axis` ([x.shape[axis]]).
 Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
                        int64_t qmax);
-// ONNX DequantizeLinear: (x - zero_point) * scale of an int32 x, float32 out.
+// The type of quantized values in [qmin, qmax]: uint8, int8, else int32.
+DType quantized_type(int64_t qmin, int64_t qmax);
+// ONNX DequantizeLinear: (x - zero_point) * scale of an int32, int8 or uint8 x, float32 out.
 Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis);
 
 // ---- normalization (normalization.cc) ----

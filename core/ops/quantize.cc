@@ -1,7 +1,7 @@
 // Linear quantization, as ONNX's QuantizeLinear and DequantizeLinear define it:
 // q = saturate(round(x / scale) + zero_point), x = (q - zero_point) * scale. Quantized
-// values are int32 tensors holding the integer type's range (basin's graphs keep 8- and
-// 16-bit integers as int32: exact, and the integer anchors sum them in int32).
+// values are uint8 or int8 tensors (storage types: the integer anchors sum their
+// products in int32), 16-bit ones int32 tensors holding the type's range.
 #include <cmath>
 
 #include "core/ops/op_util.h"
@@ -39,6 +39,12 @@ int check_params(const Check& c, const Tensor& x, const Tensor& scale, const Ten
 
 }  // namespace
 
+DType quantized_type(int64_t qmin, int64_t qmax) {
+  if (qmin >= 0 && qmax <= 255) return DType::u8();
+  if (qmin >= -128 && qmax <= 127) return DType::i8();
+  return DType::i32();
+}
+
 Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
                        int64_t qmax) {
   Check c("quantize_linear");
@@ -47,6 +53,7 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
          "[" + std::to_string(qmin) + ", " + std::to_string(qmax) + "] is not an int32 range");
   const int a = check_params(c, x, scale, zero_point, axis);
   const DType f = DType::f32();
+  const DType out = quantized_type(qmin, qmax);
   return te::compute(
       "quantize_linear", x.shape(),
       [&](const std::vector<Var>& i) {
@@ -56,20 +63,20 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
         // Saturated in float32 (exact: the bounds are integers below 2^24 for every
         // 8- and 16-bit type), NaN quantized to the zero point.
         Expr s = max(min(v, make_const(f, static_cast<double>(qmax))), make_const(f, static_cast<double>(qmin)));
-        return select(ne(v, v), zero_point.read(p), cast(DType::i32(), s));
+        return select(ne(v, v), cast(out, zero_point.read(p)), cast(out, s));
       },
       te::OpPattern::Broadcast, "quantize_linear");
 }
 
 Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis) {
   Check c("dequantize_linear");
-  c.that(x.dtype() == DType::i32(), "x", "must be int32, got " + x.dtype().str());
+  c.that(x.dtype() == DType::i32() || x.dtype().is_byte(), "x", "must be int32, int8 or uint8, got " + x.dtype().str());
   const int a = check_params(c, x, scale, zero_point, axis);
   return te::compute(
       "dequantize_linear", x.shape(),
       [&](const std::vector<Var>& i) {
         const std::vector<Expr> p = param_index(scale, a, i);
-        return cast(DType::f32(), x.read(as_exprs(i)) - zero_point.read(p)) * scale.read(p);
+        return cast(DType::f32(), widened(x.read(as_exprs(i))) - zero_point.read(p)) * scale.read(p);
       },
       te::OpPattern::Broadcast, "dequantize_linear");
 }
@@ -79,6 +86,7 @@ void register_quantize_ops(std::vector<OpDef>& r) {
     std::vector<ParamSpec> p = {p_ints("shape", {2, 3, 5}, "shape of x"),
                                 p_int("per_axis", 0, "1: one scale and zero point per index of `axis`"),
                                 p_int("axis", 1, "the axis of per-axis parameters")};
+    if (!quantize) p.push_back(p_str("dtype", "uint8", "x's type: uint8, int8 or int32"));
     if (quantize) {
       p.push_back(p_int("qmin", 0, "the integer type's least value (0 for uint8, -128 for int8)"));
       p.push_back(p_int("qmax", 255, "its greatest (255 for uint8, 127 for int8)"));
@@ -95,8 +103,16 @@ void register_quantize_ops(std::vector<OpDef>& r) {
            std::to_string(axis) + " is out of range for rank " + std::to_string(r));
     std::vector<int64_t> ps;
     if (per_axis) ps = {s[static_cast<size_t>(axis < 0 ? axis + r : axis)]};
-    const int64_t qmin = quantize ? at.i("qmin") : 0, qmax = quantize ? at.i("qmax") : 255;
-    Tensor x = te::placeholder("x", s, quantize ? DType::f32() : DType::i32());
+    int64_t qmin = quantize ? at.i("qmin") : 0, qmax = quantize ? at.i("qmax") : 255;
+    DType xt = DType::f32();
+    if (!quantize) {
+      const std::string t = at.s("dtype");
+      c.that(t == "uint8" || t == "int8" || t == "int32", "dtype", "'" + t + "' is not uint8, int8 or int32");
+      xt = DType::parse(t);
+      if (t == "int8") qmin = -128, qmax = 127;
+      if (t == "int32") qmin = -100000, qmax = 100000;
+    }
+    Tensor x = te::placeholder("x", s, xt);
     Tensor scale = te::placeholder("scale", ps), zp = te::placeholder("zero_point", ps, DType::i32());
     OpGraph g;
     g.inputs = {x, scale, zp};
@@ -111,7 +127,7 @@ void register_quantize_ops(std::vector<OpDef>& r) {
                "saturate(round(x / scale) + zero_point) to [qmin, qmax], ties to even (ONNX QuantizeLinear; int32 "
                "out)",
                params(true), [build](const Attrs& at) { return build(at, true); }});
-  r.push_back({"dequantize_linear", "elementwise", "(x - zero_point) * scale of an int32 x (ONNX DequantizeLinear)",
+  r.push_back({"dequantize_linear", "elementwise", "(x - zero_point) * scale of an integer x (ONNX DequantizeLinear)",
                params(false), [build](const Attrs& at) { return build(at, false); }});
 }
 

@@ -228,7 +228,12 @@ TEST(Quantized, QdqOperatorsRunOnTheIntegers) {
   graph::Graph g = graph::import_onnx(dir.path + "/model.onnx");
   int int_products = 0;
   for (const graph::Node& nd : g.nodes()) {
-    if ((nd.op == "conv2d" || nd.op == "dense") && g.value(nd.output).dtype == DType::i32()) ++int_products;
+    if ((nd.op == "conv2d" || nd.op == "dense") && g.value(nd.output).dtype == DType::i32()) {
+      ++int_products;
+      // The 8-bit integers as they are (x's zero point a correction of the sum).
+      EXPECT_EQ(g.value(nd.inputs[0]).dtype, DType::u8()) << nd.name;
+      EXPECT_EQ(g.value(nd.inputs[1]).dtype, DType::i8()) << nd.name;
+    }
   }
   EXPECT_EQ(int_products, 2) << "the QDQ convolution and Gemm became integer operators";
   std::mt19937 rng(3);

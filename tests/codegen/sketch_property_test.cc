@@ -77,6 +77,18 @@ TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
        "t0=conv2d(x0,x1){dilation=1,1|groups=8|padding=1,1|stride=2,2};t1=add(t0,x2){};t2=sigmoid(t1){};"
        "t3=mul(t1,t2){}",
        4},
+      // Quantized products: uint8 by int8 summed in int32 (a QDQ model's convolution with
+      // its zero point as padding, and a dense layer requantized in its epilogue).
+      {"subgraph",
+       "graph=x0:uint8[1,8,10,10]@0:256;x1:int8[16,8,3,3]@-128:128;x2:int32[16,1,1]@-5000:5000;"
+       "t0=pad(x0){mode=constant|pads=0,0,1,1,0,0,1,1|value=7};t1=conv2d(t0,x1){dilation=1,1|groups=1|padding=0,0|"
+       "stride=1,1};t2=add(t1,x2){}",
+       5},
+      {"subgraph",
+       "graph=x0:uint8[12,40]@0:256;x1:int8[24,40]@-128:128;x2:float32[24]@0.001:0.002;x3:float32[]@0.05:0.06;"
+       "x4:int32[]@0:10;t0=dense(x0,x1){};t1=cast(t0){to=float32};t2=mul(t1,x2){};"
+       "t3=quantize_linear(t2,x3,x4){axis=1|qmax=127|qmin=-128}",
+       6},
       // Indices read from memory inside a vectorized loop (bert_base's embedding once failed
       // to compile: a uniform select over a loaded index was splatted).
       {"embedding", "num_embeddings=50 dim=24 indices_shape=3,5", 6},

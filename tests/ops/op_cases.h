@@ -221,7 +221,8 @@ inline std::vector<Case> good_cases() {
   c.push_back({"quantize_linear", "per_axis=1 axis=1 qmin=-128 qmax=127 shape=2,16,3,5"});
   c.push_back({"quantize_linear", "per_axis=1 axis=-1 qmin=-32768 qmax=32767 shape=4,97"});
   c.push_back({"dequantize_linear", ""});
-  c.push_back({"dequantize_linear", "per_axis=1 axis=0 shape=16,3,3"});
+  c.push_back({"dequantize_linear", "per_axis=1 axis=0 shape=16,3,3 dtype=int8"});
+  c.push_back({"dequantize_linear", "dtype=int32 shape=7,9"});
   for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum", "pow"}) {
     c.push_back({op, ""});
     c.push_back({op, "a_shape=5,7 b_shape=5,7"});
@@ -348,6 +349,7 @@ inline std::vector<BadCase> bad_cases() {
   c.push_back({"quantize_linear", "qmin=5 qmax=4", "qmin"});
   c.push_back({"quantize_linear", "per_axis=1 axis=3", "axis"});
   c.push_back({"dequantize_linear", "per_axis=1 axis=-4", "axis"});
+  c.push_back({"dequantize_linear", "dtype=float32", "dtype"});
   for (const char* op :
        {"relu",        "relu6", "clip", "leaky_relu", "sigmoid", "tanh",     "gelu", "silu", "hardswish",
         "hardsigmoid", "exp",   "log",  "sqrt",       "rsqrt",   "erf",      "neg",  "abs",  "sin",
