@@ -324,6 +324,12 @@ class Printer {
       case ExprKind::Select:
         return "(" + expr(n.args[0]) + " ? " + expr(n.args[1]) + " : " + expr(n.args[2]) + ")";
       case ExprKind::Cast:
+        if (n.dtype.is_byte() && n.args[0].dtype().is_float()) {  // saturating, NaN to 0 (fmax ignores NaN)
+          const std::string f = n.args[0].dtype().bits == 32 ? "f" : "";
+          const std::string lo = n.dtype.is_uint() ? "0" : "-128", hi = n.dtype.is_uint() ? "255" : "127";
+          return "((" + c_type(n.dtype) + ")fmin" + f + "(fmax" + f + "(" + expr(n.args[0]) + ", " + lo + "), " + hi +
+                 "))";
+        }
         return "((" + c_type(n.dtype) + ")" + expr(n.args[0]) + ")";
       case ExprKind::Call: {
         std::string fn = math_fn_name(n.fn);

@@ -856,7 +856,10 @@ class Emitter {
       if (from.is_float()) return b_.CreateFPCast(v, ty);
       return from.is_bool() || from.is_uint() ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
     }
-    if (from.is_float()) return to.is_uint() ? b_.CreateFPToUI(v, ty) : b_.CreateFPToSI(v, ty);
+    if (from.is_float() && to.is_byte())  // saturating, NaN to 0
+      return b_.CreateIntrinsic(to.is_uint() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+                                {ty, v->getType()}, {v});
+    if (from.is_float()) return b_.CreateFPToSI(v, ty);
     return from.is_bool() || from.is_uint() ? b_.CreateZExtOrTrunc(v, ty) : b_.CreateSExtOrTrunc(v, ty);
   }
 

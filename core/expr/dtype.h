@@ -14,7 +14,7 @@ namespace basin {
 //
 // The 8-bit integers (int8: TypeCode::Int, 8 bits; uint8: TypeCode::UInt, 8 bits) are
 // storage types too, of quantized tensors: loads and stores, casts to and from other
-// types (a float cast to one holds a value of its range: the operators clamp first) and
+// types (a float cast to one saturates to its range, toward zero, NaN giving 0) and
 // selects between them; arithmetic and comparisons take them cast to int32.
 enum class TypeCode : uint8_t { Int, Float, Bool, BFloat, UInt };
 

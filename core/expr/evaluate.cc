@@ -1,11 +1,18 @@
 #include "core/expr/evaluate.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "core/util/error.h"
 
 namespace basin {
+
+int64_t saturate_to_byte(DType t, double v) {
+  const double lo = t.is_uint() ? 0 : -128, hi = t.is_uint() ? 255 : 127;
+  if (std::isnan(v)) return 0;
+  return static_cast<int64_t>(std::min(std::max(v, lo), hi));  // toward zero inside the range
+}
 
 int64_t wrap_to(DType t, int64_t v) {
   if (t.is_bool()) return v != 0;
@@ -287,6 +294,7 @@ struct Evaluator {
         Value v = eval(n.args[0]);
         if (n.dtype.is_float()) return Value::of_float(n.dtype, v.as_double());
         if (n.dtype.is_bool()) return Value::of_int(n.dtype, v.dtype.is_float() ? v.f != 0 : v.i != 0);
+        if (v.dtype.is_float() && n.dtype.is_byte()) return Value::of_int(n.dtype, saturate_to_byte(n.dtype, v.f));
         if (v.dtype.is_float()) {
           if (!std::isfinite(v.f)) throw RuntimeError("cast of a non-finite float to an integer");
           return Value::of_int(n.dtype, static_cast<int64_t>(v.f));

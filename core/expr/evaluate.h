@@ -35,6 +35,8 @@ int64_t wrap_int(int64_t v, int bits);
 // v as a value of integer (or bool) type t: signed types wrapped to their bits, unsigned
 // ones cut to them, bools 0 or 1.
 int64_t wrap_to(DType t, int64_t v);
+// A float cast to an 8-bit integer type t: toward zero, saturated to t's range, NaN 0.
+int64_t saturate_to_byte(DType t, double v);
 int64_t floordiv_int(int64_t a, int64_t b);  // b != 0
 int64_t floormod_int(int64_t a, int64_t b);  // b != 0
 double apply_math(MathFn f, double a, double b, int bits);

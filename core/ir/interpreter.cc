@@ -287,6 +287,7 @@ class Compiler {
         if (from.is_float()) {
           auto conv = [to, to_bool](double v) -> int64_t {
             if (to_bool) return v != 0;
+            if (to.is_byte()) return saturate_to_byte(to, v);
             if (!std::isfinite(v)) throw RuntimeError("cast of a non-finite float to an integer");
             return wrap_to(to, static_cast<int64_t>(v));
           };

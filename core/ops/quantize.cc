@@ -60,8 +60,12 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
         const std::vector<Expr> p = param_index(scale, a, i);
         Expr zp = cast(f, zero_point.read(p));
         Expr v = call(MathFn::rint, {x.read(as_exprs(i)) / scale.read(p)}) + zp;
-        // Saturated in float32 (exact: the bounds are integers below 2^24 for every
-        // 8- and 16-bit type), NaN quantized to the zero point.
+        // 8-bit: the cast saturates (NaN gives 0), and v is read once, so that a chain
+        // of quantizations inlined into one kernel stays linear in its length.
+        if (out.is_byte() && qmin == (out.is_uint() ? 0 : -128) && qmax == (out.is_uint() ? 255 : 127))
+          return cast(out, v);
+        // Otherwise saturated in float32 (exact: the bounds are integers below 2^24 for
+        // every 16-bit type), NaN quantized to the zero point.
         Expr s = max(min(v, make_const(f, static_cast<double>(qmax))), make_const(f, static_cast<double>(qmin)));
         return select(ne(v, v), cast(out, zero_point.read(p)), cast(out, s));
       },

@@ -208,6 +208,33 @@ TEST_F(LlvmSemantics, Fp16AndBf16RoundingMatchTheInterpreterBitForBit) {
   for (MathFn fn : {MathFn::fp16, MathFn::bf16}) expect_rounding_matches(fn, xs);
 }
 
+// A float cast to an 8-bit integer saturates to its range, toward zero, NaN giving 0,
+// in the emitted code (fptoui.sat, fptosi.sat) as in the interpreter, vector and scalar.
+TEST_F(LlvmSemantics, FloatToEightBitCastsSaturate) {
+  const std::vector<float> xs = {NAN,     INFINITY, -INFINITY, 300.0f, -300.0f, 254.9f, -1.5f,  127.9f,
+                                 -128.9f, 0.5f,     7.0f,      -0.0f,  1e30f,   -1e30f, 128.0f, 255.0f};
+  const float want_u8[] = {0, 255, 0, 255, 0, 254, 0, 127, 0, 0, 7, 0, 255, 0, 128, 255};
+  const float want_i8[] = {0, 127, -128, 127, -128, 127, -1, 127, -128, 0, 7, 0, 127, -128, 127, 127};
+  for (DType t : {DType::u8(), DType::i8()})
+    for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
+      Var o("o"), l("l");
+      Buffer x = make_buffer("x", DType::f32(), {Expr(16)});
+      Buffer out = make_buffer("out", DType::f32(), {Expr(16)});
+      const Expr at = o * 8 + l;
+      Stmt body = make_for(o, 0, 2, ForKind::Serial,
+                           make_for(l, 0, 8, kind, make_store(out, {at}, cast(DType::f32(), cast(t, load(x, {at}))))));
+      NDArray in(DType::f32(), {16});
+      for (int k = 0; k < 16; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
+      NDArray want, got;
+      LlvmSemantics::both(LoweredFunc{"sat", {x, out}, {1}, body}, {in}, {16}, DType::f32(), &want, &got);
+      for (int k = 0; k < 16; ++k) {
+        const float expected = t.is_uint() ? want_u8[k] : want_i8[k];
+        EXPECT_EQ(want.as<float>()[k], expected) << t.str() << " interpreter " << xs[static_cast<size_t>(k)];
+        EXPECT_EQ(got.as<float>()[k], expected) << t.str() << " compiled " << xs[static_cast<size_t>(k)];
+      }
+    }
+}
+
 // MathFn::rint (ONNX's Round, quantization's rounding) rounds ties to even, in the
 // emitted code as in the interpreter: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2.
 TEST_F(LlvmSemantics, RintRoundsTiesToEvenAsTheInterpreter) {

@@ -15,6 +15,8 @@
 #include "core/graph/fusion.h"
 #include "core/graph/onnx_import.h"
 #include "core/graph/passes.h"
+#include "core/ir/stmt.h"
+#include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
 
 #if BASIN_HAVE_ONNX
@@ -251,6 +253,49 @@ TEST(Quantized, QdqOperatorsRunOnTheIntegers) {
     if (run > 0)  // compiled code and the interpreter agree exactly
       for (int n = 0; n < 5; ++n) EXPECT_EQ(y.get(n), r.oracle[0].get(n)) << run << " " << n;
   }
+}
+
+// A chain of quantizations fused into one kernel reads each stage's value once: its
+// code grows with the chain's length, not exponentially (a quantization reading its
+// value three times made an attention's 6-stage requantization 43% of a QDQ
+// transformer layer).
+TEST(Quantized, AChainOfQuantizationsStaysLinear) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("x", {4, 16});
+  b.init("s", {}, {0.05f});
+  b.init_int("z", {}, {3}, kU8);
+  std::string v = "x";
+  const int stages = 12;
+  for (int k = 0; k < stages; ++k) {
+    const std::string q = "q" + std::to_string(k), d = "d" + std::to_string(k);
+    b.node("QuantizeLinear", {v, "s", "z"}, {q});
+    b.node("DequantizeLinear", {q, "s", "z"}, {d});
+    v = d;
+  }
+  b.output(v, {4, 16});
+  b.save(dir.path + "/chain.onnx");
+  graph::Graph g = graph::optimize(graph::import_onnx(dir.path + "/chain.onnx"));
+  graph::Partition p = graph::partition(g);
+  ASSERT_EQ(p.tasks.size(), 1u);
+  const sched::Sketch s = sched::cpu_sketches(p.tasks[0].graph)[0];
+  const LoweredFunc f = sched::lower_config(p.tasks[0].graph, s, sched::default_config(s));
+  // Rounding calls in the statements' expression trees, each use of a shared
+  // subexpression counted (as code generation emits it).
+  int64_t rints = 0;
+  std::function<void(const Expr&)> count = [&](const Expr& e) {
+    if (e.kind() == ExprKind::Call && e->fn == MathFn::rint) ++rints;
+    for (const Expr& a : e->args) count(a);
+  };
+  visit_stmt(f.body, [&](const Stmt& st) {
+    if (st->kind == StmtKind::Store) count(st->value);
+  });
+  EXPECT_EQ(rints, stages);
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[static_cast<size_t>(i)] = 0.37f * static_cast<float>(i) - 9.0f;
+  std::vector<double> want;
+  for (float xv : x) want.push_back(static_cast<float>((quantize(xv, 0.05f, 3, 0, 255) - 3) * 0.05f));
+  expect_exact(run_everywhere(graph::import_onnx(dir.path + "/chain.onnx"), {floats({4, 16}, x)}), {want});
 }
 
 // MatMulInteger (per-row and per-column zero points), ConvInteger (padding counts as
