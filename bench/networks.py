@@ -391,7 +391,8 @@ def accuracy_table(results):
     for r in results:
         c = r.get("basin_tuned", {})
         prec = "f32" if not c.get("bf16_kernels") else f"bf16 ({c['bf16_kernels']} of {c['kernels']} kernels)"
-        prec = r.get("basin_precision", prec)
+        if r.get("basin_precision"):
+            prec = f"int8 ({c.get('int8_kernels', '?')} of {c.get('kernels', '?')} kernels)"
         row(r["model"], "basin", prec, r.get("basin_accuracy"))
         for p, v in r.get("peers", {}).items():
             row(r["model"], p, v.get("precision", "-"), v.get("accuracy"))
@@ -535,6 +536,7 @@ def main():
                     c["compile_error"] = compiled["error"]
                 else:
                     c["kernels"], c["bf16_kernels"] = compiled["kernels"], compiled.get("bf16_kernels", 0)
+                    c["int8_kernels"] = compiled.get("int8_kernels", 0)
                     c["basin_accuracy_check"] = compiled.get("accuracy")
             curve.append(c)
             print(f"  basin after {mark:.0f}s: {c}", flush=True)

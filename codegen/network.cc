@@ -19,6 +19,7 @@
 #include "core/graph/fusion.h"
 #include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
+#include "core/schedule/task_analysis.h"
 #include "core/util/sha256.h"
 #include "core/util/host.h"
 #include "core/util/io.h"
@@ -252,6 +253,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
       const std::string precision = s.bf16_pair >= 0                      ? "bf16"
                                     : s.rule == sched::SketchRule::GpuMma ? s.mma_precision
+                                    : sched::integer_products(task.graph) ? "int8"
                                                                           : "f32";
       if (!cuda && !task.constant_inputs.empty())
         if (std::optional<ConstantPrologue> c = compile_constant_prologue(&f, task.constant_inputs))

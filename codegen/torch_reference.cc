@@ -288,9 +288,8 @@ const std::map<std::string, Fn>& references() {
          TT v = torch::round(in[0] / s) + zp.to(torch::kFloat32);  // torch::round: ties to even
          const torch::Dtype out = torch_dtype(ops::quantized_type(a.i("qmin"), a.i("qmax")));
          TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax"))).to(out);
-         // NaN: 0 for the 8-bit types (a saturating cast), the zero point for wider ones.
-         const bool byte = out == torch::kUInt8 || out == torch::kInt8;
-         return one(torch::where(torch::isnan(v), byte ? torch::zeros_like(q) : zp.to(out).expand_as(q), q));
+         // NaN: the least value.
+         return one(torch::where(torch::isnan(v), torch::full_like(q, a.i("qmin")), q));
        }},
       {"dequantize_linear", [](const ops::Attrs& a, const std::vector<TT>& in) {
          const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));

@@ -384,6 +384,7 @@ int run_compile(const NetOptions& o) {
                       {"weight_bytes", net.weight_bytes()},
                       {"packed_weights", net.packed_weights()},
                       {"bf16_kernels", net.kernels_of_precision("bf16")},
+                      {"int8_kernels", net.kernels_of_precision("int8")},
                       {"accuracy", accuracy_json(net.accuracy())},
                       {"untuned_tasks", untuned}};
   if (net.target() == "cuda") j["arch"] = net.cuda_arch();
@@ -391,10 +392,11 @@ int run_compile(const NetOptions& o) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf(
-        "wrote %s: %d kernels (%d bf16), %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f MiB, "
-        "%zu untuned tasks\n",
-        o.out.c_str(), net.kernels(), net.kernels_of_precision("bf16"), net.launches(), net.arena_bytes() / 1048576.0,
-        net.tensor_bytes() / 1048576.0, net.weight_bytes() / 1048576.0, untuned.size());
+        "wrote %s: %d kernels (%d bf16, %d int8), %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f "
+        "MiB, %zu untuned tasks\n",
+        o.out.c_str(), net.kernels(), net.kernels_of_precision("bf16"), net.kernels_of_precision("int8"),
+        net.launches(), net.arena_bytes() / 1048576.0, net.tensor_bytes() / 1048576.0, net.weight_bytes() / 1048576.0,
+        untuned.size());
     std::printf("%s\n", accuracy_line(net.accuracy()).c_str());
   }
   return 0;

@@ -111,8 +111,7 @@ Tensor cast_to(const Tensor& x, DType to);
 
 // ---- linear quantization (quantize.cc) ----
 // ONNX QuantizeLinear: saturate(round(x / scale) + zero_point) to [qmin, qmax], ties to
-// even, NaN to 0 for 8-bit types (the zero point for wider ones); float32 x, out of
-// quantized_type(qmin, qmax). scale
+// even, NaN to qmin (as ONNX Runtime); float32 x, out of quantized_type(qmin, qmax). scale
 // (float32) and zero_point (int32) are per tensor (shape [] or [1]) or per index of
 // `axis` ([x.shape[axis]]).
 Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,

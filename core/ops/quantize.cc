@@ -61,13 +61,18 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
         Expr zp = cast(f, zero_point.read(p));
         Expr v = call(MathFn::rint, {x.read(as_exprs(i)) / scale.read(p)}) + zp;
         // 8-bit: the cast saturates (NaN gives 0), and v is read once, so that a chain
-        // of quantizations inlined into one kernel stays linear in its length.
-        if (out.is_byte() && qmin == (out.is_uint() ? 0 : -128) && qmax == (out.is_uint() ? 255 : 127))
-          return cast(out, v);
+        // of quantizations inlined into one kernel stays linear in its length. int8 goes
+        // through uint8 (v + 128), so that NaN gives the least value, -128, as for uint8
+        // (0) and as ONNX Runtime quantizes it.
+        if (out == DType::u8() && qmin == 0 && qmax == 255) return cast(out, v);
+        if (out == DType::i8() && qmin == -128 && qmax == 127) {
+          const Expr u = cast(DType::u8(), v + make_const(f, 128));
+          return cast(out, cast(DType::i32(), u) - make_const(DType::i32(), 128));
+        }
         // Otherwise saturated in float32 (exact: the bounds are integers below 2^24 for
-        // every 16-bit type), NaN quantized to the zero point.
+        // every 16-bit type), NaN quantized to the least value.
         Expr s = max(min(v, make_const(f, static_cast<double>(qmax))), make_const(f, static_cast<double>(qmin)));
-        return select(ne(v, v), cast(out, zero_point.read(p)), cast(out, s));
+        return select(ne(v, v), make_const(out, static_cast<double>(qmin)), cast(out, s));
       },
       te::OpPattern::Broadcast, "quantize_linear");
 }

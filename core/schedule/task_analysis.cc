@@ -361,6 +361,17 @@ std::optional<Bf16Pairing> act_vector_pairing(const AnchorInfo& info, int vec) {
 
 }  // namespace
 
+bool integer_products(const ops::OpGraph& task) {
+  const std::optional<AnchorInfo> info = analyze_anchor(task);
+  if (!info || !info->anchor->buffer->dtype.is_int()) return false;
+  bool bytes = false;
+  post_order_visit(info->anchor->body,
+                   [&](const Expr& e) { bytes |= e.kind() == ExprKind::Load && e.dtype().is_byte(); });
+  // A producer (a padding) of 8-bit values counts as well.
+  for (const te::Op& p : info->producers) bytes |= p->buffer->dtype.is_byte();
+  return bytes;
+}
+
 std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul) return std::nullopt;

@@ -25,6 +25,10 @@ struct AnchorInfo {
   std::vector<PackCandidate> pack_candidates;
 };
 
+// Whether the task's anchor multiplies 8-bit integers (a quantized model's convolution or
+// matrix product, summed in int32): what `basin profile` calls an int8 kernel.
+bool integer_products(const ops::OpGraph& task);
+
 // The bfloat16 form of an anchor vectorized along `vec` (Sketch::bf16_pair): its body
 // is a product of two plain loads, one of `weight` (the pack candidate of `vec`, a
 // placeholder) and one of `act` (a placeholder, or the last producer, every producer
@@ -46,8 +50,8 @@ struct Bf16Pairing {
   int reduce_axis = -1;
   te::Op act;
   te::Op weight;
-  int weight_dim = -1;  // the dimension of weight indexed by reduce_axis
-  int vec_dim = -1;     // the dimension of weight indexed by vec (the pack candidate's)
+  int weight_dim = -1;         // the dimension of weight indexed by reduce_axis
+  int vec_dim = -1;            // the dimension of weight indexed by vec (the pack candidate's)
   Expr act_load, weight_load;  // the anchor body's two factors
   // An odd extent: the pairs cover it padded by one zero (the bfloat16 activation copy
   // one element longer along its last dimension, the weight's last pair half zero).

@@ -43,7 +43,9 @@ struct TempDir {
 };
 
 // ONNX QuantizeLinear on one float32 value: the quotient in float32, ties to even.
+// NaN gives the least value, as ONNX Runtime quantizes it.
 int64_t quantize(float x, float scale, int64_t zp, int64_t lo, int64_t hi) {
+  if (std::isnan(x)) return lo;
   const float q = std::nearbyint(x / scale) + static_cast<float>(zp);
   return static_cast<int64_t>(std::min<float>(std::max<float>(q, static_cast<float>(lo)), static_cast<float>(hi)));
 }
@@ -97,8 +99,8 @@ void expect_exact(const Runs& r, const std::vector<std::vector<double>>& want) {
   }
 }
 
-// QuantizeLinear rounds ties to even and saturates, per tensor and per axis, to uint8,
-// int8 and int16; DequantizeLinear gives back (q - zero point) * scale.
+// QuantizeLinear rounds ties to even and saturates (NaN to the least value), per tensor
+// and per axis, to uint8 and int8; DequantizeLinear gives back (q - zero point) * scale.
 TEST(Quantized, QuantizeAndDequantizeAsOnnxDefinesThem) {
   TempDir dir;
   OnnxBuilder b(13);
@@ -118,7 +120,7 @@ TEST(Quantized, QuantizeAndDequantizeAsOnnxDefinesThem) {
   graph::Graph g = graph::import_onnx(dir.path + "/qdq.onnx");
   // Row 0: ties of x / 0.5 (0.25 -> 0.5 -> 0, 0.75 -> 1.5 -> 2, -1.25 -> -2.5 -> -2) and
   // saturation at 0; row 1 (scale 2, zero point 250): saturation at 255.
-  const std::vector<float> x = {0.25f, 0.75f, -1.25f, -7.0f, 3.0f, 5.0f, 100.0f, -1.0f};
+  const std::vector<float> x = {0.25f, 0.75f, -1.25f, -7.0f, 3.0f, 5.0f, 100.0f, NAN};
   const float sa[] = {0.5f, 2.0f};
   const int64_t za[] = {10, 250};
   std::vector<std::vector<double>> want(2);
@@ -133,6 +135,8 @@ TEST(Quantized, QuantizeAndDequantizeAsOnnxDefinesThem) {
   EXPECT_EQ(want[0][3], -5.0);              // saturated at 0: (0 - 10) * 0.5
   EXPECT_EQ(want[0][6], 10.0);              // saturated at 255: (255 - 250) * 2
   EXPECT_EQ(want[1][6], (127 + 3) * 0.25);  // int8 saturation
+  EXPECT_EQ(want[0][7], (0 - 250) * 2.0);   // NaN: the least value
+  EXPECT_EQ(want[1][7], (-128 + 3) * 0.25);
   expect_exact(run_everywhere(g, {floats({1, 2, 4}, x)}), want);
 }
 

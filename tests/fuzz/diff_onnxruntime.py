@@ -1,9 +1,14 @@
 """Differential fuzzing against ONNX Runtime: random small ONNX graphs (a seeded draw of
 chains of elementwise, broadcast, reduction, softmax, layout, slicing, gathering, padding,
-concatenation, selection and matrix operators, convolutions and pooling on images, on
+concatenation, selection and matrix operators, quantize-dequantize pairs (uint8 and int8,
+per tensor and per axis), convolutions and pooling on images, on
 inputs that hold NaN and infinities now and then) are run by `basin run` and by ONNX
 Runtime on the same inputs; the outputs must agree (NaN where ONNX Runtime has NaN,
-else within float32 tolerance) or basin must refuse the model with one clear line.
+else within float32 tolerance) or basin must refuse the model with one clear line. A
+graph that quantizes agrees when 95% of its elements do (a float difference of one
+rounding before a quantization moves a value by a whole step, which later operators
+carry; a wrong rounding, zero point or axis moves most of them) and a NaN output is not
+compared.
 
     python diff_onnxruntime.py BASIN_BINARY CASES [SEED]
 
@@ -47,8 +52,8 @@ class Draw:
         """One operator on x (of `shape`): its output and shape."""
         r = self.rng
         kinds = ["unary", "binary", "clip", "reduce", "softmax", "transpose", "matmul", "reshape", "concat", "slice",
-                 "gather", "pad", "where"]
-        weights = [0.2, 0.14, 0.05, 0.08, 0.06, 0.06, 0.06, 0.06, 0.06, 0.06, 0.05, 0.06, 0.06]
+                 "gather", "pad", "where", "qdq"]
+        weights = [0.2, 0.14, 0.05, 0.08, 0.06, 0.06, 0.06, 0.06, 0.06, 0.06, 0.05, 0.06, 0.06, 0.08]
         if len(shape) == 4:  # images: convolutions and pooling too
             kinds += ["conv", "pool"]
             weights += [0.2, 0.1]
@@ -115,6 +120,20 @@ class Draw:
             c, b = self.name("cond"), self.const(shape[-1:])
             self.nodes.append(helper.make_node("Greater", [x, b], [c]))
             self.nodes.append(helper.make_node("Where", [c, x, self.const(shape)], [y]))
+            return y, shape
+        if kind == "qdq":
+            signed = r.random() < 0.5
+            ax = int(r.integers(0, len(shape))) if len(shape) > 1 and r.random() < 0.5 else None
+            n = shape[ax] if ax is not None else None
+            pshape = [n] if n else []
+            scale = r.uniform(0.01, 0.1, pshape).astype(np.float32)
+            zp = (r.integers(-20, 21, pshape) if signed else r.integers(0, 256, pshape)).astype(
+                np.int8 if signed else np.uint8)
+            s, z, q = self.name("scale"), self.name("zp"), self.name("q")
+            self.inits += [numpy_helper.from_array(np.asarray(scale), s), numpy_helper.from_array(np.asarray(zp), z)]
+            attrs = {"axis": ax} if ax is not None else {}
+            self.nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [q], **attrs))
+            self.nodes.append(helper.make_node("DequantizeLinear", [q, s, z], [y], **attrs))
             return y, shape
         if kind == "unary":
             op = str(r.choice(UNARY))
@@ -212,6 +231,13 @@ def agree(got, want, ops):
     if NAN_PROPAGATING & set(ops):
         want = np.where(nan_g, np.nan, want)
         nan_w = np.isnan(want)
+    if "QuantizeLinear" in ops:  # see the module's note
+        ok = ~(nan_w | nan_g)
+        g, w = got[ok].astype(np.float64), want[ok].astype(np.float64)
+        scale = max(1.0, float(np.abs(w[np.isfinite(w)]).max())) if np.isfinite(w).any() else 1.0
+        close = (g == w) | (np.abs(g - w) <= 2e-4 * scale)
+        return None if close.size == 0 or close.mean() >= 0.95 else \
+            f"{(~close).sum()} of {close.size} elements differ (largest {np.abs(g - w)[~close].max():.3g})"
     if (nan_w != nan_g).any():
         return f"NaN at {np.argwhere(nan_w != nan_g)[:4].tolist()} differs (basin {got[nan_w != nan_g][:4]}, " \
                f"ONNX Runtime {want[nan_w != nan_g][:4]})"
