@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <random>
 
 #include "codegen/network.h"
@@ -28,18 +27,12 @@ namespace {
 
 #if BASIN_HAVE_ONNX
 
-namespace fs = std::filesystem;
 using I = std::vector<int64_t>;
 using testing::OnnxBuilder;
 constexpr int kU8 = onnx::TensorProto::UINT8, kS8 = onnx::TensorProto::INT8, kS32 = onnx::TensorProto::INT32;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    path = (fs::temp_directory_path() / ("basin_quant_" + std::to_string(getpid()))).string();
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("basin_quant_") {}
 };
 
 // ONNX QuantizeLinear on one float32 value: the quotient in float32, ties to even.

@@ -6,14 +6,27 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace basin::testing {
+
+// A folder of the test's own under the system's temporary folder, removed with it.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& prefix = "basin_onnx_") {
+    path = (std::filesystem::temp_directory_path() / (prefix + std::to_string(getpid()))).string();
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
 
 enum class InitForm { Raw, Typed, External };
 

@@ -31,14 +31,7 @@ namespace fs = std::filesystem;
 
 #if BASIN_HAVE_ONNX
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    path = (fs::temp_directory_path() / ("basin_onnx_" + std::to_string(getpid()))).string();
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
 // The small CNN of onnx_builder.h computed directly from its weights.
 NDArray small_cnn_by_hand(const NDArray& x) {
