@@ -774,7 +774,8 @@ const Importer::Dequantized* Importer::dequantized(const onnx::NodeProto& n, int
   const Dequantized* src = dequantized(n, g_.node(p).inputs[0]);
   if (!src || val(src->scale).numel() != 1) return nullptr;
   Dequantized d = *src;
-  d.q = quantized(reshape(n, src->q, shape(v)), qtype_.at(src->q));
+  d.q = reshape(n, src->q, shape(v));
+  if (auto t = qtype_.find(src->q); t != qtype_.end()) quantized(d.q, t->second);
   return &(dq_[v] = d);
 }
 

@@ -49,10 +49,6 @@ NDArray floats(const I& shape, const std::vector<float>& v) {
   return a;
 }
 
-void scale_init(OnnxBuilder& b, const std::string& name, const std::vector<float>& v, const I& shape = {}) {
-  b.init(name, shape, v);
-}
-
 // The outputs of g by the graph interpreter and by compiled networks: default programs
 // and two random ones.
 struct Runs {
@@ -98,9 +94,9 @@ TEST(Quantized, QuantizeAndDequantizeAsOnnxDefinesThem) {
   TempDir dir;
   OnnxBuilder b(13);
   b.input("x", {1, 2, 4});
-  scale_init(b, "s_axis", {0.5f, 2.0f}, {2});
+  b.init("s_axis", {2}, {0.5f, 2.0f});
   b.init_int("z_axis", {2}, {10, 250}, kU8);
-  scale_init(b, "s8", {0.25f});
+  b.init("s8", {}, {0.25f});
   b.init_int("z8", {}, {-3}, kS8, false);
   auto* q = b.node("QuantizeLinear", {"x", "s_axis", "z_axis"}, {"qa"});
   OnnxBuilder::attr_int(q, "axis", 1);
@@ -394,6 +390,50 @@ TEST(Quantized, IntegerOperatorsAsOnnxDefinesThem) {
   want[5] = {ds};
   want[6] = {static_cast<double>(dz)};
   expect_exact(run_everywhere(g, {floats({2, 3}, a), floats({1, 2, 3, 3}, x)}), want);
+}
+
+// A view of dequantized int32 values (a MatMulInteger's sums) read by a product of
+// dequantized operands is no 8-bit operand: the product stays in float32 (looking
+// through the view once failed the import).
+TEST(Quantized, AViewOfDequantizedInt32IsAFloatOperand) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("a", {2, 3});
+  b.init("sa", {}, {0.1f});
+  b.init_int("za", {}, {10}, kU8);
+  b.init_int("B", {3, 4}, {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12}, kS8);
+  b.init("sm", {}, {0.01f});
+  b.init_int("zm", {}, {0}, kS32);
+  b.init_i64("shape", {4, 2});
+  b.init_int("W", {2, 3}, {1, 2, 3, -4, -5, -6}, kS8);
+  b.init("sw", {}, {0.5f});
+  b.init_int("zw", {}, {0}, kS8);
+  b.node("QuantizeLinear", {"a", "sa", "za"}, {"aq"});
+  b.node("MatMulInteger", {"aq", "B"}, {"mi"});
+  b.node("DequantizeLinear", {"mi", "sm", "zm"}, {"md"});
+  b.node("Reshape", {"md", "shape"}, {"mr"});
+  b.node("DequantizeLinear", {"W", "sw", "zw"}, {"wd"});
+  b.node("MatMul", {"mr", "wd"}, {"y"});
+  b.output("y", {4, 3});
+  b.save(dir.path + "/view.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/view.onnx");
+  const std::vector<float> a = {0.3f, -0.5f, 1.2f, 2.0f, 0.05f, -1.0f};
+  const int64_t B[3][4] = {{1, -2, 3, -4}, {5, -6, 7, -8}, {9, -10, 11, -12}}, W[2][3] = {{1, 2, 3}, {-4, -5, -6}};
+  std::vector<double> md;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      int64_t t = 0;
+      for (int k = 0; k < 3; ++k)  // (MatMulInteger without zero points: the integers as they are)
+        t += quantize(a[static_cast<size_t>(i * 3 + k)], 0.1f, 10, 0, 255) * B[k][j];
+      md.push_back(static_cast<double>(static_cast<float>(t) * 0.01f));
+    }
+  const std::vector<NDArray> out = graph::interpret_graph(g, {floats({2, 3}, a)});
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c) {
+      double want = 0;
+      for (int k = 0; k < 2; ++k) want += md[static_cast<size_t>(r * 2 + k)] * (W[k][c] * 0.5);
+      EXPECT_NEAR(out[0].get(r * 3 + c), want, 1e-4 * std::max(1.0, std::abs(want))) << r << " " << c;
+    }
 }
 
 // What basin does not take is one clear error naming it.
