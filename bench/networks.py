@@ -391,7 +391,7 @@ def accuracy_table(results):
     for r in results:
         c = r.get("basin_tuned", {})
         prec = "f32" if not c.get("bf16_kernels") else f"bf16 ({c['bf16_kernels']} of {c['kernels']} kernels)"
-        if r.get("basin_precision"):
+        if r.get("quantized"):
             prec = f"int8 ({c.get('int8_kernels', '?')} of {c.get('kernels', '?')} kernels)"
         row(r["model"], "basin", prec, r.get("basin_accuracy"))
         for p, v in r.get("peers", {}).items():
@@ -485,7 +485,7 @@ def main():
                 print(f"  export failed: {r['error']}", flush=True)
                 continue
         if a.precision == "int8":
-            r["basin_precision"] = "int8 (the QDQ model)"
+            r["quantized"] = True  # basin runs the QDQ model as it is
             try:
                 onnx_path = quantize_qdq(onnx_path, args, a.calibration_inputs)
             except Exception as e:

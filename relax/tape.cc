@@ -163,6 +163,10 @@ int Tape::compile(const Expr& e, Compiling& cx) {
     }
     case ExprKind::Call: {
       int a = compile(n.args[0], cx);
+      auto k = [&](double v) { return node({Op::Const, -1, -1, -1, v}); };
+      auto sigmoid = [&](int x) {  // 1 / (1 + e^-x)
+        return node({Op::Div, k(1), node({Op::Add, k(1), node({Op::Exp, node({Op::Sub, k(0), x})})})});
+      };
       switch (n.fn) {
         case MathFn::exp:
           r = node({Op::Exp, a});
@@ -186,20 +190,14 @@ int Tape::compile(const Expr& e, Compiling& cx) {
           r = node({Op::Abs, a});
           break;
         case MathFn::rsqrt:
-          r = node({Op::Div, node({Op::Const, -1, -1, -1, 1.0}), node({Op::Sqrt, a})});
+          r = node({Op::Div, k(1), node({Op::Sqrt, a})});
           break;
-        case MathFn::sigmoid: {  // 1 / (1 + e^-x)
-          const int one = node({Op::Const, -1, -1, -1, 1.0});
-          const int minus = node({Op::Sub, node({Op::Const, -1, -1, -1, 0.0}), a});
-          r = node({Op::Div, one, node({Op::Add, one, node({Op::Exp, minus})})});
+        case MathFn::sigmoid:
+          r = sigmoid(a);
           break;
-        }
-        case MathFn::tanh: {  // 2 / (1 + e^-2x) - 1
-          const int one = node({Op::Const, -1, -1, -1, 1.0});
-          const int e = node({Op::Exp, node({Op::Mul, node({Op::Const, -1, -1, -1, -2.0}), a})});
-          r = node({Op::Sub, node({Op::Div, node({Op::Const, -1, -1, -1, 2.0}), node({Op::Add, one, e})}), one});
+        case MathFn::tanh:  // 2 sigmoid(2x) - 1
+          r = node({Op::Sub, node({Op::Mul, k(2), sigmoid(node({Op::Mul, k(2), a}))}), k(1)});
           break;
-        }
         case MathFn::erf:
           r = node({Op::Erf, a});
           break;

@@ -135,8 +135,8 @@ void guard_conv_pool_inference() {
 
 std::string dtype_name(int t) { return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t)); }
 
-// The bytes of an ONNX integer type that basin's graphs hold as int32 (the quantized
-// types: INT8, UINT8, INT16, UINT16), 0 for another type.
+// The bytes of a narrow ONNX integer type (the quantized types: INT8 and UINT8, int8 and
+// uint8 in basin's graphs; INT16 and UINT16, int32 holding their range), 0 for another.
 int narrow_int_bytes(int t) {
   switch (t) {
     case onnx::TensorProto::INT8:
@@ -357,8 +357,8 @@ class Importer {
   void check_opset(const onnx::NodeProto& n) const;
 
   // ---- quantization ----
-  // The quantized values (8- and 16-bit integers, int32 in basin's graph) and their ONNX
-  // type: initializers of those types and the outputs of the operators that quantize.
+  // The quantized values (8- and 16-bit integers) and their ONNX type: initializers of
+  // those types and the outputs of the operators that quantize.
   int qtype(const onnx::NodeProto& n, int v) const {
     auto it = qtype_.find(v);
     if (it == qtype_.end())
@@ -371,19 +371,21 @@ class Importer {
   }
   // Input i of n if present, else a zero point of 0 shaped as the scale.
   int zero_point(const onnx::NodeProto& n, int i, int scale);
-  // scale (float32) and zero point (int32) for quantize_linear and dequantize_linear:
-  // per tensor (one value) or per index of `axis` of x.
-  // (Single values are made scalars.)
-  void check_quant_params(const onnx::NodeProto& n, int x, int& scale, int& zp, int64_t axis);
-  int quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type);
-  int dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis);
-  // The outputs of DequantizeLinear: the integers, scale, zero point and axis they came
-  // from, so that an operator reading dequantized 8-bit integers runs on the integers.
+  // Integers q (or the float32 values they quantize), their scale and zero point, and
+  // the axis of per-axis parameters: the operands of quantize_linear and
+  // dequantize_linear. Or, for DequantizeLinear's outputs, what they came from, so that
+  // an operator reading dequantized 8-bit integers runs on the integers.
   struct Dequantized {
     int q = -1, scale = -1, zero_point = -1;
     int64_t axis = 1;
   };
   std::map<int, Dequantized> dq_;
+  // The parameters checked (a float32 scale; a zero point of its shape; one value, made
+  // a scalar, or one per index of `axis` of x) and made the operators' (an int32 zero
+  // point, the axis non-negative).
+  Dequantized quant_params(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis);
+  int quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type);
+  int dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis);
   // v's Dequantized: DequantizeLinear's output, or a view of one (per tensor); null for
   // another value.
   const Dequantized* dequantized(const onnx::NodeProto& n, int v);
@@ -407,6 +409,8 @@ class Importer {
     int64_t pad = 0;
   };
   IntegerOperands integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis);
+  IntegerOperands integer_operands(const onnx::NodeProto& n, const Dequantized& qx, const Dequantized& qw,
+                                   int64_t w_axis);
   // The int32 sum of an integer product plus q's correction and the int32 bias (a value
   // [C], or -1), as float32 scaled by q's factor; C placed on `axis` of acc.
   int integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis);
@@ -437,22 +441,23 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
   for (int64_t e : s)
     if (e < 0) fail(what + ": negative extent in " + shape_str(s));
   NDArray a(dt, s);
-  // 8- and 16-bit integers are stored narrow in the file and widened to int32 here.
+  // The narrow integers: 8-bit ones keep their bytes; 16-bit ones are stored in two
+  // bytes and widened to int32 here.
   const int narrow = narrow_int_bytes(t.data_type());
   const bool is_signed = t.data_type() == onnx::TensorProto::INT8 || t.data_type() == onnx::TensorProto::INT16;
-  const size_t nbytes = narrow ? static_cast<size_t>(a.numel()) * static_cast<size_t>(narrow) : a.nbytes();
+  const bool widened = narrow == 2;
+  const size_t nbytes = widened ? static_cast<size_t>(a.numel()) * 2 : a.nbytes();
   std::string narrow_bytes;
   char* dest = static_cast<char*>(a.data());
-  if (narrow) {
+  if (widened) {
     narrow_bytes.resize(nbytes);
     dest = narrow_bytes.data();
   }
   auto widen = [&](const char* src) {
     for (int64_t i = 0; i < a.numel(); ++i) {
-      const auto* b = reinterpret_cast<const unsigned char*>(src) + i * narrow;
-      int64_t v = narrow == 1 ? b[0] : b[0] | (b[1] << 8);  // little-endian, as ONNX stores raw data
-      if (is_signed && v >= (int64_t{1} << (8 * narrow - 1))) v -= int64_t{1} << (8 * narrow);
-      a.set_int(i, v);
+      const auto* b = reinterpret_cast<const unsigned char*>(src) + i * 2;
+      const int64_t v = b[0] | (b[1] << 8);  // little-endian, as ONNX stores raw data
+      a.set_int(i, is_signed && v >= 32768 ? v - 65536 : v);
     }
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -509,14 +514,14 @@ NDArray Importer::tensor(const onnx::TensorProto& t, const std::string& what) co
     f.seekg(offset);
     f.read(dest, static_cast<std::streamsize>(nbytes));
     if (f.gcount() != static_cast<std::streamsize>(nbytes)) fail(what + ": external data '" + file + "' ended early");
-    if (narrow) widen(dest);
+    if (widened) widen(dest);
     return a;
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != nbytes)
       fail(what + ": raw data has " + std::to_string(t.raw_data().size()) + " bytes; shape " + shape_str(s) + " of " +
            dtype_name(t.data_type()) + " needs " + std::to_string(nbytes));
-    if (narrow) widen(t.raw_data().data());
+    if (widened) widen(t.raw_data().data());
     else std::memcpy(a.data(), t.raw_data().data(), nbytes);
     return a;
   }
@@ -728,39 +733,39 @@ int Importer::zero_point(const onnx::NodeProto& n, int i, int scale) {
                    onnx::TensorProto::UINT8);
 }
 
-void Importer::check_quant_params(const onnx::NodeProto& n, int x, int& scale, int& zp, int64_t axis) {
+Importer::Dequantized Importer::quant_params(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis) {
   if (val(scale).dtype != DType::f32())
     fail(node_desc(n) + ": scale '" + val(scale).name + "' is " + val(scale).dtype.str() + "; basin takes FLOAT");
+  Dequantized d{x, scale, zp, 1};
   if (val(scale).numel() == 1 && val(zp).numel() == 1) {  // one value each, of any rank
-    scale = reshape(n, scale, {});
-    zp = reshape(n, zp, {});
-    return;
+    d.scale = reshape(n, scale, {});
+    d.zero_point = reshape(n, zp, {});
+  } else {
+    if (shape(scale) != shape(zp))
+      fail(node_desc(n) + ": zero point " + shape_str(shape(zp)) + " and scale " + shape_str(shape(scale)) +
+           " differ in shape");
+    d.axis = this->axis(n, axis, shape(x).size());
+    if (shape(scale).size() != 1 || shape(scale)[0] != shape(x)[static_cast<size_t>(d.axis)])
+      fail(node_desc(n) + ": scale " + shape_str(shape(scale)) + " is neither one value nor one per index of axis " +
+           std::to_string(d.axis) + " of " + shape_str(shape(x)) +
+           (shape(scale).size() > 1 ? " (blocked quantization is not supported)" : ""));
   }
-  if (shape(scale) != shape(zp))
-    fail(node_desc(n) + ": zero point " + shape_str(shape(zp)) + " and scale " + shape_str(shape(scale)) +
-         " differ in shape");
-  if (val(scale).numel() == 1 && shape(scale).size() <= 1) return;
-  const int a = this->axis(n, axis, shape(x).size());
-  if (shape(scale).size() != 1 || shape(scale)[0] != shape(x)[static_cast<size_t>(a)])
-    fail(node_desc(n) + ": scale " + shape_str(shape(scale)) + " is neither one value nor one per index of axis " +
-         std::to_string(a) + " of " + shape_str(shape(x)) +
-         (shape(scale).size() > 1 ? " (blocked quantization is not supported)" : ""));
+  if (val(d.zero_point).dtype != DType::i32())
+    d.zero_point = add(n, "cast", {d.zero_point}, {{"to", std::string("int32")}});
+  return d;
 }
 
 int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type) {
-  check_quant_params(n, x, scale, zp, axis);
-  if (val(zp).dtype != DType::i32()) zp = add(n, "cast", {zp}, {{"to", std::string("int32")}});
+  const Dequantized d = quant_params(n, x, scale, zp, axis);
   const auto [lo, hi] = int_range(type);
-  const int64_t a = val(scale).numel() == 1 ? 1 : this->axis(n, axis, shape(x).size());
-  return quantized(add(n, "quantize_linear", {x, scale, zp}, {{"axis", a}, {"qmin", lo}, {"qmax", hi}}), type);
+  return quantized(
+      add(n, "quantize_linear", {x, d.scale, d.zero_point}, {{"axis", d.axis}, {"qmin", lo}, {"qmax", hi}}), type);
 }
 
 int Importer::dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis) {
-  check_quant_params(n, q, scale, zp, axis);
-  if (val(zp).dtype != DType::i32()) zp = add(n, "cast", {zp}, {{"to", std::string("int32")}});
-  const int64_t a = val(scale).numel() == 1 ? 1 : this->axis(n, axis, shape(q).size());
-  const int y = add(n, "dequantize_linear", {q, scale, zp}, {{"axis", a}});
-  dq_[y] = {q, scale, zp, a};
+  const Dequantized d = quant_params(n, q, scale, zp, axis);
+  const int y = add(n, "dequantize_linear", {q, d.scale, d.zero_point}, {{"axis", d.axis}});
+  dq_[y] = d;
   return y;
 }
 
@@ -780,80 +785,83 @@ const Importer::Dequantized* Importer::dequantized(const onnx::NodeProto& n, int
 }
 
 Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis) {
-  IntegerOperands r;
   const Dequantized *dx = dequantized(n, x), *dw = dequantized(n, w);
-  if (!dx || !dw || !qtype_.count(dx->q) || !qtype_.count(dw->q)) return r;
-  const Dequantized qx = *dx, qw = *dw;
+  if (!dx || !dw) return {};
+  const Dequantized qx = *dx, qw = *dw;  // (copies: adding values moves dq_'s)
+  return integer_operands(n, qx, qw, w_axis);
+}
+
+Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, const Dequantized& qx,
+                                                     const Dequantized& qw, int64_t w_axis) {
+  IntegerOperands r;
+  auto constant_of = [&](int v) { return val(v).constant; };
   auto eight_bit = [&](int v) {
     auto it = qtype_.find(v);
     return it != qtype_.end() && narrow_int_bytes(it->second) == 1;
   };
-  auto constant_of = [&](int v) { return val(v).constant; };
-  // Scales and zero points are constants; x's per tensor; w's per tensor or per index
-  // of w_axis; w's integers a constant unless its parameters are per tensor.
+  // 8-bit integers; scales and zero points constants; x's per tensor; w's per tensor or
+  // per index of w_axis; w's integers a constant unless its parameters are per tensor.
   if (!eight_bit(qx.q) || !eight_bit(qw.q) || !constant_of(qx.scale) || !constant_of(qx.zero_point) ||
       !constant_of(qw.scale) || !constant_of(qw.zero_point) || val(qx.scale).numel() != 1)
     return r;
   // (Copies: adding values below moves the graph's values.)
   const NDArray sw = val(qw.scale).data, zw = val(qw.zero_point).data;
   const bool per_axis = sw.numel() != 1;
-  const I ws = shape(qw.q);
   if (per_axis && (qw.axis != w_axis || !constant_of(qw.q))) return r;
   const float sx = static_cast<float>(val(qx.scale).data.get(0));
   r.scale = NDArray(DType::f32(), per_axis ? I{sw.numel()} : I{});
   for (int64_t c = 0; c < r.scale.numel(); ++c)
     r.scale.as<float>()[c] = sx * static_cast<float>(sw.get(c));  // float32 products, as the runtimes compute them
-  const std::string k = unique_name(n);
   const int64_t zx = val(qx.zero_point).data.get_int(0);
   bool zero_zw = true;
   for (int64_t i = 0; i < zw.numel(); ++i) zero_zw &= zw.get_int(i) == 0;
-  if (constant_of(qw.q) && zero_zw && val(qx.q).dtype.is_byte() && val(qw.q).dtype.is_byte()) {
+  r.ok = true;
+  if (!constant_of(qw.q)) {  // two activations: int32 less their zero points
+    const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}}),
+              wi = add(n, "cast", {qw.q}, {{"to", std::string("int32")}});
+    r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
+    r.w = zero_zw ? wi : add(n, "sub", {wi, qw.zero_point});
+    return r;
+  }
+  const NDArray q = val(qw.q).data;
+  const I ws = shape(qw.q);
+  const int64_t channels = ws[static_cast<size_t>(w_axis)];
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(w_axis) + 1; d < ws.size(); ++d) inner *= ws[d];
+  auto channel = [&](int64_t i) { return (i / inner) % channels; };  // w's element i's index along w_axis
+  if (zero_zw) {
     // The 8-bit form: sum (x - zx) w = sum x w - zx sum w.
     r.x = qx.q;
     r.w = qw.q;
     r.pad = zx;
     if (zx != 0) {
-      const NDArray q = val(qw.q).data;
-      const int64_t channels = ws[static_cast<size_t>(w_axis)];
-      int64_t inner = 1;
-      for (size_t d = static_cast<size_t>(w_axis) + 1; d < ws.size(); ++d) inner *= ws[d];
-      r.correction = NDArray(DType::i32(), {channels});
       std::vector<int64_t> sums(static_cast<size_t>(channels), 0);
-      for (int64_t i = 0; i < q.numel(); ++i) sums[static_cast<size_t>((i / inner) % channels)] += q.get_int(i);
+      for (int64_t i = 0; i < q.numel(); ++i) sums[static_cast<size_t>(channel(i))] += q.get_int(i);
+      r.correction = NDArray(DType::i32(), {channels});
       for (int64_t c = 0; c < channels; ++c) r.correction.set_int(c, -zx * sums[static_cast<size_t>(c)]);
     }
-    r.ok = true;
     return r;
   }
+  // Weights with zero points: int32, (w - zero point) computed here.
+  const std::string name = unique_name(n) + ".w_int";
   const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}});
   r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
-  if (constant_of(qw.q)) {
-    // (w - zero point) computed here, per index of w_axis.
-    const NDArray q = val(qw.q).data;
-    NDArray wi(DType::i32(), ws);
-    int64_t inner = 1;
-    for (size_t d = static_cast<size_t>(w_axis) + 1; d < ws.size(); ++d) inner *= ws[d];
-    for (int64_t i = 0; i < wi.numel(); ++i)
-      wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? (i / inner) % ws[static_cast<size_t>(w_axis)] : 0));
-    r.w = constant(k + ".w_int", std::move(wi));
-  } else {
-    const int wi = add(n, "cast", {qw.q}, {{"to", std::string("int32")}});
-    r.w = zw.get_int(0) == 0 ? wi : add(n, "sub", {wi, qw.zero_point});
-  }
-  r.ok = true;
+  NDArray wi(DType::i32(), ws);
+  for (int64_t i = 0; i < wi.numel(); ++i) wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? channel(i) : 0));
+  r.w = constant(name, std::move(wi));
   return r;
 }
 
 int Importer::integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis) {
   int add_in = bias;
   if (q.correction.numel() > 0) {
+    // The correction folded into a constant bias, else added to the bias.
+    const bool fold = bias >= 0 && val(bias).constant && val(bias).numel() == q.correction.numel();
     NDArray c = q.correction.clone();
-    if (bias >= 0 && val(bias).constant && val(bias).numel() == c.numel()) {
+    if (fold)
       for (int64_t i = 0; i < c.numel(); ++i) c.set_int(i, c.get_int(i) + val(bias).data.get_int(i));
-      add_in = -1;
-    }
-    add_in = add_in >= 0 ? add(n, "add", {add_in, constant(unique_name(n) + ".correction", std::move(c))})
-                         : constant(unique_name(n) + ".correction", std::move(c));
+    const int k = constant(unique_name(n) + ".correction", std::move(c));
+    add_in = bias >= 0 && !fold ? add(n, "add", {bias, k}) : k;
   }
   if (add_in >= 0) {
     const size_t r = shape(acc).size();
@@ -908,10 +916,9 @@ std::vector<int> Importer::qlinear(const onnx::NodeProto& n, bool is_conv) {
   const int x = in(n, 0), w = in(n, 3);
   qtype(n, x);
   qtype(n, w);
-  const int xd = dequantize(n, x, in(n, 1), in(n, 2), 1);
   const int64_t w_axis = is_conv ? 0 : static_cast<int64_t>(shape(w).size()) - 1;
-  const int wd = dequantize(n, w, in(n, 4), in(n, 5), w_axis);
-  IntegerOperands q = integer_operands(n, xd, wd, w_axis);
+  const Dequantized qx = quant_params(n, x, in(n, 1), in(n, 2), 1), qw = quant_params(n, w, in(n, 4), in(n, 5), w_axis);
+  const IntegerOperands q = integer_operands(n, qx, qw, w_axis);
   if (!q.ok)
     fail(node_desc(n) +
          ": basin takes 8-bit operands, constant scales and zero points, per tensor for the data and "
@@ -1403,7 +1410,7 @@ const std::map<std::string, Importer::Converter>& Importer::converters() {
          }
          return std::vector<int>{m.add(n, "clip", {m.in(n, 0)}, {{"min", lo}, {"max", hi}})};
        }},
-      // Quantization: 8- and 16-bit integers are int32 values holding the type's range.
+      // Quantization: 8-bit integers are int8 and uint8 values, 16-bit ones int32 holding the type's range.
       {"QuantizeLinear", [](Importer& m, const onnx::NodeProto& n) {
          if (m.attr_i(n, "block_size", 0) != 0) m.fail(m.node_desc(n) + ": blocked quantization is not supported");
          const int scale = m.in(n, 1);

@@ -95,10 +95,11 @@ void register_quantize_ops(std::vector<OpDef>& r) {
     std::vector<ParamSpec> p = {p_ints("shape", {2, 3, 5}, "shape of x"),
                                 p_int("per_axis", 0, "1: one scale and zero point per index of `axis`"),
                                 p_int("axis", 1, "the axis of per-axis parameters")};
-    if (!quantize) p.push_back(p_str("dtype", "uint8", "x's type: uint8, int8 or int32"));
     if (quantize) {
       p.push_back(p_int("qmin", 0, "the integer type's least value (0 for uint8, -128 for int8)"));
       p.push_back(p_int("qmax", 255, "its greatest (255 for uint8, 127 for int8)"));
+    } else {
+      p.push_back(p_str("dtype", "uint8", "x's type: uint8, int8 or int32"));
     }
     return p;
   };
@@ -119,7 +120,7 @@ void register_quantize_ops(std::vector<OpDef>& r) {
       c.that(t == "uint8" || t == "int8" || t == "int32", "dtype", "'" + t + "' is not uint8, int8 or int32");
       xt = DType::parse(t);
       if (t == "int8") qmin = -128, qmax = 127;
-      if (t == "int32") qmin = -100000, qmax = 100000;
+      if (t == "int32") qmin = -100000, qmax = 100000;  // (the values drawn: a bias's magnitudes)
     }
     Tensor x = te::placeholder("x", s, xt);
     Tensor scale = te::placeholder("scale", ps), zp = te::placeholder("zero_point", ps, DType::i32());
@@ -133,8 +134,8 @@ void register_quantize_ops(std::vector<OpDef>& r) {
     return g;
   };
   r.push_back({"quantize_linear", "elementwise",
-               "saturate(round(x / scale) + zero_point) to [qmin, qmax], ties to even (ONNX QuantizeLinear; int32 "
-               "out)",
+               "saturate(round(x / scale) + zero_point) to [qmin, qmax], ties to even (ONNX QuantizeLinear; uint8, "
+               "int8 or int32 out)",
                params(true), [build](const Attrs& at) { return build(at, true); }});
   r.push_back({"dequantize_linear", "elementwise", "(x - zero_point) * scale of an integer x (ONNX DequantizeLinear)",
                params(false), [build](const Attrs& at) { return build(at, false); }});
