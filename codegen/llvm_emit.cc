@@ -26,6 +26,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -56,7 +57,11 @@ bool may_fault(const Expr& e, bool loads_in_bounds = false) {
 class Emitter {
  public:
   Emitter(llvm::LLVMContext& ctx, llvm::Module& mod, const LlvmOptions& opt)
-      : ctx_(ctx), mod_(mod), b_(ctx), bf16_dot_(this_host().bf16_dot) {
+      : ctx_(ctx),
+        mod_(mod),
+        b_(ctx),
+        bf16_dot_(this_host().bf16_dot),
+        int8_dot_(this_host().int8_dot ? vector_file(this_host().vector_isa).bytes / 4 : 0) {
     if (opt.contract_fma) {
       llvm::FastMathFlags fmf;
       fmf.setAllowContract(true);
@@ -1245,6 +1250,7 @@ class Emitter {
         return;
       case StmtKind::Pragma: {
         if (n.key == kBf16DotPragma && bf16_dot_ && vec_ && !mask_ && bf16_dot(*n.body[0])) return;
+        if (n.key == kInt8DotPragma && int8_dot_ && vec_ && !mask_ && int8_dot(*n.body[0])) return;
         const bool saved = loads_in_bounds_;
         if (n.key == kGuardedLoadsInBounds) loads_in_bounds_ = true;
         stmt(n.body[0]);
@@ -1311,6 +1317,120 @@ class Emitter {
                                    : chunk == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256
                                                 : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128;
     llvm::Function* dp = llvm::Intrinsic::getDeclaration(&mod_, id);
+    llvm::Value* result = by_chunks(accv, lanes, chunk, [&](int c, llvm::Value* acc_c) {
+      llvm::Value* bp = b_.CreateInBoundsGEP(b_.getInt16Ty(), b_ptr, b_.getInt64(2 * chunk * c));
+      return b_.CreateCall(dp, {acc_c, av, b_.CreateAlignedLoad(pair_ty, bp, llvm::Align(2))});
+    });
+    b_.CreateAlignedStore(result, acc_ptr, llvm::Align(4));
+    return true;
+  }
+
+  // A store under kInt8DotPragma, acc[I] = acc[I] + p0 + p1 + p2 + p3 (in any order) with
+  // pq = i32(a[i + q]) * i32(b[j + q]) (core/ir/stmt.h), as vpdpbusd on chunks of 16, 8
+  // or 4 lanes (at most int8_dot_): a's group one 32-bit load broadcast to every lane,
+  // b's groups one vector load of 4 x lanes bytes. False, with nothing emitted, where
+  // the store is not of that form (the caller emits it as written).
+  bool int8_dot(const StmtNode& st) {
+    if (st.kind != StmtKind::Store || st.buffer->dtype != DType::i32()) return false;
+    const int lanes = vec_->lanes;
+    int chunk = 0;
+    for (int c : {16, 8, 4})
+      if (c <= int8_dot_ && lanes % c == 0) {
+        chunk = c;
+        break;
+      }
+    if (chunk == 0) return false;
+    auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
+    // The sum's terms, in any order and association (the simplifier reorders integer
+    // sums): the accumulator's old value and four products of a widened uint8 load by a
+    // widened int8 load, either side first.
+    std::vector<Expr> terms, pending = {st.value};
+    while (!pending.empty()) {
+      Expr e = pending.back();
+      pending.pop_back();
+      if (is(e, ExprKind::Add)) {
+        pending.push_back(e.arg(0));
+        pending.push_back(e.arg(1));
+      } else {
+        terms.push_back(e);
+      }
+    }
+    if (terms.size() != 5) return false;
+    Expr flat_acc = flat_expr(st.buffer, st.indices);
+    Expr old;
+    std::vector<std::pair<Expr, Expr>> products;  // (uint8 load, int8 load)
+    for (const Expr& t : terms) {
+      if (is(t, ExprKind::Load) && t->buffer == st.buffer) {
+        if (old.defined() || !structural_equal(flat_expr(t->buffer, t->args), flat_acc)) return false;
+        old = t;
+        continue;
+      }
+      if (!is(t, ExprKind::Mul)) return false;
+      Expr u, s8;
+      for (int i = 0; i < 2; ++i) {
+        const Expr& c = t.arg(static_cast<size_t>(i));
+        if (!is(c, ExprKind::Cast) || c.dtype() != DType::i32() || !is(c.arg(0), ExprKind::Load)) return false;
+        (c.arg(0).dtype() == DType::u8() ? u : s8) = c.arg(0);
+      }
+      if (!u.defined() || !s8.defined() || s8.dtype() != DType::i8()) return false;
+      products.push_back({u, s8});
+    }
+    if (!old.defined() || products.size() != 4) return false;
+    // Ordered by the uint8 operand's offset from the first; each pair q steps by q.
+    Analyzer an;
+    const Expr fa_any = flat_expr(products[0].first->buffer, products[0].first->args);
+    std::vector<int64_t> offsets;
+    for (const auto& [u, s8] : products) {
+      int64_t d = 0;
+      if (u->buffer != products[0].first->buffer || s8->buffer != products[0].second->buffer ||
+          !is_const_int(an.simplify(flat_expr(u->buffer, u->args) - fa_any), &d))
+        return false;
+      offsets.push_back(d);
+    }
+    const size_t first = static_cast<size_t>(std::min_element(offsets.begin(), offsets.end()) - offsets.begin());
+    const Expr fa0 = flat_expr(products[first].first->buffer, products[first].first->args);
+    const Expr fb0 = flat_expr(products[first].second->buffer, products[first].second->args);
+    std::vector<bool> seen(4, false);
+    for (const auto& [u, s8] : products) {
+      int64_t da = 0, db = 0;
+      if (!is_const_int(an.simplify(flat_expr(u->buffer, u->args) - fa0), &da) ||
+          !is_const_int(an.simplify(flat_expr(s8->buffer, s8->args) - fb0), &db) || da != db || da < 0 || da > 3 ||
+          seen[static_cast<size_t>(da)])
+        return false;
+      seen[static_cast<size_t>(da)] = true;
+    }
+    const Expr a_load = products[first].first, b_load = products[first].second;
+    Affine aa = affine(fa0), ab = affine(fb0), ac = affine(flat_acc);
+    if (!aa.affine_in_vec || aa.vec_coef != 0 || !ab.affine_in_vec || ab.vec_coef != 4 || !ac.affine_in_vec ||
+        ac.vec_coef != 1)
+      return false;
+
+    llvm::Type* i32 = b_.getInt32Ty();
+    llvm::Value* acc_ptr = lane0_ptr(st.buffer, ac);
+    auto* acc_ty = llvm::FixedVectorType::get(i32, static_cast<unsigned>(lanes));
+    auto* chunk_ty = llvm::FixedVectorType::get(i32, static_cast<unsigned>(chunk));
+    llvm::Value* accv = b_.CreateAlignedLoad(acc_ty, acc_ptr, llvm::Align(4));
+    llvm::Value* group = b_.CreateAlignedLoad(i32, element_ptr(a_load->buffer, aa.base, aa.offset), llvm::Align(1));
+    llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(chunk), group);
+    llvm::Value* b_ptr = lane0_ptr(b_load->buffer, ab);
+    const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                   : chunk == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                                : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+    llvm::Function* dp = llvm::Intrinsic::getDeclaration(&mod_, id);
+    llvm::Value* result = by_chunks(accv, lanes, chunk, [&](int c, llvm::Value* acc_c) {
+      llvm::Value* bp = b_.CreateInBoundsGEP(b_.getInt8Ty(), b_ptr, b_.getInt64(4 * chunk * c));
+      return b_.CreateCall(dp, {acc_c, av, b_.CreateAlignedLoad(chunk_ty, bp, llvm::Align(1))});
+    });
+    b_.CreateAlignedStore(result, acc_ptr, llvm::Align(4));
+    return true;
+  }
+
+  // accv (`lanes` lanes) in chunks of `chunk` lanes, each chunk c replaced by
+  // f(c, its lanes), the results side by side again: the first w lanes, then the next
+  // chunk's (the chunk widened to w lanes first, so that both shuffle operands have one
+  // type).
+  llvm::Value* by_chunks(llvm::Value* accv, int lanes, int chunk,
+                         const std::function<llvm::Value*(int, llvm::Value*)>& f) {
     std::vector<llvm::Value*> parts;
     for (int c = 0; c < lanes / chunk; ++c) {
       llvm::Value* acc_c = accv;
@@ -1319,12 +1439,8 @@ class Emitter {
         for (int l = 0; l < chunk; ++l) m.push_back(c * chunk + l);
         acc_c = b_.CreateShuffleVector(accv, m);
       }
-      llvm::Value* bp = b_.CreateInBoundsGEP(b_.getInt16Ty(), b_ptr, b_.getInt64(2 * chunk * c));
-      llvm::Value* bv = b_.CreateAlignedLoad(pair_ty, bp, llvm::Align(2));
-      parts.push_back(b_.CreateCall(dp, {acc_c, av, bv}));
+      parts.push_back(f(c, acc_c));
     }
-    // The chunks side by side again: the first w lanes, then the next chunk's (the
-    // chunk widened to w lanes first, so that both shuffle operands have one type).
     llvm::Value* result = parts[0];
     for (size_t i = 1; i < parts.size(); ++i) {
       const int w = chunk * static_cast<int>(i);
@@ -1334,8 +1450,7 @@ class Emitter {
       for (int l = 0; l < w + chunk; ++l) join.push_back(l < w ? l : w + (l - w));
       result = b_.CreateShuffleVector(result, next, join);
     }
-    b_.CreateAlignedStore(result, acc_ptr, llvm::Align(4));
-    return true;
+    return result;
   }
 
   struct VecLoop {
@@ -1358,6 +1473,9 @@ class Emitter {
   // Stores under kBf16DotPragma as vdpbf16ps: the JIT's target is this CPU, which has
   // AVX512-BF16 (HostInfo::bf16_dot); otherwise they are emitted as written.
   bool bf16_dot_ = false;
+  // Stores under kInt8DotPragma as vpdpbusd of at most this many lanes (16 with
+  // AVX512-VNNI, 8 with AVX-VNNI; HostInfo::int8_dot); 0: emitted as written.
+  int int8_dot_ = 0;
   int outlined_ = 0;
   std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
   std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point

@@ -269,7 +269,12 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
         check_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       }
       double worst = 0;
-      for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, compare_arrays(out[i], reference_[i]).max_rel);
+      for (size_t i = 0; i < out.size(); ++i) {
+        const ErrorStats e = compare_arrays(out[i], reference_[i]);
+        // Quantized (8-bit) outputs may differ by one step where the float value before
+        // rounding lies at a tie and the program sums in another order than the reference.
+        worst = std::max(worst, out[i].dtype().is_byte() && e.max_abs <= 1 ? 0.0 : e.max_rel);
+      }
       if (!(worst <= p.tolerance)) {
         res["error"] = "wrong result: max relative error " + std::to_string(worst) + " against the reference";
         return true;

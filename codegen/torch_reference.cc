@@ -75,11 +75,25 @@ TT wide(const TT& t) {
   return t.scalar_type() == torch::kInt8 || t.scalar_type() == torch::kUInt8 ? t.to(torch::kInt32) : t;
 }
 
+// A convolution's input padded by its pad_value (then its padding 0), where that is not
+// 0 (the operator library's conv2d, which shares this reference, has none).
+TT pad_by_value(const ops::Attrs& a, const TT& x, std::vector<int64_t>& p) {
+  const int64_t v = a.has("pad_value") ? a.i("pad_value") : 0;
+  if (v == 0) return x;
+  std::vector<int64_t> pads;
+  for (size_t d = p.size(); d-- > 0;) {
+    pads.push_back(p[d]);
+    pads.push_back(p[d]);
+    p[d] = 0;
+  }
+  return torch::constant_pad_nd(x, pads, static_cast<double>(v));
+}
+
 Fn conv_nd(int rank) {
   return [rank](const ops::Attrs& a, const std::vector<TT>& in) {
     auto s = per_dim(a, "stride", rank), p = per_dim(a, "padding", rank), d = per_dim(a, "dilation", rank);
     int64_t g = a.i("groups");
-    const TT x = wide(in[0]), w = wide(in[1]);
+    const TT x = pad_by_value(a, wide(in[0]), p), w = wide(in[1]);
     if (rank == 1) return one(torch::conv1d(x, w, {}, s, p, d, g));
     if (rank == 2) return one(torch::conv2d(x, w, {}, s, p, d, g));
     return one(torch::conv3d(x, w, {}, s, p, d, g));
@@ -183,9 +197,11 @@ const std::map<std::string, Fn>& references() {
       {"conv2d_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) {
          // The weight [OC/bo, C/bi, KH, KW, bi, bo] as [OC, C/groups, KH, KW].
          const TT& w = in[1];
-         TT wt = w.permute({0, 5, 1, 4, 2, 3}).reshape({w.size(0) * w.size(5), w.size(1) * w.size(4), w.size(2), w.size(3)});
-         return one(block(torch::conv2d(unblock(in[0]), wt, {}, per_dim(a, "stride", 2), per_dim(a, "padding", 2),
-                                        per_dim(a, "dilation", 2), a.i("groups")),
+         TT wt = wide(w).permute({0, 5, 1, 4, 2, 3})
+                     .reshape({w.size(0) * w.size(5), w.size(1) * w.size(4), w.size(2), w.size(3)});
+         auto p = per_dim(a, "padding", 2);
+         const TT x = pad_by_value(a, wide(unblock(in[0])), p);
+         return one(block(torch::conv2d(x, wt, {}, per_dim(a, "stride", 2), p, per_dim(a, "dilation", 2), a.i("groups")),
                           w.size(5)));
        }},
       {"winograd_input", [](const ops::Attrs& a, const std::vector<TT>& in) {

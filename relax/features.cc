@@ -52,46 +52,53 @@ struct Loop {
   bool under_unroll;
 };
 
-// Float operations per evaluation of a stored value, by kind.
+// Operations per evaluation of a stored value, by kind: float arithmetic, and integer
+// arithmetic on loaded values (a quantized model's products and sums; not index
+// arithmetic, in load indices or guards).
 struct OpCounts {
   int add = 0, mul = 0, div = 0, math = 0, cmp = 0;
 };
+// Whether x depends on a loaded value; x's operations added to c.
+bool count_ops(const Expr& x, OpCounts& c) {
+  if (x.kind() == ExprKind::Load) return true;
+  bool data = false;
+  for (size_t i = 0; i < x.num_args(); ++i) data |= count_ops(x.arg(i), c);
+  const bool fl = x.dtype().is_float() || (data && x.dtype().is_int());
+  switch (x.kind()) {
+    case ExprKind::Add:
+    case ExprKind::Sub:
+      c.add += fl;
+      break;
+    case ExprKind::Mul:
+      c.mul += fl;
+      break;
+    case ExprKind::Div:
+      c.div += fl;
+      break;
+    case ExprKind::Call:
+      c.math += 1;
+      break;
+    case ExprKind::Min:
+    case ExprKind::Max:
+    case ExprKind::Select:
+      c.cmp += fl;
+      break;
+    case ExprKind::EQ:
+    case ExprKind::NE:
+    case ExprKind::LT:
+    case ExprKind::LE:
+    case ExprKind::GT:
+    case ExprKind::GE:
+      c.cmp += x.arg(0).dtype().is_float();
+      break;
+    default:
+      break;
+  }
+  return data;
+}
 OpCounts count_ops(const Expr& value) {
   OpCounts c;
-  post_order_visit(value, [&](const Expr& x) {
-    if (x.kind() == ExprKind::Load) return;
-    bool fl = x.dtype().is_float();
-    switch (x.kind()) {
-      case ExprKind::Add:
-      case ExprKind::Sub:
-        c.add += fl;
-        break;
-      case ExprKind::Mul:
-        c.mul += fl;
-        break;
-      case ExprKind::Div:
-        c.div += fl;
-        break;
-      case ExprKind::Call:
-        c.math += 1;
-        break;
-      case ExprKind::Min:
-      case ExprKind::Max:
-      case ExprKind::Select:
-        c.cmp += fl;
-        break;
-      case ExprKind::EQ:
-      case ExprKind::NE:
-      case ExprKind::LT:
-      case ExprKind::LE:
-      case ExprKind::GT:
-      case ExprKind::GE:
-        c.cmp += x.arg(0).dtype().is_float();
-        break;
-      default:
-        break;
-    }
-  });
+  count_ops(value, c);
   return c;
 }
 
@@ -160,7 +167,10 @@ class Walker {
           });
         }
         if (n.key == sched::kAsyncCopyPragma) async_ = f64(n.pragma_value);
+        const bool saved_int8 = in_int8_dot_;
+        in_int8_dot_ = saved_int8 || n.key == kInt8DotPragma;
         walk(n.body[0]);
+        in_int8_dot_ = saved_int8;
         unroll_ = saved;
         in_mma_ = saved_mma;
         async_ = saved_async;
@@ -238,7 +248,9 @@ class Walker {
     int depth = static_cast<int>(loops_.size());
     Expr iters = one();
     for (const Loop& l : loops_) iters = iters * l.extent;
-    OpCounts c = count_ops(n.value);
+    // A group of four 8-bit products (kInt8DotPragma) is one vpdpbusd per vector: the
+    // issue cost of one float multiply-add.
+    OpCounts c = in_int8_dot_ ? OpCounts{1, 1, 0, 0, 0} : count_ops(n.value);
     auto times = [&](int k) { return float_imm(DType::f64(), k) * iters; };
     std::vector<Expr> v = {times(c.add), times(c.mul), times(c.div), times(c.math), times(c.cmp), iters};
     Expr lanes = one(), par = one(), steps = one();
@@ -371,7 +383,8 @@ class Walker {
   // Inside a tensor-core fragment's nest (sched::kMmaPragma): 1 for TF32 inputs, 2 for
   // FP16 and BF16 (the tensor cores' rate relative to TF32's), else 0.
   double in_mma_ = 0;
-  Expr async_;  // inside a cp.async group (sched::kAsyncCopyPragma): the groups left in flight
+  Expr async_;                // inside a cp.async group (sched::kAsyncCopyPragma): the groups left in flight
+  bool in_int8_dot_ = false;  // inside kInt8DotPragma
 };
 
 }  // namespace

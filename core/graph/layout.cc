@@ -50,6 +50,10 @@ bool is_elementwise(const std::string& op) {
   return ops.count(op) > 0;
 }
 
+// The element types of values the plan blocks: float32, and a quantized model's 8-bit
+// integers and int32 sums.
+bool blockable(DType t) { return t == DType::f32() || t == DType::i32() || t == DType::u8() || t == DType::i8(); }
+
 bool is_pool(const std::string& op) {
   return op == "max_pool2d" || op == "avg_pool2d" || op == "global_avg_pool2d" || op == "global_max_pool2d";
 }
@@ -82,6 +86,7 @@ class Planner {
     for (int n : g_.topo_order()) {
       const Node& nd = g_.node(n);
       if (!(nd.op == "conv2d" && conv(nd)) && !(is_elementwise(nd.op) && elementwise(nd)) &&
+          !((nd.op == "quantize_linear" || nd.op == "dequantize_linear") && quantization(nd)) &&
           !(is_pool(nd.op) && pool(nd)) && !(nd.op == "concat" && concat(nd)) &&
           !(nd.op == "conv2d_transpose" && transposed_conv(nd))) {
         std::vector<int> ins;
@@ -101,7 +106,7 @@ class Planner {
   // no conversion from or to its blocked neighbours.
   int64_t block_of(int v) const {
     const Value& x = val(v);
-    if (x.shape.size() != 4 || x.dtype != DType::f32()) return 0;
+    if (x.shape.size() != 4 || !blockable(x.dtype)) return 0;
     return channel_block(x.shape[1], lanes_);
   }
 
@@ -121,7 +126,7 @@ class Planner {
 
   bool conv(const Node& nd) {
     const Value &x = val(nd.inputs[0]), &w = val(nd.inputs[1]);
-    if (x.shape.size() != 4 || !w.constant || w.data.dtype() != DType::f32()) return false;
+    if (x.shape.size() != 4 || !w.constant || !blockable(w.data.dtype())) return false;
     const int64_t groups = nd.attrs.i("groups"), ch = x.shape[1], oc = w.shape[0];
     const bool depthwise = groups != 1;
     // A depthwise convolution keeps its input's block.
@@ -136,7 +141,8 @@ class Planner {
       bi = ch;  // one block of every channel: NHWC
       in = out_.add_node("to_nchwc", {plain(nd.inputs[0])}, {{"block", bi}}, x.name + ".nhwc");
     }
-    if (const int64_t m = groups == 1 && block(nd.inputs[0]) != 0 ? winograd_tile(nd) : 0) {
+    const bool f32 = w.data.dtype() == DType::f32();
+    if (const int64_t m = f32 && groups == 1 && block(nd.inputs[0]) != 0 ? winograd_tile(nd) : 0) {
       const int64_t pad = nd.attrs.ints("padding")[0];
       const Value& y = val(nd.output);
       const int tiles = out_.add_node("winograd_input", {in}, {{"m", m}, {"padding", pad}}, nd.name + ".tiles");
@@ -199,7 +205,7 @@ class Planner {
 
   bool elementwise(const Node& nd) {
     const Value& y = val(nd.output);
-    if (y.shape.size() != 4 || y.dtype != DType::f32()) return false;
+    if (y.shape.size() != 4 || !blockable(y.dtype)) return false;
     int64_t b = 0;
     bool any_blocked = false;
     for (int v : nd.inputs) {
@@ -219,6 +225,19 @@ class Planner {
       const int v = nd.inputs[k];
       ins.push_back(constants[k] ? out_.add_constant(val(v).name + ".nchwc", *constants[k]) : blocked(v));
     }
+    blocked_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
+    return true;
+  }
+
+  // Quantization of a blocked value per tensor (scale and zero point one value each,
+  // constants read as they are) runs blocked.
+  bool quantization(const Node& nd) {
+    const int x = nd.inputs[0];
+    if (blocked_[x] < 0) return false;
+    for (size_t k = 1; k < nd.inputs.size(); ++k)
+      if (!val(nd.inputs[k]).constant || !val(nd.inputs[k]).shape.empty()) return false;
+    std::vector<int> ins = {blocked_[x]};
+    for (size_t k = 1; k < nd.inputs.size(); ++k) ins.push_back(plain(nd.inputs[k]));
     blocked_[nd.output] = out_.add_node(nd.op, ins, nd.attrs.values(), nd.name);
     return true;
   }

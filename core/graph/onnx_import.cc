@@ -390,6 +390,13 @@ class Importer {
   // another value.
   const Dequantized* dequantized(const onnx::NodeProto& n, int v);
   std::map<int, int> qtype_;
+  // INT8 activations held as uint8, each value plus 128 (their zero points too): the
+  // integer dot-product instructions multiply unsigned bytes by signed ones, and the
+  // weights are the signed side. Every QuantizeLinear to INT8 of a computed value makes
+  // one; the operators that read them know it (kShiftAware); any other sees them
+  // converted back to int8 (unshift).
+  std::set<int> shifted_;
+  int unshift(const onnx::NodeProto& n, int v);
   // The integer form of a product (convolution, matrix product) of a dequantized 8-bit
   // activation x (per-tensor scale and zero point) by a dequantized 8-bit constant w
   // (per tensor, or per index of w_axis, its output channels): x's integers less its
@@ -627,9 +634,7 @@ int Importer::conv_of(const onnx::NodeProto& n, int x, int w, bool transpose, in
   } else {
     I pads = conv_pads(n, in_s, k, st, dil);
     I begin(pads.begin(), pads.begin() + static_cast<long>(r)), end(pads.begin() + static_cast<long>(r), pads.end());
-    bool padded = false;
-    for (int64_t v : pads) padded |= v != 0;
-    if (begin != end || (pad_value != 0 && padded)) {
+    if (begin != end) {
       I full(2 * (r + 2), 0);
       for (size_t d = 0; d < r; ++d) {
         full[d + 2] = begin[d];
@@ -640,7 +645,7 @@ int Importer::conv_of(const onnx::NodeProto& n, int x, int w, bool transpose, in
       begin.assign(r, 0);
     }
     y = add(n, "conv" + std::to_string(r) + "d", {x, w},
-            {{"stride", st}, {"padding", begin}, {"dilation", dil}, {"groups", group}});
+            {{"stride", st}, {"padding", begin}, {"dilation", dil}, {"groups", group}, {"pad_value", pad_value}});
   }
   return y;
 }
@@ -737,6 +742,13 @@ Importer::Dequantized Importer::quant_params(const onnx::NodeProto& n, int x, in
   if (val(scale).dtype != DType::f32())
     fail(node_desc(n) + ": scale '" + val(scale).name + "' is " + val(scale).dtype.str() + "; basin takes FLOAT");
   Dequantized d{x, scale, zp, 1};
+  if (shifted_.count(x)) {  // the zero point of values held plus 128
+    const int wide = val(zp).dtype == DType::i32() ? zp : add(n, "cast", {zp}, {{"to", std::string("int32")}});
+    NDArray offset(DType::i32(), {});
+    offset.set_int(0, 128);
+    zp = add(n, "add", {wide, constant(unique_name(n) + ".shift", std::move(offset))});
+    d.zero_point = zp;
+  }
   if (val(scale).numel() == 1 && val(zp).numel() == 1) {  // one value each, of any rank
     d.scale = reshape(n, scale, {});
     d.zero_point = reshape(n, zp, {});
@@ -756,10 +768,28 @@ Importer::Dequantized Importer::quant_params(const onnx::NodeProto& n, int x, in
 }
 
 int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type) {
-  const Dequantized d = quant_params(n, x, scale, zp, axis);
-  const auto [lo, hi] = int_range(type);
-  return quantized(
+  Dequantized d = quant_params(n, x, scale, zp, axis);
+  auto [lo, hi] = int_range(type);
+  const bool shift = type == onnx::TensorProto::INT8 && !val(x).constant && val(d.zero_point).constant;
+  if (shift) {  // held as uint8 plus 128 (shifted_)
+    NDArray offset(DType::i32(), {});
+    offset.set_int(0, 128);
+    d.zero_point = add(n, "add", {d.zero_point, constant(unique_name(n) + ".shift", std::move(offset))});
+    lo += 128;
+    hi += 128;
+  }
+  const int q = quantized(
       add(n, "quantize_linear", {x, d.scale, d.zero_point}, {{"axis", d.axis}, {"qmin", lo}, {"qmax", hi}}), type);
+  if (shift) shifted_.insert(q);
+  return q;
+}
+
+int Importer::unshift(const onnx::NodeProto& n, int v) {
+  const int wide = add(n, "cast", {v}, {{"to", std::string("int32")}});
+  NDArray offset(DType::i32(), {});
+  offset.set_int(0, -128);
+  const int back = add(n, "add", {wide, constant(unique_name(n) + ".unshift", std::move(offset))});
+  return quantized(add(n, "cast", {back}, {{"to", std::string("int8")}}), onnx::TensorProto::INT8);
 }
 
 int Importer::dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis) {
@@ -781,6 +811,7 @@ const Importer::Dequantized* Importer::dequantized(const onnx::NodeProto& n, int
   Dequantized d = *src;
   d.q = reshape(n, src->q, shape(v));
   if (auto t = qtype_.find(src->q); t != qtype_.end()) quantized(d.q, t->second);
+  if (shifted_.count(src->q)) shifted_.insert(d.q);
   return &(dq_[v] = d);
 }
 
@@ -812,14 +843,14 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   r.scale = NDArray(DType::f32(), per_axis ? I{sw.numel()} : I{});
   for (int64_t c = 0; c < r.scale.numel(); ++c)
     r.scale.as<float>()[c] = sx * static_cast<float>(sw.get(c));  // float32 products, as the runtimes compute them
-  const int64_t zx = val(qx.zero_point).data.get_int(0);
+  const int64_t zx_given = val(qx.zero_point).data.get_int(0);
   bool zero_zw = true;
   for (int64_t i = 0; i < zw.numel(); ++i) zero_zw &= zw.get_int(i) == 0;
   r.ok = true;
   if (!constant_of(qw.q)) {  // two activations: int32 less their zero points
     const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}}),
               wi = add(n, "cast", {qw.q}, {{"to", std::string("int32")}});
-    r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
+    r.x = zx_given == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
     r.w = zero_zw ? wi : add(n, "sub", {wi, qw.zero_point});
     return r;
   }
@@ -833,6 +864,17 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
     // The 8-bit form: sum (x - zx) w = sum x w - zx sum w.
     r.x = qx.q;
     r.w = qw.q;
+    int64_t zx = zx_given;
+    // Integer dot-product instructions (vpdpbusd) multiply unsigned bytes by signed ones:
+    // a signed 8-bit activation is read as unsigned, x + 128, its zero point zx + 128.
+    if (val(qx.q).dtype == DType::i8() && val(qw.q).dtype == DType::i8() && !constant_of(qx.q)) {
+      const int wide = add(n, "cast", {qx.q}, {{"to", std::string("int32")}});
+      NDArray offset(DType::i32(), {});
+      offset.set_int(0, 128);
+      const int shifted = add(n, "add", {wide, constant(unique_name(n) + ".offset", std::move(offset))});
+      r.x = add(n, "cast", {shifted}, {{"to", std::string("uint8")}});
+      zx += 128;
+    }
     r.pad = zx;
     if (zx != 0) {
       std::vector<int64_t> sums(static_cast<size_t>(channels), 0);
@@ -845,7 +887,7 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   // Weights with zero points: int32, (w - zero point) computed here.
   const std::string name = unique_name(n) + ".w_int";
   const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}});
-  r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
+  r.x = zx_given == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
   NDArray wi(DType::i32(), ws);
   for (int64_t i = 0; i < wi.numel(); ++i) wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? channel(i) : 0));
   r.w = constant(name, std::move(wi));
@@ -2020,16 +2062,40 @@ Graph Importer::run() {
     fail("the graph has a cycle through " + cyc);
   }
 
+  // The operators that read INT8 activations held plus 128 (shifted_) as they are: the
+  // quantization operators (through quant_params, which shifts the zero point too) and
+  // views, whose outputs are held so as well.
+  static const std::set<std::string> kShiftAware = {"DequantizeLinear", "QLinearConv", "QLinearMatMul"};
+  static const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"};
   for (int i : order) {
     const onnx::NodeProto& n = gp.node(i);
     std::vector<int> outs;
+    const bool aware = kShiftAware.count(n.op_type()) != 0, view = kViews.count(n.op_type()) != 0;
+    bool view_of_shifted = false;
+    std::vector<std::pair<std::string, int>> restore;  // inputs seen converted back, restored after
     try {
+      for (int k = 0; k < n.input_size(); ++k) {
+        auto it = vals_.find(n.input(k));
+        if (it == vals_.end() || !shifted_.count(it->second)) continue;
+        if (view && k == 0) {
+          view_of_shifted = true;
+        } else if (!aware) {
+          restore.push_back(*it);
+          it->second = unshift(n, it->second);
+        }
+      }
       outs = converters().at(n.op_type())(*this, n);
     } catch (const GraphError&) {
       throw;
     } catch (const Error& e) {
       fail(node_desc(n) + ": " + e.what());
     }
+    for (const auto& [name, v] : restore) vals_[name] = v;
+    if (view_of_shifted)
+      for (int v : outs) {
+        shifted_.insert(v);
+        quantized(v, onnx::TensorProto::INT8);
+      }
     for (int k = 0; k < n.output_size() && k < static_cast<int>(outs.size()); ++k) {
       const std::string& name = n.output(k);
       if (name.empty()) continue;

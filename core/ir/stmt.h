@@ -27,6 +27,14 @@
 //   acc contiguously, a's pair the same for every lane and b's pairs side by side
 //   (lane l at j + 2l), the LLVM backend emits it as that instruction where the CPU
 //   has it; the interpreter, and every other backend, run the store as written.
+// - The Pragma kInt8DotPragma marks one store of a group of four 8-bit products,
+//     acc[I] = (((acc[I] + i32(a[i]) * i32(b[j])) + i32(a[i + 1]) * i32(b[j + 1]))
+//              + i32(a[i + 2]) * i32(b[j + 2])) + i32(a[i + 3]) * i32(b[j + 3]),
+//   acc int32, a uint8 and b int8 buffers: what vpdpbusd (AVX512-VNNI, AVX-VNNI)
+//   computes per int32 lane (every sum wraps as int32 does, so the order is free).
+//   Inside a vectorized loop whose lanes read acc contiguously, a's group the same for
+//   every lane and b's groups side by side (lane l at j + 4l), the LLVM backend emits
+//   it as that instruction where the CPU has it; elsewhere the store runs as written.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 
@@ -54,11 +62,12 @@ enum class StmtKind : uint8_t {
 };
 const char* stmt_kind_name(StmtKind k);
 
-#define BASIN_FOR_KINDS(X)                                                                                \
-  X(Serial, "serial")                                                                                     \
-  X(Parallel, "parallel") X(Vectorized, "vectorized") X(Unrolled, "unrolled") X(BlockX, "blockIdx.x")     \
-      X(BlockY, "blockIdx.y") X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y") \
-          X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
+#define BASIN_FOR_KINDS(X)                                                                                  \
+  X(Serial, "serial")                                                                                       \
+  X(Parallel, "parallel")                                                                                   \
+  X(Vectorized, "vectorized") X(Unrolled, "unrolled") X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y")       \
+      X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y") X(ThreadZ, "threadIdx.z") \
+          X(VThread, "vthread")
 
 enum class ForKind : uint8_t {
 #define BASIN_X(k, s) k,
@@ -108,6 +117,7 @@ struct StmtNode {
 };
 
 inline constexpr const char* kBf16DotPragma = "bf16.dot2";
+inline constexpr const char* kInt8DotPragma = "int8.dot4";
 
 Stmt make_for(Var v, Expr min, Expr extent, ForKind kind, Stmt body);
 Stmt make_allocate(Buffer b, Stmt body);

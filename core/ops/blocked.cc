@@ -3,6 +3,8 @@
 // along its output channels and every step of its reduction reads b consecutive
 // input channels. to_nchwc and from_nchwc convert; conv2d_nchwc is the convolution
 // that reads and writes it.
+#include <cstring>
+
 #include "core/ops/op_util.h"
 #include "core/ops/operators.h"
 
@@ -71,7 +73,8 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvParams& p) {
     out_shape.push_back(o);
   }
   out_shape.push_back(bo);
-  Tensor xp = zero_pad(x, p.padding, p.padding, "conv2d_nchwc_pad");
+  check_pad_value(c, x, p);
+  Tensor xp = zero_pad(x, p.padding, p.padding, "conv2d_nchwc_pad", p.pad_value);
   auto at = [&](const std::vector<Var>& i, const Expr& ch0, const Expr& kh, const Expr& kw, const Expr& ch1) {
     return xp.read({i[0], ch0, i[2] * p.stride[0] + kh * p.dilation[0], i[3] * p.stride[1] + kw * p.dilation[1], ch1});
   };
@@ -79,20 +82,20 @@ Tensor conv2d_nchwc(const Tensor& x, const Tensor& w, const ConvParams& p) {
     return te::reduce(
         "conv2d_nchwc", out_shape, {w.shape()[2], w.shape()[3]}, te::ReduceKind::Sum,
         [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-          return at(i, i[1], r[0], r[1], i[4]) * w.read({i[1], Expr(0), r[0], r[1], Expr(0), i[4]});
+          return widened(at(i, i[1], r[0], r[1], i[4])) * widened(w.read({i[1], Expr(0), r[0], r[1], Expr(0), i[4]}));
         },
         te::OpPattern::Anchor, "conv2d_nchwc");
   return te::reduce(
       "conv2d_nchwc", out_shape, {c0, w.shape()[2], w.shape()[3], bi}, te::ReduceKind::Sum,
       [&](const std::vector<Var>& i, const std::vector<Var>& r) {
-        return at(i, r[0], r[1], r[2], r[3]) * w.read({i[1], r[0], r[1], r[2], r[3], i[4]});
+        return widened(at(i, r[0], r[1], r[2], r[3])) * widened(w.read({i[1], r[0], r[1], r[2], r[3], i[4]}));
       },
       te::OpPattern::Anchor, "conv2d_nchwc");
 }
 
 NDArray pack_conv_weight_nchwc(const NDArray& w, int64_t groups, int64_t in_block, int64_t out_block) {
   Check c("conv2d_nchwc");
-  c.that(w.shape().size() == 4 && w.dtype() == DType::f32(), "w", "expected an f32 weight [OC, C/groups, KH, KW]");
+  c.that(w.shape().size() == 4, "w", "expected a weight [OC, C/groups, KH, KW]");
   const int64_t oc = w.shape()[0], cg = w.shape()[1], kh = w.shape()[2], kw = w.shape()[3];
   const bool depthwise = groups != 1;
   c.that(oc % out_block == 0, "block",
@@ -101,16 +104,18 @@ NDArray pack_conv_weight_nchwc(const NDArray& w, int64_t groups, int64_t in_bloc
          "weight " + ints_str(w.shape()) + " cannot be blocked by " + std::to_string(in_block) + " with groups " +
              std::to_string(groups));
   const int64_t bi = depthwise ? 1 : in_block, c0 = depthwise ? 1 : cg / in_block;
-  NDArray out(DType::f32(), {oc / out_block, c0, kh, kw, bi, out_block});
-  const float* src = static_cast<const float*>(w.data());
-  float* dst = static_cast<float*>(out.data());
+  NDArray out(w.dtype(), {oc / out_block, c0, kh, kw, bi, out_block});
+  const size_t e = static_cast<size_t>(w.dtype().bytes());
+  const char* src = static_cast<const char*>(w.data());
+  char* dst = static_cast<char*>(out.data());
   for (int64_t o = 0; o < oc; ++o)
     for (int64_t ci = 0; ci < cg; ++ci)
       for (int64_t y = 0; y < kh; ++y)
         for (int64_t x = 0; x < kw; ++x) {
           int64_t to =
               ((((o / out_block * c0 + ci / bi) * kh + y) * kw + x) * bi + ci % bi) * out_block + o % out_block;
-          dst[to] = src[((o * cg + ci) * kh + y) * kw + x];
+          std::memcpy(dst + static_cast<size_t>(to) * e,
+                      src + static_cast<size_t>(((o * cg + ci) * kh + y) * kw + x) * e, e);
         }
   return out;
 }

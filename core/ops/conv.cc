@@ -9,7 +9,7 @@ namespace basin::ops {
 // dimensions from 2 on; any after them, a blocked layout's channels, are carried): an
 // injective stage that sketches will inline.
 Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
-                const std::string& name) {
+                const std::string& name, int64_t value) {
   bool any = false;
   for (size_t d = 0; d < lo.size(); ++d) any |= lo[d] > 0 || hi[d] > 0;
   if (!any) return x;
@@ -28,15 +28,25 @@ Tensor zero_pad(const Tensor& x, const std::vector<int64_t>& lo, const std::vect
           src.push_back(s);
         }
         for (size_t d = 2 + rank; d < i.size(); ++d) src.push_back(i[d]);
-        return select(inside, x.read(src), make_const(x.dtype(), 0));
+        return select(inside, x.read(src), make_const(x.dtype(), value));
       },
       te::OpPattern::Injective, "pad");
 }
 
+void check_pad_value(Check& c, const Tensor& x, const ConvParams& p) {
+  if (p.pad_value == 0) return;
+  const DType t = x.dtype();
+  const int64_t lo = t == DType::u8() ? 0 : t == DType::i8() ? -128 : int64_t{-2147483647} - 1;
+  const int64_t hi = t == DType::u8() ? 255 : t == DType::i8() ? 127 : int64_t{2147483647};
+  c.that(t.is_int() || t.is_uint(), "pad_value", "a padding value other than 0 needs integer inputs, got " + t.str());
+  c.that(p.pad_value >= lo && p.pad_value <= hi, "pad_value",
+         std::to_string(p.pad_value) + " is not a value of the input's type " + t.str());
+}
+
 namespace {
 
-Tensor pad_both(const Tensor& x, const std::vector<int64_t>& pad, const std::string& name) {
-  return zero_pad(x, pad, pad, name);
+Tensor pad_both(const Tensor& x, const std::vector<int64_t>& pad, const std::string& name, int64_t value) {
+  return zero_pad(x, pad, pad, name, value);
 }
 
 }  // namespace
@@ -67,7 +77,8 @@ Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::st
            "kernel " + ints_str(w.shape()) + " does not fit the padded input " + ints_str(x.shape()));
     out_shape.push_back(o);
   }
-  Tensor xp = pad_both(x, p.padding, op + "_pad");
+  check_pad_value(c, x, p);
+  Tensor xp = pad_both(x, p.padding, op + "_pad", p.pad_value);
   std::vector<int64_t> rext = {ch / g};
   for (int d = 0; d < rank; ++d) rext.push_back(w.shape()[2 + d]);
   int64_t oc_per_group = oc / g, ic_per_group = ch / g;

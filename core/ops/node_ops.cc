@@ -28,7 +28,8 @@ NodeOpDef node(std::string name, std::string summary, std::vector<ParamSpec> par
 std::vector<ParamSpec> conv_params() {
   return {p_ints("stride", {1}, "stride per spatial dimension"),
           p_ints("padding", {0}, "zero padding on both sides per spatial dimension"),
-          p_ints("dilation", {1}, "kernel dilation per spatial dimension"), p_int("groups", 1, "channel groups")};
+          p_ints("dilation", {1}, "kernel dilation per spatial dimension"), p_int("groups", 1, "channel groups"),
+          p_int("pad_value", 0, "the padding's value (integer inputs: their zero point)")};
 }
 
 std::vector<ParamSpec> pool_params(bool avg) {
@@ -49,7 +50,7 @@ std::vector<NodeOpDef> make_node_ops() {
                        c.that(in[0].ndim() == rank + 2, "x",
                               "expects a rank-" + std::to_string(rank + 2) + " input, got " + ints_str(in[0].shape()));
                        ConvParams p{c.per_dim(a, "stride", rank, 1), c.per_dim(a, "padding", rank, 0),
-                                    c.per_dim(a, "dilation", rank, 1), c.at_least(a, "groups", 1)};
+                                    c.per_dim(a, "dilation", rank, 1), c.at_least(a, "groups", 1), a.i("pad_value")};
                        return conv(in[0], in[1], p, name);
                      }));
   }
@@ -66,7 +67,7 @@ std::vector<NodeOpDef> make_node_ops() {
                    conv_params(), 2, 2, [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      Check c("conv2d_nchwc");
                      ConvParams p{c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
-                                  c.per_dim(a, "dilation", 2, 1), c.at_least(a, "groups", 1)};
+                                  c.per_dim(a, "dilation", 2, 1), c.at_least(a, "groups", 1), a.i("pad_value")};
                      return conv2d_nchwc(in[0], in[1], p);
                    }));
   r.push_back(node("to_nchwc", "[N, C, S...] -> [N, C/b, S..., b]", {p_int("block", 16, "channels per block")}, 1, 1,

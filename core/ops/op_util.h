@@ -66,9 +66,14 @@ std::vector<Expr> as_exprs(const std::vector<Var>& v);
 // it is. The integer anchors (convolutions, matrix products) sum 8-bit products in int32.
 inline Expr widened(const Expr& v) { return v.dtype().is_byte() ? cast(DType::i32(), v) : v; }
 
-// x padded with zeros, lo[d] before and hi[d] after dimension 2 + d; the dimensions
-// after those (a blocked layout's channels) are carried. x itself when nothing is padded.
+struct ConvParams;
+// Refuses a convolution's pad_value that is not 0 or a value of x's integer type.
+void check_pad_value(Check& c, const te::Tensor& x, const ConvParams& p);
+
+// x padded with zeros (or `value`: a quantized input's zero point), lo[d] before and
+// hi[d] after dimension 2 + d; the dimensions after those (a blocked layout's channels)
+// are carried. x itself when nothing is padded.
 te::Tensor zero_pad(const te::Tensor& x, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi,
-                    const std::string& name);
+                    const std::string& name, int64_t value = 0);
 
 }  // namespace basin::ops

@@ -28,6 +28,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
 struct ConvParams {
   std::vector<int64_t> stride, padding, dilation;  // one value per spatial dimension
   int64_t groups = 1;
+  // The padding's value: 0, or for integer inputs a value of their type (a quantized
+  // input's zero point, the integer that stands for 0).
+  int64_t pad_value = 0;
 };
 // x[N, C, S...] w[OC, C/groups, K...] -> [N, OC, O...]; 1 to 3 spatial dimensions.
 Tensor conv(const Tensor& x, const Tensor& w, const ConvParams& p, const std::string& op = "conv");

@@ -154,20 +154,24 @@ Stmt stage_loops(const std::vector<Var>& vars, const std::vector<int64_t>& exten
 // The repacking of input w, read along its dimension d by the vectorized axis (tiles tv,
 // `split` its split): packed[o, rest..., l] = w[..., o * t + l, ...], t the vector tile.
 // A guarded axis packs every row its tiles read, those past the extent zeros: the
-// computation reads them unmasked. With pair_dim >= 0 (bfloat16 pairs, Sketch::bf16_pair)
-// that dimension is halved and a last one of 2 added, the values rounded to bfloat16:
-// packed[o, .., kp, .., l, q] = bf16(w[.., o * t + l, .., 2 kp + q, ..]); an odd extent's
-// last pair is (w[.., extent - 1, ..], 0). Returns the parallel nest; the buffer in *packed.
-Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const SplitSpec& split, Buffer* packed) {
+// computation reads them unmasked. With group_dim >= 0 (groups of `group` products:
+// bfloat16 pairs, Sketch::bf16_pair; 8-bit quads, Sketch::int8_quad) that dimension is
+// divided by the group (rounded up) and a last one of `group` added, the values cast to
+// `dtype`: packed[o, .., kg, .., l, q] = w[.., o * t + l, .., group kg + q, ..]; the
+// last group's elements past the extent are zeros. Returns the parallel nest; the
+// buffer in *packed.
+Stmt pack_input(const te::OpNode& w, int d, int group_dim, int group, DType dtype, const Tiles& tv,
+                const SplitSpec& split, Buffer* packed) {
   const Expr t = tv.f[3];
-  const DType dtype = pair_dim >= 0 ? DType::bf16() : w.buffer->dtype;
-  auto extent = [&](size_t x) { return static_cast<int>(x) == pair_dim ? (w.shape[x] + 1) / 2 : w.shape[x]; };
-  const bool padded_pairs = pair_dim >= 0 && w.shape[static_cast<size_t>(pair_dim)] % 2 != 0;
+  auto extent = [&](size_t x) {
+    return static_cast<int>(x) == group_dim ? (w.shape[x] + group - 1) / group : w.shape[x];
+  };
+  const bool padded_groups = group_dim >= 0 && w.shape[static_cast<size_t>(group_dim)] % group != 0;
   std::vector<Expr> shape = {split.guarded ? tv.f[0] * tv.f[1] * tv.f[2] : floordiv(Expr(w.shape[d]), t)};
   for (size_t x = 0; x < w.shape.size(); ++x)
     if (static_cast<int>(x) != d) shape.push_back(Expr(extent(x)));
   shape.push_back(t);
-  if (pair_dim >= 0) shape.push_back(Expr(2));
+  if (group_dim >= 0) shape.push_back(Expr(group));
   shape = simplified(shape);
   *packed = make_buffer(w.name + "_packed", dtype, shape, MemScope::Global);
   Var o("pack.o"), l("pack.l"), q("pack.q");
@@ -179,23 +183,23 @@ Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const
       continue;
     }
     xs.push_back(Var("pack." + std::to_string(x)));
-    Expr ix = static_cast<int>(x) == pair_dim ? Expr(xs.back()) * 2 + q : Expr(xs.back());
-    // The padding element reads the last one (in bounds) and stores zero.
-    if (static_cast<int>(x) == pair_dim && padded_pairs) ix = min(ix, Expr(w.shape[x] - 1));
+    Expr ix = static_cast<int>(x) == group_dim ? Expr(xs.back()) * group + q : Expr(xs.back());
+    // The padding elements read the last one (in bounds) and store zero.
+    if (static_cast<int>(x) == group_dim && padded_groups) ix = min(ix, Expr(w.shape[x] - 1));
     src.push_back(ix);
     dst.push_back(xs.back());
   }
   dst.push_back(l);
-  if (pair_dim >= 0) dst.push_back(q);
+  if (group_dim >= 0) dst.push_back(q);
   Expr value = load(w.buffer, src);
-  if (padded_pairs) {
-    const Var& kp = xs[static_cast<size_t>(pair_dim < d ? pair_dim : pair_dim - 1)];
-    value =
-        select(Expr(kp) * 2 + q < Expr(w.shape[static_cast<size_t>(pair_dim)]), value, make_const(w.buffer->dtype, 0));
+  if (padded_groups) {
+    const Var& kg = xs[static_cast<size_t>(group_dim < d ? group_dim : group_dim - 1)];
+    value = select(Expr(kg) * group + q < Expr(w.shape[static_cast<size_t>(group_dim)]), value,
+                   make_const(w.buffer->dtype, 0));
   }
   if (tv.guard.defined()) value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
-  Stmt st =
-      pair_dim >= 0 ? loop(q, Expr(2), make_store(*packed, dst, cast(dtype, value))) : make_store(*packed, dst, value);
+  if (value.dtype() != dtype) value = cast(dtype, value);
+  Stmt st = group_dim >= 0 ? loop(q, Expr(group), make_store(*packed, dst, value)) : make_store(*packed, dst, value);
   st = loop(l, t, st);
   for (size_t x = xs.size(); x-- > 0;) {
     const size_t dim = x < static_cast<size_t>(d) ? x : x + 1;
@@ -204,7 +208,7 @@ Stmt pack_input(const te::OpNode& w, int d, int pair_dim, const Tiles& tv, const
   return loop(o, shape[0], st, ForKind::Parallel);
 }
 
-// The activation as bfloat16 pairs interleaved along its last dimension (Bf16Pairing::
+// The activation as bfloat16 pairs interleaved along its last dimension (DotGroups::
 // act_vector): act_pk[.., kp, .., x, q] = bf16(act[.., 2 kp + q, .., x]), dimension
 // `pair_dim` halved. The last dimension, read by the vectorized axis (extent `extent`,
 // tiles tv) unmasked, is padded with zeros by as many elements as the axis's last tile
@@ -341,11 +345,12 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   std::vector<Stmt> prologue;
   std::vector<Buffer> staged;
   Buffer packed;
-  const bool bf16 = s.bf16_pair >= 0;
+  const bool bf16 = s.bf16_pair >= 0, grouped = bf16 || s.int8_quad >= 0;
+  const int width = bf16 ? 2 : 4;
   const Tiles& tv = sp[vec];
   // The vector tile's index in the packed input.
   const Expr vec_tile = (tv.e0 * tv.f[1] + tv.v[1]) * tv.f[2] + tv.v[2];
-  if (s.pack && !bf16) {
+  if (s.pack && !grouped) {
     const AnchorInfo::PackCandidate* pc = nullptr;
     for (const auto& c : info.pack_candidates)
       if (c.axis == vec) {
@@ -354,7 +359,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       }
     BASIN_CHECK(pc) << "sketch " << s.name << " packs an axis with no candidate input";
     const int d = pc->dim;
-    prologue.push_back(pack_input(*pc->input, d, -1, tv, s.splits[vec], &packed));
+    prologue.push_back(pack_input(*pc->input, d, -1, 1, pc->input->buffer->dtype, tv, s.splits[vec], &packed));
     body = retarget_loads(body, pc->input->buffer.get(), packed, [&](const std::vector<Expr>& idx) {
       std::vector<Expr> r = {vec_tile};
       for (size_t x = 0; x < idx.size(); ++x)
@@ -363,14 +368,17 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       return r;
     });
   }
-  // bfloat16 pairs (Sketch::bf16_pair): the activation copied to bfloat16 (its
-  // producers computed into the copy), the weight packed to bfloat16 pairs.
-  std::optional<Bf16Pairing> pairing;
+  // Groups of products (bfloat16 pairs, Sketch::bf16_pair; 8-bit quads,
+  // Sketch::int8_quad): the activation copied (to bfloat16; its producers computed into
+  // the copy), the weight packed to groups.
+  std::optional<DotGroups> pairing;
   Buffer act_bf;
-  if (bf16) {
-    pairing = bf16_pairing(info, vec);
-    BASIN_CHECK(pairing && pairing->reduce_axis == s.bf16_pair) << "sketch " << s.name << " pairs no reduction axis";
+  if (grouped) {
+    pairing = dot_groups(info, vec, width);
+    BASIN_CHECK(pairing && pairing->reduce_axis == (bf16 ? s.bf16_pair : s.int8_quad))
+        << "sketch " << s.name << " groups no reduction axis";
     const te::OpNode& act = *pairing->act;
+    const DType copy_type = bf16 ? DType::bf16() : act.buffer->dtype;
     std::vector<Var> av;
     Expr aval;
     if (act.is_placeholder) {
@@ -390,27 +398,33 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
       prologue.push_back(
           pack_act_pairs(act, av, aval, pairing->act_dim, tv, a.axes[static_cast<size_t>(vec)].extent, &act_bf));
       prologue.push_back(weight_pairs_last(*pairing->weight, pairing->weight_dim, &packed));
+      staged.push_back(act_bf);
     } else {
-      // Padded pairs: the copy one element longer along the last dimension, that element zero.
-      std::vector<int64_t> copy_shape = act.shape;
-      if (pairing->padded) ++copy_shape.back();
-      std::vector<Expr> ashape;
-      for (int64_t e : copy_shape) ashape.push_back(Expr(e));
-      act_bf = make_buffer(act.name + "_bf16", DType::bf16(), ashape, MemScope::Global);
-      if (pairing->padded) {
-        const int64_t last = act.shape.back() - 1;
-        aval =
-            select(Expr(av.back()) <= Expr(last),
-                   substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}), make_const(aval.dtype(), 0));
+      if (!bf16 && act.is_placeholder && !pairing->padded) {
+        act_bf = act.buffer;  // 8-bit integers read as they are
+      } else {
+        // Padded groups: the copy longer along the last dimension by the zeros.
+        std::vector<int64_t> copy_shape = act.shape;
+        copy_shape.back() = (copy_shape.back() + width - 1) / width * width;
+        std::vector<Expr> ashape;
+        for (int64_t e : copy_shape) ashape.push_back(Expr(e));
+        act_bf = make_buffer(act.name + (bf16 ? "_bf16" : "_copy"), copy_type, ashape, MemScope::Global);
+        if (pairing->padded) {
+          const int64_t last = act.shape.back() - 1;
+          aval = select(Expr(av.back()) <= Expr(last),
+                        substitute(aval, {{av.back().id(), min(Expr(av.back()), Expr(last))}}),
+                        make_const(aval.dtype(), 0));
+        }
+        if (aval.dtype() != copy_type) aval = cast(copy_type, aval);
+        prologue.push_back(stage_loops(av, copy_shape, make_store(act_bf, {av.begin(), av.end()}, aval)));
+        staged.push_back(act_bf);
       }
-      prologue.push_back(
-          stage_loops(av, copy_shape, make_store(act_bf, {av.begin(), av.end()}, cast(DType::bf16(), aval))));
-      prologue.push_back(
-          pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, tv, s.splits[vec], &packed));
+      const DType weight_type = bf16 ? DType::bf16() : pairing->weight->buffer->dtype;
+      prologue.push_back(pack_input(*pairing->weight, pairing->vec_dim, pairing->weight_dim, width, weight_type, tv,
+                                    s.splits[vec], &packed));
     }
-    staged.push_back(act_bf);
   }
-  if (!s.inline_producers && !bf16) {
+  if (!s.inline_producers && !grouped) {
     for (const te::Op& pr : info.producers) {
       std::vector<Var> vars;
       for (const te::IterVar& iv : pr->axes) vars.push_back(iv.var);
@@ -429,7 +443,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
         sp[i].guard.defined() && static_cast<int>(i) != vec ? min(sp[i].full, Expr(a.axes[i].extent - 1)) : sp[i].full;
   for (size_t j = 0; j < nr; ++j) m[a.reduce_axes[j].var.id()] = rfull[j];
   body = substitute(body, m);
-  if (sp[vec].guard.defined() && !bf16) {
+  if (sp[vec].guard.defined() && !grouped) {
     const Var& lane = sp[vec].v[3];
     const Expr& g = sp[vec].guard;
     body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
@@ -474,8 +488,34 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   // The accumulator's padded elements are never written back.
   Stmt init = tile_loops(make_store(acc, acc_idx, te::reduce_identity(a.reduce, acc->dtype)), false);
   Stmt update;
-  if (!bf16) {
+  // A group's element q (weight-vector form): the activation's indices at k = width kg + q,
+  // the packed weight's [vec tile][.., kg, ..][lane][q].
+  auto group_indices = [&](int64_t q) {
+    const size_t j = static_cast<size_t>(bf16 ? s.bf16_pair : s.int8_quad);
+    VarMap mq = m;
+    mq[a.reduce_axes[j].var.id()] = rfull[j] * width + q;
+    std::vector<Expr> ai, wi = {vec_tile};
+    for (const Expr& x : pairing->act_load->args) ai.push_back(substitute(x, mq));
+    for (size_t x = 0; x < pairing->weight_load->args.size(); ++x) {
+      if (static_cast<int>(x) == pairing->vec_dim) continue;
+      wi.push_back(static_cast<int>(x) == pairing->weight_dim ? rfull[j]
+                                                              : substitute(pairing->weight_load->args[x], m));
+    }
+    wi.push_back(tv.v[3]);
+    wi.push_back(Expr(q));
+    return std::pair{ai, wi};
+  };
+  if (!grouped) {
     update = make_store(acc, acc_idx, te::reduce_combine(a.reduce, load(acc, acc_idx), body));
+  } else if (!bf16) {
+    // acc += act[k = 4 kg + q] w[.., kg, .., l, q] for q = 0 .. 3: one vpdpbusd per vector
+    // (kInt8DotPragma), the reduction axis k replaced by its group kg.
+    Expr sum = load(acc, acc_idx);
+    for (int64_t q = 0; q < 4; ++q) {
+      const auto [ai, wi] = group_indices(q);
+      sum = sum + cast(DType::i32(), load(act_bf, ai)) * cast(DType::i32(), load(packed, wi));
+    }
+    update = make_pragma(kInt8DotPragma, Expr(1), make_store(acc, acc_idx, sum));
   } else {
     // acc += act[k = 2 kp + 1] w[.., kp, .., l, 1], then act[2 kp] w[.., kp, .., l, 0]: one
     // vdpbf16ps per vector (kBf16DotPragma), the reduction axis k replaced by its pair kp.
@@ -495,17 +535,7 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
         products.push_back(cast(DType::f32(), load(packed, wi)) * cast(DType::f32(), load(act_bf, ai)));
         continue;
       }
-      VarMap mq = m;
-      mq[a.reduce_axes[j].var.id()] = rfull[j] * 2 + q;
-      std::vector<Expr> ai, wi = {vec_tile};
-      for (const Expr& x : pairing->act_load->args) ai.push_back(substitute(x, mq));
-      for (size_t x = 0; x < pairing->weight_load->args.size(); ++x) {
-        if (static_cast<int>(x) == pairing->vec_dim) continue;
-        wi.push_back(static_cast<int>(x) == pairing->weight_dim ? rfull[j]
-                                                                : substitute(pairing->weight_load->args[x], m));
-      }
-      wi.push_back(tv.v[3]);
-      wi.push_back(Expr(q));
+      const auto [ai, wi] = group_indices(q);
       products.push_back(cast(DType::f32(), load(act_bf, ai)) * cast(DType::f32(), load(packed, wi)));
     }
     update = make_pragma(kBf16DotPragma, Expr(1),

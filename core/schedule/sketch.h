@@ -123,6 +123,15 @@ struct Sketch {
   // pairs [vec tiles][its other dims, the paired one halved][lanes][2], and each pair
   // of products is one store under kBf16DotPragma (vdpbf16ps), accumulated in float32.
   int bf16_pair = -1;
+  // 8-bit integer products (sketch name "tile.int8...", an anchor multiplying unsigned
+  // by signed bytes into int32, sched::dot_groups): the reduction axis summed in groups
+  // of 4, its split over the groups ("<axis>4"); -1 otherwise. The activation is first
+  // copied (its producers computed into the copy; a placeholder read as it is unless its
+  // last dimension needs padding to whole groups), the weight packed to groups
+  // [vec tiles][its other dims, the grouped one quartered][lanes][4], and each group of
+  // products is one store under kInt8DotPragma (vpdpbusd). Exact: the same sums as the
+  // plain sketches.
+  int int8_quad = -1;
   int acc_level = 2;
   bool inline_producers = true;
 
@@ -202,7 +211,10 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 // With bf16, also the bfloat16 anchor sketches (Sketch::bf16_pair) where the anchor
 // has that form (sched::bf16_pairing): a task keeps its float32 sketches, so that the
 // search falls back to float32 where bfloat16 does not pay or does not apply.
+// With int8_dot (by default where the CPU has vpdpbusd, HostInfo::int8_dot), also the
+// 8-bit anchor sketches (Sketch::int8_quad) where the anchor has that form.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16 = false);
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot);
 // The sketches of a task for NVIDIA GPUs (docs/gpu.md).
 // - GpuTile, for an anchor (conv, dense, matmul, batch_matmul) and its epilogue: each
 //   spatial axis split into blocks x virtual threads x threads x a register tile

@@ -93,7 +93,7 @@ bool reads_contiguously(const te::OpNode& anchor, int vec) {
   return contiguous;
 }
 
-std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
+std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8_dot) {
   const te::OpNode& a = *info.anchor;
   std::vector<SplitSpec> splits;
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
@@ -146,7 +146,7 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
     for (auto [vec, pack] : vec_pack)
       if (std::find(vec_axes.begin(), vec_axes.end(), vec) == vec_axes.end()) vec_axes.push_back(vec);
     for (int vec : vec_axes) {
-      std::optional<Bf16Pairing> p = bf16_pairing(info, vec);
+      std::optional<DotGroups> p = bf16_pairing(info, vec);
       if (!p) continue;
       const size_t r = static_cast<size_t>(p->reduce_axis);
       for (int acc : {2, 1}) {
@@ -160,6 +160,20 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16) {
           s.splits[static_cast<size_t>(vec)].lane_multiple = 16;
         }
         s.name = "tile.bf16.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
+        if (seen.insert(s.name).second) out.push_back(s);
+      }
+    }
+  }
+  if (int8_dot) {
+    for (auto [vec, pack] : vec_pack) {
+      std::optional<DotGroups> q = dot_groups(info, vec, 4);
+      if (!q) continue;
+      const size_t r = static_cast<size_t>(q->reduce_axis);
+      for (int acc : {2, 1}) {
+        Sketch s = sketch(vec, true, acc, false);
+        s.splits[a.axes.size() + r] = make_split(rn[r] + "4", (a.reduce_axes[r].extent + 3) / 4, 1);
+        s.int8_quad = q->reduce_axis;
+        s.name = "tile.int8.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
         if (seen.insert(s.name).second) out.push_back(s);
       }
     }
@@ -395,7 +409,7 @@ std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const 
 
 size_t default_sketch(const std::vector<Sketch>& sketches) {
   for (size_t i = 0; i < sketches.size(); ++i)
-    if (sketches[i].rule == SketchRule::GpuMma || sketches[i].bf16_pair >= 0) return i;
+    if (sketches[i].rule == SketchRule::GpuMma || sketches[i].bf16_pair >= 0 || sketches[i].int8_quad >= 0) return i;
   return 0;
 }
 
@@ -487,7 +501,11 @@ std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& ta
 }
 
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16) {
-  if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16);
+  return cpu_sketches(task, bf16, this_host().int8_dot);
+}
+
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot) {
+  if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16, int8_dot);
   return generic_sketches(analyze_generic(task));
 }
 

@@ -313,8 +313,8 @@ int alone(const std::vector<Expr>& args, const Var& r) {
   return uses == 1 ? dim : -1;
 }
 
-// The activation is the vector operand (Bf16Pairing::act_vector).
-std::optional<Bf16Pairing> act_vector_pairing(const AnchorInfo& info, int vec) {
+// The activation is the vector operand (DotGroups::act_vector).
+std::optional<DotGroups> act_vector_pairing(const AnchorInfo& info, int vec) {
   const te::OpNode& a = *info.anchor;
   const Var& v = a.axes[static_cast<size_t>(vec)].var;
   if (a.axes[static_cast<size_t>(vec)].extent < 4) return std::nullopt;
@@ -345,7 +345,7 @@ std::optional<Bf16Pairing> act_vector_pairing(const AnchorInfo& info, int vec) {
     if (extent < 2 || extent % 2 != 0) continue;
     const int ad = alone(ai, r), wd = alone(wl->args, r);
     if (ad < 0 || wd < 0 || ad + 1 == static_cast<int>(ai.size())) continue;
-    Bf16Pairing p;
+    DotGroups p;
     p.act_vector = true;
     p.reduce_axis = static_cast<int>(j);
     p.act = std::static_pointer_cast<const te::OpNode>(al->buffer->producer.lock());
@@ -372,21 +372,38 @@ bool integer_products(const ops::OpGraph& task) {
   return bytes;
 }
 
-std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
+namespace {
+
+// The load under a factor of the anchor's product in a dot-product form of `width`
+// products: a float32 load (2, bfloat16 pairs), or an 8-bit load widened to int32
+// (4, integer quads); undefined otherwise.
+Expr dot_factor(const Expr& f, int width) {
+  if (width == 2) return f.kind() == ExprKind::Load && f.dtype() == DType::f32() ? f : Expr();
+  if (f.kind() == ExprKind::Cast && f.dtype() == DType::i32() && f.arg(0).kind() == ExprKind::Load &&
+      f.arg(0).dtype().is_byte())
+    return f.arg(0);
+  return Expr();
+}
+
+}  // namespace
+
+std::optional<DotGroups> dot_groups(const AnchorInfo& info, int vec, int width) {
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul) return std::nullopt;
   const AnchorInfo::PackCandidate* pc = nullptr;
   for (const auto& c : info.pack_candidates)
     if (c.axis == vec) pc = &c;
-  if (!pc) return act_vector_pairing(info, vec);
+  if (!pc) return width == 2 ? act_vector_pairing(info, vec) : std::nullopt;
   Expr wl, al;
   for (int i = 0; i < 2; ++i) {
-    const Expr& f = a.body.arg(static_cast<size_t>(i));
-    if (f.kind() != ExprKind::Load || f.dtype() != DType::f32()) return std::nullopt;
+    const Expr f = dot_factor(a.body.arg(static_cast<size_t>(i)), width);
+    if (!f.defined()) return std::nullopt;
     if (f->buffer.get() == pc->input->buffer.get() && !wl.defined()) wl = f;
     else al = f;
   }
   if (!wl.defined() || !al.defined() || al->buffer.get() == wl->buffer.get()) return std::nullopt;
+  // vpdpbusd multiplies unsigned bytes (the activation's, broadcast) by signed ones.
+  if (width == 4 && (al.dtype() != DType::u8() || wl.dtype() != DType::i8())) return std::nullopt;
   const te::OpNode* ap = producer_of(al->buffer);
   if (!ap) return std::nullopt;
   // Every producer feeds act: the last one is act, the others are read by producers only.
@@ -407,17 +424,18 @@ std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
       continue;
     const int wd = alone(wl->args, r);
     if (wd < 0) continue;
-    // An odd extent pairs padded: the activation's last index must be the axis itself
-    // over the whole dimension (its copy then gets one zero element more), and the
+    // A partial last group is padded: the activation's last index must be the axis
+    // itself over the whole dimension (its copy then gets the zero elements), and the
     // weight's dimension the axis's extent.
-    const bool padded = extent % 2 != 0;
+    const bool padded = extent % width != 0;
     if (padded) {
       const std::vector<int64_t>& ashape = ap->shape;
       if (ai.back().kind() != ExprKind::Var || Var(ai.back()).id() != r.id() || ashape.empty() ||
           ashape.back() != extent || pc->input->shape[static_cast<size_t>(wd)] != extent)
         continue;
     }
-    Bf16Pairing p;
+    DotGroups p;
+    p.width = width;
     p.padded = padded;
     p.reduce_axis = static_cast<int>(j);
     p.act = std::static_pointer_cast<const te::OpNode>(al->buffer->producer.lock());
@@ -430,5 +448,7 @@ std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec) {
   }
   return std::nullopt;
 }
+
+std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec) { return dot_groups(info, vec, 2); }
 
 }  // namespace basin::sched

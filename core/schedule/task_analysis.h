@@ -29,37 +29,42 @@ struct AnchorInfo {
 // matrix product, summed in int32): what `basin profile` calls an int8 kernel.
 bool integer_products(const ops::OpGraph& task);
 
-// The bfloat16 form of an anchor vectorized along `vec` (Sketch::bf16_pair): its body
-// is a product of two plain loads, one of `weight` (the pack candidate of `vec`, a
-// placeholder) and one of `act` (a placeholder, or the last producer, every producer
-// feeding it), which does not use `vec`. Reduction axis `reduce_axis` (even extent)
-// indexes act's innermost dimension with coefficient 1 and nothing else of act, and
-// weight's dimension `weight_dim` alone, as itself: so k and k + 1 are adjacent in act
-// (one 32-bit load of a bfloat16 pair) and can be made adjacent in the packed weight.
-// The innermost such axis; none where the anchor has no such form.
+// A dot-product form of an anchor vectorized along `vec`, `width` products summed per
+// instruction: bfloat16 pairs (2, Sketch::bf16_pair, vdpbf16ps) or 8-bit quads (4,
+// Sketch::int8_quad, vpdpbusd). Its body is a product of two loads, one of `weight` (the
+// pack candidate of `vec`, a placeholder) and one of `act` (a placeholder, or the last
+// producer, every producer feeding it), which does not use `vec`: float32 loads for
+// pairs; for quads, an unsigned 8-bit act and a signed 8-bit weight, each widened to
+// int32. Reduction axis `reduce_axis` indexes act's innermost dimension with coefficient
+// 1 and nothing else of act, and weight's dimension `weight_dim` alone, as itself: so k
+// .. k + width - 1 are adjacent in act (one 32- or 16-bit load of a group) and can be
+// made adjacent in the packed weight. The innermost such axis; none where the anchor
+// has no such form.
 //
-// Or, with `act_vector` (no such weight form, the activation the vector operand: an
-// NCHW convolution vectorized along the width): act's innermost index is `vec` with
-// coefficient 1 plus terms of other axes, and `vec` indexes nothing else of act;
-// weight (a placeholder) does not use `vec`. The reduction axis (even extent) indexes
-// act's dimension `act_dim`, not its last, and weight's `weight_dim`, each alone as
-// itself. The weight is copied to bfloat16 with that dimension moved last (its pairs
+// Or (pairs only), with `act_vector` (no such weight form, the activation the vector
+// operand: an NCHW convolution vectorized along the width): act's innermost index is
+// `vec` with coefficient 1 plus terms of other axes, and `vec` indexes nothing else of
+// act; weight (a placeholder) does not use `vec`. The reduction axis (even extent)
+// indexes act's dimension `act_dim`, not its last, and weight's `weight_dim`, each alone
+// as itself. The weight is copied to bfloat16 with that dimension moved last (its pairs
 // adjacent, one 32-bit load broadcast), the activation to bfloat16 pairs interleaved
 // along its last dimension: act_pk[.., kp, .., x, q] = act[.., 2 kp + q, .., x].
-struct Bf16Pairing {
+struct DotGroups {
+  int width = 2;
   int reduce_axis = -1;
   te::Op act;
   te::Op weight;
   int weight_dim = -1;         // the dimension of weight indexed by reduce_axis
   int vec_dim = -1;            // the dimension of weight indexed by vec (the pack candidate's)
-  Expr act_load, weight_load;  // the anchor body's two factors
-  // An odd extent: the pairs cover it padded by one zero (the bfloat16 activation copy
-  // one element longer along its last dimension, the weight's last pair half zero).
+  Expr act_load, weight_load;  // the loads under the anchor body's two factors
+  // An extent not a multiple of the width: the groups cover it padded by zeros (the
+  // activation's copy longer along its last dimension, the weight's last group's tail zero).
   bool padded = false;
   bool act_vector = false;
   int act_dim = -1;  // act_vector: the dimension of act indexed by reduce_axis
 };
-std::optional<Bf16Pairing> bf16_pairing(const AnchorInfo& info, int vec);
+std::optional<DotGroups> dot_groups(const AnchorInfo& info, int vec, int width);
+std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec);
 
 // An input of the anchor that a GPU block caches in shared memory (the GpuTile rule):
 // the anchor reads it (a placeholder, or a producer such as the padding, whose values

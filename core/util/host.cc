@@ -104,6 +104,20 @@ bool cpu_has_avx512_bf16() {
 #endif
 }
 
+bool cpu_has_int8_dot(const std::string& isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (isa == "avx512")
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);  // CPUID.(EAX=7,ECX=0):ECX[11], AVX512_VNNI
+  if (isa == "avx2")
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);  // CPUID.(EAX=7,ECX=1):EAX[4], AVX-VNNI
+  return false;
+#else
+  (void)isa;
+  return false;
+#endif
+}
+
 VectorFile vector_file(const std::string& isa) {
   if (isa == "avx512") return {32, 64};
   if (isa == "avx2") return {16, 32};
@@ -133,6 +147,7 @@ HostInfo probe_host() {
   h.vector_isa = cpu_vector_isa();
   if (std::string narrower = vector_isa_setting(); !narrower.empty()) h.vector_isa = narrower;
   h.bf16_dot = h.vector_isa == "avx512" && cpu_has_avx512_bf16();
+  h.int8_dot = cpu_has_int8_dot(h.vector_isa);
   return h;
 }
 

@@ -27,6 +27,9 @@ struct HostInfo {
   // Whether kernels may use AVX512-BF16's vdpbf16ps (pairs of bfloat16 products summed
   // into float32): the CPU has it and vector_isa is avx512.
   bool bf16_dot = false;
+  // Whether kernels may use vpdpbusd (groups of 4 products of unsigned by signed bytes
+  // summed into int32): AVX512-VNNI with vector_isa avx512, AVX-VNNI with avx2.
+  bool int8_dot = false;
   // "AMD EPYC (family 26 model 2)": the name, and the numbers where there are some.
   std::string cpu() const;
   // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.

@@ -15,6 +15,7 @@
 #include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
 #include "core/expr/evaluate.h"
+#include "core/util/host.h"
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
@@ -320,6 +321,44 @@ TEST_F(LlvmSemantics, Bfloat16PairProductsMatchTheInterpreter) {
       both(f, {av, bv}, {lanes}, DType::f32(), &want, &got);
       ErrorStats e = compare_arrays(got, want);
       EXPECT_LE(e.max_rel, 1e-6) << lanes << " lanes, gap " << gap;
+    }
+  }
+}
+
+// A store under kInt8DotPragma in a vector loop of 16, 32, 8 and 12 lanes (one, two and
+// half a 512-bit vpdpbusd, three 128-bit ones), and with a group that is not adjacent
+// (emitted as written): exactly the interpreter's int32 sums, extreme bytes included
+// (255 x -128). Where the CPU has vpdpbusd (HostInfo::int8_dot) the adjacent groups
+// compile to it.
+TEST_F(LlvmSemantics, Int8QuadProductsMatchTheInterpreter) {
+  for (int64_t lanes : {16, 32, 8, 12}) {
+    for (int64_t gap : {1, 3}) {
+      const int64_t groups = 9;
+      Var k("k"), l("l");
+      Buffer a = make_buffer("a", DType::u8(), {Expr(4 * groups + 12)});
+      Buffer b = make_buffer("b", DType::i8(), {Expr(groups * lanes * 4)});
+      Buffer out = make_buffer("out", DType::i32(), {Expr(lanes)});
+      auto ld = [](const Buffer& x, Expr i) { return cast(DType::i32(), load(x, {std::move(i)})); };
+      Expr sum = load(out, {Expr(l)});
+      for (int64_t q = 0; q < 4; ++q) sum = sum + ld(a, k * 4 + q * gap) * ld(b, (k * lanes + l) * 4 + q);
+      Stmt upd = make_pragma(kInt8DotPragma, Expr(1), make_store(out, {Expr(l)}, sum));
+      Stmt body = make_seq(
+          {make_for(l, 0, lanes, ForKind::Vectorized, make_store(out, {Expr(l)}, make_const(DType::i32(), -7))),
+           make_for(k, 0, groups, ForKind::Serial, make_for(l, 0, lanes, ForKind::Vectorized, upd))});
+      LoweredFunc f{"dot4", {a, b, out}, {2}, body};
+      NDArray av = NDArray::random(DType::u8(), {4 * groups + 12}, 0, 256, 7);
+      NDArray bv = NDArray::random(DType::i8(), {groups * lanes * 4}, -128, 128, 8);
+      av.set_int(0, 255);
+      bv.set_int(0, -128);
+      NDArray want, got;
+      both(f, {av, bv}, {lanes}, DType::i32(), &want, &got);
+      for (int64_t i = 0; i < lanes; ++i)
+        ASSERT_EQ(got.get_int(i), want.get_int(i)) << lanes << " lanes, gap " << gap << ", lane " << i;
+      if (gap == 1 && this_host().int8_dot) {
+        codegen::LlvmOptions keep;
+        keep.keep_ir = true;
+        EXPECT_NE(codegen::compile_llvm(f, keep)->llvm_ir().find("vpdpbusd"), std::string::npos) << lanes << " lanes";
+      }
     }
   }
 }

@@ -132,12 +132,21 @@ TEST(Quantized, QuantizeAndDequantizeAsOnnxDefinesThem) {
 // The ONNX float arithmetic of a QDQ model, computed here in double: x quantized to
 // uint8, a convolution with per-channel int8 weights and an int32 bias, requantized,
 // a Relu, requantized, a Gemm with per-tensor int8 weights.
+// With signed activations (INT8, onnxruntime's default) the zero points are the
+// unsigned ones less 128.
 struct QdqModel {
   static constexpr float sx = 0.03f, s1 = 0.05f, s2 = 0.04f, sg = 0.02f;
-  static constexpr int64_t zx = 120, z1 = 100, z2 = 0;
+  const int act;  // the activations' type: kU8 or kS8
+  const int64_t zx, z1, z2, lo, hi;
   std::vector<float> sw = {0.01f, 0.02f, 0.015f, 0.005f};
   std::vector<int64_t> w, bias, wg;
-  QdqModel() {
+  explicit QdqModel(int act_type = kU8)
+      : act(act_type),
+        zx(act == kU8 ? 120 : -8),
+        z1(act == kU8 ? 100 : -28),
+        z2(act == kU8 ? 0 : -128),
+        lo(act == kU8 ? 0 : -128),
+        hi(act == kU8 ? 255 : 127) {
     std::mt19937 rng(5);
     for (int i = 0; i < 4 * 3 * 9; ++i) w.push_back(static_cast<int64_t>(rng() % 255) - 127);
     for (int i = 0; i < 4; ++i) bias.push_back(static_cast<int64_t>(rng() % 2001) - 1000);
@@ -147,11 +156,11 @@ struct QdqModel {
     OnnxBuilder b(13);
     b.input("x", {1, 3, 6, 6});
     b.init("sx", {}, {sx});
-    b.init_int("zx", {}, {zx}, kU8);
+    b.init_int("zx", {}, {zx}, act);
     b.init("s1", {}, {s1});
-    b.init_int("z1", {}, {z1}, kU8);
+    b.init_int("z1", {}, {z1}, act);
     b.init("s2", {}, {s2});
-    b.init_int("z2", {}, {z2}, kU8);
+    b.init_int("z2", {}, {z2}, act);
     b.init("sw", {4}, sw);
     b.init_int("zw", {4}, {0, 0, 0, 0}, kS8);
     b.init_int("w", {4, 3, 3, 3}, w, kS8);
@@ -187,7 +196,7 @@ struct QdqModel {
   // The output, and the quantized activation before the Gemm (its integers).
   std::vector<double> by_hand(const std::vector<float>& x, std::vector<int64_t>* rq) const {
     std::vector<int64_t> xq;
-    for (float v : x) xq.push_back(quantize(v, sx, zx, 0, 255));
+    for (float v : x) xq.push_back(quantize(v, sx, zx, lo, hi));
     rq->assign(144, 0);
     for (int o = 0; o < 4; ++o)
       for (int yy = 0; yy < 6; ++yy)
@@ -201,13 +210,13 @@ struct QdqModel {
                 s += static_cast<double>((xq[(c * 6 + iy) * 6 + ix] - zx) * sx) *
                      static_cast<double>(w[((o * 3 + c) * 3 + ky) * 3 + kx] * sw[o]);
               }
-          const float cd = static_cast<float>((quantize(static_cast<float>(s), s1, z1, 0, 255) - z1) * s1);
-          (*rq)[(o * 6 + yy) * 6 + xx] = quantize(std::max(cd, 0.0f), s2, z2, 0, 255);
+          const float cd = static_cast<float>((quantize(static_cast<float>(s), s1, z1, lo, hi) - z1) * s1);
+          (*rq)[(o * 6 + yy) * 6 + xx] = quantize(std::max(cd, 0.0f), s2, z2, lo, hi);
         }
     std::vector<double> y(5, 0.0);
     for (int n = 0; n < 5; ++n)
       for (int k = 0; k < 144; ++k)
-        y[n] += static_cast<double>((*rq)[k] * s2) * static_cast<double>(wg[n * 144 + k] * sg);
+        y[n] += static_cast<double>(((*rq)[k] - z2) * s2) * static_cast<double>(wg[n * 144 + k] * sg);
     return y;
   }
 };
@@ -216,19 +225,23 @@ struct QdqModel {
 // integer operators: the convolution and the Gemm sum int8 products exactly in int32,
 // scaled once; their results are the ONNX float arithmetic's, to within a rounding of
 // the sum (one quantization step where a sum lands on a tie).
-TEST(Quantized, QdqOperatorsRunOnTheIntegers) {
+void expect_qdq_model_runs_on_the_integers(int act) {
   TempDir dir;
-  QdqModel m;
+  QdqModel m(act);
   m.write(dir.path + "/model.onnx");
   graph::Graph g = graph::import_onnx(dir.path + "/model.onnx");
   int int_products = 0;
   for (const graph::Node& nd : g.nodes()) {
     if ((nd.op == "conv2d" || nd.op == "dense") && g.value(nd.output).dtype == DType::i32()) {
       ++int_products;
-      // The 8-bit integers as they are (x's zero point a correction of the sum).
+      // The 8-bit integers as they are (x's zero point a correction of the sum), the
+      // activation unsigned: signed ones are held plus 128.
       EXPECT_EQ(g.value(nd.inputs[0]).dtype, DType::u8()) << nd.name;
       EXPECT_EQ(g.value(nd.inputs[1]).dtype, DType::i8()) << nd.name;
+      if (nd.op == "conv2d") EXPECT_EQ(nd.attrs.i("pad_value"), m.zx + (act == kS8 ? 128 : 0));
     }
+    // No computed value is int8: the quantized activations are uint8.
+    EXPECT_TRUE(g.value(nd.output).constant || g.value(nd.output).dtype != DType::i8()) << nd.name;
   }
   EXPECT_EQ(int_products, 2) << "the QDQ convolution and Gemm became integer operators";
   std::mt19937 rng(3);
@@ -246,6 +259,43 @@ TEST(Quantized, QdqOperatorsRunOnTheIntegers) {
     if (run > 0)  // compiled code and the interpreter agree exactly
       for (int n = 0; n < 5; ++n) EXPECT_EQ(y.get(n), r.oracle[0].get(n)) << run << " " << n;
   }
+}
+
+TEST(Quantized, QdqOperatorsRunOnTheIntegers) { expect_qdq_model_runs_on_the_integers(kU8); }
+
+// Signed 8-bit activations (onnxruntime's default) are held as uint8 plus 128, their
+// zero points too, so that the integer dot-product instructions (unsigned by signed
+// bytes) apply: the same results, the convolution padded by zx + 128.
+TEST(Quantized, SignedActivationsAreHeldUnsigned) { expect_qdq_model_runs_on_the_integers(kS8); }
+
+// An operator that reads a signed activation's integers themselves (a Cast) sees them
+// as the model wrote them, not plus 128; a view of one (Reshape) stays unsigned.
+TEST(Quantized, OperatorsOnSignedActivationsSeeTheirValues) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("x", {2, 3});
+  b.init("s", {}, {0.5f});
+  b.init_int("z", {}, {-3}, kS8);
+  b.init_i64("shape", {6});
+  b.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+  auto* c = b.node("Cast", {"q"}, {"c"});
+  OnnxBuilder::attr_int(c, "to", onnx::TensorProto::FLOAT);
+  b.node("Reshape", {"q", "shape"}, {"r"});
+  b.node("DequantizeLinear", {"r", "s", "z"}, {"d"});
+  b.output("c", {2, 3});
+  b.output("d", {6});
+  b.save(dir.path + "/cast.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/cast.onnx");
+  const std::vector<float> x = {-70.0f, -1.25f, 0.0f, 0.75f, 10.0f, 90.0f};
+  std::vector<std::vector<double>> want(2);
+  for (float v : x) {
+    const int64_t q = quantize(v, 0.5f, -3, -128, 127);
+    want[0].push_back(static_cast<double>(q));
+    want[1].push_back(static_cast<double>(q + 3) * 0.5);
+  }
+  EXPECT_EQ(want[0][0], -128.0);  // saturated
+  EXPECT_EQ(want[0][5], 127.0);
+  expect_exact(run_everywhere(g, {floats({2, 3}, x)}), want);
 }
 
 // A chain of quantizations fused into one kernel reads each stage's value once: its

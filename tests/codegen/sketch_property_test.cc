@@ -14,6 +14,7 @@
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
+#include "core/util/host.h"
 #include "tests/ops/op_cases.h"
 
 namespace basin {
@@ -224,6 +225,97 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
   }
   EXPECT_GE(total, 80);
   std::cout << "[ property ] " << total << " random bfloat16 configurations compiled by LLVM, no mismatch\n";
+}
+
+// The 8-bit integer sketches (Sketch::int8_quad): random configurations compiled by LLVM
+// (vpdpbusd where the CPU has it, the products as written elsewhere) give exactly the
+// interpreter's int32 sums, and exactly the default schedule's: dense layers (a padded
+// last group, partial tiles, a requantizing epilogue), batched products, and blocked
+// convolutions whose padding is the input's zero point (ResNet's first layer: 3 input
+// channels in one block, padded to a group of 4).
+TEST(SketchProperty, Int8SketchesMatchTheInterpreterExactly) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::vector<Suite> suite = {
+      {"subgraph", "graph=x0:uint8[12,40]@0:256;x1:int8[32,40]@-128:128;t0=dense(x0,x1){}", 6},
+      {"subgraph", "graph=x0:uint8[9,7]@0:256;x1:int8[16,7]@-128:128;t0=dense(x0,x1){}", 5},
+      {"subgraph", "graph=x0:uint8[37,10]@0:256;x1:int8[23,10]@-128:128;t0=dense(x0,x1){}", 5},
+      {"subgraph",
+       "graph=x0:uint8[12,40]@0:256;x1:int8[24,40]@-128:128;x2:float32[24]@0.001:0.002;x3:float32[]@0.05:0.06;"
+       "x4:int32[]@0:10;t0=dense(x0,x1){};t1=cast(t0){to=float32};t2=mul(t1,x2){};"
+       "t3=quantize_linear(t2,x3,x4){axis=1|qmax=127|qmin=-128}",
+       4},
+      {"subgraph", "graph=x0:uint8[3,8,12]@0:256;x1:int8[3,12,16]@-128:128;t0=batch_matmul(x0,x1){}", 5},
+      {"subgraph",
+       "graph=x0:uint8[1,2,9,9,8]@0:256;x1:int8[2,2,3,3,8,8]@-128:128;x2:int32[1,2,1,1,8]@-5000:5000;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=131|padding=1,1|stride=1,1};t1=add(t0,x2){}",
+       5},
+      {"subgraph",
+       "graph=x0:uint8[1,1,12,12,3]@0:256;x1:int8[1,1,7,7,3,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=128|padding=3,3|stride=2,2}",
+       4},
+      {"subgraph",
+       "graph=x0:uint8[1,1,8,8,16]@0:256;x1:int8[2,1,1,1,16,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=0|padding=0,0|stride=2,2}",
+       4},
+  };
+  int total = 0, dot = 0;
+  std::mt19937_64 rng(2028);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref = default_outputs(c, g, in);
+    int sketches = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, false, true)) {
+      if (s.int8_quad < 0) continue;
+      ++sketches;
+      for (int t = 0; t < c.per_sketch; ++t) {
+        sched::Config cfg = sched::random_config(s, rng);
+        auto [f, oracle, got] = run_both(g, s, cfg, in);
+        // Where the CPU has vpdpbusd, every vector tile of a multiple of 4 lanes uses it.
+        if (this_host().int8_dot && cfg.factors[static_cast<size_t>(s.vec_axis)].back() % 4 == 0) {
+          codegen::LlvmOptions keep;
+          keep.keep_ir = true;
+          ++dot;
+          EXPECT_NE(codegen::compile_llvm(f, keep)->llvm_ir().find("vpdpbusd"), std::string::npos)
+              << c.params << " " << sched::config_to_json(s, cfg) << ": no vpdpbusd";
+        }
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(compare_arrays(got[i], oracle[i]).max_abs, 0.0)
+              << c.params << " " << sched::config_to_json(s, cfg) << "\n"
+              << to_string(f);
+          EXPECT_EQ(compare_arrays(oracle[i], ref[i]).max_abs, 0.0) << c.params << " " << sched::config_to_json(s, cfg);
+        }
+        ++total;
+        if (HasFailure()) return;
+      }
+    }
+    EXPECT_GE(sketches, 2) << c.params << " has no 8-bit integer sketch";
+  }
+  if (this_host().int8_dot) EXPECT_GE(dot, 15) << "too few vector tiles of 4, 8 or 16 lanes drawn";
+  EXPECT_GE(total, 70);
+  std::cout << "[ property ] " << total << " random 8-bit integer configurations compiled by LLVM ("
+            << (this_host().int8_dot ? "vpdpbusd" : "products as written") << "), no mismatch\n";
+}
+
+// Integer sketches only where the form exists: unsigned by signed bytes (not two signed
+// operands, not float32), the reduction innermost in the activation (a blocked
+// convolution's channel block, not an NCHW convolution's taps), and only when asked for.
+TEST(SketchProperty, Int8SketchesOnlyWhereTheGroupsExist) {
+  auto quads = [](const std::string& graph, bool int8_dot = true) {
+    int n = 0;
+    for (const sched::Sketch& s :
+         sched::cpu_sketches(ops::build_op("subgraph", parse("graph=" + graph)), false, int8_dot))
+      n += s.int8_quad >= 0;
+    return n;
+  };
+  EXPECT_GE(quads("x0:uint8[4,8]@0:256;x1:int8[16,8]@-128:128;t0=dense(x0,x1){}"), 1);
+  EXPECT_EQ(quads("x0:uint8[4,8]@0:256;x1:int8[16,8]@-128:128;t0=dense(x0,x1){}", false), 0);
+  EXPECT_EQ(quads("x0:int8[4,8]@-128:128;x1:int8[16,8]@-128:128;t0=dense(x0,x1){}"), 0);
+  EXPECT_EQ(quads("x0:uint8[4,8]@0:256;x1:uint8[16,8]@0:256;t0=dense(x0,x1){}"), 0);
+  EXPECT_EQ(quads("x0:float32[4,8]@-1:1;x1:float32[16,8]@-1:1;t0=dense(x0,x1){}"), 0);
+  EXPECT_EQ(quads("x0:uint8[1,8,10,10]@0:256;x1:int8[16,8,3,3]@-128:128;"
+                  "t0=conv2d(x0,x1){dilation=1,1|groups=1|pad_value=0|padding=1,1|stride=1,1}"),
+            0);
 }
 
 // A float32 sketch never offers bfloat16. An odd reduction pairs padded only where the

@@ -3,6 +3,8 @@
 // task names, and the zoo.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cstring>
 #include <set>
 
@@ -79,6 +81,31 @@ TEST(Graph, ANodeWithIncompatibleInputsNamesItself) {
   EXPECT_THROW(g.add_node("no_such_op", {a}), GraphError);
   EXPECT_THROW(g.add_node("relu", {42}), GraphError);
   EXPECT_THROW(g.add_node("conv2d", {a, a}), GraphError);
+}
+
+// A convolution's padding value (a quantized input's zero point) is a value of its
+// integer input's type: on float32 inputs, or outside uint8's range, an error naming
+// the attribute.
+TEST(Graph, AConvolutionsPadValueFitsItsIntegerInput) {
+  Graph g;
+  const int xf = g.add_input("xf", {1, 2, 5, 5});
+  const int xu = g.add_input("xu", {1, 2, 5, 5}, DType::u8());
+  const int w = g.add_constant("w", NDArray(DType::i8(), {4, 2, 3, 3}));
+  auto conv = [&](int x, int64_t pad_value) {
+    return g.add_node("conv2d", {x, w}, {{"padding", I{1, 1}}, {"pad_value", pad_value}});
+  };
+  EXPECT_EQ(g.node(g.value(conv(xu, 255)).producer).attrs.i("pad_value"), 255);
+  for (auto [x, v, needle] : {std::tuple{xf, int64_t{3}, "needs integer inputs"},
+                              std::tuple{xu, int64_t{256}, "not a value of the input's type"},
+                              std::tuple{xu, int64_t{-1}, "not a value of the input's type"}}) {
+    try {
+      conv(x, v);
+      ADD_FAILURE() << v << " accepted";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("pad_value"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
 }
 
 // A node's output follows the size rule of every tensor (tensor_bytes): an extent
@@ -485,6 +512,64 @@ TEST(Layout, ConvolutionChainsRunBlockedAndComputeTheSameOutputs) {
     EXPECT_GE(fused, 3);
   }
   EXPECT_EQ(optimize(g, 0).op_counts().count("conv2d_nchwc"), 0u);
+}
+
+// A quantized model's convolutions run blocked as float32 ones do: uint8 activations
+// padded by their zero point, int8 weights packed, the int32 sums' epilogue
+// (correction, scale, requantization per tensor) and the residual's dequantization
+// blocked; nothing converts between the two convolutions; the outputs are exactly the
+// unplanned graph's.
+TEST(Layout, QuantizedConvolutionsRunBlocked) {
+  Graph g;
+  const int x = g.add_input("x", {1, 16, 6, 6});
+  const auto scalar = [&](const std::string& name, DType t, double v) {
+    NDArray a(t, {});
+    if (t.is_float()) a.as<float>()[0] = static_cast<float>(v);
+    else a.set_int(0, static_cast<int64_t>(v));
+    return g.add_constant(name, a);
+  };
+  const int s = scalar("s", DType::f32(), 0.05), z = scalar("z", DType::i32(), 131);
+  const auto quant = [&](int v) {
+    return g.add_node("quantize_linear", {v, s, z},
+                      {{"axis", int64_t{1}}, {"qmin", int64_t{0}}, {"qmax", int64_t{255}}});
+  };
+  const int q = quant(x);
+  int v = q;
+  for (int k = 0; k < 2; ++k) {
+    const int w =
+        g.add_constant("w" + std::to_string(k), NDArray::random(DType::i8(), {16, 16, 3, 3}, -128, 128, 3 + k));
+    const int bias = g.add_constant("b" + std::to_string(k), NDArray::random(DType::i32(), {16, 1, 1}, -999, 999, 5));
+    const int scale =
+        g.add_constant("sc" + std::to_string(k), NDArray::random(DType::f32(), {16, 1, 1}, 1e-4, 2e-4, 6));
+    const int c =
+        g.add_node("conv2d", {v, w}, {{"padding", I{1, 1}}, {"pad_value", int64_t{131}}, {"stride", I{1, 1}}});
+    const int f = g.add_node("cast", {g.add_node("add", {c, bias})}, {{"to", std::string("float32")}});
+    v = quant(g.add_node("mul", {f, scale}));
+  }
+  const int residual = g.add_node("dequantize_linear", {q, s, z}, {{"axis", int64_t{1}}});
+  g.add_output(g.add_node("add", {g.add_node("dequantize_linear", {v, s, z}, {{"axis", int64_t{1}}}), residual}));
+  Graph f = plan_layouts(g, 16);
+  std::map<std::string, int> ops = f.op_counts();
+  int second = 0;
+  EXPECT_EQ(ops["conv2d_nchwc"], 2);
+  // The quantized input enters the layout once (the residual's dequantization may
+  // convert it apart, as the plan visits nodes in a topological order of its own); the
+  // second convolution reads the first's requantized output as it is.
+  EXPECT_LE(ops["to_nchwc"], 2);
+  EXPECT_EQ(ops["from_nchwc"], 1);  // the output
+  for (const Node& nd : f.nodes())
+    if (nd.op == "conv2d_nchwc") {
+      EXPECT_EQ(f.value(nd.inputs[0]).dtype, DType::u8());
+      EXPECT_EQ(f.value(nd.inputs[1]).dtype, DType::i8());
+      EXPECT_EQ(nd.attrs.i("pad_value"), 131);
+      const std::string& from = f.node(f.value(nd.inputs[0]).producer).op;
+      EXPECT_TRUE(from == "to_nchwc" || from == "quantize_linear") << from;
+      second += from == "quantize_linear";
+    }
+  EXPECT_EQ(second, 1);
+  NDArray in = NDArray::random(DType::f32(), {1, 16, 6, 6}, -4, 4, 8);
+  const std::vector<NDArray> want = interpret_graph(g, {in}), got = interpret_graph(f, {in});
+  EXPECT_EQ(compare_arrays(got[0], want[0]).max_abs, 0.0);
 }
 
 TEST(Layout, ConvolutionsWithoutBlocksStayNchw) {
