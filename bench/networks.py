@@ -23,7 +23,10 @@ CPU path and runs float32. Each peer's precision is in results.json and the tabl
 through ONNX Runtime's `quantize_static` (QDQ format, its default int8 types, per-channel
 weights, min-max calibration on --calibration-inputs seeded inputs), and ONNX Runtime,
 OpenVINO (its default precision) and basin (tuned on it) all run that one QDQ file;
-PyTorch has no path for it and is left out. Accuracy is against PyTorch eager in float32,
+PyTorch has no path for it and is left out. basin also quantizes the float model itself
+(`basin quantize`, the same calibration inputs, per-channel int8 weights and uint8 inputs
+of its convolutions and matrix products, min-max) and is tuned and timed on that file too:
+the row "MODEL (basin quantize)", beside the same peers. Accuracy is against PyTorch eager in float32,
 as for every precision.
 
 Accuracy: besides the timing input, --accuracy-inputs further inputs (random, seeded;
@@ -175,16 +178,38 @@ def make_peer(peer, model, args, onnx_path, threads, precision):
     return out, lambda: infer(args), infer, precision
 
 
+def calibration_sets(args, count):
+    """`count` seeded inputs like `args` (standard normal); integer inputs calibrate on the
+    example itself."""
+    import torch
+    return [args] if any(not a.dtype.is_floating_point for a in args) else [
+        tuple(torch.randn(a.shape, generator=torch.Generator().manual_seed(2000 + k), dtype=a.dtype) for a in args)
+        for k in range(count)]
+
+
+def quantize_basin(basin, onnx_path, args, count, d):
+    """`basin quantize` of the float model on the calibration sets quantize_qdq uses,
+    beside it as NAME.basin_int8.onnx; RuntimeError with its message on failure."""
+    cmd = [basin, "quantize", onnx_path, "-o", onnx_path[:-len(".onnx")] + ".basin_int8.onnx", "--quiet"]
+    for k, xs in enumerate(calibration_sets(args, count)):
+        files = []
+        for i, x in enumerate(xs):
+            files.append(os.path.join(d, f"cal{k}_in{i}.npy"))
+            np.save(files[-1], x.numpy())
+        cmd += ["--calibrate", ",".join(files)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError((p.stderr or p.stdout).strip()[-300:])
+    return cmd[4]
+
+
 def quantize_qdq(onnx_path, args, count):
     """ONNX Runtime's static quantization of the model (QDQ, per-channel weights, min-max
     calibration on `count` seeded inputs like `args`; integer inputs calibrate on the
     example itself) beside it as NAME.qdq.onnx."""
-    import torch
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
     names = [f"in{i}" for i in range(len(args))]
-    sets = [args] if any(not a.dtype.is_floating_point for a in args) else [
-        tuple(torch.randn(a.shape, generator=torch.Generator().manual_seed(2000 + k), dtype=a.dtype) for a in args)
-        for k in range(count)]
+    sets = calibration_sets(args, count)
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -484,6 +509,7 @@ def main():
                 results.append(r)
                 print(f"  export failed: {r['error']}", flush=True)
                 continue
+        float_path = onnx_path
         if a.precision == "int8":
             r["quantized"] = True  # basin runs the QDQ model as it is
             try:
@@ -497,80 +523,94 @@ def main():
         with torch.no_grad():
             refs = [ref] + [model(*xs).detach().numpy() for xs in sets]
         fns = {}
-        for p in peers:
+        # int8: basin runs the runtimes' QDQ file, then its own quantization of the float
+        # model (`basin quantize`, the same calibration inputs) as a row of its own.
+        variants = [(r, onnx_path)]
+        if a.precision == "int8":
             try:
-                out, (ms, med), fns[p], infer, prec = run_peer(p, model, args, onnx_path, a.threads, a.repeat,
-                                                               a.precision)
-                r.setdefault("peers", {})[p] = {"ms": ms, "median_ms": med, "err": rel_err(out, ref),
-                                                "precision": prec,
-                                                "accuracy": accuracy([out] + [infer(xs) for xs in sets], refs)}
-            except Exception as e:  # a peer that fails is reported, not fatal
-                r.setdefault("peers", {})[p] = {"error": (type(e).__name__ + ": " + str(e))[:300]}
-            print(f"  {p}: {r['peers'][p]}", flush=True)
-        out_npy = os.path.join(d, "basin.npy")
-        u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy, basin_precision)
-        if "ms" in u:
-            u["err"] = rel_err(np.load(out_npy), ref)
-        r["basin_untuned"] = u
-        print(f"  basin untuned: {u}", flush=True)
-        records = os.path.join(d, "records.db")
-        for f in (records, records + "-wal", records + "-shm"):
-            if os.path.exists(f):
-                os.remove(f)
-        spent, curve = 0.0, []
-        for mark in marks:
-            if "error" in u:
-                break
-            wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads, basin_precision)
-            spent = mark
-            c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy, basin_precision)
-            c["seconds"], c["wall_seconds"], c["tune_rc"] = mark, wall, rc
-            if rc not in (0, 4):
-                c["tune_error"] = tail
-            if "ms" in c:
-                c["err"] = rel_err(np.load(out_npy), ref)
-                c["compiled"] = os.path.join(d, f"{name}.{mark:.0f}s.basin")
-                compiled = basin_compile(a.basin, onnx_path, records, c["compiled"], basin_precision)
-                if "error" in compiled:
-                    c.pop("compiled")
-                    c["compile_error"] = compiled["error"]
-                else:
-                    c["kernels"], c["bf16_kernels"] = compiled["kernels"], compiled.get("bf16_kernels", 0)
-                    c["int8_kernels"] = compiled.get("int8_kernels", 0)
-                    c["basin_accuracy_check"] = compiled.get("accuracy")
-            curve.append(c)
-            print(f"  basin after {mark:.0f}s: {c}", flush=True)
-        r["curve"] = curve
-        r["tuning_seconds"] = spent
-        if curve:
-            r["basin_tuned"] = curve[-1]
-            if a.rounds > 0 and "compiled" in curve[-1]:
-                networks = {}
-                untuned = os.path.join(d, f"{name}.untuned.basin")
-                if "error" not in basin_compile(a.basin, onnx_path, None, untuned, basin_precision):
-                    networks["untuned"] = untuned
-                for c in curve:
-                    if "compiled" in c:
-                        networks[f"{c['seconds']:.0f}s"] = c["compiled"]
-                final = head_to_head(a.basin, inputs, fns, networks, a.threads, a.repeat, a.rounds)
-                if "error" not in final:
-                    final["basin"] = final[f"{curve[-1]['seconds']:.0f}s"]
-                    if "untuned" in final:
-                        u["h2h_ms"] = final["untuned"]
-                    for c in curve:
-                        c["h2h_ms"] = final.get(f"{c['seconds']:.0f}s")
-                r["final"] = final
-                print(f"  head-to-head: {r['final']}", flush=True)
-            if "compiled" in curve[-1]:
+                own = quantize_basin(a.basin, float_path, args, a.calibration_inputs, d)
+                variants.append(({"model": f"{name} (basin quantize)", "quantized": True, "own": True}, own))
+            except RuntimeError as e:
+                r["own_error"] = str(e)[:300]
+                print(f"  basin quantize failed: {r['own_error']}", flush=True)
+        for r, onnx_path in variants:
+            for p in (peers if not r.get("own") else []):
                 try:
-                    outs = basin_outputs(a.basin, curve[-1]["compiled"], sets, d, a.threads)
-                    r["basin_accuracy"] = accuracy([np.load(out_npy)] + outs, refs)
-                except RuntimeError as e:
-                    r["basin_accuracy"] = {"error": str(e)[:300]}
-                print(f"  basin accuracy: {r['basin_accuracy']}", flush=True)
-        results.append(r)
-        with open(os.path.join(a.out, "results.json"), "w") as f:
-            json.dump({"meta": meta, "results": results}, f, indent=1)
+                    out, (ms, med), fns[p], infer, prec = run_peer(p, model, args, onnx_path, a.threads, a.repeat,
+                                                                   a.precision)
+                    r.setdefault("peers", {})[p] = {"ms": ms, "median_ms": med, "err": rel_err(out, ref),
+                                                    "precision": prec,
+                                                    "accuracy": accuracy([out] + [infer(xs) for xs in sets], refs)}
+                except Exception as e:  # a peer that fails is reported, not fatal
+                    r.setdefault("peers", {})[p] = {"error": (type(e).__name__ + ": " + str(e))[:300]}
+                print(f"  {p}: {r['peers'][p]}", flush=True)
+            if r.get("own"):
+                r["peers"] = variants[0][0].get("peers", {})
+            tag = "own." if r.get("own") else ""
+            out_npy = os.path.join(d, f"{tag}basin.npy")
+            u = basin_run(a.basin, onnx_path, inputs, None, a.threads, a.repeat, out_npy, basin_precision)
+            if "ms" in u:
+                u["err"] = rel_err(np.load(out_npy), ref)
+            r["basin_untuned"] = u
+            print(f"  basin untuned: {u}", flush=True)
+            records = os.path.join(d, f"{tag}records.db")
+            for f in (records, records + "-wal", records + "-shm"):
+                if os.path.exists(f):
+                    os.remove(f)
+            spent, curve = 0.0, []
+            for mark in marks:
+                if "error" in u:
+                    break
+                wall, rc, tail = basin_tune(a.basin, onnx_path, records, mark - spent, a.threads, basin_precision)
+                spent = mark
+                c = basin_run(a.basin, onnx_path, inputs, records, a.threads, a.repeat, out_npy, basin_precision)
+                c["seconds"], c["wall_seconds"], c["tune_rc"] = mark, wall, rc
+                if rc not in (0, 4):
+                    c["tune_error"] = tail
+                if "ms" in c:
+                    c["err"] = rel_err(np.load(out_npy), ref)
+                    c["compiled"] = os.path.join(d, f"{tag}{name}.{mark:.0f}s.basin")
+                    compiled = basin_compile(a.basin, onnx_path, records, c["compiled"], basin_precision)
+                    if "error" in compiled:
+                        c.pop("compiled")
+                        c["compile_error"] = compiled["error"]
+                    else:
+                        c["kernels"], c["bf16_kernels"] = compiled["kernels"], compiled.get("bf16_kernels", 0)
+                        c["int8_kernels"] = compiled.get("int8_kernels", 0)
+                        c["basin_accuracy_check"] = compiled.get("accuracy")
+                curve.append(c)
+                print(f"  basin after {mark:.0f}s: {c}", flush=True)
+            r["curve"] = curve
+            r["tuning_seconds"] = spent
+            if curve:
+                r["basin_tuned"] = curve[-1]
+                if a.rounds > 0 and "compiled" in curve[-1]:
+                    networks = {}
+                    untuned = os.path.join(d, f"{tag}{name}.untuned.basin")
+                    if "error" not in basin_compile(a.basin, onnx_path, None, untuned, basin_precision):
+                        networks["untuned"] = untuned
+                    for c in curve:
+                        if "compiled" in c:
+                            networks[f"{c['seconds']:.0f}s"] = c["compiled"]
+                    final = head_to_head(a.basin, inputs, fns, networks, a.threads, a.repeat, a.rounds)
+                    if "error" not in final:
+                        final["basin"] = final[f"{curve[-1]['seconds']:.0f}s"]
+                        if "untuned" in final:
+                            u["h2h_ms"] = final["untuned"]
+                        for c in curve:
+                            c["h2h_ms"] = final.get(f"{c['seconds']:.0f}s")
+                    r["final"] = final
+                    print(f"  head-to-head: {r['final']}", flush=True)
+                if "compiled" in curve[-1]:
+                    try:
+                        outs = basin_outputs(a.basin, curve[-1]["compiled"], sets, d, a.threads)
+                        r["basin_accuracy"] = accuracy([np.load(out_npy)] + outs, refs)
+                    except RuntimeError as e:
+                        r["basin_accuracy"] = {"error": str(e)[:300]}
+                    print(f"  basin accuracy: {r['basin_accuracy']}", flush=True)
+            results.append(r)
+            with open(os.path.join(a.out, "results.json"), "w") as f:
+                json.dump({"meta": meta, "results": results}, f, indent=1)
     t = table(results, peers) + "\n\n" + accuracy_table(results)
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(f"{meta['cpu']}, {a.threads} threads, tuning budget {a.budget}, precision {a.precision}, "

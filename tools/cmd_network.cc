@@ -14,6 +14,7 @@
 
 #include "codegen/llvm_jit.h"
 #include "codegen/network.h"
+#include "codegen/quantize.h"
 #include "codegen/torch_executor.h"
 #include "codegen/torch_reference.h"
 #include "core/graph/fusion.h"
@@ -430,6 +431,40 @@ bool load_or_compile(const NetOptions& o, codegen::CompiledNetwork& net, nlohman
 // `basin profile`: each launch of the compiled network timed alone, in run order, with
 // its share, GFLOP/s against the measured peak of the threads it runs on, bytes moved
 // and the tuning behind it; then the time outside the kernels.
+// `basin quantize MODEL --calibrate A.npy[,B.npy ...] ... -o OUT.onnx`: the QDQ model.
+struct QuantizeCmd {
+  std::string model, out, method = "minmax";
+  std::vector<std::string> calibrate, shapes;
+  double percentile = 99.99;
+  bool quiet = false;
+};
+
+int run_quantize(const QuantizeCmd& q) {
+  NetOptions shapes_only;
+  shapes_only.shapes = q.shapes;
+  codegen::QuantizeOptions o;
+  o.import = import_options(shapes_only);
+  o.method = q.method;
+  o.percentile = q.percentile;
+  for (const std::string& sample : q.calibrate) {
+    std::vector<NDArray> in;
+    for (const std::string& f : split_list(sample, ',')) in.push_back(read_npy(f));
+    o.calibration.push_back(std::move(in));
+  }
+  const codegen::QuantizeResult r = codegen::quantize_model(q.model, q.out, o);
+  if (!q.quiet) {
+    std::fprintf(stderr,
+                 "basin: %s: %d products quantized (int8 weights per output channel, uint8 inputs), %zu "
+                 "inputs calibrated by %s over %zu samples\n",
+                 q.model.c_str(), r.products, r.activations.size(), q.method.c_str(), q.calibrate.size());
+    for (size_t i = 0; i < r.activations.size(); ++i)
+      std::fprintf(stderr, "  %-48s [%g, %g]\n", r.activations[i].c_str(), static_cast<double>(r.ranges[i].first),
+                   static_cast<double>(r.ranges[i].second));
+  }
+  std::printf("%s\n", q.out.c_str());
+  return 0;
+}
+
 int run_profile(const NetOptions& o) {
   nlohmann::json untuned = nlohmann::json::array();
   codegen::CompiledNetwork net;
@@ -621,6 +656,26 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
 }  // namespace
 
 void add_network_commands(CLI::App& app, Runner& run) {
+  {
+    auto q = std::make_shared<QuantizeCmd>();
+    auto* cmd = app.add_subcommand(
+        "quantize",
+        "quantize an ONNX model to int8 (QDQ): per-channel int8 weights, uint8 inputs calibrated on samples");
+    cmd->add_option("model", q->model, "the float32 .onnx model")->required();
+    cmd->add_option("--calibrate", q->calibrate,
+                    "one calibration sample: an .npy file per model input, comma-separated, in input order (repeat "
+                    "for more samples)")
+        ->required();
+    cmd->add_option("-o,--output", q->out, "the quantized model to write (.onnx)")->required();
+    cmd->add_option("--method", q->method,
+                    "minmax (default: every sample's extremes, as onnxruntime's quantize_static) or percentile")
+        ->check(CLI::IsMember({"minmax", "percentile"}));
+    cmd->add_option("--percentile", q->percentile, "with --method percentile: the upper percentile (default 99.99)");
+    cmd->add_option("--shape", q->shapes,
+                    "NAME=D0,D1,... fixes input NAME's shape; NAME=N a symbolic dimension's value");
+    cmd->add_flag("--quiet", q->quiet, "nothing on stderr but errors");
+    cmd->callback([&run, q] { run = [q] { return run_quantize(*q); }; });
+  }
   {
     auto o = std::make_shared<NetOptions>();
     auto* cmd =

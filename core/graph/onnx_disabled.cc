@@ -1,5 +1,6 @@
-// The ONNX importer when basin is built without libonnx: a clear error.
+// The ONNX importer and quantizer when basin is built without libonnx: a clear error.
 #include "core/graph/onnx_import.h"
+#include "core/graph/onnx_quantize.h"
 
 namespace basin::graph {
 
@@ -9,6 +10,17 @@ int newest_onnx_opset() { return 0; }
 Graph import_onnx(const std::string& path, const ImportOptions&) {
   throw GraphError("cannot import '" + path +
                    "': basin was built without libonnx (install libonnx-dev and reconfigure)");
+}
+
+std::vector<QuantizedProduct> quantizable_products(const std::string& path) {
+  throw GraphError("cannot quantize '" + path +
+                   "': basin was built without libonnx (install libonnx-dev and reconfigure)");
+}
+void write_with_outputs(const std::string& path, const std::vector<std::string>&, const std::string&) {
+  quantizable_products(path);
+}
+void write_qdq(const std::string& path, const std::map<std::string, std::pair<float, float>>&, const std::string&) {
+  quantizable_products(path);
 }
 
 }  // namespace basin::graph

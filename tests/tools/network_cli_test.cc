@@ -309,6 +309,33 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
 // inputs, never over something that is not a regular file (a FIFO, a device, a link),
 // through a temporary that a killed run's successor removes; every bad --timeout and
 // BASIN_NUM_THREADS is one error before any work.
+// `basin quantize`: calibrated on two samples, the QDQ model is written, and basin runs
+// it (its convolution and Gemm int8); bad calibration and outputs are one clear error,
+// and the model is never replaced.
+TEST_F(NetworkCli, QuantizeWritesAnInt8ModelBasinRuns) {
+  const std::string model = dir + "/cnn.onnx", q = dir + "/cnn.int8.onnx";
+  basin::testing::small_cnn().save(model);
+  for (int k = 0; k < 2; ++k)
+    basin::write_npy(dir + "/c" + std::to_string(k) + ".npy",
+                     basin::NDArray::random(basin::DType::f32(), {1, 3, 8, 8}, -1, 1, static_cast<uint64_t>(10 + k)));
+  Result r = run("quantize " + model + " --calibrate " + dir + "/c0.npy --calibrate " + dir + "/c1.npy -o " + q, true);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 products quantized"), std::string::npos) << r.out;
+  Result c = run("compile " + q + " -o " + dir + "/q.basin --json --quiet");
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["int8_kernels"], 2) << c.out;
+  const std::string model_bytes = basin::testing::read_file(model);
+  expect_one_error("quantize " + model + " -o " + dir + "/x.onnx", "--calibrate is required");
+  expect_one_error("quantize " + model + " --calibrate " + dir + "/none.npy -o " + dir + "/x.onnx", "none.npy");
+  expect_one_error("quantize " + model + " --calibrate " + dir + "/c0.npy," + dir + "/c1.npy -o " + dir + "/x.onnx",
+                   "has 2 inputs; the model takes 1");
+  expect_one_error("quantize " + model + " --calibrate " + dir + "/c0.npy -o " + model, "also an input");
+  expect_one_error("quantize " + model + " --calibrate " + dir + "/c0.npy --method entropy -o " + dir + "/x.onnx",
+                   "entropy");
+  EXPECT_EQ(basin::testing::read_file(model), model_bytes);
+  EXPECT_FALSE(fs::exists(dir + "/x.onnx"));
+}
+
 TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
   const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/cnn.basin";
   basin::testing::small_cnn().save(model);
