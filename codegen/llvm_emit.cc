@@ -61,7 +61,10 @@ class Emitter {
         mod_(mod),
         b_(ctx),
         bf16_dot_(this_host().bf16_dot),
-        int8_dot_(this_host().int8_dot ? vector_file(this_host().vector_isa).bytes / 4 : 0) {
+        int8_dot_(this_host().int8_dot && !opt.int8_without_vnni ? vector_file(this_host().vector_isa).bytes / 4 : 0),
+        int8_madd_(this_host().vector_isa == "avx512" ? 16
+                   : this_host().vector_isa == "avx2" ? 8
+                                                      : 0) {
     if (opt.contract_fma) {
       llvm::FastMathFlags fmf;
       fmf.setAllowContract(true);
@@ -1250,7 +1253,7 @@ class Emitter {
         return;
       case StmtKind::Pragma: {
         if (n.key == kBf16DotPragma && bf16_dot_ && vec_ && !mask_ && bf16_dot(*n.body[0])) return;
-        if (n.key == kInt8DotPragma && int8_dot_ && vec_ && !mask_ && int8_dot(*n.body[0])) return;
+        if (n.key == kInt8DotPragma && (int8_dot_ || int8_madd_) && vec_ && !mask_ && int8_dot(*n.body[0])) return;
         const bool saved = loads_in_bounds_;
         if (n.key == kGuardedLoadsInBounds) loads_in_bounds_ = true;
         stmt(n.body[0]);
@@ -1333,9 +1336,10 @@ class Emitter {
   bool int8_dot(const StmtNode& st) {
     if (st.kind != StmtKind::Store || st.buffer->dtype != DType::i32()) return false;
     const int lanes = vec_->lanes;
+    const int widest = int8_dot_ ? int8_dot_ : int8_madd_;
     int chunk = 0;
     for (int c : {16, 8, 4})
-      if (c <= int8_dot_ && lanes % c == 0) {
+      if (c <= widest && lanes % c == 0) {
         chunk = c;
         break;
       }
@@ -1411,8 +1415,18 @@ class Emitter {
     auto* chunk_ty = llvm::FixedVectorType::get(i32, static_cast<unsigned>(chunk));
     llvm::Value* accv = b_.CreateAlignedLoad(acc_ty, acc_ptr, llvm::Align(4));
     llvm::Value* group = b_.CreateAlignedLoad(i32, element_ptr(a_load->buffer, aa.base, aa.offset), llvm::Align(1));
-    llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(chunk), group);
     llvm::Value* b_ptr = lane0_ptr(b_load->buffer, ab);
+    if (!int8_dot_) {
+      b_.CreateAlignedStore(by_chunks(accv, lanes, chunk,
+                                      [&](int c, llvm::Value* acc_c) {
+                                        llvm::Value* bp =
+                                            b_.CreateInBoundsGEP(b_.getInt8Ty(), b_ptr, b_.getInt64(4 * chunk * c));
+                                        return madd_group(acc_c, group, bp, chunk);
+                                      }),
+                            acc_ptr, llvm::Align(4));
+      return true;
+    }
+    llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(chunk), group);
     const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
                                    : chunk == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
                                                 : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
@@ -1423,6 +1437,41 @@ class Emitter {
     });
     b_.CreateAlignedStore(result, acc_ptr, llvm::Align(4));
     return true;
+  }
+
+  // Without vpdpbusd: acc (chunk int32 lanes) plus, per lane l, the four products of the
+  // group's unsigned bytes (`group`, an i32 of 4 bytes) by the signed bytes at
+  // b[4l .. 4l + 3]: both widened to 16 bits (exact), vpmaddwd sums each pair of products
+  // into 32 bits (half the lanes per instruction), and the pairs' sums are added.
+  llvm::Value* madd_group(llvm::Value* acc, llvm::Value* group, llvm::Value* b_ptr, int chunk) {
+    llvm::Type* i16 = b_.getInt16Ty();
+    auto* bytes_ty = llvm::FixedVectorType::get(b_.getInt8Ty(), static_cast<unsigned>(4 * chunk));
+    llvm::Value* bw = b_.CreateSExt(b_.CreateAlignedLoad(bytes_ty, b_ptr, llvm::Align(1)),
+                                    llvm::FixedVectorType::get(i16, static_cast<unsigned>(4 * chunk)));
+    llvm::Value* a4 = b_.CreateZExt(b_.CreateBitCast(group, llvm::FixedVectorType::get(b_.getInt8Ty(), 4)),
+                                    llvm::FixedVectorType::get(i16, 4));
+    const int half = 2 * chunk;  // 16-bit elements per vpmaddwd
+    std::vector<int> rep;
+    for (int e = 0; e < half; ++e) rep.push_back(e % 4);
+    llvm::Value* ar = b_.CreateShuffleVector(a4, rep);
+    const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_pmaddw_d_512
+                                   : chunk == 8 ? llvm::Intrinsic::x86_avx2_pmadd_wd
+                                                : llvm::Intrinsic::x86_sse2_pmadd_wd;
+    llvm::Function* madd = llvm::Intrinsic::getDeclaration(&mod_, id);
+    std::vector<int> lo, hi, both, even, odd;
+    for (int e = 0; e < half; ++e) {
+      lo.push_back(e);
+      hi.push_back(half + e);
+    }
+    llvm::Value* p0 = b_.CreateCall(madd, {ar, b_.CreateShuffleVector(bw, lo)});
+    llvm::Value* p1 = b_.CreateCall(madd, {ar, b_.CreateShuffleVector(bw, hi)});
+    for (int e = 0; e < 2 * chunk; ++e) both.push_back(e);
+    llvm::Value* pairs = b_.CreateShuffleVector(p0, p1, both);  // lane l's two sums at 2l, 2l + 1
+    for (int l = 0; l < chunk; ++l) {
+      even.push_back(2 * l);
+      odd.push_back(2 * l + 1);
+    }
+    return b_.CreateAdd(acc, b_.CreateAdd(b_.CreateShuffleVector(pairs, even), b_.CreateShuffleVector(pairs, odd)));
   }
 
   // accv (`lanes` lanes) in chunks of `chunk` lanes, each chunk c replaced by
@@ -1474,8 +1523,11 @@ class Emitter {
   // AVX512-BF16 (HostInfo::bf16_dot); otherwise they are emitted as written.
   bool bf16_dot_ = false;
   // Stores under kInt8DotPragma as vpdpbusd of at most this many lanes (16 with
-  // AVX512-VNNI, 8 with AVX-VNNI; HostInfo::int8_dot); 0: emitted as written.
+  // AVX512-VNNI, 8 with AVX-VNNI; HostInfo::int8_dot); 0: none.
   int int8_dot_ = 0;
+  // Without it, as vpmaddwd on 16-bit values of at most this many lanes (16 with
+  // AVX-512, 8 with AVX2); 0: emitted as written.
+  int int8_madd_ = 0;
   int outlined_ = 0;
   std::unordered_map<const ExprNode*, std::pair<Expr, LinearForm>> linear_memo_;
   std::map<std::vector<uintptr_t>, llvm::Value*> addr_cache_;  // bases valid at the insertion point

@@ -32,6 +32,9 @@ struct LlvmOptions {
   // A program emitted with more LLVM instructions than this is refused (Error) before it
   // is optimized; 0: no limit. The measurer sets it while tuning (MeasureOptions).
   int64_t max_instructions = 0;
+  // Emit 8-bit groups (kInt8DotPragma) with vpmaddwd even where the CPU has vpdpbusd:
+  // what a CPU without VNNI runs, checked on one with it.
+  bool int8_without_vnni = false;
 };
 
 class LlvmKernel {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -40,10 +41,13 @@ namespace basin::tools {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct NetOptions {
   std::vector<std::string> more_models;  // tune: further models tuned at once
   std::string model, target = "llvm", precision, arch, records, strategy = "gradient", estimator, budget, out;
   std::vector<std::string> inputs, shapes;
+  std::vector<std::string> calibrate;  // --precision int8: samples, each .npy files comma-separated
   std::string output;
   int trials = 0, batch = 16, first_batch = 0, repeat = 0, compile_threads = 0;
   uint64_t seed = 1;
@@ -54,6 +58,34 @@ struct NetOptions {
 
 void log_line(const NetOptions& o, const std::string& line) {
   if (!o.quiet) std::cerr << "basin: " << line << "\n";
+}
+
+// --precision int8 quantizes the model first (`basin quantize` with --calibrate); its
+// programs are then chosen as at f32 (the quantized graph's products are integer ones).
+std::string programs_precision(const NetOptions& o) { return o.precision == "int8" ? "" : o.precision; }
+
+void check_network_precision(const NetOptions& o, bool quiet) {
+  if (o.precision == "int8") {
+    if (o.target != "llvm") throw Error("--precision int8 is a CPU precision (--target llvm)");
+    if (o.calibrate.empty())
+      throw Error(
+          "--precision int8 quantizes the model on calibration samples: give --calibrate (a model already "
+          "quantized runs in int8 as it is, without --precision)");
+    return;
+  }
+  if (!o.calibrate.empty()) throw Error("--calibrate applies to --precision int8");
+  check_precision_option(o.target, o.precision, quiet);
+}
+
+// The samples of --calibrate: each the .npy files of one sample, comma-separated.
+std::vector<std::vector<NDArray>> calibration_samples(const std::vector<std::string>& given) {
+  std::vector<std::vector<NDArray>> out;
+  for (const std::string& sample : given) {
+    std::vector<NDArray> in;
+    for (const std::string& f : split_list(sample, ',')) in.push_back(read_npy(f));
+    out.push_back(std::move(in));
+  }
+  return out;
 }
 
 struct Loaded {
@@ -94,7 +126,28 @@ Loaded load(const NetOptions& o, const std::string& model) {
   Loaded l;
   graph::ImportOptions io = import_options(o);
   io.files_read = &l.files;
-  l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target));
+  if (o.precision == "int8") {
+    check_network_precision(o, true);
+    if (model.rfind("zoo:", 0) == 0)
+      throw Error("--precision int8 quantizes ONNX models; export " + model.substr(4) + " to ONNX first");
+    codegen::QuantizeOptions q;
+    q.import = import_options(o);
+    q.calibration = calibration_samples(o.calibrate);
+    const std::string tmp = (fs::temp_directory_path() / ("basin_int8_" + std::to_string(getpid()) + ".onnx")).string();
+    try {
+      const codegen::QuantizeResult r = codegen::quantize_model(model, tmp, q);
+      log_line(o, model + ": quantized to int8: " + std::to_string(r.products) + " products, " +
+                      std::to_string(q.calibration.size()) + " calibration samples (min-max)");
+      l.graph = graph::optimize(graph::load_model(tmp, io), graph::layout_lanes(o.target));
+    } catch (...) {
+      std::remove(tmp.c_str());
+      throw;
+    }
+    std::remove(tmp.c_str());
+    l.files.push_back(model);
+  } else {
+    l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target));
+  }
   l.partition = graph::partition(l.graph);
   log_line(o, model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
                   std::to_string(l.partition.groups.size()) + " fused groups, " +
@@ -136,7 +189,7 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
   if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records, search::RecordStore::ReadOnly::Yes);
   std::vector<int> missing;
   std::vector<codegen::ProgramChoice> choices =
-      search::choose_programs(l.partition, store.get(), o.target, &missing, o.precision);
+      search::choose_programs(l.partition, store.get(), o.target, &missing, programs_precision(o));
   untuned = nlohmann::json::array();
   if (!missing.empty()) {
     std::string names;
@@ -234,7 +287,7 @@ void calibrate_if_new(const NetOptions& o, double& budget_seconds) {
 }
 
 int run_tune(const NetOptions& o) {
-  check_precision_option(o.target, o.precision, o.quiet);
+  check_network_precision(o, o.quiet);
   if ((o.trials > 0) == !o.budget.empty()) throw ParseError("give one budget: --trials N or --budget T");
   if (o.batch <= 0 || o.batch > kMaxBatch)
     throw ParseError("--batch must be positive, at most " + std::to_string(kMaxBatch));
@@ -259,7 +312,7 @@ int run_tune(const NetOptions& o) {
   search::NetworkTuneOptions to;
   to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
-  to.task.precision = o.precision;
+  to.task.precision = programs_precision(o);
   to.task.batch = o.batch;
   to.task.seed = o.seed;
   to.task.timeout_seconds = o.timeout;
@@ -357,7 +410,7 @@ int run_tune(const NetOptions& o) {
 }
 
 int run_compile(const NetOptions& o) {
-  check_precision_option(o.target, o.precision, /*quiet=*/true);
+  check_network_precision(o, /*quiet=*/true);
   if (o.out.empty()) throw ParseError("give the output file: -o OUT");
   std::vector<std::string> reads = {o.model, o.records};
   check_output_path(o.out, reads);  // before the work, not after it
@@ -446,11 +499,7 @@ int run_quantize(const QuantizeCmd& q) {
   o.import = import_options(shapes_only);
   o.method = q.method;
   o.percentile = q.percentile;
-  for (const std::string& sample : q.calibrate) {
-    std::vector<NDArray> in;
-    for (const std::string& f : split_list(sample, ',')) in.push_back(read_npy(f));
-    o.calibration.push_back(std::move(in));
-  }
+  o.calibration = calibration_samples(q.calibrate);
   const codegen::QuantizeResult r = codegen::quantize_model(q.model, q.out, o);
   if (!q.quiet) {
     std::fprintf(stderr,
@@ -645,6 +694,9 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   add_precision_option(cmd, o->precision);
+  cmd->add_option("--calibrate", o->calibrate,
+                  "with --precision int8 (ONNX models): one calibration sample, an .npy file per model input, "
+                  "comma-separated (repeat for more samples); the model is quantized as `basin quantize` does");
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->add_flag("--quiet", o->quiet, "nothing on stderr but errors");
   cmd->add_option(

@@ -98,7 +98,8 @@ void add_precision_option(CLI::App* cmd, std::string& precision) {
   cmd->add_option("--precision", precision,
                   "f32 (float32 programs only) or bf16 (the matrix products and convolutions may multiply bfloat16 "
                   "inputs, float32 sums: AVX512-BF16 on the CPU, tensor cores on cuda; float32 where that is faster); "
-                  "on cuda also tf32 (its default) or fp16. Default: the target's (llvm f32, cuda tf32)");
+                  "on cuda also tf32 (its default) or fp16; for networks on the CPU also int8 (the ONNX model "
+                  "quantized first, with --calibrate). Default: the target's (llvm f32, cuda tf32)");
 }
 
 void check_precision_option(const std::string& target, const std::string& precision, bool quiet) {

@@ -34,7 +34,8 @@
 //   computes per int32 lane (every sum wraps as int32 does, so the order is free).
 //   Inside a vectorized loop whose lanes read acc contiguously, a's group the same for
 //   every lane and b's groups side by side (lane l at j + 4l), the LLVM backend emits
-//   it as that instruction where the CPU has it; elsewhere the store runs as written.
+//   it as that instruction where the CPU has it, else (AVX2, AVX-512) as vpmaddwd on
+//   the bytes widened to 16 bits; elsewhere the store runs as written.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 

@@ -211,8 +211,9 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 // With bf16, also the bfloat16 anchor sketches (Sketch::bf16_pair) where the anchor
 // has that form (sched::bf16_pairing): a task keeps its float32 sketches, so that the
 // search falls back to float32 where bfloat16 does not pay or does not apply.
-// With int8_dot (by default where the CPU has vpdpbusd, HostInfo::int8_dot), also the
-// 8-bit anchor sketches (Sketch::int8_quad) where the anchor has that form.
+// With int8_dot (by default on x86 with AVX2 or AVX-512: vpdpbusd where the CPU has it,
+// HostInfo::int8_dot, else vpmaddwd on widened bytes), also the 8-bit anchor sketches
+// (Sketch::int8_quad) where the anchor has that form.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16 = false);
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot);
 // The sketches of a task for NVIDIA GPUs (docs/gpu.md).

@@ -501,7 +501,9 @@ std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& ta
 }
 
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16) {
-  return cpu_sketches(task, bf16, this_host().int8_dot);
+  // vpdpbusd, or vpmaddwd on widened bytes (AVX2, AVX-512 without VNNI).
+  const HostInfo& h = this_host();
+  return cpu_sketches(task, bf16, h.int8_dot || h.vector_isa == "avx2" || h.vector_isa == "avx512");
 }
 
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot) {

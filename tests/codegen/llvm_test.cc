@@ -329,7 +329,7 @@ TEST_F(LlvmSemantics, Bfloat16PairProductsMatchTheInterpreter) {
 // half a 512-bit vpdpbusd, three 128-bit ones), and with a group that is not adjacent
 // (emitted as written): exactly the interpreter's int32 sums, extreme bytes included
 // (255 x -128). Where the CPU has vpdpbusd (HostInfo::int8_dot) the adjacent groups
-// compile to it.
+// compile to it; compiled as for a CPU without it (vpmaddwd), the same sums.
 TEST_F(LlvmSemantics, Int8QuadProductsMatchTheInterpreter) {
   for (int64_t lanes : {16, 32, 8, 12}) {
     for (int64_t gap : {1, 3}) {
@@ -358,6 +358,20 @@ TEST_F(LlvmSemantics, Int8QuadProductsMatchTheInterpreter) {
         codegen::LlvmOptions keep;
         keep.keep_ir = true;
         EXPECT_NE(codegen::compile_llvm(f, keep)->llvm_ir().find("vpdpbusd"), std::string::npos) << lanes << " lanes";
+      }
+      // What a CPU without VNNI runs: vpmaddwd on 16-bit values, the same sums.
+      const std::string isa = this_host().vector_isa;
+      if (isa == "avx2" || isa == "avx512") {
+        codegen::LlvmOptions madd;
+        madd.int8_without_vnni = true;
+        madd.keep_ir = true;
+        auto k = codegen::compile_llvm(f, madd);
+        NDArray a2 = av.clone(), b2 = bv.clone(), out2(DType::i32(), {lanes});
+        k->run({&a2, &b2, &out2});
+        for (int64_t i = 0; i < lanes; ++i)
+          ASSERT_EQ(out2.get_int(i), want.get_int(i)) << "vpmaddwd, " << lanes << " lanes, gap " << gap;
+        if (gap == 1) EXPECT_NE(k->llvm_ir().find("pmadd"), std::string::npos) << lanes << " lanes";
+        EXPECT_EQ(k->llvm_ir().find("vpdpbusd"), std::string::npos);
       }
     }
   }

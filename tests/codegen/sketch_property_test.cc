@@ -228,7 +228,7 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
 }
 
 // The 8-bit integer sketches (Sketch::int8_quad): random configurations compiled by LLVM
-// (vpdpbusd where the CPU has it, the products as written elsewhere) give exactly the
+// (vpdpbusd where the CPU has it, else vpmaddwd) give exactly the
 // interpreter's int32 sums, and exactly the default schedule's: dense layers (a padded
 // last group, partial tiles, a requantizing epilogue), batched products, and blocked
 // convolutions whose padding is the input's zero point (ResNet's first layer: 3 input
@@ -259,6 +259,8 @@ TEST(SketchProperty, Int8SketchesMatchTheInterpreterExactly) {
        4},
   };
   int total = 0, dot = 0;
+  const std::string isa = this_host().vector_isa;
+  const std::string instruction = this_host().int8_dot ? "vpdpbusd" : isa == "avx2" || isa == "avx512" ? "pmadd" : "";
   std::mt19937_64 rng(2028);
   for (const Suite& c : suite) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
@@ -271,13 +273,24 @@ TEST(SketchProperty, Int8SketchesMatchTheInterpreterExactly) {
       for (int t = 0; t < c.per_sketch; ++t) {
         sched::Config cfg = sched::random_config(s, rng);
         auto [f, oracle, got] = run_both(g, s, cfg, in);
-        // Where the CPU has vpdpbusd, every vector tile of a multiple of 4 lanes uses it.
-        if (this_host().int8_dot && cfg.factors[static_cast<size_t>(s.vec_axis)].back() % 4 == 0) {
+        // Every vector tile of a multiple of 4 lanes uses vpdpbusd where the CPU has it,
+        // else vpmaddwd.
+        if (!instruction.empty() && cfg.factors[static_cast<size_t>(s.vec_axis)].back() % 4 == 0) {
           codegen::LlvmOptions keep;
           keep.keep_ir = true;
           ++dot;
-          EXPECT_NE(codegen::compile_llvm(f, keep)->llvm_ir().find("vpdpbusd"), std::string::npos)
-              << c.params << " " << sched::config_to_json(s, cfg) << ": no vpdpbusd";
+          EXPECT_NE(codegen::compile_llvm(f, keep)->llvm_ir().find(instruction), std::string::npos)
+              << c.params << " " << sched::config_to_json(s, cfg) << ": no " << instruction;
+        }
+        // As a CPU without VNNI runs it (vpmaddwd), the same sums.
+        if (this_host().int8_dot) {
+          codegen::LlvmOptions madd;
+          madd.int8_without_vnni = true;
+          std::vector<NDArray> without =
+              run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, madd)->run(a); });
+          for (size_t i = 0; i < got.size(); ++i)
+            EXPECT_EQ(compare_arrays(without[i], oracle[i]).max_abs, 0.0)
+                << "vpmaddwd: " << c.params << " " << sched::config_to_json(s, cfg);
         }
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_EQ(compare_arrays(got[i], oracle[i]).max_abs, 0.0)
@@ -291,10 +304,10 @@ TEST(SketchProperty, Int8SketchesMatchTheInterpreterExactly) {
     }
     EXPECT_GE(sketches, 2) << c.params << " has no 8-bit integer sketch";
   }
-  if (this_host().int8_dot) EXPECT_GE(dot, 15) << "too few vector tiles of 4, 8 or 16 lanes drawn";
+  if (!instruction.empty()) EXPECT_GE(dot, 15) << "too few vector tiles of 4, 8 or 16 lanes drawn";
   EXPECT_GE(total, 70);
   std::cout << "[ property ] " << total << " random 8-bit integer configurations compiled by LLVM ("
-            << (this_host().int8_dot ? "vpdpbusd" : "products as written") << "), no mismatch\n";
+            << (instruction.empty() ? "products as written" : instruction) << "), no mismatch\n";
 }
 
 // Integer sketches only where the form exists: unsigned by signed bytes (not two signed

@@ -334,6 +334,21 @@ TEST_F(NetworkCli, QuantizeWritesAnInt8ModelBasinRuns) {
                    "entropy");
   EXPECT_EQ(basin::testing::read_file(model), model_bytes);
   EXPECT_FALSE(fs::exists(dir + "/x.onnx"));
+  // --precision int8 on the network commands: the same quantization, then as usual.
+  const std::string cal = " --precision int8 --calibrate " + dir + "/c0.npy --calibrate " + dir + "/c1.npy";
+  const std::string db = dir + "/r.db";
+  const int tuned =
+      run("tune " + model + cal + " --trials 6 --batch 3 --strategy random --records " + db + " --quiet").code;
+  ASSERT_TRUE(tuned == 0 || tuned == 4) << tuned;
+  Result c8 = run("compile " + model + cal + " --records " + db + " -o " + dir + "/q8.basin --json --quiet");
+  ASSERT_EQ(c8.code, 0) << c8.out;
+  const auto j8 = nlohmann::json::parse(c8.out);
+  EXPECT_EQ(j8["int8_kernels"], 2) << c8.out;
+  EXPECT_LT(j8["untuned_tasks"].size(), j8["kernels"].get<size_t>()) << "the int8 records were not found";
+  expect_one_error("compile " + model + " --precision int8 -o " + dir + "/x.basin", "give --calibrate");
+  expect_one_error("compile " + model + " --calibrate " + dir + "/c0.npy -o " + dir + "/x.basin",
+                   "--calibrate applies to --precision int8");
+  expect_one_error("compile zoo:resnet18" + cal + " -o " + dir + "/x.basin", "export resnet18 to ONNX");
 }
 
 TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
