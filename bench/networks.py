@@ -340,7 +340,7 @@ def plot(results, path):
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     for ax, r in zip(axes.flat, results):
-        u = r["basin_untuned"]
+        u = r.get("basin_untuned", {})
         curve = [(0, u.get("h2h_ms") or u.get("ms"))] + \
                 [(c["seconds"], c.get("h2h_ms") or c.get("ms")) for c in r.get("curve", [])]
         curve = [(s, ms) for s, ms in curve if ms is not None]
@@ -482,7 +482,13 @@ def main():
     for name in a.models.split(","):
         r = {"model": name}
         print(f"== {name}", flush=True)
-        model, args = build(name)
+        try:
+            model, args = build(name)
+        except Exception as e:  # an unknown name or a failed build is reported, not fatal
+            r["error"] = "build: " + (type(e).__name__ + ": " + str(e))[:300]
+            results.append(r)
+            print(f"  {r['error']}", flush=True)
+            continue
         with torch.no_grad():
             ref = model(*args)
         ref = ref.detach().numpy()
