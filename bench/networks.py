@@ -190,7 +190,8 @@ def calibration_sets(args, count):
 def quantize_basin(basin, onnx_path, args, count, d):
     """`basin quantize` of the float model on the calibration sets quantize_qdq uses,
     beside it as NAME.basin_int8.onnx; RuntimeError with its message on failure."""
-    cmd = [basin, "quantize", onnx_path, "-o", onnx_path[:-len(".onnx")] + ".basin_int8.onnx", "--quiet"]
+    out = onnx_path[:-len(".onnx")] + ".basin_int8.onnx"
+    cmd = [basin, "quantize", onnx_path, "-o", out, "--quiet"]
     for k, xs in enumerate(calibration_sets(args, count)):
         files = []
         for i, x in enumerate(xs):
@@ -200,7 +201,7 @@ def quantize_basin(basin, onnx_path, args, count, d):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError((p.stderr or p.stdout).strip()[-300:])
-    return cmd[4]
+    return out
 
 
 def quantize_qdq(onnx_path, args, count):

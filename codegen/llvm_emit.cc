@@ -1380,31 +1380,29 @@ class Emitter {
       products.push_back({u, s8});
     }
     if (!old.defined() || products.size() != 4) return false;
-    // Ordered by the uint8 operand's offset from the first; each pair q steps by q.
+    // Both operands of each product at one offset from the first product's, the offsets
+    // four consecutive ones: the group starts at the least.
     Analyzer an;
-    const Expr fa_any = flat_expr(products[0].first->buffer, products[0].first->args);
+    auto flat = [&](const Expr& l) { return flat_expr(l->buffer, l->args); };
+    const Expr fa_any = flat(products[0].first), fb_any = flat(products[0].second);
     std::vector<int64_t> offsets;
     for (const auto& [u, s8] : products) {
-      int64_t d = 0;
-      if (u->buffer != products[0].first->buffer || s8->buffer != products[0].second->buffer ||
-          !is_const_int(an.simplify(flat_expr(u->buffer, u->args) - fa_any), &d))
-        return false;
-      offsets.push_back(d);
-    }
-    const size_t first = static_cast<size_t>(std::min_element(offsets.begin(), offsets.end()) - offsets.begin());
-    const Expr fa0 = flat_expr(products[first].first->buffer, products[first].first->args);
-    const Expr fb0 = flat_expr(products[first].second->buffer, products[first].second->args);
-    std::vector<bool> seen(4, false);
-    for (const auto& [u, s8] : products) {
       int64_t da = 0, db = 0;
-      if (!is_const_int(an.simplify(flat_expr(u->buffer, u->args) - fa0), &da) ||
-          !is_const_int(an.simplify(flat_expr(s8->buffer, s8->args) - fb0), &db) || da != db || da < 0 || da > 3 ||
-          seen[static_cast<size_t>(da)])
+      if (u->buffer != products[0].first->buffer || s8->buffer != products[0].second->buffer ||
+          !is_const_int(an.simplify(flat(u) - fa_any), &da) || !is_const_int(an.simplify(flat(s8) - fb_any), &db) ||
+          da != db)
         return false;
-      seen[static_cast<size_t>(da)] = true;
+      offsets.push_back(da);
     }
-    const Expr a_load = products[first].first, b_load = products[first].second;
-    Affine aa = affine(fa0), ab = affine(fb0), ac = affine(flat_acc);
+    const auto least = std::min_element(offsets.begin(), offsets.end());
+    std::vector<bool> seen(4, false);
+    for (int64_t d : offsets) {
+      const int64_t q = d - *least;
+      if (q > 3 || seen[static_cast<size_t>(q)]) return false;
+      seen[static_cast<size_t>(q)] = true;
+    }
+    const auto& [a_load, b_load] = products[static_cast<size_t>(least - offsets.begin())];
+    Affine aa = affine(flat(a_load)), ab = affine(flat(b_load)), ac = affine(flat_acc);
     if (!aa.affine_in_vec || aa.vec_coef != 0 || !ab.affine_in_vec || ab.vec_coef != 4 || !ac.affine_in_vec ||
         ac.vec_coef != 1)
       return false;
@@ -1416,24 +1414,15 @@ class Emitter {
     llvm::Value* accv = b_.CreateAlignedLoad(acc_ty, acc_ptr, llvm::Align(4));
     llvm::Value* group = b_.CreateAlignedLoad(i32, element_ptr(a_load->buffer, aa.base, aa.offset), llvm::Align(1));
     llvm::Value* b_ptr = lane0_ptr(b_load->buffer, ab);
-    if (!int8_dot_) {
-      b_.CreateAlignedStore(by_chunks(accv, lanes, chunk,
-                                      [&](int c, llvm::Value* acc_c) {
-                                        llvm::Value* bp =
-                                            b_.CreateInBoundsGEP(b_.getInt8Ty(), b_ptr, b_.getInt64(4 * chunk * c));
-                                        return madd_group(acc_c, group, bp, chunk);
-                                      }),
-                            acc_ptr, llvm::Align(4));
-      return true;
-    }
-    llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(chunk), group);
     const llvm::Intrinsic::ID id = chunk == 16  ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
                                    : chunk == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
                                                 : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
-    llvm::Function* dp = llvm::Intrinsic::getDeclaration(&mod_, id);
-    llvm::Value* result = by_chunks(accv, lanes, chunk, [&](int c, llvm::Value* acc_c) {
+    llvm::Value* av = int8_dot_ ? b_.CreateVectorSplat(static_cast<unsigned>(chunk), group) : nullptr;
+    llvm::Value* result = by_chunks(accv, lanes, chunk, [&](int c, llvm::Value* acc_c) -> llvm::Value* {
       llvm::Value* bp = b_.CreateInBoundsGEP(b_.getInt8Ty(), b_ptr, b_.getInt64(4 * chunk * c));
-      return b_.CreateCall(dp, {acc_c, av, b_.CreateAlignedLoad(chunk_ty, bp, llvm::Align(1))});
+      if (!int8_dot_) return madd_group(acc_c, group, bp, chunk);
+      return b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, id),
+                           {acc_c, av, b_.CreateAlignedLoad(chunk_ty, bp, llvm::Align(1))});
     });
     b_.CreateAlignedStore(result, acc_ptr, llvm::Align(4));
     return true;

@@ -2,8 +2,10 @@
 #include "codegen/quantize.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <unistd.h>
 
@@ -18,48 +20,55 @@
 namespace basin::codegen {
 namespace {
 
-// The p-th percentile (0 to 100) of v (nearest rank).
-float percentile_of(std::vector<float> v, double p) {
+// The p-th percentile (0 to 100) of v (nearest rank); reorders v.
+float percentile_of(std::vector<float>& v, double p) {
   if (v.empty()) return 0.0f;
   const size_t k = std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5));
   std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
   return v[k];
 }
 
-}  // namespace
+// The model `write` writes to a temporary file, imported; the file removed either way.
+graph::Graph import_written(const std::function<void(const std::string&)>& write, const graph::ImportOptions& io) {
+  static std::atomic<int> count{0};
+  const std::string tmp = (std::filesystem::temp_directory_path() /
+                           ("basin_quantize_" + std::to_string(getpid()) + "_" + std::to_string(count++) + ".onnx"))
+                              .string();
+  try {
+    write(tmp);
+    graph::Graph g = graph::import_onnx(tmp, io);
+    std::remove(tmp.c_str());
+    return g;
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+}
 
-QuantizeResult quantize_model(const std::string& in, const std::string& out, const QuantizeOptions& o) {
+// Calibrates the model at `in` (checking the options) and writes its QDQ form through
+// write_qdq to `out`.
+QuantizeResult quantize_to(const std::string& in, const std::string& out, const QuantizeOptions& o) {
   if (o.method != "minmax" && o.method != "percentile")
     throw Error("calibration method '" + o.method + "' is not known (minmax or percentile)");
   if (o.method == "percentile" && !(o.percentile > 50.0 && o.percentile <= 100.0))
     throw Error("the percentile must lie above 50 and at most 100, got " + std::to_string(o.percentile));
   if (o.calibration.empty()) throw Error("quantizing needs calibration inputs (at least one sample)");
-  check_output_path(out, {in});
-  const std::vector<graph::QuantizedProduct> products = graph::quantizable_products(in);
-  if (products.empty())
+  const graph::QuantizationPlan plan = graph::quantization_plan(in);
+  if (plan.products.empty())
     throw Error("'" + in + "' has no Conv, Gemm or MatMul with a float32 weight initializer to quantize");
+  for (size_t n = 0; n < o.calibration.size(); ++n)
+    if (o.calibration[n].size() != plan.inputs.size())
+      throw Error("calibration sample " + std::to_string(n + 1) + " has " + std::to_string(o.calibration[n].size()) +
+                  " inputs; the model takes " + std::to_string(plan.inputs.size()));
   // The activations to calibrate, once each: graph inputs come from the samples, the
   // others become outputs of a copy of the model.
-  std::vector<std::string> acts;
-  for (const graph::QuantizedProduct& p : products)
+  std::vector<std::string> acts, computed;
+  for (const graph::QuantizedProduct& p : plan.products)
     if (std::find(acts.begin(), acts.end(), p.activation) == acts.end()) acts.push_back(p.activation);
-  const graph::Graph plain = graph::import_onnx(in, o.import);
-  std::map<std::string, size_t> input_at;
-  for (size_t i = 0; i < plain.inputs().size(); ++i) input_at[plain.value(plain.inputs()[i]).name] = i;
-  std::vector<std::string> computed;
   for (const std::string& a : acts)
-    if (!input_at.count(a)) computed.push_back(a);
-  const std::string tmp =
-      (std::filesystem::temp_directory_path() / ("basin_calibrate_" + std::to_string(getpid()) + ".onnx")).string();
-  graph::Graph g;
-  try {
-    graph::write_with_outputs(in, computed, tmp);
-    g = graph::import_onnx(tmp, o.import);
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  std::remove(tmp.c_str());
+    if (std::find(plan.inputs.begin(), plan.inputs.end(), a) == plan.inputs.end()) computed.push_back(a);
+  graph::Graph g =
+      import_written([&](const std::string& tmp) { graph::write_with_outputs(in, computed, tmp); }, o.import);
   std::map<std::string, size_t> output_at;
   for (size_t i = 0; i < g.output_names().size(); ++i) output_at.emplace(g.output_names()[i], i);
   g = graph::optimize(g, graph::layout_lanes("llvm"));
@@ -71,28 +80,24 @@ QuantizeResult quantize_model(const std::string& in, const std::string& out, con
     choices.push_back({k.name, sched::default_config(k), false});
   }
   CompiledNetwork net = CompiledNetwork::compile(g, part, choices);
-  // Each activation's values per sample.
+  // Each activation's range per sample.
   std::vector<std::vector<std::pair<float, float>>> per(acts.size());
-  for (size_t n = 0; n < o.calibration.size(); ++n) {
-    const std::vector<NDArray>& sample = o.calibration[n];
-    if (sample.size() != plain.inputs().size())
-      throw Error("calibration sample " + std::to_string(n + 1) + " has " + std::to_string(sample.size()) +
-                  " inputs; the model takes " + std::to_string(plain.inputs().size()));
+  for (const std::vector<NDArray>& sample : o.calibration) {
     const std::vector<NDArray> outs = net.run(sample);
     for (size_t a = 0; a < acts.size(); ++a) {
-      const NDArray* x = nullptr;
-      if (auto it = input_at.find(acts[a]); it != input_at.end()) {
-        x = &sample[it->second];
+      const auto input = std::find(plan.inputs.begin(), plan.inputs.end(), acts[a]);
+      const NDArray& x = input != plan.inputs.end() ? sample[static_cast<size_t>(input - plan.inputs.begin())]
+                                                    : outs.at(output_at.at(acts[a]));
+      if (x.dtype() != DType::f32()) throw Error("'" + acts[a] + "' is not float32: it cannot be quantized");
+      const float* v = x.as<float>();
+      if (x.numel() == 0) {
+        per[a].push_back({0.0f, 0.0f});
+      } else if (o.method == "minmax") {
+        const auto [lo, hi] = std::minmax_element(v, v + x.numel());
+        per[a].push_back({*lo, *hi});
       } else {
-        x = &outs.at(output_at.at(acts[a]));
-      }
-      if (x->dtype() != DType::f32()) throw Error("'" + acts[a] + "' is not float32: it cannot be quantized");
-      std::vector<float> v(x->as<float>(), x->as<float>() + x->numel());
-      if (o.method == "minmax") {
-        const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-        per[a].push_back(v.empty() ? std::pair{0.0f, 0.0f} : std::pair{*lo, *hi});
-      } else {
-        per[a].push_back({percentile_of(v, 100.0 - o.percentile), percentile_of(v, o.percentile)});
+        std::vector<float> copy(v, v + x.numel());
+        per[a].push_back({percentile_of(copy, 100.0 - o.percentile), percentile_of(copy, o.percentile)});
       }
     }
   }
@@ -116,8 +121,22 @@ QuantizeResult quantize_model(const std::string& in, const std::string& out, con
     r.ranges.push_back(range);
   }
   graph::write_qdq(in, ranges, out);
-  r.products = static_cast<int>(products.size());
+  r.products = static_cast<int>(plan.products.size());
   return r;
+}
+
+}  // namespace
+
+QuantizeResult quantize_model(const std::string& in, const std::string& out, const QuantizeOptions& o) {
+  check_output_path(out, {in});
+  return quantize_to(in, out, o);
+}
+
+graph::Graph quantized_graph(const std::string& in, const QuantizeOptions& o, QuantizeResult* result) {
+  QuantizeResult r;
+  graph::Graph g = import_written([&](const std::string& tmp) { r = quantize_to(in, tmp, o); }, o.import);
+  if (result) *result = std::move(r);
+  return g;
 }
 
 }  // namespace basin::codegen

@@ -36,5 +36,8 @@ struct QuantizeResult {
 // samples, a sample of the wrong count, shapes or types of inputs, an unknown method,
 // or a model with nothing to quantize.
 QuantizeResult quantize_model(const std::string& in, const std::string& out, const QuantizeOptions& o);
+// The same quantization imported as a graph (the QDQ model written to a temporary file,
+// removed after): what --precision int8 compiles. *result, where given, says what it did.
+graph::Graph quantized_graph(const std::string& in, const QuantizeOptions& o, QuantizeResult* result = nullptr);
 
 }  // namespace basin::codegen

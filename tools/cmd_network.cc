@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -40,8 +39,6 @@
 namespace basin::tools {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 struct NetOptions {
   std::vector<std::string> more_models;  // tune: further models tuned at once
@@ -131,19 +128,13 @@ Loaded load(const NetOptions& o, const std::string& model) {
     if (model.rfind("zoo:", 0) == 0)
       throw Error("--precision int8 quantizes ONNX models; export " + model.substr(4) + " to ONNX first");
     codegen::QuantizeOptions q;
-    q.import = import_options(o);
+    q.import = io;
+    q.import.files_read = nullptr;  // the temporary files it reads are not the command's inputs
     q.calibration = calibration_samples(o.calibrate);
-    const std::string tmp = (fs::temp_directory_path() / ("basin_int8_" + std::to_string(getpid()) + ".onnx")).string();
-    try {
-      const codegen::QuantizeResult r = codegen::quantize_model(model, tmp, q);
-      log_line(o, model + ": quantized to int8: " + std::to_string(r.products) + " products, " +
-                      std::to_string(q.calibration.size()) + " calibration samples (min-max)");
-      l.graph = graph::optimize(graph::load_model(tmp, io), graph::layout_lanes(o.target));
-    } catch (...) {
-      std::remove(tmp.c_str());
-      throw;
-    }
-    std::remove(tmp.c_str());
+    codegen::QuantizeResult r;
+    l.graph = graph::optimize(codegen::quantized_graph(model, q, &r), graph::layout_lanes(o.target));
+    log_line(o, model + ": quantized to int8: " + std::to_string(r.products) + " products, " +
+                    std::to_string(q.calibration.size()) + " calibration samples (min-max)");
     l.files.push_back(model);
   } else {
     l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target));

@@ -12,15 +12,15 @@ Graph import_onnx(const std::string& path, const ImportOptions&) {
                    "': basin was built without libonnx (install libonnx-dev and reconfigure)");
 }
 
-std::vector<QuantizedProduct> quantizable_products(const std::string& path) {
+QuantizationPlan quantization_plan(const std::string& path) {
   throw GraphError("cannot quantize '" + path +
                    "': basin was built without libonnx (install libonnx-dev and reconfigure)");
 }
 void write_with_outputs(const std::string& path, const std::vector<std::string>&, const std::string&) {
-  quantizable_products(path);
+  quantization_plan(path);
 }
 void write_qdq(const std::string& path, const std::map<std::string, std::pair<float, float>>&, const std::string&) {
-  quantizable_products(path);
+  quantization_plan(path);
 }
 
 }  // namespace basin::graph

@@ -397,6 +397,8 @@ class Importer {
   // converted back to int8 (unshift).
   std::set<int> shifted_;
   int unshift(const onnx::NodeProto& n, int v);
+  // v (an integer value or constant) as int32 plus k.
+  int plus(const onnx::NodeProto& n, int v, int64_t k);
   // The integer form of a product (convolution, matrix product) of a dequantized 8-bit
   // activation x (per-tensor scale and zero point) by a dequantized 8-bit constant w
   // (per tensor, or per index of w_axis, its output channels): x's integers less its
@@ -742,14 +744,8 @@ Importer::Dequantized Importer::quant_params(const onnx::NodeProto& n, int x, in
   if (val(scale).dtype != DType::f32())
     fail(node_desc(n) + ": scale '" + val(scale).name + "' is " + val(scale).dtype.str() + "; basin takes FLOAT");
   Dequantized d{x, scale, zp, 1};
-  if (shifted_.count(x)) {  // the zero point of values held plus 128
-    const int wide = val(zp).dtype == DType::i32() ? zp : add(n, "cast", {zp}, {{"to", std::string("int32")}});
-    NDArray offset(DType::i32(), {});
-    offset.set_int(0, 128);
-    zp = add(n, "add", {wide, constant(unique_name(n) + ".shift", std::move(offset))});
-    d.zero_point = zp;
-  }
-  if (val(scale).numel() == 1 && val(zp).numel() == 1) {  // one value each, of any rank
+  if (shifted_.count(x)) d.zero_point = zp = plus(n, zp, 128);  // the zero point of values held plus 128
+  if (val(scale).numel() == 1 && val(zp).numel() == 1) {        // one value each, of any rank
     d.scale = reshape(n, scale, {});
     d.zero_point = reshape(n, zp, {});
   } else {
@@ -772,9 +768,7 @@ int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64
   auto [lo, hi] = int_range(type);
   const bool shift = type == onnx::TensorProto::INT8 && !val(x).constant && val(d.zero_point).constant;
   if (shift) {  // held as uint8 plus 128 (shifted_)
-    NDArray offset(DType::i32(), {});
-    offset.set_int(0, 128);
-    d.zero_point = add(n, "add", {d.zero_point, constant(unique_name(n) + ".shift", std::move(offset))});
+    d.zero_point = plus(n, d.zero_point, 128);
     lo += 128;
     hi += 128;
   }
@@ -785,11 +779,14 @@ int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64
 }
 
 int Importer::unshift(const onnx::NodeProto& n, int v) {
-  const int wide = add(n, "cast", {v}, {{"to", std::string("int32")}});
+  return quantized(add(n, "cast", {plus(n, v, -128)}, {{"to", std::string("int8")}}), onnx::TensorProto::INT8);
+}
+
+int Importer::plus(const onnx::NodeProto& n, int v, int64_t k) {
+  const int wide = val(v).dtype == DType::i32() ? v : add(n, "cast", {v}, {{"to", std::string("int32")}});
   NDArray offset(DType::i32(), {});
-  offset.set_int(0, -128);
-  const int back = add(n, "add", {wide, constant(unique_name(n) + ".unshift", std::move(offset))});
-  return quantized(add(n, "cast", {back}, {{"to", std::string("int8")}}), onnx::TensorProto::INT8);
+  offset.set_int(0, k);
+  return add(n, "add", {wide, constant(unique_name(n) + ".offset", std::move(offset))});
 }
 
 int Importer::dequantize(const onnx::NodeProto& n, int q, int scale, int zp, int64_t axis) {
@@ -843,14 +840,14 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   r.scale = NDArray(DType::f32(), per_axis ? I{sw.numel()} : I{});
   for (int64_t c = 0; c < r.scale.numel(); ++c)
     r.scale.as<float>()[c] = sx * static_cast<float>(sw.get(c));  // float32 products, as the runtimes compute them
-  const int64_t zx_given = val(qx.zero_point).data.get_int(0);
+  const int64_t zx = val(qx.zero_point).data.get_int(0);
   bool zero_zw = true;
   for (int64_t i = 0; i < zw.numel(); ++i) zero_zw &= zw.get_int(i) == 0;
   r.ok = true;
   if (!constant_of(qw.q)) {  // two activations: int32 less their zero points
     const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}}),
               wi = add(n, "cast", {qw.q}, {{"to", std::string("int32")}});
-    r.x = zx_given == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
+    r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
     r.w = zero_zw ? wi : add(n, "sub", {wi, qw.zero_point});
     return r;
   }
@@ -862,19 +859,9 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   auto channel = [&](int64_t i) { return (i / inner) % channels; };  // w's element i's index along w_axis
   if (zero_zw) {
     // The 8-bit form: sum (x - zx) w = sum x w - zx sum w.
+    // (A signed activation arrives held as uint8 plus 128, zx with it: shifted_.)
     r.x = qx.q;
     r.w = qw.q;
-    int64_t zx = zx_given;
-    // Integer dot-product instructions (vpdpbusd) multiply unsigned bytes by signed ones:
-    // a signed 8-bit activation is read as unsigned, x + 128, its zero point zx + 128.
-    if (val(qx.q).dtype == DType::i8() && val(qw.q).dtype == DType::i8() && !constant_of(qx.q)) {
-      const int wide = add(n, "cast", {qx.q}, {{"to", std::string("int32")}});
-      NDArray offset(DType::i32(), {});
-      offset.set_int(0, 128);
-      const int shifted = add(n, "add", {wide, constant(unique_name(n) + ".offset", std::move(offset))});
-      r.x = add(n, "cast", {shifted}, {{"to", std::string("uint8")}});
-      zx += 128;
-    }
     r.pad = zx;
     if (zx != 0) {
       std::vector<int64_t> sums(static_cast<size_t>(channels), 0);
@@ -887,7 +874,7 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   // Weights with zero points: int32, (w - zero point) computed here.
   const std::string name = unique_name(n) + ".w_int";
   const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}});
-  r.x = zx_given == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
+  r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
   NDArray wi(DType::i32(), ws);
   for (int64_t i = 0; i < wi.numel(); ++i) wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? channel(i) : 0));
   r.w = constant(name, std::move(wi));

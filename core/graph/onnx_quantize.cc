@@ -142,8 +142,13 @@ onnx::NodeProto qdq_node(const std::string& op, const std::string& x, const std:
 
 }  // namespace
 
-std::vector<QuantizedProduct> quantizable_products(const std::string& path) {
-  return products_of(read_model(path).graph());
+QuantizationPlan quantization_plan(const std::string& path) {
+  const onnx::ModelProto m = read_model(path);
+  QuantizationPlan plan;
+  for (const auto& i : m.graph().input())
+    if (!initializer(m.graph(), i.name())) plan.inputs.push_back(i.name());
+  plan.products = products_of(m.graph());
+  return plan;
 }
 
 void write_with_outputs(const std::string& path, const std::vector<std::string>& tensors, const std::string& out) {

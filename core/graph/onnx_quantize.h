@@ -25,9 +25,14 @@ struct QuantizedProduct {
   int64_t axis = 0;        // the weight's output-channel axis
   std::string bias;        // a Conv's or Gemm's one-dimensional float32 bias initializer, or ""
 };
-// The products of the model at `path`, in its node order. Throws GraphError for a file
+// What quantizing the model at `path` involves: its inputs (the graph inputs that are no
+// initializers, in order) and its products, in node order. Throws GraphError for a file
 // that cannot be read or parsed, or whose opset is below 13 (per-axis DequantizeLinear).
-std::vector<QuantizedProduct> quantizable_products(const std::string& path);
+struct QuantizationPlan {
+  std::vector<std::string> inputs;
+  std::vector<QuantizedProduct> products;
+};
+QuantizationPlan quantization_plan(const std::string& path);
 
 // The model at `path` written to `out` with `tensors` added to its outputs, for a
 // calibration run to read them.

@@ -137,46 +137,43 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
       }
     }
   }
+  // The dot-product forms (docs/schedules.md): the grouped reduction axis split over its
+  // groups of `width`, the weight packed; `mark` records the form in the sketch.
+  std::vector<int> vec_axes;
+  for (auto [vec, pack] : vec_pack)
+    if (std::find(vec_axes.begin(), vec_axes.end(), vec) == vec_axes.end()) vec_axes.push_back(vec);
+  auto add_grouped = [&](int vec, const DotGroups& g, const std::string& kind,
+                         const std::function<void(Sketch&)>& mark) {
+    const size_t r = static_cast<size_t>(g.reduce_axis);
+    for (int acc : {2, 1}) {
+      Sketch s = sketch(vec, true, acc, false);
+      s.splits[a.axes.size() + r] =
+          make_split(rn[r] + std::to_string(g.width), (a.reduce_axes[r].extent + g.width - 1) / g.width, 1);
+      mark(s);
+      s.name = "tile." + kind + ".vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
+      if (seen.insert(s.name).second) out.push_back(s);
+    }
+  };
   // Winograd's F(4x4) products stay float32: its transforms amplify bfloat16's rounding
   // of U and V about 12 times (a layer's rms error 2.9e-2 against 2.4e-3 direct, 4.0e-3
   // for F(2x2): docs/schedules.md, "bfloat16 products").
   const bool wide_winograd = a.tag == "winograd_gemm" && !a.axes.empty() && a.axes[0].extent > 4;
-  if (bf16 && !wide_winograd) {
-    std::vector<int> vec_axes;
-    for (auto [vec, pack] : vec_pack)
-      if (std::find(vec_axes.begin(), vec_axes.end(), vec) == vec_axes.end()) vec_axes.push_back(vec);
-    for (int vec : vec_axes) {
-      std::optional<DotGroups> p = bf16_pairing(info, vec);
-      if (!p) continue;
-      const size_t r = static_cast<size_t>(p->reduce_axis);
-      for (int acc : {2, 1}) {
-        Sketch s = sketch(vec, true, acc, false);
-        s.splits[a.axes.size() + r] = make_split(rn[r] + "2", (a.reduce_axes[r].extent + 1) / 2, 1);
-        s.bf16_pair = p->reduce_axis;
-        if (p->act_vector) {
-          // vdpbf16ps takes 4, 8 or 16 lanes (other widths, 24 or 28 lanes, emit slowly):
-          // a guarded split offers such tiles of any width.
-          s.splits[static_cast<size_t>(vec)].guarded = true;
-          s.splits[static_cast<size_t>(vec)].lane_multiple = 16;
-        }
-        s.name = "tile.bf16.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
-        if (seen.insert(s.name).second) out.push_back(s);
+  for (int vec : vec_axes) {
+    std::optional<DotGroups> p = bf16 && !wide_winograd ? bf16_pairing(info, vec) : std::nullopt;
+    if (!p) continue;
+    add_grouped(vec, *p, "bf16", [&](Sketch& s) {
+      s.bf16_pair = p->reduce_axis;
+      if (p->act_vector) {
+        // vdpbf16ps takes 4, 8 or 16 lanes (other widths, 24 or 28 lanes, emit slowly):
+        // a guarded split offers such tiles of any width.
+        s.splits[static_cast<size_t>(vec)].guarded = true;
+        s.splits[static_cast<size_t>(vec)].lane_multiple = 16;
       }
-    }
+    });
   }
-  if (int8_dot) {
-    for (auto [vec, pack] : vec_pack) {
-      std::optional<DotGroups> q = dot_groups(info, vec, 4);
-      if (!q) continue;
-      const size_t r = static_cast<size_t>(q->reduce_axis);
-      for (int acc : {2, 1}) {
-        Sketch s = sketch(vec, true, acc, false);
-        s.splits[a.axes.size() + r] = make_split(rn[r] + "4", (a.reduce_axes[r].extent + 3) / 4, 1);
-        s.int8_quad = q->reduce_axis;
-        s.name = "tile.int8.vec=" + sn[vec] + ".pack.acc" + std::to_string(acc);
-        if (seen.insert(s.name).second) out.push_back(s);
-      }
-    }
+  for (int vec : vec_axes) {
+    std::optional<DotGroups> q = int8_dot ? dot_groups(info, vec, 4) : std::nullopt;
+    if (q) add_grouped(vec, *q, "int8", [&](Sketch& s) { s.int8_quad = q->reduce_axis; });
   }
   return out;
 }
