@@ -851,6 +851,21 @@ class Emitter {
     return b_.CreateTrunc(b_.CreateLShr(r, llvm::ConstantInt::get(i32, 16)), type_like(DType::bf16(), f));
   }
 
+  // A float to an 8-bit integer saturates to its range, truncating toward zero, NaN to
+  // 0 (fptoui.sat and fptosi.sat's rule), as compares and selects that a vector keeps
+  // (max, min, one conversion to int32, a truncation): LLVM 16 takes the intrinsics on
+  // vectors apart lane by lane.
+  llvm::Value* float_to_byte(DType to, llvm::Value* v) {
+    const bool is_unsigned = to.is_uint();
+    llvm::Value* lo = llvm::ConstantFP::get(v->getType(), is_unsigned ? 0.0 : -128.0);
+    llvm::Value* hi = llvm::ConstantFP::get(v->getType(), is_unsigned ? 255.0 : 127.0);
+    // An ordered compare is false on NaN: the first select makes NaN `lo`, 0 for uint8.
+    llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(v, lo), v, lo);
+    x = b_.CreateSelect(b_.CreateFCmpOLT(x, hi), x, hi);
+    if (!is_unsigned) x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), llvm::ConstantFP::get(v->getType(), 0.0), x);
+    return b_.CreateTrunc(b_.CreateFPToSI(x, type_like(DType::i32(), v)), type_like(to, v));
+  }
+
   llvm::Value* cast(DType to, DType from, llvm::Value* v) {
     llvm::Type* ty = type_like(to, v);
     if (to == from) return v;
@@ -864,9 +879,7 @@ class Emitter {
       if (from.is_float()) return b_.CreateFPCast(v, ty);
       return from.is_bool() || from.is_uint() ? b_.CreateUIToFP(v, ty) : b_.CreateSIToFP(v, ty);
     }
-    if (from.is_float() && to.is_byte())  // saturating, NaN to 0
-      return b_.CreateIntrinsic(to.is_uint() ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
-                                {ty, v->getType()}, {v});
+    if (from.is_float() && to.is_byte()) return float_to_byte(to, v);
     if (from.is_float()) return b_.CreateFPToSI(v, ty);
     return from.is_bool() || from.is_uint() ? b_.CreateZExtOrTrunc(v, ty) : b_.CreateSExtOrTrunc(v, ty);
   }
