@@ -258,6 +258,12 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
   SharedJit& sj = shared_jit();
   LlvmOptions opt = options;
   if (const char* lvl = std::getenv("BASIN_LLVM_OPT")) opt.opt_level = std::atoi(lvl);  // for experiments
+  // Quantized arithmetic (a kernel reading or writing 8-bit integers) rounds each float
+  // operation as the graph writes it: a multiply-add fused where the reference rounds
+  // twice moves a value across a rounding tie of the next quantization, a step that later
+  // layers carry to the outputs.
+  for (const Buffer& b : f.params)
+    if (b->dtype.is_byte()) opt.contract_fma = false;
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->params = f.params;
   llvm::TargetMachine& tm = thread_target_machine();

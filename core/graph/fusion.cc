@@ -119,6 +119,17 @@ bool cheap_prologue(const Graph& g, const std::vector<int>& nodes) {
   return true;
 }
 
+// Whether a group of elementwise nodes may be computed inside the epilogue of an anchor
+// that reads its value once per element: arithmetic and the (de)quantization of
+// integers, no transcendental functions.
+bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
+  static const std::set<std::string> cheap = {
+      "add", "sub", "mul", "div", "neg", "relu", "clip", "cast", "round", "quantize_linear", "dequantize_linear"};
+  for (int n : nodes)
+    if (!cheap.count(g.node(n).op)) return false;
+  return true;
+}
+
 }  // namespace
 
 bool is_view_op(const std::string& op) {
@@ -186,6 +197,26 @@ Partition partition(const Graph& g) {
       if (k == Kind::Reduction) G.kind = Kind::Reduction;
       if (k == Kind::Anchor) G.kind = Kind::Anchor;
       // the group's old output is now internal
+      if (G.kind == Kind::Anchor && k == Kind::Elementwise) {
+        // The node's other operands made by a cheap elementwise group of their own
+        // (a residual's dequantization): computed in the epilogue where it reads them,
+        // instead of written whole in float32 by a kernel of their own and read back.
+        for (int v : nd.inputs) {
+          const int gi = group_of_value[v];
+          if (gi < 0 || gi == join || is_view[gi] || groups[gi].kind != Kind::Elementwise || outputs.count(v) ||
+              g.consumers(v).size() != 1 || g.value(v).shape != g.value(nd.output).shape ||
+              !cheap_epilogue_operand(g, groups[gi].nodes) ||
+              G.nodes.size() + groups[gi].nodes.size() > kMaxGroupNodes ||
+              G.inputs + groups[gi].inputs > kMaxGroupInputs)
+            continue;
+          Open& P = groups[gi];
+          for (int m : P.nodes) group_of_value[g.node(m).output] = join;
+          G.nodes.insert(G.nodes.end(), P.nodes.begin(), P.nodes.end());
+          std::sort(G.nodes.begin(), G.nodes.end(), [&](int a, int b) { return pos[a] < pos[b]; });
+          G.inputs += P.inputs - 1;
+          P.nodes.clear();  // absorbed: no kernel
+        }
+      }
     }
     group_of_value[nd.output] = join;
   }
@@ -206,6 +237,7 @@ Partition partition(const Graph& g) {
   std::map<std::string, int> task_by_key;
   for (int gi : idx) {
     const Open& G = groups[gi];
+    if (G.nodes.empty()) continue;  // absorbed by another group
     FusedGroup fg;
     fg.nodes = G.nodes;
     fg.output = g.node(G.nodes.back()).output;

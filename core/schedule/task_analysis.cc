@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/expr/analyzer.h"
 #include "core/expr/evaluate.h"
@@ -158,6 +159,26 @@ std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
 
   AnchorInfo info;
   info.anchor = anchor;
+  std::unordered_map<const te::OpNode*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i].get()] = i;
+  const size_t anchor_position = position[anchor.get()];
+  // An operand of the epilogue: a stage of the anchor's shape computed from the task's
+  // inputs alone and read only by stages after the anchor (a residual's dequantization),
+  // computed in the epilogue at each output where its reader takes it; or from such
+  // stages.
+  std::unordered_set<const te::OpNode*> operands;
+  auto epilogue_operand = [&](const te::Op& op) {
+    if (op->shape != anchor->shape) return false;
+    for (const Expr& l : loads_in(op->body))
+      if (const te::OpNode* p = producer_of(l->buffer);
+          p && !p->is_placeholder && (p == anchor.get() || !operands.count(p)))
+        return false;
+    const auto& rs = readers[op.get()];
+    if (rs.empty()) return false;
+    for (const te::OpNode* r : rs)
+      if (position[r] <= anchor_position) return false;
+    return true;
+  };
   bool before = true;
   const te::OpNode* prev = anchor.get();
   for (const te::Op& op : order) {
@@ -167,6 +188,11 @@ std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
       continue;
     }
     if (!is_injective(*op)) return std::nullopt;
+    if (epilogue_operand(op)) {
+      operands.insert(op.get());
+      info.epilogue.push_back(op);
+      continue;
+    }
     if (before) {
       // A producer: read only by the anchor or by other producers.
       for (const te::OpNode* r : readers[op.get()])

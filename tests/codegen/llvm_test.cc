@@ -244,6 +244,27 @@ TEST_F(LlvmSemantics, FloatToEightBitCastsSaturate) {
     }
 }
 
+// A kernel reading or writing 8-bit integers rounds each float operation as written (no
+// multiply-add fused where the graph rounds twice: the next quantization would see the
+// other side of a tie); a float32 kernel may fuse them.
+TEST_F(LlvmSemantics, QuantizedKernelsRoundEachOperation) {
+  for (DType t : {DType::u8(), DType::f32()}) {
+    Var i("i");
+    Buffer a = make_buffer("a", DType::f32(), {Expr(64)});
+    Buffer b = make_buffer("b", DType::f32(), {Expr(64)});
+    Buffer out = make_buffer("out", t, {Expr(64)});
+    const Expr sum = load(a, {i}) * load(b, {i}) + load(b, {i});
+    Stmt body = make_for(i, 0, 64, ForKind::Vectorized, make_store(out, {i}, t.is_float() ? sum : cast(t, sum)));
+    codegen::LlvmOptions keep;
+    keep.keep_asm = true;
+    const std::string assembly = codegen::compile_llvm(LoweredFunc{"madd", {a, b, out}, {2}, body}, keep)->assembly();
+    const bool fused = assembly.find("vfmadd") != std::string::npos;
+    const std::string& isa = this_host().vector_isa;
+    if (isa != "avx2" && isa != "avx512") continue;  // x86 with FMA3
+    EXPECT_EQ(fused, t.is_float()) << t.str() << ":\n" << assembly;
+  }
+}
+
 // MathFn::rint (ONNX's Round, quantization's rounding) rounds ties to even, in the
 // emitted code as in the interpreter: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2.
 TEST_F(LlvmSemantics, RintRoundsTiesToEvenAsTheInterpreter) {

@@ -519,7 +519,11 @@ TEST(Layout, ConvolutionChainsRunBlockedAndComputeTheSameOutputs) {
 // (correction, scale, requantization per tensor) and the residual's dequantization
 // blocked; nothing converts between the two convolutions; the outputs are exactly the
 // unplanned graph's.
-TEST(Layout, QuantizedConvolutionsRunBlocked) {
+// Quantized ResNet blocks as the importer makes a QDQ model's: two 3x3 convolutions
+// (uint8 activations, int8 weights, int32 bias, the requantization per tensor) and a
+// residual adding the dequantized block input to the dequantized result; each block
+// after the first reads the previous one's sum, quantized.
+Graph quantized_residual_blocks(int blocks) {
   Graph g;
   const int x = g.add_input("x", {1, 16, 6, 6});
   const auto scalar = [&](const std::string& name, DType t, double v) {
@@ -533,21 +537,29 @@ TEST(Layout, QuantizedConvolutionsRunBlocked) {
     return g.add_node("quantize_linear", {v, s, z},
                       {{"axis", int64_t{1}}, {"qmin", int64_t{0}}, {"qmax", int64_t{255}}});
   };
-  const int q = quant(x);
-  int v = q;
-  for (int k = 0; k < 2; ++k) {
-    const int w =
-        g.add_constant("w" + std::to_string(k), NDArray::random(DType::i8(), {16, 16, 3, 3}, -128, 128, 3 + k));
-    const int bias = g.add_constant("b" + std::to_string(k), NDArray::random(DType::i32(), {16, 1, 1}, -999, 999, 5));
-    const int scale =
-        g.add_constant("sc" + std::to_string(k), NDArray::random(DType::f32(), {16, 1, 1}, 1e-4, 2e-4, 6));
-    const int c =
-        g.add_node("conv2d", {v, w}, {{"padding", I{1, 1}}, {"pad_value", int64_t{131}}, {"stride", I{1, 1}}});
-    const int f = g.add_node("cast", {g.add_node("add", {c, bias})}, {{"to", std::string("float32")}});
-    v = quant(g.add_node("mul", {f, scale}));
+  const auto dequant = [&](int v) { return g.add_node("dequantize_linear", {v, s, z}, {{"axis", int64_t{1}}}); };
+  int q = quant(x), sum = -1;
+  for (int b = 0; b < blocks; ++b) {
+    if (b > 0) q = quant(sum);
+    int v = q;
+    for (int k = 0; k < 2; ++k) {
+      const std::string id = std::to_string(b) + "_" + std::to_string(k);
+      const int w = g.add_constant("w" + id, NDArray::random(DType::i8(), {16, 16, 3, 3}, -128, 128, 3 + k + 2 * b));
+      const int bias = g.add_constant("b" + id, NDArray::random(DType::i32(), {16, 1, 1}, -999, 999, 5));
+      const int scale = g.add_constant("sc" + id, NDArray::random(DType::f32(), {16, 1, 1}, 1e-4, 2e-4, 6));
+      const int c =
+          g.add_node("conv2d", {v, w}, {{"padding", I{1, 1}}, {"pad_value", int64_t{131}}, {"stride", I{1, 1}}});
+      const int f = g.add_node("cast", {g.add_node("add", {c, bias})}, {{"to", std::string("float32")}});
+      v = quant(g.add_node("mul", {f, scale}));
+    }
+    sum = g.add_node("add", {dequant(v), dequant(q)});
   }
-  const int residual = g.add_node("dequantize_linear", {q, s, z}, {{"axis", int64_t{1}}});
-  g.add_output(g.add_node("add", {g.add_node("dequantize_linear", {v, s, z}, {{"axis", int64_t{1}}}), residual}));
+  g.add_output(sum);
+  return g;
+}
+
+TEST(Layout, QuantizedConvolutionsRunBlocked) {
+  const Graph g = quantized_residual_blocks(1);
   Graph f = plan_layouts(g, 16);
   std::map<std::string, int> ops = f.op_counts();
   int second = 0;
@@ -570,6 +582,41 @@ TEST(Layout, QuantizedConvolutionsRunBlocked) {
   NDArray in = NDArray::random(DType::f32(), {1, 16, 6, 6}, -4, 4, 8);
   const std::vector<NDArray> want = interpret_graph(g, {in}), got = interpret_graph(f, {in});
   EXPECT_EQ(compare_arrays(got[0], want[0]).max_abs, 0.0);
+}
+
+// A residual's dequantization (a cheap elementwise group read once, by the addition in
+// a convolution's epilogue) is computed in that epilogue: no kernel writes it in float32
+// (but the first block's, which enters the blocked layout with it), the outputs stay
+// exactly the graph's, and the fused tasks keep their 8-bit integer sketches.
+TEST(Fusion, AResidualsDequantizationJoinsTheConvolutionThatAddsIt) {
+  const Graph g = quantized_residual_blocks(3);
+  const Graph f = plan_layouts(g, 16);
+  Partition p = partition(f);
+  int convolutions = 0, dequantizing = 0;
+  for (const FusedGroup& fg : p.groups) {
+    if (fg.view) continue;
+    const NetworkTask& t = p.tasks[fg.task];
+    int conv = 0, dequantize = 0;
+    for (int n : fg.nodes) {
+      conv += f.node(n).op == "conv2d_nchwc";
+      dequantize += f.node(n).op == "dequantize_linear";
+    }
+    if (conv == 0) {
+      dequantizing += dequantize > 0;
+      continue;
+    }
+    ++convolutions;
+    int quads = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(t.graph, false, true)) quads += s.int8_quad >= 0;
+    EXPECT_GT(quads, 0) << t.label;
+  }
+  EXPECT_EQ(convolutions, 6);
+  EXPECT_LE(dequantizing, 1);
+  int total_nodes = 0;
+  for (const auto& fg : p.groups) total_nodes += static_cast<int>(fg.nodes.size());
+  EXPECT_EQ(total_nodes, static_cast<int>(f.nodes().size()));
+  NDArray in = NDArray::random(DType::f32(), {1, 16, 6, 6}, -4, 4, 8);
+  EXPECT_EQ(compare_arrays(interpret_graph(f, {in})[0], interpret_graph(g, {in})[0]).max_abs, 0.0);
 }
 
 TEST(Layout, ConvolutionsWithoutBlocksStayNchw) {
