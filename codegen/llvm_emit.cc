@@ -1460,20 +1460,19 @@ class Emitter {
                                    : chunk == 8 ? llvm::Intrinsic::x86_avx2_pmadd_wd
                                                 : llvm::Intrinsic::x86_sse2_pmadd_wd;
     llvm::Function* madd = llvm::Intrinsic::getDeclaration(&mod_, id);
-    std::vector<int> lo, hi, both, even, odd;
+    std::vector<int> lo, hi, even, odd;
     for (int e = 0; e < half; ++e) {
       lo.push_back(e);
       hi.push_back(half + e);
     }
     llvm::Value* p0 = b_.CreateCall(madd, {ar, b_.CreateShuffleVector(bw, lo)});
     llvm::Value* p1 = b_.CreateCall(madd, {ar, b_.CreateShuffleVector(bw, hi)});
-    for (int e = 0; e < 2 * chunk; ++e) both.push_back(e);
-    llvm::Value* pairs = b_.CreateShuffleVector(p0, p1, both);  // lane l's two sums at 2l, 2l + 1
+    // p0 then p1 hold lane l's two sums at 2l and 2l + 1.
     for (int l = 0; l < chunk; ++l) {
       even.push_back(2 * l);
       odd.push_back(2 * l + 1);
     }
-    return b_.CreateAdd(acc, b_.CreateAdd(b_.CreateShuffleVector(pairs, even), b_.CreateShuffleVector(pairs, odd)));
+    return b_.CreateAdd(acc, b_.CreateAdd(b_.CreateShuffleVector(p0, p1, even), b_.CreateShuffleVector(p0, p1, odd)));
   }
 
   // accv (`lanes` lanes) in chunks of `chunk` lanes, each chunk c replaced by

@@ -65,8 +65,11 @@ QuantizeResult quantize_to(const std::string& in, const std::string& out, const 
   std::vector<std::string> acts, computed;
   for (const graph::QuantizedProduct& p : plan.products)
     if (std::find(acts.begin(), acts.end(), p.activation) == acts.end()) acts.push_back(p.activation);
-  for (const std::string& a : acts)
-    if (std::find(plan.inputs.begin(), plan.inputs.end(), a) == plan.inputs.end()) computed.push_back(a);
+  std::vector<size_t> input_of(acts.size());  // each activation's model input, or inputs.size()
+  for (size_t a = 0; a < acts.size(); ++a) {
+    input_of[a] = static_cast<size_t>(std::find(plan.inputs.begin(), plan.inputs.end(), acts[a]) - plan.inputs.begin());
+    if (input_of[a] == plan.inputs.size()) computed.push_back(acts[a]);
+  }
   graph::Graph g =
       import_written([&](const std::string& tmp) { graph::write_with_outputs(in, computed, tmp); }, o.import);
   std::map<std::string, size_t> output_at;
@@ -85,9 +88,7 @@ QuantizeResult quantize_to(const std::string& in, const std::string& out, const 
   for (const std::vector<NDArray>& sample : o.calibration) {
     const std::vector<NDArray> outs = net.run(sample);
     for (size_t a = 0; a < acts.size(); ++a) {
-      const auto input = std::find(plan.inputs.begin(), plan.inputs.end(), acts[a]);
-      const NDArray& x = input != plan.inputs.end() ? sample[static_cast<size_t>(input - plan.inputs.begin())]
-                                                    : outs.at(output_at.at(acts[a]));
+      const NDArray& x = input_of[a] < plan.inputs.size() ? sample[input_of[a]] : outs.at(output_at.at(acts[a]));
       if (x.dtype() != DType::f32()) throw Error("'" + acts[a] + "' is not float32: it cannot be quantized");
       const float* v = x.as<float>();
       if (x.numel() == 0) {

@@ -108,15 +108,20 @@ std::vector<bool> closing_fanouts(const Graph& g, const std::set<int>& outputs) 
   return ok;
 }
 
+// Whether every node of a group is one of `ops`.
+bool only_ops(const Graph& g, const std::vector<int>& nodes, const std::set<std::string>& ops) {
+  for (int n : nodes)
+    if (!ops.count(g.node(n).op)) return false;
+  return true;
+}
+
 // Whether a group of elementwise nodes may become the producer of an anchor's data
 // input: arithmetic cheap enough to compute again wherever the anchor reads it (a
 // squeeze-and-excitation's channel scale before a projection convolution), or to stage
 // once; the sketches choose.
 bool cheap_prologue(const Graph& g, const std::vector<int>& nodes) {
   static const std::set<std::string> cheap = {"add", "sub", "mul", "div", "neg", "relu", "clip"};
-  for (int n : nodes)
-    if (!cheap.count(g.node(n).op)) return false;
-  return true;
+  return only_ops(g, nodes, cheap);
 }
 
 // Whether a group of elementwise nodes may be computed inside the epilogue of an anchor
@@ -125,9 +130,7 @@ bool cheap_prologue(const Graph& g, const std::vector<int>& nodes) {
 bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
   static const std::set<std::string> cheap = {
       "add", "sub", "mul", "div", "neg", "relu", "clip", "cast", "round", "quantize_linear", "dequantize_linear"};
-  for (int n : nodes)
-    if (!cheap.count(g.node(n).op)) return false;
-  return true;
+  return only_ops(g, nodes, cheap);
 }
 
 }  // namespace
