@@ -855,7 +855,8 @@ class Emitter {
   // 0 (fptoui.sat and fptosi.sat's rule), as compares and selects that a vector keeps
   // (max, min, one conversion to int32, a truncation): LLVM 16 takes the intrinsics on
   // vectors apart lane by lane.
-  llvm::Value* float_to_byte(DType to, llvm::Value* v) {
+  // A float saturated to an 8-bit type's range, still a float: NaN gives 0.
+  llvm::Value* saturate_to_byte(DType to, llvm::Value* v) {
     const bool is_unsigned = to.is_uint();
     llvm::Value* lo = llvm::ConstantFP::get(v->getType(), is_unsigned ? 0.0 : -128.0);
     llvm::Value* hi = llvm::ConstantFP::get(v->getType(), is_unsigned ? 255.0 : 127.0);
@@ -863,7 +864,47 @@ class Emitter {
     llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(v, lo), v, lo);
     x = b_.CreateSelect(b_.CreateFCmpOLT(x, hi), x, hi);
     if (!is_unsigned) x = b_.CreateSelect(b_.CreateFCmpUNO(v, v), llvm::ConstantFP::get(v->getType(), 0.0), x);
-    return b_.CreateTrunc(b_.CreateFPToSI(x, type_like(DType::i32(), v)), type_like(to, v));
+    return x;
+  }
+
+  llvm::Value* float_to_byte(DType to, llvm::Value* v) {
+    return b_.CreateTrunc(b_.CreateFPToSI(saturate_to_byte(to, v), type_like(DType::i32(), v)), type_like(to, v));
+  }
+
+  // Whether a float expression's value is always an integer (or NaN or infinite): a
+  // rounding, an integer converted, and sums, differences, products, minima, maxima and
+  // selections of such values (a sum of two integers rounds to an integer: every float
+  // of 2^24 or more is one).
+  static bool integral(const Expr& e) {
+    switch (e.kind()) {
+      case ExprKind::FloatImm:
+        return e->fval == std::nearbyint(e->fval);
+      case ExprKind::Cast:
+        return !e->args[0].dtype().is_float() && !e->args[0].dtype().is_bf16();
+      case ExprKind::Call:
+        return e->fn == MathFn::rint || e->fn == MathFn::floor || e->fn == MathFn::ceil;
+      case ExprKind::Add:
+      case ExprKind::Sub:
+      case ExprKind::Mul:
+      case ExprKind::Min:
+      case ExprKind::Max:
+        return integral(e->args[0]) && integral(e->args[1]);
+      case ExprKind::Select:
+        return integral(e->args[1]) && integral(e->args[2]);
+      default:
+        return false;
+    }
+  }
+
+  // float(byte(v)) of a float v: v saturated and rounded toward zero, as floats (a
+  // quantization undone in the same kernel), no conversion to integers and back; an
+  // integral v (a quantized value) needs no rounding.
+  llvm::Value* float_through_byte(DType to, DType byte, const Expr& from) {
+    llvm::Value* v = expr(from);
+    if (from.dtype().bits != 32) v = b_.CreateFPCast(v, type_like(DType::f32(), v));
+    llvm::Value* x = saturate_to_byte(byte, v);
+    if (!integral(from)) x = b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+    return to.bits == 32 ? x : b_.CreateFPCast(x, type_like(to, v));
   }
 
   llvm::Value* cast(DType to, DType from, llvm::Value* v) {
@@ -976,8 +1017,12 @@ class Emitter {
         return branch(
             c, [&] { return expr(n.args[1]); }, [&] { return expr(n.args[2]); }, "select");
       }
-      case ExprKind::Cast:
-        return cast(n.dtype, n.args[0].dtype(), expr(n.args[0]));
+      case ExprKind::Cast: {
+        const Expr& a = n.args[0];
+        if (n.dtype.is_float() && a.dtype().is_byte() && a.kind() == ExprKind::Cast && a->args[0].dtype().is_float())
+          return float_through_byte(n.dtype, a.dtype(), a->args[0]);
+        return cast(n.dtype, a.dtype(), expr(a));
+      }
       case ExprKind::Call: {
         std::vector<llvm::Value*> a;
         for (const Expr& x : n.args) a.push_back(expr(x));

@@ -251,10 +251,14 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       std::vector<sched::Sketch> sketches = sched::sketches_of_every_precision(task.graph, target);
       const sched::Sketch& s = sched::find_sketch(sketches, choices[t].sketch);
       LoweredFunc f = sched::lower_config(task.graph, s, choices[t].config);
-      const std::string precision = s.bf16_pair >= 0                      ? "bf16"
-                                    : s.rule == sched::SketchRule::GpuMma ? s.mma_precision
-                                    : sched::integer_products(task.graph) ? "int8"
-                                                                          : "f32";
+      // int8: products of 8-bit integers, or 8-bit values alone in and out (a quantized
+      // model's max pooling).
+      const bool bytes_only =
+          std::all_of(f.params.begin(), f.params.end(), [](const Buffer& b) { return b->dtype.is_byte(); });
+      const std::string precision = s.bf16_pair >= 0                                    ? "bf16"
+                                    : s.rule == sched::SketchRule::GpuMma               ? s.mma_precision
+                                    : sched::integer_products(task.graph) || bytes_only ? "int8"
+                                                                                        : "f32";
       if (!cuda && !task.constant_inputs.empty())
         if (std::optional<ConstantPrologue> c = compile_constant_prologue(&f, task.constant_inputs))
           prepack[t] = std::move(*c);

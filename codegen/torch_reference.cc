@@ -229,8 +229,11 @@ const std::map<std::string, Fn>& references() {
       {"to_nchwc", [](const ops::Attrs& a, const std::vector<TT>& in) { return one(block(in[0], a.i("block"))); }},
       {"from_nchwc", unary([](const TT& x) { return unblock(x).contiguous(); })},
       {"max_pool2d", any_layout([](const ops::Attrs& a, const std::vector<TT>& in) {
-         return one(torch::max_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
-                                      per_dim(a, "dilation", 2), a.i("ceil_mode") != 0));
+         // 8-bit inputs pooled in float32 (exact) and stored back.
+         const TT x = in[0].is_floating_point() ? in[0] : in[0].to(torch::kFloat32);
+         const TT y = torch::max_pool2d(x, per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
+                                        per_dim(a, "dilation", 2), a.i("ceil_mode") != 0);
+         return one(y.to(in[0].scalar_type()));
        })},
       {"avg_pool2d", any_layout([](const ops::Attrs& a, const std::vector<TT>& in) {
          return one(torch::avg_pool2d(in[0], per_dim(a, "kernel", 2), per_dim(a, "stride", 2), per_dim(a, "padding", 2),
@@ -306,6 +309,13 @@ const std::map<std::string, Fn>& references() {
          TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax"))).to(out);
          // NaN: the least value.
          return one(torch::where(torch::isnan(v), torch::full_like(q, a.i("qmin")), q));
+       }},
+      {"fake_quantize", [](const ops::Attrs& a, const std::vector<TT>& in) {
+         const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));
+         const TT v = torch::round(in[0] / s) + zp.to(torch::kFloat32);
+         TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax")));
+         q = torch::where(torch::isnan(v), torch::full_like(q, static_cast<double>(a.i("qmin"))), q);
+         return one((q - zp.to(torch::kFloat32)) * s);
        }},
       {"dequantize_linear", [](const ops::Attrs& a, const std::vector<TT>& in) {
          const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));

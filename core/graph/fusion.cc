@@ -128,8 +128,11 @@ bool cheap_prologue(const Graph& g, const std::vector<int>& nodes) {
 // that reads its value once per element: arithmetic and the (de)quantization of
 // integers, no transcendental functions.
 bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
-  static const std::set<std::string> cheap = {
-      "add", "sub", "mul", "div", "neg", "relu", "clip", "cast", "round", "quantize_linear", "dequantize_linear"};
+  static const std::set<std::string> cheap = [] {
+    std::set<std::string> ops = {"add", "sub", "mul", "div", "neg", "relu", "clip", "cast", "round"};
+    ops.insert({"quantize_linear", "dequantize_linear", "fake_quantize"});
+    return ops;
+  }();
   return only_ops(g, nodes, cheap);
 }
 

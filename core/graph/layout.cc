@@ -86,7 +86,8 @@ class Planner {
     for (int n : g_.topo_order()) {
       const Node& nd = g_.node(n);
       if (!(nd.op == "conv2d" && conv(nd)) && !(is_elementwise(nd.op) && elementwise(nd)) &&
-          !((nd.op == "quantize_linear" || nd.op == "dequantize_linear") && quantization(nd)) &&
+          !((nd.op == "quantize_linear" || nd.op == "dequantize_linear" || nd.op == "fake_quantize") &&
+            quantization(nd)) &&
           !(is_pool(nd.op) && pool(nd)) && !(nd.op == "concat" && concat(nd)) &&
           !(nd.op == "conv2d_transpose" && transposed_conv(nd))) {
         std::vector<int> ins;

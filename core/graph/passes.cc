@@ -1,5 +1,6 @@
 #include "core/graph/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -349,6 +350,64 @@ Graph sink_views(const Graph& g) {
   return any ? eliminate_dead_code(r) : g;
 }
 
+namespace {
+
+// Whether two values are constants of the same type, shape and bytes.
+bool same_constant(const Graph& g, int a, int b) {
+  if (a == b) return g.value(a).constant;
+  const Value &x = g.value(a), &y = g.value(b);
+  if (!x.constant || !y.constant || x.dtype != y.dtype || x.shape != y.shape) return false;
+  return x.data.nbytes() == y.data.nbytes() && std::memcmp(x.data.data(), y.data.data(), x.data.nbytes()) == 0;
+}
+
+// Whether a quantize_linear and a dequantize_linear (either order) use the same scale,
+// zero point and axis.
+bool same_quantization(const Graph& g, const Node& a, const Node& b) {
+  if (!same_constant(g, a.inputs[1], b.inputs[1]) || !same_constant(g, a.inputs[2], b.inputs[2])) return false;
+  return g.value(a.inputs[1]).numel() == 1 || a.attrs.i("axis") == b.attrs.i("axis");
+}
+
+bool is_graph_output(const Graph& g, int v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+}  // namespace
+
+Graph fold_quantization(const Graph& g) {
+  auto single_reader = [](const Graph& h, int v) { return h.consumers(v).size() == 1 && !is_graph_output(h, v); };
+  auto producer = [](const Graph& h, int v, const char* op) -> const Node* {
+    const int p = h.value(v).producer;
+    return p >= 0 && h.node(p).op == op ? &h.node(p) : nullptr;
+  };
+  // quantize(max_pool2d(dequantize(x))), one positive scale: max_pool2d(x). First, so
+  // that the pair the pooling's quantization starts is no longer one.
+  const Graph pooled = rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
+    if (nd.op != "quantize_linear") return -1;
+    const Node* pool = producer(g, nd.inputs[0], "max_pool2d");
+    if (!pool || !single_reader(g, pool->output)) return -1;
+    const Node* dq = producer(g, pool->inputs[0], "dequantize_linear");
+    if (!dq || !same_quantization(g, *dq, nd) || g.value(nd.inputs[1]).numel() != 1 ||
+        !(g.value(nd.inputs[1]).data.get(0) > 0))
+      return -1;
+    const DType t = g.value(dq->inputs[0]).dtype;
+    const bool full_range = (t == DType::u8() && nd.attrs.i("qmin") == 0 && nd.attrs.i("qmax") == 255) ||
+                            (t == DType::i8() && nd.attrs.i("qmin") == -128 && nd.attrs.i("qmax") == 127);
+    if (!full_range) return -1;
+    return out.add_node("max_pool2d", {get(dq->inputs[0])}, pool->attrs.values(), pool->name);
+  });
+  // dequantize(quantize(x)) read by elementwise nodes: fake_quantize(x).
+  const Graph& h = pooled;
+  return rebuild(h, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
+    if (nd.op != "dequantize_linear") return -1;
+    const Node* q = producer(h, nd.inputs[0], "quantize_linear");
+    if (!q || !single_reader(h, q->output) || !same_quantization(h, *q, nd)) return -1;
+    for (int c : h.consumers(nd.output))
+      if (!elementwise_op(h.node(c).op)) return -1;
+    return out.add_node("fake_quantize", {get(q->inputs[0]), get(q->inputs[1]), get(q->inputs[2])}, q->attrs.values(),
+                        nd.name);
+  });
+}
+
 Graph eliminate_dead_code(const Graph& g) {
   std::vector<bool> live(g.values().size(), false);
   std::vector<int> order = g.topo_order();
@@ -381,8 +440,8 @@ Graph eliminate_dead_code(const Graph& g) {
 }
 
 Graph optimize(const Graph& g, int64_t layout_lanes) {
-  return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_constants(fold_batch_norm(g))))),
-                      layout_lanes);
+  const Graph folded = eliminate_dead_code(fold_constants(fold_batch_norm(g)));
+  return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_quantization(folded)))), layout_lanes);
 }
 
 }  // namespace basin::graph

@@ -31,10 +31,18 @@ Graph fuse_attention(const Graph& g);
 // such extents): the chain then fuses into the matrix product's epilogue (a bias,
 // GELU, a residual add), which fusion never does across a view.
 Graph sink_views(const Graph& g);
+// Quantization pairs inside what a quantized model computes in float32, rewritten to
+// equal values with less work: dequantize_linear(quantize_linear(x)) read by elementwise
+// nodes (a convolution's output quantized and dequantized before a residual add) becomes
+// fake_quantize(x), one float32 rounding; quantize_linear(max_pool2d(dequantize_linear(x)))
+// of an 8-bit x with one positive scale and the type's range becomes max_pool2d(x), since
+// the pooling commutes with the increasing dequantization and quantizing a dequantized
+// value gives it back. The replaced nodes stay for eliminate_dead_code.
+Graph fold_quantization(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
 // Every pass above, in order: batch-norm folding, constant folding, dead code,
-// attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
+// quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
 // (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
 Graph optimize(const Graph& g, int64_t layout_lanes = 0);
 

@@ -202,6 +202,12 @@ std::vector<NodeOpDef> make_node_ops() {
                    [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return dequantize_linear(in[0], in[1], in[2], a.i("axis"));
                    }));
+  r.push_back(node("fake_quantize", "dequantize_linear(quantize_linear(x)) in float32: float32 x and out",
+                   {p_int("axis", 1, "the axis of per-axis scales"), p_int("qmin", 0, "least value (0: uint8)"),
+                    p_int("qmax", 255, "greatest value (255: uint8)")},
+                   3, 3, [](const Attrs& a, const std::vector<te::Tensor>& in) {
+                     return fake_quantize(in[0], in[1], in[2], a.i("axis"), a.i("qmin"), a.i("qmax"));
+                   }));
   r.push_back(node("batch_norm", "inference batch norm: x, gamma, beta, mean, var",
                    {p_float("epsilon", 1e-5, "epsilon")}, 5, 5, [](const Attrs& a, const std::vector<te::Tensor>& in) {
                      return batch_norm(in[0], in[1], in[2], in[3], in[4], a.f("epsilon"));

@@ -123,6 +123,11 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
 DType quantized_type(int64_t qmin, int64_t qmax);
 // ONNX DequantizeLinear: (x - zero_point) * scale of an int32, int8 or uint8 x, float32 out.
 Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis);
+// dequantize_linear(quantize_linear(x)) with the same parameters, in float32 throughout:
+// (saturate(round(x / scale) + zero_point) - zero_point) * scale, NaN quantized to qmin,
+// equal to the pair on every input; float32 x and out.
+Tensor fake_quantize(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
+                     int64_t qmax);
 
 // ---- normalization (normalization.cc) ----
 Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean, const Tensor& var,

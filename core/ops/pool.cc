@@ -41,17 +41,29 @@ Expr read_at(const Tensor& x, const std::vector<Var>& i, const Expr& y, const Ex
 
 Tensor max_pool2d(const Tensor& x, const PoolParams& p) {
   Check c("max_pool2d");
+  c.that(x.dtype() == DType::f32() || x.dtype().is_byte(), "x",
+         "must be float32, uint8 or int8, got " + x.dtype().str());
   std::vector<int64_t> out = pooled_shape(c, x, p);
   int64_t h = x.shape()[2], w = x.shape()[3];
-  return te::reduce(
-      "max_pool2d", out, {p.kernel[0], p.kernel[1]}, te::ReduceKind::Max,
+  // 8-bit values (a quantized model's) are compared as int32 and stored back.
+  const bool byte = x.dtype().is_byte();
+  const DType t = byte ? DType::i32() : x.dtype();
+  // Padding never wins: -inf, or the 8-bit type's least value.
+  const Expr pad = byte ? make_const(t, x.dtype().is_uint() ? 0.0 : -128.0)
+                        : make_const(t, -std::numeric_limits<double>::infinity());
+  Tensor red = te::reduce(
+      byte ? "max_pool2d_i32" : "max_pool2d", out, {p.kernel[0], p.kernel[1]}, te::ReduceKind::Max,
       [&](const std::vector<Var>& i, const std::vector<Var>& r) {
         Expr y = i[2] * p.stride[0] + r[0] * p.dilation[0] - p.padding[0];
         Expr z = i[3] * p.stride[1] + r[1] * p.dilation[1] - p.padding[1];
         Expr in = logical_and(logical_and(ge(y, Expr(0)), lt(y, Expr(h))), logical_and(ge(z, Expr(0)), lt(z, Expr(w))));
-        return select(in, read_at(x, i, y, z), make_const(x.dtype(), -std::numeric_limits<double>::infinity()));
+        return select(in, widened(read_at(x, i, y, z)), pad);
       },
       te::OpPattern::Reduction, "max_pool2d");
+  if (!byte) return red;
+  return te::compute(
+      "max_pool2d", out, [&](const std::vector<Var>& i) { return cast(x.dtype(), red.read(as_exprs(i))); },
+      te::OpPattern::Elementwise, "max_pool2d");
 }
 
 Tensor avg_pool2d(const Tensor& x, const PoolParams& p) {
@@ -118,31 +130,42 @@ OpDef pool_def(const std::string& name, bool is_max) {
                                    p_ints("kernel", {3}, "KH,KW"),
                                    p_ints("stride", {2}, "stride"),
                                    p_ints("padding", {1}, "zero/neg-inf padding")};
-  if (is_max) params.push_back(p_ints("dilation", {1}, "window dilation"));
-  else params.push_back(p_int("count_include_pad", 1, "1: divide by the window size; 0: by the valid elements"));
+  if (is_max) {
+    params.push_back(p_ints("dilation", {1}, "window dilation"));
+    params.push_back(p_str("dtype", "float32", "x's type: float32, uint8 or int8 (a quantized model's)"));
+  } else params.push_back(p_int("count_include_pad", 1, "1: divide by the window size; 0: by the valid elements"));
   params.push_back(p_int("ceil_mode", 0, "1: output extents rounded up (a last, partial window)"));
-  return {name, "nn", is_max ? "2-D max pooling (NCHW)" : "2-D average pooling (NCHW)", params,
-          [name, is_max](const Attrs& a) {
-            Check c(name);
-            Tensor x = te::placeholder("x", {c.at_least(a, "batch", 1), c.at_least(a, "channels", 1),
-                                             c.at_least(a, "height", 1), c.at_least(a, "width", 1)});
-            PoolParams p{c.per_dim(a, "kernel", 2, 1), c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
-                         is_max ? c.per_dim(a, "dilation", 2, 1) : std::vector<int64_t>{1, 1}, true};
-            int64_t ceil_mode = a.i("ceil_mode");
-            c.that(ceil_mode == 0 || ceil_mode == 1, "ceil_mode", "must be 0 or 1, got " + std::to_string(ceil_mode));
-            p.ceil_mode = ceil_mode == 1;
-            if (!is_max) {
-              int64_t cip = a.i("count_include_pad");
-              c.that(cip == 0 || cip == 1, "count_include_pad", "must be 0 or 1, got " + std::to_string(cip));
-              p.count_include_pad = cip == 1;
-            }
-            OpGraph g;
-            g.inputs = {x};
-            g.outputs = {is_max ? max_pool2d(x, p) : avg_pool2d(x, p)};
-            g.ranges = {{}};
-            g.flops = static_cast<double>(g.outputs[0].numel()) * p.kernel[0] * p.kernel[1];
-            return g;
-          }};
+  return {
+      name, "nn", is_max ? "2-D max pooling (NCHW)" : "2-D average pooling (NCHW)", params,
+      [name, is_max](const Attrs& a) {
+        Check c(name);
+        DType xt = DType::f32();
+        if (is_max) {
+          const std::string t = a.s("dtype");
+          c.that(t == "float32" || t == "uint8" || t == "int8", "dtype", "'" + t + "' is not float32, uint8 or int8");
+          xt = DType::parse(t);
+        }
+        Tensor x = te::placeholder("x",
+                                   {c.at_least(a, "batch", 1), c.at_least(a, "channels", 1), c.at_least(a, "height", 1),
+                                    c.at_least(a, "width", 1)},
+                                   xt);
+        PoolParams p{c.per_dim(a, "kernel", 2, 1), c.per_dim(a, "stride", 2, 1), c.per_dim(a, "padding", 2, 0),
+                     is_max ? c.per_dim(a, "dilation", 2, 1) : std::vector<int64_t>{1, 1}, true};
+        int64_t ceil_mode = a.i("ceil_mode");
+        c.that(ceil_mode == 0 || ceil_mode == 1, "ceil_mode", "must be 0 or 1, got " + std::to_string(ceil_mode));
+        p.ceil_mode = ceil_mode == 1;
+        if (!is_max) {
+          int64_t cip = a.i("count_include_pad");
+          c.that(cip == 0 || cip == 1, "count_include_pad", "must be 0 or 1, got " + std::to_string(cip));
+          p.count_include_pad = cip == 1;
+        }
+        OpGraph g;
+        g.inputs = {x};
+        g.outputs = {is_max ? max_pool2d(x, p) : avg_pool2d(x, p)};
+        g.ranges = {xt == DType::u8() ? InputRange{0, 256} : xt == DType::i8() ? InputRange{-128, 128} : InputRange{}};
+        g.flops = static_cast<double>(g.outputs[0].numel()) * p.kernel[0] * p.kernel[1];
+        return g;
+      }};
 }
 
 OpDef global_def(const std::string& name, bool average) {

@@ -90,6 +90,34 @@ Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zer
       te::OpPattern::Broadcast, "dequantize_linear");
 }
 
+Tensor fake_quantize(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
+                     int64_t qmax) {
+  Check c("fake_quantize");
+  c.that(x.dtype() == DType::f32(), "x", "must be float32, got " + x.dtype().str());
+  c.that(qmin <= qmax && qmin >= INT32_MIN && qmax <= INT32_MAX, "qmin",
+         "[" + std::to_string(qmin) + ", " + std::to_string(qmax) + "] is not an int32 range");
+  const int a = check_params(c, x, scale, zero_point, axis);
+  const DType f = DType::f32();
+  return te::compute(
+      "fake_quantize", x.shape(),
+      [&](const std::vector<Var>& i) {
+        const std::vector<Expr> p = param_index(scale, a, i);
+        const Expr s = scale.read(p), zp = cast(f, zero_point.read(p));
+        const Expr v = call(MathFn::rint, {x.read(as_exprs(i)) / s}) + zp;
+        // quantize_linear's value, in float32 (every quantized value is an integer below
+        // 2^24 in magnitude, exact), then dequantize_linear's arithmetic. 8-bit: through
+        // uint8 as quantize_linear goes, v read once (a chain stays linear in its length),
+        // the round trip float32 -> uint8 -> float32 one saturation in float code.
+        if (qmin == 0 && qmax == 255) return (cast(f, cast(DType::u8(), v)) - zp) * s;
+        if (qmin == -128 && qmax == 127)
+          return (cast(f, cast(DType::u8(), v + make_const(f, 128))) - make_const(f, 128) - zp) * s;
+        Expr q = max(min(v, make_const(f, static_cast<double>(qmax))), make_const(f, static_cast<double>(qmin)));
+        q = select(ne(v, v), make_const(f, static_cast<double>(qmin)), q);
+        return (q - zp) * s;
+      },
+      te::OpPattern::Broadcast, "fake_quantize");
+}
+
 void register_quantize_ops(std::vector<OpDef>& r) {
   auto params = [](bool quantize) {
     std::vector<ParamSpec> p = {p_ints("shape", {2, 3, 5}, "shape of x"),
@@ -103,8 +131,8 @@ void register_quantize_ops(std::vector<OpDef>& r) {
     }
     return p;
   };
-  auto build = [](const Attrs& at, bool quantize) {
-    const std::string name = quantize ? "quantize_linear" : "dequantize_linear";
+  auto build = [](const Attrs& at, bool quantize, bool dequantize = false) {
+    const std::string name = dequantize ? "fake_quantize" : quantize ? "quantize_linear" : "dequantize_linear";
     Check c(name);
     std::vector<int64_t> s = c.shape(at, "shape");
     const int64_t axis = at.i("axis"), r = static_cast<int64_t>(s.size());
@@ -126,7 +154,9 @@ void register_quantize_ops(std::vector<OpDef>& r) {
     Tensor scale = te::placeholder("scale", ps), zp = te::placeholder("zero_point", ps, DType::i32());
     OpGraph g;
     g.inputs = {x, scale, zp};
-    g.outputs = {quantize ? quantize_linear(x, scale, zp, axis, qmin, qmax) : dequantize_linear(x, scale, zp, axis)};
+    g.outputs = {dequantize ? fake_quantize(x, scale, zp, axis, qmin, qmax)
+                 : quantize ? quantize_linear(x, scale, zp, axis, qmin, qmax)
+                            : dequantize_linear(x, scale, zp, axis)};
     // Zero points inside the range; x spanning it and beyond (saturation) for quantize.
     const double lo = static_cast<double>(qmin), hi = static_cast<double>(qmax);
     g.ranges = {quantize ? InputRange{-4, 4} : InputRange{lo, hi + 1}, {0.01, 0.05}, {lo, hi + 1}};
@@ -139,6 +169,11 @@ void register_quantize_ops(std::vector<OpDef>& r) {
                params(true), [build](const Attrs& at) { return build(at, true); }});
   r.push_back({"dequantize_linear", "elementwise", "(x - zero_point) * scale of an integer x (ONNX DequantizeLinear)",
                params(false), [build](const Attrs& at) { return build(at, false); }});
+  r.push_back(
+      {"fake_quantize", "elementwise",
+       "dequantize_linear(quantize_linear(x)) in float32: (saturate(round(x / scale) + zero_point) - zero_point) "
+       "* scale (a quantization pair that rounds a value inside one kernel)",
+       params(true), [build](const Attrs& at) { return build(at, true, true); }});
 }
 
 }  // namespace basin::ops

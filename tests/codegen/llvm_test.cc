@@ -211,7 +211,8 @@ TEST_F(LlvmSemantics, Fp16AndBf16RoundingMatchTheInterpreterBitForBit) {
 
 // A float cast to an 8-bit integer saturates to its range, toward zero, NaN giving 0,
 // in the emitted code as in the interpreter, vector and scalar; a vector converts as one
-// (a scalar conversion per lane made quantized kernels' epilogues cost more than their products).
+// (a scalar conversion per lane made quantized kernels' epilogues cost more than their products),
+// and a float cast to one and back (a quantization undone in one kernel) stays float code.
 TEST_F(LlvmSemantics, FloatToEightBitCastsSaturate) {
   const std::vector<float> xs = {NAN,     INFINITY, -INFINITY, 300.0f, -300.0f, 254.9f, -1.5f,  127.9f,
                                  -128.9f, 0.5f,     7.0f,      -0.0f,  1e30f,   -1e30f, 128.0f, 255.0f};
@@ -235,6 +236,7 @@ TEST_F(LlvmSemantics, FloatToEightBitCastsSaturate) {
         keep.keep_asm = true;
         const std::string assembly = codegen::compile_llvm(f, keep)->assembly();
         EXPECT_EQ(assembly.find("cvttss2si"), std::string::npos) << t.str() << ":\n" << assembly;
+        EXPECT_EQ(assembly.find("cvttps2dq"), std::string::npos) << t.str() << ":\n" << assembly;
       }
       for (int k = 0; k < 16; ++k) {
         const float expected = t.is_uint() ? want_u8[k] : want_i8[k];
@@ -242,6 +244,41 @@ TEST_F(LlvmSemantics, FloatToEightBitCastsSaturate) {
         EXPECT_EQ(got.as<float>()[k], expected) << t.str() << " compiled " << xs[static_cast<size_t>(k)];
       }
     }
+}
+
+// A quantized value (an integer in float32) cast to 8 bits and back is saturated but
+// not rounded again: one rounding instruction per vector, the rint's.
+TEST_F(LlvmSemantics, AnIntegerThroughEightBitsIsNotRoundedAgain) {
+  Var i("i");
+  Buffer x = make_buffer("x", DType::f32(), {Expr(64)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+  const Expr q = call(MathFn::rint, {load(x, {i}) * Expr(0.5)}) + Expr(3.0);
+  Stmt body = make_for(i, 0, 64, ForKind::Vectorized, make_store(out, {i}, cast(DType::f32(), cast(DType::u8(), q))));
+  const LoweredFunc f{"requant", {x, out}, {1}, body};
+  NDArray in(DType::f32(), {64});
+  for (int k = 0; k < 64; ++k) in.as<float>()[k] = 9.3f * static_cast<float>(k) - 40.0f;
+  in.as<float>()[0] = NAN;
+  in.as<float>()[1] = 1e30f;
+  NDArray want, got;
+  LlvmSemantics::both(f, {in}, {64}, DType::f32(), &want, &got);
+  EXPECT_EQ(compare_arrays(got, want).max_abs, 0.0);
+  EXPECT_EQ(want.as<float>()[0], 0.0f);
+  EXPECT_EQ(want.as<float>()[1], 255.0f);
+  // As many rounding instructions as the kernel storing the rint's value itself.
+  auto roundings = [](const LoweredFunc& k, std::string* assembly) {
+    codegen::LlvmOptions keep;
+    keep.keep_asm = true;
+    *assembly = codegen::compile_llvm(k, keep)->assembly();
+    int n = 0;
+    for (const char* m : {"vrndscaleps", "vroundps"})
+      for (size_t p = assembly->find(m); p != std::string::npos; p = assembly->find(m, p + 1)) ++n;
+    return n;
+  };
+  const LoweredFunc plain{"rint", {x, out}, {1}, make_for(i, 0, 64, ForKind::Vectorized, make_store(out, {i}, q))};
+  std::string assembly, plain_assembly;
+  const int n = roundings(f, &assembly);
+  EXPECT_GT(n, 0);
+  EXPECT_EQ(n, roundings(plain, &plain_assembly)) << assembly;
 }
 
 // A kernel reading or writing 8-bit integers rounds each float operation as written (no

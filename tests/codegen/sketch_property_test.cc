@@ -266,6 +266,16 @@ TEST(SketchProperty, Int8SketchesMatchTheInterpreterExactly) {
        "t2=cast(t1){to=float32};t3=mul(t2,x3){};t4=add(t0,t3){};"
        "t5=quantize_linear(t4,x4,x5){axis=1|qmax=255|qmin=0}",
        4},
+      // The convolution's own quantization pair folded (Passes,
+      // AQuantizationPairReadByArithmeticRoundsInFloat) before the residual add.
+      {"subgraph",
+       "graph=x0:uint8[1,2,9,9,8]@0:256;x1:int8[2,2,3,3,8,8]@-128:128;x2:uint8[1,2,9,9,8]@0:256;"
+       "x3:float32[]@0.0001:0.0002;x4:float32[]@0.05:0.06;x5:int32[]@120:130;x6:float32[]@0.01:0.02;"
+       "t0=dequantize_linear(x2,x4,x5){axis=1};"
+       "t1=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=131|padding=1,1|stride=1,1};"
+       "t2=cast(t1){to=float32};t3=mul(t2,x3){};t4=fake_quantize(t3,x6,x5){axis=1|qmax=255|qmin=0};"
+       "t5=add(t0,t4){};t6=quantize_linear(t5,x4,x5){axis=1|qmax=255|qmin=0}",
+       4},
       {"subgraph",
        "graph=x0:uint8[1,1,12,12,3]@0:256;x1:int8[1,1,7,7,3,16]@-128:128;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=128|padding=3,3|stride=2,2}",

@@ -5,6 +5,7 @@
 
 #include <tuple>
 
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -617,6 +618,121 @@ TEST(Fusion, AResidualsDequantizationJoinsTheConvolutionThatAddsIt) {
   EXPECT_EQ(total_nodes, static_cast<int>(f.nodes().size()));
   NDArray in = NDArray::random(DType::f32(), {1, 16, 6, 6}, -4, 4, 8);
   EXPECT_EQ(compare_arrays(interpret_graph(f, {in})[0], interpret_graph(g, {in})[0]).max_abs, 0.0);
+}
+
+// A quantization pair read by arithmetic (a convolution's output quantized and
+// dequantized before the residual add) becomes one fake_quantize, the same values in
+// float32; the fused convolution tasks keep their 8-bit integer sketches. Pairs read
+// by anything else, or with other parameters, stay.
+TEST(Passes, AQuantizationPairReadByArithmeticRoundsInFloat) {
+  const Graph g = quantized_residual_blocks(2);
+  const Graph f = eliminate_dead_code(fold_quantization(g));
+  std::map<std::string, int> before = g.op_counts(), after = f.op_counts();
+  EXPECT_EQ(after["fake_quantize"], 2);  // each block's second convolution, before the add
+  EXPECT_EQ(after["quantize_linear"], before["quantize_linear"] - 2);
+  EXPECT_EQ(after["dequantize_linear"], before["dequantize_linear"] - 2);
+  NDArray in = NDArray::random(DType::f32(), {1, 16, 6, 6}, -4, 4, 8);
+  in.as<float>()[3] = NAN;
+  in.as<float>()[5] = INFINITY;
+  EXPECT_EQ(compare_arrays(interpret_graph(f, {in})[0], interpret_graph(g, {in})[0]).max_abs, 0.0);
+  const Graph planned = plan_layouts(f, 16);
+  Partition p = partition(planned);
+  int convolutions = 0;
+  for (const FusedGroup& fg : p.groups) {
+    if (fg.view || p.tasks[fg.task].label.find("conv2d_nchwc") == std::string::npos) continue;
+    ++convolutions;
+    int quads = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(p.tasks[fg.task].graph, false, true)) quads += s.int8_quad >= 0;
+    EXPECT_GT(quads, 0) << p.tasks[fg.task].label;
+  }
+  EXPECT_EQ(convolutions, 4);
+
+  // Every 8-bit and 16-bit range, NaN, infinities and saturation on both sides: the
+  // pair and fake_quantize agree bit for bit.
+  for (const std::pair<int64_t, int64_t>& range :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 255}, {-128, 127}, {-32768, 32767}}) {
+    Graph h;
+    const int x = h.add_input("x", {64});
+    NDArray sa(DType::f32(), {}), za(DType::i32(), {});
+    sa.as<float>()[0] = 0.05f;
+    za.set_int(0, range.first < 0 ? -7 : 131);
+    const int s = h.add_constant("s", sa), z = h.add_constant("z", za);
+    const int q =
+        h.add_node("quantize_linear", {x, s, z}, {{"axis", int64_t{1}}, {"qmin", range.first}, {"qmax", range.second}});
+    const int d = h.add_node("dequantize_linear", {q, s, z}, {{"axis", int64_t{1}}});
+    h.add_output(h.add_node("add", {d, x}));
+    const Graph hf = eliminate_dead_code(fold_quantization(h));
+    EXPECT_EQ(hf.op_counts()["fake_quantize"], 1);
+    NDArray xs = NDArray::random(DType::f32(), {64}, -2000, 2000, 9);
+    const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.025f, -0.025f, 0.075f, 6.4f, -6.4f};
+    for (int k = 0; k < 10; ++k) xs.as<float>()[k] = special[k];
+    const NDArray want = interpret_graph(h, {xs})[0], got = interpret_graph(hf, {xs})[0];
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0) << range.first << ".." << range.second;
+  }
+
+  // Read by a convolution (its 8-bit input), or with another zero point: no rewrite.
+  Graph h;
+  const int x = h.add_input("x", {1, 4, 5, 5});
+  NDArray sa(DType::f32(), {}), za(DType::i32(), {}), zb(DType::i32(), {});
+  sa.as<float>()[0] = 0.05f;
+  za.set_int(0, 3);
+  zb.set_int(0, 4);
+  const int s = h.add_constant("s", sa), z = h.add_constant("z", za), z2 = h.add_constant("z2", zb);
+  const auto quant = [&](int v) {
+    return h.add_node("quantize_linear", {v, s, z},
+                      {{"axis", int64_t{1}}, {"qmin", int64_t{0}}, {"qmax", int64_t{255}}});
+  };
+  const int w = h.add_constant("w", NDArray::random(DType::f32(), {4, 4, 1, 1}, -1, 1, 2));
+  const int conv = h.add_node("conv2d", {h.add_node("dequantize_linear", {quant(x), s, z}, {{"axis", int64_t{1}}}), w},
+                              {{"padding", I{0, 0}}, {"stride", I{1, 1}}});
+  const int other = h.add_node("dequantize_linear", {quant(conv), s, z2}, {{"axis", int64_t{1}}});
+  h.add_output(h.add_node("relu", {other}));
+  EXPECT_EQ(eliminate_dead_code(fold_quantization(h)).op_counts().count("fake_quantize"), 0u);
+}
+
+// Max pooling between a dequantization and a quantization with the same parameters
+// (one positive scale, the 8-bit type's whole range) pools the 8-bit values themselves,
+// exactly; a negative scale, a narrower range or per-channel scales keep the float pooling.
+TEST(Passes, MaxPoolingOfAQuantizedValueRunsOnItsIntegers) {
+  struct Case {
+    DType type;
+    float scale;
+    int64_t qmin, qmax;
+    int64_t channels_of_scale;
+    bool folds;
+  };
+  const std::vector<Case> cases = {{DType::u8(), 0.05f, 0, 255, 0, true},
+                                   {DType::i8(), 0.05f, -128, 127, 0, true},
+                                   {DType::u8(), -0.05f, 0, 255, 0, false},
+                                   {DType::u8(), 0.05f, 0, 127, 0, false},
+                                   {DType::u8(), 0.05f, 0, 255, 4, false}};
+  for (const Case& c : cases) {
+    Graph g;
+    const int x = g.add_input("x", {1, 4, 7, 7});
+    NDArray sa(DType::f32(), c.channels_of_scale ? std::vector<int64_t>{c.channels_of_scale} : std::vector<int64_t>{});
+    NDArray za(DType::i32(), sa.shape());
+    for (int64_t k = 0; k < sa.numel(); ++k) {
+      sa.as<float>()[k] = c.scale;
+      za.set_int(k, c.type.is_uint() ? 131 : -3);
+    }
+    const int s = g.add_constant("s", sa), z = g.add_constant("z", za);
+    const std::map<std::string, ops::AttrValue> qa = {{"axis", int64_t{1}}, {"qmin", c.qmin}, {"qmax", c.qmax}};
+    const int q = g.add_node("quantize_linear", {x, s, z}, qa);
+    const int pool = g.add_node("max_pool2d", {g.add_node("dequantize_linear", {q, s, z}, {{"axis", int64_t{1}}})},
+                                {{"kernel", I{3}}, {"stride", I{2}}, {"padding", I{1}}, {"ceil_mode", int64_t{1}}});
+    g.add_output(g.add_node("dequantize_linear", {g.add_node("quantize_linear", {pool, s, z}, qa), s, z},
+                            {{"axis", int64_t{1}}}));
+    const Graph f = eliminate_dead_code(fold_quantization(g));
+    int byte_pools = 0;
+    for (const Node& nd : f.nodes()) byte_pools += nd.op == "max_pool2d" && f.value(nd.inputs[0]).dtype.is_byte();
+    EXPECT_EQ(byte_pools, c.folds ? 1 : 0) << c.type.str() << " scale " << c.scale << " " << c.qmin << ".." << c.qmax;
+    EXPECT_EQ(f.op_counts()["max_pool2d"], 1);
+    const NDArray in = NDArray::random(DType::f32(), {1, 4, 7, 7}, -9, 9, 4);
+    EXPECT_EQ(compare_arrays(interpret_graph(f, {in})[0], interpret_graph(g, {in})[0]).max_abs, 0.0);
+    // Blocked, as the network runs it.
+    const Graph planned = plan_layouts(f, 16);
+    EXPECT_EQ(compare_arrays(interpret_graph(planned, {in})[0], interpret_graph(g, {in})[0]).max_abs, 0.0);
+  }
 }
 
 TEST(Layout, ConvolutionsWithoutBlocksStayNchw) {

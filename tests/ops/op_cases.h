@@ -86,6 +86,8 @@ inline std::vector<Case> good_cases() {
       {"max_pool2d", "kernel=3 stride=1 padding=1 dilation=2"},
       {"max_pool2d", "kernel=3 stride=2 padding=0 height=14 width=13 ceil_mode=1"},
       {"max_pool2d", "kernel=2 stride=2 padding=0 height=7 width=7 ceil_mode=1"},
+      {"max_pool2d", "dtype=uint8"},
+      {"max_pool2d", "dtype=int8 kernel=2 stride=2 padding=0 height=7 width=7 ceil_mode=1"},
       {"avg_pool2d", "kernel=3 stride=2 padding=1 height=14 width=12 ceil_mode=1"},
       {"avg_pool2d", "kernel=3 stride=2 padding=1 height=14 width=12 ceil_mode=1 count_include_pad=0"},
       {"avg_pool2d", ""},
@@ -220,6 +222,8 @@ inline std::vector<Case> good_cases() {
   c.push_back({"quantize_linear", ""});
   c.push_back({"quantize_linear", "per_axis=1 axis=1 qmin=-128 qmax=127 shape=2,16,3,5"});
   c.push_back({"quantize_linear", "per_axis=1 axis=-1 qmin=-32768 qmax=32767 shape=4,97"});
+  c.push_back({"fake_quantize", ""});
+  c.push_back({"fake_quantize", "per_axis=1 axis=1 qmin=-128 qmax=127 shape=2,16,3,5"});
   c.push_back({"dequantize_linear", ""});
   c.push_back({"dequantize_linear", "per_axis=1 axis=0 shape=16,3,3 dtype=int8"});
   c.push_back({"dequantize_linear", "dtype=int32 shape=7,9"});
@@ -284,6 +288,7 @@ inline std::vector<BadCase> bad_cases() {
       {"max_pool2d", "padding=2", "padding"},
       {"max_pool2d", "kernel=0", "kernel"},
       {"max_pool2d", "ceil_mode=2", "ceil_mode"},
+      {"max_pool2d", "dtype=int32", "dtype"},
       {"avg_pool2d", "count_include_pad=2", "count_include_pad"},
       {"avg_pool2d", "stride=0", "stride"},
       {"global_avg_pool2d", "height=0", "height"},
@@ -349,6 +354,7 @@ inline std::vector<BadCase> bad_cases() {
   c.push_back({"quantize_linear", "qmin=5 qmax=4", "qmin"});
   c.push_back({"quantize_linear", "per_axis=1 axis=3", "axis"});
   c.push_back({"dequantize_linear", "per_axis=1 axis=-4", "axis"});
+  c.push_back({"fake_quantize", "qmin=3 qmax=2", "qmin"});
   c.push_back({"dequantize_linear", "dtype=float32", "dtype"});
   for (const char* op :
        {"relu",        "relu6", "clip", "leaky_relu", "sigmoid", "tanh",     "gelu", "silu", "hardswish",
