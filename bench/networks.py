@@ -49,8 +49,13 @@ Run with the peers' Python (bench/peers/setup.sh):
     .cache/peers/bin/python bench/networks.py [--models resnet18,mobilenet_v2,...] [--budget 4m]
         [--segments 30s,1m,2m,4m] [--threads 2] [--repeat 30] [--rounds 5] [--out DIR] [--basin build/bin/basin]
         [--peers ort,openvino,eager,compile,compile_freezing] [--precision f32|bf16|int8] [--accuracy-inputs 8]
-        [--calibration-inputs 8]
+        [--calibration-inputs 8] [--batch 1]
         [--table-from results.json]
+
+--batch N runs every model on N samples per inference (its first axis; float inputs drawn
+again, token ids repeated), basin tuned and compiled for that shape, the peers on the same
+file and input; the table adds each network's throughput (samples per second) beside the
+latencies.
 
 --table-from prints the table of an earlier run's results.json and draws its plot to --out.
 """
@@ -103,6 +108,22 @@ def build(name):
         return m.eval(), (torch.randn(1, nz, 1, 1, generator=torch.Generator().manual_seed(0)),)
     import export
     return export.build(name)
+
+
+def batched(args, batch):
+    """The example inputs at `batch` samples: float inputs drawn again (standard normal,
+    seeded), integer ones (token ids) repeated."""
+    import torch
+    if batch == 1:
+        return args
+    out = []
+    for k, t in enumerate(args):
+        shape = (batch,) + tuple(t.shape[1:])
+        if t.dtype.is_floating_point:
+            out.append(torch.randn(shape, generator=torch.Generator().manual_seed(500 + k), dtype=t.dtype))
+        else:
+            out.append(t[:1].repeat((batch,) + (1,) * (t.dim() - 1)))
+    return tuple(out)
 
 
 def rel_err(got, ref):
@@ -377,9 +398,13 @@ def table(results, peers):
     for r in results:
         for p, v in r.get("peers", {}).items():
             prec.setdefault(p, v.get("precision"))
+    # Batches of several samples: each network's throughput too (samples per second).
+    batch = max([r.get("batch", 1) for r in results] or [1])
+    thr = " | basin (samples/s) | best peer (samples/s)" if batch > 1 else ""
     head = "| model | basin untuned (ms) | " + " | ".join(f"basin after {m:.0f} s (ms)" for m in marks) + " | " + \
-           " | ".join(f"{p}{' ' + prec[p] if prec.get(p) else ''} (ms)" for p in peers) + " | best peer / basin | max rel. error vs PyTorch (basin) |"
-    rows = [head, "|" + "---|" * (4 + len(marks) + len(peers))]
+           " | ".join(f"{p}{' ' + prec[p] if prec.get(p) else ''} (ms)" for p in peers) + thr + \
+           " | best peer / basin | max rel. error vs PyTorch (basin) |"
+    rows = [head, "|" + "---|" * (4 + len(marks) + len(peers) + (2 if batch > 1 else 0))]
     for r in results:
         tuned = dict(r.get("basin_tuned", {}))
         final = r.get("final", {})
@@ -397,6 +422,10 @@ def table(results, peers):
         for p in peers:
             v = r.get("peers", {}).get(p, {})
             cells.append(f"{peer_ms[p]:.2f}" if p in peer_ms else ("error" if "error" in v else "-"))
+        if batch > 1:
+            n = r.get("batch", 1)
+            rate = lambda ms: f"{n * 1e3 / ms:.1f}" if ms and ms == ms else "-"
+            cells += [rate(tuned.get("ms")), rate(best)]
         unt = r.get("basin_untuned", {})
         rows.append(f"| {r['model']} | {unt.get('h2h_ms') or unt.get('ms', float('nan')):.2f} | {segs} | " +
                     " | ".join(cells) + f" | {ratio:.2f} | {tuned.get('err', unt.get('err', float('nan'))):.1e} |")
@@ -442,8 +471,12 @@ def main():
                          "int8: every runtime on ONNX Runtime's quantize_static QDQ model")
     ap.add_argument("--calibration-inputs", type=int, default=8, help="int8: the calibration inputs")
     ap.add_argument("--accuracy-inputs", type=int, default=8, help="further inputs of the accuracy check (0: none)")
+    ap.add_argument("--batch", type=int, default=1,
+                    help="samples per inference (every model's first axis): the table adds throughput columns")
     ap.add_argument("--table-from", metavar="RESULTS_JSON")
     a = ap.parse_args()
+    if a.batch < 1:
+        ap.error(f"--batch must be at least 1, got {a.batch}")
     os.makedirs(a.out, exist_ok=True)
     peers = [p for p in a.peers.split(",") if p]
     if a.precision == "int8":
@@ -478,13 +511,14 @@ def main():
     import versions
     from machine import cpu_model
     meta = {"cpu": cpu_model(), "threads": a.threads, "budget_s": budget, "peers": versions.versions(),
-            "precision": a.precision, "date": time.strftime("%Y-%m-%d %H:%M")}
+            "precision": a.precision, "batch": a.batch, "date": time.strftime("%Y-%m-%d %H:%M")}
     results = []
     for name in a.models.split(","):
-        r = {"model": name}
-        print(f"== {name}", flush=True)
+        r = {"model": name, "batch": a.batch}
+        print(f"== {name}" + (f" (batch {a.batch})" if a.batch > 1 else ""), flush=True)
         try:
             model, args = build(name)
+            args = batched(args, a.batch)
         except Exception as e:  # an unknown name or a failed build is reported, not fatal
             r["error"] = "build: " + (type(e).__name__ + ": " + str(e))[:300]
             results.append(r)
@@ -536,7 +570,8 @@ def main():
         if a.precision == "int8":
             try:
                 own = quantize_basin(a.basin, float_path, args, a.calibration_inputs, d)
-                variants.append(({"model": f"{name} (basin quantize)", "quantized": True, "own": True}, own))
+                variants.append(({"model": f"{name} (basin quantize)", "batch": a.batch, "quantized": True, "own": True},
+                                 own))
             except RuntimeError as e:
                 r["own_error"] = str(e)[:300]
                 print(f"  basin quantize failed: {r['own_error']}", flush=True)
@@ -621,7 +656,7 @@ def main():
     t = table(results, peers) + "\n\n" + accuracy_table(results)
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(f"{meta['cpu']}, {a.threads} threads, tuning budget {a.budget}, precision {a.precision}, "
-                f"{meta['date']}\n\n{t}\n")
+                f"batch {a.batch}, {meta['date']}\n\n{t}\n")
     plot(results, os.path.join(a.out, "curves.png"))
     print(t)
 

@@ -1,0 +1,55 @@
+"""bench/networks.py's pieces that need no peer: --batch's inputs (float inputs drawn again,
+token ids repeated) and the table's throughput columns (samples per second of basin and
+of the fastest peer, from the head-to-head's latencies)."""
+
+import importlib.util
+import os
+
+import pytest
+
+from conftest import SOURCE
+
+torch = pytest.importorskip("torch", reason="torch is not installed for this interpreter")
+
+
+def load_networks():
+    spec = importlib.util.spec_from_file_location("bench_networks", os.path.join(SOURCE, "bench", "networks.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def test_batched_inputs_draw_floats_again_and_repeat_token_ids():
+    nets = load_networks()
+    image = torch.randn(1, 3, 8, 8)
+    ids = torch.tensor([[5, 9, 2, 7]])
+    assert nets.batched((image, ids), 1)[0] is image
+    x, t = nets.batched((image, ids), 4)
+    assert tuple(x.shape) == (4, 3, 8, 8) and x.dtype == image.dtype
+    assert not torch.equal(x[0], x[1])  # distinct samples, not copies
+    assert tuple(t.shape) == (4, 4) and t.dtype == ids.dtype
+    assert all(torch.equal(t[k], ids[0]) for k in range(4))
+    x2, _ = nets.batched((image, ids), 4)
+    assert torch.equal(x, x2)  # seeded
+
+
+def test_table_gives_throughput_at_batches_above_one():
+    nets = load_networks()
+
+    def result(batch):
+        return {"model": "m", "batch": batch, "basin_untuned": {"ms": 40.0},
+                "curve": [{"seconds": 60, "ms": 21.0, "h2h_ms": 20.0, "err": 1e-6}],
+                "basin_tuned": {"seconds": 60, "ms": 21.0, "err": 1e-6},
+                "final": {"basin": 20.0, "ort": 25.0, "openvino": 40.0},
+                "peers": {"ort": {"ms": 26.0, "precision": "f32"}, "openvino": {"ms": 41.0, "precision": "f32"}}}
+
+    text = nets.table([result(8)], ["ort", "openvino"])
+    head, rule, row = text.splitlines()
+    assert "basin (samples/s)" in head and "best peer (samples/s)" in head
+    assert head.count("|") == rule.count("|") == row.count("|")
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert "400.0" in cells  # 8 samples in 20 ms
+    assert "320.0" in cells  # the fastest peer: ONNX Runtime, 8 in 25 ms
+    assert "1.25" in cells  # best peer / basin
+    single = nets.table([result(1)], ["ort", "openvino"])
+    assert "samples/s" not in single
