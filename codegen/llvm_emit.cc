@@ -26,6 +26,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <map>
 #include <optional>
@@ -896,6 +897,64 @@ class Emitter {
     }
   }
 
+  // A bound on the magnitude of an integer-valued expression, infinity where none is
+  // known: constants, sums and differences, an integer clamped between two constants, and
+  // such values converted.
+  static double integer_bound(const Expr& e) {
+    constexpr double kNone = std::numeric_limits<double>::infinity();
+    switch (e.kind()) {
+      case ExprKind::FloatImm:
+        return e->fval == std::nearbyint(e->fval) ? std::fabs(e->fval) : kNone;
+      case ExprKind::IntImm:
+        return std::fabs(static_cast<double>(e->ival));
+      case ExprKind::Cast:
+        return e.dtype().is_float() && e->args[0].dtype().is_float() ? kNone : integer_bound(e->args[0]);
+      case ExprKind::Add:
+      case ExprKind::Sub:
+        return integer_bound(e->args[0]) + integer_bound(e->args[1]);
+      case ExprKind::Min:
+      case ExprKind::Max: {  // min(max(v, a), b) or max(min(v, b), a): within max(|a|, |b|)
+        const ExprKind other = e.kind() == ExprKind::Min ? ExprKind::Max : ExprKind::Min;
+        double best = kNone;
+        for (size_t k = 0; k < 2; ++k) {
+          const Expr& inner = e->args[k];
+          if (inner.kind() != other) continue;
+          const double outer = integer_bound(e->args[1 - k]);
+          const double in = std::min(integer_bound(inner->args[0]), integer_bound(inner->args[1]));
+          best = std::min(best, std::max(outer, in));
+        }
+        return best;
+      }
+      default:
+        return kNone;
+    }
+  }
+
+  // float(uint8(q + z)) - z of an integral q and an integer z of at most 2^20 (a value
+  // quantized and dequantized in one kernel, fake_quantize): q saturated to [-z, 255 - z]
+  // as floats, exact (NaN to -z, as the cast takes it to 0). Null where e is not of
+  // that form.
+  llvm::Value* quantization_round_trip(const ExprNode& n) {
+    const Expr& a = n.args[0];
+    if (!n.dtype.is_float() || n.dtype.bits != 32 || a.kind() != ExprKind::Cast || a.dtype() != n.dtype) return nullptr;
+    const Expr& byte = a->args[0];
+    if (byte.kind() != ExprKind::Cast || byte.dtype() != DType::u8()) return nullptr;
+    const Expr& sum = byte->args[0];
+    if (sum.kind() != ExprKind::Add || sum.dtype() != n.dtype || !structural_equal(sum->args[1], n.args[1]) ||
+        !integral(sum->args[0]) || !(integer_bound(sum->args[1]) <= 1048576.0))
+      return nullptr;
+    llvm::Value* q = expr(sum->args[0]);
+    llvm::Value* z = expr(sum->args[1]);
+    unify(q, z);
+    llvm::Value* zero = llvm::ConstantFP::get(z->getType(), 0.0);
+    llvm::Value* lo = b_.CreateFSub(zero, z);  // +0 for z = 0, as 0 - z is
+    llvm::Value* hi = b_.CreateFSub(llvm::ConstantFP::get(z->getType(), 255.0), z);
+    // Ordered compares: NaN takes the lower bound. Adding +0 makes q's -0 (a small
+    // negative rounded) the +0 that (q + z) - z is.
+    llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(q, lo), q, lo);
+    return b_.CreateFAdd(b_.CreateSelect(b_.CreateFCmpOLT(x, hi), x, hi), zero);
+  }
+
   // float(byte(v)) of a float v: v saturated and rounded toward zero, as floats (a
   // quantization undone in the same kernel), no conversion to integers and back; an
   // integral v (a quantized value) needs no rounding.
@@ -945,6 +1004,8 @@ class Emitter {
       case ExprKind::FloorMod:
       case ExprKind::Min:
       case ExprKind::Max: {
+        if (n.kind == ExprKind::Sub)
+          if (llvm::Value* r = quantization_round_trip(n)) return r;
         llvm::Value* x = expr(n.args[0]);
         llvm::Value* y = expr(n.args[1]);
         unify(x, y);

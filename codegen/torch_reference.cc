@@ -311,7 +311,8 @@ const std::map<std::string, Fn>& references() {
          return one(torch::where(torch::isnan(v), torch::full_like(q, a.i("qmin")), q));
        }},
       {"fake_quantize", [](const ops::Attrs& a, const std::vector<TT>& in) {
-         const TT s = quant_param(in[1], in[0], a.i("axis")), zp = quant_param(in[2], in[0], a.i("axis"));
+         const TT s = quant_param(in[1], in[0], a.i("axis"));
+         const TT zp = torch::clamp(quant_param(in[2], in[0], a.i("axis")), a.i("qmin"), a.i("qmax"));
          const TT v = torch::round(in[0] / s) + zp.to(torch::kFloat32);
          TT q = torch::clamp(v, static_cast<double>(a.i("qmin")), static_cast<double>(a.i("qmax")));
          q = torch::where(torch::isnan(v), torch::full_like(q, static_cast<double>(a.i("qmin"))), q);

@@ -401,6 +401,9 @@ Graph fold_quantization(const Graph& g) {
     if (nd.op != "dequantize_linear") return -1;
     const Node* q = producer(h, nd.inputs[0], "quantize_linear");
     if (!q || !single_reader(h, q->output) || !same_quantization(h, *q, nd)) return -1;
+    const NDArray& zp = h.value(nd.inputs[2]).data;  // fake_quantize clamps its zero point
+    for (int64_t k = 0; k < zp.numel(); ++k)
+      if (zp.get_int(k) < q->attrs.i("qmin") || zp.get_int(k) > q->attrs.i("qmax")) return -1;
     for (int c : h.consumers(nd.output))
       if (!elementwise_op(h.node(c).op)) return -1;
     return out.add_node("fake_quantize", {get(q->inputs[0]), get(q->inputs[1]), get(q->inputs[2])}, q->attrs.values(),

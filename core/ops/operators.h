@@ -125,7 +125,8 @@ DType quantized_type(int64_t qmin, int64_t qmax);
 Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis);
 // dequantize_linear(quantize_linear(x)) with the same parameters, in float32 throughout:
 // (saturate(round(x / scale) + zero_point) - zero_point) * scale, NaN quantized to qmin,
-// equal to the pair on every input; float32 x and out.
+// the zero point clamped to [qmin, qmax] (a quantized type's own are): equal to the pair
+// on every input; float32 x and out.
 Tensor fake_quantize(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
                      int64_t qmax);
 

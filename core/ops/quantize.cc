@@ -97,23 +97,28 @@ Tensor fake_quantize(const Tensor& x, const Tensor& scale, const Tensor& zero_po
   c.that(qmin <= qmax && qmin >= INT32_MIN && qmax <= INT32_MAX, "qmin",
          "[" + std::to_string(qmin) + ", " + std::to_string(qmax) + "] is not an int32 range");
   const int a = check_params(c, x, scale, zero_point, axis);
-  const DType f = DType::f32();
+  const DType f = DType::f32(), i32 = DType::i32();
   return te::compute(
       "fake_quantize", x.shape(),
       [&](const std::vector<Var>& i) {
         const std::vector<Expr> p = param_index(scale, a, i);
-        const Expr s = scale.read(p), zp = cast(f, zero_point.read(p));
-        const Expr v = call(MathFn::rint, {x.read(as_exprs(i)) / s}) + zp;
-        // quantize_linear's value, in float32 (every quantized value is an integer below
-        // 2^24 in magnitude, exact), then dequantize_linear's arithmetic. 8-bit: through
-        // uint8 as quantize_linear goes, v read once (a chain stays linear in its length),
-        // the round trip float32 -> uint8 -> float32 one saturation in float code.
-        if (qmin == 0 && qmax == 255) return (cast(f, cast(DType::u8(), v)) - zp) * s;
-        if (qmin == -128 && qmax == 127)
-          return (cast(f, cast(DType::u8(), v + make_const(f, 128))) - make_const(f, 128) - zp) * s;
-        Expr q = max(min(v, make_const(f, static_cast<double>(qmax))), make_const(f, static_cast<double>(qmin)));
-        q = select(ne(v, v), make_const(f, static_cast<double>(qmin)), q);
-        return (q - zp) * s;
+        const Expr s = scale.read(p);
+        // The zero point inside [qmin, qmax], as a quantized type's zero point is.
+        const Expr zp = max(min(zero_point.read(p), int_imm(i32, qmax)), int_imm(i32, qmin));
+        const Expr q = call(MathFn::rint, {x.read(as_exprs(i)) / s});
+        // quantize_linear's value less the zero point, in float32 (every quantized value
+        // is an integer below 2^24 in magnitude: exact), times the scale. 8-bit: through
+        // uint8 as quantize_linear goes (int8 offset by 128), x read once (a chain stays
+        // linear in its length); code generation makes the round trip one saturation of q
+        // in float code.
+        if ((qmin == 0 && qmax == 255) || (qmin == -128 && qmax == 127)) {
+          const Expr offset = cast(f, qmin < 0 ? zp + int_imm(i32, 128) : zp);
+          return (cast(f, cast(DType::u8(), q + offset)) - offset) * s;
+        }
+        const Expr v = q + cast(f, zp);
+        Expr sat = max(min(v, make_const(f, static_cast<double>(qmax))), make_const(f, static_cast<double>(qmin)));
+        sat = select(ne(v, v), make_const(f, static_cast<double>(qmin)), sat);
+        return (sat - cast(f, zp)) * s;
       },
       te::OpPattern::Broadcast, "fake_quantize");
 }

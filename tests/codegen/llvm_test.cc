@@ -281,6 +281,42 @@ TEST_F(LlvmSemantics, AnIntegerThroughEightBitsIsNotRoundedAgain) {
   EXPECT_EQ(n, roundings(plain, &plain_assembly)) << assembly;
 }
 
+// fake_quantize's round trip, float(uint8(q + z)) - z of a rounded q and a clamped zero
+// point, is q saturated to [-z, 255 - z]: no vector subtraction of z nor conversion to
+// integers, the same bits as the interpreter (NaN, saturation both ways, -0 from small
+// negatives, zero points 0 to 255).
+TEST_F(LlvmSemantics, AQuantizationRoundTripIsOneSaturation) {
+  for (int zero : {0, 131, 255}) {
+    Var i("i");
+    Buffer x = make_buffer("x", DType::f32(), {Expr(64)});
+    Buffer zp = make_buffer("zp", DType::i32(), {Expr(1)});
+    Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+    const Expr z =
+        cast(DType::f32(), max(min(load(zp, {Expr(0)}), int_imm(DType::i32(), 255)), int_imm(DType::i32(), 0)));
+    const Expr q = call(MathFn::rint, {load(x, {i}) / Expr(0.25)});
+    const Expr fq = (cast(DType::f32(), cast(DType::u8(), q + z)) - z) * Expr(0.25);
+    const LoweredFunc f{"fq", {x, zp, out}, {2}, make_for(i, 0, 64, ForKind::Vectorized, make_store(out, {i}, fq))};
+    NDArray in(DType::f32(), {64}), zpa(DType::i32(), {1});
+    for (int k = 0; k < 64; ++k) in.as<float>()[k] = 1.37f * static_cast<float>(k) - 40.0f;
+    in.as<float>()[0] = NAN;
+    in.as<float>()[1] = INFINITY;
+    in.as<float>()[2] = -INFINITY;
+    in.as<float>()[3] = 0.125f;  // a tie: rounds to even
+    in.as<float>()[4] = -0.05f;  // rounds to -0
+    zpa.as<int32_t>()[0] = zero;
+    NDArray want, got;
+    LlvmSemantics::both(f, {in, zpa}, {64}, DType::f32(), &want, &got);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0) << "zero point " << zero;
+    EXPECT_EQ(want.as<float>()[0], -0.25f * static_cast<float>(zero));
+    EXPECT_EQ(want.as<float>()[1], 0.25f * static_cast<float>(255 - zero));
+    codegen::LlvmOptions keep;
+    keep.keep_asm = true;
+    const std::string assembly = codegen::compile_llvm(f, keep)->assembly();
+    for (const char* op : {"vsubps", "cvttps2dq", "cvtdq2ps"})
+      EXPECT_EQ(assembly.find(op), std::string::npos) << op << ":\n" << assembly;
+  }
+}
+
 // A kernel reading or writing 8-bit integers rounds each float operation as written (no
 // multiply-add fused where the graph rounds twice: the next quantization would see the
 // other side of a tie); a float32 kernel may fuse them.
