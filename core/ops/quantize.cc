@@ -37,6 +37,15 @@ int check_params(const Check& c, const Tensor& x, const Tensor& scale, const Ten
   return a;
 }
 
+// check_params for a quantization of a float32 x into [qmin, qmax].
+int check_quantization(const Check& c, const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis,
+                       int64_t qmin, int64_t qmax) {
+  c.that(x.dtype() == DType::f32(), "x", "must be float32, got " + x.dtype().str());
+  c.that(qmin <= qmax && qmin >= INT32_MIN && qmax <= INT32_MAX, "qmin",
+         "[" + std::to_string(qmin) + ", " + std::to_string(qmax) + "] is not an int32 range");
+  return check_params(c, x, scale, zero_point, axis);
+}
+
 }  // namespace
 
 DType quantized_type(int64_t qmin, int64_t qmax) {
@@ -48,10 +57,7 @@ DType quantized_type(int64_t qmin, int64_t qmax) {
 Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
                        int64_t qmax) {
   Check c("quantize_linear");
-  c.that(x.dtype() == DType::f32(), "x", "must be float32, got " + x.dtype().str());
-  c.that(qmin <= qmax && qmin >= INT32_MIN && qmax <= INT32_MAX, "qmin",
-         "[" + std::to_string(qmin) + ", " + std::to_string(qmax) + "] is not an int32 range");
-  const int a = check_params(c, x, scale, zero_point, axis);
+  const int a = check_quantization(c, x, scale, zero_point, axis, qmin, qmax);
   const DType f = DType::f32();
   const DType out = quantized_type(qmin, qmax);
   return te::compute(
@@ -93,10 +99,7 @@ Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zer
 Tensor fake_quantize(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis, int64_t qmin,
                      int64_t qmax) {
   Check c("fake_quantize");
-  c.that(x.dtype() == DType::f32(), "x", "must be float32, got " + x.dtype().str());
-  c.that(qmin <= qmax && qmin >= INT32_MIN && qmax <= INT32_MAX, "qmin",
-         "[" + std::to_string(qmin) + ", " + std::to_string(qmax) + "] is not an int32 range");
-  const int a = check_params(c, x, scale, zero_point, axis);
+  const int a = check_quantization(c, x, scale, zero_point, axis, qmin, qmax);
   const DType f = DType::f32(), i32 = DType::i32();
   return te::compute(
       "fake_quantize", x.shape(),
