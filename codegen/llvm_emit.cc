@@ -26,7 +26,6 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
-#include <limits>
 #include <functional>
 #include <map>
 #include <optional>
@@ -897,41 +896,9 @@ class Emitter {
     }
   }
 
-  // A bound on the magnitude of an integer-valued expression, infinity where none is
-  // known: constants, sums and differences, an integer clamped between two constants, and
-  // such values converted.
-  static double integer_bound(const Expr& e) {
-    constexpr double kNone = std::numeric_limits<double>::infinity();
-    switch (e.kind()) {
-      case ExprKind::FloatImm:
-        return e->fval == std::nearbyint(e->fval) ? std::fabs(e->fval) : kNone;
-      case ExprKind::IntImm:
-        return std::fabs(static_cast<double>(e->ival));
-      case ExprKind::Cast:
-        return e.dtype().is_float() && e->args[0].dtype().is_float() ? kNone : integer_bound(e->args[0]);
-      case ExprKind::Add:
-      case ExprKind::Sub:
-        return integer_bound(e->args[0]) + integer_bound(e->args[1]);
-      case ExprKind::Min:
-      case ExprKind::Max: {  // min(max(v, a), b) or max(min(v, b), a): within max(|a|, |b|)
-        const ExprKind other = e.kind() == ExprKind::Min ? ExprKind::Max : ExprKind::Min;
-        double best = kNone;
-        for (size_t k = 0; k < 2; ++k) {
-          const Expr& inner = e->args[k];
-          if (inner.kind() != other) continue;
-          const double outer = integer_bound(e->args[1 - k]);
-          const double in = std::min(integer_bound(inner->args[0]), integer_bound(inner->args[1]));
-          best = std::min(best, std::max(outer, in));
-        }
-        return best;
-      }
-      default:
-        return kNone;
-    }
-  }
-
-  // float(uint8(q + z)) - z of an integral q and an integer z of at most 2^20 (a value
-  // quantized and dequantized in one kernel, fake_quantize): q saturated to [-z, 255 - z]
+  // float(uint8(q + z)) - z of an integral q and an integer z that the arithmetic
+  // analyzer bounds by 2^20 (fake_quantize's clamped zero point), converted (a value
+  // quantized and dequantized in one kernel): q saturated to [-z, 255 - z]
   // as floats, exact (NaN to -z, as the cast takes it to 0). Null where e is not of
   // that form.
   llvm::Value* quantization_round_trip(const ExprNode& n) {
@@ -941,14 +908,18 @@ class Emitter {
     if (byte.kind() != ExprKind::Cast || byte.dtype() != DType::u8()) return nullptr;
     const Expr& sum = byte->args[0];
     if (sum.kind() != ExprKind::Add || sum.dtype() != n.dtype || !structural_equal(sum->args[1], n.args[1]) ||
-        !integral(sum->args[0]) || !(integer_bound(sum->args[1]) <= 1048576.0))
+        !integral(sum->args[0]))
+      return nullptr;
+    const Expr& z = sum->args[1];
+    if (z.kind() != ExprKind::Cast || !z->args[0].dtype().is_int() ||
+        !Analyzer().bound(z->args[0]).within(-(1 << 20), 1 << 20))
       return nullptr;
     llvm::Value* q = expr(sum->args[0]);
-    llvm::Value* z = expr(sum->args[1]);
-    unify(q, z);
-    llvm::Value* zero = llvm::ConstantFP::get(z->getType(), 0.0);
-    llvm::Value* lo = b_.CreateFSub(zero, z);  // +0 for z = 0, as 0 - z is
-    llvm::Value* hi = b_.CreateFSub(llvm::ConstantFP::get(z->getType(), 255.0), z);
+    llvm::Value* zv = expr(z);
+    unify(q, zv);
+    llvm::Value* zero = llvm::ConstantFP::get(zv->getType(), 0.0);
+    llvm::Value* lo = b_.CreateFSub(zero, zv);  // +0 for z = 0, as 0 - z is
+    llvm::Value* hi = b_.CreateFSub(llvm::ConstantFP::get(zv->getType(), 255.0), zv);
     // Ordered compares: NaN takes the lower bound. Adding +0 makes q's -0 (a small
     // negative rounded) the +0 that (q + z) - z is.
     llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(q, lo), q, lo);
