@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -37,6 +38,25 @@ constexpr size_t kDigest = 32;
 constexpr int64_t kAlign = 64;
 
 int64_t align_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// What follows a compiled network's header: machine code and weights, in order. A
+// weight that several buckets of a ranged network share is written once.
+struct Blob {
+  uint64_t size = 0;
+  std::vector<std::string_view> chunks;
+  std::map<const void*, uint64_t> weight_at;
+  uint64_t add(std::string_view b) {
+    chunks.push_back(b);
+    const uint64_t at = size;
+    size += b.size();
+    return at;
+  }
+  uint64_t add_weight(const NDArray& w) {
+    auto it = weight_at.find(w.data());
+    if (it != weight_at.end()) return it->second;
+    return weight_at[w.data()] = add(std::string_view(static_cast<const char*>(w.data()), w.nbytes()));
+  }
+};
 
 struct AlignedFree {
   void operator()(uint8_t* p) const { std::free(p); }
@@ -148,15 +168,30 @@ struct CompiledNetwork::Impl {
     return "";
   }
 
-  std::unique_ptr<uint8_t, AlignedFree> arena;
+  std::shared_ptr<uint8_t> arena;  // a ranged network's buckets share one
   std::vector<std::vector<void*>> step_ptrs;
+
+  // A network over ranges of shapes: its buckets (the fields above unused but the
+  // name, target, host, arch, accuracy and arena_bytes, the largest bucket's arena).
+  std::vector<CompiledNetwork> buckets;
+  ShapeRanges ranges;
+  std::vector<std::map<std::string, int64_t>> bucket_at;
+  bool is_ranged() const { return !buckets.empty(); }
+  // The header of the network's file (a bucket's, in a ranged network's file), its
+  // machine code and weights added to `blob`; and the network from such a header.
+  nlohmann::json header(Blob& blob) const;
+  void parse(const nlohmann::json& h, const std::string& data, size_t blob0, const std::string& path,
+             std::map<std::pair<uint64_t, uint64_t>, NDArray>& loaded);
+  // A ranged network's infos, bucket extents, shared weights and arena from its buckets
+  // (InternalError when the buckets do not match the ranges).
+  void assemble_ranged();
 
   void* ptr(int slot) {
     const Slot& s = slots[slot];
     return s.weight >= 0 ? weights[s.weight].data() : arena.get() + s.offset;
   }
-  // The arena and each launch's argument pointers, once.
-  void prepare() {
+  // The inputs' and outputs' infos from the slots.
+  void prepare_infos() {
     input_info.clear();
     output_info.clear();
     for (int s : input_slots) input_info.push_back(slots[s].info);
@@ -164,13 +199,23 @@ struct CompiledNetwork::Impl {
       output_info.push_back(slots[output_slots[i]].info);
       if (i < output_names.size() && !output_names[i].empty()) output_info.back().name = output_names[i];
     }
+  }
+  // The arena (`shared` when given: at least arena_bytes) and each launch's argument
+  // pointers, once.
+  void prepare(std::shared_ptr<uint8_t> shared = nullptr) {
+    prepare_infos();
     if (target == "cuda") return;  // device memory on the first run
     // aligned_alloc takes a multiple of the alignment.
     const size_t arena_alloc =
         static_cast<size_t>((std::max<int64_t>(arena_bytes, kAlign) + kAlign - 1) / kAlign * kAlign);
-    arena.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, arena_alloc)));
-    if (!arena) throw RuntimeError("cannot allocate the network's " + std::to_string(arena_bytes) + "-byte arena");
-    std::memset(arena.get(), 0, static_cast<size_t>(arena_bytes));
+    if (shared) {
+      arena = std::move(shared);
+    } else {
+      auto* a = static_cast<uint8_t*>(std::aligned_alloc(kAlign, arena_alloc));
+      if (!a) throw RuntimeError("cannot allocate the network's " + std::to_string(arena_bytes) + "-byte arena");
+      std::memset(a, 0, static_cast<size_t>(arena_bytes));
+      arena = std::shared_ptr<uint8_t>(a, AlignedFree());
+    }
     step_ptrs.clear();
     for (const Step& s : steps) {
       std::vector<void*> p;
@@ -412,8 +457,181 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   return net;
 }
 
+namespace {
+
+// The extent of each ranged dimension in a call on `inputs` (checked: count, dtypes,
+// ranks, fixed extents, one extent per dimension, inside its range).
+std::map<std::string, int64_t> call_extents(const std::string& name, const ShapeRanges& r,
+                                            const std::vector<TensorInfo>& infos, const std::vector<NDArray>& inputs) {
+  if (inputs.size() != infos.size())
+    throw Error("network '" + name + "' takes " + std::to_string(infos.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  std::map<std::string, int64_t> v;
+  std::map<std::string, std::string> from;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo& t = infos[i];
+    const std::vector<int64_t>& got = inputs[i].shape();
+    std::string want = t.dtype.str() + " [";
+    for (size_t a = 0; a < t.shape.size(); ++a)
+      want += (a ? ", " : "") + (t.axis_dims[a].empty() ? std::to_string(t.shape[a]) : t.axis_dims[a]);
+    want += "]";
+    if (inputs[i].dtype() != t.dtype || got.size() != t.shape.size())
+      throw Error("input '" + t.name + "' expects " + want + ", got " + inputs[i].dtype().str() + " " + shape_str(got));
+    for (size_t a = 0; a < got.size(); ++a) {
+      const std::string& d = t.axis_dims[a];
+      if (d.empty()) {
+        if (got[a] != t.shape[a])
+          throw Error("input '" + t.name + "' expects " + want + ", got " + inputs[i].dtype().str() + " " +
+                      shape_str(got) + " (axis " + std::to_string(a) + " is fixed)");
+        continue;
+      }
+      auto [it, fresh] = v.emplace(d, got[a]);
+      if (fresh) from[d] = t.name;
+      else if (it->second != got[a])
+        throw Error("'" + d + "' is " + std::to_string(it->second) + " in input '" + from[d] + "' and " +
+                    std::to_string(got[a]) + " in input '" + t.name + "'");
+    }
+  }
+  for (const graph::DimRange& d : r.dims) {
+    const int64_t x = v.at(d.name);
+    if (x < d.lo || x > d.hi)
+      throw Error("input '" + from[d.name] + "': '" + d.name + "' = " + std::to_string(x) +
+                  " is outside the range the network was compiled for, " + std::to_string(d.lo) + ".." +
+                  std::to_string(d.hi));
+  }
+  return v;
+}
+
+}  // namespace
+
+bool CompiledNetwork::is_ranged() const { return impl_->is_ranged(); }
+const ShapeRanges& CompiledNetwork::ranges() const { return impl_->ranges; }
+int CompiledNetwork::buckets() const { return impl_->is_ranged() ? static_cast<int>(impl_->buckets.size()) : 1; }
+CompiledNetwork& CompiledNetwork::bucket(int i) {
+  if (!impl_->is_ranged() || i < 0 || i >= buckets()) throw InternalError("bucket " + std::to_string(i) + " of none");
+  return impl_->buckets[static_cast<size_t>(i)];
+}
+std::map<std::string, int64_t> CompiledNetwork::bucket_extents(int i) const {
+  if (!impl_->is_ranged()) return {};
+  return impl_->bucket_at.at(static_cast<size_t>(i));
+}
+
+int CompiledNetwork::dispatch(const std::vector<NDArray>& inputs, std::vector<NDArray>* bucket_inputs) const {
+  const Impl& m = *impl_;
+  if (!m.is_ranged()) {
+    if (bucket_inputs) *bucket_inputs = inputs;
+    return 0;
+  }
+  const std::map<std::string, int64_t> v = call_extents(m.name, m.ranges, m.input_info, inputs);
+  // The least bucket holding the call: every extent >= the call's, the fewest positions.
+  int best = -1;
+  double best_size = 0;
+  for (size_t b = 0; b < m.buckets.size(); ++b) {
+    double size = 1;
+    bool holds = true;
+    for (const auto& [d, x] : v) {
+      const int64_t e = m.bucket_at[b].at(d);
+      holds = holds && e >= x;
+      size *= static_cast<double>(e);
+    }
+    if (holds && (best < 0 || size < best_size)) best = static_cast<int>(b), best_size = size;
+  }
+  if (best < 0) throw InternalError("dispatch: no bucket holds the call");
+  if (bucket_inputs) {
+    const CompiledNetwork& bn = m.buckets[static_cast<size_t>(best)];
+    bucket_inputs->clear();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      bucket_inputs->push_back(graph::pad_array(inputs[i], bn.inputs()[i].shape));
+    for (const std::string& d : m.ranges.masks) {
+      bucket_inputs->push_back(graph::padding_mask(m.bucket_at[static_cast<size_t>(best)].at(d), v.at(d)));
+    }
+  }
+  return best;
+}
+
+CompiledNetwork CompiledNetwork::ranged(std::vector<CompiledNetwork> buckets, const ShapeRanges& ranges) {
+  if (buckets.empty()) throw InternalError("ranged: no bucket");
+  CompiledNetwork net;
+  Impl& m = *net.impl_;
+  const Impl& top = *buckets.back().impl_;
+  m.name = top.name;
+  m.target = top.target;
+  m.host = top.host;
+  m.arch = top.arch;
+  m.ranges = ranges;
+  m.buckets = std::move(buckets);
+  m.assemble_ranged();
+  return net;
+}
+
+void CompiledNetwork::Impl::assemble_ranged() {
+  Impl& m = *this;
+  const ShapeRanges& r = m.ranges;
+  const size_t n_in = r.input_axes.size();
+  graph::ConstantPool pool;
+  m.arena_bytes = 0;
+  m.bucket_at.clear();
+  for (CompiledNetwork& b : m.buckets) {
+    Impl& bi = *b.impl_;
+    if (bi.is_ranged() || bi.target != m.target || bi.host != m.host || bi.arch != m.arch)
+      throw InternalError("ranged: a bucket of another target, or itself ranged");
+    if (bi.input_info.size() != n_in + r.masks.size() || bi.output_info.size() != r.output_axes.size())
+      throw InternalError("ranged: a bucket's inputs or outputs do not match the ranges");
+    std::map<std::string, int64_t> at;
+    for (size_t i = 0; i < n_in; ++i) {
+      const std::vector<int64_t>& shape = bi.input_info[i].shape;
+      if (shape.size() != r.input_axes[i].size()) throw InternalError("ranged: an input's rank differs from its axes'");
+      for (size_t a = 0; a < shape.size(); ++a) {
+        const std::string& d = r.input_axes[i][a];
+        if (d.empty()) continue;
+        auto [it, fresh] = at.emplace(d, shape[a]);
+        if (!fresh && it->second != shape[a]) throw InternalError("ranged: a bucket's inputs disagree on '" + d + "'");
+      }
+    }
+    for (const graph::DimRange& d : r.dims)
+      if (!at.count(d.name)) throw InternalError("ranged: no input carries '" + d.name + "'");
+    for (size_t k = 0; k < r.masks.size(); ++k)
+      if (bi.input_info[n_in + k].shape != std::vector<int64_t>{at.at(r.masks[k])} ||
+          bi.input_info[n_in + k].dtype != DType::f32())
+        throw InternalError("ranged: a bucket's mask of '" + r.masks[k] + "' has the wrong shape");
+    for (size_t o = 0; o < r.output_axes.size(); ++o)
+      if (bi.output_info[o].shape.size() != r.output_axes[o].size())
+        throw InternalError("ranged: an output's rank differs from its axes'");
+    m.bucket_at.push_back(at);
+    for (NDArray& w : bi.weights) pool.share(w);
+    m.arena_bytes = std::max(m.arena_bytes, bi.arena_bytes);
+  }
+  // One arena, the largest bucket's; each bucket's pointers again (its weights shared).
+  if (m.target == "llvm") {
+    const size_t alloc = static_cast<size_t>(align_up(std::max<int64_t>(m.arena_bytes, kAlign)));
+    auto* a = static_cast<uint8_t*>(std::aligned_alloc(kAlign, alloc));
+    if (!a) throw RuntimeError("cannot allocate the network's " + std::to_string(m.arena_bytes) + "-byte arena");
+    std::memset(a, 0, alloc);
+    std::shared_ptr<uint8_t> arena(a, AlignedFree());
+    for (CompiledNetwork& b : m.buckets) b.impl_->prepare(arena);
+  }
+  const Impl& top = *m.buckets.back().impl_;
+  m.input_info.assign(top.input_info.begin(), top.input_info.begin() + static_cast<std::ptrdiff_t>(n_in));
+  for (size_t i = 0; i < n_in; ++i) m.input_info[i].axis_dims = r.input_axes[i];
+  m.output_info = top.output_info;
+  for (size_t o = 0; o < m.output_info.size(); ++o) m.output_info[o].axis_dims = r.output_axes[o];
+}
+
 std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
   Impl& m = *impl_;
+  if (m.is_ranged()) {
+    std::vector<NDArray> in;
+    const int b = dispatch(inputs, &in);
+    const std::map<std::string, int64_t> v = call_extents(m.name, m.ranges, m.input_info, inputs);
+    std::vector<NDArray> out = m.buckets[static_cast<size_t>(b)].run(in);
+    for (size_t o = 0; o < out.size(); ++o) {
+      std::vector<int64_t> shape = out[o].shape();
+      for (size_t a = 0; a < shape.size(); ++a)
+        if (!m.ranges.output_axes[o][a].empty()) shape[a] = v.at(m.ranges.output_axes[o][a]);
+      out[o] = graph::cut_array(out[o], shape);
+    }
+    return out;
+  }
   if (inputs.size() != m.input_slots.size())
     throw Error("network '" + m.name + "' takes " + std::to_string(m.input_slots.size()) + " inputs, got " +
                 std::to_string(inputs.size()));
@@ -470,6 +688,11 @@ Timing CompiledNetwork::time(const std::vector<NDArray>& inputs, const TimingOpt
 
 NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int rounds) {
   Impl& m = *impl_;
+  if (m.is_ranged()) {
+    std::vector<NDArray> in;
+    const int b = dispatch(inputs, &in);
+    return m.buckets[static_cast<size_t>(b)].profile(in, rounds);
+  }
   if (m.target != "llvm")
     throw Error("basin profile times CPU networks only; '" + m.name + "' is compiled for " + m.target);
   if (rounds < 1) throw Error("profile: rounds must be at least 1, got " + std::to_string(rounds));
@@ -516,6 +739,7 @@ NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int 
 const std::string& CompiledNetwork::name() const { return impl_->name; }
 int CompiledNetwork::kernels_of_precision(const std::string& precision) const {
   int n = 0;
+  for (const CompiledNetwork& b : impl_->buckets) n += b.kernels_of_precision(precision);
   for (const auto& k : impl_->kernels) n += k.precision == precision;
   return n;
 }
@@ -525,21 +749,38 @@ const std::string& CompiledNetwork::cuda_arch() const { return impl_->arch; }
 std::string CompiledNetwork::compiled_for_cpu() const { return llvm_cpu_name(impl_->host); }
 const std::vector<TensorInfo>& CompiledNetwork::inputs() const { return impl_->input_info; }
 const std::vector<TensorInfo>& CompiledNetwork::outputs() const { return impl_->output_info; }
-int CompiledNetwork::kernels() const { return static_cast<int>(impl_->kernels.size()); }
-int CompiledNetwork::launches() const { return static_cast<int>(impl_->steps.size()); }
+int CompiledNetwork::kernels() const {
+  int n = static_cast<int>(impl_->kernels.size());
+  for (const CompiledNetwork& b : impl_->buckets) n += b.kernels();
+  return n;
+}
+int CompiledNetwork::launches() const {
+  return impl_->is_ranged() ? impl_->buckets.back().launches() : static_cast<int>(impl_->steps.size());
+}
 int64_t CompiledNetwork::arena_bytes() const { return impl_->arena_bytes; }
-int CompiledNetwork::packed_weights() const { return impl_->packed_weights; }
+int CompiledNetwork::packed_weights() const {
+  return impl_->is_ranged() ? impl_->buckets.back().packed_weights() : impl_->packed_weights;
+}
 const Accuracy& CompiledNetwork::accuracy() const { return impl_->accuracy; }
 void CompiledNetwork::set_accuracy(const Accuracy& a) { impl_->accuracy = a; }
-int64_t CompiledNetwork::tensor_bytes() const { return impl_->tensor_bytes; }
+int64_t CompiledNetwork::tensor_bytes() const {
+  return impl_->is_ranged() ? impl_->buckets.back().tensor_bytes() : impl_->tensor_bytes;
+}
 int64_t CompiledNetwork::weight_bytes() const {
+  // Weights that buckets share counted once.
+  std::set<const void*> seen;
   int64_t b = 0;
-  for (const NDArray& w : impl_->weights) b += static_cast<int64_t>(w.nbytes());
+  auto add = [&](const std::vector<NDArray>& ws) {
+    for (const NDArray& w : ws)
+      if (seen.insert(w.data()).second) b += static_cast<int64_t>(w.nbytes());
+  };
+  add(impl_->weights);
+  for (const CompiledNetwork& n : impl_->buckets) add(n.impl_->weights);
   return b;
 }
 
-void CompiledNetwork::save(const std::string& path, const std::vector<std::string>& inputs) const {
-  const Impl& m = *impl_;
+nlohmann::json CompiledNetwork::Impl::header(Blob& blob) const {
+  const Impl& m = *this;
   nlohmann::json h;
   h["version"] = 2;
   h["name"] = m.name;
@@ -555,13 +796,21 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
                      {"max_abs", m.accuracy.max_abs},
                      {"top1_agree", m.accuracy.top1_agree},
                      {"top1_rows", m.accuracy.top1_rows}};
-  int64_t blob = 0;
+  if (m.is_ranged()) {
+    nlohmann::json dims = nlohmann::json::array();
+    for (const graph::DimRange& d : m.ranges.dims) dims.push_back({{"name", d.name}, {"lo", d.lo}, {"hi", d.hi}});
+    h["ranges"] = {{"dims", dims},
+                   {"input_axes", m.ranges.input_axes},
+                   {"output_axes", m.ranges.output_axes},
+                   {"masks", m.ranges.masks}};
+    h["buckets"] = nlohmann::json::array();
+    for (const CompiledNetwork& b : m.buckets) h["buckets"].push_back(b.impl_->header(blob));
+    return h;
+  }
   // The machine code: each kernel's object (llvm), or the one cubin (cuda).
-  auto code = [&](const Impl::Kernel& k) -> const std::string& { return k.k->object(); };
   h["kernels"] = nlohmann::json::array();
   if (m.target == "cuda") {
-    h["cubin"] = {{"offset", blob}, {"size", m.cubin.size()}};
-    blob += static_cast<int64_t>(m.cubin.size());
+    h["cubin"] = {{"offset", blob.add(m.cubin)}, {"size", m.cubin.size()}};
     for (const auto& k : m.kernels)
       h["kernels"].push_back({{"label", k.label},
                               {"task_key", k.task_key},
@@ -572,20 +821,17 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
                               {"block", {k.launch.block[0], k.launch.block[1], k.launch.block[2]}}});
   } else {
     for (const auto& k : m.kernels) {
+      const std::string& code = k.k->object();
       h["kernels"].push_back({{"label", k.label},
                               {"task_key", k.task_key},
                               {"flops", k.flops},
                               {"precision", k.precision},
-                              {"offset", blob},
-                              {"size", code(k).size()}});
-      blob += static_cast<int64_t>(code(k).size());
+                              {"offset", blob.add(code)},
+                              {"size", code.size()}});
     }
   }
   h["weights"] = nlohmann::json::array();
-  for (const NDArray& w : m.weights) {
-    h["weights"].push_back({{"offset", blob}, {"size", w.nbytes()}});
-    blob += static_cast<int64_t>(w.nbytes());
-  }
+  for (const NDArray& w : m.weights) h["weights"].push_back({{"offset", blob.add_weight(w)}, {"size", w.nbytes()}});
   for (const auto& s : m.slots) {
     h["slots"].push_back({{"name", s.info.name},
                           {"dtype", s.info.dtype.str()},
@@ -605,26 +851,25 @@ void CompiledNetwork::save(const std::string& path, const std::vector<std::strin
   h["output_names"] = m.output_names;
   h["steps"] = nlohmann::json::array();
   for (const auto& s : m.steps) h["steps"].push_back({{"kernel", s.kernel}, {"args", s.args}});
-  std::string text = h.dump();
+  return h;
+}
+
+void CompiledNetwork::save(const std::string& path, const std::vector<std::string>& inputs) const {
+  Blob blob;
+  const std::string text = impl_->header(blob).dump();
   write_output_file(
       path,
       [&](OutputFile& f) {
         uint64_t n = text.size();
         Sha256 sum;
         sum.update(text);
-        if (m.target == "cuda") sum.update(m.cubin);
-        else
-          for (const auto& k : m.kernels) sum.update(code(k));
-        for (const NDArray& w : m.weights) sum.update(w.data(), w.nbytes());
+        for (std::string_view c : blob.chunks) sum.update(c.data(), c.size());
         const std::array<uint8_t, 32> digest = sum.digest();
         f.write(kMagic, sizeof kMagic - 1);
         f.write(&n, sizeof n);
         f.write(digest.data(), digest.size());
         f.write(text);
-        if (m.target == "cuda") f.write(m.cubin);
-        else
-          for (const auto& k : m.kernels) f.write(code(k));
-        for (const NDArray& w : m.weights) f.write(w.data(), w.nbytes());
+        for (std::string_view c : blob.chunks) f.write(c.data(), c.size());
       },
       inputs);
 }
@@ -637,6 +882,168 @@ bool CompiledNetwork::is_compiled_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return f.read(head.data(), static_cast<std::streamsize>(n)) && head.compare(0, 8, "BASINNET") == 0 &&
          std::isdigit(static_cast<unsigned char>(head[8])) && head[9] == '\n';
+}
+
+namespace {
+
+Accuracy accuracy_from(const nlohmann::json& a) {
+  Accuracy r;
+  r.measured = true;
+  r.note = a.at("note").get<std::string>();
+  r.max_rel = a.at("max_rel").get<double>();
+  r.max_abs = a.at("max_abs").get<double>();
+  r.top1_agree = a.at("top1_agree").get<int>();
+  r.top1_rows = a.at("top1_rows").get<int>();
+  return r;
+}
+
+}  // namespace
+
+void CompiledNetwork::Impl::parse(const nlohmann::json& h, const std::string& data, size_t blob0,
+                                  const std::string& path, std::map<std::pair<uint64_t, uint64_t>, NDArray>& loaded) {
+  Impl& m = *this;
+  std::vector<bool> named;  // per weight: whether a tensor is stored in it
+  if (h.at("version").get<int>() != 2) throw ParseError("'" + path + "': unsupported version");
+  m.name = h.at("name").get<std::string>();
+  m.target = h.value("target", "llvm");
+  m.host = h.at("host_cpu").get<std::string>();
+  m.arch = h.value("arch", "");
+  if (m.target != "llvm" && m.target != "cuda") throw ParseError("'" + path + "': unknown target '" + m.target + "'");
+  // Machine code for another CPU runs here when it uses no feature this process's
+  // kernels may not (a network compiled under BASIN_VECTOR_ISA=avx2 runs on the
+  // AVX-512 CPU it was compiled on; one from an AVX-512 machine does not run on AVX2).
+  const std::string here = m.target == "llvm" ? llvm_host_cpu() : "";
+  if (m.target == "llvm" && m.host != here) {
+    const std::vector<std::string> missing = missing_cpu_features(m.host);
+    if (!missing.empty()) {
+      std::string names;
+      for (const std::string& f : missing) names += (names.empty() ? "" : ", ") + f;
+      throw Error("'" + path + "' was compiled for CPU '" + llvm_cpu_name(m.host) + "' with instructions this one ('" +
+                  llvm_cpu_name(here) + "'" +
+                  (this_host().vector_isa != cpu_vector_isa() ? ", BASIN_VECTOR_ISA=" + this_host().vector_isa : "") +
+                  ") may not use (" + names + "): compile it again here");
+    }
+  }
+  m.arena_bytes = h.at("arena_bytes").get<int64_t>();
+  if (m.arena_bytes < 0 || m.arena_bytes > max_tensor_bytes())
+    throw ParseError("'" + path + "': an arena of " + std::to_string(m.arena_bytes) + " bytes");
+  m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
+  m.packed_weights = h.value("packed_weights", 0);
+  if (h.contains("accuracy")) m.accuracy = accuracy_from(h.at("accuracy"));
+  auto bytes = [&](const nlohmann::json& j) {
+    uint64_t off = j.at("offset").get<uint64_t>(), size = j.at("size").get<uint64_t>();
+    if (off > data.size() - blob0 || size > data.size() - blob0 - off) throw ParseError("'" + path + "' is truncated");
+    return std::pair<size_t, size_t>(blob0 + off, size);
+  };
+  auto params_of = [&](const nlohmann::json& k) {
+    std::vector<std::pair<DType, int64_t>> ps;
+    for (const auto& p : k.at("params")) {
+      const int64_t b = p.at(1).get<int64_t>();
+      if (b < 0) throw ParseError("'" + path + "': a kernel parameter of negative size");
+      ps.push_back({DType::parse(p.at(0).get<std::string>()), b});
+    }
+    return ps;
+  };
+  if (m.target == "cuda") {
+    auto [off, size] = bytes(h.at("cubin"));
+    m.cubin = data.substr(off, size);
+    for (const auto& k : h.at("kernels")) {
+      GpuLaunch l;
+      auto grid = k.at("grid").get<std::vector<int64_t>>(), block = k.at("block").get<std::vector<int64_t>>();
+      if (grid.size() != 3 || block.size() != 3) throw ParseError("'" + path + "': a kernel's launch is malformed");
+      for (int d = 0; d < 3; ++d) {
+        l.grid[d] = grid[d];
+        l.block[d] = block[d];
+      }
+      m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
+                           k.at("name").get<std::string>(), l, k.value("flops", 0.0), params_of(k),
+                           k.value("precision", "f32")});
+    }
+  } else {
+    for (const auto& k : h.at("kernels")) {
+      auto [off, size] = bytes(k);
+      m.kernels.push_back({k.at("label").get<std::string>(),
+                           k.at("task_key").get<std::string>(),
+                           load_llvm_object(data.substr(off, size)),
+                           "",
+                           {},
+                           k.value("flops", 0.0),
+                           params_of(k),
+                           k.value("precision", "f32")});
+    }
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> wb;
+  for (const auto& w : h.at("weights")) wb.push_back(bytes(w));
+  named.assign(wb.size(), false);
+  for (const auto& s : h.at("slots")) {
+    Impl::Slot sl;
+    sl.info = {s.at("name").get<std::string>(), DType::parse(s.at("dtype").get<std::string>()),
+               s.at("shape").get<std::vector<int64_t>>(), s.value("index_bound", int64_t{0}),
+               s.value("divisor", false)};
+    sl.weight = s.at("weight").get<int>();
+    sl.offset = s.at("offset").get<int64_t>();
+    // Sizes from the file are bounded before any arithmetic on them.
+    int64_t size = sl.info.dtype.bytes();
+    for (int64_t e : sl.info.shape) {
+      if (e < 0 || (e > 0 && size > (int64_t{1} << 50) / e))
+        throw ParseError("'" + path + "': tensor '" + sl.info.name + "' has an invalid shape " +
+                         shape_str(sl.info.shape));
+      size *= e;
+    }
+    // Kernels may move 64 and 128 bits at a time (a GPU's vector accesses need them
+    // aligned): every arena tensor starts at a multiple of kAlign, as the plan lays it.
+    if (sl.weight < 0 && sl.offset % kAlign != 0)
+      throw ParseError("'" + path + "': tensor '" + sl.info.name + "' is not aligned to " + std::to_string(kAlign) +
+                       " bytes in the arena (offset " + std::to_string(sl.offset) + ")");
+    // (offset > arena - bytes, not offset + bytes > arena: a sum near 2^63 would wrap)
+    if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
+        (sl.weight < 0 && (sl.bytes() > m.arena_bytes || sl.offset > m.arena_bytes - sl.bytes())))
+      throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");
+    if (sl.weight >= 0) {
+      if (m.weights.empty()) m.weights.resize(wb.size());
+      // Bytes that buckets share: one array.
+      auto it = loaded.find(wb[sl.weight]);
+      if (it == loaded.end() || it->second.dtype() != sl.info.dtype || it->second.shape() != sl.info.shape) {
+        NDArray fresh(sl.info.dtype, sl.info.shape);
+        if (fresh.nbytes() != wb[sl.weight].second)
+          throw ParseError("'" + path + "': weight '" + sl.info.name + "' has the wrong size");
+        std::memcpy(fresh.data(), data.data() + wb[sl.weight].first, fresh.nbytes());
+        it = loaded.insert_or_assign(wb[sl.weight], fresh).first;
+      }
+      const NDArray& a = it->second;
+      m.weights[sl.weight] = a;
+      named[static_cast<size_t>(sl.weight)] = true;
+    }
+    m.slots.push_back(std::move(sl));
+  }
+  auto check_slot = [&](int s) {
+    if (s < 0 || s >= static_cast<int>(m.slots.size()))
+      throw ParseError("'" + path + "': a tensor index is out of range");
+    return s;
+  };
+  for (int s : h.at("inputs").get<std::vector<int>>()) m.input_slots.push_back(check_slot(s));
+  for (int s : h.at("outputs").get<std::vector<int>>()) m.output_slots.push_back(check_slot(s));
+  if (h.contains("output_names")) {  // files written before outputs kept their names have none
+    const auto& names = h.at("output_names");
+    if (!names.is_array() || names.size() != m.output_slots.size())
+      throw ParseError("'" + path + "': the output names do not match the outputs");
+    for (const auto& n : names) {
+      if (!n.is_string()) throw ParseError("'" + path + "': an output name is not a string");
+      m.output_names.push_back(n.get<std::string>());
+    }
+  }
+  for (const auto& s : h.at("steps")) {
+    Impl::Step st;
+    st.kernel = s.at("kernel").get<int>();
+    if (st.kernel < 0 || st.kernel >= static_cast<int>(m.kernels.size()))
+      throw ParseError("'" + path + "': bad kernel index");
+    for (int a : s.at("args").get<std::vector<int>>()) st.args.push_back(check_slot(a));
+    m.steps.push_back(std::move(st));
+  }
+  if (std::find(named.begin(), named.end(), false) != named.end())
+    throw ParseError("'" + path + "': a weight no tensor names");
+  const std::string bad = m.invalid_step();
+  if (!bad.empty()) throw ParseError("'" + path + "': " + bad);
 }
 
 CompiledNetwork CompiledNetwork::load(const std::string& path) {
@@ -656,157 +1063,47 @@ CompiledNetwork CompiledNetwork::load(const std::string& path) {
   const size_t blob0 = head + n;
   CompiledNetwork net;
   Impl& m = *net.impl_;
-  std::vector<bool> named;  // per weight: whether a tensor is stored in it
+  std::map<std::pair<uint64_t, uint64_t>, NDArray> loaded;
   try {
     nlohmann::json h = nlohmann::json::parse(data.substr(head, n));
-    if (h.at("version").get<int>() != 2) throw ParseError("'" + path + "': unsupported version");
-    m.name = h.at("name").get<std::string>();
-    m.target = h.value("target", "llvm");
-    m.host = h.at("host_cpu").get<std::string>();
-    m.arch = h.value("arch", "");
-    if (m.target != "llvm" && m.target != "cuda") throw ParseError("'" + path + "': unknown target '" + m.target + "'");
-    // Machine code for another CPU runs here when it uses no feature this process's
-    // kernels may not (a network compiled under BASIN_VECTOR_ISA=avx2 runs on the
-    // AVX-512 CPU it was compiled on; one from an AVX-512 machine does not run on AVX2).
-    const std::string here = m.target == "llvm" ? llvm_host_cpu() : "";
-    if (m.target == "llvm" && m.host != here) {
-      const std::vector<std::string> missing = missing_cpu_features(m.host);
-      if (!missing.empty()) {
-        std::string names;
-        for (const std::string& f : missing) names += (names.empty() ? "" : ", ") + f;
-        throw Error("'" + path + "' was compiled for CPU '" + llvm_cpu_name(m.host) +
-                    "' with instructions this one ('" + llvm_cpu_name(here) + "'" +
-                    (this_host().vector_isa != cpu_vector_isa() ? ", BASIN_VECTOR_ISA=" + this_host().vector_isa : "") +
-                    ") may not use (" + names + "): compile it again here");
-      }
-    }
-    m.arena_bytes = h.at("arena_bytes").get<int64_t>();
-    if (m.arena_bytes < 0 || m.arena_bytes > max_tensor_bytes())
-      throw ParseError("'" + path + "': an arena of " + std::to_string(m.arena_bytes) + " bytes");
-    m.tensor_bytes = h.at("tensor_bytes").get<int64_t>();
-    m.packed_weights = h.value("packed_weights", 0);
-    if (h.contains("accuracy")) {
-      const nlohmann::json& a = h.at("accuracy");
-      m.accuracy.measured = true;
-      m.accuracy.note = a.at("note").get<std::string>();
-      m.accuracy.max_rel = a.at("max_rel").get<double>();
-      m.accuracy.max_abs = a.at("max_abs").get<double>();
-      m.accuracy.top1_agree = a.at("top1_agree").get<int>();
-      m.accuracy.top1_rows = a.at("top1_rows").get<int>();
-    }
-    auto bytes = [&](const nlohmann::json& j) {
-      uint64_t off = j.at("offset").get<uint64_t>(), size = j.at("size").get<uint64_t>();
-      if (off > data.size() - blob0 || size > data.size() - blob0 - off)
-        throw ParseError("'" + path + "' is truncated");
-      return std::pair<size_t, size_t>(blob0 + off, size);
-    };
-    auto params_of = [&](const nlohmann::json& k) {
-      std::vector<std::pair<DType, int64_t>> ps;
-      for (const auto& p : k.at("params")) {
-        const int64_t b = p.at(1).get<int64_t>();
-        if (b < 0) throw ParseError("'" + path + "': a kernel parameter of negative size");
-        ps.push_back({DType::parse(p.at(0).get<std::string>()), b});
-      }
-      return ps;
-    };
-    if (m.target == "cuda") {
-      auto [off, size] = bytes(h.at("cubin"));
-      m.cubin = data.substr(off, size);
-      for (const auto& k : h.at("kernels")) {
-        GpuLaunch l;
-        auto grid = k.at("grid").get<std::vector<int64_t>>(), block = k.at("block").get<std::vector<int64_t>>();
-        if (grid.size() != 3 || block.size() != 3) throw ParseError("'" + path + "': a kernel's launch is malformed");
-        for (int d = 0; d < 3; ++d) {
-          l.grid[d] = grid[d];
-          l.block[d] = block[d];
-        }
-        m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
-                             k.at("name").get<std::string>(), l, k.value("flops", 0.0), params_of(k),
-                             k.value("precision", "f32")});
-      }
+    if (!h.contains("buckets")) {
+      m.parse(h, data, blob0, path, loaded);
     } else {
-      for (const auto& k : h.at("kernels")) {
-        auto [off, size] = bytes(k);
-        m.kernels.push_back({k.at("label").get<std::string>(),
-                             k.at("task_key").get<std::string>(),
-                             load_llvm_object(data.substr(off, size)),
-                             "",
-                             {},
-                             k.value("flops", 0.0),
-                             params_of(k),
-                             k.value("precision", "f32")});
+      if (h.at("version").get<int>() != 2) throw ParseError("'" + path + "': unsupported version");
+      m.name = h.at("name").get<std::string>();
+      m.target = h.value("target", "llvm");
+      m.host = h.at("host_cpu").get<std::string>();
+      m.arch = h.value("arch", "");
+      if (h.contains("accuracy")) m.accuracy = accuracy_from(h.at("accuracy"));
+      const nlohmann::json& r = h.at("ranges");
+      for (const auto& d : r.at("dims")) {
+        graph::DimRange dr{d.at("name").get<std::string>(), d.at("lo").get<int64_t>(), d.at("hi").get<int64_t>()};
+        if (dr.lo < 1 || dr.hi < dr.lo) throw ParseError("'" + path + "': the range of '" + dr.name + "' is empty");
+        m.ranges.dims.push_back(dr);
       }
-    }
-    std::vector<std::pair<size_t, size_t>> wb;
-    for (const auto& w : h.at("weights")) wb.push_back(bytes(w));
-    named.assign(wb.size(), false);
-    for (const auto& s : h.at("slots")) {
-      Impl::Slot sl;
-      sl.info = {s.at("name").get<std::string>(), DType::parse(s.at("dtype").get<std::string>()),
-                 s.at("shape").get<std::vector<int64_t>>(), s.value("index_bound", int64_t{0}),
-                 s.value("divisor", false)};
-      sl.weight = s.at("weight").get<int>();
-      sl.offset = s.at("offset").get<int64_t>();
-      // Sizes from the file are bounded before any arithmetic on them.
-      int64_t size = sl.info.dtype.bytes();
-      for (int64_t e : sl.info.shape) {
-        if (e < 0 || (e > 0 && size > (int64_t{1} << 50) / e))
-          throw ParseError("'" + path + "': tensor '" + sl.info.name + "' has an invalid shape " +
-                           shape_str(sl.info.shape));
-        size *= e;
+      m.ranges.input_axes = r.at("input_axes").get<std::vector<std::vector<std::string>>>();
+      m.ranges.output_axes = r.at("output_axes").get<std::vector<std::vector<std::string>>>();
+      m.ranges.masks = r.at("masks").get<std::vector<std::string>>();
+      for (const auto& bj : h.at("buckets")) {
+        CompiledNetwork b;
+        b.impl_->parse(bj, data, blob0, path, loaded);
+        b.impl_->prepare_infos();
+        m.buckets.push_back(std::move(b));
       }
-      // Kernels may move 64 and 128 bits at a time (a GPU's vector accesses need them
-      // aligned): every arena tensor starts at a multiple of kAlign, as the plan lays it.
-      if (sl.weight < 0 && sl.offset % kAlign != 0)
-        throw ParseError("'" + path + "': tensor '" + sl.info.name + "' is not aligned to " + std::to_string(kAlign) +
-                         " bytes in the arena (offset " + std::to_string(sl.offset) + ")");
-      // (offset > arena - bytes, not offset + bytes > arena: a sum near 2^63 would wrap)
-      if (sl.weight >= static_cast<int>(wb.size()) || sl.offset < 0 ||
-          (sl.weight < 0 && (sl.bytes() > m.arena_bytes || sl.offset > m.arena_bytes - sl.bytes())))
-        throw ParseError("'" + path + "': tensor '" + sl.info.name + "' lies outside its storage");
-      if (sl.weight >= 0) {
-        if (m.weights.empty()) m.weights.resize(wb.size());
-        NDArray a(sl.info.dtype, sl.info.shape);
-        if (a.nbytes() != wb[sl.weight].second)
-          throw ParseError("'" + path + "': weight '" + sl.info.name + "' has the wrong size");
-        std::memcpy(a.data(), data.data() + wb[sl.weight].first, a.nbytes());
-        m.weights[sl.weight] = std::move(a);
-        named[static_cast<size_t>(sl.weight)] = true;
-      }
-      m.slots.push_back(std::move(sl));
-    }
-    auto check_slot = [&](int s) {
-      if (s < 0 || s >= static_cast<int>(m.slots.size()))
-        throw ParseError("'" + path + "': a tensor index is out of range");
-      return s;
-    };
-    for (int s : h.at("inputs").get<std::vector<int>>()) m.input_slots.push_back(check_slot(s));
-    for (int s : h.at("outputs").get<std::vector<int>>()) m.output_slots.push_back(check_slot(s));
-    if (h.contains("output_names")) {  // files written before outputs kept their names have none
-      const auto& names = h.at("output_names");
-      if (!names.is_array() || names.size() != m.output_slots.size())
-        throw ParseError("'" + path + "': the output names do not match the outputs");
-      for (const auto& n : names) {
-        if (!n.is_string()) throw ParseError("'" + path + "': an output name is not a string");
-        m.output_names.push_back(n.get<std::string>());
-      }
-    }
-    for (const auto& s : h.at("steps")) {
-      Impl::Step st;
-      st.kernel = s.at("kernel").get<int>();
-      if (st.kernel < 0 || st.kernel >= static_cast<int>(m.kernels.size()))
-        throw ParseError("'" + path + "': bad kernel index");
-      for (int a : s.at("args").get<std::vector<int>>()) st.args.push_back(check_slot(a));
-      m.steps.push_back(std::move(st));
+      if (m.buckets.empty()) throw ParseError("'" + path + "': a ranged network without buckets");
     }
   } catch (const nlohmann::json::exception& e) {
     throw ParseError("'" + path + "' has a corrupt header: " + e.what());
   }
-  if (std::find(named.begin(), named.end(), false) != named.end())
-    throw ParseError("'" + path + "': a weight no tensor names");
-  const std::string bad = m.invalid_step();
-  if (!bad.empty()) throw ParseError("'" + path + "': " + bad);
-  m.prepare();
+  if (m.is_ranged()) {
+    try {
+      m.assemble_ranged();
+    } catch (const InternalError& e) {
+      throw ParseError("'" + path + "': its buckets do not match its ranges (" + e.what() + ")");
+    }
+  } else {
+    m.prepare();
+  }
   return net;
 }
 

@@ -8,6 +8,7 @@
 // cuda target the kernels are one cubin, and the arena and the weights live on the GPU.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "codegen/timing.h"
 #include "core/graph/fusion.h"
 #include "core/graph/graph.h"
+#include "core/graph/shape_range.h"
 #include "core/ir/ndarray.h"
 #include "core/schedule/sketch.h"
 
@@ -39,6 +41,18 @@ struct TensorInfo {
   // An integer input that divides (Div's divisor, Mod's): run() refuses a zero in it,
   // as ONNX Runtime does (the kernels define x / 0 as 0, never trapping).
   bool divisor = false;
+  // A network over ranges of shapes: per axis, the ranged dimension it carries ("" for a
+  // fixed axis; empty for a network of fixed shapes). `shape` is then the largest.
+  std::vector<std::string> axis_dims;
+};
+
+// What a network over ranges of shapes (core/graph/shape_range.h) serves: the ranged
+// dimensions, the axes of the model's inputs and outputs that carry them, and the
+// dimensions whose padded positions its buckets mask (their inputs after the model's).
+struct ShapeRanges {
+  std::vector<graph::DimRange> dims;
+  std::vector<std::vector<std::string>> input_axes, output_axes;
+  std::vector<std::string> masks;
 };
 
 // The bound of an integer graph input read as indices: the least extent its gathers and
@@ -92,6 +106,23 @@ class CompiledNetwork {
   static CompiledNetwork compile(const graph::Graph& g, const graph::Partition& p,
                                  const std::vector<ProgramChoice>& choices, const std::string& target = "llvm",
                                  const std::string& cuda_arch = "");
+  // A network over ranges of shapes: `buckets` (the buckets of ranged_model, in its
+  // order, each compiled from its bucket's graph) behind one dispatcher. A call runs on
+  // the least bucket that holds it: its inputs padded with zeros, each mask 0 at real
+  // positions and -inf at padded ones, its outputs cut back to the call's extents. The
+  // buckets share one arena (the largest) and their weights of equal contents.
+  static CompiledNetwork ranged(std::vector<CompiledNetwork> buckets, const ShapeRanges& ranges);
+  bool is_ranged() const;
+  const ShapeRanges& ranges() const;  // empty dims for a network of fixed shapes
+  int buckets() const;                // 1 for a network of fixed shapes
+  CompiledNetwork& bucket(int i);     // a ranged network's bucket i
+  // Each ranged dimension's extent in bucket i.
+  std::map<std::string, int64_t> bucket_extents(int i) const;
+  // The bucket a call on `inputs` runs on, and its inputs as that bucket takes them
+  // (padded, the masks after them); a network of fixed shapes: 0 and the inputs
+  // checked. Throws Error naming the input for a shape outside the ranges.
+  int dispatch(const std::vector<NDArray>& inputs, std::vector<NDArray>* bucket_inputs) const;
+
   // Throws ParseError for a file that is not a compiled network or is corrupt, and
   // Error for one compiled for another CPU.
   static CompiledNetwork load(const std::string& path);
@@ -120,9 +151,9 @@ class CompiledNetwork {
   std::string compiled_for_cpu() const;
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
-  int kernels() const;           // distinct kernels
-  int launches() const;          // kernel calls per run
-  int64_t arena_bytes() const;   // the memory plan's arena
+  int kernels() const;           // distinct kernels (of every bucket)
+  int launches() const;          // kernel calls per run (of the largest bucket)
+  int64_t arena_bytes() const;   // the memory plan's arena (the buckets': the largest)
   int64_t tensor_bytes() const;  // the intermediate tensors' sizes summed (no reuse)
   int64_t weight_bytes() const;
   // Its error against the float32 reference, measured when it was compiled

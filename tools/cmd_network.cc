@@ -15,12 +15,14 @@
 #include "codegen/llvm_jit.h"
 #include "codegen/network.h"
 #include "codegen/quantize.h"
+#include "codegen/ranged.h"
 #include "codegen/torch_executor.h"
 #include "codegen/torch_reference.h"
 #include "core/graph/fusion.h"
 #include "core/graph/model.h"
 #include "core/graph/layout.h"
 #include "core/graph/passes.h"
+#include "core/graph/shape_range.h"
 #include "core/ir/npy.h"
 #include "core/schedule/sketch.h"
 #include "core/util/blas.h"
@@ -89,27 +91,55 @@ struct Loaded {
   graph::Graph graph;
   graph::Partition partition;
   std::vector<std::string> files;  // the external-data files the model read: inputs too
+  // A model over ranges of shapes (--shape NAME=LO..HI): its buckets (the graphs there
+  // masked, before the passes), each bucket's graph after the passes and partition in
+  // `buckets`, and the model at any extents (`import`).
+  std::optional<graph::RangedModel> ranged;
+  std::vector<Loaded> buckets;
+  std::function<graph::Graph(const std::map<std::string, int64_t>&)> import;
 };
 
-// --shape NAME=D0,D1,... (an input's shape) or NAME=N (a symbolic dimension).
+// A value of --shape: an integer.
+int64_t shape_integer(const std::string& a, const std::string& x) {
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(x, &used);
+    if (used != x.size()) throw std::invalid_argument(x);
+    return v;
+  } catch (const std::exception&) {
+    throw Error("--shape '" + a + "': '" + x + "' is not an integer");
+  }
+}
+
+// --shape NAME=LO..HI: a symbolic dimension's range.
+std::vector<graph::DimRange> shape_ranges(const NetOptions& o) {
+  std::vector<graph::DimRange> out;
+  for (const std::string& a : o.shapes) {
+    const size_t eq = a.find('='), dots = a.find("..");
+    if (eq == std::string::npos || dots == std::string::npos || dots < eq) continue;
+    graph::DimRange d{a.substr(0, eq), shape_integer(a, a.substr(eq + 1, dots - eq - 1)),
+                      shape_integer(a, a.substr(dots + 2))};
+    if (d.lo < 1 || d.hi < d.lo) throw Error("--shape '" + a + "': a range LO..HI needs 1 <= LO <= HI");
+    if (d.hi > (int64_t{1} << 31))
+      throw Error("--shape '" + a + "': extent " + std::to_string(d.hi) + " is not in 1 to 2^31");
+    out.push_back(d);
+  }
+  return out;
+}
+
+// --shape NAME=D0,D1,... (an input's shape) or NAME=N (a symbolic dimension); ranges
+// (NAME=LO..HI) are shape_ranges'.
 graph::ImportOptions import_options(const NetOptions& o) {
   graph::ImportOptions io;
   for (const std::string& a : o.shapes) {
     size_t eq = a.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
-      throw Error("--shape '" + a + "': expected NAME=DIMS (an input's shape, 1,128) or NAME=N (a symbolic dimension)");
+      throw Error("--shape '" + a +
+                  "': expected NAME=DIMS (an input's shape, 1,128), NAME=N (a symbolic dimension) or NAME=LO..HI (a "
+                  "range of its values)");
+    if (a.find("..", eq) != std::string::npos) continue;
     std::vector<int64_t> dims;
-    for (const std::string& x : split_list(a.substr(eq + 1), ',')) {
-      int64_t v = 0;
-      try {
-        size_t used = 0;
-        v = std::stoll(x, &used);
-        if (used != x.size()) throw std::invalid_argument(x);
-      } catch (const std::exception&) {
-        throw Error("--shape '" + a + "': '" + x + "' is not an integer");
-      }
-      dims.push_back(v);
-    }
+    for (const std::string& x : split_list(a.substr(eq + 1), ',')) dims.push_back(shape_integer(a, x));
     if (!io.shapes.emplace(a.substr(0, eq), dims).second) throw Error("--shape " + a.substr(0, eq) + " is given twice");
   }
   return io;
@@ -123,6 +153,41 @@ Loaded load(const NetOptions& o, const std::string& model) {
   Loaded l;
   graph::ImportOptions io = import_options(o);
   io.files_read = &l.files;
+  const std::vector<graph::DimRange> ranges = shape_ranges(o);
+  if (!ranges.empty()) {
+    if (model.rfind("zoo:", 0) == 0)
+      throw Error("'" + model + "' is a zoo network: its shapes are fixed (--shape applies to ONNX files)");
+    if (o.precision == "int8")
+      throw Error("--precision int8 quantizes a model of fixed shapes: give each --shape one value");
+    for (const graph::DimRange& d : ranges)
+      if (io.shapes.count(d.name)) throw Error("--shape " + d.name + " is given twice");
+    l.import = [io, model](const std::map<std::string, int64_t>& at) {
+      graph::ImportOptions x = io;
+      for (const auto& [d, e] : at) x.shapes[d] = {e};
+      return graph::load_model(model, x);
+    };
+    graph::ConstantPool pool;
+    l.ranged = graph::ranged_model(l.import, ranges, pool);
+    std::map<std::string, size_t> tasks;
+    for (const graph::ShapeBucket& b : l.ranged->buckets) {
+      Loaded bl;
+      bl.graph = graph::optimize(b.graph, graph::layout_lanes(o.target));
+      pool.share(bl.graph);
+      bl.partition = graph::partition(bl.graph);
+      for (const graph::NetworkTask& t : bl.partition.tasks) tasks.emplace(t.key, 0);
+      l.buckets.push_back(std::move(bl));
+    }
+    l.graph = l.buckets.back().graph;
+    l.partition = l.buckets.back().partition;
+    std::string list;
+    for (const graph::ShapeBucket& b : l.ranged->buckets)
+      list += (list.empty() ? "" : " ") + codegen::extents_str(b.at);
+    log_line(o, model + ": " + std::to_string(l.ranged->buckets.size()) + " shape buckets (" + list + "), " +
+                    std::to_string(tasks.size()) + " distinct tasks in all, " +
+                    std::to_string(l.graph.weight_bytes() / (1 << 20)) + " MiB of weights" +
+                    (l.ranged->masks.empty() ? "" : ", padded positions masked before each softmax"));
+    return l;
+  }
   if (o.precision == "int8") {
     check_network_precision(o, true);
     if (model.rfind("zoo:", 0) == 0)
@@ -152,11 +217,13 @@ Loaded load(const NetOptions& o) { return load(o, o.model); }
 // two networks share is one task whose weight is the sum of theirs (its constant inputs
 // those constant in both), so that the budget goes where the networks' summed latency
 // gains most.
-graph::Partition merge_tasks(const std::vector<Loaded>& nets) {
+// `scale[n]` (when given) multiplies network n's weights: a bucket's share of the calls.
+graph::Partition merge_tasks(const std::vector<Loaded>& nets, const std::vector<int64_t>& scale = {}) {
   graph::Partition p;
   std::map<std::string, size_t> at;
-  for (const Loaded& l : nets)
-    for (const graph::NetworkTask& t : l.partition.tasks) {
+  for (size_t n = 0; n < nets.size(); ++n)
+    for (graph::NetworkTask t : nets[n].partition.tasks) {
+      if (!scale.empty()) t.weight = static_cast<int>(std::min<int64_t>(t.weight * scale[n], 1 << 30));
       auto [it, fresh] = at.emplace(t.key, p.tasks.size());
       if (fresh) {
         p.tasks.push_back(t);
@@ -174,13 +241,42 @@ graph::Partition merge_tasks(const std::vector<Loaded>& nets) {
   return p;
 }
 
-// The programs of a network's tasks; untuned ones named on stderr and in `untuned`.
+codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
+                                     search::RecordStore* store);
+
+// The programs of a network's tasks; untuned ones named on stderr and in `untuned`. A
+// model over ranges of shapes: every bucket compiled, behind one dispatcher.
 codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann::json& untuned) {
   std::unique_ptr<search::RecordStore> store;
   if (!o.records.empty()) store = std::make_unique<search::RecordStore>(o.records, search::RecordStore::ReadOnly::Yes);
+  if (!l.ranged) return compile_one(o, l, untuned, store.get());
+  std::vector<codegen::CompiledNetwork> buckets;
+  std::set<std::string> seen;
+  untuned = nlohmann::json::array();
+  NetOptions quiet = o;
+  quiet.quiet = true;  // one warning for the buckets together, below
+  for (const Loaded& b : l.buckets) {
+    nlohmann::json u;
+    buckets.push_back(compile_one(quiet, b, u, store.get()));
+    for (const auto& x : u)
+      if (seen.insert(x.get<std::string>()).second) untuned.push_back(x);
+  }
+  if (!untuned.empty()) {
+    std::string names;
+    for (const auto& x : untuned) names += "\n  " + x.get<std::string>();
+    log_line(o, "warning: " + std::to_string(untuned.size()) + " tasks of the buckets have no tuned program" +
+                    (o.records.empty() ? "" : " in " + o.records) +
+                    " and use their first sketch's default configuration:" + names);
+  }
+  codegen::ShapeRanges r{l.ranged->dims, l.ranged->input_axes, l.ranged->output_axes, l.ranged->masks};
+  return codegen::CompiledNetwork::ranged(std::move(buckets), r);
+}
+
+codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
+                                     search::RecordStore* store) {
   std::vector<int> missing;
   std::vector<codegen::ProgramChoice> choices =
-      search::choose_programs(l.partition, store.get(), o.target, &missing, programs_precision(o));
+      search::choose_programs(l.partition, store, o.target, &missing, programs_precision(o));
   untuned = nlohmann::json::array();
   if (!missing.empty()) {
     std::string names;
@@ -204,7 +300,8 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
   std::vector<NDArray> in;
   for (size_t i = 0; i < infos.size(); ++i) {
     NDArray a = read_npy(o.inputs[i]);
-    if (a.shape() != infos[i].shape || a.dtype() != infos[i].dtype)
+    // A network over ranges of shapes checks the extents when it runs.
+    if ((infos[i].axis_dims.empty() && a.shape() != infos[i].shape) || a.dtype() != infos[i].dtype)
       throw Error("--input " + o.inputs[i] + ": input '" + infos[i].name + "' expects " + infos[i].dtype.str() + " " +
                   shape_str(infos[i].shape) + ", the file holds " + a.dtype().str() + " " + shape_str(a.shape()));
     in.push_back(std::move(a));
@@ -216,6 +313,11 @@ std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen:
 // on `in` (--input's files or random ones), kept in the network.
 void check_accuracy(const NetOptions& o, const Loaded& l, codegen::CompiledNetwork& net,
                     const std::vector<NDArray>& in) {
+  if (l.ranged) {
+    // Every bucket against the model at the extents of its call, padding checked exact.
+    net.set_accuracy(codegen::check_ranged(*l.ranged, net, l.import));
+    return;
+  }
   net.set_accuracy(
       codegen::measure_accuracy(l.graph, net, in, o.inputs.empty() ? "random inputs" : "the given inputs"));
 }
@@ -294,11 +396,38 @@ int run_tune(const NetOptions& o) {
   models.insert(models.end(), o.more_models.begin(), o.more_models.end());
   std::vector<Loaded> nets;
   for (const std::string& m : models) nets.push_back(load(o, m));
-  const graph::Partition merged = nets.size() > 1 ? merge_tasks(nets) : graph::Partition();
-  const graph::Partition& part = nets.size() > 1 ? merged : nets[0].partition;
-  if (nets.size() > 1)
-    log_line(o, std::to_string(nets.size()) + " networks tuned at once: " + std::to_string(part.tasks.size()) +
-                    " distinct tasks in all");
+  // The networks the scheduler serves: each model, or each bucket of a model over
+  // ranges of shapes, weighted by its share of the calls.
+  std::vector<Loaded> units;
+  std::vector<int64_t> scale;
+  std::vector<std::string> unit_names;
+  bool any_ranged = false;
+  for (size_t n = 0; n < nets.size(); ++n) {
+    if (!nets[n].ranged) {
+      unit_names.push_back(models[n]);
+      scale.push_back(1);
+      continue;
+    }
+    any_ranged = true;
+    for (size_t b = 0; b < nets[n].buckets.size(); ++b) {
+      unit_names.push_back(models[n] + " " + codegen::extents_str(nets[n].ranged->buckets[b].at));
+      scale.push_back(nets[n].ranged->buckets[b].weight);
+    }
+  }
+  for (Loaded& l : nets) {
+    if (!l.ranged) {
+      units.push_back(std::move(l));
+      continue;
+    }
+    for (Loaded& b : l.buckets) units.push_back(std::move(b));
+  }
+  nets.clear();
+  const graph::Partition merged = units.size() > 1 ? merge_tasks(units, scale) : graph::Partition();
+  const graph::Partition& part = units.size() > 1 ? merged : units[0].partition;
+  if (units.size() > 1)
+    log_line(o, std::to_string(units.size()) + (any_ranged ? " networks and shape buckets" : " networks") +
+                    " tuned at once: " + std::to_string(part.tasks.size()) + " distinct tasks in all" +
+                    (any_ranged ? ", each bucket weighted by the extents it serves" : ""));
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
   to.task.cluster = ranks.cluster.get();
@@ -365,17 +494,18 @@ int run_tune(const NetOptions& o) {
       {"tasks_without_program", without},
       {"curve", curve},
       {"interrupted", r.stopped}};
-  if (nets.size() > 1) {
-    // Each network's estimated latency from the tasks' best programs.
+  if (units.size() > 1) {
+    // Each network's (each bucket's) estimated latency from the tasks' best programs.
     std::map<std::string, double> best;
     for (const auto& t : r.tasks) best[t.key] = t.best_us;
     j["models"] = nlohmann::json::array();
-    for (size_t n = 0; n < nets.size(); ++n) {
+    for (size_t n = 0; n < units.size(); ++n) {
       double us = 0;
-      for (const graph::NetworkTask& t : nets[n].partition.tasks)
+      for (const graph::NetworkTask& t : units[n].partition.tasks)
         us = us < 0 || best[t.key] <= 0 ? -1 : us + t.weight * best[t.key];
-      j["models"].push_back(
-          {{"model", models[n]}, {"estimated_latency_us", us > 0 ? nlohmann::json(us) : nlohmann::json()}});
+      j["models"].push_back({{"model", unit_names[n]},
+                             {"weight", scale[n]},
+                             {"estimated_latency_us", us > 0 ? nlohmann::json(us) : nlohmann::json()}});
     }
   }
   ranks.report(j, r.measured, r.measure_seconds - r.wait_seconds, o.quiet);
@@ -395,6 +525,12 @@ int run_tune(const NetOptions& o) {
         100 * r.overhead_fraction,
         r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str()
                                    : "n/a (a task has no program)");
+    if (any_ranged)
+      for (const auto& m : j["models"])
+        std::printf("  %-48s estimated %s\n", m["model"].get<std::string>().c_str(),
+                    m["estimated_latency_us"].is_null()
+                        ? "n/a (a task has no program)"
+                        : (std::to_string(m["estimated_latency_us"].get<double>()) + " us").c_str());
   }
   if (r.stopped) return 130;  // as a shell reports an interrupted command
   return without == 0 ? 0 : 4;
@@ -433,9 +569,24 @@ int run_compile(const NetOptions& o) {
                       {"accuracy", accuracy_json(net.accuracy())},
                       {"untuned_tasks", untuned}};
   if (net.target() == "cuda") j["arch"] = net.cuda_arch();
+  if (net.is_ranged()) {
+    j["ranges"] = nlohmann::json::array();
+    for (const graph::DimRange& d : net.ranges().dims)
+      j["ranges"].push_back({{"name", d.name}, {"lo", d.lo}, {"hi", d.hi}});
+    j["buckets"] = nlohmann::json::array();
+    for (int b = 0; b < net.buckets(); ++b)
+      j["buckets"].push_back({{"extents", net.bucket_extents(b)},
+                              {"kernels", net.bucket(b).kernels()},
+                              {"launches", net.bucket(b).launches()}});
+  }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
   } else {
+    if (net.is_ranged()) {
+      std::string list;
+      for (int b = 0; b < net.buckets(); ++b) list += (b ? " " : "") + codegen::extents_str(net.bucket_extents(b));
+      std::printf("%d shape buckets: %s\n", net.buckets(), list.c_str());
+    }
     std::printf(
         "wrote %s: %d kernels (%d bf16, %d int8), %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f "
         "MiB, %zu untuned tasks\n",

@@ -1,4 +1,6 @@
 #include "core/graph/graph.h"
+
+#include <cstring>
 #include "core/util/checked.h"
 
 #include <boost/graph/adjacency_list.hpp>
@@ -150,6 +152,14 @@ std::vector<int> Graph::topo_order() const {
 int Graph::find_value(const std::string& n) const {
   auto it = by_name_.find(n);
   return it == by_name_.end() ? -1 : it->second;
+}
+
+void Graph::share_constant(int v, const NDArray& same) {
+  Value& val = values_.at(static_cast<size_t>(v));
+  if (!val.constant || val.data.dtype() != same.dtype() || val.data.shape() != same.shape() ||
+      std::memcmp(val.data.data(), same.data(), same.nbytes()) != 0)
+    throw InternalError("share_constant: '" + val.name + "' is not a constant equal to the data given");
+  val.data = same;
 }
 
 int64_t Graph::weight_bytes() const {

@@ -82,6 +82,10 @@ class Graph {
   // A value by name (-1 when none).
   int find_value(const std::string& name) const;
 
+  // Makes constant v hold `same` (its dtype, shape and bytes: InternalError otherwise)
+  // in place of its own copy: graphs of one model at several shapes share their weights.
+  void share_constant(int v, const NDArray& same);
+
   // Constant bytes, and the number of nodes of each operator (for summaries).
   int64_t weight_bytes() const;
   std::map<std::string, int> op_counts() const;
