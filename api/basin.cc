@@ -3,9 +3,14 @@
 #include "basin/basin.h"
 
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <set>
 
 #include "api/estimator.h"
 #include "codegen/network.h"
+#include "codegen/ranged.h"
+#include "core/graph/shape_range.h"
 #include "core/graph/fusion.h"
 #include "core/graph/model.h"
 #include "core/graph/layout.h"
@@ -35,7 +40,9 @@ Tensor wrap(NDArray a) {
   return Tensor(std::move(impl));
 }
 
-TensorSpec spec(const codegen::TensorInfo& t) { return {t.name, t.dtype.str(), t.shape, t.index_bound, t.divisor}; }
+TensorSpec spec(const codegen::TensorInfo& t) {
+  return {t.name, t.dtype.str(), t.shape, t.index_bound, t.divisor, t.axis_dims};
+}
 
 std::vector<TensorSpec> specs(const std::vector<codegen::TensorInfo>& ts) {
   std::vector<TensorSpec> out;
@@ -110,6 +117,24 @@ struct Model::Impl {
   };
   Planned nchw, cpu;
   const Planned& for_target(const std::string& target) const { return target == "llvm" ? cpu : nchw; }
+  // A model over ranges of shapes: its buckets (core/graph/shape_range.h), each planned
+  // as above, and the model at any extents (for the padding check).
+  std::optional<graph::RangedModel> ranged;
+  std::vector<Planned> nchw_buckets, cpu_buckets;
+  std::function<graph::Graph(const std::map<std::string, int64_t>&)> import;
+  const std::vector<Planned>& buckets_for(const std::string& target) const {
+    return target == "llvm" ? cpu_buckets : nchw_buckets;
+  }
+  // The buckets' tasks as one partition, each bucket's weighted by the values it serves.
+  graph::Partition merged(const std::string& target) const {
+    std::vector<const graph::Partition*> parts;
+    std::vector<int64_t> scale;
+    for (size_t b = 0; b < ranged->buckets.size(); ++b) {
+      parts.push_back(&buckets_for(target)[b].partition);
+      scale.push_back(ranged->buckets[b].weight);
+    }
+    return search::merge_partitions(parts, scale);
+  }
 };
 
 Model Model::load(const std::string& model, const LoadOptions& options) {
@@ -118,6 +143,39 @@ Model Model::load(const std::string& model, const LoadOptions& options) {
   Model m;
   m.impl_ = std::make_shared<Impl>();
   const int64_t lanes = graph::layout_lanes("llvm");
+  if (!options.ranges.empty()) {
+    std::vector<graph::DimRange> dims;
+    for (const auto& [name, r] : options.ranges) {
+      if (r.first < 1 || r.second < r.first)
+        throw Error("basin::LoadOptions::ranges['" + name + "']: a range {lo, hi} needs 1 <= lo <= hi");
+      if (io.shapes.count(name)) throw Error("basin::LoadOptions: '" + name + "' has both a shape and a range");
+      dims.push_back({name, r.first, r.second});
+    }
+    if (model.rfind("zoo:", 0) == 0)
+      throw Error("'" + model + "' is a zoo network: its shapes are fixed (ranges apply to ONNX files)");
+    m.impl_->import = [io, model](const std::map<std::string, int64_t>& at) {
+      graph::ImportOptions x = io;
+      for (const auto& [d, e] : at) x.shapes[d] = {e};
+      return graph::load_model(model, x);
+    };
+    graph::ConstantPool pool;
+    m.impl_->ranged = graph::ranged_model(m.impl_->import, dims, pool);
+    for (const graph::ShapeBucket& b : m.impl_->ranged->buckets) {
+      Impl::Planned n, c;
+      n.graph = graph::optimize(b.graph);
+      pool.share(n.graph);
+      n.partition = graph::partition(n.graph);
+      c.graph = graph::plan_layouts(n.graph, lanes);
+      pool.share(c.graph);
+      c.partition = lanes > 0 ? graph::partition(c.graph) : n.partition;
+      m.impl_->nchw_buckets.push_back(std::move(n));
+      m.impl_->cpu_buckets.push_back(std::move(c));
+    }
+    m.impl_->nchw = m.impl_->nchw_buckets.back();
+    m.impl_->cpu = m.impl_->cpu_buckets.back();
+    m.impl_->name = m.impl_->nchw.graph.name;
+    return m;
+  }
   m.impl_->nchw.graph = graph::optimize(graph::load_model(model, io));
   m.impl_->nchw.partition = graph::partition(m.impl_->nchw.graph);
   m.impl_->cpu.graph = graph::plan_layouts(m.impl_->nchw.graph, lanes);
@@ -126,13 +184,22 @@ Model Model::load(const std::string& model, const LoadOptions& options) {
   return m;
 }
 const std::string& Model::name() const { return impl_->name; }
-int Model::tasks() const { return static_cast<int>(impl_->cpu.partition.tasks.size()); }
+int Model::tasks() const {
+  return static_cast<int>((impl_->ranged ? impl_->merged("llvm") : impl_->cpu.partition).tasks.size());
+}
 std::vector<TensorSpec> Model::inputs() const {
   std::vector<TensorSpec> out;
   const graph::Graph& g = impl_->nchw.graph;
   for (int v : g.inputs()) {
     const auto& t = g.value(v);
     out.push_back({t.name, t.dtype.str(), t.shape, codegen::input_index_bound(g, v), codegen::input_is_divisor(g, v)});
+    if (impl_->ranged) {
+      if (out.size() > impl_->ranged->input_axes.size()) {  // the buckets' padding masks: the dispatcher's
+        out.pop_back();
+        break;
+      }
+      out.back().dims = impl_->ranged->input_axes[out.size() - 1];
+    }
   }
   return out;
 }
@@ -185,7 +252,9 @@ TuneReport TuningSession::run() {
   if (o.on_log) to.task.log = o.on_log;
   to.stop = o.stop;
   to.progress = progress_of(o);
-  search::NetworkTuneResult r = search::tune_network(model_.impl().for_target(o.target).partition, store, to);
+  const Model::Impl& mi = model_.impl();
+  const graph::Partition merged = mi.ranged ? mi.merged(o.target) : graph::Partition();
+  search::NetworkTuneResult r = search::tune_network(mi.ranged ? merged : mi.for_target(o.target).partition, store, to);
   TuneReport rep;
   rep.trials = r.trials;
   rep.measured = r.measured;
@@ -266,11 +335,28 @@ Network Network::compile(const Model& model, const std::string& records, const s
   std::unique_ptr<search::RecordStore> store;
   if (!records.empty()) store = std::make_unique<search::RecordStore>(records, search::RecordStore::ReadOnly::Yes);
   std::vector<int> untuned;
-  const Model::Impl::Planned& m = model.impl().for_target(target);
-  std::vector<codegen::ProgramChoice> choices =
-      search::choose_programs(m.partition, store.get(), target, &untuned, precision);
   Network n;
   n.impl_ = std::make_shared<Impl>();
+  const Model::Impl& mi = model.impl();
+  if (mi.ranged) {
+    std::vector<codegen::CompiledNetwork> buckets;
+    std::set<std::string> missing;
+    for (const Model::Impl::Planned& b : mi.buckets_for(target)) {
+      std::vector<int> u;
+      std::vector<codegen::ProgramChoice> c = search::choose_programs(b.partition, store.get(), target, &u, precision);
+      for (int t : u) missing.insert(b.partition.tasks[static_cast<size_t>(t)].key);
+      buckets.push_back(codegen::CompiledNetwork::compile(b.graph, b.partition, c, target));
+    }
+    const graph::RangedModel& rm = *mi.ranged;
+    n.impl_->net =
+        codegen::CompiledNetwork::ranged(std::move(buckets), {rm.dims, rm.input_axes, rm.output_axes, rm.masks});
+    n.impl_->untuned = static_cast<int>(missing.size());
+    n.impl_->net.set_accuracy(codegen::check_ranged(rm, n.impl_->net, mi.import));
+    return n;
+  }
+  const Model::Impl::Planned& m = mi.for_target(target);
+  std::vector<codegen::ProgramChoice> choices =
+      search::choose_programs(m.partition, store.get(), target, &untuned, precision);
   n.impl_->net = codegen::CompiledNetwork::compile(m.graph, m.partition, choices, target);
   n.impl_->untuned = static_cast<int>(untuned.size());
   n.impl_->net.set_accuracy(

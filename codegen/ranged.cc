@@ -43,8 +43,9 @@ Accuracy check_ranged(const graph::RangedModel& rm, CompiledNetwork& net,
   for (const graph::ShapeBucket& bk : rm.buckets) {
     // The least extents the bucket serves: one above the next smaller bucket's.
     std::map<std::string, int64_t> n;
-    for (const graph::DimRange& d : rm.dims) {
-      const std::vector<int64_t> ladder = graph::bucket_extents(d.lo, d.hi);
+    for (size_t di = 0; di < rm.dims.size(); ++di) {
+      const graph::DimRange& d = rm.dims[di];
+      const std::vector<int64_t>& ladder = rm.extents[di];
       const auto it = std::find(ladder.begin(), ladder.end(), bk.at.at(d.name));
       n[d.name] = it == ladder.begin() ? d.lo : *(it - 1) + 1;
     }

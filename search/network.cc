@@ -1,5 +1,8 @@
 #include "search/network.h"
 
+#include <map>
+#include <set>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,7 +70,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
   // One estimator per task (each task's updates fine-tune its own), the file read once.
-  const std::string spec = opt.make_estimator ? ""
+  const std::string spec = opt.make_estimator                        ? ""
                            : !opt.estimator.empty() || tasks.empty() ? opt.estimator
                                                                      : tasks[0].strategy->default_estimator();
   std::vector<std::unique_ptr<models::Estimator>> estimators;
@@ -200,6 +203,30 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
   res.estimated_latency_us = estimate();
   return res;
+}
+
+graph::Partition merge_partitions(const std::vector<const graph::Partition*>& parts,
+                                  const std::vector<int64_t>& scale) {
+  graph::Partition p;
+  std::map<std::string, size_t> at;
+  for (size_t n = 0; n < parts.size(); ++n)
+    for (graph::NetworkTask t : parts[n]->tasks) {
+      if (!scale.empty()) t.weight = static_cast<int>(std::min<int64_t>(t.weight * scale.at(n), int64_t{1} << 30));
+      auto [it, fresh] = at.emplace(t.key, p.tasks.size());
+      if (fresh) {
+        p.tasks.push_back(t);
+        continue;
+      }
+      graph::NetworkTask& m = p.tasks[it->second];
+      m.weight += t.weight;
+      m.writes_output = m.writes_output || t.writes_output;
+      m.flops += t.flops;
+      std::set<int> both;
+      for (int i : m.constant_inputs)
+        if (t.constant_inputs.count(i)) both.insert(i);
+      m.constant_inputs = both;
+    }
+  return p;
 }
 
 std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,

@@ -32,7 +32,7 @@ struct NetworkTuneOptions {
   // gain again after every round, so shorter rounds move the budget sooner.
   TuneOptions task = network_task_defaults();
   std::string strategy = "gradient";
-  std::string estimator;      // empty: the strategy's default
+  std::string estimator;  // empty: the strategy's default
   // When set, makes task i's estimator in place of `estimator` (a user's own, api/).
   std::function<std::unique_ptr<models::Estimator>(size_t)> make_estimator;
   int trials = 0;             // stop when the network's tasks have this many records in all
@@ -93,6 +93,14 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
 // exceed the last-level cache.
 double constant_bytes(const graph::Partition& p);
 bool weights_exceed_cache(const graph::Partition& p);
+
+// The tasks of several networks as one partition for the task scheduler: a task that
+// two networks share is one task whose weight is the sum of theirs (its constant inputs
+// those constant in both), so that the budget goes where the networks' summed latency
+// gains most. `scale[n]` (when given) multiplies network n's weights: a shape bucket's
+// share of the calls (core/graph/shape_range.h).
+graph::Partition merge_partitions(const std::vector<const graph::Partition*>& parts,
+                                  const std::vector<int64_t>& scale = {});
 
 // Each task's program: its best valid record on `target` among the sketches `precision`
 // allows (sched::sketches_for), or, when it has none, the default configuration of its

@@ -213,34 +213,6 @@ Loaded load(const NetOptions& o, const std::string& model) {
 }
 Loaded load(const NetOptions& o) { return load(o, o.model); }
 
-// The tasks of several networks as one partition for the task scheduler: a task that
-// two networks share is one task whose weight is the sum of theirs (its constant inputs
-// those constant in both), so that the budget goes where the networks' summed latency
-// gains most.
-// `scale[n]` (when given) multiplies network n's weights: a bucket's share of the calls.
-graph::Partition merge_tasks(const std::vector<Loaded>& nets, const std::vector<int64_t>& scale = {}) {
-  graph::Partition p;
-  std::map<std::string, size_t> at;
-  for (size_t n = 0; n < nets.size(); ++n)
-    for (graph::NetworkTask t : nets[n].partition.tasks) {
-      if (!scale.empty()) t.weight = static_cast<int>(std::min<int64_t>(t.weight * scale[n], 1 << 30));
-      auto [it, fresh] = at.emplace(t.key, p.tasks.size());
-      if (fresh) {
-        p.tasks.push_back(t);
-        continue;
-      }
-      graph::NetworkTask& m = p.tasks[it->second];
-      m.weight += t.weight;
-      m.writes_output = m.writes_output || t.writes_output;
-      m.flops += t.flops;
-      std::set<int> both;
-      for (int i : m.constant_inputs)
-        if (t.constant_inputs.count(i)) both.insert(i);
-      m.constant_inputs = both;
-    }
-  return p;
-}
-
 codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
                                      search::RecordStore* store);
 
@@ -422,7 +394,9 @@ int run_tune(const NetOptions& o) {
     for (Loaded& b : l.buckets) units.push_back(std::move(b));
   }
   nets.clear();
-  const graph::Partition merged = units.size() > 1 ? merge_tasks(units, scale) : graph::Partition();
+  std::vector<const graph::Partition*> parts;
+  for (const Loaded& u : units) parts.push_back(&u.partition);
+  const graph::Partition merged = units.size() > 1 ? search::merge_partitions(parts, scale) : graph::Partition();
   const graph::Partition& part = units.size() > 1 ? merged : units[0].partition;
   if (units.size() > 1)
     log_line(o, std::to_string(units.size()) + (any_ranged ? " networks and shape buckets" : " networks") +

@@ -175,7 +175,7 @@ bool same_contents(const NDArray& a, const NDArray& b) {
 }  // namespace
 
 void ConstantPool::share(NDArray& a) {
-  if (a.nbytes() < 256) return;  // scalars and small tables: not worth a lookup
+  if (a.nbytes() < 64) return;  // scalars: not worth a lookup
   const uint64_t k = content_key(a);
   auto [lo, hi] = impl_->by_key.equal_range(k);
   for (auto it = lo; it != hi; ++it)
@@ -197,6 +197,12 @@ void ConstantPool::share(Graph& g) {
 }
 
 namespace {
+
+std::string at_str(const std::map<std::string, int64_t>& at) {
+  std::string s;
+  for (const auto& [d, e] : at) s += (s.empty() ? "" : ", ") + d + "=" + std::to_string(e);
+  return s;
+}
 
 bool same_structure(const Graph& a, const Graph& b) {
   if (a.values().size() != b.values().size() || a.nodes().size() != b.nodes().size() || a.inputs() != b.inputs() ||
@@ -220,22 +226,31 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
     if (!top.emplace(d.name, d.hi).second) throw GraphError("the range of '" + d.name + "' is given twice");
     extents.push_back(bucket_extents(d.lo, d.hi));
   }
-  // The model at the top of every range, and with each dimension moved alone.
-  Graph ref = import(top);
-  RangedAxes axes;
-  {
+  // A bucket's axes: its graph against the model imported with each dimension moved
+  // by one (down where that stays above 1: a model's graph at an extent of 1 often
+  // drops an operator), the first of those of the same structure.
+  auto analyze = [&](const Graph& g, const std::map<std::string, int64_t>& at) {
     std::map<std::string, Graph> moved;
     std::map<std::string, int64_t> moved_to;
     for (const DimRange& d : dims) {
-      std::map<std::string, int64_t> at = top;
-      at[d.name] = moved_to[d.name] = d.hi > 1 ? d.hi - 1 : 2;
-      moved.emplace(d.name, import(at));
+      const int64_t e = at.at(d.name);
+      for (int64_t c : {e - 1, e + 1}) {
+        if (c < 2) continue;
+        std::map<std::string, int64_t> other = at;
+        other[d.name] = c;
+        Graph m = import(other);
+        if (!same_structure(m, g)) continue;
+        moved.emplace(d.name, std::move(m));
+        moved_to[d.name] = c;
+        break;
+      }
+      if (!moved.count(d.name))
+        throw GraphError("the model's graph at " + at_str(at) + " changes when '" + d.name +
+                         "' moves by one: basin compiles a range of shapes only for models whose operators do not "
+                         "depend on the extent");
     }
-    axes = ranged_axes(ref, top, moved, moved_to);
-  }
-  auto tags_of = [&](int v) { return axes.of_value.at(static_cast<size_t>(v)); };
-  for (int v : ref.inputs()) r.input_axes.push_back(tags_of(v));
-  for (int v : ref.outputs()) r.output_axes.push_back(tags_of(v));
+    return ranged_axes(g, at, moved, moved_to);
+  };
   auto check_axes = [&](const std::vector<std::vector<std::string>>& all, const std::string& what,
                         const std::function<std::string(size_t)>& name) {
     for (size_t i = 0; i < all.size(); ++i)
@@ -246,8 +261,16 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
                            "into one, or an extent computed from one): basin pads and cuts along a dimension's own "
                            "axes only; give the dimensions one value");
   };
-  check_axes(r.input_axes, "input", [&](size_t i) { return ref.value(ref.inputs()[i]).name; });
-  check_axes(r.output_axes, "output", [&](size_t i) { return ref.output_name(i); });
+  // The top of every range first: it defines the inputs' and outputs' axes.
+  Graph ref = import(top);
+  RangedAxes ref_axes = analyze(ref, top);
+  {
+    const RangedAxes& axes = ref_axes;
+    for (int v : ref.inputs()) r.input_axes.push_back(axes.of_value.at(static_cast<size_t>(v)));
+    for (int v : ref.outputs()) r.output_axes.push_back(axes.of_value.at(static_cast<size_t>(v)));
+    check_axes(r.input_axes, "input", [&](size_t i) { return ref.value(ref.inputs()[i]).name; });
+    check_axes(r.output_axes, "output", [&](size_t i) { return ref.output_name(i); });
+  }
   for (const DimRange& d : dims) {
     bool carried = false;
     for (const auto& t : r.input_axes) carried = carried || std::find(t.begin(), t.end(), d.name) != t.end();
@@ -255,28 +278,56 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
       throw GraphError("no input of the model has an axis that is '" + d.name +
                        "': a call's extent of it could not be read from its inputs");
   }
-  // Every combination of the bucket extents, the first dimension slowest.
+  // Every combination of the bucket extents, the first dimension slowest. With one
+  // ranged dimension, an extent whose graph changes when it moves by one (small
+  // extents, where the importer folds what it computes) is left to the next bucket up.
   std::vector<size_t> k(dims.size(), 0);
+  std::vector<std::vector<int64_t>> kept(dims.size());
   for (;;) {
     ShapeBucket b;
-    for (size_t d = 0; d < dims.size(); ++d) {
-      const int64_t e = extents[d][k[d]];
-      b.at[dims[d].name] = e;
-      b.weight *= e - (k[d] == 0 ? dims[d].lo - 1 : extents[d][k[d] - 1]);
+    for (size_t d = 0; d < dims.size(); ++d) b.at[dims[d].name] = extents[d][k[d]];
+    const bool is_top = b.at == top;
+    Graph g = is_top ? std::move(ref) : import(b.at);
+    RangedAxes axes;
+    bool ok = true;
+    try {
+      axes = is_top ? std::move(ref_axes) : analyze(g, b.at);
+    } catch (const GraphError&) {
+      if (dims.size() > 1 || b.at == top) throw;
+      ok = false;
     }
-    Graph g = b.at == top ? ref : import(b.at);
-    if (!same_structure(g, ref))
-      throw GraphError(
-          "the model's graph changes with the extents of its ranged dimensions: basin compiles a range "
-          "of shapes only for models whose operators do not depend on the extent");
-    pool.share(g);
-    std::vector<std::string> masked;
-    b.graph = mask_padded_positions(g, axes, b.at, &masked);
-    r.masks = masked;
-    r.buckets.push_back(std::move(b));
+    if (ok) {
+      std::vector<std::vector<std::string>> in, out;
+      for (int v : g.inputs()) in.push_back(axes.of_value.at(static_cast<size_t>(v)));
+      for (int v : g.outputs()) out.push_back(axes.of_value.at(static_cast<size_t>(v)));
+      if (in != r.input_axes || out != r.output_axes)
+        throw GraphError("the axes of the model's inputs or outputs that carry its ranged dimensions differ at " +
+                         at_str(b.at) + " from those at " + at_str(top));
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (std::find(kept[d].begin(), kept[d].end(), extents[d][k[d]]) == kept[d].end())
+          kept[d].push_back(extents[d][k[d]]);
+      pool.share(g);
+      std::vector<std::string> masked;
+      b.graph = mask_padded_positions(g, axes, b.at, &masked);
+      if (!r.buckets.empty() && masked != r.masks)
+        throw GraphError("the softmaxes over ranged dimensions differ at " + at_str(b.at) + " from those at " +
+                         at_str(r.buckets.front().at));
+      r.masks = masked;
+      r.buckets.push_back(std::move(b));
+    }
     size_t d = dims.size();
     while (d > 0 && ++k[d - 1] == extents[d - 1].size()) k[--d] = 0;
     if (d == 0) break;
+  }
+  // Each bucket's share: the extents it serves, multiplied over the dimensions.
+  r.extents = kept;
+  for (ShapeBucket& b : r.buckets) {
+    b.weight = 1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const std::vector<int64_t>& e = kept[d];
+      const auto it = std::find(e.begin(), e.end(), b.at.at(dims[d].name));
+      b.weight *= *it - (it == e.begin() ? dims[d].lo - 1 : *(it - 1));
+    }
   }
   return r;
 }

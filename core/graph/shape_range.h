@@ -83,6 +83,9 @@ struct ShapeBucket {
 
 struct RangedModel {
   std::vector<DimRange> dims;
+  // Each dimension's bucket extents: bucket_extents' ladder less the extents whose graph
+  // differs in structure from the model's at the top of the range (served by the next).
+  std::vector<std::vector<int64_t>> extents;
   std::vector<ShapeBucket> buckets;  // every combination of the dimensions' bucket extents, the first dimension slowest
   // Per model input and output, per axis: the ranged dimension it carries ("" fixed).
   std::vector<std::vector<std::string>> input_axes, output_axes;

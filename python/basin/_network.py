@@ -10,16 +10,20 @@ import numpy as np
 from . import _basin, estimators
 from ._progress import ProgressDisplay
 
-TensorSpec = collections.namedtuple("TensorSpec", ["name", "dtype", "shape", "index_bound", "divisor"])
+TensorSpec = collections.namedtuple("TensorSpec", ["name", "dtype", "shape", "index_bound", "divisor", "dims"],
+                                    defaults=[()])
 TensorSpec.__doc__ = """An input's or output's name, dtype (NumPy's name), shape; for an integer input read
 as indices, the bound its values must stay under (0 otherwise); whether it is an integer divisor
-(then it must hold no zero)."""
+(then it must hold no zero); for a network over ranges of shapes, per axis the ranged dimension
+it carries ("" for a fixed axis; empty for fixed shapes): `shape` is then the largest, and
+any extents of the ranges run."""
 
 _DTYPES = {"float32", "float64", "int32", "int64", "bool"}
 
 
 def _specs(dicts):
-    return [TensorSpec(d["name"], d["dtype"], tuple(d["shape"]), d["index_bound"], d["divisor"]) for d in dicts]
+    return [TensorSpec(d["name"], d["dtype"], tuple(d["shape"]), d["index_bound"], d["divisor"],
+                       tuple(d.get("dims", ()))) for d in dicts]
 
 
 def parse_duration(budget):
@@ -157,15 +161,23 @@ class Model:
     @staticmethod
     def load(model, shapes=None):
         """Loads, optimizes and partitions a network. shapes: {input or symbolic dimension: dims or
-        one int} for models exported with dynamic axes (as `basin --shape`)."""
+        one int} for models exported with dynamic axes (as `basin --shape`); a symbolic
+        dimension's value "LO..HI" is a range: the network is compiled as shape buckets
+        that serve every value in it (`basin --shape NAME=LO..HI`)."""
         model = os.fspath(model)
-        fixed = {}
+        fixed, ranges = {}, {}
         for name, dims in (shapes or {}).items():
+            if isinstance(dims, str):
+                lo, sep, hi = dims.partition("..")
+                if not sep or not lo.strip().isdigit() or not hi.strip().isdigit():
+                    raise ValueError(f"shapes[{name!r}]: {dims!r} is not a range LO..HI")
+                ranges[str(name)] = (int(lo), int(hi))
+                continue
             dims = [dims] if isinstance(dims, int) else list(dims)
             if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
                 raise ValueError(f"shapes[{name!r}]: {dims!r} is not a list of integers")
             fixed[str(name)] = [int(d) for d in dims]
-        return Model(_basin.Model.load(model, fixed))
+        return Model(_basin.Model.load(model, fixed, ranges))
 
     @property
     def name(self):
@@ -249,7 +261,8 @@ def _array_for(spec, x):
             x = np.asarray(x, dtype=spec.dtype)
         except (TypeError, ValueError) as e:
             raise ValueError(f"input '{spec.name}' expects {spec.dtype} {list(spec.shape)}: {e}") from None
-    if tuple(x.shape) != tuple(spec.shape):
+    # A network over ranges of shapes checks the extents itself (any in its ranges).
+    if tuple(x.shape) != tuple(spec.shape) and not spec.dims:
         raise ValueError(f"input '{spec.name}' expects {spec.dtype} {list(spec.shape)}, got {x.dtype.name} "
                          f"{list(x.shape)}")
     return x if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(x.shape)  # (keeps 0-d arrays 0-d)

@@ -97,6 +97,7 @@ py::dict spec_dict(const basin::TensorSpec& s) {
   d["shape"] = py::tuple(py::cast(s.shape));
   d["index_bound"] = s.index_bound;
   d["divisor"] = s.divisor;
+  if (!s.dims.empty()) d["dims"] = py::tuple(py::cast(s.dims));
   return d;
 }
 py::list spec_list(const std::vector<basin::TensorSpec>& specs) {
@@ -367,13 +368,16 @@ PYBIND11_MODULE(_basin, m) {
   py::class_<basin::Model>(m, "Model")
       .def_static(
           "load",
-          [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes) {
+          [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& shapes,
+             const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) {
             basin::LoadOptions lo;
             lo.shapes = shapes;
+            lo.ranges = ranges;
             py::gil_scoped_release release;
             return basin::Model::load(path, lo);
           },
-          py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>())
+          py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>(),
+          py::arg("ranges") = std::map<std::string, std::pair<int64_t, int64_t>>())
       .def_property_readonly("name", &basin::Model::name)
       .def_property_readonly("inputs", [](const basin::Model& mo) { return spec_list(mo.inputs()); })
       .def_property_readonly("tasks", &basin::Model::tasks);

@@ -20,6 +20,8 @@
 #include "codegen/cuda.h"
 #include "codegen/llvm_jit.h"
 #include "codegen/network.h"
+#include "codegen/ranged.h"
+#include "core/graph/shape_range.h"
 #include "codegen/torch_executor.h"
 #include "core/graph/fusion.h"
 #include "core/graph/layout.h"
@@ -759,6 +761,111 @@ TEST_F(Network, IntegerDivisionNeverTrapsAndAZeroDivisorInputIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
+  }
+}
+
+// A transformer block at sequence length L: token ids [1, L], attention over the L
+// tokens (softmax along the keys), a residual dense; outputs the hidden states [L, 32]
+// and the attention weights [4, L, L]. `mean_over_tokens` adds the mean over the
+// tokens to the states (a reduction over the ranged axis: padding is then not exact).
+graph::Graph ranged_block(int64_t L, bool mean_over_tokens = false) {
+  graph::Graph g;
+  g.name = "ranged_block";
+  graph::NetBuilder b(g, 9);
+  const int64_t d = 32;
+  int ids = g.add_input("ids", {1, L}, DType::i64());
+  int x = b.op("reshape", {b.op("embedding", {b.weight("emb", {50, d}, 0.5), ids})}, {{"new_shape", I{L, d}}});
+  x = b.layer_norm(x);
+  auto heads = [&](int v, const I& perm) {
+    return b.op("transpose", {b.op("reshape", {v}, {{"new_shape", I{L, 4, 8}}})}, {{"perm", perm}});
+  };
+  int q = heads(b.dense(x, d), I{1, 0, 2});
+  int k = heads(b.dense(x, d), I{1, 2, 0});
+  int v = heads(b.dense(x, d), I{1, 0, 2});
+  int att = b.op("softmax", {b.op("batch_matmul", {q, k})}, {{"axis", int64_t{-1}}});
+  int o = b.op("reshape", {b.op("transpose", {b.op("batch_matmul", {att, v})}, {{"perm", I{1, 0, 2}}})},
+               {{"new_shape", I{L, d}}});
+  int y = b.op("add", {b.dense(o, d), x});
+  if (mean_over_tokens) y = b.op("add", {y, b.op("mean", {y}, {{"axes", I{0}}, {"keepdims", int64_t{1}}})});
+  g.add_output(b.layer_norm(y));
+  g.add_output(att);
+  return g;
+}
+
+std::function<graph::Graph(const std::map<std::string, int64_t>&)> ranged_import(bool mean = false) {
+  return [mean](const std::map<std::string, int64_t>& at) { return ranged_block(at.at("seq"), mean); };
+}
+
+CompiledNetwork compile_ranged(const graph::RangedModel& rm) {
+  std::vector<CompiledNetwork> buckets;
+  for (const graph::ShapeBucket& bk : rm.buckets) {
+    graph::Graph g = graph::optimize(bk.graph, graph::layout_lanes("llvm"));
+    graph::Partition p = graph::partition(g);
+    buckets.push_back(CompiledNetwork::compile(g, p, random_programs(p, 3)));
+  }
+  return CompiledNetwork::ranged(std::move(buckets), {rm.dims, rm.input_axes, rm.output_axes, rm.masks});
+}
+
+// One network over a range of lengths: every length runs on its bucket, padded and
+// masked, and gives the outputs of the model built at that length (LibTorch), the
+// attention weights included; the file keeps the buckets (and one copy of the weights);
+// a length outside the range and a wrong fixed extent are refused.
+TEST_F(Network, ARangeOfShapesServesEveryLengthAsTheModelAtThatLength) {
+  graph::ConstantPool pool;
+  graph::RangedModel rm = graph::ranged_model(ranged_import(), {{"seq", 1, 20}}, pool);
+  ASSERT_EQ(rm.masks, std::vector<std::string>{"seq"});
+  CompiledNetwork net = compile_ranged(rm);
+  ASSERT_TRUE(net.is_ranged());
+  EXPECT_EQ(net.buckets(), 6);  // 1 2 4 8 16 20
+  EXPECT_EQ(net.inputs()[0].axis_dims, (std::vector<std::string>{"", "seq"}));
+  EXPECT_EQ(net.outputs()[1].axis_dims, (std::vector<std::string>{"", "seq", "seq"}));
+  // One copy of the weights for every bucket.
+  const graph::Graph top = graph::optimize(ranged_block(20), graph::layout_lanes("llvm"));
+  EXPECT_LE(net.weight_bytes(), top.weight_bytes() + 4096);
+  const std::string file = dir + "/ranged.basin";
+  net.save(file);
+  CompiledNetwork loaded = CompiledNetwork::load(file);
+  ASSERT_TRUE(loaded.is_ranged());
+  EXPECT_EQ(loaded.buckets(), net.buckets());
+  for (int64_t L = 1; L <= 20; ++L) {
+    SCOPED_TRACE("length " + std::to_string(L));
+    std::vector<NDArray> in = {NDArray::random(DType::i64(), {1, L}, 0, 50, static_cast<uint64_t>(L))};
+    const std::vector<NDArray> got = net.run(in);
+    ASSERT_EQ(got[0].shape(), (I{L, 32}));
+    ASSERT_EQ(got[1].shape(), (I{4, L, L}));
+    expect_close(got, TorchExecutor(ranged_block(L)).run(in), 1e-5);
+    const std::vector<NDArray> again = loaded.run(in);
+    for (size_t o = 0; o < got.size(); ++o)
+      EXPECT_EQ(std::memcmp(got[o].data(), again[o].data(), got[o].nbytes()), 0) << "output " << o;
+  }
+  try {
+    net.run({NDArray::random(DType::i64(), {1, 21}, 0, 50, 1)});
+    ADD_FAILURE() << "a length above the range ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the range"), std::string::npos) << e.what();
+  }
+  try {
+    net.run({NDArray::random(DType::i64(), {2, 5}, 0, 50, 1)});
+    ADD_FAILURE() << "a wrong fixed extent ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[1, seq]"), std::string::npos) << e.what();
+  }
+  const Accuracy a = check_ranged(rm, net, ranged_import());
+  EXPECT_TRUE(a.measured) << a.note;
+  EXPECT_LT(a.max_rel, 1e-5);
+}
+
+// A model that mixes the tokens other than through a softmax (a mean over them) is
+// refused: padding would change its real outputs.
+TEST_F(Network, PaddingThatChangesRealOutputsIsRefused) {
+  graph::ConstantPool pool;
+  graph::RangedModel rm = graph::ranged_model(ranged_import(true), {{"seq", 1, 12}}, pool);
+  CompiledNetwork net = compile_ranged(rm);
+  try {
+    check_ranged(rm, net, ranged_import(true));
+    ADD_FAILURE() << "inexact padding passed the check";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("padding is not exact"), std::string::npos) << e.what();
   }
 }
 

@@ -14,6 +14,7 @@
 #include "core/graph/layout.h"
 #include "core/graph/model.h"
 #include "core/graph/passes.h"
+#include "core/graph/shape_range.h"
 #include "core/graph/zoo.h"
 #include "core/ops/subgraph.h"
 #include "core/schedule/sketch.h"
@@ -949,6 +950,100 @@ TEST(Zoo, UnknownNamesListTheNetworks) {
   }
   EXPECT_THROW(load_model("zoo:nope"), NotFoundError);
   EXPECT_THROW(load_model("/no/such/model.onnx"), NotFoundError);
+}
+
+}  // namespace
+}  // namespace basin::graph
+
+namespace basin::graph {
+namespace {
+
+// The ladder of bucket extents: powers of two, and from 16 on 3 * 2^k, inside the range.
+TEST(ShapeRange, BucketExtentsAreTwoPerOctaveFromSixteen) {
+  EXPECT_EQ(bucket_extents(1, 512),
+            (std::vector<int64_t>{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}));
+  EXPECT_EQ(bucket_extents(5, 40), (std::vector<int64_t>{8, 16, 24, 32, 40}));
+  EXPECT_EQ(bucket_extents(7, 7), (std::vector<int64_t>{7}));
+  EXPECT_THROW(bucket_extents(0, 8), GraphError);
+  EXPECT_THROW(bucket_extents(9, 8), GraphError);
+}
+
+// Padding puts an array in the leading block of a larger one (zeros elsewhere); cutting
+// takes that block back; the mask is 0 on real positions and -inf on padded ones.
+TEST(ShapeRange, PaddingAndCuttingAreInverse) {
+  NDArray a = NDArray::random(DType::f32(), {2, 3, 5}, -1, 1, 3);
+  NDArray p = pad_array(a, {2, 7, 6});
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 7; ++j)
+      for (int64_t k = 0; k < 6; ++k) {
+        const double want = j < 3 && k < 5 ? a.get((i * 3 + j) * 5 + k) : 0.0;
+        EXPECT_EQ(p.get((i * 7 + j) * 6 + k), want) << i << " " << j << " " << k;
+      }
+  NDArray c = cut_array(p, {2, 3, 5});
+  EXPECT_EQ(std::memcmp(c.data(), a.data(), a.nbytes()), 0);
+  NDArray ids = NDArray::random(DType::i64(), {1, 4}, 0, 9, 1);
+  EXPECT_EQ(cut_array(pad_array(ids, {1, 9}), {1, 4}).get_int(3), ids.get_int(3));
+  EXPECT_THROW(pad_array(a, {2, 2, 5}), InternalError);
+  NDArray m = padding_mask(5, 3);
+  EXPECT_EQ(m.get(2), 0.0);
+  EXPECT_TRUE(std::isinf(m.get(3)) && m.get(3) < 0);
+}
+
+// An attention graph at sequence length L (input [L, 8]; softmax over the keys).
+Graph attention_at(int64_t L, bool flatten_output = false) {
+  Graph g;
+  NetBuilder b(g, 3);
+  int x = g.add_input("x", {L, 8});
+  int q = b.dense(x, 8), k = b.op("transpose", {b.dense(x, 8)}, {{"perm", std::vector<int64_t>{1, 0}}});
+  int p = b.op("softmax", {b.op("matmul", {q, k})}, {{"axis", int64_t{-1}}});
+  int y = b.op("matmul", {p, b.dense(x, 8)});
+  if (flatten_output) y = b.op("reshape", {y}, {{"new_shape", std::vector<int64_t>{L * 8}}});
+  g.add_output(y);
+  return g;
+}
+
+// The axes that carry the range are found by importing the model at two extents; the
+// softmax over the keys gets the padding mask; each bucket's weight is the extents it
+// serves. An output that flattens the range with another axis, or a graph whose
+// operators change with the extent, is refused.
+TEST(ShapeRange, AxesMasksAndWeightsOfABucketedModel) {
+  ConstantPool pool;
+  RangedModel rm = ranged_model([](const std::map<std::string, int64_t>& at) { return attention_at(at.at("n")); },
+                                {{"n", 3, 20}}, pool);
+  EXPECT_EQ(rm.input_axes, (std::vector<std::vector<std::string>>{{"n", ""}}));
+  EXPECT_EQ(rm.output_axes, (std::vector<std::vector<std::string>>{{"n", ""}}));
+  EXPECT_EQ(rm.masks, std::vector<std::string>{"n"});
+  ASSERT_EQ(rm.buckets.size(), 4u);  // 4 8 16 20
+  int64_t served = 0;
+  for (const ShapeBucket& b : rm.buckets) {
+    served += b.weight;
+    EXPECT_EQ(b.graph.value(b.graph.inputs().back()).name, padding_mask_input("n"));
+    EXPECT_EQ(b.graph.value(b.graph.inputs().back()).shape, std::vector<int64_t>{b.at.at("n")});
+  }
+  EXPECT_EQ(served, 18);               // 3..20
+  EXPECT_EQ(rm.buckets[0].weight, 2);  // 3 and 4
+  // The weights are one copy across the buckets.
+  auto first_weight = [](const Graph& g) {
+    for (const Value& v : g.values())
+      if (v.constant && v.data.nbytes() >= 64) return v.data.data();
+    return static_cast<const void*>(nullptr);
+  };
+  ASSERT_NE(first_weight(rm.buckets[0].graph), nullptr);
+  EXPECT_EQ(first_weight(rm.buckets[0].graph), first_weight(rm.buckets[3].graph));
+  EXPECT_THROW(ranged_model([](const std::map<std::string, int64_t>& at) { return attention_at(at.at("n"), true); },
+                            {{"n", 3, 20}}, pool),
+               GraphError);
+  EXPECT_THROW(ranged_model(
+                   [](const std::map<std::string, int64_t>& at) {
+                     Graph g = attention_at(at.at("n"));
+                     if (at.at("n") % 2 == 0) g.add_output(g.add_node("relu", {g.outputs()[0]}));
+                     return g;
+                   },
+                   {{"n", 3, 20}}, pool),
+               GraphError);
+  EXPECT_THROW(
+      ranged_model([](const std::map<std::string, int64_t>&) { return attention_at(6); }, {{"n", 3, 20}}, pool),
+      GraphError);
 }
 
 }  // namespace

@@ -173,3 +173,33 @@ def test_the_feature_names_are_those_of_the_estimators():
     assert gpu != cpu
     with pytest.raises(basin.Error, match="tpu"):
         basin.features.names("tpu")
+
+
+def test_a_range_of_shapes_loads_tunes_compiles_and_runs_any_length(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.random.default_rng(1).uniform(-0.5, 0.5, (8, 8)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["q"]),
+             helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "xt"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "x"], ["y"])]
+    graph = helper.make_graph(nodes, "att", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w")])
+    path = str(tmp_path / "att.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    model = basin.Model.load(path, shapes={"seq": "2..12"})
+    (spec,) = model.inputs
+    assert spec.dims == ("", "seq", "") and spec.shape == (1, 12, 8)
+    model.tune(trials=model.tasks, records=tmp_path / "r.db", strategy="random", first_batch=1, progress=False)
+    net = basin.Network.compile(model, tmp_path / "r.db")
+    assert net.accuracy["measured"] and net.accuracy["max_rel_error"] < 1e-5
+    for n in (2, 5, 12):
+        x = np.random.default_rng(n).uniform(-1, 1, (1, n, 8)).astype(np.float32)
+        fixed = basin.Network.compile(basin.Model.load(path, shapes={"seq": n}))
+        np.testing.assert_allclose(net(x), fixed(x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(basin.Error, match="outside the range"):
+        net(np.zeros((1, 13, 8), np.float32))
+    with pytest.raises(ValueError, match="LO..HI"):
+        basin.Model.load(path, shapes={"seq": "2..x"})

@@ -473,6 +473,58 @@ TEST_F(NetworkCli, SymbolicShapesFromTheCommandLine) {
   expect_one_error("run zoo:resnet18 --shape seq=3", "zoo network");
 }
 
+// --shape NAME=LO..HI: one tuning run over the buckets (each reported), one compiled
+// file that runs any length of the range and refuses others, and clear errors for a bad
+// range, a range of a zoo network and int8 over a range.
+TEST_F(NetworkCli, ARangeOfShapesIsTunedCompiledAndRunAtAnyLength) {
+  const std::string model = dir + "/att.onnx", db = dir + "/r.db", out = dir + "/att.basin";
+  basin::testing::OnnxBuilder b(17);
+  b.input("x", {1, 4, 8});
+  b.graph().mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_param(
+      "seq");
+  std::vector<float> w(64);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37 % 17) / 17.0 - 0.5);
+  b.init("wq", {8, 8}, w);
+  b.node("MatMul", {"x", "wq"}, {"q"});
+  b.attr_ints(b.node("Transpose", {"x"}, {"xt"}), "perm", {0, 2, 1});
+  b.node("MatMul", {"q", "xt"}, {"s"});
+  b.attr_int(b.node("Softmax", {"s"}, {"p"}), "axis", -1);
+  b.node("MatMul", {"p", "x"}, {"y"});
+  b.output("y");
+  b.save(model);
+  Result t = run("tune " + model + " --shape seq=2..12 --records " + db + " --trials 24 --json --quiet");
+  ASSERT_EQ(t.code, 0) << t.out;
+  nlohmann::json tj = nlohmann::json::parse(t.out);
+  ASSERT_EQ(tj["models"].size(), 4u) << tj["models"].dump();  // seq 2, 4, 8, 12
+  EXPECT_NE(tj["models"][3]["model"].get<std::string>().find("seq=12"), std::string::npos);
+  EXPECT_EQ(tj["models"][3]["weight"], 4);  // 9..12
+  Result c = run("compile " + model + " --shape seq=2..12 --records " + db + " -o " + out + " --json --quiet");
+  ASSERT_EQ(c.code, 0) << c.out;
+  nlohmann::json cj = nlohmann::json::parse(c.out);
+  EXPECT_EQ(cj["buckets"].size(), 4u);
+  EXPECT_TRUE(cj["accuracy"]["measured"].get<bool>()) << cj["accuracy"].dump();
+  EXPECT_LT(cj["accuracy"]["max_rel_error"].get<double>(), 1e-5);
+  for (int64_t n : {2, 5, 12}) {
+    basin::write_npy(dir + "/x.npy", basin::NDArray::random(basin::DType::f32(), {1, n, 8}, -1, 1, 7));
+    Result r = run("run " + out + " --input " + dir + "/x.npy --output " + dir + "/y.npy --json --quiet");
+    ASSERT_EQ(r.code, 0) << r.out;
+    Result f = run("run " + model + " --shape seq=" + std::to_string(n) + " --input " + dir + "/x.npy --output " + dir +
+                   "/f.npy --json --quiet");
+    ASSERT_EQ(f.code, 0) << f.out;
+    basin::NDArray y = basin::read_npy(dir + "/y.npy"), ref = basin::read_npy(dir + "/f.npy");
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{1, n, 8}));
+    EXPECT_LT(basin::compare_arrays(y, ref).max_rel, 1e-5) << "length " << n;
+  }
+  basin::write_npy(dir + "/x13.npy", basin::NDArray::random(basin::DType::f32(), {1, 13, 8}, -1, 1, 7));
+  expect_one_error("run " + out + " --input " + dir + "/x13.npy", "outside the range");
+  expect_one_error("compile " + model + " --shape seq=12..2 -o " + dir + "/bad.basin", "LO <= HI");
+  expect_one_error("compile " + model + " --shape seq=2..x -o " + dir + "/bad.basin", "not an integer");
+  expect_one_error("compile zoo:resnet18 --shape seq=1..4 -o " + dir + "/bad.basin", "zoo network");
+  expect_one_error(
+      "compile " + model + " --shape seq=2..12 --precision int8 --calibrate " + dir + "/x.npy -o " + dir + "/bad.basin",
+      "one value");
+}
+
 #endif
 
 // The cuda target from the command line: compiled for a named architecture without a

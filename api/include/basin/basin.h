@@ -37,6 +37,10 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   int64_t index_bound = 0;
   bool divisor = false;
+  // A network over ranges of shapes (LoadOptions::ranges): per axis, the ranged
+  // dimension it carries ("" for a fixed axis; empty for fixed shapes); `shape` is the
+  // largest, and run() takes any extents of the ranges.
+  std::vector<std::string> dims;
 };
 
 // A dense row-major host tensor. Copies share their data (clone() copies it).
@@ -79,6 +83,11 @@ struct LoadOptions {
   // An input's shape (name -> dims) or a symbolic dimension's value (name -> {N}), for
   // models exported with dynamic axes (as `basin --shape NAME=...`).
   std::map<std::string, std::vector<int64_t>> shapes;
+  // A symbolic dimension's range of values, name -> {lo, hi} (as `basin --shape
+  // NAME=LO..HI`): the network is compiled as shape buckets behind one dispatcher
+  // (docs/networks.md, "Ranges of shapes"), tuned at once, each bucket weighted by the
+  // values it serves.
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
 };
 
 // A network ready to tune and compile: an ONNX file or a zoo network ("zoo:resnet18"),
