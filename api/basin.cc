@@ -254,6 +254,11 @@ TuneReport TuningSession::run() {
   to.progress = progress_of(o);
   const Model::Impl& mi = model_.impl();
   const graph::Partition merged = mi.ranged ? mi.merged(o.target) : graph::Partition();
+  if (mi.ranged && !o.custom_estimator) {
+    std::set<int64_t> extents;
+    for (const auto& e : mi.ranged->extents) extents.insert(e.begin(), e.end());
+    to.estimator_family = search::range_families(merged, extents);
+  }
   search::NetworkTuneResult r = search::tune_network(mi.ranged ? merged : mi.for_target(o.target).partition, store, to);
   TuneReport rep;
   rep.trials = r.trials;

@@ -114,6 +114,24 @@ def basin_cmd(basin, args, threads, ok=(0,)):
     return p.stdout
 
 
+def table(results, peers):
+    """The markdown table: per model and length, each runtime's latency, basin against
+    the fastest peer, and each one's error against PyTorch."""
+    lines = ["| model | length | basin (ms) | " + " | ".join(f"{p} (ms)" for p in peers) +
+             " | vs fastest peer | basin error | " + " | ".join(f"{p} error" for p in peers) + " |",
+             "|" + "---|" * (5 + 2 * len(peers))]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['model']} | - | {r['error']} |")
+            continue
+        for row in r["lengths"]:
+            lines.append(f"| {r['model']} | {row['length']} | {row['ms']['basin']:.2f} | " +
+                         " | ".join(f"{row['ms'][p]:.2f}" for p in peers) +
+                         f" | {row['speedup_vs_best_peer']:.2f}x | {row['err']['basin']:.1e} | " +
+                         " | ".join(f"{row['err'][p]:.1e}" for p in peers) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default="bert,gpt2")
@@ -196,22 +214,10 @@ def main():
         results.append(r)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
-    peers = [p for p in a.peers.split(",") if p]
-    lines = ["| model | length | basin (ms) | " + " | ".join(f"{p} (ms)" for p in peers) +
-             " | vs fastest peer | basin error | " + " | ".join(f"{p} error" for p in peers) + " |",
-             "|" + "---|" * (5 + 2 * len(peers))]
-    for r in results:
-        if "error" in r:
-            lines.append(f"| {r['model']} | - | {r['error']} |")
-            continue
-        for row in r["lengths"]:
-            lines.append(f"| {r['model']} | {row['length']} | {row['ms']['basin']:.2f} | " +
-                         " | ".join(f"{row['ms'][p]:.2f}" for p in peers) +
-                         f" | {row['speedup_vs_best_peer']:.2f}x | {row['err']['basin']:.1e} | " +
-                         " | ".join(f"{row['err'][p]:.1e}" for p in peers) + " |")
+    text = table(results, [p for p in a.peers.split(",") if p])
     with open(os.path.join(a.out, "table.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write(text)
+    print(text, end="")
 
 
 if __name__ == "__main__":

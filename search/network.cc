@@ -4,6 +4,7 @@
 #include <set>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -67,6 +68,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
                   constant_bytes(p) / 1e6);
     opt.task.log(line);
   }
+  // Estimators a family of tasks shares (destroyed after the tasks' tuners).
+  std::vector<std::unique_ptr<models::Estimator>> family_owned;
   std::vector<TaskState> tasks(p.tasks.size());
   for (TaskState& t : tasks) t.strategy = make_strategy(opt.strategy);
   // One estimator per task (each task's updates fine-tune its own), the file read once.
@@ -75,10 +78,21 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
                                                                      : tasks[0].strategy->default_estimator();
   std::vector<std::unique_ptr<models::Estimator>> estimators;
   if (!spec.empty()) estimators = models::estimators_for_target(spec, opt.task.target, static_cast<int>(tasks.size()));
+  if (!opt.estimator_family.empty() && opt.estimator_family.size() != p.tasks.size())
+    throw InternalError("tune_network: estimator families for " + std::to_string(opt.estimator_family.size()) + " of " +
+                        std::to_string(p.tasks.size()) + " tasks");
+  std::map<std::string, models::Estimator*> family_estimator;
   for (size_t i = 0; i < p.tasks.size(); ++i) {
     TaskState& t = tasks[i];
     if (opt.make_estimator) t.est = opt.make_estimator(i);
     else if (!spec.empty()) t.est = std::move(estimators[i]);
+    models::Estimator* est = t.est.get();
+    if (!opt.make_estimator && est && !opt.estimator_family.empty() && !opt.estimator_family[i].empty()) {
+      auto [it, first] = family_estimator.emplace(opt.estimator_family[i], est);
+      if (first) family_owned.push_back(std::move(t.est));
+      else est = it->second;
+      t.est.reset();
+    }
     TuneOptions to = opt.task;
     to.seed = opt.task.seed + i;
     to.trials = 0;  // the scheduler's budget, not the task's
@@ -89,7 +103,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     to.precision = sched::task_precision(opt.task.precision, p.tasks[i].writes_output);
     to.cold_constants = cold;
     if (opt.task_options) opt.task_options(i, to);
-    t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, t.est.get(), to);
+    t.tuner = std::make_unique<TaskTuner>(p.tasks[i].graph, store, *t.strategy, est, to);
   }
   const double setup_seconds = since(t0);
   auto total_trials = [&] {
@@ -227,6 +241,27 @@ graph::Partition merge_partitions(const std::vector<const graph::Partition*>& pa
       m.constant_inputs = both;
     }
   return p;
+}
+
+std::vector<std::string> range_families(const graph::Partition& p, const std::set<int64_t>& extents) {
+  std::vector<std::string> out;
+  for (const graph::NetworkTask& t : p.tasks) {
+    std::string f;
+    const std::string& l = t.label;
+    for (size_t i = 0; i < l.size();) {
+      if (!std::isdigit(static_cast<unsigned char>(l[i]))) {
+        f += l[i++];
+        continue;
+      }
+      size_t j = i;
+      while (j < l.size() && std::isdigit(static_cast<unsigned char>(l[j]))) ++j;
+      const std::string num = l.substr(i, j - i);
+      f += num.size() < 12 && extents.count(std::stoll(num)) ? "#" : num;
+      i = j;
+    }
+    out.push_back(f);
+  }
+  return out;
 }
 
 std::vector<codegen::ProgramChoice> choose_programs(const graph::Partition& p, const RecordStore* store,

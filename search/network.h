@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,12 @@ struct NetworkTuneOptions {
   // contest; every program measured so far is in the records, so a second run
   // resumes). Ctrl-C in `basin tune` and in the Python package's tuning.
   std::function<bool()> stop;
+  // Tasks of one family (equal non-empty estimator_family[i]) share one estimator: each
+  // task's updates fine-tune it on that task's programs, so that a task of the family
+  // starts from what the others taught it (the shape buckets of a range: one operator
+  // chain at several extents). Empty, or an empty name: an estimator of the task's own.
+  // Not with make_estimator (a user's own per task).
+  std::vector<std::string> estimator_family;
   // Test hook: adjusts the options of task i's tuner before it starts (fault injection).
   std::function<void(size_t, TuneOptions&)> task_options;
 
@@ -101,6 +108,11 @@ bool weights_exceed_cache(const graph::Partition& p);
 // share of the calls (core/graph/shape_range.h).
 graph::Partition merge_partitions(const std::vector<const graph::Partition*>& parts,
                                   const std::vector<int64_t>& scale = {});
+
+// The estimator families of a range's buckets (NetworkTuneOptions::estimator_family):
+// each task's label with every extent that is one of `extents` (the ranged dimensions'
+// bucket extents) replaced by '#': one operator chain at several extents of the range.
+std::vector<std::string> range_families(const graph::Partition& p, const std::set<int64_t>& extents);
 
 // Each task's program: its best valid record on `target` among the sketches `precision`
 // allows (sched::sketches_for), or, when it has none, the default configuration of its

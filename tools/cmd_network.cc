@@ -52,7 +52,7 @@ struct NetOptions {
   uint64_t seed = 1;
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, slow_factor = 2;
-  bool json = false, quiet = false, no_calibrate = false;
+  bool json = false, quiet = false, no_calibrate = false, no_transfer = false;
 };
 
 void log_line(const NetOptions& o, const std::string& line) {
@@ -374,7 +374,10 @@ int run_tune(const NetOptions& o) {
   std::vector<int64_t> scale;
   std::vector<std::string> unit_names;
   bool any_ranged = false;
+  std::set<int64_t> range_extents;  // every bucket extent of a ranged dimension
   for (size_t n = 0; n < nets.size(); ++n) {
+    if (nets[n].ranged)
+      for (const auto& e : nets[n].ranged->extents) range_extents.insert(e.begin(), e.end());
     if (!nets[n].ranged) {
       unit_names.push_back(models[n]);
       scale.push_back(1);
@@ -401,9 +404,10 @@ int run_tune(const NetOptions& o) {
   if (units.size() > 1)
     log_line(o, std::to_string(units.size()) + (any_ranged ? " networks and shape buckets" : " networks") +
                     " tuned at once: " + std::to_string(part.tasks.size()) + " distinct tasks in all" +
-                    (any_ranged ? ", each bucket weighted by the extents it serves" : ""));
+                    (any_ranged ? ", each bucket weighted by the values it serves per position" : ""));
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
+  if (any_ranged && !o.no_transfer) to.estimator_family = search::range_families(part, range_extents);
   to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
   to.task.precision = programs_precision(o);
@@ -870,6 +874,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     add_slow_factor_option(cmd, o->slow_factor);
     cmd->add_flag("--no-calibrate", o->no_calibrate,
                   "use the shipped estimator as it is: no calibration for this machine is made or used");
+    cmd->add_flag("--no-transfer", o->no_transfer,
+                  "with a range of shapes: each bucket's task tunes with an estimator of its own (by default one "
+                  "operator chain's tasks at the buckets' extents share one)");
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

@@ -1,6 +1,7 @@
 #include "core/graph/shape_range.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -319,15 +320,18 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
     while (d > 0 && ++k[d - 1] == extents[d - 1].size()) k[--d] = 0;
     if (d == 0) break;
   }
-  // Each bucket's share: the extents it serves, multiplied over the dimensions.
+  // Each bucket's weight: the values it serves, each counted 1/extent (relative to the
+  // top of the range), multiplied over the dimensions.
   r.extents = kept;
   for (ShapeBucket& b : r.buckets) {
-    b.weight = 1;
+    double w = 1;
     for (size_t d = 0; d < dims.size(); ++d) {
       const std::vector<int64_t>& e = kept[d];
       const auto it = std::find(e.begin(), e.end(), b.at.at(dims[d].name));
-      b.weight *= *it - (it == e.begin() ? dims[d].lo - 1 : *(it - 1));
+      const int64_t served = *it - (it == e.begin() ? dims[d].lo - 1 : *(it - 1));
+      w *= static_cast<double>(served) * static_cast<double>(dims[d].hi) / static_cast<double>(*it);
     }
+    b.weight = std::max<int64_t>(1, std::llround(std::min(w, 1e9)));
   }
   return r;
 }

@@ -75,8 +75,13 @@ class ConstantPool {
 // One bucket: the model at one extent of each ranged dimension.
 struct ShapeBucket {
   std::map<std::string, int64_t> at;
-  // Its share of the calls: the number of each dimension's values it serves (those above
-  // the next smaller bucket, up to its own), multiplied over the dimensions.
+  // Its weight in the task scheduler: the values of each dimension it serves (those
+  // above the next smaller bucket, up to its own), each counted in proportion to
+  // 1 / its extent (scaled by the top of the range: served x hi / extent), multiplied
+  // over the dimensions. Tuning then minimizes the mean over the range, uniform, of a
+  // call's latency per position: a short call counts as much as a long one relative
+  // to its size (uniform values alone would leave the short calls' buckets, whose
+  // kernels cost little, almost untuned).
   int64_t weight = 1;
   Graph graph;  // imported at `at`, the padding masks added (mask_padded_positions), before optimize
 };

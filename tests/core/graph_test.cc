@@ -1014,14 +1014,15 @@ TEST(ShapeRange, AxesMasksAndWeightsOfABucketedModel) {
   EXPECT_EQ(rm.output_axes, (std::vector<std::vector<std::string>>{{"n", ""}}));
   EXPECT_EQ(rm.masks, std::vector<std::string>{"n"});
   ASSERT_EQ(rm.buckets.size(), 4u);  // 4 8 16 20
-  int64_t served = 0;
+  std::vector<int64_t> weights;
   for (const ShapeBucket& b : rm.buckets) {
-    served += b.weight;
+    weights.push_back(b.weight);
     EXPECT_EQ(b.graph.value(b.graph.inputs().back()).name, padding_mask_input("n"));
     EXPECT_EQ(b.graph.value(b.graph.inputs().back()).shape, std::vector<int64_t>{b.at.at("n")});
   }
-  EXPECT_EQ(served, 18);               // 3..20
-  EXPECT_EQ(rm.buckets[0].weight, 2);  // 3 and 4
+  // The values served, each by 20 / the bucket's extent: 4 serves 3 and 4 (2 x 5), 8
+  // serves 5..8 (4 x 2.5), 16 serves 9..16 (8 x 1.25), 20 serves 17..20 (4 x 1).
+  EXPECT_EQ(weights, (std::vector<int64_t>{10, 10, 10, 4}));
   // The weights are one copy across the buckets.
   auto first_weight = [](const Graph& g) {
     for (const Value& v : g.values())

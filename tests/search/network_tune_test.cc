@@ -267,3 +267,52 @@ TEST_F(NetworkTune, BadOptionsAreRejected) {
 
 }  // namespace
 }  // namespace basin::search
+
+namespace basin::search {
+namespace {
+
+// A dense layer at M rows (a shape bucket of a range of M).
+graph::Partition dense_at(int64_t m, graph::Graph* keep) {
+  graph::Graph g;
+  graph::NetBuilder b(g, 4);
+  g.add_output(b.op("relu", {b.dense(g.add_input("x", {m, 40}), 24)}));
+  *keep = graph::optimize(g);
+  return graph::partition(*keep);
+}
+
+// The buckets of a range tuned as one partition: weights scaled by each bucket's, one
+// operator chain's tasks one estimator family (the bucket extents masked, the others
+// kept), tuned with the family's estimator shared.
+TEST(RangeTuning, BucketsMergeWithTheirWeightsAndShareAnEstimatorPerChain) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  graph::Graph g8, g16;
+  graph::Partition p8 = dense_at(8, &g8), p16 = dense_at(16, &g16);
+  const graph::Partition merged = merge_partitions({&p8, &p16}, {3, 1});
+  ASSERT_EQ(merged.tasks.size(), 2u);
+  EXPECT_EQ(merged.tasks[0].weight, 3 * p8.tasks[0].weight);
+  EXPECT_EQ(merged.tasks[1].weight, p16.tasks[0].weight);
+  const std::vector<std::string> f = range_families(merged, {8, 16});
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0], f[1]) << f[0] << " / " << f[1];
+  EXPECT_NE(f[0].find('#'), std::string::npos) << f[0];
+  EXPECT_NE(f[0].find("24"), std::string::npos) << f[0];  // not a bucket extent: kept
+  EXPECT_NE(range_families(merged, {8})[0], range_families(merged, {8})[1]);
+  const std::string dir = (fs::temp_directory_path() / ("basin_rangetune_" + std::to_string(getpid()))).string();
+  fs::create_directories(dir);
+  {
+    RecordStore store(dir + "/r.db");
+    NetworkTuneOptions opt;
+    opt.trials = 16;
+    opt.task.batch = 4;
+    opt.estimator_family = f;
+    NetworkTuneResult r = tune_network(merged, store, opt);
+    EXPECT_EQ(r.trials, 16);
+    for (const TaskReport& t : r.tasks) EXPECT_GT(t.best_us, 0) << t.label;
+    opt.estimator_family = {"only one"};
+    EXPECT_THROW(tune_network(merged, store, opt), InternalError);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace basin::search

@@ -1,0 +1,38 @@
+"""bench/shape_ranges.py's pieces that need no peer: the inputs at each length (seeded
+token ids, an all-ones mask) and the table (latencies, basin against the fastest peer,
+errors; a model that failed gives its error)."""
+
+import importlib.util
+import os
+
+import numpy as np
+
+from conftest import SOURCE
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_shape_ranges", os.path.join(SOURCE, "bench", "shape_ranges.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def test_inputs_are_seeded_ids_and_a_full_mask_at_each_length():
+    b = load_bench()
+    ids, mask = b.inputs_at(37, 100)
+    assert ids.shape == (1, 37) and ids.dtype == np.int64 and ids.min() >= 0 and ids.max() < 100
+    assert mask.shape == (1, 37) and (mask == 1).all()
+    np.testing.assert_array_equal(b.inputs_at(37, 100)[0], ids)
+    assert not np.array_equal(b.inputs_at(38, 100)[0][:, :37], ids)
+
+
+def test_the_table_compares_basin_with_the_fastest_peer():
+    b = load_bench()
+    results = [{"model": "bert", "lengths": [{"length": 8, "ms": {"basin": 2.0, "ort": 3.0, "openvino": 5.0},
+                                               "err": {"basin": 1e-6, "ort": 2e-6, "openvino": 3e-6},
+                                               "speedup_vs_best_peer": 1.5}]},
+               {"model": "gpt2", "error": "no program"}]
+    lines = b.table(results, ["ort", "openvino"]).splitlines()
+    assert lines[0].startswith("| model | length | basin (ms) | ort (ms) | openvino (ms) | vs fastest peer")
+    assert lines[2] == "| bert | 8 | 2.00 | 3.00 | 5.00 | 1.50x | 1.0e-06 | 2.0e-06 | 3.0e-06 |"
+    assert lines[3] == "| gpt2 | - | no program |"
