@@ -45,7 +45,7 @@ namespace {
 struct NetOptions {
   std::vector<std::string> more_models;  // tune: further models tuned at once
   std::string model, target = "llvm", precision, arch, records, strategy = "gradient", estimator, budget, out;
-  std::vector<std::string> inputs, shapes;
+  std::vector<std::string> inputs, shapes, shape_weights;
   std::vector<std::string> calibrate;  // --precision int8: samples, each .npy files comma-separated
   std::string output;
   int trials = 0, batch = 16, first_batch = 0, repeat = 0, compile_threads = 0;
@@ -123,6 +123,33 @@ std::vector<graph::DimRange> shape_ranges(const NetOptions& o) {
     if (d.hi > (int64_t{1} << 31))
       throw Error("--shape '" + a + "': extent " + std::to_string(d.hi) + " is not in 1 to 2^31");
     out.push_back(d);
+  }
+  // --shape-weights NAME=V:W,V:W,...: the distribution of a range's values.
+  for (const std::string& a : o.shape_weights) {
+    const size_t eq = a.find('=');
+    const std::string name = eq == std::string::npos ? "" : a.substr(0, eq);
+    auto it = std::find_if(out.begin(), out.end(), [&](const graph::DimRange& d) { return d.name == name; });
+    if (it == out.end())
+      throw Error("--shape-weights '" + a + "': expected NAME=V:W,V:W,... for a dimension given a range with --shape " +
+                  "NAME=LO..HI");
+    if (!it->value_weights.empty()) throw Error("--shape-weights " + name + " is given twice");
+    for (const std::string& vw : split_list(a.substr(eq + 1), ',')) {
+      const size_t colon = vw.find(':');
+      if (colon == std::string::npos) throw Error("--shape-weights '" + a + "': '" + vw + "' is not VALUE:WEIGHT");
+      const int64_t v = shape_integer(a, vw.substr(0, colon));
+      double w = 0;
+      try {
+        size_t used = 0;
+        w = std::stod(vw.substr(colon + 1), &used);
+        if (used != vw.size() - colon - 1) throw std::invalid_argument(vw);
+      } catch (const std::exception&) {
+        throw Error("--shape-weights '" + a + "': '" + vw.substr(colon + 1) + "' is not a number");
+      }
+      if (v < it->lo || v > it->hi || !(w >= 0) || !std::isfinite(w))
+        throw Error("--shape-weights '" + a + "': " + vw + ": the value must lie in " + std::to_string(it->lo) + ".." +
+                    std::to_string(it->hi) + " and the weight be finite, not negative");
+      it->value_weights[v] += w;
+    }
   }
   return out;
 }
@@ -874,6 +901,9 @@ void add_network_commands(CLI::App& app, Runner& run) {
     add_slow_factor_option(cmd, o->slow_factor);
     cmd->add_flag("--no-calibrate", o->no_calibrate,
                   "use the shipped estimator as it is: no calibration for this machine is made or used");
+    cmd->add_option("--shape-weights", o->shape_weights,
+                    "with --shape NAME=LO..HI: NAME=V:W,V:W,... the distribution of the calls' values that tuning "
+                    "weighs the buckets by (values not listed weigh 0; default uniform)");
     cmd->add_flag("--no-transfer", o->no_transfer,
                   "with a range of shapes: each bucket's task tunes with an estimator of its own (by default one "
                   "operator chain's tasks at the buckets' extents share one)");

@@ -225,6 +225,10 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
   std::vector<std::vector<int64_t>> extents;
   for (const DimRange& d : dims) {
     if (!top.emplace(d.name, d.hi).second) throw GraphError("the range of '" + d.name + "' is given twice");
+    for (const auto& [v, w] : d.value_weights)
+      if (v < d.lo || v > d.hi || !(w >= 0) || !std::isfinite(w))
+        throw GraphError("the weight of '" + d.name + "' = " + std::to_string(v) + ": values must lie in the range " +
+                         std::to_string(d.lo) + ".." + std::to_string(d.hi) + " and weights be finite, not negative");
     extents.push_back(bucket_extents(d.lo, d.hi));
   }
   // A bucket's axes: its graph against the model imported with each dimension moved
@@ -328,8 +332,14 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
     for (size_t d = 0; d < dims.size(); ++d) {
       const std::vector<int64_t>& e = kept[d];
       const auto it = std::find(e.begin(), e.end(), b.at.at(dims[d].name));
-      const int64_t served = *it - (it == e.begin() ? dims[d].lo - 1 : *(it - 1));
-      w *= static_cast<double>(served) * static_cast<double>(dims[d].hi) / static_cast<double>(*it);
+      const int64_t from = it == e.begin() ? dims[d].lo : *(it - 1) + 1;
+      double served = static_cast<double>(*it - from + 1);
+      if (!dims[d].value_weights.empty()) {
+        served = 0;
+        for (auto v = dims[d].value_weights.lower_bound(from); v != dims[d].value_weights.end() && v->first <= *it; ++v)
+          served += v->second;
+      }
+      w *= served * static_cast<double>(dims[d].hi) / static_cast<double>(*it);
     }
     b.weight = std::max<int64_t>(1, std::llround(std::min(w, 1e9)));
   }

@@ -24,6 +24,9 @@ namespace basin::graph {
 struct DimRange {
   std::string name;
   int64_t lo = 1, hi = 1;
+  // The distribution of the calls' values (value -> weight, each in lo..hi, weights not
+  // negative; values not listed weigh 0): `--shape-weights`. Empty: uniform.
+  std::map<int64_t, double> value_weights;
 };
 
 // The bucket extents of a range: the ladder 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, ...
@@ -76,9 +79,10 @@ class ConstantPool {
 struct ShapeBucket {
   std::map<std::string, int64_t> at;
   // Its weight in the task scheduler: the values of each dimension it serves (those
-  // above the next smaller bucket, up to its own), each counted in proportion to
-  // 1 / its extent (scaled by the top of the range: served x hi / extent), multiplied
-  // over the dimensions. Tuning then minimizes the mean over the range, uniform, of a
+  // above the next smaller bucket, up to its own), each counted by its weight in the
+  // distribution (1 when uniform) and in proportion to 1 / the bucket's extent (scaled
+  // by the top of the range: served x hi / extent), multiplied over the dimensions; at
+  // least 1. Tuning then minimizes the mean over the range, uniform, of a
   // call's latency per position: a short call counts as much as a long one relative
   // to its size (uniform values alone would leave the short calls' buckets, whose
   // kernels cost little, almost untuned).

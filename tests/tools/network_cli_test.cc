@@ -517,6 +517,17 @@ TEST_F(NetworkCli, ARangeOfShapesIsTunedCompiledAndRunAtAnyLength) {
   }
   basin::write_npy(dir + "/x13.npy", basin::NDArray::random(basin::DType::f32(), {1, 13, 8}, -1, 1, 7));
   expect_one_error("run " + out + " --input " + dir + "/x13.npy", "outside the range");
+  // A distribution of the values: the buckets weighted by what they serve of it.
+  Result tw = run("tune " + model + " --shape seq=2..12 --shape-weights seq=5:1,6:3 --records " + db +
+                 " --trials 1 --json --quiet");
+  ASSERT_EQ(tw.code, 0) << tw.out;
+  nlohmann::json wj = nlohmann::json::parse(tw.out)["models"];
+  ASSERT_EQ(wj.size(), 4u);
+  EXPECT_EQ(wj[2]["weight"], 6);  // 1 + 3 (the values 5 and 6, of 5..8), x 12 / 8
+  EXPECT_EQ(wj[0]["weight"], 1);  // none: the least weight
+  expect_one_error("tune " + model + " --shape seq=2..12 --shape-weights seq=13:1 --records " + db + " --trials 1",
+                   "must lie in 2..12");
+  expect_one_error("tune " + model + " --shape-weights seq=3:1 --records " + db + " --trials 1", "LO..HI");
   expect_one_error("compile " + model + " --shape seq=12..2 -o " + dir + "/bad.basin", "LO <= HI");
   expect_one_error("compile " + model + " --shape seq=2..x -o " + dir + "/bad.basin", "not an integer");
   expect_one_error("compile zoo:resnet18 --shape seq=1..4 -o " + dir + "/bad.basin", "zoo network");
