@@ -80,23 +80,20 @@ Accuracy check_ranged(const graph::RangedModel& rm, CompiledNetwork& net,
           if (!rm.output_axes[o][a].empty()) shape[a] = n.at(rm.output_axes[o][a]);
         (*outs)[o] = graph::cut_array((*outs)[o], shape);
       }
-    char num[64];
-    auto [dz, oz] = worst(noise, zeros);
-    if (dz > 1e-6) {
-      std::snprintf(num, sizeof num, "%.3g", dz);
-      throw Error("padding is not exact (" + where + "): output '" + net.outputs()[oz].name +
-                  "' at the real positions changes with the values of the padded ones (by " + num +
-                  " of its largest value): the model mixes positions along a ranged axis other than through a "
-                  "softmax (a reduction over it, a convolution along it); give the dimension one value");
-    }
-    auto [dr, orf] = worst(zeros, ref);
-    if (dr > 1e-4) {
-      std::snprintf(num, sizeof num, "%.3g", dr);
-      throw Error("padding is not exact (" + where + "): output '" + net.outputs()[orf].name +
-                  "' of the padded call differs from the model's at the call's extents by " + num +
-                  " of its largest value (an extent the model computes with, such as a mean over the axis); give "
-                  "the dimension one value");
-    }
+    // One error naming the bucket, the output and the size of the difference.
+    auto refuse = [&](size_t o, double by, const std::string& before, const std::string& after) {
+      char num[64];
+      std::snprintf(num, sizeof num, "%.3g", by);
+      throw Error("padding is not exact (" + where + "): output '" + net.outputs()[o].name + "' " + before + num +
+                  " of its largest value" + after + "; give the dimension one value");
+    };
+    if (auto [d, o] = worst(noise, zeros); d > 1e-6)
+      refuse(o, d, "at the real positions changes with the values of the padded ones (by ",
+             "): the model mixes positions along a ranged axis other than through a softmax (a reduction over it, a "
+             "convolution along it)");
+    if (auto [d, o] = worst(zeros, ref); d > 1e-4)
+      refuse(o, d, "of the padded call differs from the model's at the call's extents by ",
+             " (an extent the model computes with, such as a mean over the axis)");
     const Accuracy a = measure_accuracy(g, net, in, acc.note);
     if (!a.measured) return a;
     acc.max_rel = std::max(acc.max_rel, a.max_rel);

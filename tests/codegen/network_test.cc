@@ -855,6 +855,41 @@ TEST_F(Network, ARangeOfShapesServesEveryLengthAsTheModelAtThatLength) {
   EXPECT_LT(a.max_rel, 1e-5);
 }
 
+// Attention over B sequences of L tokens each: x [B, L, 8] (the dense layers see the
+// B x L rows flattened), a softmax along each sequence's keys; output [B, L, 8].
+graph::Graph batched_attention(int64_t B, int64_t L) {
+  graph::Graph g;
+  g.name = "batched_attention";
+  graph::NetBuilder b(g, 5);
+  int x = g.add_input("x", {B, L, 8});
+  int rows = b.op("reshape", {x}, {{"new_shape", I{B * L, 8}}});
+  auto proj = [&](const I& shape) { return b.op("reshape", {b.dense(rows, 8)}, {{"new_shape", shape}}); };
+  int q = proj({B, L, 8}), k = b.op("transpose", {proj({B, L, 8})}, {{"perm", I{0, 2, 1}}}), v = proj({B, L, 8});
+  int p = b.op("softmax", {b.op("batch_matmul", {q, k})}, {{"axis", int64_t{-1}}});
+  g.add_output(b.op("add", {b.op("batch_matmul", {p, v}), x}));
+  return g;
+}
+
+// Two ranged dimensions: every combination of their buckets, a call dispatched on both
+// (padded along each), the same as the model built at the call's extents.
+TEST_F(Network, TwoRangedDimensionsDispatchOnBoth) {
+  auto import = [](const std::map<std::string, int64_t>& at) { return batched_attention(at.at("b"), at.at("n")); };
+  graph::ConstantPool pool;
+  graph::RangedModel rm = graph::ranged_model(import, {{"b", 1, 3}, {"n", 2, 6}}, pool);
+  ASSERT_EQ(rm.buckets.size(), 9u);  // b 1 2 3 x n 2 4 6
+  EXPECT_EQ(rm.input_axes[0], (std::vector<std::string>{"b", "n", ""}));
+  EXPECT_EQ(rm.masks, std::vector<std::string>{"n"});
+  CompiledNetwork net = compile_ranged(rm);
+  for (auto [B, L] : {std::pair<int64_t, int64_t>{1, 2}, {2, 3}, {3, 5}, {3, 6}}) {
+    SCOPED_TRACE(std::to_string(B) + " x " + std::to_string(L));
+    std::vector<NDArray> in = {NDArray::random(DType::f32(), {B, L, 8}, -1, 1, static_cast<uint64_t>(B * 10 + L))};
+    const std::vector<NDArray> got = net.run(in);
+    ASSERT_EQ(got[0].shape(), (I{B, L, 8}));
+    expect_close(got, TorchExecutor(batched_attention(B, L)).run(in), 1e-5);
+  }
+  EXPECT_NO_THROW(check_ranged(rm, net, import));
+}
+
 // A model that mixes the tokens other than through a softmax (a mean over them) is
 // refused: padding would change its real outputs.
 TEST_F(Network, PaddingThatChangesRealOutputsIsRefused) {
