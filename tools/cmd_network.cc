@@ -786,6 +786,10 @@ int run_compare(const NetOptions& o) {
   if (o.target != "llvm")
     throw Error(
         "compare times LibTorch on this CPU, for the llvm target; on a GPU compare with PyTorch there (docs/gpu.md)");
+  if (!shape_ranges(o).empty())
+    throw Error(
+        "compare runs one shape: give each --shape one value (a range's network is checked against the model "
+        "at every bucket when it is compiled)");
   Loaded l = load(o);
   nlohmann::json untuned;
   codegen::CompiledNetwork net = compile(o, l, untuned);

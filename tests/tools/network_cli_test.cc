@@ -519,7 +519,7 @@ TEST_F(NetworkCli, ARangeOfShapesIsTunedCompiledAndRunAtAnyLength) {
   expect_one_error("run " + out + " --input " + dir + "/x13.npy", "outside the range");
   // A distribution of the values: the buckets weighted by what they serve of it.
   Result tw = run("tune " + model + " --shape seq=2..12 --shape-weights seq=5:1,6:3 --records " + db +
-                 " --trials 1 --json --quiet");
+                  " --trials 1 --json --quiet");
   ASSERT_EQ(tw.code, 0) << tw.out;
   nlohmann::json wj = nlohmann::json::parse(tw.out)["models"];
   ASSERT_EQ(wj.size(), 4u);
@@ -531,6 +531,7 @@ TEST_F(NetworkCli, ARangeOfShapesIsTunedCompiledAndRunAtAnyLength) {
   expect_one_error("compile " + model + " --shape seq=12..2 -o " + dir + "/bad.basin", "LO <= HI");
   expect_one_error("compile " + model + " --shape seq=2..x -o " + dir + "/bad.basin", "not an integer");
   expect_one_error("compile zoo:resnet18 --shape seq=1..4 -o " + dir + "/bad.basin", "zoo network");
+  expect_one_error("compare " + model + " --shape seq=2..12", "one shape");
   expect_one_error(
       "compile " + model + " --shape seq=2..12 --precision int8 --calibrate " + dir + "/x.npy -o " + dir + "/bad.basin",
       "one value");
