@@ -149,18 +149,23 @@ def run_peer(peer, model, args, onnx_path, threads, repeat, precision):
     return out, time_calls(fn, repeat), fn, infer, prec
 
 
+def ort_session(onnx_path, threads):
+    """ONNX Runtime on the CPU: `threads` intra-op threads, one inter-op, every graph optimization."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+
+
 def make_peer(peer, model, args, onnx_path, threads, precision):
     """The peer's output, a function that runs it once, one that runs it on other
     inputs (a tuple of tensors) and returns its output, and the precision it runs at."""
     import torch
     feeds = [a.numpy() for a in args]
     if peer == "ort":
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
+        sess = ort_session(onnx_path, threads)
         names = [i.name for i in sess.get_inputs()]
         feed = dict(zip(names, feeds))
         out = sess.run(None, feed)[0]

@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from networks import parse_seconds, rel_err, time_calls  # noqa: E402
+from networks import ort_session, parse_seconds, rel_err, time_calls  # noqa: E402
 
 
 def build(name):
@@ -88,12 +88,7 @@ def export(model, vocab, path, example):
 def peer(name, path, threads):
     """A function running the dynamic model on (ids, mask) and returning its output."""
     if name == "ort":
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = threads
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        sess = ort_session(path, threads)
         return lambda ids, mask: sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
     if name == "openvino":
         import openvino as ov

@@ -516,7 +516,8 @@ std::map<std::string, int64_t> CompiledNetwork::bucket_extents(int i) const {
   return impl_->bucket_at.at(static_cast<size_t>(i));
 }
 
-int CompiledNetwork::dispatch(const std::vector<NDArray>& inputs, std::vector<NDArray>* bucket_inputs) const {
+int CompiledNetwork::dispatch(const std::vector<NDArray>& inputs, std::vector<NDArray>* bucket_inputs,
+                              std::map<std::string, int64_t>* extents) const {
   const Impl& m = *impl_;
   if (!m.is_ranged()) {
     if (bucket_inputs) *bucket_inputs = inputs;
@@ -537,6 +538,7 @@ int CompiledNetwork::dispatch(const std::vector<NDArray>& inputs, std::vector<ND
     if (holds && (best < 0 || size < best_size)) best = static_cast<int>(b), best_size = size;
   }
   if (best < 0) throw InternalError("dispatch: no bucket holds the call");
+  if (extents) *extents = v;
   if (bucket_inputs) {
     const CompiledNetwork& bn = m.buckets[static_cast<size_t>(best)];
     bucket_inputs->clear();
@@ -621,8 +623,8 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
   Impl& m = *impl_;
   if (m.is_ranged()) {
     std::vector<NDArray> in;
-    const int b = dispatch(inputs, &in);
-    const std::map<std::string, int64_t> v = call_extents(m.name, m.ranges, m.input_info, inputs);
+    std::map<std::string, int64_t> v;
+    const int b = dispatch(inputs, &in, &v);
     std::vector<NDArray> out = m.buckets[static_cast<size_t>(b)].run(in);
     for (size_t o = 0; o < out.size(); ++o) {
       std::vector<int64_t> shape = out[o].shape();

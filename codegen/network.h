@@ -120,8 +120,10 @@ class CompiledNetwork {
   std::map<std::string, int64_t> bucket_extents(int i) const;
   // The bucket a call on `inputs` runs on, and its inputs as that bucket takes them
   // (padded, the masks after them); a network of fixed shapes: 0 and the inputs
-  // checked. Throws Error naming the input for a shape outside the ranges.
-  int dispatch(const std::vector<NDArray>& inputs, std::vector<NDArray>* bucket_inputs) const;
+  // checked; `extents` (when given) receives the call's extent of each ranged
+  // dimension. Throws Error naming the input for a shape outside the ranges.
+  int dispatch(const std::vector<NDArray>& inputs, std::vector<NDArray>* bucket_inputs,
+               std::map<std::string, int64_t>* extents = nullptr) const;
 
   // Throws ParseError for a file that is not a compiled network or is corrupt, and
   // Error for one compiled for another CPU.

@@ -7,12 +7,6 @@
 
 namespace basin::codegen {
 
-std::string extents_str(const std::map<std::string, int64_t>& at) {
-  std::string s;
-  for (const auto& [d, e] : at) s += (s.empty() ? "" : ", ") + d + "=" + std::to_string(e);
-  return s;
-}
-
 namespace {
 
 // The infos of a graph's inputs (index bounds included), for random_inputs.
@@ -49,7 +43,7 @@ Accuracy check_ranged(const graph::RangedModel& rm, CompiledNetwork& net,
       const auto it = std::find(ladder.begin(), ladder.end(), bk.at.at(d.name));
       n[d.name] = it == ladder.begin() ? d.lo : *(it - 1) + 1;
     }
-    const std::string where = "bucket " + extents_str(bk.at) + ", a call of " + extents_str(n);
+    const std::string where = "bucket " + graph::extents_str(bk.at) + ", a call of " + graph::extents_str(n);
     const graph::Graph g = import(n);
     const std::vector<NDArray> in = random_inputs(input_infos(g));
     std::vector<NDArray> ref, zeros, noise;

@@ -23,7 +23,4 @@ namespace basin::codegen {
 Accuracy check_ranged(const graph::RangedModel& rm, CompiledNetwork& net,
                       const std::function<graph::Graph(const std::map<std::string, int64_t>&)>& import);
 
-// "sequence_length=128, batch=4".
-std::string extents_str(const std::map<std::string, int64_t>& at);
-
 }  // namespace basin::codegen

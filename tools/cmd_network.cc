@@ -207,8 +207,7 @@ Loaded load(const NetOptions& o, const std::string& model) {
     l.graph = l.buckets.back().graph;
     l.partition = l.buckets.back().partition;
     std::string list;
-    for (const graph::ShapeBucket& b : l.ranged->buckets)
-      list += (list.empty() ? "" : " ") + codegen::extents_str(b.at);
+    for (const graph::ShapeBucket& b : l.ranged->buckets) list += (list.empty() ? "" : " ") + graph::extents_str(b.at);
     log_line(o, model + ": " + std::to_string(l.ranged->buckets.size()) + " shape buckets (" + list + "), " +
                     std::to_string(tasks.size()) + " distinct tasks in all, " +
                     std::to_string(l.graph.weight_bytes() / (1 << 20)) + " MiB of weights" +
@@ -412,7 +411,7 @@ int run_tune(const NetOptions& o) {
     }
     any_ranged = true;
     for (size_t b = 0; b < nets[n].buckets.size(); ++b) {
-      unit_names.push_back(models[n] + " " + codegen::extents_str(nets[n].ranged->buckets[b].at));
+      unit_names.push_back(models[n] + " " + graph::extents_str(nets[n].ranged->buckets[b].at));
       scale.push_back(nets[n].ranged->buckets[b].weight);
     }
   }
@@ -589,7 +588,7 @@ int run_compile(const NetOptions& o) {
   } else {
     if (net.is_ranged()) {
       std::string list;
-      for (int b = 0; b < net.buckets(); ++b) list += (b ? " " : "") + codegen::extents_str(net.bucket_extents(b));
+      for (int b = 0; b < net.buckets(); ++b) list += (b ? " " : "") + graph::extents_str(net.bucket_extents(b));
       std::printf("%d shape buckets: %s\n", net.buckets(), list.c_str());
     }
     std::printf(

@@ -11,6 +11,12 @@
 
 namespace basin::graph {
 
+std::string extents_str(const std::map<std::string, int64_t>& at) {
+  std::string s;
+  for (const auto& [d, e] : at) s += (s.empty() ? "" : ", ") + d + "=" + std::to_string(e);
+  return s;
+}
+
 std::vector<int64_t> bucket_extents(int64_t lo, int64_t hi) {
   if (lo < 1 || hi < lo)
     throw GraphError("the range " + std::to_string(lo) + ".." + std::to_string(hi) + " is empty or not positive");
@@ -199,12 +205,6 @@ void ConstantPool::share(Graph& g) {
 
 namespace {
 
-std::string at_str(const std::map<std::string, int64_t>& at) {
-  std::string s;
-  for (const auto& [d, e] : at) s += (s.empty() ? "" : ", ") + d + "=" + std::to_string(e);
-  return s;
-}
-
 bool same_structure(const Graph& a, const Graph& b) {
   if (a.values().size() != b.values().size() || a.nodes().size() != b.nodes().size() || a.inputs() != b.inputs() ||
       a.outputs() != b.outputs())
@@ -250,7 +250,7 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
         break;
       }
       if (!moved.count(d.name))
-        throw GraphError("the model's graph at " + at_str(at) + " changes when '" + d.name +
+        throw GraphError("the model's graph at " + extents_str(at) + " changes when '" + d.name +
                          "' moves by one: basin compiles a range of shapes only for models whose operators do not "
                          "depend on the extent");
     }
@@ -307,7 +307,7 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
       for (int v : g.outputs()) out.push_back(axes.of_value.at(static_cast<size_t>(v)));
       if (in != r.input_axes || out != r.output_axes)
         throw GraphError("the axes of the model's inputs or outputs that carry its ranged dimensions differ at " +
-                         at_str(b.at) + " from those at " + at_str(top));
+                         extents_str(b.at) + " from those at " + extents_str(top));
       for (size_t d = 0; d < dims.size(); ++d)
         if (std::find(kept[d].begin(), kept[d].end(), extents[d][k[d]]) == kept[d].end())
           kept[d].push_back(extents[d][k[d]]);
@@ -315,8 +315,8 @@ RangedModel ranged_model(const std::function<Graph(const std::map<std::string, i
       std::vector<std::string> masked;
       b.graph = mask_padded_positions(g, axes, b.at, &masked);
       if (!r.buckets.empty() && masked != r.masks)
-        throw GraphError("the softmaxes over ranged dimensions differ at " + at_str(b.at) + " from those at " +
-                         at_str(r.buckets.front().at));
+        throw GraphError("the softmaxes over ranged dimensions differ at " + extents_str(b.at) + " from those at " +
+                         extents_str(r.buckets.front().at));
       r.masks = masked;
       r.buckets.push_back(std::move(b));
     }

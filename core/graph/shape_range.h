@@ -29,6 +29,9 @@ struct DimRange {
   std::map<int64_t, double> value_weights;
 };
 
+// "sequence_length=128, batch=4".
+std::string extents_str(const std::map<std::string, int64_t>& at);
+
 // The bucket extents of a range: the ladder 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, ...
 // (powers of two, and from 16 on also 3 * 2^k: two per octave, so that padding costs
 // at most a third of a bucket's positions) inside [lo, hi), and hi itself.

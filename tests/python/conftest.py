@@ -1,6 +1,7 @@
 """Shared fixtures of the Python package's tests. ctest runs them with the build tree's
 package on PYTHONPATH (tests/CMakeLists.txt) and BASIN_SOURCE_DIR / BASIN_BINARY_DIR set."""
 
+import importlib.util
 import os
 
 import pytest
@@ -14,3 +15,11 @@ TINY_CNN = os.path.join(SOURCE, "tests", "models", "coverage", "tiny_cnn_ceil.le
 @pytest.fixture
 def tiny_cnn():
     return TINY_CNN
+
+
+def load_bench(name):
+    """bench/NAME.py as a module (the benchmarks are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_" + name, os.path.join(SOURCE, "bench", name + ".py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m

@@ -2,25 +2,15 @@
 token ids repeated) and the table's throughput columns (samples per second of basin and
 of the fastest peer, from the head-to-head's latencies)."""
 
-import importlib.util
-import os
-
 import pytest
 
-from conftest import SOURCE
+from conftest import load_bench
 
 torch = pytest.importorskip("torch", reason="torch is not installed for this interpreter")
 
 
-def load_networks():
-    spec = importlib.util.spec_from_file_location("bench_networks", os.path.join(SOURCE, "bench", "networks.py"))
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
-
-
 def test_batched_inputs_draw_floats_again_and_repeat_token_ids():
-    nets = load_networks()
+    nets = load_bench("networks")
     image = torch.randn(1, 3, 8, 8)
     ids = torch.tensor([[5, 9, 2, 7]])
     assert nets.batched((image, ids), 1)[0] is image
@@ -34,7 +24,7 @@ def test_batched_inputs_draw_floats_again_and_repeat_token_ids():
 
 
 def test_table_gives_throughput_at_batches_above_one():
-    nets = load_networks()
+    nets = load_bench("networks")
 
     def result(batch):
         return {"model": "m", "batch": batch, "basin_untuned": {"ms": 40.0},

@@ -2,23 +2,13 @@
 token ids, an all-ones mask) and the table (latencies, basin against the fastest peer,
 errors; a model that failed gives its error)."""
 
-import importlib.util
-import os
-
 import numpy as np
 
-from conftest import SOURCE
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_shape_ranges", os.path.join(SOURCE, "bench", "shape_ranges.py"))
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+from conftest import load_bench
 
 
 def test_inputs_are_seeded_ids_and_a_full_mask_at_each_length():
-    b = load_bench()
+    b = load_bench("shape_ranges")
     ids, mask = b.inputs_at(37, 100)
     assert ids.shape == (1, 37) and ids.dtype == np.int64 and ids.min() >= 0 and ids.max() < 100
     assert mask.shape == (1, 37) and (mask == 1).all()
@@ -27,7 +17,7 @@ def test_inputs_are_seeded_ids_and_a_full_mask_at_each_length():
 
 
 def test_the_table_compares_basin_with_the_fastest_peer():
-    b = load_bench()
+    b = load_bench("shape_ranges")
     results = [{"model": "bert", "lengths": [{"length": 8, "ms": {"basin": 2.0, "ort": 3.0, "openvino": 5.0},
                                                "err": {"basin": 1e-6, "ort": 2e-6, "openvino": 3e-6},
                                                "speedup_vs_best_peer": 1.5}]},
