@@ -61,6 +61,7 @@ class Emitter {
         mod_(mod),
         b_(ctx),
         bf16_dot_(this_host().bf16_dot),
+        amx_bf16_(this_host().amx_bf16 && opt.amx_tiles),
         int8_dot_(this_host().int8_dot && !opt.int8_without_vnni ? vector_file(this_host().vector_isa).bytes / 4 : 0),
         int8_madd_(this_host().vector_isa == "avx512" ? 16
                    : this_host().vector_isa == "avx2" ? 8
@@ -1343,6 +1344,7 @@ class Emitter {
         return;
       case StmtKind::Pragma: {
         if (n.key == kBf16DotPragma && bf16_dot_ && vec_ && !mask_ && bf16_dot(*n.body[0])) return;
+        if (n.key == kAmxBf16Pragma && amx_bf16_ && !vec_ && !mask_ && amx_nest(*n.body[0])) return;
         if (n.key == kInt8DotPragma && (int8_dot_ || int8_madd_) && vec_ && !mask_ && int8_dot(*n.body[0])) return;
         const bool saved = loads_in_bounds_;
         if (n.key == kGuardedLoadsInBounds) loads_in_bounds_ = true;
@@ -1353,6 +1355,151 @@ class Emitter {
       case StmtKind::Barrier:
         throw Error("the CPU backend cannot compile a GPU barrier");
     }
+  }
+
+  // A nest under kAmxBf16Pragma (core/ir/stmt.h) as AMX-BF16 tiles: the TM x TN
+  // accumulator tiles loaded, the kb loop's steps each TM A tiles, TN B tiles and
+  // TM x TN tdpbf16ps on tile registers (the accumulators carried by phis), the tiles
+  // stored back. Loops of one iteration may have been dropped (kb, tm, tn). False, with
+  // nothing emitted, where the nest is not of that form (the caller emits it as written).
+  bool amx_nest(const StmtNode& top) {
+    std::map<std::string, const StmtNode*> loops;
+    const StmtNode* n = &top;
+    while (n->kind == StmtKind::For || n->kind == StmtKind::Pragma) {
+      if (n->kind == StmtKind::For) {
+        if (!is_const_int(n->min, nullptr) || !is_const_int(n->extent, nullptr)) return false;
+        loops[n->var.name()] = n;
+      }
+      n = n->body[0].get();
+    }
+    if (n->kind != StmtKind::Store || n->buffer->dtype != DType::f32()) return false;
+    auto extent = [&](const char* name) {
+      auto it = loops.find(name);
+      int64_t e = 1;
+      if (it != loops.end()) is_const_int(it->second->extent, &e);
+      return it == loops.end() ? int64_t{1} : e;
+    };
+    if (loops.size() != 3 + loops.count("amx.kb") + loops.count("amx.tm") + loops.count("amx.tn")) return false;
+    if (extent("amx.kp") != 16 || extent("amx.r") != 16 || extent("amx.c") != 16) return false;
+    const int64_t KB = extent("amx.kb"), TM = extent("amx.tm"), TN = extent("amx.tn");
+    if (TM * TN + TM + TN > 8) return false;
+    // The store's form, as bf16_dot reads it: acc = (acc + a1 * b1) + a0 * b0.
+    const Expr& v = n->value;
+    auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
+    if (!is(v, ExprKind::Add) || !is(v.arg(0), ExprKind::Add) || !is(v.arg(1), ExprKind::Mul) ||
+        !is(v.arg(0).arg(1), ExprKind::Mul))
+      return false;
+    const Expr& old = v.arg(0).arg(0);
+    if (!is(old, ExprKind::Load) || old->buffer != n->buffer) return false;
+    const Expr flat_acc = flat_expr(n->buffer, n->indices);
+    if (!structural_equal(flat_expr(old->buffer, old->args), flat_acc)) return false;
+    auto operand = [&](const Expr& prod, int i) -> Expr {
+      const Expr& c = prod.arg(static_cast<size_t>(i));
+      if (!is(c, ExprKind::Cast) || !is(c.arg(0), ExprKind::Load) || !c.arg(0).dtype().is_bf16()) return Expr();
+      return c.arg(0);
+    };
+    Expr a1 = operand(v.arg(0).arg(1), 0), b1 = operand(v.arg(0).arg(1), 1);
+    Expr a0 = operand(v.arg(1), 0), b0 = operand(v.arg(1), 1);
+    if (!a0.defined() || !a1.defined() || !b0.defined() || !b1.defined()) return false;
+    if (a0->buffer != a1->buffer || b0->buffer != b1->buffer) return false;
+    const Expr fa0 = flat_expr(a0->buffer, a0->args), fb0 = flat_expr(b0->buffer, b0->args);
+    Analyzer an;
+    auto next = [&](const Expr& x0, const Expr& x1) {
+      int64_t d;
+      return is_const_int(an.simplify(x1 - x0), &d) && d == 1;
+    };
+    if (!next(fa0, flat_expr(a1->buffer, a1->args)) || !next(fb0, flat_expr(b1->buffer, b1->args))) return false;
+    // Each index linear in kp, r and c (no other term uses them): their coefficients.
+    const Var kp = loops["amx.kp"]->var, r = loops["amx.r"]->var, c = loops["amx.c"]->var;
+    auto coefs = [&](const Expr& flat, int64_t* ckp, int64_t* cr, int64_t* cc) {
+      *ckp = *cr = *cc = 0;
+      for (const auto& [atom, coef] : linear(flat).terms) {
+        if (atom.kind() == ExprKind::Var) {
+          const int64_t id = Var(atom).id();
+          if (id == kp.id()) *ckp += coef;
+          else if (id == r.id()) *cr += coef;
+          else if (id == c.id()) *cc += coef;
+          continue;
+        }
+        if (uses_var(atom, kp) || uses_var(atom, r) || uses_var(atom, c)) return false;
+      }
+      return true;
+    };
+    int64_t akp, ar, ac, bkp, br, bc, ckp, cr, cc;
+    if (!coefs(fa0, &akp, &ar, &ac) || !coefs(fb0, &bkp, &br, &bc) || !coefs(flat_acc, &ckp, &cr, &cc)) return false;
+    if (akp != 2 || ac != 0 || ar < 32 || bc != 2 || br != 0 || bkp < 32 || cc != 1 || ckp != 0 || cr < 16)
+      return false;
+    const Var* kbv = loops.count("amx.kb") ? &loops["amx.kb"]->var : nullptr;
+    if (kbv && uses_var(flat_acc, *kbv)) return false;
+
+    // The address of `buf` at `idx` with the tile loops at (kb, tm, tn) and kp = r = c = 0.
+    auto bind = [&](const char* name, llvm::Value* value) {
+      auto it = loops.find(name);
+      if (it != loops.end()) vars_[it->second->var.id()] = as_var_type(it->second->var, value);
+    };
+    auto unbind = [&]() {
+      for (const auto& [name, loop] : loops) vars_.erase(loop->var.id());
+    };
+    auto tile_ptr = [&](const Buffer& buf, const std::vector<Expr>& idx, llvm::Value* kb, int64_t tm, int64_t tn) {
+      bind("amx.kp", b_.getInt64(0));
+      bind("amx.r", b_.getInt64(0));
+      bind("amx.c", b_.getInt64(0));
+      bind("amx.tm", b_.getInt64(tm));
+      bind("amx.tn", b_.getInt64(tn));
+      if (kb) bind("amx.kb", kb);
+      llvm::Value* p = address(buf, idx);
+      unbind();
+      return p;
+    };
+    llvm::Type* amx = llvm::Type::getX86_AMXTy(ctx_);
+    llvm::Function* load_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tileloadd64_internal);
+    llvm::Function* store_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tilestored64_internal);
+    llvm::Function* dp_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tdpbf16ps_internal);
+    llvm::Value* rows = b_.getInt16(16);
+    llvm::Value* colsb = b_.getInt16(64);
+    llvm::Value* c_stride = b_.getInt64(cr * 4);
+    std::vector<llvm::Value*> c_ptr, acc_tiles;
+    for (int64_t i = 0; i < TM; ++i)
+      for (int64_t j = 0; j < TN; ++j) {
+        c_ptr.push_back(tile_ptr(n->buffer, n->indices, b_.getInt64(0), i, j));
+        acc_tiles.push_back(b_.CreateCall(load_fn, {rows, colsb, c_ptr.back(), c_stride}));
+      }
+    // The kb loop, entered once (KB >= 1), the accumulators carried by phis.
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "amx.kb.body", fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "amx.kb.exit", fn_);
+    b_.CreateBr(body);
+    b_.SetInsertPoint(body);
+    llvm::PHINode* kb = b_.CreatePHI(b_.getInt64Ty(), 2, "amx.kb");
+    kb->addIncoming(b_.getInt64(0), pre);
+    std::vector<llvm::PHINode*> phis;
+    for (llvm::Value* t : acc_tiles) {
+      phis.push_back(b_.CreatePHI(amx, 2));
+      phis.back()->addIncoming(t, pre);
+    }
+    auto saved_cache = addr_cache_;
+    std::vector<llvm::Value*> a_tiles, b_tiles;
+    for (int64_t i = 0; i < TM; ++i)
+      a_tiles.push_back(
+          b_.CreateCall(load_fn, {rows, colsb, tile_ptr(a0->buffer, a0->args, kb, i, 0), b_.getInt64(ar * 2)}));
+    for (int64_t j = 0; j < TN; ++j)
+      b_tiles.push_back(
+          b_.CreateCall(load_fn, {rows, colsb, tile_ptr(b0->buffer, b0->args, kb, 0, j), b_.getInt64(bkp * 2)}));
+    std::vector<llvm::Value*> next_tiles;
+    for (int64_t i = 0; i < TM; ++i)
+      for (int64_t j = 0; j < TN; ++j)
+        next_tiles.push_back(b_.CreateCall(dp_fn, {rows, colsb, colsb, phis[static_cast<size_t>(i * TN + j)],
+                                                   a_tiles[static_cast<size_t>(i)], b_tiles[static_cast<size_t>(j)]}));
+    addr_cache_ = std::move(saved_cache);
+    llvm::Value* kb_next = b_.CreateAdd(kb, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    llvm::BasicBlock* latch = b_.GetInsertBlock();
+    kb->addIncoming(kb_next, latch);
+    for (size_t t = 0; t < phis.size(); ++t) phis[t]->addIncoming(next_tiles[t], latch);
+    b_.CreateCondBr(b_.CreateICmpSLT(kb_next, b_.getInt64(KB)), body, exit);
+    b_.SetInsertPoint(exit);
+    for (size_t t = 0; t < next_tiles.size(); ++t)
+      b_.CreateCall(store_fn, {rows, colsb, c_ptr[t], c_stride, next_tiles[t]});
+    return true;
   }
 
   // A store under kBf16DotPragma, acc[I] = (acc[I] + a1 * b1) + a0 * b0 (core/ir/stmt.h),
@@ -1600,6 +1747,8 @@ class Emitter {
   // Stores under kBf16DotPragma as vdpbf16ps: the JIT's target is this CPU, which has
   // AVX512-BF16 (HostInfo::bf16_dot); otherwise they are emitted as written.
   bool bf16_dot_ = false;
+  // Nests under kAmxBf16Pragma as AMX-BF16 tiles (HostInfo::amx_bf16, LlvmOptions::amx_tiles).
+  bool amx_bf16_ = false;
   // Stores under kInt8DotPragma as vpdpbusd of at most this many lanes (16 with
   // AVX512-VNNI, 8 with AVX-VNNI; HostInfo::int8_dot); 0: none.
   int int8_dot_ = 0;

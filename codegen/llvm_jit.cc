@@ -316,6 +316,7 @@ std::unique_ptr<LlvmKernel> compile_llvm(const LoweredFunc& f, const LlvmOptions
 
 std::unique_ptr<LlvmKernel> load_llvm_object(const std::string& object) {
   auto t0 = std::chrono::steady_clock::now();
+  (void)this_host();  // probing asks for the AMX tile registers, which a kernel may use
   SharedJit& sj = shared_jit();
   auto impl = std::make_unique<LlvmKernel::Impl>();
   impl->object = object;

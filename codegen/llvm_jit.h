@@ -35,6 +35,9 @@ struct LlvmOptions {
   // Emit 8-bit groups (kInt8DotPragma) with vpmaddwd even where the CPU has vpdpbusd:
   // what a CPU without VNNI runs, checked on one with it.
   bool int8_without_vnni = false;
+  // Emit AMX nests (kAmxBf16Pragma) as AMX-BF16 tile instructions where the CPU has them
+  // (HostInfo::amx_bf16); false: as written (vdpbf16ps), what a CPU without AMX runs.
+  bool amx_tiles = true;
 };
 
 class LlvmKernel {

@@ -36,6 +36,17 @@
 //   every lane and b's groups side by side (lane l at j + 4l), the LLVM backend emits
 //   it as that instruction where the CPU has it, else (AVX2, AVX-512) as vpmaddwd on
 //   the bytes widened to 16 bits; elsewhere the store runs as written.
+// - The Pragma kAmxBf16Pragma marks a product of bfloat16 tiles accumulated in float32
+//   (AMX-BF16), the nest
+//     for kb < KB: for tm < TM: for tn < TN: for kp < 16: for r < 16:
+//       for c < 16 (vectorized): kBf16DotPragma store
+//         acc[R(tm) + r, C(tn) + c] += a[A(kb, tm) + r * sa + 2 kp + q] * b[B(kb, tn) + kp * 32 + 2 c + q]
+//   (q = 1 then 0, every index affine): C tiles of 16 x 16 float32 in acc, A tiles of 16
+//   rows of 16 pairs, B tiles of 16 pairs of rows of 16 columns' pairs. Where the CPU has
+//   AMX-BF16 (HostInfo::amx_bf16) the LLVM backend loads the TM x TN accumulator tiles,
+//   runs the kb loop as TM + TN tile loads and TM x TN tdpbf16ps per step (the tiles
+//   live in tile registers, TM x TN + TM + TN <= 8) and stores them back; elsewhere the
+//   nest runs as written (vdpbf16ps where the CPU has that).
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 
@@ -63,12 +74,12 @@ enum class StmtKind : uint8_t {
 };
 const char* stmt_kind_name(StmtKind k);
 
-#define BASIN_FOR_KINDS(X)                                                                                  \
-  X(Serial, "serial")                                                                                       \
-  X(Parallel, "parallel")                                                                                   \
-  X(Vectorized, "vectorized") X(Unrolled, "unrolled") X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y")       \
-      X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y") X(ThreadZ, "threadIdx.z") \
-          X(VThread, "vthread")
+#define BASIN_FOR_KINDS(X)                                                                        \
+  X(Serial, "serial")                                                                             \
+  X(Parallel, "parallel")                                                                         \
+  X(Vectorized, "vectorized")                                                                     \
+  X(Unrolled, "unrolled") X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y") X(BlockZ, "blockIdx.z") \
+      X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y") X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
 
 enum class ForKind : uint8_t {
 #define BASIN_X(k, s) k,
@@ -119,6 +130,7 @@ struct StmtNode {
 
 inline constexpr const char* kBf16DotPragma = "bf16.dot2";
 inline constexpr const char* kInt8DotPragma = "int8.dot4";
+inline constexpr const char* kAmxBf16Pragma = "amx.bf16";
 
 Stmt make_for(Var v, Expr min, Expr extent, ForKind kind, Stmt body);
 Stmt make_allocate(Buffer b, Stmt body);

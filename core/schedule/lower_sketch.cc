@@ -156,17 +156,20 @@ Stmt stage_loops(const std::vector<Var>& vars, const std::vector<int64_t>& exten
 // A guarded axis packs every row its tiles read, those past the extent zeros: the
 // computation reads them unmasked. With group_dim >= 0 (groups of `group` products:
 // bfloat16 pairs, Sketch::bf16_pair; 8-bit quads, Sketch::int8_quad) that dimension is
-// divided by the group (rounded up) and a last one of `group` added, the values cast to
-// `dtype`: packed[o, .., kg, .., l, q] = w[.., o * t + l, .., group kg + q, ..]; the
-// last group's elements past the extent are zeros. Returns the parallel nest; the
+// divided by the group (rounded up, then up to a multiple of `groups_multiple`) and a
+// last one of `group` added, the values cast to `dtype`: packed[o, .., kg, .., l, q] =
+// w[.., o * t + l, .., group kg + q, ..]; the elements past the extent are zeros. Returns the parallel nest; the
 // buffer in *packed.
 Stmt pack_input(const te::OpNode& w, int d, int group_dim, int group, DType dtype, const Tiles& tv,
-                const SplitSpec& split, Buffer* packed) {
+                const SplitSpec& split, Buffer* packed, int64_t groups_multiple = 1) {
   const Expr t = tv.f[3];
   auto extent = [&](size_t x) {
-    return static_cast<int>(x) == group_dim ? (w.shape[x] + group - 1) / group : w.shape[x];
+    if (static_cast<int>(x) != group_dim) return w.shape[x];
+    const int64_t g = (w.shape[x] + group - 1) / group;
+    return (g + groups_multiple - 1) / groups_multiple * groups_multiple;
   };
-  const bool padded_groups = group_dim >= 0 && w.shape[static_cast<size_t>(group_dim)] % group != 0;
+  const bool padded_groups =
+      group_dim >= 0 && w.shape[static_cast<size_t>(group_dim)] != extent(static_cast<size_t>(group_dim)) * group;
   std::vector<Expr> shape = {split.guarded ? tv.f[0] * tv.f[1] * tv.f[2] : floordiv(Expr(w.shape[d]), t)};
   for (size_t x = 0; x < w.shape.size(); ++x)
     if (static_cast<int>(x) != d) shape.push_back(Expr(extent(x)));
@@ -561,6 +564,245 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
   for (const Buffer& b : staged) all = make_allocate(b, all);
   if (packed) all = make_allocate(packed, all);
   return all;
+}
+
+// ---- AMX-BF16 tiles (SketchRule::CpuAmx) ----
+
+// A loop over `extent` iterations as vectors of 16 lanes, then the rest one at a time:
+// body(index) at each.
+Stmt vector_chunks(const std::string& name, int64_t extent, const std::function<Stmt(const Expr&)>& body) {
+  std::vector<Stmt> parts;
+  Var o(name + ".o"), l(name + ".l"), t(name + ".t");
+  if (extent >= 16)
+    parts.push_back(
+        loop(o, Expr(extent / 16), loop(l, Expr(int64_t{16}), body(Expr(o) * 16 + l), ForKind::Vectorized)));
+  if (extent % 16) parts.push_back(loop(t, Expr(extent % 16), body(Expr(t) + extent / 16 * 16)));
+  return make_seq(parts);
+}
+
+// The anchor as C[m][n] = sum_k A[m][k] B[k][n] on AMX tiles (sched::amx_form: m, n
+// and k each its axes flattened in the anchor's order): C tiles of 16 rows by 16
+// float32 columns, A tiles of 16 rows by 32 bfloat16 (16 pairs of k), B tiles of 16
+// pairs of k by 16 columns' pairs. The weight is packed [batch..][column tiles, padded
+// to whole panels of TN][k's pairs, padded to 16s][16][2] (one stage, split off and run
+// once at compile); the prologue copies the activation to bfloat16, A[batch.., m, k],
+// rows padded with zeros to whole panels of TM tiles and k to whole steps of 32. One
+// parallel loop runs over (the batch axes, the panels of TN column tiles, the panels of
+// TM row tiles); each iteration zeroes its TM*16 x TN*16 accumulator, runs the
+// kAmxBf16Pragma nest over k's steps and writes its rows and columns inside the
+// extents back through the epilogue (a row's axes computed once per row, a tile's
+// columns contiguous along vec).
+Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
+  AnchorInfo info = *analyze_anchor(task);
+  const te::OpNode& a = *info.anchor;
+  std::optional<AmxForm> form = amx_form(info, s.vec_axis);
+  BASIN_CHECK(form) << "sketch " << s.name << " has no AMX form";
+  const AmxForm& g = *form;
+  const size_t ns = a.axes.size();
+  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16});
+  auto extent_of = [&](const std::vector<int>& axes, bool reduce) {
+    int64_t e = 1;
+    for (int x : axes)
+      e *= reduce ? a.reduce_axes[static_cast<size_t>(x)].extent : a.axes[static_cast<size_t>(x)].extent;
+    return e;
+  };
+  const int64_t M = extent_of(g.m_axes, false), N = extent_of(g.n_axes, false), K = extent_of(g.k_axes, true);
+  const int64_t vec_extent = a.axes[static_cast<size_t>(s.vec_axis)].extent;
+  const Expr TM = k.factors[0][0], TN = k.factors[1][0];
+  auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
+  const Expr mp = ceil_div(Expr((M + 15) / 16), TM), np = ceil_div(Expr((N + 15) / 16), TN);
+  const Expr m_pad = simplify(mp * TM * sixteen), n_tiles = simplify(np * TN);
+  const int64_t KB = (K + 31) / 32, k_pad = KB * 32;
+  // Row-major flattening of axes (`vars` their indices) and its inverse.
+  auto flatten = [&](const std::vector<int>& axes, bool reduce, const std::vector<Expr>& idx) {
+    Expr f = zero_i;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const size_t x = static_cast<size_t>(axes[i]);
+      f = f * Expr(reduce ? a.reduce_axes[x].extent : a.axes[x].extent) + idx[i];
+    }
+    return f;
+  };
+  auto unflatten = [&](const std::vector<int>& axes, bool reduce, const Expr& flat, VarMap* m) {
+    Expr rest = flat;
+    for (size_t i = axes.size(); i-- > 0;) {
+      const size_t x = static_cast<size_t>(axes[i]);
+      const Expr e(reduce ? a.reduce_axes[x].extent : a.axes[x].extent);
+      const Var& v = reduce ? a.reduce_axes[x].var : a.axes[x].var;
+      (*m)[v.id()] = i == 0 ? rest : floormod(rest, e);
+      rest = floordiv(rest, e);
+    }
+  };
+  // Axes of one iteration read as 0.
+  VarMap unit;
+  for (size_t x = 0; x < ns; ++x)
+    if (a.axes[x].extent == 1) unit[a.axes[x].var.id()] = zero_i;
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j)
+    if (a.reduce_axes[j].extent == 1) unit[a.reduce_axes[j].var.id()] = zero_i;
+  std::unordered_set<const te::OpNode*> all;
+  for (const te::Op& pr : info.producers) all.insert(pr.get());
+  const Expr wval = substitute(a.body.arg(static_cast<size_t>(g.weight_factor)), unit);
+  const Expr aval = substitute(inline_stages(a.body.arg(static_cast<size_t>(1 - g.weight_factor)), all), unit);
+  const DType bf = DType::bf16();
+  const Expr bf_zero = cast(bf, make_const(DType::f32(), 0));
+  std::vector<Stmt> prologue;
+
+  // The weight, one gathering stage: packed[batch.., nt, kp, l, q] = w(n = 16 nt + l, k = 2 kp + q).
+  std::vector<Expr> w_shape;
+  for (int x : g.batch_axes) w_shape.push_back(Expr(a.axes[static_cast<size_t>(x)].extent));
+  w_shape.insert(w_shape.end(), {n_tiles, Expr(k_pad / 2), sixteen, Expr(int64_t{2})});
+  Buffer packed = make_buffer(g.weight->name + "_amx", bf, simplified(w_shape), MemScope::Global);
+  {
+    std::vector<Var> bv;
+    VarMap wm;
+    for (int x : g.batch_axes) {
+      bv.push_back(Var("amx.wb" + std::to_string(x)));
+      wm[a.axes[static_cast<size_t>(x)].var.id()] = bv.back();
+    }
+    Var nt("amx.w.nt"), kp("amx.w.kp"), l("amx.w.l"), q("amx.w.q");
+    const Expr n = Expr(nt) * sixteen + l, kk = Expr(kp) * Expr(int64_t{2}) + q;
+    // Past the extents: read in bounds, stored zero.
+    unflatten(g.n_axes, false, min(n, Expr(N - 1)), &wm);
+    unflatten(g.k_axes, true, min(kk, Expr(K - 1)), &wm);
+    Expr v =
+        cast(bf, select(logical_and(n < Expr(N), kk < Expr(K)), substitute(wval, wm), make_const(wval.dtype(), 0)));
+    std::vector<Expr> dst(bv.begin(), bv.end());
+    dst.insert(dst.end(), {nt, kp, l, q});
+    Stmt st = loop(nt, n_tiles,
+                   loop(kp, Expr(k_pad / 2), loop(l, sixteen, loop(q, Expr(int64_t{2}), make_store(packed, dst, v)))),
+                   bv.empty() ? ForKind::Parallel : ForKind::Serial);
+    for (size_t i = bv.size(); i-- > 0;)
+      st = loop(bv[i], Expr(a.axes[static_cast<size_t>(g.batch_axes[i])].extent), st,
+                i == 0 ? ForKind::Parallel : ForKind::Serial);
+    prologue.push_back(st);
+  }
+
+  // The activation: A[batch.., m, k], over the axes themselves (k's innermost axis in
+  // vectors), then k's padding for the rows inside M, then the padding rows.
+  std::vector<Expr> a_shape;
+  for (int x : g.batch_axes) a_shape.push_back(Expr(a.axes[static_cast<size_t>(x)].extent));
+  a_shape.push_back(m_pad);
+  a_shape.push_back(Expr(k_pad));
+  Buffer act_bf = make_buffer(a.name + "_amx_a", bf, simplified(a_shape), MemScope::Global);
+  {
+    std::vector<Var> bv, mv, kv;
+    VarMap am;
+    for (int x : g.batch_axes) {
+      bv.push_back(Var("amx.ab" + std::to_string(x)));
+      am[a.axes[static_cast<size_t>(x)].var.id()] = bv.back();
+    }
+    for (int x : g.m_axes) {
+      mv.push_back(Var("amx.am" + std::to_string(x)));
+      am[a.axes[static_cast<size_t>(x)].var.id()] = mv.back();
+    }
+    for (int x : g.k_axes) kv.push_back(Var("amx.ak" + std::to_string(x)));
+    auto at = [&](const Expr& row, const Expr& col) {
+      std::vector<Expr> idx(bv.begin(), bv.end());
+      idx.push_back(row);
+      idx.push_back(col);
+      return idx;
+    };
+    const Expr row = flatten(g.m_axes, false, {mv.begin(), mv.end()});
+    const int64_t last_k = a.reduce_axes[static_cast<size_t>(g.k_axes.back())].extent;
+    Stmt st = vector_chunks("amx.ak", last_k, [&](const Expr& kl) {
+      VarMap m = am;
+      std::vector<Expr> ki(kv.begin(), kv.end() - 1);
+      ki.push_back(kl);
+      for (size_t i = 0; i < g.k_axes.size(); ++i) m[a.reduce_axes[static_cast<size_t>(g.k_axes[i])].var.id()] = ki[i];
+      return make_store(act_bf, at(row, flatten(g.k_axes, true, ki)), cast(bf, substitute(aval, m)));
+    });
+    for (size_t i = kv.size() - 1; i-- > 0;)
+      st = loop(kv[i], Expr(a.reduce_axes[static_cast<size_t>(g.k_axes[i])].extent), st);
+    std::vector<Var> outer(bv.begin(), bv.end());
+    outer.insert(outer.end(), mv.begin(), mv.end());
+    std::vector<int> outer_axes(g.batch_axes.begin(), g.batch_axes.end());
+    outer_axes.insert(outer_axes.end(), g.m_axes.begin(), g.m_axes.end());
+    size_t par = 0;
+    while (par + 1 < outer.size() && a.axes[static_cast<size_t>(outer_axes[par])].extent <= 1) ++par;
+    for (size_t i = outer.size(); i-- > 0;)
+      st = loop(outer[i], Expr(a.axes[static_cast<size_t>(outer_axes[i])].extent), st,
+                i == par ? ForKind::Parallel : ForKind::Serial);
+    std::vector<Stmt> parts = {st};
+    auto per_batch = [&](Stmt body) {
+      for (size_t i = bv.size(); i-- > 0;)
+        body = loop(bv[i], Expr(a.axes[static_cast<size_t>(g.batch_axes[i])].extent), body);
+      return body;
+    };
+    if (k_pad > K) {
+      Var r("amx.ar");
+      parts.push_back(per_batch(loop(r, Expr(M), vector_chunks("amx.akp", k_pad - K, [&](const Expr& c) {
+                                       return make_store(act_bf, at(r, c + K), bf_zero);
+                                     }))));
+    }
+    Var pr("amx.apad");
+    parts.push_back(per_batch(loop(pr, m_pad - Expr(M), vector_chunks("amx.apk", k_pad, [&](const Expr& c) {
+                                     return make_store(act_bf, at(Expr(pr) + M, c), bf_zero);
+                                   }))));
+    prologue.push_back(make_seq(parts));
+  }
+
+  // The parallel loop over (batch axes, column panels, row panels).
+  std::vector<Expr> pext;
+  for (int x : g.batch_axes) pext.push_back(Expr(a.axes[static_cast<size_t>(x)].extent));
+  pext.push_back(np);
+  pext.push_back(mp);
+  ParallelAxes par = parallel_axes("amx.p", pext, true);
+  const size_t nb = g.batch_axes.size();
+  const Expr pn = par.index[nb], pm = par.index[nb + 1];
+  Buffer acc = make_buffer(a.name + "_acc", DType::f32(), simplified({TM * sixteen, TN * sixteen}), MemScope::Local);
+  Var ia("amx.i"), ta("amx.tj"), ja("amx.j");
+  Stmt init = loop(ia, TM * sixteen,
+                   loop(ta, TN,
+                        loop(ja, sixteen, make_store(acc, {ia, Expr(ta) * sixteen + ja}, make_const(DType::f32(), 0)),
+                             ForKind::Vectorized)));
+  Var kb("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
+  const Expr kpair = Expr(kb) * sixteen + kp;
+  auto a_idx = [&](int64_t q) {
+    std::vector<Expr> idx(par.index.begin(), par.index.begin() + static_cast<std::ptrdiff_t>(nb));
+    idx.push_back((pm * TM + tm) * sixteen + r);
+    idx.push_back(kpair * Expr(int64_t{2}) + Expr(q));
+    return idx;
+  };
+  auto w_idx = [&](int64_t q) {
+    std::vector<Expr> idx(par.index.begin(), par.index.begin() + static_cast<std::ptrdiff_t>(nb));
+    idx.insert(idx.end(), {pn * TN + tn, kpair, c, Expr(q)});
+    return idx;
+  };
+  const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, Expr(tn) * sixteen + c};
+  auto product = [&](int64_t q) {
+    return cast(DType::f32(), load(act_bf, a_idx(q))) * cast(DType::f32(), load(packed, w_idx(q)));
+  };
+  Stmt update =
+      make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
+  Stmt nest = loop(
+      kb, Expr(KB),
+      loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
+  Stmt compute = make_pragma(kAmxBf16Pragma, one, nest);
+  // Write-back: a row's m axes from its flat index; a tile's columns: vec at the tile's
+  // offset within it plus the lane, the other n axes from the tile.
+  const Expr m_full = (pm * TM + tm) * sixteen + r, n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + c;
+  VarMap om;
+  for (size_t i = 0; i < nb; ++i) om[a.axes[static_cast<size_t>(g.batch_axes[i])].var.id()] = par.index[i];
+  unflatten(g.m_axes, false, m_full, &om);
+  if (g.n_axes.size() == 1) {
+    om[a.axes[static_cast<size_t>(s.vec_axis)].var.id()] = n_full;
+  } else {
+    std::vector<int> outer_n(g.n_axes.begin(), g.n_axes.end() - 1);
+    unflatten(outer_n, false, floordiv(n_tile0, Expr(vec_extent)), &om);
+    om[a.axes[static_cast<size_t>(s.vec_axis)].var.id()] = floormod(n_tile0, Expr(vec_extent)) + c;
+  }
+  std::vector<Expr> out_idx(ns);
+  for (size_t x = 0; x < ns; ++x) {
+    auto it = om.find(a.axes[x].var.id());
+    out_idx[x] = it != om.end() ? it->second : zero_i;
+  }
+  Expr value = apply_epilogue(info, load(acc, acc_idx), out_idx);
+  Stmt wb = guarded(N % 16 != 0 ? n_full < Expr(N) : Expr(), make_store(out_buf, out_idx, value));
+  wb = loop(c, sixteen, wb, ForKind::Vectorized);
+  wb = loop(r, sixteen, guarded(m_full < Expr(M), wb));
+  wb = loop(tm, TM, loop(tn, TN, guarded(n_tile0 < Expr(N), wb)));
+  Stmt body = make_allocate(acc, make_seq({init, compute, wb}));
+  prologue.push_back(par.wrap(body));
+  return make_allocate(packed, make_allocate(act_bf, make_seq(prologue)));
 }
 
 // ---- the generic rule ----
@@ -1412,6 +1654,7 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
   else if (s.rule == SketchRule::GpuTile) f.body = build_gpu_tile(task, s, k, task.outputs[0].buffer());
   else if (s.rule == SketchRule::GpuReduce) f.body = build_gpu_reduce(task, s, k, outputs);
   else if (s.rule == SketchRule::GpuMma) f.body = build_gpu_mma(task, s, k, task.outputs[0].buffer());
+  else if (s.rule == SketchRule::CpuAmx) f.body = build_cpu_amx(task, s, k, task.outputs[0].buffer());
   else f.body = build_generic(task, s, k, outputs, fuse_parallel);
   return f;
 }

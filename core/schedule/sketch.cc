@@ -223,6 +223,13 @@ std::string invalid_reason(const Sketch& s, const Config& c) {
       return std::to_string(mma_steps(s, c)) + " steps of k for a pipeline of " + std::to_string(s.mma_stages) +
              " stages";
   }
+  if (s.rule == SketchRule::CpuAmx) {
+    // Eight tile registers: TM x TN accumulators, TM A tiles and TN B tiles.
+    const int64_t tm = c.factors[0][0], tn = c.factors[1][0];
+    if (tm * tn + tm + tn > 8)
+      return std::to_string(tm) + " x " + std::to_string(tn) + " accumulator tiles need " +
+             std::to_string(tm * tn + tm + tn) + " tile registers (at most 8)";
+  }
   if (s.rule == SketchRule::Anchor) {
     // The accumulator: its tiles of every spatial axis (the splits before the reductions).
     int64_t acc = 1;
@@ -352,6 +359,13 @@ Config default_gpu_mma(const Sketch& s) {
 Config default_config(const Sketch& s) {
   if (s.rule == SketchRule::GpuTile) return default_gpu_tile(s);
   if (s.rule == SketchRule::GpuMma) return default_gpu_mma(s);
+  if (s.rule == SketchRule::CpuAmx) {
+    // 2 x 2 accumulator tiles where there are two of each.
+    Config c;
+    c.factors = {{std::min<int64_t>(2, s.splits[0].extent)}, {std::min<int64_t>(2, s.splits[1].extent)}};
+    c.unroll = 0;
+    return c;
+  }
   Config c;
   for (size_t i = 0; i < s.splits.size(); ++i) {
     const SplitSpec& sp = s.splits[i];

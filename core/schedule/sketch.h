@@ -54,6 +54,7 @@ enum class SketchRule : uint8_t {
   GpuTile,    // GPU: an anchor tiled over blocks, virtual threads, threads and registers
   GpuReduce,  // GPU: one block per row, its threads reducing together (softmax, norms)
   GpuMma,     // GPU: an anchor as a GEMM on tensor cores (warps of mma.sync fragments, TF32)
+  CpuAmx,     // CPU: an anchor as a GEMM on AMX-BF16 tiles (sched::amx_form; build_cpu_amx)
 };
 // The rules whose programs run on a GPU.
 inline bool is_gpu_rule(SketchRule r) {
@@ -215,7 +216,12 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 // HostInfo::int8_dot, else vpmaddwd on widened bytes), also the 8-bit anchor sketches
 // (Sketch::int8_quad) where the anchor has that form.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16 = false);
-std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot);
+// With amx (by default where the CPU has AMX-BF16, HostInfo::amx_bf16; with bf16 only),
+// also the AMX sketch (SketchRule::CpuAmx, "amx.bf16.m=AXES.n=AXES") where the anchor
+// has sched::amx_form: its rows and columns in tiles of 16, its reduction in steps of
+// 32; its knobs the C tiles each parallel iteration holds along m ("m16", TM) and n
+// ("n16", TN), TM x TN + TM + TN <= 8.
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot, bool amx = false);
 // The sketches of a task for NVIDIA GPUs (docs/gpu.md).
 // - GpuTile, for an anchor (conv, dense, matmul, batch_matmul) and its epilogue: each
 //   spatial axis split into blocks x virtual threads x threads x a register tile
@@ -252,9 +258,9 @@ std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& ta
 // tf32, and on cuda the tensor-core sketches of fp16 and bf16 too. For reading a record
 // or a chosen program whatever precision chose it.
 std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const std::string& target);
-// The sketch whose default configuration an untuned task runs: the tensor-core sketch
-// where the precision offered one (cuDNN's default for FP32 convolutions is TF32 too),
-// else the first.
+// The sketch whose default configuration an untuned task runs: the AMX sketch where
+// there is one, else the tensor-core or dot-product sketch where the precision offered
+// one (cuDNN's default for FP32 convolutions is TF32 too), else the first.
 size_t default_sketch(const std::vector<Sketch>& sketches);
 // The floating-point precisions a user may ask for, one meaning on every target:
 // "f32" (alias "fp32": float32 arithmetic everywhere), "bf16" (matrix products and

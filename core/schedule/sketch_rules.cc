@@ -93,7 +93,7 @@ bool reads_contiguously(const te::OpNode& anchor, int vec) {
   return contiguous;
 }
 
-std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8_dot) {
+std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8_dot, bool amx) {
   const te::OpNode& a = *info.anchor;
   std::vector<SplitSpec> splits;
   std::vector<std::string> sn = axis_names(a, false), rn = axis_names(a, true);
@@ -174,6 +174,30 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
   for (int vec : vec_axes) {
     std::optional<DotGroups> q = int8_dot ? dot_groups(info, vec, 4) : std::nullopt;
     if (q) add_grouped(vec, *q, "int8", [&](Sketch& s) { s.int8_quad = q->reduce_axis; });
+  }
+  for (int vec : vec_axes) {
+    std::optional<AmxForm> f = bf16 && amx && !wide_winograd ? amx_form(info, vec) : std::nullopt;
+    if (!f) continue;
+    Sketch s;
+    s.rule = SketchRule::CpuAmx;
+    s.vec_axis = vec;
+    s.bf16_pair = f->k_axes.front();
+    s.pack = true;
+    s.unroll_menu = {0};
+    int64_t m = 1, n = 1;
+    std::string mn, nn;
+    for (int x : f->m_axes) {
+      m *= a.axes[static_cast<size_t>(x)].extent;
+      mn += (mn.empty() ? "" : ",") + sn[static_cast<size_t>(x)];
+    }
+    for (int x : f->n_axes) {
+      n *= a.axes[static_cast<size_t>(x)].extent;
+      nn += (nn.empty() ? "" : ",") + sn[static_cast<size_t>(x)];
+    }
+    s.splits = {make_split("m16", (m + 15) / 16, 1), make_split("n16", (n + 15) / 16, 1)};
+    for (SplitSpec& sp : s.splits) sp.guarded = true;
+    s.name = "amx.bf16.m=" + mn + ".n=" + nn;
+    if (seen.insert(s.name).second) out.push_back(s);
   }
   return out;
 }
@@ -406,6 +430,8 @@ std::vector<Sketch> sketches_of_every_precision(const ops::OpGraph& task, const 
 
 size_t default_sketch(const std::vector<Sketch>& sketches) {
   for (size_t i = 0; i < sketches.size(); ++i)
+    if (sketches[i].rule == SketchRule::CpuAmx) return i;
+  for (size_t i = 0; i < sketches.size(); ++i)
     if (sketches[i].rule == SketchRule::GpuMma || sketches[i].bf16_pair >= 0 || sketches[i].int8_quad >= 0) return i;
   return 0;
 }
@@ -500,11 +526,11 @@ std::vector<Sketch> sketches_for(const ops::OpGraph& task, const std::string& ta
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16) {
   // vpdpbusd, or vpmaddwd on widened bytes (AVX2, AVX-512 without VNNI).
   const HostInfo& h = this_host();
-  return cpu_sketches(task, bf16, h.int8_dot || h.vector_isa == "avx2" || h.vector_isa == "avx512");
+  return cpu_sketches(task, bf16, h.int8_dot || h.vector_isa == "avx2" || h.vector_isa == "avx512", h.amx_bf16);
 }
 
-std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot) {
-  if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16, int8_dot);
+std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot, bool amx) {
+  if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16, int8_dot, amx);
   return generic_sketches(analyze_generic(task));
 }
 

@@ -477,4 +477,53 @@ std::optional<DotGroups> dot_groups(const AnchorInfo& info, int vec, int width) 
 
 std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec) { return dot_groups(info, vec, 2); }
 
+std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
+  const te::OpNode& a = *info.anchor;
+  if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.body.dtype() != DType::f32())
+    return std::nullopt;
+  const AnchorInfo::PackCandidate* pc = nullptr;
+  for (const auto& c : info.pack_candidates)
+    if (c.axis == vec) pc = &c;
+  if (!pc) return std::nullopt;
+  AmxForm f;
+  f.weight = pc->input;
+  // The weight's factor reads the weight alone; the activation's never.
+  auto reads = [](const Expr& e, const BufferNode* b, bool* other) {
+    bool found = false;
+    post_order_visit(e, [&](const Expr& x) {
+      if (x.kind() != ExprKind::Load) return;
+      if (x->buffer.get() == b) found = true;
+      else *other = true;
+    });
+    return found;
+  };
+  for (int i = 0; i < 2; ++i) {
+    bool other = false;
+    if (reads(a.body.arg(static_cast<size_t>(i)), pc->input->buffer.get(), &other)) {
+      if (other || f.weight_factor >= 0) return std::nullopt;
+      f.weight_factor = i;
+    }
+  }
+  if (f.weight_factor < 0) return std::nullopt;
+  std::unordered_set<const te::OpNode*> all;
+  for (const te::Op& pr : info.producers) all.insert(pr.get());
+  const Expr wf = a.body.arg(static_cast<size_t>(f.weight_factor));
+  const Expr af = inline_stages(a.body.arg(static_cast<size_t>(1 - f.weight_factor)), all);
+  bool unused = false;
+  if (reads(af, pc->input->buffer.get(), &unused)) return std::nullopt;
+  for (size_t i = 0; i < a.axes.size(); ++i) {
+    const Var& v = a.axes[i].var;
+    const bool in_a = uses_var(af, v), in_w = uses_var(wf, v);
+    if (in_a && in_w) f.batch_axes.push_back(static_cast<int>(i));
+    else if (in_a) f.m_axes.push_back(static_cast<int>(i));
+    else if (in_w) f.n_axes.push_back(static_cast<int>(i));
+    else if (a.axes[i].extent > 1) return std::nullopt;
+  }
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j)
+    if (a.reduce_axes[j].extent > 1) f.k_axes.push_back(static_cast<int>(j));
+  if (f.m_axes.empty() || f.k_axes.empty() || f.n_axes.empty() || f.n_axes.back() != vec) return std::nullopt;
+  if (f.n_axes.size() > 1 && a.axes[static_cast<size_t>(vec)].extent % 16 != 0) return std::nullopt;
+  return f;
+}
+
 }  // namespace basin::sched

@@ -66,6 +66,23 @@ struct DotGroups {
 std::optional<DotGroups> dot_groups(const AnchorInfo& info, int vec, int width);
 std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec);
 
+// The form of an anchor that AMX-BF16 tiles compute (the CpuAmx rule): a sum of
+// products of two float32 factors, one of them the weight (the pack candidate of `vec`,
+// its loads alone), the other (the activation, its producers inlined) not using `vec`:
+// a GEMM over the anchor's axes grouped by what reads them. The spatial axes read by
+// both factors are batch axes, those the activation alone reads the rows (m, flattened
+// in the anchor's order), those the weight alone reads the columns (n, vec among them
+// and last; where there are others, vec's extent a multiple of 16, so that no tile of
+// 16 columns straddles two of its values), the reduction axes of more than one
+// iteration k (flattened). An axis neither reads has one iteration. None where the
+// anchor has no such form or no rows.
+struct AmxForm {
+  int weight_factor = -1;  // the body's factor that reads the weight (0 or 1)
+  te::Op weight;
+  std::vector<int> batch_axes, m_axes, n_axes, k_axes;
+};
+std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec);
+
 // An input of the anchor that a GPU block caches in shared memory (the GpuTile rule):
 // the anchor reads it (a placeholder, or a producer such as the padding, whose values
 // are computed as they are cached) at one list of indices, each affine in the anchor's

@@ -5,6 +5,8 @@
 #include <fstream>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #include <iterator>
 #include <thread>
@@ -104,6 +106,23 @@ bool cpu_has_avx512_bf16() {
 #endif
 }
 
+// AMX-TILE and AMX-BF16 (CPUID.(EAX=7,ECX=0):EDX[24] and [22]), their state enabled by
+// the OS (XCR0 bits 17 and 18), and the permission to use it granted to this process.
+bool cpu_has_amx_bf16() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1u) || !((d >> 22) & 1u)) return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1u)) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if (((lo >> 17) & 3u) != 3u) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 bool cpu_has_int8_dot(const std::string& isa) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -148,6 +167,7 @@ HostInfo probe_host() {
   if (std::string narrower = vector_isa_setting(); !narrower.empty()) h.vector_isa = narrower;
   h.bf16_dot = h.vector_isa == "avx512" && cpu_has_avx512_bf16();
   h.int8_dot = cpu_has_int8_dot(h.vector_isa);
+  h.amx_bf16 = h.bf16_dot && cpu_has_amx_bf16();
   return h;
 }
 

@@ -30,6 +30,12 @@ struct HostInfo {
   // Whether kernels may use vpdpbusd (groups of 4 products of unsigned by signed bytes
   // summed into int32): AVX512-VNNI with vector_isa avx512, AVX-VNNI with avx2.
   bool int8_dot = false;
+  // Whether kernels may use AMX-BF16 tiles (tdpbf16ps: a 16 x 16 float32 tile plus 16
+  // rows of 32 bfloat16 times 16 pairs of 16 columns): the CPU has AMX-TILE and
+  // AMX-BF16, vector_isa is avx512, and the kernel let this process use the tile
+  // registers (arch_prctl's ARCH_REQ_XCOMP_PERM, asked for once by probe_host;
+  // processes forked after it inherit the permission).
+  bool amx_bf16 = false;
   // "AMD EPYC (family 26 model 2)": the name, and the numbers where there are some.
   std::string cpu() const;
   // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.

@@ -227,6 +227,110 @@ TEST(SketchProperty, Bf16SketchesMatchTheInterpreterOnRandomConfigurations) {
   std::cout << "[ property ] " << total << " random bfloat16 configurations compiled by LLVM, no mismatch\n";
 }
 
+// The AMX sketches (SketchRule::CpuAmx): random configurations of their tiles (TM x TN
+// accumulators) compiled by LLVM (AMX-BF16 tile instructions where the CPU has them,
+// checked in the assembly; vdpbf16ps or the products as written elsewhere, and always
+// once more with LlvmOptions::amx_tiles off) against the interpreter running the same
+// program; within bfloat16's tolerance of the float32 default. Partial tiles in every
+// direction (rows, columns, k's steps of 32), batched products, an epilogue.
+TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::vector<Suite> suite = {
+      {"dense", "M=37 K=40 N=23", 4},
+      {"dense", "M=32 K=64 N=48", 5},
+      {"dense", "M=9 K=7 N=16", 2},
+      {"matmul", "M=16 K=24 N=48", 3},
+      {"batch_matmul", "B=3 M=20 K=70 N=33", 4},
+      {"subgraph",
+       "graph=x0:float32[24,96]@-1:1;x1:float32[40,96]@-1:1;x2:float32[40]@-1:1;t0=dense(x0,x1){};t1=add(t0,x2){};"
+       "t2=relu(t1){}",
+       3},
+      // Blocked convolutions: rows (h, w), columns (c, cb), k (rc, rh, rw, rcb); the
+      // padding computed into the copy; a strided 1x1; a bias and clip epilogue.
+      {"conv2d_nchwc", "in_channels=32 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1", 3},
+      {"conv2d_nchwc", "in_channels=16 out_channels=48 block=16 height=8 width=8 kernel=1 stride=2", 3},
+      {"subgraph",
+       "graph=x0:float32[1,2,7,7,16]@-1:1;x1:float32[2,2,1,1,16,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
+       3},
+  };
+  const bool amx_here = this_host().amx_bf16;
+  int total = 0;
+  std::mt19937_64 rng(2029);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref = default_outputs(c, g, in);
+    int sketches = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, true)) {
+      if (s.rule != sched::SketchRule::CpuAmx) continue;
+      ++sketches;
+      for (int t = 0; t < c.per_sketch; ++t) {
+        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        if (!sched::invalid_reason(s, cfg).empty()) continue;
+        LoweredFunc f = sched::lower_config(g, s, cfg);
+        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
+        codegen::LlvmOptions tiles, plain;
+        tiles.keep_asm = true;
+        plain.amx_tiles = false;
+        auto kernel = codegen::compile_llvm(f, tiles);
+        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { kernel->run(a); });
+        std::vector<NDArray> got_plain =
+            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, plain)->run(a); });
+        if (amx_here) EXPECT_NE(kernel->assembly().find("tdpbf16ps"), std::string::npos) << c.op << " " << c.params;
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_LE(compare_arrays(got[i], oracle[i]).max_rel, 1e-5)
+              << c.op << " " << c.params << " " << sched::config_to_json(s, cfg) << "\n"
+              << to_string(f);
+          EXPECT_LE(compare_arrays(got_plain[i], oracle[i]).max_rel, 1e-5)
+              << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
+          EXPECT_LE(compare_arrays(oracle[i], ref[i]).max_rel, sched::result_tolerance(s, 1e-4))
+              << c.op << " " << sched::config_to_json(s, cfg);
+        }
+        ++total;
+        if (HasFailure()) return;
+      }
+    }
+    EXPECT_GE(sketches, 1) << c.op << " " << c.params << " has no AMX sketch";
+  }
+  EXPECT_GE(total, 15);
+  std::cout << "[ property ] " << total << " random AMX configurations compiled by LLVM"
+            << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: vdpbf16ps or as written)") << ", no mismatch\n";
+}
+
+// Which anchors have an AMX sketch, and the tile registers that bound its knobs.
+TEST(SketchProperty, AmxSketchesCoverProductsWithOneReductionAndFitEightTiles) {
+  ops::OpGraph dense = ops::build_op("dense", parse("M=32 K=64 N=48"));
+  auto amx_count = [](const ops::OpGraph& g, bool bf16, bool amx) {
+    int n = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, bf16, false, amx)) n += s.rule == sched::SketchRule::CpuAmx;
+    return n;
+  };
+  // Either operand's rows may be A's (the other packed as B).
+  EXPECT_EQ(amx_count(dense, true, true), 2);
+  EXPECT_EQ(amx_count(dense, true, false), 0);
+  EXPECT_EQ(amx_count(dense, false, true), 0);  // bf16 products only
+  ops::OpGraph conv = ops::build_op(
+      "conv2d_nchwc", parse("in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1"));
+  EXPECT_EQ(amx_count(conv, true, true), 0);  // blocks of 8: a tile of 16 columns would straddle two
+  ops::OpGraph conv16 = ops::build_op(
+      "conv2d_nchwc", parse("in_channels=16 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1"));
+  EXPECT_EQ(amx_count(conv16, true, true), 1);
+  // A depthwise convolution's weight and input share the channels: no columns of its own.
+  ops::OpGraph dw = ops::build_op(
+      "conv2d_nchwc", parse("in_channels=32 out_channels=32 block=16 groups=32 kernel=3 padding=1 height=9 width=7"));
+  EXPECT_EQ(amx_count(dw, true, true), 0);
+  for (const sched::Sketch& s : sched::cpu_sketches(dense, true, false, true)) {
+    if (s.name != "amx.bf16.m=i.n=j") continue;
+    sched::Config c = sched::default_config(s);
+    EXPECT_EQ(sched::invalid_reason(s, c), "");
+    c.factors = {{2}, {3}};  // 6 accumulators + 2 + 3 tiles
+    EXPECT_NE(sched::invalid_reason(s, c).find("tile registers"), std::string::npos);
+    c.factors = {{1}, {3}};
+    EXPECT_EQ(sched::invalid_reason(s, c), "");
+  }
+}
+
 // The 8-bit integer sketches (Sketch::int8_quad): random configurations compiled by LLVM
 // (vpdpbusd where the CPU has it, else vpmaddwd) give exactly the
 // interpreter's int32 sums, and exactly the default schedule's: dense layers (a padded
@@ -362,26 +466,28 @@ TEST(SketchProperty, Int8SketchesOnlyWhereTheGroupsExist) {
 // activation's last index is that axis over its whole extent (a dense's K, a blocked
 // convolution's channel block); a 3x3 convolution over 3 channels in NCHW, whose
 // innermost index is the width plus a tap and whose channels cannot pair, has no
-// bfloat16 sketch: it stays float32.
+// bfloat16 pair sketch: it stays float32 (the AMX sketches, off here, are checked by
+// AmxSketchesCoverProductsWithOneReductionAndFitEightTiles).
 TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=4 K=8 N=16"));
   for (const sched::Sketch& s : sched::cpu_sketches(dense)) EXPECT_LT(s.bf16_pair, 0) << s.name;
   ops::OpGraph odd = ops::build_op("dense", parse("M=4 K=7 N=16"));
   int paired = 0;
-  for (const sched::Sketch& s : sched::cpu_sketches(odd, true)) paired += s.bf16_pair >= 0;
+  for (const sched::Sketch& s : sched::cpu_sketches(odd, true, true, false)) paired += s.bf16_pair >= 0;
   EXPECT_GE(paired, 1);
   ops::OpGraph conv = ops::build_op("conv2d", parse("in_channels=3 out_channels=8 height=8 width=8 kernel=3"));
-  for (const sched::Sketch& s : sched::cpu_sketches(conv, true)) EXPECT_LT(s.bf16_pair, 0) << s.name;
+  for (const sched::Sketch& s : sched::cpu_sketches(conv, true, true, false)) EXPECT_LT(s.bf16_pair, 0) << s.name;
   // With an even channel count the NCHW convolution pairs its channels, the activation
   // the vector operand (its pairs interleaved along the width).
   int nchw = 0;
   for (const sched::Sketch& s : sched::cpu_sketches(
-           ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=8 width=8 kernel=3")), true))
+           ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=8 width=8 kernel=3")), true, true, false))
     nchw += s.bf16_pair >= 0 && s.name.find("vec=w") != std::string::npos;
   EXPECT_GE(nchw, 1);
   // Its vector tile takes whole vdpbf16ps registers: 16 or 32 lanes, 4 or 8, not 12 or 24.
-  for (const sched::Sketch& s : sched::cpu_sketches(
-           ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=4 width=28 kernel=1")), true)) {
+  for (const sched::Sketch& s :
+       sched::cpu_sketches(ops::build_op("conv2d", parse("in_channels=4 out_channels=8 height=4 width=28 kernel=1")),
+                           true, true, false)) {
     if (s.bf16_pair < 0) continue;
     sched::Config c;
     for (const sched::SplitSpec& sp : s.splits)
@@ -400,7 +506,8 @@ TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   // Winograd's F(2x2) products pair; F(4x4)'s stay float32 (its transforms amplify the rounding).
   int f2 = 0;
   for (const sched::Sketch& s : sched::cpu_sketches(
-           ops::build_op("winograd_gemm", parse("in_channels=16 block=8 out_channels=16 height=5 width=7")), true))
+           ops::build_op("winograd_gemm", parse("in_channels=16 block=8 out_channels=16 height=5 width=7")), true, true,
+           false))
     f2 += s.bf16_pair >= 0;
   EXPECT_GE(f2, 1);
   for (const sched::Sketch& s : sched::cpu_sketches(
@@ -409,7 +516,7 @@ TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
            true))
     EXPECT_LT(s.bf16_pair, 0) << s.name;
   ops::OpGraph soft = ops::build_op("softmax", parse("shape=4,16"));
-  EXPECT_EQ(sched::cpu_sketches(soft, true).size(), sched::cpu_sketches(soft).size());
+  EXPECT_EQ(sched::cpu_sketches(soft, true, true, false).size(), sched::cpu_sketches(soft).size());
 }
 
 }  // namespace
