@@ -299,7 +299,7 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
 }
 
 // Which anchors have an AMX sketch, and the tile registers that bound its knobs.
-TEST(SketchProperty, AmxSketchesCoverProductsWithOneReductionAndFitEightTiles) {
+TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=32 K=64 N=48"));
   auto amx_count = [](const ops::OpGraph& g, bool bf16, bool amx) {
     int n = 0;
@@ -467,7 +467,7 @@ TEST(SketchProperty, Int8SketchesOnlyWhereTheGroupsExist) {
 // convolution's channel block); a 3x3 convolution over 3 channels in NCHW, whose
 // innermost index is the width plus a tap and whose channels cannot pair, has no
 // bfloat16 pair sketch: it stays float32 (the AMX sketches, off here, are checked by
-// AmxSketchesCoverProductsWithOneReductionAndFitEightTiles).
+// AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles).
 TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=4 K=8 N=16"));
   for (const sched::Sketch& s : sched::cpu_sketches(dense)) EXPECT_LT(s.bf16_pair, 0) << s.name;
