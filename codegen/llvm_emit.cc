@@ -1357,6 +1357,46 @@ class Emitter {
     }
   }
 
+  // A store of a pair of bfloat16 products, acc[I] = (acc[I] + a1 * b1) + a0 * b0 with
+  // each factor f32(a bfloat16 load) and a1, b1 the elements after a0, b0
+  // (core/ir/stmt.h, kBf16DotPragma): its accumulator's flat index and the loads a0, b0.
+  struct PairStore {
+    Expr flat_acc, a0, b0;
+  };
+  std::optional<PairStore> pair_store(const StmtNode& st) {
+    if (st.kind != StmtKind::Store || st.buffer->dtype != DType::f32()) return std::nullopt;
+    const Expr& v = st.value;
+    auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
+    if (!is(v, ExprKind::Add) || !is(v.arg(0), ExprKind::Add) || !is(v.arg(1), ExprKind::Mul) ||
+        !is(v.arg(0).arg(1), ExprKind::Mul))
+      return std::nullopt;
+    const Expr& old = v.arg(0).arg(0);
+    if (!is(old, ExprKind::Load) || old->buffer != st.buffer) return std::nullopt;
+    PairStore p;
+    p.flat_acc = flat_expr(st.buffer, st.indices);
+    if (!structural_equal(flat_expr(old->buffer, old->args), p.flat_acc)) return std::nullopt;
+    // The bf16 load under a product's factor.
+    auto operand = [&](const Expr& prod, int i) -> Expr {
+      const Expr& c = prod.arg(static_cast<size_t>(i));
+      if (!is(c, ExprKind::Cast) || !is(c.arg(0), ExprKind::Load) || !c.arg(0).dtype().is_bf16()) return Expr();
+      return c.arg(0);
+    };
+    Expr a1 = operand(v.arg(0).arg(1), 0), b1 = operand(v.arg(0).arg(1), 1);
+    p.a0 = operand(v.arg(1), 0);
+    p.b0 = operand(v.arg(1), 1);
+    if (!p.a0.defined() || !a1.defined() || !p.b0.defined() || !b1.defined()) return std::nullopt;
+    if (p.a0->buffer != a1->buffer || p.b0->buffer != b1->buffer) return std::nullopt;
+    Analyzer an;
+    auto next = [&](const Expr& x0, const Expr& x1) {
+      int64_t d;
+      return is_const_int(an.simplify(x1 - x0), &d) && d == 1;
+    };
+    if (!next(flat_expr(p.a0->buffer, p.a0->args), flat_expr(a1->buffer, a1->args)) ||
+        !next(flat_expr(p.b0->buffer, p.b0->args), flat_expr(b1->buffer, b1->args)))
+      return std::nullopt;
+    return p;
+  }
+
   // A nest under kAmxBf16Pragma (core/ir/stmt.h) as AMX-BF16 tiles: the TM x TN
   // accumulator tiles loaded, the kb loop's steps each TM A tiles, TN B tiles and
   // TM x TN tdpbf16ps on tile registers (the accumulators carried by phis), the tiles
@@ -1367,12 +1407,13 @@ class Emitter {
     const StmtNode* n = &top;
     while (n->kind == StmtKind::For || n->kind == StmtKind::Pragma) {
       if (n->kind == StmtKind::For) {
-        if (!is_const_int(n->min, nullptr) || !is_const_int(n->extent, nullptr)) return false;
+        int64_t lo = -1;
+        if (!is_const_int(n->min, &lo) || lo != 0 || !is_const_int(n->extent, nullptr)) return false;
         loops[n->var.name()] = n;
       }
       n = n->body[0].get();
     }
-    if (n->kind != StmtKind::Store || n->buffer->dtype != DType::f32()) return false;
+    if (n->kind != StmtKind::Store) return false;
     auto extent = [&](const char* name) {
       auto it = loops.find(name);
       int64_t e = 1;
@@ -1383,32 +1424,11 @@ class Emitter {
     if (extent("amx.kp") != 16 || extent("amx.r") != 16 || extent("amx.c") != 16) return false;
     const int64_t KB = extent("amx.kb"), TM = extent("amx.tm"), TN = extent("amx.tn");
     if (TM * TN + TM + TN > 8) return false;
-    // The store's form, as bf16_dot reads it: acc = (acc + a1 * b1) + a0 * b0.
-    const Expr& v = n->value;
-    auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
-    if (!is(v, ExprKind::Add) || !is(v.arg(0), ExprKind::Add) || !is(v.arg(1), ExprKind::Mul) ||
-        !is(v.arg(0).arg(1), ExprKind::Mul))
-      return false;
-    const Expr& old = v.arg(0).arg(0);
-    if (!is(old, ExprKind::Load) || old->buffer != n->buffer) return false;
-    const Expr flat_acc = flat_expr(n->buffer, n->indices);
-    if (!structural_equal(flat_expr(old->buffer, old->args), flat_acc)) return false;
-    auto operand = [&](const Expr& prod, int i) -> Expr {
-      const Expr& c = prod.arg(static_cast<size_t>(i));
-      if (!is(c, ExprKind::Cast) || !is(c.arg(0), ExprKind::Load) || !c.arg(0).dtype().is_bf16()) return Expr();
-      return c.arg(0);
-    };
-    Expr a1 = operand(v.arg(0).arg(1), 0), b1 = operand(v.arg(0).arg(1), 1);
-    Expr a0 = operand(v.arg(1), 0), b0 = operand(v.arg(1), 1);
-    if (!a0.defined() || !a1.defined() || !b0.defined() || !b1.defined()) return false;
-    if (a0->buffer != a1->buffer || b0->buffer != b1->buffer) return false;
+    std::optional<PairStore> ps = pair_store(*n);
+    if (!ps) return false;
+    const Expr& flat_acc = ps->flat_acc;
+    const Expr &a0 = ps->a0, &b0 = ps->b0;
     const Expr fa0 = flat_expr(a0->buffer, a0->args), fb0 = flat_expr(b0->buffer, b0->args);
-    Analyzer an;
-    auto next = [&](const Expr& x0, const Expr& x1) {
-      int64_t d;
-      return is_const_int(an.simplify(x1 - x0), &d) && d == 1;
-    };
-    if (!next(fa0, flat_expr(a1->buffer, a1->args)) || !next(fb0, flat_expr(b1->buffer, b1->args))) return false;
     // Each index linear in kp, r and c (no other term uses them): their coefficients.
     const Var kp = loops["amx.kp"]->var, r = loops["amx.r"]->var, c = loops["amx.c"]->var;
     auto coefs = [&](const Expr& flat, int64_t* ckp, int64_t* cr, int64_t* cc) {
@@ -1511,34 +1531,11 @@ class Emitter {
     const int lanes = vec_->lanes;
     const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : lanes % 4 == 0 ? 4 : 0;
     if (chunk == 0) return false;
-    const Expr& v = st.value;
-    auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
-    if (!is(v, ExprKind::Add) || !is(v.arg(0), ExprKind::Add) || !is(v.arg(1), ExprKind::Mul) ||
-        !is(v.arg(0).arg(1), ExprKind::Mul))
-      return false;
-    const Expr& old = v.arg(0).arg(0);
-    if (!is(old, ExprKind::Load) || old->buffer != st.buffer) return false;
-    Expr flat_acc = flat_expr(st.buffer, st.indices);
-    if (!structural_equal(flat_expr(old->buffer, old->args), flat_acc)) return false;
-    // The bf16 load under a product's factor.
-    auto operand = [&](const Expr& prod, int i) -> Expr {
-      const Expr& c = prod.arg(static_cast<size_t>(i));
-      if (!is(c, ExprKind::Cast) || !is(c.arg(0), ExprKind::Load) || !c.arg(0).dtype().is_bf16()) return Expr();
-      return c.arg(0);
-    };
-    Expr a1 = operand(v.arg(0).arg(1), 0), b1 = operand(v.arg(0).arg(1), 1);
-    Expr a0 = operand(v.arg(1), 0), b0 = operand(v.arg(1), 1);
-    if (!a0.defined() || !a1.defined() || !b0.defined() || !b1.defined()) return false;
-    if (a0->buffer != a1->buffer || b0->buffer != b1->buffer) return false;
-    Expr fa0 = flat_expr(a0->buffer, a0->args), fa1 = flat_expr(a1->buffer, a1->args);
-    Expr fb0 = flat_expr(b0->buffer, b0->args), fb1 = flat_expr(b1->buffer, b1->args);
-    Analyzer an;
-    auto next = [&](const Expr& x0, const Expr& x1) {
-      int64_t d;
-      return is_const_int(an.simplify(x1 - x0), &d) && d == 1;
-    };
-    if (!next(fa0, fa1) || !next(fb0, fb1)) return false;
-    Affine aa = affine(fa0), ab = affine(fb0), ac = affine(flat_acc);
+    std::optional<PairStore> ps = pair_store(st);
+    if (!ps) return false;
+    const Expr &a0 = ps->a0, &b0 = ps->b0;
+    Affine aa = affine(flat_expr(a0->buffer, a0->args)), ab = affine(flat_expr(b0->buffer, b0->args)),
+           ac = affine(ps->flat_acc);
     if (!aa.affine_in_vec || aa.vec_coef != 0 || !ab.affine_in_vec || ab.vec_coef != 2 || !ac.affine_in_vec ||
         ac.vec_coef != 1)
       return false;

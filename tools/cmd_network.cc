@@ -63,6 +63,13 @@ void log_line(const NetOptions& o, const std::string& line) {
 // programs are then chosen as at f32 (the quantized graph's products are integer ones).
 std::string programs_precision(const NetOptions& o) { return o.precision == "int8" ? "" : o.precision; }
 
+// Whether the convolutions will run on matrix tiles (bfloat16 on a CPU with AMX-BF16):
+// the layout plan then keeps them direct (graph::plan_layouts).
+bool tiled_convolutions(const NetOptions& o) {
+  return o.target == "llvm" && sched::resolve_precision(o.target, programs_precision(o)) == "bf16" &&
+         this_host().amx_bf16;
+}
+
 void check_network_precision(const NetOptions& o, bool quiet) {
   if (o.precision == "int8") {
     if (o.target != "llvm") throw Error("--precision int8 is a CPU precision (--target llvm)");
@@ -198,7 +205,7 @@ Loaded load(const NetOptions& o, const std::string& model) {
     std::map<std::string, size_t> tasks;
     for (const graph::ShapeBucket& b : l.ranged->buckets) {
       Loaded bl;
-      bl.graph = graph::optimize(b.graph, graph::layout_lanes(o.target));
+      bl.graph = graph::optimize(b.graph, graph::layout_lanes(o.target), tiled_convolutions(o));
       pool.share(bl.graph);
       bl.partition = graph::partition(bl.graph);
       for (const graph::NetworkTask& t : bl.partition.tasks) tasks.emplace(t.key, 0);
@@ -228,7 +235,7 @@ Loaded load(const NetOptions& o, const std::string& model) {
                     std::to_string(q.calibration.size()) + " calibration samples (min-max)");
     l.files.push_back(model);
   } else {
-    l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target));
+    l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target), tiled_convolutions(o));
   }
   l.partition = graph::partition(l.graph);
   log_line(o, model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +

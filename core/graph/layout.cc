@@ -76,8 +76,8 @@ std::optional<NDArray> blocked_operand(const NDArray& a, int64_t channels, int64
 
 class Planner {
  public:
-  Planner(const Graph& g, int64_t lanes)
-      : g_(g), lanes_(lanes), plain_(g.values().size(), -1), blocked_(g.values().size(), -1) {
+  Planner(const Graph& g, int64_t lanes, bool tiles)
+      : g_(g), lanes_(lanes), tiles_(tiles), plain_(g.values().size(), -1), blocked_(g.values().size(), -1) {
     out_.name = g.name;
   }
 
@@ -175,6 +175,7 @@ class Planner {
         pad.empty() || pad[0] > 2 || !all("padding", pad[0]))
       return 0;
     if (setting > 1) return setting;
+    if (tiles_) return 0;
     return winograd_auto(x.shape[1], w.shape[0], val(nd.output).shape[2], val(nd.output).shape[3]);
   }
 
@@ -266,15 +267,16 @@ class Planner {
 
   const Graph& g_;
   int64_t lanes_;
+  bool tiles_;  // the convolutions run on matrix tiles: no Winograd under `auto`
   Graph out_;
   std::vector<int> plain_, blocked_;  // the value in each layout in out_, -1 while none
 };
 
 }  // namespace
 
-Graph plan_layouts(const Graph& g, int64_t lanes) {
+Graph plan_layouts(const Graph& g, int64_t lanes, bool tiles) {
   if (lanes <= 0) return g;
-  return Planner(g, lanes).run();
+  return Planner(g, lanes, tiles).run();
 }
 
 }  // namespace basin::graph

@@ -51,6 +51,9 @@ int64_t winograd_auto(int64_t in_channels, int64_t out_channels, int64_t height,
 // - every other operator reads NCHW.
 // The outputs are the same up to rounding (a blocked convolution sums its input
 // channels block by block).
-Graph plan_layouts(const Graph& g, int64_t lanes);
+// With `tiles` (the convolutions will run on matrix tiles: bfloat16 on a CPU with
+// AMX-BF16, sched's amx.bf16 sketches), `auto` keeps every convolution direct: a tile's
+// products cost less than Winograd's transforms save.
+Graph plan_layouts(const Graph& g, int64_t lanes, bool tiles = false);
 
 }  // namespace basin::graph

@@ -442,9 +442,9 @@ Graph eliminate_dead_code(const Graph& g) {
   return out;
 }
 
-Graph optimize(const Graph& g, int64_t layout_lanes) {
+Graph optimize(const Graph& g, int64_t layout_lanes, bool tiles) {
   const Graph folded = eliminate_dead_code(fold_constants(fold_batch_norm(g)));
-  return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_quantization(folded)))), layout_lanes);
+  return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_quantization(folded)))), layout_lanes, tiles);
 }
 
 }  // namespace basin::graph

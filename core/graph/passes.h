@@ -44,6 +44,6 @@ Graph eliminate_dead_code(const Graph& g);
 // Every pass above, in order: batch-norm folding, constant folding, dead code,
 // quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
 // (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
-Graph optimize(const Graph& g, int64_t layout_lanes = 0);
+Graph optimize(const Graph& g, int64_t layout_lanes = 0, bool tiles = false);
 
 }  // namespace basin::graph

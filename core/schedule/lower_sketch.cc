@@ -584,53 +584,75 @@ Stmt vector_chunks(const std::string& name, int64_t extent, const std::function<
 // and k each its axes flattened in the anchor's order): C tiles of 16 rows by 16
 // float32 columns, A tiles of 16 rows by 32 bfloat16 (16 pairs of k), B tiles of 16
 // pairs of k by 16 columns' pairs. The weight is packed [batch..][column tiles, padded
-// to whole panels of TN][k's pairs, padded to 16s][16][2] (one stage, split off and run
-// once at compile); the prologue copies the activation to bfloat16, A[batch.., m, k],
-// rows padded with zeros to whole panels of TM tiles and k to whole steps of 32. One
-// parallel loop runs over (the batch axes, the panels of TN column tiles, the panels of
-// TM row tiles); each iteration zeroes its TM*16 x TN*16 accumulator, runs the
-// kAmxBf16Pragma nest over k's steps and writes its rows and columns inside the
-// extents back through the epilogue (a row's axes computed once per row, a tile's
-// columns contiguous along vec).
+// to whole panels of TN][k steps x 16 pairs][16][2] (one stage, split off and run once
+// at compile). The activation is copied to bfloat16: row by row of the flattened GEMM,
+// A[batch.., m, k], rows padded with zeros to whole panels of TM tiles and k to whole
+// steps of 32; or, in place (Sketch::amx_direct, sched::amx_direct_form), src with its
+// channel dimensions last, P[other dims.., channels padded to 32], a tile's rows 16
+// consecutive values of the row axis (its other m axes one value per tile) and k's steps
+// the window's positions times the channels' steps of 32. One parallel loop runs over
+// (the batch axes, the panels of TN column tiles, the panels of TM row tiles); each
+// iteration zeroes its TM*16 x TN*16 accumulator, runs the kAmxBf16Pragma nest over k's
+// steps and writes its rows and columns inside the extents back through the epilogue (a
+// row's axes computed once per row, a tile's columns contiguous along vec).
 Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
   AnchorInfo info = *analyze_anchor(task);
   const te::OpNode& a = *info.anchor;
   std::optional<AmxForm> form = amx_form(info, s.vec_axis);
   BASIN_CHECK(form) << "sketch " << s.name << " has no AMX form";
   const AmxForm& g = *form;
+  std::optional<AmxDirect> direct = s.amx_direct ? amx_direct_form(info, g) : std::nullopt;
+  BASIN_CHECK(!s.amx_direct || direct) << "sketch " << s.name << " reads no convolution in place";
   const size_t ns = a.axes.size();
-  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16});
+  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16}), two(int64_t{2});
+  auto axis_extent = [&](int x, bool reduce) {
+    return reduce ? a.reduce_axes[static_cast<size_t>(x)].extent : a.axes[static_cast<size_t>(x)].extent;
+  };
+  auto axis_var = [&](int x, bool reduce) {
+    return reduce ? a.reduce_axes[static_cast<size_t>(x)].var : a.axes[static_cast<size_t>(x)].var;
+  };
   auto extent_of = [&](const std::vector<int>& axes, bool reduce) {
     int64_t e = 1;
-    for (int x : axes)
-      e *= reduce ? a.reduce_axes[static_cast<size_t>(x)].extent : a.axes[static_cast<size_t>(x)].extent;
+    for (int x : axes) e *= axis_extent(x, reduce);
     return e;
   };
-  const int64_t M = extent_of(g.m_axes, false), N = extent_of(g.n_axes, false), K = extent_of(g.k_axes, true);
-  const int64_t vec_extent = a.axes[static_cast<size_t>(s.vec_axis)].extent;
-  const Expr TM = k.factors[0][0], TN = k.factors[1][0];
-  auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
-  const Expr mp = ceil_div(Expr((M + 15) / 16), TM), np = ceil_div(Expr((N + 15) / 16), TN);
-  const Expr m_pad = simplify(mp * TM * sixteen), n_tiles = simplify(np * TN);
-  const int64_t KB = (K + 31) / 32, k_pad = KB * 32;
-  // Row-major flattening of axes (`vars` their indices) and its inverse.
+  // Row-major flattening of axes and its inverse (into *m, by the axes' variables).
   auto flatten = [&](const std::vector<int>& axes, bool reduce, const std::vector<Expr>& idx) {
     Expr f = zero_i;
-    for (size_t i = 0; i < axes.size(); ++i) {
-      const size_t x = static_cast<size_t>(axes[i]);
-      f = f * Expr(reduce ? a.reduce_axes[x].extent : a.axes[x].extent) + idx[i];
-    }
+    for (size_t i = 0; i < axes.size(); ++i) f = f * Expr(axis_extent(axes[i], reduce)) + idx[i];
     return f;
   };
   auto unflatten = [&](const std::vector<int>& axes, bool reduce, const Expr& flat, VarMap* m) {
     Expr rest = flat;
     for (size_t i = axes.size(); i-- > 0;) {
-      const size_t x = static_cast<size_t>(axes[i]);
-      const Expr e(reduce ? a.reduce_axes[x].extent : a.axes[x].extent);
-      const Var& v = reduce ? a.reduce_axes[x].var : a.axes[x].var;
-      (*m)[v.id()] = i == 0 ? rest : floormod(rest, e);
+      const Expr e(axis_extent(axes[i], reduce));
+      (*m)[axis_var(axes[i], reduce).id()] = i == 0 ? rest : floormod(rest, e);
       rest = floordiv(rest, e);
     }
+  };
+  const int64_t N = extent_of(g.n_axes, false);
+  const int64_t vec_extent = axis_extent(s.vec_axis, false);
+  const Expr TM = k.factors[0][0], TN = k.factors[1][0];
+  auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
+  // Rows: 16-row tiles, each of the flattened m (GEMM), or of the row axis per value of
+  // the other m axes (in place).
+  std::vector<int> other_m(g.m_axes.begin(), g.m_axes.end() - (direct ? 1 : 0));
+  const int64_t M = extent_of(g.m_axes, false), W = direct ? axis_extent(direct->row_axis, false) : M;
+  const int64_t WT = (W + 15) / 16, m_tiles = direct ? extent_of(other_m, false) * WT : (M + 15) / 16;
+  const Expr mp = ceil_div(Expr(m_tiles), TM), np = ceil_div(Expr((N + 15) / 16), TN);
+  const Expr n_tiles = simplify(np * TN);
+  // k: steps of 32. GEMM: the reduction axes flattened, padded. In place: the window's
+  // positions (outer) times the channels' steps (inner), the channels flattened in src's
+  // order and padded to 32.
+  std::vector<int> channel_k = direct ? direct->channel_k : g.k_axes;
+  const int64_t C = extent_of(channel_k, true), CC = (C + 31) / 32;
+  const int64_t KB = (direct ? extent_of(direct->window_k, true) : 1) * CC;
+  // The reduction axes at step kb, position j (0..31) of the step; *valid: inside.
+  auto k_at = [&](const Expr& kb, const Expr& j, VarMap* m, Expr* valid) {
+    const Expr cf = (direct ? floormod(kb, Expr(CC)) : kb) * Expr(int64_t{32}) + j;
+    if (direct) unflatten(direct->window_k, true, floordiv(kb, Expr(CC)), m);
+    unflatten(channel_k, true, min(cf, Expr(C - 1)), m);
+    *valid = C % 32 ? cf < Expr(C) : Expr();
   };
   // Axes of one iteration read as 0.
   VarMap unit;
@@ -641,96 +663,99 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   std::unordered_set<const te::OpNode*> all;
   for (const te::Op& pr : info.producers) all.insert(pr.get());
   const Expr wval = substitute(a.body.arg(static_cast<size_t>(g.weight_factor)), unit);
-  const Expr aval = substitute(inline_stages(a.body.arg(static_cast<size_t>(1 - g.weight_factor)), all), unit);
+  const Expr af = a.body.arg(static_cast<size_t>(1 - g.weight_factor));
   const DType bf = DType::bf16();
   const Expr bf_zero = cast(bf, make_const(DType::f32(), 0));
+  auto with_batch = [&](const std::vector<Expr>& batch, std::vector<Expr> rest) {
+    std::vector<Expr> idx(batch);
+    idx.insert(idx.end(), rest.begin(), rest.end());
+    return idx;
+  };
   std::vector<Stmt> prologue;
 
-  // The weight, one gathering stage: packed[batch.., nt, kp, l, q] = w(n = 16 nt + l, k = 2 kp + q).
+  // The weight, one gathering stage: packed[batch.., nt, kp, l, q] = w(n = 16 nt + l, k at
+  // step kp / 16, position 2 (kp % 16) + q), zero past the extents.
   std::vector<Expr> w_shape;
-  for (int x : g.batch_axes) w_shape.push_back(Expr(a.axes[static_cast<size_t>(x)].extent));
-  w_shape.insert(w_shape.end(), {n_tiles, Expr(k_pad / 2), sixteen, Expr(int64_t{2})});
+  for (int x : g.batch_axes) w_shape.push_back(Expr(axis_extent(x, false)));
+  w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, two});
   Buffer packed = make_buffer(g.weight->name + "_amx", bf, simplified(w_shape), MemScope::Global);
   {
     std::vector<Var> bv;
-    VarMap wm;
+    VarMap wm = unit;
     for (int x : g.batch_axes) {
       bv.push_back(Var("amx.wb" + std::to_string(x)));
-      wm[a.axes[static_cast<size_t>(x)].var.id()] = bv.back();
+      wm[axis_var(x, false).id()] = bv.back();
     }
     Var nt("amx.w.nt"), kp("amx.w.kp"), l("amx.w.l"), q("amx.w.q");
-    const Expr n = Expr(nt) * sixteen + l, kk = Expr(kp) * Expr(int64_t{2}) + q;
-    // Past the extents: read in bounds, stored zero.
+    const Expr n = Expr(nt) * sixteen + l;
     unflatten(g.n_axes, false, min(n, Expr(N - 1)), &wm);
-    unflatten(g.k_axes, true, min(kk, Expr(K - 1)), &wm);
-    Expr v =
-        cast(bf, select(logical_and(n < Expr(N), kk < Expr(K)), substitute(wval, wm), make_const(wval.dtype(), 0)));
+    Expr k_valid;
+    k_at(floordiv(Expr(kp), sixteen), floormod(Expr(kp), sixteen) * two + q, &wm, &k_valid);
+    Expr inside = n < Expr(N);
+    if (k_valid.defined()) inside = logical_and(inside, k_valid);
+    Expr v = cast(bf, select(inside, substitute(wval, wm), make_const(wval.dtype(), 0)));
     std::vector<Expr> dst(bv.begin(), bv.end());
     dst.insert(dst.end(), {nt, kp, l, q});
-    Stmt st = loop(nt, n_tiles,
-                   loop(kp, Expr(k_pad / 2), loop(l, sixteen, loop(q, Expr(int64_t{2}), make_store(packed, dst, v)))),
+    Stmt st = loop(nt, n_tiles, loop(kp, Expr(KB * 16), loop(l, sixteen, loop(q, two, make_store(packed, dst, v)))),
                    bv.empty() ? ForKind::Parallel : ForKind::Serial);
     for (size_t i = bv.size(); i-- > 0;)
-      st = loop(bv[i], Expr(a.axes[static_cast<size_t>(g.batch_axes[i])].extent), st,
-                i == 0 ? ForKind::Parallel : ForKind::Serial);
+      st = loop(bv[i], Expr(axis_extent(g.batch_axes[i], false)), st, i == 0 ? ForKind::Parallel : ForKind::Serial);
     prologue.push_back(st);
   }
 
-  // The activation: A[batch.., m, k], over the axes themselves (k's innermost axis in
-  // vectors), then k's padding for the rows inside M, then the padding rows.
-  std::vector<Expr> a_shape;
-  for (int x : g.batch_axes) a_shape.push_back(Expr(a.axes[static_cast<size_t>(x)].extent));
-  a_shape.push_back(m_pad);
-  a_shape.push_back(Expr(k_pad));
-  Buffer act_bf = make_buffer(a.name + "_amx_a", bf, simplified(a_shape), MemScope::Global);
-  {
+  // The activation's copy and the A tiles' index in it at (batch, tile t, row r, kb, j).
+  Buffer act_bf;
+  std::function<std::vector<Expr>(const std::vector<Expr>&, const Expr&, const Expr&, const Expr&, const Expr&)>
+      a_index;
+  if (!direct) {
+    // A[batch.., m, k] over the axes themselves (k's innermost axis in vectors), then k's
+    // padding for the rows inside M, then the padding rows.
+    const Expr aval = substitute(inline_stages(af, all), unit);
+    const Expr m_pad = simplify(mp * TM * sixteen);
+    const int64_t k_pad = CC * 32;
+    std::vector<Expr> a_shape;
+    for (int x : g.batch_axes) a_shape.push_back(Expr(axis_extent(x, false)));
+    a_shape.push_back(m_pad);
+    a_shape.push_back(Expr(k_pad));
+    act_bf = make_buffer(a.name + "_amx_a", bf, simplified(a_shape), MemScope::Global);
     std::vector<Var> bv, mv, kv;
     VarMap am;
     for (int x : g.batch_axes) {
       bv.push_back(Var("amx.ab" + std::to_string(x)));
-      am[a.axes[static_cast<size_t>(x)].var.id()] = bv.back();
+      am[axis_var(x, false).id()] = bv.back();
     }
     for (int x : g.m_axes) {
       mv.push_back(Var("amx.am" + std::to_string(x)));
-      am[a.axes[static_cast<size_t>(x)].var.id()] = mv.back();
+      am[axis_var(x, false).id()] = mv.back();
     }
     for (int x : g.k_axes) kv.push_back(Var("amx.ak" + std::to_string(x)));
-    auto at = [&](const Expr& row, const Expr& col) {
-      std::vector<Expr> idx(bv.begin(), bv.end());
-      idx.push_back(row);
-      idx.push_back(col);
-      return idx;
-    };
+    auto at = [&](const Expr& row, const Expr& col) { return with_batch({bv.begin(), bv.end()}, {row, col}); };
     const Expr row = flatten(g.m_axes, false, {mv.begin(), mv.end()});
-    const int64_t last_k = a.reduce_axes[static_cast<size_t>(g.k_axes.back())].extent;
-    Stmt st = vector_chunks("amx.ak", last_k, [&](const Expr& kl) {
+    Stmt st = vector_chunks("amx.ak", axis_extent(g.k_axes.back(), true), [&](const Expr& kl) {
       VarMap m = am;
       std::vector<Expr> ki(kv.begin(), kv.end() - 1);
       ki.push_back(kl);
-      for (size_t i = 0; i < g.k_axes.size(); ++i) m[a.reduce_axes[static_cast<size_t>(g.k_axes[i])].var.id()] = ki[i];
+      for (size_t i = 0; i < g.k_axes.size(); ++i) m[axis_var(g.k_axes[i], true).id()] = ki[i];
       return make_store(act_bf, at(row, flatten(g.k_axes, true, ki)), cast(bf, substitute(aval, m)));
     });
-    for (size_t i = kv.size() - 1; i-- > 0;)
-      st = loop(kv[i], Expr(a.reduce_axes[static_cast<size_t>(g.k_axes[i])].extent), st);
+    for (size_t i = kv.size() - 1; i-- > 0;) st = loop(kv[i], Expr(axis_extent(g.k_axes[i], true)), st);
     std::vector<Var> outer(bv.begin(), bv.end());
     outer.insert(outer.end(), mv.begin(), mv.end());
     std::vector<int> outer_axes(g.batch_axes.begin(), g.batch_axes.end());
     outer_axes.insert(outer_axes.end(), g.m_axes.begin(), g.m_axes.end());
     size_t par = 0;
-    while (par + 1 < outer.size() && a.axes[static_cast<size_t>(outer_axes[par])].extent <= 1) ++par;
+    while (par + 1 < outer.size() && axis_extent(outer_axes[par], false) <= 1) ++par;
     for (size_t i = outer.size(); i-- > 0;)
-      st = loop(outer[i], Expr(a.axes[static_cast<size_t>(outer_axes[i])].extent), st,
-                i == par ? ForKind::Parallel : ForKind::Serial);
+      st = loop(outer[i], Expr(axis_extent(outer_axes[i], false)), st, i == par ? ForKind::Parallel : ForKind::Serial);
     std::vector<Stmt> parts = {st};
     auto per_batch = [&](Stmt body) {
-      for (size_t i = bv.size(); i-- > 0;)
-        body = loop(bv[i], Expr(a.axes[static_cast<size_t>(g.batch_axes[i])].extent), body);
+      for (size_t i = bv.size(); i-- > 0;) body = loop(bv[i], Expr(axis_extent(g.batch_axes[i], false)), body);
       return body;
     };
-    if (k_pad > K) {
+    if (k_pad > C) {
       Var r("amx.ar");
-      parts.push_back(per_batch(loop(r, Expr(M), vector_chunks("amx.akp", k_pad - K, [&](const Expr& c) {
-                                       return make_store(act_bf, at(r, c + K), bf_zero);
+      parts.push_back(per_batch(loop(r, Expr(M), vector_chunks("amx.akp", k_pad - C, [&](const Expr& c) {
+                                       return make_store(act_bf, at(r, c + C), bf_zero);
                                      }))));
     }
     Var pr("amx.apad");
@@ -738,15 +763,111 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                                      return make_store(act_bf, at(Expr(pr) + M, c), bf_zero);
                                    }))));
     prologue.push_back(make_seq(parts));
+    a_index = [&, m_tiles_total = m_tiles](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
+                                           const Expr& j) {
+      (void)m_tiles_total;
+      return with_batch(batch, {t * sixteen + r, kb * Expr(int64_t{32}) + j});
+    };
+  } else {
+    // P[src's other dims.., channels]: the channel dimensions last, flattened, padded to
+    // 32; the row axis's dimension longer by the rows a partial last tile reads past it.
+    const te::OpNode& src = *direct->src;
+    const size_t nd = src.shape.size(), xd = static_cast<size_t>(direct->x_dim);
+    const Expr& x_index = af->args[xd];
+    int64_t stride = 0;
+    for (const auto& [atom, coef] : Analyzer().linear_form(x_index).terms)
+      if (atom.kind() == ExprKind::Var && Var(atom).id() == axis_var(direct->row_axis, false).id()) stride += coef;
+    const int64_t x_ext = src.shape[xd] + (WT * 16 - W) * stride, c_pad = CC * 32;
+    std::vector<size_t> other_dims;
+    for (size_t x = 0; x < nd; ++x)
+      if (std::find(direct->channel_dims.begin(), direct->channel_dims.end(), static_cast<int>(x)) ==
+          direct->channel_dims.end())
+        other_dims.push_back(x);
+    std::vector<Expr> p_shape;
+    for (size_t x : other_dims) p_shape.push_back(Expr(x == xd ? x_ext : src.shape[x]));
+    p_shape.push_back(Expr(c_pad));
+    act_bf = make_buffer(src.name + "_amx_p", bf, p_shape, MemScope::Global);
+    // src's value at indices idx (its body where it is a producer, the padding).
+    auto src_value = [&](const std::vector<Expr>& idx) {
+      if (src.is_placeholder) return load(src.buffer, idx);
+      VarMap m;
+      for (size_t x = 0; x < nd; ++x) m[src.axes[x].var.id()] = idx[x];
+      return substitute(inline_stages(src.body, all), m);
+    };
+    std::vector<Var> ov, cv;
+    for (size_t x : other_dims) ov.push_back(Var("amx.p" + std::to_string(x)));
+    for (int x : direct->channel_dims) cv.push_back(Var("amx.pc" + std::to_string(x)));
+    auto p_at = [&](const std::vector<Expr>& other, const Expr& cf) {
+      std::vector<Expr> idx(other);
+      idx.push_back(cf);
+      return idx;
+    };
+    auto other_loops = [&](Stmt body, const Expr& x_extent, bool parallel) {
+      size_t par = 0;
+      while (par + 1 < ov.size() && (other_dims[par] == xd ? 2 : src.shape[other_dims[par]]) <= 1) ++par;
+      for (size_t i = ov.size(); i-- > 0;)
+        body = loop(ov[i], other_dims[i] == xd ? x_extent : Expr(src.shape[other_dims[i]]), body,
+                    parallel && i == par ? ForKind::Parallel : ForKind::Serial);
+      return body;
+    };
+    // Inside src: the channels (the last channel dimension in vectors).
+    const size_t nc = cv.size();
+    Stmt copy =
+        vector_chunks("amx.pcl", src.shape[static_cast<size_t>(direct->channel_dims.back())], [&](const Expr& cl) {
+          std::vector<Expr> ch(cv.begin(), cv.end() - 1);
+          ch.push_back(cl);
+          std::vector<Expr> idx(nd);
+          for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
+          for (size_t i = 0; i < nc; ++i) idx[static_cast<size_t>(direct->channel_dims[i])] = ch[i];
+          return make_store(act_bf, p_at({ov.begin(), ov.end()}, flatten(channel_k, true, ch)),
+                            cast(bf, src_value(idx)));
+        });
+    for (size_t i = nc - 1; i-- > 0;)
+      copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
+    std::vector<Stmt> parts = {other_loops(copy, Expr(src.shape[xd]), true)};
+    if (c_pad > C)
+      parts.push_back(
+          other_loops(vector_chunks("amx.pcp", c_pad - C,
+                                    [&](const Expr& c) {
+                                      return make_store(act_bf, p_at({ov.begin(), ov.end()}, c + C), bf_zero);
+                                    }),
+                      Expr(src.shape[xd]), false));
+    if (x_ext > src.shape[xd]) {
+      // The columns past src (read by a partial last tile's rows, never stored): zero.
+      std::vector<Expr> other(ov.begin(), ov.end());
+      const size_t xi = static_cast<size_t>(std::find(other_dims.begin(), other_dims.end(), xd) - other_dims.begin());
+      other[xi] = Expr(ov[xi]) + src.shape[xd];
+      parts.push_back(other_loops(
+          vector_chunks("amx.pxp", c_pad, [&](const Expr& c) { return make_store(act_bf, p_at(other, c), bf_zero); }),
+          Expr(x_ext - src.shape[xd]), false));
+    }
+    prologue.push_back(make_seq(parts));
+    a_index = [&, xd, other_dims](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
+                                  const Expr& j) {
+      // A partial last panel's tiles past the rows read the last tile (never stored).
+      const Expr tc = min(t, Expr(m_tiles - 1));
+      VarMap m = unit;
+      for (size_t i = 0; i < g.batch_axes.size(); ++i) m[axis_var(g.batch_axes[i], false).id()] = batch[i];
+      unflatten(other_m, false, floordiv(tc, Expr(WT)), &m);
+      m[axis_var(direct->row_axis, false).id()] = floormod(tc, Expr(WT)) * sixteen + r;
+      Expr unused;
+      k_at(kb, zero_i, &m, &unused);
+      std::vector<Expr> idx;
+      for (size_t x : other_dims) idx.push_back(substitute(af->args[x], m));
+      idx.push_back(floormod(kb, Expr(CC)) * Expr(int64_t{32}) + j);
+      (void)xd;
+      return idx;
+    };
   }
 
   // The parallel loop over (batch axes, column panels, row panels).
   std::vector<Expr> pext;
-  for (int x : g.batch_axes) pext.push_back(Expr(a.axes[static_cast<size_t>(x)].extent));
+  for (int x : g.batch_axes) pext.push_back(Expr(axis_extent(x, false)));
   pext.push_back(np);
   pext.push_back(mp);
   ParallelAxes par = parallel_axes("amx.p", pext, true);
   const size_t nb = g.batch_axes.size();
+  const std::vector<Expr> batch(par.index.begin(), par.index.begin() + static_cast<std::ptrdiff_t>(nb));
   const Expr pn = par.index[nb], pm = par.index[nb + 1];
   Buffer acc = make_buffer(a.name + "_acc", DType::f32(), simplified({TM * sixteen, TN * sixteen}), MemScope::Local);
   Var ia("amx.i"), ta("amx.tj"), ja("amx.j");
@@ -755,21 +876,12 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                         loop(ja, sixteen, make_store(acc, {ia, Expr(ta) * sixteen + ja}, make_const(DType::f32(), 0)),
                              ForKind::Vectorized)));
   Var kb("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
-  const Expr kpair = Expr(kb) * sixteen + kp;
-  auto a_idx = [&](int64_t q) {
-    std::vector<Expr> idx(par.index.begin(), par.index.begin() + static_cast<std::ptrdiff_t>(nb));
-    idx.push_back((pm * TM + tm) * sixteen + r);
-    idx.push_back(kpair * Expr(int64_t{2}) + Expr(q));
-    return idx;
-  };
-  auto w_idx = [&](int64_t q) {
-    std::vector<Expr> idx(par.index.begin(), par.index.begin() + static_cast<std::ptrdiff_t>(nb));
-    idx.insert(idx.end(), {pn * TN + tn, kpair, c, Expr(q)});
-    return idx;
-  };
+  const Expr tile = pm * TM + tm;
+  auto w_idx = [&](int64_t q) { return with_batch(batch, {pn * TN + tn, Expr(kb) * sixteen + kp, c, Expr(q)}); };
   const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, Expr(tn) * sixteen + c};
   auto product = [&](int64_t q) {
-    return cast(DType::f32(), load(act_bf, a_idx(q))) * cast(DType::f32(), load(packed, w_idx(q)));
+    return cast(DType::f32(), load(act_bf, a_index(batch, tile, r, kb, Expr(kp) * two + Expr(q)))) *
+           cast(DType::f32(), load(packed, w_idx(q)));
   };
   Stmt update =
       make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
@@ -777,18 +889,28 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       kb, Expr(KB),
       loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
   Stmt compute = make_pragma(kAmxBf16Pragma, one, nest);
-  // Write-back: a row's m axes from its flat index; a tile's columns: vec at the tile's
+  // Write-back: a row's m axes from its tile and row; a tile's columns: vec at the tile's
   // offset within it plus the lane, the other n axes from the tile.
-  const Expr m_full = (pm * TM + tm) * sixteen + r, n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + c;
-  VarMap om;
-  for (size_t i = 0; i < nb; ++i) om[a.axes[static_cast<size_t>(g.batch_axes[i])].var.id()] = par.index[i];
-  unflatten(g.m_axes, false, m_full, &om);
+  const Expr n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + c;
+  VarMap om = unit;
+  for (size_t i = 0; i < nb; ++i) om[axis_var(g.batch_axes[i], false).id()] = par.index[i];
+  Expr row_inside;
+  if (!direct) {
+    const Expr m_full = tile * sixteen + r;
+    unflatten(g.m_axes, false, m_full, &om);
+    row_inside = m_full < Expr(M);
+  } else {
+    unflatten(other_m, false, floordiv(tile, Expr(WT)), &om);
+    const Expr w = floormod(tile, Expr(WT)) * sixteen + r;
+    om[axis_var(direct->row_axis, false).id()] = w;
+    row_inside = logical_and(tile < Expr(m_tiles), w < Expr(W));
+  }
   if (g.n_axes.size() == 1) {
-    om[a.axes[static_cast<size_t>(s.vec_axis)].var.id()] = n_full;
+    om[axis_var(s.vec_axis, false).id()] = n_full;
   } else {
     std::vector<int> outer_n(g.n_axes.begin(), g.n_axes.end() - 1);
     unflatten(outer_n, false, floordiv(n_tile0, Expr(vec_extent)), &om);
-    om[a.axes[static_cast<size_t>(s.vec_axis)].var.id()] = floormod(n_tile0, Expr(vec_extent)) + c;
+    om[axis_var(s.vec_axis, false).id()] = floormod(n_tile0, Expr(vec_extent)) + c;
   }
   std::vector<Expr> out_idx(ns);
   for (size_t x = 0; x < ns; ++x) {
@@ -798,7 +920,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   Expr value = apply_epilogue(info, load(acc, acc_idx), out_idx);
   Stmt wb = guarded(N % 16 != 0 ? n_full < Expr(N) : Expr(), make_store(out_buf, out_idx, value));
   wb = loop(c, sixteen, wb, ForKind::Vectorized);
-  wb = loop(r, sixteen, guarded(m_full < Expr(M), wb));
+  wb = loop(r, sixteen, guarded(row_inside, wb));
   wb = loop(tm, TM, loop(tn, TN, guarded(n_tile0 < Expr(N), wb)));
   Stmt body = make_allocate(acc, make_seq({init, compute, wb}));
   prologue.push_back(par.wrap(body));

@@ -133,6 +133,10 @@ struct Sketch {
   // products is one store under kInt8DotPragma (vpdpbusd). Exact: the same sums as the
   // plain sketches.
   int int8_quad = -1;
+  // CpuAmx: the activation read in place (sched::amx_direct_form: a channels-last copy
+  // of the convolution's input, no copy of its windows; sketch name "amx.bf16.direct...")
+  // rather than copied row by row of the flattened GEMM.
+  bool amx_direct = false;
   int acc_level = 2;
   bool inline_producers = true;
 

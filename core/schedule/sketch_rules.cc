@@ -178,12 +178,6 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
   for (int vec : vec_axes) {
     std::optional<AmxForm> f = bf16 && amx && !wide_winograd ? amx_form(info, vec) : std::nullopt;
     if (!f) continue;
-    Sketch s;
-    s.rule = SketchRule::CpuAmx;
-    s.vec_axis = vec;
-    s.bf16_pair = f->k_axes.front();
-    s.pack = true;
-    s.unroll_menu = {0};
     int64_t m = 1, n = 1;
     std::string mn, nn;
     for (int x : f->m_axes) {
@@ -194,10 +188,28 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
       n *= a.axes[static_cast<size_t>(x)].extent;
       nn += (nn.empty() ? "" : ",") + sn[static_cast<size_t>(x)];
     }
-    s.splits = {make_split("m16", (m + 15) / 16, 1), make_split("n16", (n + 15) / 16, 1)};
-    for (SplitSpec& sp : s.splits) sp.guarded = true;
-    s.name = "amx.bf16.m=" + mn + ".n=" + nn;
-    if (seen.insert(s.name).second) out.push_back(s);
+    auto amx_sketch = [&](bool direct, int64_t row_tiles) {
+      Sketch s;
+      s.rule = SketchRule::CpuAmx;
+      s.vec_axis = vec;
+      s.bf16_pair = f->k_axes.front();
+      s.amx_direct = direct;
+      s.pack = true;
+      s.unroll_menu = {0};
+      s.splits = {make_split("m16", row_tiles, 1), make_split("n16", (n + 15) / 16, 1)};
+      for (SplitSpec& sp : s.splits) sp.guarded = true;
+      s.name = std::string("amx.bf16.") + (direct ? "direct." : "") + "m=" + mn + ".n=" + nn;
+      if (seen.insert(s.name).second) out.push_back(s);
+    };
+    // In place first (the default where both apply): a convolution's windows uncopied.
+    // Without windows (a dense layer, a 1x1 convolution) the row-by-row copy is the same
+    // or smaller.
+    std::optional<AmxDirect> d = amx_direct_form(info, *f);
+    if (d && !d->window_k.empty()) {
+      const int64_t w = a.axes[static_cast<size_t>(d->row_axis)].extent;
+      amx_sketch(true, m / w * ((w + 15) / 16));
+    }
+    amx_sketch(false, (m + 15) / 16);
   }
   return out;
 }

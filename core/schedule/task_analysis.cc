@@ -526,4 +526,45 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   return f;
 }
 
+std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f) {
+  const te::OpNode& a = *info.anchor;
+  const Expr af = a.body.arg(static_cast<size_t>(1 - f.weight_factor));
+  if (af.kind() != ExprKind::Load) return std::nullopt;
+  const te::OpNode* src = producer_of(af->buffer);
+  if (!src) return std::nullopt;
+  if (!info.producers.empty() ? info.producers.back().get() != src : !src->is_placeholder) return std::nullopt;
+  AmxDirect d;
+  d.src = std::static_pointer_cast<const te::OpNode>(af->buffer->producer.lock());
+  d.row_axis = f.m_axes.back();
+  const Var& row = a.axes[static_cast<size_t>(d.row_axis)].var;
+  std::vector<bool> channel(a.reduce_axes.size(), false);
+  for (size_t x = 0; x < af->args.size(); ++x) {
+    const Expr& e = af->args[x];
+    if (e.kind() == ExprKind::Var)
+      for (int j : f.k_axes)
+        if (Var(e).id() == a.reduce_axes[static_cast<size_t>(j)].var.id() && !channel[static_cast<size_t>(j)] &&
+            a.reduce_axes[static_cast<size_t>(j)].extent == src->shape[x]) {
+          d.channel_dims.push_back(static_cast<int>(x));
+          d.channel_k.push_back(j);
+          channel[static_cast<size_t>(j)] = true;
+          break;
+        }
+  }
+  if (d.channel_dims.empty()) return std::nullopt;
+  for (size_t x = 0; x < af->args.size(); ++x) {
+    if (std::find(d.channel_dims.begin(), d.channel_dims.end(), static_cast<int>(x)) != d.channel_dims.end()) continue;
+    for (int j : d.channel_k)
+      if (uses_var(af->args[x], a.reduce_axes[static_cast<size_t>(j)].var)) return std::nullopt;
+    if (!uses_var(af->args[x], row)) continue;
+    if (d.x_dim >= 0) return std::nullopt;
+    d.x_dim = static_cast<int>(x);
+    for (const auto& [atom, coef] : Analyzer().linear_form(af->args[x]).terms)
+      if (atom.kind() != ExprKind::Var && uses_var(atom, row)) return std::nullopt;
+  }
+  if (d.x_dim < 0) return std::nullopt;
+  for (int j : f.k_axes)
+    if (!channel[static_cast<size_t>(j)]) d.window_k.push_back(j);
+  return d;
+}
+
 }  // namespace basin::sched

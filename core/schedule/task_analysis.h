@@ -83,6 +83,22 @@ struct AmxForm {
 };
 std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec);
 
+// The AMX form read in place (a convolution's windows not copied): the activation's
+// factor is one load of `src` (a placeholder, or the last producer: the padding, every
+// producer feeding it) whose dimensions are either channel dimensions, each indexed by
+// one reduction axis alone over its whole extent (`channel_k`, flattened in src's order
+// as the tiles' k, padded to 32), or others, which use no channel axis; the last m axis
+// (`row_axis`, a tile's 16 rows) indexes one of them (`x_dim`) linearly and nothing
+// else. The copy of src moves its channel dimensions last (channels-last, bfloat16), so
+// that a tile's rows are 16 consecutive values of row_axis at a constant stride.
+struct AmxDirect {
+  te::Op src;
+  std::vector<int> channel_dims, channel_k;  // src's dimensions, and the reduction axis indexing each
+  std::vector<int> window_k;                 // the other reduction axes of more than one iteration
+  int row_axis = -1, x_dim = -1;
+};
+std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f);
+
 // An input of the anchor that a GPU block caches in shared memory (the GpuTile rule):
 // the anchor reads it (a placeholder, or a producer such as the padding, whose values
 // are computed as they are cached) at one list of indices, each affine in the anchor's

@@ -249,13 +249,18 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
       // padding computed into the copy; a strided 1x1; a bias and clip epilogue.
       {"conv2d_nchwc", "in_channels=32 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1", 3},
       {"conv2d_nchwc", "in_channels=16 out_channels=48 block=16 height=8 width=8 kernel=1 stride=2", 3},
+      // Read in place (amx.bf16.direct): rows of 16 along the width, partial last tiles
+      // (width 20), a stride of 2, a dilation of 2, 48 channels (k's steps padded to 64).
+      {"conv2d_nchwc", "in_channels=16 out_channels=32 block=16 height=5 width=20 kernel=3 padding=1", 3},
+      {"conv2d_nchwc", "in_channels=48 out_channels=16 block=16 height=9 width=9 kernel=3 padding=1 stride=2", 3},
+      {"conv2d_nchwc", "in_channels=32 out_channels=16 block=16 height=7 width=18 kernel=3 padding=2 dilation=2", 3},
       {"subgraph",
        "graph=x0:float32[1,2,7,7,16]@-1:1;x1:float32[2,2,1,1,16,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
        3},
   };
   const bool amx_here = this_host().amx_bf16;
-  int total = 0;
+  int total = 0, in_place = 0;
   std::mt19937_64 rng(2029);
   for (const Suite& c : suite) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
@@ -288,12 +293,14 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
               << c.op << " " << sched::config_to_json(s, cfg);
         }
         ++total;
+        in_place += s.amx_direct;
         if (HasFailure()) return;
       }
     }
     EXPECT_GE(sketches, 1) << c.op << " " << c.params << " has no AMX sketch";
   }
   EXPECT_GE(total, 15);
+  EXPECT_GE(in_place, 8);
   std::cout << "[ property ] " << total << " random AMX configurations compiled by LLVM"
             << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: vdpbf16ps or as written)") << ", no mismatch\n";
 }
@@ -315,7 +322,11 @@ TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   EXPECT_EQ(amx_count(conv, true, true), 0);  // blocks of 8: a tile of 16 columns would straddle two
   ops::OpGraph conv16 = ops::build_op(
       "conv2d_nchwc", parse("in_channels=16 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1"));
-  EXPECT_EQ(amx_count(conv16, true, true), 1);
+  // Its windows read in place, and the flattened GEMM of the copied windows.
+  std::vector<std::string> names;
+  for (const sched::Sketch& s : sched::cpu_sketches(conv16, true, false, true))
+    if (s.rule == sched::SketchRule::CpuAmx) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"amx.bf16.direct.m=n,h,w.n=c,cb", "amx.bf16.m=n,h,w.n=c,cb"}));
   // A depthwise convolution's weight and input share the channels: no columns of its own.
   ops::OpGraph dw = ops::build_op(
       "conv2d_nchwc", parse("in_channels=32 out_channels=32 block=16 groups=32 kernel=3 padding=1 height=9 width=7"));

@@ -853,6 +853,22 @@ TEST(Layout, WinogradsAutoRuleKeepsNarrowConvolutionsDirect) {
   EXPECT_THROW(check_settings(), Error);
 }
 
+// Convolutions that run on matrix tiles (bf16 on an AMX host) stay direct under `auto`;
+// an explicit BASIN_WINOGRAD still applies.
+TEST(Layout, TiledConvolutionsStayDirect) {
+  Graph g;
+  NetBuilder b(g, 5);
+  int x = g.add_input("x", {1, 64, 14, 14});
+  g.add_output(b.conv(x, 64, {3}, {1, 1}, {1, 1}));
+  basin::testing::ScopedEnv setting("BASIN_WINOGRAD", "auto");
+  EXPECT_EQ(plan_layouts(g, 16).op_counts()["winograd_gemm"], 1);
+  std::map<std::string, int> tiled = plan_layouts(g, 16, /*tiles=*/true).op_counts();
+  EXPECT_EQ(tiled.count("winograd_gemm"), 0u);
+  EXPECT_EQ(tiled["conv2d_nchwc"], 1);
+  basin::testing::ScopedEnv forced("BASIN_WINOGRAD", "2");
+  EXPECT_EQ(plan_layouts(g, 16, true).op_counts()["winograd_gemm"], 1);
+}
+
 TEST(Layout, AnUnknownLayoutSettingIsAnError) {
   const char* old = std::getenv("BASIN_LAYOUT");
   std::string saved = old ? old : "";
