@@ -1447,8 +1447,9 @@ class Emitter {
     };
     int64_t akp, ar, ac, bkp, br, bc, ckp, cr, cc;
     if (!coefs(fa0, &akp, &ar, &ac) || !coefs(fb0, &bkp, &br, &bc) || !coefs(flat_acc, &ckp, &cr, &cc)) return false;
-    if (akp != 2 || ac != 0 || ar < 32 || bc != 2 || br != 0 || bkp < 32 || cc != 1 || ckp != 0 || cr < 16)
-      return false;
+    // A's rows may overlap (a first convolution's rows, 6 elements apart, each 32 long);
+    // B's and the accumulators' may not.
+    if (akp != 2 || ac != 0 || ar < 1 || bc != 2 || br != 0 || bkp < 32 || cc != 1 || ckp != 0 || cr < 16) return false;
     const Var* kbv = loops.count("amx.kb") ? &loops["amx.kb"]->var : nullptr;
     if (kbv && uses_var(flat_acc, *kbv)) return false;
 

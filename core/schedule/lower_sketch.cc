@@ -644,15 +644,45 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // k: steps of 32. GEMM: the reduction axes flattened, padded. In place: the window's
   // positions (outer) times the channels' steps (inner), the channels flattened in src's
   // order and padded to 32.
+  const Expr af = a.body.arg(static_cast<size_t>(1 - g.weight_factor));
   std::vector<int> channel_k = direct ? direct->channel_k : g.k_axes;
-  const int64_t C = extent_of(channel_k, true), CC = (C + 31) / 32;
-  const int64_t KB = (direct ? extent_of(direct->window_k, true) : 1) * CC;
+  const int64_t C = extent_of(channel_k, true);
+  // In place with fewer than 32 channels (a network's first convolution: 3), the window
+  // axis that moves along x by one column folds into the channels' steps (`merged`):
+  // where x's dimension is src's last but its channels, P's columns and channels are one
+  // dimension, and a step's 32 elements are consecutive (window column, channel) pairs.
+  int merged = -1;
+  std::vector<int> window_rest = direct ? direct->window_k : std::vector<int>{};
+  if (direct && C < 32) {
+    bool x_last = true;
+    for (size_t x = static_cast<size_t>(direct->x_dim) + 1; x < af->args.size(); ++x)
+      x_last &= std::find(direct->channel_dims.begin(), direct->channel_dims.end(), static_cast<int>(x)) !=
+                direct->channel_dims.end();
+    for (size_t i = 0; x_last && merged < 0 && i < window_rest.size(); ++i) {
+      int64_t coef = 0;
+      for (const auto& [atom, cf] : Analyzer().linear_form(af->args[static_cast<size_t>(direct->x_dim)]).terms)
+        if (atom.kind() == ExprKind::Var && Var(atom).id() == axis_var(window_rest[i], true).id()) coef += cf;
+      if (coef == 1) {
+        merged = window_rest[i];
+        window_rest.erase(window_rest.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+  }
+  // The elements a step covers: the channels, or (merged) the window columns' channels.
+  const int64_t CK = merged >= 0 ? axis_extent(merged, true) * C : C, CC = (CK + 31) / 32;
+  const int64_t KB = extent_of(window_rest, true) * CC;
   // The reduction axes at step kb, position j (0..31) of the step; *valid: inside.
   auto k_at = [&](const Expr& kb, const Expr& j, VarMap* m, Expr* valid) {
-    const Expr cf = (direct ? floormod(kb, Expr(CC)) : kb) * Expr(int64_t{32}) + j;
-    if (direct) unflatten(direct->window_k, true, floordiv(kb, Expr(CC)), m);
-    unflatten(channel_k, true, min(cf, Expr(C - 1)), m);
-    *valid = C % 32 ? cf < Expr(C) : Expr();
+    const Expr e = (direct ? floormod(kb, Expr(CC)) : kb) * Expr(int64_t{32}) + j;
+    if (direct) unflatten(window_rest, true, floordiv(kb, Expr(CC)), m);
+    const Expr ec = min(e, Expr(CK - 1));
+    if (merged >= 0) {
+      (*m)[axis_var(merged, true).id()] = floordiv(ec, Expr(C));
+      unflatten(channel_k, true, floormod(ec, Expr(C)), m);
+    } else {
+      unflatten(channel_k, true, ec, m);
+    }
+    *valid = CK % 32 ? e < Expr(CK) : Expr();
   };
   // Axes of one iteration read as 0.
   VarMap unit;
@@ -663,7 +693,6 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   std::unordered_set<const te::OpNode*> all;
   for (const te::Op& pr : info.producers) all.insert(pr.get());
   const Expr wval = substitute(a.body.arg(static_cast<size_t>(g.weight_factor)), unit);
-  const Expr af = a.body.arg(static_cast<size_t>(1 - g.weight_factor));
   const DType bf = DType::bf16();
   const Expr bf_zero = cast(bf, make_const(DType::f32(), 0));
   auto with_batch = [&](const std::vector<Expr>& batch, std::vector<Expr> rest) {
@@ -777,15 +806,18 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     int64_t stride = 0;
     for (const auto& [atom, coef] : Analyzer().linear_form(x_index).terms)
       if (atom.kind() == ExprKind::Var && Var(atom).id() == axis_var(direct->row_axis, false).id()) stride += coef;
-    const int64_t x_ext = src.shape[xd] + (WT * 16 - W) * stride, c_pad = CC * 32;
+    // Merged: columns and channels one dimension, C per column, and 32 elements more
+    // for the last step's positions past the window.
+    const int64_t x_ext = src.shape[xd] + (WT * 16 - W) * stride, c_pad = merged >= 0 ? C : CC * 32;
     std::vector<size_t> other_dims;
     for (size_t x = 0; x < nd; ++x)
       if (std::find(direct->channel_dims.begin(), direct->channel_dims.end(), static_cast<int>(x)) ==
           direct->channel_dims.end())
         other_dims.push_back(x);
     std::vector<Expr> p_shape;
-    for (size_t x : other_dims) p_shape.push_back(Expr(x == xd ? x_ext : src.shape[x]));
-    p_shape.push_back(Expr(c_pad));
+    for (size_t x : other_dims)
+      if (merged < 0 || x != xd) p_shape.push_back(Expr(x == xd ? x_ext : src.shape[x]));
+    p_shape.push_back(Expr(merged >= 0 ? x_ext * C + 32 : c_pad));
     act_bf = make_buffer(src.name + "_amx_p", bf, p_shape, MemScope::Global);
     // src's value at indices idx (its body where it is a producer, the padding).
     auto src_value = [&](const std::vector<Expr>& idx) {
@@ -797,9 +829,12 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     std::vector<Var> ov, cv;
     for (size_t x : other_dims) ov.push_back(Var("amx.p" + std::to_string(x)));
     for (int x : direct->channel_dims) cv.push_back(Var("amx.pc" + std::to_string(x)));
-    auto p_at = [&](const std::vector<Expr>& other, const Expr& cf) {
-      std::vector<Expr> idx(other);
-      idx.push_back(cf);
+    const size_t xi = static_cast<size_t>(std::find(other_dims.begin(), other_dims.end(), xd) - other_dims.begin());
+    auto p_at = [&, xi](const std::vector<Expr>& other, const Expr& cf) {
+      std::vector<Expr> idx;
+      for (size_t i = 0; i < other.size(); ++i)
+        if (merged < 0 || i != xi) idx.push_back(other[i]);
+      idx.push_back(merged >= 0 ? other[xi] * Expr(C) + cf : cf);
       return idx;
     };
     auto other_loops = [&](Stmt body, const Expr& x_extent, bool parallel) {
@@ -832,18 +867,26 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                                       return make_store(act_bf, p_at({ov.begin(), ov.end()}, c + C), bf_zero);
                                     }),
                       Expr(src.shape[xd]), false));
-    if (x_ext > src.shape[xd]) {
+    if (merged >= 0) {
+      // The columns past src and the 32 elements after them: zero.
+      std::vector<Expr> other(ov.begin(), ov.end());
+      other[xi] = Expr(src.shape[xd]);
+      const int64_t tail = (x_ext - src.shape[xd]) * C + 32;
+      Stmt z =
+          vector_chunks("amx.pxp", tail, [&](const Expr& c) { return make_store(act_bf, p_at(other, c), bf_zero); });
+      // One iteration of x's loop: the tail starts at its column src.shape[xd].
+      parts.push_back(other_loops(z, Expr(int64_t{1}), false));
+    } else if (x_ext > src.shape[xd]) {
       // The columns past src (read by a partial last tile's rows, never stored): zero.
       std::vector<Expr> other(ov.begin(), ov.end());
-      const size_t xi = static_cast<size_t>(std::find(other_dims.begin(), other_dims.end(), xd) - other_dims.begin());
       other[xi] = Expr(ov[xi]) + src.shape[xd];
       parts.push_back(other_loops(
           vector_chunks("amx.pxp", c_pad, [&](const Expr& c) { return make_store(act_bf, p_at(other, c), bf_zero); }),
           Expr(x_ext - src.shape[xd]), false));
     }
     prologue.push_back(make_seq(parts));
-    a_index = [&, xd, other_dims](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
-                                  const Expr& j) {
+    a_index = [&, xd, other_dims, p_at](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
+                                        const Expr& j) {
       // A partial last panel's tiles past the rows read the last tile (never stored).
       const Expr tc = min(t, Expr(m_tiles - 1));
       VarMap m = unit;
@@ -852,11 +895,11 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       m[axis_var(direct->row_axis, false).id()] = floormod(tc, Expr(WT)) * sixteen + r;
       Expr unused;
       k_at(kb, zero_i, &m, &unused);
-      std::vector<Expr> idx;
-      for (size_t x : other_dims) idx.push_back(substitute(af->args[x], m));
-      idx.push_back(floormod(kb, Expr(CC)) * Expr(int64_t{32}) + j);
+      if (merged >= 0) m[axis_var(merged, true).id()] = zero_i;  // the step's elements carry it
+      std::vector<Expr> other;
+      for (size_t x : other_dims) other.push_back(substitute(af->args[x], m));
       (void)xd;
-      return idx;
+      return p_at(other, floormod(kb, Expr(CC)) * Expr(int64_t{32}) + j);
     };
   }
 

@@ -254,6 +254,12 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
       {"conv2d_nchwc", "in_channels=16 out_channels=32 block=16 height=5 width=20 kernel=3 padding=1", 3},
       {"conv2d_nchwc", "in_channels=48 out_channels=16 block=16 height=9 width=9 kernel=3 padding=1 stride=2", 3},
       {"conv2d_nchwc", "in_channels=32 out_channels=16 block=16 height=7 width=18 kernel=3 padding=2 dilation=2", 3},
+      // Fewer than 32 channels: the window's columns folded into the channels' steps
+      // (ResNet's first convolution, 3 channels, 7x7 stride 2; MobileNet's, 3x3 stride 2).
+      {"conv2d_nchwc",
+       "in_channels=3 in_block=3 out_channels=16 block=16 height=12 width=20 kernel=7 stride=2 padding=3", 3},
+      {"conv2d_nchwc",
+       "in_channels=3 in_block=3 out_channels=32 block=16 height=9 width=11 kernel=3 stride=2 padding=1", 3},
       {"subgraph",
        "graph=x0:float32[1,2,7,7,16]@-1:1;x1:float32[2,2,1,1,16,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
