@@ -792,9 +792,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                                      return make_store(act_bf, at(Expr(pr) + M, c), bf_zero);
                                    }))));
     prologue.push_back(make_seq(parts));
-    a_index = [&, m_tiles_total = m_tiles](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
-                                           const Expr& j) {
-      (void)m_tiles_total;
+    a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
       return with_batch(batch, {t * sixteen + r, kb * Expr(int64_t{32}) + j});
     };
   } else {
@@ -885,8 +883,9 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
           Expr(x_ext - src.shape[xd]), false));
     }
     prologue.push_back(make_seq(parts));
-    a_index = [&, xd, other_dims, p_at](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
-                                        const Expr& j) {
+    // By value what this block made (the lambda outlives it).
+    a_index = [&, other_dims, p_at](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb,
+                                    const Expr& j) {
       // A partial last panel's tiles past the rows read the last tile (never stored).
       const Expr tc = min(t, Expr(m_tiles - 1));
       VarMap m = unit;
@@ -898,7 +897,6 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       if (merged >= 0) m[axis_var(merged, true).id()] = zero_i;  // the step's elements carry it
       std::vector<Expr> other;
       for (size_t x : other_dims) other.push_back(substitute(af->args[x], m));
-      (void)xd;
       return p_at(other, floormod(kb, Expr(CC)) * Expr(int64_t{32}) + j);
     };
   }
