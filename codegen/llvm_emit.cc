@@ -1414,11 +1414,11 @@ class Emitter {
       n = n->body[0].get();
     }
     if (n->kind != StmtKind::Store) return false;
+    // A dropped loop had one iteration.
     auto extent = [&](const char* name) {
-      auto it = loops.find(name);
       int64_t e = 1;
-      if (it != loops.end()) is_const_int(it->second->extent, &e);
-      return it == loops.end() ? int64_t{1} : e;
+      if (auto it = loops.find(name); it != loops.end()) is_const_int(it->second->extent, &e);
+      return e;
     };
     if (loops.size() != 3 + loops.count("amx.kb") + loops.count("amx.tm") + loops.count("amx.tn")) return false;
     if (extent("amx.kp") != 16 || extent("amx.r") != 16 || extent("amx.c") != 16) return false;
@@ -1528,7 +1528,6 @@ class Emitter {
   // every lane, b's pairs one vector load of 2 x lanes bfloat16. False, with nothing
   // emitted, where the store is not of that form (the caller emits it as written).
   bool bf16_dot(const StmtNode& st) {
-    if (st.kind != StmtKind::Store || st.buffer->dtype != DType::f32()) return false;
     const int lanes = vec_->lanes;
     const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : lanes % 4 == 0 ? 4 : 0;
     if (chunk == 0) return false;

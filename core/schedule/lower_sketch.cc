@@ -156,20 +156,17 @@ Stmt stage_loops(const std::vector<Var>& vars, const std::vector<int64_t>& exten
 // A guarded axis packs every row its tiles read, those past the extent zeros: the
 // computation reads them unmasked. With group_dim >= 0 (groups of `group` products:
 // bfloat16 pairs, Sketch::bf16_pair; 8-bit quads, Sketch::int8_quad) that dimension is
-// divided by the group (rounded up, then up to a multiple of `groups_multiple`) and a
-// last one of `group` added, the values cast to `dtype`: packed[o, .., kg, .., l, q] =
-// w[.., o * t + l, .., group kg + q, ..]; the elements past the extent are zeros. Returns the parallel nest; the
+// divided by the group (rounded up) and a last one of `group` added, the values cast to
+// `dtype`: packed[o, .., kg, .., l, q] = w[.., o * t + l, .., group kg + q, ..]; the
+// last group's elements past the extent are zeros. Returns the parallel nest; the
 // buffer in *packed.
 Stmt pack_input(const te::OpNode& w, int d, int group_dim, int group, DType dtype, const Tiles& tv,
-                const SplitSpec& split, Buffer* packed, int64_t groups_multiple = 1) {
+                const SplitSpec& split, Buffer* packed) {
   const Expr t = tv.f[3];
   auto extent = [&](size_t x) {
-    if (static_cast<int>(x) != group_dim) return w.shape[x];
-    const int64_t g = (w.shape[x] + group - 1) / group;
-    return (g + groups_multiple - 1) / groups_multiple * groups_multiple;
+    return static_cast<int>(x) == group_dim ? (w.shape[x] + group - 1) / group : w.shape[x];
   };
-  const bool padded_groups =
-      group_dim >= 0 && w.shape[static_cast<size_t>(group_dim)] != extent(static_cast<size_t>(group_dim)) * group;
+  const bool padded_groups = group_dim >= 0 && w.shape[static_cast<size_t>(group_dim)] % group != 0;
   std::vector<Expr> shape = {split.guarded ? tv.f[0] * tv.f[1] * tv.f[2] : floordiv(Expr(w.shape[d]), t)};
   for (size_t x = 0; x < w.shape.size(); ++x)
     if (static_cast<int>(x) != d) shape.push_back(Expr(extent(x)));
@@ -647,27 +644,12 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const Expr af = a.body.arg(static_cast<size_t>(1 - g.weight_factor));
   std::vector<int> channel_k = direct ? direct->channel_k : g.k_axes;
   const int64_t C = extent_of(channel_k, true);
-  // In place with fewer than 32 channels (a network's first convolution: 3), the window
-  // axis that moves along x by one column folds into the channels' steps (`merged`):
-  // where x's dimension is src's last but its channels, P's columns and channels are one
-  // dimension, and a step's 32 elements are consecutive (window column, channel) pairs.
-  int merged = -1;
-  std::vector<int> window_rest = direct ? direct->window_k : std::vector<int>{};
-  if (direct && C < 32) {
-    bool x_last = true;
-    for (size_t x = static_cast<size_t>(direct->x_dim) + 1; x < af->args.size(); ++x)
-      x_last &= std::find(direct->channel_dims.begin(), direct->channel_dims.end(), static_cast<int>(x)) !=
-                direct->channel_dims.end();
-    for (size_t i = 0; x_last && merged < 0 && i < window_rest.size(); ++i) {
-      int64_t coef = 0;
-      for (const auto& [atom, cf] : Analyzer().linear_form(af->args[static_cast<size_t>(direct->x_dim)]).terms)
-        if (atom.kind() == ExprKind::Var && Var(atom).id() == axis_var(window_rest[i], true).id()) coef += cf;
-      if (coef == 1) {
-        merged = window_rest[i];
-        window_rest.erase(window_rest.begin() + static_cast<std::ptrdiff_t>(i));
-      }
-    }
-  }
+  // In place, a window axis may fold into the channels' steps (AmxDirect::folded_k).
+  const int merged = direct ? direct->folded_k : -1;
+  std::vector<int> window_rest;
+  if (direct)
+    for (int j : direct->window_k)
+      if (j != merged) window_rest.push_back(j);
   // The elements a step covers: the channels, or (merged) the window columns' channels.
   const int64_t CK = merged >= 0 ? axis_extent(merged, true) * C : C, CC = (CK + 31) / 32;
   const int64_t KB = extent_of(window_rest, true) * CC;
@@ -800,10 +782,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     // 32; the row axis's dimension longer by the rows a partial last tile reads past it.
     const te::OpNode& src = *direct->src;
     const size_t nd = src.shape.size(), xd = static_cast<size_t>(direct->x_dim);
-    const Expr& x_index = af->args[xd];
-    int64_t stride = 0;
-    for (const auto& [atom, coef] : Analyzer().linear_form(x_index).terms)
-      if (atom.kind() == ExprKind::Var && Var(atom).id() == axis_var(direct->row_axis, false).id()) stride += coef;
+    const int64_t stride = direct->row_stride;
     // Merged: columns and channels one dimension, C per column, and 32 elements more
     // for the last step's positions past the window.
     const int64_t x_ext = src.shape[xd] + (WT * 16 - W) * stride, c_pad = merged >= 0 ? C : CC * 32;
@@ -835,9 +814,11 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       idx.push_back(merged >= 0 ? other[xi] * Expr(C) + cf : cf);
       return idx;
     };
+    // Loops over P's other dimensions (x's over x_extent), the first that has more than
+    // one iteration (x's counts as having more) parallel where asked.
     auto other_loops = [&](Stmt body, const Expr& x_extent, bool parallel) {
       size_t par = 0;
-      while (par + 1 < ov.size() && (other_dims[par] == xd ? 2 : src.shape[other_dims[par]]) <= 1) ++par;
+      while (par + 1 < ov.size() && other_dims[par] != xd && src.shape[other_dims[par]] <= 1) ++par;
       for (size_t i = ov.size(); i-- > 0;)
         body = loop(ov[i], other_dims[i] == xd ? x_extent : Expr(src.shape[other_dims[i]]), body,
                     parallel && i == par ? ForKind::Parallel : ForKind::Serial);

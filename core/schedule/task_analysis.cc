@@ -558,12 +558,31 @@ std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& 
     if (!uses_var(af->args[x], row)) continue;
     if (d.x_dim >= 0) return std::nullopt;
     d.x_dim = static_cast<int>(x);
-    for (const auto& [atom, coef] : Analyzer().linear_form(af->args[x]).terms)
+    for (const auto& [atom, coef] : Analyzer().linear_form(af->args[x]).terms) {
       if (atom.kind() != ExprKind::Var && uses_var(atom, row)) return std::nullopt;
+      if (atom.kind() == ExprKind::Var && Var(atom).id() == row.id()) d.row_stride += coef;
+    }
   }
   if (d.x_dim < 0) return std::nullopt;
   for (int j : f.k_axes)
     if (!channel[static_cast<size_t>(j)]) d.window_k.push_back(j);
+  int64_t channels = 1;
+  for (int j : d.channel_k) channels *= a.reduce_axes[static_cast<size_t>(j)].extent;
+  bool x_last = true;
+  for (size_t x = static_cast<size_t>(d.x_dim) + 1; x < af->args.size(); ++x)
+    x_last &= std::find(d.channel_dims.begin(), d.channel_dims.end(), static_cast<int>(x)) != d.channel_dims.end();
+  if (channels < 32 && x_last) {
+    const LinearForm lf = Analyzer().linear_form(af->args[static_cast<size_t>(d.x_dim)]);
+    for (int j : d.window_k) {
+      int64_t coef = 0;
+      for (const auto& [atom, c] : lf.terms)
+        if (atom.kind() == ExprKind::Var && Var(atom).id() == a.reduce_axes[static_cast<size_t>(j)].var.id()) coef += c;
+      if (coef == 1) {
+        d.folded_k = j;
+        break;
+      }
+    }
+  }
   return d;
 }
 

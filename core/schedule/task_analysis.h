@@ -96,6 +96,12 @@ struct AmxDirect {
   std::vector<int> channel_dims, channel_k;  // src's dimensions, and the reduction axis indexing each
   std::vector<int> window_k;                 // the other reduction axes of more than one iteration
   int row_axis = -1, x_dim = -1;
+  int64_t row_stride = 0;  // row_axis's coefficient in x_dim's index
+  // With fewer than 32 channels and x_dim src's last dimension but the channels, the
+  // window axis whose coefficient there is 1 (a first convolution's kernel columns): it
+  // folds into the channels' steps, P's columns and channels one dimension, a step's 32
+  // elements consecutive (window column, channel) pairs. -1: none.
+  int folded_k = -1;
 };
 std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f);
 
