@@ -46,7 +46,9 @@
 //   AMX-BF16 (HostInfo::amx_bf16) the LLVM backend loads the TM x TN accumulator tiles,
 //   runs the kb loop as TM + TN tile loads and TM x TN tdpbf16ps per step (the tiles
 //   live in tile registers, TM x TN + TM + TN <= 8) and stores them back; elsewhere the
-//   nest runs as written (vdpbf16ps where the CPU has that).
+//   nest runs as written (vdpbf16ps where the CPU has that). The pragma's value 0 says
+//   acc holds zeros where the nest starts (the tiles then start as tilezero instead of
+//   loads of what was just stored); 1 that it holds partial sums to add to.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 

@@ -910,7 +910,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   Stmt nest = loop(
       kb, Expr(KB),
       loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
-  Stmt compute = make_pragma(kAmxBf16Pragma, one, nest);
+  Stmt compute = make_pragma(kAmxBf16Pragma, zero_i, nest);  // acc: zeroed by init
   // Write-back: a row's m axes from its tile and row; a tile's columns: vec at the tile's
   // offset within it plus the lane, the other n axes from the tile.
   const Expr n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + c;

@@ -521,13 +521,15 @@ TEST_F(LlvmSemantics, SelectDoesNotEvaluateTheGuardedLoad) {
 
 // float32 exp, sigmoid, tanh and erf are polynomials in the emitted code: against the
 // interpreter's libm over the whole float range (denormal-free), on a vector loop and a
-// scalar one, with the special values (overflow, underflow, saturation, the erf branch
-// at 0.5, infinities, NaN) and no call left per lane.
+// scalar one, with the special values (overflow, underflow, saturation, erf's clamp at
+// 4, infinities, NaN), densely over erf's fitted range, and no call left per lane.
 TEST_F(LlvmSemantics, MathFunctionsArePolynomialsAccurateOverTheWholeRange) {
   std::vector<float> xs = {0.0f,  -0.0f,  1e-30f, -1e-30f, 1e-7f,   0.4999999f, 0.5f,   0.5000001f, -0.5f,     1.0f,
                            -1.0f, 3.9f,   -3.9f,  8.9f,    9.1f,    -9.1f,      20.0f,  80.0f,      88.7f,     88.8f,
                            89.0f, -87.3f, -87.4f, -100.0f, -200.0f, 1e30f,      -1e30f, INFINITY,   -INFINITY, NAN};
   for (int k = 0; k < 4000; ++k) xs.push_back(-12.0f + 24.0f * static_cast<float>(k) / 4000.0f);
+  for (int k = 0; k < 20000; ++k) xs.push_back(-4.5f + 9.0f * static_cast<float>(k) / 20000.0f);
+  for (float x : {3.99f, 4.0f, 4.01f, -4.0f}) xs.push_back(x);
   for (int k = 0; k < 2000; ++k) xs.push_back(-90.0f + 180.0f * static_cast<float>(k) / 2000.0f);
   NDArray in = in_lanes(xs);
   const int64_t n = in.numel();

@@ -288,12 +288,30 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
         std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { kernel->run(a); });
         std::vector<NDArray> got_plain =
             run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, plain)->run(a); });
-        if (amx_here) EXPECT_NE(kernel->assembly().find("tdpbf16ps"), std::string::npos) << c.op << " " << c.params;
+        if (amx_here) {
+          EXPECT_NE(kernel->assembly().find("tdpbf16ps"), std::string::npos) << c.op << " " << c.params;
+          // The accumulators start as zero tiles (the pragma's value 0), not as loads.
+          EXPECT_NE(kernel->assembly().find("tilezero"), std::string::npos) << c.op << " " << c.params;
+        }
+        // The same nest told that acc holds partial sums (value 1): the tiles start as
+        // loads of what the zeroing stored, and the results are the same.
+        LoweredFunc adding = f;
+        int marked = 0;
+        adding.body = rewrite_stmt(f.body, nullptr, [&](const Stmt& st) -> Stmt {
+          if (st->kind != StmtKind::Pragma || st->key != kAmxBf16Pragma) return Stmt();
+          ++marked;
+          return make_pragma(st->key, Expr(int64_t{1}), st->body[0]);
+        });
+        EXPECT_EQ(marked, 1);
+        std::vector<NDArray> got_adding =
+            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(adding, tiles)->run(a); });
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_LE(compare_arrays(got[i], oracle[i]).max_rel, 1e-5)
               << c.op << " " << c.params << " " << sched::config_to_json(s, cfg) << "\n"
               << to_string(f);
           EXPECT_LE(compare_arrays(got_plain[i], oracle[i]).max_rel, 1e-5)
+              << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
+          EXPECT_LE(compare_arrays(got_adding[i], oracle[i]).max_rel, 1e-5)
               << c.op << " " << c.params << " " << sched::config_to_json(s, cfg);
           EXPECT_LE(compare_arrays(oracle[i], ref[i]).max_rel, sched::result_tolerance(s, 1e-4))
               << c.op << " " << sched::config_to_json(s, cfg);
