@@ -77,8 +77,8 @@ int run_op(const OpOptions& o) {
   // sketch (sched::default_sketch; the interpreter target runs the plain default schedule).
   const bool cuda = target == "cuda";
   if (target != "interpreter") check_precision_option(target, o.precision, false);
-  std::vector<sched::Sketch> sketches = target == "interpreter" ? sched::cpu_sketches(g)
-                                                                 : sched::sketches_for(g, target, o.precision);
+  std::vector<sched::Sketch> sketches =
+      target == "interpreter" ? sched::cpu_sketches(g) : sched::sketches_for(g, target, o.precision);
   if (cuda && sketches.empty()) throw Error("operator '" + op + "' has no GPU sketch yet (its stages share no rows)");
   const sched::Sketch* sketch = &sketches.at(sched::default_sketch(sketches));
   sched::Config cfg;
@@ -168,7 +168,7 @@ int run_op(const OpOptions& o) {
       ErrorStats s = compare_all(outputs, oracle, op, "the interpreter");
       j["oracle_max_abs_error"] = s.max_abs;
       j["oracle_max_rel_error"] = s.max_rel;
-      ok &= s.max_rel <= o.tolerance;
+      ok &= s.max_rel <= (j.contains("config") ? sched::oracle_tolerance(*sketch, o.tolerance) : o.tolerance);
     } else {
       outputs = std::move(oracle);
     }

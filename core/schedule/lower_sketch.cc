@@ -949,6 +949,225 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   return make_allocate(packed, make_allocate(act_bf, make_seq(prologue)));
 }
 
+// ---- attention on AMX-BF16 tiles (SketchRule::CpuAmx, Sketch::amx_attention) ----
+
+// src[b][r][c] (a float32 placeholder of R rows, the product's k, by C columns) as the
+// B operand of AMX tiles: dst[b][t][kp][l][q] = bf16(src[b][2 kp + q][16 t + l]), zero
+// past R and C, for t < nt tiles and kp < KR x 16 pairs. Where two rows and 16 columns
+// are inside, a vectorized loop over a pair row's 32 outputs (lane e reads column e / 2
+// of row 2 kp + e % 2: two contiguous loads the backend interleaves); the edges one
+// element at a time. Loops over t and kp inside a loop over b (by the caller).
+Stmt pack_b_pairs(const Buffer& src, const Buffer& dst, const Expr& b, int64_t R, int64_t C, const Expr& nt,
+                  int64_t KR) {
+  const DType bf = DType::bf16();
+  const Expr two(int64_t{2}), sixteen(int64_t{16});
+  const int64_t full_t = C / 16, full_kp = R / 2;
+  auto value = [&](const Expr& t, const Expr& kp, const Expr& l, const Expr& q, bool edge) {
+    const Expr r = Expr(kp) * two + q, c = Expr(t) * sixteen + l;
+    if (!edge) return cast(bf, load(src, {b, r, c}));
+    const Expr inside = logical_and(r < Expr(R), c < Expr(C));
+    return cast(bf,
+                select(inside, load(src, {b, min(r, Expr(R - 1)), min(c, Expr(C - 1))}), make_const(DType::f32(), 0)));
+  };
+  std::vector<Stmt> parts;
+  if (full_t > 0 && full_kp > 0) {
+    Var t("pk.t"), kp("pk.kp"), e("pk.e");
+    const Expr l = floordiv(Expr(e), two), q = floormod(Expr(e), two);
+    parts.push_back(loop(t, Expr(full_t),
+                         loop(kp, Expr(full_kp),
+                              loop(e, Expr(int64_t{32}), make_store(dst, {b, t, kp, l, q}, value(t, kp, l, q, false)),
+                                   ForKind::Vectorized))));
+  }
+  // The edges: pairs past the full ones in the full tiles, then the tiles past them.
+  auto edge = [&](const Expr& t0, const Expr& nts, const Expr& kp0, const Expr& nkp, const std::string& tag) {
+    Var t("pk" + tag + ".t"), kp("pk" + tag + ".kp"), l("pk" + tag + ".l"), q("pk" + tag + ".q");
+    const Expr tt = Expr(t) + t0, kk = Expr(kp) + kp0;
+    return loop(
+        t, nts,
+        loop(kp, nkp, loop(l, sixteen, loop(q, two, make_store(dst, {b, tt, kk, l, q}, value(tt, kk, l, q, true))))));
+  };
+  if (KR * 16 > full_kp && full_t > 0)
+    parts.push_back(edge(Expr(int64_t{0}), Expr(full_t), Expr(full_kp), Expr(KR * 16 - full_kp), "k"));
+  parts.push_back(edge(Expr(full_t), simplify(nt - Expr(full_t)), Expr(int64_t{0}), Expr(KR * 16), "n"));
+  return make_seq(parts);
+}
+
+// The attention operator (sched::amx_attention_form) with both products on AMX tiles:
+// per batch b, q copied to bfloat16 rows [L padded to whole panels][D padded to 32], k
+// and v packed as B operands (pack_b_pairs: k's rows D by columns S, v's rows S by
+// columns E). One parallel loop over (b, panels of TM query tiles of 16 rows); each
+// iteration computes its rows' scores on tiles into a float32 row block [TM x 16][S
+// padded to whole groups of TN tiles] (groups of TN column tiles, k = D), the logits
+// (the operator's scale and mask, as the task computes them) and their maximum per row
+// in place, the exponentials rounded to bfloat16 into the A block [TM x 16][S padded to
+// 32] and their sum (of the rounded values, so that the weights sum to 1), the weighted
+// values on tiles (groups of TN column tiles of E, k = S) and the quotient by the sum.
+// Rows past L compute the last row again and are not stored.
+Stmt build_cpu_amx_attention(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, const Buffer& out_buf) {
+  GenericInfo info = analyze_generic(task);
+  std::optional<AmxAttention> form = amx_attention_form(info);
+  BASIN_CHECK(form) << "sketch " << s.name << ": the task is not an attention";
+  const AmxAttention& f = *form;
+  const int64_t B = f.B, L = f.L, D = f.D, S = f.S, E = f.E;
+  const int64_t LT = (L + 15) / 16, ST = (S + 15) / 16, ET = (E + 15) / 16, KD = (D + 31) / 32, KS = (S + 31) / 32;
+  const Expr one(int64_t{1}), zero_i(int64_t{0}), two(int64_t{2}), sixteen(int64_t{16}), k32(int64_t{32});
+  const DType bf = DType::bf16(), f32 = DType::f32();
+  const Expr TM = k.factors[0][0], TN = k.factors[1][0];
+  auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
+  const Expr mp = ceil_div(Expr(LT), TM), rows = simplify(TM * sixteen);
+  const Expr SN = simplify(ceil_div(Expr(ST), TN) * TN), EN = simplify(ceil_div(Expr(ET), TN) * TN);
+
+  // The packed inputs, per batch.
+  Buffer qb = make_buffer(f.q->name + "_amx_a", bf, simplified({Expr(B), mp * rows, Expr(KD * 32)}), MemScope::Global);
+  Buffer kb_buf =
+      make_buffer(f.k->name + "_amx_b", bf, simplified({Expr(B), SN, Expr(KD * 16), sixteen, two}), MemScope::Global);
+  Buffer vb_buf =
+      make_buffer(f.v->name + "_amx_b", bf, simplified({Expr(B), EN, Expr(KS * 16), sixteen, two}), MemScope::Global);
+  Stmt pack;
+  {
+    Var b("amx.pb"), l("amx.pl"), pr("amx.pr");
+    std::vector<Stmt> per_b;
+    Stmt q_rows = loop(l, Expr(L), vector_chunks("amx.pd", D, [&](const Expr& d) {
+                         return make_store(qb, {b, l, d}, cast(bf, load(f.q->buffer, {b, l, d})));
+                       }));
+    per_b.push_back(q_rows);
+    if (KD * 32 > D)
+      per_b.push_back(loop(l, Expr(L), vector_chunks("amx.pdp", KD * 32 - D, [&](const Expr& d) {
+                             return make_store(qb, {b, l, d + D}, cast(bf, make_const(f32, 0)));
+                           })));
+    per_b.push_back(loop(pr, simplify(mp * rows - Expr(L)), vector_chunks("amx.pdr", KD * 32, [&](const Expr& d) {
+                           return make_store(qb, {b, Expr(pr) + L, d}, cast(bf, make_const(f32, 0)));
+                         })));
+    per_b.push_back(pack_b_pairs(f.k->buffer, kb_buf, b, D, S, SN, KD));
+    per_b.push_back(pack_b_pairs(f.v->buffer, vb_buf, b, S, E, EN, KS));
+    pack = loop(b, Expr(B), make_seq(per_b), ForKind::Parallel);
+  }
+
+  ParallelAxes par = parallel_axes("amx.att", {Expr(B), mp}, true);
+  const Expr b = par.index[0], pm = par.index[1];
+  Buffer sc = make_buffer("attention_scores_amx", f32, simplified({rows, SN * sixteen}), MemScope::Local);
+  Buffer pb = make_buffer("attention_exp_amx", bf, simplified({rows, Expr(KS * 32)}), MemScope::Local);
+  Buffer oc = make_buffer("attention_values_amx", f32, simplified({rows, EN * sixteen}), MemScope::Local);
+  Buffer mx = make_buffer("attention_max_amx", f32, simplified({rows}), MemScope::Local);
+  Buffer sm = make_buffer("attention_sum_amx", f32, simplified({rows}), MemScope::Local);
+  Buffer part = make_buffer("attention_lanes", f32, {sixteen}, MemScope::Local);
+
+  auto zero_block = [&](const Buffer& buf, const Expr& width, const std::string& tag) {
+    Var i("amx.z" + tag + ".i"), j("amx.z" + tag + ".j"), c("amx.z" + tag + ".c");
+    return loop(
+        i, rows,
+        loop(j, simplify(floordiv(width, sixteen)),
+             loop(c, sixteen, make_store(buf, {i, Expr(j) * sixteen + c}, make_const(f32, 0)), ForKind::Vectorized)));
+  };
+  // An AMX product into acc's groups of TN column tiles (acc zeroed before): A tiles
+  // of a_buf at rows tm x 16 + r, k step kb, position j; B tiles of this batch's b_pack;
+  // ksteps steps of 32.
+  auto amx_groups = [&](const Buffer& acc, const Expr& groups, int64_t ksteps, const Buffer& a_buf,
+                        const std::function<std::vector<Expr>(const Expr&, const Expr&, const Expr&)>& a_idx,
+                        const Buffer& b_pack, const std::string& tag) {
+    Var g("amx." + tag + ".g"), kbv("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
+    const Expr col_tile = Expr(g) * TN + tn;
+    const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, col_tile * sixteen + c};
+    auto product = [&](int64_t q) {
+      return cast(f32, load(a_buf, a_idx(Expr(tm) * sixteen + r, kbv, Expr(kp) * two + Expr(q)))) *
+             cast(f32, load(b_pack, {b, col_tile, Expr(kbv) * sixteen + kp, c, Expr(q)}));
+    };
+    Stmt update =
+        make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
+    Stmt nest = loop(
+        kbv, Expr(ksteps),
+        loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
+    return loop(g, groups, make_pragma(kAmxBf16Pragma, zero_i, nest));  // acc: zeroed before
+  };
+  const Expr row0 = pm * rows;
+  Stmt scores = amx_groups(
+      sc, simplify(SN / TN), KD, qb,
+      [&](const Expr& row, const Expr& kbv, const Expr& j) {
+        return std::vector<Expr>{b, row0 + row, kbv * k32 + j};
+      },
+      kb_buf, "s");
+
+  // The softmax of row r: the logits as the task computes them (its max stage's body,
+  // the scores read from sc), rows past L reading the last row's mask.
+  Var r("amx.row");
+  const Expr row = min(row0 + r, Expr(L - 1));
+  auto logit = [&](const Expr& col) {
+    const te::OpNode& m = *f.max;
+    VarMap vm = {{m.axes[0].var.id(), b},
+                 {m.axes[1].var.id(), row},
+                 {m.axes[2].var.id(), zero_i},
+                 {m.reduce_axes[0].var.id(), col}};
+    Expr x = substitute(inline_stages(m.body, info.inlined), vm);
+    return retarget_loads(x, f.scores->buffer.get(), sc, [&](const std::vector<Expr>& idx) {
+      return std::vector<Expr>{Expr(r), idx[2]};
+    });
+  };
+  const Expr neg_inf = make_const(f32, -INFINITY), zero_f = make_const(f32, 0);
+  // Over the row's S columns: body(col, lane) in vectors of 16 (lane the vector's), the
+  // rest at lane 0.
+  auto over_row = [&](const std::string& tag, const std::function<Stmt(const Expr&, const Expr&)>& body) {
+    std::vector<Stmt> parts;
+    Var o("amx." + tag + ".o"), c("amx." + tag + ".c"), t("amx." + tag + ".t");
+    if (S >= 16)
+      parts.push_back(loop(o, Expr(S / 16), loop(c, sixteen, body(Expr(o) * sixteen + c, c), ForKind::Vectorized)));
+    if (S % 16) parts.push_back(loop(t, Expr(S % 16), body(Expr(t) + S / 16 * 16, zero_i)));
+    return make_seq(parts);
+  };
+  auto lanes_init = [&](const Expr& v) {
+    Var c("amx.li");
+    return loop(c, sixteen, make_store(part, {c}, v), ForKind::Vectorized);
+  };
+  // acc[r] = combine over the 16 lanes of part.
+  auto lanes_fold = [&](const Buffer& acc, const Expr& init, const std::function<Expr(Expr, Expr)>& combine) {
+    Var c("amx.lf");
+    return make_seq(
+        {make_store(acc, {r}, init), loop(c, sixteen, make_store(acc, {r}, combine(load(acc, {r}), load(part, {c}))))});
+  };
+  std::vector<Stmt> soft;
+  soft.push_back(lanes_init(neg_inf));
+  soft.push_back(over_row("x", [&](const Expr& col, const Expr& lane) {
+    const Expr x = logit(col);
+    return make_seq(
+        {make_store(sc, {r, col}, x), make_store(part, {lane}, max(load(part, {lane}), load(sc, {r, col})))});
+  }));
+  soft.push_back(lanes_fold(mx, neg_inf, [](Expr a, Expr c) { return max(a, c); }));
+  soft.push_back(lanes_init(zero_f));
+  soft.push_back(over_row("e", [&](const Expr& col, const Expr& lane) {
+    const Expr e = cast(bf, call(MathFn::exp, {load(sc, {r, col}) - load(mx, {r})}));
+    return make_seq(
+        {make_store(pb, {r, col}, e), make_store(part, {lane}, load(part, {lane}) + cast(f32, load(pb, {r, col})))});
+  }));
+  soft.push_back(lanes_fold(sm, zero_f, [](Expr a, Expr c) { return a + c; }));
+  if (KS * 32 > S) {
+    Var c("amx.ep");
+    soft.push_back(loop(c, Expr(KS * 32 - S), make_store(pb, {r, Expr(c) + S}, cast(bf, zero_f))));
+  }
+  Stmt softmax = loop(r, rows, make_seq(soft));
+
+  Stmt values = amx_groups(
+      oc, simplify(EN / TN), KS, pb,
+      [&](const Expr& rr, const Expr& kbv, const Expr& j) {
+        return std::vector<Expr>{rr, kbv * k32 + j};
+      },
+      vb_buf, "v");
+  // The quotients of the rows inside L.
+  Var wr("amx.wr");
+  const Expr wrow = row0 + wr;
+  Stmt write =
+      loop(wr, rows,
+           guarded(wrow < Expr(L), vector_chunks(
+                                       "amx.we", E,
+                                       [&](const Expr& e) {
+                                         return make_store(out_buf, {b, wrow, e}, load(oc, {wr, e}) / load(sm, {wr}));
+                                       })));
+  Stmt body =
+      make_seq({zero_block(sc, SN * sixteen, "s"), scores, softmax, zero_block(oc, EN * sixteen, "v"), values, write});
+  for (const Buffer& buf : {part, sm, mx, oc, pb, sc}) body = make_allocate(buf, body);
+  Stmt all = make_seq({pack, par.wrap(body)});
+  for (const Buffer& buf : {vb_buf, kb_buf, qb}) all = make_allocate(buf, all);
+  return all;
+}
+
 // ---- the generic rule ----
 
 // Loops over axes[from..]: every axis its own variable, the last one split by `factor`
@@ -1798,6 +2017,8 @@ LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, co
   else if (s.rule == SketchRule::GpuTile) f.body = build_gpu_tile(task, s, k, task.outputs[0].buffer());
   else if (s.rule == SketchRule::GpuReduce) f.body = build_gpu_reduce(task, s, k, outputs);
   else if (s.rule == SketchRule::GpuMma) f.body = build_gpu_mma(task, s, k, task.outputs[0].buffer());
+  else if (s.rule == SketchRule::CpuAmx && s.amx_attention)
+    f.body = build_cpu_amx_attention(task, s, k, task.outputs[0].buffer());
   else if (s.rule == SketchRule::CpuAmx) f.body = build_cpu_amx(task, s, k, task.outputs[0].buffer());
   else f.body = build_generic(task, s, k, outputs, fuse_parallel);
   return f;

@@ -137,6 +137,11 @@ struct Sketch {
   // of the convolution's input, no copy of its windows; sketch name "amx.bf16.direct...")
   // rather than copied row by row of the flattened GEMM.
   bool amx_direct = false;
+  // CpuAmx: the attention operator (sched::amx_attention_form; sketch name
+  // "amx.bf16.attention"): both of its products on tiles, the softmax between them in
+  // float32 row blocks. Splits "m16" (query tiles per panel, TM) and "n16" (column tiles
+  // per group of accumulators, TN).
+  bool amx_attention = false;
   int acc_level = 2;
   bool inline_producers = true;
 
@@ -288,6 +293,12 @@ std::string task_precision(const std::string& precision, bool writes_output);
 // against an FP32 reference: `fp32_tolerance` for FP32 programs, at least 5e-3 for TF32
 // and FP16 inputs (10 mantissa bits), 3e-2 for BF16 (7).
 double result_tolerance(const Sketch& s, double fp32_tolerance);
+// The largest relative error a sketch's compiled program may show against the
+// interpreter running the same program: `tolerance`, except where the program rounds a
+// transcendental function's result to bfloat16 (the AMX attention's exponentials): the
+// backend's polynomial and the interpreter's libm may differ by an ulp of float32, which
+// the rounding can turn into one of bfloat16 (2^-8) in a weight; at least 4e-3 there.
+double oracle_tolerance(const Sketch& s, double tolerance);
 
 // The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).
 constexpr int64_t kMaxGpuThreads = 1024;           // threads per block

@@ -454,6 +454,10 @@ double result_tolerance(const Sketch& s, double fp32_tolerance) {
   return std::max(fp32_tolerance, s.mma_precision == "bf16" ? 3e-2 : 5e-3);
 }
 
+double oracle_tolerance(const Sketch& s, double tolerance) {
+  return s.amx_attention ? std::max(tolerance, 4e-3) : tolerance;
+}
+
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& given) {
   const std::string precision = resolve_precision("cuda", given);
   if (auto anchor = analyze_anchor(task)) {
@@ -543,7 +547,24 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16) {
 
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot, bool amx) {
   if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16, int8_dot, amx);
-  return generic_sketches(analyze_generic(task));
+  GenericInfo info = analyze_generic(task);
+  std::vector<Sketch> out = generic_sketches(info);
+  // Attention on AMX tiles: the scores' row block (TM x 16 rows of S float32) lives on
+  // the stack, so S is bounded.
+  std::optional<AmxAttention> att = bf16 && amx ? amx_attention_form(info) : std::nullopt;
+  if (att && att->S <= 4096) {
+    Sketch s;
+    s.rule = SketchRule::CpuAmx;
+    s.amx_attention = true;
+    s.bf16_pair = 0;
+    s.unroll_menu = {0};
+    s.splits = {make_split("m16", (att->L + 15) / 16, 1),
+                make_split("n16", std::max((att->S + 15) / 16, (att->E + 15) / 16), 1)};
+    for (SplitSpec& sp : s.splits) sp.guarded = true;
+    s.name = "amx.bf16.attention";
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace basin::sched

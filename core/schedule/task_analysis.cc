@@ -586,4 +586,60 @@ std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& 
   return d;
 }
 
+std::optional<AmxAttention> amx_attention_form(const GenericInfo& info) {
+  const std::vector<te::Op>& st = info.stages;
+  if (st.size() != 6) return std::nullopt;
+  for (const te::Op& op : st)
+    if (op->tag != "attention" || op->shape.size() != 3) return std::nullopt;
+  // Topological order puts the scores first and the output last; the max, the
+  // exponentials, their sum and the values in between in some order.
+  te::Op scores = st[0], out = st[5], mx, ex;
+  std::vector<te::Op> sums;
+  for (size_t i = 1; i < 5; ++i) {
+    const te::Op& op = st[i];
+    if (op->reduce == te::ReduceKind::Max) mx = op;
+    else if (op->reduce_axes.empty()) ex = op;
+    else if (op->reduce == te::ReduceKind::Sum) sums.push_back(op);
+  }
+  if (!mx || !ex || sums.size() != 2 || scores->reduce != te::ReduceKind::Sum || !out->reduce_axes.empty())
+    return std::nullopt;
+  // body = load(a, {i0, i1, r}) * load(b, {i0, r, i2}) over placeholders (a may be `first`).
+  auto product_of = [](const te::OpNode& op, const te::OpNode* first, const te::OpNode** a, const te::OpNode** b) {
+    if (op.reduce_axes.size() != 1 || op.body.kind() != ExprKind::Mul) return false;
+    const Expr& x = op.body.arg(0);
+    const Expr& y = op.body.arg(1);
+    if (x.kind() != ExprKind::Load || y.kind() != ExprKind::Load) return false;
+    const Var &i0 = op.axes[0].var, &i1 = op.axes[1].var, &i2 = op.axes[2].var, &r = op.reduce_axes[0].var;
+    auto is = [](const Expr& e, const Var& v) { return e.kind() == ExprKind::Var && Var(e).id() == v.id(); };
+    if (x->args.size() != 3 || y->args.size() != 3 || !is(x->args[0], i0) || !is(x->args[1], i1) ||
+        !is(x->args[2], r) || !is(y->args[0], i0) || !is(y->args[1], r) || !is(y->args[2], i2))
+      return false;
+    const te::OpNode* pa = producer_of(x->buffer);
+    const te::OpNode* pb = producer_of(y->buffer);
+    if (!pb || !pb->is_placeholder || pb->buffer->dtype != DType::f32()) return false;
+    if (first ? pa != first : (!pa || !pa->is_placeholder || pa->buffer->dtype != DType::f32())) return false;
+    *a = pa;
+    *b = pb;
+    return true;
+  };
+  AmxAttention f;
+  const te::OpNode* e_op = nullptr;
+  if (!product_of(*scores, nullptr, &f.q, &f.k)) return std::nullopt;
+  // The values: the sum of the exponentials times v (the other sum is their row sum).
+  const te::Op values = product_of(*sums[0], ex.get(), &e_op, &f.v)   ? sums[0]
+                        : product_of(*sums[1], ex.get(), &e_op, &f.v) ? sums[1]
+                                                                      : te::Op();
+  if (!values) return std::nullopt;
+  f.scores = scores;
+  f.max = mx;
+  f.values = values;
+  f.out = out;
+  f.B = scores->shape[0];
+  f.L = scores->shape[1];
+  f.S = scores->shape[2];
+  f.D = scores->reduce_axes[0].extent;
+  f.E = values->shape[2];
+  return f;
+}
+
 }  // namespace basin::sched

@@ -135,6 +135,19 @@ struct GenericInfo {
 };
 GenericInfo analyze_generic(const ops::OpGraph& task);
 
+// The attention operator (core/ops/attention.cc) that AMX-BF16 tiles compute (the
+// CpuAmx rule with Sketch::amx_attention): the generic stages scores (a sum over D of
+// q[b, l, d] k[b, d, s]), max, exp, sum, values (a sum over S of exp[b, l, s]
+// v[b, s, e]) and the output, q, k and v float32 placeholders read at exactly those
+// indices; the logits (scale, mask) inlined into the max and exp stages. None for any
+// other task.
+struct AmxAttention {
+  const te::OpNode *q = nullptr, *k = nullptr, *v = nullptr;  // placeholders of the task
+  te::Op scores, max, values, out;
+  int64_t B = 0, L = 0, D = 0, S = 0, E = 0;
+};
+std::optional<AmxAttention> amx_attention_form(const GenericInfo& info);
+
 // The stage that computes a buffer; null for a task's input.
 const te::OpNode* producer_of(const Buffer& b);
 // Every buffer load in e.

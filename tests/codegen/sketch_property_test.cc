@@ -329,6 +329,66 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
             << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: vdpbf16ps or as written)") << ", no mismatch\n";
 }
 
+// The attention operator on AMX tiles (Sketch::amx_attention): random configurations
+// of its tiles (TM query tiles per panel, TN column tiles per group) compiled by LLVM
+// (AMX where the CPU has it, as written with amx_tiles off) against the interpreter
+// running the same program, and within bfloat16's tolerance of the float32 operator.
+// Partial tiles everywhere (L, S, E not multiples of 16, D and S not of 32, odd D and
+// S), the three masks, a scale.
+TEST(SketchProperty, AmxAttentionMatchesTheInterpreterOnRandomConfigurations) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::vector<Suite> suite = {
+      {"attention", "batch=1 heads=2 queries=20 keys=37 head_dim=24 value_dim=40", 4},
+      {"attention", "batch=2 heads=2 queries=32 keys=64 head_dim=64 value_dim=64 mask=padding", 4},
+      {"attention", "batch=1 heads=3 queries=17 keys=17 head_dim=7 value_dim=9 mask=causal scale=0.5", 4},
+      {"attention", "batch=2 heads=1 queries=48 keys=33 head_dim=32 value_dim=16 mask=full", 4},
+  };
+  const bool amx_here = this_host().amx_bf16;
+  int total = 0;
+  std::mt19937_64 rng(2031);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref = default_outputs(c, g, in);
+    int sketches = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, true)) {
+      if (!s.amx_attention) continue;
+      ++sketches;
+      for (int t = 0; t < c.per_sketch; ++t) {
+        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        if (!sched::invalid_reason(s, cfg).empty()) continue;
+        LoweredFunc f = sched::lower_config(g, s, cfg);
+        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
+        codegen::LlvmOptions tiles, plain;
+        tiles.keep_asm = true;
+        plain.amx_tiles = false;
+        auto kernel = codegen::compile_llvm(f, tiles);
+        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { kernel->run(a); });
+        std::vector<NDArray> got_plain =
+            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, plain)->run(a); });
+        if (amx_here) EXPECT_NE(kernel->assembly().find("tdpbf16ps"), std::string::npos) << c.params;
+        const std::string what = c.params + " " + sched::config_to_json(s, cfg);
+        // The exponentials rounded to bfloat16: an ulp of float32 between the backend's
+        // exp and the interpreter's may become one of bfloat16 (sched::oracle_tolerance).
+        EXPECT_LE(compare_arrays(got[0], oracle[0]).max_rel, sched::oracle_tolerance(s, 1e-5)) << what;
+        EXPECT_LE(compare_arrays(got_plain[0], oracle[0]).max_rel, sched::oracle_tolerance(s, 1e-5)) << what;
+        const double vs_f32 = compare_arrays(oracle[0], ref[0]).max_rel;
+        EXPECT_LE(vs_f32, sched::result_tolerance(s, 1e-4)) << what;
+        EXPECT_GT(vs_f32, 0.0) << "a bfloat16 program computed the float32 result exactly: " << what;
+        ++total;
+        if (HasFailure()) return;
+      }
+    }
+    EXPECT_EQ(sketches, 1) << c.params;
+    // Not offered without AMX or at float32.
+    for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, false)) EXPECT_FALSE(s.amx_attention);
+    for (const sched::Sketch& s : sched::cpu_sketches(g, false, false, true)) EXPECT_FALSE(s.amx_attention);
+  }
+  EXPECT_GE(total, 12);
+  std::cout << "[ property ] " << total << " random AMX attention configurations compiled by LLVM"
+            << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: as written)") << ", no mismatch\n";
+}
+
 // Which anchors have an AMX sketch, and the tile registers that bound its knobs.
 TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=32 K=64 N=48"));
