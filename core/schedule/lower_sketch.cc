@@ -633,9 +633,17 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
   // Rows: 16-row tiles, each of the flattened m (GEMM), or of the row axis per value of
   // the other m axes (in place).
+  // Flat rows (Sketch::amx_flat_rows): per value of the m axes before y, the tiles run
+  // over the copy's (y, x) plane of H x Wp positions.
+  const bool flat = s.amx_flat_rows;
+  BASIN_CHECK(!flat || (direct && direct->y_axis >= 0)) << "sketch " << s.name << " has no rows across output rows";
   std::vector<int> other_m(g.m_axes.begin(), g.m_axes.end() - (direct ? 1 : 0));
+  if (flat) other_m.pop_back();  // y, the m axis before the row axis
   const int64_t M = extent_of(g.m_axes, false), W = direct ? axis_extent(direct->row_axis, false) : M;
-  const int64_t WT = (W + 15) / 16, m_tiles = direct ? extent_of(other_m, false) * WT : (M + 15) / 16;
+  const int64_t H = flat ? axis_extent(direct->y_axis, false) : 1,
+                Wp = flat ? direct->src->shape[static_cast<size_t>(direct->x_dim)] : 0;
+  const int64_t WT = flat ? (H * Wp + 15) / 16 : (W + 15) / 16,
+                m_tiles = direct ? extent_of(other_m, false) * WT : (M + 15) / 16;
   const Expr mp = ceil_div(Expr(m_tiles), TM), np = ceil_div(Expr((N + 15) / 16), TN);
   const Expr n_tiles = simplify(np * TN);
   // k: steps of 32. GEMM: the reduction axes flattened, padded. In place: the window's
@@ -785,15 +793,22 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const int64_t stride = direct->row_stride;
     // Merged: columns and channels one dimension, C per column, and 32 elements more
     // for the last step's positions past the window.
-    const int64_t x_ext = src.shape[xd] + (WT * 16 - W) * stride, c_pad = merged >= 0 ? C : CC * 32;
+    const int64_t x_ext = flat ? src.shape[xd] : src.shape[xd] + (WT * 16 - W) * stride,
+                  c_pad = merged >= 0 ? C : CC * 32;
+    // Flat: y and x one dimension of the plane's positions, as long as the last tile's
+    // reads reach (y at 0, x at its last row, the window's reach along both).
+    const size_t yd = flat ? static_cast<size_t>(direct->y_dim) : nd;
+    const int64_t yx_ext = flat ? std::max(src.shape[yd] * Wp, direct->y_reach * Wp + WT * 16 + direct->x_reach) : 0;
     std::vector<size_t> other_dims;
     for (size_t x = 0; x < nd; ++x)
       if (std::find(direct->channel_dims.begin(), direct->channel_dims.end(), static_cast<int>(x)) ==
           direct->channel_dims.end())
         other_dims.push_back(x);
     std::vector<Expr> p_shape;
-    for (size_t x : other_dims)
-      if (merged < 0 || x != xd) p_shape.push_back(Expr(x == xd ? x_ext : src.shape[x]));
+    for (size_t x : other_dims) {
+      if ((merged >= 0 || flat) && x == xd) continue;
+      p_shape.push_back(Expr(x == yd ? yx_ext : x == xd ? x_ext : src.shape[x]));
+    }
     p_shape.push_back(Expr(merged >= 0 ? x_ext * C + 32 : c_pad));
     act_bf = make_buffer(src.name + "_amx_p", bf, p_shape, MemScope::Global);
     // src's value at indices idx (its body where it is a producer, the padding).
@@ -807,10 +822,13 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     for (size_t x : other_dims) ov.push_back(Var("amx.p" + std::to_string(x)));
     for (int x : direct->channel_dims) cv.push_back(Var("amx.pc" + std::to_string(x)));
     const size_t xi = static_cast<size_t>(std::find(other_dims.begin(), other_dims.end(), xd) - other_dims.begin());
-    auto p_at = [&, xi](const std::vector<Expr>& other, const Expr& cf) {
+    const size_t yi = static_cast<size_t>(std::find(other_dims.begin(), other_dims.end(), yd) - other_dims.begin());
+    auto p_at = [&, xi, yi](const std::vector<Expr>& other, const Expr& cf) {
       std::vector<Expr> idx;
-      for (size_t i = 0; i < other.size(); ++i)
-        if (merged < 0 || i != xi) idx.push_back(other[i]);
+      for (size_t i = 0; i < other.size(); ++i) {
+        if ((merged >= 0 || flat) && i == xi) continue;
+        idx.push_back(flat && i == yi ? other[yi] * Expr(Wp) + other[xi] : other[i]);
+      }
       idx.push_back(merged >= 0 ? other[xi] * Expr(C) + cf : cf);
       return idx;
     };
@@ -855,6 +873,15 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
           vector_chunks("amx.pxp", tail, [&](const Expr& c) { return make_store(act_bf, p_at(other, c), bf_zero); });
       // One iteration of x's loop: the tail starts at its column src.shape[xd].
       parts.push_back(other_loops(z, Expr(int64_t{1}), false));
+    } else if (flat) {
+      // The plane's positions past src's (read by the last tiles, never stored): zero,
+      // written at y = 0 of the loops over the other dimensions.
+      std::vector<Expr> other(ov.begin(), ov.end());
+      other[yi] = Expr(src.shape[yd]);
+      Stmt z = guarded(eq(Expr(ov[yi]), Expr(int64_t{0})), vector_chunks("amx.pyp", c_pad, [&](const Expr& c) {
+                         return make_store(act_bf, p_at(other, c), bf_zero);
+                       }));
+      parts.push_back(other_loops(z, Expr(yx_ext - src.shape[yd] * Wp), false));
     } else if (x_ext > src.shape[xd]) {
       // The columns past src (read by a partial last tile's rows, never stored): zero.
       std::vector<Expr> other(ov.begin(), ov.end());
@@ -872,6 +899,8 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       VarMap m = unit;
       for (size_t i = 0; i < g.batch_axes.size(); ++i) m[axis_var(g.batch_axes[i], false).id()] = batch[i];
       unflatten(other_m, false, floordiv(tc, Expr(WT)), &m);
+      // Flat: the plane's position as x at y = 0 (p_at folds y and x into one index).
+      if (flat) m[axis_var(direct->y_axis, false).id()] = zero_i;
       m[axis_var(direct->row_axis, false).id()] = floormod(tc, Expr(WT)) * sixteen + r;
       Expr unused;
       k_at(kb, zero_i, &m, &unused);
@@ -924,8 +953,15 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   } else {
     unflatten(other_m, false, floordiv(tile, Expr(WT)), &om);
     const Expr w = floormod(tile, Expr(WT)) * sixteen + r;
-    om[axis_var(direct->row_axis, false).id()] = w;
-    row_inside = logical_and(tile < Expr(m_tiles), w < Expr(W));
+    if (flat) {
+      const Expr y = floordiv(w, Expr(Wp)), x = floormod(w, Expr(Wp));
+      om[axis_var(direct->y_axis, false).id()] = y;
+      om[axis_var(direct->row_axis, false).id()] = x;
+      row_inside = logical_and(tile < Expr(m_tiles), logical_and(y < Expr(H), x < Expr(W)));
+    } else {
+      om[axis_var(direct->row_axis, false).id()] = w;
+      row_inside = logical_and(tile < Expr(m_tiles), w < Expr(W));
+    }
   }
   if (g.n_axes.size() == 1) {
     om[axis_var(s.vec_axis, false).id()] = n_full;

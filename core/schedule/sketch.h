@@ -137,6 +137,10 @@ struct Sketch {
   // of the convolution's input, no copy of its windows; sketch name "amx.bf16.direct...")
   // rather than copied row by row of the flattened GEMM.
   bool amx_direct = false;
+  // CpuAmx, read in place with rows across output rows (AmxDirect::y_axis; sketch name
+  // "amx.bf16.flat..."): a tile's 16 rows are 16 consecutive positions of the copy's
+  // (y, x) plane, so a map narrower than 16 (7x7) fills its tiles.
+  bool amx_flat_rows = false;
   // CpuAmx: the attention operator (sched::amx_attention_form; sketch name
   // "amx.bf16.attention"): both of its products on tiles, the softmax between them in
   // float32 row blocks. Splits "m16" (query tiles per panel, TM) and "n16" (column tiles

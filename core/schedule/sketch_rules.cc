@@ -188,23 +188,32 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
       n *= a.axes[static_cast<size_t>(x)].extent;
       nn += (nn.empty() ? "" : ",") + sn[static_cast<size_t>(x)];
     }
-    auto amx_sketch = [&](bool direct, int64_t row_tiles) {
+    auto amx_sketch = [&](bool direct, int64_t row_tiles, bool flat = false) {
       Sketch s;
       s.rule = SketchRule::CpuAmx;
       s.vec_axis = vec;
       s.bf16_pair = f->k_axes.front();
       s.amx_direct = direct;
+      s.amx_flat_rows = flat;
       s.pack = true;
       s.unroll_menu = {0};
       s.splits = {make_split("m16", row_tiles, 1), make_split("n16", (n + 15) / 16, 1)};
       for (SplitSpec& sp : s.splits) sp.guarded = true;
-      s.name = std::string("amx.bf16.") + (direct ? "direct." : "") + "m=" + mn + ".n=" + nn;
+      s.name = std::string("amx.bf16.") + (flat ? "flat." : direct ? "direct." : "") + "m=" + mn + ".n=" + nn;
       if (seen.insert(s.name).second) out.push_back(s);
     };
     // In place first (the default where both apply): a convolution's windows uncopied.
     // Without windows (a dense layer, a 1x1 convolution) the row-by-row copy is the same
     // or smaller.
+    // Rows across output rows first where they apply: the plane's positions past the
+    // output's columns (the window's reach) waste less than tiles of one row each.
     std::optional<AmxDirect> d = amx_direct_form(info, *f);
+    if (d && !d->window_k.empty() && d->y_axis >= 0) {
+      const int64_t h = a.axes[static_cast<size_t>(d->y_axis)].extent,
+                    w = a.axes[static_cast<size_t>(d->row_axis)].extent,
+                    wp = d->src->shape[static_cast<size_t>(d->x_dim)];
+      amx_sketch(true, m / (h * w) * ((h * wp + 15) / 16), true);
+    }
     if (d && !d->window_k.empty()) {
       const int64_t w = a.axes[static_cast<size_t>(d->row_axis)].extent;
       amx_sketch(true, m / w * ((w + 15) / 16));

@@ -583,6 +583,48 @@ std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& 
       }
     }
   }
+  // Flat rows: y, the m axis before the row axis, by 1 in the other dimension before x.
+  if (d.folded_k < 0 && d.row_stride == 1 && f.m_axes.size() >= 2) {
+    const int y_axis = f.m_axes[f.m_axes.size() - 2];
+    const Var& y = a.axes[static_cast<size_t>(y_axis)].var;
+    int y_dim = -1;
+    for (int x = d.x_dim - 1; x >= 0; --x)
+      if (std::find(d.channel_dims.begin(), d.channel_dims.end(), x) == d.channel_dims.end()) {
+        y_dim = x;
+        break;
+      }
+    // The window's reach along a dimension whose index is `axis` x 1 plus window axes.
+    auto reach = [&](int dim, const Var& axis, int64_t* out) {
+      int64_t coef_axis = 0;
+      *out = 0;
+      const LinearForm lf = Analyzer().linear_form(af->args[static_cast<size_t>(dim)]);
+      if (lf.constant != 0) return false;
+      for (const auto& [atom, c] : lf.terms) {
+        if (atom.kind() != ExprKind::Var) return false;
+        const int64_t id = Var(atom).id();
+        if (id == axis.id()) {
+          coef_axis += c;
+          continue;
+        }
+        bool window = false;
+        for (int j : d.window_k)
+          if (id == a.reduce_axes[static_cast<size_t>(j)].var.id()) {
+            window = true;
+            if (c < 0) return false;
+            *out += c * (a.reduce_axes[static_cast<size_t>(j)].extent - 1);
+          }
+        if (!window) return false;
+      }
+      return coef_axis == 1;
+    };
+    bool y_alone = y_dim >= 0;
+    for (size_t x = 0; y_alone && x < af->args.size(); ++x)
+      if (static_cast<int>(x) != y_dim && uses_var(af->args[x], y)) y_alone = false;
+    if (y_alone && reach(y_dim, y, &d.y_reach) && reach(d.x_dim, row, &d.x_reach)) {
+      d.y_axis = y_axis;
+      d.y_dim = y_dim;
+    }
+  }
   return d;
 }
 

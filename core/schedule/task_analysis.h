@@ -102,6 +102,15 @@ struct AmxDirect {
   // folds into the channels' steps, P's columns and channels one dimension, a step's 32
   // elements consecutive (window column, channel) pairs. -1: none.
   int folded_k = -1;
+  // Rows across output rows (Sketch::amx_flat_rows): where nothing folds, row_axis moves
+  // x_dim by 1 (stride 1), and the m axis before it (`y_axis`) indexes src's dimension
+  // `y_dim` alone by 1 (plus window axes), y_dim the last of src's other dimensions
+  // before x_dim: in the copy (y, x) are then one dimension, and 16 consecutive values
+  // of y * (x_dim's extent) + x are a tile's rows at one stride, across output rows (the
+  // columns past the output's computed and never stored). -1: not so.
+  int y_axis = -1, y_dim = -1;
+  // The largest window offsets along y_dim and x_dim (sum of coefficient x (extent - 1)).
+  int64_t y_reach = 0, x_reach = 0;
 };
 std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f);
 

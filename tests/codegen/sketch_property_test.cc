@@ -254,6 +254,9 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
       {"conv2d_nchwc", "in_channels=16 out_channels=32 block=16 height=5 width=20 kernel=3 padding=1", 3},
       {"conv2d_nchwc", "in_channels=48 out_channels=16 block=16 height=9 width=9 kernel=3 padding=1 stride=2", 3},
       {"conv2d_nchwc", "in_channels=32 out_channels=16 block=16 height=7 width=18 kernel=3 padding=2 dilation=2", 3},
+      // Rows across output rows (amx.bf16.flat, offered for every stride-1 convolution
+      // above): a 7x7 map, whose rows fill 7 of a tile's 16 when read row by row.
+      {"conv2d_nchwc", "in_channels=32 out_channels=32 block=16 height=7 width=7 kernel=3 padding=1", 4},
       // Fewer than 32 channels: the window's columns folded into the channels' steps
       // (ResNet's first convolution, 3 channels, 7x7 stride 2; MobileNet's, 3x3 stride 2).
       {"conv2d_nchwc",
@@ -266,7 +269,7 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
        3},
   };
   const bool amx_here = this_host().amx_bf16;
-  int total = 0, in_place = 0;
+  int total = 0, in_place = 0, flat_rows = 0;
   std::mt19937_64 rng(2029);
   for (const Suite& c : suite) {
     ops::OpGraph g = ops::build_op(c.op, parse(c.params));
@@ -318,6 +321,7 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
         }
         ++total;
         in_place += s.amx_direct;
+        flat_rows += s.amx_flat_rows;
         if (HasFailure()) return;
       }
     }
@@ -325,6 +329,7 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
   }
   EXPECT_GE(total, 15);
   EXPECT_GE(in_place, 8);
+  EXPECT_GE(flat_rows, 8);
   std::cout << "[ property ] " << total << " random AMX configurations compiled by LLVM"
             << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: vdpbf16ps or as written)") << ", no mismatch\n";
 }
@@ -406,11 +411,24 @@ TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   EXPECT_EQ(amx_count(conv, true, true), 0);  // blocks of 8: a tile of 16 columns would straddle two
   ops::OpGraph conv16 = ops::build_op(
       "conv2d_nchwc", parse("in_channels=16 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1"));
-  // Its windows read in place, and the flattened GEMM of the copied windows.
-  std::vector<std::string> names;
-  for (const sched::Sketch& s : sched::cpu_sketches(conv16, true, false, true))
-    if (s.rule == sched::SketchRule::CpuAmx) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"amx.bf16.direct.m=n,h,w.n=c,cb", "amx.bf16.m=n,h,w.n=c,cb"}));
+  // Its windows read in place (16 channels: the window's columns fold into the steps),
+  // and the flattened GEMM of the copied windows.
+  auto amx_names = [](const ops::OpGraph& g) {
+    std::vector<std::string> names;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, true))
+      if (s.rule == sched::SketchRule::CpuAmx) names.push_back(s.name);
+    return names;
+  };
+  EXPECT_EQ(amx_names(conv16), (std::vector<std::string>{"amx.bf16.direct.m=n,h,w.n=c,cb", "amx.bf16.m=n,h,w.n=c,cb"}));
+  // With 32 channels, also (first, the default) rows across output rows.
+  ops::OpGraph conv32 = ops::build_op(
+      "conv2d_nchwc", parse("in_channels=32 out_channels=32 block=16 height=7 width=7 kernel=3 padding=1"));
+  EXPECT_EQ(amx_names(conv32), (std::vector<std::string>{"amx.bf16.flat.m=n,h,w.n=c,cb",
+                                                         "amx.bf16.direct.m=n,h,w.n=c,cb", "amx.bf16.m=n,h,w.n=c,cb"}));
+  // Not with a stride of 2 (the plane's positions would skip columns).
+  ops::OpGraph strided = ops::build_op(
+      "conv2d_nchwc", parse("in_channels=32 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1 stride=2"));
+  for (const sched::Sketch& s : sched::cpu_sketches(strided, true, false, true)) EXPECT_FALSE(s.amx_flat_rows);
   // A depthwise convolution's weight and input share the channels: no columns of its own.
   ops::OpGraph dw = ops::build_op(
       "conv2d_nchwc", parse("in_channels=32 out_channels=32 block=16 groups=32 kernel=3 padding=1 height=9 width=7"));
