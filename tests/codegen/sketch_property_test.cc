@@ -55,6 +55,27 @@ BothEngines run_both(const ops::OpGraph& g, const sched::Sketch& s, const sched:
   return r;
 }
 
+// An AMX configuration lowered, then run by the interpreter (the oracle), compiled by
+// LLVM with the tiles (its assembly kept) and without (LlvmOptions::amx_tiles off).
+struct AmxEngines {
+  LoweredFunc f;
+  std::vector<NDArray> oracle, got, got_plain;
+  std::string assembly;
+};
+AmxEngines run_amx(const ops::OpGraph& g, const sched::Sketch& s, const sched::Config& cfg, std::vector<NDArray>& in) {
+  AmxEngines r;
+  r.f = sched::lower_config(g, s, cfg);
+  r.oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(r.f, a); });
+  codegen::LlvmOptions tiles, plain;
+  tiles.keep_asm = true;
+  plain.amx_tiles = false;
+  auto kernel = codegen::compile_llvm(r.f, tiles);
+  r.got = run(g, in, [&](std::vector<NDArray*>& a) { kernel->run(a); });
+  r.got_plain = run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(r.f, plain)->run(a); });
+  r.assembly = kernel->assembly();
+  return r;
+}
+
 TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
   if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
   const std::vector<Suite> suite = {
@@ -282,19 +303,11 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
       for (int t = 0; t < c.per_sketch; ++t) {
         sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
         if (!sched::invalid_reason(s, cfg).empty()) continue;
-        LoweredFunc f = sched::lower_config(g, s, cfg);
-        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
-        codegen::LlvmOptions tiles, plain;
-        tiles.keep_asm = true;
-        plain.amx_tiles = false;
-        auto kernel = codegen::compile_llvm(f, tiles);
-        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { kernel->run(a); });
-        std::vector<NDArray> got_plain =
-            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, plain)->run(a); });
+        auto [f, oracle, got, got_plain, assembly] = run_amx(g, s, cfg, in);
         if (amx_here) {
-          EXPECT_NE(kernel->assembly().find("tdpbf16ps"), std::string::npos) << c.op << " " << c.params;
+          EXPECT_NE(assembly.find("tdpbf16ps"), std::string::npos) << c.op << " " << c.params;
           // The accumulators start as zero tiles (the pragma's value 0), not as loads.
-          EXPECT_NE(kernel->assembly().find("tilezero"), std::string::npos) << c.op << " " << c.params;
+          EXPECT_NE(assembly.find("tilezero"), std::string::npos) << c.op << " " << c.params;
         }
         // The same nest told that acc holds partial sums (value 1): the tiles start as
         // loads of what the zeroing stored, and the results are the same.
@@ -307,7 +320,7 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
         });
         EXPECT_EQ(marked, 1);
         std::vector<NDArray> got_adding =
-            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(adding, tiles)->run(a); });
+            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(adding)->run(a); });
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_LE(compare_arrays(got[i], oracle[i]).max_rel, 1e-5)
               << c.op << " " << c.params << " " << sched::config_to_json(s, cfg) << "\n"
@@ -362,16 +375,10 @@ TEST(SketchProperty, AmxAttentionMatchesTheInterpreterOnRandomConfigurations) {
       for (int t = 0; t < c.per_sketch; ++t) {
         sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
         if (!sched::invalid_reason(s, cfg).empty()) continue;
-        LoweredFunc f = sched::lower_config(g, s, cfg);
-        std::vector<NDArray> oracle = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
-        codegen::LlvmOptions tiles, plain;
-        tiles.keep_asm = true;
-        plain.amx_tiles = false;
-        auto kernel = codegen::compile_llvm(f, tiles);
-        std::vector<NDArray> got = run(g, in, [&](std::vector<NDArray*>& a) { kernel->run(a); });
-        std::vector<NDArray> got_plain =
-            run(g, in, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, plain)->run(a); });
-        if (amx_here) EXPECT_NE(kernel->assembly().find("tdpbf16ps"), std::string::npos) << c.params;
+        auto [f, oracle, got, got_plain, assembly] = run_amx(g, s, cfg, in);
+        if (amx_here) {
+          EXPECT_NE(assembly.find("tdpbf16ps"), std::string::npos) << c.params;
+        }
         const std::string what = c.params + " " + sched::config_to_json(s, cfg);
         // The exponentials rounded to bfloat16: an ulp of float32 between the backend's
         // exp and the interpreter's may become one of bfloat16 (sched::oracle_tolerance).
