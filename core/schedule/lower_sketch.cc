@@ -1117,7 +1117,7 @@ Stmt build_cpu_amx_attention(const ops::OpGraph& task, const Sketch& s, const Kn
   };
   const Expr row0 = pm * rows;
   Stmt scores = amx_groups(
-      sc, simplify(SN / TN), KD, qb,
+      sc, simplify(floordiv(SN, TN)), KD, qb,
       [&](const Expr& row, const Expr& kbv, const Expr& j) {
         return std::vector<Expr>{b, row0 + row, kbv * k32 + j};
       },
@@ -1181,7 +1181,7 @@ Stmt build_cpu_amx_attention(const ops::OpGraph& task, const Sketch& s, const Kn
   Stmt softmax = loop(r, rows, make_seq(soft));
 
   Stmt values = amx_groups(
-      oc, simplify(EN / TN), KS, pb,
+      oc, simplify(floordiv(EN, TN)), KS, pb,
       [&](const Expr& rr, const Expr& kbv, const Expr& j) {
         return std::vector<Expr>{rr, kbv * k32 + j};
       },
