@@ -577,6 +577,28 @@ Stmt vector_chunks(const std::string& name, int64_t extent, const std::function<
   return make_seq(parts);
 }
 
+// The kAmxBf16Pragma nest (core/ir/stmt.h) over KB steps of 32, acc zeroed before (the
+// pragma's value 0): acc[tm*16 + r][(col0 + tn)*16 + c] += a(tm, r, kb, 2 kp + q) *
+// b(tn, kb, kp, c, q), a and b the bfloat16 loads of the A and B tiles' elements.
+Stmt amx_product(const Buffer& acc, const Expr& col0, int64_t KB, const Expr& TM, const Expr& TN,
+                 const std::function<Expr(const Expr&, const Expr&, const Expr&, const Expr&)>& a,
+                 const std::function<Expr(const Expr&, const Expr&, const Expr&, const Expr&, const Expr&)>& b) {
+  const Expr one(int64_t{1}), two(int64_t{2}), sixteen(int64_t{16});
+  Var kb("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
+  const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, (col0 + tn) * sixteen + c};
+  auto product = [&](int64_t q) {
+    return cast(DType::f32(), a(tm, r, kb, Expr(kp) * two + Expr(q))) * cast(DType::f32(), b(tn, kb, kp, c, Expr(q)));
+  };
+  Stmt update =
+      make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
+  Stmt nest = loop(
+      kb, Expr(KB),
+      loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
+  return make_pragma(kAmxBf16Pragma, Expr(int64_t{0}), nest);
+}
+
+Expr ceil_div(const Expr& n, const Expr& d) { return floordiv(n + d - Expr(int64_t{1}), d); }
+
 // The anchor as C[m][n] = sum_k A[m][k] B[k][n] on AMX tiles (sched::amx_form: m, n
 // and k each its axes flattened in the anchor's order): C tiles of 16 rows by 16
 // float32 columns, A tiles of 16 rows by 32 bfloat16 (16 pairs of k), B tiles of 16
@@ -630,7 +652,6 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const int64_t N = extent_of(g.n_axes, false);
   const int64_t vec_extent = axis_extent(s.vec_axis, false);
   const Expr TM = k.factors[0][0], TN = k.factors[1][0];
-  auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
   // Rows: 16-row tiles, each of the flattened m (GEMM), or of the row axis per value of
   // the other m axes (in place).
   // Flat rows (Sketch::amx_flat_rows): per value of the m axes before y, the tiles run
@@ -926,20 +947,17 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                    loop(ta, TN,
                         loop(ja, sixteen, make_store(acc, {ia, Expr(ta) * sixteen + ja}, make_const(DType::f32(), 0)),
                              ForKind::Vectorized)));
-  Var kb("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
+  Stmt compute = amx_product(  // acc: zeroed by init
+      acc, zero_i, KB, TM, TN,
+      [&](const Expr& tm, const Expr& r, const Expr& kb, const Expr& j) {
+        return load(act_bf, a_index(batch, pm * TM + tm, r, kb, j));
+      },
+      [&](const Expr& tn, const Expr& kb, const Expr& kp, const Expr& c, const Expr& q) {
+        return load(packed, with_batch(batch, {pn * TN + tn, kb * sixteen + kp, c, q}));
+      });
+  Var tm("amx.tm"), tn("amx.tn"), r("amx.r"), c("amx.c");
   const Expr tile = pm * TM + tm;
-  auto w_idx = [&](int64_t q) { return with_batch(batch, {pn * TN + tn, Expr(kb) * sixteen + kp, c, Expr(q)}); };
   const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, Expr(tn) * sixteen + c};
-  auto product = [&](int64_t q) {
-    return cast(DType::f32(), load(act_bf, a_index(batch, tile, r, kb, Expr(kp) * two + Expr(q)))) *
-           cast(DType::f32(), load(packed, w_idx(q)));
-  };
-  Stmt update =
-      make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
-  Stmt nest = loop(
-      kb, Expr(KB),
-      loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
-  Stmt compute = make_pragma(kAmxBf16Pragma, zero_i, nest);  // acc: zeroed by init
   // Write-back: a row's m axes from its tile and row; a tile's columns: vec at the tile's
   // offset within it plus the lane, the other n axes from the tile.
   const Expr n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + c;
@@ -1049,7 +1067,6 @@ Stmt build_cpu_amx_attention(const ops::OpGraph& task, const Sketch& s, const Kn
   const Expr one(int64_t{1}), zero_i(int64_t{0}), two(int64_t{2}), sixteen(int64_t{16}), k32(int64_t{32});
   const DType bf = DType::bf16(), f32 = DType::f32();
   const Expr TM = k.factors[0][0], TN = k.factors[1][0];
-  auto ceil_div = [&](const Expr& n, const Expr& d) { return floordiv(n + d - one, d); };
   const Expr mp = ceil_div(Expr(LT), TM), rows = simplify(TM * sixteen);
   const Expr SN = simplify(ceil_div(Expr(ST), TN) * TN), EN = simplify(ceil_div(Expr(ET), TN) * TN);
 
@@ -1101,19 +1118,17 @@ Stmt build_cpu_amx_attention(const ops::OpGraph& task, const Sketch& s, const Kn
   auto amx_groups = [&](const Buffer& acc, const Expr& groups, int64_t ksteps, const Buffer& a_buf,
                         const std::function<std::vector<Expr>(const Expr&, const Expr&, const Expr&)>& a_idx,
                         const Buffer& b_pack, const std::string& tag) {
-    Var g("amx." + tag + ".g"), kbv("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
-    const Expr col_tile = Expr(g) * TN + tn;
-    const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, col_tile * sixteen + c};
-    auto product = [&](int64_t q) {
-      return cast(f32, load(a_buf, a_idx(Expr(tm) * sixteen + r, kbv, Expr(kp) * two + Expr(q)))) *
-             cast(f32, load(b_pack, {b, col_tile, Expr(kbv) * sixteen + kp, c, Expr(q)}));
-    };
-    Stmt update =
-        make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
-    Stmt nest = loop(
-        kbv, Expr(ksteps),
-        loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
-    return loop(g, groups, make_pragma(kAmxBf16Pragma, zero_i, nest));  // acc: zeroed before
+    Var g("amx." + tag + ".g");
+    const Expr col0 = Expr(g) * TN;
+    Stmt product = amx_product(  // acc: zeroed before
+        acc, col0, ksteps, TM, TN,
+        [&](const Expr& tm, const Expr& r, const Expr& kb, const Expr& j) {
+          return load(a_buf, a_idx(tm * sixteen + r, kb, j));
+        },
+        [&](const Expr& tn, const Expr& kb, const Expr& kp, const Expr& c, const Expr& q) {
+          return load(b_pack, {b, col0 + tn, kb * sixteen + kp, c, q});
+        });
+    return loop(g, groups, product);
   };
   const Expr row0 = pm * rows;
   Stmt scores = amx_groups(
