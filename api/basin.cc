@@ -115,25 +115,45 @@ struct Model::Impl {
     graph::Graph graph;
     graph::Partition partition;
   };
-  Planned nchw, cpu;
-  const Planned& for_target(const std::string& target) const { return target == "llvm" ? cpu : nchw; }
+  // At bf16 on a CPU with AVX512-BF16 (`bf16`): the layout plan for its sketches (direct
+  // convolutions where AMX tiles run them) and the activations stored in bfloat16
+  // (graph::store_activations_bf16), as the command line plans it; `reference` is the
+  // graph before the storage, the float32 one the accuracy is measured against.
+  Planned nchw, cpu, bf16;
+  graph::Graph bf16_reference;
+  static bool stores_bf16(const std::string& target, const std::string& precision) {
+    return target == "llvm" && sched::resolve_precision(target, precision) == "bf16" && this_host().bf16_dot;
+  }
+  const Planned& for_target(const std::string& target, const std::string& precision = "") const {
+    return stores_bf16(target, precision) ? bf16 : target == "llvm" ? cpu : nchw;
+  }
   // A model over ranges of shapes: its buckets (core/graph/shape_range.h), each planned
   // as above, and the model at any extents (for the padding check).
   std::optional<graph::RangedModel> ranged;
-  std::vector<Planned> nchw_buckets, cpu_buckets;
+  std::vector<Planned> nchw_buckets, cpu_buckets, bf16_buckets;
   std::function<graph::Graph(const std::map<std::string, int64_t>&)> import;
-  const std::vector<Planned>& buckets_for(const std::string& target) const {
-    return target == "llvm" ? cpu_buckets : nchw_buckets;
+  const std::vector<Planned>& buckets_for(const std::string& target, const std::string& precision = "") const {
+    return stores_bf16(target, precision) ? bf16_buckets : target == "llvm" ? cpu_buckets : nchw_buckets;
   }
   // The buckets' tasks as one partition, each bucket's weighted by the values it serves.
-  graph::Partition merged(const std::string& target) const {
+  graph::Partition merged(const std::string& target, const std::string& precision = "") const {
     std::vector<const graph::Partition*> parts;
     std::vector<int64_t> scale;
     for (size_t b = 0; b < ranged->buckets.size(); ++b) {
-      parts.push_back(&buckets_for(target)[b].partition);
+      parts.push_back(&buckets_for(target, precision)[b].partition);
       scale.push_back(ranged->buckets[b].weight);
     }
     return search::merge_partitions(parts, scale);
+  }
+  // The bf16 plan of an optimized graph (the other plans' `nchw`); *reference its graph
+  // before the storage. Empty where this CPU has no AVX512-BF16.
+  static Planned plan_bf16(const graph::Graph& nchw, int64_t lanes, graph::Graph* reference) {
+    Planned p;
+    if (!this_host().bf16_dot) return p;
+    *reference = graph::plan_layouts(nchw, lanes, this_host().amx_bf16);
+    p.graph = graph::store_activations_bf16(*reference);
+    p.partition = graph::partition(p.graph);
+    return p;
   }
 };
 
@@ -168,11 +188,16 @@ Model Model::load(const std::string& model, const LoadOptions& options) {
       c.graph = graph::plan_layouts(n.graph, lanes);
       pool.share(c.graph);
       c.partition = lanes > 0 ? graph::partition(c.graph) : n.partition;
+      graph::Graph reference;
+      Impl::Planned h = Impl::plan_bf16(n.graph, lanes, &reference);
+      pool.share(h.graph);
       m.impl_->nchw_buckets.push_back(std::move(n));
       m.impl_->cpu_buckets.push_back(std::move(c));
+      m.impl_->bf16_buckets.push_back(std::move(h));
     }
     m.impl_->nchw = m.impl_->nchw_buckets.back();
     m.impl_->cpu = m.impl_->cpu_buckets.back();
+    m.impl_->bf16 = m.impl_->bf16_buckets.back();
     m.impl_->name = m.impl_->nchw.graph.name;
     return m;
   }
@@ -180,6 +205,7 @@ Model Model::load(const std::string& model, const LoadOptions& options) {
   m.impl_->nchw.partition = graph::partition(m.impl_->nchw.graph);
   m.impl_->cpu.graph = graph::plan_layouts(m.impl_->nchw.graph, lanes);
   m.impl_->cpu.partition = lanes > 0 ? graph::partition(m.impl_->cpu.graph) : m.impl_->nchw.partition;
+  m.impl_->bf16 = Impl::plan_bf16(m.impl_->nchw.graph, lanes, &m.impl_->bf16_reference);
   m.impl_->name = m.impl_->nchw.graph.name;
   return m;
 }
@@ -253,13 +279,14 @@ TuneReport TuningSession::run() {
   to.stop = o.stop;
   to.progress = progress_of(o);
   const Model::Impl& mi = model_.impl();
-  const graph::Partition merged = mi.ranged ? mi.merged(o.target) : graph::Partition();
+  const graph::Partition merged = mi.ranged ? mi.merged(o.target, o.precision) : graph::Partition();
   if (mi.ranged && !o.custom_estimator) {
     std::set<int64_t> extents;
     for (const auto& e : mi.ranged->extents) extents.insert(e.begin(), e.end());
     to.estimator_family = search::range_families(merged, extents);
   }
-  search::NetworkTuneResult r = search::tune_network(mi.ranged ? merged : mi.for_target(o.target).partition, store, to);
+  search::NetworkTuneResult r =
+      search::tune_network(mi.ranged ? merged : mi.for_target(o.target, o.precision).partition, store, to);
   TuneReport rep;
   rep.trials = r.trials;
   rep.measured = r.measured;
@@ -346,7 +373,7 @@ Network Network::compile(const Model& model, const std::string& records, const s
   if (mi.ranged) {
     std::vector<codegen::CompiledNetwork> buckets;
     std::set<std::string> missing;
-    for (const Model::Impl::Planned& b : mi.buckets_for(target)) {
+    for (const Model::Impl::Planned& b : mi.buckets_for(target, precision)) {
       std::vector<int> u;
       std::vector<codegen::ProgramChoice> c = search::choose_programs(b.partition, store.get(), target, &u, precision);
       for (int t : u) missing.insert(b.partition.tasks[static_cast<size_t>(t)].key);
@@ -359,13 +386,14 @@ Network Network::compile(const Model& model, const std::string& records, const s
     n.impl_->net.set_accuracy(codegen::check_ranged(rm, n.impl_->net, mi.import));
     return n;
   }
-  const Model::Impl::Planned& m = mi.for_target(target);
+  const Model::Impl::Planned& m = mi.for_target(target, precision);
   std::vector<codegen::ProgramChoice> choices =
       search::choose_programs(m.partition, store.get(), target, &untuned, precision);
   n.impl_->net = codegen::CompiledNetwork::compile(m.graph, m.partition, choices, target);
   n.impl_->untuned = static_cast<int>(untuned.size());
-  n.impl_->net.set_accuracy(
-      codegen::measure_accuracy(m.graph, n.impl_->net, codegen::random_inputs(n.impl_->net.inputs()), "random inputs"));
+  const graph::Graph& reference = &m == &mi.bf16 ? mi.bf16_reference : m.graph;
+  n.impl_->net.set_accuracy(codegen::measure_accuracy(reference, n.impl_->net,
+                                                      codegen::random_inputs(n.impl_->net.inputs()), "random inputs"));
   return n;
 }
 

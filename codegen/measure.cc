@@ -214,7 +214,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       auto t0 = std::chrono::steady_clock::now();
       double cpu0 = thread_cpu_seconds();
       out.func = sched::lower_config(task_, s, c);
-      out.tolerance = sched::result_tolerance(s, opt_.tolerance);
+      out.tolerance = sched::storage_tolerance(task_, sched::result_tolerance(s, opt_.tolerance));
       out.lower_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (opt_.program_hook) out.func = opt_.program_hook(out.func);
       if (cuda) out.gpu = compile_cuda(print_cuda(out.func), out.func.name, opt_.cuda_arch);

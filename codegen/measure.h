@@ -84,7 +84,8 @@ struct MeasureOptions {
   std::string target = "llvm";
   // The precision the tasks' sketches were chosen for (sched::sketches_for): what a
   // worker that builds its own sketches asks (search/mpi.cc). A candidate's result is
-  // checked against sched::result_tolerance(its sketch, tolerance).
+  // checked against sched::result_tolerance(its sketch, tolerance) (at least
+  // sched::storage_tolerance for a bfloat16 output).
   std::string precision;
   std::string cuda_arch;
   bool flush_l2 = true;

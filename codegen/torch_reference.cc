@@ -9,6 +9,7 @@
 
 #include "codegen/cpu_runtime.h"
 #include "codegen/torch_executor.h"
+#include "core/ops/node_ops.h"
 #include "core/ops/operators.h"
 #include "core/ops/subgraph.h"
 #include "core/util/blas.h"
@@ -29,6 +30,7 @@ torch::Dtype torch_dtype(DType t) {
   if (t.is_bool()) return torch::kBool;
   if (t == DType::i8()) return torch::kInt8;
   if (t == DType::u8()) return torch::kUInt8;
+  if (t.is_bf16()) return torch::kBFloat16;
   throw Error("no LibTorch dtype for " + t.str());
 }
 
@@ -44,6 +46,15 @@ NDArray from_torch(const TT& t, DType want) {
   NDArray a(want, shape);
   if (a.nbytes()) std::memcpy(a.data(), c.data_ptr(), a.nbytes());
   return a;
+}
+
+// A node's arguments as its operator reads them: bfloat16 (a stored activation) as
+// float32, but for the views (ops::apply_node).
+std::vector<TT> read_args(const std::string& op, std::vector<TT> args) {
+  if (ops::is_view_node(op)) return args;
+  for (TT& t : args)
+    if (t.scalar_type() == torch::kBFloat16) t = t.to(torch::kFloat32);
+  return args;
 }
 
 std::vector<int64_t> per_dim(const ops::Attrs& a, const std::string& name, size_t rank) {
@@ -481,7 +492,7 @@ const std::map<std::string, Fn>& references() {
            for (const std::string& x : n.inputs) args.push_back(env.at(x));
            auto it = references().find(n.op);
            if (it == references().end()) throw Error("operator '" + n.op + "' has no LibTorch reference");
-           last = it->second(n.attrs, args).at(0);
+           last = it->second(n.attrs, read_args(n.op, std::move(args))).at(0);
            env[n.name] = last;
          }
          return one(last);
@@ -548,7 +559,7 @@ struct TorchExecutor::Impl {
       args.reserve(nd.inputs.size());
       for (int v : nd.inputs) args.push_back(vals[v]);
       try {
-        vals[nd.output] = (*fns[n])(nd.attrs, args).at(0);
+        vals[nd.output] = (*fns[n])(nd.attrs, read_args(nd.op, std::move(args))).at(0);
       } catch (const c10::Error& e) {
         throw Error("LibTorch rejected node '" + nd.name + "' (" + nd.op + "): " + e.what_without_backtrace());
       }

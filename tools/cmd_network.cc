@@ -53,6 +53,7 @@ struct NetOptions {
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, slow_factor = 2;
   bool json = false, quiet = false, no_calibrate = false, no_transfer = false;
+  bool f32_activations = false;  // at bf16: the values between kernels stay float32
 };
 
 void log_line(const NetOptions& o, const std::string& line) {
@@ -70,6 +71,28 @@ bool tiled_convolutions(const NetOptions& o) {
          this_host().amx_bf16;
 }
 
+// Whether the values between kernels are stored in bfloat16
+// (graph::store_activations_bf16): at --precision bf16 on a CPU with bfloat16
+// instructions, unless --f32-activations.
+bool bf16_activations(const NetOptions& o) {
+  return o.target == "llvm" && sched::resolve_precision(o.target, programs_precision(o)) == "bf16" &&
+         this_host().bf16_dot && !o.f32_activations;
+}
+
+// The passes a network's graph goes through before its partition: graph::optimize, then
+// at bf16 the storage of activations. `reference` gets the graph before the storage
+// (float32: what the accuracy is measured against).
+graph::Graph prepare_graph(const NetOptions& o, const graph::Graph& g, graph::Graph* reference) {
+  graph::Graph opt = graph::optimize(g, graph::layout_lanes(o.target), tiled_convolutions(o));
+  if (!bf16_activations(o)) {
+    if (reference) *reference = opt;
+    return opt;
+  }
+  graph::Graph stored = graph::store_activations_bf16(opt);
+  if (reference) *reference = std::move(opt);
+  return stored;
+}
+
 void check_network_precision(const NetOptions& o, bool quiet) {
   if (o.precision == "int8") {
     if (o.target != "llvm") throw Error("--precision int8 is a CPU precision (--target llvm)");
@@ -80,6 +103,8 @@ void check_network_precision(const NetOptions& o, bool quiet) {
     return;
   }
   if (!o.calibrate.empty()) throw Error("--calibrate applies to --precision int8");
+  if (o.f32_activations && sched::resolve_precision(o.target, o.precision) != "bf16")
+    throw Error("--f32-activations applies to --precision bf16 (the activations are float32 otherwise)");
   check_precision_option(o.target, o.precision, quiet);
 }
 
@@ -96,6 +121,7 @@ std::vector<std::vector<NDArray>> calibration_samples(const std::vector<std::str
 
 struct Loaded {
   graph::Graph graph;
+  graph::Graph reference;  // float32 (no bfloat16 storage): the accuracy's reference
   graph::Partition partition;
   std::vector<std::string> files;  // the external-data files the model read: inputs too
   // A model over ranges of shapes (--shape NAME=LO..HI): its buckets (the graphs there
@@ -205,13 +231,15 @@ Loaded load(const NetOptions& o, const std::string& model) {
     std::map<std::string, size_t> tasks;
     for (const graph::ShapeBucket& b : l.ranged->buckets) {
       Loaded bl;
-      bl.graph = graph::optimize(b.graph, graph::layout_lanes(o.target), tiled_convolutions(o));
+      bl.graph = prepare_graph(o, b.graph, &bl.reference);
       pool.share(bl.graph);
+      pool.share(bl.reference);
       bl.partition = graph::partition(bl.graph);
       for (const graph::NetworkTask& t : bl.partition.tasks) tasks.emplace(t.key, 0);
       l.buckets.push_back(std::move(bl));
     }
     l.graph = l.buckets.back().graph;
+    l.reference = l.buckets.back().reference;
     l.partition = l.buckets.back().partition;
     std::string list;
     for (const graph::ShapeBucket& b : l.ranged->buckets) list += (list.empty() ? "" : " ") + graph::extents_str(b.at);
@@ -231,11 +259,12 @@ Loaded load(const NetOptions& o, const std::string& model) {
     q.calibration = calibration_samples(o.calibrate);
     codegen::QuantizeResult r;
     l.graph = graph::optimize(codegen::quantized_graph(model, q, &r), graph::layout_lanes(o.target));
+    l.reference = l.graph;
     log_line(o, model + ": quantized to int8: " + std::to_string(r.products) + " products, " +
                     std::to_string(q.calibration.size()) + " calibration samples (min-max)");
     l.files.push_back(model);
   } else {
-    l.graph = graph::optimize(graph::load_model(model, io), graph::layout_lanes(o.target), tiled_convolutions(o));
+    l.graph = prepare_graph(o, graph::load_model(model, io), &l.reference);
   }
   l.partition = graph::partition(l.graph);
   log_line(o, model + ": " + std::to_string(l.graph.nodes().size()) + " nodes, " +
@@ -324,7 +353,7 @@ void check_accuracy(const NetOptions& o, const Loaded& l, codegen::CompiledNetwo
     return;
   }
   net.set_accuracy(
-      codegen::measure_accuracy(l.graph, net, in, o.inputs.empty() ? "random inputs" : "the given inputs"));
+      codegen::measure_accuracy(l.reference, net, in, o.inputs.empty() ? "random inputs" : "the given inputs"));
 }
 
 nlohmann::json accuracy_json(const codegen::Accuracy& a) {
@@ -801,7 +830,7 @@ int run_compare(const NetOptions& o) {
   codegen::CompiledNetwork net = compile(o, l, untuned);
   std::vector<NDArray> in = codegen::random_inputs(net.inputs());
   const int threads = codegen::match_torch_threads();
-  codegen::TorchExecutor torch(l.graph);
+  codegen::TorchExecutor torch(l.reference);
   std::vector<NDArray> got = net.run(in), ref = torch.run(in);
   ErrorStats err;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -851,6 +880,9 @@ CLI::App* network_cmd(CLI::App& app, const std::string& name, const std::string&
   cmd->add_option("--target", o->target, "llvm (the CPU, default) or cuda (GPU 0)")
       ->check(CLI::IsMember({"llvm", "cuda"}));
   add_precision_option(cmd, o->precision);
+  cmd->add_flag("--f32-activations", o->f32_activations,
+                "with --precision bf16: keep the values between kernels float32 (default: bfloat16 where the CPU "
+                "has bfloat16 instructions, half the bytes; tune and compile alike, the tasks differ)");
   cmd->add_option("--calibrate", o->calibrate,
                   "with --precision int8 (ONNX models): one calibration sample, an .npy file per model input, "
                   "comma-separated (repeat for more samples); the model is quantized as `basin quantize` does");

@@ -168,7 +168,8 @@ int run_op(const OpOptions& o) {
       ErrorStats s = compare_all(outputs, oracle, op, "the interpreter");
       j["oracle_max_abs_error"] = s.max_abs;
       j["oracle_max_rel_error"] = s.max_rel;
-      ok &= s.max_rel <= (j.contains("config") ? sched::oracle_tolerance(*sketch, o.tolerance) : o.tolerance);
+      ok &= s.max_rel <= sched::storage_tolerance(
+                             g, j.contains("config") ? sched::oracle_tolerance(*sketch, o.tolerance) : o.tolerance);
     } else {
       outputs = std::move(oracle);
     }
@@ -181,7 +182,8 @@ int run_op(const OpOptions& o) {
   j["max_abs_error"] = s.max_abs;
   j["max_rel_error"] = s.max_rel;
   // LibTorch computes in FP32: a TF32 program's results differ by its rounding.
-  const double torch_tolerance = j.contains("config") ? sched::result_tolerance(*sketch, o.tolerance) : o.tolerance;
+  const double torch_tolerance =
+      sched::storage_tolerance(g, j.contains("config") ? sched::result_tolerance(*sketch, o.tolerance) : o.tolerance);
   ok &= s.max_rel <= torch_tolerance;
   j["verified"] = ok;
   if (o.compare) {

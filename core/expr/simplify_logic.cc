@@ -65,9 +65,19 @@ Expr SimplifyRules::logic(const Analyzer& an, const Expr& e) {
       if (structural_equal(e.arg(1), e.arg(2))) return e.arg(1);
       return e;
     }
-    case ExprKind::Cast:
+    case ExprKind::Cast: {
       if (e.arg(0).dtype() == e.dtype()) return e.arg(0);
+      // A value widened to a type that holds every value of its own and narrowed back
+      // is itself: bfloat16 through float32 (a stored activation read and copied to
+      // bfloat16 again), 8-bit integers through int32.
+      const Expr& w = e.arg(0);
+      if (w.kind() == ExprKind::Cast && w.arg(0).dtype() == e.dtype()) {
+        const DType t = e.dtype(), mid = w.dtype();
+        if ((t.is_bf16() && mid.element() == DType::f32()) || (t.is_byte() && mid.element() == DType::i32()))
+          return w.arg(0);
+      }
       return e;
+    }
     default:
       return e;
   }

@@ -138,9 +138,7 @@ bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
 
 }  // namespace
 
-bool is_view_op(const std::string& op) {
-  return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze";
-}
+bool is_view_op(const std::string& op) { return ops::is_view_node(op); }
 
 Partition partition(const Graph& g) {
   std::vector<int> order = g.topo_order();

@@ -41,6 +41,17 @@ Graph sink_views(const Graph& g);
 Graph fold_quantization(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
+// At --precision bf16 on a CPU with bfloat16 instructions: every float32 value one
+// kernel writes and another reads (the output of a fused group, partition()) is stored
+// as bfloat16, a cast appended to the node that computes it (fusion puts it in that
+// node's kernel, and the kernels that read the value read it as float32:
+// ops::apply_node), which halves the bytes moved between kernels. Network outputs (and
+// the values they view) stay float32, as do Winograd's transformed tiles (their rounding
+// is amplified by the inverse transform), what a layer or RMS norm reads or writes (a
+// transformer's residual stream, whose rounding would accumulate over the layers) and a
+// matrix product's right operand (what its bfloat16 sketches pack, from float32). The
+// partition of the result is the same groups, each stored output's cast in its group.
+Graph store_activations_bf16(const Graph& g);
 // Every pass above, in order: batch-norm folding, constant folding, dead code,
 // quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
 // (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).

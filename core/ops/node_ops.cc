@@ -375,7 +375,15 @@ te::Tensor apply_node(const std::string& op, const Attrs& attrs, const std::vect
                       std::to_string(n));
   for (const te::Tensor& t : inputs)
     if (!t.defined()) throw OpError(op, "", "an input is undefined");
-  return d.build(attrs, inputs);
+  if (is_view_node(op)) return d.build(attrs, inputs);
+  std::vector<te::Tensor> read = inputs;
+  for (te::Tensor& t : read)
+    if (t.dtype().is_bf16()) t = cast_to(t, DType::f32());
+  return d.build(attrs, read);
+}
+
+bool is_view_node(const std::string& op) {
+  return op == "reshape" || op == "flatten" || op == "squeeze" || op == "unsqueeze";
 }
 
 InputRange node_input_range(const std::string& op, const Attrs& attrs, int index,

@@ -32,10 +32,16 @@ Attrs parse_node_attrs(const std::string& op, const std::map<std::string, std::s
 
 // The node's output computed from `inputs` (which fixes its shape and dtype). Throws
 // OpError for an unknown operator, a wrong number of inputs or incompatible shapes.
+// bfloat16 is a storage type (a network's activations between kernels at --precision
+// bf16, graph::store_activations_bf16): every operator but the views reads such an
+// input as float32 (a cast stage of its own, inlined where it is read); a view keeps it.
 te::Tensor apply_node(const std::string& op, const Attrs& attrs, const std::vector<te::Tensor>& inputs);
 
 // Where random test values of input `index` of a node should come from: the registry
 // operator's range (positive divisors, valid indices, ...), or [-1, 1).
+// Whether `op` only reinterprets its input's shape (reshape, flatten, squeeze, unsqueeze).
+bool is_view_node(const std::string& op);
+
 InputRange node_input_range(const std::string& op, const Attrs& attrs, int index,
                             const std::vector<te::Tensor>& inputs);
 

@@ -192,12 +192,13 @@ Stmt pack_input(const te::OpNode& w, int d, int group_dim, int group, DType dtyp
   dst.push_back(l);
   if (group_dim >= 0) dst.push_back(q);
   Expr value = load(w.buffer, src);
+  if (value.dtype().is_bf16()) value = cast(DType::f32(), value);  // a stored activation: no bfloat16 arithmetic
   if (padded_groups) {
     const Var& kg = xs[static_cast<size_t>(group_dim < d ? group_dim : group_dim - 1)];
     value = select(Expr(kg) * group + q < Expr(w.shape[static_cast<size_t>(group_dim)]), value,
-                   make_const(w.buffer->dtype, 0));
+                   make_const(value.dtype(), 0));
   }
-  if (tv.guard.defined()) value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(w.buffer->dtype, 0));
+  if (tv.guard.defined()) value = select(Expr(o) * t + l < Expr(w.shape[d]), value, make_const(value.dtype(), 0));
   if (value.dtype() != dtype) value = cast(dtype, value);
   Stmt st = group_dim >= 0 ? loop(q, Expr(group), make_store(*packed, dst, value)) : make_store(*packed, dst, value);
   st = loop(l, t, st);
@@ -447,7 +448,12 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     const Var& lane = sp[vec].v[3];
     const Expr& g = sp[vec].guard;
     body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
-      if (x.kind() != ExprKind::Load || !uses_var(x, lane) || (packed && x->buffer.get() == packed.get()))
+      // A bfloat16 load (a stored activation) is masked where it is widened to float32.
+      if (x.kind() == ExprKind::Load && x.dtype().is_bf16()) return Expr();
+      const bool widened =
+          x.kind() == ExprKind::Cast && x.arg(0).kind() == ExprKind::Load && x.arg(0).dtype().is_bf16();
+      const Expr& l = widened ? x.arg(0) : x;
+      if (l.kind() != ExprKind::Load || !uses_var(l, lane) || (packed && l->buffer.get() == packed.get()))
         return Expr();
       return select(g, x, make_const(x.dtype(), 0));
     });
@@ -747,7 +753,43 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   Buffer act_bf;
   std::function<std::vector<Expr>(const std::vector<Expr>&, const Expr&, const Expr&, const Expr&, const Expr&)>
       a_index;
-  if (!direct) {
+  // In place: the activation is a bfloat16 placeholder (a stored activation, read through
+  // the stage that widens it) laid out [batch.., m.., k..] row-major, k a multiple of 32
+  // and at least 16 rows: the tiles read its rows where they lie. A partial last tile
+  // reads the 16 rows that end at M (the tile before computes some of them too, alike),
+  // the tiles past the last read it (never stored).
+  Buffer a_placeholder;
+  if (!direct && C % 32 == 0 && M >= 16) {
+    const Expr v = substitute(inline_stages(af, all), unit);
+    if (v.kind() == ExprKind::Cast && v.dtype() == DType::f32() && v.arg(0).kind() == ExprKind::Load &&
+        v.arg(0).dtype().is_bf16()) {
+      const te::OpNode* x = producer_of(v.arg(0)->buffer);
+      auto vars = [&](const std::vector<int>& axes, bool reduce) {
+        std::vector<Expr> e;
+        for (int i : axes) e.push_back(axis_var(i, reduce));
+        return e;
+      };
+      const Expr want = substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(M) +
+                                    flatten(g.m_axes, false, vars(g.m_axes, false))) *
+                                           Expr(C) +
+                                       flatten(g.k_axes, true, vars(g.k_axes, true)),
+                                   unit);
+      int64_t diff = -1;
+      if (x && x->is_placeholder && is_const_int(Analyzer().simplify(flat_index(v.arg(0)) - want), &diff) && diff == 0)
+        a_placeholder = v.arg(0)->buffer;
+    }
+  }
+  auto row0 = [&](const Expr& t) {
+    const Expr first = min(t, Expr(m_tiles - 1)) * sixteen;
+    return M % 16 ? min(first, Expr(M - 16)) : first;
+  };
+  if (a_placeholder) {
+    act_bf = a_placeholder;
+    a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
+      return std::vector<Expr>{(flatten(g.batch_axes, false, batch) * Expr(M) + row0(t) + r) * Expr(C) +
+                               kb * Expr(int64_t{32}) + j};
+    };
+  } else if (!direct) {
     // A[batch.., m, k] over the axes themselves (k's innermost axis in vectors), then k's
     // padding for the rows inside M, then the padding rows.
     const Expr aval = substitute(inline_stages(af, all), unit);
@@ -964,7 +1006,10 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   VarMap om = unit;
   for (size_t i = 0; i < nb; ++i) om[axis_var(g.batch_axes[i], false).id()] = par.index[i];
   Expr row_inside;
-  if (!direct) {
+  if (a_placeholder) {
+    unflatten(g.m_axes, false, row0(tile) + r, &om);
+    row_inside = tile < Expr(m_tiles);
+  } else if (!direct) {
     const Expr m_full = tile * sixteen + r;
     unflatten(g.m_axes, false, m_full, &om);
     row_inside = m_full < Expr(M);
@@ -1000,7 +1045,9 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   wb = loop(tm, TM, loop(tn, TN, guarded(n_tile0 < Expr(N), wb)));
   Stmt body = make_allocate(acc, make_seq({init, compute, wb}));
   prologue.push_back(par.wrap(body));
-  return make_allocate(packed, make_allocate(act_bf, make_seq(prologue)));
+  Stmt whole = make_seq(prologue);
+  if (!a_placeholder) whole = make_allocate(act_bf, whole);
+  return make_allocate(packed, whole);
 }
 
 // ---- attention on AMX-BF16 tiles (SketchRule::CpuAmx, Sketch::amx_attention) ----
@@ -1020,8 +1067,9 @@ Stmt pack_b_pairs(const Buffer& src, const Buffer& dst, const Expr& b, int64_t R
     const Expr r = Expr(kp) * two + q, c = Expr(t) * sixteen + l;
     if (!edge) return cast(bf, load(src, {b, r, c}));
     const Expr inside = logical_and(r < Expr(R), c < Expr(C));
-    return cast(bf,
-                select(inside, load(src, {b, min(r, Expr(R - 1)), min(c, Expr(C - 1))}), make_const(DType::f32(), 0)));
+    Expr x = load(src, {b, min(r, Expr(R - 1)), min(c, Expr(C - 1))});
+    if (x.dtype().is_bf16()) x = cast(DType::f32(), x);  // a stored activation: selected as float32
+    return cast(bf, select(inside, x, make_const(DType::f32(), 0)));
   };
   std::vector<Stmt> parts;
   if (full_t > 0 && full_kp > 0) {
@@ -1204,13 +1252,15 @@ Stmt build_cpu_amx_attention(const ops::OpGraph& task, const Sketch& s, const Kn
   // The quotients of the rows inside L.
   Var wr("amx.wr");
   const Expr wrow = row0 + wr;
-  Stmt write =
-      loop(wr, rows,
-           guarded(wrow < Expr(L), vector_chunks(
-                                       "amx.we", E,
-                                       [&](const Expr& e) {
-                                         return make_store(out_buf, {b, wrow, e}, load(oc, {wr, e}) / load(sm, {wr}));
-                                       })));
+  Stmt write = loop(
+      wr, rows,
+      guarded(wrow < Expr(L),
+              vector_chunks(
+                  "amx.we", E,
+                  [&](const Expr& e) {
+                    const Expr q = load(oc, {wr, e}) / load(sm, {wr});
+                    return make_store(out_buf, {b, wrow, e}, q.dtype() == out_buf->dtype ? q : cast(out_buf->dtype, q));
+                  })));
   Stmt body =
       make_seq({zero_block(sc, SN * sixteen, "s"), scores, softmax, zero_block(oc, EN * sixteen, "v"), values, write});
   for (const Buffer& buf : {part, sm, mx, oc, pb, sc}) body = make_allocate(buf, body);

@@ -303,6 +303,11 @@ double result_tolerance(const Sketch& s, double fp32_tolerance);
 // backend's polynomial and the interpreter's libm may differ by an ulp of float32, which
 // the rounding can turn into one of bfloat16 (2^-8) in a weight; at least 4e-3 there.
 double oracle_tolerance(const Sketch& s, double tolerance);
+// A task whose output is stored in bfloat16 (a network's activations at bf16,
+// graph::store_activations_bf16): its result and a reference's, each rounded once from
+// float32 sums taken in another order, may lie a rounding step apart, up to 2^-7 of the
+// value; at least 2^-7 there, else `tolerance`.
+double storage_tolerance(const ops::OpGraph& task, double tolerance);
 
 // The bounds a GPU configuration must keep (every NVIDIA GPU since Volta can).
 constexpr int64_t kMaxGpuThreads = 1024;           // threads per block

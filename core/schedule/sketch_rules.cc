@@ -467,6 +467,12 @@ double oracle_tolerance(const Sketch& s, double tolerance) {
   return s.amx_attention ? std::max(tolerance, 4e-3) : tolerance;
 }
 
+double storage_tolerance(const ops::OpGraph& task, double tolerance) {
+  for (const te::Tensor& t : task.outputs)
+    if (t.dtype().is_bf16()) return std::max(tolerance, 1.0 / 128);
+  return tolerance;
+}
+
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& given) {
   const std::string precision = resolve_precision("cuda", given);
   if (auto anchor = analyze_anchor(task)) {

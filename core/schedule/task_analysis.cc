@@ -23,6 +23,13 @@ std::vector<Expr> loads_in(const Expr& e) {
   return r;
 }
 
+Expr flat_index(const Expr& load) {
+  if (load->args.size() == 1) return load->args[0];
+  Expr flat(int64_t{0});
+  for (size_t d = 0; d < load->args.size(); ++d) flat = flat * load->buffer->shape[d] + load->args[d];
+  return flat;
+}
+
 namespace {
 
 // True if the load reads at exactly the given variables, in order.
@@ -31,13 +38,6 @@ bool reads_at(const Expr& load, const std::vector<te::IterVar>& axes) {
   for (size_t i = 0; i < axes.size(); ++i)
     if (load->args[i].kind() != ExprKind::Var || Var(load->args[i]).id() != axes[i].var.id()) return false;
   return true;
-}
-
-// A load's index into its buffer, flattened (row-major).
-Expr flat_index(const Expr& load) {
-  Expr flat(int64_t{0});
-  for (size_t d = 0; d < load->args.size(); ++d) flat = flat * load->buffer->shape[d] + load->args[d];
-  return flat;
 }
 
 }  // namespace
@@ -628,8 +628,43 @@ std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& 
   return d;
 }
 
+namespace {
+
+// A stage casting a load of `src` at its own indices to `to`; the load, or undefined.
+Expr cast_of_load(const te::OpNode& op, DType to) {
+  if (op.is_placeholder || op.tag != "cast" || op.body.kind() != ExprKind::Cast || op.body.dtype() != to ||
+      op.body.arg(0).kind() != ExprKind::Load || !reads_at(op.body.arg(0), op.axes))
+    return Expr();
+  return op.body.arg(0);
+}
+
+// The bfloat16 placeholder a stage widens to float32 (a stored activation as its
+// readers take it, ops::apply_node); null for any other stage.
+const te::OpNode* widened_placeholder(const te::OpNode& op) {
+  const Expr l = cast_of_load(op, DType::f32());
+  if (!l.defined()) return nullptr;
+  const te::OpNode* p = producer_of(l->buffer);
+  return p && p->is_placeholder && p->buffer->dtype.is_bf16() ? p : nullptr;
+}
+
+}  // namespace
+
 std::optional<AmxAttention> amx_attention_form(const GenericInfo& info) {
-  const std::vector<te::Op>& st = info.stages;
+  // Stored activations (graph::store_activations_bf16): q, k and v may be bfloat16,
+  // read through (inlined) stages that widen them, and the output narrowed to bfloat16
+  // by a last stage, the quotient then inlined into it.
+  std::vector<te::Op> st = info.stages;
+  std::unordered_map<const te::OpNode*, const te::OpNode*> widened;
+  for (const te::OpNode* op : info.inlined)
+    if (const te::OpNode* p = widened_placeholder(*op)) widened[op] = p;
+  if (st.size() == 6) {
+    const Expr l = cast_of_load(*st[5], DType::bf16());
+    if (l.defined()) {
+      const te::OpNode* q = producer_of(l->buffer);
+      if (!q || !info.inlined.count(q) || q->tag != "attention") return std::nullopt;
+      st.back() = std::static_pointer_cast<const te::OpNode>(l->buffer->producer.lock());
+    }
+  }
   if (st.size() != 6) return std::nullopt;
   for (const te::Op& op : st)
     if (op->tag != "attention" || op->shape.size() != 3) return std::nullopt;
@@ -646,7 +681,7 @@ std::optional<AmxAttention> amx_attention_form(const GenericInfo& info) {
   if (!mx || !ex || sums.size() != 2 || scores->reduce != te::ReduceKind::Sum || !out->reduce_axes.empty())
     return std::nullopt;
   // body = load(a, {i0, i1, r}) * load(b, {i0, r, i2}) over placeholders (a may be `first`).
-  auto product_of = [](const te::OpNode& op, const te::OpNode* first, const te::OpNode** a, const te::OpNode** b) {
+  auto product_of = [&](const te::OpNode& op, const te::OpNode* first, const te::OpNode** a, const te::OpNode** b) {
     if (op.reduce_axes.size() != 1 || op.body.kind() != ExprKind::Mul) return false;
     const Expr& x = op.body.arg(0);
     const Expr& y = op.body.arg(1);
@@ -656,10 +691,17 @@ std::optional<AmxAttention> amx_attention_form(const GenericInfo& info) {
     if (x->args.size() != 3 || y->args.size() != 3 || !is(x->args[0], i0) || !is(x->args[1], i1) ||
         !is(x->args[2], r) || !is(y->args[0], i0) || !is(y->args[1], r) || !is(y->args[2], i2))
       return false;
-    const te::OpNode* pa = producer_of(x->buffer);
-    const te::OpNode* pb = producer_of(y->buffer);
-    if (!pb || !pb->is_placeholder || pb->buffer->dtype != DType::f32()) return false;
-    if (first ? pa != first : (!pa || !pa->is_placeholder || pa->buffer->dtype != DType::f32())) return false;
+    auto source = [&](const te::OpNode* p) {
+      auto it = widened.find(p);
+      return it == widened.end() ? p : it->second;
+    };
+    auto input = [](const te::OpNode* p) {
+      return p && p->is_placeholder && (p->buffer->dtype == DType::f32() || p->buffer->dtype.is_bf16());
+    };
+    const te::OpNode* pa = source(producer_of(x->buffer));
+    const te::OpNode* pb = source(producer_of(y->buffer));
+    if (!input(pb)) return false;
+    if (first ? producer_of(x->buffer) != first : !input(pa)) return false;
     *a = pa;
     *b = pb;
     return true;

@@ -148,8 +148,9 @@ GenericInfo analyze_generic(const ops::OpGraph& task);
 // CpuAmx rule with Sketch::amx_attention): the generic stages scores (a sum over D of
 // q[b, l, d] k[b, d, s]), max, exp, sum, values (a sum over S of exp[b, l, s]
 // v[b, s, e]) and the output, q, k and v float32 placeholders read at exactly those
-// indices; the logits (scale, mask) inlined into the max and exp stages. None for any
-// other task.
+// indices (or bfloat16 ones through the stages that widen them, and the output then
+// perhaps narrowed to bfloat16 by a last stage: stored activations); the logits (scale,
+// mask) inlined into the max and exp stages. None for any other task.
 struct AmxAttention {
   const te::OpNode *q = nullptr, *k = nullptr, *v = nullptr;  // placeholders of the task
   te::Op scores, max, values, out;
@@ -161,6 +162,8 @@ std::optional<AmxAttention> amx_attention_form(const GenericInfo& info);
 const te::OpNode* producer_of(const Buffer& b);
 // Every buffer load in e.
 std::vector<Expr> loads_in(const Expr& e);
+// A load's index into its buffer, flattened (row-major).
+Expr flat_index(const Expr& load);
 
 // e with every read of an inlined stage replaced by that stage's body (recursively).
 Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& inlined);

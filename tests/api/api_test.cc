@@ -91,6 +91,30 @@ TEST_F(Api, TunesCompilesSavesLoadsAndRunsANetwork) {
   EXPECT_GT(loaded.time_us({x}), 0);
 }
 
+// precision "bf16" plans the model as the command line does: where the CPU has bfloat16
+// products (bf16 kernels), the values between kernels are stored in bfloat16 (the
+// launches move fewer bytes); the error is measured against float32 either way.
+TEST_F(Api, Bf16StoresTheValuesBetweenKernels) {
+  basin::Model model = basin::Model::load(kModel);
+  basin::Network f32 = basin::Network::compile(model), bf16 = basin::Network::compile(model, "", "llvm", "bf16");
+  ASSERT_TRUE(bf16.accuracy().measured) << bf16.accuracy().note;
+  EXPECT_LT(bf16.accuracy().max_rel_error, 2e-2);
+  basin::Tensor x = basin::Tensor::random(f32.inputs()[0], -1, 1, 5);
+  auto bytes = [&](basin::Network& n) {
+    int64_t b = 0;
+    for (const basin::LaunchProfile& l : n.profile({x}, 1).launches) b += l.bytes;
+    return b;
+  };
+  if (bf16.bf16_kernels() > 0) {
+    EXPECT_GT(bf16.accuracy().max_rel_error, 0.0);
+    EXPECT_LT(bytes(bf16), bytes(f32));
+  } else {
+    EXPECT_EQ(bytes(bf16), bytes(f32));
+  }
+  std::vector<basin::Tensor> a = f32.run({x}), b = bf16.run({x});
+  ASSERT_EQ(a.size(), b.size());
+}
+
 TEST(ApiTensor, HoldsWhatItIsGiven) {
   basin::Tensor t = basin::Tensor::from_floats({1, 2, 3, 4, 5, 6}, {2, 3});
   EXPECT_EQ(t.dtype(), "float32");

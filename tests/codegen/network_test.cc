@@ -28,6 +28,7 @@
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
 #include "core/schedule/sketch.h"
+#include "core/util/host.h"
 #include "core/util/sha256.h"
 #include "tests/scoped_env.h"
 
@@ -165,6 +166,43 @@ TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
           EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
       }
     }
+}
+
+// At bf16, activations stored in bfloat16 between kernels (graph::store_activations_bf16):
+// random programs of every precision (AMX where the CPU has it) agree with the stored
+// graph interpreted and with LibTorch running it (which reads and rounds the stored
+// values alike) within a rounding step, and with the float32 graph within bfloat16's
+// error; the arena holds the stored values in half the bytes.
+TEST_F(Network, ActivationsStoredInBfloat16MatchTheInterpreterAndLibTorch) {
+  const bool amx = this_host().amx_bf16;
+  for (auto make : {cnn, transformer, mbconv}) {
+    const graph::Graph f = graph::optimize(make(), 16, amx);
+    const graph::Graph g = graph::store_activations_bf16(f);
+    SCOPED_TRACE(g.name);
+    int stored = 0;
+    for (const graph::Value& v : g.values()) stored += v.dtype.is_bf16();
+    EXPECT_GT(stored, 0);
+    graph::Partition p = graph::partition(g);
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      std::vector<ProgramChoice> programs;
+      std::mt19937_64 rng(seed);
+      for (const auto& t : p.tasks) {
+        std::vector<sched::Sketch> s = sched::cpu_sketches(t.graph, true, false, amx);
+        const sched::Sketch& k = seed == 0 ? s[0] : s[rng() % s.size()];
+        programs.push_back({k.name, seed == 0 ? sched::default_config(k) : sched::random_config(k, rng), true});
+      }
+      CompiledNetwork n = CompiledNetwork::compile(g, p, programs);
+      std::vector<NDArray> in = inputs(n, seed + 1);
+      std::vector<NDArray> got = n.run(in);
+      expect_close(got, graph::interpret_graph(g, in), 3e-2);
+      expect_close(got, TorchExecutor(g).run(in), 3e-2);
+      expect_close(got, TorchExecutor(f).run(in), 5e-2);
+      if (seed == 0) {
+        CompiledNetwork plain = CompiledNetwork::compile(f, graph::partition(f), defaults(graph::partition(f)));
+        EXPECT_LT(n.arena_bytes(), plain.arena_bytes());
+      }
+    }
+  }
 }
 
 // NaN propagates as in LibTorch (and ONNX Runtime) through every max and min: a ReLU,

@@ -401,6 +401,93 @@ TEST(SketchProperty, AmxAttentionMatchesTheInterpreterOnRandomConfigurations) {
             << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: as written)") << ", no mismatch\n";
 }
 
+// Tasks of stored activations (graph::store_activations_bf16): bfloat16 inputs read
+// through the stages that widen them, outputs narrowed to bfloat16 last. Every sketch at
+// bf16 (AMX where the CPU has it): random configurations compiled by LLVM against the
+// interpreter running the same program, and the task's float32-product default, each
+// within a rounding step of the stored output (sched::storage_tolerance).
+TEST(SketchProperty, StoredBfloat16TasksMatchTheInterpreterOnRandomConfigurations) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::vector<Suite> suite = {
+      {"subgraph",  // a 3x3 convolution with its bias and activation
+       "graph=x0:bfloat16[1,1,9,9,16]@-1:1;x1:float32[2,1,3,3,16,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=1,1|stride=1,1};t1=add(t0,x2){};t2=relu(t1){};"
+       "t3=cast(t2){to=bfloat16}",
+       1},
+      {"subgraph",  // a depthwise one at stride 2
+       "graph=x0:bfloat16[1,2,9,9,8]@-1:1;x1:float32[2,1,3,3,1,8]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=16|padding=1,1|stride=2,2};t1=cast(t0){to=bfloat16}",
+       2},
+      {"subgraph",  // a 1x1 projection adding a stored residual
+       "graph=x0:bfloat16[1,2,7,7,16]@-1:1;x1:float32[2,2,1,1,16,16]@-1:1;x2:bfloat16[1,2,7,7,16]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};"
+       "t2=cast(t1){to=bfloat16}",
+       2},
+      {"subgraph",  // dense layers: rows read in place (a partial last tile), or copied (fewer than 16)
+       "graph=x0:bfloat16[37,64]@-1:1;x1:float32[40,64]@-1:1;x2:float32[40]@-1:1;t0=dense(x0,x1){};"
+       "t1=add(t0,x2){};t2=cast(t1){to=bfloat16}",
+       2},
+      {"subgraph", "graph=x0:bfloat16[13,64]@-1:1;x1:float32[40,64]@-1:1;t0=dense(x0,x1){};t1=cast(t0){to=bfloat16}",
+       2},
+      {"subgraph",  // a batched product in place (its right operand float32: graph::store_activations_bf16)
+       "graph=x0:bfloat16[2,32,32]@-1:1;x1:float32[2,32,48]@-1:1;t0=batch_matmul(x0,x1){};"
+       "t1=cast(t0){to=bfloat16}",
+       3},
+      {"subgraph",  // attention over stored q, k, v
+       "graph=x0:bfloat16[2,20,24]@-1:1;x1:bfloat16[2,24,37]@-1:1;x2:bfloat16[2,37,16]@-1:1;"
+       "t0=attention(x0,x1,x2){batch_shape=|scale=0.5};t1=cast(t0){to=bfloat16}",
+       3},
+      {"subgraph",
+       "graph=x0:bfloat16[3,40]@-1:1;x1:float32[40]@0.5:1.5;x2:float32[40]@-1:1;"
+       "t0=layer_norm(x0,x1,x2){axis=-1|epsilon=1e-05};t1=cast(t0){to=bfloat16}",
+       4},
+      {"subgraph",
+       "graph=x0:bfloat16[1,2,9,9,8]@-1:1;"
+       "t0=max_pool2d(x0){ceil_mode=0|dilation=1,1|kernel=3,3|padding=1,1|stride=2,2};"
+       "t1=cast(t0){to=bfloat16}",
+       3},
+      {"subgraph", "graph=x0:float32[1,16,5,7]@-1:1;t0=to_nchwc(x0){block=8};t1=cast(t0){to=bfloat16}", 3},
+      {"subgraph", "graph=x0:bfloat16[1,2,5,7,8]@-1:1;t0=from_nchwc(x0){}", 3},
+  };
+  const bool amx_here = this_host().amx_bf16;
+  int total = 0, amx = 0, in_place = 0;
+  std::mt19937_64 rng(2041);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref = default_outputs(c, g, in);
+    for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, amx_here)) {
+      const int n = s.rule == sched::SketchRule::CpuAmx ? 3 * c.per_sketch : c.per_sketch;
+      for (int t = 0; t < n; ++t) {
+        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        if (!sched::invalid_reason(s, cfg).empty()) continue;
+        auto [f, oracle, got] = run_both(g, s, cfg, in);
+        const std::string what = c.params + " " + sched::config_to_json(s, cfg);
+        EXPECT_LE(compare_arrays(got[0], oracle[0]).max_rel,
+                  sched::storage_tolerance(g, sched::oracle_tolerance(s, 1e-5)))
+            << what << "\n"
+            << to_string(f);
+        EXPECT_LE(compare_arrays(oracle[0], ref[0]).max_rel,
+                  sched::storage_tolerance(g, sched::result_tolerance(s, 1e-4)))
+            << what;
+        ++total;
+        amx += s.rule == sched::SketchRule::CpuAmx;
+        const std::string text = to_string(f);
+        in_place += s.rule == sched::SketchRule::CpuAmx && !s.amx_attention &&
+                    text.find("_amx_a") == std::string::npos && text.find("_amx_p") == std::string::npos;
+        if (HasFailure()) return;
+      }
+    }
+  }
+  EXPECT_GE(total, 50);
+  if (amx_here) {
+    EXPECT_GE(amx, 20);
+    EXPECT_GE(in_place, 8);  // A tiles read from the stored activation itself
+  }
+  std::cout << "[ property ] " << total << " random configurations of stored bfloat16 tasks compiled by LLVM (" << amx
+            << " on AMX tiles, " << in_place << " of them reading A in place), no mismatch\n";
+}
+
 // Which anchors have an AMX sketch, and the tile registers that bound its knobs.
 TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   ops::OpGraph dense = ops::build_op("dense", parse("M=32 K=64 N=48"));

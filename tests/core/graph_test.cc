@@ -844,6 +844,93 @@ TEST(Layout, WinogradConvolutionsComputeTheSameOutputs) {
   EXPECT_EQ(plan_layouts(g, 8).op_counts().count("winograd_gemm"), 0u);
 }
 
+// At bf16 the values between kernels are stored in bfloat16: each group's output read by
+// another group gets a cast in that group, the network's outputs (and what they view)
+// stay float32, Winograd's transformed tiles too; the partition keeps its groups, and
+// the graph computes the float32 one's outputs within bfloat16's rounding.
+TEST(Passes, ActivationsBetweenKernelsAreStoredInBfloat16) {
+  for (const bool blocked : {false, true}) {
+    SCOPED_TRACE(blocked ? "NCHWc" : "NCHW");
+    basin::testing::ScopedEnv winograd("BASIN_WINOGRAD", "2");
+    const Graph f = blocked ? plan_layouts(blockable_net(), 8) : small_net();
+    const Graph st = store_activations_bf16(f);
+    const Partition pf = partition(f), ps = partition(st);
+    ASSERT_EQ(ps.groups.size(), pf.groups.size());
+    ASSERT_EQ(ps.tasks.size(), pf.tasks.size());
+    std::set<int> outputs(st.outputs().begin(), st.outputs().end());
+    int stored = 0;
+    std::map<std::string, const FusedGroup*> by_first;  // f's groups by their first node's name
+    for (const FusedGroup& a : pf.groups) by_first[f.node(a.nodes[0]).name] = &a;
+    for (const FusedGroup& b : ps.groups) {
+      ASSERT_EQ(by_first.count(st.node(b.nodes[0]).name), 1u) << st.node(b.nodes[0]).name;
+      const FusedGroup& a = *by_first[st.node(b.nodes[0]).name];
+      const Value& out = st.value(b.output);
+      const bool read = !st.consumers(b.output).empty();
+      bool winograd = false;
+      for (int n : a.nodes) winograd |= f.node(n).op == "winograd_input" || f.node(n).op == "winograd_gemm";
+      if (b.view) {
+        EXPECT_EQ(out.dtype, st.value(b.inputs[0]).dtype) << "a view keeps its input's type";
+        continue;
+      }
+      if (outputs.count(b.output) || !read || winograd) {
+        EXPECT_EQ(out.dtype, DType::f32()) << out.name;
+        EXPECT_EQ(b.nodes.size(), a.nodes.size());
+        continue;
+      }
+      EXPECT_EQ(out.dtype, DType::bf16()) << out.name;
+      ASSERT_EQ(b.nodes.size(), a.nodes.size() + 1);
+      EXPECT_EQ(st.node(b.nodes.back()).op, "cast");
+      ++stored;
+      // Its readers take it as float32.
+      for (int c : st.consumers(b.output))
+        if (!is_view_op(st.node(c).op)) EXPECT_EQ(st.value(st.node(c).output).dtype.is_bf16(), false);
+    }
+    EXPECT_GE(stored, blocked ? 6 : 3);
+    for (int v : st.outputs()) EXPECT_EQ(st.value(v).dtype, DType::f32());
+    if (blocked) {
+      std::map<std::string, int> ops = st.op_counts();
+      EXPECT_GE(ops["winograd_gemm"], 1);
+    }
+    std::vector<NDArray> in;
+    for (int v : f.inputs()) in.push_back(NDArray::random(DType::f32(), f.value(v).shape, -1, 1, 3));
+    const std::vector<NDArray> ref = interpret_graph(f, in), got = interpret_graph(st, in);
+    expect_close(got, ref, 2e-2);
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, compare_arrays(got[i], ref[i]).max_rel);
+    EXPECT_GT(worst, 0.0) << "bfloat16 storage rounded nothing";
+  }
+}
+
+// What stays float32 at bf16 besides the outputs: a normalization's input and output
+// (a transformer's residual stream), and a matrix product's right operand; a value
+// read through a view counts as read by the view's readers.
+TEST(Passes, TheResidualStreamAndRightOperandsStayFloat32) {
+  Graph g;
+  NetBuilder b(g, 3);
+  int x = g.add_input("x", {16, 32});
+  int h = b.op("gelu", {b.dense(x, 32)});                                   // read by a dense: stored
+  int r = b.op("add", {b.dense(h, 32), x});                                 // read by the norm: kept
+  int n = b.layer_norm(r);                                                  // written by the norm: kept
+  int q = b.op("reshape", {b.dense(n, 32)}, {{"new_shape", I{2, 8, 32}}});  // stored
+  int k = b.op("reshape", {b.dense(n, 32)}, {{"new_shape", I{2, 32, 8}}});  // a right operand: kept
+  g.add_output(b.op("batch_matmul", {q, k}));
+  const Graph st = store_activations_bf16(g);
+  std::map<std::string, DType> type;
+  for (const FusedGroup& fg : partition(st).groups) {
+    if (fg.view) continue;
+    std::string ops;
+    for (int m : fg.nodes) ops += (ops.empty() ? "" : "+") + st.node(m).op;
+    type[ops] = st.value(fg.output).dtype;
+  }
+  ASSERT_EQ(type.count("dense+add+gelu+cast"), 1u);
+  EXPECT_EQ(type["dense+add+gelu+cast"], DType::bf16());
+  EXPECT_EQ(type["dense+add+add"], DType::f32());
+  EXPECT_EQ(type["layer_norm"], DType::f32());
+  EXPECT_EQ(type["dense+add+cast"], DType::bf16());  // q
+  EXPECT_EQ(type["dense+add"], DType::f32());        // k
+  EXPECT_EQ(type["batch_matmul"], DType::f32());     // the output
+}
+
 TEST(Layout, WinogradsAutoRuleKeepsNarrowConvolutionsDirect) {
   EXPECT_EQ(winograd_auto(16, 16, 56, 56), 0);
   EXPECT_GT(winograd_auto(64, 64, 56, 56), 0);

@@ -78,6 +78,22 @@ TEST_F(SimplifyTable, ComparisonsAndLogic) {
   expect(select(lt(y, 4), x, z), x);
 }
 
+// A value widened to a type holding every value of its own and narrowed back is itself
+// (a stored bfloat16 activation read and copied to bfloat16 again); a narrowing
+// followed by a widening rounds, and stays.
+TEST_F(SimplifyTable, WideningRoundTripsFold) {
+  Buffer h = make_buffer("h", DType::bf16(), {Expr(8)});
+  Buffer f = make_buffer("f", DType::f32(), {Expr(8)});
+  Buffer q = make_buffer("q", DType::u8(), {Expr(8)});
+  const Expr hl = load(h, {x}), fl = load(f, {x}), ql = load(q, {x});
+  expect(cast(DType::bf16(), cast(DType::f32(), hl)), hl);
+  expect(cast(DType::u8(), cast(DType::i32(), ql)), ql);
+  const Expr rounded = cast(DType::f32(), cast(DType::bf16(), fl));
+  expect(rounded, rounded);
+  const Expr via_int = cast(DType::bf16(), cast(DType::f32(), cast(DType::i32(), ql)));
+  expect(via_int, via_int);
+}
+
 // ---- property test ----
 
 struct RandomExprGen {

@@ -8,6 +8,7 @@
 
 #include "codegen/op_check.h"
 #include "codegen/torch_reference.h"
+#include "core/ops/node_ops.h"
 #include "core/ops/registry.h"
 #include "core/util/blas.h"
 #include "core/util/error.h"
@@ -129,6 +130,40 @@ TEST(OperatorCoverage, DesignOperatorsAreAllRegistered) {
   std::set<std::string> have;
   for (const ops::OpDef& d : ops::all_ops()) have.insert(d.name);
   for (const char* op : design) EXPECT_TRUE(have.count(op)) << op;
+}
+
+// bfloat16 is a storage type: a graph operator reads such an input as float32 (a cast
+// stage), a view keeps it; a task of stored values (bfloat16 inputs, a cast to bfloat16
+// last) matches LibTorch, which reads and rounds alike, within one rounding step.
+TEST(NodeOps, Bfloat16InputsAreReadAsFloat32AndViewsKeepThem) {
+  te::Tensor h = te::placeholder("h", {2, 3, 4}, DType::bf16());
+  te::Tensor r = ops::apply_node("relu", {}, {h});
+  EXPECT_EQ(r.dtype(), DType::f32());
+  ASSERT_EQ(r.op()->inputs.size(), 1u);
+  EXPECT_EQ(r.op()->inputs[0].op()->tag, "cast");
+  EXPECT_EQ(r.op()->inputs[0].op()->inputs[0].op(), h.op());
+  te::Tensor v =
+      ops::apply_node("reshape", ops::node_attrs("reshape", {{"new_shape", std::vector<int64_t>{6, 4}}}), {h});
+  EXPECT_EQ(v.dtype(), DType::bf16());
+  EXPECT_EQ(ops::apply_node("add", {}, {h, te::placeholder("f", {4})}).dtype(), DType::f32());
+  EXPECT_EQ(ops::apply_node("cast", ops::node_attrs("cast", {{"to", std::string("bfloat16")}}), {r}).dtype(),
+            DType::bf16());
+}
+
+TEST(NodeOps, AStoredBfloat16TaskMatchesLibTorch) {
+  for (const char* graph :
+       {"x0:bfloat16[1,2,6,6,8]@-1:1;x1:float32[2,2,3,3,8,8]@-1:1;x2:bfloat16[1,2,6,6,8]@-1:1;"
+        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=1,1|stride=1,1};t1=add(t0,x2){};t2=relu(t1){};"
+        "t3=cast(t2){to=bfloat16}",
+        "x0:bfloat16[4,24]@-1:1;x1:float32[24]@0.5:1.5;x2:float32[24]@-1:1;t0=layer_norm(x0,x1,x2){axis=-1|epsilon=1e-"
+        "05}",
+        "x0:bfloat16[1,2,6,6,8]@-1:1;t0=reshape(x0){new_shape=2,36,8};t1=softmax(t0){axis=1};"
+        "t2=cast(t1){to=bfloat16}"}) {
+    SCOPED_TRACE(graph);
+    ops::OpGraph g = ops::build_op("subgraph", {{"graph", std::string(graph)}});
+    codegen::OpCheck r = codegen::check_against_torch(g, 7);
+    EXPECT_LE(r.max_rel_error, g.outputs[0].dtype().is_bf16() ? 1.0 / 128 : 1e-4);
+  }
 }
 
 TEST(OperatorErrors, UnknownOperatorIsNotFound) {

@@ -351,6 +351,41 @@ TEST_F(NetworkCli, QuantizeWritesAnInt8ModelBasinRuns) {
   expect_one_error("compile zoo:resnet18" + cal + " -o " + dir + "/x.basin", "export resnet18 to ONNX");
 }
 
+// --precision bf16 where the CPU has bfloat16 instructions: the values between kernels
+// stored in bfloat16 (half the arena), the records found again by compile, the error
+// measured against float32; --f32-activations keeps them float32 (and is an error at
+// another precision). Without AVX512-BF16 every figure is float32's.
+TEST_F(NetworkCli, Bf16StoresActivationsBetweenKernels) {
+  const std::string model = dir + "/cnn.onnx", db = dir + "/bf.db";
+  basin::testing::small_cnn().save(model);
+  auto compile = [&](const std::string& flags) {
+    Result c = run("compile " + model + flags + " -o " + dir + "/b.basin --json --quiet");
+    EXPECT_EQ(c.code, 0) << c.out;
+    return c.code == 0 ? nlohmann::json::parse(c.out) : nlohmann::json::object();
+  };
+  const auto f32 = compile(""), bf = compile(" --precision bf16"),
+             kept = compile(" --precision bf16 --f32-activations");
+  ASSERT_FALSE(f32.empty() || bf.empty() || kept.empty());
+  EXPECT_EQ(kept["arena_bytes"], f32["arena_bytes"]);
+  if (basin::this_host().bf16_dot) {
+    EXPECT_LT(bf["arena_bytes"].get<double>(), f32["arena_bytes"].get<double>() * 0.75) << bf.dump();
+    EXPECT_GT(bf["accuracy"]["max_rel_error"].get<double>(), 1e-5) << bf.dump();
+  } else {
+    EXPECT_EQ(bf["arena_bytes"], f32["arena_bytes"]);
+  }
+  EXPECT_LT(bf["accuracy"]["max_rel_error"].get<double>(), 2e-2) << bf.dump();
+  const int tuned =
+      run("tune " + model + " --precision bf16 --trials 6 --batch 3 --strategy random --records " + db + " --quiet")
+          .code;
+  ASSERT_TRUE(tuned == 0 || tuned == 4) << tuned;
+  Result c = run("compile " + model + " --precision bf16 --records " + db + " -o " + dir + "/t.basin --json --quiet");
+  ASSERT_EQ(c.code, 0) << c.out;
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_LT(j["untuned_tasks"].size(), j["kernels"].get<size_t>()) << "the bf16 records were not found";
+  expect_one_error("compile " + model + " --f32-activations -o " + dir + "/x.basin",
+                   "--f32-activations applies to --precision bf16");
+}
+
 TEST_F(NetworkCli, OutputsNeverReplaceInputsOrSpecialFiles) {
   const std::string model = dir + "/cnn.onnx", db = dir + "/r.db", out = dir + "/cnn.basin";
   basin::testing::small_cnn().save(model);
