@@ -857,16 +857,33 @@ class Emitter {
   }
 
   // bfloat16 (a storage type, i16 in registers) to and from float32: the float's upper
-  // 16 bits, rounded to nearest even (round_to_bf16); a NaN stays a quiet NaN (bf16_bits).
+  // 16 bits, rounded to nearest even, a subnormal float a zero of its sign, a NaN a quiet
+  // NaN (bf16_bits): vcvtneps2bf16 on vectors of 8 or 16 lanes where the CPU has
+  // AVX512-BF16, the same arithmetic elsewhere.
   llvm::Value* from_bf16(llvm::Value* v) {
     llvm::Type* i32 = type_like(DType::i32(), v);
     return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, i32), llvm::ConstantInt::get(i32, 16)),
                             type_like(DType::f32(), v));
   }
   llvm::Value* to_bf16(llvm::Value* f) {
+    if (bf16_dot_ && is_vector(f)) {
+      const int lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(f->getType())->getNumElements());
+      const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : 0;
+      if (chunk > 0) {
+        llvm::Function* cvt =
+            llvm::Intrinsic::getDeclaration(&mod_, chunk == 16 ? llvm::Intrinsic::x86_avx512bf16_cvtneps2bf16_512
+                                                               : llvm::Intrinsic::x86_avx512bf16_cvtneps2bf16_256);
+        llvm::Type* part = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(chunk));
+        return by_chunks(f, lanes, chunk,
+                         [&](int, llvm::Value* x) { return b_.CreateBitCast(b_.CreateCall(cvt, {x}), part); });
+      }
+    }
     llvm::Type* i32 = type_like(DType::i32(), f);
     llvm::Value* u = b_.CreateBitCast(f, i32);
     llvm::Value* r = b_.CreateBitCast(half_rounding(f, DType::f32(), true), i32);
+    llvm::Value* subnormal =
+        b_.CreateICmpEQ(b_.CreateAnd(u, llvm::ConstantInt::get(i32, 0x7f800000)), llvm::ConstantInt::get(i32, 0));
+    r = b_.CreateSelect(subnormal, b_.CreateAnd(u, llvm::ConstantInt::get(i32, 0x80000000u)), r);
     llvm::Value* nan = b_.CreateOr(u, llvm::ConstantInt::get(i32, 0x400000));
     r = b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, r);
     return b_.CreateTrunc(b_.CreateLShr(r, llvm::ConstantInt::get(i32, 16)), type_like(DType::bf16(), f));

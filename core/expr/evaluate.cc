@@ -76,6 +76,7 @@ uint16_t bf16_bits(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   if (std::isnan(x)) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);  // subnormal (or zero)
   const float r = round_to_bf16(x);
   std::memcpy(&u, &r, 4);
   return static_cast<uint16_t>(u >> 16);

@@ -49,8 +49,9 @@ float round_to_fp16(float x);
 // x rounded to the nearest bfloat16 value (MathFn::bf16): the 16 low bits cleared, ties
 // to even, overflow to infinity; NaN unchanged.
 float round_to_bf16(float x);
-// The bfloat16 storage of x (DType::bf16): round_to_bf16's upper 16 bits; a NaN stays a
-// (quiet) NaN. And its float32 value, exact.
+// The bfloat16 storage of x (DType::bf16), as AVX512-BF16's vcvtneps2bf16 rounds:
+// round_to_bf16's upper 16 bits, a subnormal float a zero of its sign, a NaN a (quiet)
+// NaN. And its float32 value, exact.
 uint16_t bf16_bits(float x);
 float bf16_value(uint16_t bits);
 // Whether f is one of the tensor cores' input roundings (tf32, fp16, bf16).

@@ -140,6 +140,15 @@ bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
 
 bool is_view_op(const std::string& op) { return ops::is_view_node(op); }
 
+std::set<int> output_values(const Graph& g) {
+  std::set<int> out;
+  for (int v : g.outputs())
+    while (out.insert(v).second && g.value(v).producer >= 0 && is_view_op(g.node(g.value(v).producer).op) &&
+           !g.node(g.value(v).producer).inputs.empty())
+      v = g.node(g.value(v).producer).inputs[0];
+  return out;
+}
+
 Partition partition(const Graph& g) {
   std::vector<int> order = g.topo_order();
   std::vector<int> pos(g.nodes().size());
@@ -229,13 +238,7 @@ Partition partition(const Graph& g) {
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
   std::sort(idx.begin(), idx.end(), [&](int a, int b) { return groups[a].last_pos < groups[b].last_pos; });
 
-  // The values a network output is, or is a view of.
-  std::set<int> feeds_output;
-  for (int v : g.outputs()) {
-    while (feeds_output.insert(v).second && g.value(v).producer >= 0 && is_view_op(g.node(g.value(v).producer).op) &&
-           !g.node(g.value(v).producer).inputs.empty())
-      v = g.node(g.value(v).producer).inputs[0];
-  }
+  const std::set<int> feeds_output = output_values(g);
 
   Partition p;
   std::map<std::string, int> task_by_key;

@@ -48,6 +48,8 @@ struct Partition {
 
 // True for the operators that only reinterpret their input's shape.
 bool is_view_op(const std::string& op);
+// The values a network output is, or is a view of.
+std::set<int> output_values(const Graph& g);
 
 Partition partition(const Graph& g);
 

@@ -448,12 +448,7 @@ bool is_normalization(const std::string& op) { return op == "layer_norm" || op =
 
 Graph store_activations_bf16(const Graph& g) {
   const Partition p = partition(g);
-  // The values a network output is, or is a view of: the network returns float32.
-  std::set<int> feeds_output;
-  for (int v : g.outputs())
-    while (feeds_output.insert(v).second && g.value(v).producer >= 0 && is_view_op(g.node(g.value(v).producer).op) &&
-           !g.node(g.value(v).producer).inputs.empty())
-      v = g.node(g.value(v).producer).inputs[0];
+  const std::set<int> feeds_output = output_values(g);  // the network returns float32
   std::vector<bool> store(g.values().size(), false);
   for (const FusedGroup& fg : p.groups) {
     const int v = fg.output;

@@ -605,6 +605,10 @@ Stmt amx_product(const Buffer& acc, const Expr& col0, int64_t KB, const Expr& TM
 
 Expr ceil_div(const Expr& n, const Expr& d) { return floordiv(n + d - Expr(int64_t{1}), d); }
 
+Stmt pack_pairs(const std::function<Expr(const Expr&, const Expr&)>& src, const Buffer& dst,
+                const std::function<std::vector<Expr>(const Expr&, const Expr&, const Expr&, const Expr&)>& at,
+                int64_t R, int64_t C, const Expr& nt, int64_t KR, ForKind t_kind);
+
 // The anchor as C[m][n] = sum_k A[m][k] B[k][n] on AMX tiles (sched::amx_form: m, n
 // and k each its axes flattened in the anchor's order): C tiles of 16 rows by 16
 // float32 columns, A tiles of 16 rows by 32 bfloat16 (16 pairs of k), B tiles of 16
@@ -646,6 +650,11 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     Expr f = zero_i;
     for (size_t i = 0; i < axes.size(); ++i) f = f * Expr(axis_extent(axes[i], reduce)) + idx[i];
     return f;
+  };
+  auto vars = [&](const std::vector<int>& axes, bool reduce) {
+    std::vector<Expr> e;
+    for (int i : axes) e.push_back(axis_var(i, reduce));
+    return e;
   };
   auto unflatten = [&](const std::vector<int>& axes, bool reduce, const Expr& flat, VarMap* m) {
     Expr rest = flat;
@@ -709,7 +718,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     if (a.reduce_axes[j].extent == 1) unit[a.reduce_axes[j].var.id()] = zero_i;
   std::unordered_set<const te::OpNode*> all;
   for (const te::Op& pr : info.producers) all.insert(pr.get());
-  const Expr wval = substitute(a.body.arg(static_cast<size_t>(g.weight_factor)), unit);
+  const Expr wval = substitute(inline_stages(a.body.arg(static_cast<size_t>(g.weight_factor)), all), unit);
   const DType bf = DType::bf16();
   const Expr bf_zero = cast(bf, make_const(DType::f32(), 0));
   auto with_batch = [&](const std::vector<Expr>& batch, std::vector<Expr> rest) {
@@ -725,7 +734,38 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   for (int x : g.batch_axes) w_shape.push_back(Expr(axis_extent(x, false)));
   w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, two});
   Buffer packed = make_buffer(g.weight->name + "_amx", bf, simplified(w_shape), MemScope::Global);
+  // B laid out [batch.., k.., n..] row-major, k without padding to fill (an NCHW 1x1
+  // convolution's input, the width the vector axis, packed per call): pairs of its rows
+  // interleaved in vectors of 32 along n (pack_pairs).
+  Expr b_src;
   {
+    const Expr l = wval.kind() == ExprKind::Cast && wval.arg(0).kind() == ExprKind::Load ? wval.arg(0) : wval;
+    int64_t diff = -1;
+    if (l.kind() == ExprKind::Load && producer_of(l->buffer) && producer_of(l->buffer)->is_placeholder &&
+        (l.dtype() == DType::f32() || l.dtype().is_bf16()) && !direct) {
+      const Expr want = substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(C) +
+                                    flatten(g.k_axes, true, vars(g.k_axes, true))) *
+                                           Expr(N) +
+                                       flatten(g.n_axes, false, vars(g.n_axes, false)),
+                                   unit);
+      if (is_const_int(Analyzer().simplify(flat_index(l) - want), &diff) && diff == 0) b_src = l;
+    }
+  }
+  if (b_src.defined()) {
+    std::vector<Var> bv;
+    for (int x : g.batch_axes) bv.push_back(Var("amx.wb" + std::to_string(x)));
+    const std::vector<Expr> batch(bv.begin(), bv.end());
+    const Expr base = flatten(g.batch_axes, false, batch) * Expr(C * N);
+    Stmt st =
+        pack_pairs([&](const Expr& r, const Expr& c) { return load(b_src->buffer, {base + r * Expr(N) + c}); }, packed,
+                   [&](const Expr& t, const Expr& kp, const Expr& l, const Expr& q) {
+                     return with_batch(batch, {t, kp, l, q});
+                   },
+                   C, N, n_tiles, CC, bv.empty() ? ForKind::Parallel : ForKind::Serial);
+    for (size_t i = bv.size(); i-- > 0;)
+      st = loop(bv[i], Expr(axis_extent(g.batch_axes[i], false)), st, i == 0 ? ForKind::Parallel : ForKind::Serial);
+    prologue.push_back(st);
+  } else {
     std::vector<Var> bv;
     VarMap wm = unit;
     for (int x : g.batch_axes) {
@@ -764,11 +804,6 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     if (v.kind() == ExprKind::Cast && v.dtype() == DType::f32() && v.arg(0).kind() == ExprKind::Load &&
         v.arg(0).dtype().is_bf16()) {
       const te::OpNode* x = producer_of(v.arg(0)->buffer);
-      auto vars = [&](const std::vector<int>& axes, bool reduce) {
-        std::vector<Expr> e;
-        for (int i : axes) e.push_back(axis_var(i, reduce));
-        return e;
-      };
       const Expr want = substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(M) +
                                     flatten(g.m_axes, false, vars(g.m_axes, false))) *
                                            Expr(C) +
@@ -1028,6 +1063,14 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   }
   if (g.n_axes.size() == 1) {
     om[axis_var(s.vec_axis, false).id()] = n_full;
+  } else if (vec_extent % 16 != 0) {
+    // A tile's columns straddle values of the other column axes (the anchor's last ones,
+    // sched::amx_form: contiguous in the output): each lane's own (the axes of one
+    // iteration 0, so that the output's index folds to one linear in the lane).
+    std::vector<int> wide;
+    for (int x : g.n_axes)
+      if (axis_extent(x, false) > 1) wide.push_back(x);
+    unflatten(wide, false, n_full, &om);
   } else {
     std::vector<int> outer_n(g.n_axes.begin(), g.n_axes.end() - 1);
     unflatten(outer_n, false, floordiv(n_tile0, Expr(vec_extent)), &om);
@@ -1052,22 +1095,24 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
 
 // ---- attention on AMX-BF16 tiles (SketchRule::CpuAmx, Sketch::amx_attention) ----
 
-// src[b][r][c] (a float32 placeholder of R rows, the product's k, by C columns) as the
-// B operand of AMX tiles: dst[b][t][kp][l][q] = bf16(src[b][2 kp + q][16 t + l]), zero
-// past R and C, for t < nt tiles and kp < KR x 16 pairs. Where two rows and 16 columns
-// are inside, a vectorized loop over a pair row's 32 outputs (lane e reads column e / 2
-// of row 2 kp + e % 2: two contiguous loads the backend interleaves); the edges one
-// element at a time. Loops over t and kp inside a loop over b (by the caller).
-Stmt pack_b_pairs(const Buffer& src, const Buffer& dst, const Expr& b, int64_t R, int64_t C, const Expr& nt,
-                  int64_t KR) {
+// A matrix of R rows (the product's k) by C columns as the B operand of AMX tiles:
+// dst[at(t, kp, l, q)] = bf16(src(2 kp + q, 16 t + l)), zero
+// past R rows and C columns, for t < nt tiles and kp < KR x 16 pairs (src(r, c) a load
+// of row r, column c, float32 or bfloat16). Where two rows and 16 columns are inside, a
+// vectorized loop over a pair row's 32 outputs (lane e reads column e / 2 of row 2 kp +
+// e % 2: two contiguous loads the backend interleaves), the loop over those tiles of
+// `t_kind`; the edges one element at a time.
+Stmt pack_pairs(const std::function<Expr(const Expr&, const Expr&)>& src, const Buffer& dst,
+                const std::function<std::vector<Expr>(const Expr&, const Expr&, const Expr&, const Expr&)>& at,
+                int64_t R, int64_t C, const Expr& nt, int64_t KR, ForKind t_kind) {
   const DType bf = DType::bf16();
   const Expr two(int64_t{2}), sixteen(int64_t{16});
   const int64_t full_t = C / 16, full_kp = R / 2;
   auto value = [&](const Expr& t, const Expr& kp, const Expr& l, const Expr& q, bool edge) {
     const Expr r = Expr(kp) * two + q, c = Expr(t) * sixteen + l;
-    if (!edge) return cast(bf, load(src, {b, r, c}));
+    if (!edge) return cast(bf, src(r, c));
     const Expr inside = logical_and(r < Expr(R), c < Expr(C));
-    Expr x = load(src, {b, min(r, Expr(R - 1)), min(c, Expr(C - 1))});
+    Expr x = src(min(r, Expr(R - 1)), min(c, Expr(C - 1)));
     if (x.dtype().is_bf16()) x = cast(DType::f32(), x);  // a stored activation: selected as float32
     return cast(bf, select(inside, x, make_const(DType::f32(), 0)));
   };
@@ -1077,8 +1122,9 @@ Stmt pack_b_pairs(const Buffer& src, const Buffer& dst, const Expr& b, int64_t R
     const Expr l = floordiv(Expr(e), two), q = floormod(Expr(e), two);
     parts.push_back(loop(t, Expr(full_t),
                          loop(kp, Expr(full_kp),
-                              loop(e, Expr(int64_t{32}), make_store(dst, {b, t, kp, l, q}, value(t, kp, l, q, false)),
-                                   ForKind::Vectorized))));
+                              loop(e, Expr(int64_t{32}), make_store(dst, at(t, kp, l, q), value(t, kp, l, q, false)),
+                                   ForKind::Vectorized)),
+                         t_kind));
   }
   // The edges: pairs past the full ones in the full tiles, then the tiles past them.
   auto edge = [&](const Expr& t0, const Expr& nts, const Expr& kp0, const Expr& nkp, const std::string& tag) {
@@ -1086,12 +1132,26 @@ Stmt pack_b_pairs(const Buffer& src, const Buffer& dst, const Expr& b, int64_t R
     const Expr tt = Expr(t) + t0, kk = Expr(kp) + kp0;
     return loop(
         t, nts,
-        loop(kp, nkp, loop(l, sixteen, loop(q, two, make_store(dst, {b, tt, kk, l, q}, value(tt, kk, l, q, true))))));
+        loop(kp, nkp, loop(l, sixteen, loop(q, two, make_store(dst, at(tt, kk, l, q), value(tt, kk, l, q, true))))));
   };
   if (KR * 16 > full_kp && full_t > 0)
     parts.push_back(edge(Expr(int64_t{0}), Expr(full_t), Expr(full_kp), Expr(KR * 16 - full_kp), "k"));
   parts.push_back(edge(Expr(full_t), simplify(nt - Expr(full_t)), Expr(int64_t{0}), Expr(KR * 16), "n"));
   return make_seq(parts);
+}
+
+// pack_pairs of src[b][r][c] into dst[b][t][kp][l][q], inside a loop over b (the caller's).
+Stmt pack_b_pairs(const Buffer& src, const Buffer& dst, const Expr& b, int64_t R, int64_t C, const Expr& nt,
+                  int64_t KR) {
+  return pack_pairs(
+      [&](const Expr& r, const Expr& c) {
+        return load(src, {b, r, c});
+      },
+      dst,
+      [&](const Expr& t, const Expr& kp, const Expr& l, const Expr& q) {
+        return std::vector<Expr>{b, t, kp, l, q};
+      },
+      R, C, nt, KR, ForKind::Serial);
 }
 
 // The attention operator (sched::amx_attention_form) with both products on AMX tiles:

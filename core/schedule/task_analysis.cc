@@ -481,12 +481,7 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   const te::OpNode& a = *info.anchor;
   if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.body.dtype() != DType::f32())
     return std::nullopt;
-  const AnchorInfo::PackCandidate* pc = nullptr;
-  for (const auto& c : info.pack_candidates)
-    if (c.axis == vec) pc = &c;
-  if (!pc) return std::nullopt;
   AmxForm f;
-  f.weight = pc->input;
   // The weight's factor reads the weight alone; the activation's never.
   auto reads = [](const Expr& e, const BufferNode* b, bool* other) {
     bool found = false;
@@ -497,20 +492,52 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
     });
     return found;
   };
+  // The factors with the producers inlined (a stored activation packed as the B operand
+  // is read through the stage that widens it).
+  std::unordered_set<const te::OpNode*> all;
+  for (const te::Op& pr : info.producers) all.insert(pr.get());
+  const Expr factor[2] = {inline_stages(a.body.arg(0), all), inline_stages(a.body.arg(1), all)};
+  for (const auto& c : info.pack_candidates)
+    if (c.axis == vec) f.weight = c.input;
+  if (!f.weight) {
+    // Else a placeholder whose dimension vec indexes alone once the axes of one
+    // iteration read 0 (a 1x1 convolution's input, its window axes 0).
+    VarMap unit;
+    for (const te::IterVar& iv : a.axes)
+      if (iv.extent == 1) unit[iv.var.id()] = Expr(int64_t{0});
+    for (const te::IterVar& iv : a.reduce_axes)
+      if (iv.extent == 1) unit[iv.var.id()] = Expr(int64_t{0});
+    const Var& v = a.axes[static_cast<size_t>(vec)].var;
+    for (int i = 0; i < 2 && !f.weight; ++i)
+      for (const Expr& l : loads_in(substitute(factor[i], unit))) {
+        const te::OpNode* p = producer_of(l->buffer);
+        if (!p || !p->is_placeholder) continue;
+        int alone = 0, uses = 0;
+        for (const Expr& arg : l->args) {
+          const Expr ix = Analyzer().simplify(arg);
+          alone += ix.kind() == ExprKind::Var && Var(ix).id() == v.id();
+          uses += uses_var(ix, v);
+        }
+        if (alone == 1 && uses == 1) {
+          f.weight = std::static_pointer_cast<const te::OpNode>(l->buffer->producer.lock());
+          break;
+        }
+      }
+  }
+  if (!f.weight) return std::nullopt;
+  const BufferNode* wb = f.weight->buffer.get();
   for (int i = 0; i < 2; ++i) {
     bool other = false;
-    if (reads(a.body.arg(static_cast<size_t>(i)), pc->input->buffer.get(), &other)) {
+    if (reads(factor[i], wb, &other)) {
       if (other || f.weight_factor >= 0) return std::nullopt;
       f.weight_factor = i;
     }
   }
   if (f.weight_factor < 0) return std::nullopt;
-  std::unordered_set<const te::OpNode*> all;
-  for (const te::Op& pr : info.producers) all.insert(pr.get());
-  const Expr wf = a.body.arg(static_cast<size_t>(f.weight_factor));
-  const Expr af = inline_stages(a.body.arg(static_cast<size_t>(1 - f.weight_factor)), all);
+  const Expr wf = factor[f.weight_factor];
+  const Expr af = factor[1 - f.weight_factor];
   bool unused = false;
-  if (reads(af, pc->input->buffer.get(), &unused)) return std::nullopt;
+  if (reads(af, wb, &unused)) return std::nullopt;
   for (size_t i = 0; i < a.axes.size(); ++i) {
     const Var& v = a.axes[i].var;
     const bool in_a = uses_var(af, v), in_w = uses_var(wf, v);
@@ -522,7 +549,18 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   for (size_t j = 0; j < a.reduce_axes.size(); ++j)
     if (a.reduce_axes[j].extent > 1) f.k_axes.push_back(static_cast<int>(j));
   if (f.m_axes.empty() || f.k_axes.empty() || f.n_axes.empty() || f.n_axes.back() != vec) return std::nullopt;
-  if (f.n_axes.size() > 1 && a.axes[static_cast<size_t>(vec)].extent % 16 != 0) return std::nullopt;
+  // A tile's 16 columns straddle values of the other column axes unless vec's extent is
+  // a multiple of 16: then the column axes must be the anchor's last ones, so that the
+  // flattened columns are contiguous in the output (an NCHW convolution's (h, w)).
+  std::vector<int> wide_n, wide_all;  // those of more than one iteration
+  for (int x : f.n_axes)
+    if (a.axes[static_cast<size_t>(x)].extent > 1) wide_n.push_back(x);
+  for (size_t x = 0; x < a.axes.size(); ++x)
+    if (a.axes[x].extent > 1) wide_all.push_back(static_cast<int>(x));
+  const bool trailing =
+      wide_n.size() <= wide_all.size() &&
+      std::equal(wide_n.begin(), wide_n.end(), wide_all.end() - static_cast<std::ptrdiff_t>(wide_n.size()));
+  if (f.n_axes.size() > 1 && a.axes[static_cast<size_t>(vec)].extent % 16 != 0 && !trailing) return std::nullopt;
   return f;
 }
 

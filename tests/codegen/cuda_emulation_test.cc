@@ -304,8 +304,8 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       {"dense", "M=16 K=24 N=18"},
   };
   std::mt19937_64 rng(12);
-  int programs = 0, mma_programs = 0, shuffle_programs = 0, async_programs = 0, vector_programs = 0,
-      vector_stores = 0, exchanged_stores = 0;
+  int programs = 0, mma_programs = 0, shuffle_programs = 0, async_programs = 0, vector_programs = 0, vector_stores = 0,
+      exchanged_stores = 0;
   for (const auto& [op, params] : suite) {
     ops::OpGraph g = ops::build_op(op, parse(params));
     std::vector<NDArray> in = codegen::random_inputs(g, 7);
@@ -326,11 +326,11 @@ TEST_F(CudaEmulation, PrintedKernelsRunAsConcurrentThreadsAndMatchTheInterpreter
       programs, mma_programs, async_programs, vector_programs, vector_stores, exchanged_stores, shuffle_programs);
   EXPECT_GE(programs, 40);
   EXPECT_GE(mma_programs, 20);
-  EXPECT_GE(async_programs, 30);   // .async2 and .async3 of the six tensor-core cases
-  EXPECT_GE(vector_programs, 20);  // dense, batch_matmul
-  EXPECT_GE(vector_stores, 36);    // even columns: all but the 7 x 7 convolution and N=27
+  EXPECT_GE(async_programs, 30);    // .async2 and .async3 of the six tensor-core cases
+  EXPECT_GE(vector_programs, 20);   // dense, batch_matmul
+  EXPECT_GE(vector_stores, 36);     // even columns: all but the 7 x 7 convolution and N=27
   EXPECT_GE(exchanged_stores, 27);  // columns by 4: all but those and N=18
-  EXPECT_GE(shuffle_programs, 9);  // softmax, log_softmax, layer_norm
+  EXPECT_GE(shuffle_programs, 9);   // softmax, log_softmax, layer_norm
 }
 
 // st with `edit` applied to every barrier and pragma (through sequences, loops,

@@ -288,6 +288,13 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
        "graph=x0:float32[1,2,7,7,16]@-1:1;x1:float32[2,2,1,1,16,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
        3},
+      // NCHW 1x1 convolutions (shufflenet's): the weight as A, the input as B packed per
+      // call, a tile's columns straddling rows of the width (7 and 9 columns a row).
+      {"conv2d", "in_channels=24 out_channels=20 height=7 width=9 kernel=1 padding=0", 3},
+      {"subgraph",
+       "graph=x0:float32[1,40,7,7]@-1:1;x1:float32[36,40,1,1]@-1:1;x2:float32[36,1,1]@-1:1;"
+       "t0=conv2d(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=relu(t1){}",
+       3},
   };
   const bool amx_here = this_host().amx_bf16;
   int total = 0, in_place = 0, flat_rows = 0;
@@ -437,6 +444,10 @@ TEST(SketchProperty, StoredBfloat16TasksMatchTheInterpreterOnRandomConfiguration
        "graph=x0:bfloat16[2,20,24]@-1:1;x1:bfloat16[2,24,37]@-1:1;x2:bfloat16[2,37,16]@-1:1;"
        "t0=attention(x0,x1,x2){batch_shape=|scale=0.5};t1=cast(t0){to=bfloat16}",
        3},
+      {"subgraph",  // an NCHW 1x1 convolution: the stored input packed as B
+       "graph=x0:bfloat16[1,36,14,14]@-1:1;x1:float32[24,36,1,1]@-1:1;"
+       "t0=conv2d(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=cast(t0){to=bfloat16}",
+       2},
       {"subgraph",
        "graph=x0:bfloat16[3,40]@-1:1;x1:float32[40]@0.5:1.5;x2:float32[40]@-1:1;"
        "t0=layer_norm(x0,x1,x2){axis=-1|epsilon=1e-05};t1=cast(t0){to=bfloat16}",
@@ -527,6 +538,18 @@ TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   ops::OpGraph dw = ops::build_op(
       "conv2d_nchwc", parse("in_channels=32 out_channels=32 block=16 groups=32 kernel=3 padding=1 height=9 width=7"));
   EXPECT_EQ(amx_count(dw, true, true), 0);
+  // An NCHW 1x1 convolution also runs with the weight's rows as A and the input's (h, w)
+  // as columns (the anchor's last axes: contiguous in the output); not a 3x3 one (no
+  // column axis alone), whose only AMX form copies its windows as rows.
+  auto has = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  const std::vector<std::string> one =
+      amx_names(ops::build_op("conv2d", parse("in_channels=24 out_channels=20 height=7 width=9 kernel=1 padding=0")));
+  EXPECT_TRUE(has(one, "amx.bf16.m=c.n=n,h,w")) << one.size();
+  const std::vector<std::string> three =
+      amx_names(ops::build_op("conv2d", parse("in_channels=24 out_channels=20 height=7 width=9 kernel=3")));
+  EXPECT_FALSE(has(three, "amx.bf16.m=c.n=n,h,w"));
   for (const sched::Sketch& s : sched::cpu_sketches(dense, true, false, true)) {
     if (s.name != "amx.bf16.m=i.n=j") continue;
     sched::Config c = sched::default_config(s);
