@@ -121,11 +121,8 @@ struct Model::Impl {
   // graph before the storage, the float32 one the accuracy is measured against.
   Planned nchw, cpu, bf16;
   graph::Graph bf16_reference;
-  static bool stores_bf16(const std::string& target, const std::string& precision) {
-    return target == "llvm" && sched::resolve_precision(target, precision) == "bf16" && this_host().bf16_dot;
-  }
   const Planned& for_target(const std::string& target, const std::string& precision = "") const {
-    return stores_bf16(target, precision) ? bf16 : target == "llvm" ? cpu : nchw;
+    return sched::stores_bf16_activations(target, precision) ? bf16 : target == "llvm" ? cpu : nchw;
   }
   // A model over ranges of shapes: its buckets (core/graph/shape_range.h), each planned
   // as above, and the model at any extents (for the padding check).
@@ -133,7 +130,9 @@ struct Model::Impl {
   std::vector<Planned> nchw_buckets, cpu_buckets, bf16_buckets;
   std::function<graph::Graph(const std::map<std::string, int64_t>&)> import;
   const std::vector<Planned>& buckets_for(const std::string& target, const std::string& precision = "") const {
-    return stores_bf16(target, precision) ? bf16_buckets : target == "llvm" ? cpu_buckets : nchw_buckets;
+    return sched::stores_bf16_activations(target, precision) ? bf16_buckets
+           : target == "llvm"                                ? cpu_buckets
+                                                             : nchw_buckets;
   }
   // The buckets' tasks as one partition, each bucket's weighted by the values it serves.
   graph::Partition merged(const std::string& target, const std::string& precision = "") const {

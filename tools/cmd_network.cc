@@ -75,8 +75,7 @@ bool tiled_convolutions(const NetOptions& o) {
 // (graph::store_activations_bf16): at --precision bf16 on a CPU with bfloat16
 // instructions, unless --f32-activations.
 bool bf16_activations(const NetOptions& o) {
-  return o.target == "llvm" && sched::resolve_precision(o.target, programs_precision(o)) == "bf16" &&
-         this_host().bf16_dot && !o.f32_activations;
+  return sched::stores_bf16_activations(o.target, programs_precision(o)) && !o.f32_activations;
 }
 
 // The passes a network's graph goes through before its partition: graph::optimize, then

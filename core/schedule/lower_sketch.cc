@@ -151,6 +151,15 @@ Stmt stage_loops(const std::vector<Var>& vars, const std::vector<int64_t>& exten
   return body;
 }
 
+// The bfloat16 load a float32 value widens (a stored activation as its reader takes
+// it, ops::apply_node); undefined for any other expression.
+Expr widened_load(const Expr& e) {
+  if (e.kind() == ExprKind::Cast && e.dtype().element() == DType::f32() && e.arg(0).kind() == ExprKind::Load &&
+      e.arg(0).dtype().is_bf16())
+    return e.arg(0);
+  return Expr();
+}
+
 // The repacking of input w, read along its dimension d by the vectorized axis (tiles tv,
 // `split` its split): packed[o, rest..., l] = w[..., o * t + l, ...], t the vector tile.
 // A guarded axis packs every row its tiles read, those past the extent zeros: the
@@ -450,9 +459,8 @@ Stmt build_anchor(const ops::OpGraph& task, const Sketch& s, const KnobValues& k
     body = rewrite_post_order(body, [&](const Expr& x) -> Expr {
       // A bfloat16 load (a stored activation) is masked where it is widened to float32.
       if (x.kind() == ExprKind::Load && x.dtype().is_bf16()) return Expr();
-      const bool widened =
-          x.kind() == ExprKind::Cast && x.arg(0).kind() == ExprKind::Load && x.arg(0).dtype().is_bf16();
-      const Expr& l = widened ? x.arg(0) : x;
+      const Expr w = widened_load(x);
+      const Expr& l = w.defined() ? w : x;
       if (l.kind() != ExprKind::Load || !uses_var(l, lane) || (packed && l->buffer.get() == packed.get()))
         return Expr();
       return select(g, x, make_const(x.dtype(), 0));
@@ -711,11 +719,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     *valid = CK % 32 ? e < Expr(CK) : Expr();
   };
   // Axes of one iteration read as 0.
-  VarMap unit;
-  for (size_t x = 0; x < ns; ++x)
-    if (a.axes[x].extent == 1) unit[a.axes[x].var.id()] = zero_i;
-  for (size_t j = 0; j < a.reduce_axes.size(); ++j)
-    if (a.reduce_axes[j].extent == 1) unit[a.reduce_axes[j].var.id()] = zero_i;
+  const VarMap unit = single_iteration_axes(a);
   std::unordered_set<const te::OpNode*> all;
   for (const te::Op& pr : info.producers) all.insert(pr.get());
   const Expr wval = substitute(inline_stages(a.body.arg(static_cast<size_t>(g.weight_factor)), all), unit);
@@ -734,23 +738,29 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   for (int x : g.batch_axes) w_shape.push_back(Expr(axis_extent(x, false)));
   w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, two});
   Buffer packed = make_buffer(g.weight->name + "_amx", bf, simplified(w_shape), MemScope::Global);
-  // B laid out [batch.., k.., n..] row-major, k without padding to fill (an NCHW 1x1
-  // convolution's input, the width the vector axis, packed per call): pairs of its rows
-  // interleaved in vectors of 32 along n (pack_pairs).
-  Expr b_src;
-  {
-    const Expr l = wval.kind() == ExprKind::Cast && wval.arg(0).kind() == ExprKind::Load ? wval.arg(0) : wval;
+  // Whether l loads a placeholder at [batch.., rows.., cols..] row-major (each group of
+  // axes flattened; the axes of one iteration 0).
+  auto row_major = [&](const Expr& l, const std::vector<int>& rows, bool rows_reduce, const std::vector<int>& cols,
+                       bool cols_reduce) {
+    const te::OpNode* p = l.defined() && l.kind() == ExprKind::Load ? producer_of(l->buffer) : nullptr;
+    if (!p || !p->is_placeholder) return false;
+    const Expr want =
+        substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(extent_of(rows, rows_reduce)) +
+                    flatten(rows, rows_reduce, vars(rows, rows_reduce))) *
+                           Expr(extent_of(cols, cols_reduce)) +
+                       flatten(cols, cols_reduce, vars(cols, cols_reduce)),
+                   unit);
     int64_t diff = -1;
-    if (l.kind() == ExprKind::Load && producer_of(l->buffer) && producer_of(l->buffer)->is_placeholder &&
-        (l.dtype() == DType::f32() || l.dtype().is_bf16()) && !direct) {
-      const Expr want = substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(C) +
-                                    flatten(g.k_axes, true, vars(g.k_axes, true))) *
-                                           Expr(N) +
-                                       flatten(g.n_axes, false, vars(g.n_axes, false)),
-                                   unit);
-      if (is_const_int(Analyzer().simplify(flat_index(l) - want), &diff) && diff == 0) b_src = l;
-    }
-  }
+    return is_const_int(Analyzer().simplify(flat_index(l) - want), &diff) && diff == 0;
+  };
+  // B laid out [batch.., k.., n..] row-major (an NCHW 1x1 convolution's input, the width
+  // the vector axis, packed per call): pairs of its rows interleaved in vectors of 32
+  // along n (pack_pairs).
+  Expr b_src = widened_load(wval);
+  if (!b_src.defined()) b_src = wval;
+  if (direct || (b_src.dtype() != DType::f32() && !b_src.dtype().is_bf16()) ||
+      !row_major(b_src, g.k_axes, true, g.n_axes, false))
+    b_src = Expr();
   if (b_src.defined()) {
     std::vector<Var> bv;
     for (int x : g.batch_axes) bv.push_back(Var("amx.wb" + std::to_string(x)));
@@ -798,21 +808,11 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // and at least 16 rows: the tiles read its rows where they lie. A partial last tile
   // reads the 16 rows that end at M (the tile before computes some of them too, alike),
   // the tiles past the last read it (never stored).
+  const Expr aval = substitute(inline_stages(af, all), unit);
   Buffer a_placeholder;
   if (!direct && C % 32 == 0 && M >= 16) {
-    const Expr v = substitute(inline_stages(af, all), unit);
-    if (v.kind() == ExprKind::Cast && v.dtype() == DType::f32() && v.arg(0).kind() == ExprKind::Load &&
-        v.arg(0).dtype().is_bf16()) {
-      const te::OpNode* x = producer_of(v.arg(0)->buffer);
-      const Expr want = substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(M) +
-                                    flatten(g.m_axes, false, vars(g.m_axes, false))) *
-                                           Expr(C) +
-                                       flatten(g.k_axes, true, vars(g.k_axes, true)),
-                                   unit);
-      int64_t diff = -1;
-      if (x && x->is_placeholder && is_const_int(Analyzer().simplify(flat_index(v.arg(0)) - want), &diff) && diff == 0)
-        a_placeholder = v.arg(0)->buffer;
-    }
+    const Expr x = widened_load(aval);
+    if (row_major(x, g.m_axes, false, g.k_axes, true)) a_placeholder = x->buffer;
   }
   auto row0 = [&](const Expr& t) {
     const Expr first = min(t, Expr(m_tiles - 1)) * sixteen;
@@ -827,7 +827,6 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   } else if (!direct) {
     // A[batch.., m, k] over the axes themselves (k's innermost axis in vectors), then k's
     // padding for the rows inside M, then the padding rows.
-    const Expr aval = substitute(inline_stages(af, all), unit);
     const Expr m_pad = simplify(mp * TM * sixteen);
     const int64_t k_pad = CC * 32;
     std::vector<Expr> a_shape;

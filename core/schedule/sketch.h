@@ -288,6 +288,9 @@ std::string resolve_precision(const std::string& target, const std::string& prec
 // One line where `precision` on llvm asks for what this CPU lacks (bf16 without
 // AVX512-BF16: its programs then run float32); empty otherwise.
 std::string precision_note(const std::string& target, const std::string& precision);
+// Whether a network's values between kernels are stored in bfloat16 at `precision`
+// (graph::store_activations_bf16): bf16 on the CPU, where it has AVX512-BF16.
+bool stores_bf16_activations(const std::string& target, const std::string& precision);
 // The precision of a network task: `precision`, except that a task writing a network
 // output keeps the target's default where `precision` rounds products' inputs to 16
 // bits (bf16, fp16): its rounding would land in the result unattenuated (a classifier's

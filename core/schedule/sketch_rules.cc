@@ -424,6 +424,10 @@ std::string precision_note(const std::string& target, const std::string& precisi
   return "";
 }
 
+bool stores_bf16_activations(const std::string& target, const std::string& precision) {
+  return target == "llvm" && resolve_precision(target, precision) == "bf16" && this_host().bf16_dot;
+}
+
 std::string task_precision(const std::string& precision, bool writes_output) {
   return writes_output && (precision == "bf16" || precision == "fp16") ? "" : precision;
 }

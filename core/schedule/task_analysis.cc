@@ -30,6 +30,15 @@ Expr flat_index(const Expr& load) {
   return flat;
 }
 
+VarMap single_iteration_axes(const te::OpNode& op) {
+  VarMap m;
+  for (const te::IterVar& iv : op.axes)
+    if (iv.extent == 1) m[iv.var.id()] = Expr(int64_t{0});
+  for (const te::IterVar& iv : op.reduce_axes)
+    if (iv.extent == 1) m[iv.var.id()] = Expr(int64_t{0});
+  return m;
+}
+
 namespace {
 
 // True if the load reads at exactly the given variables, in order.
@@ -502,23 +511,15 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   if (!f.weight) {
     // Else a placeholder whose dimension vec indexes alone once the axes of one
     // iteration read 0 (a 1x1 convolution's input, its window axes 0).
-    VarMap unit;
-    for (const te::IterVar& iv : a.axes)
-      if (iv.extent == 1) unit[iv.var.id()] = Expr(int64_t{0});
-    for (const te::IterVar& iv : a.reduce_axes)
-      if (iv.extent == 1) unit[iv.var.id()] = Expr(int64_t{0});
+    const VarMap unit = single_iteration_axes(a);
     const Var& v = a.axes[static_cast<size_t>(vec)].var;
     for (int i = 0; i < 2 && !f.weight; ++i)
       for (const Expr& l : loads_in(substitute(factor[i], unit))) {
         const te::OpNode* p = producer_of(l->buffer);
         if (!p || !p->is_placeholder) continue;
-        int alone = 0, uses = 0;
-        for (const Expr& arg : l->args) {
-          const Expr ix = Analyzer().simplify(arg);
-          alone += ix.kind() == ExprKind::Var && Var(ix).id() == v.id();
-          uses += uses_var(ix, v);
-        }
-        if (alone == 1 && uses == 1) {
+        std::vector<Expr> args;
+        for (const Expr& ix : l->args) args.push_back(Analyzer().simplify(ix));
+        if (alone(args, v) >= 0) {
           f.weight = std::static_pointer_cast<const te::OpNode>(l->buffer->producer.lock());
           break;
         }

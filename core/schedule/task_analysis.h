@@ -164,6 +164,8 @@ const te::OpNode* producer_of(const Buffer& b);
 std::vector<Expr> loads_in(const Expr& e);
 // A load's index into its buffer, flattened (row-major).
 Expr flat_index(const Expr& load);
+// The axes of one iteration (spatial and reduction) of a stage, each read as 0.
+VarMap single_iteration_axes(const te::OpNode& op);
 
 // e with every read of an inlined stage replaced by that stage's body (recursively).
 Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& inlined);
