@@ -81,7 +81,7 @@ std::vector<int64_t> uneven_split(int64_t extent, int64_t parts) {
   return sizes;
 }
 
-void guard_conv_pool_inference() {
+void guard_onnx_inference() {
   static std::once_flag once;
   std::call_once(once, [] {
     for (const std::string op : {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}) {
@@ -101,6 +101,25 @@ void guard_conv_pool_inference() {
     // specification makes the last part smaller, where the inference of the ONNX
     // release linked (whose newest Split may be opset 13's) refuses it. Only a node
     // with num_outputs (opset 18's attribute) is inferred here.
+    // LayerNormalization whose axis is outside the input's rank: the inference of the
+    // ONNX release linked writes the mean's shape at that axis unchecked (a rank-0 input
+    // and the default axis -1 crash it).
+    for (int version = 25; version >= 1;) {
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema("LayerNormalization", version);
+      if (!schema) break;
+      onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
+      const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction([inner](onnx::InferenceContext& ctx) {
+        if (ctx.getNumInputs() > 0 && onnx::hasInputShape(ctx, 0)) {
+          const int64_t rank = onnx::getInputShape(ctx, 0).dim_size();
+          const onnx::AttributeProto* ax = ctx.getAttribute("axis");
+          const int64_t axis = ax ? ax->i() : -1;
+          if (axis < -rank || axis >= rank)
+            fail_shape_inference("LayerNormalization: axis ", axis, " is outside the input's rank ", rank);
+        }
+        if (inner) inner(ctx);
+      });
+      version = schema->SinceVersion() - 1;
+    }
     const onnx::OpSchema* split = onnx::OpSchemaRegistry::Schema("Split", 18);
     if (split) {
       onnx::InferenceFunction inner = split->GetTypeAndShapeInferenceFunction();
@@ -1959,7 +1978,7 @@ Graph Importer::run() {
 
   // ONNX's shape inference: an inconsistent model fails here with ONNX's message.
   std::map<std::string, I> onnx_shapes;
-  guard_conv_pool_inference();
+  guard_onnx_inference();
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));

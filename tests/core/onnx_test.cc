@@ -752,6 +752,28 @@ TEST(OnnxImport, UnevenSplitOfOpset18) {
   }
 }
 
+// A LayerNormalization whose axis lies outside its input's rank (a rank-0 input with
+// the default axis -1, which crashed the inference of the ONNX release linked) is one
+// model error.
+TEST(OnnxImport, LayerNormalizationAxisOutsideTheRankIsAnError) {
+  TempDir dir;
+  for (int rank : {0, 2}) {
+    testing::OnnxBuilder b(18);
+    b.input("x", std::vector<int64_t>(static_cast<size_t>(rank), 4));
+    onnx::NodeProto* ln = b.node("LayerNormalization", {"x"}, {"y", "mean", "inv"});
+    if (rank == 2) testing::OnnxBuilder::attr_int(ln, "axis", 2);
+    b.output("inv");
+    const std::string path = dir.path + "/ln" + std::to_string(rank) + ".onnx";
+    b.save(path);
+    try {
+      import_onnx(path);
+      FAIL() << "accepted rank " << rank;
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("outside the input's rank"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Element counts never wrap (core/util/checked.h): shapes of extents near 2^63, which
 // the structure-aware fuzzer drew into reductions and reshapes, are one clear error.
 TEST(ElementCounts, AnOverflowingShapeIsAnError) {
