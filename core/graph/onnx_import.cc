@@ -81,6 +81,9 @@ std::vector<int64_t> uneven_split(int64_t extent, int64_t parts) {
   return sizes;
 }
 
+// The most dimensions a shape given as a tensor may have.
+constexpr int64_t kMaxShapeRank = 64;
+
 void guard_onnx_inference() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -120,11 +123,42 @@ void guard_onnx_inference() {
       });
       version = schema->SinceVersion() - 1;
     }
-    const onnx::OpSchema* split = onnx::OpSchemaRegistry::Schema("Split", 18);
-    if (split) {
+    // A shape given as a tensor (ConstantOfShape's, Expand's and Reshape's) that is not
+    // a constant: the linked release's inference makes one output dimension per element
+    // of it, reading a rank-0 tensor's missing extent and allocating 2^62 dimensions
+    // for one of that extent. Such a shape is a vector of at most kMaxShapeRank values.
+    for (const auto& [op, index] :
+         {std::pair<std::string, size_t>{"ConstantOfShape", 0}, std::pair<std::string, size_t>{"Expand", 1},
+          std::pair<std::string, size_t>{"Reshape", 1}}) {
+      for (int version = 25; version >= 1;) {
+        const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, version);
+        if (!schema) break;
+        version = schema->SinceVersion() - 1;
+        onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
+        const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction(
+            [op = op, index = index, inner](onnx::InferenceContext& ctx) {
+              if (ctx.getNumInputs() > index && onnx::hasInputShape(ctx, index)) {
+                const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, index);
+                if (shape.dim_size() != 1)
+                  fail_shape_inference(op, ": its shape input has rank ", shape.dim_size(), ", a vector expected");
+                if (shape.dim(0).has_dim_value() &&
+                    (shape.dim(0).dim_value() < 0 || shape.dim(0).dim_value() > kMaxShapeRank))
+                  fail_shape_inference(op, ": its shape input has ", shape.dim(0).dim_value(), " values, at most ",
+                                       kMaxShapeRank, " dimensions");
+              }
+              if (inner) inner(ctx);
+            });
+      }
+    }
+    // A Split of no outputs: the linked release's inference divides by their count.
+    for (int version = 18, newest = 1; version >= 1; newest = 0) {
+      const onnx::OpSchema* split = onnx::OpSchemaRegistry::Schema("Split", version);
+      if (!split) break;
+      version = split->SinceVersion() - 1;
       onnx::InferenceFunction inner = split->GetTypeAndShapeInferenceFunction();
-      const_cast<onnx::OpSchema*>(split)->TypeAndShapeInferenceFunction([inner](onnx::InferenceContext& ctx) {
-        const onnx::AttributeProto* num = ctx.getAttribute("num_outputs");
+      const_cast<onnx::OpSchema*>(split)->TypeAndShapeInferenceFunction([inner, newest](onnx::InferenceContext& ctx) {
+        if (ctx.getNumOutputs() == 0) fail_shape_inference("Split: the node has no outputs");
+        const onnx::AttributeProto* num = newest ? ctx.getAttribute("num_outputs") : nullptr;
         const bool sizes_given = ctx.getNumInputs() > 1 && ctx.getInputType(1) != nullptr;
         if (num && !sizes_given && onnx::hasInputShape(ctx, 0)) {
           const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, 0);
@@ -724,6 +758,10 @@ int Importer::matmul_of(const onnx::NodeProto& n, int a, int b) {
 
 std::vector<int> Importer::gemm(const onnx::NodeProto& n) {
   int a = in(n, 0), b = in(n, 1);
+  for (int v : {a, b})
+    if (val(v).shape.size() != 2)
+      fail(node_desc(n) + ": operand '" + val(v).name + "' has rank " + std::to_string(val(v).shape.size()) +
+           ", Gemm takes two matrices");
   const bool trans_b = attr_i(n, "transB", 0) != 0;
   const IntegerOperands q = attr_i(n, "transA", 0) ? IntegerOperands{} : integer_operands(n, a, b, trans_b ? 0 : 1);
   if (attr_i(n, "transA", 0)) a = add(n, "transpose", {a}, {{"perm", I{1, 0}}});

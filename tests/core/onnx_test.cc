@@ -774,6 +774,65 @@ TEST(OnnxImport, LayerNormalizationAxisOutsideTheRankIsAnError) {
   }
 }
 
+// Gemm of operands that are not matrices (a constant vector, which the fuzzer drew
+// through Shape and Squeeze) is one model error, not a read past the constant.
+TEST(OnnxImport, GemmOfAVectorIsAnError) {
+  TempDir dir;
+  testing::OnnxBuilder b(12);
+  b.input("x", {});
+  b.node("Shape", {"x"}, {"s"});    // an empty int64 vector, whose rank ONNX's inference knows
+  b.node("Squeeze", {"s"}, {"v"});  // no longer
+  b.node("Gemm", {"v", "v"}, {"y"});
+  b.output("y", {}, onnx::TensorProto::INT64);
+  b.save(dir.path + "/gemm.onnx");
+  try {
+    import_onnx(dir.path + "/gemm.onnx");
+    FAIL() << "accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("has rank 1, Gemm takes two matrices"), std::string::npos) << e.what();
+  }
+}
+
+// A Split node of no outputs (the linked ONNX release's inference divided by their
+// count) is one model error.
+TEST(OnnxImport, SplitOfNoOutputsIsAnError) {
+  TempDir dir;
+  testing::OnnxBuilder b(14);
+  b.input("x", {6, 2});
+  b.node("Split", {"x"}, {});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y");
+  b.save(dir.path + "/split.onnx");
+  try {
+    import_onnx(dir.path + "/split.onnx");
+    FAIL() << "accepted";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("no outputs"), std::string::npos) << e.what();
+  }
+}
+
+// A shape input that is not a constant must be a vector of at most 64 values: a
+// rank-0 one (which the linked ONNX release's ConstantOfShape inference read past) and
+// one of 2^40 values (2^40 output dimensions) are one model error each.
+TEST(OnnxImport, AShapeInputOfManyDimensionsIsAnError) {
+  TempDir dir;
+  const std::vector<std::pair<std::vector<int64_t>, std::string>> cases = {
+      {{}, "has rank 0, a vector expected"}, {{int64_t{1} << 40}, "at most 64 dimensions"}};
+  for (const auto& [shape, message] : cases) {
+    testing::OnnxBuilder b(14);
+    b.input("s", shape, onnx::TensorProto::INT64);
+    b.node("ConstantOfShape", {"s"}, {"y"});
+    b.output("y");
+    b.save(dir.path + "/cos.onnx");
+    try {
+      import_onnx(dir.path + "/cos.onnx");
+      FAIL() << "accepted";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
 // Element counts never wrap (core/util/checked.h): shapes of extents near 2^63, which
 // the structure-aware fuzzer drew into reductions and reshapes, are one clear error.
 TEST(ElementCounts, AnOverflowingShapeIsAnError) {
