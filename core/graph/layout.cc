@@ -105,9 +105,13 @@ class Planner {
   // 16 lanes: blocks of 8). A 1x1 convolution at 56x56 from 144 into 24 channels, or
   // from 24 into 144, runs as fast blocked by 8 as in NCHW, and the blocked value needs
   // no conversion from or to its blocked neighbours.
+  // With tiles, 32 channels where they divide: a bfloat16 tile's row is 32 values of k,
+  // so a 1x1 convolution reads its input's blocks in place, each tile one contiguous
+  // kilobyte (sched's amx.bf16 sketches), where blocks of 16 are copied per call.
   int64_t block_of(int v) const {
     const Value& x = val(v);
     if (x.shape.size() != 4 || !blockable(x.dtype)) return 0;
+    if (tiles_ && lanes_ == 16 && x.shape[1] % 32 == 0) return 32;
     return channel_block(x.shape[1], lanes_);
   }
 

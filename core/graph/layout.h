@@ -52,8 +52,10 @@ int64_t winograd_auto(int64_t in_channels, int64_t out_channels, int64_t height,
 // The outputs are the same up to rounding (a blocked convolution sums its input
 // channels block by block).
 // With `tiles` (the convolutions will run on matrix tiles: bfloat16 on a CPU with
-// AMX-BF16, sched's amx.bf16 sketches), `auto` keeps every convolution direct: a tile's
-// products cost less than Winograd's transforms save.
+// AMX-BF16, sched's amx.bf16 sketches), `auto` keeps every convolution direct (a tile's
+// products cost less than Winograd's transforms save), and at 16 lanes a value whose
+// channels 32 divide is blocked by 32 (a tile row's values of k: 1x1 convolutions read
+// such blocks in place).
 Graph plan_layouts(const Graph& g, int64_t lanes, bool tiles = false);
 
 }  // namespace basin::graph

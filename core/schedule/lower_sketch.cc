@@ -808,17 +808,44 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // and at least 16 rows: the tiles read its rows where they lie. A partial last tile
   // reads the 16 rows that end at M (the tile before computes some of them too, alike),
   // the tiles past the last read it (never stored).
+  // Or laid out [batch.., k's outer axis, m.., k's inner axis of 32] (channels blocked by
+  // 32, sched's layout plan on AMX hosts): a tile at step kb is 16 rows of 64 bytes, one
+  // contiguous kilobyte.
   const Expr aval = substitute(inline_stages(af, all), unit);
   Buffer a_placeholder;
+  bool a_blocked = false;
   if (!direct && C % 32 == 0 && M >= 16) {
     const Expr x = widened_load(aval);
-    if (row_major(x, g.m_axes, false, g.k_axes, true)) a_placeholder = x->buffer;
+    if (row_major(x, g.m_axes, false, g.k_axes, true)) {
+      a_placeholder = x->buffer;
+    } else if (g.k_axes.size() == 2 && axis_extent(g.k_axes[1], true) == 32 && x.defined() && producer_of(x->buffer) &&
+               producer_of(x->buffer)->is_placeholder) {
+      const Expr want =
+          substitute(((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(axis_extent(g.k_axes[0], true)) +
+                       axis_var(g.k_axes[0], true)) *
+                          Expr(M) +
+                      flatten(g.m_axes, false, vars(g.m_axes, false))) *
+                             Expr(int64_t{32}) +
+                         axis_var(g.k_axes[1], true),
+                     unit);
+      int64_t diff = -1;
+      if (is_const_int(Analyzer().simplify(flat_index(x) - want), &diff) && diff == 0) {
+        a_placeholder = x->buffer;
+        a_blocked = true;
+      }
+    }
   }
   auto row0 = [&](const Expr& t) {
     const Expr first = min(t, Expr(m_tiles - 1)) * sixteen;
     return M % 16 ? min(first, Expr(M - 16)) : first;
   };
-  if (a_placeholder) {
+  if (a_placeholder && a_blocked) {
+    act_bf = a_placeholder;
+    a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
+      return std::vector<Expr>{
+          ((flatten(g.batch_axes, false, batch) * Expr(CC) + kb) * Expr(M) + row0(t) + r) * Expr(int64_t{32}) + j};
+    };
+  } else if (a_placeholder) {
     act_bf = a_placeholder;
     a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
       return std::vector<Expr>{(flatten(g.batch_axes, false, batch) * Expr(M) + row0(t) + r) * Expr(C) +
@@ -1031,12 +1058,14 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       [&](const Expr& tn, const Expr& kb, const Expr& kp, const Expr& c, const Expr& q) {
         return load(packed, with_batch(batch, {pn * TN + tn, kb * sixteen + kp, c, q}));
       });
-  Var tm("amx.tm"), tn("amx.tn"), r("amx.r"), c("amx.c");
+  Var tm("amx.tm"), tn("amx.tn"), r("amx.r"), c("amx.c"), run("amx.run");
   const Expr tile = pm * TM + tm;
-  const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, Expr(tn) * sixteen + c};
   // Write-back: a row's m axes from its tile and row; a tile's columns: vec at the tile's
-  // offset within it plus the lane, the other n axes from the tile.
-  const Expr n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + c;
+  // offset within it plus the lane, the other n axes from the tile (in runs of vec's
+  // extent, the lane c of run `run` its column run * vec_extent + c).
+  const Expr col = g.vec_runs ? Expr(run) * Expr(vec_extent) + c : Expr(c);
+  const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, Expr(tn) * sixteen + col};
+  const Expr n_tile0 = (pn * TN + tn) * sixteen, n_full = n_tile0 + col;
   VarMap om = unit;
   for (size_t i = 0; i < nb; ++i) om[axis_var(g.batch_axes[i], false).id()] = par.index[i];
   Expr row_inside;
@@ -1062,7 +1091,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   }
   if (g.n_axes.size() == 1) {
     om[axis_var(s.vec_axis, false).id()] = n_full;
-  } else if (vec_extent % 16 != 0) {
+  } else if (g.straddles) {
     // A tile's columns straddle values of the other column axes (the anchor's last ones,
     // sched::amx_form: contiguous in the output): each lane's own (the axes of one
     // iteration 0, so that the output's index folds to one linear in the lane).
@@ -1070,6 +1099,13 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     for (int x : g.n_axes)
       if (axis_extent(x, false) > 1) wide.push_back(x);
     unflatten(wide, false, n_full, &om);
+  } else if (g.vec_runs) {
+    // A tile's columns are 16 / vec_extent runs of vec's values (an output blocked by 8
+    // channels): per run, the other column axes from the run's first column, vec the
+    // lane, so that each run's index is linear in its lanes.
+    std::vector<int> outer_n(g.n_axes.begin(), g.n_axes.end() - 1);
+    unflatten(outer_n, false, floordiv(n_tile0 + Expr(run) * Expr(vec_extent), Expr(vec_extent)), &om);
+    om[axis_var(s.vec_axis, false).id()] = Expr(c);
   } else {
     std::vector<int> outer_n(g.n_axes.begin(), g.n_axes.end() - 1);
     unflatten(outer_n, false, floordiv(n_tile0, Expr(vec_extent)), &om);
@@ -1081,8 +1117,14 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     out_idx[x] = it != om.end() ? it->second : zero_i;
   }
   Expr value = apply_epilogue(info, load(acc, acc_idx), out_idx);
-  Stmt wb = guarded(N % 16 != 0 ? n_full < Expr(N) : Expr(), make_store(out_buf, out_idx, value));
-  wb = loop(c, sixteen, wb, ForKind::Vectorized);
+  Stmt wb = make_store(out_buf, out_idx, value);
+  if (g.vec_runs) {
+    // N is a multiple of vec_extent: a run lies inside or past it whole.
+    wb = loop(c, Expr(vec_extent), wb, ForKind::Vectorized);
+    wb = loop(run, Expr(16 / vec_extent), guarded(N % 16 != 0 ? n_full - c < Expr(N) : Expr(), wb));
+  } else {
+    wb = loop(c, sixteen, guarded(N % 16 != 0 ? n_full < Expr(N) : Expr(), wb), ForKind::Vectorized);
+  }
   wb = loop(r, sixteen, guarded(row_inside, wb));
   wb = loop(tm, TM, loop(tn, TN, guarded(n_tile0 < Expr(N), wb)));
   Stmt body = make_allocate(acc, make_seq({init, compute, wb}));

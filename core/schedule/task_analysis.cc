@@ -561,7 +561,12 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   const bool trailing =
       wide_n.size() <= wide_all.size() &&
       std::equal(wide_n.begin(), wide_n.end(), wide_all.end() - static_cast<std::ptrdiff_t>(wide_n.size()));
-  if (f.n_axes.size() > 1 && a.axes[static_cast<size_t>(vec)].extent % 16 != 0 && !trailing) return std::nullopt;
+  const int64_t ve = a.axes[static_cast<size_t>(vec)].extent;
+  if (f.n_axes.size() > 1 && ve % 16 != 0) {
+    f.straddles = trailing;
+    f.vec_runs = !trailing && 16 % ve == 0;
+    if (!f.straddles && !f.vec_runs) return std::nullopt;
+  }
   return f;
 }
 

@@ -72,14 +72,18 @@ std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec);
 // a GEMM over the anchor's axes grouped by what reads them. The spatial axes read by
 // both factors are batch axes, those the activation alone reads the rows (m, flattened
 // in the anchor's order), those the weight alone reads the columns (n, vec among them
-// and last; where there are others, vec's extent a multiple of 16, so that no tile of
-// 16 columns straddles two of its values), the reduction axes of more than one
-// iteration k (flattened). An axis neither reads has one iteration. None where the
-// anchor has no such form or no rows.
+// and last; where there are others, vec's extent a multiple of 16 (no tile of 16
+// columns straddles two of its values), a divisor of 16 (a tile's columns are 16 / vec
+// runs of vec's values, `vec_runs`), or the wide column axes the anchor's last ones (a
+// tile's columns straddle values of the others contiguously in the output,
+// `straddles`)), the reduction axes of more than one iteration k (flattened). An axis
+// neither reads has one iteration. None where the anchor has no such form or no rows.
 struct AmxForm {
   int weight_factor = -1;  // the body's factor that reads the weight (0 or 1)
   te::Op weight;
   std::vector<int> batch_axes, m_axes, n_axes, k_axes;
+  bool straddles = false;  // columns across the wide column axes, linear in the output
+  bool vec_runs = false;   // columns in runs of vec's extent (a divisor of 16)
 };
 std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec);
 

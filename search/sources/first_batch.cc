@@ -58,8 +58,22 @@ std::vector<Candidate> first_batch(SearchState& state, int n, const FirstBatchOp
   std::vector<int> order(static_cast<size_t>(n_sketches));
   for (int s = 0; s < n_sketches; ++s) order[static_cast<size_t>(s)] = s;
   std::shuffle(order.begin(), order.end(), state.rng);
+  // The untuned program (the default sketch's default configuration: what a network
+  // compiled without records runs, on AMX tiles where the CPU has them) leads, one
+  // program besides every sketch's turns, and the default sketch takes the first turn:
+  // a task whose first batch is smaller than its sketches (a network's 256 first
+  // programs shared by 34 tasks of a dozen sketches each) still measures the program
+  // and the sketch an untuned compile trusts.
   std::vector<Candidate> all;
   std::set<std::string> drawn;
+  std::vector<Candidate> out;
+  if (n_sketches > 0) {
+    const int d = static_cast<int>(sched::default_sketch(space.sketches()));
+    const auto at = std::find(order.begin(), order.end(), d);
+    std::rotate(order.begin(), at, at + 1);
+    Candidate c = space.make(d, sched::default_config(space.sketches()[static_cast<size_t>(d)]));
+    if (n > 0 && !state.measured.count(c.json) && drawn.insert(c.json).second) out.push_back(std::move(c));
+  }
   for (int s : order) {
     int drawn_here = 0;
     for (int k = 0; k < 4 * opt.draws && drawn_here < opt.draws; ++k) {
@@ -84,7 +98,6 @@ std::vector<Candidate> first_batch(SearchState& state, int n, const FirstBatchOp
     const std::vector<Candidate> fills = first_fills(state, per, drawn, opt, fill);
     for (auto c = fills.rbegin(); c != fills.rend(); ++c) per[static_cast<size_t>(c->sketch)].push_back(*c);
   }
-  std::vector<Candidate> out;
   for (bool any = true; any && static_cast<int>(out.size()) < n;) {
     any = false;
     for (int s : order) {

@@ -288,6 +288,15 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
        "graph=x0:float32[1,2,7,7,16]@-1:1;x1:float32[2,2,1,1,16,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=clip(t1){max=6|min=0}",
        3},
+      // Outputs blocked by fewer than 16 channels (mobilenet_v2's 24-channel projections
+      // at block 8): a tile's columns are runs of the block, 40 channels a partial tile.
+      {"subgraph",
+       "graph=x0:float32[1,3,5,7,16]@-1:1;x1:float32[3,3,1,1,16,8]@-1:1;x2:float32[1,3,1,1,8]@-1:1;"
+       "x3:float32[1,3,5,7,8]@-1:1;t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};"
+       "t1=add(t0,x2){};t2=add(x3,t1){}",
+       3},
+      {"conv2d_nchwc", "in_channels=32 out_channels=40 block=8 height=6 width=5 kernel=1 padding=0", 3},
+      {"conv2d_nchwc", "in_channels=16 out_channels=20 block=4 height=4 width=9 kernel=3 padding=1", 3},
       // NCHW 1x1 convolutions (shufflenet's): the weight as A, the input as B packed per
       // call, a tile's columns straddling rows of the width (7 and 9 columns a row).
       {"conv2d", "in_channels=24 out_channels=20 height=7 width=9 kernel=1 padding=0", 3},
@@ -444,6 +453,11 @@ TEST(SketchProperty, StoredBfloat16TasksMatchTheInterpreterOnRandomConfiguration
        "graph=x0:bfloat16[2,20,24]@-1:1;x1:bfloat16[2,24,37]@-1:1;x2:bfloat16[2,37,16]@-1:1;"
        "t0=attention(x0,x1,x2){batch_shape=|scale=0.5};t1=cast(t0){to=bfloat16}",
        3},
+      {"subgraph",  // a 1x1 convolution of an input blocked by 32: A's tiles read in place, block by block
+       "graph=x0:bfloat16[1,3,5,7,32]@-1:1;x1:float32[2,3,1,1,32,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};"
+       "t2=cast(t1){to=bfloat16}",
+       3},
       {"subgraph",  // an NCHW 1x1 convolution: the stored input packed as B
        "graph=x0:bfloat16[1,36,14,14]@-1:1;x1:float32[24,36,1,1]@-1:1;"
        "t0=conv2d(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=cast(t0){to=bfloat16}",
@@ -513,7 +527,11 @@ TEST(SketchProperty, AmxSketchesCoverAWeightTimesAnActivationAndFitEightTiles) {
   EXPECT_EQ(amx_count(dense, false, true), 0);  // bf16 products only
   ops::OpGraph conv = ops::build_op(
       "conv2d_nchwc", parse("in_channels=16 out_channels=16 block=8 height=9 width=7 kernel=3 padding=1"));
-  EXPECT_EQ(amx_count(conv, true, true), 0);  // blocks of 8: a tile of 16 columns would straddle two
+  // Blocks of 8: a tile's 16 columns are two runs of the block (AmxForm::vec_runs).
+  EXPECT_EQ(amx_count(conv, true, true), 2);
+  ops::OpGraph conv12 = ops::build_op(
+      "conv2d_nchwc", parse("in_channels=12 out_channels=24 block=12 height=9 width=7 kernel=3 padding=1"));
+  EXPECT_EQ(amx_count(conv12, true, true), 0);  // blocks of 12: a tile's columns would straddle two unevenly
   ops::OpGraph conv16 = ops::build_op(
       "conv2d_nchwc", parse("in_channels=16 out_channels=32 block=16 height=9 width=7 kernel=3 padding=1"));
   // Its windows read in place (16 channels: the window's columns fold into the steps),

@@ -956,6 +956,25 @@ TEST(Layout, TiledConvolutionsStayDirect) {
   EXPECT_EQ(plan_layouts(g, 16, true).op_counts()["winograd_gemm"], 1);
 }
 
+// On tiles, values whose channels 32 divide are blocked by 32 (a bfloat16 tile row's
+// values of k, read in place by a 1x1 convolution); others keep the vector's blocks.
+TEST(Layout, TiledConvolutionsBlockBy32Channels) {
+  Graph g;
+  NetBuilder b(g, 5);
+  int x = g.add_input("x", {1, 64, 14, 14});
+  int y = b.conv(x, 96, {1}, {1, 1}, {0, 0});        // 96 channels: blocks of 32
+  int z = b.conv(y, 48, {1}, {1, 1}, {0, 0});        // 48: of 16
+  g.add_output(b.conv(z, 24, {1}, {1, 1}, {0, 0}));  // 24: of 8
+  auto blocks = [](const Graph& planned) {
+    std::vector<int64_t> out;
+    for (const Node& nd : planned.nodes())
+      if (nd.op == "conv2d_nchwc") out.push_back(planned.value(nd.output).shape.back());
+    return out;
+  };
+  EXPECT_EQ(blocks(plan_layouts(g, 16, /*tiles=*/true)), (std::vector<int64_t>{32, 16, 8}));
+  EXPECT_EQ(blocks(plan_layouts(g, 16)), (std::vector<int64_t>{16, 16, 8}));
+}
+
 TEST(Layout, AnUnknownLayoutSettingIsAnError) {
   const char* old = std::getenv("BASIN_LAYOUT");
   std::string saved = old ? old : "";

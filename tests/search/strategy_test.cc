@@ -342,9 +342,11 @@ TEST(Strategies, GradientFirstBatchComparesEverySketch) {
   }
   EXPECT_EQ(distinct.size(), first.size());
   EXPECT_EQ(static_cast<int>(per_sketch.size()), n_sketches);
+  // The default sketch's untuned program comes besides its turns.
+  const int d = static_cast<int>(sched::default_sketch(space.sketches()));
   for (const auto& [sketch, count] : per_sketch) {
     EXPECT_GE(count, 2) << "sketch " << sketch;
-    EXPECT_LE(count, 3) << "sketch " << sketch;
+    EXPECT_LE(count, sketch == d ? 4 : 3) << "sketch " << sketch;
   }
   std::vector<search::Candidate> again = propose(3);
   for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i].json, again[i].json) << "not reproducible";
@@ -693,6 +695,28 @@ TEST(Strategies, GradientTriesRegisterFillingTilesOfSketchesInTurn) {
   EXPECT_EQ(static_cast<int>(filled.size()), n_sketches);
 }
 
+// The first batch measures the untuned program (the default sketch's default
+// configuration) even where it is smaller than the task's sketches: a network's first
+// programs are shared by its tasks, a few each.
+TEST(Strategies, GradientFirstBatchMeasuresTheUntunedProgram) {
+  const ops::Workload& w = ops::find_workload("resnet18-c12");
+  search::TaskSpace space(ops::build_op(w.op, w.params));
+  ASSERT_GE(space.sketches().size(), 6u);
+  const int d = static_cast<int>(sched::default_sketch(space.sketches()));
+  const std::string untuned = space.make(d, sched::default_config(space.sketches()[static_cast<size_t>(d)])).json;
+  std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+  for (uint64_t seed : {1, 2, 3}) {
+    std::vector<search::Measured> history;
+    std::unordered_set<std::string> measured;
+    std::mt19937_64 rng(seed);
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    const std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, 4);
+    ASSERT_EQ(got.size(), 4u);
+    EXPECT_TRUE(std::any_of(got.begin(), got.end(), [&](const search::Candidate& c) { return c.json == untuned; }))
+        << "seed " << seed;
+  }
+}
+
 // With fill_whole, every sketch's second program in the first batch has the fullest
 // register-filling tile with no partial tile (on AVX2 the fastest 1 x 7
 // tiles of resnet18-c10 and -c12 were never the fullest, 12 with partial tiles).
@@ -708,7 +732,7 @@ TEST(Strategies, GradientFirstBatchGivesEverySketchAWholeFillingTile) {
     std::mt19937_64 rng(5);
     search::SearchState state{space, mlp.get(), history, measured, rng};
     std::set<int> sketches;  // those with a program whose tile is the fullest whole one
-    const int n = 2 * static_cast<int>(space.sketches().size());
+    const int n = 2 * static_cast<int>(space.sketches().size()) + 1;  // + the untuned program
     for (const search::Candidate& c : search::make_strategy(spec)->propose(state, n)) {
       // c's tile among the fullest whole ones its own configuration makes.
       const std::vector<search::Candidate> top = space.filled_tiles(c, registers, vb, true, /*whole_only=*/true);
