@@ -38,6 +38,26 @@ Expr SimplifyRules::compare(const Analyzer& an, const Expr& e) {
       if (b.min > 0 || b.max < 0) return bool_imm(true);
       break;
   }
+  // One quotient against a constant, q = floordiv(g, c) with c > 0: q < m is g < m c,
+  // q > m is g >= (m + 1) c (a padding's bounds on a flattened run of columns and
+  // channels, 1 <= floordiv(f, 3), become 3 <= f, linear in the vector's lanes).
+  int64_t divisor = 0;
+  if ((k == ExprKind::LT || k == ExprKind::LE) && d.terms.size() == 1 &&
+      (d.terms[0].second == 1 || d.terms[0].second == -1) && d.terms[0].first.kind() == ExprKind::FloorDiv &&
+      is_const_int(d.terms[0].first.arg(1), &divisor) && divisor > 0) {
+    const Expr& g = d.terms[0].first.arg(0);
+    // s q + K < 0 (LT) or <= 0 (LE), as q < m (s = 1) or q > m (s = -1).
+    const int64_t K = d.constant, s = d.terms[0].second;
+    const int64_t limit = int64_t{1} << 40;  // no overflow in the products below
+    if (K > -limit && K < limit && divisor < limit) {
+      if (s == 1) {
+        const int64_t m = k == ExprKind::LT ? -K : -K + 1;  // q < m
+        return an.simplify(lt(g, make_const(t, m * divisor)));
+      }
+      const int64_t m = k == ExprKind::LT ? K : K - 1;  // q > m
+      return an.simplify(le(make_const(t, (m + 1) * divisor), g));
+    }
+  }
   LinearForm lhs, rhs;
   for (auto& [term, c] : d.terms) {
     if (c > 0) lhs.terms.emplace_back(term, c);

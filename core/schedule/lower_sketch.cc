@@ -981,6 +981,22 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     for (size_t i = nc - 1; i-- > 0;)
       copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
     std::vector<Stmt> parts = {other_loops(copy, Expr(src.shape[xd]), true)};
+    if (merged >= 0 && nc == 1) {
+      // Merged: a row's columns and channels are one run of P (x C + c), and of src where
+      // they are its last two dimensions (a first convolution's 3 channels): copied in
+      // vectors along the run, not 3 elements at a time.
+      const size_t cd = static_cast<size_t>(direct->channel_dims[0]);
+      Stmt run = vector_chunks("amx.pxc", src.shape[xd] * C, [&](const Expr& f) {
+        std::vector<Expr> idx(nd);
+        for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
+        idx[xd] = floordiv(f, Expr(C));
+        idx[cd] = floormod(f, Expr(C));
+        std::vector<Expr> other(ov.begin(), ov.end());
+        other[xi] = zero_i;
+        return make_store(act_bf, p_at(other, f), cast(bf, src_value(idx)));
+      });
+      parts = {other_loops(run, Expr(int64_t{1}), true)};
+    }
     if (c_pad > C)
       parts.push_back(
           other_loops(vector_chunks("amx.pcp", c_pad - C,

@@ -59,6 +59,14 @@ TEST_F(SimplifyTable, FloorDivModWithBounds) {
   expect(floormod(z, 1), Expr(0));
 }
 
+// A comparison of one quotient with a constant becomes one of the dividend.
+TEST_F(SimplifyTable, QuotientComparisons) {
+  expect(le(Expr(1), floordiv(z, 3)), le(Expr(3), z));
+  expect(lt(floordiv(z, 3), Expr(225)), lt(z, Expr(675)));
+  expect(lt(Expr(2), floordiv(z, 4)), le(Expr(12), z));
+  expect(le(floordiv(z, 4), Expr(-2)), lt(z + 4, Expr(0)));  // the constant on its positive side
+}
+
 TEST_F(SimplifyTable, MinMaxWithBounds) {
   expect(min(x, x + 1), x);
   expect(max(x + 2, x), x + 2);
@@ -170,6 +178,32 @@ TEST(SimplifyProperty, RandomExpressionsEvaluateEqual) {
   }
   // The rules must actually fire on a good share of the corpus.
   EXPECT_GT(changed, kExprs / 4);
+}
+
+// Comparisons of a quotient with a constant (either side, <, <=, >, >=), divisors 1 to
+// 7, constants -9 to 9, dividends a * k + j: the simplified comparison evaluates
+// equal at every point.
+TEST(SimplifyProperty, QuotientComparisonsEvaluateEqual) {
+  Var a("a");
+  Analyzer an;
+  an.bind(a, -40, 40);
+  int rewritten = 0;
+  for (int64_t c = 1; c <= 7; ++c)
+    for (int64_t m = -9; m <= 9; ++m)
+      for (int64_t k : {1, 2, -3})
+        for (int kind = 0; kind < 4; ++kind) {
+          const Expr q = floordiv(Expr(a) * Expr(k) + Expr(int64_t{2}), Expr(c));
+          const Expr e = kind == 0   ? lt(q, Expr(m))
+                         : kind == 1 ? le(q, Expr(m))
+                         : kind == 2 ? lt(Expr(m), q)
+                                     : le(Expr(m), q);
+          const Expr s = an.simplify(e);
+          rewritten += !structural_equal(e, s);
+          for (int64_t v = -40; v <= 40; ++v)
+            ASSERT_EQ(evaluate_int(e, {{a.id(), v}}), evaluate_int(s, {{a.id(), v}}))
+                << e << " -> " << s << " at " << v;
+        }
+  EXPECT_GT(rewritten, 0);
 }
 
 }  // namespace
