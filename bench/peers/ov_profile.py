@@ -1,12 +1,13 @@
-"""OpenVINO's per-node profile of a model (f32), to put beside `basin profile`.
+"""OpenVINO's per-node profile of a model, to put beside `basin profile`.
 
-Compiles the model for the CPU with INFERENCE_PRECISION_HINT f32, the given threads
+Compiles the model for the CPU at --precision (f32, the default; `default`: OpenVINO's
+own choice, bf16 on a CPU with AVX512-BF16 or AMX, read back and printed), the given threads
 and performance counters on, runs it N times, then prints each executed node's time
 (the fastest of the runs), its layer type and the primitive OpenVINO chose (e.g.
 jit_avx512_FP32, brgconv_avx2_FP32), slowest first; --types sums them per layer type.
 
     .cache/peers/bin/python bench/peers/ov_profile.py MODEL.onnx [--input in0.npy ...] [--threads 2]
-        [--runs 20] [--nodes 30] [--types] [--json]
+        [--runs 20] [--nodes 30] [--types] [--json] [--precision f32|default]
 """
 import argparse
 import collections
@@ -25,13 +26,18 @@ def main():
     ap.add_argument("--nodes", type=int, default=30, help="the N slowest nodes (0: all)")
     ap.add_argument("--types", action="store_true", help="sum the nodes' times per layer type")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--precision", choices=["f32", "default"], default="f32",
+                    help="f32 (forced) or OpenVINO's default (bf16 where the CPU has it)")
     a = ap.parse_args()
     if a.runs < 1:
         ap.error("--runs must be at least 1")
     core = ov.Core()
-    compiled = core.compile_model(a.model, "CPU", {
-        "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": a.threads, "NUM_STREAMS": 1,
-        "PERF_COUNT": True, "PERFORMANCE_HINT": "LATENCY"})
+    config = {"INFERENCE_NUM_THREADS": a.threads, "NUM_STREAMS": 1, "PERF_COUNT": True,
+              "PERFORMANCE_HINT": "LATENCY"}
+    if a.precision == "f32":
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    compiled = core.compile_model(a.model, "CPU", config)
+    precision = str(compiled.get_property("INFERENCE_PRECISION_HINT")).replace("<Type: '", "").replace("'>", "")
     feed = []
     for i, inp in enumerate(compiled.inputs):
         if i < len(a.input):
@@ -56,7 +62,8 @@ def main():
                 best[p.node_name] = {"node": p.node_name, "type": p.node_type, "exec": p.exec_type, "us": us}
     nodes = sorted(best.values(), key=lambda n: -n["us"])
     kernels = sum(n["us"] for n in nodes)
-    out = {"model": a.model, "run_us": float(np.min(run_us)), "kernels_us": kernels, "nodes": nodes}
+    out = {"model": a.model, "precision": precision, "run_us": float(np.min(run_us)), "kernels_us": kernels,
+           "nodes": nodes}
     types = collections.defaultdict(lambda: {"us": 0.0, "nodes": 0})
     for n in nodes:
         types[n["type"]]["us"] += n["us"]
@@ -65,7 +72,7 @@ def main():
     if a.json:
         print(json.dumps(out, indent=1))
         return
-    print(f"{a.model}: OpenVINO {ov.get_version()}, f32, {a.threads} threads, fastest run {out['run_us']:.1f} us "
+    print(f"{a.model}: OpenVINO {ov.get_version()}, {precision}, {a.threads} threads, fastest run {out['run_us']:.1f} us "
           f"of {a.runs}; node times are each node's fastest")
     if a.types:
         print(f"{'type':<24} {'us':>10} {'nodes':>6}")
