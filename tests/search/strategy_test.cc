@@ -701,7 +701,7 @@ TEST(Strategies, GradientTriesRegisterFillingTilesOfSketchesInTurn) {
 TEST(Strategies, GradientFirstBatchMeasuresTheUntunedProgram) {
   const ops::Workload& w = ops::find_workload("resnet18-c12");
   search::TaskSpace space(ops::build_op(w.op, w.params));
-  ASSERT_GE(space.sketches().size(), 6u);
+  ASSERT_GT(space.sketches().size(), 3u);  // more sketches than the batch's places
   const int d = static_cast<int>(sched::default_sketch(space.sketches()));
   const std::string untuned = space.make(d, sched::default_config(space.sketches()[static_cast<size_t>(d)])).json;
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
@@ -710,8 +710,8 @@ TEST(Strategies, GradientFirstBatchMeasuresTheUntunedProgram) {
     std::unordered_set<std::string> measured;
     std::mt19937_64 rng(seed);
     search::SearchState state{space, mlp.get(), history, measured, rng};
-    const std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, 4);
-    ASSERT_EQ(got.size(), 4u);
+    const std::vector<search::Candidate> got = search::make_strategy("gradient")->propose(state, 3);
+    ASSERT_EQ(got.size(), 3u);
     EXPECT_TRUE(std::any_of(got.begin(), got.end(), [&](const search::Candidate& c) { return c.json == untuned; }))
         << "seed " << seed;
   }
