@@ -84,105 +84,93 @@ std::vector<int64_t> uneven_split(int64_t extent, int64_t parts) {
 // The most dimensions a shape given as a tensor may have.
 constexpr int64_t kMaxShapeRank = 64;
 
+// Puts `first` before the linked release's inference of every version of `op` up to
+// opset `newest`: first(ctx, whether the schema is the newest) checks the node, failing
+// with an InferenceError, and returns true where it inferred the outputs itself.
+void wrap_inference(const std::string& op, int newest,
+                    const std::function<bool(onnx::InferenceContext&, bool)>& first) {
+  bool is_newest = true;
+  for (int version = newest; version >= 1; is_newest = false) {
+    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, version);
+    if (!schema) break;
+    version = schema->SinceVersion() - 1;
+    onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
+    // The registry owns its schemas as mutable objects and hands out const views.
+    const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction(
+        [first, inner, is_newest](onnx::InferenceContext& ctx) {
+          if (!first(ctx, is_newest) && inner) inner(ctx);
+        });
+  }
+}
+
 void guard_onnx_inference() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const std::string op : {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"}) {
-      for (int version = 18; version >= 1;) {
-        const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, version);
-        if (!schema) break;
-        onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
-        // The registry owns its schemas as mutable objects and hands out const views.
-        const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction([op, inner](onnx::InferenceContext& ctx) {
-          check_conv_pool_ranks(ctx, op);
-          if (inner) inner(ctx);
-        });
-        version = schema->SinceVersion() - 1;
-      }
-    }
-    // Split of opset 18 into num_outputs parts that the extent does not divide: the
-    // specification makes the last part smaller, where the inference of the ONNX
-    // release linked (whose newest Split may be opset 13's) refuses it. Only a node
-    // with num_outputs (opset 18's attribute) is inferred here.
+    for (const std::string op : {"Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"})
+      wrap_inference(op, 18, [op](onnx::InferenceContext& ctx, bool) {
+        check_conv_pool_ranks(ctx, op);
+        return false;
+      });
     // LayerNormalization whose axis is outside the input's rank: the inference of the
     // ONNX release linked writes the mean's shape at that axis unchecked (a rank-0 input
     // and the default axis -1 crash it).
-    for (int version = 25; version >= 1;) {
-      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema("LayerNormalization", version);
-      if (!schema) break;
-      onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
-      const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction([inner](onnx::InferenceContext& ctx) {
-        if (ctx.getNumInputs() > 0 && onnx::hasInputShape(ctx, 0)) {
-          const int64_t rank = onnx::getInputShape(ctx, 0).dim_size();
-          const onnx::AttributeProto* ax = ctx.getAttribute("axis");
-          const int64_t axis = ax ? ax->i() : -1;
-          if (axis < -rank || axis >= rank)
-            fail_shape_inference("LayerNormalization: axis ", axis, " is outside the input's rank ", rank);
-        }
-        if (inner) inner(ctx);
-      });
-      version = schema->SinceVersion() - 1;
-    }
+    wrap_inference("LayerNormalization", 25, [](onnx::InferenceContext& ctx, bool) {
+      if (ctx.getNumInputs() > 0 && onnx::hasInputShape(ctx, 0)) {
+        const int64_t rank = onnx::getInputShape(ctx, 0).dim_size();
+        const onnx::AttributeProto* ax = ctx.getAttribute("axis");
+        const int64_t axis = ax ? ax->i() : -1;
+        if (axis < -rank || axis >= rank)
+          fail_shape_inference("LayerNormalization: axis ", axis, " is outside the input's rank ", rank);
+      }
+      return false;
+    });
     // A shape given as a tensor (ConstantOfShape's, Expand's and Reshape's) that is not
     // a constant: the linked release's inference makes one output dimension per element
     // of it, reading a rank-0 tensor's missing extent and allocating 2^62 dimensions
     // for one of that extent. Such a shape is a vector of at most kMaxShapeRank values.
     for (const auto& [op, index] :
          {std::pair<std::string, size_t>{"ConstantOfShape", 0}, std::pair<std::string, size_t>{"Expand", 1},
-          std::pair<std::string, size_t>{"Reshape", 1}}) {
-      for (int version = 25; version >= 1;) {
-        const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op, version);
-        if (!schema) break;
-        version = schema->SinceVersion() - 1;
-        onnx::InferenceFunction inner = schema->GetTypeAndShapeInferenceFunction();
-        const_cast<onnx::OpSchema*>(schema)->TypeAndShapeInferenceFunction(
-            [op = op, index = index, inner](onnx::InferenceContext& ctx) {
-              if (ctx.getNumInputs() > index && onnx::hasInputShape(ctx, index)) {
-                const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, index);
-                if (shape.dim_size() != 1)
-                  fail_shape_inference(op, ": its shape input has rank ", shape.dim_size(), ", a vector expected");
-                if (shape.dim(0).has_dim_value() &&
-                    (shape.dim(0).dim_value() < 0 || shape.dim(0).dim_value() > kMaxShapeRank))
-                  fail_shape_inference(op, ": its shape input has ", shape.dim(0).dim_value(), " values, at most ",
-                                       kMaxShapeRank, " dimensions");
-              }
-              if (inner) inner(ctx);
-            });
-      }
-    }
-    // A Split of no outputs: the linked release's inference divides by their count.
-    for (int version = 18, newest = 1; version >= 1; newest = 0) {
-      const onnx::OpSchema* split = onnx::OpSchemaRegistry::Schema("Split", version);
-      if (!split) break;
-      version = split->SinceVersion() - 1;
-      onnx::InferenceFunction inner = split->GetTypeAndShapeInferenceFunction();
-      const_cast<onnx::OpSchema*>(split)->TypeAndShapeInferenceFunction([inner, newest](onnx::InferenceContext& ctx) {
-        if (ctx.getNumOutputs() == 0) fail_shape_inference("Split: the node has no outputs");
-        const onnx::AttributeProto* num = newest ? ctx.getAttribute("num_outputs") : nullptr;
-        const bool sizes_given = ctx.getNumInputs() > 1 && ctx.getInputType(1) != nullptr;
-        if (num && !sizes_given && onnx::hasInputShape(ctx, 0)) {
-          const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, 0);
-          const onnx::AttributeProto* ax = ctx.getAttribute("axis");
-          const int64_t rank = shape.dim_size(), parts = static_cast<int64_t>(ctx.getNumOutputs());
-          int64_t axis = ax ? ax->i() : 0;
-          if (axis < 0) axis += rank;
-          const std::vector<int64_t> sizes =
-              axis >= 0 && axis < rank && shape.dim(static_cast<int>(axis)).has_dim_value() && num->i() == parts
-                  ? uneven_split(shape.dim(static_cast<int>(axis)).dim_value(), parts)
-                  : std::vector<int64_t>();
-          if (!sizes.empty()) {
-            for (size_t i = 0; i < ctx.getNumOutputs(); ++i) {
-              onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
-              onnx::TensorShapeProto* out = ctx.getOutputType(i)->mutable_tensor_type()->mutable_shape();
-              *out = shape;
-              out->mutable_dim(static_cast<int>(axis))->set_dim_value(sizes[i]);
-            }
-            return;
-          }
+          std::pair<std::string, size_t>{"Reshape", 1}})
+      wrap_inference(op, 25, [op = op, index = index](onnx::InferenceContext& ctx, bool) {
+        if (ctx.getNumInputs() > index && onnx::hasInputShape(ctx, index)) {
+          const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, index);
+          if (shape.dim_size() != 1)
+            fail_shape_inference(op, ": its shape input has rank ", shape.dim_size(), ", a vector expected");
+          if (shape.dim(0).has_dim_value() &&
+              (shape.dim(0).dim_value() < 0 || shape.dim(0).dim_value() > kMaxShapeRank))
+            fail_shape_inference(op, ": its shape input has ", shape.dim(0).dim_value(), " values, at most ",
+                                 kMaxShapeRank, " dimensions");
         }
-        if (inner) inner(ctx);
+        return false;
       });
-    }
+    // A Split of no outputs: the linked release's inference divides by their count.
+    // Split of opset 18 into num_outputs parts that the extent does not divide: the
+    // specification makes the last part smaller, where the inference of the ONNX
+    // release linked (whose newest Split may be opset 13's) refuses it. Only a node
+    // with num_outputs (opset 18's attribute) is inferred here.
+    wrap_inference("Split", 18, [](onnx::InferenceContext& ctx, bool newest) {
+      if (ctx.getNumOutputs() == 0) fail_shape_inference("Split: the node has no outputs");
+      const onnx::AttributeProto* num = newest ? ctx.getAttribute("num_outputs") : nullptr;
+      const bool sizes_given = ctx.getNumInputs() > 1 && ctx.getInputType(1) != nullptr;
+      if (!num || sizes_given || !onnx::hasInputShape(ctx, 0)) return false;
+      const onnx::TensorShapeProto& shape = onnx::getInputShape(ctx, 0);
+      const onnx::AttributeProto* ax = ctx.getAttribute("axis");
+      const int64_t rank = shape.dim_size(), parts = static_cast<int64_t>(ctx.getNumOutputs());
+      int64_t axis = ax ? ax->i() : 0;
+      if (axis < 0) axis += rank;
+      const std::vector<int64_t> sizes =
+          axis >= 0 && axis < rank && shape.dim(static_cast<int>(axis)).has_dim_value() && num->i() == parts
+              ? uneven_split(shape.dim(static_cast<int>(axis)).dim_value(), parts)
+              : std::vector<int64_t>();
+      if (sizes.empty()) return false;
+      for (size_t i = 0; i < ctx.getNumOutputs(); ++i) {
+        onnx::propagateElemTypeFromInputToOutput(ctx, 0, i);
+        onnx::TensorShapeProto* out = ctx.getOutputType(i)->mutable_tensor_type()->mutable_shape();
+        *out = shape;
+        out->mutable_dim(static_cast<int>(axis))->set_dim_value(sizes[i]);
+      }
+      return true;
+    });
   });
 }
 

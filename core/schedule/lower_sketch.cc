@@ -738,20 +738,21 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   for (int x : g.batch_axes) w_shape.push_back(Expr(axis_extent(x, false)));
   w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, two});
   Buffer packed = make_buffer(g.weight->name + "_amx", bf, simplified(w_shape), MemScope::Global);
-  // Whether l loads a placeholder at [batch.., rows.., cols..] row-major (each group of
-  // axes flattened; the axes of one iteration 0).
-  auto row_major = [&](const Expr& l, const std::vector<int>& rows, bool rows_reduce, const std::vector<int>& cols,
-                       bool cols_reduce) {
+  // Whether l loads a placeholder at the flat index `want` (the axes of one iteration 0).
+  auto reads_at = [&](const Expr& l, const Expr& want) {
     const te::OpNode* p = l.defined() && l.kind() == ExprKind::Load ? producer_of(l->buffer) : nullptr;
     if (!p || !p->is_placeholder) return false;
-    const Expr want =
-        substitute((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(extent_of(rows, rows_reduce)) +
-                    flatten(rows, rows_reduce, vars(rows, rows_reduce))) *
-                           Expr(extent_of(cols, cols_reduce)) +
-                       flatten(cols, cols_reduce, vars(cols, cols_reduce)),
-                   unit);
     int64_t diff = -1;
-    return is_const_int(Analyzer().simplify(flat_index(l) - want), &diff) && diff == 0;
+    return is_const_int(Analyzer().simplify(flat_index(l) - substitute(want, unit)), &diff) && diff == 0;
+  };
+  // Whether l loads a placeholder at [batch.., rows.., cols..] row-major (each group of
+  // axes flattened).
+  auto row_major = [&](const Expr& l, const std::vector<int>& rows, bool rows_reduce, const std::vector<int>& cols,
+                       bool cols_reduce) {
+    return reads_at(l, (flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(extent_of(rows, rows_reduce)) +
+                        flatten(rows, rows_reduce, vars(rows, rows_reduce))) *
+                               Expr(extent_of(cols, cols_reduce)) +
+                           flatten(cols, cols_reduce, vars(cols, cols_reduce)));
   };
   // B laid out [batch.., k.., n..] row-major (an NCHW 1x1 convolution's input, the width
   // the vector axis, packed per call): pairs of its rows interleaved in vectors of 32
@@ -818,21 +819,16 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const Expr x = widened_load(aval);
     if (row_major(x, g.m_axes, false, g.k_axes, true)) {
       a_placeholder = x->buffer;
-    } else if (g.k_axes.size() == 2 && axis_extent(g.k_axes[1], true) == 32 && x.defined() && producer_of(x->buffer) &&
-               producer_of(x->buffer)->is_placeholder) {
-      const Expr want =
-          substitute(((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(axis_extent(g.k_axes[0], true)) +
-                       axis_var(g.k_axes[0], true)) *
-                          Expr(M) +
-                      flatten(g.m_axes, false, vars(g.m_axes, false))) *
-                             Expr(int64_t{32}) +
-                         axis_var(g.k_axes[1], true),
-                     unit);
-      int64_t diff = -1;
-      if (is_const_int(Analyzer().simplify(flat_index(x) - want), &diff) && diff == 0) {
-        a_placeholder = x->buffer;
-        a_blocked = true;
-      }
+    } else if (g.k_axes.size() == 2 && axis_extent(g.k_axes[1], true) == 32 &&
+               reads_at(
+                   x, ((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(axis_extent(g.k_axes[0], true)) +
+                        axis_var(g.k_axes[0], true)) *
+                           Expr(M) +
+                       flatten(g.m_axes, false, vars(g.m_axes, false))) *
+                              Expr(int64_t{32}) +
+                          axis_var(g.k_axes[1], true))) {
+      a_placeholder = x->buffer;
+      a_blocked = true;
     }
   }
   auto row0 = [&](const Expr& t) {
@@ -966,25 +962,13 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                     parallel && i == par ? ForKind::Parallel : ForKind::Serial);
       return body;
     };
-    // Inside src: the channels (the last channel dimension in vectors).
+    // Inside src: the channels (the last channel dimension in vectors); merged, a row's
+    // columns and channels are one run of P (x C + c), and of src where they are its last
+    // two dimensions (a first convolution's 3 channels): copied in vectors along the run,
+    // not 3 elements at a time.
     const size_t nc = cv.size();
-    Stmt copy =
-        vector_chunks("amx.pcl", src.shape[static_cast<size_t>(direct->channel_dims.back())], [&](const Expr& cl) {
-          std::vector<Expr> ch(cv.begin(), cv.end() - 1);
-          ch.push_back(cl);
-          std::vector<Expr> idx(nd);
-          for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
-          for (size_t i = 0; i < nc; ++i) idx[static_cast<size_t>(direct->channel_dims[i])] = ch[i];
-          return make_store(act_bf, p_at({ov.begin(), ov.end()}, flatten(channel_k, true, ch)),
-                            cast(bf, src_value(idx)));
-        });
-    for (size_t i = nc - 1; i-- > 0;)
-      copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
-    std::vector<Stmt> parts = {other_loops(copy, Expr(src.shape[xd]), true)};
+    std::vector<Stmt> parts;
     if (merged >= 0 && nc == 1) {
-      // Merged: a row's columns and channels are one run of P (x C + c), and of src where
-      // they are its last two dimensions (a first convolution's 3 channels): copied in
-      // vectors along the run, not 3 elements at a time.
       const size_t cd = static_cast<size_t>(direct->channel_dims[0]);
       Stmt run = vector_chunks("amx.pxc", src.shape[xd] * C, [&](const Expr& f) {
         std::vector<Expr> idx(nd);
@@ -995,7 +979,21 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
         other[xi] = zero_i;
         return make_store(act_bf, p_at(other, f), cast(bf, src_value(idx)));
       });
-      parts = {other_loops(run, Expr(int64_t{1}), true)};
+      parts.push_back(other_loops(run, Expr(int64_t{1}), true));
+    } else {
+      Stmt copy =
+          vector_chunks("amx.pcl", src.shape[static_cast<size_t>(direct->channel_dims.back())], [&](const Expr& cl) {
+            std::vector<Expr> ch(cv.begin(), cv.end() - 1);
+            ch.push_back(cl);
+            std::vector<Expr> idx(nd);
+            for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
+            for (size_t i = 0; i < nc; ++i) idx[static_cast<size_t>(direct->channel_dims[i])] = ch[i];
+            return make_store(act_bf, p_at({ov.begin(), ov.end()}, flatten(channel_k, true, ch)),
+                              cast(bf, src_value(idx)));
+          });
+      for (size_t i = nc - 1; i-- > 0;)
+        copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
+      parts.push_back(other_loops(copy, Expr(src.shape[xd]), true));
     }
     if (c_pad > C)
       parts.push_back(

@@ -550,21 +550,20 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   for (size_t j = 0; j < a.reduce_axes.size(); ++j)
     if (a.reduce_axes[j].extent > 1) f.k_axes.push_back(static_cast<int>(j));
   if (f.m_axes.empty() || f.k_axes.empty() || f.n_axes.empty() || f.n_axes.back() != vec) return std::nullopt;
-  // A tile's 16 columns straddle values of the other column axes unless vec's extent is
-  // a multiple of 16: then the column axes must be the anchor's last ones, so that the
-  // flattened columns are contiguous in the output (an NCHW convolution's (h, w)).
-  std::vector<int> wide_n, wide_all;  // those of more than one iteration
-  for (int x : f.n_axes)
-    if (a.axes[static_cast<size_t>(x)].extent > 1) wide_n.push_back(x);
-  for (size_t x = 0; x < a.axes.size(); ++x)
-    if (a.axes[x].extent > 1) wide_all.push_back(static_cast<int>(x));
-  const bool trailing =
-      wide_n.size() <= wide_all.size() &&
-      std::equal(wide_n.begin(), wide_n.end(), wide_all.end() - static_cast<std::ptrdiff_t>(wide_n.size()));
+  // With other column axes and vec's extent not a multiple of 16, a tile's 16 columns
+  // straddle values of the others: contiguous in the output where the wide column axes
+  // are the anchor's last ones (an NCHW convolution's (h, w)), else in runs of vec's
+  // extent where it divides 16 (an output blocked by 8 channels).
   const int64_t ve = a.axes[static_cast<size_t>(vec)].extent;
   if (f.n_axes.size() > 1 && ve % 16 != 0) {
-    f.straddles = trailing;
-    f.vec_runs = !trailing && 16 % ve == 0;
+    std::vector<int> wide_n, wide_all;  // those of more than one iteration
+    for (int x : f.n_axes)
+      if (a.axes[static_cast<size_t>(x)].extent > 1) wide_n.push_back(x);
+    for (size_t x = 0; x < a.axes.size(); ++x)
+      if (a.axes[x].extent > 1) wide_all.push_back(static_cast<int>(x));
+    f.straddles = wide_n.size() <= wide_all.size() &&
+                  std::equal(wide_n.begin(), wide_n.end(), wide_all.end() - static_cast<std::ptrdiff_t>(wide_n.size()));
+    f.vec_runs = !f.straddles && 16 % ve == 0;
     if (!f.straddles && !f.vec_runs) return std::nullopt;
   }
   return f;
