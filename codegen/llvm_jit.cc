@@ -10,6 +10,8 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -23,6 +25,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <unistd.h>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -239,6 +242,51 @@ std::string machine_code(llvm::TargetMachine& tm, llvm::Module& m, llvm::CodeGen
   return std::string(buf.data(), buf.size());
 }
 
+// BASIN_PERF_MAP set: the functions of a linked kernel object (the entry and its
+// parallel bodies) appended to /tmp/perf-PID.map, where `perf report` finds the names
+// of JIT code. The linker keeps an object's text section whole, so each function lies
+// at the entry's address plus its offset from the entry in the object.
+void write_perf_map(const LlvmKernel::Impl& impl, uint64_t entry, int64_t id) {
+  auto obj = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(llvm::StringRef(impl.object.data(), impl.object.size()), "kernel.o"));
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return;
+  }
+  struct Fn {
+    std::string name;
+    uint64_t offset, size;
+  };
+  std::vector<Fn> fns;
+  uint64_t entry_offset = 0;
+  bool found = false;
+  for (const llvm::object::SymbolRef& sym : (*obj)->symbols()) {
+    llvm::Expected<llvm::object::SymbolRef::Type> type = sym.getType();
+    llvm::Expected<llvm::StringRef> name = sym.getName();
+    llvm::Expected<uint64_t> offset = sym.getValue();
+    if (!type || !name || !offset || *type != llvm::object::SymbolRef::ST_Function) {
+      if (!type) llvm::consumeError(type.takeError());
+      if (!name) llvm::consumeError(name.takeError());
+      if (!offset) llvm::consumeError(offset.takeError());
+      continue;
+    }
+    const uint64_t size = llvm::object::ELFSymbolRef(sym).getSize();
+    if (*name == "basin_kernel") {
+      entry_offset = *offset;
+      found = true;
+    }
+    fns.push_back({name->str(), *offset, size});
+  }
+  if (!found) return;
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  if (FILE* out = std::fopen(path.c_str(), "a")) {
+    for (const Fn& f : fns)
+      std::fprintf(out, "%llx %llx kernel%lld:%s\n", static_cast<unsigned long long>(entry + f.offset - entry_offset),
+                   static_cast<unsigned long long>(f.size), static_cast<long long>(id), f.name.c_str());
+    std::fclose(out);
+  }
+}
+
 // `object` into a new JITDylib of the shared JIT, linked: impl's dylib and entry.
 void link_object(SharedJit& sj, LlvmKernel::Impl& impl, const std::string& what) {
   std::lock_guard<std::mutex> l(sj.mu);
@@ -249,6 +297,7 @@ void link_object(SharedJit& sj, LlvmKernel::Impl& impl, const std::string& what)
     fail(what, std::move(e));
   llvm::orc::ExecutorAddr addr = take(sj.jit->lookup(*impl.dylib, "basin_kernel"), "looking up the kernel");
   impl.entry = addr.toPtr<void (*)(void* const*)>();
+  if (std::getenv("BASIN_PERF_MAP")) write_perf_map(impl, addr.getValue(), sj.next_id);
 }
 
 }  // namespace

@@ -1092,9 +1092,17 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     row_inside = m_full < Expr(M);
   } else {
     unflatten(other_m, false, floordiv(tile, Expr(WT)), &om);
-    const Expr w = floormod(tile, Expr(WT)) * sixteen + r;
+    const Expr w0 = floormod(tile, Expr(WT)) * sixteen, w = w0 + r;
     if (flat) {
-      const Expr y = floordiv(w, Expr(Wp)), x = floormod(w, Expr(Wp));
+      // The tile's first row divided once: with Wp >= 16 its 16 rows cross at most one
+      // end of a plane row (x wraps once), so a row's (y, x) is the first's plus r with
+      // one compare, not a division per row.
+      Expr y = floordiv(w, Expr(Wp)), x = floormod(w, Expr(Wp));
+      if (Wp >= 16) {
+        const Expr xs = floormod(w0, Expr(Wp)) + r, wrap = xs >= Expr(Wp);
+        y = floordiv(w0, Expr(Wp)) + select(wrap, Expr(int64_t{1}), zero_i);
+        x = select(wrap, xs - Expr(Wp), xs);
+      }
       om[axis_var(direct->y_axis, false).id()] = y;
       om[axis_var(direct->row_axis, false).id()] = x;
       row_inside = logical_and(tile < Expr(m_tiles), logical_and(y < Expr(H), x < Expr(W)));

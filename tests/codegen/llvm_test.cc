@@ -884,5 +884,41 @@ TEST_F(LlvmSemantics, KernelsCompileOnSeveralThreadsAtOnce) {
   }
 }
 
+// BASIN_PERF_MAP set: each compiled kernel's functions (the entry and its parallel
+// bodies) are appended to /tmp/perf-PID.map, where perf finds the names of JIT code,
+// each at an address inside the process's code and of a nonzero size.
+TEST(LlvmPerfMap, NamesTheEntryAndItsParallelBodies) {
+  const std::string path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(path.c_str());
+  ASSERT_EQ(setenv("BASIN_PERF_MAP", "1", 1), 0);
+  Var i("i");
+  Buffer x = make_buffer("x", DType::f32(), {Expr(64)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(64)});
+  Stmt body = make_for(i, 0, 64, ForKind::Parallel, make_store(out, {i}, load(x, {i}) * 2.0f));
+  LoweredFunc f{"perf_map", {x, out}, {1}, body};
+  auto kernel = codegen::compile_llvm(f);
+  unsetenv("BASIN_PERF_MAP");
+  std::FILE* in = std::fopen(path.c_str(), "r");
+  ASSERT_NE(in, nullptr) << path;
+  bool entry = false, par = false;
+  char name[256];
+  unsigned long long addr = 0, size = 0;
+  while (std::fscanf(in, "%llx %llx %255s", &addr, &size, name) == 3) {
+    EXPECT_GT(addr, 0u);
+    EXPECT_GT(size, 0u) << name;
+    const std::string n = name;
+    entry |= n.size() > 13 && n.compare(n.size() - 13, 13, ":basin_kernel") == 0;
+    par |= n.find("basin_kernel_body_par") != std::string::npos;
+  }
+  std::fclose(in);
+  std::remove(path.c_str());
+  EXPECT_TRUE(entry);
+  EXPECT_TRUE(par);
+  NDArray xa(DType::f32(), {64}), oa(DType::f32(), {64});
+  for (int k = 0; k < 64; ++k) xa.set(k, k);
+  kernel->run({&xa, &oa});
+  EXPECT_EQ(oa.as<float>()[63], 126.0f);
+}
+
 }  // namespace
 }  // namespace basin

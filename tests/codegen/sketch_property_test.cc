@@ -278,6 +278,9 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
       // Rows across output rows (amx.bf16.flat, offered for every stride-1 convolution
       // above): a 7x7 map, whose rows fill 7 of a tile's 16 when read row by row.
       {"conv2d_nchwc", "in_channels=32 out_channels=32 block=16 height=7 width=7 kernel=3 padding=1", 4},
+      // A plane row of exactly 16 positions (width 14, padded): each tile's rows cross
+      // one row's end, found by one compare from the tile's first row.
+      {"conv2d_nchwc", "in_channels=32 out_channels=16 block=16 height=5 width=14 kernel=3 padding=1", 3},
       // Fewer than 32 channels: the window's columns folded into the channels' steps
       // (ResNet's first convolution, 3 channels, 7x7 stride 2; MobileNet's, 3x3 stride 2).
       {"conv2d_nchwc",
