@@ -24,7 +24,7 @@
 #include "core/ops/workloads.h"
 #include "core/util/blas.h"
 #include "core/schedule/lower_sketch.h"
-#include "search/records.h"
+#include "records/records.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include "bench/machine.h"
 #include "models/dataset.h"
 #include "models/estimator.h"
-#include "search/records.h"
+#include "records/records.h"
 
 using namespace basin;
 

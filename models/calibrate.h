@@ -20,7 +20,7 @@
 
 #include "core/util/hardware.h"
 #include "models/estimator.h"
-#include "search/records.h"
+#include "records/records.h"
 
 namespace basin::models {
 

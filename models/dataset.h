@@ -1,4 +1,4 @@
-// Training data for the estimators: measured programs (search/records.h) turned into
+// Training data for the estimators: measured programs (records/records.h) turned into
 // per-store feature tensors (relax/features.h) and latencies, split by task, and
 // collected by measuring random configurations of a list of tasks.
 #pragma once
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "codegen/measure.h"
-#include "search/records.h"
+#include "records/records.h"
 
 namespace basin::models {
 

@@ -19,7 +19,7 @@
 
 #include "codegen/network.h"
 #include "core/graph/fusion.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "search/tuner.h"
 
 namespace basin::search {

@@ -1,6 +1,6 @@
 // The tuning loop of one task (DESIGN.md, "Search"): propose a batch (search/strategy.h),
 // measure it in the worker pool (codegen/measure.h), record every program as it is
-// measured (search/records.h), update the estimator, and again, until the budget is
+// measured (records/records.h), update the estimator, and again, until the budget is
 // spent. A program that would become the best is measured again first (TuneOptions::
 // confirm). Budgets are in trials (the task's measured programs in the records file) or
 // in wall-clock seconds of this run. A run restarted on the same records file resumes:
@@ -22,7 +22,7 @@
 #include "core/ir/stmt.h"
 #include "core/ops/registry.h"
 #include "search/cluster.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "search/strategy.h"
 
 namespace basin::search {

@@ -18,7 +18,7 @@
 #include "core/util/output_file.h"
 #include "models/calibrate.h"
 #include "models/dataset.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "tools/commands.h"
 
 namespace basin::tools {

@@ -13,7 +13,7 @@
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -16,7 +16,7 @@
 #include "core/util/error.h"
 #include "models/calibrate.h"
 #include "models/estimator.h"
-#include "search/records.h"
+#include "records/records.h"
 
 namespace basin {
 namespace {

@@ -23,7 +23,7 @@
 #include "models/estimator.h"
 #include "relax/features.h"
 #include "relax/relaxed_sketch.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "search/tuner.h"
 #include "tests/codegen/fault_hooks.h"
 #include "tests/search/search_test_util.h"

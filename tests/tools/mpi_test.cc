@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "search/records.h"
+#include "records/records.h"
 #include "tests/tools/run_basin.h"
 
 namespace {

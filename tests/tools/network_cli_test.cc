@@ -21,7 +21,7 @@
 #include "core/ir/npy.h"
 #include "core/util/host.h"
 #include "models/calibrate.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "tests/tools/run_basin.h"
 
 #if BASIN_HAVE_ONNX

@@ -20,7 +20,7 @@
 
 #include "core/util/host.h"
 #include "models/estimator.h"
-#include "search/records.h"
+#include "records/records.h"
 #include "tests/tools/run_basin.h"
 
 namespace {

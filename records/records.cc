@@ -1,4 +1,4 @@
-#include "search/records.h"
+#include "records/records.h"
 
 #include <signal.h>
 #include <sys/stat.h>

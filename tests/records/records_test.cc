@@ -18,7 +18,7 @@
 #include "core/util/error.h"
 #include "core/util/hardware.h"
 #include "core/util/host.h"
-#include "search/records.h"
+#include "records/records.h"
 
 namespace basin {
 namespace {
