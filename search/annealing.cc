@@ -145,3 +145,7 @@ class Annealing final : public Strategy {
 std::unique_ptr<Strategy> make_annealing(const StrategyOptions& set) { return std::make_unique<Annealing>(set); }
 
 }  // namespace basin::search::detail
+
+namespace basin::search {
+BASIN_REGISTER_STRATEGY("annealing", 10, detail::make_annealing);
+}  // namespace basin::search

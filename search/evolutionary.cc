@@ -106,3 +106,7 @@ class Evolutionary final : public Strategy {
 std::unique_ptr<Strategy> make_evolutionary(const StrategyOptions& set) { return std::make_unique<Evolutionary>(set); }
 
 }  // namespace basin::search::detail
+
+namespace basin::search {
+BASIN_REGISTER_STRATEGY("evolutionary", 20, detail::make_evolutionary);
+}  // namespace basin::search

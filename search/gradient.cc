@@ -22,6 +22,7 @@
 #include "core/util/error.h"
 #include "models/estimator.h"
 #include "search/descent.h"
+#include "search/sources/source.h"
 #include "search/sources/sources.h"
 #include "search/strategy.h"
 
@@ -29,21 +30,16 @@ namespace basin::search::detail {
 
 namespace {
 
+// The strategy's own options: the first batch, the descent, the random share, the cap;
+// each proposal source has its own (source.h).
 struct GradientOptions {
   FirstBatchOptions first;
   DescentOptions descent;
-  LocalMoveOptions local;
-  int sketch_slots = 2;
-  SiblingOptions siblings;
-  int unroll_slots = 2;
-  int block_slots = 2;
-  TileOptions tiles;
-  FillOptions fills;
   double epsilon = 0.1;  // share of each batch that is random
   SketchCap cap;         // the sketches measured slow (negative places turn it off)
 };
 
-std::vector<OptionField> fields(GradientOptions& o) {
+std::vector<OptionField> own_fields(GradientOptions& o) {
   return {
       {"first_draws", &o.first.draws, nullptr, 0, 1e5,
        "the first batch: per sketch, the best predicted of this many random programs (0: a descent instead)"},
@@ -55,30 +51,10 @@ std::vector<OptionField> fields(GradientOptions& o) {
       {"best_share", nullptr, &o.descent.best_share, 0, 1, "share of the seeds started at the best measured programs"},
       {"seed_noise", nullptr, &o.descent.seed_noise, 0, 100, "their Gaussian noise, in exponent units"},
       {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each batch that is random"},
-      {"sketch_slots", &o.sketch_slots, nullptr, 0, 1e4, "per batch, the best-predicted program of sketches in turn"},
-      {"local_parents", &o.local.parents, nullptr, 0, 1e4, "the fastest programs whose mutations are ranked"},
-      {"local_moves", &o.local.moves, nullptr, 0, 1e5, "mutations drawn per parent"},
-      {"sibling_slots", &o.siblings.slots, nullptr, 0, 1e4,
-       "per batch, the fastest programs' tilings in other sketches"},
-      {"sibling_parents", &o.siblings.parents, nullptr, 0, 1e4, "the fastest programs the sibling slots draw on"},
-      {"unroll_slots", &o.unroll_slots, nullptr, 0, 1e4, "per batch, the fastest programs at other unroll depths"},
-      {"block_slots", &o.block_slots, nullptr, 0, 1e4,
-       "per batch, the fastest programs with another factor of a one-level split (a reduction's block)"},
-      {"tile_slots", &o.tiles.slots, nullptr, 0, 1e4, "per batch, the fastest programs with other register tiles"},
-      {"tile_followups", &o.tiles.followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
-      {"tile_margin", nullptr, &o.tiles.margin, 0, 10, "close: its best within this share of the best of all"},
-      {"tile_sketch_slots", &o.tiles.sketch_slots, nullptr, 0, 1e4,
-       "per batch, another sketch's fastest program with another register tile (none when tile_slots is 0)"},
-      {"tile_sketch_margin", nullptr, &o.tiles.sketch_margin, 0, 100,
-       "... of the sketches whose best is within this share of the best of all"},
       {"nearest_tilings", &o.descent.nearest_tilings, nullptr, 0, 1,
        "1: every visited point also rounded to the tilings nearest its continuous tile sizes"},
-      {"fill_slots", &o.fills.slots, nullptr, 0, 1e4,
-       "per batch, a sketch's fastest program with a register tile filling the vector registers (sketches in turn)"},
       {"fill_first", &o.first.fill, nullptr, 0, 1,
        "1: each sketch's first program in the first batch has a register-filling tile"},
-      {"fill_registers", &o.fills.registers, nullptr, 0, 1024,
-       "vector registers a register-filling tile may take (0: the host's, less 4)"},
       {"fill_whole", &o.first.whole, nullptr, 0, 1,
        "1 (with fill_first): each sketch's second program in the first batch has the fullest filling tile "
        "with no partial tile"},
@@ -91,20 +67,21 @@ std::vector<OptionField> fields(GradientOptions& o) {
   };
 }
 
-// `front` before `v`'s programs.
-void prepend(std::vector<Candidate>& v, std::vector<Candidate> front) {
-  v.insert(v.begin(), std::make_move_iterator(front.begin()), std::make_move_iterator(front.end()));
-}
-
 class Gradient final : public Strategy {
  public:
-  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)) {
-    set_options("gradient", fields(opt_), set);
+  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)), sources_(make_sources()) {
+    set_options("gradient", fields(), set);
   }
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     GradientOptions o = opt_;
-    return describe_options(fields(o));
+    std::vector<StrategyOption> out = describe_options(own_fields(o));
+    for (const auto& src : sources_)
+      for (StrategyOption& so : describe_options(src->fields())) {
+        so.source = src->name();
+        out.push_back(std::move(so));
+      }
+    return out;
   }
   bool needs_gradients() const override { return true; }
 
@@ -112,12 +89,15 @@ class Gradient final : public Strategy {
     if (!guided(state)) return random_batch(state, n);
     auto* est = dynamic_cast<models::DifferentiableEstimator*>(state.estimator);
     if (!est)
-      throw Error("the gradient strategy needs a differentiable estimator (mlp, ensemble, a TorchScript file, or one of its own with a gradient), not " +
-                  state.estimator->kind());
+      throw Error(
+          "the gradient strategy needs a differentiable estimator (mlp, ensemble, a TorchScript file, or one of its "
+          "own with a gradient), not " +
+          state.estimator->kind());
     // Every sketch's evaluators at once, on the helper threads: the first batch ranks
     // every sketch's programs, and the descents start from every sketch.
     state.space.build_evaluators(/*relaxed=*/true);
-    if (state.history.empty() && opt_.first.draws > 0) return first_batch(state, n, opt_.first, opt_.fills);
+    if (state.history.empty() && opt_.first.draws > 0)
+      return first_batch(state, n, opt_.first, static_cast<int>(option("fill_registers")));
 
     std::vector<const Measured*> good;  // fastest first
     for (const Measured& m : state.history)
@@ -125,22 +105,19 @@ class Gradient final : public Strategy {
     std::sort(good.begin(), good.end(),
               [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
 
-    // The ranked pool.
+    // The ranked pool: the descent's points, then the sources' in their order.
+    SourceContext ctx{state, good, n, nullptr, [this](const std::string& key) { return option(key); }};
     std::map<std::string, Candidate> pool;
     descend(state, *est, good, opt_.descent, pool);
-    local_moves(state, good, opt_.local, pool);
+    for (const auto& src : sources_) src->add_to_pool(ctx, pool);
     std::vector<Candidate> ranked;
     for (auto& [json, c] : pool) ranked.push_back(std::move(c));
     state.space.predict(*state.estimator, ranked);
 
-    // Places of their own, each source skipping what the ones before it took; the
-    // batch lists the last source's first.
-    std::vector<Candidate> own = sketch_picks(state, ranked, n, opt_.sketch_slots);
-    prepend(own, sibling_picks(state, good, own, n, opt_.siblings));
-    prepend(own, unroll_picks(state, good, own, n, opt_.unroll_slots));
-    prepend(own, block_picks(state, good, own, n, opt_.block_slots));
-    prepend(own, tile_picks(state, good, own, n, opt_.tiles, opt_.local.moves));
-    prepend(own, fill_picks(state, good, own, n, opt_.fills));
+    // Places of their own (source.h): each source skipping what the ones before it
+    // took, the batch listing the last source's first.
+    ctx.ranked = &ranked;
+    std::vector<Candidate> own = own_places(sources_, ctx);
 
     // The ranked places.
     cap_losing_sketches(state, ranked);
@@ -168,8 +145,23 @@ class Gradient final : public Strategy {
     cap_ranked(ranked, capped_sketches(state.history, state.space.sketches().size(), opt_.cap), opt_.cap.places);
   }
 
+  // The strategy's own options, then each source's in their order.
+  std::vector<OptionField> fields() {
+    std::vector<OptionField> all = own_fields(opt_);
+    for (const auto& src : sources_)
+      for (OptionField& f : src->fields()) all.push_back(std::move(f));
+    return all;
+  }
+  // An option's value by key (SourceContext::option).
+  double option(const std::string& key) {
+    for (const OptionField& f : fields())
+      if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
+    throw Error("the gradient strategy has no option " + key);
+  }
+
   std::string name_;
   GradientOptions opt_;
+  std::vector<std::unique_ptr<ProposalSource>> sources_;
 };
 
 }  // namespace
@@ -177,3 +169,7 @@ class Gradient final : public Strategy {
 std::unique_ptr<Strategy> make_gradient(const StrategyOptions& set) { return std::make_unique<Gradient>(set); }
 
 }  // namespace basin::search::detail
+
+namespace basin::search {
+BASIN_REGISTER_STRATEGY("gradient", 0, detail::make_gradient);
+}  // namespace basin::search

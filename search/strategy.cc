@@ -12,12 +12,28 @@
 
 namespace basin::search {
 
-const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"gradient", "annealing", "evolutionary", "random"};
-  return names;
+namespace {
+
+struct StrategyEntry {
+  std::string name;
+  int order = 0;
+  StrategyFactory make;
+};
+
+// Filled by the registrations' static initializers, before main.
+std::vector<StrategyEntry>& strategy_entries() {
+  static std::vector<StrategyEntry> e;
+  return e;
 }
 
-namespace {
+std::vector<const StrategyEntry*> ordered_strategies() {
+  std::vector<const StrategyEntry*> out;
+  for (const StrategyEntry& e : strategy_entries()) out.push_back(&e);
+  std::stable_sort(out.begin(), out.end(), [](const StrategyEntry* a, const StrategyEntry* b) {
+    return a->order != b->order ? a->order < b->order : a->name < b->name;
+  });
+  return out;
+}
 
 // A spec's name and options (ParseError when malformed; the name and keys are checked
 // by make_strategy and set_options).
@@ -40,13 +56,25 @@ std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& s
 
 }  // namespace
 
+StrategyRegistration::StrategyRegistration(const std::string& name, int order, StrategyFactory make) {
+  for (const StrategyEntry& e : strategy_entries())
+    BASIN_CHECK(e.name != name) << "two search strategies named " << name;
+  strategy_entries().push_back({name, order, std::move(make)});
+}
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> out;
+  for (const StrategyEntry* e : ordered_strategies()) out.push_back(e->name);
+  return out;
+}
+
 std::unique_ptr<Strategy> make_strategy(const std::string& spec) {
   const auto [name, set] = parse_strategy_spec(spec);
-  if (name == "gradient") return detail::make_gradient(set);
-  if (name == "annealing") return detail::make_annealing(set);
-  if (name == "evolutionary") return detail::make_evolutionary(set);
-  if (name == "random") return detail::make_random(set);
-  throw NotFoundError("unknown search strategy '" + name + "' (gradient, annealing, evolutionary, random)");
+  for (const StrategyEntry* e : ordered_strategies())
+    if (e->name == name) return e->make(set);
+  std::string names;
+  for (const std::string& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
+  throw NotFoundError("unknown search strategy '" + name + "' (" + names + ")");
 }
 
 namespace detail {
@@ -226,5 +254,7 @@ std::unique_ptr<Strategy> make_random(const StrategyOptions& set) {
 }
 
 }  // namespace detail
+
+BASIN_REGISTER_STRATEGY("random", 30, detail::make_random);
 
 }  // namespace basin::search

@@ -15,6 +15,7 @@
 // variants of one strategy tuned side by side (docs/search.md, "Strategy options").
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -45,6 +46,7 @@ struct SearchState {
 // One option of a strategy: its key, the value it has, and what it sets.
 struct StrategyOption {
   std::string key, value, help;
+  std::string source;  // the proposal source that owns it (search/sources/source.h); "": the strategy's own
 };
 
 class Strategy {
@@ -79,8 +81,17 @@ using StrategyOptions = std::vector<std::pair<std::string, std::string>>;
 // NotFoundError for an unknown name; ParseError for an unknown or repeated key, or a
 // value that is not a number in the option's range (the message lists the options).
 std::unique_ptr<Strategy> make_strategy(const std::string& spec);
-// "gradient", "annealing", "evolutionary", "random".
-const std::vector<std::string>& strategy_names();
+// The registered strategies' names in order: "gradient", "annealing", "evolutionary",
+// "random", then any other registered.
+std::vector<std::string> strategy_names();
+
+// Strategies register themselves: one file, a class implementing Strategy and one
+// BASIN_REGISTER_STRATEGY line (docs/search.md, "Adding a strategy"). `order` places it
+// in strategy_names() (lower first); a repeated name is an error at start-up.
+using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyOptions&)>;
+struct StrategyRegistration {
+  StrategyRegistration(const std::string& name, int order, StrategyFactory make);
+};
 
 namespace detail {
 // True when the state's estimator can guide a search (present and ready()).
@@ -140,3 +151,11 @@ std::unique_ptr<Strategy> make_gradient(const StrategyOptions& set = {});
 }  // namespace detail
 
 }  // namespace basin::search
+
+#define BASIN_STRATEGY_CONCAT2(a, b) a##b
+#define BASIN_STRATEGY_CONCAT(a, b) BASIN_STRATEGY_CONCAT2(a, b)
+// BASIN_REGISTER_STRATEGY("name", order, factory): factory(const StrategyOptions&)
+// makes the strategy with the options set.
+#define BASIN_REGISTER_STRATEGY(name, order, factory)                                                              \
+  static const ::basin::search::StrategyRegistration BASIN_STRATEGY_CONCAT(basin_strategy_, __LINE__)(name, order, \
+                                                                                                      factory)

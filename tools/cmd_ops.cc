@@ -130,14 +130,23 @@ void add_strategies_command(CLI::App& app, Runner& run) {
         const std::string est = s->default_estimator().empty() ? "none" : s->default_estimator();
         if (*json) {
           nlohmann::json options = nlohmann::json::array();
-          for (const search::StrategyOption& o : s->options())
-            options.push_back({{"key", o.key}, {"default", o.value}, {"doc", o.help}});
+          for (const search::StrategyOption& o : s->options()) {
+            nlohmann::json j = {{"key", o.key}, {"default", o.value}, {"doc", o.help}};
+            if (!o.source.empty()) j["source"] = o.source;
+            options.push_back(j);
+          }
           list.push_back({{"name", name}, {"default_estimator", est}, {"options", options}});
           continue;
         }
         std::cout << name << "  (estimator " << est << (s->options().empty() ? "; no options" : "") << ")\n";
-        for (const search::StrategyOption& o : s->options())
+        std::string source;
+        for (const search::StrategyOption& o : s->options()) {
+          if (o.source != source) {
+            source = o.source;
+            std::cout << "  proposal source " << source << ":\n";
+          }
           std::cout << "    " << o.key << "=" << o.value << ": " << o.help << "\n";
+        }
       }
       if (*json) std::cout << nlohmann::json{{"strategies", list}}.dump(2) << "\n";
       return 0;

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "search/sources/common.h"
-#include "search/sources/sources.h"
+#include "search/sources/source.h"
 
 namespace basin::search::detail {
 
@@ -20,10 +20,11 @@ namespace basin::search::detail {
 // such split: the factor farthest (in the split's sorted factors) from every factor
 // measured with that sketch and register tile, so that a few probes span the range;
 // the best predicted among equals; the fastest program's first. Not in `taken`.
+namespace {
+
 std::vector<Candidate> block_picks(SearchState& state, const std::vector<const Measured*>& good,
-                                   const std::vector<Candidate>& taken, int n, int slots_wanted) {
+                                   const std::vector<Candidate>& taken, size_t slots) {
   std::vector<Candidate> out;
-  const size_t slots = slot_count(slots_wanted, n);
   if (slots == 0) return out;
   std::set<std::string> used;
   for (const Candidate& c : taken) used.insert(c.json);
@@ -86,5 +87,26 @@ std::vector<Candidate> block_picks(SearchState& state, const std::vector<const M
   }
   return out;
 }
+
+class Blocks final : public ProposalSource {
+ public:
+  std::string name() const override { return "blocks"; }
+  std::vector<OptionField> fields() override {
+    return {{"block_slots", &slots_, nullptr, 0, 1e4,
+             "per batch, the fastest programs with another factor of a one-level split (a reduction's block)"}};
+  }
+  std::vector<int> places_wanted() const override { return {slots_}; }
+  std::vector<Candidate> propose(SourceContext& ctx, const std::vector<Candidate>& taken,
+                                 const std::vector<int>& places) override {
+    return block_picks(ctx.state, ctx.good, taken, static_cast<size_t>(places[0]));
+  }
+
+ private:
+  int slots_ = 2;
+};
+
+}  // namespace
+
+BASIN_REGISTER_SOURCE("blocks", 40, Blocks);
 
 }  // namespace basin::search::detail

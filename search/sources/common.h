@@ -1,6 +1,5 @@
-// What the proposal sources share (search/sources/sources.h): a source's share of a
-// batch, the best predicted of a set, register tiles as a sketch and its innermost
-// factors, and the vector file a register-filling tile may take.
+// What the proposal sources share (search/sources/source.h): the best predicted of a set, register tiles as a sketch
+// and its innermost factors, and the vector file a register-filling tile may take.
 #pragma once
 
 #include <algorithm>
@@ -16,10 +15,6 @@
 #include "search/strategy.h"
 
 namespace basin::search::detail {
-
-// The places a batch of n gives a kind of pick that asks for `want`: at most a
-// quarter of the batch each.
-inline size_t slot_count(int want, int n) { return static_cast<size_t>(std::max(0, std::min(want, n / 4))); }
 
 // The best predicted of `cs` (not empty), whose predictions it fills.
 inline Candidate& best_predicted(SearchState& state, std::vector<Candidate>& cs) {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "search/sources/common.h"
-#include "search/sources/sources.h"
+#include "search/sources/source.h"
 
 namespace basin::search::detail {
 
@@ -14,10 +14,16 @@ namespace basin::search::detail {
 // fastest program with the fullest register-filling tile that no measured program of
 // the sketch has, of those the fewest loads, the best predicted among equal ones.
 // Not in `taken`.
+namespace {
+
+struct FillOptions {
+  int slots = 2;
+  int registers = 0;
+};
+
 std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Measured*>& good,
-                                  const std::vector<Candidate>& taken, int n, const FillOptions& opt) {
+                                  const std::vector<Candidate>& taken, int n, size_t slots, const FillOptions& opt) {
   std::vector<Candidate> out;
-  const size_t slots = slot_count(opt.slots, n);
   if (slots == 0) return out;
   const int n_sketches = static_cast<int>(state.space.sketches().size());
   std::vector<const Measured*> fastest(static_cast<size_t>(n_sketches), nullptr);
@@ -43,5 +49,32 @@ std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Me
   }
   return out;
 }
+
+// Register-filling tiles: `fill_slots` sketches in turn, each its fastest program with
+// a register tile that fills the vector registers; `fill_registers` it may take (0: the
+// host's, less the relaxation's reserve; the first batch's filling tiles too).
+class Fills final : public ProposalSource {
+ public:
+  std::string name() const override { return "fills"; }
+  std::vector<OptionField> fields() override {
+    return {{"fill_slots", &opt_.slots, nullptr, 0, 1e4,
+             "per batch, a sketch's fastest program with a register tile filling the vector registers (sketches in "
+             "turn)"},
+            {"fill_registers", &opt_.registers, nullptr, 0, 1024,
+             "vector registers a register-filling tile may take (0: the host's, less 4)"}};
+  }
+  std::vector<int> places_wanted() const override { return {opt_.slots}; }
+  std::vector<Candidate> propose(SourceContext& ctx, const std::vector<Candidate>& taken,
+                                 const std::vector<int>& places) override {
+    return fill_picks(ctx.state, ctx.good, taken, ctx.n, static_cast<size_t>(places[0]), opt_);
+  }
+
+ private:
+  FillOptions opt_;
+};
+
+}  // namespace
+
+BASIN_REGISTER_SOURCE("fills", 60, Fills);
 
 }  // namespace basin::search::detail

@@ -17,10 +17,9 @@ namespace {
 // fill_whole, then the same among the tiles with no partial tile. In that order per
 // sketch; none in `drawn`, which gains them.
 std::vector<Candidate> first_fills(SearchState& state, const std::vector<std::vector<Candidate>>& per,
-                                   std::set<std::string>& drawn, const FirstBatchOptions& opt,
-                                   const FillOptions& fill) {
+                                   std::set<std::string>& drawn, const FirstBatchOptions& opt, int fill_registers) {
   std::vector<Candidate> out;
-  const VectorFile file = fill_file(fill.registers);
+  const VectorFile file = fill_file(fill_registers);
   for (const std::vector<Candidate>& draws : per)
     for (bool whole : {false, true}) {
       if (whole && !opt.whole) break;
@@ -52,7 +51,7 @@ std::vector<Candidate> first_fills(SearchState& state, const std::vector<std::ve
 // 3 times slower than annealing's random packed ones, where both strategies' best
 // programs were). So the first measurements compare every sketch on equal terms, and
 // the search then follows the fastest programs.
-std::vector<Candidate> first_batch(SearchState& state, int n, const FirstBatchOptions& opt, const FillOptions& fill) {
+std::vector<Candidate> first_batch(SearchState& state, int n, const FirstBatchOptions& opt, int fill_registers) {
   TaskSpace& space = state.space;
   const int n_sketches = static_cast<int>(space.sketches().size());
   std::vector<int> order(static_cast<size_t>(n_sketches));
@@ -95,7 +94,7 @@ std::vector<Candidate> first_batch(SearchState& state, int n, const FirstBatchOp
   // Each sketch's first picks: its draws with a register-filling tile, the best
   // predicted (taken from the back: the fullest tile's first, then the whole one's).
   if (opt.fill) {
-    const std::vector<Candidate> fills = first_fills(state, per, drawn, opt, fill);
+    const std::vector<Candidate> fills = first_fills(state, per, drawn, opt, fill_registers);
     for (auto c = fills.rbegin(); c != fills.rend(); ++c) per[static_cast<size_t>(c->sketch)].push_back(*c);
   }
   for (bool any = true; any && static_cast<int>(out.size()) < n;) {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "search/sources/common.h"
-#include "search/sources/sources.h"
+#include "search/sources/source.h"
 
 namespace basin::search::detail {
 
@@ -19,10 +19,16 @@ namespace basin::search::detail {
 // own tilings in `sibling_slots` other sketches: the nearest sketches first
 // (TaskSpace::sketch_distance), then the best predicted; the fastest program's
 // siblings first, the next program's once those are all measured. Not in `taken`.
+namespace {
+
+struct SiblingOptions {
+  int slots = 2;
+  int parents = 4;
+};
+
 std::vector<Candidate> sibling_picks(SearchState& state, const std::vector<const Measured*>& good,
-                                     const std::vector<Candidate>& taken, int n, const SiblingOptions& opt) {
+                                     const std::vector<Candidate>& taken, size_t slots, const SiblingOptions& opt) {
   std::vector<Candidate> out;
-  const size_t slots = slot_count(opt.slots, n);
   std::set<std::string> used;
   for (const Candidate& c : taken) used.insert(c.json);
   const int n_sketches = static_cast<int>(state.space.sketches().size());
@@ -50,5 +56,27 @@ std::vector<Candidate> sibling_picks(SearchState& state, const std::vector<const
   }
   return out;
 }
+
+class Siblings final : public ProposalSource {
+ public:
+  std::string name() const override { return "siblings"; }
+  std::vector<OptionField> fields() override {
+    return {
+        {"sibling_slots", &opt_.slots, nullptr, 0, 1e4, "per batch, the fastest programs' tilings in other sketches"},
+        {"sibling_parents", &opt_.parents, nullptr, 0, 1e4, "the fastest programs the sibling slots draw on"}};
+  }
+  std::vector<int> places_wanted() const override { return {opt_.slots}; }
+  std::vector<Candidate> propose(SourceContext& ctx, const std::vector<Candidate>& taken,
+                                 const std::vector<int>& places) override {
+    return sibling_picks(ctx.state, ctx.good, taken, static_cast<size_t>(places[0]), opt_);
+  }
+
+ private:
+  SiblingOptions opt_;
+};
+
+}  // namespace
+
+BASIN_REGISTER_SOURCE("siblings", 20, Siblings);
 
 }  // namespace basin::search::detail

@@ -1,4 +1,4 @@
-// Other register tiles of the fastest programs (sources.h).
+// Other register tiles of the fastest programs (source.h).
 #include <algorithm>
 #include <iterator>
 #include <map>
@@ -6,11 +6,26 @@
 #include <set>
 
 #include "search/sources/common.h"
-#include "search/sources/sources.h"
+#include "search/sources/source.h"
 
 namespace basin::search::detail {
 
 namespace {
+
+// Register tiles: `slots` reshapes of the fastest programs' tiles, a follow-up of a
+// tile close to the best (within `margin`, fewer than `followups` programs), and
+// `sketch_slots` other sketches' fastest programs reshaped (those within
+// `sketch_margin` of the best). The follow-up draws 2 x the local moves' mutations. Two
+// other sketches' places: with one, resnet18-c12 held `vec=w` programs 20% behind
+// annealing's best for 300 trials on seeds 1 to 4, with two on none but seed 4; C2
+// and C6 were as fast or faster.
+struct TileOptions {
+  int slots = 2;
+  int followups = 8;
+  double margin = 0.03;
+  int sketch_slots = 2;
+  double sketch_margin = 0.5;
+};
 
 // Appends to `out`, up to `places` in all, the best-predicted reshapes of `parent`'s
 // register tile into tiles not in `seen` (which gains them).
@@ -92,8 +107,6 @@ bool tile_followup(SearchState& state, const std::vector<const Measured*>& good,
   return false;
 }
 
-}  // namespace
-
 // The register tile (the innermost factors of the multi-level splits) sets how many
 // accumulators a program keeps in registers and how many loads feed them; the
 // latency is far from monotone in it, and one-factor moves cross slow tiles between
@@ -106,10 +119,12 @@ bool tile_followup(SearchState& state, const std::vector<const Measured*>& good,
 // (tile_followup) has a place of its own besides: sharing one with the reshapes
 // (a first version), gemm-1024 seed 2 measured its 4x64 tile only at trial 378, as other
 // close tiles took the shared place. Not in `taken`.
+// `places`: the follow-up's, the reshapes', the other sketches' (as granted).
 std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Measured*>& good,
-                                  const std::vector<Candidate>& taken, int n, const TileOptions& opt, int moves) {
+                                  const std::vector<Candidate>& taken, int n, const std::vector<int>& places_granted,
+                                  const TileOptions& opt, int moves) {
   std::vector<Candidate> out;
-  const size_t slots = slot_count(opt.slots, n);
+  const size_t slots = static_cast<size_t>(places_granted[1]);
   if (slots == 0) return out;
   std::map<Tile, TileGroup> groups;  // the measured tiles
   for (const Measured& m : state.history) {
@@ -120,15 +135,43 @@ std::vector<Candidate> tile_picks(SearchState& state, const std::vector<const Me
   std::set<Tile> seen;
   std::set<std::string> used;
   taken_tiles(state, taken, &seen, &used);
-  if (tile_followup(state, good, groups, used, opt, moves, &out)) used.insert(out.back().json);
+  if (places_granted[0] > 0 && tile_followup(state, good, groups, used, opt, moves, &out)) used.insert(out.back().json);
   const size_t places = out.size() + slots;  // the follow-up's place is its own
   for (size_t p = 0; p < good.size() && out.size() < places; ++p) reshape(state, *good[p], places, seen, used, &out);
   // Other sketches' fastest programs, in places of their own.
   const std::vector<const Measured*> others = other_sketch_parents(state, good, n, opt.sketch_margin);
-  const size_t more = out.size() + slot_count(opt.sketch_slots, n);
+  const size_t more = out.size() + static_cast<size_t>(places_granted[2]);
   for (size_t p = 0; p < others.size() && out.size() < more; ++p)
     reshape(state, *others[p], out.size() + 1, seen, used, &out);  // one place each
   return out;
 }
 
+class Tiles final : public ProposalSource {
+ public:
+  std::string name() const override { return "tiles"; }
+  std::vector<OptionField> fields() override {
+    return {
+        {"tile_slots", &opt_.slots, nullptr, 0, 1e4, "per batch, the fastest programs with other register tiles"},
+        {"tile_followups", &opt_.followups, nullptr, 0, 1e5, "programs a register tile close to the best gets"},
+        {"tile_margin", nullptr, &opt_.margin, 0, 10, "close: its best within this share of the best of all"},
+        {"tile_sketch_slots", &opt_.sketch_slots, nullptr, 0, 1e4,
+         "per batch, another sketch's fastest program with another register tile (none when tile_slots is 0)"},
+        {"tile_sketch_margin", nullptr, &opt_.sketch_margin, 0, 100,
+         "... of the sketches whose best is within this share of the best of all"},
+    };
+  }
+  // The follow-up's place, the reshapes', the other sketches'.
+  std::vector<int> places_wanted() const override { return {opt_.slots > 0 ? 1 : 0, opt_.slots, opt_.sketch_slots}; }
+  std::vector<Candidate> propose(SourceContext& ctx, const std::vector<Candidate>& taken,
+                                 const std::vector<int>& places) override {
+    return tile_picks(ctx.state, ctx.good, taken, ctx.n, places, opt_, static_cast<int>(ctx.option("local_moves")));
+  }
+
+ private:
+  TileOptions opt_;
+};
+
+}  // namespace
+
+BASIN_REGISTER_SOURCE("tiles", 50, Tiles);
 }  // namespace basin::search::detail

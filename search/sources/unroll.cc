@@ -6,7 +6,7 @@
 #include <set>
 
 #include "search/sources/common.h"
-#include "search/sources/sources.h"
+#include "search/sources/source.h"
 
 namespace basin::search::detail {
 
@@ -18,10 +18,11 @@ namespace basin::search::detail {
 // own configurations with `unroll_slots` other unroll depths: the nearest depths
 // in the sketch's menu first, then the best predicted; the fastest program's first.
 // Not in `taken`.
+namespace {
+
 std::vector<Candidate> unroll_picks(SearchState& state, const std::vector<const Measured*>& good,
-                                    const std::vector<Candidate>& taken, int n, int slots_wanted) {
+                                    const std::vector<Candidate>& taken, size_t slots) {
   std::vector<Candidate> out;
-  const size_t slots = slot_count(slots_wanted, n);
   std::set<std::string> used;
   for (const Candidate& c : taken) used.insert(c.json);
   for (size_t p = 0; p < good.size() && out.size() < slots; ++p) {
@@ -53,5 +54,25 @@ std::vector<Candidate> unroll_picks(SearchState& state, const std::vector<const 
   }
   return out;
 }
+
+class Unroll final : public ProposalSource {
+ public:
+  std::string name() const override { return "unroll"; }
+  std::vector<OptionField> fields() override {
+    return {{"unroll_slots", &slots_, nullptr, 0, 1e4, "per batch, the fastest programs at other unroll depths"}};
+  }
+  std::vector<int> places_wanted() const override { return {slots_}; }
+  std::vector<Candidate> propose(SourceContext& ctx, const std::vector<Candidate>& taken,
+                                 const std::vector<int>& places) override {
+    return unroll_picks(ctx.state, ctx.good, taken, static_cast<size_t>(places[0]));
+  }
+
+ private:
+  int slots_ = 2;
+};
+
+}  // namespace
+
+BASIN_REGISTER_SOURCE("unroll", 30, Unroll);
 
 }  // namespace basin::search::detail

@@ -1,0 +1,86 @@
+// The registry of proposal sources and the driver of their places (source.h).
+#include <algorithm>
+#include <iterator>
+#include <set>
+#include <utility>
+
+#include "core/util/error.h"
+#include "search/sources/source.h"
+
+namespace basin::search {
+
+namespace {
+
+struct Entry {
+  std::string name;
+  int order = 0;
+  SourceFactory make;
+};
+
+// Filled by the registrations' static initializers, before main.
+std::vector<Entry>& entries() {
+  static std::vector<Entry> e;
+  return e;
+}
+
+std::vector<const Entry*> ordered() {
+  std::vector<const Entry*> out;
+  for (const Entry& e : entries()) out.push_back(&e);
+  std::stable_sort(out.begin(), out.end(), [](const Entry* a, const Entry* b) {
+    return a->order != b->order ? a->order < b->order : a->name < b->name;
+  });
+  return out;
+}
+
+}  // namespace
+
+int granted_places(int want, int n) { return std::max(0, std::min(want, n / 4)); }
+
+SourceRegistration::SourceRegistration(const std::string& name, int order, SourceFactory make) {
+  for (const Entry& e : entries()) BASIN_CHECK(e.name != name) << "two proposal sources named " << name;
+  entries().push_back({name, order, std::move(make)});
+}
+
+std::vector<std::unique_ptr<ProposalSource>> make_sources() {
+  std::vector<std::unique_ptr<ProposalSource>> out;
+  for (const Entry* e : ordered()) {
+    out.push_back(e->make());
+    BASIN_CHECK(out.back() && out.back()->name() == e->name)
+        << "the proposal source registered as " << e->name << " names itself "
+        << (out.back() ? out.back()->name() : std::string("(none)"));
+  }
+  return out;
+}
+
+std::vector<std::string> source_names() {
+  std::vector<std::string> out;
+  for (const Entry* e : ordered()) out.push_back(e->name);
+  return out;
+}
+
+std::vector<Candidate> own_places(const std::vector<std::unique_ptr<ProposalSource>>& sources, SourceContext& ctx) {
+  std::vector<Candidate> own;
+  std::set<std::string> taken;
+  // The ranked pool's best (the descent's) always has a place.
+  const size_t max_own = static_cast<size_t>(std::max(ctx.n - 1, 0));
+  for (const auto& src : sources) {
+    std::vector<int> places;
+    size_t total = 0;
+    for (int want : src->places_wanted()) {
+      places.push_back(granted_places(want, ctx.n));
+      total += static_cast<size_t>(places.back());
+    }
+    if (places.empty()) continue;
+    std::vector<Candidate> got = src->propose(ctx, own, places);
+    std::vector<Candidate> kept;
+    for (Candidate& c : got) {
+      if (kept.size() >= total || own.size() + kept.size() >= max_own) break;
+      if (ctx.state.measured.count(c.json) || !taken.insert(c.json).second) continue;
+      kept.push_back(std::move(c));
+    }
+    own.insert(own.begin(), std::make_move_iterator(kept.begin()), std::make_move_iterator(kept.end()));
+  }
+  return own;
+}
+
+}  // namespace basin::search
