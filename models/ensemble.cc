@@ -146,4 +146,8 @@ std::unique_ptr<Estimator> load_ensemble(const std::string& payload, const std::
 }
 }  // namespace detail
 
+BASIN_REGISTER_ESTIMATOR(
+    "ensemble", 20, [] { return detail::make_ensemble(nullptr); }, detail::load_ensemble,
+    "the MLP and trees, ranked together; descends on the MLP (the shipped CPU ensemble with --estimator ensemble)");
+
 }  // namespace basin::models

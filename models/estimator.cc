@@ -105,6 +105,48 @@ std::string estimator_file(const std::string& spec, const std::string& target) {
   return names_a_file(spec) ? spec : "";
 }
 
+namespace {
+
+struct EstimatorEntry {
+  std::string kind;
+  int order = 0;
+  EstimatorMaker make;
+  EstimatorLoader load;
+  std::string help;
+};
+
+// Filled by the registrations' static initializers, before main.
+std::vector<EstimatorEntry>& estimator_entries() {
+  static std::vector<EstimatorEntry> e;
+  return e;
+}
+
+const EstimatorEntry* find_kind(const std::string& kind) {
+  for (const EstimatorEntry& e : estimator_entries())
+    if (e.kind == kind) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+EstimatorRegistration::EstimatorRegistration(const std::string& kind, int order, EstimatorMaker make,
+                                             EstimatorLoader load, const std::string& help) {
+  BASIN_CHECK(!find_kind(kind)) << "two estimator kinds named " << kind;
+  BASIN_CHECK(kind.rfind("machine+", 0) != 0 && kind != kMlpFromCpu) << "the estimator kind " << kind << " is reserved";
+  estimator_entries().push_back({kind, order, std::move(make), std::move(load), help});
+}
+
+std::vector<EstimatorKind> estimator_kinds() {
+  std::vector<const EstimatorEntry*> all;
+  for (const EstimatorEntry& e : estimator_entries()) all.push_back(&e);
+  std::stable_sort(all.begin(), all.end(), [](const EstimatorEntry* a, const EstimatorEntry* b) {
+    return a->order != b->order ? a->order < b->order : a->kind < b->kind;
+  });
+  std::vector<EstimatorKind> out;
+  for (const EstimatorEntry* e : all) out.push_back({e->kind, e->help});
+  return out;
+}
+
 std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
   if (kind.rfind("machine+", 0) == 0) {
     const std::string inner = kind.substr(8);
@@ -112,18 +154,15 @@ std::unique_ptr<Estimator> make_estimator(const std::string& kind) {
       throw NotFoundError("unknown estimator '" + kind + "' (machine+mlp, machine+gbt or machine+ensemble)");
     return make_machine_input(make_estimator(inner));
   }
-  if (kind == "mlp") return detail::make_mlp();
   if (kind == kMlpFromCpu) {
     const std::string cpu = pretrained_cpu_path();
     if (cpu.empty()) throw NotFoundError("no shipped CPU MLP (models/weights/cpu_mlp.bin) to transfer to the GPU");
     return transfer_to_gpu(*load_estimator(cpu));
   }
-  if (kind == "gbt") return detail::make_gbt();
-  if (kind == "roofline") return detail::make_roofline();
-  if (kind == "gpu_roofline") return make_gpu_roofline();
-  if (kind == "ensemble") return detail::make_ensemble(nullptr);
-  throw NotFoundError("unknown estimator '" + kind +
-                      "' (estimators: mlp, gbt, ensemble, roofline, gpu_roofline, mlp-from-cpu, or a file)");
+  if (const EstimatorEntry* e = find_kind(kind)) return e->make();
+  std::string kinds;
+  for (const EstimatorKind& k : estimator_kinds()) kinds += k.kind + ", ";
+  throw NotFoundError("unknown estimator '" + kind + "' (estimators: " + kinds + "mlp-from-cpu, or a file)");
 }
 
 namespace {
@@ -146,12 +185,8 @@ std::unique_ptr<Estimator> as_spec(std::unique_ptr<Estimator> e, const std::stri
 
 std::unique_ptr<Estimator> detail::load_payload(const std::string& kind, const std::string& payload,
                                                 const std::string& path) {
-  if (kind == "mlp") return detail::load_mlp(payload, path);
-  if (kind == "gbt") return detail::load_gbt(payload, path);
-  if (kind == "roofline") return detail::load_roofline(payload, path);
-  if (kind == "gpu_roofline") return detail::load_gpu_roofline(payload, path);
-  if (kind == "ensemble") return detail::load_ensemble(payload, path);
   if (kind.rfind("machine+", 0) == 0) return detail::load_machine_input(payload, path);
+  if (const EstimatorEntry* e = find_kind(kind)) return e->load(payload, path);
   throw Error(path + ": unknown estimator kind '" + kind + "'");
 }
 
@@ -198,7 +233,7 @@ std::unique_ptr<Estimator> estimator_from_spec(const std::string& spec) {
 }
 
 void train_for_tuning(Estimator& e, const std::vector<Sample>& samples, uint64_t seed) {
-  const bool from_scratch = !e.ready() || e.kind() == "gbt" || e.kind() == "machine+gbt";
+  const bool from_scratch = !e.ready() || e.retrains_in_tuning();
   TrainOptions o;
   o.seed = seed;
   o.tree_eta = 0.2;

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ class Estimator {
   // The kind's payload of the estimator file (what load_estimator hands the kind back).
   virtual std::string payload() const;
   virtual bool differentiable() const { return false; }
+  // True where the tuning loop retrains it on every program so far at each update (trees,
+  // as AutoTVM retrains its model each round) instead of updating it on the newest.
+  virtual bool retrains_in_tuning() const { return false; }
 };
 
 // An estimator whose scores are differentiable in LibTorch: features [B, S, F] float32,
@@ -82,12 +86,29 @@ class DifferentiableEstimator : public Estimator {
   virtual at::Tensor forward(const at::Tensor& features, const at::Tensor& mask) = 0;
 };
 
-// A new, untrained estimator of a kind: "mlp", "gbt", "ensemble" or "roofline" (ready
-// to use), or "machine+mlp", "machine+gbt", "machine+ensemble": the same reading the
-// description of the machine that measured each program with its features
-// (make_machine_input).
+// A new, untrained estimator of a registered kind (estimator_kinds(): "mlp", "gbt",
+// "ensemble", "roofline" (ready to use), "gpu_roofline", and any other registered), or
+// "machine+mlp", "machine+gbt", "machine+ensemble": the same reading the description of
+// the machine that measured each program with its features (make_machine_input).
 // Throws NotFoundError for another name.
 std::unique_ptr<Estimator> make_estimator(const std::string& kind);
+
+// Estimator kinds register themselves: one file, a class implementing Estimator (its
+// kind() the registered name, its payload() what `load` reads back) and one
+// BASIN_REGISTER_ESTIMATOR line (docs/estimators.md, "Adding an estimator"); then
+// make_estimator, load_estimator, --estimator and `basin estimators` know it. `order`
+// places it in estimator_kinds() (lower first); a repeated kind is an error at start-up.
+using EstimatorMaker = std::function<std::unique_ptr<Estimator>()>;
+using EstimatorLoader = std::function<std::unique_ptr<Estimator>(const std::string& payload, const std::string& path)>;
+struct EstimatorRegistration {
+  EstimatorRegistration(const std::string& kind, int order, EstimatorMaker make, EstimatorLoader load,
+                        const std::string& help);
+};
+struct EstimatorKind {
+  std::string kind, help;
+};
+// The registered kinds, in order.
+std::vector<EstimatorKind> estimator_kinds();
 // An estimator from a file: a TorchScript module (*.pt, *.pth) or a file written by
 // Estimator::save. Throws basin::Error naming the file when it is missing, truncated,
 // corrupt, of an unknown kind, or of another feature-set version.
@@ -222,3 +243,11 @@ std::unique_ptr<Estimator> load_ensemble(const std::string& payload, const std::
 }  // namespace detail
 
 }  // namespace basin::models
+
+#define BASIN_ESTIMATOR_CONCAT2(a, b) a##b
+#define BASIN_ESTIMATOR_CONCAT(a, b) BASIN_ESTIMATOR_CONCAT2(a, b)
+// BASIN_REGISTER_ESTIMATOR("kind", order, make, load, "help"): make() an untrained one,
+// load(payload, path) one from its file's payload.
+#define BASIN_REGISTER_ESTIMATOR(kind, order, make, load, help)                                           \
+  static const ::basin::models::EstimatorRegistration BASIN_ESTIMATOR_CONCAT(basin_estimator_, __LINE__)( \
+      kind, order, make, load, help)

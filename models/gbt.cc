@@ -69,6 +69,7 @@ class Gbt final : public Estimator {
   Gbt() = default;
   ~Gbt() override { reset(); }
   std::string kind() const override { return "gbt"; }
+  bool retrains_in_tuning() const override { return true; }
   bool ready() const override { return booster_ != nullptr; }
 
   std::vector<double> predict(const FeatureBatch& b) override {
@@ -192,5 +193,8 @@ std::unique_ptr<Estimator> load_gbt(const std::string&, const std::string& path)
 }
 }  // namespace detail
 #endif
+
+BASIN_REGISTER_ESTIMATOR("gbt", 10, detail::make_gbt, detail::load_gbt,
+                         "gradient-boosted trees (XGBoost), pairwise ranking of programs; not differentiable");
 
 }  // namespace basin::models

@@ -99,6 +99,7 @@ class WithPrior final : public DifferentiableEstimator {
   // The learned estimator's kind: what a saved file holds, and what the tuning loop's
   // rules for a kind apply to.
   std::string kind() const override { return learned_->kind(); }
+  bool retrains_in_tuning() const override { return learned_->retrains_in_tuning(); }
   bool ready() const override { return true; }
   std::vector<double> predict(const FeatureBatch& b) override { return active().predict(b); }
   torch::Tensor forward(const torch::Tensor& features, const torch::Tensor& mask) override {
@@ -144,5 +145,9 @@ std::unique_ptr<Estimator> load_gpu_roofline(const std::string& payload, const s
   }
 }
 }  // namespace detail
+
+BASIN_REGISTER_ESTIMATOR(
+    "gpu_roofline", 40, [] { return make_gpu_roofline(); }, detail::load_gpu_roofline,
+    "the GPU's analytical roofline (data-sheet rates of the architecture), differentiable; not trainable");
 
 }  // namespace basin::models

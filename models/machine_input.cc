@@ -21,13 +21,14 @@ class MachineInput final : public DifferentiableEstimator {
  public:
   explicit MachineInput(std::unique_ptr<Estimator> inner) : inner_(std::move(inner)) {
     if (inner_->kind().rfind("machine+", 0) == 0) throw Error("an estimator reads the machine once, not twice");
-    if (inner_->kind() == "roofline" || !inner_->trainable())
+    if (!inner_->trainable())
       throw Error("the " + inner_->kind() + " estimator learns nothing from the machine's description");
   }
 
   std::string kind() const override { return "machine+" + inner_->kind(); }
   bool ready() const override { return inner_->ready(); }
   bool differentiable() const override { return inner_->differentiable(); }
+  bool retrains_in_tuning() const override { return inner_->retrains_in_tuning(); }
 
   std::vector<double> predict(const FeatureBatch& b) override { return inner_->predict(widen(b)); }
 

@@ -322,4 +322,8 @@ std::unique_ptr<Estimator> transfer_to_gpu(const Estimator& cpu_mlp) {
   return m->to_gpu();
 }
 
+BASIN_REGISTER_ESTIMATOR("mlp", 0, detail::make_mlp, detail::load_mlp,
+                         "a multi-layer perceptron over the stores' features, differentiable (the shipped CPU weights "
+                         "with --estimator mlp)");
+
 }  // namespace basin::models

@@ -99,4 +99,7 @@ std::unique_ptr<Estimator> load_roofline(const std::string& payload, const std::
 }
 }  // namespace detail
 
+BASIN_REGISTER_ESTIMATOR("roofline", 30, detail::make_roofline, detail::load_roofline,
+                         "the CPU's analytical roofline of each store; ready untrained, not trainable");
+
 }  // namespace basin::models

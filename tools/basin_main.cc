@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
   basin::tools::add_ops_command(app, run);
   basin::tools::add_workloads_command(app, run);
   basin::tools::add_strategies_command(app, run);
+  basin::tools::add_estimators_command(app, run);
   basin::tools::add_op_command(app, run);
   basin::tools::add_tune_op_command(app, run);
   basin::tools::add_network_commands(app, run);

@@ -1,4 +1,4 @@
-// `basin ops`, `basin workloads` and `basin strategies`: what basin knows.
+// `basin ops`, `basin workloads`, `basin strategies` and `basin estimators`: what basin knows.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -7,6 +7,7 @@
 #include "core/ops/workloads.h"
 #include "core/schedule/sketch.h"
 #include "core/util/error.h"
+#include "models/estimator.h"
 #include "search/strategy.h"
 #include "tools/commands.h"
 
@@ -149,6 +150,32 @@ void add_strategies_command(CLI::App& app, Runner& run) {
         }
       }
       if (*json) std::cout << nlohmann::json{{"strategies", list}}.dump(2) << "\n";
+      return 0;
+    };
+  });
+}
+
+void add_estimators_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("estimators", "list the latency estimators' kinds (--estimator KIND)");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "print one JSON object");
+  cmd->callback([&run, json] {
+    run = [json] {
+      const std::vector<models::EstimatorKind> kinds = models::estimator_kinds();
+      // The forms built from the kinds, beside them.
+      const std::vector<models::EstimatorKind> forms = {
+          {"machine+KIND", "KIND (mlp, gbt or ensemble) reading the measuring machine's description too"},
+          {"mlp-from-cpu", "on cuda: the shipped CPU MLP carried over to the GPU's features"},
+          {"FILE", "an estimator file (basin estimator train --out) or a TorchScript module (*.pt)"}};
+      if (*json) {
+        nlohmann::json list = nlohmann::json::array(), more = nlohmann::json::array();
+        for (const models::EstimatorKind& k : kinds) list.push_back({{"kind", k.kind}, {"doc", k.help}});
+        for (const models::EstimatorKind& k : forms) more.push_back({{"form", k.kind}, {"doc", k.help}});
+        std::cout << nlohmann::json{{"estimators", list}, {"forms", more}}.dump(2) << "\n";
+        return 0;
+      }
+      for (const models::EstimatorKind& k : kinds) std::cout << k.kind << ": " << k.help << "\n";
+      for (const models::EstimatorKind& k : forms) std::cout << k.kind << ": " << k.help << "\n";
       return 0;
     };
   });

@@ -75,6 +75,7 @@ std::string check_strategy_spec(const std::string& spec);
 void add_ops_command(CLI::App& app, Runner& run);
 void add_workloads_command(CLI::App& app, Runner& run);
 void add_strategies_command(CLI::App& app, Runner& run);
+void add_estimators_command(CLI::App& app, Runner& run);
 void add_op_command(CLI::App& app, Runner& run);
 void add_records_command(CLI::App& app, Runner& run);
 // `basin machine`: this machine's description (core/util/hardware.h).

@@ -113,6 +113,22 @@ TEST(Cli, StrategiesListTheirOptions) {
   EXPECT_NE(text.out.find("    tile_slots=2: "), std::string::npos) << text.out;
 }
 
+// `basin estimators`: the registered kinds, in order, each with what it is.
+TEST(Cli, EstimatorsListTheRegisteredKinds) {
+  Result r = run("estimators --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> kinds;
+  for (auto& k : j["estimators"]) {
+    kinds.push_back(k["kind"].get<std::string>());
+    EXPECT_FALSE(k["doc"].get<std::string>().empty()) << kinds.back();
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"mlp", "gbt", "ensemble", "roofline", "gpu_roofline"}));
+  Result text = run("estimators");
+  ASSERT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("machine+KIND: "), std::string::npos) << text.out;
+}
+
 TEST(Cli, OpVerifiesAgainstLibTorch) {
   Result r = run("op conv2d --param kernel=3 --param stride=2 --param groups=2 --json");
   ASSERT_EQ(r.code, 0) << r.out;
