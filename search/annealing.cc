@@ -12,6 +12,8 @@
 #include <set>
 #include <tuple>
 
+#include "core/util/error.h"
+#include "search/sources/source.h"
 #include "search/strategy.h"
 
 namespace basin::search::detail {
@@ -25,6 +27,7 @@ struct AnnealingOptions {
   int early_stop = 30;  // steps without a new program among the 2n best
   double diversity_ratio = 2;
   double epsilon = 0.05;
+  int sources = 0;  // 1: the proposal sources' places of their own too
 };
 
 std::vector<OptionField> fields(AnnealingOptions& o) {
@@ -36,18 +39,22 @@ std::vector<OptionField> fields(AnnealingOptions& o) {
       {"early_stop", &o.early_stop, nullptr, 1, 1e5, "steps without a new program among the best that end a search"},
       {"diversity_ratio", nullptr, &o.diversity_ratio, 1, 100, "the diverse cover picks from this many times the plan"},
       {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each plan that is random"},
+      {"sources", &o.sources, nullptr, 0, 1,
+       "1: the gradient search's proposal sources take places of their own in each batch (their options below)"},
   };
 }
 
 class Annealing final : public Strategy {
  public:
   explicit Annealing(const StrategyOptions& set) : name_(spec_of("annealing", set)) {
-    set_options("annealing", fields(opt_), set);
+    set_options("annealing", all_fields(), set);
   }
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     AnnealingOptions o = opt_;
-    return describe_options(fields(o));
+    std::vector<StrategyOption> out = describe_options(fields(o));
+    for (StrategyOption& so : sources_.describe()) out.push_back(std::move(so));
+    return out;
   }
   std::string default_estimator() const override { return "gbt"; }
   int plan_size() const override { return opt_.plan_size; }
@@ -78,10 +85,40 @@ class Annealing final : public Strategy {
           plan_.end());
       take();
     }
+    if (opt_.sources) with_sources(state, n, out);
     return out;
   }
 
  private:
+  // The sources' places of their own (source.h) end the batch, the plan's programs they
+  // displace back at its front for the next batch; the sketch slots take from the plan.
+  void with_sources(SearchState& state, int n, std::vector<Candidate>& out) {
+    const std::vector<const Measured*> good = SourceSet::fastest(state);
+    SourceContext ctx{state, good, n, &plan_, [this](const std::string& key) { return option(key); }};
+    std::vector<Candidate> own = sources_.places(ctx);
+    std::set<std::string> mine;
+    for (const Candidate& c : own) mine.insert(c.json);
+    std::vector<Candidate> kept;
+    for (Candidate& c : out)
+      if (!mine.count(c.json)) kept.push_back(std::move(c));
+    while (!kept.empty() && kept.size() + own.size() > static_cast<size_t>(n)) {
+      plan_.insert(plan_.begin(), std::move(kept.back()));
+      kept.pop_back();
+    }
+    for (Candidate& c : own) kept.push_back(std::move(c));
+    out = std::move(kept);
+  }
+  std::vector<OptionField> all_fields() {
+    std::vector<OptionField> all = fields(opt_);
+    for (OptionField& f : sources_.fields()) all.push_back(std::move(f));
+    return all;
+  }
+  double option(const std::string& key) {
+    for (const OptionField& f : all_fields())
+      if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
+    throw Error("the annealing strategy has no option " + key);
+  }
+
   // One annealing search: n candidates, the best first, then the random share.
   std::vector<Candidate> search(SearchState& state, int n) {
     TaskSpace& space = state.space;
@@ -136,6 +173,7 @@ class Annealing final : public Strategy {
 
   std::string name_;
   AnnealingOptions opt_;
+  SourceSet sources_;
   std::vector<Candidate> points_;
   std::vector<Candidate> plan_;  // planned, not yet proposed
 };

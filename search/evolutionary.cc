@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 
+#include "core/util/error.h"
+#include "search/sources/source.h"
 #include "search/strategy.h"
 
 namespace basin::search::detail {
@@ -20,6 +22,7 @@ struct EvolutionOptions {
   double crossover = 0.15;      // probability of a crossover child (else a mutation)
   double elite = 0.1;           // share of each generation kept as it is
   double epsilon = 0.05;
+  int sources = 0;  // 1: the proposal sources' places of their own and pool candidates too
 };
 
 std::vector<OptionField> fields(EvolutionOptions& o) {
@@ -31,29 +34,29 @@ std::vector<OptionField> fields(EvolutionOptions& o) {
       {"crossover", nullptr, &o.crossover, 0, 1, "probability that a child is a crossover (else a mutation)"},
       {"elite", nullptr, &o.elite, 0, 1, "share of each generation kept as it is"},
       {"epsilon", nullptr, &o.epsilon, 0, 1, "share of each batch that is random"},
+      {"sources", &o.sources, nullptr, 0, 1,
+       "1: the gradient search's proposal sources add their programs (their options below)"},
   };
 }
 
 class Evolutionary final : public Strategy {
  public:
   explicit Evolutionary(const StrategyOptions& set) : name_(spec_of("evolutionary", set)) {
-    set_options("evolutionary", fields(opt_), set);
+    set_options("evolutionary", all_fields(), set);
   }
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     EvolutionOptions o = opt_;
-    return describe_options(fields(o));
+    std::vector<StrategyOption> out = describe_options(fields(o));
+    for (StrategyOption& so : sources_.describe()) out.push_back(std::move(so));
+    return out;
   }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {
     if (!guided(state)) return random_batch(state, n);
     TaskSpace& space = state.space;
     std::mt19937_64& rng = state.rng;
-    std::vector<const Measured*> good;
-    for (const Measured& m : state.history)
-      if (m.ok()) good.push_back(&m);
-    std::sort(good.begin(), good.end(),
-              [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+    const std::vector<const Measured*> good = SourceSet::fastest(state);
     std::vector<Candidate> pop;
     for (const Measured* m : good) {
       if (static_cast<int>(pop.size()) >= opt_.measured_share * opt_.population) break;
@@ -91,14 +94,46 @@ class Evolutionary final : public Strategy {
       }
       pop = std::move(children);
     }
+    if (!opt_.sources) {
+      std::vector<Candidate> ranked;
+      for (auto& [json, c] : seen) ranked.push_back(std::move(c));
+      return select_batch(state, std::move(ranked), n, opt_.epsilon);
+    }
+    // With the sources: their pool candidates ranked with the generations', their places
+    // of their own ending the batch, as in the gradient search.
+    SourceContext ctx{state, good, n, nullptr, [this](const std::string& key) { return option(key); }};
+    std::map<std::string, Candidate> pool;
+    sources_.add_to_pool(ctx, pool);
+    std::vector<Candidate> extra;
+    for (auto& [json, c] : pool)
+      if (!seen.count(json)) extra.push_back(std::move(c));
+    space.predict(*state.estimator, extra);
     std::vector<Candidate> ranked;
     for (auto& [json, c] : seen) ranked.push_back(std::move(c));
-    return select_batch(state, std::move(ranked), n, opt_.epsilon);
+    for (Candidate& c : extra) ranked.push_back(std::move(c));
+    ctx.ranked = &ranked;
+    std::vector<Candidate> own = sources_.places(ctx);
+    std::vector<Candidate> out =
+        select_batch(state, std::move(ranked), n - static_cast<int>(own.size()), opt_.epsilon, own);
+    for (Candidate& c : own) out.push_back(std::move(c));
+    return out;
   }
 
  private:
+  std::vector<OptionField> all_fields() {
+    std::vector<OptionField> all = fields(opt_);
+    for (OptionField& f : sources_.fields()) all.push_back(std::move(f));
+    return all;
+  }
+  double option(const std::string& key) {
+    for (const OptionField& f : all_fields())
+      if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
+    throw Error("the evolutionary strategy has no option " + key);
+  }
+
   std::string name_;
   EvolutionOptions opt_;
+  SourceSet sources_;
 };
 
 }  // namespace

@@ -37,6 +37,7 @@ struct GradientOptions {
   DescentOptions descent;
   double epsilon = 0.1;  // share of each batch that is random
   SketchCap cap;         // the sketches measured slow (negative places turn it off)
+  int sources = 1;       // 0: the descent alone, no proposal source (the fair grid's "no sources")
 };
 
 std::vector<OptionField> own_fields(GradientOptions& o) {
@@ -64,23 +65,21 @@ std::vector<OptionField> own_fields(GradientOptions& o) {
       {"cap_margin", nullptr, &o.cap.margin, 0, 100,
        "how much slower than the best a capped sketch's best is, at first"},
       {"cap_margin_floor", nullptr, &o.cap.margin_floor, 0, 100, "the margin's floor as the sketch's programs grow"},
+      {"sources", &o.sources, nullptr, 0, 1,
+       "0: no proposal source adds programs after the first batch (the descent and the ranked places alone)"},
   };
 }
 
 class Gradient final : public Strategy {
  public:
-  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)), sources_(make_sources()) {
+  explicit Gradient(const StrategyOptions& set) : name_(spec_of("gradient", set)) {
     set_options("gradient", fields(), set);
   }
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     GradientOptions o = opt_;
     std::vector<StrategyOption> out = describe_options(own_fields(o));
-    for (const auto& src : sources_)
-      for (StrategyOption& so : describe_options(src->fields())) {
-        so.source = src->name();
-        out.push_back(std::move(so));
-      }
+    for (StrategyOption& so : sources_.describe()) out.push_back(std::move(so));
     return out;
   }
   bool needs_gradients() const override { return true; }
@@ -99,17 +98,13 @@ class Gradient final : public Strategy {
     if (state.history.empty() && opt_.first.draws > 0)
       return first_batch(state, n, opt_.first, static_cast<int>(option("fill_registers")));
 
-    std::vector<const Measured*> good;  // fastest first
-    for (const Measured& m : state.history)
-      if (m.ok()) good.push_back(&m);
-    std::sort(good.begin(), good.end(),
-              [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+    const std::vector<const Measured*> good = SourceSet::fastest(state);
 
     // The ranked pool: the descent's points, then the sources' in their order.
     SourceContext ctx{state, good, n, nullptr, [this](const std::string& key) { return option(key); }};
     std::map<std::string, Candidate> pool;
     descend(state, *est, good, opt_.descent, pool);
-    for (const auto& src : sources_) src->add_to_pool(ctx, pool);
+    if (opt_.sources) sources_.add_to_pool(ctx, pool);
     std::vector<Candidate> ranked;
     for (auto& [json, c] : pool) ranked.push_back(std::move(c));
     state.space.predict(*state.estimator, ranked);
@@ -117,7 +112,7 @@ class Gradient final : public Strategy {
     // Places of their own (source.h): each source skipping what the ones before it
     // took, the batch listing the last source's first.
     ctx.ranked = &ranked;
-    std::vector<Candidate> own = own_places(sources_, ctx);
+    std::vector<Candidate> own = opt_.sources ? sources_.places(ctx) : std::vector<Candidate>{};
 
     // The ranked places.
     cap_losing_sketches(state, ranked);
@@ -148,8 +143,7 @@ class Gradient final : public Strategy {
   // The strategy's own options, then each source's in their order.
   std::vector<OptionField> fields() {
     std::vector<OptionField> all = own_fields(opt_);
-    for (const auto& src : sources_)
-      for (OptionField& f : src->fields()) all.push_back(std::move(f));
+    for (OptionField& f : sources_.fields()) all.push_back(std::move(f));
     return all;
   }
   // An option's value by key (SourceContext::option).
@@ -161,7 +155,7 @@ class Gradient final : public Strategy {
 
   std::string name_;
   GradientOptions opt_;
-  std::vector<std::unique_ptr<ProposalSource>> sources_;
+  SourceSet sources_;
 };
 
 }  // namespace

@@ -83,4 +83,38 @@ std::vector<Candidate> own_places(const std::vector<std::unique_ptr<ProposalSour
   return own;
 }
 
+SourceSet::SourceSet() : sources_(make_sources()) {}
+
+std::vector<detail::OptionField> SourceSet::fields() {
+  std::vector<detail::OptionField> all;
+  for (const auto& src : sources_)
+    for (detail::OptionField& f : src->fields()) all.push_back(std::move(f));
+  return all;
+}
+
+std::vector<StrategyOption> SourceSet::describe() const {
+  std::vector<StrategyOption> out;
+  for (const auto& src : sources_)
+    for (StrategyOption& o : detail::describe_options(src->fields())) {
+      o.source = src->name();
+      out.push_back(std::move(o));
+    }
+  return out;
+}
+
+std::vector<const Measured*> SourceSet::fastest(const SearchState& state) {
+  std::vector<const Measured*> good;
+  for (const Measured& m : state.history)
+    if (m.ok()) good.push_back(&m);
+  std::sort(good.begin(), good.end(),
+            [](const Measured* a, const Measured* b) { return a->latency_us < b->latency_us; });
+  return good;
+}
+
+void SourceSet::add_to_pool(SourceContext& ctx, std::map<std::string, Candidate>& pool) {
+  for (const auto& src : sources_) src->add_to_pool(ctx, pool);
+}
+
+std::vector<Candidate> SourceSet::places(SourceContext& ctx) const { return own_places(sources_, ctx); }
+
 }  // namespace basin::search

@@ -83,6 +83,26 @@ std::vector<std::unique_ptr<ProposalSource>> make_sources();
 // The registered sources' names, in order.
 std::vector<std::string> source_names();
 
+// Every registered source, made, with their options: what a strategy holds to use them
+// (the gradient search always; annealing and evolutionary search with `sources=1`).
+class SourceSet {
+ public:
+  SourceSet();
+  // Every source's options, in order (pointers into the sources: valid while the set lives).
+  std::vector<detail::OptionField> fields();
+  // The same as a strategy lists them, each named by its source.
+  std::vector<StrategyOption> describe() const;
+  // The measured programs that ran, fastest first (SourceContext::good).
+  static std::vector<const Measured*> fastest(const SearchState& state);
+  // Every source's candidates into the ranked pool, in order.
+  void add_to_pool(SourceContext& ctx, std::map<std::string, Candidate>& pool);
+  // The places of their own of one batch (own_places).
+  std::vector<Candidate> places(SourceContext& ctx) const;
+
+ private:
+  std::vector<std::unique_ptr<ProposalSource>> sources_;
+};
+
 // The places of their own of one batch: each source in order, granted its places,
 // what it returns cut to them and de-duplicated, at most n - 1 in all; the batch lists
 // the last source's programs first.

@@ -466,6 +466,79 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
   EXPECT_FALSE(next.count(0) || next.count(64)) << "measured already";
 }
 
+// Annealing and evolutionary search take the proposal sources by option (sources=1):
+// the unroll source's places end their batches (the fastest program at the nearest
+// other depths, 0 and 64), which without it neither proposes; the batch stays n
+// distinct unmeasured programs, reproducible for a seed.
+TEST(Strategies, AnnealingAndEvolutionaryTakeTheSourcesByOption) {
+  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  std::unique_ptr<models::Estimator> roofline = models::make_estimator("roofline");
+  std::mt19937_64 r0(13);
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  while (history.size() < 48) {
+    search::Candidate c = space.random(r0);
+    if (c.config.unroll == 16 || !measured.insert(c.json).second) continue;
+    history.push_back({c, 200.0 + history.size()});
+  }
+  sched::Config fast_config = history[7].candidate.config;
+  fast_config.unroll = 16;
+  const search::Candidate fast = space.make(history[7].candidate.sketch, fast_config);
+  measured.erase(history[7].candidate.json);
+  history.erase(history.begin() + 7);
+  ASSERT_TRUE(measured.insert(fast.json).second);
+  history.push_back({fast, 50.0});
+  auto unroll_variants = [&](const std::vector<search::Candidate>& got) {
+    std::set<int64_t> d;
+    for (const search::Candidate& c : got)
+      if (c.sketch == fast.sketch && c.config.factors == fast.config.factors) d.insert(c.config.unroll);
+    return d;
+  };
+  const std::string only_unroll =
+      ":sketch_slots=0:sibling_slots=0:block_slots=0:tile_slots=0:fill_slots=0:unroll_slots=2";
+  for (const std::string name : {"annealing", "evolutionary"}) {
+    std::vector<std::string> first;
+    for (int rep = 0; rep < 2; ++rep) {
+      std::mt19937_64 rng(2);
+      search::SearchState state{space, roofline.get(), history, measured, rng};
+      const std::vector<search::Candidate> got =
+          search::make_strategy(name + ":sources=1" + only_unroll)->propose(state, 16);
+      ASSERT_EQ(got.size(), 16u) << name;
+      std::set<std::string> distinct;
+      std::vector<std::string> jsons;
+      for (const search::Candidate& c : got) {
+        EXPECT_FALSE(measured.count(c.json)) << name;
+        EXPECT_TRUE(distinct.insert(c.json).second) << name;
+        jsons.push_back(c.json);
+      }
+      const std::set<int64_t> depths = unroll_variants({got.end() - 2, got.end()});
+      EXPECT_EQ(depths, (std::set<int64_t>{0, 64})) << name << ": the last places are the unroll source's";
+      if (rep == 0) first = jsons;
+      else EXPECT_EQ(jsons, first) << name << " is not reproducible";
+    }
+    std::mt19937_64 rng(2);
+    search::SearchState state{space, roofline.get(), history, measured, rng};
+    const std::set<int64_t> without = unroll_variants(search::make_strategy(name)->propose(state, 16));
+    EXPECT_FALSE(without.count(0) && without.count(64)) << name << " proposed both depths without the sources";
+  }
+  // The gradient search without its sources: no unroll variant at the end of the batch.
+  {
+    std::mt19937_64 rng(2);
+    std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
+    search::SearchState state{space, mlp.get(), history, measured, rng};
+    const std::vector<search::Candidate> with = search::make_strategy("gradient" + only_unroll)->propose(state, 16);
+    EXPECT_EQ(unroll_variants({with.end() - 2, with.end()}), (std::set<int64_t>{0, 64}));
+    std::mt19937_64 rng2(2);
+    search::SearchState again{space, mlp.get(), history, measured, rng2};
+    const std::vector<search::Candidate> without =
+        search::make_strategy("gradient:sources=0" + only_unroll)->propose(again, 16);
+    ASSERT_EQ(without.size(), 16u);
+    EXPECT_NE(unroll_variants({without.end() - 2, without.end()}), (std::set<int64_t>{0, 64}));
+  }
+  EXPECT_THROW(search::make_strategy("annealing:sources=2"), ParseError);
+  EXPECT_THROW(search::make_strategy("random:sources=1"), ParseError);
+}
+
 // The gradient search measures the fastest program with other factors of a one-level
 // split (a GEMM's k block), each the farthest from the factors measured with that
 // sketch and register tile (gemm-1024 on an Intel host: its programs had
