@@ -12,6 +12,7 @@
 
 #include "codegen/cuda.h"
 #include "core/util/error.h"
+#include "core/util/registry.h"
 #include "core/util/hash.h"
 #include "core/util/io.h"
 #include "core/util/output_file.h"
@@ -108,42 +109,31 @@ std::string estimator_file(const std::string& spec, const std::string& target) {
 namespace {
 
 struct EstimatorEntry {
-  std::string kind;
+  std::string name;  // the kind
   int order = 0;
   EstimatorMaker make;
   EstimatorLoader load;
   std::string help;
 };
 
-// Filled by the registrations' static initializers, before main.
-std::vector<EstimatorEntry>& estimator_entries() {
-  static std::vector<EstimatorEntry> e;
-  return e;
+Registry<EstimatorEntry>& estimator_registry() {
+  static Registry<EstimatorEntry> r("estimator kinds");
+  return r;
 }
 
-const EstimatorEntry* find_kind(const std::string& kind) {
-  for (const EstimatorEntry& e : estimator_entries())
-    if (e.kind == kind) return &e;
-  return nullptr;
-}
+const EstimatorEntry* find_kind(const std::string& kind) { return estimator_registry().find(kind); }
 
 }  // namespace
 
 EstimatorRegistration::EstimatorRegistration(const std::string& kind, int order, EstimatorMaker make,
                                              EstimatorLoader load, const std::string& help) {
-  BASIN_CHECK(!find_kind(kind)) << "two estimator kinds named " << kind;
   BASIN_CHECK(kind.rfind("machine+", 0) != 0 && kind != kMlpFromCpu) << "the estimator kind " << kind << " is reserved";
-  estimator_entries().push_back({kind, order, std::move(make), std::move(load), help});
+  estimator_registry().add({kind, order, std::move(make), std::move(load), help});
 }
 
 std::vector<EstimatorKind> estimator_kinds() {
-  std::vector<const EstimatorEntry*> all;
-  for (const EstimatorEntry& e : estimator_entries()) all.push_back(&e);
-  std::stable_sort(all.begin(), all.end(), [](const EstimatorEntry* a, const EstimatorEntry* b) {
-    return a->order != b->order ? a->order < b->order : a->kind < b->kind;
-  });
   std::vector<EstimatorKind> out;
-  for (const EstimatorEntry* e : all) out.push_back({e->kind, e->help});
+  for (const EstimatorEntry* e : estimator_registry().ordered()) out.push_back({e->name, e->help});
   return out;
 }
 

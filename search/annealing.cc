@@ -12,7 +12,6 @@
 #include <set>
 #include <tuple>
 
-#include "core/util/error.h"
 #include "search/sources/source.h"
 #include "search/strategy.h"
 
@@ -108,16 +107,8 @@ class Annealing final : public Strategy {
     for (Candidate& c : own) kept.push_back(std::move(c));
     out = std::move(kept);
   }
-  std::vector<OptionField> all_fields() {
-    std::vector<OptionField> all = fields(opt_);
-    for (OptionField& f : sources_.fields()) all.push_back(std::move(f));
-    return all;
-  }
-  double option(const std::string& key) {
-    for (const OptionField& f : all_fields())
-      if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
-    throw Error("the annealing strategy has no option " + key);
-  }
+  std::vector<OptionField> all_fields() { return sources_.fields_after(fields(opt_)); }
+  double option(const std::string& key) { return option_value(all_fields(), key, "annealing"); }
 
   // One annealing search: n candidates, the best first, then the random share.
   std::vector<Candidate> search(SearchState& state, int n) {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <map>
 
-#include "core/util/error.h"
 #include "search/sources/source.h"
 #include "search/strategy.h"
 
@@ -120,16 +119,8 @@ class Evolutionary final : public Strategy {
   }
 
  private:
-  std::vector<OptionField> all_fields() {
-    std::vector<OptionField> all = fields(opt_);
-    for (OptionField& f : sources_.fields()) all.push_back(std::move(f));
-    return all;
-  }
-  double option(const std::string& key) {
-    for (const OptionField& f : all_fields())
-      if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
-    throw Error("the evolutionary strategy has no option " + key);
-  }
+  std::vector<OptionField> all_fields() { return sources_.fields_after(fields(opt_)); }
+  double option(const std::string& key) { return option_value(all_fields(), key, "evolutionary"); }
 
   std::string name_;
   EvolutionOptions opt_;

@@ -141,17 +141,9 @@ class Gradient final : public Strategy {
   }
 
   // The strategy's own options, then each source's in their order.
-  std::vector<OptionField> fields() {
-    std::vector<OptionField> all = own_fields(opt_);
-    for (OptionField& f : sources_.fields()) all.push_back(std::move(f));
-    return all;
-  }
+  std::vector<OptionField> fields() { return sources_.fields_after(own_fields(opt_)); }
   // An option's value by key (SourceContext::option).
-  double option(const std::string& key) {
-    for (const OptionField& f : fields())
-      if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
-    throw Error("the gradient strategy has no option " + key);
-  }
+  double option(const std::string& key) { return option_value(fields(), key, "gradient"); }
 
   std::string name_;
   GradientOptions opt_;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/util/error.h"
+#include "core/util/registry.h"
 
 namespace basin::search {
 
@@ -20,19 +21,9 @@ struct StrategyEntry {
   StrategyFactory make;
 };
 
-// Filled by the registrations' static initializers, before main.
-std::vector<StrategyEntry>& strategy_entries() {
-  static std::vector<StrategyEntry> e;
-  return e;
-}
-
-std::vector<const StrategyEntry*> ordered_strategies() {
-  std::vector<const StrategyEntry*> out;
-  for (const StrategyEntry& e : strategy_entries()) out.push_back(&e);
-  std::stable_sort(out.begin(), out.end(), [](const StrategyEntry* a, const StrategyEntry* b) {
-    return a->order != b->order ? a->order < b->order : a->name < b->name;
-  });
-  return out;
+Registry<StrategyEntry>& strategy_registry() {
+  static Registry<StrategyEntry> r("search strategies");
+  return r;
 }
 
 // A spec's name and options (ParseError when malformed; the name and keys are checked
@@ -57,21 +48,14 @@ std::pair<std::string, StrategyOptions> parse_strategy_spec(const std::string& s
 }  // namespace
 
 StrategyRegistration::StrategyRegistration(const std::string& name, int order, StrategyFactory make) {
-  for (const StrategyEntry& e : strategy_entries())
-    BASIN_CHECK(e.name != name) << "two search strategies named " << name;
-  strategy_entries().push_back({name, order, std::move(make)});
+  strategy_registry().add({name, order, std::move(make)});
 }
 
-std::vector<std::string> strategy_names() {
-  std::vector<std::string> out;
-  for (const StrategyEntry* e : ordered_strategies()) out.push_back(e->name);
-  return out;
-}
+std::vector<std::string> strategy_names() { return strategy_registry().names(); }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& spec) {
   const auto [name, set] = parse_strategy_spec(spec);
-  for (const StrategyEntry* e : ordered_strategies())
-    if (e->name == name) return e->make(set);
+  if (const StrategyEntry* e = strategy_registry().find(name)) return e->make(set);
   std::string names;
   for (const std::string& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
   throw NotFoundError("unknown search strategy '" + name + "' (" + names + ")");
@@ -106,6 +90,12 @@ void set_options(const std::string& strategy, const std::vector<OptionField>& fi
     if (f->integer) *f->integer = static_cast<int>(v);
     else *f->real = v;
   }
+}
+
+double option_value(const std::vector<OptionField>& fields, const std::string& key, const std::string& strategy) {
+  for (const OptionField& f : fields)
+    if (f.key == key) return f.integer ? static_cast<double>(*f.integer) : *f.real;
+  throw Error("the " + strategy + " strategy has no option " + key);
 }
 
 std::vector<StrategyOption> describe_options(const std::vector<OptionField>& fields) {

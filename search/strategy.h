@@ -142,6 +142,8 @@ struct OptionField {
 void set_options(const std::string& strategy, const std::vector<OptionField>& fields, const StrategyOptions& set);
 // The fields as options, with the values they hold now.
 std::vector<StrategyOption> describe_options(const std::vector<OptionField>& fields);
+// The value of the field named `key` (Error naming `strategy` where none is).
+double option_value(const std::vector<OptionField>& fields, const std::string& key, const std::string& strategy);
 // The spec make_strategy reads back: the name, then ":key=value" per option set.
 std::string spec_of(const std::string& name, const StrategyOptions& set);
 std::unique_ptr<Strategy> make_random(const StrategyOptions& set = {});

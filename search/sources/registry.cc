@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/util/error.h"
+#include "core/util/registry.h"
 #include "search/sources/source.h"
 
 namespace basin::search {
@@ -17,19 +18,9 @@ struct Entry {
   SourceFactory make;
 };
 
-// Filled by the registrations' static initializers, before main.
-std::vector<Entry>& entries() {
-  static std::vector<Entry> e;
-  return e;
-}
-
-std::vector<const Entry*> ordered() {
-  std::vector<const Entry*> out;
-  for (const Entry& e : entries()) out.push_back(&e);
-  std::stable_sort(out.begin(), out.end(), [](const Entry* a, const Entry* b) {
-    return a->order != b->order ? a->order < b->order : a->name < b->name;
-  });
-  return out;
+Registry<Entry>& registry() {
+  static Registry<Entry> r("proposal sources");
+  return r;
 }
 
 }  // namespace
@@ -37,13 +28,12 @@ std::vector<const Entry*> ordered() {
 int granted_places(int want, int n) { return std::max(0, std::min(want, n / 4)); }
 
 SourceRegistration::SourceRegistration(const std::string& name, int order, SourceFactory make) {
-  for (const Entry& e : entries()) BASIN_CHECK(e.name != name) << "two proposal sources named " << name;
-  entries().push_back({name, order, std::move(make)});
+  registry().add({name, order, std::move(make)});
 }
 
 std::vector<std::unique_ptr<ProposalSource>> make_sources() {
   std::vector<std::unique_ptr<ProposalSource>> out;
-  for (const Entry* e : ordered()) {
+  for (const Entry* e : registry().ordered()) {
     out.push_back(e->make());
     BASIN_CHECK(out.back() && out.back()->name() == e->name)
         << "the proposal source registered as " << e->name << " names itself "
@@ -52,11 +42,7 @@ std::vector<std::unique_ptr<ProposalSource>> make_sources() {
   return out;
 }
 
-std::vector<std::string> source_names() {
-  std::vector<std::string> out;
-  for (const Entry* e : ordered()) out.push_back(e->name);
-  return out;
-}
+std::vector<std::string> source_names() { return registry().names(); }
 
 std::vector<Candidate> own_places(const std::vector<std::unique_ptr<ProposalSource>>& sources, SourceContext& ctx) {
   std::vector<Candidate> own;
@@ -85,11 +71,10 @@ std::vector<Candidate> own_places(const std::vector<std::unique_ptr<ProposalSour
 
 SourceSet::SourceSet() : sources_(make_sources()) {}
 
-std::vector<detail::OptionField> SourceSet::fields() {
-  std::vector<detail::OptionField> all;
+std::vector<detail::OptionField> SourceSet::fields_after(std::vector<detail::OptionField> own) {
   for (const auto& src : sources_)
-    for (detail::OptionField& f : src->fields()) all.push_back(std::move(f));
-  return all;
+    for (detail::OptionField& f : src->fields()) own.push_back(std::move(f));
+  return own;
 }
 
 std::vector<StrategyOption> SourceSet::describe() const {

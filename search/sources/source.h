@@ -88,8 +88,9 @@ std::vector<std::string> source_names();
 class SourceSet {
  public:
   SourceSet();
-  // Every source's options, in order (pointers into the sources: valid while the set lives).
-  std::vector<detail::OptionField> fields();
+  // A strategy's own options, then every source's in order (pointers into the sources:
+  // valid while the set lives).
+  std::vector<detail::OptionField> fields_after(std::vector<detail::OptionField> own);
   // The same as a strategy lists them, each named by its source.
   std::vector<StrategyOption> describe() const;
   // The measured programs that ran, fastest first (SourceContext::good).

@@ -415,37 +415,51 @@ TEST(Strategies, GradientTriesTheFastestTilingInSiblingSketches) {
   for (const search::Candidate& c : next) EXPECT_FALSE(measured.count(c.json)) << c.json;
 }
 
+// 47 random programs of a 256^3 matmul with no unroll depth of 16 (200 us and up) and
+// the fastest, at 50 us: one of their tilings at depth 16, measured with no other depth.
+struct UnrollHistory {
+  search::TaskSpace space{ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}})};
+  std::vector<search::Measured> history;
+  std::unordered_set<std::string> measured;
+  search::Candidate fast;
+  UnrollHistory() {
+    std::mt19937_64 r0(13);
+    while (history.size() < 48) {
+      search::Candidate c = space.random(r0);
+      if (c.config.unroll == 16 || !measured.insert(c.json).second) continue;
+      history.push_back({c, 200.0 + history.size()});
+    }
+    sched::Config fast_config = history[7].candidate.config;
+    fast_config.unroll = 16;
+    fast = space.make(history[7].candidate.sketch, fast_config);
+    measured.erase(history[7].candidate.json);
+    history.erase(history.begin() + 7);
+    measured.insert(fast.json);
+    history.push_back({fast, 50.0});
+  }
+  // The unroll depths of the fastest program's tiling among `got`.
+  std::set<int64_t> depths_in(const std::vector<search::Candidate>& got) const {
+    std::set<int64_t> d;
+    for (const search::Candidate& c : got)
+      if (c.sketch == fast.sketch && c.config.factors == fast.config.factors) d.insert(c.config.unroll);
+    return d;
+  }
+};
+
 // The gradient search measures the fastest program with other unroll depths, the
 // nearest in the menu first (resnet18-c6, seed 1: after a first batch whose unroll-64
 // programs had slow tilings, 90% of the programs had unroll 16, 15% behind), and the
 // farther ones once those are measured.
 TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
-  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  UnrollHistory u;
+  search::TaskSpace& space = u.space;
+  std::vector<search::Measured>& history = u.history;
+  std::unordered_set<std::string>& measured = u.measured;
+  const search::Candidate& fast = u.fast;
   std::unique_ptr<models::Estimator> mlp = models::estimator_from_spec("mlp");
-  std::mt19937_64 r0(13);
-  std::vector<search::Measured> history;
-  std::unordered_set<std::string> measured;
-  while (history.size() < 48) {
-    search::Candidate c = space.random(r0);
-    if (c.config.unroll == 16 || !measured.insert(c.json).second) continue;
-    history.push_back({c, 200.0 + history.size()});
-  }
-  // The fastest: a tiling measured with no other depth (history[7]'s, taken out).
-  sched::Config fast_config = history[7].candidate.config;
-  fast_config.unroll = 16;
-  const search::Candidate fast = space.make(history[7].candidate.sketch, fast_config);
-  measured.erase(history[7].candidate.json);
-  history.erase(history.begin() + 7);
   const std::vector<int64_t>& menu = space.sketches()[static_cast<size_t>(fast.sketch)].unroll_menu;
   ASSERT_EQ(menu, (std::vector<int64_t>{0, 16, 64, 512, 1024})) << "the test assumes the default menu";
-  ASSERT_TRUE(measured.insert(fast.json).second);
-  history.push_back({fast, 50.0});
-  auto depths_in = [&](const std::vector<search::Candidate>& got) {
-    std::set<int64_t> d;
-    for (const search::Candidate& c : got)
-      if (c.sketch == fast.sketch && c.config.factors == fast.config.factors) d.insert(c.config.unroll);
-    return d;
-  };
+  auto depths_in = [&](const std::vector<search::Candidate>& got) { return u.depths_in(got); };
   const int n = 16;
   std::mt19937_64 rng(2);
   search::SearchState state{space, mlp.get(), history, measured, rng};
@@ -471,29 +485,12 @@ TEST(Strategies, GradientTriesTheFastestProgramWithOtherUnrollDepths) {
 // other depths, 0 and 64), which without it neither proposes; the batch stays n
 // distinct unmeasured programs, reproducible for a seed.
 TEST(Strategies, AnnealingAndEvolutionaryTakeTheSourcesByOption) {
-  search::TaskSpace space(ops::build_op("matmul", {{"M", "256"}, {"N", "256"}, {"K", "256"}}));
+  UnrollHistory u;
+  search::TaskSpace& space = u.space;
+  const std::vector<search::Measured>& history = u.history;
+  const std::unordered_set<std::string>& measured = u.measured;
   std::unique_ptr<models::Estimator> roofline = models::make_estimator("roofline");
-  std::mt19937_64 r0(13);
-  std::vector<search::Measured> history;
-  std::unordered_set<std::string> measured;
-  while (history.size() < 48) {
-    search::Candidate c = space.random(r0);
-    if (c.config.unroll == 16 || !measured.insert(c.json).second) continue;
-    history.push_back({c, 200.0 + history.size()});
-  }
-  sched::Config fast_config = history[7].candidate.config;
-  fast_config.unroll = 16;
-  const search::Candidate fast = space.make(history[7].candidate.sketch, fast_config);
-  measured.erase(history[7].candidate.json);
-  history.erase(history.begin() + 7);
-  ASSERT_TRUE(measured.insert(fast.json).second);
-  history.push_back({fast, 50.0});
-  auto unroll_variants = [&](const std::vector<search::Candidate>& got) {
-    std::set<int64_t> d;
-    for (const search::Candidate& c : got)
-      if (c.sketch == fast.sketch && c.config.factors == fast.config.factors) d.insert(c.config.unroll);
-    return d;
-  };
+  auto unroll_variants = [&](const std::vector<search::Candidate>& got) { return u.depths_in(got); };
   const std::string only_unroll =
       ":sketch_slots=0:sibling_slots=0:block_slots=0:tile_slots=0:fill_slots=0:unroll_slots=2";
   for (const std::string name : {"annealing", "evolutionary"}) {
