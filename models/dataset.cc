@@ -345,26 +345,40 @@ std::vector<std::string> dataset_tasks(const std::string& which) {
   return unique;
 }
 
+search::Record record_of(const RecordSource& src, const codegen::MeasureResult& m) {
+  search::Record r;
+  r.task_key = src.task_key;
+  r.target = src.target;
+  r.sketch = src.sketch;
+  r.config = src.config_json;
+  r.seed = src.seed;
+  r.estimator_version = src.estimator_version;
+  r.host = src.host;
+  r.codegen = src.codegen;
+  r.started_at = src.started_at;
+  r.finished_at = src.finished_at;
+  r.latencies_us = m.latencies_us;
+  r.error = m.error;
+  r.compile_seconds = m.compile_seconds;
+  return r;
+}
+
 search::Record measure_record(codegen::MeasurePool& pool, const std::string& key, const std::string& target,
                               const codegen::Candidate& program, const std::string& config_json, uint64_t seed,
                               const std::string& estimator_version) {
   auto now = [] { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); };
-  search::Record r;
-  r.task_key = key;
-  r.target = target;
-  r.sketch = program.sketch->name;
-  r.config = config_json;
-  r.seed = seed;
-  r.started_at = now();
-  codegen::MeasureResult m = pool.measure_one(program);
-  r.finished_at = now();
-  r.latencies_us = m.latencies_us;
-  r.error = m.error;
-  r.compile_seconds = m.compile_seconds;
-  r.estimator_version = estimator_version;
-  r.host = machine_description(target);
-  r.codegen = codegen::codegen_version(target);
-  return r;
+  RecordSource src{key,
+                   target,
+                   program.sketch->name,
+                   config_json,
+                   seed,
+                   estimator_version,
+                   machine_description(target),
+                   codegen::codegen_version(target)};
+  src.started_at = now();
+  const codegen::MeasureResult m = pool.measure_one(program);
+  src.finished_at = now();
+  return record_of(src, m);
 }
 
 int collect_random(search::RecordStore& store, const std::vector<std::string>& task_keys, const CollectOptions& opt) {

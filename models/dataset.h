@@ -105,6 +105,18 @@ struct CollectOptions {
   int repeat = 0;
   std::function<void(const std::string& task, int done, int total, const search::Record&)> progress;
 };
+// The record of one measured program: the one path by which the tuner, the dataset tool
+// and calibration write records (task, target, the program's sketch and configuration,
+// the seed and what chose it, the measurement, the machine and code generation that
+// made it, and when).
+struct RecordSource {
+  std::string task_key, target, sketch, config_json;
+  uint64_t seed = 0;
+  std::string estimator_version;  // what chose the program
+  std::string host, codegen;      // the machine and code generation that measured it
+  double started_at = 0, finished_at = 0;
+};
+search::Record record_of(const RecordSource& src, const codegen::MeasureResult& m);
 // Measures one program of `key` with the pool (codegen::MeasurePool::measure_one) and
 // returns its record: measured on this machine by this code generation of the pool's
 // target, timed from start to finish, its estimator_version as given (what chose it).

@@ -15,6 +15,7 @@
 #include "core/util/blas.h"
 #include "core/util/error.h"
 #include "core/util/host.h"
+#include "models/dataset.h"
 
 namespace basin::search {
 
@@ -488,20 +489,10 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   // and the batch's accuracy.
   auto take = [&](const Candidate& c, const codegen::MeasureResult& mr, const std::string& host,
                   const std::string& generation, double started_at, double finished_at) {
-    Record r;
-    r.task_key = res.task_key;
-    r.target = opt.target;
-    r.sketch = m.space.sketches()[c.sketch].name;
-    r.config = c.json;
-    r.seed = opt.seed;
-    r.estimator_version = m.strategy.name() + (m.est ? ":" + m.est->kind() : "");
-    r.host = host;
-    r.codegen = generation;
-    r.started_at = started_at;
-    r.finished_at = finished_at;
-    r.latencies_us = mr.latencies_us;
-    r.error = mr.error;
-    r.compile_seconds = mr.compile_seconds;
+    Record r = models::record_of(
+        {res.task_key, opt.target, m.space.sketches()[c.sketch].name, c.json, opt.seed,
+         m.strategy.name() + (m.est ? ":" + m.est->kind() : ""), host, generation, started_at, finished_at},
+        mr);
     r.id = m.store.add(r);
     ++res.trials;
     ++res.measured;
