@@ -51,9 +51,7 @@ class Annealing final : public Strategy {
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     AnnealingOptions o = opt_;
-    std::vector<StrategyOption> out = describe_options(fields(o));
-    for (StrategyOption& so : sources_.describe()) out.push_back(std::move(so));
-    return out;
+    return sources_.describe_after(describe_options(fields(o)));
   }
   std::string default_estimator() const override { return "gbt"; }
   int plan_size() const override { return opt_.plan_size; }

@@ -46,9 +46,7 @@ class Evolutionary final : public Strategy {
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     EvolutionOptions o = opt_;
-    std::vector<StrategyOption> out = describe_options(fields(o));
-    for (StrategyOption& so : sources_.describe()) out.push_back(std::move(so));
-    return out;
+    return sources_.describe_after(describe_options(fields(o)));
   }
 
   std::vector<Candidate> propose(SearchState& state, int n) override {

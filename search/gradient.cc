@@ -78,9 +78,7 @@ class Gradient final : public Strategy {
   std::string name() const override { return name_; }
   std::vector<StrategyOption> options() const override {
     GradientOptions o = opt_;
-    std::vector<StrategyOption> out = describe_options(own_fields(o));
-    for (StrategyOption& so : sources_.describe()) out.push_back(std::move(so));
-    return out;
+    return sources_.describe_after(describe_options(own_fields(o)));
   }
   bool needs_gradients() const override { return true; }
 

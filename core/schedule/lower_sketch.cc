@@ -1097,12 +1097,9 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       // The tile's first row divided once: with Wp >= 16 its 16 rows cross at most one
       // end of a plane row (x wraps once), so a row's (y, x) is the first's plus r with
       // one compare, not a division per row.
-      Expr y = floordiv(w, Expr(Wp)), x = floormod(w, Expr(Wp));
-      if (Wp >= 16) {
-        const Expr xs = floormod(w0, Expr(Wp)) + r, wrap = xs >= Expr(Wp);
-        y = floordiv(w0, Expr(Wp)) + select(wrap, Expr(int64_t{1}), zero_i);
-        x = select(wrap, xs - Expr(Wp), xs);
-      }
+      const Expr xs = floormod(w0, Expr(Wp)) + r, wrap = xs >= Expr(Wp);
+      const Expr y = Wp >= 16 ? floordiv(w0, Expr(Wp)) + select(wrap, Expr(int64_t{1}), zero_i) : floordiv(w, Expr(Wp));
+      const Expr x = Wp >= 16 ? select(wrap, xs - Expr(Wp), xs) : floormod(w, Expr(Wp));
       om[axis_var(direct->y_axis, false).id()] = y;
       om[axis_var(direct->row_axis, false).id()] = x;
       row_inside = logical_and(tile < Expr(m_tiles), logical_and(y < Expr(H), x < Expr(W)));

@@ -77,14 +77,13 @@ std::vector<detail::OptionField> SourceSet::fields_after(std::vector<detail::Opt
   return own;
 }
 
-std::vector<StrategyOption> SourceSet::describe() const {
-  std::vector<StrategyOption> out;
+std::vector<StrategyOption> SourceSet::describe_after(std::vector<StrategyOption> own) const {
   for (const auto& src : sources_)
     for (StrategyOption& o : detail::describe_options(src->fields())) {
       o.source = src->name();
-      out.push_back(std::move(o));
+      own.push_back(std::move(o));
     }
-  return out;
+  return own;
 }
 
 std::vector<const Measured*> SourceSet::fastest(const SearchState& state) {

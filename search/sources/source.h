@@ -91,8 +91,8 @@ class SourceSet {
   // A strategy's own options, then every source's in order (pointers into the sources:
   // valid while the set lives).
   std::vector<detail::OptionField> fields_after(std::vector<detail::OptionField> own);
-  // The same as a strategy lists them, each named by its source.
-  std::vector<StrategyOption> describe() const;
+  // A strategy's own options as it lists them, then every source's, each named by its source.
+  std::vector<StrategyOption> describe_after(std::vector<StrategyOption> own) const;
   // The measured programs that ran, fastest first (SourceContext::good).
   static std::vector<const Measured*> fastest(const SearchState& state);
   // Every source's candidates into the ranked pool, in order.
