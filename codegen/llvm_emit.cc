@@ -62,6 +62,7 @@ class Emitter {
         b_(ctx),
         bf16_dot_(this_host().bf16_dot),
         amx_bf16_(this_host().amx_bf16 && opt.amx_tiles),
+        amx_int8_(this_host().amx_int8 && opt.amx_tiles),
         int8_dot_(this_host().int8_dot && !opt.int8_without_vnni ? vector_file(this_host().vector_isa).bytes / 4 : 0),
         int8_madd_(this_host().vector_isa == "avx512" ? 16
                    : this_host().vector_isa == "avx2" ? 8
@@ -1382,7 +1383,10 @@ class Emitter {
       case StmtKind::Pragma: {
         if (n.key == kBf16DotPragma && bf16_dot_ && vec_ && !mask_ && bf16_dot(*n.body[0])) return;
         if (n.key == kAmxBf16Pragma && amx_bf16_ && !vec_ && !mask_ &&
-            amx_nest(*n.body[0], starts_at_zero(n.pragma_value)))
+            amx_nest(*n.body[0], starts_at_zero(n.pragma_value), false))
+          return;
+        if (n.key == kAmxInt8Pragma && amx_int8_ && !vec_ && !mask_ &&
+            amx_nest(*n.body[0], starts_at_zero(n.pragma_value), true))
           return;
         if (n.key == kInt8DotPragma && (int8_dot_ || int8_madd_) && vec_ && !mask_ && int8_dot(*n.body[0])) return;
         const bool saved = loads_in_bounds_;
@@ -1399,10 +1403,10 @@ class Emitter {
   // A store of a pair of bfloat16 products, acc[I] = (acc[I] + a1 * b1) + a0 * b0 with
   // each factor f32(a bfloat16 load) and a1, b1 the elements after a0, b0
   // (core/ir/stmt.h, kBf16DotPragma): its accumulator's flat index and the loads a0, b0.
-  struct PairStore {
+  struct DotStore {
     Expr flat_acc, a0, b0;
   };
-  std::optional<PairStore> pair_store(const StmtNode& st) {
+  std::optional<DotStore> pair_store(const StmtNode& st) {
     if (st.kind != StmtKind::Store || st.buffer->dtype != DType::f32()) return std::nullopt;
     const Expr& v = st.value;
     auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
@@ -1411,7 +1415,7 @@ class Emitter {
       return std::nullopt;
     const Expr& old = v.arg(0).arg(0);
     if (!is(old, ExprKind::Load) || old->buffer != st.buffer) return std::nullopt;
-    PairStore p;
+    DotStore p;
     p.flat_acc = flat_expr(st.buffer, st.indices);
     if (!structural_equal(flat_expr(old->buffer, old->args), p.flat_acc)) return std::nullopt;
     // The bf16 load under a product's factor.
@@ -1436,18 +1440,17 @@ class Emitter {
     return p;
   }
 
-  // A nest under kAmxBf16Pragma (core/ir/stmt.h) as AMX-BF16 tiles: the TM x TN
-  // accumulator tiles loaded, the kb loop's steps each TM A tiles, TN B tiles and
-  // TM x TN tdpbf16ps on tile registers (the accumulators carried by phis), the tiles
-  // stored back. Loops of one iteration may have been dropped (kb, tm, tn). With
-  // `from_zero` the accumulators start as tilezero (the pragma says acc holds zeros).
-  // False, with nothing emitted, where the nest is not of that form (the caller emits
-  // it as written).
+  // A nest under kAmxBf16Pragma (core/ir/stmt.h) as AMX-BF16 tiles, or with `int8` one
+  // under kAmxInt8Pragma as AMX-INT8 tiles: the TM x TN accumulator tiles loaded, the kb
+  // loop's steps each TM A tiles, TN B tiles and TM x TN tdpbf16ps (tdpbusd) on tile
+  // registers (the accumulators carried by phis), the tiles stored back. Loops of one iteration may have been dropped
+  // (kb, tm, tn). With `from_zero` the accumulators start as tilezero (the pragma says acc holds zeros). False, with
+  // nothing emitted, where the nest is not of that form (the caller emits it as written).
   static bool starts_at_zero(const Expr& value) {
     int64_t v = 1;
     return is_const_int(value, &v) && v == 0;
   }
-  bool amx_nest(const StmtNode& top, bool from_zero) {
+  bool amx_nest(const StmtNode& top, bool from_zero, bool int8) {
     std::map<std::string, const StmtNode*> loops;
     const StmtNode* n = &top;
     while (n->kind == StmtKind::For || n->kind == StmtKind::Pragma) {
@@ -1469,10 +1472,12 @@ class Emitter {
     if (extent("amx.kp") != 16 || extent("amx.r") != 16 || extent("amx.c") != 16) return false;
     const int64_t KB = extent("amx.kb"), TM = extent("amx.tm"), TN = extent("amx.tn");
     if (TM * TN + TM + TN > 8) return false;
-    std::optional<PairStore> ps = pair_store(*n);
+    std::optional<DotStore> ps = int8 ? quad_store(*n) : pair_store(*n);
     if (!ps) return false;
     const Expr& flat_acc = ps->flat_acc;
     const Expr &a0 = ps->a0, &b0 = ps->b0;
+    // A group's elements (2 bfloat16, 4 bytes) and an element's bytes.
+    const int64_t group = int8 ? 4 : 2, bytes = int8 ? 1 : 2;
     const Expr fa0 = flat_expr(a0->buffer, a0->args), fb0 = flat_expr(b0->buffer, b0->args);
     // Each index linear in kp, r and c (no other term uses them): their coefficients.
     const Var kp = loops["amx.kp"]->var, r = loops["amx.r"]->var, c = loops["amx.c"]->var;
@@ -1494,7 +1499,9 @@ class Emitter {
     if (!coefs(fa0, &akp, &ar, &ac) || !coefs(fb0, &bkp, &br, &bc) || !coefs(flat_acc, &ckp, &cr, &cc)) return false;
     // A's rows may overlap (a first convolution's rows, 6 elements apart, each 32 long);
     // B's and the accumulators' may not.
-    if (akp != 2 || ac != 0 || ar < 1 || bc != 2 || br != 0 || bkp < 32 || cc != 1 || ckp != 0 || cr < 16) return false;
+    if (akp != group || ac != 0 || ar < 1 || bc != group || br != 0 || bkp < 16 * group || cc != 1 || ckp != 0 ||
+        cr < 16)
+      return false;
     const Var* kbv = loops.count("amx.kb") ? &loops["amx.kb"]->var : nullptr;
     if (kbv && uses_var(flat_acc, *kbv)) return false;
 
@@ -1520,7 +1527,8 @@ class Emitter {
     llvm::Type* amx = llvm::Type::getX86_AMXTy(ctx_);
     llvm::Function* load_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tileloadd64_internal);
     llvm::Function* store_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tilestored64_internal);
-    llvm::Function* dp_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tdpbf16ps_internal);
+    llvm::Function* dp_fn = llvm::Intrinsic::getDeclaration(
+        &mod_, int8 ? llvm::Intrinsic::x86_tdpbusd_internal : llvm::Intrinsic::x86_tdpbf16ps_internal);
     llvm::Function* zero_fn = llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_tilezero_internal);
     llvm::Value* rows = b_.getInt16(16);
     llvm::Value* colsb = b_.getInt16(64);
@@ -1549,10 +1557,10 @@ class Emitter {
     std::vector<llvm::Value*> a_tiles, b_tiles;
     for (int64_t i = 0; i < TM; ++i)
       a_tiles.push_back(
-          b_.CreateCall(load_fn, {rows, colsb, tile_ptr(a0->buffer, a0->args, kb, i, 0), b_.getInt64(ar * 2)}));
+          b_.CreateCall(load_fn, {rows, colsb, tile_ptr(a0->buffer, a0->args, kb, i, 0), b_.getInt64(ar * bytes)}));
     for (int64_t j = 0; j < TN; ++j)
       b_tiles.push_back(
-          b_.CreateCall(load_fn, {rows, colsb, tile_ptr(b0->buffer, b0->args, kb, 0, j), b_.getInt64(bkp * 2)}));
+          b_.CreateCall(load_fn, {rows, colsb, tile_ptr(b0->buffer, b0->args, kb, 0, j), b_.getInt64(bkp * bytes)}));
     std::vector<llvm::Value*> next_tiles;
     for (int64_t i = 0; i < TM; ++i)
       for (int64_t j = 0; j < TN; ++j)
@@ -1578,7 +1586,7 @@ class Emitter {
     const int lanes = vec_->lanes;
     const int chunk = lanes % 16 == 0 ? 16 : lanes % 8 == 0 ? 8 : lanes % 4 == 0 ? 4 : 0;
     if (chunk == 0) return false;
-    std::optional<PairStore> ps = pair_store(st);
+    std::optional<DotStore> ps = pair_store(st);
     if (!ps) return false;
     const Expr &a0 = ps->a0, &b0 = ps->b0;
     Affine aa = affine(flat_expr(a0->buffer, a0->args)), ab = affine(flat_expr(b0->buffer, b0->args)),
@@ -1610,21 +1618,10 @@ class Emitter {
   }
 
   // A store under kInt8DotPragma, acc[I] = acc[I] + p0 + p1 + p2 + p3 (in any order) with
-  // pq = i32(a[i + q]) * i32(b[j + q]) (core/ir/stmt.h), as vpdpbusd on chunks of 16, 8
-  // or 4 lanes (at most int8_dot_): a's group one 32-bit load broadcast to every lane,
-  // b's groups one vector load of 4 x lanes bytes. False, with nothing emitted, where
-  // the store is not of that form (the caller emits it as written).
-  bool int8_dot(const StmtNode& st) {
-    if (st.kind != StmtKind::Store || st.buffer->dtype != DType::i32()) return false;
-    const int lanes = vec_->lanes;
-    const int widest = int8_dot_ ? int8_dot_ : int8_madd_;
-    int chunk = 0;
-    for (int c : {16, 8, 4})
-      if (c <= widest && lanes % c == 0) {
-        chunk = c;
-        break;
-      }
-    if (chunk == 0) return false;
+  // pq = i32(a[i + q]) * i32(b[j + q]) (core/ir/stmt.h): its accumulator's flat index and
+  // the loads a[i] (uint8) and b[j] (int8) of the group's first product.
+  std::optional<DotStore> quad_store(const StmtNode& st) {
+    if (st.kind != StmtKind::Store || st.buffer->dtype != DType::i32()) return std::nullopt;
     auto is = [](const Expr& e, ExprKind k) { return e.defined() && e.kind() == k; };
     // The sum's terms, in any order and association (the simplifier reorders integer
     // sums): the accumulator's old value and four products of a widened uint8 load by a
@@ -1640,27 +1637,27 @@ class Emitter {
         terms.push_back(e);
       }
     }
-    if (terms.size() != 5) return false;
+    if (terms.size() != 5) return std::nullopt;
     Expr flat_acc = flat_expr(st.buffer, st.indices);
     Expr old;
     std::vector<std::pair<Expr, Expr>> products;  // (uint8 load, int8 load)
     for (const Expr& t : terms) {
       if (is(t, ExprKind::Load) && t->buffer == st.buffer) {
-        if (old.defined() || !structural_equal(flat_expr(t->buffer, t->args), flat_acc)) return false;
+        if (old.defined() || !structural_equal(flat_expr(t->buffer, t->args), flat_acc)) return std::nullopt;
         old = t;
         continue;
       }
-      if (!is(t, ExprKind::Mul)) return false;
+      if (!is(t, ExprKind::Mul)) return std::nullopt;
       Expr u, s8;
       for (int i = 0; i < 2; ++i) {
         const Expr& c = t.arg(static_cast<size_t>(i));
-        if (!is(c, ExprKind::Cast) || c.dtype() != DType::i32() || !is(c.arg(0), ExprKind::Load)) return false;
+        if (!is(c, ExprKind::Cast) || c.dtype() != DType::i32() || !is(c.arg(0), ExprKind::Load)) return std::nullopt;
         (c.arg(0).dtype() == DType::u8() ? u : s8) = c.arg(0);
       }
-      if (!u.defined() || !s8.defined() || s8.dtype() != DType::i8()) return false;
+      if (!u.defined() || !s8.defined() || s8.dtype() != DType::i8()) return std::nullopt;
       products.push_back({u, s8});
     }
-    if (!old.defined() || products.size() != 4) return false;
+    if (!old.defined() || products.size() != 4) return std::nullopt;
     // Both operands of each product at one offset from the first product's, the offsets
     // four consecutive ones: the group starts at the least.
     Analyzer an;
@@ -1672,17 +1669,38 @@ class Emitter {
       if (u->buffer != products[0].first->buffer || s8->buffer != products[0].second->buffer ||
           !is_const_int(an.simplify(flat(u) - fa_any), &da) || !is_const_int(an.simplify(flat(s8) - fb_any), &db) ||
           da != db)
-        return false;
+        return std::nullopt;
       offsets.push_back(da);
     }
     const auto least = std::min_element(offsets.begin(), offsets.end());
     std::vector<bool> seen(4, false);
     for (int64_t d : offsets) {
       const int64_t q = d - *least;
-      if (q > 3 || seen[static_cast<size_t>(q)]) return false;
+      if (q > 3 || seen[static_cast<size_t>(q)]) return std::nullopt;
       seen[static_cast<size_t>(q)] = true;
     }
     const auto& [a_load, b_load] = products[static_cast<size_t>(least - offsets.begin())];
+    return DotStore{flat_acc, a_load, b_load};
+  }
+
+  // A store under kInt8DotPragma (quad_store) as vpdpbusd on chunks of 16, 8 or 4 lanes
+  // (at most int8_dot_): a's group one 32-bit load broadcast to every lane, b's groups one
+  // vector load of 4 x lanes bytes. False, with nothing emitted, where the store is not of
+  // that form (the caller emits it as written).
+  bool int8_dot(const StmtNode& st) {
+    const int lanes = vec_->lanes;
+    const int widest = int8_dot_ ? int8_dot_ : int8_madd_;
+    int chunk = 0;
+    for (int c : {16, 8, 4})
+      if (c <= widest && lanes % c == 0) {
+        chunk = c;
+        break;
+      }
+    if (chunk == 0) return false;
+    std::optional<DotStore> qs = quad_store(st);
+    if (!qs) return false;
+    const Expr &a_load = qs->a0, &b_load = qs->b0, &flat_acc = qs->flat_acc;
+    auto flat = [&](const Expr& l) { return flat_expr(l->buffer, l->args); };
     Affine aa = affine(flat(a_load)), ab = affine(flat(b_load)), ac = affine(flat_acc);
     if (!aa.affine_in_vec || aa.vec_coef != 0 || !ab.affine_in_vec || ab.vec_coef != 4 || !ac.affine_in_vec ||
         ac.vec_coef != 1)
@@ -1793,6 +1811,8 @@ class Emitter {
   bool bf16_dot_ = false;
   // Nests under kAmxBf16Pragma as AMX-BF16 tiles (HostInfo::amx_bf16, LlvmOptions::amx_tiles).
   bool amx_bf16_ = false;
+  // Nests under kAmxInt8Pragma as AMX-INT8 tiles (HostInfo::amx_int8, LlvmOptions::amx_tiles).
+  bool amx_int8_ = false;
   // Stores under kInt8DotPragma as vpdpbusd of at most this many lanes (16 with
   // AVX512-VNNI, 8 with AVX-VNNI; HostInfo::int8_dot); 0: none.
   int int8_dot_ = 0;

@@ -49,6 +49,16 @@
 //   nest runs as written (vdpbf16ps where the CPU has that). The pragma's value 0 says
 //   acc holds zeros where the nest starts (the tiles then start as tilezero instead of
 //   loads of what was just stored); 1 that it holds partial sums to add to.
+// - The Pragma kAmxInt8Pragma marks the same nest over 8-bit groups (AMX-INT8),
+//     for kb < KB: for tm < TM: for tn < TN: for kp < 16: for r < 16:
+//       for c < 16 (vectorized): kInt8DotPragma store
+//         acc[R(tm) + r, C(tn) + c] += sum over q < 4 of
+//             i32(a[A(kb, tm) + r * sa + 4 kp + q]) * i32(b[B(kb, tn) + kp * 64 + 4 c + q])
+//   acc int32, a uint8 and b int8: C tiles of 16 x 16 int32, A tiles of 16 rows of 16
+//   groups of 4, B tiles of 16 groups of rows of 16 columns' groups. Where the CPU has
+//   AMX-INT8 (HostInfo::amx_int8) the LLVM backend runs it as kAmxBf16Pragma's nest with
+//   tdpbusd; elsewhere as written (vpdpbusd where the CPU has that). Exact: int32 sums
+//   wrap alike in any order. The value means what kAmxBf16Pragma's does.
 // The node list is declared once (BASIN_STMT_NODES); all nodes share StmtNode.
 #pragma once
 
@@ -76,12 +86,13 @@ enum class StmtKind : uint8_t {
 };
 const char* stmt_kind_name(StmtKind k);
 
-#define BASIN_FOR_KINDS(X)                                                                        \
-  X(Serial, "serial")                                                                             \
-  X(Parallel, "parallel")                                                                         \
-  X(Vectorized, "vectorized")                                                                     \
-  X(Unrolled, "unrolled") X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y") X(BlockZ, "blockIdx.z") \
-      X(ThreadX, "threadIdx.x") X(ThreadY, "threadIdx.y") X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
+#define BASIN_FOR_KINDS(X)                                                                          \
+  X(Serial, "serial")                                                                               \
+  X(Parallel, "parallel")                                                                           \
+  X(Vectorized, "vectorized")                                                                       \
+  X(Unrolled, "unrolled")                                                                           \
+  X(BlockX, "blockIdx.x") X(BlockY, "blockIdx.y") X(BlockZ, "blockIdx.z") X(ThreadX, "threadIdx.x") \
+      X(ThreadY, "threadIdx.y") X(ThreadZ, "threadIdx.z") X(VThread, "vthread")
 
 enum class ForKind : uint8_t {
 #define BASIN_X(k, s) k,
@@ -133,6 +144,7 @@ struct StmtNode {
 inline constexpr const char* kBf16DotPragma = "bf16.dot2";
 inline constexpr const char* kInt8DotPragma = "int8.dot4";
 inline constexpr const char* kAmxBf16Pragma = "amx.bf16";
+inline constexpr const char* kAmxInt8Pragma = "amx.int8";
 
 Stmt make_for(Var v, Expr min, Expr extent, ForKind kind, Stmt body);
 Stmt make_allocate(Buffer b, Stmt body);

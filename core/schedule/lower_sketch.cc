@@ -593,22 +593,37 @@ Stmt vector_chunks(const std::string& name, int64_t extent, const std::function<
 
 // The kAmxBf16Pragma nest (core/ir/stmt.h) over KB steps of 32, acc zeroed before (the
 // pragma's value 0): acc[tm*16 + r][(col0 + tn)*16 + c] += a(tm, r, kb, 2 kp + q) *
-// b(tn, kb, kp, c, q), a and b the bfloat16 loads of the A and B tiles' elements.
+// b(tn, kb, kp, c, q), a and b the bfloat16 loads of the A and B tiles' elements. With
+// int8 the kAmxInt8Pragma nest over steps of 64: groups of 4 (q < 4), a uint8 and b
+// int8, acc int32.
 Stmt amx_product(const Buffer& acc, const Expr& col0, int64_t KB, const Expr& TM, const Expr& TN,
                  const std::function<Expr(const Expr&, const Expr&, const Expr&, const Expr&)>& a,
-                 const std::function<Expr(const Expr&, const Expr&, const Expr&, const Expr&, const Expr&)>& b) {
-  const Expr one(int64_t{1}), two(int64_t{2}), sixteen(int64_t{16});
+                 const std::function<Expr(const Expr&, const Expr&, const Expr&, const Expr&, const Expr&)>& b,
+                 bool int8 = false) {
+  const Expr one(int64_t{1}), sixteen(int64_t{16});
+  const int64_t group = int8 ? 4 : 2;
+  const DType wide = int8 ? DType::i32() : DType::f32();
   Var kb("amx.kb"), tm("amx.tm"), tn("amx.tn"), kp("amx.kp"), r("amx.r"), c("amx.c");
   const std::vector<Expr> acc_idx = {Expr(tm) * sixteen + r, (col0 + tn) * sixteen + c};
   auto product = [&](int64_t q) {
-    return cast(DType::f32(), a(tm, r, kb, Expr(kp) * two + Expr(q))) * cast(DType::f32(), b(tn, kb, kp, c, Expr(q)));
+    return cast(wide, a(tm, r, kb, Expr(kp) * Expr(group) + Expr(q))) * cast(wide, b(tn, kb, kp, c, Expr(q)));
   };
   Stmt update =
-      make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
+      int8 ? make_pragma(
+                 kInt8DotPragma, one,
+                 make_store(acc, acc_idx, (((load(acc, acc_idx) + product(0)) + product(1)) + product(2)) + product(3)))
+           : make_pragma(kBf16DotPragma, one, make_store(acc, acc_idx, (load(acc, acc_idx) + product(1)) + product(0)));
   Stmt nest = loop(
       kb, Expr(KB),
       loop(tm, TM, loop(tn, TN, loop(kp, sixteen, loop(r, sixteen, loop(c, sixteen, update, ForKind::Vectorized))))));
-  return make_pragma(kAmxBf16Pragma, Expr(int64_t{0}), nest);
+  return make_pragma(int8 ? kAmxInt8Pragma : kAmxBf16Pragma, Expr(int64_t{0}), nest);
+}
+
+// e as a value of type t: the operand of a widening cast from t, else e cast to t.
+Expr narrowed(const Expr& e, DType t) {
+  if (e.dtype() == t) return e;
+  if (e.kind() == ExprKind::Cast && e.arg(0).dtype() == t) return e.arg(0);
+  return cast(t, e);
 }
 
 Expr ceil_div(const Expr& n, const Expr& d) { return floordiv(n + d - Expr(int64_t{1}), d); }
@@ -620,7 +635,10 @@ Stmt pack_pairs(const std::function<Expr(const Expr&, const Expr&)>& src, const 
 // The anchor as C[m][n] = sum_k A[m][k] B[k][n] on AMX tiles (sched::amx_form: m, n
 // and k each its axes flattened in the anchor's order): C tiles of 16 rows by 16
 // float32 columns, A tiles of 16 rows by 32 bfloat16 (16 pairs of k), B tiles of 16
-// pairs of k by 16 columns' pairs. The weight is packed [batch..][column tiles, padded
+// pairs of k by 16 columns' pairs. An int8 form (AmxForm::int8) alike in groups of 4:
+// int32 C tiles, A tiles of 16 rows by 64 unsigned bytes, B tiles of 16 groups of k by
+// 16 columns' groups of signed bytes, steps of 64 where this says 32, the copies in bytes
+// where it says bfloat16. The weight is packed [batch..][column tiles, padded
 // to whole panels of TN][k steps x 16 pairs][16][2] (one stage, split off and run once
 // at compile). The activation is copied to bfloat16: row by row of the flattened GEMM,
 // A[batch.., m, k], rows padded with zeros to whole panels of TM tiles and k to whole
@@ -641,7 +659,10 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   std::optional<AmxDirect> direct = s.amx_direct ? amx_direct_form(info, g) : std::nullopt;
   BASIN_CHECK(!s.amx_direct || direct) << "sketch " << s.name << " reads no convolution in place";
   const size_t ns = a.axes.size();
-  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16}), two(int64_t{2});
+  // A group's elements (bfloat16 pairs, byte quads) and a step's (16 groups: 64 bytes).
+  const bool int8 = g.int8;
+  const int64_t G = int8 ? 4 : 2, KS = 16 * G;
+  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16}), two(G), step(KS);
   auto axis_extent = [&](int x, bool reduce) {
     return reduce ? a.reduce_axes[static_cast<size_t>(x)].extent : a.axes[static_cast<size_t>(x)].extent;
   };
@@ -694,6 +715,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // positions (outer) times the channels' steps (inner), the channels flattened in src's
   // order and padded to 32.
   const Expr af = a.body.arg(static_cast<size_t>(1 - g.weight_factor));
+  const Expr af_load = int8 ? af.arg(0) : af;  // in place: the load (int8: under the widening)
   std::vector<int> channel_k = direct ? direct->channel_k : g.k_axes;
   const int64_t C = extent_of(channel_k, true);
   // In place, a window axis may fold into the channels' steps (AmxDirect::folded_k).
@@ -703,11 +725,11 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     for (int j : direct->window_k)
       if (j != merged) window_rest.push_back(j);
   // The elements a step covers: the channels, or (merged) the window columns' channels.
-  const int64_t CK = merged >= 0 ? axis_extent(merged, true) * C : C, CC = (CK + 31) / 32;
+  const int64_t CK = merged >= 0 ? axis_extent(merged, true) * C : C, CC = (CK + KS - 1) / KS;
   const int64_t KB = extent_of(window_rest, true) * CC;
   // The reduction axes at step kb, position j (0..31) of the step; *valid: inside.
   auto k_at = [&](const Expr& kb, const Expr& j, VarMap* m, Expr* valid) {
-    const Expr e = (direct ? floormod(kb, Expr(CC)) : kb) * Expr(int64_t{32}) + j;
+    const Expr e = (direct ? floormod(kb, Expr(CC)) : kb) * step + j;
     if (direct) unflatten(window_rest, true, floordiv(kb, Expr(CC)), m);
     const Expr ec = min(e, Expr(CK - 1));
     if (merged >= 0) {
@@ -716,15 +738,16 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     } else {
       unflatten(channel_k, true, ec, m);
     }
-    *valid = CK % 32 ? e < Expr(CK) : Expr();
+    *valid = CK % KS ? e < Expr(CK) : Expr();
   };
   // Axes of one iteration read as 0.
   const VarMap unit = single_iteration_axes(a);
   std::unordered_set<const te::OpNode*> all;
   for (const te::Op& pr : info.producers) all.insert(pr.get());
   const Expr wval = substitute(inline_stages(a.body.arg(static_cast<size_t>(g.weight_factor)), all), unit);
-  const DType bf = DType::bf16();
-  const Expr bf_zero = cast(bf, make_const(DType::f32(), 0));
+  // The A and B tiles' elements (bf: the activation's copy).
+  const DType bf = int8 ? DType::u8() : DType::bf16(), wt = int8 ? DType::i8() : DType::bf16();
+  const Expr bf_zero = int8 ? make_const(bf, 0) : cast(bf, make_const(DType::f32(), 0));
   auto with_batch = [&](const std::vector<Expr>& batch, std::vector<Expr> rest) {
     std::vector<Expr> idx(batch);
     idx.insert(idx.end(), rest.begin(), rest.end());
@@ -737,7 +760,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   std::vector<Expr> w_shape;
   for (int x : g.batch_axes) w_shape.push_back(Expr(axis_extent(x, false)));
   w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, two});
-  Buffer packed = make_buffer(g.weight->name + "_amx", bf, simplified(w_shape), MemScope::Global);
+  Buffer packed = make_buffer(g.weight->name + "_amx", wt, simplified(w_shape), MemScope::Global);
   // Whether l loads a placeholder at the flat index `want` (the axes of one iteration 0).
   auto reads_at = [&](const Expr& l, const Expr& want) {
     const te::OpNode* p = l.defined() && l.kind() == ExprKind::Load ? producer_of(l->buffer) : nullptr;
@@ -759,7 +782,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // along n (pack_pairs).
   Expr b_src = widened_load(wval);
   if (!b_src.defined()) b_src = wval;
-  if (direct || (b_src.dtype() != DType::f32() && !b_src.dtype().is_bf16()) ||
+  if (direct || int8 || (b_src.dtype() != DType::f32() && !b_src.dtype().is_bf16()) ||
       !row_major(b_src, g.k_axes, true, g.n_axes, false))
     b_src = Expr();
   if (b_src.defined()) {
@@ -790,7 +813,9 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     k_at(floordiv(Expr(kp), sixteen), floormod(Expr(kp), sixteen) * two + q, &wm, &k_valid);
     Expr inside = n < Expr(N);
     if (k_valid.defined()) inside = logical_and(inside, k_valid);
-    Expr v = cast(bf, select(inside, substitute(wval, wm), make_const(wval.dtype(), 0)));
+    const Expr w = substitute(wval, wm);
+    Expr v = int8 ? select(inside, narrowed(w, wt), make_const(wt, 0))
+                  : cast(wt, select(inside, w, make_const(w.dtype(), 0)));
     std::vector<Expr> dst(bv.begin(), bv.end());
     dst.insert(dst.end(), {nt, kp, l, q});
     Stmt st = loop(nt, n_tiles, loop(kp, Expr(KB * 16), loop(l, sixteen, loop(q, two, make_store(packed, dst, v)))),
@@ -815,17 +840,19 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const Expr aval = substitute(inline_stages(af, all), unit);
   Buffer a_placeholder;
   bool a_blocked = false;
-  if (!direct && C % 32 == 0 && M >= 16) {
-    const Expr x = widened_load(aval);
+  if (!direct && C % KS == 0 && M >= 16) {
+    // The byte (int8) or bfloat16 load under the activation's widening.
+    const Expr x = int8 ? (aval.kind() == ExprKind::Cast && aval.arg(0).kind() == ExprKind::Load ? aval.arg(0) : Expr())
+                        : widened_load(aval);
     if (row_major(x, g.m_axes, false, g.k_axes, true)) {
       a_placeholder = x->buffer;
-    } else if (g.k_axes.size() == 2 && axis_extent(g.k_axes[1], true) == 32 &&
+    } else if (g.k_axes.size() == 2 && axis_extent(g.k_axes[1], true) == KS &&
                reads_at(
                    x, ((flatten(g.batch_axes, false, vars(g.batch_axes, false)) * Expr(axis_extent(g.k_axes[0], true)) +
                         axis_var(g.k_axes[0], true)) *
                            Expr(M) +
                        flatten(g.m_axes, false, vars(g.m_axes, false))) *
-                              Expr(int64_t{32}) +
+                              step +
                           axis_var(g.k_axes[1], true))) {
       a_placeholder = x->buffer;
       a_blocked = true;
@@ -838,20 +865,19 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   if (a_placeholder && a_blocked) {
     act_bf = a_placeholder;
     a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
-      return std::vector<Expr>{
-          ((flatten(g.batch_axes, false, batch) * Expr(CC) + kb) * Expr(M) + row0(t) + r) * Expr(int64_t{32}) + j};
+      return std::vector<Expr>{((flatten(g.batch_axes, false, batch) * Expr(CC) + kb) * Expr(M) + row0(t) + r) * step +
+                               j};
     };
   } else if (a_placeholder) {
     act_bf = a_placeholder;
     a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
-      return std::vector<Expr>{(flatten(g.batch_axes, false, batch) * Expr(M) + row0(t) + r) * Expr(C) +
-                               kb * Expr(int64_t{32}) + j};
+      return std::vector<Expr>{(flatten(g.batch_axes, false, batch) * Expr(M) + row0(t) + r) * Expr(C) + kb * step + j};
     };
   } else if (!direct) {
     // A[batch.., m, k] over the axes themselves (k's innermost axis in vectors), then k's
     // padding for the rows inside M, then the padding rows.
     const Expr m_pad = simplify(mp * TM * sixteen);
-    const int64_t k_pad = CC * 32;
+    const int64_t k_pad = CC * KS;
     std::vector<Expr> a_shape;
     for (int x : g.batch_axes) a_shape.push_back(Expr(axis_extent(x, false)));
     a_shape.push_back(m_pad);
@@ -875,7 +901,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       std::vector<Expr> ki(kv.begin(), kv.end() - 1);
       ki.push_back(kl);
       for (size_t i = 0; i < g.k_axes.size(); ++i) m[axis_var(g.k_axes[i], true).id()] = ki[i];
-      return make_store(act_bf, at(row, flatten(g.k_axes, true, ki)), cast(bf, substitute(aval, m)));
+      return make_store(act_bf, at(row, flatten(g.k_axes, true, ki)), narrowed(substitute(aval, m), bf));
     });
     for (size_t i = kv.size() - 1; i-- > 0;) st = loop(kv[i], Expr(axis_extent(g.k_axes[i], true)), st);
     std::vector<Var> outer(bv.begin(), bv.end());
@@ -903,7 +929,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                                    }))));
     prologue.push_back(make_seq(parts));
     a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
-      return with_batch(batch, {t * sixteen + r, kb * Expr(int64_t{32}) + j});
+      return with_batch(batch, {t * sixteen + r, kb * step + j});
     };
   } else {
     // P[src's other dims.., channels]: the channel dimensions last, flattened, padded to
@@ -911,10 +937,10 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const te::OpNode& src = *direct->src;
     const size_t nd = src.shape.size(), xd = static_cast<size_t>(direct->x_dim);
     const int64_t stride = direct->row_stride;
-    // Merged: columns and channels one dimension, C per column, and 32 elements more
-    // for the last step's positions past the window.
+    // Merged: columns and channels one dimension, C per column, and a step's elements
+    // more for the last step's positions past the window.
     const int64_t x_ext = flat ? src.shape[xd] : src.shape[xd] + (WT * 16 - W) * stride,
-                  c_pad = merged >= 0 ? C : CC * 32;
+                  c_pad = merged >= 0 ? C : CC * KS;
     // Flat: y and x one dimension of the plane's positions, as long as the last tile's
     // reads reach (y at 0, x at its last row, the window's reach along both).
     const size_t yd = flat ? static_cast<size_t>(direct->y_dim) : nd;
@@ -929,7 +955,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       if ((merged >= 0 || flat) && x == xd) continue;
       p_shape.push_back(Expr(x == yd ? yx_ext : x == xd ? x_ext : src.shape[x]));
     }
-    p_shape.push_back(Expr(merged >= 0 ? x_ext * C + 32 : c_pad));
+    p_shape.push_back(Expr(merged >= 0 ? x_ext * C + KS : c_pad));
     act_bf = make_buffer(src.name + "_amx_p", bf, p_shape, MemScope::Global);
     // src's value at indices idx (its body where it is a producer, the padding).
     auto src_value = [&](const std::vector<Expr>& idx) {
@@ -977,7 +1003,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
         idx[cd] = floormod(f, Expr(C));
         std::vector<Expr> other(ov.begin(), ov.end());
         other[xi] = zero_i;
-        return make_store(act_bf, p_at(other, f), cast(bf, src_value(idx)));
+        return make_store(act_bf, p_at(other, f), narrowed(src_value(idx), bf));
       });
       parts.push_back(other_loops(run, Expr(int64_t{1}), true));
     } else {
@@ -989,7 +1015,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
             for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
             for (size_t i = 0; i < nc; ++i) idx[static_cast<size_t>(direct->channel_dims[i])] = ch[i];
             return make_store(act_bf, p_at({ov.begin(), ov.end()}, flatten(channel_k, true, ch)),
-                              cast(bf, src_value(idx)));
+                              narrowed(src_value(idx), bf));
           });
       for (size_t i = nc - 1; i-- > 0;)
         copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
@@ -1003,10 +1029,10 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                                     }),
                       Expr(src.shape[xd]), false));
     if (merged >= 0) {
-      // The columns past src and the 32 elements after them: zero.
+      // The columns past src and the step's elements after them: zero.
       std::vector<Expr> other(ov.begin(), ov.end());
       other[xi] = Expr(src.shape[xd]);
-      const int64_t tail = (x_ext - src.shape[xd]) * C + 32;
+      const int64_t tail = (x_ext - src.shape[xd]) * C + KS;
       Stmt z =
           vector_chunks("amx.pxp", tail, [&](const Expr& c) { return make_store(act_bf, p_at(other, c), bf_zero); });
       // One iteration of x's loop: the tail starts at its column src.shape[xd].
@@ -1044,8 +1070,8 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       k_at(kb, zero_i, &m, &unused);
       if (merged >= 0) m[axis_var(merged, true).id()] = zero_i;  // the step's elements carry it
       std::vector<Expr> other;
-      for (size_t x : other_dims) other.push_back(substitute(af->args[x], m));
-      return p_at(other, floormod(kb, Expr(CC)) * Expr(int64_t{32}) + j);
+      for (size_t x : other_dims) other.push_back(substitute(af_load->args[x], m));
+      return p_at(other, floormod(kb, Expr(CC)) * step + j);
     };
   }
 
@@ -1058,11 +1084,12 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const size_t nb = g.batch_axes.size();
   const std::vector<Expr> batch(par.index.begin(), par.index.begin() + static_cast<std::ptrdiff_t>(nb));
   const Expr pn = par.index[nb], pm = par.index[nb + 1];
-  Buffer acc = make_buffer(a.name + "_acc", DType::f32(), simplified({TM * sixteen, TN * sixteen}), MemScope::Local);
+  const DType acc_t = int8 ? DType::i32() : DType::f32();
+  Buffer acc = make_buffer(a.name + "_acc", acc_t, simplified({TM * sixteen, TN * sixteen}), MemScope::Local);
   Var ia("amx.i"), ta("amx.tj"), ja("amx.j");
   Stmt init = loop(ia, TM * sixteen,
                    loop(ta, TN,
-                        loop(ja, sixteen, make_store(acc, {ia, Expr(ta) * sixteen + ja}, make_const(DType::f32(), 0)),
+                        loop(ja, sixteen, make_store(acc, {ia, Expr(ta) * sixteen + ja}, make_const(acc_t, 0)),
                              ForKind::Vectorized)));
   Stmt compute = amx_product(  // acc: zeroed by init
       acc, zero_i, KB, TM, TN,
@@ -1071,7 +1098,8 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       },
       [&](const Expr& tn, const Expr& kb, const Expr& kp, const Expr& c, const Expr& q) {
         return load(packed, with_batch(batch, {pn * TN + tn, kb * sixteen + kp, c, q}));
-      });
+      },
+      int8);
   Var tm("amx.tm"), tn("amx.tn"), r("amx.r"), c("amx.c"), run("amx.run");
   const Expr tile = pm * TM + tm;
   // Write-back: a row's m axes from its tile and row; a tile's columns: vec at the tile's

@@ -54,7 +54,7 @@ enum class SketchRule : uint8_t {
   GpuTile,    // GPU: an anchor tiled over blocks, virtual threads, threads and registers
   GpuReduce,  // GPU: one block per row, its threads reducing together (softmax, norms)
   GpuMma,     // GPU: an anchor as a GEMM on tensor cores (warps of mma.sync fragments, TF32)
-  CpuAmx,     // CPU: an anchor as a GEMM on AMX-BF16 tiles (sched::amx_form; build_cpu_amx)
+  CpuAmx,     // CPU: an anchor as a GEMM on AMX-BF16 or AMX-INT8 tiles (sched::amx_form; build_cpu_amx)
 };
 // The rules whose programs run on a GPU.
 inline bool is_gpu_rule(SketchRule r) {
@@ -229,11 +229,13 @@ VarMap knob_substitution(const KnobValues& symbolic, const Config& c);
 // HostInfo::int8_dot, else vpmaddwd on widened bytes), also the 8-bit anchor sketches
 // (Sketch::int8_quad) where the anchor has that form.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16 = false);
-// With amx (by default where the CPU has AMX-BF16, HostInfo::amx_bf16; with bf16 only),
-// also the AMX sketch (SketchRule::CpuAmx, "amx.bf16.m=AXES.n=AXES") where the anchor
-// has sched::amx_form: its rows and columns in tiles of 16, its reduction in steps of
-// 32; its knobs the C tiles each parallel iteration holds along m ("m16", TM) and n
-// ("n16", TN), TM x TN + TM + TN <= 8.
+// With amx (by default where the CPU has AMX tiles, HostInfo::amx_bf16), also the AMX
+// sketch (SketchRule::CpuAmx) where the anchor has sched::amx_form: with bf16 a float32
+// anchor's ("amx.bf16.m=AXES.n=AXES", its reduction in steps of 32 bfloat16 pairs,
+// Sketch::bf16_pair), with int8_dot an 8-bit one's ("amx.int8...", steps of 64 bytes in
+// groups of 4, Sketch::int8_quad; tdpbusd where HostInfo::amx_int8, else as written):
+// its rows and columns in tiles of 16; its knobs the C tiles each parallel iteration
+// holds along m ("m16", TM) and n ("n16", TN), TM x TN + TM + TN <= 8.
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot, bool amx = false);
 // The sketches of a task for NVIDIA GPUs (docs/gpu.md).
 // - GpuTile, for an anchor (conv, dense, matmul, batch_matmul) and its epilogue: each

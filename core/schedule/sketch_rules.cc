@@ -176,8 +176,9 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
     if (q) add_grouped(vec, *q, "int8", [&](Sketch& s) { s.int8_quad = q->reduce_axis; });
   }
   for (int vec : vec_axes) {
-    std::optional<AmxForm> f = bf16 && amx && !wide_winograd ? amx_form(info, vec) : std::nullopt;
-    if (!f) continue;
+    // bfloat16 tiles for float32 anchors at precision bf16, 8-bit ones for integer anchors.
+    std::optional<AmxForm> f = amx && !wide_winograd ? amx_form(info, vec) : std::nullopt;
+    if (!f || !(f->int8 ? int8_dot : bf16)) continue;
     int64_t m = 1, n = 1;
     std::string mn, nn;
     for (int x : f->m_axes) {
@@ -192,14 +193,18 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
       Sketch s;
       s.rule = SketchRule::CpuAmx;
       s.vec_axis = vec;
-      s.bf16_pair = f->k_axes.front();
+      (f->int8 ? s.int8_quad : s.bf16_pair) = f->k_axes.front();
       s.amx_direct = direct;
       s.amx_flat_rows = flat;
       s.pack = true;
       s.unroll_menu = {0};
       s.splits = {make_split("m16", row_tiles, 1), make_split("n16", (n + 15) / 16, 1)};
       for (SplitSpec& sp : s.splits) sp.guarded = true;
-      s.name = std::string("amx.bf16.") + (flat ? "flat." : direct ? "direct." : "") + "m=" + mn + ".n=" + nn;
+      s.name = std::string(f->int8 ? "amx.int8." : "amx.bf16.") +
+               (flat     ? "flat."
+                : direct ? "direct."
+                         : "") +
+               "m=" + mn + ".n=" + nn;
       if (seen.insert(s.name).second) out.push_back(s);
     };
     // In place first (the default where both apply): a convolution's windows uncopied.

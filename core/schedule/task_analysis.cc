@@ -488,9 +488,14 @@ std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec) { return 
 
 std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   const te::OpNode& a = *info.anchor;
-  if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul || a.body.dtype() != DType::f32())
-    return std::nullopt;
+  if (a.reduce != te::ReduceKind::Sum || a.body.kind() != ExprKind::Mul) return std::nullopt;
   AmxForm f;
+  // int8: both factors 8-bit values widened to int32.
+  auto widened_byte = [](const Expr& e) {
+    return e.kind() == ExprKind::Cast && e.dtype() == DType::i32() && e.arg(0).dtype().is_byte();
+  };
+  f.int8 = a.body.dtype() == DType::i32() && widened_byte(a.body.arg(0)) && widened_byte(a.body.arg(1));
+  if (a.body.dtype() != DType::f32() && !f.int8) return std::nullopt;
   // The weight's factor reads the weight alone; the activation's never.
   auto reads = [](const Expr& e, const BufferNode* b, bool* other) {
     bool found = false;
@@ -535,6 +540,10 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
     }
   }
   if (f.weight_factor < 0) return std::nullopt;
+  // tdpbusd multiplies unsigned bytes (the activation's rows) by signed ones.
+  if (f.int8 && (a.body.arg(static_cast<size_t>(f.weight_factor)).arg(0).dtype() != DType::i8() ||
+                 a.body.arg(static_cast<size_t>(1 - f.weight_factor)).arg(0).dtype() != DType::u8()))
+    return std::nullopt;
   const Expr wf = factor[f.weight_factor];
   const Expr af = factor[1 - f.weight_factor];
   bool unused = false;
@@ -571,7 +580,8 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
 
 std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f) {
   const te::OpNode& a = *info.anchor;
-  const Expr af = a.body.arg(static_cast<size_t>(1 - f.weight_factor));
+  Expr af = a.body.arg(static_cast<size_t>(1 - f.weight_factor));
+  if (f.int8) af = af.arg(0);  // the byte under the widening
   if (af.kind() != ExprKind::Load) return std::nullopt;
   const te::OpNode* src = producer_of(af->buffer);
   if (!src) return std::nullopt;
@@ -614,7 +624,7 @@ std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& 
   bool x_last = true;
   for (size_t x = static_cast<size_t>(d.x_dim) + 1; x < af->args.size(); ++x)
     x_last &= std::find(d.channel_dims.begin(), d.channel_dims.end(), static_cast<int>(x)) != d.channel_dims.end();
-  if (channels < 32 && x_last) {
+  if (channels < (f.int8 ? 64 : 32) && x_last) {
     const LinearForm lf = Analyzer().linear_form(af->args[static_cast<size_t>(d.x_dim)]);
     for (int j : d.window_k) {
       int64_t coef = 0;

@@ -78,7 +78,10 @@ std::optional<DotGroups> bf16_pairing(const AnchorInfo& info, int vec);
 // tile's columns straddle values of the others contiguously in the output,
 // `straddles`)), the reduction axes of more than one iteration k (flattened). An axis
 // neither reads has one iteration. None where the anchor has no such form or no rows.
+// Or (`int8`, AMX-INT8 tiles) a sum into int32 of products of two factors each an 8-bit
+// value widened to int32: the activation's unsigned, the weight's signed.
 struct AmxForm {
+  bool int8 = false;
   int weight_factor = -1;  // the body's factor that reads the weight (0 or 1)
   te::Op weight;
   std::vector<int> batch_axes, m_axes, n_axes, k_axes;
@@ -88,12 +91,13 @@ struct AmxForm {
 std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec);
 
 // The AMX form read in place (a convolution's windows not copied): the activation's
-// factor is one load of `src` (a placeholder, or the last producer: the padding, every
+// factor is one load (int8: widened) of `src` (a placeholder, or the last producer: the padding, every
 // producer feeding it) whose dimensions are either channel dimensions, each indexed by
 // one reduction axis alone over its whole extent (`channel_k`, flattened in src's order
-// as the tiles' k, padded to 32), or others, which use no channel axis; the last m axis
+// as the tiles' k, padded to a step: 32 bfloat16, 64 bytes), or others, which use no channel axis; the last m axis
 // (`row_axis`, a tile's 16 rows) indexes one of them (`x_dim`) linearly and nothing
-// else. The copy of src moves its channel dimensions last (channels-last, bfloat16), so
+// else. The copy of src moves its channel dimensions last (channels-last, bfloat16 or
+// bytes), so
 // that a tile's rows are 16 consecutive values of row_axis at a constant stride.
 struct AmxDirect {
   te::Op src;
@@ -101,7 +105,7 @@ struct AmxDirect {
   std::vector<int> window_k;                 // the other reduction axes of more than one iteration
   int row_axis = -1, x_dim = -1;
   int64_t row_stride = 0;  // row_axis's coefficient in x_dim's index
-  // With fewer than 32 channels and x_dim src's last dimension but the channels, the
+  // With fewer channels than a step and x_dim src's last dimension but the channels, the
   // window axis whose coefficient there is 1 (a first convolution's kernel columns): it
   // folds into the channels' steps, P's columns and channels one dimension, a step's 32
   // elements consecutive (window column, channel) pairs. -1: none.

@@ -106,12 +106,13 @@ bool cpu_has_avx512_bf16() {
 #endif
 }
 
-// AMX-TILE and AMX-BF16 (CPUID.(EAX=7,ECX=0):EDX[24] and [22]), their state enabled by
-// the OS (XCR0 bits 17 and 18), and the permission to use it granted to this process.
-bool cpu_has_amx_bf16() {
+// AMX-TILE (CPUID.(EAX=7,ECX=0):EDX[24]) and the products of bit `product` of that EDX
+// (22: AMX-BF16, 25: AMX-INT8), their state enabled by the OS (XCR0 bits 17 and 18), and
+// the permission to use it granted to this process.
+bool cpu_has_amx(unsigned product) {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1u) || !((d >> 22) & 1u)) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1u) || !((d >> product) & 1u)) return false;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1u)) return false;  // OSXSAVE
   unsigned lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -119,6 +120,7 @@ bool cpu_has_amx_bf16() {
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 #else
+  (void)product;
   return false;
 #endif
 }
@@ -167,7 +169,8 @@ HostInfo probe_host() {
   if (std::string narrower = vector_isa_setting(); !narrower.empty()) h.vector_isa = narrower;
   h.bf16_dot = h.vector_isa == "avx512" && cpu_has_avx512_bf16();
   h.int8_dot = cpu_has_int8_dot(h.vector_isa);
-  h.amx_bf16 = h.bf16_dot && cpu_has_amx_bf16();
+  h.amx_bf16 = h.bf16_dot && cpu_has_amx(22);
+  h.amx_int8 = h.vector_isa == "avx512" && h.int8_dot && cpu_has_amx(25);
   return h;
 }
 

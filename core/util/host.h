@@ -36,6 +36,11 @@ struct HostInfo {
   // registers (arch_prctl's ARCH_REQ_XCOMP_PERM, asked for once by probe_host;
   // processes forked after it inherit the permission).
   bool amx_bf16 = false;
+  // Whether kernels may use AMX-INT8 tiles (tdpbusd: a 16 x 16 int32 tile plus 16 rows of
+  // 64 unsigned bytes times 16 groups of 4 rows of 16 columns' signed bytes): the CPU has
+  // AMX-TILE and AMX-INT8, vector_isa is avx512 with int8_dot, and the process may use
+  // the tile registers (as for amx_bf16).
+  bool amx_int8 = false;
   // "AMD EPYC (family 26 model 2)": the name, and the numbers where there are some.
   std::string cpu() const;
   // "AMD EPYC (family 26 model 2), 2 cores, avx512": the form stored in records.

@@ -692,6 +692,107 @@ TEST(SketchProperty, Int8SketchesMatchTheInterpreterExactly) {
             << (instruction.empty() ? "products as written" : instruction) << "), no mismatch\n";
 }
 
+// The AMX-INT8 sketches (SketchRule::CpuAmx with Sketch::int8_quad): random
+// configurations of their tiles compiled by LLVM (tdpbusd where the CPU has AMX-INT8,
+// checked in the assembly; vpdpbusd or the products as written elsewhere, and always once
+// more with LlvmOptions::amx_tiles off) give exactly the interpreter's int32 sums, and
+// exactly the default schedule's. Partial tiles in every direction (rows, columns, k's
+// steps of 64), a padded last group of 4, uint8 rows read in place (k a multiple of 64),
+// batched products, requantizing epilogues, convolutions whose padding is the zero point
+// read in place (row by row and across rows), strided, and a first convolution's 3
+// channels folded with the window's columns.
+TEST(SketchProperty, AmxInt8SketchesMatchTheInterpreterExactly) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::vector<Suite> suite = {
+      {"subgraph", "graph=x0:uint8[37,40]@0:256;x1:int8[23,40]@-128:128;t0=dense(x0,x1){}", 4},
+      {"subgraph", "graph=x0:uint8[9,7]@0:256;x1:int8[16,7]@-128:128;t0=dense(x0,x1){}", 2},
+      {"subgraph", "graph=x0:uint8[40,128]@0:256;x1:int8[48,128]@-128:128;t0=dense(x0,x1){}", 4},
+      {"subgraph", "graph=x0:uint8[20,150]@0:256;x1:int8[33,150]@-128:128;t0=dense(x0,x1){}", 3},
+      {"subgraph",
+       "graph=x0:uint8[24,96]@0:256;x1:int8[40,96]@-128:128;x2:float32[40]@0.001:0.002;x3:float32[]@0.05:0.06;"
+       "x4:int32[]@0:10;t0=dense(x0,x1){};t1=cast(t0){to=float32};t2=mul(t1,x2){};"
+       "t3=quantize_linear(t2,x3,x4){axis=1|qmax=127|qmin=-128}",
+       3},
+      {"subgraph", "graph=x0:uint8[3,20,70]@0:256;x1:int8[3,70,33]@-128:128;t0=batch_matmul(x0,x1){}", 3},
+      {"subgraph",
+       "graph=x0:uint8[1,2,9,9,16]@0:256;x1:int8[2,2,3,3,16,16]@-128:128;x2:int32[1,2,1,1,16]@-5000:5000;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=131|padding=1,1|stride=1,1};t1=add(t0,x2){}",
+       3},
+      {"subgraph",
+       "graph=x0:uint8[1,4,7,7,16]@0:256;x1:int8[2,4,3,3,16,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=7|padding=1,1|stride=1,1}",
+       3},
+      // 64 channels in rows across output rows, a plane row of 16 positions (width 14,
+      // padded); with fewer the window's columns fold into the channels' steps instead.
+      {"subgraph",
+       "graph=x0:uint8[1,4,5,14,16]@0:256;x1:int8[1,4,3,3,16,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=3|padding=1,1|stride=1,1}",
+       2},
+      {"subgraph",
+       "graph=x0:uint8[1,3,9,20,16]@0:256;x1:int8[1,3,3,3,16,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=128|padding=1,1|stride=2,2}",
+       3},
+      {"subgraph",
+       "graph=x0:uint8[1,2,9,9,16]@0:256;x1:int8[2,2,3,3,16,16]@-128:128;x2:uint8[1,2,9,9,16]@0:256;"
+       "x3:float32[]@0.0001:0.0002;x4:float32[]@0.05:0.06;x5:int32[]@120:130;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=131|padding=1,1|stride=1,1};"
+       "t1=cast(t0){to=float32};t2=mul(t1,x3){};t3=dequantize_linear(x2,x4,x5){axis=1};t4=add(t2,t3){};"
+       "t5=quantize_linear(t4,x4,x5){axis=1|qmax=255|qmin=0}",
+       3},
+      {"subgraph",
+       "graph=x0:uint8[1,1,12,12,3]@0:256;x1:int8[1,1,7,7,3,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=128|padding=3,3|stride=2,2}",
+       3},
+      {"subgraph",
+       "graph=x0:uint8[1,4,8,8,16]@0:256;x1:int8[2,4,1,1,16,16]@-128:128;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|pad_value=0|padding=0,0|stride=1,1}",
+       3},
+  };
+  const bool amx_here = this_host().amx_int8;
+  int total = 0, in_place = 0, flat_rows = 0;
+  std::mt19937_64 rng(2030);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref = default_outputs(c, g, in);
+    int sketches = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, false, true, true)) {
+      if (s.rule != sched::SketchRule::CpuAmx) continue;
+      EXPECT_GE(s.int8_quad, 0) << s.name;
+      EXPECT_EQ(s.name.rfind("amx.int8.", 0), 0u) << s.name;
+      ++sketches;
+      for (int t = 0; t < c.per_sketch; ++t) {
+        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        if (!sched::invalid_reason(s, cfg).empty()) continue;
+        auto [f, oracle, got, got_plain, assembly] = run_amx(g, s, cfg, in);
+        if (amx_here) {
+          EXPECT_NE(assembly.find("tdpbusd"), std::string::npos) << c.params;
+          EXPECT_NE(assembly.find("tilezero"), std::string::npos) << c.params;
+        }
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(compare_arrays(got[i], oracle[i]).max_abs, 0.0)
+              << c.params << " " << s.name << " " << sched::config_to_json(s, cfg) << "\n"
+              << to_string(f);
+          EXPECT_EQ(compare_arrays(got_plain[i], oracle[i]).max_abs, 0.0)
+              << c.params << " " << s.name << " " << sched::config_to_json(s, cfg);
+          EXPECT_EQ(compare_arrays(oracle[i], ref[i]).max_abs, 0.0)
+              << c.params << " " << s.name << " " << sched::config_to_json(s, cfg);
+        }
+        ++total;
+        in_place += s.amx_direct;
+        flat_rows += s.amx_flat_rows;
+        if (HasFailure()) return;
+      }
+    }
+    EXPECT_GE(sketches, 1) << c.params << " has no AMX-INT8 sketch";
+  }
+  EXPECT_GE(total, 40);
+  EXPECT_GE(in_place, 10);
+  EXPECT_GE(flat_rows, 4);
+  std::cout << "[ property ] " << total << " random AMX-INT8 configurations compiled by LLVM"
+            << (amx_here ? " (tdpbusd)" : " (no AMX-INT8 here: vpdpbusd or as written)") << ", no mismatch\n";
+}
+
 // Integer sketches only where the form exists: unsigned by signed bytes (not two signed
 // operands, not float32), the reduction innermost in the activation (a blocked
 // convolution's channel block, not an NCHW convolution's taps), and only when asked for.
