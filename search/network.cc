@@ -133,7 +133,49 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   for (size_t i = 0; i < tasks.size(); ++i)
     if (tasks[i].tuner->result().best_latency_us <= 0) warm.push_back(i);
   size_t next_warm = 0;
+  // The family sweep (NetworkTuneOptions::family_sweep): once the first rounds are done
+  // and what is left of the budget is the sweep's share, each task of a family measures
+  // the best programs of two others fitted to its extents (TaskTuner::seed): the nearest
+  // task before it with more trials, and the family's task of most trials. The budget
+  // goes where the weighted latency gains most, so a shape range's short buckets keep
+  // little more than their first round; the long buckets' tuned programs are their
+  // cheapest next step.
+  bool swept = opt.estimator_family.empty() || opt.family_sweep <= 0;
+  auto sweep_due = [&] {
+    if (swept || next_warm < warm.size()) return false;
+    if (opt.trials > 0) return total_trials() >= (1 - opt.family_sweep) * opt.trials;
+    return opt.budget_seconds > 0 && since(t0) >= (1 - opt.family_sweep) * opt.budget_seconds;
+  };
   while (!out_of_budget()) {
+    if (sweep_due()) {
+      swept = true;
+      int seeded = 0, measured = 0;
+      for (size_t i = 0; i < tasks.size() && !out_of_budget(); ++i) {
+        const std::string& fam = opt.estimator_family[i];
+        if (fam.empty()) continue;
+        const int mine = tasks[i].tuner->result().trials;
+        int before = -1, most = -1;
+        for (size_t j = 0; j < tasks.size(); ++j) {
+          if (j == i || opt.estimator_family[j] != fam || !tasks[j].tuner->result().best) continue;
+          const int tj = tasks[j].tuner->result().trials;
+          if (j < i && tj > mine) before = static_cast<int>(j);
+          if (most < 0 || tj > tasks[static_cast<size_t>(most)].tuner->result().trials) most = static_cast<int>(j);
+        }
+        std::vector<std::string> configs;
+        for (int j : {before, most})
+          if (j >= 0) configs.push_back(tasks[static_cast<size_t>(j)].tuner->result().best->config);
+        const int q = tasks[i].tuner->seed(configs);
+        if (q == 0) continue;
+        seeded += q;
+        measured += tasks[i].tuner->round(q, out_of_budget);
+      }
+      if (opt.task.log && seeded > 0)
+        opt.task.log("network: family sweep: " + std::to_string(measured) + " of " + std::to_string(seeded) +
+                     " programs of other extents measured");
+      res.curve.push_back({since(t0), total_trials(), estimate()});
+      if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
+      continue;
+    }
     int pick = -1;
     int batch = opt.task.batch;
     // A first round ends by its task's share of what is left of the budget, so that a

@@ -55,6 +55,10 @@ struct NetworkTuneOptions {
   // chain at several extents). Empty, or an empty name: an estimator of the task's own.
   // Not with make_estimator (a user's own per task).
   std::vector<std::string> estimator_family;
+  // With families: the share of the budget (trials, or seconds) left when every task of
+  // a family measures the best programs of two others at their extents (the family
+  // sweep, tune_network); 0: none.
+  double family_sweep = 0.1;
   // Test hook: adjusts the options of task i's tuner before it starts (fault injection).
   std::function<void(size_t, TuneOptions&)> task_options;
 

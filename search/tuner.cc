@@ -95,6 +95,7 @@ struct TaskTuner::Impl {
   TuneResult res;
   std::vector<Measured> history;
   std::unordered_set<std::string> measured;
+  std::vector<Candidate> seeds;         // TaskTuner::seed's, leading the next round
   std::vector<models::Sample> samples;  // successful programs, for the estimator
   size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
@@ -465,6 +466,26 @@ const TuneResult& TaskTuner::result() {
   return res;
 }
 
+int TaskTuner::seed(const std::vector<std::string>& configs) {
+  Impl& m = *impl_;
+  const std::vector<sched::Sketch>& sketches = m.space.sketches();
+  int queued = 0;
+  for (const std::string& json : configs)
+    for (size_t s = 0; s < sketches.size(); ++s) {
+      std::optional<sched::Config> c = sched::fit_config(sketches[s], json);
+      if (!c) continue;
+      Candidate cand = m.space.make(static_cast<int>(s), *c);
+      bool queued_already = m.measured.count(cand.json) > 0;
+      for (const Candidate& q : m.seeds) queued_already |= q.json == cand.json;
+      if (!queued_already) {
+        m.seeds.push_back(std::move(cand));
+        ++queued;
+      }
+      break;
+    }
+  return queued;
+}
+
 int TaskTuner::round(int n, const std::function<bool()>& stop) {
   Impl& m = *impl_;
   Impl::Active active(m);
@@ -477,6 +498,18 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   auto tp = Clock::now();
   SearchState state{m.space, m.est, m.history, m.measured, rng};
   std::vector<Candidate> batch = m.strategy.propose(state, n);
+  if (!m.seeds.empty()) {
+    // The queued seeds first, the proposals after them up to n in all.
+    std::unordered_set<std::string> lead;
+    std::vector<Candidate> seeded;
+    for (Candidate& c : m.seeds)
+      if (!m.measured.count(c.json) && lead.insert(c.json).second && static_cast<int>(seeded.size()) < n)
+        seeded.push_back(std::move(c));
+    m.seeds.clear();
+    for (Candidate& c : batch)
+      if (static_cast<int>(seeded.size()) < n && !lead.count(c.json)) seeded.push_back(std::move(c));
+    batch = std::move(seeded);
+  }
   if (m.est && m.est->ready() && !batch.empty()) m.space.predict(*m.est, batch);
   res.propose_seconds += since(tp);
   if (batch.empty()) {

@@ -178,6 +178,12 @@ class TaskTuner {
   // `stop` returns true before a program). Returns the number measured; 0 when the
   // strategy has nothing left to propose.
   int round(int n, const std::function<bool()>& stop = nullptr);
+  // Programs of another task of the same operator chain at other extents (a shape
+  // range's buckets), as config JSON of sketches named as this task's: each fitted to
+  // this task's extents (sched::fit_config) and, unless measured or queued already,
+  // queued to lead its next round (in place of as many proposed programs). Returns the
+  // number queued.
+  int seed(const std::vector<std::string>& configs);
   // At the end of a run: the best and the fastest other confirmed programs measured
   // again side by side, the winner the best (TuneOptions::settle_programs). tune_task and the
   // network scheduler call it once their rounds are done.

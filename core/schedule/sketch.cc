@@ -1,6 +1,7 @@
 #include "core/schedule/sketch.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -453,6 +454,39 @@ std::string config_to_json(const Sketch& s, const Config& c) {
   for (size_t i = 0; i < s.splits.size(); ++i) j["splits"][s.splits[i].name] = c.factors[i];
   j["unroll"] = c.unroll;
   return j.dump();
+}
+
+std::optional<Config> fit_config(const Sketch& s, const std::string& json) {
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("sketch") || j["sketch"] != s.name || !j.contains("splits") ||
+      !j["splits"].is_object() || j["splits"].size() != s.splits.size() || !j.contains("unroll") ||
+      !j["unroll"].is_number_integer())
+    return std::nullopt;
+  Config c;
+  for (const SplitSpec& sp : s.splits) {
+    if (!j["splits"].contains(sp.name) || !j["splits"][sp.name].is_array()) return std::nullopt;
+    std::vector<int64_t> f;
+    for (const auto& x : j["splits"][sp.name]) {
+      if (!x.is_number_integer()) return std::nullopt;
+      f.push_back(std::max<int64_t>(1, x.get<int64_t>()));
+    }
+    if (static_cast<int>(f.size()) != sp.parts) return std::nullopt;
+    const std::vector<int64_t> primes = factor_primes(sp);
+    int64_t inner = 1;  // the product of the factors fitted so far
+    for (size_t k = f.size(); k-- > 0;) {
+      int64_t v = std::min(f[k], sp.extent / inner);
+      while (v > 1 && !(sp.guarded ? built_from(v, primes) : (sp.extent / inner) % v == 0)) --v;
+      f[k] = std::max<int64_t>(v, 1);
+      inner *= f[k];
+    }
+    c.factors.push_back(std::move(f));
+  }
+  const int64_t unroll = j["unroll"].get<int64_t>();
+  c.unroll = s.unroll_menu.empty() ? unroll : s.unroll_menu.front();
+  for (int64_t u : s.unroll_menu)
+    if (std::llabs(u - unroll) < std::llabs(c.unroll - unroll)) c.unroll = u;
+  if (!invalid_reason(s, c).empty()) return std::nullopt;
+  return c;
 }
 
 Config config_from_json(const std::string& text, const std::vector<Sketch>& sketches, const std::string& source,

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -360,6 +361,13 @@ ops::OpGraph task_from_key(const std::string& key);
 
 // Configurations as JSON text: {"sketch": NAME, "splits": {SPLIT: [f1, ...]}, "unroll": U}.
 std::string config_to_json(const Sketch& s, const Config& c);
+// A configuration of `s` made from one of a sketch of the same name and splits at other
+// extents (a shape range's bucket of the same operator chain, JSON as config_to_json
+// writes it): each split's factors kept where they fit, else each factor from the
+// innermost out the largest not above it that fits (dividing what the inner ones leave of
+// the extent; a guarded split's within it and built from its primes), the unroll the
+// nearest of s's menu. None where the names differ or the result is invalid.
+std::optional<Config> fit_config(const Sketch& s, const std::string& json);
 // Parses and validates against the task's sketches; throws ParseError naming `source`.
 Config config_from_json(const std::string& text, const std::vector<Sketch>& sketches, const std::string& source,
                         const Sketch** sketch);

@@ -622,4 +622,37 @@ TEST(Sketch, TaskKeysRoundTrip) {
   EXPECT_THROW(sched::task_from_key("nosuchop(M=3)"), Error);
 }
 
+// A configuration at one extent fitted to the same sketch at another (a shape range's
+// buckets): kept where it fits, each split's factors shrunk from the innermost out to
+// divide the new extent (within it and built from its primes where guarded), always valid;
+// none for another sketch's name or malformed JSON.
+TEST(Sketch, ConfigurationsFitOtherExtentsOfTheSameSketch) {
+  const std::vector<sched::Sketch> big = sched::cpu_sketches(ops::build_op("dense", parse("M=96 K=40 N=48")));
+  const std::vector<sched::Sketch> small = sched::cpu_sketches(ops::build_op("dense", parse("M=6 K=40 N=48")));
+  ASSERT_EQ(big.size(), small.size());
+  std::mt19937_64 rng(7);
+  int fitted = 0, changed = 0;
+  for (size_t s = 0; s < big.size(); ++s) {
+    ASSERT_EQ(big[s].name, small[s].name);
+    for (int t = 0; t < 20; ++t) {
+      const sched::Config c = sched::random_config(big[s], rng);
+      const std::string json = sched::config_to_json(big[s], c);
+      std::optional<sched::Config> f = sched::fit_config(small[s], json);
+      ASSERT_TRUE(f) << json;
+      EXPECT_EQ(sched::invalid_reason(small[s], *f), "") << json;
+      ++fitted;
+      changed += f->factors != c.factors;
+      // At its own extents a configuration is itself.
+      std::optional<sched::Config> same = sched::fit_config(big[s], json);
+      ASSERT_TRUE(same);
+      EXPECT_EQ(same->factors, c.factors);
+      EXPECT_EQ(same->unroll, c.unroll);
+      if (s + 1 < big.size()) EXPECT_FALSE(sched::fit_config(small[s + 1], json)) << "another sketch's name";
+    }
+  }
+  EXPECT_GT(changed, fitted / 4);
+  EXPECT_FALSE(sched::fit_config(small[0], "not json"));
+  EXPECT_FALSE(sched::fit_config(small[0], "{\"sketch\": \"" + small[0].name + "\"}"));
+}
+
 }  // namespace basin

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "codegen/llvm_jit.h"
@@ -16,6 +18,7 @@
 #include "core/graph/zoo.h"
 #include "core/util/host.h"
 #include "search/network.h"
+#include "search/space.h"
 
 namespace basin::search {
 namespace {
@@ -310,6 +313,55 @@ TEST(RangeTuning, BucketsMergeWithTheirWeightsAndShareAnEstimatorPerChain) {
     for (const TaskReport& t : r.tasks) EXPECT_GT(t.best_us, 0) << t.label;
     opt.estimator_family = {"only one"};
     EXPECT_THROW(tune_network(merged, store, opt), InternalError);
+  }
+  fs::remove_all(dir);
+}
+
+// The family sweep: a bucket's task measures the best program of its family's most tuned
+// task, fitted to its own extents (TaskTuner::seed); here due as soon as the first
+// rounds are done.
+TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  graph::Graph g8, g64;
+  graph::Partition p8 = dense_at(8, &g8), p64 = dense_at(64, &g64);
+  const graph::Partition merged = merge_partitions({&p8, &p64}, {1, 64});
+  ASSERT_EQ(merged.tasks.size(), 2u);
+  const std::string dir = (fs::temp_directory_path() / ("basin_sweep_" + std::to_string(getpid()))).string();
+  fs::create_directories(dir);
+  {
+    RecordStore store(dir + "/r.db");
+    NetworkTuneOptions opt;
+    opt.trials = 8;
+    opt.first_batch = 3;
+    opt.task.batch = 4;
+    opt.family_sweep = 1.0;
+    opt.estimator_family = range_families(merged, {8, 64});
+    std::vector<std::string> lines;
+    opt.task.log = [&](const std::string& l) { lines.push_back(l); };
+    tune_network(merged, store, opt);
+    bool swept = false;
+    for (const std::string& l : lines) swept |= l.find("family sweep: ") != std::string::npos;
+    EXPECT_TRUE(swept);
+    // The 8-row task's fourth program is one of the 64-row task's first three, fitted.
+    TaskSpace small(merged.tasks[0].graph, "llvm", "");
+    std::vector<Record> big = store.task_records(merged.tasks[1].key, "llvm"),
+                        mine = store.task_records(merged.tasks[0].key, "llvm");
+    auto by_id = [](const Record& a, const Record& b) { return a.id < b.id; };
+    std::sort(big.begin(), big.end(), by_id);
+    std::sort(mine.begin(), mine.end(), by_id);
+    ASSERT_GE(big.size(), 3u);
+    ASSERT_GE(mine.size(), 4u);
+    std::set<std::string> fitted;
+    for (size_t k = 0; k < 3; ++k)
+      for (const sched::Sketch& s : small.sketches())
+        if (std::optional<sched::Config> c = sched::fit_config(s, big[k].config))
+          fitted.insert(sched::config_to_json(s, *c));
+    EXPECT_TRUE(fitted.count(mine[3].config)) << mine[3].config;
+    // Without families, no sweep.
+    lines.clear();
+    opt.estimator_family.clear();
+    tune_network(merged, store, opt);
+    for (const std::string& l : lines) EXPECT_EQ(l.find("family sweep"), std::string::npos) << l;
   }
   fs::remove_all(dir);
 }
