@@ -27,6 +27,7 @@ Run with the peers' Python (bench/peers/setup.sh):
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -139,6 +140,7 @@ def main():
     ap.add_argument("--peers", default="ort,openvino")
     ap.add_argument("--out", default="bench-results/shape_ranges")
     ap.add_argument("--basin", default=os.path.join(ROOT, "build", "bin", "basin"))
+    ap.add_argument("--tune-args", default="", help="more options for `basin tune`, one string (--family-sweep 0)")
     a = ap.parse_args()
     import torch
     torch.set_num_threads(a.threads)
@@ -158,11 +160,12 @@ def main():
         records, compiled = os.path.join(d, "records.db"), os.path.join(d, name + ".basin")
         if os.path.exists(records):
             os.remove(records)
-        r = {"model": name, "range": a.range, "threads": a.threads, "budget": a.budget}
+        r = {"model": name, "range": a.range, "threads": a.threads, "budget": a.budget, "tune_args": a.tune_args}
         t0 = time.time()
         try:
             tune = json.loads(basin_cmd(a.basin, ["tune", onnx_path, "--shape", shape, "--records", records, "--budget",
-                                                  f"{int(parse_seconds(a.budget))}s", "--json", "--quiet"], a.threads, ok=(0, 4)))
+                                                  f"{int(parse_seconds(a.budget))}s", "--json", "--quiet"] +
+                                        shlex.split(a.tune_args), a.threads, ok=(0, 4)))
             r["tune_seconds"] = time.time() - t0
             r["buckets_estimated_us"] = {m["model"].split(" ", 1)[1]: m["estimated_latency_us"]
                                          for m in tune.get("models", [])}

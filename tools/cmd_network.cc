@@ -53,6 +53,7 @@ struct NetOptions {
   int64_t max_instructions = codegen::kMaxInstructions;
   double timeout = 10, slow_factor = 2;
   bool json = false, quiet = false, no_calibrate = false, no_transfer = false;
+  double family_sweep = search::NetworkTuneOptions().family_sweep;
   bool f32_activations = false;  // at bf16: the values between kernels stay float32
 };
 
@@ -469,6 +470,7 @@ int run_tune(const NetOptions& o) {
   search::RecordStore store(o.records);
   search::NetworkTuneOptions to;
   if (any_ranged && !o.no_transfer) to.estimator_family = search::range_families(part, range_extents);
+  to.family_sweep = o.family_sweep;
   to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
   to.task.precision = programs_precision(o);
@@ -946,8 +948,13 @@ void add_network_commands(CLI::App& app, Runner& run) {
                     "with --shape NAME=LO..HI: NAME=V:W,V:W,... the distribution of the calls' values that tuning "
                     "weighs the buckets by (values not listed weigh 0; default uniform)");
     cmd->add_flag("--no-transfer", o->no_transfer,
-                  "with a range of shapes: each bucket's task tunes with an estimator of its own (by default one "
-                  "operator chain's tasks at the buckets' extents share one)");
+                  "with a range of shapes: each bucket's task tunes alone (by default one operator chain's tasks "
+                  "at the buckets' extents share one estimator, and in the last tenth of the budget each measures "
+                  "the best programs of two others fitted to its extents)");
+    cmd->add_option("--family-sweep", o->family_sweep,
+                    "with a range of shapes: the share of the budget left when each bucket's task measures the best "
+                    "programs of two other buckets' (0: no sweep)")
+        ->check(CLI::Range(0.0, 0.5));
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

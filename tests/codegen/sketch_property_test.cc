@@ -76,6 +76,42 @@ AmxEngines run_amx(const ops::OpGraph& g, const sched::Sketch& s, const sched::C
   return r;
 }
 
+// Every AMX sketch of each case of the suite (bfloat16 ones, or with int8 the 8-bit
+// ones), its default configuration then random ones, each valid one run by run_amx and
+// given to `check` with the case's inputs and reference outputs (the default schedule
+// interpreted); counts the configurations run, read in place and across rows, and
+// expects an AMX sketch for every case. Stops at the first failure.
+struct AmxCounts {
+  int total = 0, in_place = 0, flat_rows = 0;
+};
+using AmxCheck = std::function<void(const Suite&, const ops::OpGraph&, const sched::Sketch&, const sched::Config&,
+                                    std::vector<NDArray>&, const std::vector<NDArray>&, const AmxEngines&)>;
+AmxCounts for_each_amx_config(const std::vector<Suite>& suite, bool int8, uint64_t seed, const AmxCheck& check) {
+  AmxCounts n;
+  std::mt19937_64 rng(seed);
+  for (const Suite& c : suite) {
+    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
+    std::vector<NDArray> in = codegen::random_inputs(g, 3);
+    std::vector<NDArray> ref = default_outputs(c, g, in);
+    int sketches = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, !int8, int8, true)) {
+      if (s.rule != sched::SketchRule::CpuAmx) continue;
+      ++sketches;
+      for (int t = 0; t < c.per_sketch; ++t) {
+        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        if (!sched::invalid_reason(s, cfg).empty()) continue;
+        check(c, g, s, cfg, in, ref, run_amx(g, s, cfg, in));
+        ++n.total;
+        n.in_place += s.amx_direct;
+        n.flat_rows += s.amx_flat_rows;
+        if (::testing::Test::HasFailure()) return n;
+      }
+    }
+    EXPECT_GE(sketches, 1) << c.op << " " << c.params << " has no AMX sketch";
+  }
+  return n;
+}
+
 TEST(SketchProperty, LlvmMatchesTheInterpreterOnRandomConfigurations) {
   if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
   const std::vector<Suite> suite = {
@@ -309,20 +345,11 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
        3},
   };
   const bool amx_here = this_host().amx_bf16;
-  int total = 0, in_place = 0, flat_rows = 0;
-  std::mt19937_64 rng(2029);
-  for (const Suite& c : suite) {
-    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
-    std::vector<NDArray> in = codegen::random_inputs(g, 3);
-    std::vector<NDArray> ref = default_outputs(c, g, in);
-    int sketches = 0;
-    for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, true)) {
-      if (s.rule != sched::SketchRule::CpuAmx) continue;
-      ++sketches;
-      for (int t = 0; t < c.per_sketch; ++t) {
-        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-        if (!sched::invalid_reason(s, cfg).empty()) continue;
-        auto [f, oracle, got, got_plain, assembly] = run_amx(g, s, cfg, in);
+  const AmxCounts n = for_each_amx_config(
+      suite, false, 2029,
+      [&](const Suite& c, const ops::OpGraph& g, const sched::Sketch& s, const sched::Config& cfg,
+          std::vector<NDArray>& in, const std::vector<NDArray>& ref, const AmxEngines& r) {
+        const auto& [f, oracle, got, got_plain, assembly] = r;
         if (amx_here) {
           EXPECT_NE(assembly.find("tdpbf16ps"), std::string::npos) << c.op << " " << c.params;
           // The accumulators start as zero tiles (the pragma's value 0), not as loads.
@@ -351,18 +378,11 @@ TEST(SketchProperty, AmxSketchesMatchTheInterpreterOnRandomConfigurations) {
           EXPECT_LE(compare_arrays(oracle[i], ref[i]).max_rel, sched::result_tolerance(s, 1e-4))
               << c.op << " " << sched::config_to_json(s, cfg);
         }
-        ++total;
-        in_place += s.amx_direct;
-        flat_rows += s.amx_flat_rows;
-        if (HasFailure()) return;
-      }
-    }
-    EXPECT_GE(sketches, 1) << c.op << " " << c.params << " has no AMX sketch";
-  }
-  EXPECT_GE(total, 15);
-  EXPECT_GE(in_place, 8);
-  EXPECT_GE(flat_rows, 8);
-  std::cout << "[ property ] " << total << " random AMX configurations compiled by LLVM"
+      });
+  EXPECT_GE(n.total, 15);
+  EXPECT_GE(n.in_place, 8);
+  EXPECT_GE(n.flat_rows, 8);
+  std::cout << "[ property ] " << n.total << " random AMX configurations compiled by LLVM"
             << (amx_here ? " (AMX-BF16 tiles)" : " (no AMX here: vdpbf16ps or as written)") << ", no mismatch\n";
 }
 
@@ -749,22 +769,13 @@ TEST(SketchProperty, AmxInt8SketchesMatchTheInterpreterExactly) {
        3},
   };
   const bool amx_here = this_host().amx_int8;
-  int total = 0, in_place = 0, flat_rows = 0;
-  std::mt19937_64 rng(2030);
-  for (const Suite& c : suite) {
-    ops::OpGraph g = ops::build_op(c.op, parse(c.params));
-    std::vector<NDArray> in = codegen::random_inputs(g, 3);
-    std::vector<NDArray> ref = default_outputs(c, g, in);
-    int sketches = 0;
-    for (const sched::Sketch& s : sched::cpu_sketches(g, false, true, true)) {
-      if (s.rule != sched::SketchRule::CpuAmx) continue;
-      EXPECT_GE(s.int8_quad, 0) << s.name;
-      EXPECT_EQ(s.name.rfind("amx.int8.", 0), 0u) << s.name;
-      ++sketches;
-      for (int t = 0; t < c.per_sketch; ++t) {
-        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
-        if (!sched::invalid_reason(s, cfg).empty()) continue;
-        auto [f, oracle, got, got_plain, assembly] = run_amx(g, s, cfg, in);
+  const AmxCounts n = for_each_amx_config(
+      suite, true, 2030,
+      [&](const Suite& c, const ops::OpGraph&, const sched::Sketch& s, const sched::Config& cfg, std::vector<NDArray>&,
+          const std::vector<NDArray>& ref, const AmxEngines& r) {
+        const auto& [f, oracle, got, got_plain, assembly] = r;
+        EXPECT_GE(s.int8_quad, 0) << s.name;
+        EXPECT_EQ(s.name.rfind("amx.int8.", 0), 0u) << s.name;
         if (amx_here) {
           EXPECT_NE(assembly.find("tdpbusd"), std::string::npos) << c.params;
           EXPECT_NE(assembly.find("tilezero"), std::string::npos) << c.params;
@@ -778,18 +789,11 @@ TEST(SketchProperty, AmxInt8SketchesMatchTheInterpreterExactly) {
           EXPECT_EQ(compare_arrays(oracle[i], ref[i]).max_abs, 0.0)
               << c.params << " " << s.name << " " << sched::config_to_json(s, cfg);
         }
-        ++total;
-        in_place += s.amx_direct;
-        flat_rows += s.amx_flat_rows;
-        if (HasFailure()) return;
-      }
-    }
-    EXPECT_GE(sketches, 1) << c.params << " has no AMX-INT8 sketch";
-  }
-  EXPECT_GE(total, 40);
-  EXPECT_GE(in_place, 10);
-  EXPECT_GE(flat_rows, 4);
-  std::cout << "[ property ] " << total << " random AMX-INT8 configurations compiled by LLVM"
+      });
+  EXPECT_GE(n.total, 40);
+  EXPECT_GE(n.in_place, 10);
+  EXPECT_GE(n.flat_rows, 4);
+  std::cout << "[ property ] " << n.total << " random AMX-INT8 configurations compiled by LLVM"
             << (amx_here ? " (tdpbusd)" : " (no AMX-INT8 here: vpdpbusd or as written)") << ", no mismatch\n";
 }
 
