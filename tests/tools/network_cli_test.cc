@@ -563,6 +563,11 @@ TEST_F(NetworkCli, ARangeOfShapesIsTunedCompiledAndRunAtAnyLength) {
   expect_one_error("tune " + model + " --shape seq=2..12 --shape-weights seq=13:1 --records " + db + " --trials 1",
                    "must lie in 2..12");
   expect_one_error("tune " + model + " --shape-weights seq=3:1 --records " + db + " --trials 1", "LO..HI");
+  // The family sweep: a share of the budget, at most half.
+  Result sw = run("tune " + model + " --shape seq=2..12 --family-sweep 0 --records " + db + " --trials 1 --quiet");
+  EXPECT_EQ(sw.code, 0) << sw.out;
+  expect_one_error("tune " + model + " --shape seq=2..12 --family-sweep 0.9 --records " + db + " --trials 1",
+                   "--family-sweep");
   expect_one_error("compile " + model + " --shape seq=12..2 -o " + dir + "/bad.basin", "LO <= HI");
   expect_one_error("compile " + model + " --shape seq=2..x -o " + dir + "/bad.basin", "not an integer");
   expect_one_error("compile zoo:resnet18 --shape seq=1..4 -o " + dir + "/bad.basin", "zoo network");
