@@ -150,20 +150,26 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (sweep_due()) {
       swept = true;
       int seeded = 0, measured = 0;
+      // Each task's trials and best program as the sweep starts (what it offers the others).
+      std::vector<int> trials(tasks.size());
+      std::vector<std::string> best(tasks.size());
+      for (size_t j = 0; j < tasks.size(); ++j) {
+        const TuneResult& r = tasks[j].tuner->result();
+        trials[j] = r.trials;
+        if (r.best) best[j] = r.best->config;
+      }
       for (size_t i = 0; i < tasks.size() && !out_of_budget(); ++i) {
         const std::string& fam = opt.estimator_family[i];
         if (fam.empty()) continue;
-        const int mine = tasks[i].tuner->result().trials;
         int before = -1, most = -1;
         for (size_t j = 0; j < tasks.size(); ++j) {
-          if (j == i || opt.estimator_family[j] != fam || !tasks[j].tuner->result().best) continue;
-          const int tj = tasks[j].tuner->result().trials;
-          if (j < i && tj > mine) before = static_cast<int>(j);
-          if (most < 0 || tj > tasks[static_cast<size_t>(most)].tuner->result().trials) most = static_cast<int>(j);
+          if (j == i || opt.estimator_family[j] != fam || best[j].empty()) continue;
+          if (j < i && trials[j] > trials[i]) before = static_cast<int>(j);
+          if (most < 0 || trials[j] > trials[static_cast<size_t>(most)]) most = static_cast<int>(j);
         }
         std::vector<std::string> configs;
         for (int j : {before, most})
-          if (j >= 0) configs.push_back(tasks[static_cast<size_t>(j)].tuner->result().best->config);
+          if (j >= 0) configs.push_back(best[static_cast<size_t>(j)]);
         const int q = tasks[i].tuner->seed(configs);
         if (q == 0) continue;
         seeded += q;

@@ -662,7 +662,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // A group's elements (bfloat16 pairs, byte quads) and a step's (16 groups: 64 bytes).
   const bool int8 = g.int8;
   const int64_t G = int8 ? 4 : 2, KS = 16 * G;
-  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16}), two(G), step(KS);
+  const Expr one(int64_t{1}), zero_i(int64_t{0}), sixteen(int64_t{16}), group(G), step(KS);
   auto axis_extent = [&](int x, bool reduce) {
     return reduce ? a.reduce_axes[static_cast<size_t>(x)].extent : a.axes[static_cast<size_t>(x)].extent;
   };
@@ -759,7 +759,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   // step kp / 16, position 2 (kp % 16) + q), zero past the extents.
   std::vector<Expr> w_shape;
   for (int x : g.batch_axes) w_shape.push_back(Expr(axis_extent(x, false)));
-  w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, two});
+  w_shape.insert(w_shape.end(), {n_tiles, Expr(KB * 16), sixteen, group});
   Buffer packed = make_buffer(g.weight->name + "_amx", wt, simplified(w_shape), MemScope::Global);
   // Whether l loads a placeholder at the flat index `want` (the axes of one iteration 0).
   auto reads_at = [&](const Expr& l, const Expr& want) {
@@ -810,7 +810,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     const Expr n = Expr(nt) * sixteen + l;
     unflatten(g.n_axes, false, min(n, Expr(N - 1)), &wm);
     Expr k_valid;
-    k_at(floordiv(Expr(kp), sixteen), floormod(Expr(kp), sixteen) * two + q, &wm, &k_valid);
+    k_at(floordiv(Expr(kp), sixteen), floormod(Expr(kp), sixteen) * group + q, &wm, &k_valid);
     Expr inside = n < Expr(N);
     if (k_valid.defined()) inside = logical_and(inside, k_valid);
     const Expr w = substitute(wval, wm);
@@ -818,7 +818,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
                   : cast(wt, select(inside, w, make_const(w.dtype(), 0)));
     std::vector<Expr> dst(bv.begin(), bv.end());
     dst.insert(dst.end(), {nt, kp, l, q});
-    Stmt st = loop(nt, n_tiles, loop(kp, Expr(KB * 16), loop(l, sixteen, loop(q, two, make_store(packed, dst, v)))),
+    Stmt st = loop(nt, n_tiles, loop(kp, Expr(KB * 16), loop(l, sixteen, loop(q, group, make_store(packed, dst, v)))),
                    bv.empty() ? ForKind::Parallel : ForKind::Serial);
     for (size_t i = bv.size(); i-- > 0;)
       st = loop(bv[i], Expr(axis_extent(g.batch_axes[i], false)), st, i == 0 ? ForKind::Parallel : ForKind::Serial);
