@@ -178,12 +178,23 @@ def make_peer(peer, model, args, onnx_path, threads, precision):
         config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
         if precision == "f32":
             config["INFERENCE_PRECISION_HINT"] = "f32"  # its default on a bfloat16 CPU is bf16
-        cm = core.compile_model(onnx_path, "CPU", config)
+        fallback = ""
+        try:
+            cm = core.compile_model(onnx_path, "CPU", config)
+        except RuntimeError as e:
+            # OpenVINO 2026.4 refuses some QDQ models at its default bf16 on AMX hosts ("No
+            # suitable implementations"); its f32 hint compiles them, the quantized operators
+            # still in int8. The retry is shown in the precision column, never silent.
+            if precision != "int8" or "INFERENCE_PRECISION_HINT" in config:
+                raise
+            config["INFERENCE_PRECISION_HINT"] = "f32"
+            cm = core.compile_model(onnx_path, "CPU", config)
+            fallback = " (default failed: " + str(e).strip().splitlines()[-1][:60] + ")"
         hint = str(cm.get_property("INFERENCE_PRECISION_HINT")).lower()  # "<type: 'bfloat16'>", "f32"
         prec = "bf16" if "bf" in hint else "f16" if ("f16" in hint or "float16" in hint) else \
             "f32" if ("f32" in hint or "float32" in hint) else hint
         if precision == "int8":  # the QDQ model's quantized operators run in int8, the rest at `prec`
-            prec = "int8+" + prec
+            prec = "int8+" + prec + fallback
         req = cm.create_infer_request()
         out = req.infer(feeds)[cm.output(0)]
         return np.asarray(out), lambda: req.infer(feeds), \

@@ -452,15 +452,27 @@ class Importer {
   // takes the 8-bit integers as they are, x's zero point then a correction of the sum
   // (-zero point x w's sum per output channel) and the value a convolution pads x with.
   // Otherwise both are int32 less their zero points.
+  //
+  // With `activations` (a matrix product, whose w may be computed: attention's), a w
+  // that is another activation with parameters per tensor and a uint8 x also take the
+  // 8-bit form: w held as int8 values w8 = w - 128 (a uint8 w; an int8 one as it is),
+  // and sum (x - zx)(w - zw) = sum x w8 + c sum x - zx sum w8 - K zx c, c = (w - w8) -
+  // zw; integer_matmul adds the sums of x's rows and w8's columns.
   struct IntegerOperands {
     bool ok = false;
     int x = -1, w = -1;
     NDArray scale, correction;  // correction: int32 [C] (empty: none)
     int64_t pad = 0;
+    bool activations = false;  // the 8-bit form of two activations: row_factor, col_factor
+    int64_t row_factor = 0;    // c: times the sum of x's row
+    int64_t col_factor = 0;    // -zx: times the sum of w8's column
   };
-  IntegerOperands integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis);
+  IntegerOperands integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis, bool activations = false);
   IntegerOperands integer_operands(const onnx::NodeProto& n, const Dequantized& qx, const Dequantized& qw,
-                                   int64_t w_axis);
+                                   int64_t w_axis, bool activations = false);
+  // The int32 matrix product of q's operands (matmul_of), with the sums of the 8-bit
+  // form of two activations.
+  int integer_matmul(const onnx::NodeProto& n, const IntegerOperands& q);
   // The int32 sum of an integer product plus q's correction and the int32 bias (a value
   // [C], or -1), as float32 scaled by q's factor; C placed on `axis` of acc.
   int integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis);
@@ -712,8 +724,8 @@ std::vector<int> Importer::pool(const onnx::NodeProto& n, bool avg) {
 
 std::vector<int> Importer::matmul(const onnx::NodeProto& n) {
   const int a = in(n, 0), b = in(n, 1);
-  const IntegerOperands q = integer_operands(n, a, b, static_cast<int64_t>(shape(b).size()) - 1);
-  if (q.ok) return {integer_result(n, matmul_of(n, q.x, q.w), q, -1, -1)};
+  const IntegerOperands q = integer_operands(n, a, b, static_cast<int64_t>(shape(b).size()) - 1, true);
+  if (q.ok) return {integer_result(n, integer_matmul(n, q), q, -1, -1)};
   return {matmul_of(n, a, b)};
 }
 
@@ -809,6 +821,24 @@ Importer::Dequantized Importer::quant_params(const onnx::NodeProto& n, int x, in
 }
 
 int Importer::quantize(const onnx::NodeProto& n, int x, int scale, int zp, int64_t axis, int type) {
+  // Q(DQ(q)) with DQ's own scale, zero point and type is q, exactly: (q - z) s / s rounds
+  // back to the integer q - z (|q - z| <= 255, s normal), within the type's range. QDQ
+  // models requantize so around every view and transpose.
+  if (!val(x).constant && val(scale).constant && val(scale).numel() == 1 && val(zp).constant && val(zp).numel() == 1 &&
+      val(scale).dtype == DType::f32()) {
+    if (const Dequantized* src = dequantized(n, x)) {
+      const auto t = qtype_.find(src->q);
+      const double s = val(scale).data.get(0);
+      const bool shifted = shifted_.count(src->q) != 0;
+      if (t != qtype_.end() && t->second == type && narrow_int_bytes(type) == 1 && val(src->scale).constant &&
+          val(src->scale).numel() == 1 && val(src->zero_point).constant && std::isnormal(static_cast<float>(s)) &&
+          std::isfinite(static_cast<float>(s) * 256.0f) &&
+          static_cast<float>(val(src->scale).data.get(0)) == static_cast<float>(s) &&
+          shifted == (type == onnx::TensorProto::INT8) &&
+          val(src->zero_point).data.get_int(0) == val(zp).data.get_int(0) + (shifted ? 128 : 0))
+        return src->q;
+    }
+  }
   Dequantized d = quant_params(n, x, scale, zp, axis);
   auto [lo, hi] = int_range(type);
   const bool shift = type == onnx::TensorProto::INT8 && !val(x).constant && val(d.zero_point).constant;
@@ -846,26 +876,30 @@ const Importer::Dequantized* Importer::dequantized(const onnx::NodeProto& n, int
   if (it != dq_.end()) return &it->second;
   // A view (Flatten, Reshape, Squeeze ...) of per-tensor dequantized integers is the
   // dequantized view of the integers.
+  // A transpose of them is the dequantized transpose of the integers.
   const int p = val(v).producer;
-  if (p < 0 || g_.node(p).op != "reshape") return nullptr;
+  if (p < 0 || (g_.node(p).op != "reshape" && g_.node(p).op != "transpose")) return nullptr;
+  const bool transpose = g_.node(p).op == "transpose";
+  const std::map<std::string, ops::AttrValue> attrs = g_.node(p).attrs.values();
   const Dequantized* src = dequantized(n, g_.node(p).inputs[0]);
   if (!src || val(src->scale).numel() != 1) return nullptr;
   Dequantized d = *src;
-  d.q = reshape(n, src->q, shape(v));
+  d.q = transpose ? add(n, "transpose", {src->q}, attrs) : reshape(n, src->q, shape(v));
   if (auto t = qtype_.find(src->q); t != qtype_.end()) quantized(d.q, t->second);
   if (shifted_.count(src->q)) shifted_.insert(d.q);
   return &(dq_[v] = d);
 }
 
-Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis) {
+Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis,
+                                                     bool activations) {
   const Dequantized *dx = dequantized(n, x), *dw = dequantized(n, w);
   if (!dx || !dw) return {};
   const Dequantized qx = *dx, qw = *dw;  // (copies: adding values moves dq_'s)
-  return integer_operands(n, qx, qw, w_axis);
+  return integer_operands(n, qx, qw, w_axis, activations);
 }
 
 Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, const Dequantized& qx,
-                                                     const Dequantized& qw, int64_t w_axis) {
+                                                     const Dequantized& qw, int64_t w_axis, bool activations) {
   IntegerOperands r;
   auto constant_of = [&](int v) { return val(v).constant; };
   auto eight_bit = [&](int v) {
@@ -889,7 +923,18 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   bool zero_zw = true;
   for (int64_t i = 0; i < zw.numel(); ++i) zero_zw &= zw.get_int(i) == 0;
   r.ok = true;
-  if (!constant_of(qw.q)) {  // two activations: int32 less their zero points
+  if (!constant_of(qw.q) && activations && !per_axis && val(qx.q).dtype == DType::u8() &&
+      (val(qw.q).dtype == DType::u8() || val(qw.q).dtype == DType::i8())) {
+    // Two activations in the 8-bit form (see IntegerOperands).
+    const bool wide = val(qw.q).dtype == DType::u8();
+    r.x = qx.q;
+    r.w = wide ? unshift(n, qw.q) : qw.q;
+    r.activations = true;
+    r.row_factor = (wide ? 128 : 0) - zw.get_int(0);
+    r.col_factor = -zx;
+    return r;
+  }
+  if (!constant_of(qw.q)) {  // two activations otherwise: int32 less their zero points
     const int xi = add(n, "cast", {qx.q}, {{"to", std::string("int32")}}),
               wi = add(n, "cast", {qw.q}, {{"to", std::string("int32")}});
     r.x = zx == 0 ? xi : add(n, "sub", {xi, qx.zero_point});
@@ -924,6 +969,50 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
   for (int64_t i = 0; i < wi.numel(); ++i) wi.set_int(i, q.get_int(i) - zw.get_int(per_axis ? channel(i) : 0));
   r.w = constant(name, std::move(wi));
   return r;
+}
+
+int Importer::integer_matmul(const onnx::NodeProto& n, const IntegerOperands& q) {
+  int y = matmul_of(n, q.x, q.w);
+  if (!q.activations) return y;
+  const I xs = shape(q.x), ws = shape(q.w), ys = shape(y);
+  const int64_t k = xs.back(), cols_n = ws.back(), rows_m = product(xs) / k;
+  auto scaled = [&](int v, int64_t f) {
+    NDArray c(DType::i32(), {});
+    c.set_int(0, f);
+    return f == 1 ? v : add(n, "mul", {v, constant(unique_name(n) + ".factor", std::move(c))});
+  };
+  // The sum along `axis` of v seen as `frame` (the product's own rows and columns),
+  // widened to int32 and read where v's integers are stored, not through a view (a
+  // reduction reading a view is a kernel of its own, its cast another), as shape `out`.
+  auto sum = [&](int v, const I& frame, int64_t axis, const I& out) {
+    for (int u = v; u >= 0 && val(u).producer >= 0 && g_.node(val(u).producer).op == "reshape";) {
+      u = g_.node(val(u).producer).inputs[0];
+      if (shape(u) == frame) v = u;
+    }
+    const int wide = add(n, "cast", {reshape(n, v, frame)}, {{"to", std::string("int32")}});
+    return reshape(n, add(n, "sum", {wide}, {{"axes", I{axis}}, {"keepdims", int64_t{1}}}), out);
+  };
+  const bool batched = ws.size() > 2;
+  const int64_t batch = batched ? product(I(ws.begin(), ws.end() - 2)) : 1;
+  if (q.row_factor != 0) {  // c sum_k x[.., m, k]: [.., M, 1], y's rank
+    I out(xs.begin(), xs.end() - 1);
+    out.push_back(1);
+    const int rows = batched ? sum(q.x, {batch, rows_m / batch, k}, 2, out) : sum(q.x, {rows_m, k}, 1, out);
+    y = add(n, "add", {y, scaled(rows, q.row_factor)});
+  }
+  if (q.col_factor != 0) {  // -zx sum_k w8[.., k, n]: [.., 1, N], y's rank
+    I out(ys.size(), 1);
+    if (batched) std::copy(ws.begin(), ws.end() - 2, out.begin());
+    out.back() = cols_n;
+    const int cols = batched ? sum(q.w, {batch, k, cols_n}, 1, out) : sum(q.w, {k, cols_n}, 0, out);
+    y = add(n, "add", {y, scaled(cols, q.col_factor)});
+  }
+  if (q.row_factor != 0 && q.col_factor != 0) {  // - K zx c = K (-zx) c
+    NDArray c(DType::i32(), {});
+    c.set_int(0, k * q.col_factor * q.row_factor);
+    y = add(n, "add", {y, constant(unique_name(n) + ".offset", std::move(c))});
+  }
+  return y;
 }
 
 int Importer::integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis) {
@@ -992,7 +1081,7 @@ std::vector<int> Importer::qlinear(const onnx::NodeProto& n, bool is_conv) {
   qtype(n, w);
   const int64_t w_axis = is_conv ? 0 : static_cast<int64_t>(shape(w).size()) - 1;
   const Dequantized qx = quant_params(n, x, in(n, 1), in(n, 2), 1), qw = quant_params(n, w, in(n, 4), in(n, 5), w_axis);
-  const IntegerOperands q = integer_operands(n, qx, qw, w_axis);
+  const IntegerOperands q = integer_operands(n, qx, qw, w_axis, !is_conv);
   if (!q.ok)
     fail(node_desc(n) +
          ": basin takes 8-bit operands, constant scales and zero points, per tensor for the data and "
@@ -1001,7 +1090,7 @@ std::vector<int> Importer::qlinear(const onnx::NodeProto& n, bool is_conv) {
   if (is_conv) {
     y = integer_result(n, conv_of(n, q.x, q.w, false, q.pad), q, has_input(n, 8) ? in(n, 8) : -1, 1);
   } else {
-    y = integer_result(n, matmul_of(n, q.x, q.w), q, -1, -1);
+    y = integer_result(n, integer_matmul(n, q), q, -1, -1);
   }
   const int ys = in(n, 6), yz = in(n, 7);
   return {quantize(n, y, ys, yz, 1, qtype(n, yz))};

@@ -17,6 +17,7 @@
 #include "core/graph/passes.h"
 #include "core/ir/stmt.h"
 #include "core/schedule/lower_sketch.h"
+#include "core/schedule/task_analysis.h"
 #include "core/schedule/sketch.h"
 
 #if BASIN_HAVE_ONNX
@@ -307,14 +308,15 @@ TEST(Quantized, AChainOfQuantizationsStaysLinear) {
   TempDir dir;
   OnnxBuilder b(13);
   b.input("x", {4, 16});
-  b.init("s", {}, {0.05f});
+  b.init("s0", {}, {0.05f});  // alternate scales: a requantization to the same ones folds
+  b.init("s1", {}, {0.07f});
   b.init_int("z", {}, {3}, kU8);
   std::string v = "x";
   const int stages = 12;
   for (int k = 0; k < stages; ++k) {
-    const std::string q = "q" + std::to_string(k), d = "d" + std::to_string(k);
-    b.node("QuantizeLinear", {v, "s", "z"}, {q});
-    b.node("DequantizeLinear", {q, "s", "z"}, {d});
+    const std::string q = "q" + std::to_string(k), d = "d" + std::to_string(k), sk = k % 2 ? "s1" : "s0";
+    b.node("QuantizeLinear", {v, sk, "z"}, {q});
+    b.node("DequantizeLinear", {q, sk, "z"}, {d});
     v = d;
   }
   b.output(v, {4, 16});
@@ -338,8 +340,129 @@ TEST(Quantized, AChainOfQuantizationsStaysLinear) {
   std::vector<float> x(64);
   for (int i = 0; i < 64; ++i) x[static_cast<size_t>(i)] = 0.37f * static_cast<float>(i) - 9.0f;
   std::vector<double> want;
-  for (float xv : x) want.push_back(static_cast<float>((quantize(xv, 0.05f, 3, 0, 255) - 3) * 0.05f));
+  for (float xv : x) {
+    float v = xv;
+    for (int k = 0; k < stages; ++k) {
+      const float sk = k % 2 ? 0.07f : 0.05f;
+      v = static_cast<float>(quantize(v, sk, 3, 0, 255) - 3) * sk;
+    }
+    want.push_back(v);
+  }
   expect_exact(run_everywhere(graph::import_onnx(dir.path + "/chain.onnx"), {floats({4, 16}, x)}), {want});
+}
+
+// A requantization with the dequantization's own scale, zero point and type (what QDQ
+// models write around every view and transpose) is the integers themselves, a transpose
+// of them moving bytes: one QuantizeLinear is left of three, the results exact.
+TEST(Quantized, ARequantizationToTheSameParametersFolds) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("x", {2, 3, 4});
+  b.init("s", {}, {0.05f});
+  b.init("s2", {}, {0.08f});
+  b.init_int("z", {}, {-5}, kS8);
+  b.node("QuantizeLinear", {"x", "s", "z"}, {"q0"});
+  b.node("DequantizeLinear", {"q0", "s", "z"}, {"d0"});
+  auto* t = b.node("Transpose", {"d0"}, {"t"});
+  OnnxBuilder::attr_ints(t, "perm", {0, 2, 1});
+  b.node("QuantizeLinear", {"t", "s", "z"}, {"q1"});  // folds
+  b.node("DequantizeLinear", {"q1", "s", "z"}, {"d1"});
+  b.node("QuantizeLinear", {"d1", "s2", "z"}, {"q2"});  // another scale: stays
+  b.node("DequantizeLinear", {"q2", "s2", "z"}, {"d2"});
+  b.output("d1", {2, 4, 3});
+  b.output("d2", {2, 4, 3});
+  b.save(dir.path + "/fold.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/fold.onnx");
+  int quantizations = 0;
+  for (const graph::Node& nd : g.nodes()) quantizations += nd.op == "quantize_linear";
+  EXPECT_EQ(quantizations, 2);
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[static_cast<size_t>(i)] = 0.61f * static_cast<float>(i) - 7.3f;
+  std::vector<std::vector<double>> want(2);
+  for (int n = 0; n < 2; ++n)
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 3; ++i) {
+        const float d1 =
+            static_cast<float>(quantize(x[static_cast<size_t>((n * 3 + i) * 4 + j)], 0.05f, -5, -128, 127) + 5) * 0.05f;
+        want[0].push_back(d1);
+        want[1].push_back(static_cast<float>(quantize(d1, 0.08f, -5, -128, 127) + 5) * 0.08f);
+      }
+  expect_exact(run_everywhere(g, {floats({2, 3, 4}, x)}), want);
+}
+
+// A QDQ product of two activations (attention's: MatMul of dequantized computed values,
+// both with zero points) multiplies bytes, unsigned by signed (the form of vpdpbusd and
+// AMX-INT8 tiles), the zero points' terms added from the rows' and columns' sums:
+// batched (a signed activation, held plus 128) and two-dimensional (a uint8 one), the
+// int32 sums exact, scaled once by the scales' product.
+TEST(Quantized, ProductsOfTwoActivationsMultiplyBytes) {
+  TempDir dir;
+  OnnxBuilder b(13);
+  b.input("a", {1, 2, 3, 8});
+  b.input("c", {1, 2, 8, 5});
+  b.input("e", {3, 8});
+  b.input("f", {8, 4});
+  b.init("sa", {}, {0.04f});
+  b.init_int("za", {}, {7}, kU8);
+  b.init("sc", {}, {0.03f});
+  b.init_int("zc", {}, {-9}, kS8);
+  b.init("se", {}, {0.05f});
+  b.init_int("ze", {}, {0}, kU8);
+  b.init("sf", {}, {0.02f});
+  b.init_int("zf", {}, {131}, kU8);
+  for (const char* v : {"a", "c", "e", "f"}) {
+    const std::string q = std::string(v) + "q", sv = std::string("s") + v, zv = std::string("z") + v;
+    b.node("QuantizeLinear", {v, sv, zv}, {q});
+    b.node("DequantizeLinear", {q, sv, zv}, {std::string(v) + "d"});
+  }
+  b.node("MatMul", {"ad", "cd"}, {"y"});
+  b.node("MatMul", {"ed", "fd"}, {"y2"});
+  b.output("y", {1, 2, 3, 5});
+  b.output("y2", {3, 4});
+  b.save(dir.path + "/attn.onnx");
+  graph::Graph g = graph::import_onnx(dir.path + "/attn.onnx");
+  int byte_products = 0;
+  for (const graph::Node& nd : g.nodes())
+    if ((nd.op == "batch_matmul" || nd.op == "matmul") && g.value(nd.output).dtype == DType::i32()) {
+      ++byte_products;
+      EXPECT_EQ(g.value(nd.inputs[0]).dtype, DType::u8()) << nd.name;
+      EXPECT_EQ(g.value(nd.inputs[1]).dtype, DType::i8()) << nd.name;
+    }
+  EXPECT_EQ(byte_products, 2);
+  graph::Partition p = graph::partition(graph::optimize(g));
+  int int8_tasks = 0;
+  for (const auto& t : p.tasks) int8_tasks += sched::integer_products(t.graph);
+  EXPECT_EQ(int8_tasks, 2);
+
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  auto draw = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& e : v) e = u(rng);
+    return v;
+  };
+  const std::vector<float> a = draw(48), c = draw(80), e = draw(24), f = draw(32);
+  std::vector<std::vector<double>> want(2);
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        int64_t sum = 0;
+        for (int k = 0; k < 8; ++k)
+          sum += (quantize(a[static_cast<size_t>((h * 3 + i) * 8 + k)], 0.04f, 7, 0, 255) - 7) *
+                 (quantize(c[static_cast<size_t>((h * 8 + k) * 5 + j)], 0.03f, -9, -128, 127) + 9);
+        want[0].push_back(static_cast<float>(sum) * (0.04f * 0.03f));
+      }
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      int64_t sum = 0;
+      for (int k = 0; k < 8; ++k)
+        sum += quantize(e[static_cast<size_t>(i * 8 + k)], 0.05f, 0, 0, 255) *
+               (quantize(f[static_cast<size_t>(k * 4 + j)], 0.02f, 131, 0, 255) - 131);
+      want[1].push_back(static_cast<float>(sum) * (0.05f * 0.02f));
+    }
+  expect_exact(
+      run_everywhere(g, {floats({1, 2, 3, 8}, a), floats({1, 2, 8, 5}, c), floats({3, 8}, e), floats({8, 4}, f)}),
+      want);
 }
 
 // MatMulInteger (per-row and per-column zero points), ConvInteger (padding counts as
