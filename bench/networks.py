@@ -22,7 +22,9 @@ CPU path and runs float32. Each peer's precision is in results.json and the tabl
 --precision int8 compares what users deploy after quantizing: the exported model goes
 through ONNX Runtime's `quantize_static` (QDQ format, its default int8 types, per-channel
 weights, min-max calibration on --calibration-inputs seeded inputs), and ONNX Runtime,
-OpenVINO (its default precision) and basin (tuned on it) all run that one QDQ file;
+OpenVINO (its default precision; where that refuses the file, its f32 hint, the
+quantized operators still int8, "(default failed: ...)" in its precision) and basin
+(tuned on it) all run that one QDQ file;
 PyTorch has no path for it and is left out. basin also quantizes the float model itself
 (`basin quantize`, the same calibration inputs, per-channel int8 weights and uint8 inputs
 of its convolutions and matrix products, min-max) and is tuned and timed on that file too:
@@ -159,6 +161,21 @@ def ort_session(onnx_path, threads):
     return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
 
 
+def compile_openvino(core, onnx_path, config, precision):
+    """OpenVINO's compiled model, and "" or what made it retry. OpenVINO 2026.4 refuses
+    some QDQ files at its default bf16 on AMX hosts ("No suitable implementations"); at
+    int8 it retries once with its f32 hint (the quantized operators still int8), and the
+    reason goes into the precision column: never a silent change."""
+    try:
+        return core.compile_model(onnx_path, "CPU", config), ""
+    except RuntimeError as e:
+        if precision != "int8" or "INFERENCE_PRECISION_HINT" in config:
+            raise
+        lines = [l for l in str(e).splitlines() if l.strip()]
+        retry = dict(config, INFERENCE_PRECISION_HINT="f32")
+        return core.compile_model(onnx_path, "CPU", retry), " (default failed: " + (lines[-1] if lines else "")[:60] + ")"
+
+
 def make_peer(peer, model, args, onnx_path, threads, precision):
     """The peer's output, a function that runs it once, one that runs it on other
     inputs (a tuple of tensors) and returns its output, and the precision it runs at."""
@@ -178,18 +195,7 @@ def make_peer(peer, model, args, onnx_path, threads, precision):
         config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
         if precision == "f32":
             config["INFERENCE_PRECISION_HINT"] = "f32"  # its default on a bfloat16 CPU is bf16
-        fallback = ""
-        try:
-            cm = core.compile_model(onnx_path, "CPU", config)
-        except RuntimeError as e:
-            # OpenVINO 2026.4 refuses some QDQ models at its default bf16 on AMX hosts ("No
-            # suitable implementations"); its f32 hint compiles them, the quantized operators
-            # still in int8. The retry is shown in the precision column, never silent.
-            if precision != "int8" or "INFERENCE_PRECISION_HINT" in config:
-                raise
-            config["INFERENCE_PRECISION_HINT"] = "f32"
-            cm = core.compile_model(onnx_path, "CPU", config)
-            fallback = " (default failed: " + str(e).strip().splitlines()[-1][:60] + ")"
+        cm, fallback = compile_openvino(core, onnx_path, config, precision)
         hint = str(cm.get_property("INFERENCE_PRECISION_HINT")).lower()  # "<type: 'bfloat16'>", "f32"
         prec = "bf16" if "bf" in hint else "f16" if ("f16" in hint or "float16" in hint) else \
             "f32" if ("f32" in hint or "float32" in hint) else hint

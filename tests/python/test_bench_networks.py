@@ -1,6 +1,7 @@
 """bench/networks.py's pieces that need no peer: --batch's inputs (float inputs drawn again,
-token ids repeated) and the table's throughput columns (samples per second of basin and
-of the fastest peer, from the head-to-head's latencies)."""
+token ids repeated), the table's throughput columns (samples per second of basin and
+of the fastest peer, from the head-to-head's latencies) and OpenVINO's one retry at its
+f32 hint for a QDQ file its default refuses (a stand-in for OpenVINO's Core)."""
 
 import pytest
 
@@ -43,3 +44,27 @@ def test_table_gives_throughput_at_batches_above_one():
     assert "1.25" in cells  # best peer / basin
     single = nets.table([result(1)], ["ort", "openvino"])
     assert "samples/s" not in single
+
+
+class RefusingCore:
+    """Compiles only with the f32 hint, as OpenVINO 2026.4 does some QDQ files on AMX hosts."""
+
+    def __init__(self):
+        self.configs = []
+
+    def compile_model(self, path, device, config):
+        self.configs.append(dict(config))
+        if config.get("INFERENCE_PRECISION_HINT") != "f32":
+            raise RuntimeError("Exception from plugin.cpp:59:\nNo suitable implementations.\n\n")
+        return "compiled"
+
+
+def test_openvino_retries_an_int8_file_at_its_f32_hint_and_says_so():
+    nets = load_bench("networks")
+    core = RefusingCore()
+    cm, why = nets.compile_openvino(core, "m.onnx", {"INFERENCE_NUM_THREADS": 2}, "int8")
+    assert cm == "compiled" and why == " (default failed: No suitable implementations.)"
+    assert [c.get("INFERENCE_PRECISION_HINT") for c in core.configs] == [None, "f32"]
+    for precision in ("bf16", "f32"):  # no retry where the precision is what is measured
+        with pytest.raises(RuntimeError):
+            nets.compile_openvino(RefusingCore(), "m.onnx", {}, precision)
