@@ -23,7 +23,7 @@ CPU path and runs float32. Each peer's precision is in results.json and the tabl
 through ONNX Runtime's `quantize_static` (QDQ format, its default int8 types, per-channel
 weights, min-max calibration on --calibration-inputs seeded inputs), and ONNX Runtime,
 OpenVINO (its default precision; where that refuses the file, its f32 hint, the
-quantized operators still int8, "(default failed: ...)" in its precision) and basin
+quantized operators still int8, "(default refused)" in its precision) and basin
 (tuned on it) all run that one QDQ file;
 PyTorch has no path for it and is left out. basin also quantizes the float model itself
 (`basin quantize`, the same calibration inputs, per-channel int8 weights and uint8 inputs
@@ -164,16 +164,18 @@ def ort_session(onnx_path, threads):
 def compile_openvino(core, onnx_path, config, precision):
     """OpenVINO's compiled model, and "" or what made it retry. OpenVINO 2026.4 refuses
     some QDQ files at its default bf16 on AMX hosts ("No suitable implementations"); at
-    int8 it retries once with its f32 hint (the quantized operators still int8), and the
-    reason goes into the precision column: never a silent change."""
+    int8 it retries once with its f32 hint (the quantized operators still int8), says why
+    on stderr and marks the precision "(default refused)": never a silent change."""
     try:
         return core.compile_model(onnx_path, "CPU", config), ""
     except RuntimeError as e:
         if precision != "int8" or "INFERENCE_PRECISION_HINT" in config:
             raise
         lines = [l for l in str(e).splitlines() if l.strip()]
+        print(f"  openvino: its default refused {os.path.basename(onnx_path)} ({lines[-1] if lines else e}); "
+              "retrying at its f32 hint", file=sys.stderr)
         retry = dict(config, INFERENCE_PRECISION_HINT="f32")
-        return core.compile_model(onnx_path, "CPU", retry), " (default failed: " + (lines[-1] if lines else "")[:60] + ")"
+        return core.compile_model(onnx_path, "CPU", retry), " (default refused)"
 
 
 def make_peer(peer, model, args, onnx_path, threads, precision):

@@ -45,6 +45,14 @@ int64_t quantize(float x, float scale, int64_t zp, int64_t lo, int64_t hi) {
   return static_cast<int64_t>(std::min<float>(std::max<float>(q, static_cast<float>(lo)), static_cast<float>(hi)));
 }
 
+// n floats drawn uniformly from [lo, hi).
+std::vector<float> uniform(std::mt19937& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& e : v) e = u(rng);
+  return v;
+}
+
 NDArray floats(const I& shape, const std::vector<float>& v) {
   NDArray a(DType::f32(), shape);
   for (size_t i = 0; i < v.size(); ++i) a.as<float>()[i] = v[i];
@@ -435,13 +443,8 @@ TEST(Quantized, ProductsOfTwoActivationsMultiplyBytes) {
   EXPECT_EQ(int8_tasks, 2);
 
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  auto draw = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float& e : v) e = u(rng);
-    return v;
-  };
-  const std::vector<float> a = draw(48), c = draw(80), e = draw(24), f = draw(32);
+  const std::vector<float> a = uniform(rng, 48, -3, 3), c = uniform(rng, 80, -3, 3), e = uniform(rng, 24, -3, 3),
+                           f = uniform(rng, 32, -3, 3);
   std::vector<std::vector<double>> want(2);
   for (int h = 0; h < 2; ++h)
     for (int i = 0; i < 3; ++i)
@@ -689,12 +692,7 @@ TEST(Quantized, UnsupportedQuantizedModelsAreClearErrors) {
 void write_float_model(const std::string& path, int opset = 13) {
   OnnxBuilder b(opset);
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  auto values = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-  };
+  auto values = [&](size_t n) { return uniform(rng, n, -0.5f, 0.5f); };
   b.input("x", {1, 3, 8, 8});
   b.init("W", {8, 3, 3, 3}, values(8 * 27));
   b.init("B", {8}, values(8));
