@@ -463,9 +463,9 @@ class Importer {
     int x = -1, w = -1;
     NDArray scale, correction;  // correction: int32 [C] (empty: none)
     int64_t pad = 0;
-    bool activations = false;  // the 8-bit form of two activations: row_factor, col_factor
-    int64_t row_factor = 0;    // c: times the sum of x's row
-    int64_t col_factor = 0;    // -zx: times the sum of w8's column
+    // The 8-bit form of two activations: c times the sum of x's row, -zx times the sum
+    // of w8's column (0: no such term).
+    int64_t row_factor = 0, col_factor = 0;
   };
   IntegerOperands integer_operands(const onnx::NodeProto& n, int x, int w, int64_t w_axis, bool activations = false);
   IntegerOperands integer_operands(const onnx::NodeProto& n, const Dequantized& qx, const Dequantized& qw,
@@ -929,7 +929,6 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
     const bool wide = val(qw.q).dtype == DType::u8();
     r.x = qx.q;
     r.w = wide ? unshift(n, qw.q) : qw.q;
-    r.activations = true;
     r.row_factor = (wide ? 128 : 0) - zw.get_int(0);
     r.col_factor = -zx;
     return r;
@@ -973,7 +972,7 @@ Importer::IntegerOperands Importer::integer_operands(const onnx::NodeProto& n, c
 
 int Importer::integer_matmul(const onnx::NodeProto& n, const IntegerOperands& q) {
   int y = matmul_of(n, q.x, q.w);
-  if (!q.activations) return y;
+  if (q.row_factor == 0 && q.col_factor == 0) return y;
   const I xs = shape(q.x), ws = shape(q.w), ys = shape(y);
   const int64_t k = xs.back(), cols_n = ws.back(), rows_m = product(xs) / k;
   auto scaled = [&](int v, int64_t f) {
@@ -1007,12 +1006,8 @@ int Importer::integer_matmul(const onnx::NodeProto& n, const IntegerOperands& q)
     const int cols = batched ? sum(q.w, {batch, k, cols_n}, 1, out) : sum(q.w, {k, cols_n}, 0, out);
     y = add(n, "add", {y, scaled(cols, q.col_factor)});
   }
-  if (q.row_factor != 0 && q.col_factor != 0) {  // - K zx c = K (-zx) c
-    NDArray c(DType::i32(), {});
-    c.set_int(0, k * q.col_factor * q.row_factor);
-    y = add(n, "add", {y, constant(unique_name(n) + ".offset", std::move(c))});
-  }
-  return y;
+  // - K zx c = K (-zx) c
+  return q.row_factor != 0 && q.col_factor != 0 ? plus(n, y, k * q.col_factor * q.row_factor) : y;
 }
 
 int Importer::integer_result(const onnx::NodeProto& n, int acc, const IntegerOperands& q, int bias, int64_t axis) {
