@@ -14,6 +14,10 @@ namespace {
 const std::pair<const char*, double> kTrafficCapacities[] = {
     {"2KiB", 2048.0}, {"32KiB", 32768.0}, {"1MiB", 1048576.0}, {"32MiB", 33554432.0}};
 
+// The share of an AMX nest's lane-iterations that count as one vector multiply-add each
+// (the store under the pragma, Walker::store).
+constexpr double kAmxShare = 1.0 / 8;
+
 const char* kSlotFeatures[] = {"unique_bytes", "reuse_ratio", "innermost_stride", "reuse_distance_bytes",
                                "vector_stride"};
 
@@ -167,10 +171,12 @@ class Walker {
           });
         }
         if (n.key == sched::kAsyncCopyPragma) async_ = f64(n.pragma_value);
-        const bool saved_int8 = in_int8_dot_;
+        const bool saved_int8 = in_int8_dot_, saved_amx = in_amx_;
         in_int8_dot_ = saved_int8 || n.key == kInt8DotPragma;
+        in_amx_ = saved_amx || n.key == kAmxBf16Pragma || n.key == kAmxInt8Pragma;
         walk(n.body[0]);
         in_int8_dot_ = saved_int8;
+        in_amx_ = saved_amx;
         unroll_ = saved;
         in_mma_ = saved_mma;
         async_ = saved_async;
@@ -249,9 +255,15 @@ class Walker {
     Expr iters = one();
     for (const Loop& l : loops_) iters = iters * l.extent;
     // A group of four 8-bit products (kInt8DotPragma) is one vpdpbusd per vector: the
-    // issue cost of one float multiply-add.
-    OpCounts c = in_int8_dot_ ? OpCounts{1, 1, 0, 0, 0} : count_ops(n.value);
-    auto times = [&](int k) { return float_imm(DType::f64(), k) * iters; };
+    // issue cost of one float multiply-add. Inside an AMX nest (kAmxBf16Pragma,
+    // kAmxInt8Pragma) one tile product covers 16 x 16 x 16 of the nest's lane-iterations
+    // (a pair of bfloat16 or a group of four 8-bit products each) in about 16 cycles, the
+    // issue time of 32 vector multiply-adds of 16 lanes: a multiply-add per lane for
+    // kAmxShare of the iterations.
+    const bool amx = in_amx_;
+    OpCounts c = in_int8_dot_ || amx ? OpCounts{1, 1, 0, 0, 0} : count_ops(n.value);
+    const Expr op_share = float_imm(DType::f64(), amx ? kAmxShare : 1.0);
+    auto times = [&](int k) { return float_imm(DType::f64(), k) * iters * op_share; };
     std::vector<Expr> v = {times(c.add), times(c.mul), times(c.div), times(c.math), times(c.cmp), iters};
     Expr lanes = one(), par = one(), steps = one();
     for (const Loop& l : loops_) {
@@ -314,7 +326,7 @@ class Walker {
     }
     v.push_back(local_bytes_.defined() ? local_bytes_ : zero());
     // Arithmetic intensity of the nest inside each of the innermost levels.
-    Expr flops_per_iter = float_imm(DType::f64(), c.add + c.mul + c.div + c.math + c.cmp);
+    Expr flops_per_iter = float_imm(DType::f64(), c.add + c.mul + c.div + c.math + c.cmp) * op_share;
     for (int k = 1; k <= kIntensityLevels; ++k) {
       int j = std::max(0, depth - k);
       Expr it = one();
@@ -385,6 +397,7 @@ class Walker {
   double in_mma_ = 0;
   Expr async_;                // inside a cp.async group (sched::kAsyncCopyPragma): the groups left in flight
   bool in_int8_dot_ = false;  // inside kInt8DotPragma
+  bool in_amx_ = false;       // inside kAmxBf16Pragma or kAmxInt8Pragma
 };
 
 }  // namespace

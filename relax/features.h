@@ -18,7 +18,7 @@
 namespace basin::relax {
 
 // Bumped whenever a feature changes meaning; estimators refuse features of another version.
-constexpr int kFeatureVersion = 5;
+constexpr int kFeatureVersion = 6;
 
 // The CPU features, or for GPU programs the CPU features followed by the GPU ones
 // (block, thread and virtual-thread extents, shared memory and registers, whether the

@@ -375,5 +375,59 @@ TEST(Features, GuardedLoadsOfAPartialVector) {
   EXPECT_NEAR(total(whole, "guards"), 0.0, 1e-9);
 }
 
+// A tile product (AMX) runs 16 x 16 x 16 lane-iterations of its nest in about the issue
+// time of 32 vector multiply-adds: the store under kAmxBf16Pragma and kAmxInt8Pragma
+// counts one multiply and one add per lane for an eighth of its iterations. The same
+// structure with the pragma removed (the nest as written: vdpbf16ps, two multiplies and
+// two adds per lane; vpdpbusd, one of each) differs in the update's operation counts
+// and intensities alone.
+TEST(Features, TileProductsCountAtTheirIssueCost) {
+  struct Case {
+    const char* graph;
+    bool int8;
+    double ratio;  // as written over inside the tile nest
+  };
+  for (const Case& c : {Case{"x0:float32[32,64]@-1:1;x1:float32[48,64]@-1:1;t0=dense(x0,x1){}", false, 16.0},
+                        Case{"x0:uint8[32,128]@0:256;x1:int8[48,128]@-128:128;t0=dense(x0,x1){}", true, 8.0}}) {
+    ops::OpGraph g = ops::build_op("subgraph", parse(std::string("graph=") + c.graph));
+    const char* pragma = c.int8 ? kAmxInt8Pragma : kAmxBf16Pragma;
+    int found = 0;
+    for (const sched::Sketch& s : sched::cpu_sketches(g, !c.int8, c.int8, true)) {
+      if (s.name.rfind(c.int8 ? "amx.int8." : "amx.bf16.", 0) != 0) continue;
+      ++found;
+      LoweredFunc tiles = sched::lower_sketch_structure(g, s, sched::concrete_knobs(sched::default_config(s)));
+      LoweredFunc written = tiles;
+      int removed = 0;
+      written.body = rewrite_stmt(tiles.body, nullptr, [&](const Stmt& st) -> Stmt {
+        if (st->kind != StmtKind::Pragma || st->key != pragma) return Stmt();
+        ++removed;
+        return st->body[0];
+      });
+      ASSERT_EQ(removed, 1) << s.name;
+      const auto a = relax::evaluate_features(relax::extract_features(tiles), {});
+      const auto b = relax::evaluate_features(relax::extract_features(written), {});
+      ASSERT_EQ(a.size(), b.size());
+      const auto& names = relax::feature_names();
+      int updates = 0;
+      for (size_t st = 0; st < a.size(); ++st) {
+        bool differs = false;
+        for (size_t i = 0; i < names.size(); ++i) {
+          const double x = std::exp2(a[st][i]) - 1, y = std::exp2(b[st][i]) - 1;
+          const bool ops = names[i].rfind("flops_", 0) == 0 || names[i].rfind("intensity.", 0) == 0;
+          if (!ops || std::abs(x - y) <= 1e-9 * std::max(1.0, y)) {
+            EXPECT_NEAR(x, y, 1e-9 * std::max(1.0, y)) << s.name << " store " << st << " " << names[i];
+            continue;
+          }
+          differs = true;
+          EXPECT_NEAR(y / x, c.ratio, 1e-6 * c.ratio) << s.name << " store " << st << " " << names[i];
+        }
+        updates += differs;
+      }
+      EXPECT_EQ(updates, 1) << s.name;
+    }
+    EXPECT_GE(found, 1) << c.graph;
+  }
+}
+
 }  // namespace
 }  // namespace basin
