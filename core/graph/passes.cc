@@ -486,8 +486,24 @@ Graph store_activations_bf16(const Graph& g) {
   });
 }
 
+Graph expand_powers(const Graph& g) {
+  return rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
+    if (nd.op != "pow" || nd.inputs.size() != 2) return -1;
+    const Value &x = g.value(nd.inputs[0]), &c = g.value(nd.inputs[1]), &y = g.value(nd.output);
+    if (!c.constant || !x.dtype.is_float() || x.shape != y.shape || c.numel() < 1) return -1;
+    const double e = c.data.get(0);
+    for (int64_t i = 1; i < c.numel(); ++i)
+      if (c.data.get(i) != e) return -1;
+    if (e != 2 && e != 3 && e != 4) return -1;
+    const int v = get(nd.inputs[0]);
+    const int sq = out.add_node("mul", {v, v}, {}, e == 2 ? nd.name : nd.name + ".square");
+    if (e == 2) return sq;
+    return out.add_node("mul", {sq, e == 3 ? v : sq}, {}, nd.name);
+  });
+}
+
 Graph optimize(const Graph& g, int64_t layout_lanes, bool tiles) {
-  const Graph folded = eliminate_dead_code(fold_constants(fold_batch_norm(g)));
+  const Graph folded = eliminate_dead_code(expand_powers(fold_constants(fold_batch_norm(g))));
   return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_quantization(folded)))), layout_lanes, tiles);
 }
 

@@ -39,6 +39,12 @@ Graph sink_views(const Graph& g);
 // the pooling commutes with the increasing dequantization and quantizing a dequantized
 // value gives it back. The replaced nodes stay for eliminate_dead_code.
 Graph fold_quantization(const Graph& g);
+// pow(x, c) with a constant exponent c of one value 2, 3 or 4 (every element), not
+// broadcasting x, becomes products of x: x * x, (x * x) * x, (x * x) * (x * x), as
+// PyTorch computes such powers (a transformer's tanh-GELU cubes its input). The
+// products vectorize and fuse into a matrix product's epilogue; a pow is a call of
+// the C library per element.
+Graph expand_powers(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
 // At --precision bf16 on a CPU with bfloat16 instructions: every float32 value one
@@ -52,8 +58,8 @@ Graph eliminate_dead_code(const Graph& g);
 // matrix product's right operand (what its bfloat16 sketches pack, from float32). The
 // partition of the result is the same groups, each stored output's cast in its group.
 Graph store_activations_bf16(const Graph& g);
-// Every pass above, in order: batch-norm folding, constant folding, dead code,
-// quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
+// Every pass above, in order: batch-norm folding, constant folding, powers expanded,
+// dead code, quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
 // (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
 Graph optimize(const Graph& g, int64_t layout_lanes = 0, bool tiles = false);
 

@@ -239,6 +239,42 @@ TEST(Passes, DeadCodeIsEliminated) {
   expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-6);
 }
 
+// pow by a constant 2, 3 or 4 becomes products (the tanh-GELU's cube, which otherwise
+// calls the C library's powf per element); a fractional or mixed exponent, or one that
+// broadcasts x to a larger shape, stays a pow. The values match the pow's (negative
+// bases included) to a few roundings, and the cube's products are the ones PyTorch
+// computes.
+TEST(Passes, PowersByASmallIntegerBecomeProducts) {
+  auto net = [](double e, I x_shape, I c_shape, bool mixed = false) {
+    Graph g;
+    int x = g.add_input("x", x_shape);
+    NDArray c(DType::f32(), c_shape);
+    for (int64_t i = 0; i < c.numel(); ++i) c.set(i, mixed && i == 1 ? e + 1 : e);
+    g.add_output(g.add_node("pow", {x, g.add_constant("c", c)}, {}, "cube"));
+    return g;
+  };
+  NDArray in = NDArray::random(DType::f32(), {4, 8}, -3, 3, 7);
+  for (double e : {2.0, 3.0, 4.0}) {
+    Graph g = net(e, {4, 8}, {});
+    Graph f = expand_powers(g);
+    EXPECT_EQ(f.op_counts().count("pow"), 0u) << e;
+    EXPECT_EQ(f.op_counts().at("mul"), e == 2 ? 1 : 2) << e;
+    const NDArray got = interpret_graph(f, {in})[0], ref = interpret_graph(g, {in})[0];
+    expect_close({got}, {ref}, 1e-6);
+    for (int64_t i = 0; i < in.numel(); ++i) {
+      const float v = static_cast<float>(in.get(i)), sq = v * v;
+      const float want = e == 2 ? sq : e == 3 ? sq * v : sq * sq;
+      EXPECT_EQ(static_cast<float>(got.get(i)), want) << i;
+    }
+    // The whole pipeline: no pow reaches a kernel.
+    EXPECT_EQ(optimize(g).op_counts().count("pow"), 0u) << e;
+  }
+  for (const Graph& g : {net(2.5, {4, 8}, {}), net(3, {4, 8}, {4, 8}, true), net(3, {8}, {4, 8}), net(1, {4, 8}, {})})
+    EXPECT_EQ(expand_powers(g).op_counts().count("pow"), 1u);
+  // A constant exponent with x's shape (every element 3) is expanded too.
+  EXPECT_EQ(expand_powers(net(3, {4, 8}, {4, 8})).op_counts().count("pow"), 0u);
+}
+
 TEST(Fusion, AnchorsAbsorbTheirElementwiseChains) {
   Graph g = optimize(small_net());
   Partition p = partition(g);
