@@ -1007,18 +1007,42 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
       });
       parts.push_back(other_loops(run, Expr(int64_t{1}), true));
     } else {
-      Stmt copy =
-          vector_chunks("amx.pcl", src.shape[static_cast<size_t>(direct->channel_dims.back())], [&](const Expr& cl) {
-            std::vector<Expr> ch(cv.begin(), cv.end() - 1);
-            ch.push_back(cl);
-            std::vector<Expr> idx(nd);
-            for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
-            for (size_t i = 0; i < nc; ++i) idx[static_cast<size_t>(direct->channel_dims[i])] = ch[i];
-            return make_store(act_bf, p_at({ov.begin(), ov.end()}, flatten(channel_k, true, ch)),
-                              narrowed(src_value(idx), bf));
-          });
-      for (size_t i = nc - 1; i-- > 0;)
-        copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
+      auto value_at = [&](const std::vector<Expr>& ch) {
+        std::vector<Expr> idx(nd);
+        for (size_t i = 0; i < ov.size(); ++i) idx[other_dims[i]] = ov[i];
+        for (size_t i = 0; i < nc; ++i) idx[static_cast<size_t>(direct->channel_dims[i])] = ch[i];
+        return src_value(idx);
+      };
+      // A padding producer, select(inside, v, c) with `inside` free of the channels: one
+      // test per position around the channels' loops, each branch a plain copy (a stored
+      // bfloat16 value widened to v and narrowed back moves as it is) or a fill, not a
+      // widening, a select and a narrowing per vector.
+      std::vector<Var> probe;
+      std::vector<Expr> probe_ch;
+      for (size_t i = 0; i < nc; ++i) {
+        probe.push_back(Var("amx.probe" + std::to_string(i)));
+        probe_ch.push_back(probe.back());
+      }
+      const Expr probed = value_at(probe_ch);
+      Expr inside;
+      if (probed.kind() == ExprKind::Select &&
+          std::none_of(probe.begin(), probe.end(), [&](const Var& v) { return uses_var(probed.arg(0), v); }))
+        inside = probed.arg(0);
+      auto copy_of = [&](int branch) {
+        Stmt copy =
+            vector_chunks("amx.pcl", src.shape[static_cast<size_t>(direct->channel_dims.back())], [&](const Expr& cl) {
+              std::vector<Expr> ch(cv.begin(), cv.end() - 1);
+              ch.push_back(cl);
+              Expr v = value_at(ch);
+              if (branch > 0) v = v.arg(static_cast<size_t>(branch));
+              return make_store(act_bf, p_at({ov.begin(), ov.end()}, flatten(channel_k, true, ch)),
+                                simplify(narrowed(v, bf)));
+            });
+        for (size_t i = nc - 1; i-- > 0;)
+          copy = loop(cv[i], Expr(src.shape[static_cast<size_t>(direct->channel_dims[i])]), copy);
+        return copy;
+      };
+      Stmt copy = inside.defined() ? make_if(inside, copy_of(1), copy_of(2)) : copy_of(0);
       parts.push_back(other_loops(copy, Expr(src.shape[xd]), true));
     }
     if (c_pad > C)
