@@ -151,13 +151,15 @@ def run_peer(peer, model, args, onnx_path, threads, repeat, precision):
     return out, time_calls(fn, repeat), fn, infer, prec
 
 
-def ort_session(onnx_path, threads):
-    """ONNX Runtime on the CPU: `threads` intra-op threads, one inter-op, every graph optimization."""
+def ort_session(onnx_path, threads, optimize=True):
+    """ONNX Runtime on the CPU: `threads` intra-op threads, one inter-op, every graph
+    optimization (none with optimize=False: a file's arithmetic as ONNX defines it)."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
+                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     return ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
 
 

@@ -30,18 +30,8 @@ import tempfile
 
 import numpy as np
 
-
-def session(path, optimize, threads):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
-                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-
-
-def rel(got, ref):
-    return float(np.abs(got - ref).max() / np.abs(ref).max())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from networks import ort_session, rel_err  # noqa: E402
 
 
 def main():
@@ -62,15 +52,15 @@ def main():
         sys.exit(f"{a.example}: token ids are int64, this file holds {example.dtype}")
     rng = np.random.default_rng(7)
     inputs = [example] + [rng.integers(1000, a.vocab, size=example.shape).astype(np.int64) for _ in range(a.inputs - 1)]
-    ref_sess = session(a.float, True, a.threads)
+    ref_sess = ort_session(a.float, a.threads)
     name = ref_sess.get_inputs()[0].name
     refs = [ref_sess.run(None, {name: x})[0] for x in inputs]
     del ref_sess
     errors = {}
     if a.qdq:
         for label, optimize in (("onnxruntime", True), ("onnxruntime, no optimizations", False)):
-            s = session(a.qdq, optimize, a.threads)
-            errors[label] = [rel(s.run(None, {name: x})[0], r) for x, r in zip(inputs, refs)]
+            s = ort_session(a.qdq, a.threads, optimize)
+            errors[label] = [rel_err(s.run(None, {name: x})[0], r) for x, r in zip(inputs, refs)]
     env = dict(os.environ, BASIN_NUM_THREADS=str(a.threads))
     with tempfile.TemporaryDirectory() as d:
         for spec in a.network:
@@ -85,7 +75,7 @@ def main():
                                    capture_output=True, text=True, env=env)
                 if p.returncode:
                     sys.exit(f"basin run {path}: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
-                errs.append(rel(np.load(o), r))
+                errs.append(rel_err(np.load(o), r))
             errors[f"basin {label}"] = errs
     width = max(len(k) for k in errors) if errors else 0
     for label, errs in errors.items():

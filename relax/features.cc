@@ -260,9 +260,8 @@ class Walker {
     // (a pair of bfloat16 or a group of four 8-bit products each) in about 16 cycles, the
     // issue time of 32 vector multiply-adds of 16 lanes: a multiply-add per lane for
     // kAmxShare of the iterations.
-    const bool amx = in_amx_;
-    OpCounts c = in_int8_dot_ || amx ? OpCounts{1, 1, 0, 0, 0} : count_ops(n.value);
-    const Expr op_share = float_imm(DType::f64(), amx ? kAmxShare : 1.0);
+    OpCounts c = in_int8_dot_ || in_amx_ ? OpCounts{1, 1, 0, 0, 0} : count_ops(n.value);
+    const Expr op_share = float_imm(DType::f64(), in_amx_ ? kAmxShare : 1.0);
     auto times = [&](int k) { return float_imm(DType::f64(), k) * iters * op_share; };
     std::vector<Expr> v = {times(c.add), times(c.mul), times(c.div), times(c.math), times(c.cmp), iters};
     Expr lanes = one(), par = one(), steps = one();
