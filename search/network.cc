@@ -32,6 +32,7 @@ struct TaskState {
 }  // namespace
 
 double constant_bytes(const graph::Partition& p) {
+  if (p.run_constant_bytes >= 0) return p.run_constant_bytes;
   double bytes = 0;
   for (const graph::NetworkTask& t : p.tasks)
     for (int i : t.constant_inputs) {
@@ -43,12 +44,14 @@ double constant_bytes(const graph::Partition& p) {
 
 bool weights_exceed_cache(const graph::Partition& p) {
   const int64_t llc = last_level_cache_bytes();
-  return constant_bytes(p) > static_cast<double>(llc > 0 ? llc : int64_t{32} << 20);
+  return constant_bytes(p) > 0.5 * static_cast<double>(llc > 0 ? llc : int64_t{32} << 20);
 }
 
 // The programs of every task's first round together, when NetworkTuneOptions::first_batch
 // is automatic.
 constexpr int kFirstRoundPrograms = 256;
+// Proposals the family sweep adds for a task tuned by little more than its first round.
+constexpr int kSweepProposals = 4;
 
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
   if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
@@ -60,12 +63,19 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
           : std::min(opt.task.batch,
                      std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
-  const bool cold = opt.task.target == "llvm" && weights_exceed_cache(p);
+  if (opt.weights_timing != "auto" && opt.weights_timing != "cold" && opt.weights_timing != "warm")
+    throw Error("weights timing '" + opt.weights_timing + "': give auto, cold or warm");
+  const bool cold = opt.task.target == "llvm" &&
+                    (opt.weights_timing == "cold" || (opt.weights_timing == "auto" && weights_exceed_cache(p)));
   if (cold && opt.task.log) {
     char line[160];
-    std::snprintf(line, sizeof line,
-                  "network: %.0f MB of weights exceed the last-level cache: programs timed with them evicted",
-                  constant_bytes(p) / 1e6);
+    if (opt.weights_timing == "cold")
+      std::snprintf(line, sizeof line, "network: programs timed with their %.0f MB of weights evicted, as asked",
+                    constant_bytes(p) / 1e6);
+    else
+      std::snprintf(line, sizeof line,
+                    "network: %.0f MB of weights exceed half the last-level cache: programs timed with them evicted",
+                    constant_bytes(p) / 1e6);
     opt.task.log(line);
   }
   // Estimators a family of tasks shares (destroyed after the tasks' tuners).
@@ -135,11 +145,13 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   size_t next_warm = 0;
   // The family sweep (NetworkTuneOptions::family_sweep): once the first rounds are done
   // and what is left of the budget is the sweep's share, each task of a family measures
-  // the best programs of two others fitted to its extents (TaskTuner::seed): the nearest
-  // task before it with more trials, and the family's task of most trials. The budget
+  // the best programs of up to three others fitted to its extents (TaskTuner::seed): the
+  // nearest tasks before and after it (a range's tasks are in the order of their
+  // buckets' extents) with more trials, and the family's task of most trials. The budget
   // goes where the weighted latency gains most, so a shape range's short buckets keep
   // little more than their first round; the long buckets' tuned programs are their
-  // cheapest next step.
+  // cheapest next step, and the family's estimator, taught by the long buckets' tasks,
+  // proposes a few more (kSweepProposals).
   bool swept = opt.estimator_family.empty() || opt.family_sweep <= 0;
   auto sweep_due = [&] {
     if (swept || next_warm < warm.size()) return false;
@@ -158,26 +170,39 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
         trials[j] = r.trials;
         if (r.best) best[j] = r.best->config;
       }
-      for (size_t i = 0; i < tasks.size() && !out_of_budget(); ++i) {
+      // The heaviest tasks first (weight x best latency), so that a sweep the budget
+      // cuts short has served the tasks that matter most.
+      std::vector<size_t> order(tasks.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      auto load = [&](size_t i) {
+        return static_cast<double>(p.tasks[i].weight) * std::max(0.0, tasks[i].tuner->result().best_latency_us);
+      };
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return load(a) > load(b); });
+      for (size_t i : order) {
+        if (out_of_budget()) break;
         const std::string& fam = opt.estimator_family[i];
         if (fam.empty()) continue;
-        int before = -1, most = -1;
+        int below = -1, above = -1, most = -1;
         for (size_t j = 0; j < tasks.size(); ++j) {
           if (j == i || opt.estimator_family[j] != fam || best[j].empty()) continue;
-          if (j < i && trials[j] > trials[i]) before = static_cast<int>(j);
+          if (j < i && trials[j] > trials[i]) below = static_cast<int>(j);
+          if (j > i && trials[j] > trials[i] && above < 0) above = static_cast<int>(j);
           if (most < 0 || trials[j] > trials[static_cast<size_t>(most)]) most = static_cast<int>(j);
         }
         std::vector<std::string> configs;
-        for (int j : {before, most})
+        for (int j : {below, above, most})
           if (j >= 0) configs.push_back(best[static_cast<size_t>(j)]);
         const int q = tasks[i].tuner->seed(configs);
-        if (q == 0) continue;
-        seeded += q;
-        measured += tasks[i].tuner->round(q, out_of_budget);
+        // A task that has had little more than its first round also measures the
+        // proposals of its family's estimator, which the other tasks have taught since.
+        const int more = trials[i] <= 2 * first_batch ? kSweepProposals : 0;
+        if (q + more == 0) continue;
+        seeded += q + more;
+        measured += tasks[i].tuner->round(q + more, out_of_budget);
       }
       if (opt.task.log && seeded > 0)
         opt.task.log("network: family sweep: " + std::to_string(measured) + " of " + std::to_string(seeded) +
-                     " programs of other extents measured");
+                     " programs (other extents' best, the family's proposals) measured");
       res.curve.push_back({since(t0), total_trials(), estimate()});
       if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
       continue;
@@ -270,6 +295,9 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
 graph::Partition merge_partitions(const std::vector<const graph::Partition*>& parts,
                                   const std::vector<int64_t>& scale) {
   graph::Partition p;
+  p.run_constant_bytes = 0;
+  for (const graph::Partition* part : parts)
+    p.run_constant_bytes = std::max(p.run_constant_bytes, constant_bytes(*part));
   std::map<std::string, size_t> at;
   for (size_t n = 0; n < parts.size(); ++n)
     for (graph::NetworkTask t : parts[n]->tasks) {

@@ -54,6 +54,7 @@ struct NetOptions {
   double timeout = 10, slow_factor = 2;
   bool json = false, quiet = false, no_calibrate = false, no_transfer = false;
   double family_sweep = search::NetworkTuneOptions().family_sweep;
+  std::string weights_timing = "auto";
   bool f32_activations = false;  // at bf16: the values between kernels stay float32
 };
 
@@ -471,6 +472,7 @@ int run_tune(const NetOptions& o) {
   search::NetworkTuneOptions to;
   if (any_ranged && !o.no_transfer) to.estimator_family = search::range_families(part, range_extents);
   to.family_sweep = o.family_sweep;
+  to.weights_timing = o.weights_timing;
   to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
   to.task.precision = programs_precision(o);
@@ -950,11 +952,16 @@ void add_network_commands(CLI::App& app, Runner& run) {
     cmd->add_flag("--no-transfer", o->no_transfer,
                   "with a range of shapes: each bucket's task tunes alone (by default one operator chain's tasks "
                   "at the buckets' extents share one estimator, and in the last tenth of the budget each measures "
-                  "the best programs of two others fitted to its extents)");
+                  "the best programs of up to three others fitted to its extents)");
     cmd->add_option("--family-sweep", o->family_sweep,
                     "with a range of shapes: the share of the budget left when each bucket's task measures the best "
-                    "programs of two other buckets' (0: no sweep)")
+                    "programs of up to three other buckets' (0: no sweep)")
         ->check(CLI::Range(0.0, 0.5));
+    cmd->add_option("--weights-timing", o->weights_timing,
+                    "cold: time every program with its weights evicted from the caches, as a network whose weights "
+                    "outgrow the caches reads them; warm: cached; auto (default): cold when the weights exceed half "
+                    "the last-level cache")
+        ->check(CLI::IsMember({"auto", "cold", "warm"}));
     cmd->callback([&run, o] { run = [o] { return run_tune(*o); }; });
   }
   {

@@ -44,6 +44,10 @@ struct NetworkTask {
 struct Partition {
   std::vector<FusedGroup> groups;  // producers first
   std::vector<NetworkTask> tasks;
+  // Set on several networks' tasks merged as one (search::merge_partitions: the buckets
+  // of a shape range): the most bytes of constant inputs one run of one of them reads.
+  // A merged task's weight counts its uses in every network, each run reads one.
+  double run_constant_bytes = -1;
 };
 
 // True for the operators that only reinterpret their input's shape.

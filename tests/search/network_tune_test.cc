@@ -177,14 +177,34 @@ TEST_F(NetworkTune, WeightsBeyondTheCacheAreTimedCold) {
   opt.task_options = [&](size_t, TuneOptions& to) { cold.push_back(to.cold_constants); };
   tune_network(p, store, opt);
   EXPECT_EQ(cold, std::vector<bool>(3, false));
+  // Cold from half the last-level cache on: task 0's constants are 4 x 148 bytes a group.
+  const int64_t llc = last_level_cache_bytes() > 0 ? last_level_cache_bytes() : int64_t{32} << 20;
+  const double others = constant_bytes(p) - 4.0 * 148 * p.tasks[0].weight;
   graph::Partition big = p;
-  big.tasks[0].weight =
-      static_cast<int>(std::max<int64_t>(last_level_cache_bytes(), int64_t{32} << 20) / (4 * 148) + 1);
+  big.tasks[0].weight = static_cast<int>((0.5 * static_cast<double>(llc) - others) / (4 * 148)) - 1;
+  EXPECT_FALSE(weights_exceed_cache(big));
+  big.tasks[0].weight += 2;
   EXPECT_TRUE(weights_exceed_cache(big));
   cold.clear();
   opt.trials = 6;
   tune_network(big, store, opt);
   EXPECT_EQ(cold, std::vector<bool>(3, true));
+}
+
+// Networks merged for one tuning run (a range's buckets) read the weights of one of them
+// per run: their constant bytes are the most of one, not the merged weights' sum (which
+// counts each bucket's share of the calls and timed every bucket's programs cold).
+TEST_F(NetworkTune, MergedNetworksCountTheWeightsOfOneRun) {
+  graph::Partition p = small_partition();
+  graph::Partition bigger = p;
+  bigger.tasks[0].weight *= 2;
+  const graph::Partition merged = merge_partitions({&p, &bigger}, {1000000, 1000000});
+  EXPECT_DOUBLE_EQ(constant_bytes(merged), constant_bytes(bigger));
+  EXPECT_GT(constant_bytes(bigger), constant_bytes(p));
+  EXPECT_FALSE(weights_exceed_cache(merged));
+  // Merged once more, the bytes stay those of the largest network.
+  const graph::Partition again = merge_partitions({&merged, &p}, {7, 7});
+  EXPECT_DOUBLE_EQ(constant_bytes(again), constant_bytes(bigger));
 }
 
 TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
@@ -318,8 +338,9 @@ TEST(RangeTuning, BucketsMergeWithTheirWeightsAndShareAnEstimatorPerChain) {
 }
 
 // The family sweep: a bucket's task measures the best program of its family's most tuned
-// task, fitted to its own extents (TaskTuner::seed); here due as soon as the first
-// rounds are done.
+// task, fitted to its own extents (TaskTuner::seed), and, tuned by its first round only,
+// four proposals of the family's estimator; here due as soon as the first rounds are
+// done.
 TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
   if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
   graph::Graph g8, g64;
@@ -331,7 +352,7 @@ TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
   {
     RecordStore store(dir + "/r.db");
     NetworkTuneOptions opt;
-    opt.trials = 8;
+    opt.trials = 16;
     opt.first_batch = 3;
     opt.task.batch = 4;
     opt.family_sweep = 1.0;
@@ -357,6 +378,8 @@ TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
         if (std::optional<sched::Config> c = sched::fit_config(s, big[k].config))
           fitted.insert(sched::config_to_json(s, *c));
     EXPECT_TRUE(fitted.count(mine[3].config)) << mine[3].config;
+    // Tuned by its first round only, it also measured its family estimator's proposals.
+    EXPECT_GE(mine.size(), 3u + 1 + 4);
     // Without families, no sweep.
     lines.clear();
     opt.estimator_family.clear();

@@ -568,6 +568,11 @@ TEST_F(NetworkCli, ARangeOfShapesIsTunedCompiledAndRunAtAnyLength) {
   EXPECT_EQ(sw.code, 0) << sw.out;
   expect_one_error("tune " + model + " --shape seq=2..12 --family-sweep 0.9 --records " + db + " --trials 1",
                    "--family-sweep");
+  // Weights timed cold on request, whatever their size; a mode that is none is refused.
+  Result cold = run("tune " + model + " --shape seq=2..12 --weights-timing cold --records " + db + " --trials 1", true);
+  EXPECT_EQ(cold.code, 0) << cold.out;
+  EXPECT_NE(cold.out.find("weights evicted, as asked"), std::string::npos) << cold.out;
+  expect_one_error("tune " + model + " --weights-timing hot --records " + db + " --trials 1", "--weights-timing");
   expect_one_error("compile " + model + " --shape seq=12..2 -o " + dir + "/bad.basin", "LO <= HI");
   expect_one_error("compile " + model + " --shape seq=2..x -o " + dir + "/bad.basin", "not an integer");
   expect_one_error("compile zoo:resnet18 --shape seq=1..4 -o " + dir + "/bad.basin", "zoo network");
