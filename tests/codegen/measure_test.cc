@@ -380,7 +380,7 @@ TEST(Timing, EvictingFromTheCachesKeepsTheData) {
   for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], static_cast<float>(i));
 }
 
-// A network whose weights exceed the last-level cache times its tasks with them evicted
+// A network whose weights exceed half the last-level cache times its tasks with them evicted
 // (search::weights_exceed_cache); the results are right either way.
 TEST_F(Measure, ColdConstantsAreMeasuredAndRight) {
   codegen::MeasureOptions opt;
