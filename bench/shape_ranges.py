@@ -100,11 +100,15 @@ def peer(name, path, threads):
     raise ValueError(name)
 
 
-def basin_cmd(basin, args, threads, ok=(0,)):
+def basin_cmd(basin, args, threads, ok=(0,), log=None):
     """basin's standard output; RuntimeError with its last error line on another exit
-    status than `ok` (tune exits 4 when a task is left without a program)."""
+    status than `ok` (tune exits 4 when a task is left without a program). `log`: a file
+    that keeps its standard error (the tuning's rounds, the family sweep)."""
     p = subprocess.run([basin] + args, capture_output=True, text=True,
                        env=dict(os.environ, BASIN_NUM_THREADS=str(threads)))
+    if log:
+        with open(log, "w") as f:
+            f.write(p.stderr)
     if p.returncode not in ok:
         raise RuntimeError((p.stderr.strip().splitlines() or ["?"])[-1][:300])
     return p.stdout
@@ -164,8 +168,9 @@ def main():
         t0 = time.time()
         try:
             tune = json.loads(basin_cmd(a.basin, ["tune", onnx_path, "--shape", shape, "--records", records, "--budget",
-                                                  f"{int(parse_seconds(a.budget))}s", "--json", "--quiet"] +
-                                        shlex.split(a.tune_args), a.threads, ok=(0, 4)))
+                                                  f"{int(parse_seconds(a.budget))}s", "--json"] +
+                                        shlex.split(a.tune_args), a.threads, ok=(0, 4),
+                                        log=os.path.join(d, "tune.log")))
             r["tune_seconds"] = time.time() - t0
             r["buckets_estimated_us"] = {m["model"].split(" ", 1)[1]: m["estimated_latency_us"]
                                          for m in tune.get("models", [])}

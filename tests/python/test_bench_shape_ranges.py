@@ -26,3 +26,19 @@ def test_the_table_compares_basin_with_the_fastest_peer():
     assert lines[0].startswith("| model | length | basin (ms) | ort (ms) | openvino (ms) | vs fastest peer")
     assert lines[2] == "| bert | 8 | 2.00 | 3.00 | 5.00 | 1.50x | 1.0e-06 | 2.0e-06 | 3.0e-06 |"
     assert lines[3] == "| gpt2 | - | no program |"
+
+
+def test_basin_cmd_keeps_the_standard_error_in_its_log_and_raises_on_failure(tmp_path):
+    b = load_bench("shape_ranges")
+    stub = tmp_path / "basin"
+    stub.write_text("#!/bin/sh\necho out\necho \"round 1 of $1\" >&2\n[ \"$1\" = ok ] || { echo 'basin: error: bad' >&2; exit 3; }\n")
+    stub.chmod(0o755)
+    log = tmp_path / "tune.log"
+    assert b.basin_cmd(str(stub), ["ok"], 2, log=str(log)) == "out\n"
+    assert log.read_text() == "round 1 of ok\n"
+    try:
+        b.basin_cmd(str(stub), ["no"], 2, log=str(log))
+        raise AssertionError("no error raised")
+    except RuntimeError as e:
+        assert "basin: error: bad" in str(e)
+    assert "round 1 of no" in log.read_text()
