@@ -63,19 +63,14 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
           : std::min(opt.task.batch,
                      std::max(4, kFirstRoundPrograms / std::max<int>(1, static_cast<int>(p.tasks.size()))));
   const auto t0 = Clock::now();
-  if (opt.weights_timing != "auto" && opt.weights_timing != "cold" && opt.weights_timing != "warm")
-    throw Error("weights timing '" + opt.weights_timing + "': give auto, cold or warm");
-  const bool cold = opt.task.target == "llvm" &&
-                    (opt.weights_timing == "cold" || (opt.weights_timing == "auto" && weights_exceed_cache(p)));
+  using WeightsTiming = NetworkTuneOptions::WeightsTiming;
+  const bool asked = opt.weights_timing == WeightsTiming::Cold;
+  const bool cold =
+      opt.task.target == "llvm" && (asked || (opt.weights_timing == WeightsTiming::Auto && weights_exceed_cache(p)));
   if (cold && opt.task.log) {
     char line[160];
-    if (opt.weights_timing == "cold")
-      std::snprintf(line, sizeof line, "network: programs timed with their %.0f MB of weights evicted, as asked",
-                    constant_bytes(p) / 1e6);
-    else
-      std::snprintf(line, sizeof line,
-                    "network: %.0f MB of weights exceed half the last-level cache: programs timed with them evicted",
-                    constant_bytes(p) / 1e6);
+    std::snprintf(line, sizeof line, "network: programs timed with their %.0f MB of weights evicted, %s",
+                  constant_bytes(p) / 1e6, asked ? "as asked" : "which exceed half the last-level cache");
     opt.task.log(line);
   }
   // Estimators a family of tasks shares (destroyed after the tasks' tuners).
@@ -165,19 +160,18 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
       // Each task's trials and best program as the sweep starts (what it offers the others).
       std::vector<int> trials(tasks.size());
       std::vector<std::string> best(tasks.size());
+      std::vector<double> load(tasks.size());  // weight x best latency
       for (size_t j = 0; j < tasks.size(); ++j) {
         const TuneResult& r = tasks[j].tuner->result();
         trials[j] = r.trials;
         if (r.best) best[j] = r.best->config;
+        load[j] = static_cast<double>(p.tasks[j].weight) * std::max(0.0, r.best_latency_us);
       }
-      // The heaviest tasks first (weight x best latency), so that a sweep the budget
-      // cuts short has served the tasks that matter most.
+      // The heaviest tasks first, so that a sweep the budget cuts short has served the
+      // tasks that matter most.
       std::vector<size_t> order(tasks.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      auto load = [&](size_t i) {
-        return static_cast<double>(p.tasks[i].weight) * std::max(0.0, tasks[i].tuner->result().best_latency_us);
-      };
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return load(a) > load(b); });
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return load[a] > load[b]; });
       for (size_t i : order) {
         if (out_of_budget()) break;
         const std::string& fam = opt.estimator_family[i];

@@ -56,13 +56,14 @@ struct NetworkTuneOptions {
   // Not with make_estimator (a user's own per task).
   std::vector<std::string> estimator_family;
   // With families: the share of the budget (trials, or seconds) left when every task of
-  // a family measures the best programs of two others at their extents (the family
-  // sweep, tune_network); 0: none.
+  // a family measures the best programs of up to three others at their extents (the
+  // family sweep, tune_network); 0: none.
   double family_sweep = 0.1;
-  // How the CPU's programs are timed with respect to their constant inputs: "cold"
-  // (evicted before every call), "warm" (cached), "auto": cold when the network's
-  // weights exceed the cache (weights_exceed_cache).
-  std::string weights_timing = "auto";
+  // How the CPU's programs are timed with respect to their constant inputs: Cold
+  // (evicted before every call), Warm (cached), Auto: cold when the network's weights
+  // exceed half the cache (weights_exceed_cache).
+  enum class WeightsTiming { Auto, Cold, Warm };
+  WeightsTiming weights_timing = WeightsTiming::Auto;
   // Test hook: adjusts the options of task i's tuner before it starts (fault injection).
   std::function<void(size_t, TuneOptions&)> task_options;
 
@@ -111,7 +112,7 @@ struct NetworkTuneResult {
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt);
 // The bytes of constant inputs one run of the network's kernels reads (of networks merged
 // by merge_partitions: the most that one run of one of them reads, whatever their
-// weights), and whether they exceed the last-level cache.
+// weights), and whether they exceed half the last-level cache.
 double constant_bytes(const graph::Partition& p);
 bool weights_exceed_cache(const graph::Partition& p);
 

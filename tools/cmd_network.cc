@@ -472,7 +472,10 @@ int run_tune(const NetOptions& o) {
   search::NetworkTuneOptions to;
   if (any_ranged && !o.no_transfer) to.estimator_family = search::range_families(part, range_extents);
   to.family_sweep = o.family_sweep;
-  to.weights_timing = o.weights_timing;
+  using WeightsTiming = search::NetworkTuneOptions::WeightsTiming;
+  to.weights_timing = o.weights_timing == "cold"   ? WeightsTiming::Cold
+                      : o.weights_timing == "warm" ? WeightsTiming::Warm
+                                                   : WeightsTiming::Auto;
   to.task.cluster = ranks.cluster.get();
   to.task.target = o.target;
   to.task.precision = programs_precision(o);

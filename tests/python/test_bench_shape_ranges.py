@@ -3,6 +3,7 @@ token ids, an all-ones mask) and the table (latencies, basin against the fastest
 errors; a model that failed gives its error)."""
 
 import numpy as np
+import pytest
 
 from conftest import load_bench
 
@@ -36,9 +37,6 @@ def test_basin_cmd_keeps_the_standard_error_in_its_log_and_raises_on_failure(tmp
     log = tmp_path / "tune.log"
     assert b.basin_cmd(str(stub), ["ok"], 2, log=str(log)) == "out\n"
     assert log.read_text() == "round 1 of ok\n"
-    try:
+    with pytest.raises(RuntimeError, match="basin: error: bad"):
         b.basin_cmd(str(stub), ["no"], 2, log=str(log))
-        raise AssertionError("no error raised")
-    except RuntimeError as e:
-        assert "basin: error: bad" in str(e)
     assert "round 1 of no" in log.read_text()
