@@ -272,8 +272,8 @@ TuneReport TuningSession::run() {
     std::shared_ptr<Estimator> e = o.custom_estimator;
     to.make_estimator = [e](size_t) { return api::adapt(e); };
   }
-  if (o.trials > 0) to.trials = o.trials;
-  else to.budget_seconds = o.budget_seconds;
+  if (o.trials > 0) to.budget.trials = o.trials;
+  else to.budget.seconds = o.budget_seconds;
   if (o.on_log) to.task.log = o.on_log;
   to.stop = o.stop;
   to.progress = progress_of(o);
@@ -327,8 +327,8 @@ OperatorTuneReport tune_operator(const OperatorSpec& spec, const TuneOptions& o)
   to.precision = o.precision;
   to.seed = o.seed;
   to.batch = o.batch;
-  if (o.trials > 0) to.trials = o.trials;
-  else to.budget_seconds = o.budget_seconds;
+  if (o.trials > 0) to.budget.trials = o.trials;
+  else to.budget.seconds = o.budget_seconds;
   to.label = label;
   if (o.on_log) to.log = o.on_log;
   to.progress = progress_of(o);

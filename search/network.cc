@@ -54,7 +54,7 @@ constexpr int kFirstRoundPrograms = 256;
 constexpr int kSweepProposals = 4;
 
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
-  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  opt.budget.require();
   if (opt.task.batch <= 0) throw Error("the batch size must be positive");
   if (opt.first_batch < 0) throw Error("the first round's batch size must be positive (or 0: automatic)");
   const int first_batch =
@@ -100,8 +100,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     }
     TuneOptions to = opt.task;
     to.seed = opt.task.seed + i;
-    to.trials = 0;  // the scheduler's budget, not the task's
-    to.budget_seconds = 0;
+    to.budget = {};  // the scheduler's budget, not the task's
     to.progress = nullptr;
     to.label = "task " + std::to_string(i) + " " + p.tasks[i].label + " x" + std::to_string(p.tasks[i].weight);
     to.constant_inputs = p.tasks[i].constant_inputs;
@@ -129,8 +128,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   res.resumed = total_trials();
   auto out_of_budget = [&] {
     if (res.stopped || (opt.stop && opt.stop())) return res.stopped = true;
-    if (opt.trials > 0 && total_trials() >= opt.trials) return true;
-    return opt.budget_seconds > 0 && since(t0) >= opt.budget_seconds;
+    return opt.budget.spent(total_trials(), since(t0));
   };
   res.curve.push_back({0, res.resumed, estimate()});
   // Every task gets a first round (in order), unless the file already has programs of it.
@@ -150,8 +148,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   bool swept = opt.estimator_family.empty() || opt.family_sweep <= 0;
   auto sweep_due = [&] {
     if (swept || next_warm < warm.size()) return false;
-    if (opt.trials > 0) return total_trials() >= (1 - opt.family_sweep) * opt.trials;
-    return opt.budget_seconds > 0 && since(t0) >= (1 - opt.family_sweep) * opt.budget_seconds;
+    return opt.budget.share(1 - opt.family_sweep).spent(total_trials(), since(t0));
   };
   while (!out_of_budget()) {
     if (sweep_due()) {
@@ -198,7 +195,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
         opt.task.log("network: family sweep: " + std::to_string(measured) + " of " + std::to_string(seeded) +
                      " programs (other extents' best, the family's proposals) measured");
       res.curve.push_back({since(t0), total_trials(), estimate()});
-      if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
+      if (opt.progress) opt.progress(total_trials(), opt.budget.trials, since(t0), estimate());
       continue;
     }
     int pick = -1;
@@ -211,9 +208,9 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
       const int remaining = static_cast<int>(warm.size() - next_warm);
       pick = static_cast<int>(warm[next_warm++]);
       batch = first_batch;
-      if (opt.trials > 0) batch = std::min(batch, std::max(1, (opt.trials - total_trials()) / remaining));
-      if (opt.budget_seconds > 0) {
-        const double deadline = since(t0) + (opt.budget_seconds - since(t0)) / remaining;
+      batch = std::min(batch, std::max(1, opt.budget.trials_left(total_trials()) / remaining));
+      if (opt.budget.seconds > 0) {
+        const double deadline = since(t0) + opt.budget.seconds_left(since(t0)) / remaining;
         round_stop = [&out_of_budget, &t0, deadline] { return out_of_budget() || since(t0) >= deadline; };
       }
     } else {
@@ -238,8 +235,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (pick < 0) break;  // every task retired
     TaskState& t = tasks[pick];
     double before = t.tuner->result().best_latency_us;
-    int budget_left = opt.trials > 0 ? opt.trials - total_trials() : batch;
-    int n = t.tuner->round(std::min(batch, std::max(budget_left, 1)), round_stop);
+    int n = t.tuner->round(std::min(batch, std::max(opt.budget.trials_left(total_trials()), 1)), round_stop);
     ++t.rounds;
     double after = t.tuner->result().best_latency_us;
     t.last_gain_us = before > 0 && after > 0 ? before - after : 0;
@@ -251,7 +247,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
                      ") has no valid program after 3 rounds; retired");
     }
     res.curve.push_back({since(t0), total_trials(), estimate()});
-    if (opt.progress) opt.progress(total_trials(), opt.trials, since(t0), estimate());
+    if (opt.progress) opt.progress(total_trials(), opt.budget.trials, since(t0), estimate());
   }
   // Each task's fastest programs side by side; the final estimate follows (not when
   // stopped: the user wants the run over now).

@@ -36,8 +36,9 @@ struct NetworkTuneOptions {
   std::string estimator;  // empty: the strategy's default
   // When set, makes task i's estimator in place of `estimator` (a user's own, api/).
   std::function<std::unique_ptr<models::Estimator>(size_t)> make_estimator;
-  int trials = 0;             // stop when the network's tasks have this many records in all
-  double budget_seconds = 0;  // or after this much wall time in this run
+  // Trials: stop when the network's tasks have this many records in all; seconds: after
+  // this much wall time in this run. One of them is needed.
+  Budget budget;
   // Programs of each task's first round (at most task.batch); 0: 256 programs shared by
   // the tasks, at least 4 each (a network of many tasks has a measured program for each
   // early, one of few gets a broad first look at each).

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <optional>
 #include <unordered_set>
 
@@ -16,6 +15,8 @@
 #include "core/util/error.h"
 #include "core/util/host.h"
 #include "models/dataset.h"
+#include "search/contest.h"
+#include "search/runner.h"
 
 namespace basin::search {
 
@@ -63,9 +64,15 @@ double pairwise_accuracy(const std::vector<double>& predicted, const std::vector
   return c.pairs > 0 ? c.agree / c.pairs : -1;
 }
 
-struct TaskTuner::Impl {
+struct TaskTuner::Impl : detail::ContestHost {
   Impl(const ops::OpGraph& task, RecordStore& st, Strategy& sg, models::Estimator* e, const TuneOptions& o)
-      : space(task, o.target, o.precision), store(st), strategy(sg), est(e), opt(o) {}
+      : space(task, o.target, o.precision),
+        store(st),
+        strategy(sg),
+        est(e),
+        opt(o),
+        contests(o.confirm, o.confirm_programs, o.settle_programs, res),
+        runner(o.cluster ? detail::cluster_runner(*o.cluster, measure_options(o)) : detail::local_runner()) {}
 
   // The tuner's own clock: it runs only inside the constructor, round() and settle(),
   // so that a tuner whose rounds alternate with other tuners' (a network's tasks,
@@ -73,7 +80,7 @@ struct TaskTuner::Impl {
   // budget is its own.
   double active_seconds = 0;                      // of the spans that ended
   std::optional<Clock::time_point> active_since;  // the span running now, if any
-  double clock() const { return active_seconds + (active_since ? since(*active_since) : 0); }
+  double clock() const override { return active_seconds + (active_since ? since(*active_since) : 0); }
   struct Active {
     explicit Active(Impl& m) : m(m), outer(!m.active_since) {
       if (outer) m.active_since = Clock::now();
@@ -93,22 +100,22 @@ struct TaskTuner::Impl {
   models::Estimator* est;
   TuneOptions opt;
   TuneResult res;
+  detail::ContestPolicy contests;
+  std::unique_ptr<detail::RoundRunner> runner;
   std::vector<Measured> history;
   std::unordered_set<std::string> measured;
   std::vector<Candidate> seeds;         // TaskTuner::seed's, leading the next round
   std::vector<models::Sample> samples;  // successful programs, for the estimator
   size_t trained_on = 0;                // samples at the estimator's last update
   std::unique_ptr<codegen::MeasurePool> pool;
-  // Measurements of the last contest (confirm_round): a shared round's estimate of the
-  // contest it will hold while the workers measure (TaskTuner::round).
-  int contest_measurements = 5;
   std::string other_host_name;     // a machine other than this one that measured records of the task
   std::string other_codegen_name;  // a code generation other than this one's that the task's records name
 
   std::string label() const { return opt.label.empty() ? res.task_key : opt.label; }
 
-  std::vector<Record> records;  // this machine's records of the task, parallel to history
-  std::vector<int> sample_of;   // each record's index in samples (-1: none)
+  std::vector<Record> records_;  // this machine's records of the task, parallel to history
+  std::vector<int> sample_of;    // each record's index in samples (-1: none)
+  const std::vector<Record>& records() const override { return records_; }
 
   // The lowest latency of the programs measured so far (infinity: none), and the time
   // above which a new program is timed briefly (0: none; TuneOptions::slow_factor).
@@ -128,7 +135,7 @@ struct TaskTuner::Impl {
     for (size_t i = 0; i < cs.size(); ++i) {
       const double latency_us = latency(rs[i]);
       history.push_back({std::move(cs[i]), latency_us});
-      records.push_back(std::move(rs[i]));
+      records_.push_back(std::move(rs[i]));
       sample_of.push_back(-1);
       if (latency_us <= 0) continue;
       fastest_us = std::min(fastest_us, latency_us);
@@ -140,38 +147,7 @@ struct TaskTuner::Impl {
   }
   void remember(const Candidate& c, const Record& r) { remember(std::vector<Candidate>{c}, std::vector<Record>{r}); }
 
-  // A record that may be the best: a confirmed one (any one when confirmation is off).
-  bool eligible(const Record& r) const { return r.ok() && (opt.confirm <= 0 || r.confirmed()); }
-  long best_index = -1;                      // res.best's index in records (-1: none)
-  std::unordered_set<size_t> unconfirmable;  // records whose confirmations all failed
-  // records[i] becomes the best; an eligible one is named so in the file (the
-  // program compilation takes) and in res.bests.
-  void take_best(size_t i) {
-    Record& r = records[i];
-    if (eligible(r) && (res.bests.empty() || res.bests.back().record_id != r.id)) {
-      r.best_seq = store.name_best(r.id);
-      res.bests.push_back({clock(), res.trials, r.id, r.config, r.latency_us()});
-    }
-    best_index = static_cast<long>(i);
-    res.best = r;
-    res.best_latency_us = r.latency_us();
-  }
-  // The best while it is eligible (a fallback_best is not one), else -1.
-  long incumbent() const {
-    return best_index >= 0 && eligible(records[static_cast<size_t>(best_index)]) ? best_index : -1;
-  }
-  // Faster than the best, or any program while the best is a fallback_best (result()
-  // may be called in the middle of a round, before anything is confirmed).
-  bool beats_best(const Record& r) const { return incumbent() < 0 || r.latency_us() < res.best_latency_us; }
-  // Without confirmation, any program faster than the best becomes it.
-  void consider(size_t i) {
-    if (opt.confirm <= 0 && beats_best(records[i])) take_best(i);
-  }
-
-  // Measures records[i] again: the minimum of the measurement, or nothing when it fails
-  // (a program that ran and verified once and fails now, a timeout on a loaded
-  // machine, keeps the measurements it has).
-  std::optional<double> measure_again(size_t i) {
+  std::optional<double> measure_again(size_t i) override {
     codegen::MeasureResult mr = measure(history[i].candidate);
     if (mr.ok() && !mr.latencies_us.empty()) return mr.min_us();
     return std::nullopt;
@@ -196,34 +172,16 @@ struct TaskTuner::Impl {
     res.compile_seconds += mr.compile_seconds;
     return mr;
   }
-  // records[i] with `more` measurements again appended (Record::confirm_us): into the
-  // file, the history and the estimator's samples.
-  void add_measurements(size_t i, const std::vector<double>& more) {
-    Record& r = records[i];
+  void add_measurements(size_t i, const std::vector<double>& more) override {
+    Record& r = records_[i];
     r.confirm_us.insert(r.confirm_us.end(), more.begin(), more.end());
     store.confirm(r.id, r.confirm_us);
     history[i].latency_us = r.latency_us();
     if (sample_of[i] >= 0) samples[static_cast<size_t>(sample_of[i])].latency_us = r.latency_us();
-    if (static_cast<long>(i) == best_index) {
-      res.best = r;
-      res.best_latency_us = r.latency_us();
-    }
   }
+  void name_best(size_t i) override { records_[i].best_seq = store.name_best(records_[i].id); }
 
-  // The `k` of `which` (record indices) of lowest latency, fastest first.
-  std::vector<size_t> fastest(std::vector<size_t> which, size_t k) const {
-    k = std::min(k, which.size());
-    std::partial_sort(which.begin(), which.begin() + static_cast<std::ptrdiff_t>(k), which.end(),
-                      [&](size_t a, size_t b) { return records[a].latency_us() < records[b].latency_us(); });
-    which.resize(k);
-    return which;
-  }
-
-  // A side-by-side measurement: each of `which` (record indices) measured `times`
-  // times, in turn, so that every program meets the same phases of a shared machine.
-  // Returns the minimum of each measurement (parallel to which; empty where every one
-  // failed).
-  std::vector<std::vector<double>> measure_in_turn(const std::vector<size_t>& which, int times) {
+  std::vector<std::vector<double>> measure_in_turn(const std::vector<size_t>& which, int times) override {
     std::vector<std::vector<double>> window(which.size());
     std::vector<Candidate> ahead;  // every measurement's program, in the order they run
     for (int k = 0; k < times; ++k)
@@ -237,100 +195,11 @@ struct TaskTuner::Impl {
     }
     return window;
   }
-  // `contest` (record indices) measured `confirm` times each, side by side; each keeps
-  // its measurements, and the window's winner (contest_winner: the lowest median, the
-  // lower one of an even count) becomes the best. A program never confirmed whose measurements
-  // all failed (a timeout on a loaded machine, a wrong result) has its one measurement,
-  // and one measurement does not make a best.
-  void hold_contest(const std::vector<size_t>& contest) {
-    std::vector<std::vector<double>> window = measure_in_turn(contest, opt.confirm);
-    for (size_t j = 0; j < contest.size(); ++j) {
-      if (window[j].empty()) {
-        if (!records[contest[j]].confirmed()) unconfirmable.insert(contest[j]);
-        continue;
-      }
-      add_measurements(contest[j], window[j]);
-    }
-    const long w = contest_winner(window);
-    if (w >= 0 && static_cast<long>(contest[static_cast<size_t>(w)]) != incumbent())
-      take_best(contest[static_cast<size_t>(w)]);
-  }
 
-  // At the end of a round, a contest: the programs whose latency beats the best's (new
-  // ones first, fastest first, up to confirm_programs) are measured `confirm` times
-  // side by side with the best, after the round's other programs. The winner of that
-  // window is the best. Every program keeps its measurements (their median is its
-  // latency) but only a side-by-side win makes a best: a program measured in one quiet
-  // phase of a shared machine has a low median that the best, measured in every
-  // round, cannot show, and comparing medians of different phases favoured it
-  // (docs/search.md, "Confirmation"). A round without challengers measures the best
-  // once more.
-  void confirm_round() {
-    if (opt.confirm <= 0) return;
-    const long inc = incumbent();
-    std::vector<size_t> fresh, again;
-    for (size_t i = 0; i < records.size(); ++i)
-      if (static_cast<long>(i) != inc && records[i].ok() && !unconfirmable.count(i) && beats_best(records[i]))
-        (records[i].confirmed() ? again : fresh).push_back(i);
-    const size_t slots = static_cast<size_t>(std::max(opt.confirm_programs, 1));
-    std::vector<size_t> challengers = fastest(std::move(fresh), slots);
-    for (size_t i : fastest(std::move(again), slots - challengers.size())) challengers.push_back(i);
-    if (challengers.empty()) {
-      if (inc < 0) return;
-      ++res.best_remeasurements;
-      if (std::optional<double> t = measure_again(static_cast<size_t>(inc)))
-        add_measurements(static_cast<size_t>(inc), {*t});
-      return;
-    }
-    res.confirmations += static_cast<int>(challengers.size()) * opt.confirm;
-    if (inc >= 0) {
-      challengers.insert(challengers.begin(), static_cast<size_t>(inc));
-      res.best_remeasurements += opt.confirm;
-    }
-    hold_contest(challengers);
-  }
-
-  // At the end of a run, a last contest: the best and the fastest other confirmed
-  // programs (settle_programs in all) measured `confirm` times side by side. A program
-  // confirmed in the last rounds has met the best once; here the fastest meet again.
   void settle() {
-    // A run that measured nothing new (everything was in the records) changes nothing.
-    if (opt.confirm <= 0 || opt.settle_programs < 2 || res.measured == 0 || res.settled) return;
-    const long inc = incumbent();
-    std::vector<size_t> others;
-    for (size_t i = 0; i < records.size(); ++i)
-      if (static_cast<long>(i) != inc && eligible(records[i])) others.push_back(i);
-    std::vector<size_t> contest = fastest(std::move(others), static_cast<size_t>(opt.settle_programs - (inc >= 0)));
-    if (inc >= 0) contest.insert(contest.begin(), static_cast<size_t>(inc));
-    if (contest.size() < 2) return;
-    res.best_remeasurements += static_cast<int>(contest.size()) * opt.confirm;
-    hold_contest(contest);
+    if (res.settled || !contests.settle(*this, res.measured > 0)) return;
     res.settled = true;
     res.curve.push_back({clock(), res.trials, res.best_latency_us});
-  }
-
-  // On resume: the program a tuner named the best last (Record::best_seq), else the
-  // fastest confirmed one (a file from a basin before the contest).
-  void resume_best() {
-    auto before = [](const Record& r, const Record& o) {
-      return r.best_seq != o.best_seq ? r.best_seq > o.best_seq : r.latency_us() < o.latency_us();
-    };
-    long b = -1;
-    for (size_t i = 0; i < records.size(); ++i)
-      if (eligible(records[i]) && (b < 0 || before(records[i], records[static_cast<size_t>(b)])))
-        b = static_cast<long>(i);
-    if (b < 0) return;
-    // Named already: not named again, nor listed as a change of this run.
-    best_index = b;
-    res.best = records[static_cast<size_t>(b)];
-    res.best_latency_us = res.best->latency_us();
-  }
-
-  // While no program is confirmed, the fastest of all (a run that measured nothing new).
-  void fallback_best() {
-    if (res.best) return;
-    for (size_t i = 0; i < records.size(); ++i)
-      if (records[i].ok() && (!res.best || records[i].latency_us() < res.best_latency_us)) take_best(i);
   }
 
   void update() {
@@ -350,7 +219,7 @@ struct TaskTuner::Impl {
   }
 
   bool done() const {
-    if (opt.trials > 0 && res.trials >= opt.trials) return true;
+    if (opt.budget.trials > 0 && res.trials >= opt.budget.trials) return true;
     // With confirmation, the best's latency must also be a median over later rounds:
     // at least `confirm` more measurements after the window that confirmed it (a
     // contest it defended, or a measurement in each round without challengers). One
@@ -362,7 +231,8 @@ struct TaskTuner::Impl {
       return true;
     return budget_spent();
   }
-  bool budget_spent() const { return opt.budget_seconds > 0 && clock() >= opt.budget_seconds; }
+  // The time budget (a contest's measurements stop there; a trial budget counts new programs only).
+  bool budget_spent() const { return opt.budget.seconds_left(clock()) <= 0; }
 };
 
 codegen::MeasureOptions measure_options(const TuneOptions& opt) {
@@ -437,7 +307,7 @@ TaskTuner::TaskTuner(const ops::OpGraph& task, RecordStore& store, Strategy& str
     opt.log("tune " + m.label() + ": " + std::to_string(m.res.other_codegen) + " records of this task in " +
             store.path() + " measured code of another generation (" + m.other_codegen_name + ", not " + generation +
             "); they are left out and their programs may be measured again");
-  m.resume_best();
+  m.contests.resume(m);
   m.res.resumed = static_cast<int>(m.measured.size());
   m.res.trials = m.res.resumed;
   m.res.curve.push_back({0, m.res.trials, m.res.best_latency_us});
@@ -459,7 +329,7 @@ void TaskTuner::settle() {
 
 const TuneResult& TaskTuner::result() {
   TuneResult& res = impl_->res;
-  impl_->fallback_best();
+  impl_->contests.fallback(*impl_);
   res.seconds = impl_->clock();
   res.measured_ahead = impl_->pool->measured_ahead();
   res.overhead_fraction = res.seconds > 0 ? 1 - res.measure_seconds / res.seconds : 0;
@@ -486,13 +356,110 @@ int TaskTuner::seed(const std::vector<std::string>& configs) {
   return queued;
 }
 
+// A round of TaskTuner: its batch of new programs, measured by the tuner's runner
+// (here, or shared with worker ranks), each into the file, the history, the best and
+// the batch's accuracy.
+class TaskTuner::RoundImpl : public detail::Round {
+ public:
+  RoundImpl(Impl& m, std::vector<Candidate> batch, std::function<bool()> stop)
+      : m(m),
+        batch(std::move(batch)),
+        stop(std::move(stop)),
+        here(machine_description(m.opt.target)),
+        generation(codegen::codegen_version(m.opt.target)) {}
+
+  Impl& m;
+  std::vector<Candidate> batch;
+  std::function<bool()> stop;
+  const std::string here, generation;
+  std::vector<double> predicted, latency;  // of the programs with a prediction
+  int measured_now = 0;
+  std::vector<size_t> unmeasured;
+
+  size_t size() const override { return batch.size(); }
+  bool halted() override { return measured_now > 0 && (m.done() || (stop && stop())); }
+
+  // A program measured (here or by a worker rank) into the file, the history, the best
+  // and the batch's accuracy.
+  void take(const Candidate& c, const codegen::MeasureResult& mr, const std::string& host, const std::string& codegen,
+            double started_at, double finished_at) {
+    TuneResult& res = m.res;
+    Record r = models::record_of(
+        {res.task_key, m.opt.target, m.space.sketches()[c.sketch].name, c.json, m.opt.seed,
+         m.strategy.name() + (m.est ? ":" + m.est->kind() : ""), host, codegen, started_at, finished_at},
+        mr);
+    r.id = m.store.add(r);
+    ++res.trials;
+    ++res.measured;
+    ++measured_now;
+    if (!r.ok()) {
+      ++res.errors;
+    } else if (!std::isnan(c.predicted)) {
+      predicted.push_back(c.predicted);
+      latency.push_back(r.min_latency_us());
+    }
+    m.remember(c, r);
+    m.contests.consider(m, m.records().size() - 1);
+    res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
+    if (m.opt.progress) m.opt.progress(res.trials, m.opt.budget.trials, m.clock(), res.best_latency_us);
+  }
+
+  // Compiled ahead on every core a slice at a time, so that a budget that runs out
+  // mid-batch stops after at most one slice.
+  void measure_here(const std::vector<size_t>& which, const std::function<void()>& between) override {
+    constexpr size_t kPrepareSlice = 16;
+    size_t prepared = 0;
+    for (size_t k = 0; k < which.size(); ++k) {
+      if (halted()) {
+        unmeasured.insert(unmeasured.end(), which.begin() + static_cast<std::ptrdiff_t>(k), which.end());
+        return;
+      }
+      if (k == prepared) {
+        prepared = std::min(which.size(), k + kPrepareSlice);
+        std::vector<Candidate> slice;
+        for (size_t j = k; j < prepared; ++j) slice.push_back(batch[which[j]]);
+        m.prepare(slice);
+      }
+      const Candidate& c = batch[which[k]];
+      // Another process tuning this file measures (or has measured) it: not twice.
+      if (!m.store.claim(m.res.task_key, m.opt.target, m.space.sketches()[c.sketch].name, c.json, here, generation)) {
+        ++m.res.left_to_others;
+        continue;
+      }
+      const double started = epoch_seconds();
+      codegen::MeasureResult mr = m.measure(c, m.slow_us());
+      take(c, mr, here, generation, started, epoch_seconds());
+      if (between) between();
+    }
+  }
+  void take_remote(size_t slot, const RemoteOutcome& o) override {
+    m.res.brief += o.result.brief;
+    m.res.compile_seconds += o.result.compile_seconds;
+    if (!o.machine.empty() && !o.host.empty()) m.store.describe_machine(o.host, o.machine);
+    take(batch[slot], o.result, o.host, o.codegen, o.started_at, o.finished_at);
+  }
+  void leave_unmeasured(size_t slot) override { unmeasured.push_back(slot); }
+  int hold_contest() override {
+    const int before = m.res.confirmations + m.res.best_remeasurements;
+    m.contests.round(m);
+    return m.res.confirmations + m.res.best_remeasurements - before;
+  }
+  void waited(double seconds) override {
+    m.res.measure_seconds += seconds;
+    m.res.wait_seconds += seconds;
+  }
+  std::string task_key() const override { return m.res.task_key; }
+  RemoteProgram remote_program(size_t slot) const override {
+    return {static_cast<int>(slot), m.space.sketches()[batch[slot].sketch].name, batch[slot].json, m.slow_us()};
+  }
+};
+
 int TaskTuner::round(int n, const std::function<bool()>& stop) {
   Impl& m = *impl_;
   Impl::Active active(m);
   TuneResult& res = m.res;
   const TuneOptions& opt = m.opt;
-  auto halt = [&] { return m.done() || (stop && stop()); };
-  if (opt.trials > 0) n = std::min(n, opt.trials - res.trials);
+  n = std::min(n, opt.budget.trials_left(res.trials));
   if (n <= 0) return 0;
   std::mt19937_64 rng(round_seed(opt.seed, res.trials));
   auto tp = Clock::now();
@@ -516,188 +483,39 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
     if (opt.log) opt.log("tune " + m.label() + ": every program of the space is measured; stopping");
     return 0;
   }
-  std::vector<double> predicted, latency;
-  int measured_now = 0;
-  // A program measured (here or by a worker rank) into the file, the history, the best
-  // and the batch's accuracy.
-  auto take = [&](const Candidate& c, const codegen::MeasureResult& mr, const std::string& host,
-                  const std::string& generation, double started_at, double finished_at) {
-    Record r = models::record_of(
-        {res.task_key, opt.target, m.space.sketches()[c.sketch].name, c.json, opt.seed,
-         m.strategy.name() + (m.est ? ":" + m.est->kind() : ""), host, generation, started_at, finished_at},
-        mr);
-    r.id = m.store.add(r);
-    ++res.trials;
-    ++res.measured;
-    ++measured_now;
-    if (!r.ok()) {
-      ++res.errors;
-    } else if (!std::isnan(c.predicted)) {
-      predicted.push_back(c.predicted);
-      latency.push_back(r.min_latency_us());
-    }
-    m.remember(c, r);
-    m.consider(m.records.size() - 1);
-    res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
-    if (opt.progress) opt.progress(res.trials, opt.trials, m.clock(), res.best_latency_us);
-  };
-  // Programs of the batch measured here, compiled ahead on every core a slice at a
-  // time so that a budget that runs out mid-batch stops after at most one slice; the
-  // programs then run one at a time, each followed by `between` (a shared round takes
-  // its workers' results there). Once one program of the round is measured, a spent
-  // budget stops it: the rest go to `unmeasured`.
-  std::vector<size_t> unmeasured;
-  bool contested = false;  // a shared round holds its contest on the way
-  const std::string here = machine_description(opt.target), generation = codegen::codegen_version(opt.target);
-  auto measure_here = [&](const std::vector<size_t>& which, const std::function<void()>& between) {
-    constexpr size_t kPrepareSlice = 16;
-    size_t prepared = 0;
-    for (size_t k = 0; k < which.size(); ++k) {
-      if (measured_now > 0 && halt()) {
-        unmeasured.insert(unmeasured.end(), which.begin() + static_cast<std::ptrdiff_t>(k), which.end());
-        return;
-      }
-      if (k == prepared) {
-        prepared = std::min(which.size(), k + kPrepareSlice);
-        std::vector<Candidate> slice;
-        for (size_t j = k; j < prepared; ++j) slice.push_back(batch[which[j]]);
-        m.prepare(slice);
-      }
-      const Candidate& c = batch[which[k]];
-      // Another process tuning this file measures (or has measured) it: not twice.
-      if (!m.store.claim(res.task_key, opt.target, m.space.sketches()[c.sketch].name, c.json, here, generation)) {
-        ++res.left_to_others;
-        continue;
-      }
-      const double started = epoch_seconds();
-      codegen::MeasureResult mr = m.measure(c, m.slow_us());
-      take(c, mr, here, generation, started, epoch_seconds());
-      if (between) between();
-    }
-  };
-  const std::vector<int> workers = opt.cluster ? opt.cluster->live_workers() : std::vector<int>();
-  // A strategy may propose more than n programs; measured one at a time, a trial budget
-  // stops the round at n, but a shared round sends them all at once: it sends n.
-  if (!workers.empty() && batch.size() > static_cast<size_t>(n)) batch.resize(static_cast<size_t>(n));
+  // A strategy may propose more than n programs: measured one at a time, a trial budget
+  // stops the round at n, but a shared round sends them all at once.
+  batch.resize(m.runner->limit(batch.size(), n));
   for (const Candidate& c : batch)
     if (!m.measured.insert(c.json).second)
       throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");
-  if (workers.empty()) {
-    std::vector<size_t> all(batch.size());
-    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-    measure_here(all, nullptr);
-  } else {
-    // Shared out, all at once: this rank's share and the live workers' (dealt in turn);
-    // a worker's results are taken as they come, between this rank's own. This rank
-    // also holds the round's contest (confirm_round), which it holds as soon as its
-    // own share is measured, while the workers still measure theirs: its share is the
-    // round's work (the new programs and the last contest's measurements, c) split K
-    // ways, less c. A worker's program that arrives after the contest is a challenger in
-    // the task's next one. A worker lost on the way leaves its unfinished programs to be
-    // measured here.
-    Cluster& cluster = *opt.cluster;
-    const double ranks = static_cast<double>(workers.size() + 1);
-    const double c = static_cast<double>(m.contest_measurements);
-    const size_t n_new = batch.size();
-    const size_t own =
-        std::min(n_new, static_cast<size_t>(std::max(0.0, std::round((static_cast<double>(n_new) + c) / ranks - c))));
-    std::vector<size_t> mine;
-    std::map<int, std::vector<RemoteProgram>> theirs;
-    size_t dealt = 0;
-    for (size_t i = 0; i < n_new; ++i) {
-      // This rank's `own` slots spread evenly over the batch; the others dealt in turn.
-      if ((i + 1) * own / n_new > i * own / n_new) {
-        mine.push_back(i);
-        continue;
-      }
-      theirs[workers[dealt++ % workers.size()]].push_back(
-          {static_cast<int>(i), m.space.sketches()[batch[i].sketch].name, batch[i].json, m.slow_us()});
-    }
-    const codegen::MeasureOptions mo = measure_options(opt);
-    std::map<int, int> pending;  // slot -> the rank measuring it
-    std::map<int, uint64_t> work;
-    for (const auto& [rank, programs] : theirs) {
-      work[rank] = cluster.send(rank, res.task_key, mo, programs);
-      for (const RemoteProgram& p : programs) pending[p.slot] = rank;
-    }
-    std::vector<size_t> orphans;  // slots of lost ranks
-    auto handle = [&](const RemoteOutcome& o) {
-      if (o.kind == RemoteOutcome::Kind::Lost) {
-        for (auto it = pending.begin(); it != pending.end();)
-          if (it->second == o.rank) {
-            orphans.push_back(static_cast<size_t>(it->first));
-            it = pending.erase(it);
-          } else {
-            ++it;
-          }
-        return;
-      }
-      auto it = pending.find(o.slot);
-      if (it == pending.end() || it->second != o.rank || work[o.rank] != o.work) return;  // not this round's
-      pending.erase(it);
-      const size_t slot = static_cast<size_t>(o.slot);
-      if (o.kind == RemoteOutcome::Kind::Skipped) {
-        unmeasured.push_back(slot);
-        return;
-      }
-      res.brief += o.result.brief;
-      res.compile_seconds += o.result.compile_seconds;
-      if (!o.machine.empty() && !o.host.empty()) m.store.describe_machine(o.host, o.machine);
-      take(batch[slot], o.result, o.host, o.codegen, o.started_at, o.finished_at);
-    };
-    bool cancelled = false;
-    auto cancel = [&] {
-      if (cancelled) return;
-      cancelled = true;
-      for (const auto& [rank, id] : work) cluster.cancel(rank, id);
-    };
-    auto take_arrived = [&] {
-      while (std::optional<RemoteOutcome> o = cluster.next(0)) handle(*o);
-    };
-    measure_here(mine, take_arrived);
-    take_arrived();
-    // The contest now, unless the budget is spent: then after the workers' results, as
-    // on one rank.
-    if (!(measured_now > 0 && halt())) {
-      const int before = res.confirmations + res.best_remeasurements;
-      m.confirm_round();
-      m.contest_measurements = res.confirmations + res.best_remeasurements - before;
-      contested = true;
-      take_arrived();
-    }
-    const auto waiting = Clock::now();
-    while (!pending.empty()) {
-      if (!cancelled && measured_now > 0 && halt()) cancel();
-      if (std::optional<RemoteOutcome> o = cluster.next(0.25)) handle(*o);
-    }
-    res.measure_seconds += since(waiting);
-    res.wait_seconds += since(waiting);
-    if (!orphans.empty()) measure_here(orphans, nullptr);
-  }
+  RoundImpl round(m, std::move(batch), stop);
+  const bool contested = m.runner->run(round);
   // Programs the budget left unmeasured may be proposed again.
-  for (size_t i : unmeasured) m.measured.erase(batch[i].json);
-  if (!contested) m.confirm_round();
+  for (size_t i : round.unmeasured) m.measured.erase(round.batch[i].json);
+  if (!contested) m.contests.round(m);
   res.curve.push_back({m.clock(), res.trials, res.best_latency_us});
   ++res.rounds;
-  double acc = pairwise_accuracy(predicted, latency);
+  double acc = pairwise_accuracy(round.predicted, round.latency);
   if (acc >= 0) res.last_batch_accuracy = acc;
   m.update();
   if (opt.log) {
     double wall = m.clock();
     opt.log("tune " + m.label() + " [" + m.strategy.name() + "] round " + std::to_string(res.rounds) + ": " +
-            std::to_string(res.trials) + (opt.trials > 0 ? "/" + std::to_string(opt.trials) : "") + " trials, best " +
+            std::to_string(res.trials) + (opt.budget.trials > 0 ? "/" + std::to_string(opt.budget.trials) : "") +
+            " trials, best " +
             (res.best_latency_us > 0 ? fmt("%.1f us", res.best_latency_us) : std::string("none yet")) +
             ", batch accuracy " + (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " +
             fmt("%.2f s", res.propose_seconds) + ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
             fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)) +
             (res.confirmations > 0 ? ", " + std::to_string(res.confirmations) + " confirmations" : std::string()));
   }
-  return measured_now;
+  return round.measured_now;
 }
 
 TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& strategy, models::Estimator* est,
                      const TuneOptions& opt) {
-  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  opt.budget.require();
   TaskTuner tuner(task, store, strategy, est, opt);
   while (!tuner.done())
     if (tuner.round(opt.batch) == 0) break;
@@ -707,7 +525,7 @@ TuneResult tune_task(const ops::OpGraph& task, RecordStore& store, Strategy& str
 
 std::vector<TuneResult> tune_interleaved(const ops::OpGraph& task, const std::vector<Contender>& contenders,
                                          const TuneOptions& opt) {
-  if (opt.trials <= 0 && opt.budget_seconds <= 0) throw Error("give a budget: trials or seconds");
+  opt.budget.require();
   if (contenders.empty()) throw Error("give at least one strategy to tune with");
   std::vector<std::unique_ptr<TaskTuner>> tuners;
   for (const Contender& c : contenders) {

@@ -21,8 +21,9 @@
 #include "codegen/measure.h"
 #include "core/ir/stmt.h"
 #include "core/ops/registry.h"
-#include "search/cluster.h"
 #include "records/records.h"
+#include "search/budget.h"
+#include "search/cluster.h"
 #include "search/strategy.h"
 
 namespace basin::search {
@@ -34,10 +35,11 @@ struct TuneOptions {
   // AVX512-BF16, the GPU's tensor cores), "tf32" and "fp16" the GPU's tensor cores at
   // those formats, "f32" keeps every program float32.
   std::string precision;
-  int trials = 0;             // stop when the task has this many records (0: no limit)
-  double budget_seconds = 0;  // stop after this much wall time in this run (0: no limit)
-  int batch = 32;             // programs per round
-  double stop_at_us = 0;      // also stop once a program runs this fast (0: never)
+  // Trials: stop when the task has this many records; seconds: after this much of the
+  // tuner's own time in this run (TaskTuner::result). tune_task needs one of them.
+  Budget budget;
+  int batch = 32;         // programs per round
+  double stop_at_us = 0;  // also stop once a program runs this fast (0: never)
   uint64_t seed = 1;
   double timeout_seconds = 10;  // per candidate: compile, check and time
   // Threads that compile each batch ahead of its measurement (codegen::MeasureOptions::
@@ -174,7 +176,7 @@ class TaskTuner {
   TaskTuner(const TaskTuner&) = delete;
   TaskTuner& operator=(const TaskTuner&) = delete;
 
-  // Proposes and measures up to n programs (fewer when opt.trials is reached or
+  // Proposes and measures up to n programs (fewer when the budget's trials are reached or
   // `stop` returns true before a program). Returns the number measured; 0 when the
   // strategy has nothing left to propose.
   int round(int n, const std::function<bool()>& stop = nullptr);
@@ -199,6 +201,7 @@ class TaskTuner {
 
  private:
   struct Impl;
+  class RoundImpl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -487,10 +487,9 @@ int run_tune(const NetOptions& o) {
   to.task.slow_factor = o.slow_factor;
   to.strategy = o.strategy;
   to.estimator = o.estimator;
-  to.trials = o.trials;
-  to.budget_seconds = budget_seconds;
+  to.budget = {o.trials, budget_seconds};
   to.first_batch = o.first_batch;
-  calibrate_if_new(o, to.budget_seconds);
+  calibrate_if_new(o, to.budget.seconds);
   const bool bar = !o.quiet && isatty(STDERR_FILENO);
   to.task.log = tuning_log(o.quiet, bar);
   if (bar) to.progress = draw_progress;

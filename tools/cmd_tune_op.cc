@@ -318,8 +318,7 @@ int run_tune_op(const TuneOpOptions& o) {
   search::TuneOptions to;
   to.target = o.target;
   to.precision = o.precision;
-  to.trials = o.trials;
-  to.budget_seconds = budget_seconds;
+  to.budget = {o.trials, budget_seconds};
   to.batch = o.batch;
   to.seed = o.seed;
   to.timeout_seconds = o.timeout;

@@ -107,7 +107,7 @@ TEST(EstimatorRegistry, ANewKindTunesATask) {
   std::unique_ptr<search::Strategy> s = search::make_strategy("annealing:plan_size=8");
   std::unique_ptr<models::Estimator> est = models::make_estimator("toy");
   search::TuneOptions opt;
-  opt.trials = 24;
+  opt.budget.trials = 24;
   opt.batch = 8;
   opt.seed = 1;
   ToyEstimator::trained = 0;

@@ -62,7 +62,7 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
   RecordStore store(dir + "/r.db");
   NetworkTuneOptions opt;
   opt.strategy = "random";
-  opt.trials = 18;
+  opt.budget.trials = 18;
   opt.task.batch = 4;
   NetworkTuneResult r = tune_network(p, store, opt);
   EXPECT_EQ(r.trials, 18);
@@ -96,7 +96,7 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
   EXPECT_EQ(again.resumed, 18);
   EXPECT_EQ(again.measured, 0);
   // A larger budget measures only the difference.
-  opt.trials = 26;
+  opt.budget.trials = 26;
   NetworkTuneResult more = tune_network(p, store, opt);
   EXPECT_EQ(more.resumed, 18);
   EXPECT_EQ(more.measured, 8);
@@ -112,14 +112,14 @@ TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
   opt.strategy = "random";
   opt.task.batch = 8;
   opt.first_batch = 2;
-  opt.trials = 6;
+  opt.budget.trials = 6;
   NetworkTuneResult r = tune_network(p, store, opt);
   ASSERT_EQ(r.tasks.size(), 3u);
   for (const TaskReport& t : r.tasks) {
     EXPECT_EQ(t.trials, 2) << t.label;
     EXPECT_GT(t.best_us, 0) << t.label;
   }
-  opt.trials = 14;  // one more round, a full one
+  opt.budget.trials = 14;  // one more round, a full one
   NetworkTuneResult more = tune_network(p, store, opt);
   EXPECT_EQ(more.measured, 8);
 }
@@ -135,7 +135,7 @@ TEST_F(NetworkTune, ASmallBudgetIsSharedByTheFirstRounds) {
     NetworkTuneOptions opt;
     opt.strategy = "random";
     opt.task.batch = 16;  // the first rounds' 16 programs each would leave tasks 1 and 2 none
-    opt.trials = 7;
+    opt.budget.trials = 7;
     NetworkTuneResult r = tune_network(p, store, opt);
     EXPECT_EQ(r.trials, 7);
     for (const TaskReport& t : r.tasks) {
@@ -147,7 +147,7 @@ TEST_F(NetworkTune, ASmallBudgetIsSharedByTheFirstRounds) {
   NetworkTuneOptions opt;
   opt.strategy = "random";
   opt.task.batch = 16;
-  opt.budget_seconds = 3;
+  opt.budget.seconds = 3;
   // Every program takes 0.3 s more (after its measurement): 16 of them, 4.8 s.
   opt.task_options = [](size_t, TuneOptions& to) {
     to.progress = [](int, int, double, double) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
@@ -172,7 +172,7 @@ TEST_F(NetworkTune, WeightsBeyondTheCacheAreTimedCold) {
   RecordStore store(dir + "/r.db");
   NetworkTuneOptions opt;
   opt.strategy = "random";
-  opt.trials = 3;
+  opt.budget.trials = 3;
   opt.task.batch = 1;
   opt.task_options = [&](size_t, TuneOptions& to) { cold.push_back(to.cold_constants); };
   tune_network(p, store, opt);
@@ -186,7 +186,7 @@ TEST_F(NetworkTune, WeightsBeyondTheCacheAreTimedCold) {
   big.tasks[0].weight += 2;
   EXPECT_TRUE(weights_exceed_cache(big));
   cold.clear();
-  opt.trials = 6;
+  opt.budget.trials = 6;
   tune_network(big, store, opt);
   EXPECT_EQ(cold, std::vector<bool>(3, true));
 }
@@ -212,7 +212,7 @@ TEST_F(NetworkTune, ATaskWithNoValidProgramIsRetiredWithoutStallingTheOthers) {
   RecordStore store(dir + "/r.db");
   NetworkTuneOptions opt;
   opt.strategy = "random";
-  opt.trials = 40;
+  opt.budget.trials = 40;
   opt.task.batch = 3;
   std::vector<std::string> logs;
   opt.task.log = [&](const std::string& line) { logs.push_back(line); };
@@ -252,7 +252,7 @@ TEST_F(NetworkTune, ATimeBudgetStopsTheRun) {
   RecordStore store(dir + "/r.db");
   NetworkTuneOptions opt;
   opt.strategy = "random";
-  opt.budget_seconds = 3;
+  opt.budget.seconds = 3;
   opt.task.batch = 2;
   NetworkTuneResult r = tune_network(p, store, opt);
   EXPECT_GT(r.measured, 0);
@@ -273,7 +273,7 @@ TEST_F(NetworkTune, BadOptionsAreRejected) {
   RecordStore store(dir + "/r.db");
   NetworkTuneOptions opt;
   EXPECT_THROW(tune_network(p, store, opt), Error);  // no budget
-  opt.trials = 4;
+  opt.budget.trials = 4;
   opt.task.batch = 0;
   EXPECT_THROW(tune_network(p, store, opt), Error);
   opt.task.batch = 2;
@@ -325,7 +325,7 @@ TEST(RangeTuning, BucketsMergeWithTheirWeightsAndShareAnEstimatorPerChain) {
   {
     RecordStore store(dir + "/r.db");
     NetworkTuneOptions opt;
-    opt.trials = 16;
+    opt.budget.trials = 16;
     opt.task.batch = 4;
     opt.estimator_family = f;
     NetworkTuneResult r = tune_network(merged, store, opt);
@@ -352,7 +352,7 @@ TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
   {
     RecordStore store(dir + "/r.db");
     NetworkTuneOptions opt;
-    opt.trials = 16;
+    opt.budget.trials = 16;
     opt.first_batch = 3;
     opt.task.batch = 4;
     opt.family_sweep = 1.0;

@@ -64,7 +64,7 @@ class Tuner : public ::testing::Test {
 TEST_F(Tuner, RecordsEveryProgramAndOneSeedReproducesTheRun) {
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
-  opt.trials = 12;
+  opt.budget.trials = 12;
   opt.batch = 5;
   opt.seed = 7;
   std::vector<std::vector<std::string>> configs;
@@ -130,11 +130,11 @@ TEST_F(Tuner, AnnealingRetrainsOncePerPlan) {
     search::RecordStore store(db);
     search::TuneOptions opt;
     const bool annealing = name == std::string("annealing");
-    opt.trials = 16 * (annealing ? 10 : 4);
+    opt.budget.trials = 16 * (annealing ? 10 : 4);
     opt.batch = 16;
     opt.seed = 3;
     search::TuneResult r = search::tune_task(small_gemm(), store, *s, est.get(), opt);
-    EXPECT_EQ(r.measured, opt.trials) << name;
+    EXPECT_EQ(r.measured, opt.budget.trials) << name;
     EXPECT_EQ(r.rounds, annealing ? 10 : 4) << name;
     if (annealing) {
       EXPECT_EQ(s->plan_size(), 64);
@@ -153,7 +153,7 @@ TEST_F(Tuner, ResumesFromItsRecordsWithoutMeasuringTwice) {
   std::unique_ptr<search::Strategy> evo = search::make_strategy("evolutionary");
   std::unique_ptr<models::Estimator> est = models::make_estimator("gbt");
   search::TuneOptions opt;
-  opt.trials = 10;
+  opt.budget.trials = 10;
   opt.batch = 10;
   {
     search::RecordStore store(db);
@@ -161,7 +161,7 @@ TEST_F(Tuner, ResumesFromItsRecordsWithoutMeasuringTwice) {
     EXPECT_EQ(r.measured, 10);
     EXPECT_TRUE(est->ready()) << "the estimator was not trained on the first batch";
   }
-  opt.trials = 18;
+  opt.budget.trials = 18;
   search::RecordStore store(db);
   search::TuneResult r = search::tune_task(small_gemm(), store, *evo, est.get(), opt);
   EXPECT_EQ(r.resumed, 10);
@@ -186,7 +186,7 @@ CopiedRun tune_from_a_changed_copy(const char* name, const std::function<void(se
   const std::string db = temp_db(name), copy = db + ".copy";
   std::unique_ptr<search::Strategy> rnd = search::make_strategy("random");
   search::TuneOptions opt;
-  opt.trials = 6;
+  opt.budget.trials = 6;
   opt.batch = 6;
   CopiedRun out;
   opt.log = [&](const std::string& line) { out.logs.push_back(line); };
@@ -259,7 +259,7 @@ TEST_F(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
   for (int confirm : {2, 0}) {
     std::string db = temp_db(confirm ? "confirm" : "no_confirm");
     search::TuneOptions opt;
-    opt.trials = 10;
+    opt.budget.trials = 10;
     opt.batch = 5;
     opt.seed = 5;
     opt.confirm = confirm;
@@ -343,7 +343,7 @@ search::TuneResult tune_random(const std::string& db, const search::TuneOptions&
 TEST_F(Tuner, ABestThatTurnsSlowGivesWay) {
   std::string db = temp_db("turns_slow");
   search::TuneOptions opt;
-  opt.trials = 24;
+  opt.budget.trials = 24;
   opt.batch = 3;
   opt.seed = 4;
   opt.program_hook = basin::testing::one_at_a_time(fast_three_times);
@@ -377,7 +377,7 @@ TEST_F(Tuner, StopsAtALatencyOnceTheBestWasMeasuredInLaterRounds) {
   for (int confirm : {2, 0}) {
     std::string db = temp_db(confirm ? "stop_at" : "stop_at_no_confirm");
     search::TuneOptions opt;
-    opt.trials = 30;
+    opt.budget.trials = 30;
     opt.batch = 3;
     opt.seed = 6;
     opt.confirm = confirm;
@@ -431,7 +431,7 @@ TEST_F(Tuner, OneSlowMeasurementDoesNotLoseAContest) {
 TEST_F(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   std::string db = temp_db("settle");
   search::TuneOptions opt;
-  opt.trials = 9;
+  opt.budget.trials = 9;
   opt.batch = 3;
   opt.seed = 8;
   // The first round confirms all three of its programs (none is the best yet), so the
@@ -484,7 +484,7 @@ TEST_F(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
 TEST_F(Tuner, AProgramThatFailsItsConfirmationsIsNotTheBest) {
   std::string db = temp_db("unconfirmable");
   search::TuneOptions opt;
-  opt.trials = 6;
+  opt.budget.trials = 6;
   opt.batch = 3;
   opt.seed = 9;
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
@@ -513,7 +513,7 @@ TEST_F(Tuner, AResultAskedForMidRoundStillConfirmsTheBest) {
   search::RecordStore store(db);
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
-  opt.trials = 4;
+  opt.budget.trials = 4;
   opt.seed = 2;
   // The first program measured is the fastest: every later one runs its body 30 times.
   opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
@@ -542,7 +542,7 @@ TEST_F(Tuner, StopsOnItsTimeBudget) {
   search::RecordStore store(db);
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
-  opt.budget_seconds = 1.0;
+  opt.budget.seconds = 1.0;
   opt.batch = 4;
   search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
   EXPECT_GT(r.measured, 0);
@@ -557,7 +557,7 @@ TEST_F(Tuner, ABudgetStopsARoundMidBatch) {
   search::RecordStore store(db);
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
-  opt.budget_seconds = 1.0;
+  opt.budget.seconds = 1.0;
   opt.batch = 1000;
   search::TuneResult r = search::tune_task(small_gemm(), store, *random, nullptr, opt);
   EXPECT_GT(r.measured, 0);
@@ -582,7 +582,7 @@ RandomRun random_run(const char* name, int trials, int batch, const std::functio
   {
     search::RecordStore store(db);
     search::TuneOptions opt;
-    opt.trials = trials;
+    opt.budget.trials = trials;
     opt.batch = batch;
     adjust(opt);
     run.result = search::tune_task(small_gemm(), store, *random, nullptr, opt);
@@ -663,7 +663,7 @@ TEST_F(Tuner, ATunersClockStopsBetweenItsRounds) {
   search::RecordStore store(db);
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneOptions opt;
-  opt.trials = 8;
+  opt.budget.trials = 8;
   auto t0 = std::chrono::steady_clock::now();
   search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
   ASSERT_EQ(tuner.round(4), 4);
@@ -690,7 +690,7 @@ TEST_F(Tuner, InterleavedStrategiesTakeTurnsRoundByRound) {
   std::unique_ptr<search::Strategy> annealing = search::make_strategy("annealing");
   std::unique_ptr<models::Estimator> gbt = models::make_estimator("gbt");
   search::TuneOptions opt;
-  opt.trials = 12;
+  opt.budget.trials = 12;
   opt.batch = 4;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<search::TuneResult> rs =
@@ -741,13 +741,13 @@ TEST_F(Tuner, RejectsWhatItCannotRun) {
   std::unique_ptr<search::Strategy> gradient = search::make_strategy("gradient");
   std::unique_ptr<models::Estimator> gbt = models::make_estimator("gbt");
   search::TuneOptions opt;
-  opt.trials = 4;
+  opt.budget.trials = 4;
   EXPECT_THROW(search::tune_task(small_gemm(), store, *gradient, gbt.get(), opt), Error);
   EXPECT_THROW(search::tune_task(small_gemm(), store, *gradient, nullptr, opt), Error);
-  opt.trials = 0;
+  opt.budget.trials = 0;
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   EXPECT_THROW(search::tune_task(small_gemm(), store, *random, nullptr, opt), Error);
-  opt.trials = 4;
+  opt.budget.trials = 4;
   opt.target = "cuda9";
   EXPECT_THROW(search::tune_task(small_gemm(), store, *random, nullptr, opt), Error);
   opt.target = "llvm";
@@ -780,7 +780,7 @@ TEST_F(Tuner, DescribesTheMachineBeforeItsWorkersStart) {
         ::setenv("BASIN_CACHE_DIR", dir.c_str(), 1);
         std::unique_ptr<search::Strategy> random = search::make_strategy("random");
         search::TuneOptions opt;
-        opt.trials = 3;
+        opt.budget.trials = 3;
         search::RecordStore store(dir + "/r.db");
         search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
         std::exit(std::filesystem::exists(hardware_cache_path()) && store.all().empty() ? 0 : 1);
