@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <optional>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -152,6 +153,35 @@ struct RecordStore::Db {
       throw Error("records file '" + path + "' has schema version " + std::to_string(version) + ", this basin reads " +
                   std::to_string(kSchemaVersion) + " and older");
     return version;
+  }
+  // The first column of `sql`'s first row (0 when it returns none), or nothing when
+  // `sql` does not compile (no such table or column). A lock is waited out for up to
+  // 10 s, also one that SQLite answers without its busy handler: a new file that
+  // another process is converting to WAL (Records.ProcessesOpeningOneNewFileAtOnceAllSucceed:
+  // a schema read that failed on that lock named the file "a database of other tables").
+  std::optional<int64_t> query_waiting(const std::string& sql) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto locked = [&](int rc) {
+      if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) return false;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return true;
+    };
+    for (;;) {
+      sqlite3_stmt* q = nullptr;
+      const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr);
+      if (rc != SQLITE_OK) {
+        sqlite3_finalize(q);
+        if (locked(rc)) continue;
+        if ((rc & 0xff) == SQLITE_ERROR) return std::nullopt;
+        fail("reading its schema");
+      }
+      const int step = sqlite3_step(q);
+      const int64_t value = step == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+      sqlite3_finalize(q);
+      if (step == SQLITE_ROW || step == SQLITE_DONE) return value;
+      if (!locked(step)) fail("reading its schema");
+    }
   }
   // Whether `SELECT columns FROM records` compiles: the table has those columns.
   bool has_columns(const std::string& columns) const {
@@ -297,11 +327,14 @@ RecordStore::RecordStore(const std::string& path) : path_(path), db_(std::make_u
     // journal mode, the schema, the version): a schema version with a records table, or
     // an older basin's unstamped records table; any other database is refused as it is.
     if (holds_data) {
-      const int version = db_->schema_version();
-      const bool records_table = db_->has_columns("id, task_key, target, sketch, config, latencies_us");
+      const int64_t version = db_->query_waiting("PRAGMA user_version").value_or(0);
+      const bool records_table =
+          db_->query_waiting(
+                 "SELECT count(*) FROM (SELECT id, task_key, target, sketch, config, latencies_us "
+                 "FROM records LIMIT 0)")
+              .has_value();
       if (!records_table) {
-        Db::Stmt tables = db_->prepare("SELECT count(*) FROM sqlite_master");
-        const bool empty = sqlite3_step(tables.s) == SQLITE_ROW && sqlite3_column_int(tables.s, 0) == 0;
+        const bool empty = db_->query_waiting("SELECT count(*) FROM sqlite_master").value_or(1) == 0;
         if (!empty || version != 0)
           throw Error("records file '" + path +
                       "' is not a basin records database (a database of other tables): "
