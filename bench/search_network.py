@@ -23,12 +23,20 @@ gradient search's.
 
 Any strategy spec `basin strategies` lists works (gradient:sources=0,
 annealing:sources=1: the fair grid on networks).
+
+With --peer metaschedule, TVM MetaSchedule's network tuning runs after basin's runs of
+each model and seed (bench/peers/metaschedule_network.py with the peers' Python: the
+model exported from PyTorch by bench/models/export.py, or the ONNX file, --peer-trials
+programs in all, for each of --peer-seeds after every seed of basin's): its curve goes
+into the plot, and its row into the table, its network timed by TVM's own evaluator (not
+in turn with basin's: marked so).
 """
 import argparse
 import json
 import os
 import subprocess
 import sys
+import time
 from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -36,6 +44,9 @@ from machine import cpu_model, vector_isa  # noqa: E402
 
 MODELS = ["resnet18", "mobilenet_v2", "bert_base"]
 STRATEGIES = ["gradient", "annealing", "evolutionary"]
+PEER_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".cache", "peers", "bin", "python")
+# basin's zoo names that bench/models/export.py spells otherwise.
+EXPORT_NAMES = {"bert_base": "bert"}
 
 
 def run_json(cmd):
@@ -74,6 +85,38 @@ def tune_and_compile(basin, model, strategy, seed, budget, out):
             "estimated_us": j["estimated_latency_us"], "curve": j["curve"]}
 
 
+def peer_available(python):
+    """Why MetaSchedule cannot run with `python` (None when it can)."""
+    if not os.path.exists(python):
+        return f"no peers' Python at {python} (bench/peers/setup.sh creates it)"
+    p = subprocess.run([python, "-c", "import tvm, tvm.s_tir.meta_schedule, torch, onnx"], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        return f"{python} cannot import TVM MetaSchedule, torch and onnx: {p.stderr.strip().splitlines()[-1:]}"
+    return None
+
+
+def run_metaschedule(python, model, seed, trials, out):
+    """bench/peers/metaschedule_network.py on one model: its JSON, as a run of results.json."""
+    path = os.path.join(out, f"{model_name(model)}.{seed}.metaschedule.json")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "metaschedule_network.py")
+    arg = model if model.endswith(".onnx") else EXPORT_NAMES.get(model, model)
+    cmd = [python, script, "--model", arg, "--trials", str(trials), "--seed", str(seed), "--out", path]
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench/search_network: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    with open(path) as f:
+        j = json.load(f)
+    print(f"{model_name(model)} seed {seed} metaschedule: estimated {j['estimated_us']} us after {j['trials']} "
+          f"trials, {j['search_seconds']:.0f} s; measured by TVM {j['measured_us']:.1f} us [{time.time() - t0:.0f} s]",
+          flush=True)
+    return {"model": model_name(model), "strategy": "metaschedule", "peer": True, "seed": seed,
+            "budget": f"{trials} trials", "trials": j["trials"], "search_seconds": j["search_seconds"],
+            "overhead": None, "estimated_us": j["estimated_us"], "measured_us": j["measured_us"],
+            "curve": j["curve"], "tvm": j["tvm"], "target": j["target"]}
+
+
 def time_in_turn(basin, runs, rounds, repeat):
     """Each compiled network timed in turn, `rounds` times; the median of each's fastest."""
     seen = {r["strategy"]: [] for r in runs}
@@ -103,15 +146,24 @@ def table(results, host):
     groups = {}
     for r in results:
         groups.setdefault((r["model"], r["seed"]), []).append(r)
+    peers = False
     for (model, seed), runs in groups.items():
-        best = min(r["estimated_us"] for r in runs if r["estimated_us"])
+        best = min((r["estimated_us"] for r in runs if r["estimated_us"]), default=None)
         grad = next((r["measured_us"] for r in runs if r["strategy"] == "gradient"), None)
         for r in runs:
-            reach = seconds_to(r["curve"], best * 1.05)
+            reach = seconds_to(r["curve"], best * 1.05) if best else None
             ratio = f"{r['measured_us'] / grad:.3f}" if grad else "-"
+            est = "-" if not r["estimated_us"] else f"{r['estimated_us']:.1f}"
+            overhead = "-" if r.get("overhead") is None else f"{100 * r['overhead']:.1f}%"
+            mark = "¹" if r.get("peer") else ""
+            peers |= bool(r.get("peer"))
             lines.append(f"| {model} | {seed} | {r['strategy']} | {r['budget']} | {r['trials']} | "
-                         f"{r['estimated_us']:.1f} | {r['measured_us']:.1f} | "
-                         f"{'-' if reach is None else f'{reach:.0f}'} | {100 * r['overhead']:.1f}% | {ratio} |")
+                         f"{est} | {r['measured_us']:.1f}{mark} | "
+                         f"{'-' if reach is None else f'{reach:.0f}'} | {overhead} | {ratio} |")
+    if peers:
+        lines += ["", "¹ Timed by TVM's time evaluator after its run (the fastest of 20 runs of 10 calls), not in "
+                  "turn with basin's networks; its estimate: each task's best weighted by its launches, once every "
+                  "task has a measured program ('-': never, in its trials)."]
     return "\n".join(lines) + "\n"
 
 
@@ -140,6 +192,11 @@ def plot(results, out):
         plt.close(fig)
 
 
+def save(out, host, results):
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"host": host, "runs": results}, f, indent=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS))
@@ -152,7 +209,13 @@ def main(argv=None):
                                                   "basin"))
     ap.add_argument("--out", default="bench-results/search_network")
     ap.add_argument("--from", dest="from_json")
+    ap.add_argument("--peer", choices=["metaschedule"], help="TVM MetaSchedule's network tuning after basin's runs")
+    ap.add_argument("--peer-trials", type=int, default=640, help="MetaSchedule's programs in all, per model and seed")
+    ap.add_argument("--peer-seeds", default="1", help="the seeds MetaSchedule runs with, after basin's runs")
+    ap.add_argument("--peer-python", default=PEER_PYTHON)
     a = ap.parse_args(argv)
+    if a.peer_trials <= 0:
+        ap.error("--peer-trials must be positive")
     os.makedirs(a.out, exist_ok=True)
     host = f"{cpu_model()}, {os.cpu_count()} cores, {vector_isa()}"
     if a.from_json:
@@ -161,6 +224,10 @@ def main(argv=None):
     else:
         if not os.path.exists(a.basin):
             sys.exit(f"no basin at {a.basin}: build it first (scripts/test) or pass --basin")
+        if a.peer:
+            why = peer_available(a.peer_python)
+            if why:
+                sys.exit(f"bench/search_network: --peer metaschedule: {why}")
         strategies = a.strategies.split(",")
         results = []
         for model in a.models.split(","):
@@ -176,8 +243,11 @@ def main(argv=None):
                 for r in runs:
                     print(f"{model} seed {seed} {r['strategy']}: measured {r['measured_us']:.1f} us", flush=True)
                 results.extend(runs)
-                with open(os.path.join(a.out, "results.json"), "w") as f:
-                    json.dump({"host": host, "runs": results}, f, indent=1)
+                save(a.out, host, results)
+            # The peer after every seed of basin's: the longest runs last.
+            for seed in (int(s) for s in a.peer_seeds.split(",") if a.peer):
+                results.append(run_metaschedule(a.peer_python, model, seed, a.peer_trials, a.out))
+                save(a.out, host, results)
     with open(os.path.join(a.out, "table.md"), "w") as f:
         f.write(table(results, host))
     plot(results, a.out)

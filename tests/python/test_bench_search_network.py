@@ -30,6 +30,28 @@ def test_table_times_each_run_to_the_best_estimate():
     assert sn.seconds_to([[0, 0, 900.0], [5, 8, None]], 100) is None
 
 
+def test_a_peer_row_is_marked_and_a_peer_without_an_estimate_reaches_nothing():
+    sn = load_bench("search_network")
+    peer = run("metaschedule", [[0, 0, None], [500, 320, None]], 210.0)
+    peer.update({"peer": True, "overhead": None, "estimated_us": None})
+    runs = [run("gradient", [[0, 0, 900.0], [60, 96, 100.0]], 105.0), peer]
+    text = sn.table(runs, "a host")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| m |")]
+    assert rows[1][2] == "metaschedule"
+    assert rows[1][5] == "-" and rows[1][6] == "210.0¹" and rows[1][7] == "-" and rows[1][8] == "-"
+    assert rows[1][9] == "2.000"
+    assert "¹ Timed by TVM's time evaluator" in text
+    # Without a peer, no footnote.
+    assert "¹" not in sn.table(runs[:1], "a host")
+
+
+def test_the_peer_needs_the_peers_python(tmp_path):
+    sn = load_bench("search_network")
+    assert "no peers' Python" in sn.peer_available(str(tmp_path / "missing-python"))
+    with pytest.raises(SystemExit):
+        sn.main(["--peer", "metaschedule", "--peer-trials", "0", "--out", str(tmp_path)])
+
+
 @pytest.mark.skipif(not os.path.exists(os.path.join(BINARY, "bin", "basin")), reason="basin is not built")
 def test_a_small_cnn_tuned_by_two_strategies(tmp_path):
     sn = load_bench("search_network")
