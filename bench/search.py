@@ -33,6 +33,13 @@ says how long each of basin's strategies took to reach MetaSchedule's final best
 MetaSchedule to reach theirs. MetaSchedule's best is timed by TVM's time evaluator, basin's
 by basin's protocol: the two timers differ, so the table gives both figures as measured.
 
+With the six specs of the fair grid among --strategies (gradient and gradient:sources=0,
+annealing and annealing:sources=1, evolutionary and evolutionary:sources=1), the table
+ends with the grid: each cell's best program against the fastest of its workload and
+seed, and what the sources are worth to each strategy. --resume keeps the finished
+workload and seed pairs of --out's results.json (the same machine, trials, threads and
+interleaving) and runs the others, so that the grid accumulates over several sittings.
+
 After each workload and seed, the strategies' best programs are timed again side by side
 (alternating, 3 times each, with LibTorch): the host's speed can drift by tens of percent
 between runs minutes apart, so only programs timed in turn compare. Then every program
@@ -48,7 +55,8 @@ import sys
 import time
 from statistics import median, stdev
 
-from machine import cpu_model, vector_isa
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import cpu_model, vector_isa  # noqa: E402
 
 DEFAULT_WORKLOADS = [f"resnet18-c{i}" for i in range(1, 13)] + ["gemm-1024", "bert-768x3072"]
 STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
@@ -285,7 +293,33 @@ def plot(workload, runs, path):
     return True
 
 
-def main():
+def finished(results, strategies):
+    """The (workload, seed) pairs of `results` in which every one of `strategies` ran and
+    the best programs were timed side by side (what a resumed run keeps)."""
+    done = {}
+    for r in results["runs"]:
+        if not r.get("peer") and r.get("side_by_side_us") is not None:
+            done.setdefault((r["workload"], r["seed"]), set()).add(r["strategy"])
+    return {k for k, v in done.items() if set(strategies) <= v}
+
+
+def resumed(path, machine, trials, interleave, strategies):
+    """results.json at `path` for a resumed run: its finished pairs' runs kept, the rest
+    dropped. Exits when it was measured otherwise (another machine, budget, threads or
+    interleaving): its figures would not compare."""
+    with open(path) as f:
+        old = json.load(f)
+    for what, mine, theirs in (("machine", machine, old.get("machine")), ("trials", trials, old.get("trials")),
+                               ("interleaving", interleave, old.get("interleaved"))):
+        if mine != theirs:
+            raise SystemExit(f"bench/search: --resume: {path} was measured with {what} {theirs}, this run's is "
+                             f"{mine}; give another --out")
+    keep = finished(old, strategies)
+    old["runs"] = [r for r in old["runs"] if (r["workload"], r["seed"]) in keep]
+    return old, keep
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=",".join(DEFAULT_WORKLOADS))
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
@@ -314,7 +348,11 @@ def main():
                     help="the peer's trial budget (default: --trials)")
     ap.add_argument("--peer-python", default=PEER_PYTHON, metavar="PYTHON",
                     help="the Python with apache-tvm (default: bench/peers/setup.sh's environment)")
-    a = ap.parse_args()
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the finished workload and seed pairs of --out's results.json (the same machine, "
+                         "trials, threads and interleaving) and run only the others: a grid accumulated over "
+                         "several sittings")
+    a = ap.parse_args(argv)
     if a.peer:
         why = peer_available(a.peer_python)
         if why:
@@ -363,8 +401,19 @@ def main():
                            "threads": a.threads or os.cpu_count()}, "trials": a.trials,
                "interleaved": a.interleave,
                "started": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": []}
+    skip = set()
+    asked_workloads, asked_seeds = list(workloads), list(seeds)
+    if a.resume and os.path.exists(os.path.join(a.out, "results.json")):
+        results, skip = resumed(os.path.join(a.out, "results.json"), results["machine"], a.trials, a.interleave,
+                                strategies)
+        print(f"bench/search: --resume: {len(skip)} finished workload and seed pairs kept", file=sys.stderr)
+        # The table covers every pair measured, in this sitting or before.
+        workloads += [w for w in dict.fromkeys(w for w, _ in skip) if w not in workloads]
+        seeds += [x for x in dict.fromkeys(x for _, x in skip) if x not in seeds]
     for w in workloads:
         for seed in seeds:
+            if (w, seed) in skip or w not in asked_workloads or seed not in asked_seeds:
+                continue
             anneal_best = None
             if a.interleave:
                 # One process, a round of each strategy in turn, each to the full budget.
@@ -434,6 +483,64 @@ def peer_lines(results, workloads, seeds):
                                  f"{r['search_seconds']:.0f} | {f'{final:.1f}' if final else '-'} | "
                                  f"{trials_seconds(reach(r['curve'], p['best_latency_us']))} | "
                                  f"{trials_seconds(reach(p['curve'], r['best_latency_us']))} |")
+    return lines
+
+
+# The fair grid (docs/search.md): each strategy with and without the proposal sources.
+GRID = ["gradient", "annealing", "evolutionary"]
+
+
+def grid_cell(spec):
+    """(strategy, with the sources) of a spec of the fair grid, or None: the gradient search
+    takes the sources unless `sources=0`, the others only with `sources=1`; a spec with any
+    other option is a variant, not a cell."""
+    name, *opts = spec.split(":")
+    kv = dict(o.split("=", 1) for o in opts if "=" in o)
+    if name not in GRID or len(kv) != len(opts) or set(kv) - {"sources"}:
+        return None
+    return name, kv.get("sources", "1" if name == "gradient" else "0") != "0"
+
+
+def geomean(v):
+    return math.exp(sum(map(math.log, v)) / len(v)) if v else float("nan")
+
+
+def grid_lines(results, workloads, seeds):
+    """The fair grid's table: per cell, the geometric mean over the workloads and seeds of
+    its best program timed side by side, against the fastest cell's of that workload and
+    seed (1.000: the fastest every time), and what the sources are worth to each strategy
+    (its program without them over its program with them, > 1: they help)."""
+    cells = {}  # (w, seed) -> {(name, sources): side-by-side median}
+    for r in results["runs"]:
+        c = grid_cell(r["strategy"]) if not r.get("peer") else None
+        if c and r.get("side_by_side_us"):
+            cells.setdefault((r["workload"], r["seed"]), {})[c] = median(r["side_by_side_us"])
+    groups = [(w, s) for w in workloads for s in seeds if len(cells.get((w, s), {})) >= 2]
+    if not groups:
+        return []
+    rel = {}    # cell -> [its / the group's fastest]
+    worth = {}  # name -> [without / with]
+    for g in groups:
+        got = cells[g]
+        fastest = min(got.values())
+        for c, us in got.items():
+            rel.setdefault(c, []).append(us / fastest)
+        for name in GRID:
+            if (name, False) in got and (name, True) in got:
+                worth.setdefault(name, []).append(got[(name, False)] / got[(name, True)])
+    lines = ["", f"The fair grid ({len(groups)} workload and seed pairs: "
+             f"{', '.join(f'{w} {s}' for w, s in groups)}): each cell's best program, timed side by side with the "
+             "others of its workload and seed, against the fastest of them (geometric mean; 1.000 is the fastest "
+             "every time, n the pairs it ran in); the sources' worth: the strategy's program without them over "
+             "its program with them (> 1: they help).", "",
+             "| strategy | no sources | with the sources | the sources' worth |", "|---|---|---|---|"]
+    for name in GRID:
+        def cell(src):
+            v = rel.get((name, src))
+            return f"{geomean(v):.3f} (n {len(v)})" if v else "-"
+        w = worth.get(name)
+        lines.append(f"| {'the descent (gradient)' if name == 'gradient' else name} | {cell(False)} | {cell(True)} | "
+                     f"{f'{geomean(w):.3f}' if w else '-'} |")
     return lines
 
 
@@ -528,6 +635,7 @@ def table(results, workloads, strategies, seeds):
         g = math.exp(sum(map(math.log, conv)) / len(conv))
         lines += ["", f"Tuned ResNet-18 layers ({len(conv)} of C1-C12): geometric-mean speedup of the best tuned "
                   f"program over LibTorch (oneDNN) {g:.2f} (target: at least 1.0)."]
+    lines += grid_lines(results, workloads, seeds)
     lines += peer_lines(results, workloads, seeds)
     over = [r["overhead_fraction"] for r in runs]
     lines += ["", f"Tuning overhead (share of wall time outside compile and measure): mean "
