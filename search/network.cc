@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "models/estimator.h"
 #include "search/tuner.h"
@@ -43,8 +44,10 @@ double constant_bytes(const graph::Partition& p) {
 }
 
 bool weights_exceed_cache(const graph::Partition& p) {
-  const int64_t llc = last_level_cache_bytes();
-  return constant_bytes(p) > 0.5 * static_cast<double>(llc > 0 ? llc : int64_t{32} << 20);
+  const double bytes = constant_bytes(p);
+  // Under half of the smallest cache the probe finds (1 MiB), without probing.
+  return bytes > 0.5 * static_cast<double>(int64_t{1} << 20) &&
+         bytes > 0.5 * static_cast<double>(effective_cache_bytes());
 }
 
 // The programs of every task's first round together, when NetworkTuneOptions::first_batch
@@ -68,9 +71,16 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   const bool cold =
       opt.task.target == "llvm" && (asked || (opt.weights_timing == WeightsTiming::Auto && weights_exceed_cache(p)));
   if (cold && opt.task.log) {
-    char line[160];
-    std::snprintf(line, sizeof line, "network: programs timed with their %.0f MB of weights evicted, %s",
-                  constant_bytes(p) / 1e6, asked ? "as asked" : "which exceed half the last-level cache");
+    char line[200];
+    if (asked)
+      std::snprintf(line, sizeof line, "network: programs timed with their %.0f MB of weights evicted, as asked",
+                    constant_bytes(p) / 1e6);
+    else
+      std::snprintf(line, sizeof line,
+                    "network: programs timed with their %.0f MB of weights evicted, which exceed half the "
+                    "last-level cache (%.0f MiB measured, %.0f MiB reported)",
+                    constant_bytes(p) / 1e6, static_cast<double>(effective_cache_bytes()) / (1 << 20),
+                    static_cast<double>(last_level_cache_bytes()) / (1 << 20));
     opt.task.log(line);
   }
   // Estimators a family of tasks shares (destroyed after the tasks' tuners).

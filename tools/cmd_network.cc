@@ -719,6 +719,28 @@ int run_profile(const NetOptions& o) {
   for (const auto& u : untuned) untuned_labels.insert(u.get<std::string>());
   nlohmann::json launches = nlohmann::json::array();
   std::map<std::string, int64_t> trials_of;
+  // With the records, each launch's task's best record among the programs of its
+  // kernel's precision (the program a network compiled from these records runs): its
+  // latency timed alone, beside its time in the network.
+  auto precision_of = [](const sched::Sketch& s) {
+    return s.bf16_pair >= 0 ? std::string("bf16") : s.rule == sched::SketchRule::GpuMma ? s.mma_precision : "";
+  };
+  std::map<std::pair<std::string, std::string>, double> record_of;  // (task, precision) -> us, 0: none
+  auto record_us = [&](const codegen::KernelProfile& k) {
+    auto [it, fresh] = record_of.emplace(std::make_pair(k.task_key, k.precision), 0.0);
+    if (!fresh || !store) return it->second;
+    const std::string want = k.precision == "bf16" || k.precision == "tf32" || k.precision == "fp16" ? k.precision : "";
+    try {
+      std::set<std::string> names;
+      for (const sched::Sketch& s : sched::sketches_of_every_precision(sched::task_from_key(k.task_key), net.target()))
+        if (precision_of(s) == want) names.insert(s.name);
+      if (std::optional<search::Record> r = store->best(k.task_key, net.target(), &names)) it->second = r->latency_us();
+    } catch (const Error&) {
+      // A task whose key this basin no longer builds: no record to set beside it.
+    }
+    return it->second;
+  };
+  double in_network_us = 0, alone_us = 0;  // the launches with a record, in the network and in their records
   for (const codegen::KernelProfile& k : p.launches) {
     nlohmann::json e = {{"task", k.label},
                         {"us", k.us},
@@ -735,6 +757,12 @@ int run_profile(const NetOptions& o) {
                  .first;
       e["trials"] = it->second;
       e["tuned"] = it->second > 0;
+      const double rec = record_us(k);
+      e["record_us"] = rec;
+      if (rec > 0) {
+        in_network_us += k.us;
+        alone_us += rec;
+      }
     } else if (from_model) {
       e["tuned"] = !untuned_labels.count(k.label);
     } else {
@@ -746,25 +774,35 @@ int run_profile(const NetOptions& o) {
   nlohmann::json j = {{"model", o.model},     {"threads", threads},         {"peak_gflops", peak},
                       {"run_us", p.run_us},   {"kernels_us", p.kernels_us}, {"outside_us", outside},
                       {"launches", launches}, {"kernels", net.kernels()},   {"untuned_tasks", untuned}};
+  if (store) {
+    j["recorded_in_network_us"] = in_network_us;
+    j["recorded_alone_us"] = alone_us;
+  }
   if (o.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("%s: %zu launches of %d kernels, %d threads, peak %.0f GFLOP/s (measured)\n", o.model.c_str(),
               p.launches.size(), net.kernels(), threads, peak);
-  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s %5s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned",
-              "trials", "prec", "task");
+  std::printf("%4s %10s %6s %8s %6s %10s %6s %7s %9s %5s  %s\n", "#", "us", "share", "GFLOP/s", "peak", "KiB", "tuned",
+              "trials", "record", "prec", "task");
   for (size_t i = 0; i < launches.size(); ++i) {
     const auto& e = launches[i];
     std::string tuned = e["tuned"].is_null() ? "-" : (e["tuned"].get<bool>() ? "yes" : "no");
     std::string trials = e.contains("trials") ? std::to_string(e["trials"].get<int64_t>()) : "-";
-    std::printf("%4zu %10.1f %5.1f%% %8.1f %5.1f%% %10.1f %6s %7s %5s  %s\n", i, e["us"].get<double>(),
+    char record[32] = "-";
+    if (e.contains("record_us") && e["record_us"].get<double>() > 0)
+      std::snprintf(record, sizeof record, "%.1f", e["record_us"].get<double>());
+    std::printf("%4zu %10.1f %5.1f%% %8.1f %5.1f%% %10.1f %6s %7s %9s %5s  %s\n", i, e["us"].get<double>(),
                 100 * e["share"].get<double>(), e["gflops"].get<double>(), 100 * e["peak_share"].get<double>(),
-                e["bytes"].get<int64_t>() / 1024.0, tuned.c_str(), trials.c_str(),
+                e["bytes"].get<int64_t>() / 1024.0, tuned.c_str(), trials.c_str(), record,
                 e["precision"].get<std::string>().c_str(), e["task"].get<std::string>().c_str());
   }
   std::printf("kernels %.1f us, outside kernels %.1f us (%.1f%%), whole run %.1f us\n", p.kernels_us, outside,
               p.run_us > 0 ? 100 * outside / p.run_us : 0.0, p.run_us);
+  if (alone_us > 0)
+    std::printf("launches with a record: %.1f us in the network, %.1f us timed alone in their records (%.2fx)\n",
+                in_network_us, alone_us, in_network_us / alone_us);
   return 0;
 }
 

@@ -102,6 +102,62 @@ double measure_peak_gflops(int threads, int64_t iterations, int passes) {
 #endif
 }
 
+namespace {
+
+int64_t measure_effective_cache_bytes() {
+  const int64_t reported = last_level_cache_bytes() > 0 ? last_level_cache_bytes() : int64_t{32} << 20;
+  const int64_t far = std::min<int64_t>(std::max<int64_t>(4 * reported, int64_t{64} << 20), int64_t{256} << 20);
+  const double far_gbs = measure_read_bandwidth_gbs(1, far);
+  int64_t found = 0;
+  for (int64_t size = int64_t{1} << 20; size < far && size <= reported; size *= 2) {
+    if (measure_read_bandwidth_gbs(1, size) < 1.25 * far_gbs) break;
+    found = size;
+  }
+  // No buffer faster than the far one: every size in the cache, or none; the report stands.
+  return found > 0 ? found : reported;
+}
+
+// Where the measured cache is kept beside the machine's description: its first
+// measurement stays, so that which networks are timed cold does not move between runs.
+std::string effective_cache_path() {
+  std::string p = hardware_cache_path();
+  if (p.size() > 5 && p.compare(p.size() - 5, 5, ".json") == 0) p.resize(p.size() - 5);
+  return p + ".cache.json";
+}
+
+void save_effective_cache(int64_t bytes) {
+  std::filesystem::create_directories(cache_dir() + "/machines");
+  const nlohmann::json j{{"host", this_host().describe()}, {"effective_cache_bytes", bytes}};
+  write_output_file(effective_cache_path(), [&](OutputFile& out) { out.write(j.dump() + "\n"); });
+}
+
+}  // namespace
+
+int64_t effective_cache_bytes() {
+  static const int64_t bytes = [] {
+    try {
+      const std::string path = effective_cache_path();
+      std::ifstream f;
+      if (regular_file(path)) f.open(path);
+      if (f) {
+        const nlohmann::json j = nlohmann::json::parse(f);
+        const int64_t b = j.at("effective_cache_bytes").get<int64_t>();
+        if (j.at("host").get<std::string>() == this_host().describe() && b >= (int64_t{1} << 20)) return b;
+      }
+    } catch (const std::exception&) {
+      // A damaged file: measured again below.
+    }
+    const int64_t b = measure_effective_cache_bytes();
+    try {
+      save_effective_cache(b);
+    } catch (const std::exception&) {
+      // A cache that cannot be written costs a measurement per process.
+    }
+    return b;
+  }();
+  return bytes;
+}
+
 double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes) {
   threads = std::max(1, threads);
   const size_t words = static_cast<size_t>(std::max<int64_t>(bytes, 1 << 20)) / sizeof(uint64_t);
@@ -288,6 +344,7 @@ Hardware remeasure_hardware() {
   Hardware hw = measure_hardware();
   try {
     save_hardware(hw);
+    save_effective_cache(measure_effective_cache_bytes());
   } catch (const std::filesystem::filesystem_error& e) {
     throw Error("cannot keep the machine's description in " + hardware_cache_path() + ": " + e.what());
   }

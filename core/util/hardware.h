@@ -77,6 +77,15 @@ double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes = 3);
 // The data cache of `level` (1: the L1 data cache) of CPU 0, in bytes; 0 where sysfs
 // lists none.
 int64_t data_cache_bytes(int level);
+// The last-level cache this process finds its data in again, in bytes, measured once
+// per machine (about half a second; kept beside the machine's description, measured
+// again by remeasure_hardware): the largest buffer, doubling from 1 MiB, that one
+// thread re-reads at least 1.25 times as fast as one beyond the reported last-level
+// cache (at most 256 MiB), never more than the size reported (last_level_cache_bytes; 32
+// MiB where unknown); the reported size when no buffer reads that much faster (all of
+// them in the cache, or none). A guest is told its host's cache: an Intel VM that
+// reported 480 MiB re-read 16 MiB at cache speed and 32 MiB at memory speed.
+int64_t effective_cache_bytes();
 
 // basin's cache: BASIN_CACHE_DIR, else $XDG_CACHE_HOME/basin, else $HOME/.cache/basin
 // (created when something is written there).

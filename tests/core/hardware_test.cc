@@ -100,6 +100,21 @@ TEST(Hardware, TheMeasuredDescriptionIsThisHost) {
   std::stringstream text;
   text << f.rdbuf();
   EXPECT_EQ(Hardware::from_json(text.str()).to_json(), kept.to_json());
+  // The cache this process finds its data in again: measured, at least 1 MiB and never
+  // more than reported; kept beside the description, so that a file of another value
+  // (say, a first measurement on the machine) is what every later process reads.
+  const int64_t reported = last_level_cache_bytes() > 0 ? last_level_cache_bytes() : int64_t{32} << 20;
+  const int64_t effective = effective_cache_bytes();
+  EXPECT_GE(effective, int64_t{1} << 20);
+  EXPECT_LE(effective, reported);
+  std::string kept_cache = hardware_cache_path();
+  kept_cache.replace(kept_cache.size() - 5, 5, ".cache.json");
+  std::ifstream c(kept_cache);
+  ASSERT_TRUE(c.good()) << kept_cache;
+  std::stringstream cache_text;
+  cache_text << c.rdbuf();
+  EXPECT_NE(cache_text.str().find("\"effective_cache_bytes\":" + std::to_string(effective)), std::string::npos)
+      << cache_text.str();
   std::filesystem::remove_all(cache);
 }
 

@@ -16,6 +16,7 @@
 #include "core/graph/fusion.h"
 #include "core/graph/passes.h"
 #include "core/graph/zoo.h"
+#include "core/util/hardware.h"
 #include "core/util/host.h"
 #include "search/network.h"
 #include "search/space.h"
@@ -178,7 +179,9 @@ TEST_F(NetworkTune, WeightsBeyondTheCacheAreTimedCold) {
   tune_network(p, store, opt);
   EXPECT_EQ(cold, std::vector<bool>(3, false));
   // Cold from half the last-level cache on: task 0's constants are 4 x 148 bytes a group.
-  const int64_t llc = last_level_cache_bytes() > 0 ? last_level_cache_bytes() : int64_t{32} << 20;
+  const int64_t llc = effective_cache_bytes();
+  EXPECT_GE(llc, int64_t{1} << 20);
+  EXPECT_LE(llc, last_level_cache_bytes() > 0 ? last_level_cache_bytes() : int64_t{32} << 20);
   const double others = constant_bytes(p) - 4.0 * 148 * p.tasks[0].weight;
   graph::Partition big = p;
   big.tasks[0].weight = static_cast<int>((0.5 * static_cast<double>(llc) - others) / (4 * 148)) - 1;

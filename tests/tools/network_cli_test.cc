@@ -275,17 +275,25 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
   ASSERT_EQ(p.code, 0) << p.out;
   auto j = nlohmann::json::parse(p.out);
   ASSERT_EQ(j["launches"].size(), 3u) << p.out;
-  double sum = 0;
+  double sum = 0, alone = 0, with_record = 0;
   int64_t trials = 0;
   for (const auto& l : j["launches"]) {
-    for (const char* k : {"task", "us", "share", "gflops", "peak_share", "bytes", "tuned", "trials"})
+    for (const char* k : {"task", "us", "share", "gflops", "peak_share", "bytes", "tuned", "trials", "record_us"})
       EXPECT_TRUE(l.contains(k)) << k << " in " << l.dump();
     EXPECT_GT(l["us"].get<double>(), 0);
     EXPECT_GT(l["bytes"].get<int64_t>(), 0);
     sum += l["us"].get<double>();
     trials += l["trials"].get<int64_t>();
+    // A task with records has its best record's latency beside its time in the network.
+    if (l["trials"].get<int64_t>() > 0 && l["record_us"].get<double>() > 0) {
+      alone += l["record_us"].get<double>();
+      with_record += l["us"].get<double>();
+    }
   }
   EXPECT_EQ(trials, 9);
+  EXPECT_GT(alone, 0);
+  EXPECT_NEAR(j["recorded_alone_us"].get<double>(), alone, 1e-9 + 1e-9 * alone);
+  EXPECT_NEAR(j["recorded_in_network_us"].get<double>(), with_record, 1e-9 + 1e-9 * with_record);
   // The fastest round's launches summed: no less than each launch's own fastest.
   EXPECT_GE(j["kernels_us"].get<double>(), sum * (1 - 1e-6));
   EXPECT_GE(j["outside_us"].get<double>(), 0);
@@ -302,6 +310,11 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("outside kernels"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("conv2d+add+relu"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("timed alone in their records"), std::string::npos) << text.out;  // no records given
+  // A compiled file with the records it was compiled from: the same records beside it.
+  Result with = run("profile " + out + " --records " + db + " --repeat 2 --quiet");
+  ASSERT_EQ(with.code, 0) << with.out;
+  EXPECT_NE(with.out.find("timed alone in their records"), std::string::npos) << with.out;
   expect_one_error("profile " + model + " --repeat -1", "--repeat");
 }
 
