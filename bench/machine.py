@@ -1,5 +1,8 @@
-"""What the benchmark scripts print about the machine they ran on."""
+"""What the benchmark scripts print about the machine they ran on, and whether the
+peers' Python can run a peer there."""
+import os
 import platform
+import subprocess
 
 
 def cpu_model():
@@ -37,3 +40,14 @@ def vector_isa():
     except OSError:
         pass
     return platform.machine()
+
+
+def python_problem(python, modules):
+    """Why `python` cannot import every one of `modules` (None when it can): the peers'
+    virtual environment missing, or a module of it."""
+    if not os.path.exists(python):
+        return f"no peers' Python at {python} (bench/peers/setup.sh creates it)"
+    p = subprocess.run([python, "-c", "import " + ", ".join(modules)], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"{python} cannot import {', '.join(modules)}: {p.stderr.strip().splitlines()[-1:]}"
+    return None

@@ -56,7 +56,7 @@ import time
 from statistics import median, stdev
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import cpu_model, vector_isa  # noqa: E402
+from machine import cpu_model, python_problem, vector_isa  # noqa: E402
 
 DEFAULT_WORKLOADS = [f"resnet18-c{i}" for i in range(1, 13)] + ["gemm-1024", "bert-768x3072"]
 STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
@@ -126,12 +126,7 @@ PEER_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".c
 
 def peer_available(python):
     """Why MetaSchedule cannot run with `python` (None when it can)."""
-    if not os.path.exists(python):
-        return f"no peers' Python at {python} (bench/peers/setup.sh creates it)"
-    p = subprocess.run([python, "-c", "import tvm, tvm.s_tir.meta_schedule"], capture_output=True, text=True)
-    if p.returncode != 0:
-        return f"{python} cannot import TVM MetaSchedule: {p.stderr.strip().splitlines()[-1:]}"
-    return None
+    return python_problem(python, ["tvm", "tvm.s_tir.meta_schedule"])
 
 
 def run_metaschedule(basin, python, workload, seed, trials, threads, out):

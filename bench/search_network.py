@@ -40,7 +40,7 @@ import time
 from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import cpu_model, vector_isa  # noqa: E402
+from machine import cpu_model, python_problem, vector_isa  # noqa: E402
 
 MODELS = ["resnet18", "mobilenet_v2", "bert_base"]
 STRATEGIES = ["gradient", "annealing", "evolutionary"]
@@ -86,14 +86,8 @@ def tune_and_compile(basin, model, strategy, seed, budget, out):
 
 
 def peer_available(python):
-    """Why MetaSchedule cannot run with `python` (None when it can)."""
-    if not os.path.exists(python):
-        return f"no peers' Python at {python} (bench/peers/setup.sh creates it)"
-    p = subprocess.run([python, "-c", "import tvm, tvm.s_tir.meta_schedule, torch, onnx"], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        return f"{python} cannot import TVM MetaSchedule, torch and onnx: {p.stderr.strip().splitlines()[-1:]}"
-    return None
+    """Why MetaSchedule's network tuning cannot run with `python` (None when it can)."""
+    return python_problem(python, ["tvm", "tvm.s_tir.meta_schedule", "torch", "onnx"])
 
 
 def run_metaschedule(python, model, seed, trials, out):
