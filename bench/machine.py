@@ -1,5 +1,6 @@
-"""What the benchmark scripts print about the machine they ran on, and whether the
-peers' Python can run a peer there."""
+"""What the benchmark scripts print about the machine they ran on, whether the peers'
+Python can run a peer there, and a peer script's run."""
+import json
 import os
 import platform
 import subprocess
@@ -51,3 +52,13 @@ def python_problem(python, modules):
     if p.returncode != 0:
         return f"{python} cannot import {', '.join(modules)}: {p.stderr.strip().splitlines()[-1:]}"
     return None
+
+
+def peer_json(cmd, path, who):
+    """Runs a peer script `cmd` that writes its JSON to `path`: that JSON. A failure ends
+    the benchmark (`who` names it) with the script's last error lines."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{who}: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
+    with open(path) as f:
+        return json.load(f)

@@ -56,7 +56,7 @@ import time
 from statistics import median, stdev
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import cpu_model, python_problem, vector_isa  # noqa: E402
+from machine import cpu_model, peer_json, python_problem, vector_isa  # noqa: E402
 
 DEFAULT_WORKLOADS = [f"resnet18-c{i}" for i in range(1, 13)] + ["gemm-1024", "bert-768x3072"]
 STRATEGIES = ["annealing", "gradient", "evolutionary", "random"]
@@ -137,11 +137,7 @@ def run_metaschedule(basin, python, workload, seed, trials, threads, out):
     cmd = [python, script, "--workload", workload, "--trials", str(trials), "--threads", str(threads),
            "--seed", str(seed), "--basin", basin, "--out", path]
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"bench/search: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
-    with open(path) as f:
-        j = json.load(f)
+    j = peer_json(cmd, path, "bench/search")
     run = {"workload": workload, "strategy": "metaschedule", "peer": True, "seed": seed, "trials": j["trials"],
            "best_latency_us": j["best_us"], "search_seconds": j["seconds"], "final_latency_us": j["final_us"],
            "curve": j["curve"], "tvm": j["tvm"], "target": j["target"]}

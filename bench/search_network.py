@@ -40,7 +40,7 @@ import time
 from statistics import median
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from machine import cpu_model, python_problem, vector_isa  # noqa: E402
+from machine import cpu_model, peer_json, python_problem, vector_isa  # noqa: E402
 
 MODELS = ["resnet18", "mobilenet_v2", "bert_base"]
 STRATEGIES = ["gradient", "annealing", "evolutionary"]
@@ -97,11 +97,7 @@ def run_metaschedule(python, model, seed, trials, out):
     arg = model if model.endswith(".onnx") else EXPORT_NAMES.get(model, model)
     cmd = [python, script, "--model", arg, "--trials", str(trials), "--seed", str(seed), "--out", path]
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"bench/search_network: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
-    with open(path) as f:
-        j = json.load(f)
+    j = peer_json(cmd, path, "bench/search_network")
     print(f"{model_name(model)} seed {seed} metaschedule: estimated {j['estimated_us']} us after {j['trials']} "
           f"trials, {j['search_seconds']:.0f} s; measured by TVM {j['measured_us']:.1f} us [{time.time() - t0:.0f} s]",
           flush=True)

@@ -17,7 +17,7 @@ std::vector<size_t> every_slot(const Round& round) {
 
 class LocalRunner : public RoundRunner {
  public:
-  size_t limit(size_t proposed, int) override { return proposed; }
+  size_t start_round(size_t proposed, int) override { return proposed; }
   bool run(Round& round) override {
     round.measure_here(every_slot(round), nullptr);
     return false;
@@ -28,7 +28,7 @@ class ClusterRunner : public RoundRunner {
  public:
   ClusterRunner(Cluster& cluster, const codegen::MeasureOptions& options) : cluster_(cluster), options_(options) {}
 
-  size_t limit(size_t proposed, int n) override {
+  size_t start_round(size_t proposed, int n) override {
     workers_ = cluster_.live_workers();
     return workers_.empty() ? proposed : std::min(proposed, static_cast<size_t>(std::max(n, 0)));
   }

@@ -44,11 +44,12 @@ class Round {
 class RoundRunner {
  public:
   virtual ~RoundRunner() = default;
-  // The most programs a round of `n` proposes to it: a runner that measures one program
-  // at a time stops at a trial budget by itself; one that sends a round out at once
-  // takes n at most.
-  virtual size_t limit(size_t proposed, int n) = 0;
-  // Measures (or leaves unmeasured) every program of the round. Returns whether it
+  // A round starts (the cluster runner takes the workers alive now for it): the most of
+  // the `proposed` programs of a round of `n` it takes. A runner that measures one
+  // program at a time stops at a trial budget by itself; one that sends a round out at
+  // once takes n at most.
+  virtual size_t start_round(size_t proposed, int n) = 0;
+  // Measures (or leaves unmeasured) every program of the round started last. Returns whether it
   // held the round's contest on the way; if not, the tuner holds it after.
   virtual bool run(Round& round) = 0;
 };

@@ -485,7 +485,7 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
   }
   // A strategy may propose more than n programs: measured one at a time, a trial budget
   // stops the round at n, but a shared round sends them all at once.
-  batch.resize(m.runner->limit(batch.size(), n));
+  batch.resize(m.runner->start_round(batch.size(), n));
   for (const Candidate& c : batch)
     if (!m.measured.insert(c.json).second)
       throw InternalError("strategy " + m.strategy.name() + " proposed a measured program");

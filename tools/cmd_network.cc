@@ -719,21 +719,18 @@ int run_profile(const NetOptions& o) {
   for (const auto& u : untuned) untuned_labels.insert(u.get<std::string>());
   nlohmann::json launches = nlohmann::json::array();
   std::map<std::string, int64_t> trials_of;
-  // With the records, each launch's task's best record among the programs of its
-  // kernel's precision (the program a network compiled from these records runs): its
-  // latency timed alone, beside its time in the network.
-  auto precision_of = [](const sched::Sketch& s) {
-    return s.bf16_pair >= 0 ? std::string("bf16") : s.rule == sched::SketchRule::GpuMma ? s.mma_precision : "";
-  };
+  // With the records, each launch's task's best record among the sketches of its
+  // kernel's precision (as choose_programs picks the program a network compiled from
+  // these records runs): its latency timed alone, beside its time in the network.
   std::map<std::pair<std::string, std::string>, double> record_of;  // (task, precision) -> us, 0: none
   auto record_us = [&](const codegen::KernelProfile& k) {
     auto [it, fresh] = record_of.emplace(std::make_pair(k.task_key, k.precision), 0.0);
     if (!fresh || !store) return it->second;
-    const std::string want = k.precision == "bf16" || k.precision == "tf32" || k.precision == "fp16" ? k.precision : "";
     try {
       std::set<std::string> names;
-      for (const sched::Sketch& s : sched::sketches_of_every_precision(sched::task_from_key(k.task_key), net.target()))
-        if (precision_of(s) == want) names.insert(s.name);
+      for (const sched::Sketch& s : sched::sketches_for(sched::task_from_key(k.task_key), net.target(),
+                                                        k.precision == "int8" ? "" : k.precision))
+        names.insert(s.name);
       if (std::optional<search::Record> r = store->best(k.task_key, net.target(), &names)) it->second = r->latency_us();
     } catch (const Error&) {
       // A task whose key this basin no longer builds: no record to set beside it.

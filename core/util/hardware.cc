@@ -11,8 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -131,30 +132,44 @@ void save_effective_cache(int64_t bytes) {
   write_output_file(effective_cache_path(), [&](OutputFile& out) { out.write(j.dump() + "\n"); });
 }
 
+// What basin's cache keeps at `path` for this machine, `read` from the file's text
+// (nothing: of another machine, or not to be kept), else `measure()` and `save` it there.
+// A damaged file is measured again; a cache that cannot be written costs a measurement
+// per process.
+template <typename T>
+T kept_or_measured(const std::string& path, const std::function<std::optional<T>(const std::string&)>& read,
+                   const std::function<T()>& measure, const std::function<void(const T&)>& save) {
+  try {
+    std::ifstream f;
+    if (regular_file(path)) f.open(path);
+    if (f) {
+      std::stringstream text;
+      text << f.rdbuf();
+      if (std::optional<T> kept = read(text.str())) return *kept;
+    }
+  } catch (const std::exception&) {
+    // Damaged, or of another version: measured again below.
+  }
+  T fresh = measure();
+  try {
+    save(fresh);
+  } catch (const std::exception&) {
+  }
+  return fresh;
+}
+
 }  // namespace
 
 int64_t effective_cache_bytes() {
-  static const int64_t bytes = [] {
-    try {
-      const std::string path = effective_cache_path();
-      std::ifstream f;
-      if (regular_file(path)) f.open(path);
-      if (f) {
-        const nlohmann::json j = nlohmann::json::parse(f);
+  static const int64_t bytes = kept_or_measured<int64_t>(
+      effective_cache_path(),
+      [](const std::string& text) -> std::optional<int64_t> {
+        const nlohmann::json j = nlohmann::json::parse(text);
         const int64_t b = j.at("effective_cache_bytes").get<int64_t>();
-        if (j.at("host").get<std::string>() == this_host().describe() && b >= (int64_t{1} << 20)) return b;
-      }
-    } catch (const std::exception&) {
-      // A damaged file: measured again below.
-    }
-    const int64_t b = measure_effective_cache_bytes();
-    try {
-      save_effective_cache(b);
-    } catch (const std::exception&) {
-      // A cache that cannot be written costs a measurement per process.
-    }
-    return b;
-  }();
+        if (j.at("host").get<std::string>() != this_host().describe() || b < (int64_t{1} << 20)) return std::nullopt;
+        return b;
+      },
+      measure_effective_cache_bytes, save_effective_cache);
   return bytes;
 }
 
@@ -352,33 +367,15 @@ Hardware remeasure_hardware() {
 }
 
 const Hardware& this_hardware() {
-  static std::once_flag once;
-  static Hardware hw;
-  std::call_once(once, [] {
-    const std::string host = this_host().describe();
-    try {
-      const std::string path = hardware_cache_path();
-      std::ifstream f;
-      if (regular_file(path)) f.open(path);
-      if (f) {
-        std::stringstream text;
-        text << f.rdbuf();
-        Hardware cached = Hardware::from_json(text.str());
-        if (cached.host == host && !cached.busy) {
-          hw = cached;
-          return;
-        }
-      }
-    } catch (const Error&) {
-      // A description of another version or a damaged file: measured again below.
-    }
-    hw = measure_hardware();
-    try {
-      save_hardware(hw);
-    } catch (const std::exception&) {
-      // A cache that cannot be written (a read-only home) costs a measurement per process.
-    }
-  });
+  // A description measured busy is measured again.
+  static const Hardware hw = kept_or_measured<Hardware>(
+      hardware_cache_path(),
+      [](const std::string& text) -> std::optional<Hardware> {
+        Hardware cached = Hardware::from_json(text);
+        if (cached.host != this_host().describe() || cached.busy) return std::nullopt;
+        return cached;
+      },
+      measure_hardware, save_hardware);
   return hw;
 }
 

@@ -289,7 +289,7 @@ class FakeCluster : public search::Cluster {
 
 TEST(RoundRunner, TheLocalRunnerMeasuresEveryProgramHereInOrder) {
   std::unique_ptr<search::detail::RoundRunner> local = search::detail::local_runner();
-  EXPECT_EQ(local->limit(20, 16), 20u);  // one at a time: a trial budget stops it by itself
+  EXPECT_EQ(local->start_round(20, 16), 20u);  // one at a time: a trial budget stops it by itself
   FakeRound round(5);
   EXPECT_FALSE(local->run(round));  // the tuner holds the contest
   EXPECT_EQ(round.here, (std::vector<size_t>{0, 1, 2, 3, 4}));
@@ -303,7 +303,7 @@ TEST(RoundRunner, TheClusterRunnerDealsTheRoundAndHoldsTheContestWhileTheWorkers
   FakeCluster cluster;
   std::unique_ptr<search::detail::RoundRunner> shared = search::detail::cluster_runner(cluster, {});
   // Sent at once: n at most.
-  ASSERT_EQ(shared->limit(20, 16), 16u);
+  ASSERT_EQ(shared->start_round(20, 16), 16u);
   FakeRound first(16);
   EXPECT_TRUE(shared->run(first));
   EXPECT_EQ(first.contests, 1);
@@ -319,7 +319,7 @@ TEST(RoundRunner, TheClusterRunnerDealsTheRoundAndHoldsTheContestWhileTheWorkers
 
   // The last contest took 7 measurements: round((16 + 7) / 3 - 7) = 1 program here.
   cluster.sent.clear();
-  shared->limit(16, 16);
+  shared->start_round(16, 16);
   FakeRound second(16);
   shared->run(second);
   EXPECT_EQ(second.here.size(), 1u);
@@ -327,7 +327,7 @@ TEST(RoundRunner, TheClusterRunnerDealsTheRoundAndHoldsTheContestWhileTheWorkers
   // A lost worker's programs are measured here, after the others.
   cluster.sent.clear();
   cluster.lost = {2};
-  shared->limit(16, 16);
+  shared->start_round(16, 16);
   FakeRound lost(16);
   shared->run(lost);
   EXPECT_EQ(lost.remote.size(), cluster.sent[1].size());
@@ -337,7 +337,7 @@ TEST(RoundRunner, TheClusterRunnerDealsTheRoundAndHoldsTheContestWhileTheWorkers
 
   // No live worker: every program here, the contest left to the tuner.
   cluster.workers.clear();
-  EXPECT_EQ(shared->limit(20, 16), 20u);
+  EXPECT_EQ(shared->start_round(20, 16), 20u);
   FakeRound alone(4);
   EXPECT_FALSE(shared->run(alone));
   EXPECT_EQ(alone.here.size(), 4u);
@@ -347,7 +347,7 @@ TEST(RoundRunner, ASpentBudgetCancelsTheWorkersAndSkipsTheContest) {
   FakeCluster cluster;
   cluster.workers = {1};
   std::unique_ptr<search::detail::RoundRunner> shared = search::detail::cluster_runner(cluster, {});
-  shared->limit(16, 16);
+  shared->start_round(16, 16);
   cluster.slow = true;
   FakeRound round(16, 1);  // spent after the first program
   EXPECT_FALSE(shared->run(round));
