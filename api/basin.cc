@@ -151,6 +151,7 @@ struct Model::Impl {
     if (!this_host().bf16_dot) return p;
     *reference = graph::plan_layouts(nchw, lanes, this_host().amx_bf16);
     p.graph = graph::store_activations_bf16(*reference);
+    if (this_host().amx_bf16) p.graph = graph::store_borders(p.graph);
     p.partition = graph::partition(p.graph);
     return p;
   }

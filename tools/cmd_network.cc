@@ -90,6 +90,7 @@ graph::Graph prepare_graph(const NetOptions& o, const graph::Graph& g, graph::Gr
     return opt;
   }
   graph::Graph stored = graph::store_activations_bf16(opt);
+  if (tiled_convolutions(o)) stored = graph::store_borders(stored);
   if (reference) *reference = std::move(opt);
   return stored;
 }

@@ -34,8 +34,15 @@ struct Open {
   std::vector<int> nodes;
   Kind kind;
   int last_pos = 0;
-  size_t inputs = 0;  // values read from outside the group (an upper bound: a value read twice counts twice)
+  size_t inputs = 0;      // values read from outside the group (an upper bound: a value read twice counts twice)
+  bool bordered = false;  // ends in a zero border (graph::store_borders): a cast may follow, nothing else
 };
+
+// A constant zero padding: the border of a value stored with it (graph::store_borders).
+bool zero_border(const Node& nd) {
+  return nd.op == "pad" && (!nd.attrs.has("mode") || nd.attrs.s("mode") == "constant") &&
+         (!nd.attrs.has("value") || nd.attrs.f("value") == 0);
+}
 
 // A fused group's largest size: its operators, and the inputs they read from outside
 // it. A longer chain (thousands of elementwise operators, each with a constant of its
@@ -188,7 +195,8 @@ Partition partition(const Graph& g) {
       const Open& G = groups[gi];
       bool same_shape = g.value(nd.output).shape == g.value(v).shape;
       bool ok = false;
-      if (G.kind == Kind::Anchor) ok = k == Kind::Elementwise && same_shape;
+      if (G.bordered) ok = nd.op == "cast" && same_shape;
+      else if (G.kind == Kind::Anchor) ok = (k == Kind::Elementwise && same_shape) || zero_border(nd);
       else if (G.kind == Kind::Reduction) ok = k == Kind::Elementwise && same_shape;
       else
         ok = k == Kind::Elementwise || k == Kind::Injective || (k == Kind::Reduction && v == nd.inputs[0]) ||
@@ -209,6 +217,7 @@ Partition partition(const Graph& g) {
       G.inputs += nd.inputs.size() - 1;  // one of them is the group's own value
       if (k == Kind::Reduction) G.kind = Kind::Reduction;
       if (k == Kind::Anchor) G.kind = Kind::Anchor;
+      if (G.kind == Kind::Anchor && zero_border(nd)) G.bordered = true;
       // the group's old output is now internal
       if (G.kind == Kind::Anchor && k == Kind::Elementwise) {
         // The node's other operands made by a cheap elementwise group of their own

@@ -58,9 +58,19 @@ Graph eliminate_dead_code(const Graph& g);
 // matrix product's right operand (what its bfloat16 sketches pack, from float32). The
 // partition of the result is the same groups, each stored output's cast in its group.
 Graph store_activations_bf16(const Graph& g);
+// After store_activations_bf16, where convolutions run on AMX tiles: a bfloat16 value
+// blocked by 32 channels ([N, C / 32, H, W, 32], H x W at least 28 x 28, the cast of a
+// float32 value R) whose one reader is a convolution of one group, stride and dilation
+// 1 and a zero padding (p, q) is stored with that padding as its border instead:
+// cast(pad(R)), [N, C / 32, H + 2p, W + 2q, 32], the convolution reading it with
+// padding 0. Fusion puts the border in the kernel that computes R (its stores moved by
+// the border, the border zeroed: sched::output_border), and the convolution's flat-row
+// tiles read the bordered plane in place (sched::AmxDirect::plane), with no padded
+// copy per call.
+Graph store_borders(const Graph& g);
 // Every pass above, in order: batch-norm folding, constant folding, powers expanded,
-// dead code, quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes` floats
-// (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
+// dead code, quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes`
+// floats (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
 Graph optimize(const Graph& g, int64_t layout_lanes = 0, bool tiles = false);
 
 }  // namespace basin::graph

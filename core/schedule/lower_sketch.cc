@@ -707,8 +707,17 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   const int64_t M = extent_of(g.m_axes, false), W = direct ? axis_extent(direct->row_axis, false) : M;
   const int64_t H = flat ? axis_extent(direct->y_axis, false) : 1,
                 Wp = flat ? direct->src->shape[static_cast<size_t>(direct->x_dim)] : 0;
-  const int64_t WT = flat ? (H * Wp + 15) / 16 : (W + 15) / 16,
+  // Flat rows read in place (AmxDirect::plane): the plane's tiles end at its last
+  // computed position (y H - 1, x W - 1), the last one starting 16 positions before it
+  // (some of its rows computed twice, alike), so that no window reads past the plane.
+  const te::OpNode* plane = flat && direct->plane ? direct->plane.get() : nullptr;
+  const int64_t last = (H - 1) * Wp + W - 1;
+  const int64_t WT = flat ? flat_plane_tiles(*direct, H, W) : (W + 15) / 16,
                 m_tiles = direct ? extent_of(other_m, false) * WT : (M + 15) / 16;
+  // The first plane position of tile tw (0 <= tw < WT) of a plane.
+  auto plane_start = [&](const Expr& tw) {
+    return plane ? min(tw * Expr(int64_t{16}), Expr(last - 15)) : tw * Expr(int64_t{16});
+  };
   const Expr mp = ceil_div(Expr(m_tiles), TM), np = ceil_div(Expr((N + 15) / 16), TN);
   const Expr n_tiles = simplify(np * TN);
   // k: steps of 32. GEMM: the reduction axes flattened, padded. In place: the window's
@@ -931,6 +940,24 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
       return with_batch(batch, {t * sixteen + r, kb * step + j});
     };
+  } else if (plane) {
+    // The plane's placeholder [N, C / 32, Y, X, 32] itself: src's index at the tile's
+    // first row (x its plane position at y = 0, the window and the channels' block from
+    // kb), flattened, plus the row's 32 elements (x 16 rows at 32 elements each).
+    act_bf = plane->buffer;
+    a_index = [&](const std::vector<Expr>& batch, const Expr& t, const Expr& r, const Expr& kb, const Expr& j) {
+      const Expr tc = min(t, Expr(m_tiles - 1));
+      VarMap m = unit;
+      for (size_t i = 0; i < g.batch_axes.size(); ++i) m[axis_var(g.batch_axes[i], false).id()] = batch[i];
+      unflatten(other_m, false, floordiv(tc, Expr(WT)), &m);
+      m[axis_var(direct->y_axis, false).id()] = zero_i;
+      m[axis_var(direct->row_axis, false).id()] = plane_start(floormod(tc, Expr(WT))) + r;
+      Expr unused;
+      k_at(kb, zero_i, &m, &unused);
+      Expr f = zero_i;
+      for (size_t x = 0; x < af_load->args.size(); ++x) f = f * Expr(plane->shape[x]) + substitute(af_load->args[x], m);
+      return std::vector<Expr>{f + j};
+    };
   } else {
     // P[src's other dims.., channels]: the channel dimensions last, flattened, padded to
     // 32; the row axis's dimension longer by the rows a partial last tile reads past it.
@@ -1144,7 +1171,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
     row_inside = m_full < Expr(M);
   } else {
     unflatten(other_m, false, floordiv(tile, Expr(WT)), &om);
-    const Expr w0 = floormod(tile, Expr(WT)) * sixteen, w = w0 + r;
+    const Expr w0 = flat ? plane_start(floormod(tile, Expr(WT))) : floormod(tile, Expr(WT)) * sixteen, w = w0 + r;
     if (flat) {
       // The tile's first row divided once: with Wp >= 16 its 16 rows cross at most one
       // end of a plane row (x wraps once), so a row's (y, x) is the first's plus r with
@@ -1201,7 +1228,7 @@ Stmt build_cpu_amx(const ops::OpGraph& task, const Sketch& s, const KnobValues& 
   Stmt body = make_allocate(acc, make_seq({init, compute, wb}));
   prologue.push_back(par.wrap(body));
   Stmt whole = make_seq(prologue);
-  if (!a_placeholder) whole = make_allocate(act_bf, whole);
+  if (!a_placeholder && !plane) whole = make_allocate(act_bf, whole);
   return make_allocate(packed, whole);
 }
 
@@ -2275,8 +2302,88 @@ Stmt build_gpu_reduce(const ops::OpGraph& task, const Sketch& s, const KnobValue
 
 }  // namespace
 
+namespace {
+
+// A bordered output (sched::output_border): f lowered the task without the border; its
+// output's stores and loads move by the border into the task's output, whose border is
+// zeroed after them, slab by slab (the positions outside the inner value along one
+// bordered dimension, inside it along the bordered ones before), the last dimension in
+// vectors where it has no border. The zeroing goes inside the allocations at the top,
+// so that split_constant_prologue still finds the weights' packing there.
+LoweredFunc with_border(LoweredFunc f, const OutputBorder& b, const te::Tensor& out) {
+  const Buffer from = b.inner.buffer(), to = out.buffer();
+  const std::vector<int64_t>& is = b.inner.shape();
+  const std::vector<int64_t>& os = out.shape();
+  const size_t nd = os.size();
+  auto moved = [&](const std::vector<Expr>& idx) {
+    std::vector<Expr> m = idx;
+    if (idx.size() == 1 && nd > 1) {  // a flat index of the inner value
+      m.assign(nd, Expr());
+      Expr rest = idx[0];
+      for (size_t d = nd; d-- > 0;) {
+        m[d] = d == 0 ? rest : floormod(rest, Expr(is[d]));
+        rest = floordiv(rest, Expr(is[d]));
+      }
+    }
+    BASIN_CHECK(m.size() == nd) << "a store of the bordered output with " << idx.size() << " indices";
+    for (size_t d = 0; d < nd; ++d)
+      if (b.before[d]) m[d] = m[d] + Expr(b.before[d]);
+    return m;
+  };
+  Stmt body = rewrite_stmt(
+      f.body, [&](const Expr& e) { return retarget_loads(e, from.get(), to, moved); },
+      [&](const Stmt& st) -> Stmt {
+        if (st.kind() != StmtKind::Store || st->buffer.get() != from.get()) return Stmt();
+        return make_store(to, moved(st->indices), st->value);
+      });
+  std::vector<size_t> bordered;
+  for (size_t d = 0; d < nd; ++d)
+    if (os[d] != is[d]) bordered.push_back(d);
+  std::vector<Stmt> zero;
+  const Expr z = out.dtype().is_bf16() ? cast(out.dtype(), make_const(DType::f32(), 0)) : make_const(out.dtype(), 0);
+  for (const size_t d : bordered) {
+    for (const auto& [lo, hi] : {std::pair<int64_t, int64_t>{0, b.before[d]}, {b.before[d] + is[d], os[d]}}) {
+      if (hi <= lo) continue;
+      // Along a bordered dimension before d: its inner range; along d: [lo, hi).
+      std::vector<Var> v;
+      std::vector<Expr> idx;
+      std::vector<int64_t> extent;
+      for (size_t x = 0; x < nd; ++x) {
+        const bool inner = x < d && os[x] != is[x];
+        v.push_back(Var("border" + std::to_string(x)));
+        idx.push_back(Expr(v[x]) + Expr(x == d ? lo : inner ? b.before[x] : 0));
+        extent.push_back(x == d ? hi - lo : inner ? is[x] : os[x]);
+      }
+      Stmt st = make_store(to, idx, z);
+      for (size_t x = nd; x-- > 0;) {
+        const bool vec = x == nd - 1 && os[x] == is[x] && extent[x] > 1;
+        st = loop(v[x], Expr(extent[x]), st, vec ? ForKind::Vectorized : ForKind::Serial);
+      }
+      zero.push_back(st);
+    }
+  }
+  // Inside the allocations at the top.
+  std::vector<Buffer> allocs;
+  while (body.defined() && body.kind() == StmtKind::Allocate && body->body.size() == 1) {
+    allocs.push_back(body->buffer);
+    body = body->body[0];
+  }
+  std::vector<Stmt> items = body.kind() == StmtKind::Seq ? body->body : std::vector<Stmt>{body};
+  items.insert(items.end(), zero.begin(), zero.end());
+  body = make_seq(items);
+  for (size_t i = allocs.size(); i-- > 0;) body = make_allocate(allocs[i], body);
+  f.body = body;
+  for (int o : f.output_params)
+    if (f.params[static_cast<size_t>(o)].get() == from.get()) f.params[static_cast<size_t>(o)] = to;
+  return f;
+}
+
+}  // namespace
+
 LoweredFunc lower_sketch_structure(const ops::OpGraph& task, const Sketch& s, const KnobValues& k, bool fuse_parallel) {
   BASIN_CHECK(k.factors.size() == s.splits.size()) << "sketch " << s.name << ": knob values do not match its splits";
+  if (auto b = output_border(task))
+    return with_border(lower_sketch_structure(without_border(task, *b), s, k, fuse_parallel), *b, task.outputs[0]);
   LoweredFunc f;
   f.name = task.op;
   for (const te::Tensor& t : task.inputs) f.params.push_back(t.buffer());

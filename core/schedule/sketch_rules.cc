@@ -215,9 +215,8 @@ std::vector<Sketch> anchor_sketches(const AnchorInfo& info, bool bf16, bool int8
     std::optional<AmxDirect> d = amx_direct_form(info, *f);
     if (d && !d->window_k.empty() && d->y_axis >= 0) {
       const int64_t h = a.axes[static_cast<size_t>(d->y_axis)].extent,
-                    w = a.axes[static_cast<size_t>(d->row_axis)].extent,
-                    wp = d->src->shape[static_cast<size_t>(d->x_dim)];
-      amx_sketch(true, m / (h * w) * ((h * wp + 15) / 16), true);
+                    w = a.axes[static_cast<size_t>(d->row_axis)].extent;
+      amx_sketch(true, m / (h * w) * flat_plane_tiles(*d, h, w), true);
     }
     if (d && !d->window_k.empty()) {
       const int64_t w = a.axes[static_cast<size_t>(d->row_axis)].extent;
@@ -483,6 +482,7 @@ double storage_tolerance(const ops::OpGraph& task, double tolerance) {
 }
 
 std::vector<Sketch> gpu_sketches(const ops::OpGraph& task, const std::string& given) {
+  if (auto b = output_border(task)) return gpu_sketches(without_border(task, *b), given);
   const std::string precision = resolve_precision("cuda", given);
   if (auto anchor = analyze_anchor(task)) {
     std::vector<Sketch> out = {gpu_tile_sketch(*anchor)};
@@ -570,6 +570,7 @@ std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16) {
 }
 
 std::vector<Sketch> cpu_sketches(const ops::OpGraph& task, bool bf16, bool int8_dot, bool amx) {
+  if (auto b = output_border(task)) return cpu_sketches(without_border(task, *b), bf16, int8_dot, amx);
   if (auto info = analyze_anchor(task)) return anchor_sketches(*info, bf16, int8_dot, amx);
   GenericInfo info = analyze_generic(task);
   std::vector<Sketch> out = generic_sketches(info);

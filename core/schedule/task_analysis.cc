@@ -7,6 +7,7 @@
 
 #include "core/expr/analyzer.h"
 #include "core/expr/evaluate.h"
+#include "core/ops/operators.h"
 
 namespace basin::sched {
 
@@ -47,6 +48,23 @@ bool reads_at(const Expr& load, const std::vector<te::IterVar>& axes) {
   for (size_t i = 0; i < axes.size(); ++i)
     if (load->args[i].kind() != ExprKind::Var || Var(load->args[i]).id() != axes[i].var.id()) return false;
   return true;
+}
+
+// A stage casting a load of `src` at its own indices to `to`; the load, or undefined.
+Expr cast_of_load(const te::OpNode& op, DType to) {
+  if (op.is_placeholder || op.tag != "cast" || op.body.kind() != ExprKind::Cast || op.body.dtype() != to ||
+      op.body.arg(0).kind() != ExprKind::Load || !reads_at(op.body.arg(0), op.axes))
+    return Expr();
+  return op.body.arg(0);
+}
+
+// The bfloat16 placeholder a stage widens to float32 (a stored activation as its
+// readers take it, ops::apply_node); null for any other stage.
+const te::OpNode* widened_placeholder(const te::OpNode& op) {
+  const Expr l = cast_of_load(op, DType::f32());
+  if (!l.defined()) return nullptr;
+  const te::OpNode* p = producer_of(l->buffer);
+  return p && p->is_placeholder && p->buffer->dtype.is_bf16() ? p : nullptr;
 }
 
 }  // namespace
@@ -146,6 +164,48 @@ Expr inline_stages(const Expr& e, const std::unordered_set<const te::OpNode*>& i
     for (size_t i = 0; i < p->axes.size(); ++i) m[p->axes[i].var.id()] = x->args[i];
     return inline_stages(substitute(p->body, m), inlined);
   });
+}
+
+std::optional<OutputBorder> output_border(const ops::OpGraph& task) {
+  if (task.outputs.size() != 1) return std::nullopt;
+  // The border, perhaps under a last cast (a stored value's narrowing, which commutes
+  // with a zero border): its inner value is then the cast of the border's input.
+  const te::OpNode* top = task.outputs[0].op().get();
+  std::optional<DType> narrowed;
+  if (cast_of_load(*top, top->body.dtype()).defined()) {
+    narrowed = top->body.dtype();
+    top = top->inputs[0].op().get();
+  }
+  const te::OpNode& op = *top;
+  // ops::pad's constant mode: select(inside, x[i - before], 0).
+  if (op.is_placeholder || op.tag != "pad" || op.inputs.size() != 1 || op.body.kind() != ExprKind::Select)
+    return std::nullopt;
+  const Expr l = op.body.arg(1), zero = op.body.arg(2);
+  double z = 1;
+  int64_t zi = 1;
+  if (l.kind() != ExprKind::Load || !((is_const_float(zero, &z) && z == 0) || (is_const_int(zero, &zi) && zi == 0)))
+    return std::nullopt;
+  const te::OpNode* in = producer_of(l->buffer);
+  if (!in || in->is_placeholder || l->args.size() != op.axes.size()) return std::nullopt;
+  OutputBorder b;
+  b.inner = op.inputs[0];
+  if (b.inner.op().get() != in) return std::nullopt;
+  for (size_t d = 0; d < op.axes.size(); ++d) {
+    const LinearForm lf = Analyzer().linear_form(l->args[d]);
+    if (lf.terms.size() != 1 || lf.terms[0].first.kind() != ExprKind::Var ||
+        Var(lf.terms[0].first).id() != op.axes[d].var.id() || lf.terms[0].second != 1 || lf.constant > 0 ||
+        in->shape[d] - lf.constant > op.shape[d])
+      return std::nullopt;
+    b.before.push_back(-lf.constant);
+  }
+  if (narrowed) b.inner = ops::cast_to(b.inner, *narrowed);
+  return b;
+}
+
+ops::OpGraph without_border(const ops::OpGraph& task, const OutputBorder& b) {
+  ops::OpGraph inner = task;
+  inner.outputs = {b.inner};
+  return inner;
 }
 
 std::optional<AnchorInfo> analyze_anchor(const ops::OpGraph& task) {
@@ -578,6 +638,11 @@ std::optional<AmxForm> amx_form(const AnchorInfo& info, int vec) {
   return f;
 }
 
+int64_t flat_plane_tiles(const AmxDirect& d, int64_t h, int64_t w) {
+  const int64_t wp = d.src->shape[static_cast<size_t>(d.x_dim)];
+  return ((d.plane ? (h - 1) * wp + w : h * wp) + 15) / 16;
+}
+
 std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f) {
   const te::OpNode& a = *info.anchor;
   Expr af = a.body.arg(static_cast<size_t>(1 - f.weight_factor));
@@ -678,29 +743,16 @@ std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& 
       d.y_dim = y_dim;
     }
   }
+  if (d.y_axis >= 0 && !f.int8 && d.channel_dims == std::vector<int>{1, 4} && d.y_dim == 2 && d.x_dim == 3 &&
+      src->shape.size() == 5 && src->shape[4] == 32) {
+    const te::OpNode* p = src->is_placeholder ? src : widened_placeholder(*src);
+    // The last tile of a plane ends at its last computed position: at least 16 of them.
+    const int64_t h = a.axes[static_cast<size_t>(d.y_axis)].extent, w = a.axes[static_cast<size_t>(d.row_axis)].extent;
+    if (p && p->buffer->dtype.is_bf16() && (h - 1) * src->shape[3] + w >= 16)
+      d.plane = std::static_pointer_cast<const te::OpNode>(p->buffer->producer.lock());
+  }
   return d;
 }
-
-namespace {
-
-// A stage casting a load of `src` at its own indices to `to`; the load, or undefined.
-Expr cast_of_load(const te::OpNode& op, DType to) {
-  if (op.is_placeholder || op.tag != "cast" || op.body.kind() != ExprKind::Cast || op.body.dtype() != to ||
-      op.body.arg(0).kind() != ExprKind::Load || !reads_at(op.body.arg(0), op.axes))
-    return Expr();
-  return op.body.arg(0);
-}
-
-// The bfloat16 placeholder a stage widens to float32 (a stored activation as its
-// readers take it, ops::apply_node); null for any other stage.
-const te::OpNode* widened_placeholder(const te::OpNode& op) {
-  const Expr l = cast_of_load(op, DType::f32());
-  if (!l.defined()) return nullptr;
-  const te::OpNode* p = producer_of(l->buffer);
-  return p && p->is_placeholder && p->buffer->dtype.is_bf16() ? p : nullptr;
-}
-
-}  // namespace
 
 std::optional<AmxAttention> amx_attention_form(const GenericInfo& info) {
   // Stored activations (graph::store_activations_bf16): q, k and v may be bfloat16,

@@ -119,8 +119,18 @@ struct AmxDirect {
   int y_axis = -1, y_dim = -1;
   // The largest window offsets along y_dim and x_dim (sum of coefficient x (extent - 1)).
   int64_t y_reach = 0, x_reach = 0;
+  // Flat rows with nothing to copy: src is, or widens at its own indices, a bfloat16
+  // placeholder laid out [N, C / 32, Y, X, 32] (the channels blocked by a step, y_dim 2,
+  // x_dim 3, no padding stage: a value stored with its zero border, graph::plan_layouts),
+  // so that a tile's rows are 16 consecutive positions of one plane 64 bytes apart, read
+  // where they lie. Null where not so.
+  te::Op plane;
 };
 std::optional<AmxDirect> amx_direct_form(const AnchorInfo& info, const AmxForm& f);
+// The tiles of 16 positions over one plane of flat rows (Sketch::amx_flat_rows) for an
+// output of h x w positions: to the plane's end (h rows of src's x extent), or read in
+// place (AmxDirect::plane) to its last computed position (y h - 1, x w - 1).
+int64_t flat_plane_tiles(const AmxDirect& d, int64_t h, int64_t w);
 
 // An input of the anchor that a GPU block caches in shared memory (the GpuTile rule):
 // the anchor reads it (a placeholder, or a producer such as the padding, whose values
@@ -135,6 +145,20 @@ struct CachedInput {
 struct AnchorInfo;
 // The anchor's inputs that can be cached, in the order the anchor first reads them.
 std::vector<CachedInput> cached_inputs(const AnchorInfo& info);
+
+// A task whose output is a zero border around the value of its stage before (a value
+// stored with the padding its reader needs, graph::store_borders): that stage's value
+// (`inner`: the task without the border computes it) and the border before it along
+// each dimension (the rest of the output's extent after it). Such a task's sketches
+// are those of the task without the border, and its lowering theirs, the output's
+// stores moved by the border and the border zeroed (sched::lower_sketch_structure).
+struct OutputBorder {
+  te::Tensor inner;
+  std::vector<int64_t> before;
+};
+std::optional<OutputBorder> output_border(const ops::OpGraph& task);
+// The task computing the border's inner value instead.
+ops::OpGraph without_border(const ops::OpGraph& task, const OutputBorder& b);
 
 // The anchor rule applies when the task has one output, computed by a chain of
 // elementwise/broadcast stages from one anchor (a tiled reduction), whose other inputs

@@ -14,6 +14,7 @@
 #include "core/ir/lower.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
+#include "core/schedule/task_analysis.h"
 #include "core/util/host.h"
 #include "tests/ops/op_cases.h"
 
@@ -481,6 +482,12 @@ TEST(SketchProperty, StoredBfloat16TasksMatchTheInterpreterOnRandomConfiguration
        "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};"
        "t2=cast(t1){to=bfloat16}",
        3},
+      {"subgraph",  // a 3x3 convolution of a value stored with its zero border, blocked by 32:
+                    // flat rows read in place, two images, the last tile of a plane clamped
+       "graph=x0:bfloat16[2,2,9,10,32]@-1:1;x1:float32[2,2,3,3,32,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;"
+       "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=add(t0,x2){};t2=relu(t1){};"
+       "t3=cast(t2){to=bfloat16}",
+       3},
       {"subgraph",  // an NCHW 1x1 convolution: the stored input packed as B
        "graph=x0:bfloat16[1,36,14,14]@-1:1;x1:float32[24,36,1,1]@-1:1;"
        "t0=conv2d(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};t1=cast(t0){to=bfloat16}",
@@ -534,6 +541,113 @@ TEST(SketchProperty, StoredBfloat16TasksMatchTheInterpreterOnRandomConfiguration
   }
   std::cout << "[ property ] " << total << " random configurations of stored bfloat16 tasks compiled by LLVM (" << amx
             << " on AMX tiles, " << in_place << " of them reading A in place), no mismatch\n";
+}
+
+// A value stored with its zero border (graph::plan_layouts on AMX hosts): the flat-row
+// sketch of a 3x3 convolution with no padding reads its A tiles from the bfloat16 plane
+// itself (no copy), and on a plane whose border is zero its output is the padded
+// convolution of the plane's interior, on every random configuration (interpreted, and
+// compiled by LLVM on tiles where the CPU has them, else as written).
+TEST(SketchProperty, AmxFlatRowsReadABorderedPlaneInPlace) {
+  const int64_t n = 2, cb = 2, h = 6, w = 17;  // the last tile of a plane clamped (6 x 19 - 2 positions)
+  const std::string tail = "x1:float32[2,2,3,3,32,16]@-1:1;x2:float32[1,2,1,1,16]@-1:1;";
+  const std::string ops = "t1=add(t0,x2){};t2=relu(t1){};t3=cast(t2){to=bfloat16}";
+  auto shape = [](int64_t a, int64_t b, int64_t c, int64_t d) {
+    return "[" + std::to_string(a) + "," + std::to_string(b) + "," + std::to_string(c) + "," + std::to_string(d) +
+           ",32]";
+  };
+  ops::OpGraph bordered =
+      ops::build_op("subgraph", parse("graph=x0:bfloat16" + shape(n, cb, h + 2, w + 2) + "@-1:1;" + tail +
+                                      "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=0,0|stride=1,1};" + ops));
+  ops::OpGraph padded =
+      ops::build_op("subgraph", parse("graph=x0:bfloat16" + shape(n, cb, h, w) + "@-1:1;" + tail +
+                                      "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=1,1|stride=1,1};" + ops));
+  std::vector<NDArray> in = codegen::random_inputs(padded, 5);
+  // The bordered input: the interior at (1, 1), zeros around it.
+  std::vector<NDArray> bin = {NDArray(DType::bf16(), {n, cb, h + 2, w + 2, 32}), in[1], in[2]};
+  for (int64_t i = 0; i < bin[0].numel(); ++i) bin[0].set(i, 0.0);
+  for (int64_t b = 0; b < n * cb; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t c = 0; c < 32; ++c)
+          bin[0].set(((b * (h + 2) + y + 1) * (w + 2) + x + 1) * 32 + c, in[0].get(((b * h + y) * w + x) * 32 + c));
+  const std::vector<NDArray> ref = run(padded, in, [&](std::vector<NDArray*>& a) {
+    interpret(lower_default("subgraph", padded.inputs, padded.outputs), a);
+  });
+  const bool amx_here = this_host().amx_bf16;
+  std::mt19937_64 rng(2042);
+  int flat = 0;
+  for (const sched::Sketch& s : sched::cpu_sketches(bordered, true, false, true)) {
+    if (!s.amx_flat_rows) continue;
+    for (int t = 0; t < 8; ++t) {
+      sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+      if (!sched::invalid_reason(s, cfg).empty()) continue;
+      const LoweredFunc f = sched::lower_config(bordered, s, cfg);
+      EXPECT_EQ(to_string(f).find("_amx_p"), std::string::npos) << "the plane was copied:\n" << to_string(f);
+      std::vector<NDArray> oracle = run(bordered, bin, [&](std::vector<NDArray*>& a) { interpret(f, a); });
+      codegen::LlvmOptions o;
+      o.amx_tiles = amx_here;
+      std::vector<NDArray> got =
+          run(bordered, bin, [&](std::vector<NDArray*>& a) { codegen::compile_llvm(f, o)->run(a); });
+      const std::string what = sched::config_to_json(s, cfg);
+      EXPECT_LE(compare_arrays(got[0], oracle[0]).max_rel, sched::storage_tolerance(bordered, 1e-5)) << what;
+      EXPECT_LE(compare_arrays(oracle[0], ref[0]).max_rel, sched::storage_tolerance(bordered, sched::result_tolerance(s, 1e-4))) << what;
+      ++flat;
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GE(flat, 4);
+}
+
+// A task whose output carries a zero border (sched::output_border: the value its 3x3
+// reader reads in place, graph::store_borders): every sketch of the task without the
+// border, on random configurations, its stores moved into the bordered output and the
+// border zeroed (the outputs start as 7s), against the interpreter and the default
+// schedule of the bordered task.
+TEST(SketchProperty, BorderedOutputsMatchTheInterpreterOnRandomConfigurations) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  const std::string graph =
+      "graph=x0:bfloat16[1,2,7,9,32]@-1:1;x1:float32[2,2,3,3,32,32]@-1:1;x2:float32[1,2,1,1,32]@-1:1;"
+      "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=1,1|stride=1,1};t1=add(t0,x2){};t2=relu(t1){};"
+      "t3=pad(t2){mode=constant|pads=0,0,1,1,0,0,0,1,1,0|value=0};t4=cast(t3){to=bfloat16}";
+  ops::OpGraph g = ops::build_op("subgraph", parse(graph));
+  std::optional<sched::OutputBorder> b = sched::output_border(g);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->before, (std::vector<int64_t>{0, 0, 1, 1, 0}));
+  EXPECT_EQ(g.outputs[0].shape(), (std::vector<int64_t>{1, 2, 9, 11, 32}));
+  std::vector<NDArray> in = codegen::random_inputs(g, 6);
+  auto sevens = [&](const std::function<void(std::vector<NDArray*>&)>& f) {
+    NDArray out(g.outputs[0].dtype(), g.outputs[0].shape());
+    for (int64_t i = 0; i < out.numel(); ++i) out.set(i, 7.0);
+    std::vector<NDArray*> args;
+    for (NDArray& a : in) args.push_back(&a);
+    args.push_back(&out);
+    f(args);
+    return out;
+  };
+  const NDArray ref =
+      sevens([&](std::vector<NDArray*>& a) { interpret(lower_default("subgraph", g.inputs, g.outputs), a); });
+  const bool amx_here = this_host().amx_bf16;
+  std::mt19937_64 rng(2043);
+  int total = 0, amx = 0;
+  for (const sched::Sketch& s : sched::cpu_sketches(g, true, false, amx_here)) {
+    for (int t = 0; t < 3; ++t) {
+      sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+      if (!sched::invalid_reason(s, cfg).empty()) continue;
+      const LoweredFunc f = sched::lower_config(g, s, cfg);
+      const NDArray oracle = sevens([&](std::vector<NDArray*>& a) { interpret(f, a); });
+      const NDArray got = sevens([&](std::vector<NDArray*>& a) { codegen::compile_llvm(f)->run(a); });
+      const std::string what = sched::config_to_json(s, cfg);
+      EXPECT_LE(compare_arrays(got, oracle).max_rel, sched::storage_tolerance(g, 1e-5)) << what;
+      EXPECT_LE(compare_arrays(oracle, ref).max_rel, sched::storage_tolerance(g, sched::result_tolerance(s, 1e-4)))
+          << what;
+      ++total;
+      amx += s.rule == sched::SketchRule::CpuAmx;
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GE(total, 10);
+  if (amx_here) EXPECT_GE(amx, 3);
 }
 
 // Which anchors have an AMX sketch, and the tile registers that bound its knobs.

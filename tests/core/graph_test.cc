@@ -967,6 +967,48 @@ TEST(Passes, TheResidualStreamAndRightOperandsStayFloat32) {
   EXPECT_EQ(type["batch_matmul"], DType::f32());     // the output
 }
 
+// On AMX hosts (convolutions on tiles, blocks of 32) a stored value that a 3x3
+// convolution alone reads is stored with its padding as a zero border: its producer's
+// kernel ends in pad+cast, the reader's padding is 0, and the graph computes the same
+// outputs. Values read by others (the residual), maps under 28x28 and the network's
+// outputs keep their shape.
+TEST(Passes, ValuesReadByOnePaddedConvolutionAreStoredWithTheirBorder) {
+  for (const int64_t side : {28, 14}) {
+    SCOPED_TRACE(side);
+    Graph g;
+    NetBuilder b(g, 9);
+    const int x = g.add_input("x", {1, 64, side, side});
+    const int h = b.op("relu", {b.conv(x, 64, {3}, {1, 1}, {1, 1}, 1, true)});  // read by the 3x3 alone
+    const int y = b.op("add", {b.conv(h, 64, {3}, {1, 1}, {1, 1}, 1, true), x});
+    g.add_output(b.op("relu", {y}));
+    const Graph stored = store_activations_bf16(plan_layouts(g, 16, /*tiles=*/true));
+    const Graph bordered = store_borders(stored);
+    std::map<std::string, int> ops = bordered.op_counts();
+    if (side < 28) {
+      EXPECT_EQ(ops.count("pad"), 0u);
+      continue;
+    }
+    EXPECT_EQ(ops["pad"], 1);
+    int padded_readers = 0, border_groups = 0;
+    for (const Node& nd : bordered.nodes())
+      if (nd.op == "conv2d_nchwc") padded_readers += nd.attrs.ints("padding") != std::vector<int64_t>{0, 0};
+    EXPECT_EQ(padded_readers, 1);  // the first: its input is also the residual
+    for (const FusedGroup& fg : partition(bordered).groups) {
+      std::string names;
+      for (int n : fg.nodes) names += (names.empty() ? "" : "+") + bordered.node(n).op;
+      if (names.find("pad") == std::string::npos) continue;
+      ++border_groups;
+      EXPECT_EQ(names, "conv2d_nchwc+add+relu+pad+cast");
+      EXPECT_EQ(bordered.value(fg.output).shape, (std::vector<int64_t>{1, 2, side + 2, side + 2, 32}));
+      EXPECT_EQ(bordered.value(fg.output).dtype, DType::bf16());
+    }
+    EXPECT_EQ(border_groups, 1);
+    EXPECT_EQ(partition(bordered).tasks.size(), partition(stored).tasks.size());
+    const std::vector<NDArray> in = {NDArray::random(DType::f32(), {1, 64, side, side}, -1, 1, 4)};
+    expect_close(interpret_graph(bordered, in), interpret_graph(stored, in), 1e-5);
+  }
+}
+
 TEST(Layout, WinogradsAutoRuleKeepsNarrowConvolutionsDirect) {
   EXPECT_EQ(winograd_auto(16, 16, 56, 56), 0);
   EXPECT_GT(winograd_auto(64, 64, 56, 56), 0);

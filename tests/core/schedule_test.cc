@@ -18,6 +18,7 @@
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/sketch.h"
+#include "core/schedule/task_analysis.h"
 #include "core/util/error.h"
 #include "tests/ops/op_cases.h"
 
@@ -607,6 +608,33 @@ TEST(MarkUnrolled, CountsALaneByLaneVectorLoopOnceALane) {
   EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {strided})))), "serial vectorized ");
   EXPECT_EQ(loop_kinds(mark_unrolled(nest(contiguous, load(a, {floormod(Expr(v) * Expr(v), Expr(1024))})))),
             "serial vectorized ");
+}
+
+// A task's output border (graph::store_borders): a constant zero padding at the end,
+// perhaps under a last cast, is one (its inner value the padded value, cast alike);
+// a padding of another value or mode, a padding inside the task, or one of an input
+// alone is not.
+TEST(Schedule, OutputBordersAreZeroPaddingsAtTheEnd) {
+  const std::string conv =
+      "graph=x0:float32[1,1,5,6,8]@-1:1;x1:float32[1,1,3,3,8,8]@-1:1;"
+      "t0=conv2d_nchwc(x0,x1){dilation=1,1|groups=1|padding=1,1|stride=1,1};t1=relu(t0){};";
+  auto border = [&](const std::string& rest) {
+    return sched::output_border(ops::build_op("subgraph", parse(conv + rest)));
+  };
+  std::optional<sched::OutputBorder> b = border("t2=pad(t1){mode=constant|pads=0,0,1,2,0,0,0,1,2,0|value=0}");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->before, (std::vector<int64_t>{0, 0, 1, 2, 0}));
+  EXPECT_EQ(b->inner.shape(), (std::vector<int64_t>{1, 1, 5, 6, 8}));
+  b = border("t2=pad(t1){mode=constant|pads=0,0,0,1,0,0,0,2,0,0|value=0};t3=cast(t2){to=bfloat16}");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->before, (std::vector<int64_t>{0, 0, 0, 1, 0}));
+  EXPECT_EQ(b->inner.dtype(), DType::bf16());
+  EXPECT_FALSE(border("t2=pad(t1){mode=constant|pads=0,0,1,1,0,0,0,1,1,0|value=1}"));
+  EXPECT_FALSE(border("t2=pad(t1){mode=edge|pads=0,0,1,1,0,0,0,1,1,0|value=0}"));
+  EXPECT_FALSE(border("t2=pad(t1){mode=constant|pads=0,0,1,1,0,0,0,1,1,0|value=0};t3=relu(t2){}"));
+  EXPECT_FALSE(border("t2=cast(t1){to=bfloat16}"));
+  EXPECT_FALSE(sched::output_border(
+      ops::build_op("subgraph", parse("graph=x0:float32[2,3]@-1:1;t0=pad(x0){mode=constant|pads=1,0,0,0|value=0}"))));
 }
 
 }  // namespace
