@@ -375,7 +375,9 @@ int run_machine(const MachineOptions& o) {
   if (hw.busy)
     std::printf(
         "note: the machine was busy while measured (its threads together fell short of one thread's peak times "
-        "their number): these figures are low; measure again when it is quiet\n");
+        "their number, or ran on a CPU for less than 0.9 of the time: %.2f): these figures are low; measure again "
+        "when it is quiet\n",
+        hw.threads_on_cpu);
   return 0;
 }
 

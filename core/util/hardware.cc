@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -62,14 +63,36 @@ __attribute__((target("avx2,fma"))) double fma_avx2(float seed, int64_t iteratio
 }
 #endif
 
-// Runs fn(i) on `threads` threads at once and returns the seconds until the last ends.
-template <typename F>
-double timed_on_threads(int threads, F fn) {
+// The CPU time of the calling thread.
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Runs fn(i) on `threads` threads at once: the seconds until the last ends, and the
+// least share of its own wall time that one thread ran on a CPU.
+struct Timed {
+  double seconds = 0;
+  double on_cpu = 1;
+};
+
+template <class F>
+Timed timed_on_threads(int threads, F fn) {
   std::vector<std::thread> th;
+  std::vector<double> share(static_cast<size_t>(threads), 1.0);
   const auto t0 = Clock::now();
-  for (int i = 0; i < threads; ++i) th.emplace_back([&fn, i] { fn(i); });
+  for (int i = 0; i < threads; ++i)
+    th.emplace_back([&fn, &share, i] {
+      const auto w0 = Clock::now();
+      const double c0 = thread_cpu_seconds();
+      fn(i);
+      const double cpu = thread_cpu_seconds() - c0;
+      const double wall = std::chrono::duration<double>(Clock::now() - w0).count();
+      share[static_cast<size_t>(i)] = wall > 0 ? std::min(1.0, cpu / wall) : 1.0;
+    });
   for (auto& t : th) t.join();
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+  return {std::chrono::duration<double>(Clock::now() - t0).count(), *std::min_element(share.begin(), share.end())};
 }
 
 double log2p1(double x) { return std::log2(1.0 + std::max(0.0, x)); }
@@ -77,30 +100,33 @@ double log2p1(double x) { return std::log2(1.0 + std::max(0.0, x)); }
 }  // namespace
 
 double measure_peak_gflops(int threads, int64_t iterations, int passes) {
+  return measure_peak(threads, iterations, passes).gflops;
+}
+
+PeakMeasurement measure_peak(int threads, int64_t iterations, int passes) {
+  PeakMeasurement best;
 #if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (!avx512 && !avx2) return 0;
+  if (!avx512 && !avx2) return best;
   threads = std::max(1, threads);
-  double best = 0;
   for (int p = 0; p < std::max(1, passes); ++p) {
     std::vector<double> flops(static_cast<size_t>(threads));
-    const double s = timed_on_threads(threads, [&](int i) {
+    const Timed t = timed_on_threads(threads, [&](int i) {
       const float seed = 1.0f + static_cast<float>(i);
       flops[static_cast<size_t>(i)] = avx512 ? fma_avx512(seed, iterations) : fma_avx2(seed, iterations);
     });
     double total = 0;
     for (double f : flops) total += f;
-    if (s > 0) best = std::max(best, total / s / 1e9);
+    if (t.seconds > 0 && total / t.seconds / 1e9 > best.gflops) best = {total / t.seconds / 1e9, t.on_cpu};
   }
-  return best;
 #else
   (void)threads;
   (void)iterations;
   (void)passes;
-  return 0;
 #endif
+  return best;
 }
 
 namespace {
@@ -191,19 +217,19 @@ double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes) {
   double best = 0;
   for (int p = 0; p < std::max(1, passes); ++p) {
     const double s = timed_on_threads(threads, [&](int i) {
-      auto [lo, hi] = range(i);
-      // Four independent sums, so that the loads, not an add chain, set the pace.
-      uint64_t a = 0, b = 0, c = 0, d = 0;
-      size_t k = lo;
-      for (; k + 4 <= hi; k += 4) {
-        a += buf[k];
-        b += buf[k + 1];
-        c += buf[k + 2];
-        d += buf[k + 3];
-      }
-      for (; k < hi; ++k) a += buf[k];
-      sums[static_cast<size_t>(i)] = a + b + c + d;
-    });
+                       auto [lo, hi] = range(i);
+                       // Four independent sums, so that the loads, not an add chain, set the pace.
+                       uint64_t a = 0, b = 0, c = 0, d = 0;
+                       size_t k = lo;
+                       for (; k + 4 <= hi; k += 4) {
+                         a += buf[k];
+                         b += buf[k + 1];
+                         c += buf[k + 2];
+                         d += buf[k + 3];
+                       }
+                       for (; k < hi; ++k) a += buf[k];
+                       sums[static_cast<size_t>(i)] = a + b + c + d;
+                     }).seconds;
     if (s > 0) best = std::max(best, static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
   }
   volatile uint64_t sink = 0;
@@ -232,8 +258,9 @@ int64_t data_cache_bytes(int level) {
   return bytes;
 }
 
-bool busy_measurement(double all_threads, double one_thread, int threads) {
-  return threads > 1 && one_thread > 0 && all_threads < 0.75 * threads * one_thread;
+bool busy_measurement(double all_threads, double one_thread, int threads, double on_cpu) {
+  return (all_threads > 0 && on_cpu < 0.9) ||
+         (threads > 1 && one_thread > 0 && all_threads < 0.75 * threads * one_thread);
 }
 
 Hardware measure_hardware() {
@@ -249,10 +276,11 @@ Hardware measure_hardware() {
   hw.l3_bytes = data_cache_bytes(3);
   hw.cores = h.cores;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    hw.peak_gflops = measure_peak_gflops(h.cores);
-    if (h.cores < 2) break;
-    const double one = measure_peak_gflops(1);
-    hw.busy = busy_measurement(hw.peak_gflops, one, h.cores);
+    const PeakMeasurement all = measure_peak(h.cores);
+    hw.peak_gflops = all.gflops;
+    hw.threads_on_cpu = all.on_cpu;
+    const double one = h.cores < 2 ? 0 : measure_peak_gflops(1);
+    hw.busy = busy_measurement(hw.peak_gflops, one, h.cores, all.on_cpu);
     if (!hw.busy) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -275,6 +303,7 @@ std::string Hardware::to_json() const {
                    {"peak_gflops", peak_gflops},
                    {"bandwidth_gbs", bandwidth_gbs}};
   if (busy) j["busy"] = true;
+  if (threads_on_cpu >= 0) j["threads_on_cpu"] = threads_on_cpu;
   return j.dump();
 }
 
@@ -296,6 +325,7 @@ Hardware Hardware::from_json(const std::string& text) {
     hw.peak_gflops = j.at("peak_gflops").get<double>();
     hw.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
     hw.busy = j.value("busy", false);
+    hw.threads_on_cpu = j.value("threads_on_cpu", -1.0);
     if (hw.host.empty() || hw.vector_bits < 0 || hw.vector_registers < 0 || hw.l1d_bytes < 0 || hw.l2_bytes < 0 ||
         hw.l3_bytes < 0 || hw.cores < 1 || !(hw.peak_gflops >= 0) || !(hw.bandwidth_gbs >= 0))
       throw Error("a machine description with a missing host or a negative number");
@@ -366,13 +396,18 @@ Hardware remeasure_hardware() {
   return hw;
 }
 
+bool kept_description_stands(const Hardware& kept) {
+  // A description measured busy is measured again, and so is one measured before its
+  // threads' time on a CPU was checked (every core shared passed for quiet then).
+  return kept.host == this_host().describe() && !kept.busy && kept.threads_on_cpu >= 0;
+}
+
 const Hardware& this_hardware() {
-  // A description measured busy is measured again.
   static const Hardware hw = kept_or_measured<Hardware>(
       hardware_cache_path(),
       [](const std::string& text) -> std::optional<Hardware> {
         Hardware cached = Hardware::from_json(text);
-        if (cached.host != this_host().describe() || cached.busy) return std::nullopt;
+        if (!kept_description_stands(cached)) return std::nullopt;
         return cached;
       },
       measure_hardware, save_hardware);

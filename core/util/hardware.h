@@ -33,6 +33,11 @@ struct Hardware {
   // their number times one thread's peak, three times): the figures are low, and
   // this_hardware() measures again in the next process. In the JSON only when true.
   bool busy = false;
+  // The least share of its wall time that a thread of the peak's measurement ran on a
+  // CPU (its CPU time over its wall time): below 0.9 the threads were preempted by
+  // other work, which slows one thread and several alike (busy). -1: a description
+  // measured before this was recorded, which this_hardware() measures again.
+  double threads_on_cpu = -1;
 
   std::string to_json() const;
   // Throws basin::Error on anything but a description of this version.
@@ -50,13 +55,18 @@ struct Hardware {
 const std::vector<std::string>& hardware_feature_names();
 
 // Whether a peak measured on `threads` threads together (`all_threads` GFLOP/s) says the
-// machine was busy: less than 3/4 of `threads` times one thread's peak.
-bool busy_measurement(double all_threads, double one_thread, int threads);
+// machine was busy: less than 3/4 of `threads` times one thread's peak (a neighbour on
+// some of the cores), or its threads on a CPU for less than 0.9 of the time (`on_cpu`:
+// the machine's every core shared, which slows one thread as much as all of them).
+bool busy_measurement(double all_threads, double one_thread, int threads, double on_cpu = 1);
 // Measures this machine now (about half a second; run it while nothing else runs). One
 // thread's peak is measured too: on a machine whose other cores are busy (tests run two
 // at a time), the threads together fall short of their number times it, and the
 // measurement is tried again, up to three times, then returned with `busy` set.
 Hardware measure_hardware();
+// Whether a description kept in the cache stands for this machine: of this host, not
+// measured busy, and measured with its threads' time on a CPU checked.
+bool kept_description_stands(const Hardware& kept);
 // This machine's description: read from basin's cache (hardware_cache_path()), else
 // measured and saved there (a description measured busy is measured again); once per
 // process.
@@ -72,6 +82,13 @@ Hardware remeasure_hardware();
 // neighbours slow some; a kernel timed in a quiet moment must not exceed the peak); 0 on
 // a CPU with neither.
 double measure_peak_gflops(int threads, int64_t iterations = 10'000'000, int passes = 5);
+// The same, with the least share of the fastest pass's wall time that one of its
+// threads ran on a CPU (Hardware::threads_on_cpu).
+struct PeakMeasurement {
+  double gflops = 0;
+  double on_cpu = 1;
+};
+PeakMeasurement measure_peak(int threads, int64_t iterations = 10'000'000, int passes = 5);
 // GB/s of `threads` threads reading a `bytes` buffer (the best of `passes`).
 double measure_read_bandwidth_gbs(int threads, int64_t bytes, int passes = 3);
 // The data cache of `level` (1: the L1 data cache) of CPU 0, in bytes; 0 where sysfs

@@ -6,12 +6,15 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "core/util/error.h"
 #include "core/util/hardware.h"
@@ -80,6 +83,8 @@ TEST(Hardware, TheMeasuredDescriptionIsThisHost) {
   EXPECT_EQ(hw.vector_bits, vector_file(h.vector_isa).bytes * 8);
   EXPECT_EQ(hw.cores, h.cores);
   EXPECT_GT(hw.bandwidth_gbs, 0.1);
+  EXPECT_GE(hw.threads_on_cpu, 0);
+  EXPECT_LE(hw.threads_on_cpu, 1);
 #if defined(__x86_64__)
   if (h.vector_isa != "sse") {
     // Measured, not a speed: on a loaded host (the tests run two at a time) the loop
@@ -135,6 +140,50 @@ TEST(Hardware, ABusyMachinesPeakIsRecognised) {
   hw.busy = false;
   EXPECT_EQ(hw.to_json().find("busy"), std::string::npos);
   EXPECT_FALSE(Hardware::from_json(hw.to_json()).busy);
+}
+
+// With every core shared (as many spinning threads beside it as the machine has CPUs),
+// one thread is slowed as much as all of them, so their ratio cannot tell; the threads'
+// time on a CPU does. A description measured so (one of 110 GFLOP/s on a host of 232)
+// was kept as the machine's peak before.
+TEST(Hardware, APeakMeasuredWithEveryCoreSharedIsBusy) {
+  EXPECT_TRUE(busy_measurement(110, 58, 2, 0.5));
+  EXPECT_FALSE(busy_measurement(231, 116, 2, 0.98));
+  EXPECT_TRUE(busy_measurement(50, 0, 1, 0.5));  // one core: the time on a CPU still tells
+  EXPECT_FALSE(busy_measurement(0, 0, 2, 0.5));  // no FMA loop on this CPU
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (int i = 0; i < cpus; ++i)
+    hogs.emplace_back([&stop] {
+      volatile uint64_t x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    });
+  const PeakMeasurement m = measure_peak(std::max(1, this_host().cores), 10'000'000, 3);
+  stop = true;
+  for (auto& t : hogs) t.join();
+  if (m.gflops == 0) GTEST_SKIP() << "no FMA loop on this CPU";
+  EXPECT_LT(m.on_cpu, 0.9) << m.gflops << " GFLOP/s";
+  EXPECT_TRUE(busy_measurement(m.gflops, 0, this_host().cores, m.on_cpu));
+}
+
+// A kept description stands only where it was measured quiet, with its threads' time on
+// a CPU checked; one without that check (kept by an earlier basin) is measured again.
+TEST(Hardware, KeptDescriptionsWithoutTheTimeOnACpuAreMeasuredAgain) {
+  Hardware hw;
+  hw.host = this_host().describe();
+  hw.cores = 2;
+  hw.threads_on_cpu = 0.98;
+  EXPECT_TRUE(kept_description_stands(Hardware::from_json(hw.to_json())));
+  hw.threads_on_cpu = -1;
+  EXPECT_EQ(hw.to_json().find("threads_on_cpu"), std::string::npos);
+  EXPECT_FALSE(kept_description_stands(Hardware::from_json(hw.to_json())));
+  hw.threads_on_cpu = 0.98;
+  hw.busy = true;
+  EXPECT_FALSE(kept_description_stands(hw));
+  hw.busy = false;
+  hw.host = "another machine";
+  EXPECT_FALSE(kept_description_stands(hw));
 }
 
 TEST(Hardware, FileSlugKeepsNamesSafe) {
