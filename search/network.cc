@@ -55,6 +55,8 @@ bool weights_exceed_cache(const graph::Partition& p) {
 constexpr int kFirstRoundPrograms = 256;
 // Proposals the family sweep adds for a task tuned by little more than its first round.
 constexpr int kSweepProposals = 4;
+// A first round given once the budget is spent compiles at most this many programs.
+constexpr int kLateFirstBatch = 4;
 
 NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, const NetworkTuneOptions& opt) {
   opt.budget.require();
@@ -160,7 +162,21 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (swept || next_warm < warm.size()) return false;
     return opt.budget.share(1 - opt.family_sweep).spent(total_trials(), since(t0));
   };
-  while (!out_of_budget()) {
+  // A task that has not had its first round gets it even once the budget's seconds are
+  // spent (unless the run is stopped, or its trials are spent: a budget of trials is
+  // exact): a round whose stop is due measures until the task has a valid program
+  // (TaskTuner::round), so that every task can be compiled. Earlier first rounds overrun
+  // their slices by what a slice's compilations take (a loaded machine, a GPU's
+  // compiler); the last tasks had none.
+  auto first_rounds_left = [&] {
+    if (next_warm >= warm.size() || res.stopped || opt.budget.trials_left(total_trials()) == 0) return false;
+    if (opt.stop && opt.stop()) {
+      res.stopped = true;
+      return false;
+    }
+    return true;
+  };
+  while (!out_of_budget() || first_rounds_left()) {
     if (sweep_due()) {
       swept = true;
       int seeded = 0, measured = 0;
@@ -219,6 +235,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
       pick = static_cast<int>(warm[next_warm++]);
       batch = first_batch;
       batch = std::min(batch, std::max(1, opt.budget.trials_left(total_trials()) / remaining));
+      if (out_of_budget()) batch = std::min(batch, kLateFirstBatch);
       if (opt.budget.seconds > 0) {
         const double deadline = since(t0) + opt.budget.seconds_left(since(t0)) / remaining;
         round_stop = [&out_of_budget, &t0, deadline] { return out_of_budget() || since(t0) >= deadline; };

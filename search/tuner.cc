@@ -373,11 +373,17 @@ class TaskTuner::RoundImpl : public detail::Round {
   std::function<bool()> stop;
   const std::string here, generation;
   std::vector<double> predicted, latency;  // of the programs with a prediction
-  int measured_now = 0;
+  int measured_now = 0, valid_now = 0;
   std::vector<size_t> unmeasured;
 
   size_t size() const override { return batch.size(); }
-  bool halted() override { return measured_now > 0 && (m.done() || (stop && stop())); }
+  // A stop halts the round once it has measured a program and the task has a valid one;
+  // while it has none, the round goes on to the end of its batch: a first round cut
+  // short by its slice of a network's budget on a loaded machine (its one program
+  // failing) left the task with nothing to compile.
+  bool halted() override {
+    return measured_now > 0 && (m.done() || (stop && stop() && (valid_now > 0 || m.res.best_latency_us > 0)));
+  }
 
   // A program measured (here or by a worker rank) into the file, the history, the best
   // and the batch's accuracy.
@@ -392,6 +398,7 @@ class TaskTuner::RoundImpl : public detail::Round {
     ++res.trials;
     ++res.measured;
     ++measured_now;
+    if (r.ok()) ++valid_now;
     if (!r.ok()) {
       ++res.errors;
     } else if (!std::isnan(c.predicted)) {

@@ -161,6 +161,36 @@ TEST_F(NetworkTune, ASmallBudgetIsSharedByTheFirstRounds) {
   EXPECT_GT(r.estimated_latency_us, 0);
 }
 
+// Regression: the first rounds overran their slices of a small budget (a slice's
+// compilations on a loaded machine), and the tasks left when it was spent had no round
+// and no program (a 6-second tuning beside another test: "a task has no program").
+// Each gets its first round once the budget is spent, until it has a valid program.
+TEST_F(NetworkTune, TasksLeftWhenTheBudgetIsSpentStillGetAProgram) {
+  graph::Partition p = small_partition();
+  RecordStore store(dir + "/late.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.task.batch = 8;
+  opt.budget.seconds = 0.2;
+  // Every program takes 0.3 s more: the first task's round alone spends the budget.
+  opt.task_options = [](size_t, TuneOptions& to) {
+    to.progress = [](int, int, double, double) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+  };
+  NetworkTuneResult r = tune_network(p, store, opt);
+  ASSERT_EQ(r.tasks.size(), 3u);
+  for (const TaskReport& t : r.tasks) {
+    EXPECT_GT(t.best_us, 0) << t.label;
+    EXPECT_LE(t.trials, 8) << t.label;
+  }
+  EXPECT_GT(r.estimated_latency_us, 0);
+  // A stopped run gives no late rounds.
+  RecordStore stopped_store(dir + "/stopped.db");
+  opt.stop = [] { return true; };
+  NetworkTuneResult s = tune_network(p, stopped_store, opt);
+  EXPECT_TRUE(s.stopped);
+  EXPECT_EQ(s.trials, 0);
+}
+
 // The network's constant bytes: each task's constant inputs times its groups. Weights
 // beyond the last-level cache make every task's tuner time its programs with them
 // evicted; a small network's stay cached.

@@ -537,6 +537,36 @@ TEST_F(Tuner, AResultAskedForMidRoundStillConfirmsTheBest) {
   std::remove(db.c_str());
 }
 
+// Regression: a stop (a network's budget, its first round's slice of it) halted a round
+// after its first program even when that program failed, leaving the task with no
+// program to compile (a 6-second network tuning on a loaded machine: tasks with
+// "none"). The round goes on while the task has no valid program.
+TEST_F(Tuner, AStopWaitsForTheTasksFirstValidProgram) {
+  std::string db = temp_db("stop_valid");
+  search::RecordStore store(db);
+  std::unique_ptr<search::Strategy> random = search::make_strategy("random");
+  search::TuneOptions opt;
+  opt.budget.trials = 8;
+  opt.seed = 3;
+  opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's count
+  // The first program measured computes nothing (a wrong result); the others are right.
+  opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
+    static int programs = 0;  // in the measurement worker
+    if (programs++ > 0) return f;
+    LoweredFunc wrong = f;
+    wrong.body = make_for(Var("never"), Expr(int64_t{0}), Expr(int64_t{0}), ForKind::Serial, f.body);
+    return wrong;
+  });
+  search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
+  const int measured = tuner.round(4, [] { return true; });
+  EXPECT_EQ(measured, 2);
+  const search::TuneResult& r = tuner.result();
+  ASSERT_TRUE(r.best);
+  // Once it has one, a stop halts the next round after its first program.
+  EXPECT_EQ(tuner.round(4, [] { return true; }), 1);
+  std::remove(db.c_str());
+}
+
 TEST_F(Tuner, StopsOnItsTimeBudget) {
   std::string db = temp_db("budget");
   search::RecordStore store(db);
