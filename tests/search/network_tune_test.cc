@@ -125,6 +125,13 @@ TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
   EXPECT_EQ(more.measured, 8);
 }
 
+// Every program of every task takes 0.3 s more (after its measurement).
+void slow_programs(NetworkTuneOptions& opt) {
+  opt.task_options = [](size_t, TuneOptions& to) {
+    to.progress = [](int, int, double, double) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
+  };
+}
+
 // A budget too small for every task's full first round still leaves each task a
 // measured program: a first round takes its task's share of the trials left, and ends
 // by its task's share of the seconds left (a GPU's trials are slow; a network has
@@ -149,10 +156,7 @@ TEST_F(NetworkTune, ASmallBudgetIsSharedByTheFirstRounds) {
   opt.strategy = "random";
   opt.task.batch = 16;
   opt.budget.seconds = 3;
-  // Every program takes 0.3 s more (after its measurement): 16 of them, 4.8 s.
-  opt.task_options = [](size_t, TuneOptions& to) {
-    to.progress = [](int, int, double, double) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
-  };
+  slow_programs(opt);  // 16 of them, 4.8 s
   NetworkTuneResult r = tune_network(p, store, opt);
   for (const TaskReport& t : r.tasks) {
     EXPECT_GT(t.best_us, 0) << t.label;
@@ -172,10 +176,7 @@ TEST_F(NetworkTune, TasksLeftWhenTheBudgetIsSpentStillGetAProgram) {
   opt.strategy = "random";
   opt.task.batch = 8;
   opt.budget.seconds = 0.2;
-  // Every program takes 0.3 s more: the first task's round alone spends the budget.
-  opt.task_options = [](size_t, TuneOptions& to) {
-    to.progress = [](int, int, double, double) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); };
-  };
+  slow_programs(opt);  // the first task's round alone spends the budget
   NetworkTuneResult r = tune_network(p, store, opt);
   ASSERT_EQ(r.tasks.size(), 3u);
   for (const TaskReport& t : r.tasks) {

@@ -477,6 +477,13 @@ TEST_F(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   std::remove(db.c_str());
 }
 
+// `f` with its body in a loop of no iterations: it computes nothing (a wrong result).
+LoweredFunc computes_nothing(const LoweredFunc& f) {
+  LoweredFunc wrong = f;
+  wrong.body = make_for(Var("never"), Expr(int64_t{0}), Expr(int64_t{0}), ForKind::Serial, f.body);
+  return wrong;
+}
+
 // Regression: a program that ran once and failed every confirmation counted at its
 // first measurement, so one fast measurement made the best. Here every measurement
 // after a program's first computes nothing (a wrong result): nothing is confirmed, and
@@ -490,10 +497,7 @@ TEST_F(Tuner, AProgramThatFailsItsConfirmationsIsNotTheBest) {
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
   opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
     static std::set<std::string> seen;  // in the measurement worker
-    if (seen.insert(to_string(f.body)).second) return f;
-    LoweredFunc wrong = f;
-    wrong.body = make_for(Var("never"), Expr(int64_t{0}), Expr(int64_t{0}), ForKind::Serial, f.body);
-    return wrong;
+    return seen.insert(to_string(f.body)).second ? f : computes_nothing(f);
   });
   search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
@@ -552,10 +556,7 @@ TEST_F(Tuner, AStopWaitsForTheTasksFirstValidProgram) {
   // The first program measured computes nothing (a wrong result); the others are right.
   opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
     static int programs = 0;  // in the measurement worker
-    if (programs++ > 0) return f;
-    LoweredFunc wrong = f;
-    wrong.body = make_for(Var("never"), Expr(int64_t{0}), Expr(int64_t{0}), ForKind::Serial, f.body);
-    return wrong;
+    return programs++ > 0 ? f : computes_nothing(f);
   });
   search::TaskTuner tuner(small_gemm(), store, *random, nullptr, opt);
   const int measured = tuner.round(4, [] { return true; });
