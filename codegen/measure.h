@@ -48,6 +48,10 @@ struct MeasureResult {
   std::string error;               // empty when the program ran and matched the reference
   bool brief = false;              // slower than measure_one's slow_us: timed by its check run and one call
   bool constant_stage = false;     // a constant input's repacking ran once, untimed (MeasureOptions::constant_inputs)
+  // Timings another process disturbed (codegen::disturbed_timing), each timed again; at
+  // kTimingAttempts the latencies kept are disturbed too (disturbed_kept()).
+  int disturbed = 0;
+  bool disturbed_kept() const;
   bool ok() const { return error.empty(); }
   double min_us() const {
     return latencies_us.empty() ? 0 : *std::min_element(latencies_us.begin(), latencies_us.end());
@@ -66,6 +70,11 @@ struct MeasureResult {
 // compile"), every one over 80,000 instructions ran at least 4.5 times slower than
 // its task's best.
 inline constexpr int64_t kMaxInstructions = 100000;
+
+// A CPU timing that another process disturbed (codegen::disturbed_timing) is repeated,
+// up to this many timings of a program in all.
+inline constexpr int kTimingAttempts = 3;
+inline bool MeasureResult::disturbed_kept() const { return disturbed >= kTimingAttempts; }
 
 struct MeasureOptions {
   // Per candidate: lowering, compilation, check and timing. Every tuner passes its own

@@ -1,5 +1,7 @@
 #include "codegen/timing.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -88,6 +90,16 @@ Timing time_function(const std::function<void()>& f, const TimingOptions& opt, s
   }
   if (rounds) *rounds = per_call;
   return summarize_rounds(std::move(per_call), t.calls);
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+bool disturbed_timing(double cpu_seconds, double wall_seconds) {
+  return wall_seconds > 0 && cpu_seconds < kQuietShare * wall_seconds;
 }
 
 Timing summarize_rounds(std::vector<double> per_call_us, int64_t calls) {

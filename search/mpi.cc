@@ -344,6 +344,7 @@ class MpiCluster : public Cluster {
       r.compile_cpu_seconds = j.at("compile_cpu_seconds");
       r.error = j.at("error");
       r.brief = j.at("brief");
+      r.disturbed = j.value("disturbed", 0);
       r.constant_stage = j.at("constant_stage");
       o.host = j.at("host");
       o.codegen = j.at("codegen");
@@ -398,6 +399,7 @@ nlohmann::json result_json(uint64_t work, int slot, const codegen::MeasureResult
           {"compile_cpu_seconds", r.compile_cpu_seconds},
           {"error", r.error},
           {"brief", r.brief},
+          {"disturbed", r.disturbed},
           {"constant_stage", r.constant_stage},
           {"host", machine_description(target)},
           {"codegen", codegen::codegen_version(target)},

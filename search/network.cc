@@ -295,12 +295,19 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     tr.best_us = r.best_latency_us;
     tr.retired = tasks[i].retired;
     res.measured += r.measured;
+    res.disturbed += r.disturbed;
+    res.disturbed_kept += r.disturbed_kept;
     res.measure_seconds += r.measure_seconds;
     res.wait_seconds += r.wait_seconds;
     res.propose_seconds += r.propose_seconds;
     res.update_seconds += r.update_seconds;
     res.tasks.push_back(tr);
   }
+  if (res.disturbed > 0 && opt.task.log)
+    opt.task.log("network: " + std::to_string(res.disturbed) +
+                 " timings were disturbed by another process sharing the cores and timed again; " +
+                 std::to_string(res.disturbed_kept) +
+                 " programs were disturbed at every try (their latencies are too high): tune on a quiet machine");
   res.trials = total_trials();
   res.seconds = since(t0);
   res.setup_seconds = setup_seconds;

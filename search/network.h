@@ -86,6 +86,9 @@ struct TaskReport {
 struct NetworkTuneResult {
   std::vector<TaskReport> tasks;
   int trials = 0, resumed = 0, measured = 0;
+  // Timings another process disturbed, repeated, and measurements disturbed at every
+  // try (TuneResult::disturbed, disturbed_kept, summed over the tasks).
+  int disturbed = 0, disturbed_kept = 0;
   // Wall time and its parts, as TuneResult's summed over the tasks; setup_seconds is
   // the tasks' tuners starting (spaces, estimators, records read, worker processes).
   double seconds = 0, measure_seconds = 0, propose_seconds = 0, update_seconds = 0, setup_seconds = 0;

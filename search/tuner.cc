@@ -168,6 +168,8 @@ struct TaskTuner::Impl : detail::ContestHost {
     auto tm = Clock::now();
     codegen::MeasureResult mr = pool->measure_one(to_pool(c), slow_us);
     res.brief += mr.brief;
+    res.disturbed += mr.disturbed;
+    res.disturbed_kept += mr.disturbed_kept();
     res.measure_seconds += since(tm);
     res.compile_seconds += mr.compile_seconds;
     return mr;
@@ -441,6 +443,8 @@ class TaskTuner::RoundImpl : public detail::Round {
   }
   void take_remote(size_t slot, const RemoteOutcome& o) override {
     m.res.brief += o.result.brief;
+    m.res.disturbed += o.result.disturbed;
+    m.res.disturbed_kept += o.result.disturbed_kept();
     m.res.compile_seconds += o.result.compile_seconds;
     if (!o.machine.empty() && !o.host.empty()) m.store.describe_machine(o.host, o.machine);
     take(batch[slot], o.result, o.host, o.codegen, o.started_at, o.finished_at);
@@ -515,7 +519,10 @@ int TaskTuner::round(int n, const std::function<bool()>& stop) {
             ", batch accuracy " + (acc >= 0 ? fmt("%.2f", acc) : std::string("n/a")) + ", propose " +
             fmt("%.2f s", res.propose_seconds) + ", update " + fmt("%.2f s", res.update_seconds) + ", overhead " +
             fmt("%.1f%%", 100 * (1 - res.measure_seconds / wall)) +
-            (res.confirmations > 0 ? ", " + std::to_string(res.confirmations) + " confirmations" : std::string()));
+            (res.confirmations > 0 ? ", " + std::to_string(res.confirmations) + " confirmations" : std::string()) +
+            (res.disturbed > 0 ? ", " + std::to_string(res.disturbed) + " timings disturbed by another process (" +
+                                     std::to_string(res.disturbed_kept) + " at every try)"
+                               : std::string()));
   }
   return round.measured_now;
 }

@@ -143,6 +143,10 @@ struct TuneResult {
   // compile_threads); the others, confirmations among them, compiled just before.
   int measured_ahead = 0;
   int brief = 0;         // new programs timed briefly, as slower than slow_factor times the fastest
+  // Timings of this run that another process disturbed (codegen::disturbed_timing), each
+  // repeated; and measurements whose every timing was (their latencies are high: the
+  // machine was not quiet).
+  int disturbed = 0, disturbed_kept = 0;
   bool settled = false;  // settle() measured the fastest programs again (a curve point)
   // The confirmed program that won the last contest (the fastest of all while none is
   // confirmed, which the curve does not show) and its latency (Record::latency_us).

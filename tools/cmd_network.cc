@@ -528,6 +528,8 @@ int run_tune(const NetOptions& o) {
       {"trials", r.trials},
       {"resumed", r.resumed},
       {"measured", r.measured},
+      {"disturbed", r.disturbed},
+      {"disturbed_kept", r.disturbed_kept},
       {"search_seconds", r.seconds},
       {"overhead_fraction", r.overhead_fraction},
       {"measure_seconds", r.measure_seconds},

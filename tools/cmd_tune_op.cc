@@ -192,6 +192,8 @@ nlohmann::json result_json(const TuneOpOptions& o, const ops::OpGraph& g, const 
                       {"compile_seconds", r.compile_seconds},
                       {"measured_ahead", r.measured_ahead},
                       {"brief", r.brief},
+                      {"disturbed", r.disturbed},
+                      {"disturbed_kept", r.disturbed_kept},
                       {"propose_seconds", r.propose_seconds},
                       {"update_seconds", r.update_seconds},
                       {"updates", r.updates},
@@ -260,6 +262,10 @@ void print_run(const TuneOpOptions& o, const Run& run) {
               file.empty() || file == run.spec ? "" : (": " + file).c_str(), static_cast<unsigned long long>(o.seed));
   std::printf("trials             %d (%d resumed from %s, %d failed in this run, %d timed briefly as slow)\n", r.trials,
               r.resumed, run.records.c_str(), r.errors, r.brief);
+  if (r.disturbed > 0)
+    std::printf("disturbed          %d timings repeated as another process took the cores, %d programs at every try: "
+                "the machine was not quiet\n",
+                r.disturbed, r.disturbed_kept);
   if (r.best)
     std::printf("best latency       %.2f us  (%.1f GFLOP/s)\n", r.best->latency_us(), j["gflops"].get<double>());
   else std::printf("best latency       none: no program ran successfully\n");

@@ -11,10 +11,14 @@
 #include <future>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "codegen/llvm_jit.h"
 #include "codegen/measure.h"
@@ -378,6 +382,77 @@ TEST(Timing, EvictingFromTheCachesKeepsTheData) {
   codegen::evict_from_caches(v.data() + 3, (v.size() - 3) * sizeof(float));  // an unaligned start
   codegen::evict_from_caches(v.data(), 0);
   for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], static_cast<float>(i));
+}
+
+int cpus() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// Processes that spin until stopped (or destroyed): other work sharing the cores. (Processes,
+// not threads: a timing's own process is not another.)
+class Hogs {
+ public:
+  explicit Hogs(int n) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error("fork failed");
+      if (pid == 0) {
+        volatile uint64_t x = 0;
+        for (;;) x = x + 1;
+      }
+      pids_.push_back(pid);
+    }
+  }
+  Hogs(const Hogs&) = delete;
+  Hogs& operator=(const Hogs&) = delete;
+  ~Hogs() { stop(); }
+  void stop() {
+    for (pid_t pid : pids_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    pids_.clear();
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// A timing during which another process took the cores is disturbed: the rule compares
+// the timing thread's time on a CPU with the timing's length.
+TEST(Timing, ATimingOffItsCoreATenthOfTheTimeIsDisturbed) {
+  EXPECT_FALSE(codegen::disturbed_timing(0.02, 0.02));
+  EXPECT_FALSE(codegen::disturbed_timing(0.96, 1.0));  // the kernel's own threads: a few percent
+  EXPECT_TRUE(codegen::disturbed_timing(0.5, 1.0));    // a core shared with another process
+  EXPECT_TRUE(codegen::disturbed_timing(0, 0.01));
+  EXPECT_FALSE(codegen::disturbed_timing(0, 0));  // nothing timed
+}
+
+// Child processes that spin beside this one on every CPU take time slices from a thread
+// that never waits: its time on a CPU falls behind the wall time.
+TEST(Timing, AThreadSharingItsCoreWithAnotherProcessIsOffItAPartOfTheTime) {
+  Hogs hogs(2 * cpus());
+  const double cpu0 = codegen::thread_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  spin_for(300'000);
+  const double cpu = codegen::thread_cpu_seconds() - cpu0;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  hogs.stop();
+  EXPECT_TRUE(codegen::disturbed_timing(cpu, wall)) << cpu << " s on a CPU of " << wall << " s";
+}
+
+// The pool's worker times a program again when another process took its cores, and says
+// so; the result is still a latency.
+TEST_F(Measure, ATimingAnotherProcessDisturbedIsRepeated) {
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task));
+  const codegen::Candidate c = candidates(pool, {16})[0];
+  Hogs hogs(2 * cpus());
+  const codegen::MeasureResult r = pool.measure_one(c);
+  hogs.stop();
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_GT(r.disturbed, 0);
+  EXPECT_LE(r.disturbed, codegen::kTimingAttempts);
+  EXPECT_EQ(r.disturbed_kept(), r.disturbed == codegen::kTimingAttempts);
+  EXPECT_EQ(r.latencies_us.size(), 3u);
+  EXPECT_GT(r.min_us(), 0);
 }
 
 // A network whose weights exceed half the last-level cache times its tasks with them evicted

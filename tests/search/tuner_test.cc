@@ -553,6 +553,10 @@ TEST_F(Tuner, AStopWaitsForTheTasksFirstValidProgram) {
   opt.budget.trials = 8;
   opt.seed = 3;
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's count
+  // Each program compiled just before it runs, so that the hook sees them in the order
+  // they are measured (compiled ahead on several threads, any of the first two could be
+  // the hook's first).
+  opt.compile_threads = 1;
   // The first program measured computes nothing (a wrong result); the others are right.
   opt.program_hook = basin::testing::one_at_a_time([](const LoweredFunc& f) {
     static int programs = 0;  // in the measurement worker
