@@ -82,7 +82,9 @@ def tune_and_compile(basin, model, strategy, seed, budget, out):
                    capture_output=True)
     return {"model": model_name(model), "strategy": strategy, "seed": seed, "budget": budget, "compiled": compiled,
             "trials": j["trials"], "search_seconds": j["search_seconds"], "overhead": j["overhead_fraction"],
-            "estimated_us": j["estimated_latency_us"], "curve": j["curve"]}
+            "estimated_us": j["estimated_latency_us"], "curve": j["curve"],
+            # Timings another process disturbed (repeated; kept disturbed): a run beside other work.
+            "disturbed": j.get("disturbed", 0), "disturbed_kept": j.get("disturbed_kept", 0)}
 
 
 def peer_available(python):
@@ -227,7 +229,9 @@ def main(argv=None):
                 for strategy in order:
                     r = tune_and_compile(a.basin, model, strategy, seed, a.budget, a.out)
                     print(f"{model} seed {seed} {strategy}: estimated {r['estimated_us']:.1f} us after "
-                          f"{r['trials']} trials, {r['search_seconds']:.0f} s", flush=True)
+                          f"{r['trials']} trials, {r['search_seconds']:.0f} s"
+                          + (f", {r['disturbed']} timings disturbed by other work ({r['disturbed_kept']} at every try)"
+                             if r["disturbed"] else ""), flush=True)
                     runs.append(r)
                 time_in_turn(a.basin, runs, a.rounds, a.repeat)
                 for r in runs:
