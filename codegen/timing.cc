@@ -1,7 +1,5 @@
 #include "codegen/timing.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -90,12 +88,6 @@ Timing time_function(const std::function<void()>& f, const TimingOptions& opt, s
   }
   if (rounds) *rounds = per_call;
   return summarize_rounds(std::move(per_call), t.calls);
-}
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 bool disturbed_timing(double cpu_seconds, double wall_seconds) {

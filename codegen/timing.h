@@ -10,6 +10,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/util/hardware.h"
+
 namespace basin::codegen {
 
 struct TimingOptions {
@@ -63,20 +65,14 @@ void evict_from_caches(const void* p, size_t bytes);
 Timing time_function(const std::function<void()>& f, const TimingOptions& opt = TimingOptions::full(),
                      std::vector<double>* rounds = nullptr, double prior_us = 0);
 
-// The calling thread's CPU time so far (CLOCK_THREAD_CPUTIME_ID): unlike wall time, it
-// does not grow while another thread holds its core.
-double thread_cpu_seconds();
-
 // Whether a timing that lasted `wall_seconds`, during which the thread that timed it was
-// on a CPU for `cpu_seconds`, ran beside other work on its cores: on a CPU less than
-// kQuietShare of the time. That thread never waits while it times (it runs the
-// kernel's own share of the work and spins until the other threads' shares are done),
-// so on a quiet machine it keeps its core but for what the kernel's own threads take
-// (a few percent: DAMON's sampling thread took 4% of one core on the 2-core guests);
-// a compiler or a second tuner on the cores takes time slices from it, and the
-// latency it leaves can be several times the program's own (MeasurePool times such a
-// program again).
-inline constexpr double kQuietShare = 0.9;
+// on a CPU for `cpu_seconds` (basin::thread_cpu_seconds), ran beside other work on its
+// cores: on a CPU less than kQuietShare of the time. That thread never waits while it
+// times (it runs the kernel's own share of the work and spins until the other threads'
+// shares are done), so on a quiet machine it keeps its core but for what the kernel's
+// own threads take; a compiler or a second tuner on the cores takes time slices from
+// it, and the latency it leaves can be several times the program's own (MeasurePool
+// times such a program again).
 bool disturbed_timing(double cpu_seconds, double wall_seconds);
 
 }  // namespace basin::codegen

@@ -26,6 +26,12 @@
 
 namespace basin {
 
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -62,13 +68,6 @@ __attribute__((target("avx2,fma"))) double fma_avx2(float seed, int64_t iteratio
   return 2.0 * 8 * 12 * static_cast<double>(iterations);
 }
 #endif
-
-// The CPU time of the calling thread.
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // Runs fn(i) on `threads` threads at once: the seconds until the last ends, and the
 // least share of its own wall time that one thread ran on a CPU.
@@ -259,7 +258,7 @@ int64_t data_cache_bytes(int level) {
 }
 
 bool busy_measurement(double all_threads, double one_thread, int threads, double on_cpu) {
-  return (all_threads > 0 && on_cpu < 0.9) ||
+  return (all_threads > 0 && on_cpu < kQuietShare) ||
          (threads > 1 && one_thread > 0 && all_threads < 0.75 * threads * one_thread);
 }
 

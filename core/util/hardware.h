@@ -12,6 +12,15 @@
 
 namespace basin {
 
+// The calling thread's CPU time so far (CLOCK_THREAD_CPUTIME_ID): unlike wall time, it
+// does not grow while another thread holds its core.
+double thread_cpu_seconds();
+// The least share of its wall time a thread that never waits spends on a CPU on a quiet
+// machine: the kernel's own threads take a few percent (DAMON's sampling thread took 4%
+// of one core on the 2-core guests); other work on the cores takes time slices. Below
+// it, a measurement ran beside other work (busy_measurement, codegen::disturbed_timing).
+inline constexpr double kQuietShare = 0.9;
+
 struct Hardware {
   // The version of this description's fields and of how they are measured: a cached
   // description of another version is measured again.
@@ -34,7 +43,7 @@ struct Hardware {
   // this_hardware() measures again in the next process. In the JSON only when true.
   bool busy = false;
   // The least share of its wall time that a thread of the peak's measurement ran on a
-  // CPU (its CPU time over its wall time): below 0.9 the threads were preempted by
+  // CPU (its CPU time over its wall time): below kQuietShare the threads were preempted by
   // other work, which slows one thread and several alike (busy). -1: a description
   // measured before this was recorded, which this_hardware() measures again.
   double threads_on_cpu = -1;
@@ -56,7 +65,7 @@ const std::vector<std::string>& hardware_feature_names();
 
 // Whether a peak measured on `threads` threads together (`all_threads` GFLOP/s) says the
 // machine was busy: less than 3/4 of `threads` times one thread's peak (a neighbour on
-// some of the cores), or its threads on a CPU for less than 0.9 of the time (`on_cpu`:
+// some of the cores), or its threads on a CPU for less than kQuietShare of the time (`on_cpu`:
 // the machine's every core shared, which slows one thread as much as all of them).
 bool busy_measurement(double all_threads, double one_thread, int threads, double on_cpu = 1);
 // Measures this machine now (about half a second; run it while nothing else runs). One

@@ -430,10 +430,10 @@ TEST(Timing, ATimingOffItsCoreATenthOfTheTimeIsDisturbed) {
 // that never waits: its time on a CPU falls behind the wall time.
 TEST(Timing, AThreadSharingItsCoreWithAnotherProcessIsOffItAPartOfTheTime) {
   Hogs hogs(2 * cpus());
-  const double cpu0 = codegen::thread_cpu_seconds();
+  const double cpu0 = thread_cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   spin_for(300'000);
-  const double cpu = codegen::thread_cpu_seconds() - cpu0;
+  const double cpu = thread_cpu_seconds() - cpu0;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   hogs.stop();
   EXPECT_TRUE(codegen::disturbed_timing(cpu, wall)) << cpu << " s on a CPU of " << wall << " s";
