@@ -82,9 +82,9 @@ TEST(Cli, WorkloadsJsonListsTheBenchmarkWorkloads) {
   std::set<std::string> names;
   for (auto& w : j["workloads"]) names.insert(w["name"].get<std::string>());
   for (std::string n : {"gemm-256", "gemm-4096", "bert-768x768", "bert-768x3072", "bert-3072x768", "attn-bmm",
-                        "resnet18-c1", "resnet18-c12", "vit-qkv", "vit-softmax"})
+                        "bert-attention", "mobilenet-dw", "resnet18-c1", "resnet18-c12", "vit-qkv", "vit-softmax"})
     EXPECT_TRUE(names.count(n)) << n;
-  EXPECT_EQ(names.size(), 23u);
+  EXPECT_EQ(names.size(), 25u);
 }
 
 // `basin strategies`: every strategy, its default estimator, and its options with
