@@ -377,7 +377,7 @@ Network Network::compile(const Model& model, const std::string& records, const s
       std::vector<int> u;
       std::vector<codegen::ProgramChoice> c = search::choose_programs(b.partition, store.get(), target, &u, precision);
       for (int t : u) missing.insert(b.partition.tasks[static_cast<size_t>(t)].key);
-      buckets.push_back(codegen::CompiledNetwork::compile(b.graph, b.partition, c, target));
+      buckets.push_back(codegen::CompiledNetwork::compile(b.graph, b.partition, c, target, "", true));
     }
     const graph::RangedModel& rm = *mi.ranged;
     n.impl_->net =

@@ -13,6 +13,11 @@ attention_mask; TorchScript exporter, opset 17):
   (one compiled model of the dynamic model, INFERENCE_PRECISION_HINT f32,
   INFERENCE_NUM_THREADS) run every length from that one loaded model.
 
+--records FILE compiles from an earlier run's records instead of tuning (the tuning's
+figures are then that run's); --baseline FILE times another compiled network of the
+same model and range beside basin's (an earlier build's: a change's worth, at lengths
+between the buckets' extents too), its column `baseline`.
+
 Each length of --lengths is then timed in a head-to-head: --rounds rounds in which every
 runtime runs --repeat times in turn, each keeping its fastest run; every output is
 compared with PyTorch eager's at that length (max relative error: the largest absolute
@@ -22,7 +27,8 @@ Run with the peers' Python (bench/peers/setup.sh):
 
     .cache/peers/bin/python bench/shape_ranges.py [--models bert,gpt2] [--range 1..512]
         [--lengths 8,32,128,384] [--budget 10m] [--threads 2] [--repeat 20] [--rounds 3]
-        [--peers ort,openvino] [--out DIR] [--basin build/bin/basin]
+        [--peers ort,openvino] [--out DIR] [--basin build/bin/basin] [--records FILE]
+        [--baseline FILE.basin]
 """
 import argparse
 import json
@@ -116,16 +122,21 @@ def basin_cmd(basin, args, threads, ok=(0,), log=None):
 
 def table(results, peers):
     """The markdown table: per model and length, each runtime's latency, basin against
-    the fastest peer, and each one's error against PyTorch."""
-    lines = ["| model | length | basin (ms) | " + " | ".join(f"{p} (ms)" for p in peers) +
+    the fastest peer, and each one's error against PyTorch; with a baseline (--baseline),
+    its latency and basin against it after basin's."""
+    based = any("baseline" in row["ms"] for r in results for row in r.get("lengths", []))
+    lines = ["| model | length | basin (ms) | " + ("baseline (ms) | vs baseline | " if based else "") +
+             " | ".join(f"{p} (ms)" for p in peers) +
              " | vs fastest peer | basin error | " + " | ".join(f"{p} error" for p in peers) + " |",
-             "|" + "---|" * (5 + 2 * len(peers))]
+             "|" + "---|" * (5 + 2 * len(peers) + 2 * based)]
     for r in results:
         if "error" in r:
             lines.append(f"| {r['model']} | - | {r['error']} |")
             continue
         for row in r["lengths"]:
-            lines.append(f"| {r['model']} | {row['length']} | {row['ms']['basin']:.2f} | " +
+            base = (f"{row['ms']['baseline']:.2f} | {row['ms']['baseline'] / row['ms']['basin']:.2f}x | "
+                    if based else "")
+            lines.append(f"| {r['model']} | {row['length']} | {row['ms']['basin']:.2f} | " + base +
                          " | ".join(f"{row['ms'][p]:.2f}" for p in peers) +
                          f" | {row['speedup_vs_best_peer']:.2f}x | {row['err']['basin']:.1e} | " +
                          " | ".join(f"{row['err'][p]:.1e}" for p in peers) + " |")
@@ -145,6 +156,10 @@ def main():
     ap.add_argument("--out", default="bench-results/shape_ranges")
     ap.add_argument("--basin", default=os.path.join(ROOT, "build", "bin", "basin"))
     ap.add_argument("--tune-args", default="", help="more options for `basin tune`, one string (--family-sweep 0)")
+    ap.add_argument("--records", default="", metavar="FILE",
+                    help="compile from this earlier run's records (one model) instead of tuning")
+    ap.add_argument("--baseline", default="", metavar="FILE.basin",
+                    help="another compiled network of the model and range, timed beside basin's (one model)")
     a = ap.parse_args()
     import torch
     torch.set_num_threads(a.threads)
@@ -152,6 +167,8 @@ def main():
     lengths = [int(x) for x in a.lengths.split(",")]
     if any(n < lo or n > hi for n in lengths):
         sys.exit("every --lengths value must lie in --range")
+    if (a.records or a.baseline) and len(a.models.split(",")) != 1:
+        sys.exit("--records and --baseline belong to one model: give one in --models")
     os.makedirs(a.out, exist_ok=True)
     results = []
     for name in a.models.split(","):
@@ -161,19 +178,24 @@ def main():
         onnx_path = os.path.join(d, name + ".dyn.onnx")
         export(model, vocab, onnx_path, min(hi, 128))
         shape = f"sequence_length={lo}..{hi}"
-        records, compiled = os.path.join(d, "records.db"), os.path.join(d, name + ".basin")
-        if os.path.exists(records):
-            os.remove(records)
+        records, compiled = a.records or os.path.join(d, "records.db"), os.path.join(d, name + ".basin")
         r = {"model": name, "range": a.range, "threads": a.threads, "budget": a.budget, "tune_args": a.tune_args}
         t0 = time.time()
         try:
-            tune = json.loads(basin_cmd(a.basin, ["tune", onnx_path, "--shape", shape, "--records", records, "--budget",
-                                                  f"{int(parse_seconds(a.budget))}s", "--json"] +
-                                        shlex.split(a.tune_args), a.threads, ok=(0, 4),
-                                        log=os.path.join(d, "tune.log")))
-            r["tune_seconds"] = time.time() - t0
-            r["buckets_estimated_us"] = {m["model"].split(" ", 1)[1]: m["estimated_latency_us"]
-                                         for m in tune.get("models", [])}
+            if a.records:
+                if not os.path.exists(records):
+                    sys.exit(f"--records {records}: no such file")
+                r["records"] = records
+            else:
+                if os.path.exists(records):
+                    os.remove(records)
+                tune = json.loads(basin_cmd(a.basin, ["tune", onnx_path, "--shape", shape, "--records", records,
+                                                      "--budget", f"{int(parse_seconds(a.budget))}s", "--json"] +
+                                            shlex.split(a.tune_args), a.threads, ok=(0, 4),
+                                            log=os.path.join(d, "tune.log")))
+                r["tune_seconds"] = time.time() - t0
+                r["buckets_estimated_us"] = {m["model"].split(" ", 1)[1]: m["estimated_latency_us"]
+                                             for m in tune.get("models", [])}
             t0 = time.time()
             comp = json.loads(basin_cmd(a.basin, ["compile", onnx_path, "--shape", shape, "--records", records, "-o",
                                                   compiled, "--json", "--quiet"], a.threads))
@@ -198,16 +220,23 @@ def main():
             np.save(files[1], mask)
             row = {"length": n, "ms": {}, "err": {}}
             out_npy = os.path.join(d, f"out{n}.npy")
-            cmd = ["run", compiled, "--json", "--quiet", "--repeat", str(a.repeat), "--output", out_npy]
-            for f in files:
-                cmd += ["--input", f]
-            best = {k: float("inf") for k in ["basin"] + list(peers)}
+            def run_cmd(path, out):
+                c = ["run", path, "--json", "--quiet", "--repeat", str(a.repeat), "--output", out]
+                for f in files:
+                    c += ["--input", f]
+                return c
+            basins = {"basin": (compiled, out_npy)}
+            if a.baseline:
+                basins["baseline"] = (a.baseline, os.path.join(d, f"baseline{n}.npy"))
+            best = {k: float("inf") for k in list(basins) + list(peers)}
             for _ in range(a.rounds):
                 for p, fn in peers.items():
                     best[p] = min(best[p], time_calls(lambda: fn(ids, mask), a.repeat)[0])
-                best["basin"] = min(best["basin"], json.loads(basin_cmd(a.basin, cmd, a.threads))["latency_us"] / 1e3)
+                for k, (path, out) in basins.items():
+                    best[k] = min(best[k], json.loads(basin_cmd(a.basin, run_cmd(path, out), a.threads))["latency_us"] / 1e3)
             row["ms"] = best
-            row["err"]["basin"] = rel_err(np.load(out_npy), ref)
+            for k, (path, out) in basins.items():
+                row["err"][k] = rel_err(np.load(out), ref)
             for p, fn in peers.items():
                 row["err"][p] = rel_err(fn(ids, mask), ref)
             fastest = min((best[p] for p in peers), default=float("nan"))

@@ -18,6 +18,7 @@
 #include "codegen/llvm_jit.h"
 #include "codegen/torch_executor.h"
 #include "core/graph/fusion.h"
+#include "core/ir/runtime_extent.h"
 #include "core/ops/node_ops.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/task_analysis.h"
@@ -88,10 +89,23 @@ struct CompiledNetwork::Impl {
     // "bf16" where its program multiplies bfloat16 inputs (a CPU bf16 sketch, a GPU
     // tensor core at bf16), "fp16" or "tf32" on the GPU's tensor cores, else "f32".
     std::string precision = "f32";
+    // A ranged network's kernel given its iterations at run time
+    // (core/ir/runtime_extent.h): that parameter's index in params (-1: none; a
+    // launch's args leave it out) and its nests' tables.
+    int iter_param = -1;
+    std::vector<RuntimeNest> nests;
   };
   struct Step {
     int kernel = 0;
     std::vector<int> args;  // slots: inputs, then the output
+    // A ranged network's bucket: the ranged dimension that the output's axis `axis`
+    // runs along ("": none), the kernel's iterations for the call being run, and the
+    // call's extent along that axis when it is less than the bucket's (-1: none), from
+    // which the output's padded positions are cleared after the launch.
+    std::string dim;
+    int axis = -1;
+    std::vector<int32_t> iters;
+    int64_t clear_from = -1;
   };
   std::string name = "network";
   std::vector<Slot> slots;
@@ -153,15 +167,20 @@ struct CompiledNetwork::Impl {
       const Kernel& k = kernels[static_cast<size_t>(st.kernel)];
       const std::string where = "launch " + std::to_string(i) + " (" + k.label + ")";
       if (st.args.empty()) return where + " passes no tensors (a kernel writes its last one)";
-      if (st.args.size() != k.params.size())
-        return where + " passes " + std::to_string(st.args.size()) + " tensors to a kernel of " +
+      const size_t given = k.iter_param >= 0 ? 1 : 0;
+      if (st.args.size() + given != k.params.size())
+        return where + " passes " + std::to_string(st.args.size() + given) + " tensors to a kernel of " +
                std::to_string(k.params.size()) + " parameters";
+      if (k.iter_param >= 0 &&
+          (k.iter_param != static_cast<int>(st.args.size()) - 1 ||
+           k.params[static_cast<size_t>(k.iter_param)] != std::pair<DType, int64_t>(DType::i32(), 4 * iterations_size(k.nests))))
+        return where + ": its iterations parameter does not match its nests";
       for (size_t a = 0; a < st.args.size(); ++a) {
         const Slot& sl = slots[static_cast<size_t>(st.args[a])];
-        if (sl.info.dtype != k.params[a].first || sl.bytes() != k.params[a].second)
+        const auto& param = k.params[a + (k.iter_param >= 0 && static_cast<int>(a) >= k.iter_param ? 1 : 0)];
+        if (sl.info.dtype != param.first || sl.bytes() != param.second)
           return where + ": tensor '" + sl.info.name + "' (" + sl.info.dtype.str() + ", " + std::to_string(sl.bytes()) +
-                 " bytes) for a parameter of " + k.params[a].first.str() + ", " + std::to_string(k.params[a].second) +
-                 " bytes";
+                 " bytes) for a parameter of " + param.first.str() + ", " + std::to_string(param.second) + " bytes";
       }
       if (slots[static_cast<size_t>(st.args.back())].weight >= 0) return where + " writes a weight";
     }
@@ -185,6 +204,10 @@ struct CompiledNetwork::Impl {
   // A ranged network's infos, bucket extents, shared weights and arena from its buckets
   // (InternalError when the buckets do not match the ranges).
   void assemble_ranged();
+  // Each bucket's launches given their iterations at run time: the output's axis that a
+  // ranged dimension runs along, against a bucket that differs in that dimension alone
+  // (the outermost such axis, of any dimension).
+  void find_ranged_axes();
 
   void* ptr(int slot) {
     const Slot& s = slots[slot];
@@ -217,11 +240,68 @@ struct CompiledNetwork::Impl {
       arena = std::shared_ptr<uint8_t>(a, AlignedFree());
     }
     step_ptrs.clear();
-    for (const Step& s : steps) {
+    for (Step& s : steps) {
       std::vector<void*> p;
       for (int a : s.args) p.push_back(ptr(a));
+      const Kernel& k = kernels[static_cast<size_t>(s.kernel)];
+      if (k.iter_param >= 0) {
+        s.iters.assign(static_cast<size_t>(iterations_size(k.nests)), 0);
+        runtime_iterations(k.nests, 0, 0, 0, s.iters.data());  // every iteration
+        p.insert(p.begin() + k.iter_param, s.iters.data());
+      }
       step_ptrs.push_back(std::move(p));
     }
+  }
+
+  // A bucket's launches for a call of these extents of the ranged dimensions (nullptr:
+  // the bucket's own, every iteration run and nothing cleared).
+  void set_call(const std::map<std::string, int64_t>* at) {
+    for (Step& st : steps) {
+      const Kernel& k = kernels[static_cast<size_t>(st.kernel)];
+      if (k.iter_param < 0) continue;
+      st.clear_from = -1;
+      int64_t stride = 0, extent = 0, n = 0;
+      if (at && !st.dim.empty()) {
+        const std::vector<int64_t>& shape = slots[static_cast<size_t>(st.args.back())].info.shape;
+        extent = shape[static_cast<size_t>(st.axis)];
+        stride = 1;
+        for (size_t a = static_cast<size_t>(st.axis) + 1; a < shape.size(); ++a) stride *= shape[a];
+        n = at->at(st.dim);
+        if (n < extent) st.clear_from = n;
+      }
+      runtime_iterations(k.nests, stride, extent, n, st.iters.data());
+    }
+  }
+  // f() run with the launches set for a call of extents `at`, then set back.
+  template <typename F>
+  auto at_call(const std::map<std::string, int64_t>& at, F f) {
+    set_call(&at);
+    try {
+      auto r = f();
+      set_call(nullptr);
+      return r;
+    } catch (...) {
+      set_call(nullptr);
+      throw;
+    }
+  }
+  // Launch i, then its output's padded positions cleared: a skipped iteration left
+  // them as the arena held them (anything, a -inf of a mask among them), and a later
+  // kernel that reads them (an attention's keys and values, hidden by the mask) must
+  // read finite values.
+  void launch(size_t i) {
+    const Step& st = steps[i];
+    kernels[static_cast<size_t>(st.kernel)].k->run_raw(step_ptrs[i].data());
+    if (st.clear_from < 0) return;
+    const Slot& sl = slots[static_cast<size_t>(st.args.back())];
+    const std::vector<int64_t>& shape = sl.info.shape;
+    int64_t outer = 1, row = sl.info.dtype.bytes();
+    for (int a = 0; a < st.axis; ++a) outer *= shape[static_cast<size_t>(a)];
+    for (size_t a = static_cast<size_t>(st.axis) + 1; a < shape.size(); ++a) row *= shape[a];
+    const int64_t extent = shape[static_cast<size_t>(st.axis)];
+    auto* base = static_cast<uint8_t*>(step_ptrs[i].back());
+    for (int64_t o = 0; o < outer; ++o)
+      std::memset(base + (o * extent + st.clear_from) * row, 0, static_cast<size_t>((extent - st.clear_from) * row));
   }
 };
 
@@ -272,7 +352,7 @@ namespace {}  // namespace
 
 CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Partition& p,
                                          const std::vector<ProgramChoice>& choices, const std::string& target,
-                                         const std::string& cuda_arch) {
+                                         const std::string& cuda_arch, bool runtime_extents) {
   const bool cuda = target == "cuda";
   if (!cuda && target != "llvm") throw Error("unknown target '" + target + "' (llvm or cuda)");
   if (choices.size() != p.tasks.size())
@@ -307,6 +387,9 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       if (!cuda && !task.constant_inputs.empty())
         if (std::optional<ConstantPrologue> c = compile_constant_prologue(&f, task.constant_inputs))
           prepack[t] = std::move(*c);
+      std::optional<RuntimeExtentKernel> rk;
+      if (!cuda && runtime_extents) rk = with_runtime_iterations(f);
+      if (rk) f = rk->func;
       std::vector<std::pair<DType, int64_t>> params;
       for (const Buffer& b : f.params) {
         int64_t n = b->dtype.bytes();
@@ -319,12 +402,16 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       if (cuda) {
         f.name = "task" + std::to_string(t);
         m.kernels.push_back(
-            {task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops, params, precision});
+            {task.label, task.key, nullptr, cuda_kernel_name(f), gpu_launch(f), task.flops, params, precision, -1, {}});
         gpu_funcs.push_back(std::move(f));
       } else {
         LlvmOptions lo;
         lo.keep_object = true;
-        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops, params, precision});
+        m.kernels.push_back({task.label, task.key, compile_llvm(f, lo), "", {}, task.flops, params, precision, -1, {}});
+        if (rk) {
+          m.kernels.back().iter_param = rk->param;
+          m.kernels.back().nests = std::move(rk->nests);
+        }
       }
     } catch (const Error& e) {
       throw Error("compiling task " + std::to_string(t) + " (" + task.label + "): " + e.what());
@@ -566,6 +653,56 @@ CompiledNetwork CompiledNetwork::ranged(std::vector<CompiledNetwork> buckets, co
   return net;
 }
 
+void CompiledNetwork::Impl::find_ranged_axes() {
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    Impl& bi = *buckets[b].impl_;
+    for (Step& st : bi.steps) {
+      st.dim.clear();
+      st.axis = -1;
+    }
+    for (const graph::DimRange& d : ranges.dims) {
+      // A bucket that differs from this one in d alone.
+      const std::map<std::string, int64_t>& at = bucket_at[b];
+      int other = -1;
+      for (size_t c = 0; c < buckets.size() && other < 0; ++c) {
+        bool alone = c != b && bucket_at[c].at(d.name) != at.at(d.name);
+        for (const auto& [name, x] : at)
+          if (name != d.name) alone = alone && bucket_at[c].at(name) == x;
+        if (alone) other = static_cast<int>(c);
+      }
+      if (other < 0) continue;
+      const Impl& bo = *buckets[static_cast<size_t>(other)].impl_;
+      std::map<std::string, int> by_name;
+      std::set<std::string> twice;
+      for (size_t s = 0; s < bo.slots.size(); ++s)
+        if (!by_name.emplace(bo.slots[s].info.name, static_cast<int>(s)).second) twice.insert(bo.slots[s].info.name);
+      const int64_t e1 = at.at(d.name), e2 = bucket_at[static_cast<size_t>(other)].at(d.name);
+      for (Step& st : bi.steps) {
+        if (bi.kernels[static_cast<size_t>(st.kernel)].iter_param < 0) continue;
+        const TensorInfo& t1 = bi.slots[static_cast<size_t>(st.args.back())].info;
+        auto it = by_name.find(t1.name);
+        if (it == by_name.end() || twice.count(t1.name)) continue;
+        const TensorInfo& t2 = bo.slots[static_cast<size_t>(it->second)].info;
+        if (t1.shape.size() != t2.shape.size() || t1.dtype != t2.dtype) continue;
+        int axis = -1;
+        bool pure = true;
+        for (size_t a = 0; a < t1.shape.size(); ++a) {
+          if (t1.shape[a] == t2.shape[a]) continue;
+          if (t1.shape[a] == e1 && t2.shape[a] == e2) {
+            if (axis < 0) axis = static_cast<int>(a);
+          } else {
+            pure = false;  // an axis that grows otherwise (two dimensions flattened into one)
+          }
+        }
+        if (pure && axis >= 0 && (st.axis < 0 || axis < st.axis)) {
+          st.dim = d.name;
+          st.axis = axis;
+        }
+      }
+    }
+  }
+}
+
 void CompiledNetwork::Impl::assemble_ranged() {
   Impl& m = *this;
   const ShapeRanges& r = m.ranges;
@@ -603,6 +740,7 @@ void CompiledNetwork::Impl::assemble_ranged() {
     for (NDArray& w : bi.weights) pool.share(w);
     m.arena_bytes = std::max(m.arena_bytes, bi.arena_bytes);
   }
+  find_ranged_axes();
   // One arena, the largest bucket's; each bucket's pointers again (its weights shared).
   if (m.target == "llvm") {
     const size_t alloc = static_cast<size_t>(align_up(std::max<int64_t>(m.arena_bytes, kAlign)));
@@ -625,7 +763,8 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
     std::vector<NDArray> in;
     std::map<std::string, int64_t> v;
     const int b = dispatch(inputs, &in, &v);
-    std::vector<NDArray> out = m.buckets[static_cast<size_t>(b)].run(in);
+    CompiledNetwork& bn = m.buckets[static_cast<size_t>(b)];
+    std::vector<NDArray> out = bn.impl_->at_call(v, [&] { return bn.run(in); });
     for (size_t o = 0; o < out.size(); ++o) {
       std::vector<int64_t> shape = out[o].shape();
       for (size_t a = 0; a < shape.size(); ++a)
@@ -674,7 +813,7 @@ std::vector<NDArray> CompiledNetwork::run(const std::vector<NDArray>& inputs) {
     return out;
   }
   for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(m.ptr(m.input_slots[i]), inputs[i].data(), inputs[i].nbytes());
-  for (size_t i = 0; i < m.steps.size(); ++i) m.kernels[m.steps[i].kernel].k->run_raw(m.step_ptrs[i].data());
+  for (size_t i = 0; i < m.steps.size(); ++i) m.launch(i);
   std::vector<NDArray> out;
   for (int s : m.output_slots) {
     NDArray a(m.slots[s].info.dtype, m.slots[s].info.shape);
@@ -692,8 +831,10 @@ NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int 
   Impl& m = *impl_;
   if (m.is_ranged()) {
     std::vector<NDArray> in;
-    const int b = dispatch(inputs, &in);
-    return m.buckets[static_cast<size_t>(b)].profile(in, rounds);
+    std::map<std::string, int64_t> v;
+    const int b = dispatch(inputs, &in, &v);
+    CompiledNetwork& bn = m.buckets[static_cast<size_t>(b)];
+    return bn.impl_->at_call(v, [&] { return bn.profile(in, rounds); });
   }
   if (m.target != "llvm")
     throw Error("basin profile times CPU networks only; '" + m.name + "' is compiled for " + m.target);
@@ -726,7 +867,7 @@ NetworkProfile CompiledNetwork::profile(const std::vector<NDArray>& inputs, int 
     double round_us = 0;
     for (size_t i = 0; i < m.steps.size(); ++i) {
       auto a = clock::now();
-      m.kernels[m.steps[i].kernel].k->run_raw(m.step_ptrs[i].data());
+      m.launch(i);
       const double t = us(clock::now() - a);
       p.launches[i].us = std::min(p.launches[i].us, t);
       round_us += t;
@@ -758,6 +899,12 @@ int CompiledNetwork::kernels() const {
 }
 int CompiledNetwork::launches() const {
   return impl_->is_ranged() ? impl_->buckets.back().launches() : static_cast<int>(impl_->steps.size());
+}
+int CompiledNetwork::runtime_extent_launches() const {
+  if (!impl_->is_ranged()) return 0;
+  int n = 0;
+  for (const Impl::Step& st : impl_->buckets.back().impl_->steps) n += !st.dim.empty();
+  return n;
 }
 int64_t CompiledNetwork::arena_bytes() const { return impl_->arena_bytes; }
 int CompiledNetwork::packed_weights() const {
@@ -830,6 +977,11 @@ nlohmann::json CompiledNetwork::Impl::header(Blob& blob) const {
                               {"precision", k.precision},
                               {"offset", blob.add(code)},
                               {"size", code.size()}});
+      if (k.iter_param >= 0) {
+        nlohmann::json nests = nlohmann::json::array();
+        for (const RuntimeNest& n : k.nests) nests.push_back({{"extent", n.extent}, {"first", n.first}, {"last", n.last}});
+        h["kernels"].back()["iterations"] = {{"param", k.iter_param}, {"nests", nests}};
+      }
     }
   }
   h["weights"] = nlohmann::json::array();
@@ -959,7 +1111,7 @@ void CompiledNetwork::Impl::parse(const nlohmann::json& h, const std::string& da
       }
       m.kernels.push_back({k.at("label").get<std::string>(), k.at("task_key").get<std::string>(), nullptr,
                            k.at("name").get<std::string>(), l, k.value("flops", 0.0), params_of(k),
-                           k.value("precision", "f32")});
+                           k.value("precision", "f32"), -1, {}});
     }
   } else {
     for (const auto& k : h.at("kernels")) {
@@ -971,7 +1123,27 @@ void CompiledNetwork::Impl::parse(const nlohmann::json& h, const std::string& da
                            {},
                            k.value("flops", 0.0),
                            params_of(k),
-                           k.value("precision", "f32")});
+                           k.value("precision", "f32"),
+                           -1,
+                           {}});
+      if (k.contains("iterations")) {
+        // Checked against the launches' arguments with the rest (invalid_step).
+        const nlohmann::json& it = k.at("iterations");
+        Kernel& kk = m.kernels.back();
+        kk.iter_param = it.at("param").get<int>();
+        for (const auto& n : it.at("nests")) {
+          RuntimeNest rn;
+          rn.extent = n.at("extent").get<int64_t>();
+          rn.first = n.at("first").get<std::vector<int64_t>>();
+          rn.last = n.at("last").get<std::vector<int64_t>>();
+          if (rn.extent < 1 || rn.extent > (int64_t{1} << 24) || rn.first.size() != static_cast<size_t>(rn.extent) ||
+              rn.last.size() != static_cast<size_t>(rn.extent))
+            throw ParseError("'" + path + "': a kernel's iterations are malformed");
+          kk.nests.push_back(std::move(rn));
+        }
+        if (kk.iter_param < 0 || kk.iter_param >= static_cast<int>(kk.params.size()))
+          throw ParseError("'" + path + "': a kernel's iterations parameter is out of range");
+      }
     }
   }
   std::vector<std::pair<uint64_t, uint64_t>> wb;

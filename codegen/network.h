@@ -103,14 +103,23 @@ class CompiledNetwork {
   // target "llvm": this CPU; "cuda": every kernel CUDA C in one NVRTC translation unit
   // for cuda_arch (empty: the GPU here), run on GPU 0 with the arena and the weights in
   // device memory (compiling needs no GPU when cuda_arch is given; running does).
+  // `runtime_extents` (a bucket of a network over ranges of shapes, the llvm target):
+  // each kernel takes its iterations at run time where it can
+  // (core/ir/runtime_extent.h), so that a call below the bucket's extents runs only
+  // the iterations its real positions need (ranged() finds the axes).
   static CompiledNetwork compile(const graph::Graph& g, const graph::Partition& p,
                                  const std::vector<ProgramChoice>& choices, const std::string& target = "llvm",
-                                 const std::string& cuda_arch = "");
+                                 const std::string& cuda_arch = "", bool runtime_extents = false);
   // A network over ranges of shapes: `buckets` (the buckets of ranged_model, in its
   // order, each compiled from its bucket's graph) behind one dispatcher. A call runs on
   // the least bucket that holds it: its inputs padded with zeros, each mask 0 at real
   // positions and -inf at padded ones, its outputs cut back to the call's extents. The
-  // buckets share one arena (the largest) and their weights of equal contents.
+  // buckets share one arena (the largest) and their weights of equal contents. A
+  // bucket's kernel compiled with runtime_extents whose output has an axis that a
+  // ranged dimension runs along (found against a bucket that differs in that dimension
+  // alone: the output's tensor of the same name there differs on that axis only, by
+  // the two buckets' extents) runs on a call only the iterations that write a real
+  // position, and its output's padded positions are then cleared to zero.
   static CompiledNetwork ranged(std::vector<CompiledNetwork> buckets, const ShapeRanges& ranges);
   bool is_ranged() const;
   const ShapeRanges& ranges() const;  // empty dims for a network of fixed shapes
@@ -155,6 +164,9 @@ class CompiledNetwork {
   const std::vector<TensorInfo>& outputs() const;
   int kernels() const;           // distinct kernels (of every bucket)
   int launches() const;          // kernel calls per run (of the largest bucket)
+  // A ranged network's launches (of the largest bucket) that run only the iterations a
+  // call's real positions need (`compile`'s runtime_extents); 0 for fixed shapes.
+  int runtime_extent_launches() const;
   int64_t arena_bytes() const;   // the memory plan's arena (the buckets': the largest)
   int64_t tensor_bytes() const;  // the intermediate tensors' sizes summed (no reuse)
   int64_t weight_bytes() const;

@@ -277,8 +277,10 @@ Loaded load(const NetOptions& o, const std::string& model) {
 }
 Loaded load(const NetOptions& o) { return load(o, o.model); }
 
+// `bucket`: a bucket of a network over ranges of shapes (its kernels take their
+// iterations at run time where they can).
 codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
-                                     search::RecordStore* store);
+                                     search::RecordStore* store, bool bucket = false);
 
 // The programs of a network's tasks; untuned ones named on stderr and in `untuned`. A
 // model over ranges of shapes: every bucket compiled, behind one dispatcher.
@@ -293,7 +295,7 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
   quiet.quiet = true;  // one warning for the buckets together, below
   for (const Loaded& b : l.buckets) {
     nlohmann::json u;
-    buckets.push_back(compile_one(quiet, b, u, store.get()));
+    buckets.push_back(compile_one(quiet, b, u, store.get(), true));
     for (const auto& x : u)
       if (seen.insert(x.get<std::string>()).second) untuned.push_back(x);
   }
@@ -309,7 +311,7 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
 }
 
 codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
-                                     search::RecordStore* store) {
+                                     search::RecordStore* store, bool bucket) {
   std::vector<int> missing;
   std::vector<codegen::ProgramChoice> choices =
       search::choose_programs(l.partition, store, o.target, &missing, programs_precision(o));
@@ -325,7 +327,7 @@ codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohm
                     " tasks have no tuned program" + (o.records.empty() ? "" : " in " + o.records) +
                     " and use their first sketch's default configuration:" + names);
   }
-  return codegen::CompiledNetwork::compile(l.graph, l.partition, choices, o.target, o.arch);
+  return codegen::CompiledNetwork::compile(l.graph, l.partition, choices, o.target, o.arch, bucket);
 }
 
 std::vector<NDArray> read_inputs(const NetOptions& o, const std::vector<codegen::TensorInfo>& infos) {
@@ -621,6 +623,7 @@ int run_compile(const NetOptions& o) {
     j["ranges"] = nlohmann::json::array();
     for (const graph::DimRange& d : net.ranges().dims)
       j["ranges"].push_back({{"name", d.name}, {"lo", d.lo}, {"hi", d.hi}});
+    j["runtime_extent_launches"] = net.runtime_extent_launches();
     j["buckets"] = nlohmann::json::array();
     for (int b = 0; b < net.buckets(); ++b)
       j["buckets"].push_back({{"extents", net.bucket_extents(b)},
@@ -633,7 +636,8 @@ int run_compile(const NetOptions& o) {
     if (net.is_ranged()) {
       std::string list;
       for (int b = 0; b < net.buckets(); ++b) list += (b ? " " : "") + graph::extents_str(net.bucket_extents(b));
-      std::printf("%d shape buckets: %s\n", net.buckets(), list.c_str());
+      std::printf("%d shape buckets: %s; %d of the largest bucket's %d launches run only a call's real positions\n",
+                  net.buckets(), list.c_str(), net.runtime_extent_launches(), net.launches());
     }
     std::printf(
         "wrote %s: %d kernels (%d bf16, %d int8), %d launches, arena %.1f MiB (%.1f MiB without reuse), weights %.1f "

@@ -853,12 +853,14 @@ std::function<graph::Graph(const std::map<std::string, int64_t>&)> ranged_import
   return [mean](const std::map<std::string, int64_t>& at) { return ranged_block(at.at("seq"), mean); };
 }
 
-CompiledNetwork compile_ranged(const graph::RangedModel& rm) {
+// `runtime_extents`: the buckets' kernels take their iterations at run time, as tune
+// and compile build them.
+CompiledNetwork compile_ranged(const graph::RangedModel& rm, bool runtime_extents = true) {
   std::vector<CompiledNetwork> buckets;
   for (const graph::ShapeBucket& bk : rm.buckets) {
     graph::Graph g = graph::optimize(bk.graph, graph::layout_lanes("llvm"));
     graph::Partition p = graph::partition(g);
-    buckets.push_back(CompiledNetwork::compile(g, p, random_programs(p, 3)));
+    buckets.push_back(CompiledNetwork::compile(g, p, random_programs(p, 3), "llvm", "", runtime_extents));
   }
   return CompiledNetwork::ranged(std::move(buckets), {rm.dims, rm.input_axes, rm.output_axes, rm.masks});
 }
@@ -910,6 +912,38 @@ TEST_F(Network, ARangeOfShapesServesEveryLengthAsTheModelAtThatLength) {
   const Accuracy a = check_ranged(rm, net, ranged_import());
   EXPECT_TRUE(a.measured) << a.note;
   EXPECT_LT(a.max_rel, 1e-5);
+}
+
+// The buckets' kernels given their iterations at run time: a call below its bucket's
+// extent runs the iterations of its real positions only, and gives what the same
+// programs compiled for every iteration give, bit for bit, at every length, saved and
+// loaded (the padded positions a skipped iteration leaves are cleared, so that the
+// attention's masked keys stay finite).
+TEST_F(Network, ABucketRunsOnlyTheIterationsOfTheRealPositions) {
+  graph::ConstantPool pool;
+  graph::RangedModel rm = graph::ranged_model(ranged_import(), {{"seq", 1, 24}}, pool);
+  CompiledNetwork plain = compile_ranged(rm, false), net = compile_ranged(rm);
+  EXPECT_EQ(plain.runtime_extent_launches(), 0);
+  EXPECT_GE(net.runtime_extent_launches(), net.launches() / 2) << net.launches() << " launches";
+  const std::string file = dir + "/runtime.basin";
+  net.save(file);
+  CompiledNetwork loaded = CompiledNetwork::load(file);
+  EXPECT_EQ(loaded.runtime_extent_launches(), net.runtime_extent_launches());
+  for (int64_t L : {1, 3, 5, 7, 9, 13, 17, 23, 24, 2, 24, 17}) {
+    SCOPED_TRACE("length " + std::to_string(L));
+    std::vector<NDArray> in = {NDArray::random(DType::i64(), {1, L}, 0, 50, static_cast<uint64_t>(L))};
+    const std::vector<NDArray> want = plain.run(in), got = net.run(in), again = loaded.run(in);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < got.size(); ++o) {
+      ASSERT_EQ(got[o].shape(), want[o].shape());
+      EXPECT_EQ(std::memcmp(got[o].data(), want[o].data(), got[o].nbytes()), 0) << "output " << o;
+      EXPECT_EQ(std::memcmp(again[o].data(), want[o].data(), got[o].nbytes()), 0) << "output " << o;
+    }
+    expect_close(got, TorchExecutor(ranged_block(L)).run(in), 1e-5);
+  }
+  // A profile of a short call times the launches it runs (the bucket of 24 at 17 tokens).
+  EXPECT_EQ(net.profile({NDArray::random(DType::i64(), {1, 17}, 0, 50, 1)}, 1).launches.size(),
+            static_cast<size_t>(net.launches()));
 }
 
 // Attention over B sequences of L tokens each: x [B, L, 8] (the dense layers see the

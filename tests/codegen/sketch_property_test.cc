@@ -6,12 +6,16 @@
 // of them with a guarded, partial last tile (awkward extents).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "codegen/llvm_jit.h"
 #include "codegen/op_check.h"
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
+#include "core/ir/runtime_extent.h"
 #include "core/ops/registry.h"
 #include "core/schedule/lower_sketch.h"
 #include "core/schedule/task_analysis.h"
@@ -987,6 +991,121 @@ TEST(SketchProperty, Bf16SketchesOnlyWhereThePairsExist) {
     EXPECT_LT(s.bf16_pair, 0) << s.name;
   ops::OpGraph soft = ops::build_op("softmax", parse("shape=4,16"));
   EXPECT_EQ(sched::cpu_sketches(soft, true, true, false).size(), sched::cpu_sketches(soft).size());
+}
+
+
+// Kernels over a run-time extent (core/ir/runtime_extent.h): for random configurations
+// of the operators a shape range's buckets run along a padded axis (rows of a dense
+// layer and of a batched product, of a softmax and a layer norm, an attention's
+// queries), the kernel given its iterations at run time, for a call of n < E positions,
+// computes the first n positions as the kernel computes them at the full extent, in
+// the interpreter and compiled by LLVM, with NaN in every padded position of its
+// inputs and its output before the call (skipped iterations leave padded positions
+// alone; nothing it runs reads them into a real one). With every iteration it
+// computes everything the kernel does.
+TEST(SketchProperty, RuntimeExtentKernelsComputeTheRealPositionsOfACall) {
+  if (!codegen::llvm_enabled()) GTEST_SKIP() << "built without LLVM";
+  struct Ranged {
+    Suite c;
+    int axis;  // of the output (and of every input that carries it)
+  };
+  const std::vector<Ranged> suite = {
+      {{"dense", "M=24 K=16 N=32", 12}, 0},
+      {{"dense", "M=37 K=10 N=23", 8}, 0},
+      {{"batch_matmul", "B=3 M=16 K=12 N=16", 10}, 1},
+      {{"softmax", "shape=20,40", 10}, 0},
+      {{"layer_norm", "shape=18,48", 10}, 0},
+      {{"attention", "heads=2 queries=16 keys=16 head_dim=8 value_dim=8 mask=causal", 8}, 1},
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  int total = 0, listed = 0, skipped = 0;
+  std::mt19937_64 rng(2027);
+  for (const Ranged& r : suite) {
+    ops::OpGraph g = ops::build_op(r.c.op, parse(r.c.params));
+    const std::vector<int64_t>& oshape = g.outputs[0].shape();
+    const int64_t extent = oshape[static_cast<size_t>(r.axis)];
+    int64_t stride = 1;
+    for (size_t a = static_cast<size_t>(r.axis) + 1; a < oshape.size(); ++a) stride *= oshape[a];
+    std::vector<NDArray> in = codegen::random_inputs(g, 5);
+    for (const sched::Sketch& s : sched::cpu_sketches(g)) {
+      for (int t = 0; t < r.c.per_sketch; ++t) {
+        sched::Config cfg = t == 0 ? sched::default_config(s) : sched::random_config(s, rng);
+        if (!sched::invalid_reason(s, cfg).empty()) continue;
+        ++total;
+        const LoweredFunc f = sched::lower_config(g, s, cfg);
+        std::optional<RuntimeExtentKernel> k = with_runtime_iterations(f);
+        if (!k) continue;
+        ++listed;
+        const std::string what = r.c.op + " " + r.c.params + " " + sched::config_to_json(s, cfg);
+        ASSERT_EQ(k->func.params.size(), f.params.size() + 1) << what;
+        NDArray iters(DType::i32(), {iterations_size(k->nests)});
+        auto call = [&](std::vector<NDArray>& inputs, NDArray& out, bool llvm) {
+          std::vector<NDArray*> a;
+          for (NDArray& x : inputs) a.push_back(&x);
+          a.insert(a.begin() + k->param, &iters);
+          a.push_back(&out);
+          if (llvm) codegen::compile_llvm(k->func)->run(a);
+          else interpret(k->func, a);
+        };
+        // Every iteration: what f computes.
+        std::vector<NDArray> full = run(g, in, [&](std::vector<NDArray*>& a) { interpret(f, a); });
+        runtime_iterations(k->nests, stride, extent, extent, static_cast<int32_t*>(iters.data()));
+        NDArray all(full[0].dtype(), full[0].shape());
+        call(in, all, false);
+        EXPECT_LE(compare_arrays(all, full[0]).max_rel, 0.0) << what;
+        // A call of n positions: the inputs' and the output's padded positions NaN.
+        const int64_t n = std::uniform_int_distribution<int64_t>(1, extent - 1)(rng);
+        auto poison = [&](NDArray& x, int axis) {
+          const std::vector<int64_t>& sh = x.shape();
+          int64_t inner = 1, outer = 1;
+          for (size_t a = static_cast<size_t>(axis) + 1; a < sh.size(); ++a) inner *= sh[a];
+          for (int a = 0; a < axis; ++a) outer *= sh[static_cast<size_t>(a)];
+          auto* p = static_cast<float*>(x.data());
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = n * inner; i < sh[static_cast<size_t>(axis)] * inner; ++i)
+              p[o * sh[static_cast<size_t>(axis)] * inner + i] = nan;
+        };
+        std::vector<NDArray> padded;
+        for (size_t i = 0; i < in.size(); ++i) {
+          padded.push_back(in[i].clone());
+          // The inputs that run along the ranged axis: those of the output's extent there
+          // (an attention's keys and values too: its mask hides them, but NaN would not be
+          // hidden, and the network's zero fill keeps them finite, so they stay as given).
+          const std::vector<int64_t>& sh = padded.back().shape();
+          const bool rows = padded.back().dtype() == DType::f32() && r.c.op != "attention" && sh.size() == oshape.size() &&
+                            sh[static_cast<size_t>(r.axis)] == extent;
+          if (rows || (r.c.op == "attention" && i == 0)) poison(padded.back(), r.axis);
+        }
+        runtime_iterations(k->nests, stride, extent, n, static_cast<int32_t*>(iters.data()));
+        const auto* it = static_cast<const int32_t*>(iters.data());
+        int64_t off = 0;
+        for (const RuntimeNest& nest : k->nests) {
+          for (int64_t p = 0; p < nest.extent; ++p) skipped += it[off + 1 + p] == 0;
+          off += 1 + nest.extent;
+        }
+        for (bool llvm : {false, true}) {
+          NDArray out(full[0].dtype(), full[0].shape());
+          auto* o = static_cast<float*>(out.data());
+          for (int64_t e = 0; e < out.numel(); ++e) o[e] = nan;
+          call(padded, out, llvm);
+          const auto* want = static_cast<const float*>(full[0].data());
+          int64_t outer = out.numel() / (extent * stride), bad = 0;
+          for (int64_t b = 0; b < outer; ++b)
+            for (int64_t e = 0; e < n * stride; ++e) {
+              const int64_t at = b * extent * stride + e;
+              bad += !(std::abs(o[at] - want[at]) <= 1e-4f * (1.0f + std::abs(want[at])));
+            }
+          EXPECT_EQ(bad, 0) << (llvm ? "llvm " : "interpreter ") << what << " n=" << n << "\n" << to_string(k->func);
+        }
+        if (HasFailure()) return;
+      }
+    }
+  }
+  EXPECT_GE(listed, total / 2) << total << " configurations";
+  EXPECT_GE(skipped, 100);
+  std::cout << "[ property ] " << listed << " of " << total
+            << " random configurations given their iterations at run time, " << skipped
+            << " iterations skipped, no real position changed\n";
 }
 
 }  // namespace

@@ -40,3 +40,14 @@ def test_basin_cmd_keeps_the_standard_error_in_its_log_and_raises_on_failure(tmp
     with pytest.raises(RuntimeError, match="basin: error: bad"):
         b.basin_cmd(str(stub), ["no"], 2, log=str(log))
     assert "round 1 of no" in log.read_text()
+
+
+def test_a_baseline_gets_its_latency_and_basin_against_it():
+    b = load_bench("shape_ranges")
+    results = [{"model": "gpt2", "lengths": [{"length": 300, "ms": {"basin": 2.0, "baseline": 3.0, "ort": 4.0},
+                                               "err": {"basin": 1e-6, "baseline": 1e-6, "ort": 2e-6},
+                                               "speedup_vs_best_peer": 2.0}]}]
+    lines = b.table(results, ["ort"]).splitlines()
+    assert lines[0].startswith("| model | length | basin (ms) | baseline (ms) | vs baseline | ort (ms) |")
+    assert lines[1].count("---") == lines[0].count("|") - 1
+    assert lines[2] == "| gpt2 | 300 | 2.00 | 3.00 | 1.50x | 4.00 | 2.00x | 1.0e-06 | 2.0e-06 |"

@@ -1,0 +1,215 @@
+#include "core/ir/runtime_extent.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "core/expr/analyzer.h"
+
+namespace basin {
+
+namespace {
+
+// The loops at the top of s: reached through allocations, sequences and pragmas.
+void top_loops(const Stmt& s, std::vector<Stmt>* out) {
+  if (!s.defined()) return;
+  switch (s.kind()) {
+    case StmtKind::For:
+      out->push_back(s);
+      return;
+    case StmtKind::Allocate:
+    case StmtKind::Seq:
+    case StmtKind::Pragma:
+      for (const Stmt& b : s->body) top_loops(b, out);
+      return;
+    default:
+      return;
+  }
+}
+
+bool finite(const IntBound& b) { return b.min != IntBound::kNegInf && b.max != IntBound::kPosInf; }
+
+// One iteration of a nest's body: the range of output indices it writes and whether
+// it qualifies (writes nothing else that outlives it, reads the output only inside
+// that range, every bound known).
+struct IterationWalk {
+  const BufferNode* out;
+  Analyzer an;
+  std::set<const BufferNode*> local;
+  int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+  std::vector<IntBound> reads;
+  bool ok = true;
+
+  void loads(const Expr& e) {
+    if (!e.defined() || !ok) return;
+    post_order_visit(e, [&](const Expr& x) {
+      if (x.kind() != ExprKind::Load || x->buffer.get() != out) return;
+      if (x->args.size() != 1) {
+        ok = false;
+        return;
+      }
+      IntBound b = an.bound(x->args[0]);
+      if (!finite(b)) ok = false;
+      reads.push_back(b);
+    });
+  }
+
+  void stmt(const Stmt& s) {
+    if (!s.defined() || !ok) return;
+    const StmtNode& n = *s;
+    switch (s.kind()) {
+      case StmtKind::For: {
+        loads(n.min);
+        loads(n.extent);
+        const IntBound lo = an.bound(n.min), ext = an.bound(n.extent);
+        if (!finite(lo) || !finite(ext)) {
+          ok = false;
+          return;
+        }
+        if (ext.max <= 0) return;  // never runs
+        an.bind(n.var, lo.min, lo.max + ext.max - 1);
+        for (const Stmt& b : n.body) stmt(b);
+        an.unbind(n.var);
+        return;
+      }
+      case StmtKind::Allocate:
+        local.insert(n.buffer.get());
+        for (const Stmt& b : n.body) stmt(b);
+        return;
+      case StmtKind::Store: {
+        for (const Expr& i : n.indices) loads(i);
+        loads(n.value);
+        if (n.buffer.get() == out) {
+          if (n.indices.size() != 1) {
+            ok = false;
+            return;
+          }
+          const IntBound b = an.bound(n.indices[0]);
+          if (!finite(b)) {
+            ok = false;
+            return;
+          }
+          first = std::min(first, b.min);
+          last = std::max(last, b.max);
+        } else if (!local.count(n.buffer.get())) {
+          ok = false;  // a buffer that outlives the iteration
+        }
+        return;
+      }
+      case StmtKind::IfThenElse:
+        loads(n.cond);
+        for (const Stmt& b : n.body) stmt(b);
+        return;
+      case StmtKind::Seq:
+        for (const Stmt& b : n.body) stmt(b);
+        return;
+      case StmtKind::Pragma:
+        loads(n.pragma_value);
+        for (const Stmt& b : n.body) stmt(b);
+        return;
+      case StmtKind::Barrier:
+        ok = false;
+        return;
+    }
+  }
+};
+
+// The table of a qualifying nest; nullopt when it does not qualify.
+std::optional<RuntimeNest> nest_table(const Stmt& loop, const BufferNode* out, int64_t max_extent) {
+  const StmtNode& n = *loop;
+  if (n.for_kind != ForKind::Serial && n.for_kind != ForKind::Parallel) return std::nullopt;
+  if (n.min.kind() != ExprKind::IntImm || n.min->ival != 0 || n.extent.kind() != ExprKind::IntImm) return std::nullopt;
+  const int64_t extent = n.extent->ival;
+  if (extent < 2 || extent > max_extent) return std::nullopt;
+  RuntimeNest r;
+  r.extent = extent;
+  bool writes = false;
+  for (int64_t p = 0; p < extent; ++p) {
+    IterationWalk w;
+    w.out = out;
+    w.an.bind(n.var, p, p);
+    for (const Stmt& b : n.body) w.stmt(b);
+    if (!w.ok) return std::nullopt;
+    for (const IntBound& rd : w.reads)
+      if (rd.min < w.first || rd.max > w.last) return std::nullopt;  // reads what another iteration writes
+    writes = writes || w.first <= w.last;
+    r.first.push_back(w.first);
+    r.last.push_back(w.last);
+  }
+  if (!writes) return std::nullopt;
+  return r;
+}
+
+}  // namespace
+
+int64_t iterations_size(const std::vector<RuntimeNest>& nests) {
+  int64_t n = 0;
+  for (const RuntimeNest& k : nests) n += 1 + k.extent;
+  return n;
+}
+
+std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f, int64_t max_extent) {
+  if (f.output_params.size() != 1) return std::nullopt;
+  const int out_param = f.output_params[0];
+  const BufferNode* out = f.params[static_cast<size_t>(out_param)].get();
+  std::vector<Stmt> loops;
+  top_loops(f.body, &loops);
+  std::vector<std::pair<Stmt, RuntimeNest>> listed;
+  for (const Stmt& l : loops)
+    if (std::optional<RuntimeNest> t = nest_table(l, out, max_extent)) listed.push_back({l, std::move(*t)});
+  if (listed.empty()) return std::nullopt;
+
+  RuntimeExtentKernel k;
+  std::vector<RuntimeNest> nests;
+  for (const auto& [l, t] : listed) nests.push_back(t);
+  const Buffer iters = make_buffer("iterations", DType::i32(), {Expr(iterations_size(nests))});
+  std::vector<std::pair<const StmtNode*, int64_t>> offset;  // each listed loop's place in the parameter
+  int64_t o = 0;
+  for (const auto& [l, t] : listed) {
+    offset.push_back({l.get(), o});
+    o += 1 + t.extent;
+  }
+  Stmt body = rewrite_stmt(
+      f.body, [](const Expr& e) { return e; },
+      [&](const Stmt& s) -> Stmt {
+        if (s.kind() != StmtKind::For) return Stmt();
+        auto it = std::find_if(offset.begin(), offset.end(), [&](const auto& x) { return x.first == s.get(); });
+        if (it == offset.end()) return Stmt();
+        const StmtNode& n = *s;
+        const int64_t at = it->second;
+        Expr count = cast(DType::index(), load(iters, {Expr(at)}));
+        Expr flag = load(iters, {Expr(at + 1) + cast(DType::index(), n.var)});
+        Stmt inner = make_if(ne(flag, int_imm(DType::i32(), 0)), make_seq(n.body));
+        return make_for(n.var, n.min, count, n.for_kind, inner);
+      });
+  k.func.name = f.name;
+  k.func.params = f.params;
+  k.func.params.insert(k.func.params.begin() + out_param, iters);
+  k.func.output_params = {out_param + 1};
+  k.func.body = body;
+  k.param = out_param;
+  k.nests = std::move(nests);
+  return k;
+}
+
+void runtime_iterations(const std::vector<RuntimeNest>& nests, int64_t stride, int64_t extent, int64_t n,
+                        int32_t* out) {
+  const bool padded = stride > 0 && n < extent;
+  const int64_t block = stride * extent;
+  size_t o = 0;
+  for (const RuntimeNest& k : nests) {
+    int32_t count = 0;
+    for (int64_t p = 0; p < k.extent; ++p) {
+      bool run = true;
+      const int64_t a = k.first[static_cast<size_t>(p)], b = k.last[static_cast<size_t>(p)];
+      if (padded && a <= b && a >= 0 && a / block == b / block) run = (a % block) / stride < n;
+      out[o + 1 + static_cast<size_t>(p)] = run ? 1 : 0;
+      if (run) count = static_cast<int32_t>(p + 1);
+    }
+    out[o] = count;
+    o += 1 + static_cast<size_t>(k.extent);
+  }
+}
+
+}  // namespace basin
