@@ -373,11 +373,15 @@ Network Network::compile(const Model& model, const std::string& records, const s
   if (mi.ranged) {
     std::vector<codegen::CompiledNetwork> buckets;
     std::set<std::string> missing;
-    for (const Model::Impl::Planned& b : mi.buckets_for(target, precision)) {
+    const std::vector<Model::Impl::Planned>& planned = mi.buckets_for(target, precision);
+    for (size_t i = 0; i < planned.size(); ++i) {
+      const Model::Impl::Planned& b = planned[i];
       std::vector<int> u;
       std::vector<codegen::ProgramChoice> c = search::choose_programs(b.partition, store.get(), target, &u, precision);
       for (int t : u) missing.insert(b.partition.tasks[static_cast<size_t>(t)].key);
-      buckets.push_back(codegen::CompiledNetwork::compile(b.graph, b.partition, c, target, "", true));
+      std::vector<int64_t> extents;
+      for (const auto& [d, x] : mi.ranged->buckets.at(i).at) extents.push_back(x);
+      buckets.push_back(codegen::CompiledNetwork::compile(b.graph, b.partition, c, target, "", extents));
     }
     const graph::RangedModel& rm = *mi.ranged;
     n.impl_->net =

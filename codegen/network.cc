@@ -352,7 +352,7 @@ namespace {}  // namespace
 
 CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Partition& p,
                                          const std::vector<ProgramChoice>& choices, const std::string& target,
-                                         const std::string& cuda_arch, bool runtime_extents) {
+                                         const std::string& cuda_arch, const std::vector<int64_t>& runtime_extents) {
   const bool cuda = target == "cuda";
   if (!cuda && target != "llvm") throw Error("unknown target '" + target + "' (llvm or cuda)");
   if (choices.size() != p.tasks.size())
@@ -388,7 +388,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
         if (std::optional<ConstantPrologue> c = compile_constant_prologue(&f, task.constant_inputs))
           prepack[t] = std::move(*c);
       std::optional<RuntimeExtentKernel> rk;
-      if (!cuda && runtime_extents) rk = with_runtime_iterations(f);
+      if (!cuda && !runtime_extents.empty()) rk = with_runtime_iterations(f, runtime_extents);
       if (rk) f = rk->func;
       std::vector<std::pair<DType, int64_t>> params;
       for (const Buffer& b : f.params) {

@@ -103,13 +103,13 @@ class CompiledNetwork {
   // target "llvm": this CPU; "cuda": every kernel CUDA C in one NVRTC translation unit
   // for cuda_arch (empty: the GPU here), run on GPU 0 with the arena and the weights in
   // device memory (compiling needs no GPU when cuda_arch is given; running does).
-  // `runtime_extents` (a bucket of a network over ranges of shapes, the llvm target):
-  // each kernel takes its iterations at run time where it can
-  // (core/ir/runtime_extent.h), so that a call below the bucket's extents runs only
-  // the iterations its real positions need (ranged() finds the axes).
+  // `runtime_extents` (a bucket of a network over ranges of shapes, the llvm target:
+  // its extents of the ranged dimensions): each kernel takes its iterations at run time
+  // where it can (core/ir/runtime_extent.h), so that a call below the bucket's extents
+  // runs only the iterations its real positions need (ranged() finds the axes).
   static CompiledNetwork compile(const graph::Graph& g, const graph::Partition& p,
                                  const std::vector<ProgramChoice>& choices, const std::string& target = "llvm",
-                                 const std::string& cuda_arch = "", bool runtime_extents = false);
+                                 const std::string& cuda_arch = "", const std::vector<int64_t>& runtime_extents = {});
   // A network over ranges of shapes: `buckets` (the buckets of ranged_model, in its
   // order, each compiled from its bucket's graph) behind one dispatcher. A call runs on
   // the least bucket that holds it: its inputs padded with zeros, each mask 0 at real

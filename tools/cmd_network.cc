@@ -277,10 +277,10 @@ Loaded load(const NetOptions& o, const std::string& model) {
 }
 Loaded load(const NetOptions& o) { return load(o, o.model); }
 
-// `bucket`: a bucket of a network over ranges of shapes (its kernels take their
-// iterations at run time where they can).
+// `bucket`: a bucket's extents of the ranged dimensions, for a bucket of a network over
+// ranges of shapes (its kernels take their iterations at run time where they can).
 codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
-                                     search::RecordStore* store, bool bucket = false);
+                                     search::RecordStore* store, const std::vector<int64_t>& bucket = {});
 
 // The programs of a network's tasks; untuned ones named on stderr and in `untuned`. A
 // model over ranges of shapes: every bucket compiled, behind one dispatcher.
@@ -293,9 +293,11 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
   untuned = nlohmann::json::array();
   NetOptions quiet = o;
   quiet.quiet = true;  // one warning for the buckets together, below
-  for (const Loaded& b : l.buckets) {
+  for (size_t i = 0; i < l.buckets.size(); ++i) {
     nlohmann::json u;
-    buckets.push_back(compile_one(quiet, b, u, store.get(), true));
+    std::vector<int64_t> extents;
+    for (const auto& [d, x] : l.ranged->buckets.at(i).at) extents.push_back(x);
+    buckets.push_back(compile_one(quiet, l.buckets[i], u, store.get(), extents));
     for (const auto& x : u)
       if (seen.insert(x.get<std::string>()).second) untuned.push_back(x);
   }
@@ -311,7 +313,7 @@ codegen::CompiledNetwork compile(const NetOptions& o, const Loaded& l, nlohmann:
 }
 
 codegen::CompiledNetwork compile_one(const NetOptions& o, const Loaded& l, nlohmann::json& untuned,
-                                     search::RecordStore* store, bool bucket) {
+                                     search::RecordStore* store, const std::vector<int64_t>& bucket) {
   std::vector<int> missing;
   std::vector<codegen::ProgramChoice> choices =
       search::choose_programs(l.partition, store, o.target, &missing, programs_precision(o));

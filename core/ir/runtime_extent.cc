@@ -11,23 +11,6 @@ namespace basin {
 
 namespace {
 
-// The loops at the top of s: reached through allocations, sequences and pragmas.
-void top_loops(const Stmt& s, std::vector<Stmt>* out) {
-  if (!s.defined()) return;
-  switch (s.kind()) {
-    case StmtKind::For:
-      out->push_back(s);
-      return;
-    case StmtKind::Allocate:
-    case StmtKind::Seq:
-    case StmtKind::Pragma:
-      for (const Stmt& b : s->body) top_loops(b, out);
-      return;
-    default:
-      return;
-  }
-}
-
 bool finite(const IntBound& b) { return b.min != IntBound::kNegInf && b.max != IntBound::kPosInf; }
 
 // One iteration of a nest's body: the range of output indices it writes and whether
@@ -115,8 +98,16 @@ struct IterationWalk {
   }
 };
 
-// The table of a qualifying nest; nullopt when it does not qualify.
-std::optional<RuntimeNest> nest_table(const Stmt& loop, const BufferNode* out, int64_t max_extent) {
+// A loop variable enclosing a candidate loop, over its whole range.
+struct Outer {
+  Var var;
+  int64_t min, max;
+};
+
+// The table of a qualifying loop (its enclosing loops' variables over their whole
+// ranges); nullopt when it does not qualify.
+std::optional<RuntimeNest> nest_table(const Stmt& loop, const std::vector<Outer>& outer, const BufferNode* out,
+                                      int64_t max_extent) {
   const StmtNode& n = *loop;
   if (n.for_kind != ForKind::Serial && n.for_kind != ForKind::Parallel) return std::nullopt;
   if (n.min.kind() != ExprKind::IntImm || n.min->ival != 0 || n.extent.kind() != ExprKind::IntImm) return std::nullopt;
@@ -128,6 +119,7 @@ std::optional<RuntimeNest> nest_table(const Stmt& loop, const BufferNode* out, i
   for (int64_t p = 0; p < extent; ++p) {
     IterationWalk w;
     w.out = out;
+    for (const Outer& o : outer) w.an.bind(o.var, o.min, o.max);
     w.an.bind(n.var, p, p);
     for (const Stmt& b : n.body) w.stmt(b);
     if (!w.ok) return std::nullopt;
@@ -141,6 +133,57 @@ std::optional<RuntimeNest> nest_table(const Stmt& loop, const BufferNode* out, i
   return r;
 }
 
+// Whether some iteration of t writes only positions at or past the first along an axis
+// of `extent` positions `stride` elements apart (one block of extent x stride).
+bool separates(const RuntimeNest& t, int64_t stride, int64_t extent) {
+  const int64_t block = stride * extent;
+  for (size_t p = 0; p < t.first.size(); ++p) {
+    const int64_t a = t.first[p], b = t.last[p];
+    if (a <= b && a >= 0 && a / block == b / block && (a % block) / stride > 0) return true;
+  }
+  return false;
+}
+
+// The loops of s to give their iterations at run time: on each path from the top
+// (through loops, allocations, sequences and pragmas), the outermost qualifying loop
+// whose iterations separate positions along one of the candidate axes ({stride,
+// extent}); a loop that does not is looked into.
+struct Search {
+  const BufferNode* out;
+  std::vector<std::pair<int64_t, int64_t>> axes;
+  int64_t max_extent;
+  std::vector<Outer> outer;
+  std::vector<std::pair<Var, RuntimeNest>> found;
+
+  void visit(const Stmt& s) {
+    if (!s.defined()) return;
+    switch (s.kind()) {
+      case StmtKind::For: {
+        const StmtNode& n = *s;
+        if (std::optional<RuntimeNest> t = nest_table(s, outer, out, max_extent)) {
+          for (const auto& [stride, extent] : axes)
+            if (separates(*t, stride, extent)) {
+              found.push_back({n.var, std::move(*t)});
+              return;
+            }
+        }
+        if (n.min.kind() != ExprKind::IntImm || n.extent.kind() != ExprKind::IntImm || n.extent->ival < 1) return;
+        outer.push_back({n.var, n.min->ival, n.min->ival + n.extent->ival - 1});
+        for (const Stmt& b : n.body) visit(b);
+        outer.pop_back();
+        return;
+      }
+      case StmtKind::Allocate:
+      case StmtKind::Seq:
+      case StmtKind::Pragma:
+        for (const Stmt& b : s->body) visit(b);
+        return;
+      default:
+        return;
+    }
+  }
+};
+
 }  // namespace
 
 int64_t iterations_size(const std::vector<RuntimeNest>& nests) {
@@ -149,32 +192,45 @@ int64_t iterations_size(const std::vector<RuntimeNest>& nests) {
   return n;
 }
 
-std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f, int64_t max_extent) {
+std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f, const std::vector<int64_t>& extents,
+                                                           int64_t max_extent) {
   if (f.output_params.size() != 1) return std::nullopt;
   const int out_param = f.output_params[0];
-  const BufferNode* out = f.params[static_cast<size_t>(out_param)].get();
-  std::vector<Stmt> loops;
-  top_loops(f.body, &loops);
-  std::vector<std::pair<Stmt, RuntimeNest>> listed;
-  for (const Stmt& l : loops)
-    if (std::optional<RuntimeNest> t = nest_table(l, out, max_extent)) listed.push_back({l, std::move(*t)});
+  const Buffer& ob = f.params[static_cast<size_t>(out_param)];
+  Search search;
+  search.out = ob.get();
+  search.max_extent = max_extent;
+  std::vector<int64_t> shape;
+  for (const Expr& e : ob->shape) {
+    if (e.kind() != ExprKind::IntImm) return std::nullopt;
+    shape.push_back(e->ival);
+  }
+  for (size_t a = 0; a < shape.size(); ++a) {
+    if (shape[a] < 2 || std::find(extents.begin(), extents.end(), shape[a]) == extents.end()) continue;
+    int64_t stride = 1;
+    for (size_t b = a + 1; b < shape.size(); ++b) stride *= shape[b];
+    search.axes.push_back({stride, shape[a]});
+  }
+  if (search.axes.empty()) return std::nullopt;
+  search.visit(f.body);
+  const std::vector<std::pair<Var, RuntimeNest>>& listed = search.found;
   if (listed.empty()) return std::nullopt;
 
   RuntimeExtentKernel k;
   std::vector<RuntimeNest> nests;
   for (const auto& [l, t] : listed) nests.push_back(t);
   const Buffer iters = make_buffer("iterations", DType::i32(), {Expr(iterations_size(nests))});
-  std::vector<std::pair<const StmtNode*, int64_t>> offset;  // each listed loop's place in the parameter
+  std::vector<std::pair<int64_t, int64_t>> offset;  // each listed loop's variable and place in the parameter
   int64_t o = 0;
-  for (const auto& [l, t] : listed) {
-    offset.push_back({l.get(), o});
+  for (const auto& [v, t] : listed) {
+    offset.push_back({v.id(), o});
     o += 1 + t.extent;
   }
   Stmt body = rewrite_stmt(
       f.body, [](const Expr& e) { return e; },
       [&](const Stmt& s) -> Stmt {
         if (s.kind() != StmtKind::For) return Stmt();
-        auto it = std::find_if(offset.begin(), offset.end(), [&](const auto& x) { return x.first == s.get(); });
+        auto it = std::find_if(offset.begin(), offset.end(), [&](const auto& x) { return x.first == s->var.id(); });
         if (it == offset.end()) return Stmt();
         const StmtNode& n = *s;
         const int64_t at = it->second;

@@ -2,12 +2,17 @@
 // compiled for a shape bucket's extent E that a call of extent n <= E runs on the
 // iterations its first n positions need, not on all E.
 //
-// A nest of the kernel (a loop at its top, reached through allocations, sequences and
-// pragmas only) qualifies when its loop is serial or parallel from 0 over a constant
-// number of iterations (2 to `max_extent`), it writes the output and no buffer that
-// outlives it but the output, it reads the output only inside the range of indices
-// the same iteration writes, and the analyzer bounds every output index it writes
-// for every iteration. Each such nest
+// A loop qualifies when it is serial or parallel from 0 over a constant number of
+// iterations (2 to `max_extent`), reached from the top of the kernel through loops,
+// allocations, sequences and pragmas only, it writes the output and no buffer that
+// outlives one of its iterations but the output, it reads the output only inside the
+// range of indices the same iteration writes, and the analyzer bounds every output
+// index it writes in every iteration (the loops around it over their whole ranges).
+// Of these, on each path from the top, the outermost one whose iterations separate
+// positions along an axis of the output whose extent is one of `extents` (some
+// iteration writes only positions past the first) is chosen: a dense layer's
+// row tiles, whether its parallel loop walks them or walks the columns around them.
+// Each chosen loop
 //
 //   for p in 0..P: body
 //
@@ -16,8 +21,8 @@
 //   for p in 0..iterations[o]: if (iterations[o + 1 + p] != 0) body
 //
 // reading a new int32 parameter, `iterations`, placed just before the output: per
-// nest, the number of iterations to walk, then one flag per iteration. With every flag
-// set and the count P, the kernel computes what f computes. The nest's table gives,
+// loop, the number of iterations to walk, then one flag per iteration. With every flag
+// set and the count P, the kernel computes what f computes. The loop's table gives,
 // for each iteration, the least and greatest flat output index it writes: the caller
 // that knows which axis of the output a ranged dimension runs along clears the flags
 // of the iterations that write padded positions only (runtime_iterations). An
@@ -41,15 +46,18 @@ struct RuntimeNest {
 struct RuntimeExtentKernel {
   LoweredFunc func;                // f with the iterations parameter just before its output
   int param = -1;                  // the parameter's index in func.params
-  std::vector<RuntimeNest> nests;  // in the parameter's order
+  std::vector<RuntimeNest> nests;  // in the parameter's order (the chosen loops' order in f)
 };
 
 // The iterations parameter's element count: per nest, 1 + its extent.
 int64_t iterations_size(const std::vector<RuntimeNest>& nests);
 
 // f (a concrete lowered function with flattened buffers and one output) with its
-// qualifying nests given their iterations at run time; nullopt when none qualifies.
-std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f, int64_t max_extent = 4096);
+// chosen loops given their iterations at run time; nullopt when there are none.
+// `extents`: the extents an output axis that a ranged dimension runs along may have
+// (a bucket's extents of its ranged dimensions).
+std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f, const std::vector<int64_t>& extents,
+                                                           int64_t max_extent = 4096);
 
 // The iterations parameter for a call whose output's positions at or past n along one
 // axis are padding: the axis has `extent` positions, `stride` elements apart (the

@@ -860,7 +860,10 @@ CompiledNetwork compile_ranged(const graph::RangedModel& rm, bool runtime_extent
   for (const graph::ShapeBucket& bk : rm.buckets) {
     graph::Graph g = graph::optimize(bk.graph, graph::layout_lanes("llvm"));
     graph::Partition p = graph::partition(g);
-    buckets.push_back(CompiledNetwork::compile(g, p, random_programs(p, 3), "llvm", "", runtime_extents));
+    std::vector<int64_t> extents;
+    if (runtime_extents)
+      for (const auto& [d, x] : bk.at) extents.push_back(x);
+    buckets.push_back(CompiledNetwork::compile(g, p, random_programs(p, 3), "llvm", "", extents));
   }
   return CompiledNetwork::ranged(std::move(buckets), {rm.dims, rm.input_axes, rm.output_axes, rm.masks});
 }

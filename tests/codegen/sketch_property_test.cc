@@ -1033,7 +1033,7 @@ TEST(SketchProperty, RuntimeExtentKernelsComputeTheRealPositionsOfACall) {
         if (!sched::invalid_reason(s, cfg).empty()) continue;
         ++total;
         const LoweredFunc f = sched::lower_config(g, s, cfg);
-        std::optional<RuntimeExtentKernel> k = with_runtime_iterations(f);
+        std::optional<RuntimeExtentKernel> k = with_runtime_iterations(f, {extent});
         if (!k) continue;
         ++listed;
         const std::string what = r.c.op + " " + r.c.params + " " + sched::config_to_json(s, cfg);
