@@ -11,6 +11,7 @@
 #include "core/ir/lower.h"
 #include "core/ir/partition_loops.h"
 #include "core/ir/pass.h"
+#include "core/ir/runtime_extent.h"
 #include "core/ir/simplify_stmt.h"
 #include "core/ir/verify.h"
 #include "core/ir/version_tiles.h"
@@ -430,4 +431,48 @@ TEST(VersionTiles, LeavesTilesItCannotBoundAlone) {
 }
 
 }  // namespace
+// Run-time extents: out[6, 4] written with the columns walked in parallel around the
+// rows. The column loop's iterations each write every row, so the row loop inside it is
+// the one given its iterations at run time; a call of 3 rows walks 3 of them. The
+// interpreter then writes rows 0..2 and leaves the rest as they were. A loop that also
+// writes a buffer living past one of its iterations is left alone.
+TEST(RuntimeExtent, TheRowLoopInsideAParallelColumnLoopTakesItsIterationsAtRunTime) {
+  Var c("c"), r("r");
+  Buffer in = make_buffer("in", DType::f32(), {Expr(24)});
+  Buffer out = make_buffer("out", DType::f32(), {Expr(6), Expr(4)});
+  Stmt body = make_for(c, 0, 4, ForKind::Parallel,
+                       make_for(r, 0, 6, ForKind::Serial,
+                                make_store(out, {r * 4 + c}, load(in, {r * 4 + c}) * fconst(2))));
+  LoweredFunc f{"rows", {in, out}, {1}, body};
+  std::optional<RuntimeExtentKernel> k = with_runtime_iterations(f, {6});
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->param, 1);
+  ASSERT_EQ(k->func.params.size(), 3u);
+  EXPECT_EQ(k->func.output_params, std::vector<int>{2});
+  ASSERT_EQ(k->nests.size(), 1u);
+  EXPECT_EQ(k->nests[0].extent, 6);
+  EXPECT_EQ(k->nests[0].first[2], 8);   // row 2, column 0
+  EXPECT_EQ(k->nests[0].last[2], 11);   // row 2, column 3
+  EXPECT_FALSE(with_runtime_iterations(f, {5}).has_value());  // no axis of extent 5
+  NDArray x = NDArray::random(DType::f32(), {24}, -1, 1, 3), iters(DType::i32(), {7}), y(DType::f32(), {6, 4});
+  auto* iv = static_cast<int32_t*>(iters.data());
+  runtime_iterations(k->nests, 4, 6, 3, iv);
+  EXPECT_EQ(std::vector<int32_t>(iv, iv + 7), (std::vector<int32_t>{3, 1, 1, 1, 0, 0, 0}));
+  auto* yv = static_cast<float*>(y.data());
+  std::fill(yv, yv + 24, -7.0f);
+  interpret(k->func, {&x, &iters, &y});
+  const auto* xv = static_cast<const float*>(x.data());
+  for (int e = 0; e < 24; ++e) EXPECT_EQ(yv[e], e < 12 ? 2 * xv[e] : -7.0f) << "element " << e;
+  runtime_iterations(k->nests, 0, 0, 0, iv);  // every iteration
+  EXPECT_EQ(std::vector<int32_t>(iv, iv + 7), (std::vector<int32_t>{6, 1, 1, 1, 1, 1, 1}));
+  // The same loop also writing a global scratch buffer of the kernel's.
+  Buffer scratch = make_buffer("scratch", DType::f32(), {Expr(24)});
+  Stmt both = make_for(c, 0, 4, ForKind::Parallel,
+                       make_for(r, 0, 6, ForKind::Serial,
+                                make_seq({make_store(scratch, {r * 4 + c}, fconst(1)),
+                                          make_store(out, {r * 4 + c}, load(in, {r * 4 + c}))})));
+  LoweredFunc g{"scratch", {in, out}, {1}, make_allocate(scratch, both)};
+  EXPECT_FALSE(with_runtime_iterations(g, {6}).has_value());
+}
+
 }  // namespace basin
