@@ -57,7 +57,7 @@ int64_t iterations_size(const std::vector<RuntimeNest>& nests);
 // `extents`: the extents an output axis that a ranged dimension runs along may have
 // (a bucket's extents of its ranged dimensions).
 std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f, const std::vector<int64_t>& extents,
-                                                           int64_t max_extent = 4096);
+                                                           int64_t max_extent = 16384);
 
 // The iterations parameter for a call whose output's positions at or past n along one
 // axis are padding: the axis has `extent` positions, `stride` elements apart (the
