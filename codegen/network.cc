@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -661,42 +662,54 @@ void CompiledNetwork::Impl::find_ranged_axes() {
       st.axis = -1;
     }
     for (const graph::DimRange& d : ranges.dims) {
-      // A bucket that differs from this one in d alone.
+      // The buckets that differ from this one in d alone, the nearest extent first: a
+      // small extent's graph can differ in structure (the importer folds more there),
+      // and its tensors' names then need not match.
       const std::map<std::string, int64_t>& at = bucket_at[b];
-      int other = -1;
-      for (size_t c = 0; c < buckets.size() && other < 0; ++c) {
-        bool alone = c != b && bucket_at[c].at(d.name) != at.at(d.name);
+      const int64_t e1 = at.at(d.name);
+      std::vector<size_t> others;
+      for (size_t c = 0; c < buckets.size(); ++c) {
+        bool alone = c != b && bucket_at[c].at(d.name) != e1;
         for (const auto& [name, x] : at)
           if (name != d.name) alone = alone && bucket_at[c].at(name) == x;
-        if (alone) other = static_cast<int>(c);
+        if (alone) others.push_back(c);
       }
-      if (other < 0) continue;
-      const Impl& bo = *buckets[static_cast<size_t>(other)].impl_;
-      std::map<std::string, int> by_name;
-      std::set<std::string> twice;
-      for (size_t s = 0; s < bo.slots.size(); ++s)
-        if (!by_name.emplace(bo.slots[s].info.name, static_cast<int>(s)).second) twice.insert(bo.slots[s].info.name);
-      const int64_t e1 = at.at(d.name), e2 = bucket_at[static_cast<size_t>(other)].at(d.name);
+      auto distance = [&](size_t c) {
+        return std::abs(std::log(static_cast<double>(bucket_at[c].at(d.name)) / static_cast<double>(e1)));
+      };
+      std::stable_sort(others.begin(), others.end(), [&](size_t x, size_t y) { return distance(x) < distance(y); });
       for (Step& st : bi.steps) {
         if (bi.kernels[static_cast<size_t>(st.kernel)].iter_param < 0) continue;
         const TensorInfo& t1 = bi.slots[static_cast<size_t>(st.args.back())].info;
-        auto it = by_name.find(t1.name);
-        if (it == by_name.end() || twice.count(t1.name)) continue;
-        const TensorInfo& t2 = bo.slots[static_cast<size_t>(it->second)].info;
-        if (t1.shape.size() != t2.shape.size() || t1.dtype != t2.dtype) continue;
-        int axis = -1;
-        bool pure = true;
-        for (size_t a = 0; a < t1.shape.size(); ++a) {
-          if (t1.shape[a] == t2.shape[a]) continue;
-          if (t1.shape[a] == e1 && t2.shape[a] == e2) {
-            if (axis < 0) axis = static_cast<int>(a);
-          } else {
-            pure = false;  // an axis that grows otherwise (two dimensions flattened into one)
+        for (size_t c : others) {
+          const Impl& bo = *buckets[c].impl_;
+          const int64_t e2 = bucket_at[c].at(d.name);
+          const TensorInfo* t2 = nullptr;
+          for (const Slot& s : bo.slots) {
+            if (s.info.name != t1.name) continue;
+            if (t2) {
+              t2 = nullptr;  // two tensors of the name: neither
+              break;
+            }
+            t2 = &s.info;
           }
-        }
-        if (pure && axis >= 0 && (st.axis < 0 || axis < st.axis)) {
-          st.dim = d.name;
-          st.axis = axis;
+          if (!t2 || t1.shape.size() != t2->shape.size() || t1.dtype != t2->dtype) continue;
+          int axis = -1;
+          bool pure = true;
+          for (size_t a = 0; a < t1.shape.size(); ++a) {
+            if (t1.shape[a] == t2->shape[a]) continue;
+            if (t1.shape[a] == e1 && t2->shape[a] == e2) {
+              if (axis < 0) axis = static_cast<int>(a);
+            } else {
+              pure = false;  // an axis that grows otherwise (two dimensions flattened into one)
+            }
+          }
+          if (!pure || axis < 0) continue;
+          if (st.axis < 0 || axis < st.axis) {
+            st.dim = d.name;
+            st.axis = axis;
+          }
+          break;
         }
       }
     }
