@@ -944,6 +944,33 @@ TEST_F(Network, ABucketRunsOnlyTheIterationsOfTheRealPositions) {
     }
     expect_close(got, TorchExecutor(ranged_block(L)).run(in), 1e-5);
   }
+  // A file whose iteration tables are cut, or whose iterations parameter is moved, is
+  // refused before anything runs.
+  std::string bytes;
+  {
+    std::ifstream f(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  auto listed_kernel = [](nlohmann::json& h) -> nlohmann::json& {
+    for (auto& b : h["buckets"])
+      for (auto& k : b["kernels"])
+        if (k.contains("iterations")) return k;
+    throw std::runtime_error("no kernel with iterations");
+  };
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> bad = {
+      {[&](nlohmann::json& h) { listed_kernel(h)["iterations"]["nests"][0]["first"].erase(0); }, "malformed"},
+      {[&](nlohmann::json& h) { listed_kernel(h)["iterations"]["param"] = 0; }, "iterations parameter"},
+      {[&](nlohmann::json& h) { listed_kernel(h)["iterations"]["param"] = 99; }, "out of range"}};
+  for (const auto& [edit, why] : bad) {
+    const std::string path = dir + "/iterations.basin", data = with_header(bytes, edit);
+    std::ofstream(path, std::ios::binary).write(data.data(), static_cast<std::streamsize>(data.size()));
+    try {
+      CompiledNetwork::load(path);
+      ADD_FAILURE() << "a file with bad iterations loaded (" << why << ")";
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
   // A profile of a short call times the launches it runs (the bucket of 24 at 17 tokens).
   EXPECT_EQ(net.profile({NDArray::random(DType::i64(), {1, 17}, 0, 50, 1)}, 1).launches.size(),
             static_cast<size_t>(net.launches()));
