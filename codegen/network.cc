@@ -655,6 +655,13 @@ CompiledNetwork CompiledNetwork::ranged(std::vector<CompiledNetwork> buckets, co
 }
 
 void CompiledNetwork::Impl::find_ranged_axes() {
+  // Each bucket's tensors by name (nullptr: two tensors of the name, neither).
+  std::vector<std::map<std::string, const TensorInfo*>> by_name(buckets.size());
+  for (size_t c = 0; c < buckets.size(); ++c)
+    for (const Slot& s : buckets[c].impl_->slots) {
+      auto [it, fresh] = by_name[c].emplace(s.info.name, &s.info);
+      if (!fresh) it->second = nullptr;
+    }
   for (size_t b = 0; b < buckets.size(); ++b) {
     Impl& bi = *buckets[b].impl_;
     for (Step& st : bi.steps) {
@@ -682,17 +689,9 @@ void CompiledNetwork::Impl::find_ranged_axes() {
         if (bi.kernels[static_cast<size_t>(st.kernel)].iter_param < 0) continue;
         const TensorInfo& t1 = bi.slots[static_cast<size_t>(st.args.back())].info;
         for (size_t c : others) {
-          const Impl& bo = *buckets[c].impl_;
           const int64_t e2 = bucket_at[c].at(d.name);
-          const TensorInfo* t2 = nullptr;
-          for (const Slot& s : bo.slots) {
-            if (s.info.name != t1.name) continue;
-            if (t2) {
-              t2 = nullptr;  // two tensors of the name: neither
-              break;
-            }
-            t2 = &s.info;
-          }
+          const auto it = by_name[c].find(t1.name);
+          const TensorInfo* t2 = it == by_name[c].end() ? nullptr : it->second;
           if (!t2 || t1.shape.size() != t2->shape.size() || t1.dtype != t2->dtype) continue;
           int axis = -1;
           bool pure = true;

@@ -133,14 +133,19 @@ std::optional<RuntimeNest> nest_table(const Stmt& loop, const std::vector<Outer>
   return r;
 }
 
-// Whether some iteration of t writes only positions at or past the first along an axis
-// of `extent` positions `stride` elements apart (one block of extent x stride).
-bool separates(const RuntimeNest& t, int64_t stride, int64_t extent) {
+// The first position, along an axis of `extent` positions `stride` elements apart, of an
+// iteration writing the flat indices a..b: -1 unless they lie in one block of extent x
+// stride elements (every position it writes is then at or past that one).
+int64_t first_position(int64_t a, int64_t b, int64_t stride, int64_t extent) {
   const int64_t block = stride * extent;
-  for (size_t p = 0; p < t.first.size(); ++p) {
-    const int64_t a = t.first[p], b = t.last[p];
-    if (a <= b && a >= 0 && a / block == b / block && (a % block) / stride > 0) return true;
-  }
+  if (a > b || a < 0 || a / block != b / block) return -1;
+  return (a % block) / stride;
+}
+
+// Whether some iteration of t writes only positions past the first along such an axis.
+bool separates(const RuntimeNest& t, int64_t stride, int64_t extent) {
+  for (size_t p = 0; p < t.first.size(); ++p)
+    if (first_position(t.first[p], t.last[p], stride, extent) > 0) return true;
   return false;
 }
 
@@ -252,14 +257,16 @@ std::optional<RuntimeExtentKernel> with_runtime_iterations(const LoweredFunc& f,
 void runtime_iterations(const std::vector<RuntimeNest>& nests, int64_t stride, int64_t extent, int64_t n,
                         int32_t* out) {
   const bool padded = stride > 0 && n < extent;
-  const int64_t block = stride * extent;
   size_t o = 0;
   for (const RuntimeNest& k : nests) {
     int32_t count = 0;
     for (int64_t p = 0; p < k.extent; ++p) {
       bool run = true;
-      const int64_t a = k.first[static_cast<size_t>(p)], b = k.last[static_cast<size_t>(p)];
-      if (padded && a <= b && a >= 0 && a / block == b / block) run = (a % block) / stride < n;
+      if (padded) {
+        const int64_t at =
+            first_position(k.first[static_cast<size_t>(p)], k.last[static_cast<size_t>(p)], stride, extent);
+        run = at < 0 || at < n;
+      }
       out[o + 1 + static_cast<size_t>(p)] = run ? 1 : 0;
       if (run) count = static_cast<int32_t>(p + 1);
     }
