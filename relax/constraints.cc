@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/util/host.h"
+#include "relax/cpu_tiles.h"
 #include "relax/features.h"
 
 namespace basin::relax {
@@ -61,26 +62,21 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
   walk(structure.body);
   if (s.rule == sched::SketchRule::Anchor) {
     // The register tile: the innermost (S3) tile of every spatial axis, its vectors a
-    // register each (a part of one too: 8 lanes of AVX-512's 16 take a register).
-    // Beside it, the vectors the vectorized operand loads for each row of the tile
-    // past the first, along the other splits its reads use (a conv vectorized along
-    // the width: its input rows; none where the operand is read along the vectorized
-    // split alone), as search::TaskSpace::filled_tiles counts them.
-    Expr tile = num(1), rows = num(1), vectors = num(1);
-    const std::vector<bool> operand = sched::vector_operand_splits(s);
+    // register each (a part of one too: 8 lanes of AVX-512's 16 take a register), and
+    // beside it the operands' values the unrolled tile keeps live in the code's loop
+    // order (operand_registers, as search::TaskSpace::filled_tiles counts them).
+    Expr tile = num(1);
+    std::vector<Expr> inner(s.splits.size(), num(1));
     for (size_t i = 0; i < s.splits.size(); ++i) {
       if (s.splits[i].parts != 3) continue;
       const Expr f = f64(knobs.factors[i][2]);
-      if (s.splits[i].vectorized) {
-        vectors = max(num(4) * f / num(target.vector_bytes), num(1));
-        tile = tile * vectors;
-      } else {
-        tile = tile * f;
-        if (operand[i]) rows = rows * f;
-      }
+      inner[i] = s.splits[i].vectorized ? max(num(4) * f / num(target.vector_bytes), num(1)) : f;
+      tile = tile * inner[i];
     }
-    out.push_back(
-        {"register_tile", tile + vectors * (rows - num(1)) - num(target.vector_registers - target.reserved_registers)});
+    const Expr operands = operand_registers<Expr>(
+        s, sched::vector_operand_splits(s), inner, [](const Expr& x) { return min(x, num(1)); }, num(1),
+        num(0));
+    out.push_back({"register_tile", tile + operands - num(target.vector_registers)});
   }
   if (!parallel.empty()) {
     Expr most = parallel[0];

@@ -16,7 +16,6 @@ struct CpuTarget {
   int cores = 2;
   int vector_bytes = 64;  // one zmm register
   int vector_registers = 32;
-  int reserved_registers = 4;  // operands and broadcasts beside the accumulator
   int l1_bytes = 32 * 1024;
   // The machine's cores and vector register file (HostInfo), never a fixed
   // AVX-512 file: on an AVX2 host that would let the register-tile penalty allow twice
@@ -32,9 +31,9 @@ struct Constraint {
 // From the sketch's structure (lower_sketch_structure with knob variables):
 //  - vector_lanes: each vectorized loop's extent against 64 lanes;
 //  - register_tile: the anchor's register tile (its innermost tiles) in vector
-//    registers (a part of a vector takes one), and the vectorized operand's vectors
-//    for the tile's rows past the first (the splits other than the vectorized one that
-//    its reads use), against the register file less the reserved ones;
+//    registers (a part of a vector takes one), and the operands' values the tile keeps
+//    live in the code's loop order (cpu_tiles.h, operand_registers), against the
+//    register file;
 //  - local_l1: each local buffer's bytes against L1;
 //  - parallel_work: the core count against the largest parallel extent (a soft target).
 std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::KnobValues& knobs,

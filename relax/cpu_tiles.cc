@@ -1,5 +1,7 @@
 #include "relax/cpu_tiles.h"
 
+#include <algorithm>
+
 namespace basin::relax {
 
 std::vector<int64_t> register_tile(const sched::Sketch& s, const sched::Config& c) {
@@ -43,6 +45,16 @@ int64_t step_loads(const sched::Sketch& s, const std::vector<bool>& operand, con
 int64_t tile_loads(const sched::Sketch& s, const sched::Config& c, int vector_bytes) {
   if (tile_registers(s, c, vector_bytes) == 0) return 0;
   return step_loads(s, sched::vector_operand_splits(s), register_tile(s, c), vector_bytes);
+}
+
+int64_t live_registers(const sched::Sketch& s, const sched::Config& c, int vector_bytes) {
+  const int64_t acc = tile_registers(s, c, vector_bytes);
+  if (acc == 0) return 0;
+  std::vector<int64_t> inner = register_tile(s, c);
+  for (size_t k = 0; k < s.splits.size(); ++k)
+    if (s.splits[k].vectorized) inner[k] = (4 * inner[k] + vector_bytes - 1) / vector_bytes;
+  return acc + operand_registers<int64_t>(s, sched::vector_operand_splits(s), inner,
+                                          [](int64_t x) { return std::min<int64_t>(x, 1); }, 1, 0);
 }
 
 }  // namespace basin::relax

@@ -37,4 +37,47 @@ int64_t step_loads(const sched::Sketch& s, const std::vector<bool>& operand, con
 // step_loads of the configuration's own tile; 0 where tile_registers is.
 int64_t tile_loads(const sched::Sketch& s, const sched::Config& c, int vector_bytes);
 
+// The vector registers a register tile keeps live beside its accumulators, in the order
+// the code runs it (sched::build_anchor: the splits other than the vectorized one in
+// their order, the vectorized one innermost, all unrolled). A value of an operand stays
+// live while the tile loops over a split it does not depend on: where such a split of
+// factor > 1 runs outside, the operand's values along the splits inside it are all
+// live (the product of their factors; the vectorized operand's times its vectors),
+// otherwise each value is used once, one register. The vectorized operand depends on
+// the splits `operand` marks (sched::vector_operand_splits), the broadcast one on the
+// others. A conv vectorized along its output channels, tiled 4 channel blocks by 3
+// pixels, keeps the 3 pixels' broadcasts (the channels' loop outside) and one weight
+// vector: 12 + 4 registers, 16, which fits AVX2's file; 2 x 6 keeps 6 + 1 beside its 12
+// and spills there. `inner` holds each split's innermost factor (the vectorized one in
+// vectors), `reuse(x)` is min(1, x) for x >= 0, `one` and `zero` T's constants. A
+// strided vectorized operand (Sketch::vector_operand_strided) is assembled a lane at a
+// time, in two more registers: resnet18-c12's unpacked tile of 8 channels by 2 x 7 on
+// AVX2 (14 + 2 + 2) spilled its accumulators, AVX-512's 16 by 4 x 7 (28 + 2 + 2) did not.
+template <class T, class Reuse>
+T operand_registers(const sched::Sketch& s, const std::vector<bool>& operand, const std::vector<T>& inner,
+                    Reuse reuse, const T& one, const T& zero) {
+  const std::vector<sched::SplitSpec>& splits = s.splits;
+  T total = s.vector_operand_strided ? one + one : zero;
+  for (bool vector_operand : {true, false}) {
+    T live = one, outside = zero;  // outside: the factors past 1 of the splits it does not depend on
+    T vectors = one;
+    for (size_t k = 0; k < splits.size(); ++k) {
+      if (splits[k].parts < 2) continue;
+      if (splits[k].vectorized) {
+        vectors = inner[k];
+        continue;
+      }
+      if (operand[k] != vector_operand) outside = outside + (inner[k] - one);
+      else live = live * (one + (inner[k] - one) * reuse(outside));
+    }
+    if (vector_operand) live = live * (one + (vectors - one) * reuse(outside));
+    total = total + live;
+  }
+  return total;
+}
+
+// The vector registers of a configuration's register tile: its accumulators
+// (tile_registers) and operand_registers; 0 where tile_registers is.
+int64_t live_registers(const sched::Sketch& s, const sched::Config& c, int vector_bytes);
+
 }  // namespace basin::relax

@@ -231,6 +231,10 @@ int64_t TaskSpace::tile_loads(const Candidate& c, int vector_bytes) const {
   return relax::tile_loads(sketches_[c.sketch], c.config, vector_bytes);
 }
 
+int64_t TaskSpace::live_registers(const Candidate& c, int vector_bytes) const {
+  return relax::live_registers(sketches_[c.sketch], c.config, vector_bytes);
+}
+
 std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers, int vector_bytes, bool fullest_only,
                                                bool whole_only) const {
   const sched::Sketch& s = sketches_[c.sketch];
@@ -274,35 +278,49 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   };
   std::vector<Tile> tiles;
   std::vector<int64_t> pick(choices.size());
-  // The vectorized operand's vectors past the first count too: a tile holds the
-  // vectors of that operand it loads beside its accumulators, V along the vectorized
-  // split times the factors of the other splits its reads use. Without them, on AVX2,
-  // a whole tile of 8 vectors of channels by 1 pixel (8 accumulators, 8 operand
-  // vectors) passed for resnet18-c12's fullest whole tile, over 1 x 7;
-  // on AVX-512, resnet18-c2's tiles vectorized along the width of 4 channels by 7
-  // rows (28 accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4.
+  // Beside its accumulators a tile keeps the operands' values live that its loop order
+  // reuses (relax::operand_registers): a conv vectorized along its output channels keeps
+  // a broadcast per pixel across its channel blocks, so on AVX2 4 blocks by 3 pixels
+  // (12 + 4) fit the 16 registers and 2 by 6 (12 + 7) spill. Without them, on AVX-512,
+  // resnet18-c2's tiles vectorized along the width of 4 channels by 7 rows (28
+  // accumulators, 7 input vectors) ran 1.6 times slower than 4 by 4.
   std::vector<int64_t> inner(s.splits.size(), 0);  // pick, per split (for step_loads)
-  std::function<void(size_t, int64_t, int64_t)> walk = [&](size_t i, int64_t count, int64_t vectors) {
+  std::function<void(size_t, int64_t)> walk = [&](size_t i, int64_t count) {
     if (i == choices.size()) {
-      if (2 * count >= registers && count + vectors - 1 <= registers) {
-        for (size_t j = 0; j < choices.size(); ++j) inner[choices[j].split] = pick[j];
-        tiles.push_back({count, relax::step_loads(s, operand, inner, vector_bytes), pick});
-      }
+      // At least half full: half the registers left beside 4 operand values (AVX2's
+      // fastest C10 and C12 tiles hold 7 accumulators of 16 registers).
+      if (2 * count < registers - 4) return;
+      for (size_t j = 0; j < choices.size(); ++j) inner[choices[j].split] = pick[j];
+      std::vector<int64_t> counted = inner;  // the vectorized split in vectors
+      for (size_t k = 0; k < s.splits.size(); ++k)
+        if (s.splits[k].vectorized) counted[k] = std::max<int64_t>(1, (4 * inner[k] + vector_bytes - 1) / vector_bytes);
+      const int64_t live = count + relax::operand_registers<int64_t>(
+                                       s, operand, counted, [](int64_t x) { return std::min<int64_t>(x, 1); }, 1, 0);
+      if (live <= registers) tiles.push_back({count, relax::step_loads(s, operand, inner, vector_bytes), pick});
       return;
     }
-    const bool loads = operand[choices[i].split];
     for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
       pick[i] = choices[i].values[j];
-      walk(i + 1, count * choices[i].cost[j], loads ? vectors * choices[i].cost[j] : vectors);
+      walk(i + 1, count * choices[i].cost[j]);
     }
   };
-  walk(0, 1, 1);
+  walk(0, 1);
   // Of equally full tiles, the fewest loads per step first: each accumulator's update
   // then takes the fewest loads (BLIS's micro-kernel shape). On gemm-1024 (AVX-512)
   // the 16-accumulator tiles of 4 x 64 load 8 values a step and 16 x 16 load 17 (rows
   // of A 4 KB apart); with the same outer splits 16 x 16 ran at 40 ms, 4 x 64 and
   // 8 x 32 at 19.
-  std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) {
+  // Ahead of fullness, a step's arithmetic against what it waits for: its vector
+  // multiply-adds against its loads (as many issue per cycle, two of each on x86) and
+  // against 8, the multiply-adds in flight that hide their latency (2 pipes, 4 cycles).
+  // A tile that uses each operand value once is bound by its loads however many
+  // accumulators it holds: resnet18-c2's 1 x 28 x 8 along the width (28 accumulators,
+  // 29 loads a step) ran at 2831 us, 4 x 4 x 8 (16 and 8) at 1345 (Zen 4).
+  auto pace = [](const Tile& t) {
+    return static_cast<double>(t.registers) / static_cast<double>(std::max<int64_t>({t.registers, t.loads, 8}));
+  };
+  std::stable_sort(tiles.begin(), tiles.end(), [&](const Tile& a, const Tile& b) {
+    if (pace(a) != pace(b)) return pace(a) > pace(b);
     return a.registers != b.registers ? a.registers > b.registers : a.loads < b.loads;
   });
   // An accumulator at level 1 covers the S2 x S3 tiles: its S2 factors go out a level,
@@ -313,11 +331,11 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     f[f.size() - 2] = 1;
   };
   std::vector<Candidate> out;
-  int64_t fullest = 0;  // the registers of the first valid tile
+  const Tile* first = nullptr;  // the first valid tile
   for (const Tile& tile : tiles) {
     const int64_t count = tile.registers;
     const std::vector<int64_t>& inner = tile.inner;
-    if (fullest_only && count < fullest) break;
+    if (fullest_only && first && (pace(tile) < pace(*first) || count < first->registers)) break;
     sched::Config n = c.config;
     int64_t steps = 1;  // the register tile's loop steps (the vector loop one)
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -345,7 +363,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     }
     if (!sched::invalid_reason(s, n).empty()) continue;
     out.push_back(make(c.sketch, std::move(n)));
-    fullest = std::max(fullest, count);
+    if (!first) first = &tile;
   }
   return out;
 }

@@ -77,13 +77,14 @@ class TaskSpace {
   // register-tile model).
   int64_t tile_registers(const Candidate& c, int vector_bytes) const;
   int64_t tile_loads(const Candidate& c, int vector_bytes) const;
-  // c with register tiles that fill at most `registers` vector registers and at least
-  // half of them, the fullest first, and of equally full ones those with the fewest
-  // loads per step first (tile_loads; further ties in the order enumerated). A
-  // tile also holds the vectors it loads of the vectorized operand: V along the
-  // vectorized split times the tile's factors of the other splits that operand's reads
-  // use (sched::vector_operand_splits); all but one of them count within `registers`
-  // too. Every split of two or more levels gets an innermost factor among its factors,
+  // Its accumulators and the operand values its loop order keeps live
+  // (relax::live_registers): what filled_tiles holds within the register file.
+  int64_t live_registers(const Candidate& c, int vector_bytes) const;
+  // c with register tiles whose accumulators and the operand values they keep live
+  // (live_registers) fit `registers` vector registers (the register file), their
+  // accumulators at least half of `registers` less 4, the fullest first, and of equally
+  // full ones those with the fewest loads per step first (tile_loads; further ties in
+  // the order enumerated). Every split of two or more levels gets an innermost factor among its factors,
   // the vectorized one whole vectors; where no whole vector is among its factors, the
   // widest power-of-two part of one that is at least half (one register), else c's own
   // lanes. The levels outside give or take the difference as reshaped_tiles' do (with

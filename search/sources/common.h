@@ -31,12 +31,12 @@ inline Candidate& best_predicted(SearchState& state, std::vector<Candidate>& cs)
 // the best family's random programs were, the estimator ranked its fast programs at
 // chance, and 2 of 8 gradient runs (no annealing run) found it, the register tile
 // growing a reshape at a time (7 accumulators, 3861 us; 14, 2687; 28, 2297).
-// This host's vector width, and the registers a filling tile may take: the register
-// file less the relaxation's reserve for operands (relax::CpuTarget, the same file
-// its register-tile penalty counts).
+// This host's vector width, and the registers a filling tile may take with the operand
+// values it keeps live: the register file (relax::CpuTarget, the same file its
+// register-tile penalty counts).
 inline VectorFile fill_file(int registers) {
   const relax::CpuTarget t = relax::CpuTarget::host();
-  return {registers > 0 ? registers : t.vector_registers - t.reserved_registers, t.vector_bytes};
+  return {registers > 0 ? registers : t.vector_registers, t.vector_bytes};
 }
 // Keeps the first of `cs` (filled tiles, fullest first and of those the fewest loads
 // first) and those as full with as few loads.

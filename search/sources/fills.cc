@@ -52,7 +52,7 @@ std::vector<Candidate> fill_picks(SearchState& state, const std::vector<const Me
 
 // Register-filling tiles: `fill_slots` sketches in turn, each its fastest program with
 // a register tile that fills the vector registers; `fill_registers` it may take (0: the
-// host's, less the relaxation's reserve; the first batch's filling tiles too).
+// host's file, the operand values it keeps live counted; the first batch's filling tiles too).
 class Fills final : public ProposalSource {
  public:
   std::string name() const override { return "fills"; }
@@ -61,7 +61,7 @@ class Fills final : public ProposalSource {
              "per batch, a sketch's fastest program with a register tile filling the vector registers (sketches in "
              "turn)"},
             {"fill_registers", &opt_.registers, nullptr, 0, 1024,
-             "vector registers a register-filling tile may take (0: the host's, less 4)"}};
+             "vector registers a register-filling tile may take with the operands it keeps live (0: the host's file)"}};
   }
   std::vector<int> places_wanted() const override { return {opt_.slots}; }
   std::vector<Candidate> propose(SourceContext& ctx, const std::vector<Candidate>& taken,

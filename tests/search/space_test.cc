@@ -221,11 +221,17 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
                     &s);
   EXPECT_EQ(space.tile_registers(parent, 64), 1);
   EXPECT_EQ(space.tile_registers(parent, 32), 2);
-  const std::vector<search::Candidate> full = space.filled_tiles(parent, 28, 64);
+  const std::vector<search::Candidate> full = space.filled_tiles(parent, 32, 64);
   ASSERT_FALSE(full.empty());
   EXPECT_EQ(space.tile_registers(full.front(), 64), 28);
   std::set<std::vector<int64_t>> tiles;
-  int64_t last = 28;
+  // Ordered by pace (a step's multiply-adds against its loads and against 8), then
+  // fullness.
+  auto pace = [&](const search::Candidate& f) {
+    const int64_t r = space.tile_registers(f, 64);
+    return static_cast<double>(r) / static_cast<double>(std::max<int64_t>({r, space.tile_loads(f, 64), 8}));
+  };
+  double last = 1;
   bool best_tile = false;
   for (const search::Candidate& f : full) {
     EXPECT_EQ(f.sketch, parent.sketch);
@@ -233,9 +239,10 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
     EXPECT_EQ(sched::invalid_reason(*s, f.config), "") << f.json;
     EXPECT_TRUE(tiles.insert(space.register_tile(f)).second) << "a tile twice: " << f.json;
     const int64_t r = space.tile_registers(f, 64);
-    EXPECT_LE(r, last) << "not fullest first";
-    EXPECT_GE(2 * r, 28);
-    last = r;
+    EXPECT_LE(pace(f), last) << "not the fastest paced first";
+    EXPECT_GE(2 * r, 32 - 4);
+    EXPECT_LE(space.live_registers(f, 64), 32) << f.json;
+    last = pace(f);
     for (size_t k = 0; k < s->splits.size(); ++k)
       if (s->splits[k].parts < 2) {
         EXPECT_EQ(f.config.factors[k], parent.config.factors[k]) << f.json;
@@ -252,33 +259,37 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
   wide.config.unroll = 16;
   wide = space.make(parent.sketch, wide.config);
   EXPECT_EQ(space.tile_registers(wide, 64), 2);
-  for (const search::Candidate& f : space.filled_tiles(wide, 28, 64)) {
+  for (const search::Candidate& f : space.filled_tiles(wide, 32, 64)) {
     const std::vector<int64_t> t = space.register_tile(f);
     for (size_t k = 0; k < s->splits.size(); ++k)
       if (s->splits[k].parts >= 2) {
         EXPECT_EQ(f.config.factors[k][1], 1) << f.json;
       }
     EXPECT_EQ(f.config.unroll, t[2] * t[3] > 16 ? 64 : 16) << f.json;
-    EXPECT_LE(space.tile_registers(f, 64), 28);
+    EXPECT_LE(space.live_registers(f, 64), 32);
   }
-  for (const search::Candidate& f : space.filled_tiles(parent, 12, 32)) {
+  for (const search::Candidate& f : space.filled_tiles(parent, 16, 32)) {
     const int64_t r = space.tile_registers(f, 32);
-    EXPECT_LE(r, 12);
-    EXPECT_GE(2 * r, 12);
+    EXPECT_LE(space.live_registers(f, 32), 16);
+    EXPECT_GE(2 * r, 16 - 4);
     EXPECT_EQ(space.register_tile(f)[1] % 8, 0) << "not whole AVX2 vectors: " << f.json;
   }
-  // A tile V vectors wide also holds V - 1 more vectors of the operand it loads:
-  // AVX-512's fullest tiles of 28 are one vector of 16 channels, none 2 x 14
-  // or 4 x 7 (29 and 31).
-  for (const search::Candidate& f : space.filled_tiles(parent, 28, 64, /*fullest_only=*/true)) {
+  // The channels' vectors are innermost, so a tile V vectors wide keeps V weight
+  // vectors live across its pixels (assembled a lane at a time: two registers more)
+  // and one broadcast: AVX-512's fullest tiles of 28 are one vector of 16 channels by
+  // 28 pixels (28 + 1 + 1 + 2), none 2 x 14 (28 + 2 + 1 + 2) or 4 x 7 (28 + 4 + 1 + 2).
+  const std::vector<search::Candidate> fullest512 = space.filled_tiles(parent, 32, 64, /*fullest_only=*/true);
+  ASSERT_FALSE(fullest512.empty());
+  for (const search::Candidate& f : fullest512) {
     EXPECT_EQ(space.tile_registers(f, 64), 28);
+    EXPECT_EQ(space.live_registers(f, 64), 32);
     EXPECT_EQ(space.register_tile(f)[1], 16) << f.json;
   }
   // Whole tiles have no partial tile at an edge: on AVX2, C12's 7 x 7 output makes the
-  // fullest 8 channels by a whole row or column of 7 (the fastest tile there, session
-  // 56), where the fullest of all are 12 with partial tiles (4 x 3 of 7 x 7).
+  // fullest 8 channels by a whole row or column of 7 (the fastest tile there), where
+  // the fullest of all are 12 with partial tiles (4 x 3 or 2 x 6 of 7 x 7: 12 + 4).
   const std::vector<search::Candidate> whole =
-      space.filled_tiles(parent, 12, 32, /*fullest_only=*/true, /*whole_only=*/true);
+      space.filled_tiles(parent, 16, 32, /*fullest_only=*/true, /*whole_only=*/true);
   ASSERT_FALSE(whole.empty());
   for (const search::Candidate& f : whole) {
     const std::vector<int64_t> t = space.register_tile(f);
@@ -286,23 +297,25 @@ TEST(TaskSpace, FilledTilesFillTheVectorRegisters) {
     EXPECT_EQ(t[1], 8) << f.json;
     EXPECT_EQ(t[2] * t[3], 7) << f.json;
   }
-  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 12, 32, /*fullest_only=*/true);
+  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 16, 32, /*fullest_only=*/true);
   ASSERT_FALSE(fullest.empty());
   EXPECT_EQ(space.tile_registers(fullest.front(), 32), 12);
+  EXPECT_EQ(space.live_registers(fullest.front(), 32), 16);
   // The generic rule's sketches hold no register tile of accumulators.
   search::TaskSpace softmax(ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}}));
   std::mt19937_64 rng(3);
   const search::Candidate r = softmax.random(rng);
   EXPECT_EQ(softmax.tile_registers(r, 64), 0);
-  EXPECT_TRUE(softmax.filled_tiles(r, 28, 64).empty());
+  EXPECT_TRUE(softmax.filled_tiles(r, 32, 64).empty());
 }
 
 // A tile vectorized along a conv's width holds its input's vectors of every row it
-// covers (Zen 4): resnet18-c2's sketches vectorized along w read the input
-// by n, h and w and the weight by c alone; with 56 pixels no whole AVX-512 vector fits,
-// so the filled tiles take 8 lanes, and the fullest hold 16 accumulators: 4 channels by
-// 4 rows (2020 us, the fastest measured) among them, none 4 by 7 (28 accumulators and
-// 7 input vectors: 3173 us) or 2 by 14 (4141 us).
+// covers while its channels' loop outside reuses them (Zen 4): resnet18-c2's sketches
+// vectorized along w read the input by n, h and w and the weight by c alone; with 56
+// pixels no whole AVX-512 vector fits, so the filled tiles take 8 lanes. 4 channels by
+// 4 rows (2020 us, the fastest measured) keep 16 + 4 + 1 registers and are filled
+// tiles; 4 by 7 (28 + 7 + 1: 3173 us) and 2 by 14 (28 + 14 + 1: 4141 us) spill and are
+// not; one channel by 28 rows uses each input vector once (28 + 1 + 1).
 TEST(TaskSpace, FilledTilesCountTheVectorOperandsRows) {
   const ops::Workload& w = ops::find_workload("resnet18-c2");
   search::TaskSpace space(ops::build_op(w.op, w.params));
@@ -315,27 +328,28 @@ TEST(TaskSpace, FilledTilesCountTheVectorOperandsRows) {
   EXPECT_EQ(s->vector_operand_axes, (std::vector<int>{0, 2, 3}));  // n, h, w
   const sched::Sketch& by_c = space.sketches()[static_cast<size_t>(space.sketch_index("tile.vec=c.acc1.stage"))];
   EXPECT_EQ(by_c.vector_operand_axes, (std::vector<int>{1}));
-  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 28, 64, /*fullest_only=*/true);
-  ASSERT_FALSE(fullest.empty());
   std::set<std::vector<int64_t>> tiles;
-  for (const search::Candidate& f : fullest) {
+  for (const search::Candidate& f : space.filled_tiles(parent, 32, 64)) {
     const std::vector<int64_t> t = space.register_tile(f);  // n, c, h, w
     EXPECT_EQ(t[3], 8) << f.json;
-    EXPECT_EQ(space.tile_registers(f, 64), 16) << f.json;
-    EXPECT_LE(t[1] * t[2] + t[2] - 1, 28) << f.json;
-    tiles.insert(t);
-  }
-  EXPECT_TRUE(tiles.count({1, 4, 4, 8, 0, 0, 0})) << "no 4x4x8 tile";
-  for (const search::Candidate& f : space.filled_tiles(parent, 28, 64)) {
-    const std::vector<int64_t> t = space.register_tile(f);
+    const int64_t live = space.live_registers(f, 64);
+    EXPECT_EQ(live, t[1] * t[2] + (t[1] > 1 ? t[2] : 1) + 1) << f.json;
+    EXPECT_LE(live, 32) << f.json;
     EXPECT_FALSE(t[1] == 4 && t[2] == 7) << f.json;
     EXPECT_FALSE(t[1] == 2 && t[2] == 14) << f.json;
+    tiles.insert(t);
   }
+  EXPECT_TRUE(tiles.count({1, 1, 28, 8, 0, 0, 0})) << "no 1x28x8 tile";
+  // 1 x 28 x 8 loads as many values a step as it multiplies (29), so the tiles that
+  // reuse their loads come first: 4 x 4 x 8 (16 multiply-adds, 8 loads).
+  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 32, 64, /*fullest_only=*/true);
+  ASSERT_FALSE(fullest.empty());
+  EXPECT_EQ(space.register_tile(fullest.front()), (std::vector<int64_t>{1, 4, 4, 8, 0, 0, 0})) << fullest.front().json;
   // On AVX2, 8 lanes are a whole vector.
-  for (const search::Candidate& f : space.filled_tiles(parent, 12, 32, /*fullest_only=*/true)) {
+  for (const search::Candidate& f : space.filled_tiles(parent, 16, 32, /*fullest_only=*/true)) {
     const std::vector<int64_t> t = space.register_tile(f);
     EXPECT_EQ(t[3] % 8, 0) << f.json;
-    EXPECT_LE(space.tile_registers(f, 32) + t[2] * t[3] / 8 - 1, 12) << f.json;
+    EXPECT_LE(space.live_registers(f, 32), 16) << f.json;
   }
 }
 
@@ -351,17 +365,23 @@ TEST(TaskSpace, FilledTilesOfEqualRegistersPutTheFewestLoadsFirst) {
       space, R"({"sketch":"tile.vec=j.pack.acc2","splits":{"i":[8,8,16],"j":[4,16,16],"k":[8]},"unroll":1024})");
   EXPECT_EQ(space.tile_registers(parent, 64), 16);
   EXPECT_EQ(space.tile_loads(parent, 64), 17);  // 1 vector of B, 16 values of A
-  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 28, 64, /*fullest_only=*/true);
-  ASSERT_GE(fullest.size(), 3u);
+  const std::vector<search::Candidate> fullest = space.filled_tiles(parent, 32, 64, /*fullest_only=*/true);
+  ASSERT_GE(fullest.size(), 2u);
   EXPECT_EQ(space.register_tile(fullest.front()), (std::vector<int64_t>{4, 64, 0}));
   EXPECT_EQ(space.tile_loads(fullest.front(), 64), 8);
   int64_t loads = 0;
   for (const search::Candidate& f : fullest) {
     EXPECT_EQ(space.tile_registers(f, 64), 16) << f.json;
     EXPECT_GE(space.tile_loads(f, 64), loads) << f.json;
+    EXPECT_LE(space.tile_loads(f, 64), 16) << f.json;  // as fast paced as 4 x 64
     loads = space.tile_loads(f, 64);
   }
-  EXPECT_EQ(loads, 17);  // 16 x 16 is among them, last
+  // 16 x 16 (17 loads for 16 multiply-adds) comes after them.
+  std::vector<std::vector<int64_t>> order;
+  for (const search::Candidate& f : space.filled_tiles(parent, 32, 64)) order.push_back(space.register_tile(f));
+  const auto at = [&](const std::vector<int64_t>& t) { return std::find(order.begin(), order.end(), t) - order.begin(); };
+  ASSERT_LT(at({16, 16, 0}), static_cast<long>(order.size()));
+  EXPECT_LT(at({4, 64, 0}), at({16, 16, 0}));
   // Vectorized along i, A's rows are strided unless packed: a load per lane, and
   // 16 x 16 (16 lanes, 16 values of B) comes before 64 x 4 (64 lanes and 4 values),
   // which ran at 730 ms where 16 x 16 ran at 62. Packed, 64 x 4 first.
@@ -374,10 +394,10 @@ TEST(TaskSpace, FilledTilesOfEqualRegistersPutTheFewestLoadsFirst) {
   EXPECT_FALSE(space.sketches()[static_cast<size_t>(parent.sketch)].vector_operand_strided);
   EXPECT_EQ(space.tile_loads(by_i, 64), 32);
   EXPECT_EQ(space.tile_loads(by_i_packed, 64), 17);
-  const std::vector<search::Candidate> strided = space.filled_tiles(by_i, 28, 64, /*fullest_only=*/true);
+  const std::vector<search::Candidate> strided = space.filled_tiles(by_i, 32, 64, /*fullest_only=*/true);
   ASSERT_FALSE(strided.empty());
   EXPECT_EQ(space.register_tile(strided.front()), (std::vector<int64_t>{16, 16, 0}));
-  const std::vector<search::Candidate> packed = space.filled_tiles(by_i_packed, 28, 64, /*fullest_only=*/true);
+  const std::vector<search::Candidate> packed = space.filled_tiles(by_i_packed, 32, 64, /*fullest_only=*/true);
   ASSERT_FALSE(packed.empty());
   EXPECT_EQ(space.register_tile(packed.front()), (std::vector<int64_t>{64, 4, 0}));
   // resnet18-c2 along the width: the input's rows are vectors, the weight's channels broadcasts.
@@ -392,10 +412,14 @@ TEST(TaskSpace, FilledTilesOfEqualRegistersPutTheFewestLoadsFirst) {
   EXPECT_TRUE(conv.sketches()[static_cast<size_t>(conv.sketch_index("tile.vec=c.acc1.stage"))].vector_operand_strided);
   EXPECT_FALSE(
       conv.sketches()[static_cast<size_t>(conv.sketch_index("tile.vec=c.pack.acc1.stage"))].vector_operand_strided);
-  const std::vector<search::Candidate> c2_fullest = conv.filled_tiles(by_w, 28, 64, /*fullest_only=*/true);
-  ASSERT_FALSE(c2_fullest.empty());
-  EXPECT_EQ(conv.register_tile(c2_fullest.front()), (std::vector<int64_t>{1, 4, 4, 8, 0, 0, 0}));
-  EXPECT_EQ(conv.tile_loads(c2_fullest.front(), 64), 8);
+  // Of its tiles of 16 accumulators (the fullest, 1 x 28 x 8, uses each input vector
+  // once), 4 x 4 x 8 comes first.
+  std::vector<search::Candidate> c2_sixteen;
+  for (search::Candidate& f : conv.filled_tiles(by_w, 32, 64))
+    if (conv.tile_registers(f, 64) == 16) c2_sixteen.push_back(std::move(f));
+  ASSERT_FALSE(c2_sixteen.empty());
+  EXPECT_EQ(conv.register_tile(c2_sixteen.front()), (std::vector<int64_t>{1, 4, 4, 8, 0, 0, 0}));
+  EXPECT_EQ(conv.tile_loads(c2_sixteen.front(), 64), 8);
   // No vectorized anchor split: no tile, no loads.
   search::TaskSpace softmax(ops::build_op("softmax", std::map<std::string, std::string>{{"shape", "12,197,197"}}));
   std::mt19937_64 rng(1);
