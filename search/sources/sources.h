@@ -19,8 +19,8 @@ struct FirstBatchOptions {
   int fill = 1;
   int whole = 1;
 };
-// `fill_registers`: the vector registers a filling tile may take (0: the host's, less
-// the relaxation's reserve; the fill source's option).
+// `fill_registers`: the vector registers a filling tile may take with the operand
+// values it keeps live (0: the host's file; the fill source's option).
 std::vector<Candidate> first_batch(SearchState& state, int n, const FirstBatchOptions& opt, int fill_registers);
 
 }  // namespace basin::search::detail
