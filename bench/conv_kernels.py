@@ -10,14 +10,15 @@ alternation in the same run. `--isa avx2` holds both to AVX2 (`BASIN_VECTOR_ISA`
 
 Prints one row per convolution and seed: basin's and oneDNN's microseconds, both timed
 by the same protocol (the fastest of 5 rounds of calls over at least 0.2 s, per call),
---rounds times in alternation and the median kept; their GFLOP/s and oneDNN / basin. The records stay in --out (a rerun with the same --out
+--rounds times in alternation, each time in a new process, and the fastest kept (oneDNN's
+1x1 kernels vary by the process: 1255 to 2017 us for one of them on Zen 4, while basin's
+stays within 3%); their GFLOP/s and oneDNN / basin. The records stay in --out (a rerun with the same --out
 tunes no further than --trials).
 """
 import argparse
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -194,7 +195,7 @@ def main(argv=None):
                 for _ in range(a.rounds):  # in alternation
                     b.append(time_basin(a.basin, shape, a.isa, a.threads, path))
                     o.append(time_onednn(shape, a.isa, a.threads))
-                row.update(basin_us=statistics.median(b), onednn_us=statistics.median(o), config=config,
+                row.update(basin_us=min(b), onednn_us=min(o), config=config,
                            onednn_kernel=onednn_kernel(shape, a.isa, a.threads))
             except (RuntimeError, ValueError, KeyError) as e:
                 row["error"] = str(e)
