@@ -148,7 +148,7 @@ def table(rows):
         if "error" in r:
             lines.append(f"| {r['name']} | {r['seed']} | {r['error']} |")
             continue
-        f = flops(SHAPES[r["name"]]) if r["name"] in SHAPES else r["flops"]
+        f = flops(SHAPES[r["name"]])
         lines.append(f"| {r['name']} | {r['seed']} | {r['basin_us']:.1f} | {r['onednn_us']:.1f} | "
                      f"{f / r['basin_us'] / 1e3:.1f} | {f / r['onednn_us'] / 1e3:.1f} | "
                      f"{r['onednn_us'] / r['basin_us']:.2f}x |")

@@ -47,14 +47,19 @@ int64_t tile_loads(const sched::Sketch& s, const sched::Config& c, int vector_by
   return step_loads(s, sched::vector_operand_splits(s), register_tile(s, c), vector_bytes);
 }
 
+int64_t live_registers(const sched::Sketch& s, const std::vector<bool>& operand, const std::vector<int64_t>& inner,
+                       int64_t accumulators, int vector_bytes) {
+  std::vector<int64_t> counted = inner;  // the vectorized split in vectors
+  for (size_t k = 0; k < s.splits.size(); ++k)
+    if (s.splits[k].vectorized) counted[k] = (4 * inner[k] + vector_bytes - 1) / vector_bytes;
+  return accumulators +
+         operand_registers<int64_t>(s, operand, counted, [](int64_t x) { return std::min<int64_t>(x, 1); }, 1, 0);
+}
+
 int64_t live_registers(const sched::Sketch& s, const sched::Config& c, int vector_bytes) {
   const int64_t acc = tile_registers(s, c, vector_bytes);
   if (acc == 0) return 0;
-  std::vector<int64_t> inner = register_tile(s, c);
-  for (size_t k = 0; k < s.splits.size(); ++k)
-    if (s.splits[k].vectorized) inner[k] = (4 * inner[k] + vector_bytes - 1) / vector_bytes;
-  return acc + operand_registers<int64_t>(s, sched::vector_operand_splits(s), inner,
-                                          [](int64_t x) { return std::min<int64_t>(x, 1); }, 1, 0);
+  return live_registers(s, sched::vector_operand_splits(s), register_tile(s, c), acc, vector_bytes);
 }
 
 }  // namespace basin::relax

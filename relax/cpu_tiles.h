@@ -76,8 +76,12 @@ T operand_registers(const sched::Sketch& s, const std::vector<bool>& operand, co
   return total;
 }
 
-// The vector registers of a configuration's register tile: its accumulators
-// (tile_registers) and operand_registers; 0 where tile_registers is.
+// The vector registers of a register tile of `accumulators` with innermost factors
+// `inner` (per split, the vectorized one in lanes): the accumulators and
+// operand_registers.
+int64_t live_registers(const sched::Sketch& s, const std::vector<bool>& operand, const std::vector<int64_t>& inner,
+                       int64_t accumulators, int vector_bytes);
+// That of a configuration's own tile; 0 where tile_registers is.
 int64_t live_registers(const sched::Sketch& s, const sched::Config& c, int vector_bytes);
 
 }  // namespace basin::relax

@@ -270,11 +270,21 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     }
     choices.push_back(std::move(ch));
   }
-  // The splits whose factors multiply the vectorized operand's vectors in the tile.
+  // The splits the vectorized operand's reads use (the others': the broadcast operand's).
   const std::vector<bool> operand = sched::vector_operand_splits(s);
   struct Tile {
     int64_t registers, loads;
+    double pace;
     std::vector<int64_t> inner;  // innermost factors, per choice
+  };
+  // The order's first key, ahead of fullness: a step's arithmetic against what it waits
+  // for, its vector multiply-adds against its loads (as many issue per cycle, two of
+  // each on x86) and against 8, the multiply-adds in flight that hide their latency (2
+  // pipes, 4 cycles). A tile that uses each operand value once is bound by its loads
+  // however many accumulators it holds: resnet18-c2's 1 x 28 x 8 along the width (28
+  // accumulators, 29 loads a step) ran at 2831 us, 4 x 4 x 8 (16 and 8) at 1345 (Zen 4).
+  auto pace = [](int64_t registers, int64_t loads) {
+    return static_cast<double>(registers) / static_cast<double>(std::max<int64_t>({registers, loads, 8}));
   };
   std::vector<Tile> tiles;
   std::vector<int64_t> pick(choices.size());
@@ -291,12 +301,9 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
       // fastest C10 and C12 tiles hold 7 accumulators of 16 registers).
       if (2 * count < registers - 4) return;
       for (size_t j = 0; j < choices.size(); ++j) inner[choices[j].split] = pick[j];
-      std::vector<int64_t> counted = inner;  // the vectorized split in vectors
-      for (size_t k = 0; k < s.splits.size(); ++k)
-        if (s.splits[k].vectorized) counted[k] = std::max<int64_t>(1, (4 * inner[k] + vector_bytes - 1) / vector_bytes);
-      const int64_t live = count + relax::operand_registers<int64_t>(
-                                       s, operand, counted, [](int64_t x) { return std::min<int64_t>(x, 1); }, 1, 0);
-      if (live <= registers) tiles.push_back({count, relax::step_loads(s, operand, inner, vector_bytes), pick});
+      if (relax::live_registers(s, operand, inner, count, vector_bytes) > registers) return;
+      const int64_t loads = relax::step_loads(s, operand, inner, vector_bytes);
+      tiles.push_back({count, loads, pace(count, loads), pick});
       return;
     }
     for (size_t j = 0; j < choices[i].values.size() && count * choices[i].cost[j] <= registers; ++j) {
@@ -305,22 +312,13 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
     }
   };
   walk(0, 1);
-  // Of equally full tiles, the fewest loads per step first: each accumulator's update
-  // then takes the fewest loads (BLIS's micro-kernel shape). On gemm-1024 (AVX-512)
+  // The fastest paced first; of equally paced and full tiles, the fewest loads per
+  // step: each accumulator's update then takes the fewest loads (BLIS's micro-kernel shape). On gemm-1024 (AVX-512)
   // the 16-accumulator tiles of 4 x 64 load 8 values a step and 16 x 16 load 17 (rows
   // of A 4 KB apart); with the same outer splits 16 x 16 ran at 40 ms, 4 x 64 and
   // 8 x 32 at 19.
-  // Ahead of fullness, a step's arithmetic against what it waits for: its vector
-  // multiply-adds against its loads (as many issue per cycle, two of each on x86) and
-  // against 8, the multiply-adds in flight that hide their latency (2 pipes, 4 cycles).
-  // A tile that uses each operand value once is bound by its loads however many
-  // accumulators it holds: resnet18-c2's 1 x 28 x 8 along the width (28 accumulators,
-  // 29 loads a step) ran at 2831 us, 4 x 4 x 8 (16 and 8) at 1345 (Zen 4).
-  auto pace = [](const Tile& t) {
-    return static_cast<double>(t.registers) / static_cast<double>(std::max<int64_t>({t.registers, t.loads, 8}));
-  };
-  std::stable_sort(tiles.begin(), tiles.end(), [&](const Tile& a, const Tile& b) {
-    if (pace(a) != pace(b)) return pace(a) > pace(b);
+  std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) {
+    if (a.pace != b.pace) return a.pace > b.pace;
     return a.registers != b.registers ? a.registers > b.registers : a.loads < b.loads;
   });
   // An accumulator at level 1 covers the S2 x S3 tiles: its S2 factors go out a level,
@@ -335,7 +333,7 @@ std::vector<Candidate> TaskSpace::filled_tiles(const Candidate& c, int registers
   for (const Tile& tile : tiles) {
     const int64_t count = tile.registers;
     const std::vector<int64_t>& inner = tile.inner;
-    if (fullest_only && first && (pace(tile) < pace(*first) || count < first->registers)) break;
+    if (fullest_only && first && (tile.pace < first->pace || count < first->registers)) break;
     sched::Config n = c.config;
     int64_t steps = 1;  // the register tile's loop steps (the vector loop one)
     for (size_t i = 0; i < choices.size(); ++i) {

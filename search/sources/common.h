@@ -38,8 +38,8 @@ inline VectorFile fill_file(int registers) {
   const relax::CpuTarget t = relax::CpuTarget::host();
   return {registers > 0 ? registers : t.vector_registers, t.vector_bytes};
 }
-// Keeps the first of `cs` (filled tiles, fullest first and of those the fewest loads
-// first) and those as full with as few loads.
+// Keeps the first of `cs` (filled tiles in TaskSpace::filled_tiles' order) and those as
+// full with as few loads.
 inline void keep_leanest_fullest(const SearchState& state, std::vector<Candidate>& cs, int vector_bytes) {
   if (cs.empty()) return;
   const TaskSpace& space = state.space;
