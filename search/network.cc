@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -148,6 +150,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   for (size_t i = 0; i < tasks.size(); ++i)
     if (tasks[i].tuner->result().best_latency_us <= 0) warm.push_back(i);
   size_t next_warm = 0;
+  const std::vector<std::vector<size_t>> kin =
+      opt.kin_seeds > 0 ? kin_tasks(p, static_cast<int>(p.tasks.size())) : std::vector<std::vector<size_t>>{};
   // The family sweep (NetworkTuneOptions::family_sweep): once the first rounds are done
   // and what is left of the budget is the sweep's share, each task of a family measures
   // the best programs of up to three others fitted to its extents (TaskTuner::seed): the
@@ -261,6 +265,15 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     }
     if (pick < 0) break;  // every task retired
     TaskState& t = tasks[pick];
+    if (opt.kin_seeds > 0) {
+      std::vector<std::string> configs;
+      for (size_t j : kin[static_cast<size_t>(pick)]) {
+        if (static_cast<int>(configs.size()) >= opt.kin_seeds) break;
+        const TuneResult& r = tasks[j].tuner->result();
+        if (r.best) configs.push_back(r.best->config);
+      }
+      res.kin_seeded += t.tuner->seed(configs);
+    }
     double before = t.tuner->result().best_latency_us;
     int n = t.tuner->round(std::min(batch, std::max(opt.budget.trials_left(total_trials()), 1)), round_stop);
     ++t.rounds;
@@ -360,6 +373,39 @@ std::vector<std::string> range_families(const graph::Partition& p, const std::se
       i = j;
     }
     out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<std::vector<size_t>> kin_tasks(const graph::Partition& p, int most) {
+  const size_t n = p.tasks.size();
+  std::vector<std::string> form(n);
+  std::vector<std::vector<double>> numbers(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& k = p.tasks[i].key;
+    for (size_t a = 0; a < k.size();) {
+      if (!std::isdigit(static_cast<unsigned char>(k[a]))) {
+        form[i] += k[a++];
+        continue;
+      }
+      size_t b = a;
+      while (b < k.size() && std::isdigit(static_cast<unsigned char>(k[b]))) ++b;
+      form[i] += '#';
+      numbers[i].push_back(std::log1p(std::strtod(k.substr(a, b - a).c_str(), nullptr)));
+      a = b;
+    }
+  }
+  std::vector<std::vector<size_t>> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<std::pair<double, size_t>> near;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i || form[j] != form[i]) continue;
+      double d = 0;
+      for (size_t x = 0; x < numbers[i].size(); ++x) d += std::fabs(numbers[i][x] - numbers[j][x]);
+      near.emplace_back(d, j);
+    }
+    std::sort(near.begin(), near.end());
+    for (size_t x = 0; x < near.size() && static_cast<int>(x) < most; ++x) out[i].push_back(near[x].second);
   }
   return out;
 }

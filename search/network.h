@@ -60,6 +60,12 @@ struct NetworkTuneOptions {
   // a family measures the best programs of up to three others at their extents (the
   // family sweep, tune_network); 0: none.
   double family_sweep = 0.1;
+  // Before each of a task's rounds, the best programs of up to kin_seeds of its kin
+  // (kin_tasks: the same operator chain at other extents, the nearest first), fitted to
+  // its extents (TaskTuner::seed), lead the round in place of as many proposals, once
+  // each: a task's first round starts from what its kin tuned before it, and a task
+  // measures what its kin found since. 0: each task tunes alone.
+  int kin_seeds = 2;
   // How the CPU's programs are timed with respect to their constant inputs: Cold
   // (evicted before every call), Warm (cached), Auto: cold when the network's weights
   // exceed half the cache (weights_exceed_cache).
@@ -102,6 +108,7 @@ struct NetworkTuneResult {
   };
   std::vector<Point> curve;
   bool stopped = false;  // NetworkTuneOptions::stop ended it
+  int kin_seeded = 0;    // programs of tasks' kin queued to lead their rounds (kin_seeds)
 };
 
 // Every task's programs on the CPU are timed with their constant inputs evicted from the
@@ -135,6 +142,13 @@ graph::Partition merge_partitions(const std::vector<const graph::Partition*>& pa
 // each task's label with every extent that is one of `extents` (the ranged dimensions'
 // bucket extents) replaced by '#': one operator chain at several extents of the range.
 std::vector<std::string> range_families(const graph::Partition& p, const std::set<int64_t>& extents);
+
+// Each task's kin, nearest first: the other tasks whose keys are equal but for their
+// numbers (one operator chain, its attributes and its tensors' ranks alike, at other
+// extents: a CNN's depthwise convolutions of every stage), by the distance of those
+// numbers (the sum of |log((1 + a) / (1 + b))|: a depthwise convolution is far from a
+// pointwise one, whose groups and weights differ), at most `most` each.
+std::vector<std::vector<size_t>> kin_tasks(const graph::Partition& p, int most);
 
 // Each task's program: its best valid record on `target` among the sketches `precision`
 // allows (sched::sketches_for), or, when it has none, the default configuration of its

@@ -477,6 +477,7 @@ int run_tune(const NetOptions& o) {
   search::NetworkTuneOptions to;
   if (any_ranged && !o.no_transfer) to.estimator_family = search::range_families(part, range_extents);
   to.family_sweep = o.family_sweep;
+  if (o.no_transfer) to.kin_seeds = 0;
   using WeightsTiming = search::NetworkTuneOptions::WeightsTiming;
   to.weights_timing = o.weights_timing == "cold"   ? WeightsTiming::Cold
                       : o.weights_timing == "warm" ? WeightsTiming::Warm
@@ -545,6 +546,7 @@ int run_tune(const NetOptions& o) {
       {"tasks", tasks},
       {"tasks_without_program", without},
       {"curve", curve},
+      {"kin_seeded", r.kin_seeded},
       {"interrupted", r.stopped}};
   if (units.size() > 1) {
     // Each network's (each bucket's) estimated latency from the tasks' best programs.
@@ -571,9 +573,9 @@ int run_tune(const NetOptions& o) {
                   t.best_us > 0 ? std::to_string(t.best_us).c_str() : "none");
     }
     std::printf(
-        "trials %d (%d resumed), %.1f s (compile and measure %.1f s, propose %.1f s, estimator %.1f s, setup %.1f s; "
-        "overhead %.1f%%), estimated network latency %s\n",
-        r.trials, r.resumed, r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, r.setup_seconds,
+        "trials %d (%d resumed, %d of kin queued), %.1f s (compile and measure %.1f s, propose %.1f s, estimator "
+        "%.1f s, setup %.1f s; overhead %.1f%%), estimated network latency %s\n",
+        r.trials, r.resumed, r.kin_seeded, r.seconds, r.measure_seconds, r.propose_seconds, r.update_seconds, r.setup_seconds,
         100 * r.overhead_fraction,
         r.estimated_latency_us > 0 ? (std::to_string(r.estimated_latency_us) + " us").c_str()
                                    : "n/a (a task has no program)");
@@ -996,9 +998,10 @@ void add_network_commands(CLI::App& app, Runner& run) {
                     "with --shape NAME=LO..HI: NAME=V:W,V:W,... the distribution of the calls' values that tuning "
                     "weighs the buckets by (values not listed weigh 0; default uniform)");
     cmd->add_flag("--no-transfer", o->no_transfer,
-                  "with a range of shapes: each bucket's task tunes alone (by default one operator chain's tasks "
-                  "at the buckets' extents share one estimator, and in the last tenth of the budget each measures "
-                  "the best programs of up to three others fitted to its extents)");
+                  "each task tunes alone (by default each round of a task starts with the best programs of the "
+                  "two nearest tasks of its operator chain at other extents, fitted to its own; with a range of "
+                  "shapes, one chain's tasks at the buckets' extents also share one estimator, and in the last "
+                  "tenth of the budget each measures the best programs of up to three others)");
     cmd->add_option("--family-sweep", o->family_sweep,
                     "with a range of shapes: the share of the budget left when each bucket's task measures the best "
                     "programs of up to three other buckets' (0: no sweep)")

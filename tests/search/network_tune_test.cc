@@ -390,6 +390,7 @@ TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
     opt.first_batch = 3;
     opt.task.batch = 4;
     opt.family_sweep = 1.0;
+    opt.kin_seeds = 0;  // the sweep alone
     opt.estimator_family = range_families(merged, {8, 64});
     std::vector<std::string> lines;
     opt.task.log = [&](const std::string& l) { lines.push_back(l); };
@@ -425,6 +426,93 @@ TEST(RangeTuning, TheFamilySweepMeasuresOtherBucketsBestPrograms) {
     for (const std::string& l : lines) EXPECT_EQ(l.find("family sweep"), std::string::npos) << l;
   }
   fs::remove_all(dir);
+}
+
+// Three convolutions with their ReLU (3x3 at 4 and 8 channels in, a 1x1 at 8), a
+// pooling and a dense layer: the convolutions are one chain at other extents.
+graph::Partition conv_chain(graph::Graph* keep) {
+  graph::Graph g;
+  g.name = "chain";
+  graph::NetBuilder b(g, 5);
+  int x = g.add_input("x", {1, 4, 8, 8});
+  x = b.op("relu", {b.conv(x, 8, {3}, {1, 1}, {1, 1}, 1, true)});
+  x = b.op("relu", {b.conv(x, 8, {3}, {1, 1}, {1, 1}, 1, true)});
+  x = b.op("relu", {b.conv(x, 24, {1}, {1, 1}, {0, 0}, 1, true)});
+  int p = b.op("global_avg_pool2d", {x});
+  g.add_output(b.dense(b.op("flatten", {p}, {{"start_dim", int64_t{1}}, {"end_dim", int64_t{-1}}}), 6));
+  *keep = graph::optimize(g);
+  return graph::partition(*keep);
+}
+
+// A task's kin: the tasks of its key but for the numbers, the nearest first.
+TEST(KinTasks, AreTheSameChainAtOtherExtentsNearestFirst) {
+  graph::Graph g;
+  const graph::Partition p = conv_chain(&g);
+  std::vector<size_t> convs;
+  for (size_t i = 0; i < p.tasks.size(); ++i)
+    if (p.tasks[i].label.rfind("conv2d", 0) == 0) convs.push_back(i);
+  ASSERT_EQ(convs.size(), 3u);
+  const std::vector<std::vector<size_t>> kin = kin_tasks(p, 5);
+  ASSERT_EQ(kin.size(), p.tasks.size());
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    const bool conv = std::find(convs.begin(), convs.end(), i) != convs.end();
+    EXPECT_EQ(kin[i].size(), conv ? 2u : 0u) << p.tasks[i].label;
+    for (size_t j : kin[i]) EXPECT_NE(std::find(convs.begin(), convs.end(), j), convs.end()) << p.tasks[j].label;
+  }
+  // The second 3x3 is nearer the first than the 1x1 is.
+  ASSERT_EQ(kin[convs[0]].size(), 2u);
+  EXPECT_EQ(kin[convs[0]][0], convs[1]);
+  EXPECT_EQ(kin_tasks(p, 1)[convs[0]], std::vector<size_t>{convs[1]});
+  EXPECT_TRUE(kin_tasks(p, 0)[convs[0]].empty());
+}
+
+// A task's first round starts with its kin's best program so far, fitted to its extents;
+// kin_seeds = 0 seeds nothing.
+TEST_F(NetworkTune, AFirstRoundStartsFromItsKinsBestProgram) {
+  graph::Graph g;
+  const graph::Partition p = conv_chain(&g);
+  const std::vector<std::vector<size_t>> kin = kin_tasks(p, 1);
+  size_t first = p.tasks.size(), second = p.tasks.size();
+  for (size_t i = 0; i < p.tasks.size() && second == p.tasks.size(); ++i)
+    if (!kin[i].empty()) (first == p.tasks.size() ? first : second) = i;
+  ASSERT_LT(second, p.tasks.size());
+  ASSERT_EQ(kin[second][0], first);  // the two 3x3s, in order
+  {
+    RecordStore store(dir + "/kin.db");
+    NetworkTuneOptions opt;
+    opt.budget.trials = static_cast<int>(3 * p.tasks.size());
+    opt.first_batch = 3;
+    opt.task.batch = 4;
+    NetworkTuneResult r = tune_network(p, store, opt);
+    EXPECT_GE(r.kin_seeded, 1);  // the second 3x3 (the 1x1 too, where a 3x3 program fits it)
+    auto in_order = [&](size_t t) {
+      std::vector<Record> rs = store.task_records(p.tasks[t].key, "llvm");
+      std::sort(rs.begin(), rs.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
+      return rs;
+    };
+    const std::vector<Record> before = in_order(first), mine = in_order(second);
+    ASSERT_EQ(before.size(), 3u);
+    ASSERT_FALSE(mine.empty());
+    // Its first program is one of the first 3x3's round (its best), fitted.
+    TaskSpace space(p.tasks[second].graph, "llvm", "");
+    std::set<std::string> fitted;
+    for (const Record& x : before)
+      for (const sched::Sketch& s : space.sketches())
+        if (std::optional<sched::Config> c = sched::fit_config(s, x.config)) {
+          fitted.insert(sched::config_to_json(s, *c));
+          break;
+        }
+    EXPECT_TRUE(fitted.count(mine[0].config)) << mine[0].config;
+  }
+  {
+    RecordStore store(dir + "/alone.db");
+    NetworkTuneOptions opt;
+    opt.budget.trials = static_cast<int>(3 * p.tasks.size());
+    opt.first_batch = 3;
+    opt.task.batch = 4;
+    opt.kin_seeds = 0;
+    EXPECT_EQ(tune_network(p, store, opt).kin_seeded, 0);
+  }
 }
 
 }  // namespace
