@@ -28,6 +28,7 @@ struct TaskState {
   std::unique_ptr<models::Estimator> est;
   std::unique_ptr<TaskTuner> tuner;
   double last_gain_us = 0;  // best latency improvement of the last round
+  std::set<std::string> offered;  // its kin's programs that led a round of it
   int rounds = 0;
   bool retired = false;
 };
@@ -151,7 +152,17 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     if (tasks[i].tuner->result().best_latency_us <= 0) warm.push_back(i);
   size_t next_warm = 0;
   const std::vector<std::vector<size_t>> kin =
-      opt.kin_seeds > 0 ? kin_tasks(p, static_cast<int>(p.tasks.size())) : std::vector<std::vector<size_t>>{};
+      opt.kin_seeds > 0 ? kin_tasks(p, static_cast<int>(p.tasks.size())) : std::vector<std::vector<size_t>>(tasks.size());
+  // The best programs of task i's kin_seeds nearest kin that have one: (kin, config).
+  auto kin_programs = [&](size_t i) {
+    std::vector<std::pair<size_t, std::string>> out;
+    for (size_t j : kin[i]) {
+      if (static_cast<int>(out.size()) >= opt.kin_seeds) break;
+      const TuneResult& r = tasks[j].tuner->result();
+      if (r.best) out.emplace_back(j, r.best->config);
+    }
+    return out;
+  };
   // The family sweep (NetworkTuneOptions::family_sweep): once the first rounds are done
   // and what is left of the budget is the sweep's share, each task of a family measures
   // the best programs of up to three others fitted to its extents (TaskTuner::seed): the
@@ -245,33 +256,45 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
         round_stop = [&out_of_budget, &t0, deadline] { return out_of_budget() || since(t0) >= deadline; };
       }
     } else {
+      // Each task's best as this pick starts (a kin's latency is read once per pick).
+      std::vector<double> best_us(tasks.size());
+      for (size_t i = 0; i < tasks.size(); ++i) best_us[i] = tasks[i].tuner->result().best_latency_us;
       double best_priority = -1;
+      bool kin_led = false;
       for (size_t i = 0; i < tasks.size(); ++i) {
         TaskState& t = tasks[i];
         if (t.retired) continue;
-        const TuneResult& r = t.tuner->result();
         double priority;
-        if (r.best_latency_us <= 0) {
+        bool led = false;
+        if (best_us[i] <= 0) {
           priority = 1e30;  // no valid program yet: first in line until retired
         } else {
-          double optimistic = r.best_latency_us / (2.0 * (t.rounds + 1));
-          priority = p.tasks[i].weight * std::max(t.last_gain_us, optimistic);
+          double optimistic = best_us[i] / (2.0 * (t.rounds + 1));
+          // A kin's best program the task has not been offered, whose latency scaled by
+          // the tasks' flops is below the task's best, promises that difference.
+          double kin_gain = 0;
+          for (const auto& [j, config] : kin_programs(i))
+            if (!t.offered.count(config) && p.tasks[i].flops > 0 && p.tasks[j].flops > 0)
+              kin_gain = std::max(kin_gain, best_us[i] - best_us[j] * p.tasks[i].flops / p.tasks[j].flops);
+          led = kin_gain > std::max(t.last_gain_us, optimistic);
+          priority = p.tasks[i].weight * std::max({t.last_gain_us, optimistic, kin_gain});
         }
         if (priority > best_priority) {
           best_priority = priority;
           pick = static_cast<int>(i);
+          kin_led = led;
         }
       }
+      // A round for what the kin found is a first round's size: it measures their
+      // programs and a few of the task's own.
+      if (kin_led) batch = std::min(batch, first_batch);
     }
     if (pick < 0) break;  // every task retired
     TaskState& t = tasks[pick];
     if (opt.kin_seeds > 0) {
       std::vector<std::string> configs;
-      for (size_t j : kin[static_cast<size_t>(pick)]) {
-        if (static_cast<int>(configs.size()) >= opt.kin_seeds) break;
-        const TuneResult& r = tasks[j].tuner->result();
-        if (r.best) configs.push_back(r.best->config);
-      }
+      for (auto& [j, config] : kin_programs(static_cast<size_t>(pick)))
+        if (t.offered.insert(config).second) configs.push_back(std::move(config));
       res.kin_seeded += t.tuner->seed(configs);
     }
     double before = t.tuner->result().best_latency_us;
@@ -377,24 +400,32 @@ std::vector<std::string> range_families(const graph::Partition& p, const std::se
   return out;
 }
 
+namespace {
+
+// A task key's form (every run of digits as '#') and its numbers' log1p.
+std::string key_form(const std::string& k, std::vector<double>& numbers) {
+  std::string form;
+  for (size_t a = 0; a < k.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(k[a]))) {
+      form += k[a++];
+      continue;
+    }
+    size_t b = a;
+    while (b < k.size() && std::isdigit(static_cast<unsigned char>(k[b]))) ++b;
+    form += '#';
+    numbers.push_back(std::log1p(std::strtod(k.substr(a, b - a).c_str(), nullptr)));
+    a = b;
+  }
+  return form;
+}
+
+}  // namespace
+
 std::vector<std::vector<size_t>> kin_tasks(const graph::Partition& p, int most) {
   const size_t n = p.tasks.size();
   std::vector<std::string> form(n);
   std::vector<std::vector<double>> numbers(n);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string& k = p.tasks[i].key;
-    for (size_t a = 0; a < k.size();) {
-      if (!std::isdigit(static_cast<unsigned char>(k[a]))) {
-        form[i] += k[a++];
-        continue;
-      }
-      size_t b = a;
-      while (b < k.size() && std::isdigit(static_cast<unsigned char>(k[b]))) ++b;
-      form[i] += '#';
-      numbers[i].push_back(std::log1p(std::strtod(k.substr(a, b - a).c_str(), nullptr)));
-      a = b;
-    }
-  }
+  for (size_t i = 0; i < n; ++i) form[i] = key_form(p.tasks[i].key, numbers[i]);
   std::vector<std::vector<size_t>> out(n);
   for (size_t i = 0; i < n; ++i) {
     std::vector<std::pair<double, size_t>> near;
