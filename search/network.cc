@@ -379,53 +379,45 @@ graph::Partition merge_partitions(const std::vector<const graph::Partition*>& pa
   return p;
 }
 
-std::vector<std::string> range_families(const graph::Partition& p, const std::set<int64_t>& extents) {
-  std::vector<std::string> out;
-  for (const graph::NetworkTask& t : p.tasks) {
-    std::string f;
-    const std::string& l = t.label;
-    for (size_t i = 0; i < l.size();) {
-      if (!std::isdigit(static_cast<unsigned char>(l[i]))) {
-        f += l[i++];
-        continue;
-      }
-      size_t j = i;
-      while (j < l.size() && std::isdigit(static_cast<unsigned char>(l[j]))) ++j;
-      const std::string num = l.substr(i, j - i);
-      f += num.size() < 12 && extents.count(std::stoll(num)) ? "#" : num;
-      i = j;
+namespace {
+
+// `s` with every run of digits replaced by what `replace` returns for it.
+template <class Replace>
+std::string map_numbers(const std::string& s, Replace replace) {
+  std::string out;
+  for (size_t a = 0; a < s.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(s[a]))) {
+      out += s[a++];
+      continue;
     }
-    out.push_back(f);
+    size_t b = a;
+    while (b < s.size() && std::isdigit(static_cast<unsigned char>(s[b]))) ++b;
+    out += replace(s.substr(a, b - a));
+    a = b;
   }
   return out;
 }
 
-namespace {
-
-// A task key's form (every run of digits as '#') and its numbers' log1p.
-std::string key_form(const std::string& k, std::vector<double>& numbers) {
-  std::string form;
-  for (size_t a = 0; a < k.size();) {
-    if (!std::isdigit(static_cast<unsigned char>(k[a]))) {
-      form += k[a++];
-      continue;
-    }
-    size_t b = a;
-    while (b < k.size() && std::isdigit(static_cast<unsigned char>(k[b]))) ++b;
-    form += '#';
-    numbers.push_back(std::log1p(std::strtod(k.substr(a, b - a).c_str(), nullptr)));
-    a = b;
-  }
-  return form;
-}
-
 }  // namespace
+
+std::vector<std::string> range_families(const graph::Partition& p, const std::set<int64_t>& extents) {
+  std::vector<std::string> out;
+  for (const graph::NetworkTask& t : p.tasks)
+    out.push_back(map_numbers(t.label, [&](const std::string& num) {
+      return num.size() < 12 && extents.count(std::stoll(num)) ? std::string("#") : num;
+    }));
+  return out;
+}
 
 std::vector<std::vector<size_t>> kin_tasks(const graph::Partition& p, int most) {
   const size_t n = p.tasks.size();
   std::vector<std::string> form(n);
   std::vector<std::vector<double>> numbers(n);
-  for (size_t i = 0; i < n; ++i) form[i] = key_form(p.tasks[i].key, numbers[i]);
+  for (size_t i = 0; i < n; ++i)
+    form[i] = map_numbers(p.tasks[i].key, [&](const std::string& num) {
+      numbers[i].push_back(std::log1p(std::strtod(num.c_str(), nullptr)));
+      return std::string("#");
+    });
   std::vector<std::vector<size_t>> out(n);
   for (size_t i = 0; i < n; ++i) {
     std::vector<std::pair<double, size_t>> near;
