@@ -153,13 +153,14 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   size_t next_warm = 0;
   const std::vector<std::vector<size_t>> kin =
       opt.kin_seeds > 0 ? kin_tasks(p, static_cast<int>(p.tasks.size())) : std::vector<std::vector<size_t>>(tasks.size());
-  // The best programs of task i's kin_seeds nearest kin that have one: (kin, config).
+  // The best programs of task i's kin_seeds nearest kin that have one: (kin, its
+  // config, valid until the kin's next round).
   auto kin_programs = [&](size_t i) {
-    std::vector<std::pair<size_t, std::string>> out;
+    std::vector<std::pair<size_t, const std::string*>> out;
     for (size_t j : kin[i]) {
       if (static_cast<int>(out.size()) >= opt.kin_seeds) break;
       const TuneResult& r = tasks[j].tuner->result();
-      if (r.best) out.emplace_back(j, r.best->config);
+      if (r.best) out.emplace_back(j, &r.best->config);
     }
     return out;
   };
@@ -274,7 +275,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
           // the tasks' flops is below the task's best, promises that difference.
           double kin_gain = 0;
           for (const auto& [j, config] : kin_programs(i))
-            if (!t.offered.count(config) && p.tasks[i].flops > 0 && p.tasks[j].flops > 0)
+            if (!t.offered.count(*config) && p.tasks[i].flops > 0 && p.tasks[j].flops > 0)
               kin_gain = std::max(kin_gain, best_us[i] - best_us[j] * p.tasks[i].flops / p.tasks[j].flops);
           led = kin_gain > std::max(t.last_gain_us, optimistic);
           priority = p.tasks[i].weight * std::max({t.last_gain_us, optimistic, kin_gain});
@@ -293,8 +294,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
     TaskState& t = tasks[pick];
     if (opt.kin_seeds > 0) {
       std::vector<std::string> configs;
-      for (auto& [j, config] : kin_programs(static_cast<size_t>(pick)))
-        if (t.offered.insert(config).second) configs.push_back(std::move(config));
+      for (const auto& [j, config] : kin_programs(static_cast<size_t>(pick)))
+        if (t.offered.insert(*config).second) configs.push_back(*config);
       res.kin_seeded += t.tuner->seed(configs);
     }
     double before = t.tuner->result().best_latency_us;
