@@ -422,6 +422,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
   // Slots: one per value that is read or written at run time.
   std::vector<int> slot_of(g.values().size(), -1);
   std::vector<int> root(g.values().size(), -1);  // the arena tensor a value lives in (views: their source's)
+  std::vector<int64_t> at(g.values().size(), 0);  // where in its root's storage (a slice view's offset)
   auto slot = [&](int v) {
     if (slot_of[v] >= 0) return slot_of[v];
     const graph::Value& val = g.value(v);
@@ -485,6 +486,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
       const graph::Value& in = g.value(fg.inputs.at(0));
       if (in.constant) throw InternalError("a view of constant '" + in.name + "' was not folded");
       root[fg.output] = root[fg.inputs[0]];
+      at[fg.output] = at[fg.inputs[0]] + fg.view_offset;
       slot(fg.output);
       continue;
     }
@@ -533,7 +535,7 @@ CompiledNetwork CompiledNetwork::compile(const graph::Graph& g, const graph::Par
     offset_of_root[l.value] = blocks[best].offset;
   }
   for (size_t v = 0; v < g.values().size(); ++v)
-    if (slot_of[v] >= 0 && root[v] >= 0) m.slots[slot_of[v]].offset = offset_of_root.at(root[v]);
+    if (slot_of[v] >= 0 && root[v] >= 0) m.slots[slot_of[v]].offset = offset_of_root.at(root[v]) + at[v];
   for (int v : g.inputs()) m.input_slots.push_back(slot_of[v]);
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     m.output_slots.push_back(slot_of[g.outputs()[i]]);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/ops/node_ops.h"
+#include "core/ops/operators.h"
 #include "core/schedule/sketch.h"
 
 namespace basin::graph {
@@ -143,6 +144,48 @@ bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
   return only_ops(g, nodes, cheap);
 }
 
+
+// A slice whose elements are one contiguous run of its input's, at a 64-byte aligned
+// offset: every axis before the last one it cuts of extent 1 in the result, that axis
+// cut with step 1, every axis after it whole (a channel range of a batch-1 NCHW value,
+// a row range). Returns the run's first byte, or -1 when the slice must copy. Such a
+// slice is a view: its readers read the input's storage in place.
+int64_t slice_view_offset(const Graph& g, const Node& nd) {
+  if (nd.op != "slice" || nd.inputs.size() != 1) return -1;
+  const Value& x = g.value(nd.inputs[0]);
+  if (x.constant) return -1;
+  const std::vector<int64_t>& in = x.shape;
+  const std::vector<int64_t>& out = g.value(nd.output).shape;
+  const auto r = static_cast<int64_t>(in.size());
+  if (static_cast<int64_t>(out.size()) != r) return -1;
+  auto ints = [&](const char* k) { return nd.attrs.has(k) ? nd.attrs.ints(k) : std::vector<int64_t>{}; };
+  const std::vector<int64_t> starts = ints("starts"), ends = ints("ends"), steps = ints("steps");
+  std::vector<int64_t> axes = ints("axes");
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  if (axes.size() != starts.size() || ends.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
+    return -1;
+  std::vector<int64_t> begin(in.size(), 0), step(in.size(), 1);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
+    if (a < 0 || a >= r) return -1;
+    step[a] = steps.empty() ? 1 : steps[k];
+    if (step[a] == 0) return -1;
+    begin[a] = ops::slice_range(starts[k], ends[k], step[a], in[a]).first;
+  }
+  int64_t cut = -1;  // the last axis not taken whole
+  for (int64_t d = 0; d < r; ++d)
+    if (out[d] != in[d] || begin[d] != 0 || (step[d] != 1 && in[d] > 1)) cut = d;
+  if (cut >= 0 && step[cut] != 1 && out[cut] > 1) return -1;
+  for (int64_t d = 0; d < cut; ++d)
+    if (out[d] != 1) return -1;
+  int64_t offset = 0, stride = x.dtype.bytes();
+  for (int64_t d = r - 1; d >= 0; --d) {
+    offset += begin[d] * stride;
+    stride *= in[d];
+  }
+  return offset % 64 == 0 ? offset : -1;
+}
 }  // namespace
 
 bool is_view_op(const std::string& op) { return ops::is_view_node(op); }
@@ -172,9 +215,25 @@ Partition partition(const Graph& g) {
   for (int n : order) {
     const Node& nd = g.node(n);
     if (is_view_op(nd.op)) {
+      // A view between two data movements (a channel shuffle's concat, reshape,
+      // transpose, reshape) joins them: one kernel moves the data once. Anywhere else
+      // a view never absorbs nor is absorbed.
+      const int u = nd.inputs.empty() ? -1 : nd.inputs[0];
+      const int gi = u < 0 ? -1 : group_of_value[u];
+      const std::vector<int>& readers = g.consumers(nd.output);
+      if (gi >= 0 && !is_view[gi] && groups[gi].kind == Kind::Injective && !outputs.count(u) &&
+          g.consumers(u).size() == 1 && !outputs.count(nd.output) && readers.size() == 1 &&
+          kind_of(g.node(readers[0]).op) == Kind::Injective && !is_view_op(g.node(readers[0]).op) &&
+          fits(groups[gi], nd)) {
+        Open& G = groups[gi];
+        G.nodes.push_back(n);
+        G.last_pos = pos[n];
+        group_of_value[nd.output] = gi;
+        continue;
+      }
       groups.push_back({{n}, Kind::Injective, pos[n]});
       is_view.push_back(true);
-      continue;  // a view never absorbs nor is absorbed
+      continue;
     }
     const Kind k = kind_of(nd.op);
     int join = -1;
@@ -287,8 +346,11 @@ Partition partition(const Graph& g) {
       names[nd.output] = sn.name;
       spec.nodes.push_back(std::move(sn));
     }
-    if (is_view[gi]) {
+    const int64_t slice_offset =
+        !is_view[gi] && G.nodes.size() == 1 && !outputs.count(fg.output) ? slice_view_offset(g, g.node(G.nodes[0])) : -1;
+    if (is_view[gi] || slice_offset >= 0) {
       fg.view = true;
+      fg.view_offset = std::max<int64_t>(slice_offset, 0);
       p.groups.push_back(std::move(fg));
       continue;
     }

@@ -23,7 +23,9 @@ struct FusedGroup {
   std::vector<int> inputs;  // values read from outside the group, in the task's input order
   int output = -1;          // the value the group produces
   int task = -1;            // index into Partition::tasks; -1 for a view
-  bool view = false;        // a reshape-like node: the output aliases inputs[0]
+  bool view = false;        // no kernel: the output aliases inputs[0] (a reshape-like node, or a slice of
+                            // one contiguous run of its input's elements)
+  int64_t view_offset = 0;  // a view's first byte in inputs[0]'s storage
 };
 
 struct NetworkTask {

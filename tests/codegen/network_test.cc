@@ -127,6 +127,33 @@ graph::Graph resblock() {
   return g;
 }
 
+// Two ShuffleNet v2 blocks of stride 1 on 24 channels: each splits its input's
+// channels in halves (two slices), passes the first through, convolves the second
+// (1x1, depthwise 3x3, 1x1) and shuffles the halves back together (concat, reshape,
+// transpose, reshape). The second block reads the first one's shuffle.
+graph::Graph shuffle_blocks() {
+  graph::Graph g;
+  g.name = "shuffle";
+  graph::NetBuilder b(g, 5);
+  const int64_t C = 24, H = 8;
+  int x = g.add_input("x", {1, C, H, H});
+  for (int k = 0; k < 2; ++k) {
+    auto half = [&](int64_t from) {
+      return b.op("slice", {x}, {{"starts", I{from}}, {"ends", I{from + C / 2}}, {"axes", I{1}}});
+    };
+    const int x1 = half(0), x2 = half(C / 2);
+    int y = b.op("relu", {b.batch_norm(b.conv(x2, C / 2, {1}, {1, 1}, {0, 0}))});
+    y = b.batch_norm(b.conv(y, C / 2, {3}, {1, 1}, {1, 1}, C / 2));
+    y = b.op("relu", {b.batch_norm(b.conv(y, C / 2, {1}, {1, 1}, {0, 0}))});
+    int c = b.op("concat", {x1, y}, {{"axis", int64_t{1}}});
+    c = b.op("reshape", {c}, {{"new_shape", I{1, 2, C / 2, H, H}}});
+    c = b.op("transpose", {c}, {{"perm", I{0, 2, 1, 3, 4}}});
+    x = b.op("reshape", {c}, {{"new_shape", I{1, C, H, H}}});
+  }
+  g.add_output(x);
+  return g;
+}
+
 class Network : public ::testing::Test {
  protected:
   // The CPU target's tests need LLVM; the cuda one does not (a GPU machine may build
@@ -179,6 +206,88 @@ TEST_F(Network, MatchesTheInterpreterAndLibTorchOnRandomPrograms) {
           EXPECT_EQ(0, std::memcmp(got[i].data(), again[i].data(), got[i].nbytes()));
       }
     }
+}
+
+// A channel shuffle moves its data once: the concat, the views around the transpose
+// and the transpose are one kernel. The halves a block splits its input into are one
+// contiguous run each of a batch-1 value: views of the shuffle's storage, no kernel.
+// Random programs on both layouts agree with the interpreter and LibTorch.
+TEST_F(Network, AChannelShuffleMovesItsDataOnceAndItsHalvesAreViews) {
+  for (int64_t lanes : {0, 16}) {
+    graph::Graph g = graph::optimize(shuffle_blocks(), lanes);
+    SCOPED_TRACE("lanes " + std::to_string(lanes));
+    graph::Partition p = graph::partition(g);
+    int shuffles = 0, slice_views = 0, slice_kernels = 0;
+    for (const graph::FusedGroup& fg : p.groups) {
+      std::set<std::string> ops;
+      for (int n : fg.nodes) ops.insert(g.node(n).op);
+      if (ops.count("transpose")) {
+        ++shuffles;
+        EXPECT_FALSE(fg.view);
+        EXPECT_TRUE(ops.count("concat")) << p.tasks[fg.task].label;
+      }
+      if (ops == std::set<std::string>{"slice"}) {
+        if (fg.view) {
+          ++slice_views;
+          EXPECT_EQ(fg.view_offset % 64, 0);
+        } else {
+          ++slice_kernels;
+        }
+      }
+    }
+    EXPECT_EQ(shuffles, 2);
+    if (lanes == 0) {
+      // The second halves of x and of the first shuffle: 12 channels of 8x8 floats in.
+      EXPECT_EQ(slice_views, 2);
+      EXPECT_EQ(slice_kernels, 0);
+    }
+    for (uint64_t seed = 0; seed < 4; ++seed) {
+      CompiledNetwork n = CompiledNetwork::compile(g, p, seed == 0 ? defaults(p) : random_programs(p, seed));
+      std::vector<NDArray> in = inputs(n, seed + 1);
+      std::vector<NDArray> got = n.run(in);
+      expect_close(got, graph::interpret_graph(g, in), 1e-5);
+      expect_close(got, TorchExecutor(g).run(in), 1e-4);
+    }
+  }
+}
+
+// Only a slice of one contiguous run, at an offset of whole 64-byte lines, is a view;
+// every other slice copies (its own kernel), and each computes the same values.
+TEST_F(Network, OnlyContiguousAlignedSlicesAreViews) {
+  struct Case {
+    I shape, starts, ends, axes, steps;
+    bool view;
+  };
+  const std::vector<Case> cases = {
+      {{1, 8, 4, 4}, {4}, {8}, {1}, {}, true},             // channels 4..7: 256 bytes in
+      {{1, 8, 4, 4}, {0}, {3}, {1}, {}, true},             // from the start
+      {{8, 16}, {2, 0}, {3, 16}, {0, 1}, {}, true},         // one whole row
+      {{1, 8, 4, 4}, {1}, {5}, {1}, {}, true},             // 64 bytes in
+      {{1, 8, 4, 4}, {0}, {2}, {3}, {}, false},            // columns: not contiguous
+      {{2, 8, 4, 4}, {4}, {8}, {1}, {}, false},            // a channel range of each of two images
+      {{1, 8, 4, 4}, {0}, {8}, {1}, {2}, false},           // every other channel
+      {{1, 8, 3, 3}, {1}, {4}, {1}, {}, false},            // 36 bytes in: not a whole line
+  };
+  for (const Case& c : cases) {
+    // The slice read by a convolution or a dense layer, which takes no producer in.
+    graph::Graph g;
+    graph::NetBuilder b(g, 3);
+    int x = g.add_input("x", c.shape);
+    std::map<std::string, ops::AttrValue> a = {{"starts", c.starts}, {"ends", c.ends}, {"axes", c.axes}};
+    if (!c.steps.empty()) a["steps"] = c.steps;
+    int s = g.add_node("slice", {x}, a);
+    g.add_output(c.shape.size() == 4 ? b.conv(s, 4, {1}, {1, 1}, {0, 0}) : b.dense(s, 4));
+    graph::Partition p = graph::partition(g);
+    bool view = false;
+    for (const graph::FusedGroup& fg : p.groups)
+      if (fg.nodes.size() == 1 && g.node(fg.nodes[0]).op == "slice") view = fg.view;
+    SCOPED_TRACE(::testing::PrintToString(c.shape) + " starts " + ::testing::PrintToString(c.starts) + " axes " +
+                 ::testing::PrintToString(c.axes));
+    EXPECT_EQ(view, c.view);
+    CompiledNetwork n = CompiledNetwork::compile(g, p, defaults(p));
+    std::vector<NDArray> in = inputs(n, 3);
+    expect_close(n.run(in), graph::interpret_graph(g, in), 1e-6);
+  }
 }
 
 // At bf16, activations stored in bfloat16 between kernels (graph::store_activations_bf16):
