@@ -549,8 +549,35 @@ Graph expand_powers(const Graph& g) {
   });
 }
 
+Graph one_pixel_transposed_convs(const Graph& g) {
+  return rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
+    if (nd.op != "conv2d_transpose" || nd.inputs.size() != 2) return -1;
+    const Value &x = g.value(nd.inputs[0]), &w = g.value(nd.inputs[1]), &y = g.value(nd.output);
+    if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4 || x.shape[2] != 1 || x.shape[3] != 1)
+      return -1;
+    auto all = [&](const char* k, int64_t v) {
+      if (!nd.attrs.has(k)) return true;
+      for (int64_t a : nd.attrs.ints(k))
+        if (a != v) return false;
+      return true;
+    };
+    if ((nd.attrs.has("groups") && nd.attrs.i("groups") != 1) ||
+        (nd.attrs.has("width_phases") && nd.attrs.i("width_phases") != 0) || !all("padding", 0) ||
+        !all("output_padding", 0) || !all("dilation", 1))
+      return -1;
+    const int64_t n = x.shape[0], c = x.shape[1], o = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    if (w.shape[0] != c || y.shape != std::vector<int64_t>{n, o, kh, kw}) return -1;
+    using I = std::vector<int64_t>;
+    const int rows = out.add_node("reshape", {get(nd.inputs[0])}, {{"new_shape", I{n, c}}}, nd.name + ".rows");
+    const int cols = out.add_node("reshape", {get(nd.inputs[1])}, {{"new_shape", I{c, o * kh * kw}}}, nd.name + ".cols");
+    const int prod = out.add_node("matmul", {rows, cols}, {}, nd.name + ".product");
+    return out.add_node("reshape", {prod}, {{"new_shape", y.shape}}, nd.name);
+  });
+}
+
 Graph optimize(const Graph& g, int64_t layout_lanes, bool tiles) {
-  const Graph folded = eliminate_dead_code(expand_powers(fold_constants(fold_batch_norm(g))));
+  const Graph folded =
+      eliminate_dead_code(expand_powers(fold_constants(one_pixel_transposed_convs(fold_batch_norm(g)))));
   return plan_layouts(sink_views(fuse_attention(eliminate_dead_code(fold_quantization(folded)))), layout_lanes, tiles);
 }
 

@@ -45,6 +45,12 @@ Graph fold_quantization(const Graph& g);
 // products vectorize and fuse into a matrix product's epilogue; a pow is a call of
 // the C library per element.
 Graph expand_powers(const Graph& g);
+// A transposed convolution of a 1x1 map (one group, no padding, no dilation: a GAN
+// generator's first layer, its latent vector to a KxK map) is a product: each output
+// is sum_c x[n, c] w[c, o, y, x], so x viewed [N, C] times w viewed [C, O*KH*KW],
+// viewed back [N, O, KH, KW]. The transposed convolution would visit every tap of
+// every output and skip all but one.
+Graph one_pixel_transposed_convs(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);
 // At --precision bf16 on a CPU with bfloat16 instructions: every float32 value one
@@ -68,7 +74,8 @@ Graph store_activations_bf16(const Graph& g);
 // tiles read the bordered plane in place (sched::AmxDirect::plane), with no padded
 // copy per call.
 Graph store_borders(const Graph& g);
-// Every pass above, in order: batch-norm folding, constant folding, powers expanded,
+// Every pass above, in order: batch-norm folding, 1x1 transposed convolutions as
+// products, constant folding, powers expanded,
 // dead code, quantization folding, attention fusion, view sinking; then the layout plan for vectors of `layout_lanes`
 // floats (layout.h; 0 leaves every value NCHW, host_layout_lanes() is this machine's).
 Graph optimize(const Graph& g, int64_t layout_lanes = 0, bool tiles = false);

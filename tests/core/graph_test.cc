@@ -839,6 +839,37 @@ TEST(Layout, NarrowTransposedConvolutionsComputeTheirWidthByPhase) {
   }
 }
 
+// A transposed convolution of a 1x1 map (a GAN generator's first layer) becomes a
+// product of the input's channels and the weight viewed [C, O*KH*KW], with the same
+// outputs; one of a wider map, or padded, or of two groups, stays as it is.
+TEST(Passes, ATransposedConvolutionOfOnePixelIsAProduct) {
+  struct Case {
+    int64_t n, size, padding, groups;
+    bool product;
+  };
+  for (const Case& c : {Case{1, 1, 0, 1, true}, Case{2, 1, 0, 1, true}, Case{1, 2, 0, 1, false},
+                        Case{1, 1, 1, 1, false}, Case{1, 1, 0, 2, false}}) {
+    SCOPED_TRACE("batch " + std::to_string(c.n) + " size " + std::to_string(c.size) + " padding " +
+                 std::to_string(c.padding) + " groups " + std::to_string(c.groups));
+    Graph g;
+    NetBuilder b(g, 6);
+    int x = g.add_input("x", {c.n, 8, c.size, c.size});
+    int w = b.weight("w", {8, 12 / c.groups, 4, 4}, 0.5);
+    int y = b.op("conv2d_transpose", {x, w},
+                 {{"stride", std::vector<int64_t>{2}},
+                  {"padding", std::vector<int64_t>{c.padding}},
+                  {"output_padding", std::vector<int64_t>{0}},
+                  {"groups", c.groups}});
+    g.add_output(b.op("relu", {b.batch_norm(y)}));
+    Graph f = optimize(g);
+    std::map<std::string, int> ops = f.op_counts();
+    EXPECT_EQ(ops["matmul"], c.product ? 1 : 0);
+    EXPECT_EQ(ops["conv2d_transpose"], c.product ? 0 : 1);
+    NDArray in = NDArray::random(DType::f32(), {c.n, 8, c.size, c.size}, -1, 1, 5);
+    expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-5);
+  }
+}
+
 // 3x3 stride-1 convolutions of a blocked network, padded or not, on maps that are not
 // a multiple of the tile, computed by F(2x2, 3x3) and F(4x4, 3x3): three nodes each
 // (the weight transformed at planning), the outputs of the direct convolutions; the
