@@ -550,29 +550,82 @@ Graph expand_powers(const Graph& g) {
 }
 
 Graph one_pixel_transposed_convs(const Graph& g) {
-  return rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
-    if (nd.op != "conv2d_transpose" || nd.inputs.size() != 2) return -1;
-    const Value &x = g.value(nd.inputs[0]), &w = g.value(nd.inputs[1]), &y = g.value(nd.output);
-    if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4 || x.shape[2] != 1 || x.shape[3] != 1)
+  // rows[v]: for a value of the new graph that views [N, O*KH*KW] rows as the
+  // transposed convolution's [N, O, KH, KW], the rows (the product, or an elementwise
+  // chain computed on it).
+  std::unordered_map<int, int> rows;
+  bool any = false;
+  using I = std::vector<int64_t>;
+  Graph r = rebuild(g, [&](Graph& out, const Node& nd, const std::function<int(int)>& get) -> int {
+    if (nd.op == "conv2d_transpose" && nd.inputs.size() == 2) {
+      const Value &x = g.value(nd.inputs[0]), &w = g.value(nd.inputs[1]), &y = g.value(nd.output);
+      if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4 || x.shape[2] != 1 || x.shape[3] != 1)
+        return -1;
+      auto all = [&](const char* k, int64_t v) {
+        if (!nd.attrs.has(k)) return true;
+        for (int64_t a : nd.attrs.ints(k))
+          if (a != v) return false;
+        return true;
+      };
+      if ((nd.attrs.has("groups") && nd.attrs.i("groups") != 1) ||
+          (nd.attrs.has("width_phases") && nd.attrs.i("width_phases") != 0) || !all("padding", 0) ||
+          !all("output_padding", 0) || !all("dilation", 1))
+        return -1;
+      const int64_t n = x.shape[0], c = x.shape[1], o = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+      if (w.shape[0] != c || y.shape != I{n, o, kh, kw}) return -1;
+      const int a = out.add_node("reshape", {get(nd.inputs[0])}, {{"new_shape", I{n, c}}}, nd.name + ".rows");
+      const int b = out.add_node("reshape", {get(nd.inputs[1])}, {{"new_shape", I{c, o * kh * kw}}}, nd.name + ".cols");
+      const int prod = out.add_node("matmul", {a, b}, {}, nd.name + ".product");
+      const int v = out.add_node("reshape", {prod}, {{"new_shape", y.shape}}, nd.name);
+      rows[v] = prod;
+      any = true;
+      return v;
+    }
+    // The elementwise chain after it (a bias, an activation) runs on the rows, its
+    // constants broadcast to the map and stored as rows: it fuses into the product's
+    // epilogue, which fusion never does across a view.
+    if (!elementwise_op(nd.op) || nd.inputs.empty()) return -1;
+    const std::vector<int64_t>& shape = g.value(nd.output).shape;
+    std::vector<int> ins;
+    for (int v : nd.inputs) ins.push_back(get(v));
+    int from = -1;
+    for (int v : ins) {
+      auto it = rows.find(v);
+      if (it != rows.end() && out.value(v).shape == shape) {
+        from = it->second;
+        break;
+      }
+    }
+    if (from < 0) return -1;
+    const I flat = out.value(from).shape;
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    constexpr int64_t kMaxConstant = 1 << 16;  // elements of a constant stored whole
+    try {
+      std::vector<int> moved;
+      for (int v : ins) {
+        auto it = rows.find(v);
+        if (it != rows.end() && out.value(v).shape == shape) {
+          moved.push_back(it->second);
+          continue;
+        }
+        const Value& k = out.value(v);
+        if (!k.constant || numel > kMaxConstant) return -1;
+        const NDArray whole =
+            k.shape == shape ? k.data
+                             : evaluate_node("broadcast_to", ops::node_attrs("broadcast_to", {{"new_shape", shape}}), {k.data});
+        moved.push_back(out.add_constant(nd.name + ".rows" + std::to_string(moved.size()), whole.reshaped(flat)));
+      }
+      const int e = out.add_node(nd.op, moved, nd.attrs.values(), nd.name + ".rows");
+      if (out.value(e).shape != flat) return -1;
+      const int y = out.add_node("reshape", {e}, {{"new_shape", shape}}, nd.name);
+      rows[y] = e;
+      return y;
+    } catch (const GraphError&) {
       return -1;
-    auto all = [&](const char* k, int64_t v) {
-      if (!nd.attrs.has(k)) return true;
-      for (int64_t a : nd.attrs.ints(k))
-        if (a != v) return false;
-      return true;
-    };
-    if ((nd.attrs.has("groups") && nd.attrs.i("groups") != 1) ||
-        (nd.attrs.has("width_phases") && nd.attrs.i("width_phases") != 0) || !all("padding", 0) ||
-        !all("output_padding", 0) || !all("dilation", 1))
-      return -1;
-    const int64_t n = x.shape[0], c = x.shape[1], o = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-    if (w.shape[0] != c || y.shape != std::vector<int64_t>{n, o, kh, kw}) return -1;
-    using I = std::vector<int64_t>;
-    const int rows = out.add_node("reshape", {get(nd.inputs[0])}, {{"new_shape", I{n, c}}}, nd.name + ".rows");
-    const int cols = out.add_node("reshape", {get(nd.inputs[1])}, {{"new_shape", I{c, o * kh * kw}}}, nd.name + ".cols");
-    const int prod = out.add_node("matmul", {rows, cols}, {}, nd.name + ".product");
-    return out.add_node("reshape", {prod}, {{"new_shape", y.shape}}, nd.name);
+    }
   });
+  return any ? eliminate_dead_code(r) : g;
 }
 
 Graph optimize(const Graph& g, int64_t layout_lanes, bool tiles) {

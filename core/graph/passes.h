@@ -48,8 +48,10 @@ Graph expand_powers(const Graph& g);
 // A transposed convolution of a 1x1 map (one group, no padding, no dilation: a GAN
 // generator's first layer, its latent vector to a KxK map) is a product: each output
 // is sum_c x[n, c] w[c, o, y, x], so x viewed [N, C] times w viewed [C, O*KH*KW],
-// viewed back [N, O, KH, KW]. The transposed convolution would visit every tap of
-// every output and skip all but one.
+// viewed back [N, O, KH, KW]; the elementwise chain after it (a bias, an activation:
+// constants of at most 65,536 elements broadcast to the map) runs on the product's
+// rows, in its epilogue. The transposed convolution would visit every tap of every
+// output and skip all but one.
 Graph one_pixel_transposed_convs(const Graph& g);
 // Drops nodes whose value reaches no output.
 Graph eliminate_dead_code(const Graph& g);

@@ -840,8 +840,9 @@ TEST(Layout, NarrowTransposedConvolutionsComputeTheirWidthByPhase) {
 }
 
 // A transposed convolution of a 1x1 map (a GAN generator's first layer) becomes a
-// product of the input's channels and the weight viewed [C, O*KH*KW], with the same
-// outputs; one of a wider map, or padded, or of two groups, stays as it is.
+// product of the input's channels and the weight viewed [C, O*KH*KW], its bias and
+// activation computed on the product's rows (one task), with the same outputs; one of
+// a wider map, or padded, or of two groups, stays as it is.
 TEST(Passes, ATransposedConvolutionOfOnePixelIsAProduct) {
   struct Case {
     int64_t n, size, padding, groups;
@@ -865,6 +866,11 @@ TEST(Passes, ATransposedConvolutionOfOnePixelIsAProduct) {
     std::map<std::string, int> ops = f.op_counts();
     EXPECT_EQ(ops["matmul"], c.product ? 1 : 0);
     EXPECT_EQ(ops["conv2d_transpose"], c.product ? 0 : 1);
+    if (c.product) {  // the bias and the ReLU run on the product's rows, in its epilogue
+      Partition p = partition(f);
+      ASSERT_EQ(p.tasks.size(), 1u);
+      EXPECT_EQ(p.tasks[0].label.rfind("matmul+add+relu [", 0), 0u) << p.tasks[0].label;
+    }
     NDArray in = NDArray::random(DType::f32(), {c.n, 8, c.size, c.size}, -1, 1, 5);
     expect_close(interpret_graph(f, {in}), interpret_graph(g, {in}), 1e-5);
   }
