@@ -297,10 +297,11 @@ TEST_F(Network, OnlyContiguousAlignedSlicesAreViews) {
 // error; the arena holds the stored values in half the bytes. The residual block is
 // planned for tiles on every host, its inner value stored with its border
 // (graph::store_borders: the producer's stores moved, the border zeroed, the reader's
-// padding 0).
+// padding 0). The shuffle blocks' halves of a stored value are float32 slices of it:
+// copies, not views of its bfloat16 bytes.
 TEST_F(Network, ActivationsStoredInBfloat16MatchTheInterpreterAndLibTorch) {
   const bool amx = this_host().amx_bf16;
-  for (auto make : {cnn, transformer, mbconv, resblock}) {
+  for (auto make : {cnn, transformer, mbconv, resblock, shuffle_blocks}) {
     const bool block = make == resblock;
     const graph::Graph f = graph::optimize(make(), 16, amx || block);
     const graph::Graph g =
