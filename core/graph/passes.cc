@@ -280,6 +280,23 @@ std::vector<int64_t> core_shape(const std::vector<int64_t>& s) {
 
 }  // namespace
 
+namespace {
+
+// `nd` computed on `moved` (its inputs viewed as `viewed`) and viewed back as `shape`;
+// `source` maps the view to what it views. -1 when the inputs broadcast beyond `viewed`
+// (the caller keeps the node; what was added is dead code).
+int elementwise_viewed(Graph& out, const Node& nd, const std::vector<int>& moved, const std::vector<int64_t>& viewed,
+                       const std::vector<int64_t>& shape, const std::string& suffix,
+                       std::unordered_map<int, int>& source) {
+  const int e = out.add_node(nd.op, moved, nd.attrs.values(), nd.name + suffix);
+  if (out.value(e).shape != viewed) return -1;
+  const int y = out.add_node("reshape", {e}, {{"new_shape", shape}}, nd.name);
+  source[y] = e;
+  return y;
+}
+
+}  // namespace
+
 Graph sink_views(const Graph& g) {
   // source[v]: for a new value v made by a view that only adds or drops leading extents
   // of 1, the value it views.
@@ -338,11 +355,8 @@ Graph sink_views(const Graph& g) {
           moved.push_back(out.add_node("reshape", {v}, {{"new_shape", inner}}, name));
         }
       }
-      const int e = out.add_node(nd.op, moved, nd.attrs.values(), nd.name + ".core");
-      if (out.value(e).shape != core) return -1;  // the inputs broadcast beyond the core: keep the node
-      any = true;
-      const int y = out.add_node("reshape", {e}, {{"new_shape", shape}}, nd.name);
-      source[y] = e;
+      const int y = elementwise_viewed(out, nd, moved, core, shape, ".core", source);
+      any = any || y >= 0;
       return y;
     } catch (const GraphError&) {
       return -1;
@@ -616,11 +630,7 @@ Graph one_pixel_transposed_convs(const Graph& g) {
                              : evaluate_node("broadcast_to", ops::node_attrs("broadcast_to", {{"new_shape", shape}}), {k.data});
         moved.push_back(out.add_constant(nd.name + ".rows" + std::to_string(moved.size()), whole.reshaped(flat)));
       }
-      const int e = out.add_node(nd.op, moved, nd.attrs.values(), nd.name + ".rows");
-      if (out.value(e).shape != flat) return -1;
-      const int y = out.add_node("reshape", {e}, {{"new_shape", shape}}, nd.name);
-      rows[y] = e;
-      return y;
+      return elementwise_viewed(out, nd, moved, flat, shape, ".rows", rows);
     } catch (const GraphError&) {
       return -1;
     }
