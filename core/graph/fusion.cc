@@ -157,7 +157,7 @@ int64_t slice_view_offset(const Graph& g, const Node& nd) {
   const std::vector<int64_t>& in = x.shape;
   const std::vector<int64_t>& out = g.value(nd.output).shape;
   // A slice of a value stored in bfloat16 computes float32 (ops::apply_node): it copies.
-  if (g.value(nd.output).dtype != x.dtype) return -1;
+  if (g.value(nd.output).dtype != x.dtype || x.dtype.bytes() < 1) return -1;
   const auto r = static_cast<int64_t>(in.size());
   if (static_cast<int64_t>(out.size()) != r) return -1;
   auto ints = [&](const char* k) { return nd.attrs.has(k) ? nd.attrs.ints(k) : std::vector<int64_t>{}; };

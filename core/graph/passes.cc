@@ -631,7 +631,7 @@ Graph one_pixel_transposed_convs(const Graph& g) {
         moved.push_back(out.add_constant(nd.name + ".rows" + std::to_string(moved.size()), whole.reshaped(flat)));
       }
       return elementwise_viewed(out, nd, moved, flat, shape, ".rows", rows);
-    } catch (const GraphError&) {
+    } catch (const Error&) {  // an operator refused the rewrite: the node stays as it was
       return -1;
     }
   });
