@@ -144,7 +144,6 @@ bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
   return only_ops(g, nodes, cheap);
 }
 
-
 // A slice whose elements are one contiguous run of its input's, at a 64-byte aligned
 // offset: every axis before the last one it cuts of extent 1 in the result, that axis
 // cut with step 1, every axis after it whole (a channel range of a batch-1 NCHW value,
@@ -153,41 +152,26 @@ bool cheap_epilogue_operand(const Graph& g, const std::vector<int>& nodes) {
 int64_t slice_view_offset(const Graph& g, const Node& nd) {
   if (nd.op != "slice" || nd.inputs.size() != 1) return -1;
   const Value& x = g.value(nd.inputs[0]);
-  if (x.constant) return -1;
-  const std::vector<int64_t>& in = x.shape;
-  const std::vector<int64_t>& out = g.value(nd.output).shape;
   // A slice of a value stored in bfloat16 computes float32 (ops::apply_node): it copies.
-  if (g.value(nd.output).dtype != x.dtype || x.dtype.bytes() < 1) return -1;
-  const auto r = static_cast<int64_t>(in.size());
-  if (static_cast<int64_t>(out.size()) != r) return -1;
+  if (x.constant || g.value(nd.output).dtype != x.dtype || x.dtype.bytes() < 1) return -1;
   auto ints = [&](const char* k) { return nd.attrs.has(k) ? nd.attrs.ints(k) : std::vector<int64_t>{}; };
-  const std::vector<int64_t> starts = ints("starts"), ends = ints("ends"), steps = ints("steps");
-  std::vector<int64_t> axes = ints("axes");
-  if (axes.empty())
-    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
-  if (axes.size() != starts.size() || ends.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
-    return -1;
-  std::vector<int64_t> begin(in.size(), 0), step(in.size(), 1);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    const int64_t a = axes[k] < 0 ? axes[k] + r : axes[k];
-    if (a < 0 || a >= r) return -1;
-    step[a] = steps.empty() ? 1 : steps[k];
-    if (step[a] == 0) return -1;
-    begin[a] = ops::slice_range(starts[k], ends[k], step[a], in[a]).first;
-  }
+  const std::vector<int64_t>& in = x.shape;
+  const ops::SliceBounds b = ops::slice_bounds(in, ints("starts"), ints("ends"), ints("axes"), ints("steps"));
+  const auto r = static_cast<int64_t>(in.size());
   int64_t cut = -1;  // the last axis not taken whole
   for (int64_t d = 0; d < r; ++d)
-    if (out[d] != in[d] || begin[d] != 0 || (step[d] != 1 && in[d] > 1)) cut = d;
-  if (cut >= 0 && step[cut] != 1 && out[cut] > 1) return -1;
+    if (b.shape[d] != in[d] || b.begin[d] != 0 || (b.step[d] != 1 && in[d] > 1)) cut = d;
+  if (cut >= 0 && b.step[cut] != 1 && b.shape[cut] > 1) return -1;
   for (int64_t d = 0; d < cut; ++d)
-    if (out[d] != 1) return -1;
+    if (b.shape[d] != 1) return -1;
   int64_t offset = 0, stride = x.dtype.bytes();
   for (int64_t d = r - 1; d >= 0; --d) {
-    offset += begin[d] * stride;
+    offset += b.begin[d] * stride;
     stride *= in[d];
   }
   return offset % 64 == 0 ? offset : -1;
 }
+
 }  // namespace
 
 bool is_view_op(const std::string& op) { return ops::is_view_node(op); }

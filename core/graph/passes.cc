@@ -13,6 +13,7 @@
 #include "core/ir/interpreter.h"
 #include "core/ir/lower.h"
 #include "core/ops/node_ops.h"
+#include "core/ops/operators.h"
 #include "core/ops/op_util.h"
 
 namespace basin::graph {
@@ -277,10 +278,6 @@ std::vector<int64_t> core_shape(const std::vector<int64_t>& s) {
   while (i < s.size() && s[i] == 1) ++i;
   return std::vector<int64_t>(s.begin() + static_cast<std::ptrdiff_t>(i), s.end());
 }
-
-}  // namespace
-
-namespace {
 
 // `nd` computed on `moved` (its inputs viewed as `viewed`) and viewed back as `shape`;
 // `source` maps the view to what it views. -1 when the inputs broadcast beyond `viewed`
@@ -575,15 +572,9 @@ Graph one_pixel_transposed_convs(const Graph& g) {
       const Value &x = g.value(nd.inputs[0]), &w = g.value(nd.inputs[1]), &y = g.value(nd.output);
       if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4 || x.shape[2] != 1 || x.shape[3] != 1)
         return -1;
-      auto all = [&](const char* k, int64_t v) {
-        if (!nd.attrs.has(k)) return true;
-        for (int64_t a : nd.attrs.ints(k))
-          if (a != v) return false;
-        return true;
-      };
-      if ((nd.attrs.has("groups") && nd.attrs.i("groups") != 1) ||
-          (nd.attrs.has("width_phases") && nd.attrs.i("width_phases") != 0) || !all("padding", 0) ||
-          !all("output_padding", 0) || !all("dilation", 1))
+      const ops::ConvTransposeParams cp = ops::conv_transpose_params(nd.attrs);
+      const std::vector<int64_t> zero = {0, 0}, one = {1, 1};
+      if (cp.groups != 1 || cp.width_phases || cp.padding != zero || cp.output_padding != zero || cp.dilation != one)
         return -1;
       const int64_t n = x.shape[0], c = x.shape[1], o = w.shape[1], kh = w.shape[2], kw = w.shape[3];
       if (w.shape[0] != c || y.shape != I{n, o, kh, kw}) return -1;

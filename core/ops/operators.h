@@ -157,6 +157,14 @@ struct SliceRange {
   int64_t first = 0, count = 0;
 };
 SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t n);
+// A slice of an input of `shape` (ONNX Slice's attributes, checked: empty axes are
+// 0.., empty steps 1): per axis, the first index taken, the step and the extent taken.
+struct SliceBounds {
+  std::vector<int64_t> begin, step, shape;
+};
+SliceBounds slice_bounds(const std::vector<int64_t>& shape, const std::vector<int64_t>& starts,
+                         const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                         const std::vector<int64_t>& steps);
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value, const std::string& mode);

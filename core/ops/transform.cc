@@ -165,10 +165,11 @@ SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t n) {
   return r;
 }
 
-Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-             const std::vector<int64_t>& axes_attr, const std::vector<int64_t>& steps_attr) {
+SliceBounds slice_bounds(const std::vector<int64_t>& shape, const std::vector<int64_t>& starts,
+                         const std::vector<int64_t>& ends, const std::vector<int64_t>& axes_attr,
+                         const std::vector<int64_t>& steps_attr) {
   Check c("slice");
-  int r = x.ndim();
+  const int r = static_cast<int>(shape.size());
   c.that(starts.size() == ends.size(), "ends", "starts and ends differ in length");
   std::vector<int64_t> axes = axes_attr;
   if (axes.empty())
@@ -176,20 +177,25 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
   c.that(axes.size() == starts.size(), "axes", "needs one axis per start, got " + ints_str(axes));
   std::vector<int64_t> steps = steps_attr.empty() ? std::vector<int64_t>(starts.size(), 1) : steps_attr;
   c.that(steps.size() == starts.size(), "steps", "needs one step per start, got " + ints_str(steps));
-  std::vector<int> norm = c.axes(axes, r, "axes");
-  std::vector<int64_t> begin(r, 0), step(r, 1), shape = x.shape();
+  c.axes(axes, r, "axes");
+  SliceBounds b{std::vector<int64_t>(r, 0), std::vector<int64_t>(r, 1), shape};
   for (size_t k = 0; k < axes.size(); ++k) {
     int a = c.axis(axes[k], r, "axes");
-    int64_t n = x.shape()[a];
     c.that(steps[k] != 0, "steps", "steps must be nonzero, got " + ints_str(steps));
-    const SliceRange sr = slice_range(starts[k], ends[k], steps[k], n);
-    shape[a] = sr.count;
-    begin[a] = sr.first;
-    step[a] = steps[k];
+    const SliceRange sr = slice_range(starts[k], ends[k], steps[k], shape[a]);
+    b.shape[a] = sr.count;
+    b.begin[a] = sr.first;
+    b.step[a] = steps[k];
   }
-  return injective("slice", shape, [&](const std::vector<Var>& i) {
+  return b;
+}
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  const SliceBounds b = slice_bounds(x.shape(), starts, ends, axes, steps);
+  return injective("slice", b.shape, [&](const std::vector<Var>& i) {
     std::vector<Expr> idx;
-    for (int d = 0; d < r; ++d) idx.push_back(i[d] * step[d] + begin[d]);
+    for (size_t d = 0; d < b.shape.size(); ++d) idx.push_back(i[d] * b.step[d] + b.begin[d]);
     return x.read(idx);
   });
 }
