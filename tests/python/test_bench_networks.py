@@ -68,3 +68,26 @@ def test_openvino_retries_an_int8_file_at_its_f32_hint_and_says_so():
     for precision in ("bf16", "f32"):  # no retry where the precision is what is measured
         with pytest.raises(RuntimeError):
             nets.compile_openvino(RefusingCore(), "m.onnx", {}, precision)
+
+
+def test_a_retimed_head_to_head_keeps_each_figures_fastest_run_of_both():
+    nets = load_bench("networks")
+    before = {"ort": 6.7, "openvino": 7.6, "untuned": 12.8, "60s": 6.2, "600s": 6.3, "basin": 6.3}
+    new = {"ort": 6.2, "openvino": 8.0, "untuned": 12.2, "60s": 6.0, "600s": 5.2, "basin": 5.2, "extra": 1.0}
+    both = nets.fastest_of_both(before, new, "600s")
+    assert both["ort"] == 6.2 and both["openvino"] == 7.6  # each its own fastest
+    assert both["600s"] == 5.2 and both["basin"] == 5.2  # basin's: the last segment's network
+    assert both["extra"] == 1.0  # a figure the earlier run lacked is the new one
+    with pytest.raises(KeyError):
+        nets.fastest_of_both(before, {"ort": 1.0}, "600s")  # no network of the last segment
+
+
+def test_retime_refuses_a_folder_without_a_run(tmp_path):
+    nets = load_bench("networks")
+
+    class Args:
+        out = str(tmp_path)
+        models = ",".join(nets.MODELS)
+
+    with pytest.raises(SystemExit, match="no earlier run"):
+        nets.retime(Args(), ["ort"], "f32")
