@@ -87,6 +87,7 @@ struct TaskReport {
   int trials = 0, resumed = 0, measured = 0, errors = 0, rounds = 0;
   double best_us = 0;  // 0: no valid program
   bool retired = false;
+  bool settled = false;  // its settling contest ran (TuneResult::settled)
 };
 
 struct NetworkTuneResult {
@@ -129,6 +130,14 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
 // weights), and whether they exceed half the last-level cache.
 double constant_bytes(const graph::Partition& p);
 bool weights_exceed_cache(const graph::Partition& p);
+
+// The seconds a network's settling contests (TaskTuner::settle) are expected to take:
+// each task that measured programs, its settle_programs x confirm measurements at its
+// own mean seconds per measurement (measure_seconds over new programs, confirmations and
+// remeasurements), at most a tenth of `budget_seconds`. A seconds budget's rounds end
+// that much before it; the tasks then settle, the heaviest first, while it lasts.
+double settle_reserve_seconds(const std::vector<TuneResult>& tasks, int settle_programs, int confirm,
+                              double budget_seconds);
 
 // The tasks of several networks as one partition for the task scheduler: a task that
 // two networks share is one task whose weight is the sum of theirs (its constant inputs

@@ -519,7 +519,8 @@ int run_tune(const NetOptions& o) {
                      {"errors", t.errors},
                      {"best_latency_us", t.best_us > 0 ? nlohmann::json(t.best_us) : nlohmann::json()},
                      {"rounds", t.rounds},
-                     {"retired", t.retired}});
+                     {"retired", t.retired},
+                     {"settled", t.settled}});
     without += t.best_us <= 0;
   }
   nlohmann::json curve = nlohmann::json::array();

@@ -192,6 +192,40 @@ TEST_F(NetworkTune, TasksLeftWhenTheBudgetIsSpentStillGetAProgram) {
   EXPECT_EQ(s.trials, 0);
 }
 
+// The settling contests come out of a seconds budget: the reserve is each task's
+// settle_programs x confirm measurements at its mean measurement time, at most a tenth
+// of the budget; none without a seconds budget, confirmation or a contest of two.
+TEST(SettleReserve, IsEachTasksMeasurementsAtItsMeanTimeAtMostATenthOfTheBudget) {
+  TuneResult a, b, untouched;
+  a.measured = 8, a.confirmations = 2, a.best_remeasurements = 0, a.measure_seconds = 1.0;  // 0.1 s each
+  b.measured = 3, b.confirmations = 0, b.best_remeasurements = 1, b.measure_seconds = 0.2;  // 0.05 s each
+  untouched.measure_seconds = 5;  // resumed, nothing measured now: no contest
+  EXPECT_NEAR(settle_reserve_seconds({a, b, untouched}, 3, 2, 100), 6 * 0.1 + 6 * 0.05, 1e-9);
+  EXPECT_NEAR(settle_reserve_seconds({a, b}, 3, 2, 5), 0.5, 1e-9);  // a tenth of 5 s
+  EXPECT_EQ(settle_reserve_seconds({a, b}, 3, 2, 0), 0);            // a trials budget
+  EXPECT_EQ(settle_reserve_seconds({a, b}, 1, 2, 100), 0);          // no contest of one
+  EXPECT_EQ(settle_reserve_seconds({a, b}, 3, 0, 100), 0);          // no confirmation
+  EXPECT_EQ(settle_reserve_seconds({}, 3, 2, 100), 0);
+}
+
+// The report names the tasks whose settling contest ran: a trials budget leaves time
+// for every task's, and the tasks with two confirmed programs or more hold one.
+TEST_F(NetworkTune, TheReportSaysWhichTasksSettled) {
+  graph::Partition p = small_partition();
+  RecordStore store(dir + "/trials.db");
+  NetworkTuneOptions opt;
+  opt.strategy = "random";
+  opt.task.batch = 8;
+  opt.budget.trials = 48;
+  NetworkTuneResult r = tune_network(p, store, opt);
+  int settled = 0;
+  for (const TaskReport& t : r.tasks) settled += t.settled;
+  EXPECT_GT(settled, 0);
+  opt.task.settle_programs = 1;  // no contest of one program
+  RecordStore none(dir + "/none.db");
+  for (const TaskReport& t : tune_network(p, none, opt).tasks) EXPECT_FALSE(t.settled) << t.label;
+}
+
 // The network's constant bytes: each task's constant inputs times its groups. Weights
 // beyond the last-level cache make every task's tuner time its programs with them
 // evicted; a small network's stay cached.
