@@ -53,13 +53,13 @@ bool weights_exceed_cache(const graph::Partition& p) {
          bytes > 0.5 * static_cast<double>(effective_cache_bytes());
 }
 
-double settle_reserve_seconds(const std::vector<TuneResult>& tasks, int settle_programs, int confirm,
+double settle_reserve_seconds(const std::vector<const TuneResult*>& tasks, int settle_programs, int confirm,
                               double budget_seconds) {
   if (settle_programs < 2 || confirm <= 0 || budget_seconds <= 0) return 0;
   double s = 0;
-  for (const TuneResult& r : tasks) {
-    const int n = r.measured + r.confirmations + r.best_remeasurements;
-    if (r.measured > 0 && n > 0) s += settle_programs * confirm * r.measure_seconds / n;
+  for (const TuneResult* r : tasks) {
+    const int n = r->measured + r->confirmations + r->best_remeasurements;
+    if (r->measured > 0 && n > 0) s += settle_programs * confirm * r->measure_seconds / n;
   }
   return std::min(s, 0.1 * budget_seconds);
 }
@@ -157,8 +157,8 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   // efficientnet_b0 at 60 s, 70 tasks settling after the budget took 14 s more.
   double settle_reserve = 0;
   auto renew_settle_reserve = [&] {
-    std::vector<TuneResult> rs;
-    for (TaskState& t : tasks) rs.push_back(t.tuner->result());
+    std::vector<const TuneResult*> rs;
+    for (TaskState& t : tasks) rs.push_back(&t.tuner->result());
     settle_reserve = settle_reserve_seconds(rs, opt.task.settle_programs, opt.task.confirm, opt.budget.seconds);
   };
   auto out_of_budget = [&] {
@@ -183,6 +183,16 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
       if (r.best) out.emplace_back(j, &r.best->config);
     }
     return out;
+  };
+  // The tasks' indices, the heaviest (weight x best latency) first, ties in task order.
+  auto heaviest_first = [&] {
+    std::vector<double> load(tasks.size());
+    for (size_t j = 0; j < tasks.size(); ++j)
+      load[j] = static_cast<double>(p.tasks[j].weight) * std::max(0.0, tasks[j].tuner->result().best_latency_us);
+    std::vector<size_t> order(tasks.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return load[a] > load[b]; });
+    return order;
   };
   // The family sweep (NetworkTuneOptions::family_sweep): once the first rounds are done
   // and what is left of the budget is the sweep's share, each task of a family measures
@@ -219,19 +229,14 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
       // Each task's trials and best program as the sweep starts (what it offers the others).
       std::vector<int> trials(tasks.size());
       std::vector<std::string> best(tasks.size());
-      std::vector<double> load(tasks.size());  // weight x best latency
       for (size_t j = 0; j < tasks.size(); ++j) {
         const TuneResult& r = tasks[j].tuner->result();
         trials[j] = r.trials;
         if (r.best) best[j] = r.best->config;
-        load[j] = static_cast<double>(p.tasks[j].weight) * std::max(0.0, r.best_latency_us);
       }
       // The heaviest tasks first, so that a sweep the budget cuts short has served the
       // tasks that matter most.
-      std::vector<size_t> order(tasks.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return load[a] > load[b]; });
-      for (size_t i : order) {
+      for (size_t i : heaviest_first()) {
         if (out_of_budget()) break;
         const std::string& fam = opt.estimator_family[i];
         if (fam.empty()) continue;
@@ -338,20 +343,12 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
   // latency) first while a seconds budget lasts (a task left unsettled keeps its
   // confirmed best); the final estimate follows (not when stopped: the user wants the
   // run over now).
-  if (!res.stopped) {
-    std::vector<std::pair<double, size_t>> heaviest;
-    for (size_t i = 0; i < tasks.size(); ++i)
-      heaviest.emplace_back(-static_cast<double>(p.tasks[i].weight) *
-                                std::max(0.0, tasks[i].tuner->result().best_latency_us),
-                            i);
-    std::stable_sort(heaviest.begin(), heaviest.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [load, i] : heaviest) {
+  if (!res.stopped)
+    for (size_t i : heaviest_first()) {
       if (opt.budget.seconds > 0 && since(t0) >= opt.budget.seconds) break;
       if (opt.stop && opt.stop()) break;
       tasks[i].tuner->settle();
     }
-  }
   res.curve.push_back({since(t0), total_trials(), estimate()});
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TuneResult& r = tasks[i].tuner->result();

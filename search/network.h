@@ -136,7 +136,7 @@ bool weights_exceed_cache(const graph::Partition& p);
 // own mean seconds per measurement (measure_seconds over new programs, confirmations and
 // remeasurements), at most a tenth of `budget_seconds`. A seconds budget's rounds end
 // that much before it; the tasks then settle, the heaviest first, while it lasts.
-double settle_reserve_seconds(const std::vector<TuneResult>& tasks, int settle_programs, int confirm,
+double settle_reserve_seconds(const std::vector<const TuneResult*>& tasks, int settle_programs, int confirm,
                               double budget_seconds);
 
 // The tasks of several networks as one partition for the task scheduler: a task that

@@ -200,11 +200,11 @@ TEST(SettleReserve, IsEachTasksMeasurementsAtItsMeanTimeAtMostATenthOfTheBudget)
   a.measured = 8, a.confirmations = 2, a.best_remeasurements = 0, a.measure_seconds = 1.0;  // 0.1 s each
   b.measured = 3, b.confirmations = 0, b.best_remeasurements = 1, b.measure_seconds = 0.2;  // 0.05 s each
   untouched.measure_seconds = 5;  // resumed, nothing measured now: no contest
-  EXPECT_NEAR(settle_reserve_seconds({a, b, untouched}, 3, 2, 100), 6 * 0.1 + 6 * 0.05, 1e-9);
-  EXPECT_NEAR(settle_reserve_seconds({a, b}, 3, 2, 5), 0.5, 1e-9);  // a tenth of 5 s
-  EXPECT_EQ(settle_reserve_seconds({a, b}, 3, 2, 0), 0);            // a trials budget
-  EXPECT_EQ(settle_reserve_seconds({a, b}, 1, 2, 100), 0);          // no contest of one
-  EXPECT_EQ(settle_reserve_seconds({a, b}, 3, 0, 100), 0);          // no confirmation
+  EXPECT_NEAR(settle_reserve_seconds({&a, &b, &untouched}, 3, 2, 100), 6 * 0.1 + 6 * 0.05, 1e-9);
+  EXPECT_NEAR(settle_reserve_seconds({&a, &b}, 3, 2, 5), 0.5, 1e-9);  // a tenth of 5 s
+  EXPECT_EQ(settle_reserve_seconds({&a, &b}, 3, 2, 0), 0);            // a trials budget
+  EXPECT_EQ(settle_reserve_seconds({&a, &b}, 1, 2, 100), 0);          // no contest of one
+  EXPECT_EQ(settle_reserve_seconds({&a, &b}, 3, 0, 100), 0);          // no confirmation
   EXPECT_EQ(settle_reserve_seconds({}, 3, 2, 100), 0);
 }
 
