@@ -541,15 +541,27 @@ class Emitter {
     return {n, q};
   }
   // e^x for x clamped to [lo, hi] (e^lo the least normal float, hi the largest float
-  // whose e^hi is finite): n added
-  // to the exponent bits of q + 1. On that range the sum stays a normal float: q + 1 >= 1
-  // where n = -126 and q + 1 < 1 where n = 128.
+  // whose e^hi is finite), as 2^n e^f: t = x log2(e) + 1.5 2^23 rounds x log2(e) to the
+  // integer n in t's low mantissa bits (n = t - 1.5 2^23, its bits shifted into the
+  // exponent field), f = x - n ln2 (Cody-Waite, |f| <= ln2/2) and e^f = 1 + f Q(f), Q of
+  // degree 4 fitted here by relative least squares (9e-8 relative before float32's
+  // rounding, 1.5e-7 after; e^0 exactly 1). On that range the product stays a normal
+  // float: e^f >= 1 where n = -126 and e^f < 1 where n = 128.
   llvm::Value* exp_clamped(llvm::Value* x) {
     llvm::Type* ty = x->getType();
-    auto [n, q] = exp_parts(clamp(x, kExpLo, kExpHi));
     llvm::Type* ity = int_like(ty);
-    llvm::Value* e = b_.CreateShl(b_.CreateFPToSI(n, ity), llvm::ConstantInt::get(ity, 23));
-    return b_.CreateBitCast(b_.CreateAdd(b_.CreateBitCast(b_.CreateFAdd(q, fconst(ty, 1.0)), ity), e), ty);
+    llvm::Value* xc = clamp(x, kExpLo, kExpHi);
+    const double shifter = 12582912.0;  // 1.5 2^23
+    llvm::Value* t = fmuladd(xc, fconst(ty, 1.4426950408889634), fconst(ty, shifter));
+    llvm::Value* n = b_.CreateFSub(t, fconst(ty, shifter));
+    llvm::Value* f = fmuladd(n, fconst(ty, -0.693359375), xc);
+    f = fmuladd(n, fconst(ty, 2.12194440e-4), f);
+    llvm::Value* q =
+        horner(f, {0.008290313551231233, 0.04189792985979268, 0.1666763621341675, 0.4999914952481076,
+                   0.9999997071832493});
+    llvm::Value* ef = fmuladd(f, q, fconst(ty, 1.0));
+    llvm::Value* e = b_.CreateShl(b_.CreateBitCast(t, ity), llvm::ConstantInt::get(ity, 23));
+    return b_.CreateBitCast(b_.CreateAdd(b_.CreateBitCast(ef, ity), e), ty);
   }
   static constexpr double kExpHi = 88.72283172607421875, kExpLo = -87.33654022216797;
   llvm::Value* fast_exp(llvm::Value* x) {
@@ -558,6 +570,15 @@ class Emitter {
     r = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(ty, kExpHi)), fconst(ty, HUGE_VAL), r);
     r = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(ty, kExpLo)), fconst(ty, 0.0), r);
     return keep_nan(x, r);
+  }
+  // 1 / (1 + e^-x) with e^-x clamped to a finite float, so that 1 + e^-x is in [1, 3.4e38]
+  // and takes the reciprocal estimate instead of a division; 0 where e^-x overflows (x <
+  // -88.72: the true value is below the least normal float), NaN for NaN.
+  llvm::Value* fast_sigmoid(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    llvm::Value* s = reciprocal_of_positive_wide(b_.CreateFAdd(fconst(ty, 1.0), exp_clamped(b_.CreateFNeg(x))));
+    s = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(ty, -kExpHi)), fconst(ty, 0.0), s);
+    return keep_nan(x, s);
   }
   // tanh x = expm1(2x) / (expm1(2x) + 2), expm1 = 2^n q + (2^n - 1): exact near 0.
   llvm::Value* fast_tanh(llvm::Value* x) {
@@ -573,7 +594,6 @@ class Emitter {
   // (Loeb's iterations) on [0, 4], 6.5e-8 relative before float32's rounding; one
   // division and no exponential, a third of the instructions of 1 - t e^(-z^2 + P(t)).
   llvm::Value* fast_erf(llvm::Value* x) {
-    llvm::Type* ty = x->getType();
     llvm::Value* xc = clamp(x, -4.0, 4.0);
     llvm::Value* t = b_.CreateFMul(xc, xc);
     llvm::Value* p = horner(t, {1.9112307747641844e-08, -1.942324059580849e-06, 0.0001472736498158231,
@@ -582,7 +602,15 @@ class Emitter {
         horner(t, {0.0010209663036156687, 0.014956735065622897, 0.11796424805234047, 0.5168773323769186, 1.0});
     return keep_nan(x, b_.CreateFMul(b_.CreateFMul(xc, p), reciprocal_of_positive(q)));
   }
-  // 1 / q for q >= 1 (no zero, infinity or NaN): on vectors of 16 or 8 float32 the
+  // 1 / q for q >= 1 (finite: no zero, infinity or NaN): the AVX-512 estimate on vectors
+  // of 16 float32, a division otherwise (Zen 4 divides 8 float32 faster than it refines
+  // vrcpps's estimate twice).
+  llvm::Value* reciprocal_of_positive_wide(llvm::Value* q) {
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(q->getType());
+    if (vt && vt->getNumElements() == 16 && this_host().vector_isa == "avx512") return reciprocal_of_positive(q);
+    return b_.CreateFDiv(fconst(q->getType(), 1.0), q);
+  }
+  // 1 / q for q >= 1 (finite: no zero, infinity or NaN): on vectors of 16 or 8 float32 the
   // CPU's estimate (vrcp14ps, 14 bits; vrcpps, 12 bits) refined by Newton's steps, r (2 -
   // q r), to below float32's rounding, where a division would take four times as long.
   llvm::Value* reciprocal_of_positive(llvm::Value* q) {
@@ -693,11 +721,9 @@ class Emitter {
       case MathFn::pow:
         return intrinsic(llvm::Intrinsic::pow);
       case MathFn::sigmoid: {
-        // e^-x infinite past the clamp, so that the sigmoid of a large negative x (and of
-        // -inf) is 0, not the 2.9e-39 that e^-x clamped at its largest finite value gives.
         llvm::Value* minus = b_.CreateFNeg(a[0]);
         if (!f32) return b_.CreateFDiv(one, b_.CreateFAdd(one, call_intrinsic(llvm::Intrinsic::exp, ty, {minus})));
-        return keep_nan(a[0], b_.CreateFDiv(one, b_.CreateFAdd(one, fast_exp(minus))));
+        return fast_sigmoid(a[0]);
       }
       case MathFn::tanh:
         return f32 ? fast_tanh(a[0]) : libm("tanh");

@@ -152,22 +152,22 @@ TEST_F(LlvmSemantics, DivisionByZeroAndMinusOneIsDefinedAndNeverTraps) {
   }
 }
 
-// The values of xs as float32, cut to a multiple of 8 (the lanes of unary_map's loop).
-NDArray in_lanes(const std::vector<float>& xs) {
-  const int64_t n = static_cast<int64_t>(xs.size()) / 8 * 8;
+// The values of xs as float32, cut to a multiple of `lanes` (those of unary_map's loop).
+NDArray in_lanes(const std::vector<float>& xs, int64_t lanes = 8) {
+  const int64_t n = static_cast<int64_t>(xs.size()) / lanes * lanes;
   NDArray in(DType::f32(), {n});
   for (int64_t k = 0; k < n; ++k) in.as<float>()[k] = xs[static_cast<size_t>(k)];
   return in;
 }
 
-// out[i] = fn(x[i]) for i < n, in rows of 8 whose inner loop is of `kind`.
-LoweredFunc unary_map(const std::string& name, int64_t n, ForKind kind, MathFn fn) {
+// out[i] = fn(x[i]) for i < n, in rows of `lanes` whose inner loop is of `kind`.
+LoweredFunc unary_map(const std::string& name, int64_t n, ForKind kind, MathFn fn, int lanes = 8) {
   Var o("o"), l("l");
   Buffer x = make_buffer("x", DType::f32(), {Expr(n)});
   Buffer out = make_buffer("out", DType::f32(), {Expr(n)});
-  Expr at = o * 8 + l;
-  Stmt body =
-      make_for(o, 0, n / 8, ForKind::Serial, make_for(l, 0, 8, kind, make_store(out, {at}, call(fn, {load(x, {at})}))));
+  Expr at = o * lanes + l;
+  Stmt body = make_for(o, 0, n / lanes, ForKind::Serial,
+                       make_for(l, 0, lanes, kind, make_store(out, {at}, call(fn, {load(x, {at})}))));
   return LoweredFunc{name, {x, out}, {1}, body};
 }
 
@@ -544,14 +544,16 @@ TEST_F(LlvmSemantics, MathFunctionsArePolynomialsAccurateOverTheWholeRange) {
   for (int k = 0; k < 20000; ++k) xs.push_back(-4.5f + 9.0f * static_cast<float>(k) / 20000.0f);
   for (float x : {3.99f, 4.0f, 4.01f, -4.0f}) xs.push_back(x);
   for (int k = 0; k < 2000; ++k) xs.push_back(-90.0f + 180.0f * static_cast<float>(k) / 2000.0f);
-  NDArray in = in_lanes(xs);
+  NDArray in = in_lanes(xs, 16);
   const int64_t n = in.numel();
+  // Vectors of 8 and 16: the reciprocal estimates of AVX (vrcpps) and AVX-512 (vrcp14ps).
   for (MathFn fn : {MathFn::exp, MathFn::sigmoid, MathFn::tanh, MathFn::erf}) {
-    for (ForKind kind : {ForKind::Vectorized, ForKind::Serial}) {
-      LoweredFunc f = unary_map("math", n, kind, fn);
+    for (auto [kind, lanes] : {std::pair{ForKind::Vectorized, 8}, {ForKind::Vectorized, 16}, {ForKind::Serial, 8}}) {
+      LoweredFunc f = unary_map("math", n, kind, fn, lanes);
       NDArray want, got;
       both(f, {in}, {n}, DType::f32(), &want, &got);
-      const std::string what = std::string(math_fn_name(fn)) + (kind == ForKind::Vectorized ? " vector" : " scalar");
+      const std::string what = std::string(math_fn_name(fn)) +
+                               (kind == ForKind::Vectorized ? " vector of " + std::to_string(lanes) : " scalar");
       for (int64_t k = 0; k < n; ++k) {
         float w = want.as<float>()[k], g = got.as<float>()[k], x0 = in.as<float>()[k];
         if (std::isnan(w)) {
