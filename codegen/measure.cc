@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -177,6 +178,56 @@ struct Compiled {
   bool poisoned = false;  // a CUDA error that leaves the context unusable
 };
 
+// The programs a worker compiled, by request text, kept for their next measurements (a
+// round's best confirmed, a settling contest): the kKept most recently used, and
+// besides them the kKeptFastest fastest measured, which are the ones measured again.
+class KeptPrograms {
+ public:
+  static constexpr size_t kKept = 24, kKeptFastest = 4;
+  std::shared_ptr<Compiled> find(const std::string& key) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = kept_.find(key);
+    if (it == kept_.end()) return nullptr;
+    it->second.last_use = ++clock_;
+    return it->second.program;
+  }
+  void keep(const std::string& key, std::shared_ptr<Compiled> p) {
+    std::lock_guard<std::mutex> l(mu_);
+    Entry& e = kept_[key];
+    e.program = std::move(p);
+    e.last_use = ++clock_;
+    while (kept_.size() > kKept + kKeptFastest) drop_one();
+  }
+  void timed(const std::string& key, double min_us) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = kept_.find(key);
+    if (it != kept_.end() && min_us > 0) it->second.fastest_us = std::min(it->second.fastest_us, min_us);
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<Compiled> program;
+    uint64_t last_use = 0;
+    double fastest_us = HUGE_VAL;
+  };
+  // Drops the least recently used program that is not one of the kKeptFastest fastest.
+  void drop_one() {
+    using It = std::map<std::string, Entry>::iterator;
+    std::vector<It> all;
+    for (It it = kept_.begin(); it != kept_.end(); ++it) all.push_back(it);
+    const size_t fastest = std::min(kKeptFastest, all.size() - 1);
+    std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(fastest), all.end(),
+                      [](It a, It b) { return a->second.fastest_us < b->second.fastest_us; });
+    It victim = all[fastest];
+    for (size_t i = fastest; i < all.size(); ++i)
+      if (all[i]->second.last_use < victim->second.last_use) victim = all[i];
+    kept_.erase(victim);
+  }
+  std::mutex mu_;
+  std::map<std::string, Entry> kept_;
+  uint64_t clock_ = 0;
+};
+
 // The worker's request for candidate c (its text names the program).
 nlohmann::json request(const std::vector<sched::Sketch>& sketches, const Candidate& c) {
   size_t index = static_cast<size_t>(c.sketch - sketches.data());
@@ -231,15 +282,17 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
   // On the CPU, a program whose check run and warm-up call both take more than slow_us
   // (0: no limit) is timed by those calls alone (TimingOptions::slow_us).
   // Returns false when the GPU context is poisoned (the worker must go).
-  auto run = [&](Compiled& p, nlohmann::json& res, double slow_us) {
-    res["lower_seconds"] = p.lower_seconds;
+  // A program compiled earlier (reused) reports no compile time: none was spent on it.
+  auto run = [&](Compiled& p, bool reused, nlohmann::json& res, double slow_us) {
+    res["lower_seconds"] = reused ? 0.0 : p.lower_seconds;
     if (!p.error.empty()) {
       res["error"] = p.error;
       if (p.poisoned) res["poisoned"] = true;
       return !p.poisoned;
     }
-    res["compile_seconds"] = p.compile_seconds;
-    res["compile_cpu_seconds"] = p.compile_cpu_seconds;
+    res["compile_seconds"] = reused ? 0.0 : p.compile_seconds;
+    res["compile_cpu_seconds"] = reused ? 0.0 : p.compile_cpu_seconds;
+    if (reused) res["reused"] = true;
     try {
       std::vector<NDArray> out = fresh_outputs(task_);
       std::vector<NDArray*> args = program_args(inputs_, out);
@@ -327,24 +380,56 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
     }
     return true;
   };
-  std::vector<Compiled> ahead;  // the prepared batch, by slot
+  KeptPrograms kept;
+  // The request's program: kept from an earlier compilation, or compiled now and kept.
+  struct Slot {
+    std::shared_ptr<Compiled> program;
+    bool reused = false;
+    std::string key;
+  };
+  auto obtain = [&](const nlohmann::json& j) {
+    Slot s;
+    s.key = nlohmann::json{{"sketch", j["sketch"]}, {"factors", j["factors"]}, {"unroll", j["unroll"]}}.dump();
+    if (opt_.keep_programs && (s.program = kept.find(s.key))) {
+      s.reused = true;
+      return s;
+    }
+    s.program = std::make_shared<Compiled>(compile(j));
+    if (opt_.keep_programs && s.program->error.empty()) kept.keep(s.key, s.program);
+    return s;
+  };
+  auto measure = [&](Slot& s, nlohmann::json& res, double slow_us) {
+    const bool alive = run(*s.program, s.reused, res, slow_us);
+    if (!res.contains("error") && res.contains("latencies_us")) {
+      const std::vector<double> rounds = res["latencies_us"].get<std::vector<double>>();
+      if (!rounds.empty()) kept.timed(s.key, *std::min_element(rounds.begin(), rounds.end()));
+    }
+    return alive;
+  };
+  std::vector<Slot> ahead;  // the prepared batch, by slot
   std::string req;
   while (recv_msg(in_fd, &req, std::chrono::steady_clock::time_point::max()) == 0) {
     nlohmann::json j = nlohmann::json::parse(req, nullptr, false);
     if (j.contains("prepare")) {
       // Every program of the batch, on `threads` threads: "start" and "done" for each
-      // (the pool times each compilation), then "prepared".
+      // (the pool times each compilation), then "prepared". A program listed again in
+      // the batch (measured in turn) is compiled once, its other slots reuse it.
       const nlohmann::json& batch = j["prepare"];
       ahead.clear();
       ahead.resize(batch.size());
+      std::vector<size_t> first(batch.size());
+      std::map<std::string, size_t> first_of;
+      for (size_t i = 0; i < batch.size(); ++i)
+        first[i] = opt_.keep_programs ? first_of.emplace(batch[i].dump(), i).first->second : i;
       std::atomic<size_t> next{0};
       auto work = [&] {
         for (size_t i; (i = next++) < batch.size();) {
+          if (first[i] != i) continue;
           {
             std::lock_guard<std::mutex> l(send_mu);
             send_msg(out_fd, nlohmann::json{{"start", i}}.dump());
           }
-          ahead[i] = compile(batch[i]);
+          ahead[i] = obtain(batch[i]);
           std::lock_guard<std::mutex> l(send_mu);
           send_msg(out_fd, nlohmann::json{{"done", i}}.dump());
         }
@@ -353,6 +438,13 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       for (int t = 1; t < j["threads"].get<int>(); ++t) threads.emplace_back(work);
       work();
       for (std::thread& t : threads) t.join();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (first[i] == i) continue;
+        ahead[i] = ahead[first[i]];
+        ahead[i].reused = true;
+        send_msg(out_fd, nlohmann::json{{"start", i}}.dump());
+        send_msg(out_fd, nlohmann::json{{"done", i}}.dump());
+      }
       if (!send_msg(out_fd, nlohmann::json{{"prepared", batch.size()}}.dump())) break;
       continue;
     }
@@ -360,12 +452,12 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
     bool alive;
     const double slow_us = j.value("slow_us", 0.0);
     if (j.contains("slot")) {
-      Compiled& p = ahead.at(j["slot"].get<size_t>());
-      alive = run(p, res, slow_us);
-      p = Compiled();  // measured once: its code is freed
+      Slot& s = ahead.at(j["slot"].get<size_t>());
+      alive = measure(s, res, slow_us);
+      s.program.reset();  // measured: its code is freed unless it is kept
     } else {
-      Compiled p = compile(j);
-      alive = run(p, res, slow_us);
+      Slot s = obtain(j);
+      alive = measure(s, res, slow_us);
     }
     if (!send_msg(out_fd, res.dump()) || !alive) break;
   }
@@ -497,6 +589,7 @@ MeasureResult MeasurePool::run_in_worker(const Candidate& c, double slow_us) {
   r.brief = j.value("brief", false);
   r.disturbed = j.value("disturbed", 0);
   r.constant_stage = j.value("constant_stage", false);
+  r.reused = j.value("reused", false);
   if (j.contains("poisoned")) stop_worker(false);  // it has exited; the next candidate starts a new one
   return r;
 }

@@ -48,6 +48,7 @@ struct MeasureResult {
   std::string error;               // empty when the program ran and matched the reference
   bool brief = false;              // slower than measure_one's slow_us: timed by its check run and one call
   bool constant_stage = false;     // a constant input's repacking ran once, untimed (MeasureOptions::constant_inputs)
+  bool reused = false;             // run as compiled for an earlier measurement, kept in the worker (no compile time)
   // Timings another process disturbed (codegen::disturbed_timing), each timed again; at
   // kTimingAttempts the latencies kept are disturbed too (disturbed_kept()).
   int disturbed = 0;
@@ -125,6 +126,11 @@ struct MeasureOptions {
   // here, as a lock held by one program's hook would stall the others' compilation
   // (see testing::one_at_a_time in tests/codegen/fault_hooks.h).
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
+  // The worker keeps the programs it compiled for their next measurements (prepare).
+  // Off, every measurement compiles its program again: a program_hook that changes a
+  // program from one compilation to the next (a program fast only once, a program
+  // wrong after its first measurement) then reaches every measurement.
+  bool keep_programs = true;
 };
 
 class MeasurePool {
@@ -143,7 +149,10 @@ class MeasurePool {
   // Lowers and compiles `batch` in the worker on compile_threads threads at once, and
   // keeps the programs there until measure_one asks for them (or until the next
   // prepare, which drops those not asked for). A candidate listed k times is compiled
-  // k times, for k measurements. A program whose compilation runs past the timeout is
+  // once, for k measurements; and the worker keeps the programs it compiled (the most
+  // recently used and the fastest measured), so that a program measured again (a
+  // round's best confirmed, a settling contest) is not compiled again
+  // (MeasureResult::reused). A program whose compilation runs past the timeout is
   // an error result when it is asked for (the others are compiled ahead again by a new
   // worker); a worker that dies while compiling leaves the batch to be compiled one
   // program at a time.

@@ -241,6 +241,7 @@ codegen::MeasureOptions measure_options(const TuneOptions& opt) {
   codegen::MeasureOptions mo;
   mo.timeout_seconds = opt.timeout_seconds;
   mo.program_hook = opt.program_hook;
+  mo.keep_programs = opt.keep_programs;
   mo.target = opt.target;
   mo.precision = opt.precision;
   mo.compile_threads = opt.compile_threads;

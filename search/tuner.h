@@ -92,6 +92,9 @@ struct TuneOptions {
   // Test hook passed to the measurer (codegen::MeasureOptions::program_hook): called
   // from several compile threads at once, so it must be thread-safe.
   std::function<LoweredFunc(const LoweredFunc&)> program_hook;
+  // codegen::MeasureOptions::keep_programs: off, every measurement compiles its
+  // program again (a test's program_hook that changes a program between measurements).
+  bool keep_programs = true;
   // The worker ranks of a run shared by several (`mpirun -n K basin tune`,
   // search/cluster.h): each round's new programs are shared out between this process
   // and the live workers, which measure theirs on their own machines; measurements

@@ -11,6 +11,7 @@
 #include <future>
 #include <memory>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -184,16 +185,66 @@ TEST_F(Measure, ABatchIsCompiledAheadOnSeveralThreads) {
   for (size_t i : {1, 4}) EXPECT_NE(r[i].error.find("wrong result"), std::string::npos) << r[i].error;
   EXPECT_EQ(pool.measured_ahead(), 5);
   EXPECT_EQ(pool.workers_started(), 1);
-  // A program asked for again is compiled again (what was compiled ahead is measured once).
+  // A program asked for again runs as the worker compiled it before (no compile time).
   std::vector<codegen::Candidate> c = candidates(pool, {0, 16, 64});
-  EXPECT_TRUE(pool.measure_one(c[0]).ok());
+  codegen::MeasureResult again = pool.measure_one(c[0]);
+  EXPECT_TRUE(again.ok()) << again.error;
+  EXPECT_TRUE(again.reused);
+  EXPECT_EQ(again.compile_seconds, 0);
   EXPECT_EQ(pool.measured_ahead(), 5);
-  // A program listed twice is compiled twice, for two measurements in turn.
   pool.prepare({c[0], c[2], c[0]});
-  for (size_t i : {0, 2, 0}) EXPECT_TRUE(pool.measure_one(c[i]).ok());
+  for (size_t i : {0, 2, 0}) {
+    codegen::MeasureResult r = pool.measure_one(c[i]);
+    EXPECT_TRUE(r.ok()) << r.error;
+    EXPECT_TRUE(r.reused);
+  }
   EXPECT_EQ(pool.measured_ahead(), 8);
-  EXPECT_TRUE(pool.measure_one(c[0]).ok());
-  EXPECT_EQ(pool.measured_ahead(), 8);
+  // A new program listed twice in a batch is compiled once, for two measurements in turn.
+  codegen::Candidate fresh = c[0];
+  fresh.config.unroll = 64;
+  pool.prepare({fresh, c[2], fresh});
+  codegen::MeasureResult first = pool.measure_one(fresh), in_turn = (pool.measure_one(c[2]), pool.measure_one(fresh));
+  EXPECT_TRUE(first.ok() && in_turn.ok()) << first.error << in_turn.error;
+  EXPECT_FALSE(first.reused);
+  EXPECT_GT(first.compile_seconds, 0);
+  EXPECT_TRUE(in_turn.reused);
+  EXPECT_EQ(pool.measured_ahead(), 11);
+}
+
+// The worker keeps the programs it compiled for their next measurements: the most
+// recently used, and the fastest measured however long ago.
+TEST_F(Measure, TheWorkerKeepsItsRecentAndItsFastestPrograms) {
+  codegen::MeasureOptions opt;
+  opt.compile_threads = 1;
+  // Programs of unroll 64 do their work 20 times: slower, and right.
+  opt.program_hook = [](const LoweredFunc& f) {
+    if (unroll_of(f) != 64) return f;
+    LoweredFunc slow = f;
+    slow.body = make_seq(std::vector<Stmt>(20, f.body));
+    return slow;
+  };
+  codegen::MeasurePool pool(task, sched::cpu_sketches(task), opt);
+  // The first program unrolled 0, then 40 others of unroll 64.
+  std::vector<codegen::Candidate> c;
+  std::set<std::vector<std::vector<int64_t>>> seen;
+  for (const codegen::Candidate& x : candidates(pool, std::vector<int64_t>(400, 64))) {
+    if (c.empty()) {
+      c.push_back(x);
+      c.back().config.unroll = 0;
+    } else if (seen.insert(x.config.factors).second && c.size() < 41) {
+      c.push_back(x);
+    }
+  }
+  ASSERT_EQ(c.size(), 41u);
+  for (const codegen::Candidate& x : c) {
+    codegen::MeasureResult r = pool.measure_one(x);
+    ASSERT_TRUE(r.ok()) << r.error;
+    EXPECT_FALSE(r.reused);
+  }
+  EXPECT_TRUE(pool.measure_one(c[0]).reused);      // the fastest, measured first
+  EXPECT_TRUE(pool.measure_one(c.back()).reused);  // the latest
+  EXPECT_FALSE(pool.measure_one(c[1]).reused);     // slow and long unused: compiled again
+  EXPECT_EQ(pool.workers_started(), 1);
 }
 
 // With one compile thread nothing is compiled ahead.

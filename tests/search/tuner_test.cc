@@ -264,6 +264,7 @@ TEST_F(Tuner, AProgramFastOnlyOnceNeverBecomesTheBest) {
     opt.seed = 5;
     opt.confirm = confirm;
     opt.program_hook = slow_again;
+    opt.keep_programs = false;  // each measurement compiles, and meets, the hook
     opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
     search::TuneResult r;
     {
@@ -347,6 +348,7 @@ TEST_F(Tuner, ABestThatTurnsSlowGivesWay) {
   opt.batch = 3;
   opt.seed = 4;
   opt.program_hook = basin::testing::one_at_a_time(fast_three_times);
+  opt.keep_programs = false;  // each measurement compiles, and meets, the hook
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
   search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
@@ -438,6 +440,7 @@ TEST_F(Tuner, SettlesTheBestAmongTheFastestAtTheEnd) {
   // settle has two others to choose from whatever later first measurements show.
   opt.confirm_programs = 3;
   opt.program_hook = basin::testing::one_at_a_time(fast_three_times);
+  opt.keep_programs = false;  // each measurement compiles, and meets, the hook
   opt.timeout_seconds = 600;  // a worker replaced after a timeout would forget the hook's counts
   std::unique_ptr<search::Strategy> random = search::make_strategy("random");
   search::TuneResult r;
@@ -499,6 +502,7 @@ TEST_F(Tuner, AProgramThatFailsItsConfirmationsIsNotTheBest) {
     static std::set<std::string> seen;  // in the measurement worker
     return seen.insert(to_string(f.body)).second ? f : computes_nothing(f);
   });
+  opt.keep_programs = false;  // each measurement compiles, and meets, the hook
   search::TuneResult r = tune_random(db, opt);
   ASSERT_TRUE(r.best);
   EXPECT_GT(r.confirmations, 0);
