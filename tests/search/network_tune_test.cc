@@ -105,7 +105,8 @@ TEST_F(NetworkTune, SpreadsATrialBudgetAndResumes) {
 }
 
 // The first round of every task is short (first_batch programs), so that every task has
-// a measured program early; later rounds take the full batch.
+// a measured program early; a later round measures up to twice the programs its task
+// has, so the rounds grow to the full batch.
 TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
   graph::Partition p = small_partition();
   RecordStore store(dir + "/r.db");
@@ -120,9 +121,18 @@ TEST_F(NetworkTune, EveryTaskFirstGetsAShortRound) {
     EXPECT_EQ(t.trials, 2) << t.label;
     EXPECT_GT(t.best_us, 0) << t.label;
   }
-  opt.budget.trials = 14;  // one more round, a full one
+  opt.budget.trials = 10;  // one more round: twice the task's 2 programs
   NetworkTuneResult more = tune_network(p, store, opt);
-  EXPECT_EQ(more.measured, 8);
+  EXPECT_EQ(more.measured, 4);
+  int grown = 0;
+  for (const TaskReport& t : more.tasks) grown += t.trials == 6;
+  EXPECT_EQ(grown, 1);
+  opt.budget.trials = 18;  // that task's next round is the full batch of 8
+  NetworkTuneResult full = tune_network(p, store, opt);
+  EXPECT_EQ(full.measured, 8);
+  int at_full = 0;
+  for (const TaskReport& t : full.tasks) at_full += t.trials == 14;
+  EXPECT_EQ(at_full, 1);
 }
 
 // Every program of every task takes 0.3 s more (after its measurement).
