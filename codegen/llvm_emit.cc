@@ -576,7 +576,7 @@ class Emitter {
   // -88.72: the true value is below the least normal float), NaN for NaN.
   llvm::Value* fast_sigmoid(llvm::Value* x) {
     llvm::Type* ty = x->getType();
-    llvm::Value* s = reciprocal_of_positive_wide(b_.CreateFAdd(fconst(ty, 1.0), exp_clamped(b_.CreateFNeg(x))));
+    llvm::Value* s = reciprocal_of_positive(b_.CreateFAdd(fconst(ty, 1.0), exp_clamped(b_.CreateFNeg(x))), false);
     s = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(ty, -kExpHi)), fconst(ty, 0.0), s);
     return keep_nan(x, s);
   }
@@ -602,18 +602,12 @@ class Emitter {
         horner(t, {0.0010209663036156687, 0.014956735065622897, 0.11796424805234047, 0.5168773323769186, 1.0});
     return keep_nan(x, b_.CreateFMul(b_.CreateFMul(xc, p), reciprocal_of_positive(q)));
   }
-  // 1 / q for q >= 1 (finite: no zero, infinity or NaN): the AVX-512 estimate on vectors
-  // of 16 float32, a division otherwise (Zen 4 divides 8 float32 faster than it refines
-  // vrcpps's estimate twice).
-  llvm::Value* reciprocal_of_positive_wide(llvm::Value* q) {
-    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(q->getType());
-    if (vt && vt->getNumElements() == 16 && this_host().vector_isa == "avx512") return reciprocal_of_positive(q);
-    return b_.CreateFDiv(fconst(q->getType(), 1.0), q);
-  }
   // 1 / q for q >= 1 (finite: no zero, infinity or NaN): on vectors of 16 or 8 float32 the
   // CPU's estimate (vrcp14ps, 14 bits; vrcpps, 12 bits) refined by Newton's steps, r (2 -
   // q r), to below float32's rounding, where a division would take four times as long.
-  llvm::Value* reciprocal_of_positive(llvm::Value* q) {
+  // Without `narrow_estimate`, 8 lanes divide: Zen 4 divides 8 float32 faster than it
+  // refines vrcpps's estimate twice (the sigmoid's 1 + e^-x).
+  llvm::Value* reciprocal_of_positive(llvm::Value* q, bool narrow_estimate = true) {
     llvm::Type* ty = q->getType();
     auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(ty);
     const unsigned lanes = vt ? vt->getNumElements() : 1;
@@ -624,7 +618,7 @@ class Emitter {
       r = b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_avx512_rcp14_ps_512),
                         {q, llvm::Constant::getNullValue(ty), b_.getInt16(0xffff)});
       steps = 1;
-    } else if (lanes == 8 && (isa == "avx512" || isa == "avx2")) {
+    } else if (lanes == 8 && narrow_estimate && (isa == "avx512" || isa == "avx2")) {
       r = b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_avx_rcp_ps_256), {q});
       steps = 2;
     } else {

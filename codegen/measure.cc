@@ -228,6 +228,12 @@ class KeptPrograms {
   uint64_t clock_ = 0;
 };
 
+// The text naming a request's program (sketch, factors, unroll), by which the worker
+// keeps it.
+std::string program_key(const nlohmann::json& j) {
+  return nlohmann::json{{"sketch", j["sketch"]}, {"factors", j["factors"]}, {"unroll", j["unroll"]}}.dump();
+}
+
 // The worker's request for candidate c (its text names the program).
 nlohmann::json request(const std::vector<sched::Sketch>& sketches, const Candidate& c) {
   size_t index = static_cast<size_t>(c.sketch - sketches.data());
@@ -389,7 +395,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
   };
   auto obtain = [&](const nlohmann::json& j) {
     Slot s;
-    s.key = nlohmann::json{{"sketch", j["sketch"]}, {"factors", j["factors"]}, {"unroll", j["unroll"]}}.dump();
+    s.key = program_key(j);
     if (opt_.keep_programs && (s.program = kept.find(s.key))) {
       s.reused = true;
       return s;
@@ -420,7 +426,7 @@ void MeasurePool::worker_main(int in_fd, int out_fd) {
       std::vector<size_t> first(batch.size());
       std::map<std::string, size_t> first_of;
       for (size_t i = 0; i < batch.size(); ++i)
-        first[i] = opt_.keep_programs ? first_of.emplace(batch[i].dump(), i).first->second : i;
+        first[i] = opt_.keep_programs ? first_of.emplace(program_key(batch[i]), i).first->second : i;
       std::atomic<size_t> next{0};
       auto work = [&] {
         for (size_t i; (i = next++) < batch.size();) {

@@ -282,9 +282,14 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
         round_stop = [&out_of_budget, &t0, deadline] { return out_of_budget() || since(t0) >= deadline; };
       }
     } else {
-      // Each task's best as this pick starts (a kin's latency is read once per pick).
+      // Each task's best and trials as this pick starts (a kin's latency is read once per pick).
       std::vector<double> best_us(tasks.size());
-      for (size_t i = 0; i < tasks.size(); ++i) best_us[i] = tasks[i].tuner->result().best_latency_us;
+      std::vector<int> trials(tasks.size());
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        const TuneResult& r = tasks[i].tuner->result();
+        best_us[i] = r.best_latency_us;
+        trials[i] = r.trials;
+      }
       double best_priority = -1;
       bool kin_led = false;
       for (size_t i = 0; i < tasks.size(); ++i) {
@@ -318,7 +323,7 @@ NetworkTuneResult tune_network(const graph::Partition& p, RecordStore& store, co
       // rounds after a first round grow from its size to the batch: the tasks' second
       // rounds come early, and a first minute reaches more of them (efficientnet_b0's
       // 60 s networks: 5.68 and 5.66 ms with rounds of 8 after the first 4, 5.89 with 16).
-      if (pick >= 0) batch = std::min(batch, std::max(first_batch, 2 * tasks[pick].tuner->result().trials));
+      if (pick >= 0) batch = std::min(batch, std::max(first_batch, 2 * trials[static_cast<size_t>(pick)]));
     }
     if (pick < 0) break;  // every task retired
     TaskState& t = tasks[pick];
