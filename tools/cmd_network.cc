@@ -750,6 +750,16 @@ int run_profile(const NetOptions& o) {
     return it->second;
   };
   double in_network_us = 0, alone_us = 0;  // the launches with a record, in the network and in their records
+  // The launches' floating-point work and whether all of it is float32 (the measured
+  // peak is that of float32 FMAs: bfloat16 and integer products go faster).
+  double flops = 0;
+  bool all_f32 = !p.launches.empty();
+  for (const codegen::KernelProfile& k : p.launches) {
+    flops += k.flops;
+    all_f32 = all_f32 && k.precision == "f32";
+  }
+  // A float32 network's work at the peak: no run of it on these threads is faster.
+  const double peak_bound_us = all_f32 && peak > 0 ? flops / peak / 1e3 : 0;
   for (const codegen::KernelProfile& k : p.launches) {
     nlohmann::json e = {{"task", k.label},
                         {"us", k.us},
@@ -787,6 +797,8 @@ int run_profile(const NetOptions& o) {
     j["recorded_in_network_us"] = in_network_us;
     j["recorded_alone_us"] = alone_us;
   }
+  j["gflop"] = flops / 1e9;
+  if (peak_bound_us > 0) j["peak_bound_us"] = peak_bound_us;
   if (o.json) {
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -812,6 +824,9 @@ int run_profile(const NetOptions& o) {
   if (alone_us > 0)
     std::printf("launches with a record: %.1f us in the network, %.1f us timed alone in their records (%.2fx)\n",
                 in_network_us, alone_us, in_network_us / alone_us);
+  if (peak_bound_us > 0 && p.run_us > 0)
+    std::printf("%.3f GFLOP at the peak: %.1f us, the whole run at %.0f%% of the peak\n", flops / 1e9, peak_bound_us,
+                100 * peak_bound_us / p.run_us);
   return 0;
 }
 

@@ -294,6 +294,13 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
   EXPECT_GT(alone, 0);
   EXPECT_NEAR(j["recorded_alone_us"].get<double>(), alone, 1e-9 + 1e-9 * alone);
   EXPECT_NEAR(j["recorded_in_network_us"].get<double>(), with_record, 1e-9 + 1e-9 * with_record);
+  // A float32 network's work at the measured peak: the launches' GFLOP over the peak.
+  double gflop = 0;
+  for (const auto& l : j["launches"]) gflop += l["gflops"].get<double>() * l["us"].get<double>() / 1e6;
+  EXPECT_GT(gflop, 0);
+  EXPECT_NEAR(j["gflop"].get<double>(), gflop, 1e-6 * gflop);
+  ASSERT_TRUE(j.contains("peak_bound_us")) << p.out;
+  EXPECT_NEAR(j["peak_bound_us"].get<double>(), 1e6 * gflop / j["peak_gflops"].get<double>(), 1e-6 * 1e6 * gflop);
   // The fastest round's launches summed: no less than each launch's own fastest.
   EXPECT_GE(j["kernels_us"].get<double>(), sum * (1 - 1e-6));
   EXPECT_GE(j["outside_us"].get<double>(), 0);
@@ -309,6 +316,7 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
   Result text = run("profile " + out + " --repeat 2 --quiet");
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("outside kernels"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("GFLOP at the peak"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("conv2d+add+relu"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("timed alone in their records"), std::string::npos) << text.out;  // no records given
   // A compiled file with the records it was compiled from: the same records beside it.
