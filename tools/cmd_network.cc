@@ -757,10 +757,6 @@ int run_profile(const NetOptions& o) {
   for (const codegen::KernelProfile& k : p.launches) {
     flops += k.flops;
     all_f32 = all_f32 && k.precision == "f32";
-  }
-  // A float32 network's work at the peak: no run of it on these threads is faster.
-  const double peak_bound_us = all_f32 && peak > 0 ? flops / peak / 1e3 : 0;
-  for (const codegen::KernelProfile& k : p.launches) {
     nlohmann::json e = {{"task", k.label},
                         {"us", k.us},
                         {"share", p.run_us > 0 ? k.us / p.run_us : 0.0},
@@ -797,6 +793,8 @@ int run_profile(const NetOptions& o) {
     j["recorded_in_network_us"] = in_network_us;
     j["recorded_alone_us"] = alone_us;
   }
+  // A float32 network's work at the peak: no run of it on these threads is faster.
+  const double peak_bound_us = all_f32 && peak > 0 ? flops / peak / 1e3 : 0;
   j["gflop"] = flops / 1e9;
   if (peak_bound_us > 0) j["peak_bound_us"] = peak_bound_us;
   if (o.json) {
