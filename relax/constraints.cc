@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/schedule/task_analysis.h"
 #include "core/util/host.h"
 #include "relax/cpu_tiles.h"
 #include "relax/features.h"
@@ -29,15 +30,48 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
   std::vector<Constraint> out;
   std::vector<Expr> parallel;  // per store: the product of its enclosing parallel loops
   std::vector<Expr> stack;
-  int vec = 0, local = 0;
+  std::vector<const StmtNode*> vectorized;  // the enclosing vectorized loops, innermost last
+  int vec = 0, local = 0, rows = 0;
+  // A loop over a tile's rows around one row's update of a local accumulator, inside a
+  // vectorized loop (the generic rule's tiles of rows, Sketch::tile_rows: attention's
+  // scores and weighted sum): the tile's rows of accumulator vectors are live through
+  // the reduction loops around it, and beside them each operand the rows read alike
+  // (its vectors, loaded once per step) and one broadcast value of the row's own
+  // (used once), as operand_registers counts an anchor's.
+  auto tile_rows_registers = [&](const StmtNode& n) {
+    if (s.rule != sched::SketchRule::Generic || !s.tile_rows || vectorized.empty()) return;
+    const StmtNode& u = *n.body[0];
+    if (u.kind != StmtKind::Store || u.buffer->scope == MemScope::Global) return;
+    bool per_row = false, accumulates = false;
+    for (const Expr& i : u.indices) per_row = per_row || uses_var(i, n.var);
+    const std::vector<Expr> loads = sched::loads_in(u.value);
+    for (const Expr& l : loads) accumulates = accumulates || l->buffer.get() == u.buffer.get();
+    if (!per_row || !accumulates) return;
+    const StmtNode& v = *vectorized.back();
+    const Expr vectors =
+        max(num(u.buffer->dtype.bytes()) * f64(v.extent) / num(target.vector_bytes), num(1));
+    Expr operands = num(0);
+    for (const Expr& l : loads) {
+      if (l->buffer.get() == u.buffer.get()) continue;
+      bool along = false;
+      for (const Expr& a : l->args) along = along || uses_var(a, v.var);
+      operands = operands + (along ? vectors : num(1));
+    }
+    out.push_back({"register_tile_rows." + std::to_string(rows++),
+                   f64(n.extent) * vectors + operands - num(target.vector_registers)});
+  };
   std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
     const StmtNode& n = *st;
     switch (n.kind) {
       case StmtKind::For: {
         if (n.for_kind == ForKind::Vectorized)
           out.push_back({"vector_lanes." + std::to_string(vec++), f64(n.extent) - num(64)});
+        else if (!n.body.empty() && n.body[0]->kind == StmtKind::Store)
+          tile_rows_registers(n);
         stack.push_back(n.for_kind == ForKind::Parallel ? f64(n.extent) : Expr());
+        if (n.for_kind == ForKind::Vectorized) vectorized.push_back(&n);
         walk(n.body[0]);
+        if (n.for_kind == ForKind::Vectorized) vectorized.pop_back();
         stack.pop_back();
         return;
       }

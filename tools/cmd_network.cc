@@ -758,6 +758,7 @@ int run_profile(const NetOptions& o) {
     flops += k.flops;
     all_f32 = all_f32 && k.precision == "f32";
     nlohmann::json e = {{"task", k.label},
+                        {"task_key", k.task_key},
                         {"us", k.us},
                         {"share", p.run_us > 0 ? k.us / p.run_us : 0.0},
                         {"gflops", k.us > 0 ? k.flops / k.us / 1e3 : 0.0},

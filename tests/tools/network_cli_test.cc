@@ -278,8 +278,11 @@ TEST_F(NetworkCli, ProfileTimesEveryLaunch) {
   double sum = 0, alone = 0, with_record = 0;
   int64_t trials = 0;
   for (const auto& l : j["launches"]) {
-    for (const char* k : {"task", "us", "share", "gflops", "peak_share", "bytes", "tuned", "trials", "record_us"})
+    for (const char* k :
+         {"task", "task_key", "us", "share", "gflops", "peak_share", "bytes", "tuned", "trials", "record_us"})
       EXPECT_TRUE(l.contains(k)) << k << " in " << l.dump();
+    // The task's key as the records file has it (what a script joins the records on).
+    EXPECT_EQ(l["task_key"].get<std::string>().rfind("subgraph(", 0), 0u) << l.dump();
     EXPECT_GT(l["us"].get<double>(), 0);
     EXPECT_GT(l["bytes"].get<int64_t>(), 0);
     sum += l["us"].get<double>();
