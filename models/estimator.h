@@ -161,10 +161,13 @@ struct EvalResult {
   // of the task's fastest (geometric mean over tasks; 1 when the five hold the
   // fastest): what a round of five picks costs against the best measured.
   double top5_ratio = 0;
-  // Pairwise accuracy per operator family (models::task_family).
+  // Pairwise accuracy and top5_ratio per operator family (models::task_family): where
+  // a search's first rounds lose (efficientnet_b0's depthwise convolutions ranked at
+  // 1.55x against its 1x1 convolutions' 1.02x; docs/ROADMAP.md).
   struct Family {
     int tasks = 0, samples = 0;
     double pairs = 0, pairwise_accuracy = 0;
+    double top5_ratio = 0;
   };
   std::map<std::string, Family> families;
   std::vector<double> scores;  // the estimator's score of each sample, in order

@@ -142,6 +142,20 @@ TEST(Estimators, MetricsCountWhatTheyClaim) {
   score = {5, 0, 1, 2, 3, 4};
   r = models::evaluate(*e, scored_samples({1, 2, 3, 4, 5, 6}, score));
   EXPECT_NEAR(r.top5_ratio, 2.0, 1e-12);
+  ASSERT_EQ(r.families.size(), 1u);
+  EXPECT_NEAR(r.families.begin()->second.top5_ratio, 2.0, 1e-12);
+  // Two families, each its own geometric mean: task "t" (elementwise) at 2x, a dense
+  // task whose fastest is predicted fastest at 1x.
+  std::vector<models::Sample> two = scored_samples({1, 2, 3, 4, 5, 6}, score);
+  for (models::Sample& d : scored_samples({1, 2, 3}, {0.1f, 0.2f, 0.3f})) {
+    d.task = "dense(M=1)";
+    two.push_back(d);
+  }
+  r = models::evaluate(*e, two);
+  ASSERT_EQ(r.families.size(), 2u);
+  EXPECT_NEAR(r.families.at("dense").top5_ratio, 1.0, 1e-12);
+  EXPECT_NEAR(r.families.at("elementwise").top5_ratio, 2.0, 1e-12);
+  EXPECT_NEAR(r.top5_ratio, std::sqrt(2.0), 1e-12);
 }
 
 TEST(Estimators, RepeatabilityComparesASecondMeasurementWithTheFirst) {
