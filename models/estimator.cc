@@ -316,8 +316,9 @@ EvalResult evaluate(Estimator& e, const std::vector<Sample>& samples) {
     top5 += std::find(order.begin(), top, best) != top;
     double fastest_of_five = samples[order[0]].latency_us;
     for (auto it = order.begin(); it != top; ++it) fastest_of_five = std::min(fastest_of_five, samples[*it].latency_us);
-    log_top5_ratio += std::log(fastest_of_five / samples[best].latency_us);
-    fam.top5_ratio += std::log(fastest_of_five / samples[best].latency_us);  // a geometric mean below
+    const double log_ratio = std::log(fastest_of_five / samples[best].latency_us);
+    log_top5_ratio += log_ratio;
+    fam.top5_ratio += log_ratio;  // a geometric mean below
     double mean_l = 0, mean_s = 0;
     for (size_t i : idx) {
       mean_l += std::log(samples[i].latency_us);

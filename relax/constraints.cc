@@ -66,7 +66,7 @@ std::vector<Constraint> cpu_constraints(const sched::Sketch& s, const sched::Kno
       case StmtKind::For: {
         if (n.for_kind == ForKind::Vectorized)
           out.push_back({"vector_lanes." + std::to_string(vec++), f64(n.extent) - num(64)});
-        else if (!n.body.empty() && n.body[0]->kind == StmtKind::Store)
+        else
           tile_rows_registers(n);
         stack.push_back(n.for_kind == ForKind::Parallel ? f64(n.extent) : Expr());
         if (n.for_kind == ForKind::Vectorized) vectorized.push_back(&n);
